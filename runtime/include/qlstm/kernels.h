@@ -1,0 +1,80 @@
+// The staged LSTM and its kernel variants (C++ API).
+//
+// A step is three stages, each a function in a variant's table:
+//   gate:          x, h  -> one gate's Q0.15 activations for `rows` batch rows
+//   cell_update:   f, i, g, c -> c (int16, scale 2^P, with clip)
+//   hidden_update: o, c -> h (int8), written straight into the output rows
+// The sequence driver (run_lstm_s8) is shared by all variants: it orders the stages, walks time
+// in either layout and handles the state. A variant is a drop-in: the reference is the
+// specification in code, and every other variant must match it bit for bit (tests/variants).
+#ifndef QLSTM_KERNELS_H_
+#define QLSTM_KERNELS_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "qlstm/lstm_s8.h"
+
+namespace qlstm {
+
+// `rows` batch rows; row b of x is at x + b * x_row_stride (likewise h). h == nullptr means "no
+// recurrent term" (first step of a stateless call). Output: out_q0_15[rows][hidden_size].
+struct GateArgs {
+  int32_t rows;
+  int32_t input_size;
+  int32_t hidden_size;
+  const int8_t* x;
+  ptrdiff_t x_row_stride;
+  const int8_t* h;
+  ptrdiff_t h_row_stride;
+};
+using GateFn = void (*)(const qlstm_gate_s8_params& gate, const GateArgs& args,
+                        int16_t* out_q0_15);
+
+struct CellUpdateParams {
+  qlstm_requant forget_times_cell;      // f * c -> 2^P
+  qlstm_requant input_times_cell_gate;  // i * g -> 2^P
+  int32_t clip_min;                     // inclusive bounds after the add
+  int32_t clip_max;
+};
+// c[k] = clamp(sat16(RQ(f[k] * c[k])) + RQ(i[k] * g[k]), clip_min, clip_max), k < count.
+using CellUpdateFn = void (*)(const CellUpdateParams& p, int32_t count, const int16_t* f_q0_15,
+                              const int16_t* i_q0_15, const int16_t* g_q0_15, int16_t* cell);
+
+struct HiddenUpdateParams {
+  qlstm_requant output_times_tanh_cell;  // o * tanh(c) -> hidden scale
+  int32_t output_zero_point;
+  int32_t tanh_left_shift;  // P + 12: cell scale 2^P -> Q3.12
+};
+// h[b][r] = sat8(RQ(o * tanh(c)) + zp) for `rows` rows of hidden_size; row b of h_out is at
+// h_out + b * h_row_stride.
+using HiddenUpdateFn = void (*)(const HiddenUpdateParams& p, int32_t rows, int32_t hidden_size,
+                                const int16_t* o_q0_15, const int16_t* cell, int8_t* h_out,
+                                ptrdiff_t h_row_stride);
+
+struct LstmS8Variant {
+  const char* name;          // e.g. "reference", "arm_mve", "x86_avx2"
+  bool (*is_supported)();    // can this CPU run it (run-time check on the host)
+  GateFn gate;
+  CellUpdateFn cell_update;
+  HiddenUpdateFn hidden_update;
+};
+
+// All variants built into this binary, best first; the reference is always last.
+// *count receives the number of entries.
+const LstmS8Variant* const* lstm_s8_variants(size_t* count);
+const LstmS8Variant& lstm_s8_reference_variant();
+extern const LstmS8Variant kLstmS8ReferenceVariant;
+// The first supported entry of lstm_s8_variants(): what qlstm_lstm_s8() runs.
+const LstmS8Variant& lstm_s8_default_variant();
+
+// Runs the whole sequence with the given variant. Same contract as qlstm_lstm_s8().
+qlstm_status run_lstm_s8(const LstmS8Variant& variant, const qlstm_lstm_s8_params* params,
+                         qlstm_lstm_s8_context* ctx, const int8_t* input, int8_t* output);
+
+// The gate names in qlstm_gate_index order, for messages: "forget", "input", "cell", "output".
+const char* gate_name(int32_t gate_index);
+
+}  // namespace qlstm
+
+#endif  // QLSTM_KERNELS_H_

@@ -1,0 +1,233 @@
+// Argument checks, buffer sizes and the sequence driver shared by every kernel variant.
+#include "qlstm/lstm_s8.h"
+
+#include "qlstm/activation_s16.h"
+#include "qlstm/fixed_point.h"
+#include "qlstm/kernels.h"
+
+namespace qlstm {
+namespace {
+
+// Scratch: three int16 [B][H] gate buffers (forget, later reused for output; input; cell gate).
+constexpr int64_t kGateBuffers = 3;
+
+struct Failure {
+  qlstm_status status;
+  const char* field;
+};
+constexpr Failure kNoFailure = {QLSTM_OK, nullptr};
+
+bool dims_ok(const qlstm_lstm_dims& d) {
+  if (d.batch < 1 || d.time_steps < 0 || d.input_size < 1 || d.hidden_size < 1) return false;
+  // Every element count (and the scratch size) must fit int32, so that indexing never overflows
+  // on a 32-bit MCU.
+  const int64_t b = d.batch, t = d.time_steps, i = d.input_size, h = d.hidden_size;
+  const int64_t biggest_io = b * t * (i > h ? i : h);
+  const int64_t weights = h * (i > h ? i : h);
+  const int64_t scratch = kGateBuffers * b * h * static_cast<int64_t>(sizeof(int16_t));
+  return biggest_io <= fxp::kInt32Max && weights <= fxp::kInt32Max && scratch <= fxp::kInt32Max;
+}
+
+#define QLSTM_GATE_FIELDS(g)                                                              \
+  {                                                                                       \
+    "gates[" g "].input_weights", "gates[" g "].input_effective_bias",                    \
+        "gates[" g "].hidden_weights", "gates[" g "].hidden_effective_bias",              \
+        "gates[" g "].input_to_q3_12.multiplier", "gates[" g "].input_to_q3_12.shift",    \
+        "gates[" g "].hidden_to_q3_12.multiplier", "gates[" g "].hidden_to_q3_12.shift",  \
+        "gates[" g "].activation"                                                         \
+  }
+enum GateField {
+  kInputWeights, kInputBias, kHiddenWeights, kHiddenBias, kInputMultiplier, kInputShift,
+  kHiddenMultiplier, kHiddenShift, kActivation, kGateFieldCount
+};
+const char* const kGateFieldNames[QLSTM_GATE_COUNT][kGateFieldCount] = {
+    QLSTM_GATE_FIELDS("forget"), QLSTM_GATE_FIELDS("input"), QLSTM_GATE_FIELDS("cell"),
+    QLSTM_GATE_FIELDS("output")};
+#undef QLSTM_GATE_FIELDS
+
+Failure check_requant(const qlstm_requant& q, const char* multiplier_field,
+                      const char* shift_field) {
+  if (q.multiplier < 0) return {QLSTM_ERROR_BAD_MULTIPLIER, multiplier_field};
+  if (q.shift < QLSTM_SHIFT_MIN || q.shift > QLSTM_SHIFT_MAX) {
+    return {QLSTM_ERROR_BAD_SHIFT, shift_field};
+  }
+  return kNoFailure;
+}
+
+Failure check_params(const qlstm_lstm_s8_params* p) {
+  if (p == nullptr) return {QLSTM_ERROR_NULL_POINTER, "params"};
+  if (!dims_ok(p->dims)) return {QLSTM_ERROR_BAD_DIMS, "dims"};
+  if (p->layout != QLSTM_LAYOUT_BATCH_MAJOR && p->layout != QLSTM_LAYOUT_TIME_MAJOR) {
+    return {QLSTM_ERROR_BAD_LAYOUT, "layout"};
+  }
+  for (int32_t g = 0; g < QLSTM_GATE_COUNT; ++g) {
+    const qlstm_gate_s8_params& gate = p->gates[g];
+    const char* const* names = kGateFieldNames[g];
+    if (gate.input_weights == nullptr) return {QLSTM_ERROR_NULL_POINTER, names[kInputWeights]};
+    if (gate.input_effective_bias == nullptr) return {QLSTM_ERROR_NULL_POINTER, names[kInputBias]};
+    if (gate.hidden_weights == nullptr) return {QLSTM_ERROR_NULL_POINTER, names[kHiddenWeights]};
+    if (gate.hidden_effective_bias == nullptr) {
+      return {QLSTM_ERROR_NULL_POINTER, names[kHiddenBias]};
+    }
+    Failure f = check_requant(gate.input_to_q3_12, names[kInputMultiplier], names[kInputShift]);
+    if (f.status != QLSTM_OK) return f;
+    f = check_requant(gate.hidden_to_q3_12, names[kHiddenMultiplier], names[kHiddenShift]);
+    if (f.status != QLSTM_OK) return f;
+    if (gate.activation != QLSTM_ACTIVATION_SIGMOID && gate.activation != QLSTM_ACTIVATION_TANH) {
+      return {QLSTM_ERROR_BAD_ACTIVATION, names[kActivation]};
+    }
+  }
+  Failure f = check_requant(p->forget_times_cell_to_cell, "forget_times_cell_to_cell.multiplier",
+                            "forget_times_cell_to_cell.shift");
+  if (f.status != QLSTM_OK) return f;
+  f = check_requant(p->input_times_cell_gate_to_cell, "input_times_cell_gate_to_cell.multiplier",
+                    "input_times_cell_gate_to_cell.shift");
+  if (f.status != QLSTM_OK) return f;
+  f = check_requant(p->output_times_tanh_cell_to_hidden,
+                    "output_times_tanh_cell_to_hidden.multiplier",
+                    "output_times_tanh_cell_to_hidden.shift");
+  if (f.status != QLSTM_OK) return f;
+  if (p->cell_scale_power < QLSTM_CELL_SCALE_POWER_MIN ||
+      p->cell_scale_power > QLSTM_CELL_SCALE_POWER_MAX) {
+    return {QLSTM_ERROR_BAD_CELL_SCALE, "cell_scale_power"};
+  }
+  if (p->cell_clip > QLSTM_CELL_CLIP_MAX) return {QLSTM_ERROR_BAD_CELL_CLIP, "cell_clip"};
+  if (p->output_zero_point < fxp::kInt8Min || p->output_zero_point > fxp::kInt8Max) {
+    return {QLSTM_ERROR_BAD_ZERO_POINT, "output_zero_point"};
+  }
+  return kNoFailure;
+}
+
+size_t scratch_bytes_for(const qlstm_lstm_dims& d) {
+  return static_cast<size_t>(kGateBuffers * d.batch * d.hidden_size) * sizeof(int16_t);
+}
+
+bool is_aligned(const void* p) {
+  return reinterpret_cast<uintptr_t>(p) % QLSTM_SCRATCH_ALIGNMENT == 0;
+}
+
+}  // namespace
+
+qlstm_status run_lstm_s8(const LstmS8Variant& variant, const qlstm_lstm_s8_params* params,
+                         qlstm_lstm_s8_context* ctx, const int8_t* input, int8_t* output) {
+  const Failure f = check_params(params);
+  if (f.status != QLSTM_OK) return f.status;
+  if (ctx == nullptr || ctx->cell_state == nullptr || ctx->scratch == nullptr) {
+    return QLSTM_ERROR_NULL_POINTER;
+  }
+  const qlstm_lstm_dims& d = params->dims;
+  if (d.time_steps > 0 && (input == nullptr || output == nullptr)) return QLSTM_ERROR_NULL_POINTER;
+  if (ctx->scratch_bytes < scratch_bytes_for(d)) return QLSTM_ERROR_SCRATCH_TOO_SMALL;
+  if (!is_aligned(ctx->scratch)) return QLSTM_ERROR_SCRATCH_MISALIGNED;
+  if (variant.is_supported != nullptr && !variant.is_supported()) return QLSTM_ERROR_UNSUPPORTED;
+
+  const int32_t B = d.batch, T = d.time_steps, I = d.input_size, H = d.hidden_size;
+  const ptrdiff_t BH = static_cast<ptrdiff_t>(B) * H;
+  const bool stateful = ctx->hidden_state != nullptr;
+  int16_t* const cell = ctx->cell_state;
+  if (!stateful) {
+    for (ptrdiff_t k = 0; k < BH; ++k) cell[k] = 0;
+  }
+
+  // Element strides between consecutive time steps and between batch rows.
+  const bool time_major = params->layout == QLSTM_LAYOUT_TIME_MAJOR;
+  const ptrdiff_t x_step = time_major ? static_cast<ptrdiff_t>(B) * I : I;
+  const ptrdiff_t x_row = time_major ? I : static_cast<ptrdiff_t>(T) * I;
+  const ptrdiff_t y_step = time_major ? BH : H;
+  const ptrdiff_t y_row = time_major ? H : static_cast<ptrdiff_t>(T) * H;
+
+  int16_t* const forget_q0_15 = static_cast<int16_t*>(ctx->scratch);
+  int16_t* const input_q0_15 = forget_q0_15 + BH;
+  int16_t* const cell_gate_q0_15 = input_q0_15 + BH;
+  int16_t* const output_q0_15 = forget_q0_15;  // the forget gate is dead after the cell update
+
+  const CellUpdateParams cell_params = {
+      params->forget_times_cell_to_cell, params->input_times_cell_gate_to_cell,
+      params->cell_clip > 0 ? -params->cell_clip : fxp::kInt16Min,
+      params->cell_clip > 0 ? params->cell_clip : fxp::kInt16Max};
+  const HiddenUpdateParams hidden_params = {params->output_times_tanh_cell_to_hidden,
+                                            params->output_zero_point,
+                                            params->cell_scale_power + kQ3_12FractionalBits};
+  const qlstm_gate_s8_params* const gates = params->gates;
+
+  for (int32_t t = 0; t < T; ++t) {
+    GateArgs args = {B, I, H, input + t * x_step, x_row, nullptr, H};
+    if (t > 0) {
+      args.h = output + (t - 1) * y_step;
+      args.h_row_stride = y_row;
+    } else if (stateful) {
+      args.h = ctx->hidden_state;
+    }
+    variant.gate(gates[QLSTM_GATE_FORGET], args, forget_q0_15);
+    variant.gate(gates[QLSTM_GATE_INPUT], args, input_q0_15);
+    variant.gate(gates[QLSTM_GATE_CELL], args, cell_gate_q0_15);
+    variant.cell_update(cell_params, static_cast<int32_t>(BH), forget_q0_15, input_q0_15,
+                        cell_gate_q0_15, cell);
+    variant.gate(gates[QLSTM_GATE_OUTPUT], args, output_q0_15);
+    variant.hidden_update(hidden_params, B, H, output_q0_15, cell, output + t * y_step, y_row);
+  }
+
+  if (stateful && T > 0) {
+    const int8_t* last = output + (T - 1) * y_step;
+    for (int32_t b = 0; b < B; ++b) {
+      for (int32_t r = 0; r < H; ++r) ctx->hidden_state[b * H + r] = last[b * y_row + r];
+    }
+  }
+  return QLSTM_OK;
+}
+
+const LstmS8Variant& lstm_s8_default_variant() {
+  size_t count = 0;
+  const LstmS8Variant* const* all = lstm_s8_variants(&count);
+  for (size_t k = 0; k < count; ++k) {
+    if (all[k]->is_supported == nullptr || all[k]->is_supported()) return *all[k];
+  }
+  return lstm_s8_reference_variant();
+}
+
+const char* gate_name(int32_t gate_index) {
+  switch (gate_index) {
+    case QLSTM_GATE_FORGET: return "forget";
+    case QLSTM_GATE_INPUT: return "input";
+    case QLSTM_GATE_CELL: return "cell";
+    case QLSTM_GATE_OUTPUT: return "output";
+    default: return "?";
+  }
+}
+
+}  // namespace qlstm
+
+extern "C" {
+
+size_t qlstm_lstm_s8_scratch_bytes(const qlstm_lstm_dims* dims) {
+  if (dims == nullptr || !qlstm::dims_ok(*dims)) return 0;
+  return qlstm::scratch_bytes_for(*dims);
+}
+
+qlstm_status qlstm_lstm_s8_validate(const qlstm_lstm_s8_params* params, const char** field) {
+  const qlstm::Failure f = qlstm::check_params(params);
+  if (field != nullptr) *field = f.field;
+  return f.status;
+}
+
+qlstm_status qlstm_lstm_s8_reset_state(const qlstm_lstm_s8_params* params,
+                                       qlstm_lstm_s8_context* ctx) {
+  const qlstm::Failure f = qlstm::check_params(params);
+  if (f.status != QLSTM_OK) return f.status;
+  if (ctx == nullptr || ctx->cell_state == nullptr) return QLSTM_ERROR_NULL_POINTER;
+  const int32_t count = params->dims.batch * params->dims.hidden_size;
+  for (int32_t k = 0; k < count; ++k) ctx->cell_state[k] = 0;
+  if (ctx->hidden_state != nullptr) {
+    for (int32_t k = 0; k < count; ++k) {
+      ctx->hidden_state[k] = static_cast<int8_t>(params->output_zero_point);
+    }
+  }
+  return QLSTM_OK;
+}
+
+qlstm_status qlstm_lstm_s8(const qlstm_lstm_s8_params* params, qlstm_lstm_s8_context* ctx,
+                           const int8_t* input, int8_t* output) {
+  return qlstm::run_lstm_s8(qlstm::lstm_s8_default_variant(), params, ctx, input, output);
+}
+
+}  // extern "C"

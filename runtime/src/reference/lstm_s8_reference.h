@@ -1,0 +1,21 @@
+// The reference stages, exposed for the per-stage tests.
+#ifndef QLSTM_SRC_REFERENCE_LSTM_S8_REFERENCE_H_
+#define QLSTM_SRC_REFERENCE_LSTM_S8_REFERENCE_H_
+
+#include "qlstm/kernels.h"
+
+namespace qlstm {
+namespace reference {
+
+void gate(const qlstm_gate_s8_params& g, const GateArgs& a, int16_t* out_q0_15);
+void cell_update(const CellUpdateParams& p, int32_t count, const int16_t* f_q0_15,
+                 const int16_t* i_q0_15, const int16_t* g_q0_15, int16_t* cell);
+void hidden_update(const HiddenUpdateParams& p, int32_t rows, int32_t hidden_size,
+                   const int16_t* o_q0_15, const int16_t* cell, int8_t* h_out,
+                   ptrdiff_t h_row_stride);
+bool is_supported();
+
+}  // namespace reference
+}  // namespace qlstm
+
+#endif  // QLSTM_SRC_REFERENCE_LSTM_S8_REFERENCE_H_

@@ -1,0 +1,20 @@
+#include "qlstm/status.h"
+
+extern "C" const char* qlstm_status_string(qlstm_status status) {
+  switch (status) {
+    case QLSTM_OK: return "ok";
+    case QLSTM_ERROR_NULL_POINTER: return "a required pointer is null";
+    case QLSTM_ERROR_BAD_DIMS: return "dimensions out of range (need B, I, H >= 1, T >= 0, sizes within int32)";
+    case QLSTM_ERROR_BAD_LAYOUT: return "layout is neither batch-major nor time-major";
+    case QLSTM_ERROR_BAD_MULTIPLIER: return "requantization multiplier is negative";
+    case QLSTM_ERROR_BAD_SHIFT: return "requantization shift outside [-31, 31]";
+    case QLSTM_ERROR_BAD_ACTIVATION: return "gate activation is neither sigmoid nor tanh";
+    case QLSTM_ERROR_BAD_CELL_SCALE: return "cell_scale_power outside [-43, 2]";
+    case QLSTM_ERROR_BAD_CELL_CLIP: return "cell_clip above 32767";
+    case QLSTM_ERROR_BAD_ZERO_POINT: return "output zero point outside [-128, 127]";
+    case QLSTM_ERROR_SCRATCH_TOO_SMALL: return "scratch buffer smaller than qlstm_lstm_s8_scratch_bytes()";
+    case QLSTM_ERROR_SCRATCH_MISALIGNED: return "scratch buffer not aligned to QLSTM_SCRATCH_ALIGNMENT";
+    case QLSTM_ERROR_UNSUPPORTED: return "kernel variant not supported on this CPU";
+  }
+  return "unknown status";
+}

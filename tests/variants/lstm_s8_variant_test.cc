@@ -1,0 +1,233 @@
+// Every kernel variant built into this binary and supported by this CPU, stage by stage and
+// whole sequences, against the test's independent model with zero tolerance, over edge sizes
+// (1, around powers of two, primes), both layouts, stateless and stateful, and three regimes of
+// parameters (typical, wide, extreme). Non-reference variants are also compared with the
+// reference. This file is the drop-in contract for optimized variants.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "naive_lstm.h"
+#include "qlstm/activation_s16.h"
+#include "qlstm/kernels.h"
+#include "random_lstm.h"
+
+namespace {
+
+using testing_support::make_random_lstm;
+using testing_support::RandomLstm;
+using testing_support::Regime;
+
+struct alignas(QLSTM_SCRATCH_ALIGNMENT) Block {
+  unsigned char b[QLSTM_SCRATCH_ALIGNMENT];
+};
+
+std::vector<const qlstm::LstmS8Variant*> supported_variants() {
+  size_t n = 0;
+  const qlstm::LstmS8Variant* const* all = qlstm::lstm_s8_variants(&n);
+  std::vector<const qlstm::LstmS8Variant*> out;
+  for (size_t k = 0; k < n; ++k) {
+    if (all[k]->is_supported == nullptr || all[k]->is_supported()) out.push_back(all[k]);
+  }
+  return out;
+}
+
+class VariantTest : public ::testing::TestWithParam<const qlstm::LstmS8Variant*> {};
+
+const int kEdgeSizes[] = {1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65};
+
+struct RunResult {
+  qlstm_status status;
+  std::vector<int8_t> out;
+  naive::State state;
+};
+
+RunResult run_variant(const qlstm::LstmS8Variant& v, const qlstm_lstm_s8_params& p,
+                      const int8_t* input, const naive::State* start) {
+  RunResult r;
+  const size_t BH = static_cast<size_t>(p.dims.batch) * static_cast<size_t>(p.dims.hidden_size);
+  std::vector<Block> scratch(qlstm_lstm_s8_scratch_bytes(&p.dims) / sizeof(Block) + 1);
+  r.state.cell = start ? start->cell : std::vector<int16_t>(BH, 777);  // stateless must zero it
+  r.state.hidden = start ? start->hidden : std::vector<int8_t>();
+  r.out.assign(BH * static_cast<size_t>(p.dims.time_steps), 0x55);
+  qlstm_lstm_s8_context ctx = {scratch.data(), scratch.size() * sizeof(Block),
+                               r.state.cell.data(), start ? r.state.hidden.data() : nullptr};
+  r.status = qlstm::run_lstm_s8(v, &p, &ctx, input, r.out.data());
+  return r;
+}
+
+void check_case(const qlstm::LstmS8Variant& v, std::mt19937_64& rng, qlstm_lstm_dims dims,
+                bool time_major, Regime regime, bool stateful) {
+  RandomLstm l;
+  make_random_lstm(l, rng, dims, time_major, regime);
+  naive::State start;
+  const size_t BH = static_cast<size_t>(dims.batch) * static_cast<size_t>(dims.hidden_size);
+  if (stateful) {
+    std::uniform_int_distribution<int> s8(-128, 127), s16(-32768, 32767);
+    for (size_t k = 0; k < BH; ++k) {
+      start.hidden.push_back(static_cast<int8_t>(s8(rng)));
+      start.cell.push_back(static_cast<int16_t>(s16(rng)));
+    }
+  }
+  naive::State expected_state = start;
+  const auto expected = naive::run(l.params, l.input.data(), stateful ? &expected_state : nullptr,
+                                   qlstm::kSigmoidTableU16);
+  const RunResult got = run_variant(v, l.params, l.input.data(), stateful ? &start : nullptr);
+  const std::string what = std::string(v.name) + " B=" + std::to_string(dims.batch) +
+                           " T=" + std::to_string(dims.time_steps) + " I=" +
+                           std::to_string(dims.input_size) + " H=" + std::to_string(dims.hidden_size) +
+                           (time_major ? " time-major" : " batch-major") +
+                           (stateful ? " stateful" : " stateless") + " regime " +
+                           std::to_string(static_cast<int>(regime));
+  ASSERT_EQ(got.status, QLSTM_OK) << what;
+  ASSERT_EQ(got.out, expected) << what;
+  if (stateful) {
+    ASSERT_EQ(got.state.hidden, expected_state.hidden) << what;
+    ASSERT_EQ(got.state.cell, expected_state.cell) << what;
+  }
+  if (&v != &qlstm::lstm_s8_reference_variant()) {
+    const RunResult ref = run_variant(qlstm::lstm_s8_reference_variant(), l.params,
+                                      l.input.data(), stateful ? &start : nullptr);
+    ASSERT_EQ(got.out, ref.out) << what << " vs reference";
+  }
+}
+
+TEST_P(VariantTest, SequencesOverEdgeInputSizes) {
+  std::mt19937_64 rng(1000);
+  for (int I : kEdgeSizes) {
+    const int H = kEdgeSizes[rng() % (sizeof(kEdgeSizes) / sizeof(int))];
+    for (Regime regime : {Regime::kTypical, Regime::kWide, Regime::kExtreme}) {
+      const int B = 1 + static_cast<int>(rng() % 3);
+      const int T = static_cast<int>(rng() % 4);
+      check_case(*GetParam(), rng, {B, T, I, H}, rng() % 2 == 0, regime, rng() % 2 == 0);
+    }
+  }
+}
+
+TEST_P(VariantTest, SequencesOverEdgeHiddenSizes) {
+  std::mt19937_64 rng(2000);
+  for (int H : kEdgeSizes) {
+    const int I = kEdgeSizes[rng() % (sizeof(kEdgeSizes) / sizeof(int))];
+    for (Regime regime : {Regime::kTypical, Regime::kWide, Regime::kExtreme}) {
+      for (bool stateful : {false, true}) {
+        const int B = 1 + static_cast<int>(rng() % 4);
+        const int T = 1 + static_cast<int>(rng() % 3);
+        check_case(*GetParam(), rng, {B, T, I, H}, rng() % 2 == 0, regime, stateful);
+      }
+    }
+  }
+}
+
+TEST_P(VariantTest, LongerSequencesAndBatches) {
+  std::mt19937_64 rng(3000);
+  for (int k = 0; k < 12; ++k) {
+    const int B = 1 + static_cast<int>(rng() % 5);
+    const int T = 8 + static_cast<int>(rng() % 30);
+    const int I = 1 + static_cast<int>(rng() % 40);
+    const int H = 1 + static_cast<int>(rng() % 40);
+    check_case(*GetParam(), rng, {B, T, I, H}, k % 2 == 0, static_cast<Regime>(k % 3), k % 4 < 2);
+  }
+}
+
+// Stage contract: the gate reads strided rows and an optional recurrent input.
+TEST_P(VariantTest, GateStageWithStridesMatchesModel) {
+  std::mt19937_64 rng(4000);
+  for (int k = 0; k < 40; ++k) {
+    const int I = kEdgeSizes[k % 17], H = kEdgeSizes[(k * 7) % 17], B = 1 + k % 4;
+    RandomLstm l;
+    make_random_lstm(l, rng, {B, 1, I, H}, true, static_cast<Regime>(k % 3));
+    const ptrdiff_t xs = I + 3, hs = H + 5;  // strides wider than a row
+    std::vector<int8_t> x(static_cast<size_t>(B * xs)), h(static_cast<size_t>(B * hs));
+    for (auto& v : x) v = static_cast<int8_t>(rng());
+    for (auto& v : h) v = static_cast<int8_t>(rng());
+    for (int g = 0; g < QLSTM_GATE_COUNT; ++g) {
+      const qlstm_gate_s8_params& gp = l.params.gates[g];
+      for (bool with_h : {false, true}) {
+        std::vector<int16_t> out(static_cast<size_t>(B * H));
+        const qlstm::GateArgs a = {B, I, H, x.data(), xs, with_h ? h.data() : nullptr, hs};
+        GetParam()->gate(gp, a, out.data());
+        for (int b = 0; b < B; ++b) {
+          for (int r = 0; r < H; ++r) {
+            naive::i64 ax = gp.input_effective_bias[r];
+            for (int j = 0; j < I; ++j) ax += x[b * xs + j] * gp.input_weights[r * I + j];
+            naive::i64 pre = naive::clamp(naive::requantize(naive::to_s32(ax), gp.input_to_q3_12.multiplier, gp.input_to_q3_12.shift), -32768, 32767);
+            if (with_h) {
+              naive::i64 ah = gp.hidden_effective_bias[r];
+              for (int j = 0; j < H; ++j) ah += h[b * hs + j] * gp.hidden_weights[r * H + j];
+              pre = naive::clamp(naive::to_s32(pre + naive::requantize(naive::to_s32(ah), gp.hidden_to_q3_12.multiplier, gp.hidden_to_q3_12.shift)), -32768, 32767);
+            }
+            const auto want = naive::activation(pre, 0, gp.activation == QLSTM_ACTIVATION_TANH,
+                                                qlstm::kSigmoidTableU16);
+            ASSERT_EQ(out[b * H + r], want) << "gate " << g << " b=" << b << " r=" << r;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_P(VariantTest, CellAndHiddenStagesMatchModel) {
+  std::mt19937_64 rng(5000);
+  std::uniform_int_distribution<int> s16(-32768, 32767);
+  for (int k = 0; k < 200; ++k) {
+    const int n = kEdgeSizes[k % 17];
+    std::vector<int16_t> f(n), i(n), g(n), c(n);
+    for (int e = 0; e < n; ++e) {
+      f[e] = static_cast<int16_t>(s16(rng));
+      i[e] = static_cast<int16_t>(s16(rng));
+      g[e] = static_cast<int16_t>(s16(rng));
+      c[e] = static_cast<int16_t>(s16(rng));
+    }
+    const qlstm::CellUpdateParams cp = {testing_support::random_requant(rng, -31, 31),
+                                        testing_support::random_requant(rng, -31, 31),
+                                        -static_cast<int32_t>(rng() % 32768), static_cast<int32_t>(rng() % 32768)};
+    std::vector<int16_t> c_got = c;
+    GetParam()->cell_update(cp, n, f.data(), i.data(), g.data(), c_got.data());
+    for (int e = 0; e < n; ++e) {
+      const auto c1 = naive::clamp(naive::requantize(naive::i64{f[e]} * c[e], cp.forget_times_cell.multiplier, cp.forget_times_cell.shift), -32768, 32767);
+      const auto c2 = naive::requantize(naive::i64{i[e]} * g[e], cp.input_times_cell_gate.multiplier, cp.input_times_cell_gate.shift);
+      ASSERT_EQ(c_got[e], naive::clamp(naive::to_s32(c1 + c2), cp.clip_min, cp.clip_max)) << e;
+    }
+    const qlstm::HiddenUpdateParams hp = {testing_support::random_requant(rng, -31, 31),
+                                          static_cast<int32_t>(rng() % 256) - 128,
+                                          static_cast<int32_t>(rng() % 46) - 31};
+    const int rows = 1 + k % 3;
+    const ptrdiff_t stride = n + 2;
+    std::vector<int16_t> o(static_cast<size_t>(rows * n)), cc(static_cast<size_t>(rows * n));
+    for (auto& v : o) v = static_cast<int16_t>(s16(rng));
+    for (auto& v : cc) v = static_cast<int16_t>(s16(rng));
+    std::vector<int8_t> h(static_cast<size_t>(rows * stride), 0x11);
+    GetParam()->hidden_update(hp, rows, n, o.data(), cc.data(), h.data(), stride);
+    for (int b = 0; b < rows; ++b) {
+      for (int e = 0; e < n; ++e) {
+        const auto th = naive::activation(cc[b * n + e], hp.tanh_left_shift, true, qlstm::kSigmoidTableU16);
+        const auto want = naive::clamp(naive::to_s32(naive::requantize(o[b * n + e] * th, hp.output_times_tanh_cell.multiplier, hp.output_times_tanh_cell.shift) + hp.output_zero_point), -128, 127);
+        ASSERT_EQ(h[b * stride + e], want) << "b=" << b << " e=" << e;
+      }
+      ASSERT_EQ(h[b * stride + n], 0x11) << "wrote past the row";
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllSupported, VariantTest, ::testing::ValuesIn(supported_variants()),
+                         [](const ::testing::TestParamInfo<const qlstm::LstmS8Variant*>& i) {
+                           return std::string(i.param->name);
+                         });
+
+TEST(VariantList, ReferenceIsLastAndDefaultIsSupported) {
+  size_t n = 0;
+  const qlstm::LstmS8Variant* const* all = qlstm::lstm_s8_variants(&n);
+  ASSERT_GE(n, 1u);
+  EXPECT_EQ(all[n - 1], &qlstm::lstm_s8_reference_variant());
+  const qlstm::LstmS8Variant& d = qlstm::lstm_s8_default_variant();
+  EXPECT_TRUE(d.is_supported == nullptr || d.is_supported());
+  for (size_t k = 0; k < n; ++k) {
+    EXPECT_NE(all[k]->gate, nullptr);
+    EXPECT_NE(all[k]->cell_update, nullptr);
+    EXPECT_NE(all[k]->hidden_update, nullptr);
+  }
+}
+
+}  // namespace

@@ -1,0 +1,325 @@
+#include "kernel_vectors.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+namespace qlstm {
+namespace vectors {
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+// A JSON value with the path that leads to it, so every error can name the key.
+class Node {
+ public:
+  Node(const json& value, std::string where, std::string key)
+      : value_(value), where_(std::move(where)), key_(std::move(key)) {}
+
+  [[noreturn]] void fail(const std::string& why) const {
+    throw FormatError(where_ + ": key '" + key_ + "': " + why);
+  }
+
+  Node at(const std::string& name) const {
+    if (!value_.is_object()) fail("expected an object");
+    const auto it = value_.find(name);
+    const std::string key = key_.empty() ? name : key_ + "." + name;
+    if (it == value_.end()) throw FormatError(where_ + ": missing key '" + key + "'");
+    return Node(*it, where_, key);
+  }
+  bool has(const std::string& name) const { return value_.is_object() && value_.contains(name); }
+  bool is_null() const { return value_.is_null(); }
+  const json& value() const { return value_; }
+
+  int64_t integer(int64_t lo, int64_t hi) const {
+    if (!value_.is_number_integer()) fail("expected an integer, got " + describe(value_));
+    const int64_t v = value_.is_number_unsigned() && value_.get<uint64_t>() > INT64_MAX
+                          ? INT64_MAX
+                          : value_.get<int64_t>();
+    if (v < lo || v > hi) {
+      fail("value " + value_.dump() + " out of range [" + std::to_string(lo) + ", " +
+           std::to_string(hi) + "]");
+    }
+    return v;
+  }
+  int32_t int32() const {
+    return static_cast<int32_t>(integer(INT32_MIN, INT32_MAX));
+  }
+  bool boolean() const {
+    if (!value_.is_boolean()) fail("expected true or false, got " + describe(value_));
+    return value_.get<bool>();
+  }
+  std::string string() const {
+    if (!value_.is_string()) fail("expected a string, got " + describe(value_));
+    return value_.get<std::string>();
+  }
+
+  template <typename T>
+  std::vector<T> int_array(size_t expected_length) const {
+    if (!value_.is_array()) fail("expected an array, got " + describe(value_));
+    if (value_.size() != expected_length) {
+      fail("expected " + std::to_string(expected_length) + " values, got " +
+           std::to_string(value_.size()));
+    }
+    std::vector<T> out;
+    out.reserve(expected_length);
+    for (size_t k = 0; k < value_.size(); ++k) {
+      const json& e = value_[k];
+      const std::string at = "[" + std::to_string(k) + "]";
+      if (!e.is_number_integer()) fail("element " + at + " is not an integer: " + describe(e));
+      const int64_t v = e.is_number_unsigned() && e.get<uint64_t>() > INT64_MAX
+                            ? INT64_MAX
+                            : e.get<int64_t>();
+      if (v < std::numeric_limits<T>::min() || v > std::numeric_limits<T>::max()) {
+        fail("element " + at + " = " + e.dump() + " out of range [" +
+             std::to_string(std::numeric_limits<T>::min()) + ", " +
+             std::to_string(std::numeric_limits<T>::max()) + "]");
+      }
+      out.push_back(static_cast<T>(v));
+    }
+    return out;
+  }
+
+ private:
+  static std::string describe(const json& v) {
+    std::string s = v.dump();
+    if (s.size() > 40) s = s.substr(0, 37) + "...";
+    return std::string(v.type_name()) + " " + s;
+  }
+
+  const json& value_;
+  std::string where_;
+  std::string key_;
+};
+
+qlstm_requant read_requant(const Node& n) {
+  return {n.at("multiplier").int32(), n.at("shift").int32()};
+}
+
+constexpr const char* kGateKeys[QLSTM_GATE_COUNT] = {"forget", "input", "cell", "output"};
+
+// The kernel names its fields after the C struct; the file names them after FORMAT.md.
+std::string file_key_for_kernel_field(std::string field) {
+  const std::pair<const char*, const char*> renames[] = {
+      {"gates[forget]", "gates.forget"}, {"gates[input]", "gates.input"},
+      {"gates[cell]", "gates.cell"}, {"gates[output]", "gates.output"},
+      {"input_to_q3_12", "input"}, {"hidden_to_q3_12", "hidden"},
+      {"forget_times_cell_to_cell", "forget_to_cell"},
+      {"input_times_cell_gate_to_cell", "input_to_cell"},
+      {"output_times_tanh_cell_to_hidden", "output"}, {"dims", "batch/time_steps/input_size/hidden_size"}};
+  for (const auto& [from, to] : renames) {
+    const size_t at = field.find(from);
+    if (at != std::string::npos) field.replace(at, std::string(from).size(), to);
+  }
+  return field;
+}
+
+KernelCase read_case(const json& j, const std::string& where) {
+  const Node n(j, where, "");
+  if (!j.is_object()) n.fail("a case must be an object");
+  KernelCase c;
+  c.name = n.at("name").string();
+  c.time_major = n.at("time_major").boolean();
+  c.dims.batch = static_cast<int32_t>(n.at("batch").integer(1, INT32_MAX));
+  c.dims.time_steps = static_cast<int32_t>(n.at("time_steps").integer(0, INT32_MAX));
+  c.dims.input_size = static_cast<int32_t>(n.at("input_size").integer(1, INT32_MAX));
+  c.dims.hidden_size = static_cast<int32_t>(n.at("hidden_size").integer(1, INT32_MAX));
+  if (qlstm_lstm_s8_scratch_bytes(&c.dims) == 0) {
+    n.fail("batch/time_steps/input_size/hidden_size: sizes too large");
+  }
+  c.input_zero_point = static_cast<int32_t>(n.at("input_zero_point").integer(INT8_MIN, INT8_MAX));
+  c.output_zero_point = static_cast<int32_t>(n.at("output_zero_point").integer(INT8_MIN, INT8_MAX));
+  c.cell_scale_power = n.at("cell_scale_power").int32();
+  c.cell_clip = n.at("cell_clip").int32();
+  c.forget_to_cell = read_requant(n.at("forget_to_cell"));
+  c.input_to_cell = read_requant(n.at("input_to_cell"));
+  c.output = read_requant(n.at("output"));
+
+  const size_t B = static_cast<size_t>(c.dims.batch), T = static_cast<size_t>(c.dims.time_steps);
+  const size_t I = static_cast<size_t>(c.dims.input_size), H = static_cast<size_t>(c.dims.hidden_size);
+  const Node gates = n.at("gates");
+  for (int g = 0; g < QLSTM_GATE_COUNT; ++g) {
+    const Node gn = gates.at(kGateKeys[g]);
+    GateData& gd = c.gates[static_cast<size_t>(g)];
+    const Node act = gn.at("activation");
+    const std::string a = act.string();
+    if (a == "sigmoid") {
+      gd.activation = QLSTM_ACTIVATION_SIGMOID;
+    } else if (a == "tanh") {
+      gd.activation = QLSTM_ACTIVATION_TANH;
+    } else {
+      act.fail("expected \"sigmoid\" or \"tanh\", got \"" + a + "\"");
+    }
+    const Node in = gn.at("input");
+    gd.input_requant = read_requant(in);
+    gd.input_weights = in.at("weights").int_array<int8_t>(H * I);
+    gd.input_effective_bias = in.at("effective_bias").int_array<int32_t>(H);
+    const Node hid = gn.at("hidden");
+    gd.hidden_requant = read_requant(hid);
+    gd.hidden_weights = hid.at("weights").int_array<int8_t>(H * H);
+    gd.hidden_effective_bias = hid.at("effective_bias").int_array<int32_t>(H);
+  }
+  c.input = n.at("input").int_array<int8_t>(B * T * I);
+  const Node state = n.at("initial_state");
+  c.stateful = !state.is_null();
+  if (c.stateful) {
+    c.initial_hidden = state.at("hidden").int_array<int8_t>(B * H);
+    c.initial_cell = state.at("cell").int_array<int16_t>(B * H);
+  }
+  const Node expected = n.at("expected");
+  c.expected_output = expected.at("output").int_array<int8_t>(B * T * H);
+  if (c.stateful) {
+    c.expected_final_hidden = expected.at("final_hidden").int_array<int8_t>(B * H);
+    c.expected_final_cell = expected.at("final_cell").int_array<int16_t>(B * H);
+  }
+
+  const qlstm_lstm_s8_params params = c.params();
+  const char* field = nullptr;
+  const qlstm_status st = qlstm_lstm_s8_validate(&params, &field);
+  if (st != QLSTM_OK) {
+    throw FormatError(where + ": key '" + file_key_for_kernel_field(field ? field : "?") +
+                      "': value out of the kernel's range: " + qlstm_status_string(st));
+  }
+  return c;
+}
+
+template <typename Value>
+std::string first_mismatch(const char* what, const std::vector<Value>& expected,
+                           const std::vector<Value>& got, const KernelCase& c, bool sequence) {
+  for (size_t k = 0; k < expected.size(); ++k) {
+    if (expected[k] == got[k]) continue;
+    std::ostringstream s;
+    s << what << "[" << k << "]";
+    const size_t H = static_cast<size_t>(c.dims.hidden_size);
+    const size_t B = static_cast<size_t>(c.dims.batch);
+    const size_t T = static_cast<size_t>(c.dims.time_steps);
+    const size_t row = k / H;
+    if (sequence) {
+      const size_t b = c.time_major ? row % B : row / T;
+      const size_t t = c.time_major ? row / B : row % T;
+      s << " (b=" << b << " t=" << t << " h=" << k % H << ")";
+    } else {
+      s << " (b=" << row << " h=" << k % H << ")";
+    }
+    s << ": expected " << static_cast<int>(expected[k]) << ", got " << static_cast<int>(got[k]);
+    return s.str();
+  }
+  return {};
+}
+
+struct alignas(QLSTM_SCRATCH_ALIGNMENT) ScratchBlock {
+  unsigned char bytes[QLSTM_SCRATCH_ALIGNMENT];
+};
+
+}  // namespace
+
+qlstm_lstm_s8_params KernelCase::params() const {
+  qlstm_lstm_s8_params p{};
+  p.dims = dims;
+  p.layout = time_major ? QLSTM_LAYOUT_TIME_MAJOR : QLSTM_LAYOUT_BATCH_MAJOR;
+  for (size_t g = 0; g < gates.size(); ++g) {
+    const GateData& gd = gates[g];
+    p.gates[g] = {gd.input_requant, gd.input_weights.data(), gd.input_effective_bias.data(),
+                  gd.hidden_requant, gd.hidden_weights.data(), gd.hidden_effective_bias.data(),
+                  gd.activation};
+  }
+  p.forget_times_cell_to_cell = forget_to_cell;
+  p.input_times_cell_gate_to_cell = input_to_cell;
+  p.output_times_tanh_cell_to_hidden = output;
+  p.cell_scale_power = cell_scale_power;
+  p.cell_clip = cell_clip;
+  p.output_zero_point = output_zero_point;
+  return p;
+}
+
+VectorFile load_vector_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw FormatError(path + ": cannot open file");
+  json doc;
+  try {
+    doc = json::parse(in);
+  } catch (const json::parse_error& e) {
+    throw FormatError(path + ": not valid JSON: " + e.what());
+  }
+  const Node root(doc, path, "");
+  if (!doc.is_object()) root.fail("the file must hold a JSON object");
+  const std::string format = root.at("format").string();
+  if (format != kFormat) {
+    root.at("format").fail("unsupported format \"" + format + "\" (expected \"" + kFormat + "\")");
+  }
+  VectorFile file;
+  file.path = path;
+  if (root.has("description")) file.description = root.at("description").string();
+  const Node cases_node = root.at("cases");
+  const json& cases = cases_node.value();
+  if (!cases.is_array()) cases_node.fail("expected an array");
+  std::set<std::string> names;
+  for (size_t k = 0; k < cases.size(); ++k) {
+    std::string where = path + ": case #" + std::to_string(k);
+    if (cases[k].is_object() && cases[k].contains("name") && cases[k]["name"].is_string()) {
+      where += " '" + cases[k]["name"].get<std::string>() + "'";
+    }
+    file.cases.push_back(read_case(cases[k], where));
+    if (!names.insert(file.cases.back().name).second) {
+      throw FormatError(where + ": key 'name': duplicate case name");
+    }
+  }
+  return file;
+}
+
+std::vector<std::string> collect_vector_files(const std::vector<std::string>& paths) {
+  std::set<std::string> files;
+  for (const std::string& p : paths) {
+    std::error_code ec;
+    const fs::file_status st = fs::status(p, ec);
+    if (ec || !fs::exists(st)) throw FormatError(p + ": no such file or folder");
+    if (fs::is_directory(st)) {
+      for (auto it = fs::recursive_directory_iterator(p, ec); !ec && it != fs::end(it);
+           it.increment(ec)) {
+        if (it->is_regular_file() && it->path().extension() == ".json") {
+          files.insert(it->path().lexically_normal().string());
+        }
+      }
+      if (ec) throw FormatError(p + ": cannot list folder: " + ec.message());
+    } else {
+      files.insert(fs::path(p).lexically_normal().string());
+    }
+  }
+  return {files.begin(), files.end()};
+}
+
+CaseResult run_case(const KernelCase& c, const LstmS8Variant& variant) {
+  CaseResult r;
+  const qlstm_lstm_s8_params params = c.params();
+  const size_t BH = static_cast<size_t>(c.dims.batch) * static_cast<size_t>(c.dims.hidden_size);
+  const size_t scratch_bytes = qlstm_lstm_s8_scratch_bytes(&c.dims);
+  std::vector<ScratchBlock> scratch(scratch_bytes / sizeof(ScratchBlock) + 1);
+  r.output.assign(c.expected_output.size(), 0);
+  r.final_cell = c.stateful ? c.initial_cell : std::vector<int16_t>(BH, 0);
+  r.final_hidden = c.initial_hidden;
+  qlstm_lstm_s8_context ctx{scratch.data(), scratch.size() * sizeof(ScratchBlock),
+                            r.final_cell.data(), c.stateful ? r.final_hidden.data() : nullptr};
+  r.status = run_lstm_s8(variant, &params, &ctx, c.input.data(), r.output.data());
+  if (r.status != QLSTM_OK) {
+    r.mismatch = std::string("kernel returned an error: ") + qlstm_status_string(r.status);
+    return r;
+  }
+  r.mismatch = first_mismatch("output", c.expected_output, r.output, c, true);
+  if (r.mismatch.empty() && c.stateful) {
+    r.mismatch = first_mismatch("final_hidden", c.expected_final_hidden, r.final_hidden, c, false);
+    if (r.mismatch.empty()) {
+      r.mismatch = first_mismatch("final_cell", c.expected_final_cell, r.final_cell, c, false);
+    }
+  }
+  r.passed = r.mismatch.empty();
+  return r;
+}
+
+}  // namespace vectors
+}  // namespace qlstm

@@ -1,0 +1,143 @@
+// qlstm: the command-line tool. Subcommands:
+//   verify-vectors PATH...   run kernel conformance vectors and compare bit for bit
+//   variants                 list the kernel variants built in and whether this CPU runs them
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "kernel_vectors.h"
+#include "qlstm/kernels.h"
+
+namespace {
+
+constexpr int kExitFailed = 1;     // some case did not match
+constexpr int kExitBadInput = 2;   // malformed file, bad arguments
+
+std::vector<const qlstm::LstmS8Variant*> select_variants(const std::string& name, bool* ok) {
+  size_t count = 0;
+  const qlstm::LstmS8Variant* const* all = qlstm::lstm_s8_variants(&count);
+  std::vector<const qlstm::LstmS8Variant*> out;
+  *ok = true;
+  if (name == "default") {
+    out.push_back(&qlstm::lstm_s8_default_variant());
+    return out;
+  }
+  for (size_t k = 0; k < count; ++k) {
+    const bool supported = all[k]->is_supported == nullptr || all[k]->is_supported();
+    if (name == "all" ? supported : name == all[k]->name) {
+      if (!supported) {
+        std::fprintf(stderr, "qlstm: variant '%s' is not supported on this CPU\n", all[k]->name);
+        *ok = false;
+      }
+      out.push_back(all[k]);
+    }
+  }
+  if (out.empty()) {
+    std::fprintf(stderr, "qlstm: unknown variant '%s' (see 'qlstm variants')\n", name.c_str());
+    *ok = false;
+  }
+  return out;
+}
+
+int verify_vectors(const std::vector<std::string>& paths, const std::string& variant_name,
+                   bool verbose) {
+  bool ok = true;
+  const auto variants = select_variants(variant_name, &ok);
+  if (!ok) return kExitBadInput;
+  std::vector<std::string> files;
+  try {
+    files = qlstm::vectors::collect_vector_files(paths);
+  } catch (const qlstm::vectors::FormatError& e) {
+    std::fprintf(stderr, "qlstm verify-vectors: error: %s\n", e.what());
+    return kExitBadInput;
+  }
+  if (files.empty()) {
+    std::fprintf(stderr, "qlstm verify-vectors: error: no .json files under the given paths\n");
+    return kExitBadInput;
+  }
+  long passed = 0, failed = 0, malformed = 0;
+  for (const std::string& path : files) {
+    qlstm::vectors::VectorFile file;
+    try {
+      file = qlstm::vectors::load_vector_file(path);
+    } catch (const qlstm::vectors::FormatError& e) {
+      std::fprintf(stderr, "qlstm verify-vectors: error: %s\n", e.what());
+      ++malformed;
+      continue;
+    }
+    long file_passed = 0;
+    for (const auto& c : file.cases) {
+      for (const qlstm::LstmS8Variant* v : variants) {
+        const auto r = qlstm::vectors::run_case(c, *v);
+        if (r.passed) {
+          ++passed;
+          ++file_passed;
+          if (verbose) {
+            std::printf("PASS %s: %s [%s] B=%d T=%d I=%d H=%d %s %s P=%d\n", path.c_str(),
+                        c.name.c_str(), v->name, c.dims.batch, c.dims.time_steps,
+                        c.dims.input_size, c.dims.hidden_size,
+                        c.time_major ? "time-major" : "batch-major",
+                        c.stateful ? "stateful" : "stateless", c.cell_scale_power);
+          }
+        } else {
+          ++failed;
+          std::printf("FAIL %s: %s [%s]: %s\n", path.c_str(), c.name.c_str(), v->name,
+                      r.mismatch.c_str());
+        }
+      }
+    }
+    std::printf("%s: %zu cases, %ld of %zu runs bit-exact\n", path.c_str(), file.cases.size(),
+                file_passed, file.cases.size() * variants.size());
+  }
+  if (malformed > 0) {
+    std::fprintf(stderr, "qlstm verify-vectors: %ld malformed file(s)\n", malformed);
+  }
+  std::printf("%ld passed, %ld failed\n", passed, failed);
+  if (malformed > 0) return kExitBadInput;
+  return failed == 0 ? 0 : kExitFailed;
+}
+
+int list_variants() {
+  size_t count = 0;
+  const qlstm::LstmS8Variant* const* all = qlstm::lstm_s8_variants(&count);
+  const qlstm::LstmS8Variant& def = qlstm::lstm_s8_default_variant();
+  for (size_t k = 0; k < count; ++k) {
+    const bool supported = all[k]->is_supported == nullptr || all[k]->is_supported();
+    std::printf("%-16s %s%s\n", all[k]->name, supported ? "supported" : "not supported",
+                all[k] == &def ? " (default)" : "");
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"qlstm: fused int8 LSTM compiler and runtime tools"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "qlstm 0.1.0");
+
+  std::vector<std::string> paths;
+  std::string variant = "default";
+  bool verbose = false;
+  CLI::App* vv = app.add_subcommand(
+      "verify-vectors", "Run kernel test vectors (files or folders of *.json) bit for bit");
+  vv->add_option("paths", paths, "vector files or folders")->required();
+  vv->add_option("--variant", variant,
+                 "kernel variant: 'default' (what qlstm_lstm_s8 runs), 'all' (each supported "
+                 "one), or a name from 'qlstm variants'")
+      ->capture_default_str();
+  vv->add_flag("-v,--verbose", verbose, "print every passing case");
+
+  CLI::App* vars = app.add_subcommand("variants", "List the kernel variants built in");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? 0 : kExitBadInput;
+  }
+  if (*vv) return verify_vectors(paths, variant, verbose);
+  if (*vars) return list_variants();
+  return kExitBadInput;
+}
