@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the host build needs, if any are missing (Debian 12).
+# Usage: scripts/deps.sh   (as root, or with sudo available)
+set -euo pipefail
+
+packages=(
+  cmake ninja-build g++ make           # build
+  libgtest-dev libgmock-dev            # tests (GoogleTest)
+  libbenchmark-dev                     # host benchmarks (Google Benchmark)
+  nlohmann-json3-dev libcli11-dev      # CLI: JSON vectors, argument parsing
+  python3                              # generators of the shipped table and golden vectors
+  binutils                             # nm, for the freestanding-runtime check
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "qlstm: installing missing Debian packages: ${missing[*]}" >&2
+if [ "$(id -u)" -eq 0 ]; then
+  sudo=()
+elif command -v sudo >/dev/null 2>&1; then
+  sudo=(sudo)
+else
+  echo "qlstm: not root and no sudo; please run: apt-get install ${missing[*]}" >&2
+  exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+"${sudo[@]}" apt-get update -qq
+"${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
