@@ -7,12 +7,9 @@
 
 #include "qlstm/kernels.h"
 #include "random_lstm.h"
+#include "scratch_buffer.h"
 
 namespace {
-
-struct alignas(QLSTM_SCRATCH_ALIGNMENT) Block {
-  unsigned char b[QLSTM_SCRATCH_ALIGNMENT];
-};
 
 struct Shape {
   const char* name;
@@ -31,10 +28,10 @@ void run(benchmark::State& state, const qlstm::LstmS8Variant* v, Shape shape) {
   testing_support::make_random_lstm(l, rng, shape.dims, shape.time_major,
                                     testing_support::Regime::kTypical);
   const qlstm_lstm_dims& d = shape.dims;
-  std::vector<Block> scratch(qlstm_lstm_s8_scratch_bytes(&d) / sizeof(Block) + 1);
+  testing_support::ScratchBuffer scratch(d);
   std::vector<int16_t> cell(static_cast<size_t>(d.batch * d.hidden_size));
   std::vector<int8_t> out(static_cast<size_t>(d.batch * d.time_steps * d.hidden_size));
-  qlstm_lstm_s8_context ctx = {scratch.data(), scratch.size() * sizeof(Block), cell.data(), nullptr};
+  qlstm_lstm_s8_context ctx = scratch.context(cell.data(), nullptr);
   for (auto _ : state) {
     if (qlstm::run_lstm_s8(*v, &l.params, &ctx, l.input.data(), out.data()) != QLSTM_OK) {
       state.SkipWithError("kernel error");

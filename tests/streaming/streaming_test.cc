@@ -8,16 +8,13 @@
 
 #include "qlstm/lstm_s8.h"
 #include "random_lstm.h"
+#include "scratch_buffer.h"
 
 namespace {
 
 using testing_support::make_random_lstm;
 using testing_support::RandomLstm;
 using testing_support::Regime;
-
-struct alignas(QLSTM_SCRATCH_ALIGNMENT) Block {
-  unsigned char b[QLSTM_SCRATCH_ALIGNMENT];
-};
 
 // Copies time steps [t0, t0 + n) of a [B][T][W] or [T][B][W] tensor into a chunk of the same
 // layout with T = n (or back, with to_chunk = false).
@@ -47,13 +44,12 @@ TEST(Streaming, RandomChunksEqualOneCall) {
     RandomLstm l;
     make_random_lstm(l, rng, {B, T, I, H}, tm, static_cast<Regime>(k % 3));
     const size_t BH = static_cast<size_t>(B * H);
-    std::vector<Block> scratch(qlstm_lstm_s8_scratch_bytes(&l.params.dims) / sizeof(Block) + 1);
-    const size_t scratch_bytes = scratch.size() * sizeof(Block);
+    testing_support::ScratchBuffer scratch(l.params.dims);
 
     // One stateless call.
     std::vector<int16_t> cell_one(BH);
     std::vector<int8_t> out_one(BH * static_cast<size_t>(T));
-    qlstm_lstm_s8_context one = {scratch.data(), scratch_bytes, cell_one.data(), nullptr};
+    qlstm_lstm_s8_context one = scratch.context(cell_one.data(), nullptr);
     ASSERT_EQ(qlstm_lstm_s8(&l.params, &one, l.input.data(), out_one.data()), QLSTM_OK);
 
     // One stateful call from a random state.
@@ -63,7 +59,7 @@ TEST(Streaming, RandomChunksEqualOneCall) {
     for (auto& h : hidden0) h = static_cast<int8_t>(rng());
     std::vector<int16_t> cell_sf = cell0;
     std::vector<int8_t> hidden_sf = hidden0, out_sf(out_one.size());
-    qlstm_lstm_s8_context sf = {scratch.data(), scratch_bytes, cell_sf.data(), hidden_sf.data()};
+    qlstm_lstm_s8_context sf = scratch.context(cell_sf.data(), hidden_sf.data());
     ASSERT_EQ(qlstm_lstm_s8(&l.params, &sf, l.input.data(), out_sf.data()), QLSTM_OK);
 
     // pass 0: reset, then chunks == stateless (needs converter-consistent hidden biases, which
@@ -72,7 +68,7 @@ TEST(Streaming, RandomChunksEqualOneCall) {
     for (int pass = consistent_biases ? 0 : 1; pass < 2; ++pass) {
       std::vector<int16_t> cell = pass == 0 ? std::vector<int16_t>(BH, 1) : cell0;
       std::vector<int8_t> hidden = pass == 0 ? std::vector<int8_t>(BH, 1) : hidden0;
-      qlstm_lstm_s8_context ctx = {scratch.data(), scratch_bytes, cell.data(), hidden.data()};
+      qlstm_lstm_s8_context ctx = scratch.context(cell.data(), hidden.data());
       if (pass == 0) {
         ASSERT_EQ(qlstm_lstm_s8_reset_state(&l.params, &ctx), QLSTM_OK);
       }

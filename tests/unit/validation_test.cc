@@ -3,6 +3,7 @@
 
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "qlstm/activation_s16.h"
 #include "qlstm/lstm_s8.h"
 #include "random_lstm.h"
+#include "scratch_buffer.h"
 
 namespace {
 
@@ -18,19 +20,15 @@ using testing_support::make_random_lstm;
 using testing_support::RandomLstm;
 using testing_support::Regime;
 
-struct alignas(QLSTM_SCRATCH_ALIGNMENT) Block {
-  unsigned char b[QLSTM_SCRATCH_ALIGNMENT];
-};
-
 class Validation : public ::testing::Test {
  protected:
   void SetUp() override {
     std::mt19937_64 rng(7);
     make_random_lstm(lstm_, rng, {2, 3, 5, 4}, true, Regime::kTypical);
-    scratch_.resize(qlstm_lstm_s8_scratch_bytes(&lstm_.params.dims) / sizeof(Block) + 1);
+    scratch_ = std::make_unique<testing_support::ScratchBuffer>(lstm_.params.dims);
     cell_.assign(8, 0);
     out_.assign(2 * 3 * 4, 0);
-    ctx_ = {scratch_.data(), scratch_.size() * sizeof(Block), cell_.data(), nullptr};
+    ctx_ = scratch_->context(cell_.data(), nullptr);
   }
   void expect_invalid(const std::function<void(qlstm_lstm_s8_params&)>& mutate,
                       qlstm_status status, const char* field) {
@@ -43,7 +41,7 @@ class Validation : public ::testing::Test {
     EXPECT_EQ(qlstm_lstm_s8(&p, &ctx_, lstm_.input.data(), out_.data()), status);
   }
   RandomLstm lstm_;
-  std::vector<Block> scratch_;
+  std::unique_ptr<testing_support::ScratchBuffer> scratch_;
   std::vector<int16_t> cell_;
   std::vector<int8_t> out_;
   qlstm_lstm_s8_context ctx_{};
@@ -132,7 +130,7 @@ TEST_F(Validation, Scratch) {
   EXPECT_EQ(qlstm_lstm_s8(&lstm_.params, &small, lstm_.input.data(), out_.data()),
             QLSTM_ERROR_SCRATCH_TOO_SMALL);
   qlstm_lstm_s8_context misaligned = ctx_;
-  misaligned.scratch = reinterpret_cast<unsigned char*>(scratch_.data()) + 2;
+  misaligned.scratch = static_cast<unsigned char*>(scratch_->data()) + 2;
   misaligned.scratch_bytes = need;
   EXPECT_EQ(qlstm_lstm_s8(&lstm_.params, &misaligned, lstm_.input.data(), out_.data()),
             QLSTM_ERROR_SCRATCH_MISALIGNED);
@@ -149,8 +147,7 @@ TEST_F(Validation, ZeroTimeStepsAcceptsNullBuffersAndKeepsState) {
   std::vector<int16_t> cell = {9, 10, 11, 12, 13, 14, 15, 16};
   const auto hidden0 = hidden;
   const auto cell0 = cell;
-  qlstm_lstm_s8_context stateful = {scratch_.data(), scratch_.size() * sizeof(Block), cell.data(),
-                                    hidden.data()};
+  qlstm_lstm_s8_context stateful = scratch_->context(cell.data(), hidden.data());
   EXPECT_EQ(qlstm_lstm_s8(&p, &stateful, nullptr, nullptr), QLSTM_OK);
   EXPECT_EQ(hidden, hidden0);
   EXPECT_EQ(cell, cell0);
@@ -164,8 +161,7 @@ TEST_F(Validation, ZeroTimeStepsAcceptsNullBuffersAndKeepsState) {
 TEST_F(Validation, ResetState) {
   std::vector<int8_t> hidden(8, 99);
   std::vector<int16_t> cell(8, 1234);
-  qlstm_lstm_s8_context c = {scratch_.data(), scratch_.size() * sizeof(Block), cell.data(),
-                             hidden.data()};
+  qlstm_lstm_s8_context c = scratch_->context(cell.data(), hidden.data());
   ASSERT_EQ(qlstm_lstm_s8_reset_state(&lstm_.params, &c), QLSTM_OK);
   EXPECT_EQ(cell, std::vector<int16_t>(8, 0));
   EXPECT_EQ(hidden, std::vector<int8_t>(8, static_cast<int8_t>(lstm_.params.output_zero_point)));
@@ -200,10 +196,10 @@ TEST(AcceptedExtremes, AllShiftsMultipliersPowersAndClips) {
     l.params.output_times_tanh_cell_to_hidden = {pick(multipliers), pick(shifts)};
     l.params.cell_scale_power = pick(powers);
     l.params.cell_clip = pick(clips);
-    std::vector<Block> scratch(qlstm_lstm_s8_scratch_bytes(&l.params.dims) / sizeof(Block) + 1);
+    testing_support::ScratchBuffer scratch(l.params.dims);
     std::vector<int16_t> cell(10);
     std::vector<int8_t> out(2 * 3 * 5);
-    qlstm_lstm_s8_context ctx = {scratch.data(), scratch.size() * sizeof(Block), cell.data(), nullptr};
+    qlstm_lstm_s8_context ctx = scratch.context(cell.data(), nullptr);
     ASSERT_EQ(qlstm_lstm_s8(&l.params, &ctx, l.input.data(), out.data()), QLSTM_OK);
     EXPECT_EQ(out, naive::run(l.params, l.input.data(), nullptr, qlstm::kSigmoidTableU16)) << k;
   }

@@ -13,16 +13,13 @@
 #include "qlstm/activation_s16.h"
 #include "qlstm/kernels.h"
 #include "random_lstm.h"
+#include "scratch_buffer.h"
 
 namespace {
 
 using testing_support::make_random_lstm;
 using testing_support::RandomLstm;
 using testing_support::Regime;
-
-struct alignas(QLSTM_SCRATCH_ALIGNMENT) Block {
-  unsigned char b[QLSTM_SCRATCH_ALIGNMENT];
-};
 
 std::vector<const qlstm::LstmS8Variant*> supported_variants() {
   size_t n = 0;
@@ -48,12 +45,12 @@ RunResult run_variant(const qlstm::LstmS8Variant& v, const qlstm_lstm_s8_params&
                       const int8_t* input, const naive::State* start) {
   RunResult r;
   const size_t BH = static_cast<size_t>(p.dims.batch) * static_cast<size_t>(p.dims.hidden_size);
-  std::vector<Block> scratch(qlstm_lstm_s8_scratch_bytes(&p.dims) / sizeof(Block) + 1);
+  testing_support::ScratchBuffer scratch(p.dims);
   r.state.cell = start ? start->cell : std::vector<int16_t>(BH, 777);  // stateless must zero it
   r.state.hidden = start ? start->hidden : std::vector<int8_t>();
   r.out.assign(BH * static_cast<size_t>(p.dims.time_steps), 0x55);
-  qlstm_lstm_s8_context ctx = {scratch.data(), scratch.size() * sizeof(Block),
-                               r.state.cell.data(), start ? r.state.hidden.data() : nullptr};
+  qlstm_lstm_s8_context ctx =
+      scratch.context(r.state.cell.data(), start ? r.state.hidden.data() : nullptr);
   r.status = qlstm::run_lstm_s8(v, &p, &ctx, input, r.out.data());
   return r;
 }
