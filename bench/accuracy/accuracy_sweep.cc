@@ -1,0 +1,125 @@
+// Accuracy of the int8 kernel against torch.nn.LSTM fp32 on the fixtures of
+// tests/accuracy/make_fixtures.py, over observers, weight-scale methods and cell-scale policies,
+// next to upstream's method on the same data. Prints the markdown tables of docs/accuracy.md.
+//
+// Usage: accuracy_sweep FIXTURE_DIR [--quick]
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "accuracy_fixture.h"
+#include "qlstm/compiler/quantized_lstm.h"
+
+using namespace qlstm::compiler;
+using testing_support::AccuracyFixture;
+
+namespace {
+
+const char* const kFixtures[] = {"upstream_small", "upstream_wide", "upstream_single_step",
+                                 "upstream_saturating", "long_memory", "trained_kws",
+                                 "trained_forecast", "trained_gesture"};
+
+struct Result {
+  double sqnr = 0, max_err = 0;
+  int32_t power = 0;
+  bool ok = false;
+  std::string error;
+};
+
+Result evaluate(const AccuracyFixture& f, const CompileOptions& o) {
+  Result r;
+  try {
+    const QuantizedLstm q = QuantizedLstm::compile(f.lstm, f.calibration(), o);
+    const std::vector<float> y = q.run_float(f.test_x, f.test_shape());
+    r.sqnr = sqnr_db(f.test_y, y);
+    r.max_err = max_abs_error(f.test_y, y);
+    r.power = q.derived().cell.power;
+    r.ok = true;
+  } catch (const CompileError& e) {
+    r.error = e.what();
+  }
+  return r;
+}
+
+// Upstream's method: min/max boundaries, max|W| weight scales, and the fixture's cell policy
+// (calibrated with 2 bits of headroom, or the sequence bound).
+CompileOptions upstream_options(const AccuracyFixture& f) {
+  CompileOptions o;
+  o.input_observer = parse_observer("minmax");
+  o.output_observer = parse_observer("minmax");
+  o.derive.weight_method = WeightScaleMethod::kMaxAbs;
+  const std::string policy = f.meta.value("upstream_cell_policy", "calibrated-2bits");
+  if (policy == "calibrated-2bits") {
+    o.cell_scale = parse_cell_policy("calibrated:4");
+  } else {
+    o.cell_scale = parse_cell_policy(policy);
+  }
+  return o;
+}
+
+std::string cell(const Result& r) {
+  if (!r.ok) return "error";
+  char b[64];
+  std::snprintf(b, sizeof b, "%.1f (P=%d)", r.sqnr, r.power);
+  return b;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: accuracy_sweep FIXTURE_DIR\n");
+    return 2;
+  }
+  const std::string dir = argv[1];
+  std::vector<AccuracyFixture> fixtures;
+  for (const char* name : kFixtures) fixtures.push_back(testing_support::load_accuracy_fixture(dir, name));
+
+  std::printf("### SQNR (dB) of the int8 output vs torch fp32, default qlstm options vs upstream\n\n");
+  std::printf("| fixture | I | H | T | upstream method | qlstm default | max abs err upstream | max abs err qlstm |\n|---|---|---|---|---|---|---|---|\n");
+  for (const auto& f : fixtures) {
+    const Result up = evaluate(f, upstream_options(f));
+    const Result q = evaluate(f, CompileOptions{});
+    std::printf("| %s | %d | %d | %d | %s | %s | %.4f | %.4f |\n", f.name.c_str(), f.lstm.input_size,
+                f.lstm.hidden_size, f.test_t, cell(up).c_str(), cell(q).c_str(), up.max_err, q.max_err);
+  }
+
+  std::printf("\n### Boundary observer (input and output), weights mse, cell calibrated:1.25\n\n| fixture |");
+  const char* observers[] = {"minmax", "percentile:99.99", "percentile:99.9", "mse", "kl"};
+  for (const char* o : observers) std::printf(" %s |", o);
+  std::printf("\n|---|---|---|---|---|---|\n");
+  for (const auto& f : fixtures) {
+    std::printf("| %s |", f.name.c_str());
+    for (const char* obs : observers) {
+      CompileOptions o;
+      o.input_observer = parse_observer(obs);
+      o.output_observer = parse_observer(obs);
+      std::printf(" %s |", cell(evaluate(f, o)).c_str());
+    }
+    std::printf("\n");
+  }
+
+  std::printf("\n### Weight-scale method (default observers and cell policy)\n\n| fixture | maxabs | mse |\n|---|---|---|\n");
+  for (const auto& f : fixtures) {
+    CompileOptions a, b;
+    a.derive.weight_method = WeightScaleMethod::kMaxAbs;
+    b.derive.weight_method = WeightScaleMethod::kMseClip;
+    std::printf("| %s | %s | %s |\n", f.name.c_str(), cell(evaluate(f, a)).c_str(), cell(evaluate(f, b)).c_str());
+  }
+
+  std::printf("\n### Cell-scale policy (default observers and weights)\n\n| fixture | calibrated:1 | calibrated:1.25 | calibrated:2 | calibrated:4 (upstream, 2 bits) | sequence-bound:T | fixed:-12 |\n|---|---|---|---|---|---|---|\n");
+  for (const auto& f : fixtures) {
+    std::printf("| %s |", f.name.c_str());
+    const std::string policies[] = {"calibrated:1", "calibrated:1.25", "calibrated:2", "calibrated:4",
+                                    "sequence-bound:" + std::to_string(f.test_t), "fixed:-12"};
+    for (const auto& p : policies) {
+      CompileOptions o;
+      o.cell_scale = parse_cell_policy(p);
+      const Result r = evaluate(f, o);
+      std::printf(" %s, %.4f |", cell(r).c_str(), r.max_err);
+    }
+    std::printf("\n");
+  }
+  return 0;
+}

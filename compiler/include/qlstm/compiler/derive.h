@@ -1,0 +1,105 @@
+// From float weights and boundary scales to the kernel's integer parameters
+// (docs/compiler.md). Host only.
+#ifndef QLSTM_COMPILER_DERIVE_H_
+#define QLSTM_COMPILER_DERIVE_H_
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "qlstm/compiler/float_lstm.h"
+#include "qlstm/compiler/quantize.h"
+#include "qlstm/lstm_s8.h"
+
+namespace qlstm {
+namespace compiler {
+
+// How each gate block's symmetric int8 weight scale is chosen.
+enum class WeightScaleMethod {
+  kMaxAbs,    // s = max|W| / 127 (upstream)
+  kMseClip,   // s = c / 127 with the clip c <= max|W| that minimizes sum (W - deq(q(W)))^2
+};
+const char* weight_method_name(WeightScaleMethod m);
+WeightScaleMethod parse_weight_method(const std::string& text);  // "maxabs" | "mse"
+
+// The cell-state scale 2^P.
+enum class CellScalePolicy {
+  kCalibrated,     // observed max |c| times headroom fits in int16
+  kSequenceBound,  // upstream's rule: |c_t| <= t from a zero state, for a given T
+  kFixed,          // P given
+};
+struct CellScaleRequest {
+  CellScalePolicy policy = CellScalePolicy::kCalibrated;
+  double headroom = 1.25;      // kCalibrated: the range covers headroom * observed max |c|
+  int32_t sequence_length = 0;  // kSequenceBound
+  int32_t fixed_power = 0;      // kFixed
+};
+const char* cell_policy_name(CellScalePolicy p);
+// Parses "calibrated[:HEADROOM]", "sequence-bound:T", "fixed:P".
+CellScaleRequest parse_cell_policy(const std::string& text);
+
+// Smallest P accepted for the cell: P >= -15 keeps RQ(i * g) inside int16 (docs/arithmetic.md §8).
+constexpr int32_t kCellScalePowerMin = -15;
+// Largest P the compiler emits: tanh's pre-scale P + 12 stays a left shift the kernel accepts.
+constexpr int32_t kCellScalePowerMax = QLSTM_CELL_SCALE_POWER_MAX;
+
+struct CellScaleChoice {
+  CellScalePolicy policy = CellScalePolicy::kCalibrated;
+  int32_t power = 0;               // the resulting P
+  double observed_max_abs = 0.0;   // from calibration (kCalibrated and for the report)
+  double headroom = 0.0;
+  int32_t sequence_length = 0;
+  bool clamped_to_min = false;     // the calibrated P was below -15 and was raised to -15
+};
+// Resolves a request to P. Errors (CompileError) for a fixed P outside [-15, 2], a sequence
+// length < 1, or a cell range beyond 32767 * 2^2; a calibrated P below -15 is raised to -15
+// (finer is not representable) and the choice says so.
+CellScaleChoice choose_cell_scale(const CellScaleRequest& request, double observed_max_abs);
+
+struct DeriveOptions {
+  WeightScaleMethod weight_method = WeightScaleMethod::kMseClip;
+  int32_t cell_clip = 0;  // quantized clip for the kernel; 0 = none (PyTorch has none)
+};
+
+struct DerivedGate {
+  std::vector<int8_t> w_x;               // [H][I]
+  std::vector<int8_t> w_h;               // [H][H]
+  std::vector<int32_t> input_effective_bias;   // [H]
+  std::vector<int32_t> hidden_effective_bias;  // [H]
+  std::vector<int32_t> bias_q;           // [H], the folded float bias at scale s_x * s_wx
+  double w_x_scale = 0, w_h_scale = 0;
+  qlstm_requant input_to_q3_12{}, hidden_to_q3_12{};
+  int32_t activation = QLSTM_ACTIVATION_SIGMOID;
+};
+
+// Everything the kernel needs, owned, plus what it was derived from.
+struct DerivedLstm {
+  int32_t input_size = 0, hidden_size = 0;
+  AffineQuant input, output;  // the hidden state shares the output's scale and zero point
+  CellScaleChoice cell;
+  int32_t cell_clip = 0;
+  WeightScaleMethod weight_method = WeightScaleMethod::kMseClip;
+  std::array<DerivedGate, QLSTM_GATE_COUNT> gates;
+  qlstm_requant forget_times_cell_to_cell{}, input_times_cell_gate_to_cell{},
+      output_times_tanh_cell_to_hidden{};
+
+  // A kernel parameter block pointing into this object (valid while it lives).
+  qlstm_lstm_s8_params kernel_params(int32_t batch, int32_t time_steps, Layout layout) const;
+};
+
+// Throws CompileError (naming the gate and the quantity) for a bias that overflows int32 at its
+// scale, a multiplier out of range, or an accumulator that could overflow int32 (including the
+// kernel's 32-bit left shift before the multiply).
+DerivedLstm derive_params(const FloatLstm& lstm, const AffineQuant& input,
+                          const AffineQuant& output, const CellScaleChoice& cell,
+                          const DeriveOptions& options);
+
+// Symmetric per-tensor int8 quantization of one weight block; returns the scale.
+double quantize_weights(const std::vector<float>& w, WeightScaleMethod method,
+                        std::vector<int8_t>* q);
+
+}  // namespace compiler
+}  // namespace qlstm
+
+#endif  // QLSTM_COMPILER_DERIVE_H_

@@ -1,0 +1,80 @@
+// The float LSTM the compiler starts from (PyTorch nn.LSTM semantics, one layer, one direction),
+// and its reference evaluation in double precision.
+#ifndef QLSTM_COMPILER_FLOAT_LSTM_H_
+#define QLSTM_COMPILER_FLOAT_LSTM_H_
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "qlstm/lstm_s8.h"
+
+namespace qlstm {
+namespace compiler {
+
+// Every error the compiler reports: the message names the gate or node and the quantity.
+class CompileError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// One gate's float parameters.
+struct FloatGate {
+  std::vector<float> w_x;     // [H][I]
+  std::vector<float> w_h;     // [H][H]
+  std::vector<float> bias_x;  // [H] (PyTorch bias_ih block)
+  std::vector<float> bias_h;  // [H] (PyTorch bias_hh block)
+};
+
+// Gates are stored by name, indexed by qlstm_gate_index (forget, input, cell, output). Each
+// importer translates its framework's stacking order into this, once: from_torch() for
+// PyTorch's i, f, g, o.
+struct FloatLstm {
+  int32_t input_size = 0;
+  int32_t hidden_size = 0;
+  std::array<FloatGate, QLSTM_GATE_COUNT> gates;
+
+  // weight_ih [4H][I], weight_hh [4H][H], bias_ih [4H], bias_hh [4H] (either bias may be empty
+  // for "no bias"), stacked in PyTorch's order i, f, g, o.
+  static FloatLstm from_torch(int32_t input_size, int32_t hidden_size,
+                              const std::vector<float>& weight_ih,
+                              const std::vector<float>& weight_hh,
+                              const std::vector<float>& bias_ih,
+                              const std::vector<float>& bias_hh);
+
+  // Throws CompileError for inconsistent shapes or non-finite values, naming gate and quantity.
+  void validate() const;
+};
+
+// PyTorch's position of each kernel gate in its i, f, g, o stacking.
+int32_t torch_stack_index(int32_t kernel_gate);
+
+enum class Layout { kBatchMajor, kTimeMajor };  // [B][T][F] or [T][B][F]
+
+struct SequenceShape {
+  int32_t batch = 1;
+  int32_t time_steps = 0;
+  Layout layout = Layout::kBatchMajor;
+};
+
+struct FloatResult {
+  std::vector<float> output;  // [B][T][H] or [T][B][H], as the input
+  std::vector<float> h_n;     // [B][H]
+  std::vector<float> c_n;     // [B][H]
+};
+
+// Called after every step with the new cell and hidden values of one batch row ([H] each).
+using StepVisitor = std::function<void(const double* cell, const double* hidden, int32_t H)>;
+
+// Evaluates the LSTM in double precision. h0/c0 ([B][H]) may be null for a zero state.
+FloatResult run_float(const FloatLstm& lstm, const float* x, const SequenceShape& shape,
+                      const float* h0 = nullptr, const float* c0 = nullptr,
+                      const StepVisitor& visit = nullptr);
+
+}  // namespace compiler
+}  // namespace qlstm
+
+#endif  // QLSTM_COMPILER_FLOAT_LSTM_H_

@@ -1,0 +1,296 @@
+#include "qlstm/compiler/derive.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <sstream>
+
+#include "qlstm/activation_s16.h"
+#include "qlstm/kernels.h"
+
+namespace qlstm {
+namespace compiler {
+namespace {
+
+constexpr int32_t kWeightQMin = -128;
+constexpr int32_t kWeightQMax = 127;
+constexpr int32_t kInt16Max = 32767;
+constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
+// Magnitude bound of an int8 activation (x or h) in a matmul: |x| <= 128.
+constexpr int64_t kMaxAbsActivation = 128;
+// Clip ratios searched by kMseClip, as a fraction of max|W|.
+constexpr double kClipSearchLow = 0.5;
+constexpr int32_t kClipSearchSteps = 200;
+
+const double kGateScale = std::ldexp(1.0, -kQ3_12FractionalBits);       // Q3.12
+const double kActivationScale = std::ldexp(1.0, -kQ0_15FractionalBits);  // Q0.15
+
+std::string gate_label(int32_t g) { return std::string("gate '") + gate_name(g) + "'"; }
+
+int8_t quantize_weight(double w, double scale) {
+  return static_cast<int8_t>(std::clamp(std::nearbyint(w / scale), static_cast<double>(kWeightQMin),
+                                        static_cast<double>(kWeightQMax)));
+}
+
+double weight_error(const std::vector<float>& w, double scale) {
+  double err = 0;
+  for (float v : w) {
+    const double d = v - scale * quantize_weight(v, scale);
+    err += d * d;
+  }
+  return err;
+}
+
+// Largest |accumulator| a row can reach: |bias| + 128 * sum |w| (int8 activations).
+int64_t accumulator_bound(int32_t bias, const int8_t* w, int32_t n) {
+  int64_t s = 0;
+  for (int32_t j = 0; j < n; ++j) s += std::abs(static_cast<int32_t>(w[j]));
+  return std::abs(static_cast<int64_t>(bias)) + kMaxAbsActivation * s;
+}
+
+void check_accumulators(int32_t g, const char* side, const std::vector<int32_t>& bias,
+                        const std::vector<int8_t>& w, int32_t cols, const qlstm_requant& q) {
+  const int32_t left = std::max(q.shift, 0);
+  for (size_t r = 0; r < bias.size(); ++r) {
+    const int64_t bound = accumulator_bound(bias[r], w.data() + r * static_cast<size_t>(cols), cols);
+    if ((bound << left) > kInt32Max) {
+      std::ostringstream s;
+      s << gate_label(g) << ": " << side << " accumulator of row " << r << " can reach " << bound
+        << (left > 0 ? " before a left shift of " + std::to_string(left) : std::string())
+        << ", beyond int32: the kernel would wrap. Reduce the bias or the weights' range, or "
+           "widen the boundary scale";
+      throw CompileError(s.str());
+    }
+  }
+}
+
+}  // namespace
+
+const char* weight_method_name(WeightScaleMethod m) {
+  return m == WeightScaleMethod::kMaxAbs ? "maxabs" : "mse";
+}
+
+WeightScaleMethod parse_weight_method(const std::string& text) {
+  if (text == "maxabs") return WeightScaleMethod::kMaxAbs;
+  if (text == "mse") return WeightScaleMethod::kMseClip;
+  throw CompileError("unknown weight-scale method '" + text + "' (maxabs, mse)");
+}
+
+const char* cell_policy_name(CellScalePolicy p) {
+  switch (p) {
+    case CellScalePolicy::kCalibrated: return "calibrated";
+    case CellScalePolicy::kSequenceBound: return "sequence-bound";
+    case CellScalePolicy::kFixed: return "fixed";
+  }
+  return "?";
+}
+
+CellScaleRequest parse_cell_policy(const std::string& text) {
+  CellScaleRequest r;
+  const size_t colon = text.find(':');
+  const std::string head = text.substr(0, colon);
+  const std::string arg = colon == std::string::npos ? "" : text.substr(colon + 1);
+  auto number = [&](bool integer) {
+    try {
+      size_t used = 0;
+      const double v = std::stod(arg, &used);
+      if (used != arg.size() || (integer && v != std::floor(v))) throw std::invalid_argument("");
+      return v;
+    } catch (const std::exception&) {
+      throw CompileError("cell scale policy '" + text + "': '" + arg + "' is not a " +
+                         (integer ? "whole number" : "number"));
+    }
+  };
+  if (head == "calibrated") {
+    r.policy = CellScalePolicy::kCalibrated;
+    if (!arg.empty()) r.headroom = number(false);
+    if (!(r.headroom >= 1.0 && r.headroom <= 64.0)) {
+      throw CompileError("cell scale policy '" + text + "': headroom must be in [1, 64]");
+    }
+  } else if (head == "sequence-bound" && !arg.empty()) {
+    r.policy = CellScalePolicy::kSequenceBound;
+    const double t = number(true);
+    if (t < 1 || t > 1e9) throw CompileError("cell scale policy '" + text + "': T must be >= 1");
+    r.sequence_length = static_cast<int32_t>(t);
+  } else if (head == "fixed" && !arg.empty()) {
+    r.policy = CellScalePolicy::kFixed;
+    const double p = number(true);
+    if (std::fabs(p) > 1000) throw CompileError("cell scale policy '" + text + "': P out of range");
+    r.fixed_power = static_cast<int32_t>(p);
+  } else {
+    throw CompileError("unknown cell scale policy '" + text +
+                       "' (calibrated[:HEADROOM], sequence-bound:T, fixed:P)");
+  }
+  return r;
+}
+
+CellScaleChoice choose_cell_scale(const CellScaleRequest& request, double observed_max_abs) {
+  CellScaleChoice c;
+  c.policy = request.policy;
+  c.observed_max_abs = observed_max_abs;
+  // The smallest P whose int16 range 32767 * 2^P covers `magnitude`.
+  auto power_covering = [](double magnitude) {
+    return static_cast<int32_t>(std::ceil(std::log2(magnitude / kInt16Max)));
+  };
+  switch (request.policy) {
+    case CellScalePolicy::kFixed:
+      c.power = request.fixed_power;
+      if (c.power < kCellScalePowerMin || c.power > kCellScalePowerMax) {
+        throw CompileError("cell scale fixed:" + std::to_string(c.power) + ": P must be in [" +
+                           std::to_string(kCellScalePowerMin) + ", " +
+                           std::to_string(kCellScalePowerMax) +
+                           "] (P < -15 would overflow the int16 input-times-cell-gate term)");
+      }
+      return c;
+    case CellScalePolicy::kSequenceBound:
+      if (request.sequence_length < 1) {
+        throw CompileError("cell scale sequence-bound: sequence length must be >= 1");
+      }
+      c.sequence_length = request.sequence_length;
+      c.power = power_covering(static_cast<double>(request.sequence_length));
+      break;
+    case CellScalePolicy::kCalibrated:
+      if (!std::isfinite(observed_max_abs) || observed_max_abs < 0) {
+        throw CompileError("cell scale calibrated: observed max |c| is not finite");
+      }
+      c.headroom = request.headroom;
+      c.power = observed_max_abs > 0 ? power_covering(observed_max_abs * request.headroom)
+                                     : kCellScalePowerMin;
+      break;
+  }
+  if (c.power < kCellScalePowerMin) {
+    c.power = kCellScalePowerMin;
+    c.clamped_to_min = true;
+  }
+  if (c.power > kCellScalePowerMax) {
+    std::ostringstream s;
+    s << "cell scale " << cell_policy_name(c.policy) << ": the cell range needs P = " << c.power
+      << ", above the largest the kernel supports (" << kCellScalePowerMax << ", |c| <= "
+      << kInt16Max * std::ldexp(1.0, kCellScalePowerMax) << ")";
+    throw CompileError(s.str());
+  }
+  return c;
+}
+
+double quantize_weights(const std::vector<float>& w, WeightScaleMethod method,
+                        std::vector<int8_t>* q) {
+  double max_abs = 0;
+  for (float v : w) max_abs = std::max(max_abs, std::fabs(static_cast<double>(v)));
+  double scale = max_abs > 0 ? max_abs / kWeightQMax : 1.0;
+  if (method == WeightScaleMethod::kMseClip && max_abs > 0) {
+    double best = weight_error(w, scale);
+    for (int32_t k = 0; k < kClipSearchSteps; ++k) {
+      const double ratio = kClipSearchLow + (1.0 - kClipSearchLow) * k / kClipSearchSteps;
+      const double s = max_abs * ratio / kWeightQMax;
+      const double err = weight_error(w, s);
+      if (err < best) {
+        best = err;
+        scale = s;
+      }
+    }
+  }
+  q->resize(w.size());
+  for (size_t k = 0; k < w.size(); ++k) (*q)[k] = quantize_weight(w[k], scale);
+  return scale;
+}
+
+DerivedLstm derive_params(const FloatLstm& lstm, const AffineQuant& input,
+                          const AffineQuant& output, const CellScaleChoice& cell,
+                          const DeriveOptions& options) {
+  lstm.validate();
+  if (!(input.scale > 0) || !std::isfinite(input.scale)) {
+    throw CompileError("input: scale must be positive and finite");
+  }
+  if (!(output.scale > 0) || !std::isfinite(output.scale)) {
+    throw CompileError("output: scale must be positive and finite");
+  }
+  if (cell.power < kCellScalePowerMin || cell.power > kCellScalePowerMax) {
+    throw CompileError("cell scale power " + std::to_string(cell.power) + " outside [-15, 2]");
+  }
+  if (options.cell_clip < 0 || options.cell_clip > kInt16Max) {
+    throw CompileError("cell clip " + std::to_string(options.cell_clip) + " outside [0, 32767]");
+  }
+  const int32_t I = lstm.input_size, H = lstm.hidden_size;
+  DerivedLstm d;
+  d.input_size = I;
+  d.hidden_size = H;
+  d.input = input;
+  d.output = output;
+  d.cell = cell;
+  d.cell_clip = options.cell_clip;
+  d.weight_method = options.weight_method;
+  for (int32_t g = 0; g < QLSTM_GATE_COUNT; ++g) {
+    const FloatGate& fg = lstm.gates[static_cast<size_t>(g)];
+    DerivedGate& dg = d.gates[static_cast<size_t>(g)];
+    dg.activation = g == QLSTM_GATE_CELL ? QLSTM_ACTIVATION_TANH : QLSTM_ACTIVATION_SIGMOID;
+    dg.w_x_scale = quantize_weights(fg.w_x, options.weight_method, &dg.w_x);
+    dg.w_h_scale = quantize_weights(fg.w_h, options.weight_method, &dg.w_h);
+    const double bias_scale = input.scale * dg.w_x_scale;
+    dg.bias_q.resize(static_cast<size_t>(H));
+    dg.input_effective_bias.resize(static_cast<size_t>(H));
+    dg.hidden_effective_bias.resize(static_cast<size_t>(H));
+    for (int32_t r = 0; r < H; ++r) {
+      const double b = static_cast<double>(fg.bias_x[r]) + fg.bias_h[r];
+      const double bq = std::nearbyint(b / bias_scale);
+      if (!(std::fabs(bq) <= static_cast<double>(kInt32Max))) {
+        std::ostringstream s;
+        s << gate_label(g) << ": bias[" << r << "] = " << b << " overflows int32 at its scale "
+          << bias_scale << " (input scale x input weight scale)";
+        throw CompileError(s.str());
+      }
+      dg.bias_q[r] = static_cast<int32_t>(bq);
+      int64_t rowsum_x = 0, rowsum_h = 0;
+      for (int32_t j = 0; j < I; ++j) rowsum_x += dg.w_x[static_cast<size_t>(r) * I + j];
+      for (int32_t j = 0; j < H; ++j) rowsum_h += dg.w_h[static_cast<size_t>(r) * H + j];
+      const int64_t eff_x = static_cast<int64_t>(dg.bias_q[r]) - input.zero_point * rowsum_x;
+      const int64_t eff_h = -static_cast<int64_t>(output.zero_point) * rowsum_h;
+      if (std::llabs(eff_x) > kInt32Max) {
+        throw CompileError(gate_label(g) + ": input effective bias of row " + std::to_string(r) +
+                           " overflows int32 (bias plus input zero point times row sum)");
+      }
+      dg.input_effective_bias[r] = static_cast<int32_t>(eff_x);
+      dg.hidden_effective_bias[r] = static_cast<int32_t>(eff_h);  // |eff_h| <= 128 * 128 * H
+    }
+    dg.input_to_q3_12 = quantize_multiplier(input.scale * dg.w_x_scale / kGateScale,
+                                            gate_label(g) + ": input-to-Q3.12 multiplier");
+    dg.hidden_to_q3_12 = quantize_multiplier(output.scale * dg.w_h_scale / kGateScale,
+                                             gate_label(g) + ": recurrent-to-Q3.12 multiplier");
+    check_accumulators(g, "input", dg.input_effective_bias, dg.w_x, I, dg.input_to_q3_12);
+    check_accumulators(g, "recurrent", dg.hidden_effective_bias, dg.w_h, H, dg.hidden_to_q3_12);
+  }
+  const double cell_scale = std::ldexp(1.0, cell.power);
+  d.forget_times_cell_to_cell = quantize_multiplier(kActivationScale, "forget-times-cell multiplier");
+  d.input_times_cell_gate_to_cell = quantize_multiplier(
+      kActivationScale * kActivationScale / cell_scale, "input-times-cell-gate multiplier");
+  d.output_times_tanh_cell_to_hidden = quantize_multiplier(
+      kActivationScale * kActivationScale / output.scale, "output multiplier");
+  // o * tanh(c) < 2^30: a left shift would overflow the kernel's 32-bit pre-shift.
+  if (d.output_times_tanh_cell_to_hidden.shift > 0) {
+    throw CompileError("output: scale " + std::to_string(output.scale) +
+                       " is too fine for the hidden state (needs a left shift)");
+  }
+  return d;
+}
+
+qlstm_lstm_s8_params DerivedLstm::kernel_params(int32_t batch, int32_t time_steps,
+                                                Layout layout) const {
+  qlstm_lstm_s8_params p{};
+  p.dims = {batch, time_steps, input_size, hidden_size};
+  p.layout = layout == Layout::kTimeMajor ? QLSTM_LAYOUT_TIME_MAJOR : QLSTM_LAYOUT_BATCH_MAJOR;
+  for (size_t g = 0; g < gates.size(); ++g) {
+    const DerivedGate& dg = gates[g];
+    p.gates[g] = {dg.input_to_q3_12, dg.w_x.data(), dg.input_effective_bias.data(),
+                  dg.hidden_to_q3_12, dg.w_h.data(), dg.hidden_effective_bias.data(),
+                  dg.activation};
+  }
+  p.forget_times_cell_to_cell = forget_times_cell_to_cell;
+  p.input_times_cell_gate_to_cell = input_times_cell_gate_to_cell;
+  p.output_times_tanh_cell_to_hidden = output_times_tanh_cell_to_hidden;
+  p.cell_scale_power = cell.power;
+  p.cell_clip = cell_clip;
+  p.output_zero_point = output.zero_point;
+  return p;
+}
+
+}  // namespace compiler
+}  // namespace qlstm

@@ -1,0 +1,203 @@
+#include "qlstm/compiler/npy.h"
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <regex>
+#include <sstream>
+
+namespace qlstm {
+namespace compiler {
+namespace {
+
+constexpr char kMagic[] = "\x93NUMPY";
+constexpr size_t kMagicSize = 6;
+constexpr int64_t kMaxElements = int64_t{1} << 34;
+
+size_t dtype_size(DType t) {
+  switch (t) {
+    case DType::kFloat32: return 4;
+    case DType::kFloat64: return 8;
+    case DType::kInt8: return 1;
+    case DType::kInt16: return 2;
+    case DType::kInt32: return 4;
+  }
+  return 0;
+}
+
+bool parse_dtype(const std::string& descr, DType* out) {
+  // '|i1' and '<i1' both denote int8; '=' means native (little-endian on every supported host).
+  if (descr == "<f4" || descr == "=f4") *out = DType::kFloat32;
+  else if (descr == "<f8" || descr == "=f8") *out = DType::kFloat64;
+  else if (descr == "|i1" || descr == "<i1" || descr == "=i1") *out = DType::kInt8;
+  else if (descr == "<i2" || descr == "=i2") *out = DType::kInt16;
+  else if (descr == "<i4" || descr == "=i4") *out = DType::kInt32;
+  else return false;
+  return true;
+}
+
+[[noreturn]] void fail(const std::string& path, const std::string& why) {
+  throw NpyError(path + ": " + why);
+}
+
+}  // namespace
+
+const char* dtype_name(DType t) {
+  switch (t) {
+    case DType::kFloat32: return "<f4";
+    case DType::kFloat64: return "<f8";
+    case DType::kInt8: return "|i1";
+    case DType::kInt16: return "<i2";
+    case DType::kInt32: return "<i4";
+  }
+  return "?";
+}
+
+int64_t NpyArray::element_count() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+std::vector<float> NpyArray::as_float(const std::string& what) const {
+  const size_t n = static_cast<size_t>(element_count());
+  std::vector<float> out(n);
+  if (dtype == DType::kFloat32) {
+    std::memcpy(out.data(), bytes.data(), n * sizeof(float));
+  } else if (dtype == DType::kFloat64) {
+    for (size_t k = 0; k < n; ++k) {
+      double v;
+      std::memcpy(&v, bytes.data() + k * sizeof(double), sizeof(double));
+      out[k] = static_cast<float>(v);
+    }
+  } else {
+    throw NpyError(what + ": dtype " + dtype_name(dtype) + " where float32 is expected");
+  }
+  return out;
+}
+
+std::vector<int8_t> NpyArray::as_int8(const std::string& what) const {
+  if (dtype != DType::kInt8) {
+    throw NpyError(what + ": dtype " + dtype_name(dtype) + " where int8 is expected");
+  }
+  return std::vector<int8_t>(bytes.begin(), bytes.end());
+}
+
+NpyArray read_npy(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail(path, "cannot open file");
+  char magic[kMagicSize];
+  if (!in.read(magic, kMagicSize) || std::memcmp(magic, kMagic, kMagicSize) != 0) {
+    fail(path, "not a .npy file (bad magic)");
+  }
+  unsigned char version[2];
+  if (!in.read(reinterpret_cast<char*>(version), 2)) fail(path, "truncated header");
+  uint32_t header_len = 0;
+  if (version[0] == 1) {
+    unsigned char b[2];
+    if (!in.read(reinterpret_cast<char*>(b), 2)) fail(path, "truncated header");
+    header_len = static_cast<uint32_t>(b[0] | (b[1] << 8));
+  } else if (version[0] == 2 || version[0] == 3) {
+    unsigned char b[4];
+    if (!in.read(reinterpret_cast<char*>(b), 4)) fail(path, "truncated header");
+    header_len = static_cast<uint32_t>(b[0]) | (static_cast<uint32_t>(b[1]) << 8) |
+                 (static_cast<uint32_t>(b[2]) << 16) | (static_cast<uint32_t>(b[3]) << 24);
+  } else {
+    fail(path, "unsupported .npy format version " + std::to_string(version[0]));
+  }
+  if (header_len > (1u << 20)) fail(path, "header too large");
+  std::string header(header_len, '\0');
+  if (!in.read(header.data(), header_len)) fail(path, "truncated header");
+
+  static const std::regex descr_re("'descr'\\s*:\\s*'([^']*)'");
+  static const std::regex order_re("'fortran_order'\\s*:\\s*(True|False)");
+  static const std::regex shape_re("'shape'\\s*:\\s*\\(([^)]*)\\)");
+  std::smatch m;
+  NpyArray a;
+  if (!std::regex_search(header, m, descr_re)) fail(path, "header field 'descr' missing");
+  if (!parse_dtype(m[1], &a.dtype)) {
+    fail(path, "header field 'descr': unsupported dtype '" + m[1].str() +
+                   "' (float32, float64, int8, int16 or int32, little-endian)");
+  }
+  if (!std::regex_search(header, m, order_re)) fail(path, "header field 'fortran_order' missing");
+  if (m[1] == "True") fail(path, "header field 'fortran_order': Fortran order is not supported");
+  if (!std::regex_search(header, m, shape_re)) fail(path, "header field 'shape' missing");
+  std::stringstream dims(m[1].str());
+  std::string item;
+  int64_t count = 1;
+  while (std::getline(dims, item, ',')) {
+    const size_t b = item.find_first_not_of(" \t");
+    if (b == std::string::npos) continue;
+    const size_t e = item.find_last_not_of(" \tL");
+    const std::string digits = item.substr(b, e - b + 1);
+    if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos ||
+        digits.size() > 12) {
+      fail(path, "header field 'shape': bad dimension '" + item + "'");
+    }
+    const int64_t d = std::stoll(digits);
+    a.shape.push_back(d);
+    count *= d;
+    if (count > kMaxElements) fail(path, "header field 'shape': too many elements");
+  }
+  const size_t want = static_cast<size_t>(count) * dtype_size(a.dtype);
+  a.bytes.resize(want);
+  if (want > 0 && !in.read(reinterpret_cast<char*>(a.bytes.data()), static_cast<std::streamsize>(want))) {
+    fail(path, "truncated data: expected " + std::to_string(want) + " bytes for shape " +
+                   m[1].str());
+  }
+  char extra;
+  if (in.read(&extra, 1)) fail(path, "trailing bytes after the data");
+  return a;
+}
+
+void write_npy(const std::string& path, DType dtype, const std::vector<int64_t>& shape,
+               const void* data) {
+  std::string dims;
+  int64_t count = 1;
+  for (size_t k = 0; k < shape.size(); ++k) {
+    dims += std::to_string(shape[k]) + (shape.size() == 1 ? "," : (k + 1 < shape.size() ? ", " : ""));
+    count *= shape[k];
+  }
+  std::string header = std::string("{'descr': '") + dtype_name(dtype) +
+                       "', 'fortran_order': False, 'shape': (" + dims + "), }";
+  const size_t preamble = kMagicSize + 2 + 2;
+  const size_t total = preamble + header.size() + 1;
+  header.append((64 - total % 64) % 64, ' ');
+  header.push_back('\n');
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw NpyError(path + ": cannot write file");
+    out.write(kMagic, kMagicSize);
+    const char version[2] = {1, 0};
+    out.write(version, 2);
+    const uint16_t len = static_cast<uint16_t>(header.size());
+    const char len_bytes[2] = {static_cast<char>(len & 0xFF), static_cast<char>(len >> 8)};
+    out.write(len_bytes, 2);
+    out.write(header.data(), static_cast<std::streamsize>(header.size()));
+    out.write(static_cast<const char*>(data),
+              static_cast<std::streamsize>(static_cast<size_t>(count) * dtype_size(dtype)));
+    if (!out) {
+      std::remove(tmp.c_str());
+      throw NpyError(path + ": write failed");
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    throw NpyError(path + ": cannot rename the temporary file into place");
+  }
+}
+
+void write_npy_float32(const std::string& path, const std::vector<int64_t>& shape,
+                       const std::vector<float>& values) {
+  write_npy(path, DType::kFloat32, shape, values.data());
+}
+
+void write_npy_int8(const std::string& path, const std::vector<int64_t>& shape,
+                    const std::vector<int8_t>& values) {
+  write_npy(path, DType::kInt8, shape, values.data());
+}
+
+}  // namespace compiler
+}  // namespace qlstm

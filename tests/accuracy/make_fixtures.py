@@ -1,0 +1,247 @@
+#!/usr/bin/python3
+"""Makes the accuracy fixtures in tests/accuracy/fixtures/ with Debian's python3-torch.
+
+Each fixture is a folder with model.json (shapes, provenance, how it was made) and .npy arrays:
+  weight_ih, weight_hh, bias_ih, bias_hh   nn.LSTM parameters, PyTorch gate order i, f, g, o
+  calib_x                                  calibration inputs [N, T, I] (batch-first)
+  test_x, test_y, test_h_n, test_c_n       held-out inputs and torch.nn.LSTM's fp32 outputs
+  (reference fixture only) h0, c0          initial state for test_x
+
+Fixtures:
+  upstream_small / upstream_wide / upstream_single_step
+      the upstream backend's own derivation cases (I, H, T) = (4, 3, 8), (8, 16, 12), (4, 5, 1):
+      torch.manual_seed(0), nn.LSTM(I, H), x = randn(T, 1, I); calibrated and tested on x.
+  upstream_saturating
+      the upstream saturating-cell case: LSTM(2 -> 1), hand-set weights, 20 ramp-up steps then 12
+      decay steps; the cell exceeds 8.
+  long_memory
+      T = 450 with a strong forget bias: the cell drifts to about 13, far below the sequence
+      bound of 450.
+  trained_kws, trained_forecast, trained_gesture
+      models trained here on synthetic tasks of the kind users bring (keyword-spotting-like
+      classification of feature sequences, one-step forecasting of a noisy signal, IMU gesture
+      classification); calibrated on one split, tested on another.
+  torch_reference
+      batch_first, B = 3, a random initial state (h0, c0): checks the float reference semantics.
+
+Usage: make_fixtures.py [OUTDIR]    (default: tests/accuracy/fixtures beside this script)
+Deterministic for a given torch build (seeded; one thread).
+"""
+import json
+import math
+import os
+import sys
+
+import numpy as np
+import torch
+import torch.nn as nn
+
+GENERATOR = "tests/accuracy/make_fixtures.py"
+torch.set_num_threads(1)
+
+
+def save(outdir, name, meta, arrays):
+    d = os.path.join(outdir, name)
+    os.makedirs(d, exist_ok=True)
+    for key, value in arrays.items():
+        a = value.detach().numpy() if torch.is_tensor(value) else np.asarray(value)
+        np.save(os.path.join(d, key + ".npy"), a.astype(np.float32), allow_pickle=False)
+    meta = dict(meta)
+    meta["generator"] = GENERATOR
+    meta["torch_version"] = torch.__version__
+    meta["arrays"] = sorted(arrays)
+    with open(os.path.join(d, "model.json"), "w") as f:
+        json.dump(meta, f, indent=1, sort_keys=True)
+        f.write("\n")
+    print("wrote", d)
+
+
+def lstm_arrays(lstm):
+    return {"weight_ih": lstm.weight_ih_l0, "weight_hh": lstm.weight_hh_l0,
+            "bias_ih": lstm.bias_ih_l0, "bias_hh": lstm.bias_hh_l0}
+
+
+def run_batch_first(lstm, x_btf, h0=None, c0=None):
+    """x [N, T, I] -> (y [N, T, H], h_n [N, H], c_n [N, H]) with a time-major nn.LSTM."""
+    with torch.no_grad():
+        x = x_btf.transpose(0, 1)
+        state = None if h0 is None else (h0.unsqueeze(0), c0.unsqueeze(0))
+        y, (h, c) = lstm(x, state)
+    return y.transpose(0, 1), h[0], c[0]
+
+
+def upstream_case(outdir, name, input_size, hidden_size, time_steps):
+    torch.manual_seed(0)
+    lstm = nn.LSTM(input_size, hidden_size).eval()
+    x = torch.randn(time_steps, 1, input_size)
+    xb = x.transpose(0, 1)
+    y, h, c = run_batch_first(lstm, xb)
+    save(outdir, name,
+         {"description": "upstream derivation case (I, H, T) = (%d, %d, %d), seed 0; "
+                         "calibration = test data, as upstream does" % (input_size, hidden_size, time_steps),
+          "input_size": input_size, "hidden_size": hidden_size, "seed": 0,
+          "upstream_cell_policy": "calibrated-2bits"},
+         dict(lstm_arrays(lstm), calib_x=xb, test_x=xb, test_y=y, test_h_n=h, test_c_n=c))
+
+
+def saturating_case(outdir):
+    ramp_steps, decay_steps = 20, 12
+    torch.manual_seed(0)
+    lstm = nn.LSTM(2, 1).eval()
+    with torch.no_grad():
+        lstm.weight_ih_l0.copy_(torch.tensor([[0.0, 0.0], [0.0, -7.0], [3.0, -3.0], [0.0, 0.0]]))
+        lstm.weight_hh_l0.zero_()
+        lstm.bias_ih_l0.copy_(torch.tensor([6.0, 6.0, 0.0, 6.0]))
+        lstm.bias_hh_l0.zero_()
+    x = torch.cat([torch.tensor([[[1.0, 0.0]]]).repeat(ramp_steps, 1, 1),
+                   torch.tensor([[[0.0, 1.0]]]).repeat(decay_steps, 1, 1)])
+    xb = x.transpose(0, 1)
+    y, h, c = run_batch_first(lstm, xb)
+    save(outdir, "upstream_saturating",
+         {"description": "upstream saturating-cell case: LSTM(2 -> 1), 20 ramp + 12 decay steps; "
+                         "the cell exceeds 8", "input_size": 2, "hidden_size": 1, "seed": 0,
+          "upstream_cell_policy": "sequence-bound:32"},
+         dict(lstm_arrays(lstm), calib_x=xb, test_x=xb, test_y=y, test_h_n=h, test_c_n=c))
+
+
+def long_memory_case(outdir):
+    torch.manual_seed(1)
+    I, H, T = 4, 16, 450
+    lstm = nn.LSTM(I, H).eval()
+    with torch.no_grad():
+        lstm.bias_hh_l0[H:2 * H] += 5.0   # forget gate close to 1: long memory
+        lstm.bias_hh_l0[0:H] -= 1.0        # input gate mostly half closed
+        lstm.weight_ih_l0[2 * H:3 * H] *= 2.0
+    calib = torch.randn(8, T, I) * 0.7 + 0.25
+    test = torch.randn(4, T, I) * 0.7 + 0.25
+    y, h, c = run_batch_first(lstm, test)
+    save(outdir, "long_memory",
+         {"description": "T = 450, strong forget bias; the cell drifts to about 13, far below "
+                         "the sequence bound", "input_size": I, "hidden_size": H, "seed": 1,
+          "upstream_cell_policy": "sequence-bound:450"},
+         dict(lstm_arrays(lstm), calib_x=calib, test_x=test, test_y=y, test_h_n=h, test_c_n=c))
+
+
+class Classifier(nn.Module):
+    def __init__(self, I, H, classes):
+        super().__init__()
+        self.lstm = nn.LSTM(I, H, batch_first=True)
+        self.head = nn.Linear(H, classes)
+
+    def forward(self, x):
+        y, _ = self.lstm(x)
+        return self.head(y[:, -1])
+
+
+class Forecaster(nn.Module):
+    def __init__(self, I, H):
+        super().__init__()
+        self.lstm = nn.LSTM(I, H, batch_first=True)
+        self.head = nn.Linear(H, 1)
+
+    def forward(self, x):
+        y, _ = self.lstm(x)
+        return self.head(y).squeeze(-1)
+
+
+def train(model, make_batch, loss_fn, steps, lr=0.01):
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    for step in range(steps):
+        x, target = make_batch(64)
+        opt.zero_grad()
+        loss = loss_fn(model(x), target)
+        loss.backward()
+        opt.step()
+    return float(loss)
+
+
+def kws_batch(n, T=49, I=10, classes=6):
+    """Log-mel-like frames: a class-specific spectral trajectory plus noise and random gain."""
+    labels = torch.randint(0, classes, (n,))
+    t = torch.linspace(0, 1, T).view(1, T, 1)
+    f = torch.arange(I).view(1, 1, I).float()
+    centre = (labels.view(n, 1, 1).float() + 1) * I / (classes + 1)
+    sweep = centre + 2.0 * torch.sin(2 * math.pi * (t * (labels.view(n, 1, 1) % 3 + 1)))
+    onset = torch.rand(n, 1, 1) * 0.3
+    env = torch.exp(-((t - onset - 0.35) ** 2) / 0.04)
+    x = 3.0 * env * torch.exp(-((f - sweep) ** 2) / 4.0)
+    x = x * (0.6 + 0.8 * torch.rand(n, 1, 1)) + 0.3 * torch.randn(n, T, I) - 1.0
+    return x, labels
+
+
+def forecast_batch(n, T=100):
+    t = torch.arange(T + 1).float().view(1, -1)
+    w1 = 0.05 + 0.1 * torch.rand(n, 1)
+    w2 = 0.2 + 0.2 * torch.rand(n, 1)
+    s = torch.sin(w1 * t + 6 * torch.rand(n, 1)) + 0.5 * torch.sin(w2 * t + 6 * torch.rand(n, 1))
+    s = 2.0 * s + 0.1 * torch.randn(n, T + 1)
+    return s[:, :T].unsqueeze(-1), s[:, 1:]
+
+
+def gesture_batch(n, T=128, I=6, classes=4):
+    labels = torch.randint(0, classes, (n,))
+    t = torch.linspace(0, 1, T).view(1, T, 1)
+    k = labels.view(n, 1, 1).float()
+    phase = torch.rand(n, 1, 1) * 2 * math.pi
+    axes = torch.arange(I).view(1, 1, I).float()
+    x = torch.sin(2 * math.pi * (k + 1) * t + phase + axes * (k + 1) * 0.7)
+    x = x * (1.0 + 0.5 * (axes < 3)) * (0.7 + 0.6 * torch.rand(n, 1, 1))
+    x = x + 0.2 * torch.randn(n, T, I) + 0.3 * (axes >= 3) * k
+    return x, labels
+
+
+def trained_case(outdir, name, model, make_batch, loss_fn, steps, description, n_calib, n_test):
+    loss = train(model, make_batch, loss_fn, steps)
+    model.eval()
+    lstm = model.lstm
+    calib, _ = make_batch(n_calib)
+    test, _ = make_batch(n_test)
+    with torch.no_grad():
+        y, (h, c) = lstm(test)
+    save(outdir, name,
+         {"description": description + "; final training loss %.4f" % loss,
+          "input_size": lstm.input_size, "hidden_size": lstm.hidden_size, "seed": 0,
+          "training_steps": steps, "upstream_cell_policy": "calibrated-2bits"},
+         {"weight_ih": lstm.weight_ih_l0, "weight_hh": lstm.weight_hh_l0,
+          "bias_ih": lstm.bias_ih_l0, "bias_hh": lstm.bias_hh_l0,
+          "calib_x": calib, "test_x": test, "test_y": y, "test_h_n": h[0], "test_c_n": c[0]})
+
+
+def reference_case(outdir):
+    torch.manual_seed(3)
+    I, H, T, B = 5, 7, 9, 3
+    lstm = nn.LSTM(I, H, batch_first=True).eval()
+    x = torch.randn(B, T, I)
+    h0 = torch.randn(B, H) * 0.5
+    c0 = torch.randn(B, H)
+    with torch.no_grad():
+        y, (h, c) = lstm(x, (h0.unsqueeze(0), c0.unsqueeze(0)))
+    save(outdir, "torch_reference",
+         {"description": "batch_first nn.LSTM, B = 3, random initial state: float reference check",
+          "input_size": I, "hidden_size": H, "seed": 3},
+         dict(lstm_arrays(lstm), calib_x=x, test_x=x, test_y=y, test_h_n=h[0], test_c_n=c[0],
+              h0=h0, c0=c0))
+
+
+def main():
+    outdir = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "fixtures")
+    upstream_case(outdir, "upstream_small", 4, 3, 8)
+    upstream_case(outdir, "upstream_wide", 8, 16, 12)
+    upstream_case(outdir, "upstream_single_step", 4, 5, 1)
+    saturating_case(outdir)
+    long_memory_case(outdir)
+    reference_case(outdir)
+    torch.manual_seed(0)
+    trained_case(outdir, "trained_kws", Classifier(10, 64, 6), kws_batch, nn.CrossEntropyLoss(),
+                 300, "keyword-spotting-like classifier, 49 frames of 10 features, H = 64", 64, 16)
+    torch.manual_seed(0)
+    trained_case(outdir, "trained_forecast", Forecaster(1, 32), forecast_batch, nn.MSELoss(),
+                 300, "one-step forecaster of a noisy two-tone signal, T = 100, H = 32", 64, 16)
+    torch.manual_seed(0)
+    trained_case(outdir, "trained_gesture", Classifier(6, 24, 4), gesture_batch,
+                 nn.CrossEntropyLoss(), 300, "IMU gesture classifier, 128 steps of 6 axes, H = 24",
+                 64, 16)
+
+
+if __name__ == "__main__":
+    main()
