@@ -24,6 +24,7 @@ struct Result {
   double sqnr = 0, max_err = 0;
   int32_t power = 0;
   bool ok = false;
+  std::string choice;
   std::string error;
 };
 
@@ -36,6 +37,17 @@ Result evaluate(const AccuracyFixture& f, const CompileOptions& o) {
     r.max_err = max_abs_error(f.test_y, y);
     r.power = q.derived().cell.power;
     r.ok = true;
+    const auto& st = q.calibration();
+    const auto& d = q.derived();
+    char b[256];
+    std::snprintf(b, sizeof b, "in %s, out %s, headroom %.2f, bias corr %s, clip", st.input_observer.c_str(),
+                  st.output_observer.c_str(), d.cell.headroom, d.options.bias_correction ? "on" : "off");
+    r.choice = b;
+    for (double c : d.options.weight_clip_ratio) r.choice += " " + (c > 0 ? std::to_string(c).substr(0, 4) : std::string("-"));
+    if (st.tuning == Tuning::kSearch) {
+      std::snprintf(b, sizeof b, "; calib %.1f -> %.1f dB in %d evals", st.start_sqnr_db, st.final_sqnr_db, st.evaluations);
+      r.choice += b;
+    }
   } catch (const CompileError& e) {
     r.error = e.what();
   }
@@ -46,6 +58,7 @@ Result evaluate(const AccuracyFixture& f, const CompileOptions& o) {
 // (calibrated with 2 bits of headroom, or the sequence bound).
 CompileOptions upstream_options(const AccuracyFixture& f) {
   CompileOptions o;
+  o.tuning = Tuning::kNone;
   o.input_observer = parse_observer("minmax");
   o.output_observer = parse_observer("minmax");
   o.derive.weight_method = WeightScaleMethod::kMaxAbs;
@@ -55,6 +68,13 @@ CompileOptions upstream_options(const AccuracyFixture& f) {
   } else {
     o.cell_scale = parse_cell_policy(policy);
   }
+  return o;
+}
+
+// One choice at a time, no search.
+CompileOptions fixed() {
+  CompileOptions o;
+  o.tuning = Tuning::kNone;
   return o;
 }
 
@@ -77,22 +97,27 @@ int main(int argc, char** argv) {
   for (const char* name : kFixtures) fixtures.push_back(testing_support::load_accuracy_fixture(dir, name));
 
   std::printf("### SQNR (dB) of the int8 output vs torch fp32, default qlstm options vs upstream\n\n");
-  std::printf("| fixture | I | H | T | upstream method | qlstm default | max abs err upstream | max abs err qlstm |\n|---|---|---|---|---|---|---|---|\n");
+  std::printf("| fixture | I | H | T | upstream method | qlstm, no search | qlstm default (search) | max abs err upstream | max abs err qlstm |\n|---|---|---|---|---|---|---|---|---|\n");
   for (const auto& f : fixtures) {
     const Result up = evaluate(f, upstream_options(f));
+    const Result nf = evaluate(f, fixed());
     const Result q = evaluate(f, CompileOptions{});
-    std::printf("| %s | %d | %d | %d | %s | %s | %.4f | %.4f |\n", f.name.c_str(), f.lstm.input_size,
-                f.lstm.hidden_size, f.test_t, cell(up).c_str(), cell(q).c_str(), up.max_err, q.max_err);
+    std::printf("| %s | %d | %d | %d | %s | %s | %s | %.4f | %.4f |\n", f.name.c_str(), f.lstm.input_size,
+                f.lstm.hidden_size, f.test_t, cell(up).c_str(), cell(nf).c_str(), cell(q).c_str(),
+                up.max_err, q.max_err);
   }
+  std::printf("\nChoices of the search:\n\n");
+  for (const auto& f : fixtures) std::printf("- %s: %s\n", f.name.c_str(), evaluate(f, CompileOptions{}).choice.c_str());
+  if (argc > 2 && std::string(argv[2]) == "--quick") return 0;
 
-  std::printf("\n### Boundary observer (input and output), weights mse, cell calibrated:1.25\n\n| fixture |");
+  std::printf("\n### Boundary observer (input and output); no search, other choices default\n\n| fixture |");
   const char* observers[] = {"minmax", "percentile:99.99", "percentile:99.9", "mse", "kl"};
   for (const char* o : observers) std::printf(" %s |", o);
   std::printf("\n|---|---|---|---|---|---|\n");
   for (const auto& f : fixtures) {
     std::printf("| %s |", f.name.c_str());
     for (const char* obs : observers) {
-      CompileOptions o;
+      CompileOptions o = fixed();
       o.input_observer = parse_observer(obs);
       o.output_observer = parse_observer(obs);
       std::printf(" %s |", cell(evaluate(f, o)).c_str());
@@ -100,21 +125,25 @@ int main(int argc, char** argv) {
     std::printf("\n");
   }
 
-  std::printf("\n### Weight-scale method (default observers and cell policy)\n\n| fixture | maxabs | mse |\n|---|---|---|\n");
+  std::printf("\n### Weight scales and bias correction; no search\n\n| fixture | maxabs | mse (weight error) | maxabs + bias correction | mse + bias correction |\n|---|---|---|---|---|\n");
   for (const auto& f : fixtures) {
-    CompileOptions a, b;
-    a.derive.weight_method = WeightScaleMethod::kMaxAbs;
-    b.derive.weight_method = WeightScaleMethod::kMseClip;
-    std::printf("| %s | %s | %s |\n", f.name.c_str(), cell(evaluate(f, a)).c_str(), cell(evaluate(f, b)).c_str());
+    std::printf("| %s |", f.name.c_str());
+    for (int k = 0; k < 4; ++k) {
+      CompileOptions o = fixed();
+      o.derive.weight_method = k % 2 == 0 ? WeightScaleMethod::kMaxAbs : WeightScaleMethod::kMseClip;
+      o.derive.bias_correction = k >= 2;
+      std::printf(" %s |", cell(evaluate(f, o)).c_str());
+    }
+    std::printf("\n");
   }
 
-  std::printf("\n### Cell-scale policy (default observers and weights)\n\n| fixture | calibrated:1 | calibrated:1.25 | calibrated:2 | calibrated:4 (upstream, 2 bits) | sequence-bound:T | fixed:-12 |\n|---|---|---|---|---|---|---|\n");
+  std::printf("\n### Cell-scale policy; no search\n\n| fixture | calibrated:1 | calibrated:1.25 | calibrated:2 | calibrated:4 (upstream, 2 bits) | sequence-bound:T | fixed:-12 |\n|---|---|---|---|---|---|---|\n");
   for (const auto& f : fixtures) {
     std::printf("| %s |", f.name.c_str());
     const std::string policies[] = {"calibrated:1", "calibrated:1.25", "calibrated:2", "calibrated:4",
                                     "sequence-bound:" + std::to_string(f.test_t), "fixed:-12"};
     for (const auto& p : policies) {
-      CompileOptions o;
+      CompileOptions o = fixed();
       o.cell_scale = parse_cell_policy(p);
       const Result r = evaluate(f, o);
       std::printf(" %s, %.4f |", cell(r).c_str(), r.max_err);

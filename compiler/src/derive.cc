@@ -172,12 +172,14 @@ CellScaleChoice choose_cell_scale(const CellScaleRequest& request, double observ
   return c;
 }
 
-double quantize_weights(const std::vector<float>& w, WeightScaleMethod method,
+double quantize_weights(const std::vector<float>& w, WeightScaleMethod method, double clip_ratio,
                         std::vector<int8_t>* q) {
   double max_abs = 0;
   for (float v : w) max_abs = std::max(max_abs, std::fabs(static_cast<double>(v)));
   double scale = max_abs > 0 ? max_abs / kWeightQMax : 1.0;
-  if (method == WeightScaleMethod::kMseClip && max_abs > 0) {
+  if (clip_ratio > 0 && max_abs > 0) {
+    scale = max_abs * std::min(clip_ratio, 1.0) / kWeightQMax;
+  } else if (method == WeightScaleMethod::kMseClip && max_abs > 0) {
     double best = weight_error(w, scale);
     for (int32_t k = 0; k < kClipSearchSteps; ++k) {
       const double ratio = kClipSearchLow + (1.0 - kClipSearchLow) * k / kClipSearchSteps;
@@ -218,19 +220,37 @@ DerivedLstm derive_params(const FloatLstm& lstm, const AffineQuant& input,
   d.output = output;
   d.cell = cell;
   d.cell_clip = options.cell_clip;
-  d.weight_method = options.weight_method;
+  d.options = options;
+  d.options.mean_x.clear();
+  d.options.mean_h.clear();
+  if (options.bias_correction &&
+      (options.mean_x.size() != static_cast<size_t>(I) || options.mean_h.size() != static_cast<size_t>(H))) {
+    throw CompileError("bias correction: needs the calibration means of x [I] and h [H]");
+  }
   for (int32_t g = 0; g < QLSTM_GATE_COUNT; ++g) {
     const FloatGate& fg = lstm.gates[static_cast<size_t>(g)];
     DerivedGate& dg = d.gates[static_cast<size_t>(g)];
     dg.activation = g == QLSTM_GATE_CELL ? QLSTM_ACTIVATION_TANH : QLSTM_ACTIVATION_SIGMOID;
-    dg.w_x_scale = quantize_weights(fg.w_x, options.weight_method, &dg.w_x);
-    dg.w_h_scale = quantize_weights(fg.w_h, options.weight_method, &dg.w_h);
+    dg.w_x_scale = quantize_weights(fg.w_x, options.weight_method,
+                                    options.weight_clip_ratio[weight_block(g, false)], &dg.w_x);
+    dg.w_h_scale = quantize_weights(fg.w_h, options.weight_method,
+                                    options.weight_clip_ratio[weight_block(g, true)], &dg.w_h);
     const double bias_scale = input.scale * dg.w_x_scale;
     dg.bias_q.resize(static_cast<size_t>(H));
     dg.input_effective_bias.resize(static_cast<size_t>(H));
     dg.hidden_effective_bias.resize(static_cast<size_t>(H));
     for (int32_t r = 0; r < H; ++r) {
-      const double b = static_cast<double>(fg.bias_x[r]) + fg.bias_h[r];
+      double b = static_cast<double>(fg.bias_x[r]) + fg.bias_h[r];
+      if (options.bias_correction) {
+        for (int32_t j = 0; j < I; ++j) {
+          const size_t k = static_cast<size_t>(r) * I + j;
+          b += (fg.w_x[k] - dg.w_x_scale * dg.w_x[k]) * options.mean_x[j];
+        }
+        for (int32_t j = 0; j < H; ++j) {
+          const size_t k = static_cast<size_t>(r) * H + j;
+          b += (fg.w_h[k] - dg.w_h_scale * dg.w_h[k]) * options.mean_h[j];
+        }
+      }
       const double bq = std::nearbyint(b / bias_scale);
       if (!(std::fabs(bq) <= static_cast<double>(kInt32Max))) {
         std::ostringstream s;

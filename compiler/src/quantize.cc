@@ -15,7 +15,7 @@ constexpr int32_t kQMin = -128;
 constexpr int32_t kQMax = 127;
 constexpr int32_t kLevels = kQMax - kQMin;  // 255 steps between the extreme codes
 constexpr int32_t kHistogramBins = 2048;
-constexpr int32_t kSearchSteps = 96;         // candidate edges per side
+constexpr int32_t kSearchSteps = 128;        // candidate positions of each edge
 constexpr double kDegenerateScale = 1.0 / 65536.0;
 
 struct Histogram {
@@ -102,15 +102,12 @@ double histogram_kl(const Histogram& h, int32_t i, int32_t j) {
 Range search_range(const std::vector<float>& values, bool kl) {
   const Histogram h = make_histogram(values);
   if (h.width <= 0) return {h.lo, h.hi};
-  // The lower edge is searched in the lower half of the histogram, the upper one in the upper
-  // half; an edge on the far side of zero would be widened back to zero anyway.
-  const int32_t half = kHistogramBins / 2;
-  const int32_t step = std::max(1, half / kSearchSteps);
+  // Both edges on a grid of kSearchSteps positions; the range spans at least one bin per level.
+  const int32_t step = std::max(1, kHistogramBins / kSearchSteps);
   double best = std::numeric_limits<double>::infinity();
   Range r{h.lo, h.hi};
-  for (int32_t i = 0; i <= half; i += step) {
-    for (int32_t j = kHistogramBins; j >= half; j -= step) {
-      if (j - i < kLevels) continue;
+  for (int32_t i = 0; i + kLevels <= kHistogramBins; i += step) {
+    for (int32_t j = kHistogramBins; j >= i + kLevels; j -= step) {
       const double cost = kl ? histogram_kl(h, i, j) : histogram_mse(h, h.edge(i), h.edge(j));
       if (cost < best) {
         best = cost;

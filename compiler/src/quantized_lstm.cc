@@ -50,19 +50,31 @@ void CalibrationSet::add_batch(const std::vector<float>& x, const SequenceShape&
   }
 }
 
-QuantizedLstm QuantizedLstm::compile(const FloatLstm& source, const CalibrationSet& calibration,
-                                     const CompileOptions& options) {
-  source.validate();
-  const int32_t I = source.input_size;
-  if (calibration.sequences.empty()) {
-    throw CompileError("calibration: the calibration set is empty");
-  }
-  CalibrationStats stats;
+const char* tuning_name(Tuning t) { return t == Tuning::kSearch ? "search" : "none"; }
+
+namespace {
+
+// What one pass of the float model over the calibration set gives the compiler.
+struct Observed {
   std::vector<float> inputs, outputs;
+  std::vector<double> mean_x, mean_h;
   double cell_max = 0;
+  // The sequences the search scores on, with their float outputs.
+  std::vector<const CalibrationSequence*> scored;
+  std::vector<std::vector<float>> scored_float;
+};
+
+Observed observe(const FloatLstm& source, const CalibrationSet& calibration, int64_t max_scored_steps,
+                 CalibrationStats* stats) {
+  const int32_t I = source.input_size, H = source.hidden_size;
+  Observed o;
+  o.mean_x.assign(static_cast<size_t>(I), 0.0);
+  o.mean_h.assign(static_cast<size_t>(H), 0.0);
+  int64_t scored_steps = 0;
   for (size_t k = 0; k < calibration.sequences.size(); ++k) {
     const CalibrationSequence& s = calibration.sequences[k];
-    if (s.values.size() != static_cast<size_t>(s.time_steps) * static_cast<size_t>(I)) {
+    if (s.time_steps < 0 ||
+        s.values.size() != static_cast<size_t>(s.time_steps) * static_cast<size_t>(I)) {
       throw CompileError("calibration: sequence " + std::to_string(k) + " has " +
                          std::to_string(s.values.size()) + " values, expected " +
                          std::to_string(s.time_steps) + " x " + std::to_string(I));
@@ -74,32 +86,191 @@ QuantizedLstm QuantizedLstm::compile(const FloatLstm& source, const CalibrationS
           << ") at step " << v / static_cast<size_t>(I) << ", feature " << v % static_cast<size_t>(I);
         throw CompileError(m.str());
       }
+      o.mean_x[v % static_cast<size_t>(I)] += s.values[v];
     }
-    inputs.insert(inputs.end(), s.values.begin(), s.values.end());
+    o.inputs.insert(o.inputs.end(), s.values.begin(), s.values.end());
     const FloatResult r = compiler::run_float(
         source, s.values.data(), {1, s.time_steps, Layout::kBatchMajor}, nullptr, nullptr,
-        [&](const double* c, const double*, int32_t H) {
-          for (int32_t u = 0; u < H; ++u) cell_max = std::max(cell_max, std::fabs(c[u]));
+        [&](const double* c, const double* h, int32_t n) {
+          for (int32_t u = 0; u < n; ++u) {
+            o.cell_max = std::max(o.cell_max, std::fabs(c[u]));
+            o.mean_h[static_cast<size_t>(u)] += h[u];
+          }
         });
-    outputs.insert(outputs.end(), r.output.begin(), r.output.end());
-    stats.steps += s.time_steps;
+    for (float v : r.output) {
+      if (!std::isfinite(v)) {
+        throw CompileError("calibration: the float model produced a non-finite output on sequence " +
+                           std::to_string(k));
+      }
+    }
+    o.outputs.insert(o.outputs.end(), r.output.begin(), r.output.end());
+    stats->steps += s.time_steps;
+    if (s.time_steps > 0 && scored_steps < max_scored_steps) {
+      o.scored.push_back(&s);
+      o.scored_float.push_back(r.output);
+      scored_steps += s.time_steps;
+    }
   }
-  stats.sequences = static_cast<int64_t>(calibration.sequences.size());
-  if (inputs.empty()) throw CompileError("calibration: every sequence has zero time steps");
-  for (float v : outputs) {
-    if (!std::isfinite(v)) throw CompileError("calibration: the float model produced a non-finite output");
+  stats->sequences = static_cast<int64_t>(calibration.sequences.size());
+  stats->scored_steps = scored_steps;
+  if (o.inputs.empty()) throw CompileError("calibration: every sequence has zero time steps");
+  // Each recurrent input h_{t-1} is the previous output (h_{-1} = 0), so E[h] over the steps
+  // is close enough to the mean of the outputs.
+  for (double& m : o.mean_x) m /= static_cast<double>(stats->steps);
+  for (double& m : o.mean_h) m /= static_cast<double>(stats->steps);
+  return o;
+}
+
+// The starting point and the search space of the tuner.
+struct Candidate {
+  size_t input_range = 0, output_range = 0;
+  double headroom = 0;  // calibrated policy only
+  bool bias_correction = false;
+  std::array<double, kWeightBlocks> clip{};
+};
+
+}  // namespace
+
+QuantizedLstm QuantizedLstm::compile(const FloatLstm& source, const CalibrationSet& calibration,
+                                     const CompileOptions& options) {
+  source.validate();
+  if (calibration.sequences.empty()) {
+    throw CompileError("calibration: the calibration set is empty");
   }
-  const auto [in_lo, in_hi] = std::minmax_element(inputs.begin(), inputs.end());
-  const auto [out_lo, out_hi] = std::minmax_element(outputs.begin(), outputs.end());
+  CalibrationStats stats;
+  const int64_t scored_cap = options.tuning == Tuning::kSearch ? options.search_max_steps : 0;
+  const Observed o = observe(source, calibration, scored_cap, &stats);
+  const auto [in_lo, in_hi] = std::minmax_element(o.inputs.begin(), o.inputs.end());
+  const auto [out_lo, out_hi] = std::minmax_element(o.outputs.begin(), o.outputs.end());
   stats.input_observed = {*in_lo, *in_hi};
   stats.output_observed = {*out_lo, *out_hi};
-  stats.input_range = choose_range(inputs, options.input_observer);
-  stats.output_range = choose_range(outputs, options.output_observer);
-  stats.cell_max_abs = cell_max;
-  const AffineQuant in_q = affine_from_range(stats.input_range.lo, stats.input_range.hi);
-  const AffineQuant out_q = affine_from_range(stats.output_range.lo, stats.output_range.hi);
-  const CellScaleChoice cell = choose_cell_scale(options.cell_scale, cell_max);
-  return QuantizedLstm(source, derive_params(source, in_q, out_q, cell, options.derive), stats);
+  stats.cell_max_abs = o.cell_max;
+  stats.tuning = options.tuning;
+
+  // Candidate boundary ranges, the requested observer's first.
+  std::vector<ObserverConfig> observers = {options.input_observer};
+  if (options.tuning == Tuning::kSearch) {
+    for (const char* name : {"minmax", "percentile:99.99", "percentile:99.9", "mse", "kl"}) {
+      observers.push_back(parse_observer(name));
+    }
+  }
+  std::vector<Range> in_ranges, out_ranges;
+  std::vector<std::string> in_names, out_names;
+  for (size_t k = 0; k < observers.size(); ++k) {
+    const ObserverConfig in_obs = k == 0 ? options.input_observer : observers[k];
+    const ObserverConfig out_obs = k == 0 ? options.output_observer : observers[k];
+    auto label = [](const ObserverConfig& c) {
+      return c.kind == ObserverKind::kPercentile
+                 ? std::string("percentile:") + std::to_string(c.percentile).substr(0, 5)
+                 : std::string(observer_name(c.kind));
+    };
+    in_ranges.push_back(choose_range(o.inputs, in_obs));
+    in_names.push_back(label(in_obs));
+    out_ranges.push_back(choose_range(o.outputs, out_obs));
+    out_names.push_back(label(out_obs));
+  }
+
+  DeriveOptions derive = options.derive;
+  derive.mean_x = o.mean_x;
+  derive.mean_h = o.mean_h;
+  auto build = [&](const Candidate& c) {
+    DeriveOptions d = derive;
+    d.bias_correction = c.bias_correction;
+    for (int32_t b = 0; b < kWeightBlocks; ++b) {
+      if (c.clip[static_cast<size_t>(b)] > 0) d.weight_clip_ratio[static_cast<size_t>(b)] = c.clip[static_cast<size_t>(b)];
+    }
+    CellScaleRequest cell_request = options.cell_scale;
+    if (cell_request.policy == CellScalePolicy::kCalibrated) cell_request.headroom = c.headroom;
+    const Range& ir = in_ranges[c.input_range];
+    const Range& orr = out_ranges[c.output_range];
+    return QuantizedLstm(source,
+                         derive_params(source, affine_from_range(ir.lo, ir.hi),
+                                       affine_from_range(orr.lo, orr.hi),
+                                       choose_cell_scale(cell_request, o.cell_max), d),
+                         stats);
+  };
+
+  Candidate best;
+  best.headroom = options.cell_scale.headroom;
+  best.bias_correction = options.derive.bias_correction;
+  if (options.tuning == Tuning::kSearch) {
+    // The score is the worse of two interleaved halves of the scored sequences, so that a choice
+    // must help on both to be taken: it resists fitting the quirks of a few sequences.
+    std::vector<float> reference[2];
+    for (size_t k = 0; k < o.scored_float.size(); ++k) {
+      reference[k % 2].insert(reference[k % 2].end(), o.scored_float[k].begin(), o.scored_float[k].end());
+    }
+    auto score = [&](const Candidate& c) -> double {
+      try {
+        const QuantizedLstm q = build(c);
+        std::vector<float> y[2];
+        for (size_t k = 0; k < o.scored.size(); ++k) {
+          const CalibrationSequence* s = o.scored[k];
+          const std::vector<float> ys = q.run_float(s->values, {1, s->time_steps, Layout::kBatchMajor});
+          y[k % 2].insert(y[k % 2].end(), ys.begin(), ys.end());
+        }
+        ++stats.evaluations;
+        const double a = sqnr_db(reference[0], y[0]);
+        return reference[1].empty() ? a : std::min(a, sqnr_db(reference[1], y[1]));
+      } catch (const CompileError&) {
+        return -std::numeric_limits<double>::infinity();  // e.g. an accumulator that could wrap
+      }
+    };
+    // Upstream's choices as the start: min/max boundaries, max|W| weights.
+    best.input_range = best.output_range = 1;
+    double best_score = score(best);
+    stats.start_sqnr_db = best_score;
+    constexpr double kMinGainDb = 1e-3;
+    auto try_candidate = [&](const Candidate& c) {
+      const double s = score(c);
+      if (s > best_score + kMinGainDb) {
+        best_score = s;
+        best = c;
+      }
+    };
+    const double clip_ratios[] = {1.0, 0.95, 0.9, 0.85, 0.8, 0.75, 0.7, 0.6, 0.5};
+    const double headrooms[] = {1.0, 1.25, 1.5, 2.0, 3.0, 4.0};
+    constexpr int kPasses = 2;
+    for (int pass = 0; pass < kPasses; ++pass) {
+      for (size_t k = 0; k < in_ranges.size(); ++k) {
+        Candidate c = best;
+        c.input_range = k;
+        try_candidate(c);
+      }
+      for (size_t k = 0; k < out_ranges.size(); ++k) {
+        Candidate c = best;
+        c.output_range = k;
+        try_candidate(c);
+      }
+      if (options.cell_scale.policy == CellScalePolicy::kCalibrated) {
+        for (double h : headrooms) {
+          Candidate c = best;
+          c.headroom = h;
+          try_candidate(c);
+        }
+      }
+      {
+        Candidate c = best;
+        c.bias_correction = !c.bias_correction;
+        try_candidate(c);
+      }
+      for (int32_t b = 0; b < kWeightBlocks; ++b) {
+        for (double r : clip_ratios) {
+          Candidate c = best;
+          c.clip[static_cast<size_t>(b)] = r;
+          try_candidate(c);
+        }
+      }
+    }
+    stats.final_sqnr_db = best_score;
+  }
+  stats.input_range = in_ranges[best.input_range];
+  stats.output_range = out_ranges[best.output_range];
+  stats.input_observer = in_names[best.input_range];
+  stats.output_observer = out_names[best.output_range];
+  QuantizedLstm result = build(best);
+  result.stats_ = stats;
+  return result;
 }
 
 QuantizedLstm::QuantizedLstm(FloatLstm source, DerivedLstm derived, CalibrationStats stats)

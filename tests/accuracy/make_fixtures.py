@@ -233,14 +233,14 @@ def main():
     reference_case(outdir)
     torch.manual_seed(0)
     trained_case(outdir, "trained_kws", Classifier(10, 64, 6), kws_batch, nn.CrossEntropyLoss(),
-                 300, "keyword-spotting-like classifier, 49 frames of 10 features, H = 64", 64, 16)
+                 300, "keyword-spotting-like classifier, 49 frames of 10 features, H = 64", 64, 48)
     torch.manual_seed(0)
     trained_case(outdir, "trained_forecast", Forecaster(1, 32), forecast_batch, nn.MSELoss(),
-                 300, "one-step forecaster of a noisy two-tone signal, T = 100, H = 32", 64, 16)
+                 300, "one-step forecaster of a noisy two-tone signal, T = 100, H = 32", 64, 48)
     torch.manual_seed(0)
     trained_case(outdir, "trained_gesture", Classifier(6, 24, 4), gesture_batch,
                  nn.CrossEntropyLoss(), 300, "IMU gesture classifier, 128 steps of 6 axes, H = 24",
-                 64, 16)
+                 64, 48)
 
 
 if __name__ == "__main__":

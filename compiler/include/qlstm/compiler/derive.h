@@ -57,8 +57,18 @@ struct CellScaleChoice {
 // (finer is not representable) and the choice says so.
 CellScaleChoice choose_cell_scale(const CellScaleRequest& request, double observed_max_abs);
 
+// Index of a weight block in DeriveOptions::weight_clip_ratio: (gate, input or recurrent side).
+constexpr int32_t kWeightBlocks = 2 * QLSTM_GATE_COUNT;
+constexpr int32_t weight_block(int32_t gate, bool recurrent) { return 2 * gate + (recurrent ? 1 : 0); }
+
 struct DeriveOptions {
-  WeightScaleMethod weight_method = WeightScaleMethod::kMseClip;
+  WeightScaleMethod weight_method = WeightScaleMethod::kMaxAbs;
+  // Per block: 0 = scale by weight_method; r in (0, 1] = clip at r * max|W| (scale r * max|W| / 127).
+  std::array<double, kWeightBlocks> weight_clip_ratio{};
+  // Bias correction: fold the expected matmul error of the int8 weights, (W - W_q) . E[x] and
+  // (W_h - W_hq) . E[h], into the bias. Needs the calibration means of x ([I]) and h ([H]).
+  bool bias_correction = false;
+  std::vector<double> mean_x, mean_h;
   int32_t cell_clip = 0;  // quantized clip for the kernel; 0 = none (PyTorch has none)
 };
 
@@ -79,7 +89,7 @@ struct DerivedLstm {
   AffineQuant input, output;  // the hidden state shares the output's scale and zero point
   CellScaleChoice cell;
   int32_t cell_clip = 0;
-  WeightScaleMethod weight_method = WeightScaleMethod::kMseClip;
+  DeriveOptions options;  // as derived (without the calibration means)
   std::array<DerivedGate, QLSTM_GATE_COUNT> gates;
   qlstm_requant forget_times_cell_to_cell{}, input_times_cell_gate_to_cell{},
       output_times_tanh_cell_to_hidden{};
@@ -95,8 +105,9 @@ DerivedLstm derive_params(const FloatLstm& lstm, const AffineQuant& input,
                           const AffineQuant& output, const CellScaleChoice& cell,
                           const DeriveOptions& options);
 
-// Symmetric per-tensor int8 quantization of one weight block; returns the scale.
-double quantize_weights(const std::vector<float>& w, WeightScaleMethod method,
+// Symmetric per-tensor int8 quantization of one weight block; returns the scale. clip_ratio > 0
+// overrides the method: the scale is clip_ratio * max|W| / 127.
+double quantize_weights(const std::vector<float>& w, WeightScaleMethod method, double clip_ratio,
                         std::vector<int8_t>* q);
 
 }  // namespace compiler

@@ -26,11 +26,21 @@ struct CalibrationSet {
   void add_batch(const std::vector<float>& x, const SequenceShape& shape, int32_t input_size);
 };
 
+// kSearch: the options below are the starting point of a coordinate-descent search over the
+// boundary observers, the cell headroom, bias correction and each weight block's clip, scored by
+// the int8 kernel's SQNR against the float model on (a bounded part of) the calibration set. It
+// starts from upstream's choices (min/max, max|W|), so on that data it is never worse than them.
+// kNone: exactly the options given.
+enum class Tuning { kNone, kSearch };
+const char* tuning_name(Tuning t);
+
 struct CompileOptions {
-  ObserverConfig input_observer;
-  ObserverConfig output_observer;
+  ObserverConfig input_observer{ObserverKind::kMinMax, 99.99};
+  ObserverConfig output_observer{ObserverKind::kMinMax, 99.99};
   CellScaleRequest cell_scale;
   DeriveOptions derive;
+  Tuning tuning = Tuning::kSearch;
+  int64_t search_max_steps = 16384;  // calibration time steps used to score candidates
 };
 
 // What calibration observed (kept for the report).
@@ -42,6 +52,12 @@ struct CalibrationStats {
   Range input_range;      // chosen by the input observer
   Range output_range;     // chosen by the output observer
   double cell_max_abs = 0;
+  std::string input_observer, output_observer;  // what produced the chosen ranges
+  Tuning tuning = Tuning::kNone;
+  int32_t evaluations = 0;        // candidates scored by the search
+  int64_t scored_steps = 0;       // calibration steps in the search's score
+  double start_sqnr_db = 0;       // score of the starting point (upstream's choices)
+  double final_sqnr_db = 0;       // score of the result
 };
 
 class QuantizedLstm {
