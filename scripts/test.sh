@@ -21,5 +21,5 @@ run_suite() {  # run_suite BUILD_DIR CMAKE_ARGS...
 if [ ! -d ../shared/conformance ]; then
   echo "note: ../shared/conformance not found: the shared conformance tests will be skipped"
 fi
-[ $sanitize -eq 1 ] && run_suite build-asan -DCMAKE_BUILD_TYPE=Debug -DQLSTM_SANITIZE=ON
+[ $sanitize -eq 1 ] && run_suite build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DQLSTM_SANITIZE=ON
 run_suite build -DCMAKE_BUILD_TYPE=Release

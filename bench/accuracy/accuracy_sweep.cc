@@ -17,7 +17,7 @@ using testing_support::AccuracyFixture;
 namespace {
 
 const char* const kFixtures[] = {"upstream_small", "upstream_wide", "upstream_single_step",
-                                 "upstream_saturating", "long_memory", "trained_kws",
+                                 "upstream_saturating", "long_memory", "random_large", "trained_kws",
                                  "trained_forecast", "trained_gesture"};
 
 struct Result {
@@ -78,6 +78,38 @@ CompileOptions fixed() {
   return o;
 }
 
+// The int8 limit without the kernel's fixed-point internals: the boundaries and the weights of
+// `q` (int8 x, int8 h fed back, int8 output; per-block int8 weights with their biases), every
+// other operation in double. The gap to the kernel is what the internal formats cost.
+double float_internals_sqnr(const AccuracyFixture& f, const QuantizedLstm& q) {
+  const DerivedLstm& d = q.derived();
+  const int32_t I = f.lstm.input_size, H = f.lstm.hidden_size;
+  std::vector<float> y(f.test_y.size());
+  for (int32_t b = 0; b < f.test_n; ++b) {
+    std::vector<double> h(H, 0.0), c(H, 0.0), pre(4 * H);
+    for (int32_t t = 0; t < f.test_t; ++t) {
+      const float* xt = f.test_x.data() + (static_cast<size_t>(b) * f.test_t + t) * I;
+      for (int32_t g = 0; g < 4; ++g) {
+        const DerivedGate& dg = d.gates[g];
+        for (int32_t u = 0; u < H; ++u) {
+          double acc = dg.bias_q[u] * d.input.scale * dg.w_x_scale;
+          for (int32_t j = 0; j < I; ++j) acc += dg.w_x_scale * dg.w_x[u * I + j] * d.input.dequantize(d.input.quantize(xt[j]));
+          for (int32_t j = 0; j < H; ++j) acc += dg.w_h_scale * dg.w_h[u * H + j] * h[j];
+          pre[g * H + u] = acc;
+        }
+      }
+      for (int32_t u = 0; u < H; ++u) {
+        auto sig = [](double v) { return 1.0 / (1.0 + std::exp(-v)); };
+        c[u] = sig(pre[QLSTM_GATE_FORGET * H + u]) * c[u] + sig(pre[QLSTM_GATE_INPUT * H + u]) * std::tanh(pre[QLSTM_GATE_CELL * H + u]);
+        const double hv = sig(pre[QLSTM_GATE_OUTPUT * H + u]) * std::tanh(c[u]);
+        h[u] = d.output.dequantize(d.output.quantize(hv));
+        y[(static_cast<size_t>(b) * f.test_t + t) * H + u] = static_cast<float>(h[u]);
+      }
+    }
+  }
+  return sqnr_db(f.test_y, y);
+}
+
 std::string cell(const Result& r) {
   if (!r.ok) return "error";
   char b[64];
@@ -105,6 +137,14 @@ int main(int argc, char** argv) {
     std::printf("| %s | %d | %d | %d | %s | %s | %s | %.4f | %.4f |\n", f.name.c_str(), f.lstm.input_size,
                 f.lstm.hidden_size, f.test_t, cell(up).c_str(), cell(nf).c_str(), cell(q).c_str(),
                 up.max_err, q.max_err);
+  }
+  std::printf("\n### Where the error comes from: the same int8 boundaries and weights with double internals\n\n| fixture | upstream: kernel | upstream: double internals | qlstm: kernel | qlstm: double internals |\n|---|---|---|---|---|\n");
+  for (const auto& f : fixtures) {
+    const QuantizedLstm up = QuantizedLstm::compile(f.lstm, f.calibration(), upstream_options(f));
+    const QuantizedLstm ql = QuantizedLstm::compile(f.lstm, f.calibration(), CompileOptions{});
+    std::printf("| %s | %.1f | %.1f | %.1f | %.1f |\n", f.name.c_str(),
+                sqnr_db(f.test_y, up.run_float(f.test_x, f.test_shape())), float_internals_sqnr(f, up),
+                sqnr_db(f.test_y, ql.run_float(f.test_x, f.test_shape())), float_internals_sqnr(f, ql));
   }
   std::printf("\nChoices of the search:\n\n");
   for (const auto& f : fixtures) std::printf("- %s: %s\n", f.name.c_str(), evaluate(f, CompileOptions{}).choice.c_str());

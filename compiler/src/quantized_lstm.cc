@@ -64,13 +64,14 @@ struct Observed {
   std::vector<std::vector<float>> scored_float;
 };
 
-Observed observe(const FloatLstm& source, const CalibrationSet& calibration, int64_t max_scored_steps,
+Observed observe(const FloatLstm& source, const CalibrationSet& calibration, int64_t max_scored_macs,
                  CalibrationStats* stats) {
   const int32_t I = source.input_size, H = source.hidden_size;
   Observed o;
   o.mean_x.assign(static_cast<size_t>(I), 0.0);
   o.mean_h.assign(static_cast<size_t>(H), 0.0);
   int64_t scored_steps = 0;
+  const int64_t macs_per_step = int64_t{4} * H * (I + H);
   for (size_t k = 0; k < calibration.sequences.size(); ++k) {
     const CalibrationSequence& s = calibration.sequences[k];
     if (s.time_steps < 0 ||
@@ -105,7 +106,8 @@ Observed observe(const FloatLstm& source, const CalibrationSet& calibration, int
     }
     o.outputs.insert(o.outputs.end(), r.output.begin(), r.output.end());
     stats->steps += s.time_steps;
-    if (s.time_steps > 0 && scored_steps < max_scored_steps) {
+    if (s.time_steps > 0 && max_scored_macs > 0 &&
+        (o.scored.empty() || (scored_steps + s.time_steps) * macs_per_step <= max_scored_macs)) {
       o.scored.push_back(&s);
       o.scored_float.push_back(r.output);
       scored_steps += s.time_steps;
@@ -138,7 +140,7 @@ QuantizedLstm QuantizedLstm::compile(const FloatLstm& source, const CalibrationS
     throw CompileError("calibration: the calibration set is empty");
   }
   CalibrationStats stats;
-  const int64_t scored_cap = options.tuning == Tuning::kSearch ? options.search_max_steps : 0;
+  const int64_t scored_cap = options.tuning == Tuning::kSearch ? options.search_max_macs : 0;
   const Observed o = observe(source, calibration, scored_cap, &stats);
   const auto [in_lo, in_hi] = std::minmax_element(o.inputs.begin(), o.inputs.end());
   const auto [out_lo, out_hi] = std::minmax_element(o.outputs.begin(), o.outputs.end());
@@ -194,13 +196,17 @@ QuantizedLstm QuantizedLstm::compile(const FloatLstm& source, const CalibrationS
   best.headroom = options.cell_scale.headroom;
   best.bias_correction = options.derive.bias_correction;
   if (options.tuning == Tuning::kSearch) {
-    // The score is the worse of two interleaved halves of the scored sequences, so that a choice
-    // must help on both to be taken: it resists fitting the quirks of a few sequences.
+    // The scored sequences are split into two interleaved halves and a choice is taken only if
+    // it helps on both: that resists fitting the quirks of a few sequences.
     std::vector<float> reference[2];
     for (size_t k = 0; k < o.scored_float.size(); ++k) {
       reference[k % 2].insert(reference[k % 2].end(), o.scored_float[k].begin(), o.scored_float[k].end());
     }
-    auto score = [&](const Candidate& c) -> double {
+    struct Score {
+      double half[2];
+      double overall() const { return std::min(half[0], half[1]); }
+    };
+    auto score = [&](const Candidate& c) -> Score {
       try {
         const QuantizedLstm q = build(c);
         std::vector<float> y[2];
@@ -211,24 +217,25 @@ QuantizedLstm QuantizedLstm::compile(const FloatLstm& source, const CalibrationS
         }
         ++stats.evaluations;
         const double a = sqnr_db(reference[0], y[0]);
-        return reference[1].empty() ? a : std::min(a, sqnr_db(reference[1], y[1]));
+        return {{a, reference[1].empty() ? a : sqnr_db(reference[1], y[1])}};
       } catch (const CompileError&) {
-        return -std::numeric_limits<double>::infinity();  // e.g. an accumulator that could wrap
+        // e.g. an accumulator that could wrap
+        return {{-std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity()}};
       }
     };
     // Upstream's choices as the start: min/max boundaries, max|W| weights.
     best.input_range = best.output_range = 1;
-    double best_score = score(best);
-    stats.start_sqnr_db = best_score;
-    constexpr double kMinGainDb = 1e-3;
+    Score best_score = score(best);
+    stats.start_sqnr_db = best_score.overall();
+    constexpr double kMinGainDb = 0.01;
     auto try_candidate = [&](const Candidate& c) {
-      const double s = score(c);
-      if (s > best_score + kMinGainDb) {
+      const Score s = score(c);
+      if (s.half[0] > best_score.half[0] + kMinGainDb && s.half[1] > best_score.half[1] + kMinGainDb) {
         best_score = s;
         best = c;
       }
     };
-    const double clip_ratios[] = {1.0, 0.95, 0.9, 0.85, 0.8, 0.75, 0.7, 0.6, 0.5};
+    const double clip_ratios[] = {1.0, 0.95, 0.9, 0.85, 0.8, 0.75, 0.7, 0.6};
     const double headrooms[] = {1.0, 1.25, 1.5, 2.0, 3.0, 4.0};
     constexpr int kPasses = 2;
     for (int pass = 0; pass < kPasses; ++pass) {
@@ -262,7 +269,7 @@ QuantizedLstm QuantizedLstm::compile(const FloatLstm& source, const CalibrationS
         }
       }
     }
-    stats.final_sqnr_db = best_score;
+    stats.final_sqnr_db = best_score.overall();
   }
   stats.input_range = in_ranges[best.input_range];
   stats.output_range = out_ranges[best.output_range];

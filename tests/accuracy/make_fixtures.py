@@ -14,6 +14,8 @@ Fixtures:
   upstream_saturating
       the upstream saturating-cell case: LSTM(2 -> 1), hand-set weights, 20 ramp-up steps then 12
       decay steps; the cell exceeds 8.
+  random_large
+      nn.LSTM(128, 128) at PyTorch's default initialization, randn inputs.
   long_memory
       T = 450 with a strong forget bias: the cell drifts to about 13, far below the sequence
       bound of 450.
@@ -207,6 +209,19 @@ def trained_case(outdir, name, model, make_batch, loss_fn, steps, description, n
           "calib_x": calib, "test_x": test, "test_y": y, "test_h_n": h[0], "test_c_n": c[0]})
 
 
+def random_large_case(outdir):
+    torch.manual_seed(4)
+    I, H, T = 128, 128, 20
+    lstm = nn.LSTM(I, H).eval()
+    calib = torch.randn(64, T, I)
+    test = torch.randn(16, T, I)
+    y, h, c = run_batch_first(lstm, test)
+    save(outdir, "random_large",
+         {"description": "nn.LSTM(128, 128) with PyTorch's default initialization, randn input",
+          "input_size": I, "hidden_size": H, "seed": 4, "upstream_cell_policy": "calibrated-2bits"},
+         dict(lstm_arrays(lstm), calib_x=calib, test_x=test, test_y=y, test_h_n=h, test_c_n=c))
+
+
 def reference_case(outdir):
     torch.manual_seed(3)
     I, H, T, B = 5, 7, 9, 3
@@ -231,6 +246,7 @@ def main():
     saturating_case(outdir)
     long_memory_case(outdir)
     reference_case(outdir)
+    random_large_case(outdir)
     torch.manual_seed(0)
     trained_case(outdir, "trained_kws", Classifier(10, 64, 6), kws_batch, nn.CrossEntropyLoss(),
                  300, "keyword-spotting-like classifier, 49 frames of 10 features, H = 64", 64, 48)

@@ -43,7 +43,7 @@ Score score(const AccuracyFixture& f, const CompileOptions& o) {
 }
 
 const char* const kAll[] = {"upstream_small", "upstream_wide", "upstream_single_step",
-                            "upstream_saturating", "long_memory", "torch_reference",
+                            "upstream_saturating", "long_memory", "random_large", "torch_reference",
                             "trained_kws", "trained_forecast", "trained_gesture"};
 
 TEST(FloatReference, MatchesTorchOnEveryFixture) {
@@ -122,8 +122,8 @@ TEST(Accuracy, LongSequenceCalibratedBeatsSequenceBound) {
               calibrated.sqnr, calibrated.power, sequence_bound.sqnr, sequence_bound.power);
 }
 
-TEST(Accuracy, TrainedModelsAtLeastUpstream) {
-  for (const char* name : {"trained_kws", "trained_forecast", "trained_gesture"}) {
+TEST(Accuracy, TrainedAndLargeModelsAtLeastUpstream) {
+  for (const char* name : {"trained_kws", "trained_forecast", "trained_gesture", "random_large"}) {
     const AccuracyFixture f = fixture(name);
     const Score q = score(f, CompileOptions{});
     const Score up = score(f, upstream_options(f));

@@ -40,7 +40,9 @@ struct CompileOptions {
   CellScaleRequest cell_scale;
   DeriveOptions derive;
   Tuning tuning = Tuning::kSearch;
-  int64_t search_max_steps = 16384;  // calibration time steps used to score candidates
+  // The search scores each candidate on the first calibration sequences whose multiply-
+  // accumulates (steps x 4H(I + H)) fit in this budget (at least one sequence).
+  int64_t search_max_macs = int64_t{1} << 26;
 };
 
 // What calibration observed (kept for the report).
