@@ -13,6 +13,7 @@
 
 using namespace qlstm::compiler;
 using testing_support::AccuracyFixture;
+using testing_support::upstream_options;
 
 namespace {
 
@@ -52,23 +53,6 @@ Result evaluate(const AccuracyFixture& f, const CompileOptions& o) {
     r.error = e.what();
   }
   return r;
-}
-
-// Upstream's method: min/max boundaries, max|W| weight scales, and the fixture's cell policy
-// (calibrated with 2 bits of headroom, or the sequence bound).
-CompileOptions upstream_options(const AccuracyFixture& f) {
-  CompileOptions o;
-  o.tuning = Tuning::kNone;
-  o.input_observer = parse_observer("minmax");
-  o.output_observer = parse_observer("minmax");
-  o.derive.weight_method = WeightScaleMethod::kMaxAbs;
-  const std::string policy = f.meta.value("upstream_cell_policy", "calibrated-2bits");
-  if (policy == "calibrated-2bits") {
-    o.cell_scale = parse_cell_policy("calibrated:4");
-  } else {
-    o.cell_scale = parse_cell_policy(policy);
-  }
-  return o;
 }
 
 // One choice at a time, no search.

@@ -13,23 +13,11 @@ namespace {
 
 using namespace qlstm::compiler;
 using testing_support::AccuracyFixture;
+using testing_support::upstream_options;
 using testing_support::load_accuracy_fixture;
 
 AccuracyFixture fixture(const std::string& name) {
   return load_accuracy_fixture(QLSTM_ACCURACY_FIXTURES, name);
-}
-
-// Upstream's method: min/max boundaries from the calibration data, max|W| per gate block, and the
-// upstream cell policy recorded in the fixture.
-CompileOptions upstream_options(const AccuracyFixture& f) {
-  CompileOptions o;
-  o.tuning = Tuning::kNone;
-  o.input_observer = parse_observer("minmax");
-  o.output_observer = parse_observer("minmax");
-  o.derive.weight_method = WeightScaleMethod::kMaxAbs;
-  const std::string policy = f.meta.value("upstream_cell_policy", "calibrated-2bits");
-  o.cell_scale = parse_cell_policy(policy == "calibrated-2bits" ? "calibrated:4" : policy);
-  return o;
 }
 
 struct Score {

@@ -60,6 +60,21 @@ inline AccuracyFixture load_accuracy_fixture(const std::string& dir, const std::
   return f;
 }
 
+// Upstream's method (../shared/spec/aot-derivation.md): min/max boundaries from the calibration
+// data, max|W| per gate block, and the upstream cell policy recorded in the fixture (2 bits of
+// headroom over the calibrated max |c|, or the sequence bound). No search.
+inline qlstm::compiler::CompileOptions upstream_options(const AccuracyFixture& f) {
+  using namespace qlstm::compiler;
+  CompileOptions o;
+  o.tuning = Tuning::kNone;
+  o.input_observer = parse_observer("minmax");
+  o.output_observer = parse_observer("minmax");
+  o.derive.weight_method = WeightScaleMethod::kMaxAbs;
+  const std::string policy = f.meta.value("upstream_cell_policy", "calibrated-2bits");
+  o.cell_scale = parse_cell_policy(policy == "calibrated-2bits" ? "calibrated:4" : policy);
+  return o;
+}
+
 }  // namespace testing_support
 
 #endif  // QLSTM_TESTS_ACCURACY_FIXTURE_H_
