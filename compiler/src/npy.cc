@@ -4,7 +4,6 @@
 #include <cstring>
 #include <fstream>
 #include <limits>
-#include <regex>
 #include <sstream>
 
 namespace qlstm {
@@ -39,6 +38,24 @@ bool parse_dtype(const std::string& descr, DType* out) {
 
 [[noreturn]] void fail(const std::string& path, const std::string& why) {
   throw NpyError(path + ": " + why);
+}
+
+// The text after "'key':" in the header dictionary, with leading blanks skipped; npos if absent.
+size_t value_of(const std::string& header, const std::string& key) {
+  const size_t at = header.find("'" + key + "'");
+  if (at == std::string::npos) return at;
+  size_t p = header.find_first_not_of(" \t", at + key.size() + 2);
+  if (p == std::string::npos || header[p] != ':') return std::string::npos;
+  return header.find_first_not_of(" \t", p + 1);
+}
+
+// The text between `open` at `from` and the next `close`; false if malformed.
+bool delimited(const std::string& header, size_t from, char open, char close, std::string* out) {
+  if (from == std::string::npos || from >= header.size() || header[from] != open) return false;
+  const size_t end = header.find(close, from + 1);
+  if (end == std::string::npos) return false;
+  *out = header.substr(from + 1, end - from - 1);
+  return true;
 }
 
 }  // namespace
@@ -110,20 +127,25 @@ NpyArray read_npy(const std::string& path) {
   std::string header(header_len, '\0');
   if (!in.read(header.data(), header_len)) fail(path, "truncated header");
 
-  static const std::regex descr_re("'descr'\\s*:\\s*'([^']*)'");
-  static const std::regex order_re("'fortran_order'\\s*:\\s*(True|False)");
-  static const std::regex shape_re("'shape'\\s*:\\s*\\(([^)]*)\\)");
-  std::smatch m;
   NpyArray a;
-  if (!std::regex_search(header, m, descr_re)) fail(path, "header field 'descr' missing");
-  if (!parse_dtype(m[1], &a.dtype)) {
-    fail(path, "header field 'descr': unsupported dtype '" + m[1].str() +
+  std::string descr, shape_text;
+  if (!delimited(header, value_of(header, "descr"), '\'', '\'', &descr)) {
+    fail(path, "header field 'descr' missing or malformed");
+  }
+  if (!parse_dtype(descr, &a.dtype)) {
+    fail(path, "header field 'descr': unsupported dtype '" + descr +
                    "' (float32, float64, int8, int16 or int32, little-endian)");
   }
-  if (!std::regex_search(header, m, order_re)) fail(path, "header field 'fortran_order' missing");
-  if (m[1] == "True") fail(path, "header field 'fortran_order': Fortran order is not supported");
-  if (!std::regex_search(header, m, shape_re)) fail(path, "header field 'shape' missing");
-  std::stringstream dims(m[1].str());
+  const size_t order = value_of(header, "fortran_order");
+  if (order == std::string::npos) fail(path, "header field 'fortran_order' missing");
+  if (header.compare(order, 4, "True") == 0) {
+    fail(path, "header field 'fortran_order': Fortran order is not supported");
+  }
+  if (header.compare(order, 5, "False") != 0) fail(path, "header field 'fortran_order' malformed");
+  if (!delimited(header, value_of(header, "shape"), '(', ')', &shape_text)) {
+    fail(path, "header field 'shape' missing or malformed");
+  }
+  std::stringstream dims(shape_text);
   std::string item;
   int64_t count = 1;
   while (std::getline(dims, item, ',')) {
@@ -143,8 +165,8 @@ NpyArray read_npy(const std::string& path) {
   const size_t want = static_cast<size_t>(count) * dtype_size(a.dtype);
   a.bytes.resize(want);
   if (want > 0 && !in.read(reinterpret_cast<char*>(a.bytes.data()), static_cast<std::streamsize>(want))) {
-    fail(path, "truncated data: expected " + std::to_string(want) + " bytes for shape " +
-                   m[1].str());
+    fail(path, "truncated data: expected " + std::to_string(want) + " bytes for shape (" +
+                   shape_text + ")");
   }
   char extra;
   if (in.read(&extra, 1)) fail(path, "trailing bytes after the data");
