@@ -8,6 +8,7 @@ packages=(
   libgtest-dev libgmock-dev            # tests (GoogleTest)
   libbenchmark-dev                     # host benchmarks (Google Benchmark)
   nlohmann-json3-dev libcli11-dev      # CLI: JSON vectors, argument parsing
+  libonnx-dev libprotobuf-dev          # ONNX import (the protobuf classes)
   python3                              # generators of the shipped table and golden vectors
   binutils                             # nm, for the freestanding-runtime check
 )

@@ -1,0 +1,204 @@
+#!/usr/bin/python3
+"""Makes the ONNX import fixtures in tests/onnx/models/ (Debian's python3-torch and python3-onnx).
+
+Accepted models (torch.onnx.export of nn.LSTM, and plain ONNX LSTM graphs built with onnx.helper),
+each with the float weights the importer must recover (NAME.weights.npz is not used: the expected
+PyTorch-order weights are written as NAME.expect.json):
+  torch_seq_first_opset13, torch_batch_first_opset14, torch_batch_first_opset17, torch_no_bias,
+  plain_layout0, plain_layout1_no_bias, plain_zero_initializer_state, plain_constant_of_shape_state
+Refused models, each with the message the importer must give (NAME.expect.json, key "error"):
+  torch_two_layers, torch_bidirectional, torch_linear_head, torch_h_n_output, torch_initial_state_input,
+  plain_reverse, plain_clip, plain_input_forget, plain_activations, plain_peephole,
+  plain_sequence_lens, plain_nonzero_initial_state, plain_y_c_output, plain_missing_initializer,
+  plain_wrong_initializer_shape, plain_lstm_input_not_graph_input
+Usage: make_onnx_fixtures.py [OUTDIR]
+"""
+import json
+import os
+import sys
+
+import numpy as np
+import onnx
+import torch
+import torch.nn as nn
+from onnx import TensorProto, helper, numpy_helper
+
+GENERATOR = "tests/onnx/make_onnx_fixtures.py"
+torch.set_num_threads(1)
+OUT = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "models")
+
+
+def expect(name, **kw):
+    kw["generator"] = GENERATOR
+    with open(os.path.join(OUT, name + ".expect.json"), "w") as f:
+        json.dump(kw, f, indent=1, sort_keys=True)
+        f.write("\n")
+
+
+def torch_weights(lstm, suffix="_l0"):
+    g = lambda n: getattr(lstm, n + suffix).detach().numpy().reshape(-1).tolist()
+    have_bias = lstm.bias
+    return {"weight_ih": g("weight_ih"), "weight_hh": g("weight_hh"),
+            "bias_ih": g("bias_ih") if have_bias else [], "bias_hh": g("bias_hh") if have_bias else []}
+
+
+class Wrap(nn.Module):
+    def __init__(self, lstm, mode="y"):
+        super().__init__()
+        self.lstm, self.mode = lstm, mode
+        self.head = nn.Linear(lstm.hidden_size * (2 if lstm.bidirectional else 1), 2)
+
+    def forward(self, x, *state):
+        if self.mode == "state":
+            y, _ = self.lstm(x, (state[0], state[1]))
+            return y
+        y, (h, c) = self.lstm(x)
+        if self.mode == "head":
+            return self.head(y)
+        if self.mode == "h_n":
+            return y, h
+        return y
+
+
+def export_torch(name, lstm, x, opset, mode="y", extra_inputs=()):
+    model = Wrap(lstm, mode).eval()
+    path = os.path.join(OUT, name + ".onnx")
+    with torch.no_grad():
+        torch.onnx.export(model, (x,) + tuple(extra_inputs), path, opset_version=opset,
+                          input_names=["x"] + ["h0", "c0"][:len(extra_inputs)], output_names=None,
+                          dynamic_axes=None)
+    return path
+
+
+def accepted_torch():
+    torch.manual_seed(0)
+    l = nn.LSTM(3, 4).eval()
+    export_torch("torch_seq_first_opset13", l, torch.randn(5, 2, 3), 13)
+    expect("torch_seq_first_opset13", input_size=3, hidden_size=4, batch_first=False, **torch_weights(l))
+    l = nn.LSTM(3, 5, batch_first=True).eval()
+    export_torch("torch_batch_first_opset14", l, torch.randn(2, 6, 3), 14)
+    expect("torch_batch_first_opset14", input_size=3, hidden_size=5, batch_first=True, **torch_weights(l))
+    l = nn.LSTM(2, 3, batch_first=True).eval()
+    export_torch("torch_batch_first_opset17", l, torch.randn(1, 4, 2), 17)
+    expect("torch_batch_first_opset17", input_size=2, hidden_size=3, batch_first=True, **torch_weights(l))
+    l = nn.LSTM(4, 2, bias=False).eval()
+    export_torch("torch_no_bias", l, torch.randn(3, 1, 4), 13)
+    expect("torch_no_bias", input_size=4, hidden_size=2, batch_first=False, **torch_weights(l))
+
+
+def refused_torch():
+    torch.manual_seed(1)
+    export_torch("torch_two_layers", nn.LSTM(3, 4, num_layers=2), torch.randn(5, 1, 3), 13)
+    expect("torch_two_layers", error="2 LSTM nodes")
+    export_torch("torch_bidirectional", nn.LSTM(3, 4, bidirectional=True), torch.randn(5, 1, 3), 13)
+    expect("torch_bidirectional", error="direction 'bidirectional' is not supported")
+    export_torch("torch_linear_head", nn.LSTM(3, 4), torch.randn(5, 1, 3), 13, mode="head")
+    expect("torch_linear_head", error="(MatMul): op 'MatMul' is not supported")
+    export_torch("torch_h_n_output", nn.LSTM(3, 4), torch.randn(5, 1, 3), 13, mode="h_n")
+    expect("torch_h_n_output", error="output Y_h is used")
+    export_torch("torch_initial_state_input", nn.LSTM(3, 4), torch.randn(5, 1, 3), 13, mode="state",
+                 extra_inputs=(torch.zeros(1, 1, 4), torch.zeros(1, 1, 4)))
+    expect("torch_initial_state_input", error="initial_h is not a constant zero")
+
+
+# ----------------------------------------------------------------------------- plain ONNX graphs
+def onnx_weights(I, H, rng, bias=True):
+    """Random ONNX-order (i, o, f, c) weights and the PyTorch-order (i, f, g, o) expectation."""
+    W = rng.standard_normal((1, 4 * H, I)).astype(np.float32)
+    R = rng.standard_normal((1, 4 * H, H)).astype(np.float32)
+    B = rng.standard_normal((1, 8 * H)).astype(np.float32) if bias else None
+    onnx_to_torch = [0, 2, 3, 1]  # torch block k comes from ONNX block onnx_to_torch[k]
+    def torch_order(a, rows):
+        blocks = [a[b * rows:(b + 1) * rows] for b in range(4)]
+        return np.concatenate([blocks[onnx_to_torch[k]] for k in range(4)])
+    exp = {"weight_ih": torch_order(W[0], H).reshape(-1).tolist(),
+           "weight_hh": torch_order(R[0], H).reshape(-1).tolist(),
+           "bias_ih": torch_order(B[0, :4 * H], H).tolist() if bias else [],
+           "bias_hh": torch_order(B[0, 4 * H:], H).tolist() if bias else []}
+    return W, R, B, exp
+
+
+def plain(name, I=3, H=4, T=5, N=2, layout=0, bias=True, attrs=None, extra_inits=(), inputs=None,
+          outputs=("Y", "", ""), graph_outputs=None, pre_nodes=(), seed=0, x_is_input=True):
+    rng = np.random.default_rng(seed)
+    W, R, B, exp = onnx_weights(I, H, rng, bias)
+    inits = [numpy_helper.from_array(W, "W"), numpy_helper.from_array(R, "R")]
+    if bias:
+        inits.append(numpy_helper.from_array(B, "B"))
+    inits += list(extra_inits)
+    lstm_inputs = inputs if inputs is not None else ["X", "W", "R", "B" if bias else ""]
+    node_attrs = {"hidden_size": H}
+    if layout:
+        node_attrs["layout"] = layout
+    node_attrs.update(attrs or {})
+    nodes = list(pre_nodes) + [helper.make_node("LSTM", lstm_inputs, list(outputs), name="lstm0", **node_attrs)]
+    x_shape = [T, N, I] if layout == 0 else [N, T, I]
+    y_shape = [T, 1, N, H] if layout == 0 else [N, T, 1, H]
+    gin = [helper.make_tensor_value_info("X" if x_is_input else "X_src", TensorProto.FLOAT, x_shape)]
+    gout = graph_outputs or [helper.make_tensor_value_info("Y", TensorProto.FLOAT, y_shape)]
+    graph = helper.make_graph(nodes, name, gin, gout, inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
+    onnx.save(model, os.path.join(OUT, name + ".onnx"))
+    return exp
+
+
+def accepted_plain():
+    exp = plain("plain_layout0")
+    expect("plain_layout0", input_size=3, hidden_size=4, batch_first=False, **exp)
+    exp = plain("plain_layout1_no_bias", layout=1, bias=False, seed=1)
+    expect("plain_layout1_no_bias", input_size=3, hidden_size=4, batch_first=True, **exp)
+    zeros = numpy_helper.from_array(np.zeros((1, 2, 4), np.float32), "h0")
+    exp = plain("plain_zero_initializer_state", extra_inits=[zeros],
+                inputs=["X", "W", "R", "B", "", "h0", "h0"], seed=2)
+    expect("plain_zero_initializer_state", input_size=3, hidden_size=4, batch_first=False, **exp)
+    shape = numpy_helper.from_array(np.array([1, 2, 4], np.int64), "state_shape")
+    cos = helper.make_node("ConstantOfShape", ["state_shape"], ["zero_state"],
+                           value=helper.make_tensor("v", TensorProto.FLOAT, [1], [0.0]))
+    exp = plain("plain_constant_of_shape_state", extra_inits=[shape], pre_nodes=[cos],
+                inputs=["X", "W", "R", "B", "", "zero_state", "zero_state"], seed=3)
+    expect("plain_constant_of_shape_state", input_size=3, hidden_size=4, batch_first=False, **exp)
+
+
+def refused_plain():
+    plain("plain_reverse", attrs={"direction": "reverse"})
+    expect("plain_reverse", error="direction 'reverse' is not supported")
+    plain("plain_clip", attrs={"clip": 3.0})
+    expect("plain_clip", error="attribute 'clip' is not supported")
+    plain("plain_input_forget", attrs={"input_forget": 1})
+    expect("plain_input_forget", error="attribute 'input_forget' = 1 is not supported")
+    plain("plain_activations", attrs={"activations": ["Sigmoid", "Relu", "Tanh"]})
+    expect("plain_activations", error="activations Sigmoid, Relu, Tanh are not supported")
+    peep = numpy_helper.from_array(np.ones((1, 12), np.float32), "P")
+    plain("plain_peephole", extra_inits=[peep], inputs=["X", "W", "R", "B", "", "", "", "P"])
+    expect("plain_peephole", error="peephole weights (input P) are not supported")
+    lens = numpy_helper.from_array(np.array([5, 5], np.int32), "lens")
+    plain("plain_sequence_lens", extra_inits=[lens], inputs=["X", "W", "R", "B", "lens"])
+    expect("plain_sequence_lens", error="sequence_lens is not supported")
+    ones = numpy_helper.from_array(np.full((1, 2, 4), 0.5, np.float32), "h0")
+    plain("plain_nonzero_initial_state", extra_inits=[ones], inputs=["X", "W", "R", "B", "", "h0", ""])
+    expect("plain_nonzero_initial_state", error="initial_h is not a constant zero")
+    plain("plain_y_c_output", outputs=("Y", "", "Y_c"),
+          graph_outputs=[helper.make_tensor_value_info("Y", TensorProto.FLOAT, [5, 1, 2, 4]),
+                         helper.make_tensor_value_info("Y_c", TensorProto.FLOAT, [1, 2, 4])])
+    expect("plain_y_c_output", error="output Y_c is used")
+    plain("plain_missing_initializer", inputs=["X", "W", "R_missing", "B"])
+    expect("plain_missing_initializer", error="input R ('R_missing') is neither an initializer nor a constant")
+    bad = numpy_helper.from_array(np.ones((1, 12, 3), np.float32), "R2")
+    plain("plain_wrong_initializer_shape", extra_inits=[bad], inputs=["X", "W", "R2", "B"])
+    expect("plain_wrong_initializer_shape", error="R has shape [1, 12, 3], expected [1, 16, 4]")
+    relu = helper.make_node("Relu", ["X_src"], ["X"], name="relu0")
+    plain("plain_lstm_input_not_graph_input", pre_nodes=[relu], x_is_input=False)
+    expect("plain_lstm_input_not_graph_input", error="op 'Relu' is not supported")
+
+
+def main():
+    os.makedirs(OUT, exist_ok=True)
+    accepted_torch()
+    refused_torch()
+    accepted_plain()
+    refused_plain()
+    print("wrote", len([f for f in os.listdir(OUT) if f.endswith(".onnx")]), "models to", OUT)
+
+
+if __name__ == "__main__":
+    main()
