@@ -289,11 +289,11 @@ QuantizedLstm::State QuantizedLstm::initial_state(int32_t batch) const {
           std::vector<int16_t>(n, 0)};
 }
 
-std::vector<int8_t> QuantizedLstm::run_s8(const std::vector<int8_t>& x, const SequenceShape& shape,
-                                          State* state) const {
-  check_shape(shape, x.size(), derived_.input_size, "input");
-  const qlstm_lstm_s8_params p = kernel_params(shape);
-  const size_t BH = static_cast<size_t>(shape.batch) * static_cast<size_t>(derived_.hidden_size);
+std::vector<int8_t> run_kernel_s8(const DerivedLstm& d, const std::vector<int8_t>& x,
+                                  const SequenceShape& shape, QuantizedLstm::State* state) {
+  check_shape(shape, x.size(), d.input_size, "input");
+  const qlstm_lstm_s8_params p = d.kernel_params(shape.batch, shape.time_steps, shape.layout);
+  const size_t BH = static_cast<size_t>(shape.batch) * static_cast<size_t>(d.hidden_size);
   if (state != nullptr && (state->hidden.size() != BH || state->cell.size() != BH)) {
     throw CompileError("state: hidden and cell must have B x H = " + std::to_string(BH) + " values");
   }
@@ -311,6 +311,11 @@ std::vector<int8_t> QuantizedLstm::run_s8(const std::vector<int8_t>& x, const Se
                        (field ? std::string(" (") + field + ")" : std::string()));
   }
   return y;
+}
+
+std::vector<int8_t> QuantizedLstm::run_s8(const std::vector<int8_t>& x, const SequenceShape& shape,
+                                          State* state) const {
+  return run_kernel_s8(derived_, x, shape, state);
 }
 
 std::vector<int8_t> QuantizedLstm::quantize_input(const std::vector<float>& x) const {

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "compile_cmd.h"
 #include "kernel_vectors.h"
 #include "qlstm/kernels.h"
 
@@ -131,6 +132,32 @@ int main(int argc, char** argv) {
 
   CLI::App* vars = app.add_subcommand("variants", "List the kernel variants built in");
 
+  qlstm::cli::CompileArgs ca;
+  CLI::App* comp = app.add_subcommand("compile", "Compile an ONNX LSTM into a fused int8 LSTM");
+  comp->add_option("model", ca.model, "the ONNX model (one LSTM)")->required();
+  comp->add_option("--calibration", ca.calibration, "float32 .npy files of sequences in the model's layout")
+      ->required();
+  comp->add_option("-o,--output-dir", ca.outdir, "output folder")->capture_default_str();
+  comp->add_option("--name", ca.name, "base name of the outputs (default: the model file's)");
+  comp->add_option("--batch", ca.batch, "batch size the firmware source is generated for")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  comp->add_option("--input-observer", ca.input_observer, "minmax, percentile[:P], mse, kl (the search's start)")
+      ->capture_default_str();
+  comp->add_option("--output-observer", ca.output_observer, "minmax, percentile[:P], mse, kl")
+      ->capture_default_str();
+  comp->add_option("--weights", ca.weights, "weight scales: maxabs or mse")->capture_default_str();
+  comp->add_option("--cell-scale", ca.cell_scale, "calibrated[:HEADROOM], sequence-bound:T, fixed:P")
+      ->capture_default_str();
+  comp->add_flag("!--no-search", ca.search, "use exactly the options given (no accuracy search)");
+  comp->add_flag("--bias-correction", ca.bias_correction, "fold the weights' expected error into the bias");
+
+  qlstm::cli::RunArgs ra;
+  CLI::App* run = app.add_subcommand("run", "Run a compiled model on the host, bit-exact with the device");
+  run->add_option("model", ra.model, "the .qlstm file")->required();
+  run->add_option("--input", ra.input, "input .npy (int8; float32 with --float)")->required();
+  run->add_option("--output", ra.output, "output .npy")->required();
+  run->add_flag("--float", ra.float_io, "float32 in and out, quantized and dequantized at the boundaries");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -139,5 +166,7 @@ int main(int argc, char** argv) {
   }
   if (*vv) return verify_vectors(paths, variant, verbose);
   if (*vars) return list_variants();
+  if (*comp) return qlstm::cli::compile_command(ca);
+  if (*run) return qlstm::cli::run_command(ra);
   return kExitBadInput;
 }

@@ -104,6 +104,11 @@ class QuantizedLstm {
   CalibrationStats stats_;
 };
 
+// int8 in, int8 out through the runtime kernel for any derived parameter set (a compiled model
+// loaded from a file has no float source). state: as QuantizedLstm::run_s8.
+std::vector<int8_t> run_kernel_s8(const DerivedLstm& d, const std::vector<int8_t>& x,
+                                  const SequenceShape& shape, QuantizedLstm::State* state = nullptr);
+
 // Signal-to-quantization-noise ratio in dB of `test` against `reference`; +inf when equal.
 double sqnr_db(const std::vector<float>& reference, const std::vector<float>& test);
 double max_abs_error(const std::vector<float>& reference, const std::vector<float>& test);

@@ -1,0 +1,29 @@
+// Firmware source for a compiled model: NAME_model.h / NAME_model.cc, which compile with the
+// runtime alone (docs/model-format.md). Host only.
+#ifndef QLSTM_COMPILER_EMIT_CPP_H_
+#define QLSTM_COMPILER_EMIT_CPP_H_
+
+#include <cstdint>
+#include <string>
+
+#include "qlstm/compiler/model_file.h"
+
+namespace qlstm {
+namespace compiler {
+
+struct EmittedSource {
+  std::string header;  // NAME_model.h
+  std::string source;  // NAME_model.cc
+};
+
+// `name` must be a C identifier (see c_identifier). `batch` fixes the scratch and state sizes.
+EmittedSource emit_cpp(const CompiledModel& m, const std::string& name, int32_t batch,
+                       const std::string& origin);
+
+// A C identifier made from `text` (non-alphanumerics become '_', a leading digit gets '_').
+std::string c_identifier(const std::string& text);
+
+}  // namespace compiler
+}  // namespace qlstm
+
+#endif  // QLSTM_COMPILER_EMIT_CPP_H_

@@ -1,0 +1,36 @@
+// The compiled-model file (.qlstm): FlatBuffers, versioned, with a CRC-32 over the model bytes
+// that every load verifies (docs/model-format.md). Host only.
+#ifndef QLSTM_COMPILER_MODEL_FILE_H_
+#define QLSTM_COMPILER_MODEL_FILE_H_
+
+#include <cstdint>
+#include <string>
+
+#include "qlstm/compiler/derive.h"
+
+namespace qlstm {
+namespace compiler {
+
+constexpr uint32_t kModelFormatVersion = 1;
+
+struct CompiledModel {
+  std::string name;
+  bool batch_first = false;
+  DerivedLstm derived;
+  std::string report_json;
+};
+
+std::string serialize_model(const CompiledModel& m);
+// Throws CompileError naming `origin` and the field for a file that is truncated, corrupted (CRC),
+// of another version, or inconsistent (array sizes, parameter ranges).
+CompiledModel parse_model(const std::string& bytes, const std::string& origin);
+
+CompiledModel load_model(const std::string& path);
+
+// Writes `bytes` to `path` atomically: a temporary file beside it, then rename. Throws CompileError.
+void write_file_atomically(const std::string& path, const std::string& bytes);
+
+}  // namespace compiler
+}  // namespace qlstm
+
+#endif  // QLSTM_COMPILER_MODEL_FILE_H_

@@ -1,0 +1,173 @@
+// qlstm compile and qlstm run as a user runs them: an exported torch model in, the four files out;
+// the host run equals the in-process kernel; the emitted source, compiled with the runtime
+// alone, equals the host run byte for byte; out-of-scope models and bad calibration files are
+// refused with their message, exit status 1 and nothing written.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <unistd.h>
+
+#include "qlstm/compiler/model_file.h"
+#include "qlstm/compiler/npy.h"
+#include "qlstm/compiler/onnx_import.h"
+#include "qlstm/compiler/quantized_lstm.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace qlstm::compiler;
+
+struct ShellResult {
+  int status;
+  std::string output;
+};
+
+ShellResult sh(const std::string& cmd) {
+  const std::string log = fs::temp_directory_path() / ("qlstm_cli_" + std::to_string(::getpid()) + ".log");
+  const int rc = std::system((cmd + " > '" + log + "' 2>&1").c_str());
+  std::ifstream in(log);
+  std::stringstream s;
+  s << in.rdbuf();
+  std::remove(log.c_str());
+  return {WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, s.str()};
+}
+
+std::string model(const char* name) { return std::string(QLSTM_ONNX_FIXTURES) + "/" + name + ".onnx"; }
+
+class CompileRun : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("qlstm_compile_" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string path(const std::string& f) const { return (dir_ / f).string(); }
+  // Random float sequences: [B][T][I] when batch_first, else [T][B][I].
+  std::string write_calibration(const std::string& f, int B, int T, int I, bool batch_first, uint64_t seed) {
+    std::mt19937_64 rng(seed);
+    std::normal_distribution<float> n(0.0f, 1.0f);
+    std::vector<float> v(static_cast<size_t>(B) * T * I);
+    for (auto& x : v) x = n(rng);
+    write_npy_float32(path(f), batch_first ? std::vector<int64_t>{B, T, I} : std::vector<int64_t>{T, B, I}, v);
+    return path(f);
+  }
+  fs::path dir_;
+};
+
+TEST_F(CompileRun, BatchFirstAndSequenceFirstEndToEnd) {
+  for (const auto& [name, batch_first] : {std::pair<const char*, bool>{"torch_batch_first_opset14", true},
+                                          {"torch_seq_first_opset13", false}}) {
+    const OnnxLstm onnx = import_onnx(model(name));
+    const int I = onnx.lstm.input_size, H = onnx.lstm.hidden_size;
+    const std::string calib = write_calibration("calib.npy", 24, 9, I, batch_first, 1);
+    const std::string out = path(std::string("out_") + name);
+    const ShellResult c = sh(std::string(QLSTM_CLI) + " compile " + model(name) + " --calibration " + calib +
+                     " -o " + out + " --name m --batch 3");
+    ASSERT_EQ(c.status, 0) << c.output;
+    EXPECT_NE(c.output.find("SQNR"), std::string::npos) << c.output;
+    for (const char* f : {"m.qlstm", "m_model.h", "m_model.cc", "m_report.json"}) {
+      EXPECT_TRUE(fs::exists(fs::path(out) / f)) << f;
+    }
+    // The batch of the exported model (2 or 1) does not constrain the run: use 3.
+    const std::string x = write_calibration("x.npy", 3, 7, I, batch_first, 2);
+    const ShellResult r = sh(std::string(QLSTM_CLI) + " run " + out + "/m.qlstm --input " + x + " --output " +
+                     path("y.npy") + " --float");
+    ASSERT_EQ(r.status, 0) << r.output;
+    // Against torch-semantics float: the float reference of the imported weights.
+    const NpyArray xa = read_npy(x), ya = read_npy(path("y.npy"));
+    const SequenceShape shape{3, 7, batch_first ? Layout::kBatchMajor : Layout::kTimeMajor};
+    const std::vector<float> y_float = run_float(onnx.lstm, xa.as_float("x").data(), shape).output;
+    EXPECT_GT(sqnr_db(y_float, ya.as_float("y")), 30.0) << name;
+    EXPECT_EQ(ya.shape, batch_first ? std::vector<int64_t>({3, 7, H}) : std::vector<int64_t>({7, 3, H}));
+
+    // int8 run == the in-process kernel on the loaded model.
+    const CompiledModel m = load_model(out + "/m.qlstm");
+    std::vector<int8_t> x8(static_cast<size_t>(3 * 7 * I));
+    std::mt19937_64 rng(3);
+    for (auto& v : x8) v = static_cast<int8_t>(rng());
+    write_npy_int8(path("x8.npy"), batch_first ? std::vector<int64_t>{3, 7, I} : std::vector<int64_t>{7, 3, I}, x8);
+    ASSERT_EQ(sh(std::string(QLSTM_CLI) + " run " + out + "/m.qlstm --input " + path("x8.npy") +
+                 " --output " + path("y8.npy")).status, 0);
+    const std::vector<int8_t> y8 = read_npy(path("y8.npy")).as_int8("y8");
+    EXPECT_EQ(y8, run_kernel_s8(m.derived, x8, shape));
+
+    // The emitted source with the runtime alone: same bytes.
+    {
+      std::ofstream(path("x8.bin"), std::ios::binary).write(reinterpret_cast<const char*>(x8.data()), x8.size());
+    }
+    const std::string exe = path("emitted");
+    const ShellResult b = sh(std::string(QLSTM_CXX) + " " QLSTM_EXTRA_FLAGS " -std=c++17 -O1 -Wall -Werror -I" + out + " -I" QLSTM_RUNTIME_INCLUDE +
+                     " '-DQLSTM_MODEL_HEADER=\"m_model.h\"' -DQLSTM_MODEL_RUN=m_run -DQLSTM_MODEL_BATCH=M_BATCH"
+                     " -DQLSTM_MODEL_HIDDEN=M_HIDDEN_SIZE " QLSTM_DRIVER " " + out + "/m_model.cc " QLSTM_RUNTIME_LIB +
+                     " -o " + exe);
+    ASSERT_EQ(b.status, 0) << b.output;
+    ASSERT_EQ(sh(exe + " " + path("x8.bin") + " " + path("y8.bin") + " 7").status, 0);
+    std::ifstream yb(path("y8.bin"), std::ios::binary);
+    const std::vector<char> bytes((std::istreambuf_iterator<char>(yb)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(std::vector<int8_t>(bytes.begin(), bytes.end()), y8) << name;
+  }
+}
+
+TEST_F(CompileRun, OutOfScopeModelsAreRefusedAndNothingIsWritten) {
+  const std::string calib = write_calibration("calib.npy", 4, 5, 3, false, 1);
+  for (const auto& [name, message] : {std::pair<const char*, const char*>{"torch_two_layers", "2 LSTM nodes"},
+                                      {"torch_linear_head", "op 'MatMul' is not supported"},
+                                      {"plain_clip", "attribute 'clip' is not supported"},
+                                      {"torch_h_n_output", "output Y_h is used"}}) {
+    const std::string out = path(std::string("refused_") + name);
+    const ShellResult c = sh(std::string(QLSTM_CLI) + " compile " + model(name) + " --calibration " + calib + " -o " + out);
+    EXPECT_EQ(c.status, 1) << name;
+    EXPECT_NE(c.output.find(message), std::string::npos) << c.output;
+    EXPECT_FALSE(fs::exists(out)) << "output written for " << name;
+  }
+}
+
+TEST_F(CompileRun, BadCalibrationFilesAreRefused) {
+  const std::string m = model("torch_seq_first_opset13");  // I = 3, sequence-first
+  write_npy_int8(path("int8.npy"), {5, 2, 3}, std::vector<int8_t>(30, 1));
+  write_npy_float32(path("rank1.npy"), {30}, std::vector<float>(30, 1.0f));
+  write_npy_float32(path("features.npy"), {5, 2, 4}, std::vector<float>(40, 1.0f));
+  std::vector<float> nan(30, 0.5f);
+  nan[7] = NAN;
+  write_npy_float32(path("nan.npy"), {5, 2, 3}, nan);
+  write_npy_float32(path("good.npy"), {5, 2, 3}, std::vector<float>(30, 0.5f));
+  std::ifstream g(path("good.npy"), std::ios::binary);
+  const std::string good((std::istreambuf_iterator<char>(g)), std::istreambuf_iterator<char>());
+  { std::ofstream(path("truncated.npy"), std::ios::binary) << good.substr(0, good.size() - 9); }
+  const std::pair<const char*, const char*> cases[] = {
+      {"int8.npy", "dtype |i1, expected float32"}, {"rank1.npy", "rank 1, expected 3"},
+      {"features.npy", "feature size 4 does not match the model's input_size 3"},
+      {"nan.npy", "non-finite value"}, {"truncated.npy", "truncated data"},
+      {"missing.npy", "cannot open file"}};
+  for (const auto& [file, message] : cases) {
+    const std::string out = path(std::string("o_") + file);
+    const ShellResult c = sh(std::string(QLSTM_CLI) + " compile " + m + " --calibration " + path(file) + " -o " + out);
+    EXPECT_EQ(c.status, 1) << file;
+    EXPECT_NE(c.output.find(message), std::string::npos) << file << ": " << c.output;
+    EXPECT_FALSE(fs::exists(out)) << file;
+  }
+}
+
+TEST_F(CompileRun, CorruptedModelFileIsRefusedByRun) {
+  const std::string calib = write_calibration("calib.npy", 8, 5, 3, false, 1);
+  ASSERT_EQ(sh(std::string(QLSTM_CLI) + " compile " + model("torch_seq_first_opset13") + " --calibration " +
+               calib + " -o " + path("o") + " --name m").status, 0);
+  std::fstream f(path("o/m.qlstm"), std::ios::in | std::ios::out | std::ios::binary);
+  f.seekp(200);
+  f.put('\x7f');
+  f.close();
+  write_npy_int8(path("x.npy"), {5, 1, 3}, std::vector<int8_t>(15, 3));
+  const ShellResult r = sh(std::string(QLSTM_CLI) + " run " + path("o/m.qlstm") + " --input " + path("x.npy") +
+                   " --output " + path("y.npy"));
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.output.find("m.qlstm"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(path("y.npy")));
+}
+
+}  // namespace

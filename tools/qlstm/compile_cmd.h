@@ -1,0 +1,37 @@
+// qlstm compile and qlstm run (docs/cli.md).
+#ifndef QLSTM_TOOLS_COMPILE_CMD_H_
+#define QLSTM_TOOLS_COMPILE_CMD_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace qlstm {
+namespace cli {
+
+struct CompileArgs {
+  std::string model;
+  std::vector<std::string> calibration;
+  std::string outdir = ".";
+  std::string name;
+  int32_t batch = 1;
+  std::string input_observer = "minmax";
+  std::string output_observer = "minmax";
+  std::string weights = "maxabs";
+  std::string cell_scale = "calibrated:1.25";
+  bool search = true;
+  bool bias_correction = false;
+};
+// Exit status: 0 written; 1 any error (nothing written).
+int compile_command(const CompileArgs& args);
+
+struct RunArgs {
+  std::string model, input, output;
+  bool float_io = false;
+};
+int run_command(const RunArgs& args);
+
+}  // namespace cli
+}  // namespace qlstm
+
+#endif  // QLSTM_TOOLS_COMPILE_CMD_H_
