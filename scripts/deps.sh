@@ -9,6 +9,7 @@ packages=(
   libbenchmark-dev                     # host benchmarks (Google Benchmark)
   nlohmann-json3-dev libcli11-dev      # CLI: JSON vectors, argument parsing
   libonnx-dev libprotobuf-dev          # ONNX import (the protobuf classes)
+  libflatbuffers-dev flatbuffers-compiler zlib1g-dev   # the .qlstm model file (FlatBuffers, CRC-32)
   python3                              # generators of the shipped table and golden vectors
   binutils                             # nm, for the freestanding-runtime check
 )
