@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The main job on the bundled example. For now: build the kernel and the qlstm tool, then verify
-# the kernel bit for bit on the bundled golden cases (and on ../shared/conformance when present),
-# printing every case it checked.
+# The main job on the bundled example (examples/sunspots: an nn.LSTM trained on yearly sunspot
+# numbers, exported to ONNX; committed with the script that made it): compile it, run it on the
+# held-out windows, and report memory and accuracy. Nothing is trained or downloaded.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh
@@ -10,13 +10,22 @@ cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j "$jobs" --target qlstm >/dev/null
 
 qlstm=build/tools/qlstm/qlstm
-echo "== kernel variants in this build"
-"$qlstm" variants
-echo "== bundled golden cases (tests/golden), every supported variant"
-"$qlstm" verify-vectors --variant all --verbose tests/golden
+ex=examples/sunspots
+out=build/example
+echo "== qlstm compile $ex/sunspots_lstm.onnx"
+"$qlstm" compile "$ex/sunspots_lstm.onnx" --calibration "$ex/calibration.npy" -o "$out"
+echo
+echo "== qlstm run: the bit-exact host simulation of the device on the held-out windows"
+"$qlstm" run "$out/sunspots_lstm.qlstm" --input "$ex/test.npy" --output "$out/test_hidden.npy" --float
+echo "wrote $out/test_hidden.npy"
+echo
+echo "== qlstm eval: int8 against the float model"
+"$qlstm" eval "$ex/sunspots_lstm.onnx" "$out/sunspots_lstm.qlstm" --data "$ex/test.npy" --plot "$out/sunspots.svg"
+echo
+echo "== kernel conformance: bundled golden vectors$( [ -d ../shared/conformance ] && echo ' and ../shared/conformance')"
+"$qlstm" verify-vectors --variant all tests/golden | tail -1
 if [ -d ../shared/conformance ]; then
-  echo "== upstream conformance vectors (../shared/conformance)"
-  "$qlstm" verify-vectors --variant all ../shared/conformance
-else
-  echo "== ../shared/conformance not found: upstream vectors skipped"
+  "$qlstm" verify-vectors --variant all ../shared/conformance | tail -1
 fi
+echo
+echo "Firmware source: $out/sunspots_lstm_model.h and .cc (build them with runtime/); report: $out/sunspots_lstm_report.json"

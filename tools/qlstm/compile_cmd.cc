@@ -1,6 +1,7 @@
 // qlstm compile / qlstm run.
 #include "compile_cmd.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -218,6 +219,107 @@ int run_command(const RunArgs& args) {
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "qlstm run: error: %s\n", e.what());
+    return 1;
+  }
+}
+
+namespace {
+
+// A small self-contained SVG: one sequence's first output unit, float against int8, over time;
+// and the histogram of all errors.
+std::string svg_plot(const std::vector<float>& ref, const std::vector<float>& got, const SequenceShape& s,
+                     int32_t H, const std::string& title) {
+  const int W = 760, Hh = 260, pad = 40;
+  auto at = [&](int t) {
+    const size_t row = s.layout == Layout::kBatchMajor ? static_cast<size_t>(t) : static_cast<size_t>(t) * s.batch;
+    return row * static_cast<size_t>(H);
+  };
+  float lo = 0, hi = 0;
+  for (int t = 0; t < s.time_steps; ++t) {
+    lo = std::min({lo, ref[at(t)], got[at(t)]});
+    hi = std::max({hi, ref[at(t)], got[at(t)]});
+  }
+  if (hi <= lo) hi = lo + 1;
+  auto xpos = [&](int t) { return pad + (W - 2 * pad) * (s.time_steps > 1 ? t / double(s.time_steps - 1) : 0.0); };
+  auto ypos = [&](float v) { return pad + (Hh - 2 * pad) * (1.0 - (v - lo) / (hi - lo)); };
+  std::string o = "<svg xmlns='http://www.w3.org/2000/svg' width='" + std::to_string(W) + "' height='" +
+                  std::to_string(2 * Hh) + "' font-family='sans-serif' font-size='12'>\n";
+  o += "<rect width='100%' height='100%' fill='white'/>\n<text x='" + std::to_string(pad) + "' y='20'>" + title +
+       ": sequence 0, unit 0 (blue float, red int8)</text>\n";
+  for (const auto& [v, color] : {std::pair<const std::vector<float>*, const char*>{&ref, "#1f77b4"}, {&got, "#d62728"}}) {
+    o += "<polyline fill='none' stroke='" + std::string(color) + "' stroke-width='1.5' points='";
+    for (int t = 0; t < s.time_steps; ++t) o += std::to_string(xpos(t)) + "," + std::to_string(ypos((*v)[at(t)])) + " ";
+    o += "'/>\n";
+  }
+  // Error histogram.
+  constexpr int kBins = 41;
+  double emax = 0;
+  for (size_t k = 0; k < ref.size(); ++k) emax = std::max(emax, std::fabs(double(ref[k]) - got[k]));
+  if (emax == 0) emax = 1;
+  std::vector<int> bins(kBins, 0);
+  for (size_t k = 0; k < ref.size(); ++k) {
+    const double e = (double(got[k]) - ref[k]) / emax;  // [-1, 1]
+    bins[static_cast<size_t>(std::clamp(static_cast<int>((e + 1) / 2 * (kBins - 1) + 0.5), 0, kBins - 1))]++;
+  }
+  const int peak = *std::max_element(bins.begin(), bins.end());
+  o += "<text x='" + std::to_string(pad) + "' y='" + std::to_string(Hh + 20) + "'>error int8 - float, all values (range +-" +
+       std::to_string(emax) + ")</text>\n";
+  const double bw = (W - 2.0 * pad) / kBins;
+  for (int b = 0; b < kBins; ++b) {
+    const double h = (Hh - 2.0 * pad) * bins[static_cast<size_t>(b)] / std::max(peak, 1);
+    o += "<rect x='" + std::to_string(pad + b * bw) + "' y='" + std::to_string(2 * Hh - pad - h) + "' width='" +
+         std::to_string(bw - 1) + "' height='" + std::to_string(h) + "' fill='#555'/>\n";
+  }
+  return o + "</svg>\n";
+}
+
+}  // namespace
+
+int eval_command(const EvalArgs& args) {
+  try {
+    const OnnxLstm onnx = import_onnx(args.onnx);
+    const CompiledModel m = load_model(args.model);
+    if (m.derived.input_size != onnx.lstm.input_size || m.derived.hidden_size != onnx.lstm.hidden_size ||
+        m.batch_first != onnx.batch_first) {
+      throw CompileError(args.model + ": does not match " + args.onnx + " (sizes or layout)");
+    }
+    const SequenceTensor x = read_sequences(args.data, onnx.lstm.input_size, onnx.batch_first, false);
+    const std::vector<float> ref = run_float(onnx.lstm, x.values.data(), x.shape).output;
+    std::vector<int8_t> x8(x.values.size());
+    for (size_t k = 0; k < x8.size(); ++k) {
+      if (!std::isfinite(x.values[k])) throw CompileError(args.data + ": non-finite value at index " + std::to_string(k));
+      x8[k] = m.derived.input.quantize(x.values[k]);
+    }
+    const std::vector<int8_t> y8 = run_kernel_s8(m.derived, x8, x.shape);
+    std::vector<float> got(y8.size());
+    for (size_t k = 0; k < y8.size(); ++k) got[k] = static_cast<float>(m.derived.output.dequantize(y8[k]));
+    const int32_t H = m.derived.hidden_size, B = x.shape.batch, T = x.shape.time_steps;
+    std::printf("qlstm eval: %s vs %s on %s (%d sequences x %d steps)\n", args.model.c_str(), args.onnx.c_str(),
+                args.data.c_str(), B, T);
+    std::printf("  SQNR %.2f dB, max abs error %.5f (output scale %.5f)\n", sqnr_db(ref, got),
+                max_abs_error(ref, got), m.derived.output.scale);
+    std::printf("  RMS error per time step:");
+    for (int32_t t = 0; t < T; ++t) {
+      double e = 0;
+      for (int32_t b = 0; b < B; ++b) {
+        const size_t row = x.shape.layout == Layout::kBatchMajor ? static_cast<size_t>(b) * T + t
+                                                                  : static_cast<size_t>(t) * B + b;
+        for (int32_t u = 0; u < H; ++u) {
+          const double d = double(ref[row * H + u]) - got[row * H + u];
+          e += d * d;
+        }
+      }
+      if (t % 10 == 0) std::printf("\n   t=%-4d", t);
+      std::printf(" %.4f", std::sqrt(e / (double(B) * H)));
+    }
+    std::printf("\n");
+    if (!args.plot.empty()) {
+      write_file_atomically(args.plot, svg_plot(ref, got, x.shape, H, m.name));
+      std::printf("  plot: %s\n", args.plot.c_str());
+    }
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "qlstm eval: error: %s\n", e.what());
     return 1;
   }
 }

@@ -31,6 +31,12 @@ struct RunArgs {
 };
 int run_command(const RunArgs& args);
 
+struct EvalArgs {
+  std::string onnx, model, data, plot;
+};
+// int8 against float on DATA: SQNR, max abs error, the error per time step; --plot writes an SVG.
+int eval_command(const EvalArgs& args);
+
 }  // namespace cli
 }  // namespace qlstm
 

@@ -158,6 +158,13 @@ int main(int argc, char** argv) {
   run->add_option("--output", ra.output, "output .npy")->required();
   run->add_flag("--float", ra.float_io, "float32 in and out, quantized and dequantized at the boundaries");
 
+  qlstm::cli::EvalArgs ea;
+  CLI::App* ev = app.add_subcommand("eval", "Accuracy of a compiled model against its float ONNX source");
+  ev->add_option("onnx", ea.onnx, "the ONNX model")->required();
+  ev->add_option("model", ea.model, "the .qlstm file compiled from it")->required();
+  ev->add_option("--data", ea.data, "float32 .npy sequences in the model's layout")->required();
+  ev->add_option("--plot", ea.plot, "write an SVG: float vs int8 over time, and the error histogram");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -168,5 +175,6 @@ int main(int argc, char** argv) {
   if (*vars) return list_variants();
   if (*comp) return qlstm::cli::compile_command(ca);
   if (*run) return qlstm::cli::run_command(ra);
+  if (*ev) return qlstm::cli::eval_command(ea);
   return kExitBadInput;
 }
