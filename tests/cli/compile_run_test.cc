@@ -171,3 +171,31 @@ TEST_F(CompileRun, CorruptedModelFileIsRefusedByRun) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST_F(CompileRun, BundledExampleCompilesRunsAndReachesItsAccuracy) {
+  const std::string ex = QLSTM_EXAMPLE_DIR;
+  const ShellResult c = sh(std::string(QLSTM_CLI) + " compile " + ex + "/sunspots_lstm.onnx --calibration " + ex +
+                           "/calibration.npy -o " + path("ex"));
+  ASSERT_EQ(c.status, 0) << c.output;
+  const ShellResult e = sh(std::string(QLSTM_CLI) + " eval " + ex + "/sunspots_lstm.onnx " + path("ex/sunspots_lstm.qlstm") +
+                           " --data " + ex + "/test.npy --plot " + path("ex/plot.svg"));
+  ASSERT_EQ(e.status, 0) << e.output;
+  const size_t at = e.output.find("SQNR ");
+  ASSERT_NE(at, std::string::npos) << e.output;
+  EXPECT_GE(std::stod(e.output.substr(at + 5)), 35.0) << e.output;
+  std::ifstream svg(path("ex/plot.svg"));
+  std::string head;
+  std::getline(svg, head);
+  EXPECT_EQ(head.rfind("<svg", 0), 0u) << head;
+  // eval refuses a model compiled from another ONNX file.
+  ASSERT_EQ(sh(std::string(QLSTM_CLI) + " compile " + model("torch_seq_first_opset13") + " --calibration " +
+               write_calibration("c.npy", 4, 5, 3, false, 1) + " -o " + path("other") + " --name other").status, 0);
+  const ShellResult m = sh(std::string(QLSTM_CLI) + " eval " + ex + "/sunspots_lstm.onnx " + path("other/other.qlstm") +
+                           " --data " + ex + "/test.npy");
+  EXPECT_EQ(m.status, 1);
+  EXPECT_NE(m.output.find("does not match"), std::string::npos) << m.output;
+}
+
+}  // namespace
