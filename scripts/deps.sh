@@ -12,6 +12,7 @@ packages=(
   libflatbuffers-dev flatbuffers-compiler zlib1g-dev   # the .qlstm model file (FlatBuffers, CRC-32)
   python3                              # generators of the shipped table and golden vectors
   binutils                             # nm, for the freestanding-runtime check
+  clang libclang-rt-14-dev             # the libFuzzer targets (scripts/fuzz.sh)
 )
 
 missing=()

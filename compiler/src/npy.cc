@@ -81,7 +81,7 @@ std::vector<float> NpyArray::as_float(const std::string& what) const {
   const size_t n = static_cast<size_t>(element_count());
   std::vector<float> out(n);
   if (dtype == DType::kFloat32) {
-    std::memcpy(out.data(), bytes.data(), n * sizeof(float));
+    if (n > 0) std::memcpy(out.data(), bytes.data(), n * sizeof(float));
   } else if (dtype == DType::kFloat64) {
     for (size_t k = 0; k < n; ++k) {
       double v;
@@ -102,8 +102,15 @@ std::vector<int8_t> NpyArray::as_int8(const std::string& what) const {
 }
 
 NpyArray read_npy(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(path, "cannot open file");
+  std::ifstream file(path, std::ios::binary);
+  if (!file) fail(path, "cannot open file");
+  std::stringstream bytes;
+  bytes << file.rdbuf();
+  return parse_npy(bytes.str(), path);
+}
+
+NpyArray parse_npy(const std::string& bytes, const std::string& path) {
+  std::istringstream in(bytes);
   char magic[kMagicSize];
   if (!in.read(magic, kMagicSize) || std::memcmp(magic, kMagic, kMagicSize) != 0) {
     fail(path, "not a .npy file (bad magic)");

@@ -34,6 +34,15 @@ TEST(Npy, RoundTripFloatAndInt8) {
   std::remove(p.c_str());
 }
 
+TEST(Npy, EmptyArrays) {  // found by fuzz_npy: a zero-element float array
+  const std::string p = temp_path("empty.npy");
+  write_npy_float32(p, {0, 3}, {});
+  const NpyArray a = read_npy(p);
+  EXPECT_EQ(a.shape, (std::vector<int64_t>{0, 3}));
+  EXPECT_TRUE(a.as_float("empty").empty());
+  std::remove(p.c_str());
+}
+
 TEST(Npy, DamagedFilesAreRefusedWithTheReason) {
   const std::string good = temp_path("good.npy");
   write_npy_float32(good, {4, 5}, std::vector<float>(20, 1.0f));

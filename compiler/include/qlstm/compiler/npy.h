@@ -31,6 +31,8 @@ struct NpyArray {
 };
 
 NpyArray read_npy(const std::string& path);
+// The same from the file's bytes; `path` names it in messages.
+NpyArray parse_npy(const std::string& bytes, const std::string& path);
 
 // Writes atomically (a temporary file in the same folder, then rename).
 void write_npy(const std::string& path, DType dtype, const std::vector<int64_t>& shape,

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets with clang and runs each for a bounded time (default 20 s) on a seed
+# corpus from the tests. Exit status non-zero on any finding.
+# Usage: scripts/fuzz.sh [SECONDS]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds=${1:-20}
+bash scripts/deps.sh
+dir=build-fuzz
+CC=clang CXX=clang++ cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DQLSTM_FUZZ=ON >/dev/null
+cmake --build "$dir" -j "$(nproc)" --target fuzz_onnx fuzz_npy fuzz_model qlstm >/dev/null
+
+corpus=$dir/corpus
+rm -rf "$corpus" && mkdir -p "$corpus/onnx" "$corpus/npy" "$corpus/model"
+cp tests/onnx/models/*.onnx examples/sunspots/*.onnx "$corpus/onnx/"
+cp examples/sunspots/*.npy "$corpus/npy/"
+find tests/accuracy/fixtures -name '*.npy' -size -20k | head -20 | xargs -I{} sh -c 'cp {} "$0/npy/$(echo {} | tr / _)"' "$corpus"
+"$dir/tools/qlstm/qlstm" compile examples/sunspots/sunspots_lstm.onnx \
+  --calibration examples/sunspots/calibration.npy -o "$corpus/model" --no-search >/dev/null
+rm -f "$corpus/model/"*.h "$corpus/model/"*.cc "$corpus/model/"*.json
+
+for t in onnx npy model; do
+  echo "== fuzz_$t for ${seconds}s"
+  "$dir/fuzz/fuzz_$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+    -artifact_prefix="$dir/crash_$t-" "$corpus/$t" 2>&1 | tail -2
+done
+echo "fuzzing: no finding"
