@@ -1,4 +1,4 @@
-// qlstm compile and qlstm run (docs/cli.md).
+// qlstm compile, run and eval (README.md, docs/model-format.md).
 #ifndef QLSTM_TOOLS_COMPILE_CMD_H_
 #define QLSTM_TOOLS_COMPILE_CMD_H_
 
