@@ -11,6 +11,7 @@ packages=(
   libonnx-dev libprotobuf-dev          # ONNX import (the protobuf classes)
   libflatbuffers-dev flatbuffers-compiler zlib1g-dev   # the .qlstm model file (FlatBuffers, CRC-32)
   python3                              # generators of the shipped table and golden vectors
+  python3-torch python3-onnx python3-numpy   # end-to-end tests against torch (tests/e2e)
   binutils                             # nm, for the freestanding-runtime check
   clang libclang-rt-14-dev             # the libFuzzer targets (scripts/fuzz.sh)
 )
