@@ -229,7 +229,7 @@ namespace {
 // and the histogram of all errors.
 std::string svg_plot(const std::vector<float>& ref, const std::vector<float>& got, const SequenceShape& s,
                      int32_t H, const std::string& title) {
-  const int W = 760, Hh = 260, pad = 40;
+  const int W = 780, Hh = 260, pad = 60;
   auto at = [&](int t) {
     const size_t row = s.layout == Layout::kBatchMajor ? static_cast<size_t>(t) : static_cast<size_t>(t) * s.batch;
     return row * static_cast<size_t>(H);
@@ -251,6 +251,19 @@ std::string svg_plot(const std::vector<float>& ref, const std::vector<float>& go
     for (int t = 0; t < s.time_steps; ++t) o += std::to_string(xpos(t)) + "," + std::to_string(ypos((*v)[at(t)])) + " ";
     o += "'/>\n";
   }
+  // Axis labels: the value range and the time steps.
+  auto text = [&](double x, double y, const std::string& t, const char* anchor) {
+    char b[64];
+    std::snprintf(b, sizeof b, "<text x='%.1f' y='%.1f' text-anchor='%s'>", x, y, anchor);
+    o += b + t + "</text>\n";
+  };
+  char v[32];
+  std::snprintf(v, sizeof v, "%.3g", hi);
+  text(pad - 4, ypos(hi) + 4, v, "end");
+  std::snprintf(v, sizeof v, "%.3g", lo);
+  text(pad - 4, ypos(lo) + 4, v, "end");
+  text(xpos(0), Hh - pad + 16, "t = 0", "start");
+  text(xpos(s.time_steps - 1), Hh - pad + 16, "t = " + std::to_string(s.time_steps - 1), "end");
   // Error histogram.
   constexpr int kBins = 41;
   double emax = 0;
@@ -270,6 +283,8 @@ std::string svg_plot(const std::vector<float>& ref, const std::vector<float>& go
     o += "<rect x='" + std::to_string(pad + b * bw) + "' y='" + std::to_string(2 * Hh - pad - h) + "' width='" +
          std::to_string(bw - 1) + "' height='" + std::to_string(h) + "' fill='#555'/>\n";
   }
+  text(pad, 2 * Hh - pad + 16, "-" + std::to_string(emax).substr(0, 7), "start");
+  text(W - pad, 2 * Hh - pad + 16, "+" + std::to_string(emax).substr(0, 7), "end");
   return o + "</svg>\n";
 }
 
