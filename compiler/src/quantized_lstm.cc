@@ -1,6 +1,7 @@
 #include "qlstm/compiler/quantized_lstm.h"
 
 #include <algorithm>
+#include <iterator>
 #include <cmath>
 #include <limits>
 #include <sstream>
@@ -65,7 +66,7 @@ struct Observed {
 };
 
 Observed observe(const FloatLstm& source, const CalibrationSet& calibration, int64_t max_scored_macs,
-                 CalibrationStats* stats) {
+                 const ProgressFn& progress, CalibrationStats* stats) {
   const int32_t I = source.input_size, H = source.hidden_size;
   Observed o;
   o.mean_x.assign(static_cast<size_t>(I), 0.0);
@@ -106,6 +107,7 @@ Observed observe(const FloatLstm& source, const CalibrationSet& calibration, int
     }
     o.outputs.insert(o.outputs.end(), r.output.begin(), r.output.end());
     stats->steps += s.time_steps;
+    if (progress) progress("calibrating", static_cast<int64_t>(k + 1), static_cast<int64_t>(calibration.sequences.size()));
     if (s.time_steps > 0 && max_scored_macs > 0 &&
         (o.scored.empty() || (scored_steps + s.time_steps) * macs_per_step <= max_scored_macs)) {
       o.scored.push_back(&s);
@@ -141,7 +143,7 @@ QuantizedLstm QuantizedLstm::compile(const FloatLstm& source, const CalibrationS
   }
   CalibrationStats stats;
   const int64_t scored_cap = options.tuning == Tuning::kSearch ? options.search_max_macs : 0;
-  const Observed o = observe(source, calibration, scored_cap, &stats);
+  const Observed o = observe(source, calibration, scored_cap, options.progress, &stats);
   const auto [in_lo, in_hi] = std::minmax_element(o.inputs.begin(), o.inputs.end());
   const auto [out_lo, out_hi] = std::minmax_element(o.outputs.begin(), o.outputs.end());
   stats.input_observed = {*in_lo, *in_hi};
@@ -206,6 +208,14 @@ QuantizedLstm QuantizedLstm::compile(const FloatLstm& source, const CalibrationS
       double half[2];
       double overall() const { return std::min(half[0], half[1]); }
     };
+    const double clip_ratios[] = {1.0, 0.95, 0.9, 0.85, 0.8, 0.75, 0.7, 0.6};
+    const double headrooms[] = {1.0, 1.25, 1.5, 2.0, 3.0, 4.0};
+    constexpr int kPasses = 2;
+    const bool search_headroom = options.cell_scale.policy == CellScalePolicy::kCalibrated;
+    const int64_t expected_evaluations =
+        1 + kPasses * static_cast<int64_t>(in_ranges.size() + out_ranges.size() +
+                                           (search_headroom ? std::size(headrooms) : 0) + 1 +
+                                           kWeightBlocks * std::size(clip_ratios));
     auto score = [&](const Candidate& c) -> Score {
       try {
         const QuantizedLstm q = build(c);
@@ -216,6 +226,7 @@ QuantizedLstm QuantizedLstm::compile(const FloatLstm& source, const CalibrationS
           y[k % 2].insert(y[k % 2].end(), ys.begin(), ys.end());
         }
         ++stats.evaluations;
+        if (options.progress) options.progress("searching", stats.evaluations, expected_evaluations);
         const double a = sqnr_db(reference[0], y[0]);
         return {{a, reference[1].empty() ? a : sqnr_db(reference[1], y[1])}};
       } catch (const CompileError&) {
@@ -235,9 +246,6 @@ QuantizedLstm QuantizedLstm::compile(const FloatLstm& source, const CalibrationS
         best = c;
       }
     };
-    const double clip_ratios[] = {1.0, 0.95, 0.9, 0.85, 0.8, 0.75, 0.7, 0.6};
-    const double headrooms[] = {1.0, 1.25, 1.5, 2.0, 3.0, 4.0};
-    constexpr int kPasses = 2;
     for (int pass = 0; pass < kPasses; ++pass) {
       for (size_t k = 0; k < in_ranges.size(); ++k) {
         Candidate c = best;
@@ -249,7 +257,7 @@ QuantizedLstm QuantizedLstm::compile(const FloatLstm& source, const CalibrationS
         c.output_range = k;
         try_candidate(c);
       }
-      if (options.cell_scale.policy == CellScalePolicy::kCalibrated) {
+      if (search_headroom) {
         for (double h : headrooms) {
           Candidate c = best;
           c.headroom = h;

@@ -199,3 +199,16 @@ TEST_F(CompileRun, BundledExampleCompilesRunsAndReachesItsAccuracy) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST_F(CompileRun, LargeCalibrationSetsShowProgress) {
+  const std::string calib = write_calibration("big.npy", 300, 4, 3, false, 5);
+  const ShellResult c = sh(std::string(QLSTM_CLI) + " compile " + model("torch_seq_first_opset13") +
+                           " --calibration " + calib + " -o " + path("big"));
+  ASSERT_EQ(c.status, 0) << c.output;
+  EXPECT_NE(c.output.find("calibrating 100%"), std::string::npos) << c.output;
+  EXPECT_NE(c.output.find("searching 100%"), std::string::npos) << c.output;
+}
+
+}  // namespace

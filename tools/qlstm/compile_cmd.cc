@@ -22,6 +22,8 @@ namespace fs = std::filesystem;
 using namespace qlstm::compiler;
 using nlohmann::json;
 
+constexpr size_t kLargeCalibrationSet = 256;  // sequences from which compile shows its progress
+
 // A float32 sequence tensor in the model's layout: rank 3 ([B][T][I] batch-first, [T][B][I]
 // otherwise) or rank 2 ([T][I], one sequence).
 struct SequenceTensor {
@@ -83,10 +85,18 @@ int compile_command(const CompileArgs& args) {
       calibration.add_batch(t.values, t.shape, I);
       calib_tensors.push_back(std::move(t));
     }
-    if (calibration.sequences.size() >= 256) {
-      std::fprintf(stderr, "qlstm compile: calibrating on %zu sequences...\n", calibration.sequences.size());
-    }
     CompileOptions o;
+    // A progress indicator on stderr when the set is large: each stage in tenths.
+    if (calibration.sequences.size() >= kLargeCalibrationSet) {
+      o.progress = [last = std::string(), tenth = -1](const char* stage, int64_t done, int64_t total) mutable {
+        const int now = total > 0 ? static_cast<int>(std::min<int64_t>(10, done * 10 / total)) : 10;
+        if (stage == last && now == tenth) return;
+        last = stage;
+        tenth = now;
+        std::fprintf(stderr, "\rqlstm compile: %s %3d%%%s", stage, now * 10, now == 10 ? "\n" : "");
+        std::fflush(stderr);
+      };
+    }
     o.input_observer = parse_observer(args.input_observer);
     o.output_observer = parse_observer(args.output_observer);
     o.cell_scale = parse_cell_policy(args.cell_scale);

@@ -5,6 +5,7 @@
 #define QLSTM_COMPILER_QUANTIZED_LSTM_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,9 @@ struct CalibrationSet {
 enum class Tuning { kNone, kSearch };
 const char* tuning_name(Tuning t);
 
+// Called with a stage ("calibrating", "searching") and how far it is; may be empty.
+using ProgressFn = std::function<void(const char* stage, int64_t done, int64_t total)>;
+
 struct CompileOptions {
   ObserverConfig input_observer{ObserverKind::kMinMax, 99.99};
   ObserverConfig output_observer{ObserverKind::kMinMax, 99.99};
@@ -43,6 +47,7 @@ struct CompileOptions {
   // The search scores each candidate on the first calibration sequences whose multiply-
   // accumulates (steps x 4H(I + H)) fit in this budget (at least one sequence).
   int64_t search_max_macs = int64_t{1} << 26;
+  ProgressFn progress;
 };
 
 // What calibration observed (kept for the report).
