@@ -170,6 +170,12 @@ NpyArray parse_npy(const std::string& bytes, const std::string& path) {
     if (count > kMaxElements) fail(path, "header field 'shape': too many elements");
   }
   const size_t want = static_cast<size_t>(count) * dtype_size(a.dtype);
+  // Compare with what is there before allocating: a header may claim any size.
+  const size_t header_end = static_cast<size_t>(in.tellg());
+  if (want > bytes.size() - header_end) {
+    fail(path, "truncated data: expected " + std::to_string(want) + " bytes for shape (" + shape_text +
+                   "), the file has " + std::to_string(bytes.size() - header_end));
+  }
   a.bytes.resize(want);
   if (want > 0 && !in.read(reinterpret_cast<char*>(a.bytes.data()), static_cast<std::streamsize>(want))) {
     fail(path, "truncated data: expected " + std::to_string(want) + " bytes for shape (" +
