@@ -2,10 +2,8 @@
 
 #include <zlib.h>
 
-#include <cstdio>
-#include <fstream>
-#include <sstream>
 
+#include "qlstm/compiler/file_io.h"
 #include "qlstm/kernels.h"
 #include "qlstm_model_generated.h"
 
@@ -132,31 +130,7 @@ CompiledModel parse_model(const std::string& bytes, const std::string& origin) {
   return c;
 }
 
-CompiledModel load_model(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw CompileError(path + ": cannot open file");
-  std::stringstream s;
-  s << in.rdbuf();
-  return parse_model(s.str(), path);
-}
-
-void write_file_atomically(const std::string& path, const std::string& bytes) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw CompileError(path + ": cannot write");
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    out.flush();
-    if (!out) {
-      std::remove(tmp.c_str());
-      throw CompileError(path + ": write failed");
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw CompileError(path + ": cannot move the temporary file into place");
-  }
-}
+CompiledModel load_model(const std::string& path) { return parse_model(read_file(path), path); }
 
 }  // namespace compiler
 }  // namespace qlstm

@@ -1,5 +1,8 @@
 #include "qlstm/compiler/npy.h"
 
+#include "qlstm/compiler/file_io.h"
+#include "qlstm/compiler/float_lstm.h"
+
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -102,11 +105,13 @@ std::vector<int8_t> NpyArray::as_int8(const std::string& what) const {
 }
 
 NpyArray read_npy(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) fail(path, "cannot open file");
-  std::stringstream bytes;
-  bytes << file.rdbuf();
-  return parse_npy(bytes.str(), path);
+  std::string bytes;
+  try {
+    bytes = read_file(path);
+  } catch (const CompileError& e) {
+    throw NpyError(e.what());
+  }
+  return parse_npy(bytes, path);
 }
 
 NpyArray parse_npy(const std::string& bytes, const std::string& path) {
@@ -200,37 +205,39 @@ void write_npy(const std::string& path, DType dtype, const std::vector<int64_t>&
   const size_t total = preamble + header.size() + 1;
   header.append((64 - total % 64) % 64, ' ');
   header.push_back('\n');
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw NpyError(path + ": cannot write file");
-    out.write(kMagic, kMagicSize);
-    const char version[2] = {1, 0};
-    out.write(version, 2);
-    const uint16_t len = static_cast<uint16_t>(header.size());
-    const char len_bytes[2] = {static_cast<char>(len & 0xFF), static_cast<char>(len >> 8)};
-    out.write(len_bytes, 2);
-    out.write(header.data(), static_cast<std::streamsize>(header.size()));
-    out.write(static_cast<const char*>(data),
-              static_cast<std::streamsize>(static_cast<size_t>(count) * dtype_size(dtype)));
-    if (!out) {
-      std::remove(tmp.c_str());
-      throw NpyError(path + ": write failed");
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw NpyError(path + ": cannot rename the temporary file into place");
+  std::string file(kMagic, kMagicSize);
+  file += std::string("\x01\x00", 2);  // format version 1.0
+  const uint16_t len = static_cast<uint16_t>(header.size());
+  file += static_cast<char>(len & 0xFF);
+  file += static_cast<char>(len >> 8);
+  file += header;
+  if (count > 0) file.append(static_cast<const char*>(data), static_cast<size_t>(count) * dtype_size(dtype));
+  try {
+    write_file_atomically(path, file);
+  } catch (const CompileError& e) {
+    throw NpyError(e.what());
   }
 }
 
+namespace {
+void check_count(const std::string& path, const std::vector<int64_t>& shape, size_t n) {
+  int64_t count = 1;
+  for (int64_t d : shape) count *= d;
+  if (count < 0 || static_cast<size_t>(count) != n) {
+    throw NpyError(path + ": " + std::to_string(n) + " values do not fill the shape");
+  }
+}
+}  // namespace
+
 void write_npy_float32(const std::string& path, const std::vector<int64_t>& shape,
                        const std::vector<float>& values) {
+  check_count(path, shape, values.size());
   write_npy(path, DType::kFloat32, shape, values.data());
 }
 
 void write_npy_int8(const std::string& path, const std::vector<int64_t>& shape,
                     const std::vector<int8_t>& values) {
+  check_count(path, shape, values.size());
   write_npy(path, DType::kInt8, shape, values.data());
 }
 

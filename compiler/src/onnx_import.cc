@@ -2,10 +2,11 @@
 
 #include <onnx/onnx_pb.h>
 
+#include "qlstm/compiler/file_io.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
@@ -89,7 +90,24 @@ const onnx::AttributeProto* attribute(const onnx::NodeProto& n, const char* name
   return nullptr;
 }
 
-// Reads a float or double tensor; false for other types or inconsistent sizes.
+// Elements from raw little-endian bytes or from the typed repeated field, as double.
+template <typename Stored, typename Field>
+bool typed_values(const std::string& raw, const Field& field, int64_t count, std::vector<double>* out) {
+  if (!raw.empty()) {
+    if (raw.size() != static_cast<size_t>(count) * sizeof(Stored)) return false;
+    for (int64_t k = 0; k < count; ++k) {
+      Stored v;
+      std::memcpy(&v, raw.data() + k * sizeof(Stored), sizeof(Stored));
+      out->push_back(static_cast<double>(v));
+    }
+    return true;
+  }
+  if (field.size() != count) return false;
+  for (const auto& v : field) out->push_back(static_cast<double>(static_cast<Stored>(v)));
+  return true;
+}
+
+// Reads a float, double, int64 or int32 tensor; false for other types or inconsistent sizes.
 bool tensor_values(const onnx::TensorProto& t, std::vector<double>* out) {
   int64_t count = 1;
   constexpr int64_t kMaxElements = int64_t{1} << 31;
@@ -99,62 +117,12 @@ bool tensor_values(const onnx::TensorProto& t, std::vector<double>* out) {
     if (count > kMaxElements) return false;
   }
   out->clear();
-  const std::string& raw = t.raw_data();
   switch (t.data_type()) {
-    case onnx::TensorProto::FLOAT:
-      if (!raw.empty()) {
-        if (raw.size() != static_cast<size_t>(count) * sizeof(float)) return false;
-        for (int64_t k = 0; k < count; ++k) {
-          float v;
-          std::memcpy(&v, raw.data() + k * sizeof(float), sizeof(float));
-          out->push_back(v);
-        }
-      } else {
-        if (t.float_data_size() != count) return false;
-        out->assign(t.float_data().begin(), t.float_data().end());
-      }
-      return true;
-    case onnx::TensorProto::DOUBLE:
-      if (!raw.empty()) {
-        if (raw.size() != static_cast<size_t>(count) * sizeof(double)) return false;
-        for (int64_t k = 0; k < count; ++k) {
-          double v;
-          std::memcpy(&v, raw.data() + k * sizeof(double), sizeof(double));
-          out->push_back(v);
-        }
-      } else {
-        if (t.double_data_size() != count) return false;
-        out->assign(t.double_data().begin(), t.double_data().end());
-      }
-      return true;
-    case onnx::TensorProto::INT64:
-      if (!raw.empty()) {
-        if (raw.size() != static_cast<size_t>(count) * sizeof(int64_t)) return false;
-        for (int64_t k = 0; k < count; ++k) {
-          int64_t v;
-          std::memcpy(&v, raw.data() + k * sizeof(int64_t), sizeof(int64_t));
-          out->push_back(static_cast<double>(v));
-        }
-      } else {
-        if (t.int64_data_size() != count) return false;
-        for (int64_t v : t.int64_data()) out->push_back(static_cast<double>(v));
-      }
-      return true;
-    case onnx::TensorProto::INT32:
-      if (!raw.empty()) {
-        if (raw.size() != static_cast<size_t>(count) * sizeof(int32_t)) return false;
-        for (int64_t k = 0; k < count; ++k) {
-          int32_t v;
-          std::memcpy(&v, raw.data() + k * sizeof(int32_t), sizeof(int32_t));
-          out->push_back(v);
-        }
-      } else {
-        if (t.int32_data_size() != count) return false;
-        for (int32_t v : t.int32_data()) out->push_back(v);
-      }
-      return true;
-    default:
-      return false;
+    case onnx::TensorProto::FLOAT: return typed_values<float>(t.raw_data(), t.float_data(), count, out);
+    case onnx::TensorProto::DOUBLE: return typed_values<double>(t.raw_data(), t.double_data(), count, out);
+    case onnx::TensorProto::INT64: return typed_values<int64_t>(t.raw_data(), t.int64_data(), count, out);
+    case onnx::TensorProto::INT32: return typed_values<int32_t>(t.raw_data(), t.int32_data(), count, out);
+    default: return false;
   }
 }
 
@@ -557,13 +525,7 @@ OnnxLstm import_onnx_bytes(const std::string& bytes, const std::string& origin) 
   return r;
 }
 
-OnnxLstm import_onnx(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw CompileError(path + ": cannot open file");
-  std::stringstream s;
-  s << in.rdbuf();
-  return import_onnx_bytes(s.str(), path);
-}
+OnnxLstm import_onnx(const std::string& path) { return import_onnx_bytes(read_file(path), path); }
 
 }  // namespace compiler
 }  // namespace qlstm

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "qlstm/compiler/derive.h"
+#include "qlstm/compiler/file_io.h"
 
 namespace qlstm {
 namespace compiler {
@@ -26,9 +27,6 @@ std::string serialize_model(const CompiledModel& m);
 CompiledModel parse_model(const std::string& bytes, const std::string& origin);
 
 CompiledModel load_model(const std::string& path);
-
-// Writes `bytes` to `path` atomically: a temporary file beside it, then rename. Throws CompileError.
-void write_file_atomically(const std::string& path, const std::string& bytes);
 
 }  // namespace compiler
 }  // namespace qlstm
