@@ -207,23 +207,22 @@ bool apply_transpose(const onnx::NodeProto& n, Labels* l) {
   return true;
 }
 
-// Squeeze/Unsqueeze/Reshape may only add or drop the size-1 direction axis.
-bool apply_reshape_like(const Graph& g, const onnx::NodeProto& n, Labels* l) {
+// The constant axes of a Squeeze/Unsqueeze (attribute before opset 13, input since).
+bool axes_of(const Graph& g, const onnx::NodeProto& n, std::vector<int64_t>* axes);
+
+// Squeeze/Reshape may only drop the size-1 direction axis, or (for an unbatched model) the
+// size-1 batch axis.
+bool apply_reshape_like(const Graph& g, const onnx::NodeProto& n, bool unbatched, Labels* l) {
   const std::string& op = n.op_type();
   std::vector<int64_t> axes;
-  if (const onnx::AttributeProto* a = attribute(n, "axes")) {
-    axes.assign(a->ints().begin(), a->ints().end());
-  } else if (n.input_size() >= 2 && !n.input(1).empty()) {
-    const onnx::TensorProto* t = constant_tensor(g, n.input(1));
-    std::vector<double> v;
-    if (t == nullptr || !tensor_values(*t, &v)) return false;
-    for (double x : v) axes.push_back(static_cast<int64_t>(x));
-  }
+  if (!axes_of(g, n, &axes)) return false;
   const int64_t rank = static_cast<int64_t>(l->size());
   if (op == "Squeeze") {
     if (axes.size() != 1) return false;
     const int64_t a = axes[0] < 0 ? axes[0] + rank : axes[0];
-    if (a < 0 || a >= rank || (*l)[static_cast<size_t>(a)] != 'D') return false;
+    if (a < 0 || a >= rank) return false;
+    const char dropped = (*l)[static_cast<size_t>(a)];
+    if (dropped != 'D' && !(unbatched && dropped == 'B')) return false;
     l->erase(static_cast<size_t>(a), 1);
     return true;
   }
@@ -236,9 +235,24 @@ bool apply_reshape_like(const Graph& g, const onnx::NodeProto& n, Labels* l) {
   return false;
 }
 
+bool axes_of(const Graph& g, const onnx::NodeProto& n, std::vector<int64_t>* axes) {
+  axes->clear();
+  if (const onnx::AttributeProto* a = attribute(n, "axes")) {
+    axes->assign(a->ints().begin(), a->ints().end());
+    return true;
+  }
+  if (n.input_size() >= 2 && !n.input(1).empty()) {
+    const onnx::TensorProto* t = constant_tensor(g, n.input(1));
+    std::vector<double> v;
+    if (t == nullptr || !tensor_values(*t, &v)) return false;
+    for (double x : v) axes->push_back(static_cast<int64_t>(x));
+  }
+  return true;
+}
+
 // Follows the single-consumer chain of layout ops from `start` (with labels) to a graph output.
-bool follow_output(const Graph& g, std::string value, Labels labels, std::string* graph_output,
-                   Labels* out_labels, std::vector<std::string>* problems) {
+bool follow_output(const Graph& g, std::string value, Labels labels, bool unbatched,
+                   std::string* graph_output, Labels* out_labels, std::vector<std::string>* problems) {
   for (int guard = 0; guard < 16; ++guard) {
     if (g.is_graph_output(value)) {
       if (!g.consumers(value).empty()) {
@@ -264,7 +278,7 @@ bool follow_output(const Graph& g, std::string value, Labels labels, std::string
     bool ok = false;
     if (n.op_type() == "Transpose") ok = apply_transpose(n, &labels);
     else if (n.op_type() == "Identity") ok = true;
-    else if (n.op_type() == "Squeeze" || n.op_type() == "Reshape") ok = apply_reshape_like(g, n, &labels);
+    else if (n.op_type() == "Squeeze" || n.op_type() == "Reshape") ok = apply_reshape_like(g, n, unbatched, &labels);
     if (!ok) {
       if (kStructuralOps.count(n.op_type())) {
         problems->push_back(node_label(n) + ": this layout change of the LSTM output is not supported");
@@ -316,6 +330,19 @@ bool follow_input(const Graph& g, std::string value, Labels labels, std::string*
       labels = in;
       value = p->input(0);
       continue;
+    }
+    if (p->op_type() == "Unsqueeze" && p->input_size() >= 1 && !p->input(0).empty()) {
+      // An unbatched input [T, F]: the exporter inserted the batch axis.
+      std::vector<int64_t> axes;
+      const int64_t rank = static_cast<int64_t>(labels.size());
+      if (axes_of(g, *p, &axes) && axes.size() == 1) {
+        const int64_t a = axes[0] < 0 ? axes[0] + rank : axes[0];
+        if (a >= 0 && a < rank && labels[static_cast<size_t>(a)] == 'B') {
+          labels.erase(static_cast<size_t>(a), 1);
+          value = p->input(0);
+          continue;
+        }
+      }
     }
     if (kStructuralOps.count(p->op_type())) {
       problems->push_back(node_label(*p) + ": this layout change of the LSTM input is not supported");
@@ -480,17 +507,21 @@ OnnxLstm import_onnx_bytes(const std::string& bytes, const std::string& origin) 
   Labels in_labels, out_labels;
   const bool in_ok = follow_input(g, lstm.input(kX), layout == 0 ? "TBF" : "BTF", &r.input_name,
                                   &in_labels, &problems);
-  const bool out_ok = lstm.output_size() > 0 && !lstm.output(kY).empty() &&
-                      follow_output(g, lstm.output(kY), layout == 0 ? "TDBF" : "BTDF",
+  const bool unbatched = in_ok && in_labels.find('B') == std::string::npos;
+  const bool out_ok = in_ok && lstm.output_size() > 0 && !lstm.output(kY).empty() &&
+                      follow_output(g, lstm.output(kY), layout == 0 ? "TDBF" : "BTDF", unbatched,
                                     &r.output_name, &out_labels, &problems);
   if (lstm.output_size() == 0 || lstm.output(kY).empty()) problems.push_back(label + ": output Y is not used");
   if (in_ok && out_ok) {
     out_labels.erase(std::remove(out_labels.begin(), out_labels.end(), 'D'), out_labels.end());
-    if ((in_labels != "TBF" && in_labels != "BTF") || in_labels != out_labels) {
+    if (unbatched) out_labels.erase(std::remove(out_labels.begin(), out_labels.end(), 'B'), out_labels.end());
+    if ((in_labels != "TBF" && in_labels != "BTF" && in_labels != "TF") || in_labels != out_labels) {
       problems.push_back("graph: input layout " + in_labels + " and output layout " + out_labels +
-                         " (T time, B batch, F features) are not both [T, B, F] or both [B, T, F]");
+                         " (T time, B batch, F features) are not both [T, B, F], [B, T, F] or [T, F]");
     }
-    r.batch_first = in_labels == "BTF";
+    // An unbatched model is one sequence: [T, F] is laid out as batch-major with B = 1.
+    r.batch_first = in_labels != "TBF";
+    r.unbatched = unbatched;
   }
   if (!problems.empty()) refuse(origin, problems);
 

@@ -212,3 +212,28 @@ TEST_F(CompileRun, LargeCalibrationSetsShowProgress) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST_F(CompileRun, UnbatchedModelTakesAndGivesOneSequence) {
+  std::mt19937_64 rng(4);
+  std::normal_distribution<float> n(0.0f, 1.0f);
+  std::vector<float> c(40 * 3), x(9 * 3);
+  for (auto& v : c) v = n(rng);
+  for (auto& v : x) v = n(rng);
+  write_npy_float32(path("c.npy"), {40, 3}, c);
+  write_npy_float32(path("x.npy"), {9, 3}, x);
+  const ShellResult r = sh(std::string(QLSTM_CLI) + " compile " + model("torch_unbatched_opset15") +
+                           " --calibration " + path("c.npy") + " -o " + path("u") + " --name u");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("unbatched [T, F]"), std::string::npos) << r.output;
+  ASSERT_EQ(sh(std::string(QLSTM_CLI) + " run " + path("u/u.qlstm") + " --input " + path("x.npy") +
+               " --output " + path("y.npy") + " --float").status, 0);
+  const NpyArray y = read_npy(path("y.npy"));
+  EXPECT_EQ(y.shape, (std::vector<int64_t>{9, 4}));
+  const OnnxLstm onnx = import_onnx(model("torch_unbatched_opset15"));
+  EXPECT_TRUE(onnx.unbatched);
+  EXPECT_GT(sqnr_db(run_float(onnx.lstm, x.data(), {1, 9, Layout::kBatchMajor}).output, y.as_float("y")), 30.0);
+}
+
+}  // namespace

@@ -5,6 +5,7 @@ Accepted models (torch.onnx.export of nn.LSTM, and plain ONNX LSTM graphs built 
 each with the float weights the importer must recover (NAME.weights.npz is not used: the expected
 PyTorch-order weights are written as NAME.expect.json):
   torch_seq_first_opset13, torch_batch_first_opset14, torch_batch_first_opset17, torch_no_bias,
+  torch_unbatched_opset15 (a 2-D input [T, I]: Unsqueeze before the LSTM, two Squeezes after),
   plain_layout0, plain_layout1_no_bias, plain_zero_initializer_state, plain_constant_of_shape_state
 Refused models, each with the message the importer must give (NAME.expect.json, key "error"):
   torch_two_layers, torch_bidirectional, torch_linear_head, torch_h_n_output, torch_initial_state_input,
@@ -81,6 +82,9 @@ def accepted_torch():
     l = nn.LSTM(2, 3, batch_first=True).eval()
     export_torch("torch_batch_first_opset17", l, torch.randn(1, 4, 2), 17)
     expect("torch_batch_first_opset17", input_size=2, hidden_size=3, batch_first=True, **torch_weights(l))
+    l = nn.LSTM(3, 4).eval()
+    export_torch("torch_unbatched_opset15", l, torch.randn(5, 3), 15)
+    expect("torch_unbatched_opset15", input_size=3, hidden_size=4, batch_first=True, **torch_weights(l))
     l = nn.LSTM(4, 2, bias=False).eval()
     export_torch("torch_no_bias", l, torch.randn(3, 1, 4), 13)
     expect("torch_no_bias", input_size=4, hidden_size=2, batch_first=False, **torch_weights(l))

@@ -30,11 +30,13 @@ struct SequenceTensor {
   std::vector<float> values;
   std::vector<int8_t> values_s8;
   SequenceShape shape;
+  size_t rank = 3;
 };
 
 SequenceTensor read_sequences(const std::string& path, int32_t input_size, bool batch_first, bool int8) {
   const NpyArray a = read_npy(path);
   SequenceTensor t;
+  t.rank = a.shape.size();
   if (a.shape.size() == 2) {
     t.shape = {1, static_cast<int32_t>(a.shape[0]), Layout::kBatchMajor};
   } else if (a.shape.size() == 3) {
@@ -132,7 +134,8 @@ int compile_command(const CompileArgs& args) {
         {"name", name},
         {"onnx_node", onnx.node_name},
         {"opset", onnx.opset},
-        {"layout", onnx.batch_first ? "batch_first [B, T, F]" : "sequence_first [T, B, F]"},
+        {"layout", onnx.unbatched ? "unbatched [T, F]"
+                   : onnx.batch_first ? "batch_first [B, T, F]" : "sequence_first [T, B, F]"},
         {"input_size", I},
         {"hidden_size", H},
         {"firmware_batch", args.batch},
@@ -186,7 +189,7 @@ int compile_command(const CompileArgs& args) {
     std::printf("qlstm compile: %s -> %s/%s.{qlstm, _model.h, _model.cc, _report.json}\n",
                 args.model.c_str(), args.outdir.c_str(), name.c_str());
     std::printf("  LSTM '%s': input %d, hidden %d, %s\n", onnx.node_name.c_str(), I, H,
-                onnx.batch_first ? "batch_first" : "sequence-first");
+                onnx.unbatched ? "unbatched [T, F]" : onnx.batch_first ? "batch_first" : "sequence-first");
     std::printf("  input  scale %.6g  zero point %d  (%s)\n", d.input.scale, d.input.zero_point, st.input_observer.c_str());
     std::printf("  output scale %.6g  zero point %d  (%s)\n", d.output.scale, d.output.zero_point, st.output_observer.c_str());
     std::printf("  cell   2^%d (%s, observed max |c| %.4g)\n", d.cell.power, cell_policy_name(d.cell.policy),
@@ -218,7 +221,8 @@ int run_command(const RunArgs& args) {
       }
     }
     const std::vector<int8_t> y8 = run_kernel_s8(d, x8, x.shape);
-    const std::vector<int64_t> shape = npy_shape(x.shape, d.hidden_size);
+    std::vector<int64_t> shape = npy_shape(x.shape, d.hidden_size);
+    if (x.rank == 2) shape = {x.shape.time_steps, d.hidden_size};  // one sequence in, one out
     if (args.float_io) {
       std::vector<float> y(y8.size());
       for (size_t k = 0; k < y8.size(); ++k) y[k] = static_cast<float>(d.output.dequantize(y8[k]));

@@ -18,6 +18,7 @@ struct OnnxLstm {
   std::string input_name;   // graph input feeding X
   std::string output_name;  // graph output carrying the hidden sequence
   bool batch_first = false; // graph input/output layout [B][T][F] (else [T][B][F])
+  bool unbatched = false;   // graph input [T][F] and output [T][H]: one sequence (batch_first set)
   int64_t opset = 0;
   std::vector<int64_t> input_shape;  // as declared; -1 for a symbolic dimension
 };
