@@ -218,10 +218,10 @@ namespace {
 TEST_F(CompileRun, UnbatchedModelTakesAndGivesOneSequence) {
   std::mt19937_64 rng(4);
   std::normal_distribution<float> n(0.0f, 1.0f);
-  std::vector<float> c(40 * 3), x(9 * 3);
+  std::vector<float> c(30 * 20 * 3), x(9 * 3);
   for (auto& v : c) v = n(rng);
-  for (auto& v : x) v = n(rng);
-  write_npy_float32(path("c.npy"), {40, 3}, c);
+  for (auto& v : x) v = 0.7f * n(rng);
+  write_npy_float32(path("c.npy"), {30, 20, 3}, c);  // a batch of sequences for calibration
   write_npy_float32(path("x.npy"), {9, 3}, x);
   const ShellResult r = sh(std::string(QLSTM_CLI) + " compile " + model("torch_unbatched_opset15") +
                            " --calibration " + path("c.npy") + " -o " + path("u") + " --name u");
