@@ -14,6 +14,7 @@ packages=(
   python3-torch python3-onnx python3-numpy   # end-to-end tests against torch (tests/e2e)
   binutils                             # nm, for the freestanding-runtime check
   clang libclang-rt-14-dev             # the libFuzzer targets (scripts/fuzz.sh)
+  gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm   # Cortex-M builds, run under QEMU
 )
 
 missing=()

@@ -8,6 +8,7 @@
 
 #include "compile_cmd.h"
 #include "kernel_vectors.h"
+#include "qlstm/compiler/file_io.h"
 #include "qlstm/kernels.h"
 
 namespace {
@@ -99,6 +100,25 @@ int verify_vectors(const std::vector<std::string>& paths, const std::string& var
   return failed == 0 ? 0 : kExitFailed;
 }
 
+int export_vectors(const std::vector<std::string>& paths, const std::string& out) {
+  try {
+    std::vector<qlstm::vectors::VectorFile> files;
+    for (const std::string& p : qlstm::vectors::collect_vector_files(paths)) {
+      files.push_back(qlstm::vectors::load_vector_file(p));
+    }
+    std::vector<const qlstm::vectors::KernelCase*> cases;
+    for (const auto& f : files) {
+      for (const auto& c : f.cases) cases.push_back(&c);
+    }
+    qlstm::compiler::write_file_atomically(out, qlstm::vectors::device_bundle(cases));
+    std::printf("%zu cases -> %s\n", cases.size(), out.c_str());
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "qlstm export-vectors: error: %s\n", e.what());
+    return kExitBadInput;
+  }
+}
+
 int list_variants() {
   size_t count = 0;
   const qlstm::LstmS8Variant* const* all = qlstm::lstm_s8_variants(&count);
@@ -158,6 +178,12 @@ int main(int argc, char** argv) {
   run->add_option("--output", ra.output, "output .npy")->required();
   run->add_flag("--float", ra.float_io, "float32 in and out, quantized and dequantized at the boundaries");
 
+  std::vector<std::string> export_paths;
+  std::string export_out;
+  CLI::App* ex = app.add_subcommand("export-vectors", "Write kernel vectors as a bundle for the device's vector runner");
+  ex->add_option("paths", export_paths, "vector files or folders")->required();
+  ex->add_option("-o,--output", export_out, "the bundle file")->required();
+
   qlstm::cli::EvalArgs ea;
   CLI::App* ev = app.add_subcommand("eval", "Accuracy of a compiled model against its float ONNX source");
   ev->add_option("onnx", ea.onnx, "the ONNX model")->required();
@@ -176,5 +202,6 @@ int main(int argc, char** argv) {
   if (*comp) return qlstm::cli::compile_command(ca);
   if (*run) return qlstm::cli::run_command(ra);
   if (*ev) return qlstm::cli::eval_command(ea);
+  if (*ex) return export_vectors(export_paths, export_out);
   return kExitBadInput;
 }

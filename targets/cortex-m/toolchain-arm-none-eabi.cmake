@@ -1,0 +1,16 @@
+# Cross toolchain: Debian's gcc-arm-none-eabi with newlib (semihosting through rdimon).
+# -DQLSTM_CPU=cortex-m4 (more CPUs: issue 5).
+set(CMAKE_SYSTEM_NAME Generic)
+set(CMAKE_SYSTEM_PROCESSOR arm)
+set(CMAKE_C_COMPILER arm-none-eabi-gcc)
+set(CMAKE_CXX_COMPILER arm-none-eabi-g++)
+set(CMAKE_TRY_COMPILE_TARGET_TYPE STATIC_LIBRARY)
+set(QLSTM_CPU "cortex-m4" CACHE STRING "Target CPU")
+if(QLSTM_CPU STREQUAL "cortex-m4")
+  set(QLSTM_CPU_FLAGS "-mcpu=cortex-m4 -mthumb -mfloat-abi=hard -mfpu=fpv4-sp-d16")
+else()
+  message(FATAL_ERROR "QLSTM_CPU '${QLSTM_CPU}' is not supported yet (cortex-m4)")
+endif()
+set(CMAKE_C_FLAGS_INIT "${QLSTM_CPU_FLAGS} -ffunction-sections -fdata-sections")
+set(CMAKE_CXX_FLAGS_INIT "${QLSTM_CPU_FLAGS} -ffunction-sections -fdata-sections")
+set(CMAKE_EXE_LINKER_FLAGS_INIT "${QLSTM_CPU_FLAGS} --specs=rdimon.specs -Wl,--gc-sections")
