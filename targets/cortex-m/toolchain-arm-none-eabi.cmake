@@ -1,16 +1,41 @@
 # Cross toolchain: Debian's gcc-arm-none-eabi with newlib (semihosting through rdimon).
-# -DQLSTM_CPU=cortex-m4 (more CPUs: issue 5).
+#   -DQLSTM_CPU=cortex-m55 | cortex-m55-nomve | cortex-m33 | cortex-m4 | cortex-m3
+# Each CPU has one QEMU board (QLSTM_QEMU_MACHINE) and one linker script (QLSTM_BOARD_LD).
 set(CMAKE_SYSTEM_NAME Generic)
 set(CMAKE_SYSTEM_PROCESSOR arm)
 set(CMAKE_C_COMPILER arm-none-eabi-gcc)
 set(CMAKE_CXX_COMPILER arm-none-eabi-g++)
 set(CMAKE_TRY_COMPILE_TARGET_TYPE STATIC_LIBRARY)
 set(QLSTM_CPU "cortex-m4" CACHE STRING "Target CPU")
-if(QLSTM_CPU STREQUAL "cortex-m4")
+set(_boards ${CMAKE_CURRENT_LIST_DIR}/boards)
+if(QLSTM_CPU STREQUAL "cortex-m55")
+  # Armv8.1-M with Helium (MVE, integer and float) and the FPU.
+  set(QLSTM_CPU_FLAGS "-mcpu=cortex-m55 -mthumb -mfloat-abi=hard")
+  set(QLSTM_QEMU_MACHINE mps3-an547)
+  set(QLSTM_BOARD_LD ${_boards}/mps3/mps3_an547.ld)
+elseif(QLSTM_CPU STREQUAL "cortex-m55-nomve")
+  # The same core without Helium: scalar and DSP code paths on Armv8.1-M.
+  set(QLSTM_CPU_FLAGS "-mcpu=cortex-m55+nomve -mthumb -mfloat-abi=hard")
+  set(QLSTM_QEMU_MACHINE mps3-an547)
+  set(QLSTM_BOARD_LD ${_boards}/mps3/mps3_an547.ld)
+elseif(QLSTM_CPU STREQUAL "cortex-m33")
+  set(QLSTM_CPU_FLAGS "-mcpu=cortex-m33 -mthumb -mfloat-abi=hard -mfpu=fpv5-sp-d16")
+  set(QLSTM_QEMU_MACHINE mps2-an505)
+  set(QLSTM_BOARD_LD ${_boards}/mps2/mps2_an505.ld)
+elseif(QLSTM_CPU STREQUAL "cortex-m4")
   set(QLSTM_CPU_FLAGS "-mcpu=cortex-m4 -mthumb -mfloat-abi=hard -mfpu=fpv4-sp-d16")
+  set(QLSTM_QEMU_MACHINE mps2-an386)
+  set(QLSTM_BOARD_LD ${_boards}/mps2/mps2_an385_an386.ld)
+elseif(QLSTM_CPU STREQUAL "cortex-m3")
+  # No FPU, no DSP extension: the portable C path.
+  set(QLSTM_CPU_FLAGS "-mcpu=cortex-m3 -mthumb -mfloat-abi=soft")
+  set(QLSTM_QEMU_MACHINE mps2-an385)
+  set(QLSTM_BOARD_LD ${_boards}/mps2/mps2_an385_an386.ld)
 else()
-  message(FATAL_ERROR "QLSTM_CPU '${QLSTM_CPU}' is not supported yet (cortex-m4)")
+  message(FATAL_ERROR "QLSTM_CPU '${QLSTM_CPU}' is not one of: cortex-m55 cortex-m55-nomve cortex-m33 cortex-m4 cortex-m3")
 endif()
+# The QEMU CPU model is the core's name without the feature suffix.
+string(REGEX REPLACE "-nomve$" "" QLSTM_QEMU_CPU "${QLSTM_CPU}")
 set(CMAKE_C_FLAGS_INIT "${QLSTM_CPU_FLAGS} -ffunction-sections -fdata-sections")
 set(CMAKE_CXX_FLAGS_INIT "${QLSTM_CPU_FLAGS} -ffunction-sections -fdata-sections")
 set(CMAKE_EXE_LINKER_FLAGS_INIT "${QLSTM_CPU_FLAGS} --specs=rdimon.specs -Wl,--gc-sections")

@@ -12,7 +12,9 @@
 #include "qlstm/compiler/npy.h"
 #include "qlstm/compiler/onnx_import.h"
 #include "qlstm/compiler/quantized_lstm.h"
+#include "qlstm/compiler/file_io.h"
 #include "qlstm/kernels.h"
+#include "device.h"
 
 namespace qlstm {
 namespace cli {
@@ -205,6 +207,39 @@ int compile_command(const CompileArgs& args) {
   }
 }
 
+namespace {
+
+// The same kernel call as run_kernel_s8, on the emulated CPU: the parameters and the input go to
+// the firmware as a one-case bundle, its output comes back through a semihosting file.
+std::vector<int8_t> run_on_device(const std::string& cpu, const DerivedLstm& d, const std::vector<int8_t>& x8,
+                                  const SequenceShape& shape) {
+  const device::Target target = device::find_target(cpu);
+  const qlstm_lstm_s8_params params = d.kernel_params(shape.batch, shape.time_steps, shape.layout);
+  device::BundleCase c;
+  c.name = "model";
+  c.params = &params;
+  c.input = x8.data();
+  const device::TempFile bundle("qlstm_run_bundle"), out("qlstm_run_output");
+  write_file_atomically(bundle.path(), device::bundle({c}));
+  device::RunOptions options;
+  options.capture = true;
+  const device::RunResult r = device::run_firmware(target, {"run", bundle.path(), out.path()}, options);
+  if (r.exit_status != 0) {
+    throw CompileError("the " + cpu + " firmware failed (exit status " + std::to_string(r.exit_status) +
+                       "): " + r.console);
+  }
+  const std::string bytes = read_file(out.path());
+  const size_t want = static_cast<size_t>(shape.batch) * static_cast<size_t>(shape.time_steps) *
+                      static_cast<size_t>(d.hidden_size);
+  if (bytes.size() != want) {
+    throw CompileError("the " + cpu + " firmware wrote " + std::to_string(bytes.size()) + " output bytes, expected " +
+                       std::to_string(want));
+  }
+  return std::vector<int8_t>(bytes.begin(), bytes.end());
+}
+
+}  // namespace
+
 int run_command(const RunArgs& args) {
   try {
     const CompiledModel m = load_model(args.model);
@@ -220,7 +255,8 @@ int run_command(const RunArgs& args) {
         x8[k] = d.input.quantize(x.values[k]);
       }
     }
-    const std::vector<int8_t> y8 = run_kernel_s8(d, x8, x.shape);
+    const std::vector<int8_t> y8 =
+        args.target.empty() ? run_kernel_s8(d, x8, x.shape) : run_on_device(args.target, d, x8, x.shape);
     std::vector<int64_t> shape = npy_shape(x.shape, d.hidden_size);
     if (x.rank == 2) shape = {x.shape.time_steps, d.hidden_size};  // one sequence in, one out
     if (args.float_io) {

@@ -28,6 +28,7 @@ int compile_command(const CompileArgs& args);
 struct RunArgs {
   std::string model, input, output;
   bool float_io = false;
+  std::string target;  // empty: the host; else a CPU name (the emulated device, tools/qlstm/device.h)
 };
 int run_command(const RunArgs& args);
 

@@ -1,5 +1,7 @@
 #include "kernel_vectors.h"
 
+#include "device.h"
+
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
@@ -294,72 +296,28 @@ std::vector<std::string> collect_vector_files(const std::vector<std::string>& pa
   return {files.begin(), files.end()};
 }
 
-namespace {
-
-class Record {
- public:
-  void i32(int32_t v) { raw(&v, 4); }
-  template <typename T>
-  void array(const std::vector<T>& v) {
-    raw(v.data(), v.size() * sizeof(T));
-    while (bytes_.size() % 4 != 0) bytes_.push_back('\0');
-  }
-  void raw(const void* p, size_t n) {
-    if (n > 0) bytes_.append(static_cast<const char*>(p), n);
-  }
-  const std::string& bytes() const { return bytes_; }
-
- private:
-  std::string bytes_;
-};
-
-void requant(Record* r, const qlstm_requant& q) {
-  r->i32(q.multiplier);
-  r->i32(q.shift);
-}
-
-}  // namespace
-
 std::string device_bundle(const std::vector<const KernelCase*>& cases) {
-  Record file;
-  file.raw("QLVB", 4);
-  file.i32(1);
-  file.i32(static_cast<int32_t>(cases.size()));
+  std::vector<qlstm_lstm_s8_params> params;
+  params.reserve(cases.size());
+  std::vector<device::BundleCase> out;
   for (const KernelCase* c : cases) {
-    Record r;
-    r.i32(static_cast<int32_t>(c->name.size()));
-    r.array(std::vector<char>(c->name.begin(), c->name.end()));
-    for (int32_t v : {static_cast<int32_t>(c->time_major), c->dims.batch, c->dims.time_steps, c->dims.input_size,
-                      c->dims.hidden_size, c->cell_scale_power, c->cell_clip, c->output_zero_point,
-                      static_cast<int32_t>(c->stateful)}) {
-      r.i32(v);
-    }
-    requant(&r, c->forget_to_cell);
-    requant(&r, c->input_to_cell);
-    requant(&r, c->output);
-    for (const GateData& g : c->gates) {
-      r.i32(g.activation);
-      requant(&r, g.input_requant);
-      requant(&r, g.hidden_requant);
-      r.array(g.input_weights);
-      r.array(g.input_effective_bias);
-      r.array(g.hidden_weights);
-      r.array(g.hidden_effective_bias);
-    }
-    r.array(c->input);
+    params.push_back(c->params());
+    device::BundleCase b;
+    b.name = c->name;
+    b.params = &params.back();
+    b.input = c->input.data();
+    b.check = true;
+    b.expected = c->expected_output.data();
+    b.stateful = c->stateful;
     if (c->stateful) {
-      r.array(c->initial_hidden);
-      r.array(c->initial_cell);
+      b.h0 = c->initial_hidden.data();
+      b.c0 = c->initial_cell.data();
+      b.final_h = c->expected_final_hidden.data();
+      b.final_c = c->expected_final_cell.data();
     }
-    r.array(c->expected_output);
-    if (c->stateful) {
-      r.array(c->expected_final_hidden);
-      r.array(c->expected_final_cell);
-    }
-    file.i32(static_cast<int32_t>(r.bytes().size()));
-    file.raw(r.bytes().data(), r.bytes().size());
+    out.push_back(b);
   }
-  return file.bytes();
+  return device::bundle(out);
 }
 
 CaseResult run_case(const KernelCase& c, const LstmS8Variant& variant) {

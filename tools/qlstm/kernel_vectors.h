@@ -77,9 +77,7 @@ struct CaseResult {
   std::vector<int16_t> final_cell;
 };
 
-// The cases as a device bundle for targets/cortex-m/firmware/vector_runner.c: "QLVB", version 1,
-// the case count, then per case a byte count and the record (little-endian int32 fields, int8 and
-// int16 arrays padded to 4 bytes).
+// The cases, with their expected values, as a bundle for the device firmware (device::bundle).
 std::string device_bundle(const std::vector<const KernelCase*>& cases);
 
 // Runs the case through `variant` and compares every output (and final-state) value.

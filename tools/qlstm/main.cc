@@ -1,12 +1,18 @@
 // qlstm: the command-line tool. Subcommands:
 //   verify-vectors PATH...   run kernel conformance vectors and compare bit for bit
 //   variants                 list the kernel variants built in and whether this CPU runs them
+//   compile / run / eval     the compiler and the host simulation (compile_cmd.h)
+//   bench                    instructions on an emulated CPU, or host time (bench_cmd.h)
+//   export-vectors           kernel vectors as a device bundle
+// verify-vectors, run and bench take --target CPU to run on the emulated Cortex-M (device.h).
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <string>
 #include <vector>
 
+#include "bench_cmd.h"
 #include "compile_cmd.h"
+#include "device.h"
 #include "kernel_vectors.h"
 #include "qlstm/compiler/file_io.h"
 #include "qlstm/kernels.h"
@@ -40,6 +46,12 @@ std::vector<const qlstm::LstmS8Variant*> select_variants(const std::string& name
     *ok = false;
   }
   return out;
+}
+
+std::string cpu_list() {
+  std::string s;
+  for (const std::string& n : qlstm::device::cpu_names()) s += (s.empty() ? "" : ", ") + n;
+  return s;
 }
 
 int verify_vectors(const std::vector<std::string>& paths, const std::string& variant_name,
@@ -100,21 +112,58 @@ int verify_vectors(const std::vector<std::string>& paths, const std::string& var
   return failed == 0 ? 0 : kExitFailed;
 }
 
+std::vector<qlstm::vectors::VectorFile> load_all(const std::vector<std::string>& paths) {
+  std::vector<qlstm::vectors::VectorFile> files;
+  for (const std::string& p : qlstm::vectors::collect_vector_files(paths)) {
+    files.push_back(qlstm::vectors::load_vector_file(p));
+  }
+  return files;
+}
+
+std::vector<const qlstm::vectors::KernelCase*> all_cases(const std::vector<qlstm::vectors::VectorFile>& files) {
+  std::vector<const qlstm::vectors::KernelCase*> cases;
+  for (const auto& f : files) {
+    for (const auto& c : f.cases) cases.push_back(&c);
+  }
+  return cases;
+}
+
 int export_vectors(const std::vector<std::string>& paths, const std::string& out) {
   try {
-    std::vector<qlstm::vectors::VectorFile> files;
-    for (const std::string& p : qlstm::vectors::collect_vector_files(paths)) {
-      files.push_back(qlstm::vectors::load_vector_file(p));
-    }
-    std::vector<const qlstm::vectors::KernelCase*> cases;
-    for (const auto& f : files) {
-      for (const auto& c : f.cases) cases.push_back(&c);
-    }
+    const std::vector<qlstm::vectors::VectorFile> files = load_all(paths);
+    const std::vector<const qlstm::vectors::KernelCase*> cases = all_cases(files);
     qlstm::compiler::write_file_atomically(out, qlstm::vectors::device_bundle(cases));
     std::printf("%zu cases -> %s\n", cases.size(), out.c_str());
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "qlstm export-vectors: error: %s\n", e.what());
+    return kExitBadInput;
+  }
+}
+
+// verify-vectors --target CPU: the same cases, run by the firmware under QEMU; it prints the
+// FAIL lines and the "N passed, N failed" line itself.
+int verify_vectors_on_target(const std::vector<std::string>& paths, const std::string& variant,
+                             const std::string& cpu) {
+  try {
+    const qlstm::device::Target target = qlstm::device::find_target(cpu);
+    const std::vector<qlstm::vectors::VectorFile> files = load_all(paths);
+    const std::vector<const qlstm::vectors::KernelCase*> cases = all_cases(files);
+    if (cases.empty()) {
+      std::fprintf(stderr, "qlstm verify-vectors: error: no cases under the given paths\n");
+      return kExitBadInput;
+    }
+    const qlstm::device::TempFile bundle("qlstm_vectors_bundle");
+    qlstm::compiler::write_file_atomically(bundle.path(), qlstm::vectors::device_bundle(cases));
+    std::printf("%zu cases from %zu files on %s (QEMU %s)\n", cases.size(), files.size(), cpu.c_str(),
+                target.qemu_machine.c_str());
+    const auto r = qlstm::device::run_firmware(target, {"verify", bundle.path(), variant}, {});
+    if (r.exit_status == 0 || r.exit_status == kExitFailed) return r.exit_status;
+    std::fprintf(stderr, "qlstm verify-vectors: error: the %s firmware exited with status %d\n", cpu.c_str(),
+                 r.exit_status);
+    return kExitBadInput;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "qlstm verify-vectors: error: %s\n", e.what());
     return kExitBadInput;
   }
 }
@@ -149,6 +198,8 @@ int main(int argc, char** argv) {
                  "one), or a name from 'qlstm variants'")
       ->capture_default_str();
   vv->add_flag("-v,--verbose", verbose, "print every passing case");
+  std::string vv_target;
+  vv->add_option("--target", vv_target, "run on the emulated CPU instead of the host: " + cpu_list());
 
   CLI::App* vars = app.add_subcommand("variants", "List the kernel variants built in");
 
@@ -177,6 +228,17 @@ int main(int argc, char** argv) {
   run->add_option("--input", ra.input, "input .npy (int8; float32 with --float)")->required();
   run->add_option("--output", ra.output, "output .npy")->required();
   run->add_flag("--float", ra.float_io, "float32 in and out, quantized and dequantized at the boundaries");
+  run->add_option("--target", ra.target, "run on the emulated CPU instead of the host: " + cpu_list());
+
+  qlstm::cli::BenchArgs ba;
+  CLI::App* bench = app.add_subcommand(
+      "bench", "Measure one kernel call: executed instructions on an emulated CPU, or time on the host");
+  bench->add_option("model", ba.model, "a .qlstm file (or give --shape)");
+  bench->add_option("--shape", ba.shape, "B=1,T=49,I=10,H=64[,time_major] (with a model: B and T)");
+  bench->add_option("--target", ba.target, "the emulated CPU: " + cpu_list());
+  bench->add_option("--variant", ba.variant, "kernel variant (see 'qlstm variants')")->capture_default_str();
+  bench->add_option("--runs", ba.min_runs, "host: at least this many timed calls")->capture_default_str()
+      ->check(CLI::PositiveNumber);
 
   std::vector<std::string> export_paths;
   std::string export_out;
@@ -197,7 +259,9 @@ int main(int argc, char** argv) {
     const int rc = app.exit(e);
     return rc == 0 ? 0 : kExitBadInput;
   }
-  if (*vv) return verify_vectors(paths, variant, verbose);
+  if (*vv) return vv_target.empty() ? verify_vectors(paths, variant, verbose)
+                                    : verify_vectors_on_target(paths, variant, vv_target);
+  if (*bench) return qlstm::cli::bench_command(ba);
   if (*vars) return list_variants();
   if (*comp) return qlstm::cli::compile_command(ca);
   if (*run) return qlstm::cli::run_command(ra);

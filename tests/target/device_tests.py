@@ -1,0 +1,216 @@
+#!/usr/bin/python3
+"""On-device tests for one emulated CPU (ctest label "target"; tests/target/CMakeLists.txt).
+
+  device_tests.py fault   --qlstm Q --cpu CPU
+      a firmware that faults must end the run with a non-zero exit status
+  device_tests.py models  --qlstm Q --cpu CPU --work DIR --source REPO
+      compiled ONNX models: `qlstm run --target CPU` equals `qlstm run` byte for byte
+  device_tests.py emitted --qlstm Q --cpu CPU --work DIR --source REPO
+      a model's emitted NAME_model.cc built into examples/firmware, run under QEMU, equals the host
+  device_tests.py icount  --qlstm Q --cpu CPU
+      the instruction counter counts a known sequence exactly, and a kernel call repeatably
+
+Needs numpy (Debian's python3-numpy). Exits non-zero on any failure.
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+
+def fail(msg):
+    print("FAIL: " + msg)
+    sys.exit(1)
+
+
+def run(cmd, **kw):
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kw)
+    return p.returncode, p.stdout
+
+
+def target_info(qlstm, cpu):
+    """The firmware folder the CLI uses: <build>/targets/<cpu>, next to <build>/tools/qlstm."""
+    build = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(qlstm))))
+    d = os.environ.get("QLSTM_TARGET_DIR", os.path.join(build, "targets"))
+    info = {}
+    with open(os.path.join(d, cpu, "target.txt")) as f:
+        for line in f:
+            k, _, v = line.strip().partition(" ")
+            info[k] = v
+    info["dir"] = os.path.join(d, cpu)
+    info["build"] = build
+    return info
+
+
+def qemu(info, elf, args, plugin=None, timeout=600):
+    cmd = ["qemu-system-arm", "-M", info["qemu_machine"], "-cpu", info["qemu_cpu"], "-nographic",
+           "-monitor", "none", "-serial", "none", "-semihosting-config",
+           "enable=on,target=native," + ",".join("arg=" + a.replace(",", ",,") for a in ["fw"] + args),
+           "-kernel", elf]
+    if plugin:
+        cmd += ["-plugin", plugin]
+    return run(cmd, timeout=timeout)
+
+
+def test_fault(a):
+    info = target_info(a.qlstm, a.cpu)
+    rc, out = qemu(info, os.path.join(info["dir"], "qlstm_device.elf"), ["--fault"], timeout=60)
+    print(out, end="")
+    print("fault exit status %d" % rc)
+    if rc == 0 or "no fault taken" in out:
+        fail("the faulting firmware did not fail its run")
+    print("fault: the run failed, as it must")
+
+
+# Models with their layouts; each calibrated on standard-normal data (the example on its own).
+MODELS = [
+    ("examples/sunspots/sunspots_lstm.onnx", True, 1, "examples/sunspots/calibration.npy"),
+    ("tests/onnx/models/torch_batch_first_opset17.onnx", True, None, None),
+    ("tests/onnx/models/torch_seq_first_opset13.onnx", False, None, None),
+    ("tests/onnx/models/plain_layout1_no_bias.onnx", True, None, None),
+    ("tests/onnx/models/plain_zero_initializer_state.onnx", False, None, None),
+]
+
+
+def sequences(rng, batch_first, batch, steps, features, scale=1.0):
+    shape = (batch, steps, features) if batch_first else (steps, batch, features)
+    return (rng.standard_normal(shape) * scale).astype(np.float32)
+
+
+def input_size_of(source, onnx_path):
+    expect = os.path.splitext(os.path.join(source, onnx_path))[0] + ".expect.json"
+    if os.path.exists(expect):
+        with open(expect) as f:
+            return json.load(f)["input_size"]
+    return 1  # the sunspots example: one feature per year
+
+
+def compile_model(a, work, onnx_path, batch_first, cal_path, rng, name):
+    source = a.source
+    i = input_size_of(source, onnx_path)
+    if cal_path is None:
+        cal_path = os.path.join(work, name + "_cal.npy")
+        np.save(cal_path, sequences(rng, batch_first, 8, 12, i))
+    else:
+        cal_path = os.path.join(source, cal_path)
+    rc, out = run([a.qlstm, "compile", os.path.join(source, onnx_path), "--calibration", cal_path,
+                   "-o", work, "--name", name])
+    if rc != 0:
+        fail("qlstm compile %s:\n%s" % (onnx_path, out))
+    return os.path.join(work, name + ".qlstm"), i
+
+
+def same_bytes(p, q):
+    with open(p, "rb") as f, open(q, "rb") as g:
+        return f.read() == g.read()
+
+
+def test_models(a):
+    os.makedirs(a.work, exist_ok=True)
+    rng = np.random.default_rng(5)
+    passed = 0
+    for k, (onnx_path, batch_first, _, cal) in enumerate(MODELS):
+        name = "m%d" % k
+        model, i = compile_model(a, a.work, onnx_path, batch_first, cal, rng, name)
+        # float in and out (quantize, kernel, dequantize), and int8 in and out, batch 3 and 1.
+        x = sequences(rng, batch_first, 3, 9, i, 1.5)
+        x8 = rng.integers(-128, 128, size=(1, 17, i) if batch_first else (17, 1, i), dtype=np.int8)
+        for tag, data, extra in (("float", x, ["--float"]), ("int8", x8, [])):
+            xin = os.path.join(a.work, "%s_%s_x.npy" % (name, tag))
+            np.save(xin, data)
+            outs = []
+            for where in ("host", a.cpu):
+                y = os.path.join(a.work, "%s_%s_y_%s.npy" % (name, tag, where))
+                cmd = [a.qlstm, "run", model, "--input", xin, "--output", y] + extra
+                if where != "host":
+                    cmd += ["--target", a.cpu]
+                rc, out = run(cmd)
+                if rc != 0:
+                    fail("%s on %s:\n%s" % (" ".join(cmd), where, out))
+                outs.append(y)
+            if not same_bytes(outs[0], outs[1]):
+                fail("%s (%s): the device output differs from the host's" % (onnx_path, tag))
+        print("%s: device == host (float and int8 runs)" % onnx_path)
+        passed += 1
+    print("%d models: device == host" % passed)
+
+
+def test_emitted(a):
+    info = target_info(a.qlstm, a.cpu)
+    if os.path.isdir(a.work):
+        shutil.rmtree(a.work)
+    os.makedirs(a.work)
+    rng = np.random.default_rng(11)
+    model, i = compile_model(a, a.work, MODELS[0][0], True, MODELS[0][3], rng, "sunspots")
+    build = os.path.join(a.work, "firmware")
+    toolchain = os.path.join(a.source, "targets/cortex-m/toolchain-arm-none-eabi.cmake")
+    rc, out = run(["cmake", "-S", os.path.join(a.source, "examples/firmware"), "-B", build, "-G", "Ninja",
+                   "-DCMAKE_TOOLCHAIN_FILE=" + toolchain, "-DQLSTM_CPU=" + a.cpu,
+                   "-DQLSTM_MODEL_DIR=" + a.work, "-DQLSTM_MODEL_NAME=sunspots"])
+    if rc != 0:
+        fail("configure examples/firmware:\n" + out)
+    rc, out = run(["cmake", "--build", build])
+    if rc != 0:
+        fail("build examples/firmware with the emitted source:\n" + out)
+    x8 = rng.integers(-128, 128, size=(1, 40, i), dtype=np.int8)
+    xin, yhost = os.path.join(a.work, "x.npy"), os.path.join(a.work, "y_host.npy")
+    np.save(xin, x8)
+    rc, out = run([a.qlstm, "run", model, "--input", xin, "--output", yhost])
+    if rc != 0:
+        fail("qlstm run:\n" + out)
+    raw_in, raw_out = os.path.join(a.work, "x.bin"), os.path.join(a.work, "y_device.bin")
+    x8.tofile(raw_in)
+    rc, out = qemu(info, os.path.join(build, "model_firmware.elf"), [raw_in, raw_out])
+    print(out, end="")
+    if rc != 0:
+        fail("model_firmware exited with status %d" % rc)
+    if np.load(yhost).tobytes() != open(raw_out, "rb").read():
+        fail("the emitted firmware's output differs from qlstm run on the host")
+    print("emitted firmware: device == host")
+
+
+def test_icount(a):
+    info = target_info(a.qlstm, a.cpu)
+    plugin = os.path.join(info["build"], "tools/qemu_icount/libqlstm_icount.so")
+    with tempfile.TemporaryDirectory() as tmp:
+        counts = os.path.join(tmp, "counts.txt")
+        rc, out = qemu(info, os.path.join(info["dir"], "qlstm_device.elf"), ["icount-self-test"],
+                       plugin="%s,out=%s" % (plugin, counts), timeout=60)
+        print(out, end="")
+        if rc != 0:
+            fail("icount-self-test exited with status %d" % rc)
+        got = open(counts).read().split()
+        print("counted:", " ".join(got))
+        if got != ["instructions", "101"]:
+            fail("the counter did not count exactly the 101 instructions between the markers")
+    lasts = []
+    for _ in range(2):
+        rc, out = run([a.qlstm, "bench", "--target", a.cpu, "--shape", "B=2,T=5,I=3,H=7,time_major"])
+        print(out, end="")
+        last = out.strip().splitlines()[-1] if out.strip() else ""
+        if rc != 0 or not last.startswith("instructions: ") or "bit-exact" not in out:
+            fail("qlstm bench --target %s" % a.cpu)
+        lasts.append(last)
+    if lasts[0] != lasts[1]:
+        fail("two identical bench runs counted differently: %s" % lasts)
+    print("icount: exact and repeatable")
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("mode", choices=["fault", "models", "emitted", "icount"])
+    p.add_argument("--qlstm", required=True)
+    p.add_argument("--cpu", required=True)
+    p.add_argument("--work")
+    p.add_argument("--source")
+    a = p.parse_args()
+    {"fault": test_fault, "models": test_models, "emitted": test_emitted, "icount": test_icount}[a.mode](a)
+
+
+if __name__ == "__main__":
+    main()

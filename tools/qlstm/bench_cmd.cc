@@ -1,0 +1,224 @@
+// qlstm bench: one kernel call measured on the emulated device (executed instructions, exact) or
+// on the host (median wall time over many calls), for a compiled model or a synthetic shape.
+#include "bench_cmd.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstddef>
+#include <cstdio>
+#include <random>
+#include <sstream>
+
+#include "device.h"
+#include "qlstm/compiler/file_io.h"
+#include "qlstm/compiler/model_file.h"
+#include "qlstm/compiler/quantized_lstm.h"
+#include "qlstm/kernels.h"
+
+namespace qlstm {
+namespace cli {
+namespace {
+
+using namespace qlstm::compiler;
+
+constexpr uint64_t kBenchSeed = 20261202;
+
+struct ShapeSpec {
+  int32_t batch = 1, time_steps = 0, input_size = 0, hidden_size = 0;
+  bool time_major = false;
+};
+
+// "B=1,T=49,I=10,H=64[,time_major]"; with a model, I and H may be left out.
+ShapeSpec parse_shape(const std::string& text) {
+  ShapeSpec s;
+  std::istringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    if (item == "time_major") {
+      s.time_major = true;
+      continue;
+    }
+    if (item == "batch_major") continue;
+    const size_t eq = item.find('=');
+    const std::string key = item.substr(0, eq);
+    int32_t* field = key == "B" ? &s.batch : key == "T" ? &s.time_steps : key == "I" ? &s.input_size
+                   : key == "H" ? &s.hidden_size : nullptr;
+    if (eq == std::string::npos || field == nullptr) {
+      throw CompileError("--shape: '" + item + "' is not B=, T=, I=, H= or time_major");
+    }
+    const std::string value = item.substr(eq + 1);
+    size_t used = 0;
+    long v = 0;
+    try {
+      v = std::stol(value, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != value.size() || v < 1 || v > (1 << 20)) {
+      throw CompileError("--shape: " + key + "='" + value + "' is not a positive integer");
+    }
+    *field = static_cast<int32_t>(v);
+  }
+  return s;
+}
+
+// A float LSTM with PyTorch's default initialization (uniform in +-1/sqrt(H)), calibrated on
+// standard-normal inputs: typical scales, as a trained model would have them.
+DerivedLstm synthetic_model(const ShapeSpec& s, std::mt19937_64& rng) {
+  const size_t I = static_cast<size_t>(s.input_size), H = static_cast<size_t>(s.hidden_size);
+  const float k = 1.0f / std::sqrt(static_cast<float>(H));
+  std::uniform_real_distribution<float> u(-k, k);
+  auto fill = [&](size_t n) {
+    std::vector<float> v(n);
+    for (float& x : v) x = u(rng);
+    return v;
+  };
+  const std::vector<float> w_ih = fill(4 * H * I), w_hh = fill(4 * H * H), b_ih = fill(4 * H), b_hh = fill(4 * H);
+  const FloatLstm f = FloatLstm::from_torch(s.input_size, s.hidden_size, w_ih, w_hh, b_ih, b_hh);
+  std::normal_distribution<float> n01(0.0f, 1.0f);
+  CalibrationSet cal;
+  const SequenceShape cal_shape{4, s.time_steps, Layout::kBatchMajor};
+  std::vector<float> x(4 * static_cast<size_t>(s.time_steps) * I);
+  for (float& v : x) v = n01(rng);
+  cal.add_batch(x, cal_shape, s.input_size);
+  CompileOptions options;
+  options.tuning = Tuning::kNone;
+  return QuantizedLstm::compile(f, cal, options).derived();
+}
+
+const LstmS8Variant* host_variant(const std::string& name) {
+  if (name == "default") return &lstm_s8_default_variant();
+  size_t n = 0;
+  const LstmS8Variant* const* all = lstm_s8_variants(&n);
+  for (size_t k = 0; k < n; ++k) {
+    if (name == all[k]->name) {
+      if (all[k]->is_supported != nullptr && !all[k]->is_supported()) {
+        throw CompileError("variant '" + name + "' is not supported on this CPU");
+      }
+      return all[k];
+    }
+  }
+  throw CompileError("unknown variant '" + name + "' (see 'qlstm variants')");
+}
+
+std::string console_value(const std::string& console, const std::string& key) {
+  const size_t at = console.find(key);
+  if (at == std::string::npos) return "";
+  const size_t end = console.find('\n', at);
+  return console.substr(at + key.size(), end == std::string::npos ? std::string::npos : end - at - key.size());
+}
+
+}  // namespace
+
+int bench_command(const BenchArgs& args) {
+  try {
+    if (args.model.empty() && args.shape.empty()) {
+      throw CompileError("give a compiled model or --shape B=..,T=..,I=..,H=..[,time_major]");
+    }
+    ShapeSpec s = args.shape.empty() ? ShapeSpec{} : parse_shape(args.shape);
+    std::mt19937_64 rng(kBenchSeed);
+    DerivedLstm d;
+    std::string what;
+    if (!args.model.empty()) {
+      d = load_model(args.model).derived;
+      if ((s.input_size != 0 && s.input_size != d.input_size) || (s.hidden_size != 0 && s.hidden_size != d.hidden_size)) {
+        throw CompileError("--shape I/H do not match the model's input_size " + std::to_string(d.input_size) +
+                           " and hidden_size " + std::to_string(d.hidden_size));
+      }
+      s.input_size = d.input_size;
+      s.hidden_size = d.hidden_size;
+      if (s.time_steps == 0) s.time_steps = kDefaultBenchSteps;
+      what = args.model;
+    } else {
+      if (s.time_steps == 0 || s.input_size == 0 || s.hidden_size == 0) {
+        throw CompileError("--shape needs T=, I= and H= (B= defaults to 1)");
+      }
+      d = synthetic_model(s, rng);
+      what = "synthetic (PyTorch-initialized weights, calibrated on N(0,1))";
+    }
+    const SequenceShape shape{s.batch, s.time_steps, s.time_major ? Layout::kTimeMajor : Layout::kBatchMajor};
+    const qlstm_lstm_s8_params params = d.kernel_params(shape.batch, shape.time_steps, shape.layout);
+    const size_t B = static_cast<size_t>(s.batch), T = static_cast<size_t>(s.time_steps);
+    const size_t I = static_cast<size_t>(s.input_size), H = static_cast<size_t>(s.hidden_size);
+    std::normal_distribution<float> n01(0.0f, 1.0f);
+    std::vector<int8_t> x(B * T * I);
+    for (int8_t& v : x) v = d.input.quantize(n01(rng));
+    const std::vector<int8_t> expected = run_kernel_s8(d, x, shape);  // the host simulation
+    const int64_t macs = static_cast<int64_t>(B * T) * 4 * static_cast<int64_t>(H * (I + H));
+    const int64_t call_ram = static_cast<int64_t>(qlstm_lstm_s8_scratch_bytes(&params.dims)) +
+                             static_cast<int64_t>(B * H * sizeof(int16_t));
+    const int64_t weight_bytes = 4 * static_cast<int64_t>(H * (I + H)) + 4 * 2 * static_cast<int64_t>(H * sizeof(int32_t));
+
+    std::printf("model: %s\n", what.c_str());
+    std::printf("shape: B=%d T=%d I=%d H=%d %s, %lld MACs\n", s.batch, s.time_steps, s.input_size,
+                s.hidden_size, s.time_major ? "time-major" : "batch-major", static_cast<long long>(macs));
+    std::printf("flash for the weights and biases: %lld bytes\n", static_cast<long long>(weight_bytes));
+    std::printf("RAM per call: %lld bytes (scratch %zu, cell state %zu)\n", static_cast<long long>(call_ram),
+                qlstm_lstm_s8_scratch_bytes(&params.dims), B * H * sizeof(int16_t));
+
+    if (args.target.empty()) {
+      const LstmS8Variant& v = *host_variant(args.variant);
+      std::vector<int8_t> y(B * T * H);
+      std::vector<int16_t> cell(B * H);
+      std::vector<std::max_align_t> scratch(qlstm_lstm_s8_scratch_bytes(&params.dims) / sizeof(std::max_align_t) + 1);
+      qlstm_lstm_s8_context ctx{scratch.data(), scratch.size() * sizeof(std::max_align_t), cell.data(), nullptr};
+      std::vector<double> us;
+      const auto run_once = [&] {
+        const auto t0 = std::chrono::steady_clock::now();
+        const qlstm_status st = run_lstm_s8(v, &params, &ctx, x.data(), y.data());
+        const auto t1 = std::chrono::steady_clock::now();
+        if (st != QLSTM_OK) throw CompileError(std::string("kernel error: ") + qlstm_status_string(st));
+        return std::chrono::duration<double, std::micro>(t1 - t0).count();
+      };
+      run_once();  // warm-up
+      const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(args.min_ms);
+      while (static_cast<int>(us.size()) < args.min_runs || std::chrono::steady_clock::now() < until) {
+        us.push_back(run_once());
+      }
+      std::sort(us.begin(), us.end());
+      std::printf("host variant: %s\n", v.name);
+      std::printf("output: %s the default variant\n", y == expected ? "bit-exact with" : "DIFFERS from");
+      std::printf("runs: %zu, min %.2f us, median per sequence: %.2f us\n", us.size(), us.front(), us[us.size() / 2]);
+      std::printf("microseconds: %.2f\n", us[us.size() / 2]);
+      return y == expected ? 0 : 1;
+    }
+
+    const device::Target target = device::find_target(args.target);
+    device::BundleCase c;
+    c.name = "bench";
+    c.params = &params;
+    c.input = x.data();
+    c.check = true;
+    c.expected = expected.data();
+    const device::TempFile bundle("qlstm_bench_bundle"), counts("qlstm_bench_icount");
+    write_file_atomically(bundle.path(), device::bundle({c}));
+    device::RunOptions options;
+    options.capture = true;
+    options.icount_out = counts.path();
+    const device::RunResult r = device::run_firmware(target, {"bench", bundle.path(), args.variant}, options);
+    const std::vector<uint64_t> n = device::read_icounts(counts.path());
+    const std::string variant = console_value(r.console, "variant: ");
+    if (r.exit_status != 0 || n.size() != 1 || variant.empty()) {
+      std::fprintf(stderr, "qlstm bench: error: the %s firmware failed (exit status %d, %zu counts):\n%s",
+                   args.target.c_str(), r.exit_status, n.size(), r.console.c_str());
+      return 1;
+    }
+    const device::KernelSize k = device::kernel_size(target, variant);
+    std::printf("target: %s (QEMU %s, -cpu %s), variant: %s\n", target.cpu.c_str(), target.qemu_machine.c_str(),
+                target.qemu_cpu.c_str(), variant.c_str());
+    std::printf("output: bit-exact with the host simulation\n");
+    std::printf("kernel code: %lld bytes (.text), %lld bytes (.rodata), static RAM %lld bytes\n",
+                static_cast<long long>(k.code_bytes), static_cast<long long>(k.rodata_bytes),
+                static_cast<long long>(k.ram_bytes));
+    std::printf("instructions per MAC: %.3f\n", static_cast<double>(n[0]) / static_cast<double>(macs));
+    std::printf("instructions: %llu\n", static_cast<unsigned long long>(n[0]));
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "qlstm bench: error: %s\n", e.what());
+    return 2;
+  }
+}
+
+}  // namespace cli
+}  // namespace qlstm

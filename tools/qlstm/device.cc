@@ -1,0 +1,280 @@
+#include "device.h"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+extern char** environ;
+
+namespace qlstm {
+namespace device {
+
+namespace {
+
+// Little-endian int32 fields and 4-byte-padded arrays (the firmware reads them in place).
+class Record {
+ public:
+  void i32(int32_t v) {
+    const uint32_t u = static_cast<uint32_t>(v);
+    for (int k = 0; k < 4; ++k) bytes_.push_back(static_cast<char>((u >> (8 * k)) & 0xFFu));
+  }
+  void raw(const void* p, size_t n) { bytes_.append(static_cast<const char*>(p), n); }
+  template <typename T>
+  void array(const T* p, size_t n) {
+    for (size_t k = 0; k < n; ++k) {
+      const auto u = static_cast<std::make_unsigned_t<T>>(p[k]);
+      for (size_t b = 0; b < sizeof(T); ++b) bytes_.push_back(static_cast<char>((u >> (8 * b)) & 0xFFu));
+    }
+    while (bytes_.size() % 4 != 0) bytes_.push_back('\0');
+  }
+  void requant(const qlstm_requant& q) {
+    i32(q.multiplier);
+    i32(q.shift);
+  }
+  const std::string& bytes() const { return bytes_; }
+
+ private:
+  std::string bytes_;
+};
+
+constexpr int32_t kFlagStateful = 1;
+constexpr int32_t kFlagExpected = 2;
+
+std::string target_root() {
+  if (const char* env = std::getenv("QLSTM_TARGET_DIR"); env != nullptr && *env != '\0') return env;
+#ifdef QLSTM_TARGET_BUILD_DIR
+  return QLSTM_TARGET_BUILD_DIR;
+#else
+  return "targets";
+#endif
+}
+
+std::string icount_plugin() {
+  if (const char* env = std::getenv("QLSTM_ICOUNT_PLUGIN"); env != nullptr && *env != '\0') return env;
+#ifdef QLSTM_ICOUNT_PLUGIN_PATH
+  return QLSTM_ICOUNT_PLUGIN_PATH;
+#else
+  return "libqlstm_icount.so";
+#endif
+}
+
+bool is_file(const std::string& p) {
+  struct stat st {};
+  return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+// QEMU's option syntax: a comma inside a value is written twice.
+std::string qemu_escape(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    o += c;
+    if (c == ',') o += ',';
+  }
+  return o;
+}
+
+}  // namespace
+
+const std::vector<std::string>& cpu_names() {
+  static const std::vector<std::string> kNames = {"cortex-m55", "cortex-m55-nomve", "cortex-m33", "cortex-m4",
+                                                  "cortex-m3"};
+  return kNames;
+}
+
+Target find_target(const std::string& cpu) {
+  bool known = false;
+  std::string list;
+  for (const std::string& n : cpu_names()) {
+    known = known || n == cpu;
+    list += (list.empty() ? "" : ", ") + n;
+  }
+  if (!known) throw DeviceError("unknown target CPU '" + cpu + "' (one of: " + list + ")");
+  Target t;
+  t.cpu = cpu;
+  t.dir = target_root() + "/" + cpu;
+  t.firmware = t.dir + "/qlstm_device.elf";
+  std::ifstream info(t.dir + "/target.txt");
+  if (!info || !is_file(t.firmware)) {
+    throw DeviceError("no firmware for " + cpu + " in " + t.dir +
+                      " (build it with the host build, which needs gcc-arm-none-eabi, or set QLSTM_TARGET_DIR)");
+  }
+  std::string key, value;
+  while (info >> key && std::getline(info >> std::ws, value)) {
+    if (key == "qemu_machine") t.qemu_machine = value;
+    if (key == "qemu_cpu") t.qemu_cpu = value;
+  }
+  if (t.qemu_machine.empty() || t.qemu_cpu.empty()) {
+    throw DeviceError(t.dir + "/target.txt: missing qemu_machine or qemu_cpu");
+  }
+  return t;
+}
+
+std::string bundle(const std::vector<BundleCase>& cases) {
+  Record file;
+  file.raw("QLVB", 4);
+  file.i32(kBundleVersion);
+  file.i32(static_cast<int32_t>(cases.size()));
+  for (const BundleCase& c : cases) {
+    const qlstm_lstm_s8_params& p = *c.params;
+    const size_t B = static_cast<size_t>(p.dims.batch), T = static_cast<size_t>(p.dims.time_steps);
+    const size_t I = static_cast<size_t>(p.dims.input_size), H = static_cast<size_t>(p.dims.hidden_size);
+    const bool stateful = c.stateful;
+    Record r;
+    r.i32(static_cast<int32_t>(c.name.size()));
+    r.array(c.name.data(), c.name.size());
+    for (int32_t v : {static_cast<int32_t>(p.layout == QLSTM_LAYOUT_TIME_MAJOR), p.dims.batch, p.dims.time_steps,
+                      p.dims.input_size, p.dims.hidden_size, p.cell_scale_power, p.cell_clip, p.output_zero_point,
+                      (stateful ? kFlagStateful : 0) | (c.check ? kFlagExpected : 0)}) {
+      r.i32(v);
+    }
+    r.requant(p.forget_times_cell_to_cell);
+    r.requant(p.input_times_cell_gate_to_cell);
+    r.requant(p.output_times_tanh_cell_to_hidden);
+    for (const qlstm_gate_s8_params& g : p.gates) {
+      r.i32(g.activation);
+      r.requant(g.input_to_q3_12);
+      r.requant(g.hidden_to_q3_12);
+      r.array(g.input_weights, H * I);
+      r.array(g.input_effective_bias, H);
+      r.array(g.hidden_weights, H * H);
+      r.array(g.hidden_effective_bias, H);
+    }
+    r.array(c.input, B * T * I);
+    if (stateful) {
+      r.array(c.h0, B * H);
+      r.array(c.c0, B * H);
+    }
+    if (c.check) {
+      r.array(c.expected, B * T * H);
+      if (stateful) {
+        r.array(c.final_h, B * H);
+        r.array(c.final_c, B * H);
+      }
+    }
+    file.i32(static_cast<int32_t>(r.bytes().size()));
+    file.raw(r.bytes().data(), r.bytes().size());
+  }
+  return file.bytes();
+}
+
+RunResult run_firmware(const Target& t, const std::vector<std::string>& args, const RunOptions& options) {
+  std::string semihosting = "enable=on,target=native,arg=qlstm_device";
+  for (const std::string& a : args) semihosting += ",arg=" + qemu_escape(a);
+  std::vector<std::string> argv = {"timeout", "--kill-after=5", std::to_string(options.timeout_seconds),
+                                   "qemu-system-arm", "-M", t.qemu_machine, "-cpu", t.qemu_cpu,
+                                   "-nographic", "-monitor", "none", "-serial", "none",
+                                   "-semihosting-config", semihosting, "-kernel", t.firmware};
+  if (!options.icount_out.empty()) {
+    const std::string plugin = icount_plugin();
+    if (!is_file(plugin)) throw DeviceError("instruction counter plugin not found: " + plugin);
+    argv.push_back("-plugin");
+    argv.push_back(qemu_escape(plugin) + ",out=" + qemu_escape(options.icount_out));
+  }
+  std::vector<char*> cargv;
+  for (std::string& a : argv) cargv.push_back(a.data());
+  cargv.push_back(nullptr);
+
+  int pipe_fd[2] = {-1, -1};
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  if (options.capture) {
+    if (::pipe(pipe_fd) != 0) throw DeviceError(std::string("pipe: ") + std::strerror(errno));
+    posix_spawn_file_actions_adddup2(&actions, pipe_fd[1], STDOUT_FILENO);
+    posix_spawn_file_actions_addclose(&actions, pipe_fd[0]);
+  }
+  std::fflush(stdout);
+  pid_t pid = 0;
+  const int err = posix_spawnp(&pid, "timeout", &actions, nullptr, cargv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  RunResult r;
+  if (options.capture) {
+    ::close(pipe_fd[1]);
+    if (err == 0) {
+      char buf[4096];
+      ssize_t n;
+      while ((n = ::read(pipe_fd[0], buf, sizeof buf)) > 0) r.console.append(buf, static_cast<size_t>(n));
+    }
+    ::close(pipe_fd[0]);
+  }
+  if (err != 0) throw DeviceError(std::string("cannot start qemu-system-arm: ") + std::strerror(err));
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  r.exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+  // timeout(1) exits 127 when it cannot run QEMU at all.
+  if (r.exit_status == 127) throw DeviceError("qemu-system-arm not found (Debian package qemu-system-arm)");
+  return r;
+}
+
+std::vector<uint64_t> read_icounts(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<uint64_t> counts;
+  std::string word;
+  uint64_t n = 0;
+  while (in >> word >> n) {
+    if (word == "instructions") counts.push_back(n);
+  }
+  return counts;
+}
+
+TempFile::TempFile(const std::string& stem) {
+  const char* dir = std::getenv("TMPDIR");
+  std::string templ = std::string(dir != nullptr && *dir != '\0' ? dir : "/tmp") + "/" + stem + ".XXXXXX";
+  const int fd = ::mkstemp(templ.data());
+  if (fd < 0) throw DeviceError("cannot create a temporary file " + templ + ": " + std::strerror(errno));
+  ::close(fd);
+  path_ = templ;
+}
+
+TempFile::~TempFile() { ::unlink(path_.c_str()); }
+
+KernelSize kernel_size(const Target& t, const std::string& variant) {
+  // qlstm_runtime.syms: `nm` of the archive ("member.obj:" headers); qlstm_device.syms: the ELF.
+  std::ifstream archive(t.dir + "/qlstm_runtime.syms"), elf(t.dir + "/qlstm_device.syms");
+  if (!archive || !elf) throw DeviceError("no symbol lists in " + t.dir + " (rebuild the firmware)");
+  // A variant's own code lives in lstm_s8_<variant>.cc.obj; the other variants' objects are left out.
+  const std::string own = "lstm_s8_" + variant + ".cc.obj:";
+  std::map<std::string, char> runtime_symbols;  // name -> its type in the object (t, r, d, b)
+  std::string line, member;
+  while (std::getline(archive, line)) {
+    if (!line.empty() && line.back() == ':') {
+      member = line;
+      continue;
+    }
+    std::istringstream f(line);
+    std::string addr, size, type, name;
+    if (!(f >> addr >> size >> type >> name)) continue;
+    const bool other_variant = member.rfind("lstm_s8_", 0) == 0 && member != own;
+    if (!other_variant) runtime_symbols[name] = type[0];
+  }
+  KernelSize k;
+  while (std::getline(elf, line)) {
+    std::istringstream f(line);
+    std::string addr, size, type, name;
+    if (!(f >> addr >> size >> type >> name)) continue;
+    const auto it = runtime_symbols.find(name);
+    if (it == runtime_symbols.end()) continue;
+    const int64_t bytes = std::strtoll(size.c_str(), nullptr, 16);
+    // The object's section type: the linker script puts .rodata into the flash output section.
+    switch (it->second) {
+      case 't': case 'T': case 'W': case 'w': k.code_bytes += bytes; break;
+      case 'r': case 'R': k.rodata_bytes += bytes; break;
+      case 'd': case 'D': case 'b': case 'B': k.ram_bytes += bytes; break;
+      default: break;
+    }
+  }
+  return k;
+}
+
+}  // namespace device
+}  // namespace qlstm

@@ -1,0 +1,99 @@
+// The emulated Cortex-M device behind `qlstm ... --target CPU` (host only): which firmware and
+// QEMU board serve a CPU, the bundle the firmware reads (targets/cortex-m/firmware/qlstm_device.cc),
+// and running it under QEMU with semihosting, optionally with the instruction counter.
+#ifndef QLSTM_TOOLS_DEVICE_H_
+#define QLSTM_TOOLS_DEVICE_H_
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "qlstm/lstm_s8.h"
+
+namespace qlstm {
+namespace device {
+
+// Unknown CPU, firmware not built, QEMU missing, or the device run failed to start.
+class DeviceError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct Target {
+  std::string cpu;           // e.g. "cortex-m55-nomve"
+  std::string qemu_machine;  // e.g. "mps3-an547"
+  std::string qemu_cpu;      // e.g. "cortex-m55"
+  std::string dir;           // the firmware's build folder
+  std::string firmware;      // dir + "/qlstm_device.elf"
+};
+
+// The CPU names `--target` accepts, in a fixed order.
+const std::vector<std::string>& cpu_names();
+
+// Finds the firmware built for `cpu` (under $QLSTM_TARGET_DIR, else the build tree's targets/).
+// Throws DeviceError naming the CPU and what is missing.
+Target find_target(const std::string& cpu);
+
+// One kernel call for the device. Stateful: starts from h0/c0 (and checks final_h/final_c).
+// check: compare the output with `expected` (and the final state).
+struct BundleCase {
+  std::string name;
+  const qlstm_lstm_s8_params* params = nullptr;
+  bool stateful = false;
+  bool check = false;
+  const int8_t* input = nullptr;
+  const int8_t* h0 = nullptr;
+  const int16_t* c0 = nullptr;
+  const int8_t* expected = nullptr;
+  const int8_t* final_h = nullptr;
+  const int16_t* final_c = nullptr;
+};
+
+// "QLVB", version 2, the case count, then per case a byte count and the record: little-endian
+// int32 fields, int8/int16/int32 arrays padded to 4 bytes (docs/targets.md).
+std::string bundle(const std::vector<BundleCase>& cases);
+inline constexpr int32_t kBundleVersion = 2;
+
+struct RunOptions {
+  bool capture = false;          // collect the firmware's console output instead of printing it
+  std::string icount_out;        // non-empty: load the instruction counter, writing to this file
+  int timeout_seconds = 1200;
+};
+struct RunResult {
+  int exit_status = -1;  // the firmware's exit(status); 124 on timeout
+  std::string console;   // when captured
+};
+
+// Runs `qlstm_device ARGS...` on the target's QEMU board.
+RunResult run_firmware(const Target& t, const std::vector<std::string>& args, const RunOptions& options);
+
+// The instruction counts the counter wrote, one per begin/end marker pair.
+std::vector<uint64_t> read_icounts(const std::string& path);
+
+// A temporary file that is removed when this goes out of scope.
+class TempFile {
+ public:
+  explicit TempFile(const std::string& stem);
+  ~TempFile();
+  TempFile(const TempFile&) = delete;
+  TempFile& operator=(const TempFile&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// Sizes of the kernel in the firmware for `variant`: the runtime's symbols as linked, without
+// the other variants' objects (read from the symbol lists written at build time).
+struct KernelSize {
+  int64_t code_bytes = 0;    // .text
+  int64_t rodata_bytes = 0;  // .rodata (the sigmoid table)
+  int64_t ram_bytes = 0;     // static .data + .bss
+};
+KernelSize kernel_size(const Target& t, const std::string& variant);
+
+}  // namespace device
+}  // namespace qlstm
+
+#endif  // QLSTM_TOOLS_DEVICE_H_
