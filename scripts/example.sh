@@ -7,7 +7,10 @@ cd "$(dirname "$0")/.."
 bash scripts/deps.sh
 jobs=$(nproc 2>/dev/null || echo 2)
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build -j "$jobs" --target qlstm >/dev/null
+targets=(qlstm)
+# The device steps need the Arm toolchain and QEMU (installed by scripts/deps.sh).
+command -v arm-none-eabi-gcc >/dev/null && command -v qemu-system-arm >/dev/null && targets+=(firmware qlstm_icount)
+cmake --build build -j "$jobs" --target "${targets[@]}" >/dev/null
 
 qlstm=build/tools/qlstm/qlstm
 ex=examples/sunspots
@@ -22,6 +25,14 @@ echo
 echo "== qlstm eval: int8 against the float model"
 "$qlstm" eval "$ex/sunspots_lstm.onnx" "$out/sunspots_lstm.qlstm" --data "$ex/test.npy" --plot "$out/sunspots.svg"
 echo
+if [ ${#targets[@]} -gt 1 ]; then
+  echo "== on the device: the same run on the emulated Cortex-M55 (QEMU mps3-an547), compared with the host"
+  "$qlstm" run "$out/sunspots_lstm.qlstm" --input "$ex/test.npy" --output "$out/test_hidden_m55.npy" --float \
+    --target cortex-m55
+  cmp "$out/test_hidden.npy" "$out/test_hidden_m55.npy" && echo "device output == host output, byte for byte"
+  "$qlstm" bench "$out/sunspots_lstm.qlstm" --shape B=1,T=32 --target cortex-m55 | tail -4
+  echo
+fi
 echo "== kernel conformance: bundled golden vectors$( [ -d ../shared/conformance ] && echo ' and ../shared/conformance')"
 "$qlstm" verify-vectors --variant all tests/golden | tail -1
 if [ -d ../shared/conformance ]; then

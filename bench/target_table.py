@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""Executed instructions of one kernel call, per shape and emulated CPU (docs/performance.md).
+
+  bench/target_table.py [--qlstm build/tools/qlstm/qlstm] [--variants reference,default]
+                        [--cpus cortex-m55,...] [--write docs/performance.md]
+
+Runs `qlstm bench --target CPU --shape ...` for every shape and CPU, prints a Markdown table
+(instructions per sequence, ratio to the CMSIS-NN figures of issue 6, instructions per MAC,
+kernel code and read-only bytes, RAM per call) and, with --write, writes the page with the commit
+it was measured at. The counts are exact: the same binary and inputs give the same numbers.
+"""
+import argparse
+import datetime
+import os
+import re
+import subprocess
+import sys
+
+SHAPES = [
+    ("tiny", "B=1,T=16,I=8,H=16"),
+    ("kws", "B=1,T=49,I=10,H=64"),
+    ("medium", "B=1,T=32,I=32,H=128"),
+    ("large", "B=1,T=25,I=40,H=256"),
+    ("batch4", "B=4,T=16,I=16,H=32,time_major"),
+]
+CPUS = ["cortex-m55", "cortex-m55-nomve", "cortex-m33", "cortex-m4", "cortex-m3"]
+
+# CMSIS-NN arm_lstm_unidirectional_s8 at commit 99f736a6, arm-none-eabi-gcc 12.2, one stateless
+# call under QEMU 7.2 (issue 6). The M55 figure is with MVE; the M55 without MVE has none.
+CMSIS_NN = {
+    "tiny": {"cortex-m55": 101950, "cortex-m4": 208267, "cortex-m33": 206438, "cortex-m3": 229398},
+    "kws": {"cortex-m55": 1285588, "cortex-m4": 3565565, "cortex-m33": 3543537, "cortex-m3": 4435998},
+    "medium": {"cortex-m55": 2215728, "cortex-m4": 7088000, "cortex-m33": 7059349, "cortex-m3": 9868789},
+    "large": {"cortex-m55": 5069692, "cortex-m4": 17254304, "cortex-m33": 17209250, "cortex-m3": 25263326},
+    "batch4": {"cortex-m55": 698704, "cortex-m4": 1857797, "cortex-m33": 1842446, "cortex-m3": 2248616},
+}
+# The ratio each CPU must reach (issue 6).
+GOALS = {"cortex-m55": 0.50, "cortex-m33": 0.70, "cortex-m4": 0.70, "cortex-m3": 0.80}
+
+
+def field(out, pattern):
+    m = re.search(pattern, out, re.M)
+    return m.group(1) if m else None
+
+
+def bench(qlstm, cpu, shape, variant):
+    cmd = [qlstm, "bench", "--target", cpu, "--shape", shape, "--variant", variant]
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if p.returncode != 0:
+        sys.exit("failed: %s\n%s" % (" ".join(cmd), p.stdout))
+    last = p.stdout.strip().splitlines()[-1]
+    if not last.startswith("instructions: "):
+        sys.exit("unexpected output of %s:\n%s" % (" ".join(cmd), p.stdout))
+    return {
+        "instructions": int(last.split()[1]),
+        "variant": field(p.stdout, r"variant: (\S+)$"),
+        "macs": int(field(p.stdout, r"(\d+) MACs")),
+        "code": int(field(p.stdout, r"kernel code: (\d+) bytes \(\.text\)")),
+        "rodata": int(field(p.stdout, r"(\d+) bytes \(\.rodata\)")),
+        "ram": int(field(p.stdout, r"RAM per call: (\d+) bytes")),
+    }
+
+
+def commit(root):
+    def git(*a):
+        return subprocess.run(["git", "-C", root] + list(a), stdout=subprocess.PIPE, text=True).stdout.strip()
+    head = git("rev-parse", "--short=12", "HEAD") or "unknown"
+    dirty = git("status", "--porcelain", "--untracked-files=no")
+    return head + (" (with uncommitted changes)" if dirty else "")
+
+
+def table(rows):
+    lines = ["| shape | CPU | variant | instructions | ratio to CMSIS-NN | goal | instr/MAC | code B | rodata B | RAM/call B |",
+             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        ref = CMSIS_NN[r["shape"]].get(r["cpu"])
+        ratio = "%.3f" % (r["instructions"] / ref) if ref else "n/a"
+        goal = "<= %.2f" % GOALS[r["cpu"]] if r["cpu"] in GOALS else ""
+        lines.append("| %s | %s | %s | %s | %s | %s | %.3f | %d | %d | %d |" % (
+            r["shape"], r["cpu"], r["variant"], format(r["instructions"], ","), ratio, goal,
+            r["instructions"] / r["macs"], r["code"], r["rodata"], r["ram"]))
+    return "\n".join(lines)
+
+
+def main():
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    p = argparse.ArgumentParser()
+    p.add_argument("--qlstm", default=os.path.join(root, "build/tools/qlstm/qlstm"))
+    p.add_argument("--variants", default="reference,default")
+    p.add_argument("--cpus", default=",".join(CPUS))
+    p.add_argument("--write", help="write the page (docs/performance.md)")
+    a = p.parse_args()
+    rows = []
+    for name, shape in SHAPES:
+        for cpu in a.cpus.split(","):
+            seen = set()
+            for v in a.variants.split(","):
+                r = bench(a.qlstm, cpu, shape, v)
+                if r["variant"] in seen:
+                    continue  # "default" is one of the named variants
+                seen.add(r["variant"])
+                r.update(shape=name, cpu=cpu)
+                rows.append(r)
+                print("%-7s %-17s %-12s %12d" % (name, cpu, r["variant"], r["instructions"]), file=sys.stderr)
+    t = table(rows)
+    print(t)
+    if a.write:
+        page = TEMPLATE.format(commit=commit(root), date=datetime.date.today().isoformat(), table=t,
+                               command="python3 bench/target_table.py --write docs/performance.md")
+        tmp = a.write + ".tmp"
+        with open(tmp, "w") as f:
+            f.write(page)
+        os.replace(tmp, a.write)
+        print("wrote " + a.write, file=sys.stderr)
+
+
+TEMPLATE = """# Performance
+
+<!-- Generated by bench/target_table.py; edit the template there, not this page. -->
+
+Executed instructions of one stateless kernel call (a whole sequence), counted on the emulated
+CPU by the project's QEMU plugin (`tools/qemu_icount`): the instructions between the firmware's
+two marker calls around `run_lstm_s8`, exactly, and the same on every run. Each shape's model is a
+float LSTM with PyTorch's default initialization, calibrated on standard-normal inputs (typical
+scales), fed random standard-normal input; the device output is checked bit for bit against the
+host simulation in the same run.
+
+- **ratio to CMSIS-NN**: against `arm_lstm_unidirectional_s8` (CMSIS-NN 99f736a6, gcc 12.2, best
+  of -O2/-O3, QEMU 7.2) as measured for issue 6; the M55 figure is with MVE, so the M55 without
+  MVE has none. **goal**: the ratio issue 6 asks for.
+- **code B / rodata B**: the runtime's linked `.text` and `.rodata` for that variant (other
+  variants' objects left out), read from the firmware's symbol table; rodata is mostly the
+  sigmoid table (512 B). The weights and biases are the model's, not counted here.
+- **RAM/call B**: scratch plus the int16 cell state; the input and output buffers are the caller's.
+
+Measured at commit {commit}, {date}, with arm-none-eabi-gcc 12.2 (-O3) and QEMU 7.2.
+Reproduce with `{command}` (after `cmake --build build`).
+
+{table}
+
+A single measurement: `qlstm bench --target cortex-m4 --shape B=1,T=49,I=10,H=64` (last line
+`instructions: N`); `--variant NAME` picks a variant, `qlstm bench --shape ...` without `--target`
+times the host kernel.
+"""
+
+if __name__ == "__main__":
+    main()
