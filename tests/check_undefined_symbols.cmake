@@ -1,5 +1,6 @@
-# cmake -DNM=nm -DLIB=lib.a -DALLOWED="a;b" -P check_undefined_symbols.cmake
+# cmake -DNM=nm -DLIB=lib.a -DALLOWED=a,b -P check_undefined_symbols.cmake
 cmake_policy(SET CMP0057 NEW)
+string(REPLACE "," ";" ALLOWED "${ALLOWED}")
 # Fails if the library references any symbol it does not define itself, outside ALLOWED.
 execute_process(COMMAND ${NM} -u --format=posix ${LIB} OUTPUT_VARIABLE out RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)

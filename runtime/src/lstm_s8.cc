@@ -120,6 +120,7 @@ qlstm_status run_lstm_s8(const LstmS8Variant& variant, const qlstm_lstm_s8_param
   if (ctx->scratch_bytes < scratch_bytes_for(d)) return QLSTM_ERROR_SCRATCH_TOO_SMALL;
   if (!is_aligned(ctx->scratch)) return QLSTM_ERROR_SCRATCH_MISALIGNED;
   if (variant.is_supported != nullptr && !variant.is_supported()) return QLSTM_ERROR_UNSUPPORTED;
+  if (variant.sequence != nullptr) return variant.sequence(*params, *ctx, input, output);
 
   const int32_t B = d.batch, T = d.time_steps, I = d.input_size, H = d.hidden_size;
   const ptrdiff_t BH = static_cast<ptrdiff_t>(B) * H;

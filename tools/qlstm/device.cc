@@ -257,6 +257,13 @@ KernelSize kernel_size(const Target& t, const std::string& variant) {
     const bool other_variant = member.rfind("lstm_s8_", 0) == 0 && member != own;
     if (!other_variant) runtime_symbols[name] = type[0];
   }
+  // An external backend's library (qlstm_backend.syms, empty without one) belongs to its variant.
+  std::ifstream backend(t.dir + "/qlstm_backend.syms");
+  while (variant == "cmsis_nn" && std::getline(backend, line)) {
+    std::istringstream f(line);
+    std::string addr, size, type, name;
+    if (f >> addr >> size >> type >> name) runtime_symbols[name] = type[0];
+  }
   KernelSize k;
   while (std::getline(elf, line)) {
     std::istringstream f(line);

@@ -52,12 +52,19 @@ using HiddenUpdateFn = void (*)(const HiddenUpdateParams& p, int32_t rows, int32
                                 const int16_t* o_q0_15, const int16_t* cell, int8_t* h_out,
                                 ptrdiff_t h_row_stride);
 
+// A whole call, after run_lstm_s8 has validated the parameters, the context and the scratch.
+using SequenceFn = qlstm_status (*)(const qlstm_lstm_s8_params& params, qlstm_lstm_s8_context& ctx,
+                                    const int8_t* input, int8_t* output);
+
 struct LstmS8Variant {
   const char* name;          // e.g. "reference", "arm_mve", "x86_avx2"
   bool (*is_supported)();    // can this CPU run it (run-time check on the host)
-  GateFn gate;
+  GateFn gate;               // the three stages, driven by the shared sequence loop ...
   CellUpdateFn cell_update;
   HiddenUpdateFn hidden_update;
+  // ... or, when set, the whole sequence (the stages may then be null): a variant that orders
+  // the work across time steps itself, or an external backend such as CMSIS-NN.
+  SequenceFn sequence;
 };
 
 // All variants built into this binary, best first; the reference is always last.

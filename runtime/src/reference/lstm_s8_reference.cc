@@ -87,7 +87,7 @@ bool is_supported() { return true; }
 
 extern const LstmS8Variant kLstmS8ReferenceVariant = {
     "reference", reference::is_supported, reference::gate, reference::cell_update,
-    reference::hidden_update};
+    reference::hidden_update, nullptr};
 
 const LstmS8Variant& lstm_s8_reference_variant() { return kLstmS8ReferenceVariant; }
 
