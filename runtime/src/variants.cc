@@ -8,12 +8,28 @@ namespace qlstm {
 #ifdef QLSTM_HAVE_CMSIS_NN
 extern const LstmS8Variant kLstmS8CmsisNnVariant;
 #endif
+extern const LstmS8Variant kLstmS8ScalarVariant;
+#if defined(__ARM_ARCH_ISA_THUMB) && __ARM_ARCH_ISA_THUMB >= 2 && defined(__ARM_ARCH_PROFILE) && \
+    __ARM_ARCH_PROFILE == 'M'
+#define QLSTM_HAVE_ARM_M 1
+extern const LstmS8Variant kLstmS8ArmThumb2Variant;
+#if defined(__ARM_FEATURE_DSP)
+extern const LstmS8Variant kLstmS8ArmDspVariant;
+#endif
+#endif
 
 const LstmS8Variant* const* lstm_s8_variants(size_t* count) {
   static const LstmS8Variant* const kVariants[] = {
 #ifdef QLSTM_HAVE_CMSIS_NN
       &kLstmS8CmsisNnVariant,  // the user asked for it: it becomes what qlstm_lstm_s8() runs
 #endif
+#if defined(QLSTM_HAVE_ARM_M) && defined(__ARM_FEATURE_DSP)
+      &kLstmS8ArmDspVariant,
+#endif
+#if defined(QLSTM_HAVE_ARM_M)
+      &kLstmS8ArmThumb2Variant,
+#endif
+      &kLstmS8ScalarVariant,
       &kLstmS8ReferenceVariant,
   };
   if (count != nullptr) *count = sizeof(kVariants) / sizeof(kVariants[0]);

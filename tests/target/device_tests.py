@@ -9,6 +9,8 @@
       a model's emitted NAME_model.cc built into examples/firmware, run under QEMU, equals the host
   device_tests.py icount  --qlstm Q --cpu CPU
       the instruction counter counts a known sequence exactly, and a kernel call repeatably
+  device_tests.py variants --qlstm Q --cpu CPU
+      every variant built for the CPU against the reference on 2000 random cases, on the device
 
 Needs numpy (Debian's python3-numpy). Exits non-zero on any failure.
 """
@@ -201,15 +203,24 @@ def test_icount(a):
     print("icount: exact and repeatable")
 
 
+def test_variants(a):
+    info = target_info(a.qlstm, a.cpu)
+    rc, out = qemu(info, os.path.join(info["dir"], "qlstm_device.elf"), ["variant-test", "2000"])
+    print(out, end="")
+    if rc != 0 or " 0 mismatches" not in out:
+        fail("a variant differs from the reference on %s (exit status %d)" % (a.cpu, rc))
+
+
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("mode", choices=["fault", "models", "emitted", "icount"])
+    p.add_argument("mode", choices=["fault", "models", "emitted", "icount", "variants"])
     p.add_argument("--qlstm", required=True)
     p.add_argument("--cpu", required=True)
     p.add_argument("--work")
     p.add_argument("--source")
     a = p.parse_args()
-    {"fault": test_fault, "models": test_models, "emitted": test_emitted, "icount": test_icount}[a.mode](a)
+    {"fault": test_fault, "models": test_models, "emitted": test_emitted, "icount": test_icount,
+     "variants": test_variants}[a.mode](a)
 
 
 if __name__ == "__main__":

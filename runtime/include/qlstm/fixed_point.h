@@ -90,6 +90,31 @@ constexpr int32_t requantize_double_rounding(int32_t x, int32_t multiplier, int3
       saturating_rounding_doubling_high_mul(wrapping_shift_left(x, left), multiplier), right);
 }
 
+// requantize_double_rounding for one (multiplier, shift) applied many times, with the shift's
+// masks computed once. Only for multiplier >= 0 (what the kernel validates): then the SRDHM
+// cannot saturate and its check is left out. Equal to requantize_double_rounding for every x.
+struct RequantDoubleRounding {
+  int32_t multiplier;
+  int32_t left;       // max(shift, 0)
+  int32_t right;      // max(-shift, 0)
+  int32_t mask;       // 2^right - 1
+  int32_t threshold;  // mask / 2
+
+  static constexpr RequantDoubleRounding make(int32_t multiplier, int32_t shift) {
+    const int32_t right = shift > 0 ? 0 : -shift;
+    const int32_t mask = static_cast<int32_t>((uint32_t{1} << right) - 1u);
+    return {multiplier, shift > 0 ? shift : 0, right, mask, mask >> 1};
+  }
+  constexpr int32_t operator()(int32_t x) const {
+    constexpr int64_t kHalf = int64_t{1} << 30;
+    constexpr int32_t kShift = 31;
+    const int32_t high = static_cast<int32_t>(shift_right_floor(
+        static_cast<int64_t>(wrapping_shift_left(x, left)) * multiplier + kHalf, kShift));
+    const int32_t remainder = static_cast<int32_t>(static_cast<uint32_t>(high) & static_cast<uint32_t>(mask));
+    return shift_right_floor(high, right) + (remainder > threshold + (high < 0 ? 1 : 0) ? 1 : 0);
+  }
+};
+
 }  // namespace fxp
 }  // namespace qlstm
 

@@ -5,12 +5,14 @@
 //   qlstm_device bench BUNDLE VARIANT          case 0 once, between the instruction-count markers
 //   qlstm_device variants                      the variants built for this CPU, one per line
 //   qlstm_device icount-self-test              a known count of instructions between the markers
+//   qlstm_device variant-test [CASES]          every variant against the reference on random cases
 //   qlstm_device --fault                       writes to an unmapped address (a fault fails the run)
 // BUNDLE is written by the host (tools/qlstm/device.cc; layout in docs/targets.md). Exit status:
 // 0 all good, 1 a mismatch, 2 bad arguments or a malformed bundle, 3 a kernel error.
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "qlstm/kernels.h"
@@ -305,8 +307,141 @@ int run_bundle(Mode mode, const char* path, const char* out_path, const char* va
   return failed == 0 ? 0 : kExitMismatch;
 }
 
+// ---- variant-test: every variant built for this CPU against the reference, on random
+// parameters generated here (the same three regimes as tests/support/random_lstm.h), over the
+// edge sizes, both layouts, stateless and stateful; equal means equal.
+struct Rng {
+  uint64_t s;
+  uint32_t next() {  // xorshift64*
+    s ^= s >> 12;
+    s ^= s << 25;
+    s ^= s >> 27;
+    return static_cast<uint32_t>((s * 2685821657736338717ull) >> 32);
+  }
+  int32_t range(int32_t lo, int32_t hi) {  // inclusive
+    return lo + static_cast<int32_t>(next() % static_cast<uint32_t>(hi - lo + 1));
+  }
+  int8_t s8() { return static_cast<int8_t>(next()); }
+};
+
+enum Regime { kTypical, kWide, kExtreme };
+
+qlstm_requant random_requant(Rng& r, int32_t lo, int32_t hi) {
+  return {static_cast<int32_t>((1u << 30) + (r.next() & 0x3FFFFFFFu)), r.range(lo, hi)};
+}
+
+// Random parameters and input for dims, in the arena. false: it does not fit.
+bool make_random_case(Rng& r, const qlstm_lstm_dims& d, bool time_major, Regime regime, Case* k) {
+  memset(k, 0, sizeof *k);
+  qlstm_lstm_s8_params& p = k->params;
+  p.dims = d;
+  p.layout = time_major ? QLSTM_LAYOUT_TIME_MAJOR : QLSTM_LAYOUT_BATCH_MAJOR;
+  const int32_t B = d.batch, T = d.time_steps, I = d.input_size, H = d.hidden_size;
+  const bool extreme = regime == kExtreme;
+  p.output_zero_point = r.s8();
+  for (int g = 0; g < QLSTM_GATE_COUNT; ++g) {
+    int8_t* wx = static_cast<int8_t*>(arena_take(static_cast<uint32_t>(H * I)));
+    int8_t* wh = static_cast<int8_t*>(arena_take(static_cast<uint32_t>(H * H)));
+    int32_t* bx = static_cast<int32_t*>(arena_take(static_cast<uint32_t>(H) * 4u));
+    int32_t* bh = static_cast<int32_t*>(arena_take(static_cast<uint32_t>(H) * 4u));
+    if (!wx || !wh || !bx || !bh) return false;
+    for (int32_t j = 0; j < H * I; ++j) wx[j] = r.s8();
+    for (int32_t j = 0; j < H * H; ++j) wh[j] = r.s8();
+    for (int32_t j = 0; j < H; ++j) {
+      bx[j] = extreme ? static_cast<int32_t>(r.next()) : r.range(-20000, 20000);
+      int32_t rowsum = 0;
+      for (int32_t c = 0; c < H; ++c) rowsum += wh[j * H + c];
+      bh[j] = extreme ? static_cast<int32_t>(r.next()) : -p.output_zero_point * rowsum;
+    }
+    qlstm_gate_s8_params& gp = p.gates[g];
+    gp.input_to_q3_12 = extreme ? random_requant(r, -31, 31) : random_requant(r, -12, -5);
+    gp.hidden_to_q3_12 = extreme ? random_requant(r, -31, 31) : random_requant(r, -12, -5);
+    gp.input_weights = wx;
+    gp.hidden_weights = wh;
+    gp.input_effective_bias = bx;
+    gp.hidden_effective_bias = bh;
+    gp.activation = g == QLSTM_GATE_CELL && r.range(0, 9) != 0 ? QLSTM_ACTIVATION_TANH : QLSTM_ACTIVATION_SIGMOID;
+  }
+  p.cell_scale_power = r.range(-16, -8);
+  if (regime == kTypical) {
+    p.forget_times_cell_to_cell = {1 << 30, -14};
+    p.input_times_cell_gate_to_cell = {1 << 30, -29 - p.cell_scale_power};
+    p.cell_clip = r.range(0, 1) ? 0 : 32767;
+  } else {
+    p.forget_times_cell_to_cell = random_requant(r, -20, extreme ? 10 : -10);
+    p.input_times_cell_gate_to_cell = random_requant(r, -20, extreme ? 10 : -10);
+    p.cell_clip = r.range(-5, 32767);
+    if (extreme && r.range(0, 9) < 3) p.cell_scale_power = r.range(QLSTM_CELL_SCALE_POWER_MIN, QLSTM_CELL_SCALE_POWER_MAX);
+  }
+  p.output_times_tanh_cell_to_hidden = extreme ? random_requant(r, -31, 31) : random_requant(r, -24, -14);
+  int8_t* x = static_cast<int8_t*>(arena_take(static_cast<uint32_t>(B * T * I)));
+  int8_t* h0 = static_cast<int8_t*>(arena_take(static_cast<uint32_t>(B * H)));
+  int16_t* c0 = static_cast<int16_t*>(arena_take(static_cast<uint32_t>(B * H) * 2u));
+  if (!x || !h0 || !c0) return false;
+  for (int32_t j = 0; j < B * T * I; ++j) x[j] = r.s8();
+  for (int32_t j = 0; j < B * H; ++j) {
+    h0[j] = r.s8();
+    c0[j] = static_cast<int16_t>(r.next());
+  }
+  k->input = x;
+  k->h0 = h0;
+  k->c0 = c0;
+  k->stateful = r.range(0, 1) != 0;
+  return true;
+}
+
+int variant_test(int32_t cases) {
+  static const int32_t kEdge[] = {1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65};
+  constexpr int32_t kEdgeCount = sizeof kEdge / sizeof kEdge[0];
+  size_t nvar = 0;
+  const qlstm::LstmS8Variant* const* all = qlstm::lstm_s8_variants(&nvar);
+  const qlstm::LstmS8Variant& ref = qlstm::lstm_s8_reference_variant();
+  Rng r{0x9E3779B97F4A7C15ull};
+  long runs = 0, mismatches = 0;
+  for (int32_t n = 0; n < cases; ++n) {
+    g_arena_used = 0;
+    const qlstm_lstm_dims d = {r.range(1, 3), r.range(1, 4), kEdge[r.range(0, kEdgeCount - 1)],
+                               kEdge[r.range(0, kEdgeCount - 1)]};
+    Case k;
+    if (!make_random_case(r, d, r.range(0, 1) != 0, static_cast<Regime>(n % 3), &k)) return kExitBadInput;
+    const uint32_t mark = g_arena_used;
+    Outputs want;
+    void* scratch = nullptr;
+    uint32_t scratch_bytes = 0;
+    if (!alloc_outputs(k, &want, &scratch, &scratch_bytes)) return kExitBadInput;
+    if (!k.stateful) memset(want.cell, 0x5A, want.state_count * 2u);  // a stateless call must clear it
+    qlstm_lstm_s8_context ctx{scratch, scratch_bytes, want.cell, want.hidden};
+    const qlstm_status want_st = qlstm::run_lstm_s8(ref, &k.params, &ctx, k.input, want.output);
+    const uint32_t after_ref = g_arena_used;
+    for (size_t v = 0; v < nvar; ++v) {
+      if (all[v] == &ref) continue;
+      g_arena_used = after_ref;
+      Outputs got;
+      if (!alloc_outputs(k, &got, &scratch, &scratch_bytes)) return kExitBadInput;
+      if (!k.stateful) memset(got.cell, 0xA5, got.state_count * 2u);
+      qlstm_lstm_s8_context c2{scratch, scratch_bytes, got.cell, got.hidden};
+      const qlstm_status st = qlstm::run_lstm_s8(*all[v], &k.params, &c2, k.input, got.output);
+      ++runs;
+      bool same = st == want_st && memcmp(got.output, want.output, want.output_bytes) == 0 &&
+                  memcmp(got.cell, want.cell, want.state_count * 2u) == 0 &&
+                  (!k.stateful || memcmp(got.hidden, want.hidden, want.state_count) == 0);
+      if (!same) {
+        ++mismatches;
+        printf("FAIL variant %s, case %ld: B=%ld T=%ld I=%ld H=%ld %s %s regime %ld\n", all[v]->name, (long)n,
+               (long)d.batch, (long)d.time_steps, (long)d.input_size, (long)d.hidden_size,
+               k.params.layout == QLSTM_LAYOUT_TIME_MAJOR ? "time-major" : "batch-major",
+               k.stateful ? "stateful" : "stateless", (long)(n % 3));
+      }
+    }
+    (void)mark;
+  }
+  printf("variant-test: %ld cases, %ld variant runs against the reference, %ld mismatches\n", (long)cases, runs,
+         mismatches);
+  return mismatches == 0 ? 0 : kExitMismatch;
+}
+
 int usage() {
-  printf("usage: qlstm_device verify BUNDLE [VARIANT|all] | run BUNDLE OUT [VARIANT] | bench BUNDLE VARIANT | variants | icount-self-test | --fault\n");
+  printf("usage: qlstm_device verify BUNDLE [VARIANT|all] | run BUNDLE OUT [VARIANT] | bench BUNDLE VARIANT | variants | variant-test [CASES] | icount-self-test | --fault\n");
   return kExitBadInput;
 }
 
@@ -328,6 +463,9 @@ int main(int argc, char** argv) {
         "bl qlstm_bench_end\n\t" ::: "r0", "r1", "r2", "r3", "r12", "lr", "memory", "cc");
     printf("expected instructions: 101\n");
     return 0;
+  }
+  if (strcmp(cmd, "variant-test") == 0 && (argc == 2 || argc == 3)) {
+    return variant_test(argc == 3 ? static_cast<int32_t>(strtol(argv[2], nullptr, 10)) : 300);
   }
   if (strcmp(cmd, "variants") == 0) {
     size_t n = 0;

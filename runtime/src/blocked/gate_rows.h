@@ -1,0 +1,74 @@
+// The gate stage of the optimized variants, shared: rows are taken four at a time so that each
+// x (and h) value is loaded once for four weight rows, then requantized, added, saturated and
+// activated exactly as the reference does (reference/lstm_s8_reference.cc, docs/arithmetic.md).
+// A variant supplies a Kernel with
+//   static void dot4(const int8_t* v, const int8_t* w, ptrdiff_t w_row_stride, int32_t n, int32_t acc[4]);
+//     acc[k] += sum_j v[j] * w[k * w_row_stride + j]   (modulo 2^32), k < 4
+//   static int32_t dot1(const int8_t* v, const int8_t* w, int32_t n, int32_t acc);
+//   static void activate(int16_t* q3_12_to_q0_15, int32_t n, bool is_tanh);   in place
+#ifndef QLSTM_SRC_BLOCKED_GATE_ROWS_H_
+#define QLSTM_SRC_BLOCKED_GATE_ROWS_H_
+
+#include "qlstm/activation_s16.h"
+#include "qlstm/fixed_point.h"
+#include "qlstm/kernels.h"
+
+namespace qlstm {
+namespace blocked {
+
+constexpr int32_t kRowsPerPass = 4;
+
+// The Q3.12 pre-activation of one row from its two accumulators (has_h: a recurrent term).
+struct GateRequant {
+  fxp::RequantDoubleRounding input, hidden;
+  explicit GateRequant(const qlstm_gate_s8_params& g)
+      : input(fxp::RequantDoubleRounding::make(g.input_to_q3_12.multiplier, g.input_to_q3_12.shift)),
+        hidden(fxp::RequantDoubleRounding::make(g.hidden_to_q3_12.multiplier, g.hidden_to_q3_12.shift)) {}
+  int16_t pre_activation_q3_12(int32_t acc_x, int32_t acc_h, bool has_h) const {
+    int32_t pre = fxp::saturate_to_s16(input(acc_x));
+    if (has_h) pre = fxp::saturate_to_s16(fxp::wrapping_add(pre, hidden(acc_h)));
+    return static_cast<int16_t>(pre);
+  }
+};
+
+// Scalar activation of a row, for kernels without a vector one.
+inline void activate_scalar(int16_t* v, int32_t n, bool is_tanh) {
+  constexpr int32_t kGateLeftShift = 0;  // gate pre-activations are Q3.12 already
+  for (int32_t k = 0; k < n; ++k) v[k] = activation_q0_15(v[k], kGateLeftShift, is_tanh ? 1 : 0);
+}
+
+template <typename Kernel>
+void gate(const qlstm_gate_s8_params& g, const GateArgs& a, int16_t* out_q0_15) {
+  const int32_t I = a.input_size, H = a.hidden_size;
+  const bool is_tanh = g.activation == QLSTM_ACTIVATION_TANH;
+  const GateRequant rq(g);
+  for (int32_t b = 0; b < a.rows; ++b) {
+    const int8_t* x = a.x + b * a.x_row_stride;
+    const int8_t* h = a.h != nullptr ? a.h + b * a.h_row_stride : nullptr;
+    int16_t* out = out_q0_15 + static_cast<ptrdiff_t>(b) * H;
+    int32_t r = 0;
+    for (; r + kRowsPerPass <= H; r += kRowsPerPass) {
+      int32_t ax[kRowsPerPass], ah[kRowsPerPass] = {0, 0, 0, 0};
+      for (int32_t k = 0; k < kRowsPerPass; ++k) ax[k] = g.input_effective_bias[r + k];
+      Kernel::dot4(x, g.input_weights + static_cast<ptrdiff_t>(r) * I, I, I, ax);
+      if (h != nullptr) {
+        for (int32_t k = 0; k < kRowsPerPass; ++k) ah[k] = g.hidden_effective_bias[r + k];
+        Kernel::dot4(h, g.hidden_weights + static_cast<ptrdiff_t>(r) * H, H, H, ah);
+      }
+      for (int32_t k = 0; k < kRowsPerPass; ++k) out[r + k] = rq.pre_activation_q3_12(ax[k], ah[k], h != nullptr);
+    }
+    for (; r < H; ++r) {
+      const int32_t ax = Kernel::dot1(x, g.input_weights + static_cast<ptrdiff_t>(r) * I, I, g.input_effective_bias[r]);
+      const int32_t ah = h != nullptr ? Kernel::dot1(h, g.hidden_weights + static_cast<ptrdiff_t>(r) * H, H,
+                                                     g.hidden_effective_bias[r])
+                                      : 0;
+      out[r] = rq.pre_activation_q3_12(ax, ah, h != nullptr);
+    }
+    Kernel::activate(out, H, is_tanh);
+  }
+}
+
+}  // namespace blocked
+}  // namespace qlstm
+
+#endif  // QLSTM_SRC_BLOCKED_GATE_ROWS_H_
