@@ -16,12 +16,18 @@ extern const LstmS8Variant kLstmS8ArmThumb2Variant;
 #if defined(__ARM_FEATURE_DSP)
 extern const LstmS8Variant kLstmS8ArmDspVariant;
 #endif
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+extern const LstmS8Variant kLstmS8ArmMveVariant;
+#endif
 #endif
 
 const LstmS8Variant* const* lstm_s8_variants(size_t* count) {
   static const LstmS8Variant* const kVariants[] = {
 #ifdef QLSTM_HAVE_CMSIS_NN
       &kLstmS8CmsisNnVariant,  // the user asked for it: it becomes what qlstm_lstm_s8() runs
+#endif
+#if defined(QLSTM_HAVE_ARM_M) && defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+      &kLstmS8ArmMveVariant,
 #endif
 #if defined(QLSTM_HAVE_ARM_M) && defined(__ARM_FEATURE_DSP)
       &kLstmS8ArmDspVariant,

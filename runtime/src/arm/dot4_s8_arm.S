@@ -2,6 +2,7 @@
 @   acc[k] += sum_{j<n} v[j] * w[k * stride + j]   (mod 2^32), k = 0..3
 @ void qlstm_arm_dot4_s8_thumb2(const int8_t* v, const int8_t* w, int32_t stride, int32_t n, int32_t acc[4]);
 @ void qlstm_arm_dot4_s8_dsp(const int8_t* v, const int8_t* w, int32_t stride, int32_t n, int32_t acc[4]);
+@ void qlstm_arm_dot4_s8_mve(const int8_t* v, const int8_t* w, int32_t stride, int32_t n, int32_t acc[4]);
 @ In assembly because the instruction count is the product: GCC 12 spills and re-associates
 @ these loops. No alignment is required (unaligned LDR is architectural on Armv7-M and
 @ Armv8-M Mainline for normal memory).
@@ -123,4 +124,47 @@ qlstm_arm_dot4_s8_dsp:
     pop     {r4-r11, pc}
     .size qlstm_arm_dot4_s8_dsp, . - qlstm_arm_dot4_s8_dsp
 #endif  /* __ARM_FEATURE_DSP */
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+@ Helium: sixteen columns per pass in a tail-predicated loop (DLSTP/LETP predicate the last,
+@ partial pass), VMLADAVA adds the sixteen products of a row into its 32-bit accumulator
+@ (wrapping). VMLADAVA needs even accumulator registers: r4, r6, r8, r10. Only q0-q3 are
+@ used: q4-q7 are callee-saved.
+@ void qlstm_arm_dot4_s8_mve(const int8_t* v, const int8_t* w, int32_t stride, int32_t n, int32_t acc[4]);
+    .syntax unified
+    .thumb
+    .text
+    .global qlstm_arm_dot4_s8_mve
+    .type qlstm_arm_dot4_s8_mve, %function
+    .thumb_func
+    .p2align 2
+qlstm_arm_dot4_s8_mve:
+    push    {r4-r10, lr}
+    ldr     r12, [sp, #32]          @ acc
+    ldr     r4, [r12]
+    ldr     r6, [r12, #4]
+    ldr     r8, [r12, #8]
+    ldr     r10, [r12, #12]
+    add     r5, r1, r2              @ row 1
+    add     r7, r5, r2              @ row 2
+    add     r9, r7, r2              @ row 3
+    dlstp.8 lr, r3
+1:
+    vldrb.s8    q0, [r0], #16
+    vldrb.s8    q1, [r1], #16
+    vmladava.s8 r4, q0, q1
+    vldrb.s8    q2, [r5], #16
+    vmladava.s8 r6, q0, q2
+    vldrb.s8    q3, [r7], #16
+    vmladava.s8 r8, q0, q3
+    vldrb.s8    q1, [r9], #16
+    vmladava.s8 r10, q0, q1
+    letp    lr, 1b
+    str     r4, [r12]
+    str     r6, [r12, #4]
+    str     r8, [r12, #8]
+    str     r10, [r12, #12]
+    pop     {r4-r10, pc}
+    .size qlstm_arm_dot4_s8_mve, . - qlstm_arm_dot4_s8_mve
+#endif  /* MVE */
+
 #endif  /* Thumb-2 M-profile */

@@ -2,6 +2,7 @@
 // products in assembly (dot4_s8_arm.S).
 //   arm_thumb2: byte loads and MLA, any Thumb-2 core (Cortex-M3 and up)
 //   arm_dsp:    SXTB16 + SMLAD, two multiply-accumulates per instruction (Cortex-M4, M33, M55)
+// (arm_mve, with the vector stages: lstm_s8_arm_mve.cc.)
 // Cell and hidden stages: the reference's.
 #include "blocked/gate_rows.h"
 #include "reference/lstm_s8_reference.h"
@@ -25,7 +26,7 @@ int32_t dot1(const int8_t* v, const int8_t* w, int32_t n, int32_t acc) {
   return fxp::bits_to_s32(a);
 }
 
-struct Thumb2Kernel {
+struct Thumb2Kernel : blocked::ScalarFinish {
   static void dot4(const int8_t* v, const int8_t* w, ptrdiff_t stride, int32_t n, int32_t acc[4]) {
     qlstm_arm_dot4_s8_thumb2(v, w, static_cast<int32_t>(stride), n, acc);
   }
@@ -34,7 +35,7 @@ struct Thumb2Kernel {
 };
 
 #if defined(__ARM_FEATURE_DSP)
-struct DspKernel {
+struct DspKernel : blocked::ScalarFinish {
   static void dot4(const int8_t* v, const int8_t* w, ptrdiff_t stride, int32_t n, int32_t acc[4]) {
     qlstm_arm_dot4_s8_dsp(v, w, static_cast<int32_t>(stride), n, acc);
   }

@@ -6,6 +6,8 @@
 //     acc[k] += sum_j v[j] * w[k * w_row_stride + j]   (modulo 2^32), k < 4
 //   static int32_t dot1(const int8_t* v, const int8_t* w, int32_t n, int32_t acc);
 //   static void activate(int16_t* q3_12_to_q0_15, int32_t n, bool is_tanh);   in place
+//   static void finish4(const GateRequant& rq, const int32_t ax[4], const int32_t ah[4], bool has_h,
+//                       int16_t* out);   four rows' Q3.12 pre-activations (ScalarFinish: one at a time)
 #ifndef QLSTM_SRC_BLOCKED_GATE_ROWS_H_
 #define QLSTM_SRC_BLOCKED_GATE_ROWS_H_
 
@@ -28,6 +30,12 @@ struct GateRequant {
     int32_t pre = fxp::saturate_to_s16(input(acc_x));
     if (has_h) pre = fxp::saturate_to_s16(fxp::wrapping_add(pre, hidden(acc_h)));
     return static_cast<int16_t>(pre);
+  }
+};
+
+struct ScalarFinish {
+  static void finish4(const GateRequant& rq, const int32_t ax[4], const int32_t ah[4], bool has_h, int16_t* out) {
+    for (int32_t k = 0; k < 4; ++k) out[k] = rq.pre_activation_q3_12(ax[k], ah[k], has_h);
   }
 };
 
@@ -55,7 +63,7 @@ void gate(const qlstm_gate_s8_params& g, const GateArgs& a, int16_t* out_q0_15) 
         for (int32_t k = 0; k < kRowsPerPass; ++k) ah[k] = g.hidden_effective_bias[r + k];
         Kernel::dot4(h, g.hidden_weights + static_cast<ptrdiff_t>(r) * H, H, H, ah);
       }
-      for (int32_t k = 0; k < kRowsPerPass; ++k) out[r + k] = rq.pre_activation_q3_12(ax[k], ah[k], h != nullptr);
+      Kernel::finish4(rq, ax, ah, h != nullptr, out + r);
     }
     for (; r < H; ++r) {
       const int32_t ax = Kernel::dot1(x, g.input_weights + static_cast<ptrdiff_t>(r) * I, I, g.input_effective_bias[r]);

@@ -7,7 +7,7 @@ namespace qlstm {
 namespace scalar {
 namespace {
 
-struct Kernel {
+struct Kernel : blocked::ScalarFinish {
   static void dot4(const int8_t* v, const int8_t* w, ptrdiff_t stride, int32_t n, int32_t acc[4]) {
     const int8_t* w0 = w;
     const int8_t* w1 = w + stride;
