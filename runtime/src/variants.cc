@@ -9,6 +9,9 @@ namespace qlstm {
 extern const LstmS8Variant kLstmS8CmsisNnVariant;
 #endif
 extern const LstmS8Variant kLstmS8ScalarVariant;
+#if defined(__x86_64__) && defined(__GNUC__)
+extern const LstmS8Variant kLstmS8X86Avx2Variant;
+#endif
 #if defined(__ARM_ARCH_ISA_THUMB) && __ARM_ARCH_ISA_THUMB >= 2 && defined(__ARM_ARCH_PROFILE) && \
     __ARM_ARCH_PROFILE == 'M'
 #define QLSTM_HAVE_ARM_M 1
@@ -34,6 +37,9 @@ const LstmS8Variant* const* lstm_s8_variants(size_t* count) {
 #endif
 #if defined(QLSTM_HAVE_ARM_M)
       &kLstmS8ArmThumb2Variant,
+#endif
+#if defined(__x86_64__) && defined(__GNUC__)
+      &kLstmS8X86Avx2Variant,
 #endif
       &kLstmS8ScalarVariant,
       &kLstmS8ReferenceVariant,
