@@ -15,6 +15,7 @@ packages=(
   binutils                             # nm, for the freestanding-runtime check
   clang libclang-rt-14-dev             # the libFuzzer targets (scripts/fuzz.sh)
   gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm   # Cortex-M builds, run under QEMU
+  libopenblas0                         # bench/host_vs_torch.py: torch fp32 with a fast BLAS
 )
 
 missing=()

@@ -208,9 +208,8 @@ int bench_command(const BenchArgs& args) {
     std::printf("target: %s (QEMU %s, -cpu %s), variant: %s\n", target.cpu.c_str(), target.qemu_machine.c_str(),
                 target.qemu_cpu.c_str(), variant.c_str());
     std::printf("output: bit-exact with the host simulation\n");
-    std::printf("kernel code: %lld bytes (.text), %lld bytes (.rodata), static RAM %lld bytes\n",
-                static_cast<long long>(k.code_bytes), static_cast<long long>(k.rodata_bytes),
-                static_cast<long long>(k.ram_bytes));
+    std::printf("kernel flash: %lld bytes (code and tables), static RAM: %lld bytes\n",
+                static_cast<long long>(k.flash_bytes), static_cast<long long>(k.ram_bytes));
     std::printf("instructions per MAC: %.3f\n", static_cast<double>(n[0]) / static_cast<double>(macs));
     std::printf("instructions: %llu\n", static_cast<unsigned long long>(n[0]));
     return 0;

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <array>
 #include <map>
 #include <sstream>
 
@@ -239,47 +240,20 @@ TempFile::TempFile(const std::string& stem) {
 TempFile::~TempFile() { ::unlink(path_.c_str()); }
 
 KernelSize kernel_size(const Target& t, const std::string& variant) {
-  // qlstm_runtime.syms: `nm` of the archive ("member.obj:" headers); qlstm_device.syms: the ELF.
-  std::ifstream archive(t.dir + "/qlstm_runtime.syms"), elf(t.dir + "/qlstm_device.syms");
-  if (!archive || !elf) throw DeviceError("no symbol lists in " + t.dir + " (rebuild the firmware)");
-  // A variant's own code lives in lstm_s8_<variant>.cc.obj; the other variants' objects are left out.
-  const std::string own = "lstm_s8_" + variant + ".cc.obj:";
-  std::map<std::string, char> runtime_symbols;  // name -> its type in the object (t, r, d, b)
-  std::string line, member;
-  while (std::getline(archive, line)) {
-    if (!line.empty() && line.back() == ':') {
-      member = line;
-      continue;
-    }
-    std::istringstream f(line);
-    std::string addr, size, type, name;
-    if (!(f >> addr >> size >> type >> name)) continue;
-    const bool other_variant = member.rfind("lstm_s8_", 0) == 0 && member != own;
-    if (!other_variant) runtime_symbols[name] = type[0];
-  }
-  // An external backend's library (qlstm_backend.syms, empty without one) belongs to its variant.
-  std::ifstream backend(t.dir + "/qlstm_backend.syms");
-  while (variant == "cmsis_nn" && std::getline(backend, line)) {
-    std::istringstream f(line);
-    std::string addr, size, type, name;
-    if (f >> addr >> size >> type >> name) runtime_symbols[name] = type[0];
+  // kernel_sizes.txt: "name text data bss" of the size probes (targets/cortex-m/CMakeLists.txt).
+  std::ifstream in(t.dir + "/kernel_sizes.txt");
+  if (!in) throw DeviceError("no kernel_sizes.txt in " + t.dir + " (rebuild the firmware)");
+  std::map<std::string, std::array<int64_t, 3>> sizes;
+  std::string name;
+  int64_t text = 0, data = 0, bss = 0;
+  while (in >> name >> text >> data >> bss) sizes[name] = {text, data, bss};
+  const auto none = sizes.find("none"), mine = sizes.find(variant);
+  if (none == sizes.end() || mine == sizes.end()) {
+    throw DeviceError("kernel_sizes.txt in " + t.dir + " has no size for '" + variant + "'");
   }
   KernelSize k;
-  while (std::getline(elf, line)) {
-    std::istringstream f(line);
-    std::string addr, size, type, name;
-    if (!(f >> addr >> size >> type >> name)) continue;
-    const auto it = runtime_symbols.find(name);
-    if (it == runtime_symbols.end()) continue;
-    const int64_t bytes = std::strtoll(size.c_str(), nullptr, 16);
-    // The object's section type: the linker script puts .rodata into the flash output section.
-    switch (it->second) {
-      case 't': case 'T': case 'W': case 'w': k.code_bytes += bytes; break;
-      case 'r': case 'R': k.rodata_bytes += bytes; break;
-      case 'd': case 'D': case 'b': case 'B': k.ram_bytes += bytes; break;
-      default: break;
-    }
-  }
+  k.flash_bytes = mine->second[0] - none->second[0];
+  k.ram_bytes = (mine->second[1] + mine->second[2]) - (none->second[1] + none->second[2]);
   return k;
 }
 

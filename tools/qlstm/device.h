@@ -84,12 +84,11 @@ class TempFile {
   std::string path_;
 };
 
-// Sizes of the kernel in the firmware for `variant`: the runtime's symbols as linked, without
-// the other variants' objects (read from the symbol lists written at build time).
+// What the kernel costs in the firmware for `variant`: the linked size of a probe firmware
+// holding that variant (its code, the shared driver and tables) minus one holding none.
 struct KernelSize {
-  int64_t code_bytes = 0;    // .text
-  int64_t rodata_bytes = 0;  // .rodata (the sigmoid table)
-  int64_t ram_bytes = 0;     // static .data + .bss
+  int64_t flash_bytes = 0;  // code and read-only tables (.text, .rodata)
+  int64_t ram_bytes = 0;    // static .data + .bss
 };
 KernelSize kernel_size(const Target& t, const std::string& variant);
 
