@@ -6,8 +6,9 @@
 // cell and the hidden update. Lane by lane it is the reference's arithmetic (docs/arithmetic.md);
 // tests/variants checks it bit for bit.
 //
-// Everything below the target pragma is compiled for AVX2 and has internal linkage, so no inline
-// function of a shared header is emitted here with AVX2 instructions for the rest of the program.
+// Everything below the target pragma (GCC's, or clang's attribute push) is compiled for AVX2 and
+// has internal linkage, so no inline function of a shared header is emitted here with AVX2
+// instructions for the rest of the program.
 #if defined(__x86_64__) && defined(__GNUC__)
 
 #include <immintrin.h>
@@ -23,8 +24,12 @@ namespace {
 
 bool is_supported() { return __builtin_cpu_supports("avx2") != 0; }
 
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2"))), apply_to = function)
+#else
 #pragma GCC push_options
 #pragma GCC target("avx2")
+#endif
 
 constexpr int32_t kRows = 8;   // gate rows per pass
 constexpr int32_t kLanes = 8;  // int32 lanes
@@ -231,7 +236,11 @@ void hidden_update(const HiddenUpdateParams& p, int32_t rows, int32_t hidden_siz
   }
 }
 
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
 #pragma GCC pop_options
+#endif
 
 }  // namespace
 }  // namespace x86
