@@ -8,7 +8,8 @@
   device_tests.py emitted --qlstm Q --cpu CPU --work DIR --source REPO
       a model's emitted NAME_model.cc built into examples/firmware, run under QEMU, equals the host
   device_tests.py icount  --qlstm Q --cpu CPU
-      the instruction counter counts a known sequence exactly, and a kernel call repeatably
+      the instruction counter counts a known sequence exactly, a kernel call repeatably, and its
+      per-function profile sums to the same count
   device_tests.py variants --qlstm Q --cpu CPU
       every variant built for the CPU against the reference on 2000 random cases, on the device
 
@@ -200,7 +201,23 @@ def test_icount(a):
         lasts.append(last)
     if lasts[0] != lasts[1]:
         fail("two identical bench runs counted differently: %s" % lasts)
-    print("icount: exact and repeatable")
+    # --profile splits the same count by function: the parts sum to the total, the same as without.
+    rc, out = run([a.qlstm, "bench", "--target", a.cpu, "--shape", "B=2,T=5,I=3,H=7,time_major",
+                   "--profile"])
+    print(out, end="")
+    lines = out.strip().splitlines()
+    if rc != 0 or not lines or lines[-1] != lasts[0]:
+        fail("qlstm bench --profile counted differently from qlstm bench")
+    start = [i for i, l in enumerate(lines) if l.startswith("instructions per function")]
+    if not start:
+        fail("qlstm bench --profile printed no per-function table")
+    rows = [l.split(None, 2) for l in lines[start[0] + 1:] if l.startswith(" ")]
+    total = sum(int(r[0]) for r in rows)
+    if total != int(lasts[0].split()[1]):
+        fail("the per-function counts sum to %d, not %s" % (total, lasts[0]))
+    if not any("gate" in r[2] or "dot" in r[2] for r in rows):
+        fail("the profile does not name the kernel's gate or dot-product function")
+    print("icount: exact and repeatable; the profile sums to the total")
 
 
 def test_variants(a):

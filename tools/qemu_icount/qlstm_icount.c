@@ -2,11 +2,13 @@
  * qlstm_bench_begin() and the next call of qlstm_bench_end() (both in the firmware, one
  * instruction each). Exact and repeatable: TCG runs one vCPU deterministically.
  *
- *   qemu-system-arm ... -plugin libqlstm_icount.so,out=FILE
+ *   qemu-system-arm ... -plugin libqlstm_icount.so,out=FILE[,profile=on]
  *
  * Each begin/end pair appends "instructions N" to FILE (to QEMU's log without out=). N counts the
  * instructions after the begin marker's and before the end marker's, so the markers themselves
  * and nothing outside them are counted; the call into qlstm_bench_end is.
+ * With profile=on, each pair also appends "symbol NAME N" lines: the instructions counted in
+ * translation blocks that start in that function (a block lies within one function).
  *
  * Debian's QEMU 7.2 loads plugins but ships no qemu-plugin.h, so the few entry points used here
  * are declared below (plugin API version 1, as QEMU 7.2 exports it). */
@@ -36,6 +38,8 @@ void qemu_plugin_register_vcpu_insn_exec_cb(struct qemu_plugin_insn* insn, qemu_
                                             enum qemu_plugin_cb_flags flags, void* userdata);
 void qemu_plugin_register_atexit_cb(qemu_plugin_id_t id, qemu_plugin_udata_cb_t cb, void* userdata);
 void qemu_plugin_outs(const char* string);
+void qemu_plugin_register_vcpu_tb_exec_cb(struct qemu_plugin_tb* tb, qemu_plugin_vcpu_udata_cb_t cb,
+                                          enum qemu_plugin_cb_flags flags, void* userdata);
 
 #define QEMU_PLUGIN_EXPORT __attribute__((visibility("default")))
 QEMU_PLUGIN_EXPORT int qemu_plugin_version = 1;
@@ -49,32 +53,89 @@ static uint64_t g_begin;
 static int g_counting;
 static FILE* g_out;
 
-/* A marker's position in its block: block_insns were already added at block entry, of which
- * `index` precede the marker instruction. Packed into the callback's pointer-sized udata. */
+/* The profile: one counter per translated block, grouped by function when printed. */
+struct Block {
+  const char* symbol;
+  uint64_t insns;
+  uint64_t executed; /* instructions run between the markers */
+};
+#define MAX_BLOCKS 65536
+static struct Block g_blocks[MAX_BLOCKS];
+static size_t g_block_count;
+static int g_profile;
+
+static void on_block(unsigned int vcpu, void* udata) {
+  (void)vcpu;
+  struct Block* b = udata;
+  if (g_counting) b->executed += b->insns;
+}
+
+static int by_count(const void* a, const void* b) {
+  const struct Block* x = a;
+  const struct Block* y = b;
+  return x->executed < y->executed ? 1 : x->executed > y->executed ? -1 : 0;
+}
+
+static void emit(const char* line) {
+  if (g_out) {
+    fputs(line, g_out);
+  } else {
+    qemu_plugin_outs(line);
+  }
+}
+
+/* Totals per function name, largest first; resets the block counters. */
+static void print_profile(void) {
+  static struct Block sums[MAX_BLOCKS];
+  size_t n = 0;
+  for (size_t i = 0; i < g_block_count; ++i) {
+    struct Block* b = &g_blocks[i];
+    if (b->executed == 0) continue;
+    size_t k = 0;
+    while (k < n && strcmp(sums[k].symbol, b->symbol) != 0) ++k;
+    if (k == n) sums[n++] = (struct Block){b->symbol, 0, 0};
+    sums[k].executed += b->executed;
+    b->executed = 0;
+  }
+  qsort(sums, n, sizeof sums[0], by_count);
+  for (size_t k = 0; k < n; ++k) {
+    char line[512];
+    snprintf(line, sizeof line, "symbol %s %" PRIu64 "\n", sums[k].symbol, sums[k].executed);
+    emit(line);
+  }
+}
+
+/* A marker instruction's place: its translated block has block_insns instructions, already added
+ * at block entry, of which `index` precede the marker. `block` is that block's profile counter. */
 #define MARKER_BEGIN 1u
 #define MARKER_END 2u
-static void* pack(unsigned kind, size_t block_insns, size_t index) {
-  return (void*)(uintptr_t)(kind | (block_insns << 2) | (index << 18));
-}
+struct Marker {
+  unsigned kind;
+  uint64_t block_insns, index;
+  struct Block* block;
+};
+#define MAX_MARKERS 4096
+static struct Marker g_markers[MAX_MARKERS];
+static size_t g_marker_count;
 
 static void on_marker(unsigned int vcpu, void* udata) {
   (void)vcpu;
-  const uintptr_t u = (uintptr_t)udata;
-  const uint64_t block_insns = (u >> 2) & 0xFFFFu, index = u >> 18;
-  const uint64_t before_marker = g_executed - block_insns + index;
-  if ((u & 3u) == MARKER_BEGIN) {
+  const struct Marker* m = udata;
+  const uint64_t before_marker = g_executed - m->block_insns + m->index;
+  if (m->kind == MARKER_BEGIN) {
     g_begin = before_marker + 1; /* start after the marker instruction */
     g_counting = 1;
+    /* The block was entered before counting began: credit the part of it after the marker. */
+    if (m->block) m->block->executed += m->block_insns - m->index - 1;
   } else if (g_counting) {
     char line[64];
     snprintf(line, sizeof line, "instructions %" PRIu64 "\n", before_marker - g_begin);
-    if (g_out) {
-      fputs(line, g_out);
-      fflush(g_out);
-    } else {
-      qemu_plugin_outs(line);
-    }
+    emit(line);
     g_counting = 0;
+    /* The block was credited in full at entry: take back the marker and what follows it. */
+    if (m->block) m->block->executed -= m->block_insns - m->index;
+    if (g_profile) print_profile();
+    if (g_out) fflush(g_out);
   }
 }
 
@@ -82,13 +143,30 @@ static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb* tb) {
   (void)id;
   const size_t n = qemu_plugin_tb_n_insns(tb);
   qemu_plugin_register_vcpu_tb_exec_inline(tb, QEMU_PLUGIN_INLINE_ADD_U64, &g_executed, n);
+  struct Block* b = NULL;
+  if (g_profile && n > 0) {
+    if (g_block_count == MAX_BLOCKS) {
+      fprintf(stderr, "qlstm_icount: more than %d translated blocks to profile\n", MAX_BLOCKS);
+      exit(1);
+    }
+    const char* sym = qemu_plugin_insn_symbol(qemu_plugin_tb_get_insn(tb, 0));
+    b = &g_blocks[g_block_count++];
+    *b = (struct Block){sym ? sym : "?", n, 0};
+    qemu_plugin_register_vcpu_tb_exec_cb(tb, on_block, QEMU_PLUGIN_CB_NO_REGS, b);
+  }
   for (size_t i = 0; i < n; ++i) {
     struct qemu_plugin_insn* insn = qemu_plugin_tb_get_insn(tb, i);
     const char* sym = qemu_plugin_insn_symbol(insn);
     if (sym == NULL) continue;
     const unsigned kind = strcmp(sym, BEGIN_MARKER) == 0 ? MARKER_BEGIN : strcmp(sym, END_MARKER) == 0 ? MARKER_END : 0u;
-    if (kind != 0 && n < 0x10000u) {
-      qemu_plugin_register_vcpu_insn_exec_cb(insn, on_marker, QEMU_PLUGIN_CB_NO_REGS, pack(kind, n, i));
+    if (kind != 0) {
+      if (g_marker_count == MAX_MARKERS) {
+        fprintf(stderr, "qlstm_icount: more than %d marker translations\n", MAX_MARKERS);
+        exit(1);
+      }
+      struct Marker* m = &g_markers[g_marker_count++];
+      *m = (struct Marker){kind, n, i, b};
+      qemu_plugin_register_vcpu_insn_exec_cb(insn, on_marker, QEMU_PLUGIN_CB_NO_REGS, m);
     }
   }
 }
@@ -109,8 +187,10 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
         fprintf(stderr, "qlstm_icount: cannot write %s\n", argv[i] + 4);
         return -1;
       }
+    } else if (strcmp(argv[i], "profile=on") == 0) {
+      g_profile = 1;
     } else {
-      fprintf(stderr, "qlstm_icount: unknown argument '%s' (expected out=FILE)\n", argv[i]);
+      fprintf(stderr, "qlstm_icount: unknown argument '%s' (expected out=FILE or profile=on)\n", argv[i]);
       return -1;
     }
   }

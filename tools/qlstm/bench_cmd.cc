@@ -196,6 +196,7 @@ int bench_command(const BenchArgs& args) {
     device::RunOptions options;
     options.capture = true;
     options.icount_out = counts.path();
+    options.profile = args.profile;
     const device::RunResult r = device::run_firmware(target, {"bench", bundle.path(), args.variant}, options);
     const std::vector<uint64_t> n = device::read_icounts(counts.path());
     const std::string variant = console_value(r.console, "variant: ");
@@ -210,6 +211,13 @@ int bench_command(const BenchArgs& args) {
     std::printf("output: bit-exact with the host simulation\n");
     std::printf("kernel flash: %lld bytes (code and tables), static RAM: %lld bytes\n",
                 static_cast<long long>(k.flash_bytes), static_cast<long long>(k.ram_bytes));
+    if (args.profile) {
+      std::printf("instructions per function (blocks starting in it):\n");
+      for (const auto& [name, count] : device::read_profile(counts.path())) {
+        std::printf("  %10llu  %5.1f%%  %s\n", static_cast<unsigned long long>(count),
+                    100.0 * static_cast<double>(count) / static_cast<double>(n[0]), name.c_str());
+      }
+    }
     std::printf("instructions per MAC: %.3f\n", static_cast<double>(n[0]) / static_cast<double>(macs));
     std::printf("instructions: %llu\n", static_cast<unsigned long long>(n[0]));
     return 0;

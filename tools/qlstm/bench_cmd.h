@@ -16,6 +16,7 @@ struct BenchArgs {
   std::string shape;    // "B=1,T=49,I=10,H=64[,time_major]"
   std::string target;   // empty: time the host kernel
   std::string variant = "default";
+  bool profile = false;  // target: instructions per function as well
   int min_runs = 50;    // host: at least this many timed calls ...
   int min_ms = 300;     // ... and at least this long
 };

@@ -6,6 +6,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cxxabi.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -179,7 +181,8 @@ RunResult run_firmware(const Target& t, const std::vector<std::string>& args, co
     const std::string plugin = icount_plugin();
     if (!is_file(plugin)) throw DeviceError("instruction counter plugin not found: " + plugin);
     argv.push_back("-plugin");
-    argv.push_back(qemu_escape(plugin) + ",out=" + qemu_escape(options.icount_out));
+    argv.push_back(qemu_escape(plugin) + ",out=" + qemu_escape(options.icount_out) +
+                   (options.profile ? ",profile=on" : ""));
   }
   std::vector<char*> cargv;
   for (std::string& a : argv) cargv.push_back(a.data());
@@ -226,6 +229,26 @@ std::vector<uint64_t> read_icounts(const std::string& path) {
     if (word == "instructions") counts.push_back(n);
   }
   return counts;
+}
+
+std::vector<std::pair<std::string, uint64_t>> read_profile(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<std::pair<std::string, uint64_t>> rows;
+  std::string word, name;
+  uint64_t n = 0;
+  int pairs = 0;
+  while (in >> word) {
+    if (word == "instructions") {
+      in >> n;
+      if (++pairs > 1) break;
+    } else if (word == "symbol" && in >> name >> n) {
+      int status = 0;
+      char* d = abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status);
+      rows.emplace_back(status == 0 && d != nullptr ? d : name, n);
+      std::free(d);
+    }
+  }
+  return rows;
 }
 
 TempFile::TempFile(const std::string& stem) {

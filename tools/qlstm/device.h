@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "qlstm/lstm_s8.h"
@@ -58,6 +59,7 @@ inline constexpr int32_t kBundleVersion = 2;
 struct RunOptions {
   bool capture = false;          // collect the firmware's console output instead of printing it
   std::string icount_out;        // non-empty: load the instruction counter, writing to this file
+  bool profile = false;          // with icount_out: instructions per function too
   int timeout_seconds = 1200;
 };
 struct RunResult {
@@ -70,6 +72,8 @@ RunResult run_firmware(const Target& t, const std::vector<std::string>& args, co
 
 // The instruction counts the counter wrote, one per begin/end marker pair.
 std::vector<uint64_t> read_icounts(const std::string& path);
+// With RunOptions::profile: (function, instructions) of the first pair, largest first, demangled.
+std::vector<std::pair<std::string, uint64_t>> read_profile(const std::string& path);
 
 // A temporary file that is removed when this goes out of scope.
 class TempFile {

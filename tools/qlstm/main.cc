@@ -237,6 +237,7 @@ int main(int argc, char** argv) {
   bench->add_option("--shape", ba.shape, "B=1,T=49,I=10,H=64[,time_major] (with a model: B and T)");
   bench->add_option("--target", ba.target, "the emulated CPU: " + cpu_list());
   bench->add_option("--variant", ba.variant, "kernel variant (see 'qlstm variants')")->capture_default_str();
+  bench->add_flag("--profile", ba.profile, "with --target: instructions per function");
   bench->add_option("--runs", ba.min_runs, "host: at least this many timed calls")->capture_default_str()
       ->check(CLI::PositiveNumber);
 
