@@ -1,8 +1,9 @@
-@ Four int8 dot products sharing one vector, for the Arm gate stage (lstm_s8_arm.cc):
+@ Four int8 dot products sharing one vector, for the Arm gate stage (lstm_s8_arm.cc), and the
+@ Helium gate (lstm_s8_arm_mve.cc): whole blocks of four rows, then the requantization and
+@ activation of a chunk of rows.
 @   acc[k] += sum_{j<n} v[j] * w[k * stride + j]   (mod 2^32), k = 0..3
 @ void qlstm_arm_dot4_s8_thumb2(const int8_t* v, const int8_t* w, int32_t stride, int32_t n, int32_t acc[4]);
 @ void qlstm_arm_dot4_s8_dsp(const int8_t* v, const int8_t* w, int32_t stride, int32_t n, int32_t acc[4]);
-@ void qlstm_arm_dot4_s8_mve(const int8_t* v, const int8_t* w, int32_t stride, int32_t n, int32_t acc[4]);
 @ In assembly because the instruction count is the product: GCC 12 spills and re-associates
 @ these loops. No alignment is required (unaligned LDR is architectural on Armv7-M and
 @ Armv8-M Mainline for normal memory).
@@ -129,26 +130,40 @@ qlstm_arm_dot4_s8_dsp:
 @ partial pass), VMLADAVA adds the sixteen products of a row into its 32-bit accumulator
 @ (wrapping). VMLADAVA needs even accumulator registers: r4, r6, r8, r10. Only q0-q3 are
 @ used: q4-q7 are callee-saved.
-@ void qlstm_arm_dot4_s8_mve(const int8_t* v, const int8_t* w, int32_t stride, int32_t n, int32_t acc[4]);
     .syntax unified
     .thumb
     .text
-    .global qlstm_arm_dot4_s8_mve
-    .type qlstm_arm_dot4_s8_mve, %function
+
+@ Whole row blocks in one call, so the per-call cost is paid once per gate chunk, not per block:
+@   acc[r] = bias[r] + sum_{j<n} v[j] * w[r * n + j]   (mod 2^32), r < 4 * quads
+@ void qlstm_arm_rows4_s8_mve(const int8_t* v, const int8_t* w, int32_t n, int32_t quads,
+@                             const int32_t* bias, int32_t* acc);
+@ The predicated loop advances every pointer by 16 * ceil(n / 16); the next block's row 0 starts
+@ n - 16 * ceil(n / 16) after where row 3's pointer ends. v and the end of acc live on the stack.
+    .global qlstm_arm_rows4_s8_mve
+    .type qlstm_arm_rows4_s8_mve, %function
     .thumb_func
     .p2align 2
-qlstm_arm_dot4_s8_mve:
-    push    {r4-r10, lr}
-    ldr     r12, [sp, #32]          @ acc
-    ldr     r4, [r12]
-    ldr     r6, [r12, #4]
-    ldr     r8, [r12, #8]
-    ldr     r10, [r12, #12]
+qlstm_arm_rows4_s8_mve:
+    push    {r4-r11, lr}
+    cbz     r3, 3f
+    ldr     r11, [sp, #36]          @ bias
+    ldr     r12, [sp, #40]          @ acc
+    add     r4, r12, r3, lsl #4     @ end of acc
+    sub     sp, sp, #8
+    str     r0, [sp]
+    str     r4, [sp, #4]
+    add     r3, r2, #15
+    bic     r3, r3, #15
+    sub     r3, r2, r3              @ n - 16 * ceil(n / 16)
+1:
+    ldr     r0, [sp]
+    ldm     r11!, {r4, r6, r8, r10}
     add     r5, r1, r2              @ row 1
     add     r7, r5, r2              @ row 2
     add     r9, r7, r2              @ row 3
-    dlstp.8 lr, r3
-1:
+    dlstp.8 lr, r2
+2:
     vldrb.s8    q0, [r0], #16
     vldrb.s8    q1, [r1], #16
     vmladava.s8 r4, q0, q1
@@ -158,13 +173,143 @@ qlstm_arm_dot4_s8_mve:
     vmladava.s8 r8, q0, q3
     vldrb.s8    q1, [r9], #16
     vmladava.s8 r10, q0, q1
+    letp    lr, 2b
+    stm     r12!, {r4, r6, r8, r10}
+    add     r1, r9, r3              @ the next block's row 0
+    ldr     lr, [sp, #4]
+    cmp     r12, lr
+    bne     1b
+    add     sp, sp, #8
+3:
+    pop     {r4-r11, pc}
+    .size qlstm_arm_rows4_s8_mve, . - qlstm_arm_rows4_s8_mve
+
+@ The rest of a gate for n rows, four lanes per pass in a tail-predicated loop: requantize both
+@ accumulators, add, saturate (docs/arithmetic.md §3), then sigmoid or tanh by the table (§4):
+@   out[r] = act(sat16(sat16(rq_x(ax[r])) + rq_h(ah[r])))   in Q0.15
+@ void qlstm_arm_gate_finish_{sigmoid,tanh}_mve(const int32_t* ax, const int32_t* ah, int32_t n,
+@                                               int16_t* out, const int32_t* p);
+@ p: x_left, x_multiplier, -x_right, h_left, h_multiplier, -h_right, x_negative_fix,
+@ h_negative_fix (lstm_s8_arm_mve.cc, Requant), the table's address. All 14 core registers and
+@ q0-q7 are live in the loop.
+@ Requantization: VQRDMULH is the SRDHM; VRSHL rounds halves up, so negative values first lose 1
+@ (where the right shift is non-zero: the fix mask) to round them away from zero instead.
+@ Saturation to int16: VQSHL #16 saturates, VSHR #16 shifts back.
+.macro REQUANT_LANES acc, ptr, left, multiplier, minus_right, fix
+    vldrw.u32       \acc, [\ptr], #16
+    vshl.s32        \acc, \left
+    vqrdmulh.s32    \acc, \acc, \multiplier
+    vshr.s32        q1, \acc, #31
+    vand            q1, q1, \fix
+    vadd.i32        \acc, \acc, q1
+    vrshl.s32       \acc, \minus_right
+.endm
+
+.macro GATE_REQUANT
+    REQUANT_LANES   q0, r0, r4, r5, r6, q4
+    vqshl.s32       q0, q0, #16
+    vshr.s32        q0, q0, #16
+    REQUANT_LANES   q2, r1, r7, r8, r9, q5
+    vadd.i32        q0, q0, q2
+    vqshl.s32       q0, q0, #16
+    vshr.s32        q0, q0, #16
+.endm
+
+@ q0 = v = 3 x (the pre-scale of a Q3.12 input), q1 = frac, q2 = table index of |v|.
+.macro PRESCALE_INDEX step_bits
+    vshl.i32        q1, q0, #1
+    vadd.i32        q0, q0, q1
+    vabs.s32        q1, q0
+    vshr.u32        q2, q1, #\step_bits
+    vshl.i32        q1, q1, #(32 - \step_bits)
+    vshr.u32        q1, q1, #(32 - \step_bits)
+.endm
+
+@ q3 = lo * 2^step + frac * (hi - lo), lo and hi gathered into q3 and q7.
+.macro INTERPOLATE step_bits
+    vsub.i32        q7, q7, q3
+    vmul.i32        q7, q7, q1
+    vshl.i32        q3, q3, #\step_bits
+    vadd.i32        q3, q3, q7
+.endm
+
+.macro GATE_FINISH_PROLOGUE
+    push    {r4-r11, lr}
+    vpush   {d8-d15}
+    ldr     r12, [sp, #100]         @ p (9 core + 8 double registers pushed)
+    ldr     r4, [r12, #24]
+    vdup.32 q4, r4                  @ x's fix mask
+    ldr     r4, [r12, #28]
+    vdup.32 q5, r4                  @ h's fix mask
+    mov     lr, r2
+    ldr     r2, [r12, #32]          @ the table
+    ldm     r12, {r4-r9}
+    mov     r12, r2
+    adds    r2, r2, #2              @ the table from entry 1: gathers of hi with the same offsets
+.endm
+
+@ Sigmoid: a Q3.12 input times 3 is below 2^17, so its index (|v| >> 9) stays below 193 and
+@ inside the table. With r = the interpolation of |v|, y = (r + 2^9) >> 10, and the reference's
+@ result for v < 0 is exactly 2^15 - y.
+    .global qlstm_arm_gate_finish_sigmoid_mve
+    .type qlstm_arm_gate_finish_sigmoid_mve, %function
+    .thumb_func
+    .p2align 2
+qlstm_arm_gate_finish_sigmoid_mve:
+    GATE_FINISH_PROLOGUE
+    mov     r10, #32768             @ 1.0 in Q0.15
+    mov     r11, #512               @ rounding half of the 10 dropped bits
+    dlstp.32 lr, lr
+1:
+    GATE_REQUANT
+    PRESCALE_INDEX 9
+    vldrh.u32       q3, [r12, q2, uxtw #1]
+    vldrh.u32       q7, [r2, q2, uxtw #1]
+    INTERPOLATE 9
+    vadd.i32        q3, q3, r11
+    vshr.s32        q3, q3, #10
+    vptt.s32        lt, q0, zr
+    vnegt.s32       q3, q3
+    vaddt.i32       q3, q3, r10
+    vstrh.32        q3, [r3], #8
     letp    lr, 1b
-    str     r4, [r12]
-    str     r6, [r12, #4]
-    str     r8, [r12, #8]
-    str     r10, [r12, #12]
-    pop     {r4-r10, pc}
-    .size qlstm_arm_dot4_s8_mve, . - qlstm_arm_dot4_s8_mve
+    vpop    {d8-d15}
+    pop     {r4-r11, pc}
+    .size qlstm_arm_gate_finish_sigmoid_mve, . - qlstm_arm_gate_finish_sigmoid_mve
+
+@ Tanh: indices from 255 on take the saturated value (65535 << 8); y = (r - 2^23 + 2^7) >> 8,
+@ and the reference's result for v < 0 is exactly -y.
+    .global qlstm_arm_gate_finish_tanh_mve
+    .type qlstm_arm_gate_finish_tanh_mve, %function
+    .thumb_func
+    .p2align 2
+qlstm_arm_gate_finish_tanh_mve:
+    GATE_FINISH_PROLOGUE
+    movw    r10, #0xffff
+    vdup.32 q6, r10
+    vshl.i32 q6, q6, #8             @ the saturated value, 65535 << 8
+    movs    r10, #255               @ the table's last index
+    ldr     r11, =(128 - 8388608)   @ rounding half of the 8 dropped bits, minus 0.5
+    dlstp.32 lr, lr
+1:
+    GATE_REQUANT
+    PRESCALE_INDEX 8
+    vcmp.s32        lt, q2, r10
+    vpstt
+    vldrht.u32      q3, [r12, q2, uxtw #1]
+    vldrht.u32      q7, [r2, q2, uxtw #1]
+    INTERPOLATE 8
+    vpsel           q3, q3, q6
+    vadd.i32        q3, q3, r11
+    vshr.s32        q3, q3, #8
+    vpt.s32         lt, q0, zr
+    vnegt.s32       q3, q3
+    vstrh.32        q3, [r3], #8
+    letp    lr, 1b
+    vpop    {d8-d15}
+    pop     {r4-r11, pc}
+    .ltorg
+    .size qlstm_arm_gate_finish_tanh_mve, . - qlstm_arm_gate_finish_tanh_mve
 #endif  /* MVE */
 
 #endif  /* Thumb-2 M-profile */
