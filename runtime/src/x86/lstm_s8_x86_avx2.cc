@@ -11,6 +11,7 @@
 // instructions for the rest of the program.
 #if defined(__x86_64__) && defined(__GNUC__)
 
+#include <cpuid.h>
 #include <immintrin.h>
 
 #include "qlstm/activation_s16.h"
@@ -22,7 +23,19 @@ namespace qlstm {
 namespace x86 {
 namespace {
 
-bool is_supported() { return __builtin_cpu_supports("avx2") != 0; }
+// CPUID and XGETBV directly (header-only), not __builtin_cpu_supports, whose __cpu_model lives in
+// libgcc: the runtime stays freestanding. AVX2 needs the CPU's flag and the OS saving YMM state.
+bool is_supported() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (__get_cpuid(1, &eax, &ebx, &ecx, &edx) == 0) return false;
+  if ((ecx & bit_OSXSAVE) == 0 || (ecx & bit_AVX) == 0) return false;
+  unsigned xcr0_lo = 0, xcr0_hi = 0;
+  __asm__("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
+  constexpr unsigned kXmmYmmState = 0x6;
+  if ((xcr0_lo & kXmmYmmState) != kXmmYmmState) return false;
+  if (__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) == 0) return false;
+  return (ebx & bit_AVX2) != 0;
+}
 
 #if defined(__clang__)
 #pragma clang attribute push(__attribute__((target("avx2"))), apply_to = function)
