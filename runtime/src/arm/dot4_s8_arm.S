@@ -1,9 +1,6 @@
-@ Four int8 dot products sharing one vector, for the Arm gate stage (lstm_s8_arm.cc), and the
-@ Helium gate (lstm_s8_arm_mve.cc): whole blocks of four rows, then the requantization and
+@ The Arm gate stages (lstm_s8_arm.cc, lstm_s8_arm_mve.cc; blocked::gate_chunked): the dot
+@ products of whole blocks of four rows sharing one vector, then the requantization and the
 @ activation of a chunk of rows.
-@   acc[k] += sum_{j<n} v[j] * w[k * stride + j]   (mod 2^32), k = 0..3
-@ void qlstm_arm_dot4_s8_thumb2(const int8_t* v, const int8_t* w, int32_t stride, int32_t n, int32_t acc[4]);
-@ void qlstm_arm_dot4_s8_dsp(const int8_t* v, const int8_t* w, int32_t stride, int32_t n, int32_t acc[4]);
 @ In assembly because the instruction count is the product: GCC 12 spills and re-associates
 @ these loops. No alignment is required (unaligned LDR is architectural on Armv7-M and
 @ Armv8-M Mainline for normal memory).
@@ -25,18 +22,9 @@
     mla     r7, r2, r11, r7
 .endm
 
-@ Byte loads and MLA; four columns per loop pass, then the last 0..3 one at a time.
-    .global qlstm_arm_dot4_s8_thumb2
-    .type qlstm_arm_dot4_s8_thumb2, %function
-    .thumb_func
-    .p2align 2
-qlstm_arm_dot4_s8_thumb2:
-    push    {r4-r11, lr}
-    ldr     r12, [sp, #36]          @ acc
-    ldm     r12, {r4-r7}            @ the four accumulators
-    add     r8, r1, r2              @ row 1
-    add     r9, r8, r2              @ row 2
-    add     r10, r9, r2             @ row 3
+@ The four rows' dot products (r4-r7 += v . row k, rows at r1, r8, r9, r10, v at r0, r3 = n
+@ columns), by byte loads and MLA: four columns per loop pass, then the last 0..3 one at a time.
+.macro COLUMNS_THUMB2
     subs    r3, r3, #4
     blt     2f
 1:
@@ -54,9 +42,174 @@ qlstm_arm_dot4_s8_thumb2:
     subs    r3, r3, #1
     bne     3b
 4:
-    stm     r12, {r4-r7}
+.endm
+
+@ Whole blocks of four rows in one call (the per-call cost is paid once per gate chunk):
+@   acc[r] = bias[r] + sum_{j<n} v[j] * w[r * n + j]   (mod 2^32), r < 4 * blocks
+@ void qlstm_arm_rows4_s8_{thumb2,dsp,mve}(const int8_t* v, const int8_t* w, int32_t n,
+@                                          int32_t blocks, const int32_t* bias, int32_t* acc);
+@ Every core register is taken by the column loop: v, n, the blocks left, bias and acc live on
+@ the stack.
+.macro ROWS4 name, columns
+    .global \name
+    .type \name, %function
+    .thumb_func
+    .p2align 2
+\name:
+    push    {r4-r11, lr}
+    cmp     r3, #0
+    beq     9f
+    sub     sp, sp, #12
+    str     r0, [sp]                @ v
+    str     r2, [sp, #4]            @ n
+    str     r3, [sp, #8]            @ blocks left
+7:
+    ldr     r12, [sp, #48]          @ bias (12 bytes + 9 registers up)
+    ldm     r12!, {r4-r7}
+    str     r12, [sp, #48]
+    ldr     r0, [sp]
+    ldr     r3, [sp, #4]
+    add     r8, r1, r3              @ row 1
+    add     r9, r8, r3              @ row 2
+    add     r10, r9, r3             @ row 3
+    \columns
+    ldr     r12, [sp, #52]          @ acc
+    stm     r12!, {r4-r7}
+    str     r12, [sp, #52]
+    mov     r1, r10                 @ the next block's row 0: right after row 3
+    ldr     r3, [sp, #8]
+    subs    r3, r3, #1
+    str     r3, [sp, #8]
+    bne     7b
+    add     sp, sp, #12
+9:
     pop     {r4-r11, pc}
-    .size qlstm_arm_dot4_s8_thumb2, . - qlstm_arm_dot4_s8_thumb2
+    .size \name, . - \name
+.endm
+
+    ROWS4 qlstm_arm_rows4_s8_thumb2, COLUMNS_THUMB2
+
+@ The rest of a gate for n rows, one row per pass, any Thumb-2 core: requantize both
+@ accumulators, add, saturate (docs/arithmetic.md §3), then sigmoid or tanh by the table (§4):
+@   out[r] = act(sat16(sat16(rq_x(ax[r])) + rq_h(ah[r])))   in Q0.15,  ah = ax + CHUNK_ROWS
+@ void qlstm_arm_gate_finish_{sigmoid,tanh}_thumb2(const int32_t* ax, int32_t n, int16_t* out,
+@                                                  const qlstm_arm_gate_finish_t2_params* p);
+@ p: x's and h's requantization (left shift, multiplier, right shift, remainder mask, half the
+@ mask), the table's address and the address of its entry 1 (lstm_s8_arm.cc). All core
+@ registers are live: the parameters are reloaded with one LDM per row.
+    .equ    CHUNK_ROWS, 32          @ blocked::kChunkRows
+    .equ    AH_AFTER_AX, 4 * CHUNK_ROWS - 4    @ ah[r] from ax + r + 1 (after the post-increment)
+
+@ r11 = requantize(r9) with r4 left, r5 multiplier, r6 right, r7 mask, r8 half; r10 scratch.
+@ SRDHM: the 64-bit x * m + 2^30, shifted right 31. Rounding divide: add 1 where the remainder
+@ exceeds half the mask (plus 1 for negative values).
+.macro REQUANT_SCALAR
+    lsl     r9, r9, r4
+    smull   r10, r11, r9, r5
+    adds    r10, r10, #0x40000000
+    adc     r11, r11, #0
+    lsl     r11, r11, #1
+    orr     r11, r11, r10, lsr #31
+    and     r10, r11, r7
+    add     r9, r8, r11, lsr #31
+    sub     r9, r9, r10
+    asr     r11, r11, r6
+    add     r11, r11, r9, lsr #31
+.endm
+
+@ r1 = the Q3.12 pre-activation of the row at r0 (r0 advanced); r5 = 3 * r1, r6 = |r5|,
+@ r4 = the table, r10 = the table from entry 1.
+.macro GATE_PRE_SCALAR
+    ldm     r12, {r4-r8}
+    ldr     r9, [r0], #4
+    REQUANT_SCALAR
+    ssat    r1, #16, r11
+    ldm     lr, {r4-r8}
+    ldr     r9, [r0, #AH_AFTER_AX]
+    REQUANT_SCALAR
+    add     r1, r1, r11
+    ssat    r1, #16, r1
+    ldrd    r4, r10, [lr, #20]
+    add     r5, r1, r1, lsl #1      @ v = 3 x
+    eor     r6, r5, r5, asr #31
+    sub     r6, r6, r5, asr #31     @ |v|
+.endm
+
+@ r8 = lo * 2^step + frac * (hi - lo): the table at index r7, frac the low step bits of r6.
+.macro LERP_SCALAR step_bits
+    ubfx    r6, r6, #0, #\step_bits
+    ldrh    r8, [r4, r7, lsl #1]
+    ldrh    r9, [r10, r7, lsl #1]
+    sub     r9, r9, r8
+    lsl     r8, r8, #\step_bits
+    mla     r8, r9, r6, r8
+.endm
+
+.macro GATE_FINISH_SCALAR_PROLOGUE
+    push    {r4-r11, lr}
+    cmp     r1, #0
+    beq     9f
+    mov     r12, r3                 @ x's parameters
+    add     lr, r3, #20             @ h's, then the table
+    mov     r3, r2                  @ out
+    add     r2, r0, r1, lsl #2      @ the end of ax
+.endm
+
+@ Sigmoid: the index of 3 x stays below 193, inside the table; y = (r + 2^9) >> 10, and for
+@ v < 0 the reference's result is exactly 2^15 - y.
+    .global qlstm_arm_gate_finish_sigmoid_thumb2
+    .type qlstm_arm_gate_finish_sigmoid_thumb2, %function
+    .thumb_func
+    .p2align 2
+qlstm_arm_gate_finish_sigmoid_thumb2:
+    GATE_FINISH_SCALAR_PROLOGUE
+1:
+    GATE_PRE_SCALAR
+    lsr     r7, r6, #9              @ index
+    LERP_SCALAR 9
+    add     r8, r8, #512
+    lsr     r8, r8, #10
+    cmp     r5, #0
+    it      lt
+    rsblt   r8, r8, #32768
+    strh    r8, [r3], #2
+    cmp     r0, r2
+    bne     1b
+9:
+    pop     {r4-r11, pc}
+    .size qlstm_arm_gate_finish_sigmoid_thumb2, . - qlstm_arm_gate_finish_sigmoid_thumb2
+
+@ Tanh: from index 255 on, the saturated value 65535 << 8 (out of line); y = (r - 2^23 + 2^7) >> 8,
+@ and for v < 0 the reference's result is exactly -y.
+    .global qlstm_arm_gate_finish_tanh_thumb2
+    .type qlstm_arm_gate_finish_tanh_thumb2, %function
+    .thumb_func
+    .p2align 2
+qlstm_arm_gate_finish_tanh_thumb2:
+    GATE_FINISH_SCALAR_PROLOGUE
+1:
+    GATE_PRE_SCALAR
+    lsr     r7, r6, #8              @ index
+    cmp     r7, #255
+    bge     5f
+    LERP_SCALAR 8
+6:
+    sub     r8, r8, #0x800000
+    add     r8, r8, #128
+    asr     r8, r8, #8
+    cmp     r5, #0
+    it      lt
+    neglt   r8, r8
+    strh    r8, [r3], #2
+    cmp     r0, r2
+    bne     1b
+9:
+    pop     {r4-r11, pc}
+5:
+    movw    r8, #0xff00
+    movt    r8, #0x00ff             @ 65535 << 8
+    b       6b
+    .size qlstm_arm_gate_finish_tanh_thumb2, . - qlstm_arm_gate_finish_tanh_thumb2
 
 #if defined(__ARM_FEATURE_DSP)
 @ Four columns: the v bytes become the int16 pairs (v0, v2) and (v1, v3) with SXTB16, each
@@ -88,18 +241,9 @@ qlstm_arm_dot4_s8_thumb2:
     smlad   r7, r11, lr, r7
 .endm
 
-@ Eight columns per loop pass, then four, then the last 0..3 one at a time.
-    .global qlstm_arm_dot4_s8_dsp
-    .type qlstm_arm_dot4_s8_dsp, %function
-    .thumb_func
-    .p2align 2
-qlstm_arm_dot4_s8_dsp:
-    push    {r4-r11, lr}
-    ldr     r12, [sp, #36]          @ acc
-    ldm     r12, {r4-r7}
-    add     r8, r1, r2              @ row 1
-    add     r9, r8, r2              @ row 2
-    add     r10, r9, r2             @ row 3
+@ The four rows' dot products as COLUMNS_THUMB2 does them, by SMLAD: eight columns per loop pass,
+@ then four, then the last 0..3 one at a time.
+.macro COLUMNS_DSP
     subs    r3, r3, #8
     blt     2f
 1:
@@ -120,10 +264,9 @@ qlstm_arm_dot4_s8_dsp:
     subs    r3, r3, #1
     bne     4b
 5:
-    ldr     r12, [sp, #36]
-    stm     r12, {r4-r7}
-    pop     {r4-r11, pc}
-    .size qlstm_arm_dot4_s8_dsp, . - qlstm_arm_dot4_s8_dsp
+.endm
+
+    ROWS4 qlstm_arm_rows4_s8_dsp, COLUMNS_DSP
 #endif  /* __ARM_FEATURE_DSP */
 #if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
 @ Helium: sixteen columns per pass in a tail-predicated loop (DLSTP/LETP predicate the last,

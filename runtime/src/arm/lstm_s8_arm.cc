@@ -1,5 +1,5 @@
-// The Arm M-profile variants: the gate rows four at a time (blocked/gate_rows.h) with the dot
-// products in assembly (dot4_s8_arm.S).
+// The Arm M-profile variants: the gate in chunks of rows (blocked/gate_rows.h), the dot products
+// of whole four-row blocks and the requantization and activation in assembly (dot4_s8_arm.S).
 //   arm_thumb2: byte loads and MLA, any Thumb-2 core (Cortex-M3 and up)
 //   arm_dsp:    SXTB16 + SMLAD, two multiply-accumulates per instruction (Cortex-M4, M33, M55)
 // (arm_mve, with the vector stages: lstm_s8_arm_mve.cc.)
@@ -10,11 +10,34 @@
 #if defined(__ARM_ARCH_ISA_THUMB) && __ARM_ARCH_ISA_THUMB >= 2 && defined(__ARM_ARCH_PROFILE) && \
     __ARM_ARCH_PROFILE == 'M'
 
-extern "C" void qlstm_arm_dot4_s8_thumb2(const int8_t* v, const int8_t* w, int32_t stride, int32_t n,
-                                         int32_t acc[4]);
+#include <stddef.h>
+
+// The requantization and table parameters of the assembly gate finish, in its load order.
+struct qlstm_arm_requant_params {
+  int32_t left, multiplier, right, mask, half;  // fxp::RequantDoubleRounding
+};
+struct qlstm_arm_gate_finish_t2_params {
+  qlstm_arm_requant_params x, h;
+  const uint16_t* table;
+  const uint16_t* table_from_1;
+};
+static_assert(offsetof(qlstm_arm_gate_finish_t2_params, h) == 20 &&
+                  offsetof(qlstm_arm_gate_finish_t2_params, table) == 40,
+              "dot4_s8_arm.S loads these offsets");
+static_assert(qlstm::blocked::kChunkRows == 32, "dot4_s8_arm.S finds ah at ax + 32");
+
+extern "C" {
+void qlstm_arm_rows4_s8_thumb2(const int8_t* v, const int8_t* w, int32_t n, int32_t blocks, const int32_t* bias,
+                               int32_t* acc);
 #if defined(__ARM_FEATURE_DSP)
-extern "C" void qlstm_arm_dot4_s8_dsp(const int8_t* v, const int8_t* w, int32_t stride, int32_t n, int32_t acc[4]);
+void qlstm_arm_rows4_s8_dsp(const int8_t* v, const int8_t* w, int32_t n, int32_t blocks, const int32_t* bias,
+                            int32_t* acc);
 #endif
+void qlstm_arm_gate_finish_sigmoid_thumb2(const int32_t* ax, int32_t n, int16_t* out,
+                                          const qlstm_arm_gate_finish_t2_params* p);
+void qlstm_arm_gate_finish_tanh_thumb2(const int32_t* ax, int32_t n, int16_t* out,
+                                       const qlstm_arm_gate_finish_t2_params* p);
+}
 
 namespace qlstm {
 namespace arm {
@@ -26,21 +49,41 @@ int32_t dot1(const int8_t* v, const int8_t* w, int32_t n, int32_t acc) {
   return fxp::bits_to_s32(a);
 }
 
-struct Thumb2Kernel : blocked::ScalarFinish {
-  static void dot4(const int8_t* v, const int8_t* w, ptrdiff_t stride, int32_t n, int32_t acc[4]) {
-    qlstm_arm_dot4_s8_thumb2(v, w, static_cast<int32_t>(stride), n, acc);
+qlstm_arm_requant_params requant_params(const fxp::RequantDoubleRounding& q) {
+  return {q.left, q.multiplier, q.right, q.mask, q.threshold};
+}
+
+// Requantization and activation of a chunk in assembly (one row per pass, every constant in a
+// register): about 47 instructions per row, where GCC 12's code took about 90. Without h, ah is
+// zero: requantized it adds exactly 0, as the reference's h-less gate.
+void finish(const blocked::GateRequant& rq, const int32_t* ax, int32_t* ah, bool has_h, int32_t n, bool is_tanh,
+            int16_t* out) {
+  if (!has_h) {
+    for (int32_t r = 0; r < n; ++r) ah[r] = 0;
+  }
+  const qlstm_arm_gate_finish_t2_params p = {requant_params(rq.input), requant_params(rq.hidden), kSigmoidTableU16,
+                                             kSigmoidTableU16 + 1};
+  (is_tanh ? qlstm_arm_gate_finish_tanh_thumb2 : qlstm_arm_gate_finish_sigmoid_thumb2)(ax, n, out, &p);
+}
+
+struct Thumb2Kernel {
+  static void rows4(const int8_t* v, const int8_t* w, int32_t n, int32_t blocks, const int32_t* bias,
+                    int32_t* acc) {
+    qlstm_arm_rows4_s8_thumb2(v, w, n, blocks, bias, acc);
   }
   static int32_t dot1(const int8_t* v, const int8_t* w, int32_t n, int32_t acc) { return arm::dot1(v, w, n, acc); }
-  static void activate(int16_t* v, int32_t n, bool is_tanh) { blocked::activate_scalar(v, n, is_tanh); }
+  static void finish(const blocked::GateRequant& rq, const int32_t* ax, int32_t* ah, bool has_h, int32_t n,
+                     bool is_tanh, int16_t* out) {
+    arm::finish(rq, ax, ah, has_h, n, is_tanh, out);
+  }
 };
 
 #if defined(__ARM_FEATURE_DSP)
-struct DspKernel : blocked::ScalarFinish {
-  static void dot4(const int8_t* v, const int8_t* w, ptrdiff_t stride, int32_t n, int32_t acc[4]) {
-    qlstm_arm_dot4_s8_dsp(v, w, static_cast<int32_t>(stride), n, acc);
+struct DspKernel : Thumb2Kernel {
+  static void rows4(const int8_t* v, const int8_t* w, int32_t n, int32_t blocks, const int32_t* bias,
+                    int32_t* acc) {
+    qlstm_arm_rows4_s8_dsp(v, w, n, blocks, bias, acc);
   }
-  static int32_t dot1(const int8_t* v, const int8_t* w, int32_t n, int32_t acc) { return arm::dot1(v, w, n, acc); }
-  static void activate(int16_t* v, int32_t n, bool is_tanh) { blocked::activate_scalar(v, n, is_tanh); }
 };
 #endif
 
@@ -50,10 +93,10 @@ bool is_supported() { return true; }  // chosen at compile time on the MCU
 }  // namespace arm
 
 extern const LstmS8Variant kLstmS8ArmThumb2Variant = {"arm_thumb2", arm::is_supported,
-                                                      blocked::gate<arm::Thumb2Kernel>, reference::cell_update,
+                                                      blocked::gate_chunked<arm::Thumb2Kernel>, reference::cell_update,
                                                       reference::hidden_update, nullptr};
 #if defined(__ARM_FEATURE_DSP)
-extern const LstmS8Variant kLstmS8ArmDspVariant = {"arm_dsp", arm::is_supported, blocked::gate<arm::DspKernel>,
+extern const LstmS8Variant kLstmS8ArmDspVariant = {"arm_dsp", arm::is_supported, blocked::gate_chunked<arm::DspKernel>,
                                                    reference::cell_update, reference::hidden_update, nullptr};
 #endif
 

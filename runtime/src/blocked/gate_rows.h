@@ -83,7 +83,7 @@ void gate(const qlstm_gate_s8_params& g, const GateArgs& a, int16_t* out_q0_15) 
 //                      int32_t n, bool is_tanh, int16_t* out_q0_15);   n rows to Q0.15, activated
 //                      (ah is scratch when !has_h)
 // (and dot1 for the rows after the last whole block). The accumulators of a chunk live on the
-// stack: 2 * kChunkRows int32.
+// stack: 2 * kChunkRows int32, ah right after ax.
 constexpr int32_t kChunkRows = 32;
 
 template <typename Kernel>
@@ -91,7 +91,9 @@ void gate_chunked(const qlstm_gate_s8_params& g, const GateArgs& a, int16_t* out
   const int32_t I = a.input_size, H = a.hidden_size;
   const bool is_tanh = g.activation == QLSTM_ACTIVATION_TANH;
   const GateRequant rq(g);
-  int32_t ax[kChunkRows], ah[kChunkRows];
+  int32_t acc[2 * kChunkRows];
+  int32_t* const ax = acc;
+  int32_t* const ah = acc + kChunkRows;
   for (int32_t b = 0; b < a.rows; ++b) {
     const int8_t* x = a.x + b * a.x_row_stride;
     const int8_t* h = a.h != nullptr ? a.h + b * a.h_row_stride : nullptr;
