@@ -169,6 +169,8 @@ host simulation in the same run.
   sigmoid table) minus one holding none (`targets/cortex-m/firmware/size_probe.cc`). The weights
   and biases are the model's, not counted here.
 - **RAM/call B**: scratch plus the int16 cell state; the input and output buffers are the caller's.
+  The optimized Arm variants also take 256 bytes of stack for a chunk's accumulators
+  (`blocked::gate_chunked`: 2 x 32 int32).
 
 Measured at commit {commit}, {date}, with arm-none-eabi-gcc 12.2 (-O3) and QEMU 7.2.
 Reproduce with `{command}` (after `cmake --build build`).
