@@ -10,6 +10,7 @@ extern const LstmS8Variant kLstmS8CmsisNnVariant;
 #endif
 extern const LstmS8Variant kLstmS8ScalarVariant;
 #if defined(__x86_64__) && defined(__GNUC__)
+extern const LstmS8Variant kLstmS8X86Avx512VnniVariant;
 extern const LstmS8Variant kLstmS8X86Avx2Variant;
 #endif
 #if defined(__ARM_ARCH_ISA_THUMB) && __ARM_ARCH_ISA_THUMB >= 2 && defined(__ARM_ARCH_PROFILE) && \
@@ -39,6 +40,7 @@ const LstmS8Variant* const* lstm_s8_variants(size_t* count) {
       &kLstmS8ArmThumb2Variant,
 #endif
 #if defined(__x86_64__) && defined(__GNUC__)
+      &kLstmS8X86Avx512VnniVariant,
       &kLstmS8X86Avx2Variant,
 #endif
       &kLstmS8ScalarVariant,

@@ -33,7 +33,9 @@ std::vector<const qlstm::LstmS8Variant*> supported_variants() {
 
 class VariantTest : public ::testing::TestWithParam<const qlstm::LstmS8Variant*> {};
 
-const int kEdgeSizes[] = {1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65};
+// Lane widths of the variants (4, 8, 16, 32 elements) minus one, equal and plus one, and large.
+const int kEdgeSizes[] = {1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 257};
+constexpr int kEdgeCount = sizeof(kEdgeSizes) / sizeof(kEdgeSizes[0]);
 
 struct RunResult {
   qlstm_status status;
@@ -94,7 +96,7 @@ void check_case(const qlstm::LstmS8Variant& v, std::mt19937_64& rng, qlstm_lstm_
 TEST_P(VariantTest, SequencesOverEdgeInputSizes) {
   std::mt19937_64 rng(1000);
   for (int I : kEdgeSizes) {
-    const int H = kEdgeSizes[rng() % (sizeof(kEdgeSizes) / sizeof(int))];
+    const int H = kEdgeSizes[rng() % kEdgeCount];
     for (Regime regime : {Regime::kTypical, Regime::kWide, Regime::kExtreme}) {
       const int B = 1 + static_cast<int>(rng() % 3);
       const int T = static_cast<int>(rng() % 4);
@@ -106,7 +108,7 @@ TEST_P(VariantTest, SequencesOverEdgeInputSizes) {
 TEST_P(VariantTest, SequencesOverEdgeHiddenSizes) {
   std::mt19937_64 rng(2000);
   for (int H : kEdgeSizes) {
-    const int I = kEdgeSizes[rng() % (sizeof(kEdgeSizes) / sizeof(int))];
+    const int I = kEdgeSizes[rng() % kEdgeCount];
     for (Regime regime : {Regime::kTypical, Regime::kWide, Regime::kExtreme}) {
       for (bool stateful : {false, true}) {
         const int B = 1 + static_cast<int>(rng() % 4);
@@ -133,7 +135,7 @@ TEST_P(VariantTest, GateStageWithStridesMatchesModel) {
   if (GetParam()->gate == nullptr) GTEST_SKIP() << "a whole-sequence variant has no gate stage";
   std::mt19937_64 rng(4000);
   for (int k = 0; k < 40; ++k) {
-    const int I = kEdgeSizes[k % 17], H = kEdgeSizes[(k * 7) % 17], B = 1 + k % 4;
+    const int I = kEdgeSizes[k % kEdgeCount], H = kEdgeSizes[(k * 7) % kEdgeCount], B = 1 + k % 4;
     RandomLstm l;
     make_random_lstm(l, rng, {B, 1, I, H}, true, static_cast<Regime>(k % 3));
     const ptrdiff_t xs = I + 3, hs = H + 5;  // strides wider than a row
@@ -173,7 +175,7 @@ TEST_P(VariantTest, CellAndHiddenStagesMatchModel) {
   std::mt19937_64 rng(5000);
   std::uniform_int_distribution<int> s16(-32768, 32767);
   for (int k = 0; k < 200; ++k) {
-    const int n = kEdgeSizes[k % 17];
+    const int n = kEdgeSizes[k % kEdgeCount];
     std::vector<int16_t> f(n), i(n), g(n), c(n);
     for (int e = 0; e < n; ++e) {
       f[e] = static_cast<int16_t>(s16(rng));
