@@ -215,50 +215,43 @@ qlstm_arm_gate_finish_tanh_thumb2:
 @ Four columns: the v bytes become the int16 pairs (v0, v2) and (v1, v3) with SXTB16, each
 @ row's four weights likewise, and SMLAD adds both products of a pair (wrapping, as the
 @ reference does).
+.macro ROW_DSP acc, row
+    ldr     lr, [\row], #4
+    sxtb16  r12, lr
+    smlad   \acc, r2, r12, \acc
+    sxtb16  lr, lr, ror #8
+    smlad   \acc, r11, lr, \acc
+.endm
+
 .macro QUAD_DSP
     ldr     r11, [r0], #4           @ v0..v3
     sxtb16  r2, r11                 @ (v0, v2)
     sxtb16  r11, r11, ror #8        @ (v1, v3)
-    ldr     lr, [r1], #4
-    sxtb16  r12, lr
-    smlad   r4, r2, r12, r4
-    sxtb16  lr, lr, ror #8
-    smlad   r4, r11, lr, r4
-    ldr     lr, [r8], #4
-    sxtb16  r12, lr
-    smlad   r5, r2, r12, r5
-    sxtb16  lr, lr, ror #8
-    smlad   r5, r11, lr, r5
-    ldr     lr, [r9], #4
-    sxtb16  r12, lr
-    smlad   r6, r2, r12, r6
-    sxtb16  lr, lr, ror #8
-    smlad   r6, r11, lr, r6
-    ldr     lr, [r10], #4
-    sxtb16  r12, lr
-    smlad   r7, r2, r12, r7
-    sxtb16  lr, lr, ror #8
-    smlad   r7, r11, lr, r7
+    ROW_DSP r4, r1
+    ROW_DSP r5, r8
+    ROW_DSP r6, r9
+    ROW_DSP r7, r10
 .endm
 
 @ The four rows' dot products as COLUMNS_THUMB2 does them, by SMLAD: eight columns per loop pass,
 @ then four, then the last 0..3 one at a time.
-.macro COLUMNS_DSP
+.macro COLUMNS_DSP quad=QUAD_DSP, tail_v=
     subs    r3, r3, #8
     blt     2f
 1:
-    QUAD_DSP
-    QUAD_DSP
+    \quad
+    \quad
     subs    r3, r3, #8
     bge     1b
 2:
     adds    r3, r3, #8
     cmp     r3, #4
     blt     3f
-    QUAD_DSP
+    \quad
     subs    r3, r3, #4
 3:
     cbz     r3, 5f
+    \tail_v
 4:
     COLUMN_THUMB2
     subs    r3, r3, #1
@@ -267,6 +260,25 @@ qlstm_arm_gate_finish_tanh_thumb2:
 .endm
 
     ROWS4 qlstm_arm_rows4_s8_dsp, COLUMNS_DSP
+
+@ As QUAD_DSP with v already in int16 pairs (lstm_s8_arm.cc, ExpandedOperand): one LDRD.
+.macro QUAD_DSPX
+    ldrd    r2, r11, [r0], #8       @ (v0, v2), (v1, v3)
+    ROW_DSP r4, r1
+    ROW_DSP r5, r8
+    ROW_DSP r6, r9
+    ROW_DSP r7, r10
+.endm
+
+@ COLUMNS_DSP over the expanded pairs; the last 0..3 columns from the bytes (the 7th argument,
+@ 12 bytes + 9 registers + 2 arguments up the stack).
+.macro COLUMNS_DSPX
+    COLUMNS_DSP QUAD_DSPX, "ldr r0, [sp, #56]"
+.endm
+
+@ void qlstm_arm_rows4_s8_dspx(const int32_t* v_pairs, const int8_t* w, int32_t n, int32_t blocks,
+@                              const int32_t* bias, int32_t* acc, const int8_t* v_tail);
+    ROWS4 qlstm_arm_rows4_s8_dspx, COLUMNS_DSPX
 #endif  /* __ARM_FEATURE_DSP */
 #if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
 @ Helium: sixteen columns per pass in a tail-predicated loop (DLSTP/LETP predicate the last,

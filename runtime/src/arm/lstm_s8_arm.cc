@@ -11,6 +11,10 @@
     __ARM_ARCH_PROFILE == 'M'
 
 #include <stddef.h>
+#include <string.h>
+#if defined(__ARM_FEATURE_DSP)
+#include <arm_acle.h>
+#endif
 
 // The requantization and table parameters of the assembly gate finish, in its load order.
 struct qlstm_arm_requant_params {
@@ -32,6 +36,8 @@ void qlstm_arm_rows4_s8_thumb2(const int8_t* v, const int8_t* w, int32_t n, int3
 #if defined(__ARM_FEATURE_DSP)
 void qlstm_arm_rows4_s8_dsp(const int8_t* v, const int8_t* w, int32_t n, int32_t blocks, const int32_t* bias,
                             int32_t* acc);
+void qlstm_arm_rows4_s8_dspx(const int32_t* v_pairs, const int8_t* w, int32_t n, int32_t blocks,
+                             const int32_t* bias, int32_t* acc, const int8_t* v_tail);
 #endif
 void qlstm_arm_gate_finish_sigmoid_thumb2(const int32_t* ax, int32_t n, int16_t* out,
                                           const qlstm_arm_gate_finish_t2_params* p);
@@ -67,9 +73,10 @@ void finish(const blocked::GateRequant& rq, const int32_t* ax, int32_t* ah, bool
 }
 
 struct Thumb2Kernel {
-  static void rows4(const int8_t* v, const int8_t* w, int32_t n, int32_t blocks, const int32_t* bias,
+  using Operand = blocked::PlainOperand;
+  static void rows4(const Operand& v, const int8_t* w, int32_t n, int32_t blocks, const int32_t* bias,
                     int32_t* acc) {
-    qlstm_arm_rows4_s8_thumb2(v, w, n, blocks, bias, acc);
+    qlstm_arm_rows4_s8_thumb2(v.v, w, n, blocks, bias, acc);
   }
   static int32_t dot1(const int8_t* v, const int8_t* w, int32_t n, int32_t acc) { return arm::dot1(v, w, n, acc); }
   static void finish(const blocked::GateRequant& rq, const int32_t* ax, int32_t* ah, bool has_h, int32_t n,
@@ -79,10 +86,40 @@ struct Thumb2Kernel {
 };
 
 #if defined(__ARM_FEATURE_DSP)
+// The vector sign-extended once per batch row into the int16 pairs SMLAD takes, (v0, v2) and
+// (v1, v3) per four columns, matching SXTB16 of the weights: each block of four rows then loads
+// them with one LDRD instead of LDR and two SXTB16. Up to kMaxColumns (512 bytes of stack per
+// operand); longer vectors are read as bytes.
+struct ExpandedOperand {
+  static constexpr int32_t kMaxColumns = 256;
+  int32_t pairs[kMaxColumns / 2];
+  const int8_t* bytes = nullptr;
+  int32_t quads = 0;
+  bool expanded = false;
+  void prepare(const int8_t* p, int32_t n) {
+    bytes = p;
+    quads = n / 4;
+    expanded = n <= kMaxColumns;
+    if (!expanded) return;
+    for (int32_t q = 0; q < quads; ++q) {
+      uint32_t word;
+      __builtin_memcpy(&word, p + 4 * q, sizeof word);  // an unaligned LDR
+      constexpr uint32_t kByte = 8;  // rotate right by a byte: (v1, v3) to the even positions
+      pairs[2 * q] = __sxtb16(fxp::bits_to_s32(word));
+      pairs[2 * q + 1] = __sxtb16(fxp::bits_to_s32((word >> kByte) | (word << (32 - kByte))));
+    }
+  }
+};
+
 struct DspKernel : Thumb2Kernel {
-  static void rows4(const int8_t* v, const int8_t* w, int32_t n, int32_t blocks, const int32_t* bias,
+  using Operand = ExpandedOperand;
+  static void rows4(const Operand& v, const int8_t* w, int32_t n, int32_t blocks, const int32_t* bias,
                     int32_t* acc) {
-    qlstm_arm_rows4_s8_dsp(v, w, n, blocks, bias, acc);
+    if (v.expanded) {
+      qlstm_arm_rows4_s8_dspx(v.pairs, w, n, blocks, bias, acc, v.bytes + 4 * v.quads);
+    } else {
+      qlstm_arm_rows4_s8_dsp(v.bytes, w, n, blocks, bias, acc);
+    }
   }
 };
 #endif

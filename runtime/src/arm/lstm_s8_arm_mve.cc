@@ -114,9 +114,10 @@ int32_t dot1(const int8_t* v, const int8_t* w, int32_t n, int32_t acc) {
 }
 
 struct Kernel {
-  static void rows4(const int8_t* v, const int8_t* w, int32_t n, int32_t blocks, const int32_t* bias,
+  using Operand = blocked::PlainOperand;
+  static void rows4(const Operand& v, const int8_t* w, int32_t n, int32_t blocks, const int32_t* bias,
                     int32_t* acc) {
-    qlstm_arm_rows4_s8_mve(v, w, n, blocks, bias, acc);
+    qlstm_arm_rows4_s8_mve(v.v, w, n, blocks, bias, acc);
   }
   static int32_t dot1(const int8_t* v, const int8_t* w, int32_t n, int32_t acc) { return arm_mve::dot1(v, w, n, acc); }
   // In assembly (dot4_s8_arm.S): with every constant in a register, the loop is 39 instructions

@@ -77,7 +77,9 @@ void gate(const qlstm_gate_s8_params& g, const GateArgs& a, int16_t* out_q0_15) 
 }
 
 // The gate in chunks of rows, for kernels that take whole blocks of four rows per call:
-//   static void rows4(const int8_t* v, const int8_t* w, int32_t n, int32_t blocks, const int32_t* bias,
+//   struct Operand { void prepare(const int8_t* v, int32_t n); };   x or h as rows4 reads it,
+//                     prepared once per batch row (PlainOperand: the int8 vector itself)
+//   static void rows4(const Operand& v, const int8_t* w, int32_t n, int32_t blocks, const int32_t* bias,
 //                     int32_t* acc);   acc[r] = bias[r] + sum_j v[j] * w[r * n + j], r < 4 * blocks
 //   static void finish(const GateRequant& rq, const int32_t* ax, int32_t* ah, bool has_h,
 //                      int32_t n, bool is_tanh, int16_t* out_q0_15);   n rows to Q0.15, activated
@@ -85,6 +87,11 @@ void gate(const qlstm_gate_s8_params& g, const GateArgs& a, int16_t* out_q0_15) 
 // (and dot1 for the rows after the last whole block). The accumulators of a chunk live on the
 // stack: 2 * kChunkRows int32, ah right after ax.
 constexpr int32_t kChunkRows = 32;
+
+struct PlainOperand {
+  const int8_t* v = nullptr;
+  void prepare(const int8_t* p, int32_t) { v = p; }
+};
 
 template <typename Kernel>
 void gate_chunked(const qlstm_gate_s8_params& g, const GateArgs& a, int16_t* out_q0_15) {
@@ -94,21 +101,24 @@ void gate_chunked(const qlstm_gate_s8_params& g, const GateArgs& a, int16_t* out
   int32_t acc[2 * kChunkRows];
   int32_t* const ax = acc;
   int32_t* const ah = acc + kChunkRows;
+  typename Kernel::Operand xo, ho;
   for (int32_t b = 0; b < a.rows; ++b) {
     const int8_t* x = a.x + b * a.x_row_stride;
     const int8_t* h = a.h != nullptr ? a.h + b * a.h_row_stride : nullptr;
     int16_t* out = out_q0_15 + static_cast<ptrdiff_t>(b) * H;
+    xo.prepare(x, I);
+    if (h != nullptr) ho.prepare(h, H);
     for (int32_t c0 = 0; c0 < H; c0 += kChunkRows) {
       const int32_t n = H - c0 < kChunkRows ? H - c0 : kChunkRows;
       const int32_t blocks = n / kRowsPerPass;
       const int8_t* wx = g.input_weights + static_cast<ptrdiff_t>(c0) * I;
-      Kernel::rows4(x, wx, I, blocks, g.input_effective_bias + c0, ax);
+      Kernel::rows4(xo, wx, I, blocks, g.input_effective_bias + c0, ax);
       for (int32_t r = blocks * kRowsPerPass; r < n; ++r) {
         ax[r] = Kernel::dot1(x, wx + static_cast<ptrdiff_t>(r) * I, I, g.input_effective_bias[c0 + r]);
       }
       if (h != nullptr) {
         const int8_t* wh = g.hidden_weights + static_cast<ptrdiff_t>(c0) * H;
-        Kernel::rows4(h, wh, H, blocks, g.hidden_effective_bias + c0, ah);
+        Kernel::rows4(ho, wh, H, blocks, g.hidden_effective_bias + c0, ah);
         for (int32_t r = blocks * kRowsPerPass; r < n; ++r) {
           ah[r] = Kernel::dot1(h, wh + static_cast<ptrdiff_t>(r) * H, H, g.hidden_effective_bias[c0 + r]);
         }
