@@ -100,21 +100,21 @@
     .equ    CHUNK_ROWS, 32          @ blocked::kChunkRows
     .equ    AH_AFTER_AX, 4 * CHUNK_ROWS - 4    @ ah[r] from ax + r + 1 (after the post-increment)
 
-@ r11 = requantize(r9) with r4 left, r5 multiplier, r6 right, r7 mask, r8 half; r10 scratch.
+@ r9 = requantize(r9) with r4 left, r5 multiplier, r6 right, r7 mask, r8 half; r10 scratch.
 @ SRDHM: the 64-bit x * m + 2^30, shifted right 31. Rounding divide: add 1 where the remainder
-@ exceeds half the mask (plus 1 for negative values).
+@ exceeds half the mask (plus 1 for negative values), i.e. where half + neg - remainder < 0.
 .macro REQUANT_SCALAR
     lsl     r9, r9, r4
-    smull   r10, r11, r9, r5
+    smull   r10, r9, r9, r5         @ r10: low word, r9: high word
     adds    r10, r10, #0x40000000
-    adc     r11, r11, #0
-    lsl     r11, r11, #1
-    orr     r11, r11, r10, lsr #31
-    and     r10, r11, r7
-    add     r9, r8, r11, lsr #31
-    sub     r9, r9, r10
-    asr     r11, r11, r6
-    add     r11, r11, r9, lsr #31
+    adc     r9, r9, #0
+    lsl     r9, r9, #1
+    orr     r9, r9, r10, lsr #31    @ SRDHM
+    and     r10, r9, r7             @ remainder
+    sub     r10, r8, r10
+    add     r10, r10, r9, lsr #31
+    asr     r9, r9, r6
+    add     r9, r9, r10, lsr #31
 .endm
 
 @ r1 = the Q3.12 pre-activation of the row at r0 (r0 advanced); r5 = 3 * r1, r6 = |r5|,
@@ -123,11 +123,11 @@
     ldm     r12, {r4-r8}
     ldr     r9, [r0], #4
     REQUANT_SCALAR
-    ssat    r1, #16, r11
+    ssat    r1, #16, r9
     ldm     lr, {r4-r8}
     ldr     r9, [r0, #AH_AFTER_AX]
     REQUANT_SCALAR
-    add     r1, r1, r11
+    add     r1, r1, r9
     ssat    r1, #16, r1
     ldrd    r4, r10, [lr, #20]
     add     r5, r1, r1, lsl #1      @ v = 3 x
@@ -143,6 +143,37 @@
     sub     r9, r9, r8
     lsl     r8, r8, #\step_bits
     mla     r8, r9, r6, r8
+.endm
+
+@ result = tanh in Q0.15 of v (sign from v, |v| in absv): from index 255 on the saturated value
+@ 65535 << 8, which the caller's out-of-line label 5 loads into result before branching back to 6;
+@ y = (r - 2^23 + 2^7) >> 8, and for v < 0 the reference's result is exactly -y.
+.macro TANH_SCALAR absv, index, result, tmp, table, table_from_1, v
+    lsr     \index, \absv, #8
+    cmp     \index, #255
+    bge     5f
+    ubfx    \absv, \absv, #0, #8
+    ldrh    \result, [\table, \index, lsl #1]
+    ldrh    \tmp, [\table_from_1, \index, lsl #1]
+    sub     \tmp, \tmp, \result
+    lsl     \result, \result, #8
+    mla     \result, \tmp, \absv, \result
+6:
+    sub     \result, \result, #0x800000
+    add     \result, \result, #128
+    asr     \result, \result, #8
+    cmp     \v, #0
+    it      lt
+    neglt   \result, \result
+.endm
+
+.macro TANH_EPILOGUE result
+9:
+    pop     {r4-r11, pc}
+5:
+    movw    \result, #0xff00
+    movt    \result, #0x00ff        @ 65535 << 8
+    b       6b
 .endm
 
 .macro GATE_FINISH_SCALAR_PROLOGUE
@@ -179,8 +210,7 @@ qlstm_arm_gate_finish_sigmoid_thumb2:
     pop     {r4-r11, pc}
     .size qlstm_arm_gate_finish_sigmoid_thumb2, . - qlstm_arm_gate_finish_sigmoid_thumb2
 
-@ Tanh: from index 255 on, the saturated value 65535 << 8 (out of line); y = (r - 2^23 + 2^7) >> 8,
-@ and for v < 0 the reference's result is exactly -y.
+@ Tanh: TANH_SCALAR.
     .global qlstm_arm_gate_finish_tanh_thumb2
     .type qlstm_arm_gate_finish_tanh_thumb2, %function
     .thumb_func
@@ -189,27 +219,109 @@ qlstm_arm_gate_finish_tanh_thumb2:
     GATE_FINISH_SCALAR_PROLOGUE
 1:
     GATE_PRE_SCALAR
-    lsr     r7, r6, #8              @ index
-    cmp     r7, #255
-    bge     5f
-    LERP_SCALAR 8
-6:
-    sub     r8, r8, #0x800000
-    add     r8, r8, #128
-    asr     r8, r8, #8
-    cmp     r5, #0
-    it      lt
-    neglt   r8, r8
+    TANH_SCALAR r6, r7, r8, r9, r4, r10, r5
     strh    r8, [r3], #2
     cmp     r0, r2
     bne     1b
+    TANH_EPILOGUE r8
+    .size qlstm_arm_gate_finish_tanh_thumb2, . - qlstm_arm_gate_finish_tanh_thumb2
+
+@ The cell update, two passes over the units (docs/arithmetic.md §5):
+@   cell = sat16(rq_fc(f * cell))                  (first pass, in place)
+@   cell = clamp(cell + rq_ig(i * g), clip_min, clip_max)   (i * g unsaturated, the add wrapping)
+@ void qlstm_arm_cell_update_thumb2(int32_t count, const int16_t* f, const int16_t* i, const int16_t* g,
+@                                   int16_t* cell, const qlstm_arm_cell_params* p);
+@ p: f*c's and i*g's requantization (5 words each, as the gate's), clip_min, clip_max.
+    .global qlstm_arm_cell_update_thumb2
+    .type qlstm_arm_cell_update_thumb2, %function
+    .thumb_func
+    .p2align 2
+qlstm_arm_cell_update_thumb2:
+    push    {r4-r11, lr}
+    cmp     r0, #0
+    beq     9f
+    ldr     r11, [sp, #36]          @ cell
+    ldr     r12, [sp, #40]          @ p
+    add     lr, r11, r0, lsl #1     @ the end of cell
+    mov     r0, r1                  @ f
+    mov     r1, r2                  @ i
+    mov     r2, r3                  @ g
+    mov     r3, r11
+    ldm     r12!, {r4-r8}
+1:
+    ldrsh   r9, [r0], #2
+    ldrsh   r10, [r3]
+    mul     r9, r9, r10
+    REQUANT_SCALAR
+    ssat    r9, #16, r9
+    strh    r9, [r3], #2
+    cmp     r3, lr
+    bne     1b
+    ldr     r3, [sp, #36]
+    ldm     r12, {r4-r8, r11}       @ i*g's requantization, clip_min
+    ldr     r12, [r12, #24]         @ clip_max
+2:
+    ldrsh   r9, [r1], #2
+    ldrsh   r10, [r2], #2
+    mul     r9, r9, r10
+    REQUANT_SCALAR
+    ldrsh   r10, [r3]
+    add     r9, r9, r10
+    cmp     r9, r11
+    it      lt
+    movlt   r9, r11
+    cmp     r9, r12
+    it      gt
+    movgt   r9, r12
+    strh    r9, [r3], #2
+    cmp     r3, lr
+    bne     2b
 9:
     pop     {r4-r11, pc}
-5:
-    movw    r8, #0xff00
-    movt    r8, #0x00ff             @ 65535 << 8
-    b       6b
-    .size qlstm_arm_gate_finish_tanh_thumb2, . - qlstm_arm_gate_finish_tanh_thumb2
+    .size qlstm_arm_cell_update_thumb2, . - qlstm_arm_cell_update_thumb2
+
+@ The hidden update of one batch row (§6): h = sat8(rq_ot(o * tanh(cell)) + zero point), tanh of
+@ the cell (scale 2^P) with the pre-scale v = (3 cell * 2^left + round) >> right, then as the
+@ gate's tanh.
+@ void qlstm_arm_hidden_update_thumb2(int32_t count, const int16_t* o, const int16_t* cell, int8_t* h,
+@                                     const qlstm_arm_hidden_params* p);
+@ p: the pre-scale (multiplier 3 << left, rounding, right shift), the table and the table from
+@ entry 1; o*tanh's requantization (5 words); the output zero point.
+    .global qlstm_arm_hidden_update_thumb2
+    .type qlstm_arm_hidden_update_thumb2, %function
+    .thumb_func
+    .p2align 2
+qlstm_arm_hidden_update_thumb2:
+    push    {r4-r11, lr}
+    cmp     r0, #0
+    beq     9f
+    ldr     r12, [sp, #36]          @ p: the tanh part
+    add     lr, r12, #20            @ the requantization, then the zero point
+    add     r4, r2, r0, lsl #1      @ the end of cell
+    mov     r0, r1                  @ o
+    mov     r1, r2                  @ cell
+    mov     r2, r3                  @ h
+    mov     r3, r4
+1:
+    ldm     r12, {r4-r8}
+    ldrsh   r9, [r1], #2
+    mla     r9, r9, r4, r5
+    asr     r9, r9, r6              @ v
+    eor     r10, r9, r9, asr #31
+    sub     r10, r10, r9, asr #31   @ |v|
+    TANH_SCALAR r10, r11, r4, r5, r7, r8, r9   @ r4 = tanh(cell) in Q0.15
+    ldrsh   r9, [r0], #2
+    mul     r9, r9, r4
+    ldm     lr, {r4-r8}
+    REQUANT_SCALAR
+    ldr     r10, [lr, #20]
+    add     r9, r9, r10
+    ssat    r9, #8, r9
+    strb    r9, [r2], #1
+    cmp     r1, r3
+    bne     1b
+    TANH_EPILOGUE r4
+    .size qlstm_arm_hidden_update_thumb2, . - qlstm_arm_hidden_update_thumb2
 
 #if defined(__ARM_FEATURE_DSP)
 @ Four columns: the v bytes become the int16 pairs (v0, v2) and (v1, v3) with SXTB16, each
