@@ -48,7 +48,7 @@
 @   acc[r] = bias[r] + sum_{j<n} v[j] * w[r * n + j]   (mod 2^32), r < 4 * blocks
 @ void qlstm_arm_rows4_s8_{thumb2,dsp,mve}(const int8_t* v, const int8_t* w, int32_t n,
 @                                          int32_t blocks, const int32_t* bias, int32_t* acc);
-@ Every core register is taken by the column loop: v, n, the blocks left, bias and acc live on
+@ Every core register is taken by the column loop: v, n, the end of acc, bias and acc live on
 @ the stack.
 .macro ROWS4 name, columns
     .global \name
@@ -62,7 +62,9 @@
     sub     sp, sp, #12
     str     r0, [sp]                @ v
     str     r2, [sp, #4]            @ n
-    str     r3, [sp, #8]            @ blocks left
+    ldr     r12, [sp, #52]          @ acc (12 bytes + 9 registers up)
+    add     r12, r12, r3, lsl #4
+    str     r12, [sp, #8]           @ the end of acc
 7:
     ldr     r12, [sp, #48]          @ bias (12 bytes + 9 registers up)
     ldm     r12!, {r4-r7}
@@ -78,8 +80,7 @@
     str     r12, [sp, #52]
     mov     r1, r10                 @ the next block's row 0: right after row 3
     ldr     r3, [sp, #8]
-    subs    r3, r3, #1
-    str     r3, [sp, #8]
+    cmp     r12, r3
     bne     7b
     add     sp, sp, #12
 9:
@@ -345,30 +346,38 @@ qlstm_arm_hidden_update_thumb2:
     ROW_DSP r7, r10
 .endm
 
-@ The four rows' dot products as COLUMNS_THUMB2 does them, by SMLAD: eight columns per loop pass,
-@ then four, then the last 0..3 one at a time.
+@ The four rows' dot products as COLUMNS_THUMB2 does them, by SMLAD: sixteen columns per loop
+@ pass, then eight, then four, then the last 0..3 one at a time.
 .macro COLUMNS_DSP quad=QUAD_DSP, tail_v=
-    subs    r3, r3, #8
+    subs    r3, r3, #16
     blt     2f
 1:
     \quad
     \quad
-    subs    r3, r3, #8
+    \quad
+    \quad
+    subs    r3, r3, #16
     bge     1b
 2:
-    adds    r3, r3, #8
-    cmp     r3, #4
+    adds    r3, r3, #16
+    cmp     r3, #8
     blt     3f
     \quad
-    subs    r3, r3, #4
+    \quad
+    subs    r3, r3, #8
 3:
-    cbz     r3, 5f
-    \tail_v
+    cmp     r3, #4
+    blt     4f
+    \quad
+    subs    r3, r3, #4
 4:
+    cbz     r3, 6f
+    \tail_v
+5:
     COLUMN_THUMB2
     subs    r3, r3, #1
-    bne     4b
-5:
+    bne     5b
+6:
 .endm
 
     ROWS4 qlstm_arm_rows4_s8_dsp, COLUMNS_DSP
@@ -387,6 +396,25 @@ qlstm_arm_hidden_update_thumb2:
 .macro COLUMNS_DSPX
     COLUMNS_DSP QUAD_DSPX, "ldr r0, [sp, #56]"
 .endm
+
+@ The expansion itself: pairs[2q] = (v[4q], v[4q+2]), pairs[2q+1] = (v[4q+1], v[4q+3]) as int16.
+@ void qlstm_arm_expand_s8_dsp(const int8_t* v, int32_t quads, int32_t* pairs);
+    .global qlstm_arm_expand_s8_dsp
+    .type qlstm_arm_expand_s8_dsp, %function
+    .thumb_func
+    .p2align 2
+qlstm_arm_expand_s8_dsp:
+    cbz     r1, 2f
+1:
+    ldr     r3, [r0], #4
+    sxtb16  r12, r3
+    sxtb16  r3, r3, ror #8
+    strd    r12, r3, [r2], #8
+    subs    r1, r1, #1
+    bne     1b
+2:
+    bx      lr
+    .size qlstm_arm_expand_s8_dsp, . - qlstm_arm_expand_s8_dsp
 
 @ void qlstm_arm_rows4_s8_dspx(const int32_t* v_pairs, const int8_t* w, int32_t n, int32_t blocks,
 @                              const int32_t* bias, int32_t* acc, const int8_t* v_tail);

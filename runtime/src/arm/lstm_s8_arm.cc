@@ -9,10 +9,6 @@
     __ARM_ARCH_PROFILE == 'M'
 
 #include <stddef.h>
-#include <string.h>
-#if defined(__ARM_FEATURE_DSP)
-#include <arm_acle.h>
-#endif
 
 // The requantization and table parameters of the assembly gate finish, in its load order.
 struct qlstm_arm_requant_params {
@@ -49,6 +45,7 @@ void qlstm_arm_rows4_s8_thumb2(const int8_t* v, const int8_t* w, int32_t n, int3
 #if defined(__ARM_FEATURE_DSP)
 void qlstm_arm_rows4_s8_dsp(const int8_t* v, const int8_t* w, int32_t n, int32_t blocks, const int32_t* bias,
                             int32_t* acc);
+void qlstm_arm_expand_s8_dsp(const int8_t* v, int32_t quads, int32_t* pairs);
 void qlstm_arm_rows4_s8_dspx(const int32_t* v_pairs, const int8_t* w, int32_t n, int32_t blocks,
                              const int32_t* bias, int32_t* acc, const int8_t* v_tail);
 #endif
@@ -150,13 +147,7 @@ struct ExpandedOperand {
     quads = n / 4;
     expanded = n <= kMaxColumns;
     if (!expanded) return;
-    for (int32_t q = 0; q < quads; ++q) {
-      uint32_t word;
-      __builtin_memcpy(&word, p + 4 * q, sizeof word);  // an unaligned LDR
-      constexpr uint32_t kByte = 8;  // rotate right by a byte: (v1, v3) to the even positions
-      pairs[2 * q] = __sxtb16(fxp::bits_to_s32(word));
-      pairs[2 * q + 1] = __sxtb16(fxp::bits_to_s32((word >> kByte) | (word << (32 - kByte))));
-    }
+    qlstm_arm_expand_s8_dsp(p, quads, pairs);
   }
 };
 
