@@ -346,38 +346,45 @@ qlstm_arm_hidden_update_thumb2:
     ROW_DSP r7, r10
 .endm
 
-@ The four rows' dot products as COLUMNS_THUMB2 does them, by SMLAD: sixteen columns per loop
-@ pass, then eight, then four, then the last 0..3 one at a time.
+@ The four rows' dot products as COLUMNS_THUMB2 does them, by SMLAD: thirty-two columns per loop
+@ pass (the loop's own two instructions are then 1 % of it), then sixteen, eight, four, and the
+@ last 0..3 one at a time.
 .macro COLUMNS_DSP quad=QUAD_DSP, tail_v=
-    subs    r3, r3, #16
+    subs    r3, r3, #32
     blt     2f
 1:
+    .rept 8
     \quad
-    \quad
-    \quad
-    \quad
-    subs    r3, r3, #16
+    .endr
+    subs    r3, r3, #32
     bge     1b
 2:
-    adds    r3, r3, #16
-    cmp     r3, #8
+    adds    r3, r3, #32
+    cmp     r3, #16
     blt     3f
+    .rept 4
+    \quad
+    .endr
+    subs    r3, r3, #16
+3:
+    cmp     r3, #8
+    blt     4f
     \quad
     \quad
     subs    r3, r3, #8
-3:
+4:
     cmp     r3, #4
-    blt     4f
+    blt     5f
     \quad
     subs    r3, r3, #4
-4:
-    cbz     r3, 6f
-    \tail_v
 5:
+    cbz     r3, 8f
+    \tail_v
+6:
     COLUMN_THUMB2
     subs    r3, r3, #1
-    bne     5b
-6:
+    bne     6b
+8:
 .endm
 
     ROWS4 qlstm_arm_rows4_s8_dsp, COLUMNS_DSP

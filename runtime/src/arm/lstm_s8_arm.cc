@@ -74,17 +74,16 @@ qlstm_arm_requant_params requant_params(const fxp::RequantDoubleRounding& q) {
 }
 
 // Requantization and activation of a chunk in assembly (one row per pass, every constant in a
-// register): about 47 instructions per row, where GCC 12's code took about 90. Without h, ah is
-// zero: requantized it adds exactly 0, as the reference's h-less gate.
-void finish(const blocked::GateRequant& rq, const int32_t* ax, int32_t* ah, bool has_h, int32_t n, bool is_tanh,
-            int16_t* out) {
-  if (!has_h) {
-    for (int32_t r = 0; r < n; ++r) ah[r] = 0;
-  }
-  const qlstm_arm_gate_finish_t2_params p = {requant_params(rq.input), requant_params(rq.hidden), kSigmoidTableU16,
-                                             kSigmoidTableU16 + 1};
-  (is_tanh ? qlstm_arm_gate_finish_tanh_thumb2 : qlstm_arm_gate_finish_sigmoid_thumb2)(ax, n, out, &p);
-}
+// register): about 47 instructions per row, where GCC 12's code took about 90.
+struct Finish {
+  qlstm_arm_gate_finish_t2_params p;
+  void (*activate)(const int32_t*, int32_t, int16_t*, const qlstm_arm_gate_finish_t2_params*);
+  Finish(const blocked::GateRequant& rq, bool is_tanh)
+      : p{requant_params(rq.input), requant_params(rq.hidden), kSigmoidTableU16, kSigmoidTableU16 + 1},
+        activate(is_tanh ? qlstm_arm_gate_finish_tanh_thumb2 : qlstm_arm_gate_finish_sigmoid_thumb2) {}
+  // The assembly reads ah at ax + kChunkRows.
+  void operator()(const int32_t* ax, const int32_t*, int32_t n, int16_t* out) const { activate(ax, n, out, &p); }
+};
 
 // The cell and hidden updates in assembly too (about 43 and 41 instructions per unit, where the
 // reference's C takes about 61 and 56).
@@ -125,10 +124,7 @@ struct Thumb2Kernel {
     qlstm_arm_rows4_s8_thumb2(v.v, w, n, blocks, bias, acc);
   }
   static int32_t dot1(const int8_t* v, const int8_t* w, int32_t n, int32_t acc) { return arm::dot1(v, w, n, acc); }
-  static void finish(const blocked::GateRequant& rq, const int32_t* ax, int32_t* ah, bool has_h, int32_t n,
-                     bool is_tanh, int16_t* out) {
-    arm::finish(rq, ax, ah, has_h, n, is_tanh, out);
-  }
+  using Finish = arm::Finish;
 };
 
 #if defined(__ARM_FEATURE_DSP)

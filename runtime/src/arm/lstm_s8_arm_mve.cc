@@ -121,19 +121,22 @@ struct Kernel {
   }
   static int32_t dot1(const int8_t* v, const int8_t* w, int32_t n, int32_t acc) { return arm_mve::dot1(v, w, n, acc); }
   // In assembly (dot4_s8_arm.S): with every constant in a register, the loop is 39 instructions
-  // per four rows (sigmoid), where GCC 12 spills to about 70. Without h, ah is zero: requantized
-  // it adds exactly 0, as the reference's h-less gate.
-  static void finish(const blocked::GateRequant& rq, const int32_t* ax, int32_t* ah, bool has_h, int32_t n,
-                     bool is_tanh, int16_t* out) {
-    if (!has_h) {
-      for (int32_t r = 0; r < n; ++r) ah[r] = 0;
+  // per four rows (sigmoid), where GCC 12 spills to about 70.
+  struct Finish {
+    qlstm_arm_gate_finish_params p;
+    void (*activate)(const int32_t*, const int32_t*, int32_t, int16_t*, const qlstm_arm_gate_finish_params*);
+    Finish(const blocked::GateRequant& rq, bool is_tanh)
+        : p(params(Requant(rq.input), Requant(rq.hidden))),
+          activate(is_tanh ? qlstm_arm_gate_finish_tanh_mve : qlstm_arm_gate_finish_sigmoid_mve) {}
+    static qlstm_arm_gate_finish_params params(const Requant& qx, const Requant& qh) {
+      return {qx.left,         qx.multiplier,   qx.minus_right,
+              qh.left,         qh.multiplier,   qh.minus_right,
+              qx.negative_fix, qh.negative_fix, kSigmoidTableU16};
     }
-    const Requant qx(rq.input), qh(rq.hidden);
-    const qlstm_arm_gate_finish_params p = {qx.left,         qx.multiplier,   qx.minus_right,
-                                            qh.left,         qh.multiplier,   qh.minus_right,
-                                            qx.negative_fix, qh.negative_fix, kSigmoidTableU16};
-    (is_tanh ? qlstm_arm_gate_finish_tanh_mve : qlstm_arm_gate_finish_sigmoid_mve)(ax, ah, n, out, &p);
-  }
+    void operator()(const int32_t* ax, const int32_t* ah, int32_t n, int16_t* out) const {
+      activate(ax, ah, n, out, &p);
+    }
+  };
 };
 
 void cell_update(const CellUpdateParams& p, int32_t count, const int16_t* f_q0_15, const int16_t* i_q0_15,

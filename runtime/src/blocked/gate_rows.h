@@ -81,11 +81,12 @@ void gate(const qlstm_gate_s8_params& g, const GateArgs& a, int16_t* out_q0_15) 
 //                     prepared once per batch row (PlainOperand: the int8 vector itself)
 //   static void rows4(const Operand& v, const int8_t* w, int32_t n, int32_t blocks, const int32_t* bias,
 //                     int32_t* acc);   acc[r] = bias[r] + sum_j v[j] * w[r * n + j], r < 4 * blocks
-//   static void finish(const GateRequant& rq, const int32_t* ax, int32_t* ah, bool has_h,
-//                      int32_t n, bool is_tanh, int16_t* out_q0_15);   n rows to Q0.15, activated
-//                      (ah is scratch when !has_h)
+//   struct Finish { Finish(const GateRequant& rq, bool is_tanh);
+//                   void operator()(const int32_t* ax, const int32_t* ah, int32_t n, int16_t* out_q0_15) const; };
+//                     n rows to Q0.15, activated; built once per gate call (its parameters set up once)
 // (and dot1 for the rows after the last whole block). The accumulators of a chunk live on the
-// stack: 2 * kChunkRows int32, ah right after ax.
+// stack: 2 * kChunkRows int32, ah right after ax. Without h, ah stays zero: requantized it adds
+// exactly 0, as the reference's h-less gate.
 constexpr int32_t kChunkRows = 32;
 
 struct PlainOperand {
@@ -101,6 +102,10 @@ void gate_chunked(const qlstm_gate_s8_params& g, const GateArgs& a, int16_t* out
   int32_t acc[2 * kChunkRows];
   int32_t* const ax = acc;
   int32_t* const ah = acc + kChunkRows;
+  if (a.h == nullptr) {
+    for (int32_t r = 0; r < kChunkRows; ++r) ah[r] = 0;
+  }
+  const typename Kernel::Finish finish(rq, is_tanh);
   typename Kernel::Operand xo, ho;
   for (int32_t b = 0; b < a.rows; ++b) {
     const int8_t* x = a.x + b * a.x_row_stride;
@@ -123,7 +128,7 @@ void gate_chunked(const qlstm_gate_s8_params& g, const GateArgs& a, int16_t* out
           ah[r] = Kernel::dot1(h, wh + static_cast<ptrdiff_t>(r) * H, H, g.hidden_effective_bias[c0 + r]);
         }
       }
-      Kernel::finish(rq, ax, ah, h != nullptr, n, is_tanh, out + c0);
+      finish(ax, ah, n, out + c0);
     }
   }
 }
