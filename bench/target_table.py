@@ -109,6 +109,20 @@ def table(rows):
     return "\n".join(lines)
 
 
+def flash_table(rows):
+    """Flash of each CPU's optimized variant against its reference (flash does not depend on shape)."""
+    by_cpu = {}
+    for r in rows:
+        by_cpu.setdefault(r["cpu"], {})[r["variant"]] = r["flash"]
+    lines = ["| CPU | variant | flash B | reference flash B | added B |", "|---|---|---:|---:|---:|"]
+    for cpu, variants in by_cpu.items():
+        ref = variants.get("reference")
+        for v, f in variants.items():
+            if v != "reference" and ref is not None:
+                lines.append("| %s | %s | %d | %d | %+d |" % (cpu, v, f, ref, f - ref))
+    return "\n".join(lines)
+
+
 def main():
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     p = argparse.ArgumentParser()
@@ -121,8 +135,10 @@ def main():
                    help="also time the host kernel against torch fp32 (bench/host_vs_torch.py; Debian's python3-torch)")
     p.add_argument("--write", help="write the page (docs/performance.md)")
     a = p.parse_args()
-    t = table(measure(a.qlstm, a.cpus.split(","), a.variants.split(",")))
+    rows = measure(a.qlstm, a.cpus.split(","), a.variants.split(","))
+    t = table(rows)
     print(t)
+    flash = FLASH.format(table=flash_table(rows))
     upstream = ""
     if a.cmsis_nn_qlstm:
         u = table(measure(a.cmsis_nn_qlstm, a.cpus.split(","), ["cmsis_nn"]))
@@ -142,7 +158,7 @@ def main():
         if a.cmsis_nn_qlstm:
             command += " --cmsis-nn-qlstm BUILD_WITH_CMSIS_NN/tools/qlstm/qlstm"
         page = TEMPLATE.format(commit=commit(root), date=datetime.date.today().isoformat(), table=t,
-                               command=command, upstream=upstream, host=host)
+                               command=command, flash=flash, upstream=upstream, host=host)
         tmp = a.write + ".tmp"
         with open(tmp, "w") as f:
             f.write(page)
@@ -169,17 +185,34 @@ host simulation in the same run.
   sigmoid table) minus one holding none (`targets/cortex-m/firmware/size_probe.cc`). The weights
   and biases are the model's, not counted here.
 - **RAM/call B**: scratch plus the int16 cell state; the input and output buffers are the caller's.
-  The optimized Arm variants also take 256 bytes of stack for a chunk's accumulators
-  (`blocked::gate_chunked`: 2 x 32 int32).
+  The optimized Arm variants also take stack: 256 bytes for a chunk's accumulators
+  (`blocked::gate_chunked`: 2 x 32 int32), and `arm_dsp` another 1,024 bytes for x and h
+  sign-extended to int16 pairs (`ExpandedOperand`, 2 x 512 bytes, vectors of up to 256 columns).
 
 Measured at commit {commit}, {date}, with arm-none-eabi-gcc 12.2 (-O3) and QEMU 7.2.
 Reproduce with `{command}` (after `cmake --build build`).
 
 {table}
 
-{upstream}{host}A single measurement: `qlstm bench --target cortex-m4 --shape B=1,T=49,I=10,H=64` (last line
+{flash}{upstream}{host}A single measurement: `qlstm bench --target cortex-m4 --shape B=1,T=49,I=10,H=64` (last line
 `instructions: N`); `--variant NAME` picks a variant, `qlstm bench --shape ...` without `--target`
 times the host kernel.
+"""
+
+FLASH = """## Where flash grows
+
+The code an optimized variant adds over the portable reference on the same CPU (the flash
+columns above; the weights and biases are the same bytes in both, in the same layout):
+
+{table}
+
+- `arm_mve`: the tail-predicated dot-product loop and the four-lane requantization and
+  sigmoid/tanh in assembly, the cell and hidden updates in intrinsics.
+- `arm_dsp`: the SMLAD loop, unrolled to 32 columns per pass, in two copies (x and h as int16
+  pairs, and as bytes for vectors longer than 256 columns), the expansion of v, and the same
+  assembly gate finish, cell and hidden updates as `arm_thumb2` (which a DSP firmware links too).
+- `arm_thumb2`: the byte-load MLA loop and the assembly gate finish, cell and hidden updates.
+
 """
 
 UPSTREAM = """## CMSIS-NN through the backend, on the same counter

@@ -9,6 +9,17 @@
     .thumb
     .text
 
+@ Each function in its own section, so that the linker's --gc-sections drops the ones a
+@ firmware does not call (a Cortex-M55 build need not carry the DSP loops).
+.macro FUNCTION name
+    .section .text.\name, "ax", %progbits
+    .global \name
+    .type \name, %function
+    .thumb_func
+    .p2align 2
+\name:
+.endm
+
 @ One column: a load of v and, per row, a load and a multiply-accumulate.
 .macro COLUMN_THUMB2
     ldrsb   r2, [r0], #1
@@ -51,11 +62,7 @@
 @ Every core register is taken by the column loop: v, n, the end of acc, bias and acc live on
 @ the stack.
 .macro ROWS4 name, columns
-    .global \name
-    .type \name, %function
-    .thumb_func
-    .p2align 2
-\name:
+    FUNCTION \name
     push    {r4-r11, lr}
     cmp     r3, #0
     beq     9f
@@ -189,11 +196,7 @@
 
 @ Sigmoid: the index of 3 x stays below 193, inside the table; y = (r + 2^9) >> 10, and for
 @ v < 0 the reference's result is exactly 2^15 - y.
-    .global qlstm_arm_gate_finish_sigmoid_thumb2
-    .type qlstm_arm_gate_finish_sigmoid_thumb2, %function
-    .thumb_func
-    .p2align 2
-qlstm_arm_gate_finish_sigmoid_thumb2:
+    FUNCTION qlstm_arm_gate_finish_sigmoid_thumb2
     GATE_FINISH_SCALAR_PROLOGUE
 1:
     GATE_PRE_SCALAR
@@ -212,11 +215,7 @@ qlstm_arm_gate_finish_sigmoid_thumb2:
     .size qlstm_arm_gate_finish_sigmoid_thumb2, . - qlstm_arm_gate_finish_sigmoid_thumb2
 
 @ Tanh: TANH_SCALAR.
-    .global qlstm_arm_gate_finish_tanh_thumb2
-    .type qlstm_arm_gate_finish_tanh_thumb2, %function
-    .thumb_func
-    .p2align 2
-qlstm_arm_gate_finish_tanh_thumb2:
+    FUNCTION qlstm_arm_gate_finish_tanh_thumb2
     GATE_FINISH_SCALAR_PROLOGUE
 1:
     GATE_PRE_SCALAR
@@ -233,11 +232,7 @@ qlstm_arm_gate_finish_tanh_thumb2:
 @ void qlstm_arm_cell_update_thumb2(int32_t count, const int16_t* f, const int16_t* i, const int16_t* g,
 @                                   int16_t* cell, const qlstm_arm_cell_params* p);
 @ p: f*c's and i*g's requantization (5 words each, as the gate's), clip_min, clip_max.
-    .global qlstm_arm_cell_update_thumb2
-    .type qlstm_arm_cell_update_thumb2, %function
-    .thumb_func
-    .p2align 2
-qlstm_arm_cell_update_thumb2:
+    FUNCTION qlstm_arm_cell_update_thumb2
     push    {r4-r11, lr}
     cmp     r0, #0
     beq     9f
@@ -288,11 +283,7 @@ qlstm_arm_cell_update_thumb2:
 @                                     const qlstm_arm_hidden_params* p);
 @ p: the pre-scale (multiplier 3 << left, rounding, right shift), the table and the table from
 @ entry 1; o*tanh's requantization (5 words); the output zero point.
-    .global qlstm_arm_hidden_update_thumb2
-    .type qlstm_arm_hidden_update_thumb2, %function
-    .thumb_func
-    .p2align 2
-qlstm_arm_hidden_update_thumb2:
+    FUNCTION qlstm_arm_hidden_update_thumb2
     push    {r4-r11, lr}
     cmp     r0, #0
     beq     9f
@@ -406,11 +397,7 @@ qlstm_arm_hidden_update_thumb2:
 
 @ The expansion itself: pairs[2q] = (v[4q], v[4q+2]), pairs[2q+1] = (v[4q+1], v[4q+3]) as int16.
 @ void qlstm_arm_expand_s8_dsp(const int8_t* v, int32_t quads, int32_t* pairs);
-    .global qlstm_arm_expand_s8_dsp
-    .type qlstm_arm_expand_s8_dsp, %function
-    .thumb_func
-    .p2align 2
-qlstm_arm_expand_s8_dsp:
+    FUNCTION qlstm_arm_expand_s8_dsp
     cbz     r1, 2f
 1:
     ldr     r3, [r0], #4
@@ -442,11 +429,7 @@ qlstm_arm_expand_s8_dsp:
 @                             const int32_t* bias, int32_t* acc);
 @ The predicated loop advances every pointer by 16 * ceil(n / 16); the next block's row 0 starts
 @ n - 16 * ceil(n / 16) after where row 3's pointer ends. v and the end of acc live on the stack.
-    .global qlstm_arm_rows4_s8_mve
-    .type qlstm_arm_rows4_s8_mve, %function
-    .thumb_func
-    .p2align 2
-qlstm_arm_rows4_s8_mve:
+    FUNCTION qlstm_arm_rows4_s8_mve
     push    {r4-r11, lr}
     cbz     r3, 3f
     ldr     r11, [sp, #36]          @ bias
@@ -553,11 +536,7 @@ qlstm_arm_rows4_s8_mve:
 @ Sigmoid: a Q3.12 input times 3 is below 2^17, so its index (|v| >> 9) stays below 193 and
 @ inside the table. With r = the interpolation of |v|, y = (r + 2^9) >> 10, and the reference's
 @ result for v < 0 is exactly 2^15 - y.
-    .global qlstm_arm_gate_finish_sigmoid_mve
-    .type qlstm_arm_gate_finish_sigmoid_mve, %function
-    .thumb_func
-    .p2align 2
-qlstm_arm_gate_finish_sigmoid_mve:
+    FUNCTION qlstm_arm_gate_finish_sigmoid_mve
     GATE_FINISH_PROLOGUE
     mov     r10, #32768             @ 1.0 in Q0.15
     mov     r11, #512               @ rounding half of the 10 dropped bits
@@ -581,11 +560,7 @@ qlstm_arm_gate_finish_sigmoid_mve:
 
 @ Tanh: indices from 255 on take the saturated value (65535 << 8); y = (r - 2^23 + 2^7) >> 8,
 @ and the reference's result for v < 0 is exactly -y.
-    .global qlstm_arm_gate_finish_tanh_mve
-    .type qlstm_arm_gate_finish_tanh_mve, %function
-    .thumb_func
-    .p2align 2
-qlstm_arm_gate_finish_tanh_mve:
+    FUNCTION qlstm_arm_gate_finish_tanh_mve
     GATE_FINISH_PROLOGUE
     movw    r10, #0xffff
     vdup.32 q6, r10
