@@ -60,6 +60,15 @@ Failure check_params(const qlstm_lstm_s8_params* p) {
   if (p->layout != QLSTM_LAYOUT_BATCH_MAJOR && p->layout != QLSTM_LAYOUT_TIME_MAJOR) {
     return {QLSTM_ERROR_BAD_LAYOUT, "layout"};
   }
+  if (p->time_direction != QLSTM_TIME_FORWARD && p->time_direction != QLSTM_TIME_REVERSE) {
+    return {QLSTM_ERROR_BAD_DIRECTION, "time_direction"};
+  }
+  if (p->output_width != 0) {
+    const int64_t positions = static_cast<int64_t>(p->dims.batch) * p->dims.time_steps;
+    if (p->output_width < p->dims.hidden_size || positions * p->output_width > fxp::kInt32Max) {
+      return {QLSTM_ERROR_BAD_OUTPUT_WIDTH, "output_width"};
+    }
+  }
   for (int32_t g = 0; g < QLSTM_GATE_COUNT; ++g) {
     const qlstm_gate_s8_params& gate = p->gates[g];
     const char* const* names = kGateFieldNames[g];
@@ -120,7 +129,13 @@ qlstm_status run_lstm_s8(const LstmS8Variant& variant, const qlstm_lstm_s8_param
   if (ctx->scratch_bytes < scratch_bytes_for(d)) return QLSTM_ERROR_SCRATCH_TOO_SMALL;
   if (!is_aligned(ctx->scratch)) return QLSTM_ERROR_SCRATCH_MISALIGNED;
   if (variant.is_supported != nullptr && !variant.is_supported()) return QLSTM_ERROR_UNSUPPORTED;
-  if (variant.sequence != nullptr) return variant.sequence(*params, *ctx, input, output);
+  const bool dense_forward = params->time_direction == QLSTM_TIME_FORWARD &&
+                             (params->output_width == 0 || params->output_width == d.hidden_size);
+  if (variant.sequence != nullptr) {
+    // A whole-sequence variant (the CMSIS-NN backend) walks time forward into a dense output.
+    if (!dense_forward) return QLSTM_ERROR_UNSUPPORTED;
+    return variant.sequence(*params, *ctx, input, output);
+  }
 
   const int32_t B = d.batch, T = d.time_steps, I = d.input_size, H = d.hidden_size;
   const ptrdiff_t BH = static_cast<ptrdiff_t>(B) * H;
@@ -130,12 +145,16 @@ qlstm_status run_lstm_s8(const LstmS8Variant& variant, const qlstm_lstm_s8_param
     for (ptrdiff_t k = 0; k < BH; ++k) cell[k] = 0;
   }
 
-  // Element strides between consecutive time steps and between batch rows.
+  // Element strides between consecutive time steps and between batch rows; W elements per
+  // output position.
   const bool time_major = params->layout == QLSTM_LAYOUT_TIME_MAJOR;
+  const ptrdiff_t W = params->output_width > 0 ? params->output_width : H;
   const ptrdiff_t x_step = time_major ? static_cast<ptrdiff_t>(B) * I : I;
   const ptrdiff_t x_row = time_major ? I : static_cast<ptrdiff_t>(T) * I;
-  const ptrdiff_t y_step = time_major ? BH : H;
-  const ptrdiff_t y_row = time_major ? H : static_cast<ptrdiff_t>(T) * H;
+  const ptrdiff_t y_step = time_major ? B * W : W;
+  const ptrdiff_t y_row = time_major ? W : static_cast<ptrdiff_t>(T) * W;
+  // Reverse: step s processes time T-1-s, and its recurrent input is the h it wrote at step s-1.
+  const bool reverse = params->time_direction == QLSTM_TIME_REVERSE;
 
   int16_t* const forget_q0_15 = static_cast<int16_t*>(ctx->scratch);
   int16_t* const input_q0_15 = forget_q0_15 + BH;
@@ -151,10 +170,11 @@ qlstm_status run_lstm_s8(const LstmS8Variant& variant, const qlstm_lstm_s8_param
                                             params->cell_scale_power + kQ3_12FractionalBits};
   const qlstm_gate_s8_params* const gates = params->gates;
 
-  for (int32_t t = 0; t < T; ++t) {
+  for (int32_t s = 0; s < T; ++s) {
+    const int32_t t = reverse ? T - 1 - s : s;
     GateArgs args = {B, I, H, input + t * x_step, x_row, nullptr, H};
-    if (t > 0) {
-      args.h = output + (t - 1) * y_step;
+    if (s > 0) {
+      args.h = output + (reverse ? t + 1 : t - 1) * y_step;
       args.h_row_stride = y_row;
     } else if (stateful) {
       args.h = ctx->hidden_state;
@@ -169,7 +189,7 @@ qlstm_status run_lstm_s8(const LstmS8Variant& variant, const qlstm_lstm_s8_param
   }
 
   if (stateful && T > 0) {
-    const int8_t* last = output + (T - 1) * y_step;
+    const int8_t* last = output + (reverse ? 0 : T - 1) * y_step;
     for (int32_t b = 0; b < B; ++b) {
       for (int32_t r = 0; r < H; ++r) ctx->hidden_state[b * H + r] = last[b * y_row + r];
     }

@@ -15,6 +15,8 @@ extern "C" const char* qlstm_status_string(qlstm_status status) {
     case QLSTM_ERROR_SCRATCH_TOO_SMALL: return "scratch buffer smaller than qlstm_lstm_s8_scratch_bytes()";
     case QLSTM_ERROR_SCRATCH_MISALIGNED: return "scratch buffer not aligned to QLSTM_SCRATCH_ALIGNMENT";
     case QLSTM_ERROR_UNSUPPORTED: return "kernel variant not supported on this CPU";
+    case QLSTM_ERROR_BAD_DIRECTION: return "time_direction is neither forward nor reverse";
+    case QLSTM_ERROR_BAD_OUTPUT_WIDTH: return "output_width is neither 0 nor at least H, or B*T*output_width exceeds int32";
   }
   return "unknown status";
 }

@@ -39,6 +39,13 @@ typedef enum qlstm_layout {
   QLSTM_LAYOUT_TIME_MAJOR = 1   /* input [T][B][I], output [T][B][H] */
 } qlstm_layout;
 
+/* The order of the time steps (ONNX LSTM direction "forward" / "reverse"): a reverse call reads
+ * x[T-1] first and writes each h_t at step t, so its output is laid out as a forward one. */
+typedef enum qlstm_time_direction {
+  QLSTM_TIME_FORWARD = 0,
+  QLSTM_TIME_REVERSE = 1
+} qlstm_time_direction;
+
 typedef enum qlstm_activation {
   QLSTM_ACTIVATION_SIGMOID = 0,
   QLSTM_ACTIVATION_TANH = 1
@@ -89,6 +96,11 @@ typedef struct qlstm_lstm_s8_params {
   int32_t cell_scale_power;  /* P: the int16 cell state has scale 2^P */
   int32_t cell_clip;         /* > 0: clamp the cell to [-clip, clip]; <= 0: full int16 range */
   int32_t output_zero_point; /* zero point of the int8 output and hidden state */
+  int32_t time_direction;    /* a qlstm_time_direction; 0 = forward */
+  /* Elements per output position (b, t): 0 (or H) for a dense [..][H] output; W > H writes the
+   * H values of each position at the start of a W-wide row, so that two directions write their
+   * halves of a [..][2H] output in place (the reverse one at output + H). */
+  int32_t output_width;
 } qlstm_lstm_s8_params;
 
 /* Caller-owned memory for one call. If hidden_state is NULL the call is stateless: the cell
