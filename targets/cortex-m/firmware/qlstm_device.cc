@@ -309,7 +309,7 @@ int run_bundle(Mode mode, const char* path, const char* out_path, const char* va
 
 // ---- variant-test: every variant built for this CPU against the reference, on random
 // parameters generated here (the same three regimes as tests/support/random_lstm.h), over the
-// edge sizes, both layouts, stateless and stateful; equal means equal.
+// edge sizes, both layouts, both time directions, stateless and stateful; equal means equal.
 struct Rng {
   uint64_t s;
   uint32_t next() {  // xorshift64*
@@ -404,6 +404,9 @@ int variant_test(int32_t cases) {
                                kEdge[r.range(0, kEdgeCount - 1)]};
     Case k;
     if (!make_random_case(r, d, r.range(0, 1) != 0, static_cast<Regime>(n % 3), &k)) return kExitBadInput;
+    // A quarter of the cases walk time backwards (ONNX direction "reverse").
+    const bool reverse = n % 4 == 3;
+    k.params.time_direction = reverse ? QLSTM_TIME_REVERSE : QLSTM_TIME_FORWARD;
     const uint32_t mark = g_arena_used;
     Outputs want;
     void* scratch = nullptr;
@@ -415,6 +418,7 @@ int variant_test(int32_t cases) {
     const uint32_t after_ref = g_arena_used;
     for (size_t v = 0; v < nvar; ++v) {
       if (all[v] == &ref) continue;
+      if (reverse && all[v]->sequence != nullptr) continue;  // the CMSIS-NN backend walks forward only
       g_arena_used = after_ref;
       Outputs got;
       if (!alloc_outputs(k, &got, &scratch, &scratch_bytes)) return kExitBadInput;
@@ -427,10 +431,10 @@ int variant_test(int32_t cases) {
                   (!k.stateful || memcmp(got.hidden, want.hidden, want.state_count) == 0);
       if (!same) {
         ++mismatches;
-        printf("FAIL variant %s, case %ld: B=%ld T=%ld I=%ld H=%ld %s %s regime %ld\n", all[v]->name, (long)n,
+        printf("FAIL variant %s, case %ld: B=%ld T=%ld I=%ld H=%ld %s %s %s regime %ld\n", all[v]->name, (long)n,
                (long)d.batch, (long)d.time_steps, (long)d.input_size, (long)d.hidden_size,
                k.params.layout == QLSTM_LAYOUT_TIME_MAJOR ? "time-major" : "batch-major",
-               k.stateful ? "stateful" : "stateless", (long)(n % 3));
+               k.stateful ? "stateful" : "stateless", reverse ? "reverse" : "forward", (long)(n % 3));
       }
     }
     (void)mark;
