@@ -69,6 +69,13 @@ EmittedSource emit_cpp(const CompiledModel& m, const std::string& name, int32_t 
     << "_BATCH x T x " << upper << "_INPUT_SIZE int8,\n   output " << upper << "_BATCH x T x "
     << upper << "_HIDDEN_SIZE int8, both " << layout << ". Not reentrant. */\n"
     << "qlstm_status " << name << "_run(const int8_t* input, int8_t* output, int32_t time_steps);\n\n"
+    << "/* Streaming, with the model's own static state (separate from " << name << "_run's): "
+    << name << "_reset starts a\n   sequence (cell 0, hidden = the output zero point); each " << name
+    << "_stream call continues it over\n   `time_steps` more steps (same layout as " << name
+    << "_run, T = time_steps). Chunks of any sizes give exactly the\n   output of one " << name
+    << "_run over the whole sequence. The first " << name << "_stream call resets. Not reentrant. */\n"
+    << "qlstm_status " << name << "_reset(void);\n"
+    << "qlstm_status " << name << "_stream(const int8_t* input, int8_t* output, int32_t time_steps);\n\n"
     << "#ifdef __cplusplus\n}\n#endif\n\n#endif\n";
 
   std::ostringstream s;
@@ -83,7 +90,10 @@ EmittedSource emit_cpp(const CompiledModel& m, const std::string& name, int32_t 
     array(s, "int32_t", p + "_hidden_effective_bias", dg.hidden_effective_bias);
   }
   s << "\nalignas(QLSTM_SCRATCH_ALIGNMENT) unsigned char g_scratch[" << upper << "_SCRATCH_BYTES];\n"
-    << "int16_t g_cell[" << upper << "_BATCH * " << upper << "_HIDDEN_SIZE];\n\n}  // namespace\n\n"
+    << "int16_t g_cell[" << upper << "_BATCH * " << upper << "_HIDDEN_SIZE];\n"
+    << "int16_t g_stream_cell[" << upper << "_BATCH * " << upper << "_HIDDEN_SIZE];\n"
+    << "int8_t g_stream_hidden[" << upper << "_BATCH * " << upper << "_HIDDEN_SIZE];\n"
+    << "bool g_stream_started = false;\n\n}  // namespace\n\n"
     << "extern \"C\" qlstm_lstm_s8_params " << name << "_params(int32_t time_steps) {\n"
     << "  qlstm_lstm_s8_params p = {};\n"
     << "  p.dims = {" << upper << "_BATCH, time_steps, " << I << ", " << H << "};\n"
@@ -107,6 +117,17 @@ EmittedSource emit_cpp(const CompiledModel& m, const std::string& name, int32_t 
     << "extern \"C\" qlstm_status " << name << "_run(const int8_t* input, int8_t* output, int32_t time_steps) {\n"
     << "  const qlstm_lstm_s8_params p = " << name << "_params(time_steps);\n"
     << "  qlstm_lstm_s8_context ctx = {g_scratch, sizeof g_scratch, g_cell, nullptr};\n"
+    << "  return qlstm_lstm_s8(&p, &ctx, input, output);\n}\n\n"
+    << "extern \"C\" qlstm_status " << name << "_reset(void) {\n"
+    << "  const qlstm_lstm_s8_params p = " << name << "_params(0);\n"
+    << "  qlstm_lstm_s8_context ctx = {g_scratch, sizeof g_scratch, g_stream_cell, g_stream_hidden};\n"
+    << "  const qlstm_status st = qlstm_lstm_s8_reset_state(&p, &ctx);\n"
+    << "  g_stream_started = st == QLSTM_OK;\n  return st;\n}\n\n"
+    << "extern \"C\" qlstm_status " << name << "_stream(const int8_t* input, int8_t* output, int32_t time_steps) {\n"
+    << "  if (!g_stream_started) {\n    const qlstm_status st = " << name << "_reset();\n"
+    << "    if (st != QLSTM_OK) return st;\n  }\n"
+    << "  const qlstm_lstm_s8_params p = " << name << "_params(time_steps);\n"
+    << "  qlstm_lstm_s8_context ctx = {g_scratch, sizeof g_scratch, g_stream_cell, g_stream_hidden};\n"
     << "  return qlstm_lstm_s8(&p, &ctx, input, output);\n}\n";
   return {h.str(), s.str()};
 }

@@ -1,9 +1,12 @@
 /* Runs a compiled model's emitted source on the device:
- *   model_firmware IN.bin OUT.bin
+ *   model_firmware IN.bin OUT.bin [CHUNK]
  * IN.bin: int8 input, BATCH x T x INPUT_SIZE in the model's layout (T follows from the size);
- * OUT.bin: int8 output, BATCH x T x HIDDEN_SIZE. Files come and go through semihosting. */
+ * OUT.bin: int8 output, BATCH x T x HIDDEN_SIZE. Files come and go through semihosting.
+ * With CHUNK, the sequence is streamed through NAME_stream, CHUNK steps per call (a time-major
+ * model, or batch 1, where a chunk of steps is contiguous), as a keyword spotter would. */
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include QLSTM_MODEL_HEADER
 
@@ -14,8 +17,8 @@ static int8_t g_input[MAX_INPUT_BYTES];
 static int8_t g_output[MAX_OUTPUT_BYTES];
 
 int main(int argc, char** argv) {
-  if (argc != 3) {
-    printf("usage: model_firmware IN.bin OUT.bin\n");
+  if (argc != 3 && argc != 4) {
+    printf("usage: model_firmware IN.bin OUT.bin [CHUNK]\n");
     return 2;
   }
   FILE* in = fopen(argv[1], "rb");
@@ -34,7 +37,22 @@ int main(int argc, char** argv) {
            (unsigned long)n);
     return 2;
   }
-  const qlstm_status st = QLSTM_MODEL_RUN(g_input, g_output, (int32_t)time_steps);
+  qlstm_status st = QLSTM_OK;
+  if (argc == 3) {
+    st = QLSTM_MODEL_RUN(g_input, g_output, (int32_t)time_steps);
+  } else {
+    const long chunk = strtol(argv[3], NULL, 10);
+    if (chunk < 1 || !(QLSTM_MODEL_TIME_MAJOR || QLSTM_MODEL_BATCH == 1)) {
+      printf("model_firmware: CHUNK must be >= 1, for a time-major model or batch 1\n");
+      return 2;
+    }
+    const size_t out_row = (size_t)QLSTM_MODEL_BATCH * QLSTM_MODEL_HIDDEN_SIZE;
+    st = QLSTM_MODEL_RESET();
+    for (size_t t0 = 0; st == QLSTM_OK && t0 < time_steps; t0 += (size_t)chunk) {
+      const size_t steps = time_steps - t0 < (size_t)chunk ? time_steps - t0 : (size_t)chunk;
+      st = QLSTM_MODEL_STREAM(g_input + t0 * row, g_output + t0 * out_row, (int32_t)steps);
+    }
+  }
   if (st != QLSTM_OK) {
     printf("model_firmware: %s\n", qlstm_status_string(st));
     return 3;

@@ -103,7 +103,8 @@ TEST_F(CompileRun, BatchFirstAndSequenceFirstEndToEnd) {
     }
     const std::string exe = path("emitted");
     const ShellResult b = sh(std::string(QLSTM_CXX) + " " QLSTM_EXTRA_FLAGS " -std=c++17 -O1 -Wall -Werror -I" + out + " -I" QLSTM_RUNTIME_INCLUDE +
-                     " '-DQLSTM_MODEL_HEADER=\"m_model.h\"' -DQLSTM_MODEL_RUN=m_run -DQLSTM_MODEL_BATCH=M_BATCH"
+                     " '-DQLSTM_MODEL_HEADER=\"m_model.h\"' -DQLSTM_MODEL_RUN=m_run -DQLSTM_MODEL_STREAM=m_stream"
+                     " -DQLSTM_MODEL_BATCH=M_BATCH -DQLSTM_MODEL_TIME_MAJOR=M_TIME_MAJOR"
                      " -DQLSTM_MODEL_HIDDEN=M_HIDDEN_SIZE " QLSTM_DRIVER " " + out + "/m_model.cc " QLSTM_RUNTIME_LIB +
                      " -o " + exe);
     ASSERT_EQ(b.status, 0) << b.output;
@@ -111,6 +112,13 @@ TEST_F(CompileRun, BatchFirstAndSequenceFirstEndToEnd) {
     std::ifstream yb(path("y8.bin"), std::ios::binary);
     const std::vector<char> bytes((std::istreambuf_iterator<char>(yb)), std::istreambuf_iterator<char>());
     EXPECT_EQ(std::vector<int8_t>(bytes.begin(), bytes.end()), y8) << name;
+    // Streamed in chunks of 1, 3 and 7 steps (NAME_stream): the same bytes.
+    for (const char* chunk : {"1", "3", "7"}) {
+      ASSERT_EQ(sh(exe + " " + path("x8.bin") + " " + path("y8s.bin") + " 7 " + chunk).status, 0) << chunk;
+      std::ifstream ys(path("y8s.bin"), std::ios::binary);
+      const std::vector<char> sb((std::istreambuf_iterator<char>(ys)), std::istreambuf_iterator<char>());
+      EXPECT_EQ(std::vector<int8_t>(sb.begin(), sb.end()), y8) << name << " chunks of " << chunk;
+    }
   }
 }
 
