@@ -321,6 +321,39 @@ std::vector<int8_t> run_kernel_s8(const DerivedLstm& d, const std::vector<int8_t
   return y;
 }
 
+std::vector<int8_t> run_kernel_s8_streamed(const DerivedLstm& d, const std::vector<int8_t>& x,
+                                           const SequenceShape& shape, int32_t chunk) {
+  check_shape(shape, x.size(), d.input_size, "input");
+  if (chunk < 1) throw CompileError("chunk: must be at least 1 time step, got " + std::to_string(chunk));
+  const int32_t B = shape.batch, T = shape.time_steps;
+  const size_t I = static_cast<size_t>(d.input_size), H = static_cast<size_t>(d.hidden_size);
+  const size_t BH = static_cast<size_t>(B) * H;
+  QuantizedLstm::State state{std::vector<int8_t>(BH, static_cast<int8_t>(d.output.zero_point)),
+                             std::vector<int16_t>(BH, 0)};
+  auto position = [&](int32_t b, int32_t t, int32_t steps) {
+    return shape.layout == Layout::kTimeMajor ? static_cast<size_t>(t) * B + b : static_cast<size_t>(b) * steps + t;
+  };
+  std::vector<int8_t> y(BH * static_cast<size_t>(T));
+  for (int32_t t0 = 0; t0 < T; t0 += chunk) {
+    const int32_t n = std::min(chunk, T - t0);
+    std::vector<int8_t> xc(static_cast<size_t>(B) * n * I);
+    for (int32_t b = 0; b < B; ++b) {
+      for (int32_t t = 0; t < n; ++t) {
+        std::copy_n(x.begin() + static_cast<ptrdiff_t>(position(b, t0 + t, T) * I), I,
+                    xc.begin() + static_cast<ptrdiff_t>(position(b, t, n) * I));
+      }
+    }
+    const std::vector<int8_t> yc = run_kernel_s8(d, xc, {B, n, shape.layout}, &state);
+    for (int32_t b = 0; b < B; ++b) {
+      for (int32_t t = 0; t < n; ++t) {
+        std::copy_n(yc.begin() + static_cast<ptrdiff_t>(position(b, t, n) * H), H,
+                    y.begin() + static_cast<ptrdiff_t>(position(b, t0 + t, T) * H));
+      }
+    }
+  }
+  return y;
+}
+
 std::vector<int8_t> QuantizedLstm::run_s8(const std::vector<int8_t>& x, const SequenceShape& shape,
                                           State* state) const {
   return run_kernel_s8(derived_, x, shape, state);

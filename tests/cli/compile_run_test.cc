@@ -96,6 +96,20 @@ TEST_F(CompileRun, BatchFirstAndSequenceFirstEndToEnd) {
                  " --output " + path("y8.npy")).status, 0);
     const std::vector<int8_t> y8 = read_npy(path("y8.npy")).as_int8("y8");
     EXPECT_EQ(y8, run_kernel_s8(m.derived, x8, shape));
+    // Streamed (--chunk): reset, then stateful calls of N steps; the same bytes.
+    for (const char* chunk : {"1", "2", "5", "7", "100"}) {
+      ASSERT_EQ(sh(std::string(QLSTM_CLI) + " run " + out + "/m.qlstm --input " + path("x8.npy") + " --output " +
+                   path("y8c.npy") + " --chunk " + chunk).status, 0) << chunk;
+      EXPECT_EQ(read_npy(path("y8c.npy")).as_int8("y8c"), y8) << name << " --chunk " << chunk;
+    }
+    EXPECT_EQ(sh(std::string(QLSTM_CLI) + " run " + out + "/m.qlstm --input " + path("x8.npy") + " --output " +
+                 path("y8z.npy") + " --chunk 0").status, 2);  // CLI11's usage error
+    EXPECT_FALSE(fs::exists(path("y8z.npy")));
+    const ShellResult dev = sh(std::string(QLSTM_CLI) + " run " + out + "/m.qlstm --input " + path("x8.npy") +
+                               " --output " + path("y8z.npy") + " --chunk 3 --target cortex-m4");
+    EXPECT_EQ(dev.status, 1);
+    EXPECT_NE(dev.output.find("--chunk runs on the host only"), std::string::npos) << dev.output;
+    EXPECT_FALSE(fs::exists(path("y8z.npy")));
 
     // The emitted source with the runtime alone: same bytes.
     {

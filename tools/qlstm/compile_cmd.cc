@@ -243,6 +243,9 @@ std::vector<int8_t> run_on_device(const std::string& cpu, const DerivedLstm& d, 
 int run_command(const RunArgs& args) {
   try {
     if (!args.target.empty()) device::find_target(args.target);  // a bad CPU name first, before any file
+    if (args.chunk > 0 && !args.target.empty()) {
+      throw CompileError("--chunk runs on the host only (the device streams through the emitted NAME_stream)");
+    }
     const CompiledModel m = load_model(args.model);
     const DerivedLstm& d = m.derived;
     const SequenceTensor x = read_sequences(args.input, d.input_size, m.batch_first, !args.float_io);
@@ -256,8 +259,9 @@ int run_command(const RunArgs& args) {
         x8[k] = d.input.quantize(x.values[k]);
       }
     }
-    const std::vector<int8_t> y8 =
-        args.target.empty() ? run_kernel_s8(d, x8, x.shape) : run_on_device(args.target, d, x8, x.shape);
+    const std::vector<int8_t> y8 = !args.target.empty() ? run_on_device(args.target, d, x8, x.shape)
+                                   : args.chunk > 0     ? run_kernel_s8_streamed(d, x8, x.shape, args.chunk)
+                                                        : run_kernel_s8(d, x8, x.shape);
     std::vector<int64_t> shape = npy_shape(x.shape, d.hidden_size);
     if (x.rank == 2) shape = {x.shape.time_steps, d.hidden_size};  // one sequence in, one out
     if (args.float_io) {

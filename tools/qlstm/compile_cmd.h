@@ -29,6 +29,7 @@ struct RunArgs {
   std::string model, input, output;
   bool float_io = false;
   std::string target;  // empty: the host; else a CPU name (the emulated device, tools/qlstm/device.h)
+  int32_t chunk = 0;   // > 0: streamed in stateful calls of this many steps
 };
 int run_command(const RunArgs& args);
 

@@ -229,6 +229,8 @@ int main(int argc, char** argv) {
   run->add_option("--output", ra.output, "output .npy")->required();
   run->add_flag("--float", ra.float_io, "float32 in and out, quantized and dequantized at the boundaries");
   run->add_option("--target", ra.target, "run on the emulated CPU instead of the host: " + cpu_list());
+  run->add_option("--chunk", ra.chunk, "stream: reset, then stateful calls of N time steps each (equals one call)")
+      ->check(CLI::Range(1, 1 << 30));
 
   qlstm::cli::BenchArgs ba;
   CLI::App* bench = app.add_subcommand(

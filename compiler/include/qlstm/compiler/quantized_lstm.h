@@ -114,6 +114,11 @@ class QuantizedLstm {
 std::vector<int8_t> run_kernel_s8(const DerivedLstm& d, const std::vector<int8_t>& x,
                                   const SequenceShape& shape, QuantizedLstm::State* state = nullptr);
 
+// The same sequence streamed: reset state, then stateful calls of `chunk` steps (the last one
+// shorter), as a device does on a live stream; equal to run_kernel_s8 of the whole sequence.
+std::vector<int8_t> run_kernel_s8_streamed(const DerivedLstm& d, const std::vector<int8_t>& x,
+                                           const SequenceShape& shape, int32_t chunk);
+
 // Signal-to-quantization-noise ratio in dB of `test` against `reference`; +inf when equal.
 double sqnr_db(const std::vector<float>& reference, const std::vector<float>& test);
 double max_abs_error(const std::vector<float>& reference, const std::vector<float>& test);
