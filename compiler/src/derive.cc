@@ -289,6 +289,7 @@ DerivedLstm derive_params(const FloatLstm& lstm, const AffineQuant& input,
     throw CompileError("output: scale " + std::to_string(output.scale) +
                        " is too fine for the hidden state (needs a left shift)");
   }
+  d.time_direction = lstm.reverse ? QLSTM_TIME_REVERSE : QLSTM_TIME_FORWARD;
   return d;
 }
 
@@ -309,6 +310,7 @@ qlstm_lstm_s8_params DerivedLstm::kernel_params(int32_t batch, int32_t time_step
   p.cell_scale_power = cell.power;
   p.cell_clip = cell_clip;
   p.output_zero_point = output.zero_point;
+  p.time_direction = time_direction;
   return p;
 }
 

@@ -113,7 +113,8 @@ FloatResult run_float(const FloatLstm& lstm, const float* x, const SequenceShape
       h[u] = h0 ? h0[b * H + u] : 0.0;
       c[u] = c0 ? c0[b * H + u] : 0.0;
     }
-    for (int32_t t = 0; t < T; ++t) {
+    for (int32_t s = 0; s < T; ++s) {
+      const int32_t t = lstm.reverse ? T - 1 - s : s;
       const float* xt = x + (tm ? (static_cast<size_t>(t) * B + b) : (static_cast<size_t>(b) * T + t)) * I;
       for (int32_t g = 0; g < QLSTM_GATE_COUNT; ++g) {
         const FloatGate& fg = lstm.gates[static_cast<size_t>(g)];

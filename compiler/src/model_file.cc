@@ -47,7 +47,7 @@ std::string serialize_model(const CompiledModel& m) {
   const fb::Requant f = to_fb(d.forget_times_cell_to_cell), i = to_fb(d.input_times_cell_gate_to_cell),
                     o = to_fb(d.output_times_tanh_cell_to_hidden);
   const auto lstm = fb::CreateLstmDirect(b, d.input_size, d.hidden_size, &gates, &f, &i, &o,
-                                         d.cell.power, d.cell_clip);
+                                         d.cell.power, d.cell_clip, d.time_direction);
   const fb::AffineQuant in(d.input.scale, d.input.zero_point), out(d.output.scale, d.output.zero_point);
   b.Finish(fb::CreateModelDirect(b, m.name.c_str(), m.batch_first, &in, &out, lstm, m.report_json.c_str()));
   std::vector<uint8_t> model(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
@@ -121,6 +121,7 @@ CompiledModel parse_model(const std::string& bytes, const std::string& origin) {
   d.output_times_tanh_cell_to_hidden = from_fb(l->output_times_tanh_cell_to_hidden());
   d.cell.power = l->cell_scale_power();
   d.cell_clip = l->cell_clip();
+  d.time_direction = l->time_direction();
   const qlstm_lstm_s8_params p = d.kernel_params(1, 1, Layout::kBatchMajor);
   const char* field = nullptr;
   const qlstm_status st = qlstm_lstm_s8_validate(&p, &field);

@@ -432,7 +432,8 @@ OnnxLstm import_onnx_bytes(const std::string& bytes, const std::string& origin) 
   const std::string label = node_label(lstm);
 
   int64_t hidden = -1, layout = 0;
-  bool forward = true;  // other directions change the weights' shapes: not checked then
+  bool forward = true;   // one direction (forward or reverse): bidirectional doubles the weights' shapes
+  bool reverse = false;  // time runs backwards (the kernel walks it so; no copy)
   for (const auto& a : lstm.attribute()) {
     const std::string& an = a.name();
     if (an == "hidden_size") {
@@ -441,9 +442,11 @@ OnnxLstm import_onnx_bytes(const std::string& bytes, const std::string& origin) 
       layout = a.i();
       if (layout != 0 && layout != 1) problems.push_back(label + ": layout " + std::to_string(layout) + " is invalid");
     } else if (an == "direction") {
-      if (a.s() != "forward") {
+      if (a.s() == "reverse") {
+        reverse = true;
+      } else if (a.s() != "forward") {
         forward = false;
-        problems.push_back(label + ": direction '" + a.s() + "' is not supported (forward only)");
+        problems.push_back(label + ": direction '" + a.s() + "' is not supported (forward or reverse only)");
       }
     } else if (an == "clip") {
       problems.push_back(label + ": attribute 'clip' is not supported (the kernel has no pre-activation clip)");
@@ -535,6 +538,7 @@ OnnxLstm import_onnx_bytes(const std::string& bytes, const std::string& origin) 
   FloatLstm& f = r.lstm;
   f.input_size = I;
   f.hidden_size = H;
+  f.reverse = reverse;
   for (int32_t gate = 0; gate < QLSTM_GATE_COUNT; ++gate) {
     const int32_t blk = kOnnxStackIndex[gate];
     FloatGate& fg = f.gates[static_cast<size_t>(gate)];

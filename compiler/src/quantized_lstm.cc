@@ -325,6 +325,9 @@ std::vector<int8_t> run_kernel_s8_streamed(const DerivedLstm& d, const std::vect
                                            const SequenceShape& shape, int32_t chunk) {
   check_shape(shape, x.size(), d.input_size, "input");
   if (chunk < 1) throw CompileError("chunk: must be at least 1 time step, got " + std::to_string(chunk));
+  if (d.time_direction != QLSTM_TIME_FORWARD) {
+    throw CompileError("chunk: a reverse LSTM starts from the last time step; it cannot be streamed in chunks");
+  }
   const int32_t B = shape.batch, T = shape.time_steps;
   const size_t I = static_cast<size_t>(d.input_size), H = static_cast<size_t>(d.hidden_size);
   const size_t BH = static_cast<size_t>(B) * H;

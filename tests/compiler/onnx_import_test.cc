@@ -47,6 +47,7 @@ TEST_P(OnnxFixture, ImportsOrRefusesAsExpected) {
   EXPECT_EQ(m.lstm.input_size, I);
   EXPECT_EQ(m.lstm.hidden_size, H);
   EXPECT_EQ(m.batch_first, e["batch_first"].get<bool>());
+  EXPECT_EQ(m.lstm.reverse, e.value("reverse", false));
   EXPECT_FALSE(m.input_name.empty());
   EXPECT_FALSE(m.output_name.empty());
   const FloatLstm want = FloatLstm::from_torch(

@@ -6,10 +6,11 @@ each with the float weights the importer must recover (NAME.weights.npz is not u
 PyTorch-order weights are written as NAME.expect.json):
   torch_seq_first_opset13, torch_batch_first_opset14, torch_batch_first_opset17, torch_no_bias,
   torch_unbatched_opset15 (a 2-D input [T, I]: Unsqueeze before the LSTM, two Squeezes after),
-  plain_layout0, plain_layout1_no_bias, plain_zero_initializer_state, plain_constant_of_shape_state
+  plain_layout0, plain_layout1_no_bias, plain_zero_initializer_state, plain_constant_of_shape_state,
+  plain_reverse (direction "reverse": the same weights as plain_layout0, time walked backwards)
 Refused models, each with the message the importer must give (NAME.expect.json, key "error"):
   torch_two_layers, torch_bidirectional, torch_linear_head, torch_h_n_output, torch_initial_state_input,
-  plain_reverse, plain_clip, plain_input_forget, plain_activations, plain_peephole,
+  plain_clip, plain_input_forget, plain_activations, plain_peephole,
   plain_sequence_lens, plain_nonzero_initial_state, plain_y_c_output, plain_missing_initializer,
   plain_wrong_initializer_shape, plain_lstm_input_not_graph_input
 Usage: make_onnx_fixtures.py [OUTDIR]
@@ -149,6 +150,8 @@ def plain(name, I=3, H=4, T=5, N=2, layout=0, bias=True, attrs=None, extra_inits
 def accepted_plain():
     exp = plain("plain_layout0")
     expect("plain_layout0", input_size=3, hidden_size=4, batch_first=False, **exp)
+    exp = plain("plain_reverse", attrs={"direction": "reverse"})
+    expect("plain_reverse", input_size=3, hidden_size=4, batch_first=False, reverse=True, **exp)
     exp = plain("plain_layout1_no_bias", layout=1, bias=False, seed=1)
     expect("plain_layout1_no_bias", input_size=3, hidden_size=4, batch_first=True, **exp)
     zeros = numpy_helper.from_array(np.zeros((1, 2, 4), np.float32), "h0")
@@ -164,8 +167,6 @@ def accepted_plain():
 
 
 def refused_plain():
-    plain("plain_reverse", attrs={"direction": "reverse"})
-    expect("plain_reverse", error="direction 'reverse' is not supported")
     plain("plain_clip", attrs={"clip": 3.0})
     expect("plain_clip", error="attribute 'clip' is not supported")
     plain("plain_input_forget", attrs={"input_forget": 1})

@@ -77,6 +77,7 @@ MODELS = [
     ("tests/onnx/models/torch_seq_first_opset13.onnx", False, None, None),
     ("tests/onnx/models/plain_layout1_no_bias.onnx", True, None, None),
     ("tests/onnx/models/plain_zero_initializer_state.onnx", False, None, None),
+    ("tests/onnx/models/plain_reverse.onnx", False, None, None),  # direction "reverse"
 ]
 
 

@@ -52,6 +52,7 @@ class Record {
 
 constexpr int32_t kFlagStateful = 1;
 constexpr int32_t kFlagExpected = 2;
+constexpr int32_t kFlagReverse = 4;  // time_direction = QLSTM_TIME_REVERSE
 
 std::string target_root() {
   if (const char* env = std::getenv("QLSTM_TARGET_DIR"); env != nullptr && *env != '\0') return env;
@@ -137,7 +138,8 @@ std::string bundle(const std::vector<BundleCase>& cases) {
     r.array(c.name.data(), c.name.size());
     for (int32_t v : {static_cast<int32_t>(p.layout == QLSTM_LAYOUT_TIME_MAJOR), p.dims.batch, p.dims.time_steps,
                       p.dims.input_size, p.dims.hidden_size, p.cell_scale_power, p.cell_clip, p.output_zero_point,
-                      (stateful ? kFlagStateful : 0) | (c.check ? kFlagExpected : 0)}) {
+                      (stateful ? kFlagStateful : 0) | (c.check ? kFlagExpected : 0) |
+                          (p.time_direction == QLSTM_TIME_REVERSE ? kFlagReverse : 0)}) {
       r.i32(v);
     }
     r.requant(p.forget_times_cell_to_cell);

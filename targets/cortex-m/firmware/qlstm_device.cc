@@ -23,6 +23,7 @@ namespace {
 constexpr uint32_t kBundleVersion = 2;
 constexpr int32_t kFlagStateful = 1;
 constexpr int32_t kFlagExpected = 2;
+constexpr int32_t kFlagReverse = 4;
 constexpr int kExitMismatch = 1;
 constexpr int kExitBadInput = 2;
 constexpr int kExitKernelError = 3;
@@ -107,6 +108,7 @@ bool parse_case(Cursor* c, Case* k) {
   const int32_t flags = c->i32();
   k->stateful = (flags & kFlagStateful) != 0;
   k->has_expected = (flags & kFlagExpected) != 0;
+  p.time_direction = (flags & kFlagReverse) != 0 ? QLSTM_TIME_REVERSE : QLSTM_TIME_FORWARD;
   c->requant(&p.forget_times_cell_to_cell);
   c->requant(&p.input_times_cell_gate_to_cell);
   c->requant(&p.output_times_tanh_cell_to_hidden);

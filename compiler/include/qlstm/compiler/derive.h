@@ -89,6 +89,7 @@ struct DerivedLstm {
   AffineQuant input, output;  // the hidden state shares the output's scale and zero point
   CellScaleChoice cell;
   int32_t cell_clip = 0;
+  int32_t time_direction = QLSTM_TIME_FORWARD;  // QLSTM_TIME_REVERSE for an ONNX "reverse" LSTM
   DeriveOptions options;  // as derived (without the calibration means)
   std::array<DerivedGate, QLSTM_GATE_COUNT> gates;
   qlstm_requant forget_times_cell_to_cell{}, input_times_cell_gate_to_cell{},

@@ -1,4 +1,4 @@
-// The float LSTM the compiler starts from (PyTorch nn.LSTM semantics, one layer, one direction),
+// The float LSTM the compiler starts from (PyTorch nn.LSTM semantics, one layer, forward or reverse),
 // and its reference evaluation in double precision.
 #ifndef QLSTM_COMPILER_FLOAT_LSTM_H_
 #define QLSTM_COMPILER_FLOAT_LSTM_H_
@@ -36,6 +36,7 @@ struct FloatLstm {
   int32_t input_size = 0;
   int32_t hidden_size = 0;
   std::array<FloatGate, QLSTM_GATE_COUNT> gates;
+  bool reverse = false;  // ONNX direction "reverse": time runs from the last step to the first
 
   // weight_ih [4H][I], weight_hh [4H][H], bias_ih [4H], bias_hh [4H] (either bias may be empty
   // for "no bias"), stacked in PyTorch's order i, f, g, o.
