@@ -242,10 +242,10 @@ std::vector<int8_t> run_on_device(const std::string& cpu, const DerivedLstm& d, 
 
 int run_command(const RunArgs& args) {
   try {
-    if (!args.target.empty()) device::find_target(args.target);  // a bad CPU name first, before any file
     if (args.chunk > 0 && !args.target.empty()) {
       throw CompileError("--chunk runs on the host only (the device streams through the emitted NAME_stream)");
     }
+    if (!args.target.empty()) device::find_target(args.target);  // a bad CPU name first, before any file
     const CompiledModel m = load_model(args.model);
     const DerivedLstm& d = m.derived;
     const SequenceTensor x = read_sequences(args.input, d.input_size, m.batch_first, !args.float_io);
