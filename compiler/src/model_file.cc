@@ -34,9 +34,9 @@ qlstm_requant from_fb(const fb::Requant* q) {
 
 }  // namespace
 
-std::string serialize_model(const CompiledModel& m) {
-  const DerivedLstm& d = m.derived;
-  flatbuffers::FlatBufferBuilder b;
+namespace {
+
+flatbuffers::Offset<fb::Lstm> write_lstm(flatbuffers::FlatBufferBuilder& b, const DerivedLstm& d) {
   std::vector<flatbuffers::Offset<fb::Gate>> gates;
   for (const DerivedGate& g : d.gates) {
     const fb::Requant in_q = to_fb(g.input_to_q3_12), h_q = to_fb(g.hidden_to_q3_12);
@@ -46,60 +46,30 @@ std::string serialize_model(const CompiledModel& m) {
   }
   const fb::Requant f = to_fb(d.forget_times_cell_to_cell), i = to_fb(d.input_times_cell_gate_to_cell),
                     o = to_fb(d.output_times_tanh_cell_to_hidden);
-  const auto lstm = fb::CreateLstmDirect(b, d.input_size, d.hidden_size, &gates, &f, &i, &o,
-                                         d.cell.power, d.cell_clip, d.time_direction);
   const fb::AffineQuant in(d.input.scale, d.input.zero_point), out(d.output.scale, d.output.zero_point);
-  b.Finish(fb::CreateModelDirect(b, m.name.c_str(), m.batch_first, &in, &out, lstm, m.report_json.c_str()));
-  std::vector<uint8_t> model(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
-
-  flatbuffers::FlatBufferBuilder file;
-  file.Finish(fb::CreateModelFileDirect(file, kModelFormatVersion, crc32_of(model.data(), model.size()), &model),
-              fb::ModelFileIdentifier());
-  return std::string(reinterpret_cast<const char*>(file.GetBufferPointer()), file.GetSize());
+  return fb::CreateLstmDirect(b, d.input_size, d.hidden_size, &gates, &f, &i, &o, d.cell.power, d.cell_clip,
+                              d.time_direction, &in, &out);
 }
 
-CompiledModel parse_model(const std::string& bytes, const std::string& origin) {
-  const auto* data = reinterpret_cast<const uint8_t*>(bytes.data());
-  if (bytes.size() < 8 || !fb::ModelFileBufferHasIdentifier(data)) {
-    bad(origin, "not a qlstm model file (no 'QLSM' identifier)");
-  }
-  flatbuffers::Verifier outer(data, bytes.size());
-  if (!fb::VerifyModelFileBuffer(outer)) bad(origin, "the file is truncated or corrupted (structure)");
-  const fb::ModelFile* file = fb::GetModelFile(data);
-  if (file->format_version() != kModelFormatVersion) {
-    bad(origin, "format_version " + std::to_string(file->format_version()) + " is not supported (this qlstm reads " +
-                    std::to_string(kModelFormatVersion) + ")");
-  }
-  if (file->model() == nullptr) bad(origin, "field 'model' missing");
-  const uint32_t crc = crc32_of(file->model()->data(), file->model()->size());
-  if (crc != file->crc32()) bad(origin, "checksum mismatch (crc32): the model bytes are corrupted");
-  flatbuffers::Verifier inner(file->model()->data(), file->model()->size());
-  if (!inner.VerifyBuffer<fb::Model>(nullptr)) bad(origin, "the model is corrupted (structure)");
-  const fb::Model* m = file->model_nested_root();
-  CompiledModel c;
-  if (m->name()) c.name = m->name()->str();
-  c.batch_first = m->batch_first();
-  if (m->report_json()) c.report_json = m->report_json()->str();
-  if (!m->input() || !m->output()) bad(origin, "field 'input' or 'output' quantization missing");
-  if (!(m->input()->scale() > 0) || !(m->output()->scale() > 0)) bad(origin, "field 'input.scale' or 'output.scale' is not positive");
-  if (m->input()->zero_point() < -128 || m->input()->zero_point() > 127) bad(origin, "field 'input.zero_point' out of int8 range");
-  const fb::Lstm* l = m->lstm();
-  if (l == nullptr) bad(origin, "field 'lstm' missing");
-  DerivedLstm& d = c.derived;
-  d.input = {m->input()->scale(), m->input()->zero_point()};
-  d.output = {m->output()->scale(), m->output()->zero_point()};
+// One LSTM's parameters; `where` names it in messages ("lstm" or "ops[k].lstm").
+DerivedLstm read_lstm(const fb::Lstm* l, const AffineQuant& input, const AffineQuant& output,
+                      const std::string& origin, const std::string& where) {
+  if (l == nullptr) bad(origin, "field '" + where + "' missing");
+  DerivedLstm d;
+  d.input = input;
+  d.output = output;
   d.input_size = l->input_size();
   d.hidden_size = l->hidden_size();
   if (d.input_size < 1 || d.hidden_size < 1 || d.input_size > (1 << 16) || d.hidden_size > (1 << 14)) {
-    bad(origin, "field 'lstm.input_size' or 'lstm.hidden_size' out of range");
+    bad(origin, "field '" + where + ".input_size' or '" + where + ".hidden_size' out of range");
   }
   const size_t I = static_cast<size_t>(d.input_size), H = static_cast<size_t>(d.hidden_size);
-  if (!l->gates() || l->gates()->size() != QLSTM_GATE_COUNT) bad(origin, "field 'lstm.gates': expected 4 gates");
+  if (!l->gates() || l->gates()->size() != QLSTM_GATE_COUNT) bad(origin, "field '" + where + ".gates': expected 4 gates");
   for (uint32_t g = 0; g < QLSTM_GATE_COUNT; ++g) {
     const fb::Gate* fg = l->gates()->Get(g);
-    const std::string where = std::string("field 'lstm.gates[") + gate_name(static_cast<int32_t>(g)) + "]";
+    const std::string at = "field '" + where + ".gates[" + gate_name(static_cast<int32_t>(g)) + "]";
     auto need = [&](const auto* v, size_t n, const char* what) {
-      if (v == nullptr || v->size() != n) bad(origin, where + "." + what + "': expected " + std::to_string(n) + " values");
+      if (v == nullptr || v->size() != n) bad(origin, at + "." + what + "': expected " + std::to_string(n) + " values");
     };
     need(fg->input_weights(), H * I, "input_weights");
     need(fg->hidden_weights(), H * H, "hidden_weights");
@@ -122,12 +92,128 @@ CompiledModel parse_model(const std::string& bytes, const std::string& origin) {
   d.cell.power = l->cell_scale_power();
   d.cell_clip = l->cell_clip();
   d.time_direction = l->time_direction();
-  const qlstm_lstm_s8_params p = d.kernel_params(1, 1, Layout::kBatchMajor);
-  const char* field = nullptr;
-  const qlstm_status st = qlstm_lstm_s8_validate(&p, &field);
-  if (st != QLSTM_OK) {
-    bad(origin, std::string("field '") + (field ? field : "?") + "': " + qlstm_status_string(st));
+  return d;
+}
+
+AffineQuant read_quant(const fb::AffineQuant* q, const std::string& origin, const std::string& where) {
+  if (q == nullptr) bad(origin, "field '" + where + "' missing");
+  return {q->scale(), q->zero_point()};
+}
+
+StateSource read_source(fb::StateSource s, const std::string& origin, const char* where) {
+  switch (s) {
+    case fb::StateSource_Zero: return StateSource::kZero;
+    case fb::StateSource_Constant: return StateSource::kConstant;
+    case fb::StateSource_Input: return StateSource::kInput;
   }
+  bad(origin, std::string("field '") + where + "' is not a state source");
+}
+
+fb::StateSource to_fb(StateSource s) {
+  return s == StateSource::kConstant ? fb::StateSource_Constant
+         : s == StateSource::kInput  ? fb::StateSource_Input
+                                     : fb::StateSource_Zero;
+}
+
+}  // namespace
+
+std::string serialize_model(const CompiledModel& m) {
+  flatbuffers::FlatBufferBuilder b;
+  std::vector<flatbuffers::Offset<fb::Buffer>> buffers;
+  for (const ProgramBuffer& buf : m.buffers) {
+    const fb::AffineQuant q(buf.quant.scale, buf.quant.zero_point);
+    buffers.push_back(fb::CreateBuffer(b, buf.width, &q));
+  }
+  std::vector<flatbuffers::Offset<fb::LstmOp>> ops;
+  for (const ProgramOp& op : m.ops) {
+    const auto lstm = write_lstm(b, op.lstm);
+    const std::vector<int16_t>& cell = op.initial_cell;
+    ops.push_back(fb::CreateLstmOpDirect(b, lstm, op.input_buffer, op.output_buffer, op.output_offset,
+                                         op.initial_hidden.empty() ? nullptr : &op.initial_hidden,
+                                         cell.empty() ? nullptr : &cell));
+  }
+  const fb::AffineQuant in(m.input_quant().scale, m.input_quant().zero_point),
+      out(m.output_quant().scale, m.output_quant().zero_point);
+  b.Finish(fb::CreateModelDirect(b, m.name.c_str(), m.batch_first, &in, &out, 0, m.report_json.c_str(),
+                                 m.directions, &buffers, &ops, to_fb(m.initial_hidden), to_fb(m.initial_cell),
+                                 m.hidden_output, m.cell_output));
+  std::vector<uint8_t> model(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
+
+  flatbuffers::FlatBufferBuilder file;
+  file.Finish(fb::CreateModelFileDirect(file, kModelFormatVersion, crc32_of(model.data(), model.size()), &model),
+              fb::ModelFileIdentifier());
+  return std::string(reinterpret_cast<const char*>(file.GetBufferPointer()), file.GetSize());
+}
+
+CompiledModel parse_model(const std::string& bytes, const std::string& origin) {
+  const auto* data = reinterpret_cast<const uint8_t*>(bytes.data());
+  if (bytes.size() < 8 || !fb::ModelFileBufferHasIdentifier(data)) {
+    bad(origin, "not a qlstm model file (no 'QLSM' identifier)");
+  }
+  flatbuffers::Verifier outer(data, bytes.size());
+  if (!fb::VerifyModelFileBuffer(outer)) bad(origin, "the file is truncated or corrupted (structure)");
+  const fb::ModelFile* file = fb::GetModelFile(data);
+  const uint32_t version = file->format_version();
+  if (version != 1 && version != kModelFormatVersion) {
+    bad(origin, "format_version " + std::to_string(version) + " is not supported (this qlstm reads 1 and " +
+                    std::to_string(kModelFormatVersion) + ")");
+  }
+  if (file->model() == nullptr) bad(origin, "field 'model' missing");
+  const uint32_t crc = crc32_of(file->model()->data(), file->model()->size());
+  if (crc != file->crc32()) bad(origin, "checksum mismatch (crc32): the model bytes are corrupted");
+  flatbuffers::Verifier inner(file->model()->data(), file->model()->size());
+  if (!inner.VerifyBuffer<fb::Model>(nullptr)) bad(origin, "the model is corrupted (structure)");
+  const fb::Model* m = file->model_nested_root();
+  CompiledModel c;
+  if (m->name()) c.name = m->name()->str();
+  c.batch_first = m->batch_first();
+  if (m->report_json()) c.report_json = m->report_json()->str();
+  if (version == 1) {
+    // One LSTM, its boundary quantization in the model.
+    const AffineQuant in = read_quant(m->input(), origin, "input"), out = read_quant(m->output(), origin, "output");
+    if (!(in.scale > 0) || !(out.scale > 0)) bad(origin, "field 'input.scale' or 'output.scale' is not positive");
+    if (in.zero_point < -128 || in.zero_point > 127) bad(origin, "field 'input.zero_point' out of int8 range");
+    std::vector<ProgramOp> ops(1);
+    ops[0].lstm = read_lstm(m->lstm(), in, out, origin, "lstm");
+    const std::string name = c.name, report = c.report_json;
+    const bool batch_first = c.batch_first;
+    c = assemble_program(std::move(ops), 1);
+    c.name = name;
+    c.report_json = report;
+    c.batch_first = batch_first;
+  } else {
+    c.directions = m->directions();
+    if (c.directions != 1 && c.directions != 2) bad(origin, "field 'directions' must be 1 or 2");
+    if (!m->buffers() || m->buffers()->size() < 2 || m->buffers()->size() > 1024) {
+      bad(origin, "field 'buffers': expected 2 to 1024 buffers");
+    }
+    for (uint32_t k = 0; k < m->buffers()->size(); ++k) {
+      const fb::Buffer* buf = m->buffers()->Get(k);
+      const std::string w = "buffers[" + std::to_string(k) + "]";
+      c.buffers.push_back({buf->width(), read_quant(buf->quant(), origin, w + ".quant")});
+    }
+    if (!m->ops() || m->ops()->size() < 1 || m->ops()->size() > 2048) bad(origin, "field 'ops': expected 1 to 2048 ops");
+    c.initial_hidden = read_source(m->initial_hidden_source(), origin, "initial_hidden_source");
+    c.initial_cell = read_source(m->initial_cell_source(), origin, "initial_cell_source");
+    c.hidden_output = m->hidden_output();
+    c.cell_output = m->cell_output();
+    for (uint32_t k = 0; k < m->ops()->size(); ++k) {
+      const fb::LstmOp* o = m->ops()->Get(k);
+      const std::string w = "ops[" + std::to_string(k) + "]";
+      const fb::Lstm* l = o->lstm();
+      if (l == nullptr) bad(origin, "field '" + w + ".lstm' missing");
+      ProgramOp op;
+      op.lstm = read_lstm(l, read_quant(l->input(), origin, w + ".lstm.input"),
+                          read_quant(l->output(), origin, w + ".lstm.output"), origin, w + ".lstm");
+      op.input_buffer = o->input_buffer();
+      op.output_buffer = o->output_buffer();
+      op.output_offset = o->output_offset();
+      if (o->initial_hidden()) op.initial_hidden.assign(o->initial_hidden()->begin(), o->initial_hidden()->end());
+      if (o->initial_cell()) op.initial_cell.assign(o->initial_cell()->begin(), o->initial_cell()->end());
+      c.ops.push_back(std::move(op));
+    }
+  }
+  c.validate(origin);
   return c;
 }
 

@@ -59,6 +59,14 @@ class Graph {
     const auto it = producer_.find(n);
     return it == producer_.end() ? nullptr : &g_.node(it->second);
   }
+  // The nodes reading `n`'s values (a Shape node reads only its shape: the exporter's zero state).
+  std::vector<const onnx::NodeProto*> data_consumers(const std::string& n) const {
+    std::vector<const onnx::NodeProto*> out;
+    for (const auto* c : consumers(n)) {
+      if (c->op_type() != "Shape") out.push_back(c);
+    }
+    return out;
+  }
   std::vector<const onnx::NodeProto*> consumers(const std::string& n) const {
     std::vector<const onnx::NodeProto*> out;
     const auto it = consumers_.find(n);
@@ -212,7 +220,7 @@ bool axes_of(const Graph& g, const onnx::NodeProto& n, std::vector<int64_t>* axe
 
 // Squeeze/Reshape may only drop the size-1 direction axis, or (for an unbatched model) the
 // size-1 batch axis.
-bool apply_reshape_like(const Graph& g, const onnx::NodeProto& n, bool unbatched, Labels* l) {
+bool apply_reshape_like(const Graph& g, const onnx::NodeProto& n, bool unbatched, int32_t directions, Labels* l) {
   const std::string& op = n.op_type();
   std::vector<int64_t> axes;
   if (!axes_of(g, n, &axes)) return false;
@@ -222,14 +230,17 @@ bool apply_reshape_like(const Graph& g, const onnx::NodeProto& n, bool unbatched
     const int64_t a = axes[0] < 0 ? axes[0] + rank : axes[0];
     if (a < 0 || a >= rank) return false;
     const char dropped = (*l)[static_cast<size_t>(a)];
-    if (dropped != 'D' && !(unbatched && dropped == 'B')) return false;
+    if (!(dropped == 'D' && directions == 1) && !(unbatched && dropped == 'B')) return false;
     l->erase(static_cast<size_t>(a), 1);
     return true;
   }
   if (op == "Reshape") {
-    // Only dropping the direction axis: the target has rank 3 and the order of T, B, F is kept.
-    if (axes.size() != 3 || l->find('D') == std::string::npos) return false;
-    l->erase(l->find('D'), 1);
+    // Only dropping the direction axis (one direction), or merging it into the features (two:
+    // [.., 2, H] -> [.., 2H], forward first): the target has rank 3 and T, B, F keep their order.
+    const size_t d = l->find('D');
+    if (axes.size() != 3 || d == std::string::npos) return false;
+    if (directions == 2 && (d + 1 >= l->size() || (*l)[d + 1] != 'F')) return false;
+    l->erase(d, 1);
     return true;
   }
   return false;
@@ -251,11 +262,24 @@ bool axes_of(const Graph& g, const onnx::NodeProto& n, std::vector<int64_t>* axe
 }
 
 // Follows the single-consumer chain of layout ops from `start` (with labels) to a graph output.
-bool follow_output(const Graph& g, std::string value, Labels labels, bool unbatched,
-                   std::string* graph_output, Labels* out_labels, std::vector<std::string>* problems) {
+// Or to the X of another LSTM node (*next_lstm is then set).
+bool follow_output(const Graph& g, std::string value, Labels labels, bool unbatched, int32_t directions,
+                   std::string* graph_output, Labels* out_labels, const onnx::NodeProto** next_lstm,
+                   std::vector<std::string>* problems) {
+  *next_lstm = nullptr;
   for (int guard = 0; guard < 16; ++guard) {
+    const auto next = g.data_consumers(value);
+    if (next.size() == 1 && next[0]->op_type() == "LSTM" && !g.is_graph_output(value)) {
+      if (next[0]->input_size() < 1 || next[0]->input(0) != value) {
+        problems->push_back(node_label(*next[0]) + ": an LSTM output feeds an input other than X");
+        return false;
+      }
+      *next_lstm = next[0];
+      *out_labels = labels;
+      return true;
+    }
     if (g.is_graph_output(value)) {
-      if (!g.consumers(value).empty()) {
+      if (!g.data_consumers(value).empty()) {
         problems->push_back("graph: the LSTM output '" + value + "' is both a graph output and consumed");
         return false;
       }
@@ -263,7 +287,7 @@ bool follow_output(const Graph& g, std::string value, Labels labels, bool unbatc
       *out_labels = labels;
       return true;
     }
-    const auto cs = g.consumers(value);
+    const auto cs = g.data_consumers(value);
     if (cs.size() != 1) {
       problems->push_back("graph: the LSTM output sequence must reach one graph output through "
                           "layout ops only; '" + value + "' has " + std::to_string(cs.size()) +
@@ -278,7 +302,7 @@ bool follow_output(const Graph& g, std::string value, Labels labels, bool unbatc
     bool ok = false;
     if (n.op_type() == "Transpose") ok = apply_transpose(n, &labels);
     else if (n.op_type() == "Identity") ok = true;
-    else if (n.op_type() == "Squeeze" || n.op_type() == "Reshape") ok = apply_reshape_like(g, n, unbatched, &labels);
+    else if (n.op_type() == "Squeeze" || n.op_type() == "Reshape") ok = apply_reshape_like(g, n, unbatched, directions, &labels);
     if (!ok) {
       if (kStructuralOps.count(n.op_type())) {
         problems->push_back(node_label(n) + ": this layout change of the LSTM output is not supported");
@@ -393,6 +417,251 @@ std::vector<float> block_rows(const std::vector<float>& stacked, int32_t block, 
 
 }  // namespace
 
+namespace {
+
+// One LSTM node, checked and read.
+struct NodeInfo {
+  const onnx::NodeProto* node = nullptr;
+  std::string label;
+  int64_t hidden = -1, layout = 0, input_size = -1;
+  int32_t directions = 1;
+  bool reverse = false;  // one direction, walking time backwards (the kernel does so; no copy)
+  std::vector<float> W, R, B;
+};
+
+bool present(const onnx::NodeProto& n, int k) { return n.input_size() > k && !n.input(k).empty(); }
+bool used(const Graph& g, const onnx::NodeProto& n, int k) {
+  return n.output_size() > k && !n.output(k).empty() &&
+         (g.is_graph_output(n.output(k)) || !g.consumers(n.output(k)).empty());
+}
+
+// Attributes, inputs and weights of one node; false (with problems) when it cannot be read.
+bool read_node(const Graph& g, const onnx::NodeProto& lstm, NodeInfo* info, std::vector<std::string>* problems) {
+  const size_t before = problems->size();
+  info->node = &lstm;
+  info->label = node_label(lstm);
+  const std::string& label = info->label;
+  bool weights_readable = true;
+  for (const auto& a : lstm.attribute()) {
+    const std::string& an = a.name();
+    if (an == "hidden_size") {
+      info->hidden = a.i();
+    } else if (an == "layout") {
+      info->layout = a.i();
+      if (info->layout != 0 && info->layout != 1) problems->push_back(label + ": layout " + std::to_string(info->layout) + " is invalid");
+    } else if (an == "direction") {
+      if (a.s() == "reverse") {
+        info->reverse = true;
+      } else if (a.s() == "bidirectional") {
+        info->directions = 2;
+      } else if (a.s() != "forward") {
+        weights_readable = false;
+        problems->push_back(label + ": direction '" + a.s() + "' is invalid (forward, reverse or bidirectional)");
+      }
+    } else if (an == "clip") {
+      problems->push_back(label + ": attribute 'clip' is not supported (the kernel has no pre-activation clip)");
+    } else if (an == "input_forget") {
+      if (a.i() != 0) problems->push_back(label + ": attribute 'input_forget' = " + std::to_string(a.i()) + " is not supported (the kernel has independent input and forget gates)");
+    } else if (an == "activations") {
+      std::vector<std::string> acts(a.strings().begin(), a.strings().end());
+      std::vector<std::string> want;
+      for (int32_t d = 0; d < info->directions || d < static_cast<int32_t>(acts.size()) / 3; ++d) {
+        want.insert(want.end(), {"Sigmoid", "Tanh", "Tanh"});
+      }
+      if (acts != want) {
+        std::string s;
+        for (const auto& x : acts) s += (s.empty() ? "" : ", ") + x;
+        problems->push_back(label + ": activations " + s + " are not supported (only Sigmoid, Tanh, Tanh: the kernel's tables)");
+      }
+    } else if (an == "activation_alpha" || an == "activation_beta") {
+      problems->push_back(label + ": attribute '" + an + "' is not supported (the kernel's activations have no parameters)");
+    } else {
+      problems->push_back(label + ": unknown attribute '" + an + "'");
+    }
+  }
+  if (present(lstm, kSequenceLens)) problems->push_back(label + ": input sequence_lens is not supported (all sequences run to T)");
+  if (present(lstm, kP)) problems->push_back(label + ": peephole weights (input P) are not supported (the kernel has no peephole path)");
+  if (!present(lstm, kX) || !present(lstm, kW) || !present(lstm, kR)) {
+    problems->push_back(label + ": inputs X, W and R are required");
+    return false;
+  }
+  if (info->hidden < 1) problems->push_back(label + ": attribute hidden_size missing or < 1");
+  // Shapes: W [D][4H][I] fixes I; R [D][4H][H]; B [D][8H].
+  const int64_t D = info->directions, H = info->hidden;
+  const onnx::TensorProto* w = constant_tensor(g, lstm.input(kW));
+  if (w != nullptr && w->dims_size() == 3) info->input_size = w->dims(2);
+  if (weights_readable && w != nullptr && (w->dims_size() != 3 || info->input_size < 1)) {
+    problems->push_back(label + ": W must have shape [num_directions, 4*hidden_size, input_size]");
+  }
+  if (!weights_readable) {
+    // reported above
+  } else if (H >= 1 && info->input_size >= 1) {
+    read_weight(g, lstm, kW, "W", {D, 4 * H, info->input_size}, &info->W, problems);
+    read_weight(g, lstm, kR, "R", {D, 4 * H, H}, &info->R, problems);
+    if (present(lstm, kB)) read_weight(g, lstm, kB, "B", {D, 8 * H}, &info->B, problems);
+  } else if (w == nullptr) {
+    read_weight(g, lstm, kW, "W", {}, &info->W, problems);
+  }
+  return problems->size() == before;
+}
+
+// One op's float LSTM: direction d of the node's weights.
+FloatLstm node_op(const NodeInfo& n, int32_t d) {
+  const int32_t I = static_cast<int32_t>(n.input_size), H = static_cast<int32_t>(n.hidden);
+  FloatLstm f;
+  f.input_size = I;
+  f.hidden_size = H;
+  f.reverse = n.directions == 2 ? d == 1 : n.reverse;
+  const size_t w_size = static_cast<size_t>(4) * H * I, r_size = static_cast<size_t>(4) * H * H, b_size = static_cast<size_t>(8) * H;
+  const std::vector<float> W(n.W.begin() + static_cast<ptrdiff_t>(d * w_size), n.W.begin() + static_cast<ptrdiff_t>((d + 1) * w_size));
+  const std::vector<float> R(n.R.begin() + static_cast<ptrdiff_t>(d * r_size), n.R.begin() + static_cast<ptrdiff_t>((d + 1) * r_size));
+  std::vector<float> B;
+  if (!n.B.empty()) B.assign(n.B.begin() + static_cast<ptrdiff_t>(d * b_size), n.B.begin() + static_cast<ptrdiff_t>((d + 1) * b_size));
+  for (int32_t gate = 0; gate < QLSTM_GATE_COUNT; ++gate) {
+    const int32_t blk = kOnnxStackIndex[gate];
+    FloatGate& fg = f.gates[static_cast<size_t>(gate)];
+    fg.w_x = block_rows(W, blk, H, I);
+    fg.w_h = block_rows(R, blk, H, H);
+    if (B.empty()) {
+      fg.bias_x.assign(static_cast<size_t>(H), 0.0f);
+      fg.bias_h.assign(static_cast<size_t>(H), 0.0f);
+    } else {
+      fg.bias_x = block_rows(B, blk, H, 1);
+      fg.bias_h = block_rows(B, 4 + blk, H, 1);
+    }
+  }
+  return f;
+}
+
+// Where one node's initial_h or initial_c comes from.
+struct StateOrigin {
+  StateSource source = StateSource::kZero;
+  std::vector<std::vector<float>> constant;  // kConstant: per direction, [H]
+  std::string graph_input;                   // kInput
+  int64_t first_row = 0;                     // kInput: the node's first row of the graph input
+};
+
+bool trace_state(const Graph& g, const NodeInfo& n, int k, StateOrigin* o, std::vector<std::string>* problems) {
+  const char* what = k == kInitialH ? "initial_h" : "initial_c";
+  if (!present(*n.node, k)) return true;
+  const std::string& name = n.node->input(k);
+  double v = 0;
+  if (uniform_value(g, name, &v) && v == 0.0) return true;
+  const int64_t D = n.directions, H = n.hidden;
+  if (const onnx::TensorProto* t = constant_tensor(g, name)) {
+    std::vector<double> vals;
+    const std::vector<int64_t> dims(t->dims().begin(), t->dims().end());
+    if (!tensor_values(*t, &vals) || dims.size() != 3 || dims[0] != D || dims[2] != H || dims[1] < 1) {
+      problems->push_back(n.label + ": the constant " + what + " has shape " + join(dims) + ", expected [" +
+                          std::to_string(D) + ", batch, " + std::to_string(H) + "]");
+      return false;
+    }
+    o->source = StateSource::kConstant;
+    for (int64_t d = 0; d < D; ++d) {
+      const size_t base = static_cast<size_t>(d * dims[1] * H);
+      o->constant.emplace_back(vals.begin() + static_cast<ptrdiff_t>(base), vals.begin() + static_cast<ptrdiff_t>(base + H));
+      for (int64_t b = 1; b < dims[1]; ++b) {
+        for (int64_t u = 0; u < H; ++u) {
+          if (vals[base + static_cast<size_t>(b * H + u)] != vals[base + static_cast<size_t>(u)]) {
+            problems->push_back(n.label + ": the constant " + what + " differs between batch rows (only a state "
+                                "shared by every row can be compiled in; feed it as a graph input instead)");
+            return false;
+          }
+        }
+      }
+    }
+    return true;
+  }
+  // A graph input, or rows of one (Slice along axis 0, which torch emits per layer).
+  std::string value = name;
+  int64_t first = 0;
+  for (int guard = 0; guard < 16; ++guard) {
+    if (g.is_graph_input(value)) {
+      o->source = StateSource::kInput;
+      o->graph_input = value;
+      o->first_row = first;
+      return true;
+    }
+    const onnx::NodeProto* p = g.producer(value);
+    if (p != nullptr && p->op_type() == "Identity" && p->input_size() == 1) {
+      value = p->input(0);
+      continue;
+    }
+    if (p != nullptr && p->op_type() == "Slice" && p->input_size() >= 3 && !p->input(0).empty()) {
+      std::vector<double> starts, ends, axes = {0}, steps = {1};
+      const onnx::TensorProto* st = constant_tensor(g, p->input(1));
+      const onnx::TensorProto* en = constant_tensor(g, p->input(2));
+      const onnx::TensorProto* ax = p->input_size() > 3 && !p->input(3).empty() ? constant_tensor(g, p->input(3)) : nullptr;
+      const onnx::TensorProto* sp = p->input_size() > 4 && !p->input(4).empty() ? constant_tensor(g, p->input(4)) : nullptr;
+      const bool ok = st && en && tensor_values(*st, &starts) && tensor_values(*en, &ends) &&
+                      (p->input_size() <= 3 || p->input(3).empty() || (ax && tensor_values(*ax, &axes))) &&
+                      (p->input_size() <= 4 || p->input(4).empty() || (sp && tensor_values(*sp, &steps)));
+      if (ok && starts.size() == 1 && ends.size() == 1 && axes.size() == 1 && axes[0] == 0 && steps.size() == 1 &&
+          steps[0] == 1 && starts[0] >= 0 && ends[0] - starts[0] >= static_cast<double>(D)) {
+        first += static_cast<int64_t>(starts[0]);
+        value = p->input(0);
+        continue;
+      }
+      problems->push_back(node_label(*p) + ": " + what + " must be a run of rows along axis 0 of a graph input");
+      return false;
+    }
+    break;
+  }
+  problems->push_back(n.label + ": " + what + " ('" + name + "') is neither a constant nor rows of a graph input");
+  return false;
+}
+
+// The graph output Y_h / Y_c reach: directly (through Identity) for one node; one Concat along
+// axis 0 of every node's, in layer order, for several.
+bool trace_final_state(const Graph& g, const std::vector<NodeInfo>& nodes, int k, std::string* out,
+                       std::vector<std::string>* problems) {
+  const char* what = k == kYH ? "Y_h" : "Y_c";
+  size_t count = 0;
+  for (const NodeInfo& n : nodes) count += used(g, *n.node, k) ? 1 : 0;
+  if (count == 0) return true;
+  if (count != nodes.size()) {
+    problems->push_back(std::string("graph: ") + what + " of only some LSTM layers is used (the final state is "
+                        "an output of all layers or of none)");
+    return false;
+  }
+  auto to_output = [&](std::string value) {
+    for (int guard = 0; guard < 16; ++guard) {
+      if (g.is_graph_output(value) && g.consumers(value).empty()) {
+        *out = value;
+        return true;
+      }
+      const auto cs = g.consumers(value);
+      if (cs.size() != 1 || cs[0]->op_type() != "Identity" || cs[0]->output_size() < 1) break;
+      value = cs[0]->output(0);
+    }
+    return false;
+  };
+  const std::string& first = nodes[0].node->output(k);
+  if (nodes.size() == 1) {
+    if (to_output(first)) return true;
+    problems->push_back(nodes[0].label + ": output " + what + " is used other than as a graph output");
+    return false;
+  }
+  const auto cs = g.consumers(first);
+  bool ok = cs.size() == 1 && cs[0]->op_type() == "Concat" && cs[0]->input_size() == static_cast<int>(nodes.size());
+  if (ok) {
+    const onnx::AttributeProto* axis = attribute(*cs[0], "axis");
+    ok = axis != nullptr && axis->i() == 0;
+    for (size_t j = 0; ok && j < nodes.size(); ++j) {
+      ok = cs[0]->input(static_cast<int>(j)) == nodes[j].node->output(k) &&
+           g.consumers(nodes[j].node->output(k)).size() == 1;
+    }
+    ok = ok && cs[0]->output_size() >= 1 && to_output(cs[0]->output(0));
+  }
+  if (!ok) {
+    problems->push_back(std::string("graph: the layers' ") + what + " must be concatenated along axis 0, in layer "
+                        "order, into one graph output");
+  }
+  return ok;
+}
+
+}  // namespace
+
 OnnxLstm import_onnx_bytes(const std::string& bytes, const std::string& origin) {
   onnx::ModelProto model;
   if (bytes.empty() || !model.ParseFromString(bytes)) {
@@ -414,108 +683,107 @@ OnnxLstm import_onnx_bytes(const std::string& bytes, const std::string& origin) 
     if (n.op_type() == "LSTM") lstms.push_back(&n);
   }
   if (lstms.empty()) problems.push_back("graph: no LSTM node");
-  if (lstms.size() > 1) {
-    std::string names;
-    for (const auto* n : lstms) names += (names.empty() ? "'" : ", '") + n->name() + "'";
-    problems.push_back("graph: " + std::to_string(lstms.size()) + " LSTM nodes (" + names +
-                       "); stacked layers are not supported yet, only one LSTM");
-  }
   for (const auto& n : g.proto().node()) {
     if (n.op_type() != "LSTM" && !kStructuralOps.count(n.op_type())) {
       problems.push_back(node_label(n) + ": op '" + n.op_type() +
-                         "' is not supported (only one LSTM with layout ops around it)");
+                         "' is not supported (only LSTM nodes with layout ops around them)");
     }
   }
-  if (lstms.size() != 1) refuse(origin, problems);
-  const onnx::NodeProto& lstm = *lstms[0];
-  r.node_name = lstm.name();
-  const std::string label = node_label(lstm);
+  std::map<const onnx::NodeProto*, NodeInfo> info;
+  bool all_read = true;
+  for (const auto* n : lstms) {
+    NodeInfo ni;
+    all_read = read_node(g, *n, &ni, &problems) && all_read;
+    info[n] = std::move(ni);
+  }
+  if (lstms.empty() || !all_read) refuse(origin, problems);
 
-  int64_t hidden = -1, layout = 0;
-  bool forward = true;   // one direction (forward or reverse): bidirectional doubles the weights' shapes
-  bool reverse = false;  // time runs backwards (the kernel walks it so; no copy)
-  for (const auto& a : lstm.attribute()) {
-    const std::string& an = a.name();
-    if (an == "hidden_size") {
-      hidden = a.i();
-    } else if (an == "layout") {
-      layout = a.i();
-      if (layout != 0 && layout != 1) problems.push_back(label + ": layout " + std::to_string(layout) + " is invalid");
-    } else if (an == "direction") {
-      if (a.s() == "reverse") {
-        reverse = true;
-      } else if (a.s() != "forward") {
-        forward = false;
-        problems.push_back(label + ": direction '" + a.s() + "' is not supported (forward or reverse only)");
-      }
-    } else if (an == "clip") {
-      problems.push_back(label + ": attribute 'clip' is not supported (the kernel has no pre-activation clip)");
-    } else if (an == "input_forget") {
-      if (a.i() != 0) problems.push_back(label + ": attribute 'input_forget' = " + std::to_string(a.i()) + " is not supported");
-    } else if (an == "activations") {
-      std::vector<std::string> acts(a.strings().begin(), a.strings().end());
-      if (acts != std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"}) {
-        std::string s;
-        for (const auto& x : acts) s += (s.empty() ? "" : ", ") + x;
-        problems.push_back(label + ": activations " + s + " are not supported (only Sigmoid, Tanh, Tanh)");
-      }
-    } else if (an == "activation_alpha" || an == "activation_beta") {
-      problems.push_back(label + ": attribute '" + an + "' is not supported");
-    } else {
-      problems.push_back(label + ": unknown attribute '" + an + "'");
+  // The chain: each node's Y reaches the next node's X or the graph output through layout ops.
+  std::map<const onnx::NodeProto*, const onnx::NodeProto*> next;
+  std::map<const onnx::NodeProto*, int> fed;
+  const onnx::NodeProto* last = nullptr;
+  Labels out_labels;
+  bool chain_ok = true;
+  // Is the model unbatched? Known from the first node's input path, needed on the output paths.
+  const onnx::NodeProto* head = nullptr;
+  for (const auto* n : lstms) {
+    if (n->output_size() == 0 || n->output(kY).empty() || !used(g, *n, kY)) {
+      problems.push_back(info[n].label + ": output Y is not used");
+      chain_ok = false;
     }
   }
-  auto present = [&](int k) { return lstm.input_size() > k && !lstm.input(k).empty(); };
-  auto used = [&](int k) {
-    return lstm.output_size() > k && !lstm.output(k).empty() &&
-           (g.is_graph_output(lstm.output(k)) || !g.consumers(lstm.output(k)).empty());
-  };
-  if (present(kSequenceLens)) problems.push_back(label + ": input sequence_lens is not supported (all sequences run to T)");
-  if (present(kP)) problems.push_back(label + ": peephole weights (input P) are not supported");
-  for (int k : {kInitialH, kInitialC}) {
-    if (!present(k)) continue;
-    double v = 0;
-    if (!uniform_value(g, lstm.input(k), &v) || v != 0.0) {
-      problems.push_back(label + ": " + (k == kInitialH ? "initial_h" : "initial_c") +
-                         " is not a constant zero (a given initial state is not supported yet)");
+  if (!chain_ok) refuse(origin, problems);
+  // A node whose X comes from a graph input through layout ops heads the chain.
+  Labels in_labels;
+  for (const auto* n : lstms) {
+    const onnx::NodeProto* p = g.producer(n->input(kX));
+    bool from_lstm = false;
+    for (int guard = 0; p != nullptr && guard < 16; ++guard) {
+      if (p->op_type() == "LSTM") {
+        from_lstm = true;
+        break;
+      }
+      p = p->input_size() > 0 && !p->input(0).empty() ? g.producer(p->input(0)) : nullptr;
+    }
+    if (!from_lstm) {
+      if (head != nullptr) {
+        problems.push_back("graph: " + info[head].label + " and " + info[n].label +
+                           " both read the graph input (only a chain of LSTM layers is supported)");
+        refuse(origin, problems);
+      }
+      head = n;
     }
   }
-  if (used(kYH)) problems.push_back(label + ": output Y_h is used (final states as outputs are not supported yet)");
-  if (used(kYC)) problems.push_back(label + ": output Y_c is used (final states as outputs are not supported yet)");
-  if (!present(kX) || !present(kW) || !present(kR)) {
-    problems.push_back(label + ": inputs X, W and R are required");
+  if (head == nullptr) {
+    problems.push_back("graph: no LSTM node reads the graph input");
     refuse(origin, problems);
   }
-  if (hidden < 1) problems.push_back(label + ": attribute hidden_size missing or < 1");
-
-  // Shapes: W [1][4H][I] fixes I; R [1][4H][H]; B [1][8H].
-  const onnx::TensorProto* w = constant_tensor(g, lstm.input(kW));
-  int64_t input_size = -1;
-  if (w != nullptr && w->dims_size() == 3) input_size = w->dims(2);
-  if (forward && w != nullptr && (w->dims_size() != 3 || input_size < 1)) {
-    problems.push_back(label + ": W must have shape [1, 4*hidden_size, input_size]");
+  const NodeInfo& h0 = info[head];
+  const bool in_ok = follow_input(g, head->input(kX), h0.layout == 0 ? "TBF" : "BTF", &r.input_name, &in_labels, &problems);
+  if (!in_ok) refuse(origin, problems);
+  const bool unbatched = in_labels.find('B') == std::string::npos;
+  std::vector<NodeInfo> chain;
+  for (const onnx::NodeProto* n = head; n != nullptr && chain_ok;) {
+    if (chain.size() > lstms.size()) break;
+    const NodeInfo& ni = info[n];
+    chain.push_back(ni);
+    const onnx::NodeProto* nx = nullptr;
+    Labels l;
+    std::string graph_out;
+    if (!follow_output(g, n->output(kY), ni.layout == 0 ? "TDBF" : "BTDF", unbatched, ni.directions, &graph_out, &l,
+                       &nx, &problems)) {
+      chain_ok = false;
+      break;
+    }
+    if (nx == nullptr) {
+      r.output_name = graph_out;
+      out_labels = l;
+      last = n;
+      break;
+    }
+    const NodeInfo& nn = info[nx];
+    const Labels want = nn.layout == 0 ? "TBF" : "BTF";
+    if (l != want) {
+      problems.push_back("graph: " + ni.label + "'s output reaches " + nn.label + " as " + l + ", expected " + want +
+                         " (T time, B batch, F features; D directions must be merged into F)");
+      chain_ok = false;
+    } else if (nn.input_size != ni.directions * ni.hidden) {
+      problems.push_back(nn.label + ": input_size " + std::to_string(nn.input_size) + " is not the output size " +
+                         std::to_string(ni.directions * ni.hidden) + " of " + ni.label);
+      chain_ok = false;
+    } else if (nn.directions != ni.directions) {
+      problems.push_back(nn.label + ": layers with different directions are not supported");
+      chain_ok = false;
+    }
+    ++fed[nx];
+    n = nx;
   }
-  std::vector<float> W, R, B;
-  if (!forward) {
-    // reported above
-  } else if (hidden >= 1 && input_size >= 1) {
-    read_weight(g, lstm, kW, "W", {1, 4 * hidden, input_size}, &W, &problems);
-    read_weight(g, lstm, kR, "R", {1, 4 * hidden, hidden}, &R, &problems);
-    if (present(kB)) read_weight(g, lstm, kB, "B", {1, 8 * hidden}, &B, &problems);
-  } else if (w == nullptr) {
-    read_weight(g, lstm, kW, "W", {}, &W, &problems);
+  if (chain_ok && chain.size() != lstms.size()) {
+    problems.push_back("graph: " + std::to_string(lstms.size()) + " LSTM nodes, of which " + std::to_string(chain.size()) +
+                       " form a chain from the graph input to the output (only a chain of layers is supported)");
+    chain_ok = false;
   }
-
-  // Data layout: X is [T][B][I] (layout 0) or [B][T][I] (layout 1).
-  Labels in_labels, out_labels;
-  const bool in_ok = follow_input(g, lstm.input(kX), layout == 0 ? "TBF" : "BTF", &r.input_name,
-                                  &in_labels, &problems);
-  const bool unbatched = in_ok && in_labels.find('B') == std::string::npos;
-  const bool out_ok = in_ok && lstm.output_size() > 0 && !lstm.output(kY).empty() &&
-                      follow_output(g, lstm.output(kY), layout == 0 ? "TDBF" : "BTDF", unbatched,
-                                    &r.output_name, &out_labels, &problems);
-  if (lstm.output_size() == 0 || lstm.output(kY).empty()) problems.push_back(label + ": output Y is not used");
-  if (in_ok && out_ok) {
+  if (chain_ok) {
     out_labels.erase(std::remove(out_labels.begin(), out_labels.end(), 'D'), out_labels.end());
     if (unbatched) out_labels.erase(std::remove(out_labels.begin(), out_labels.end(), 'B'), out_labels.end());
     if ((in_labels != "TBF" && in_labels != "BTF" && in_labels != "TF") || in_labels != out_labels) {
@@ -526,6 +794,70 @@ OnnxLstm import_onnx_bytes(const std::string& bytes, const std::string& origin) 
     r.batch_first = in_labels != "TBF";
     r.unbatched = unbatched;
   }
+  if (!chain_ok || !problems.empty()) refuse(origin, problems);
+  (void)last;
+
+  // Initial and final state.
+  FloatProgram& prog = r.program;
+  prog.directions = chain[0].directions;
+  const int64_t op_count = static_cast<int64_t>(chain.size()) * prog.directions;
+  for (int k : {kInitialH, kInitialC}) {
+    std::vector<StateOrigin> origins(chain.size());
+    bool ok = true;
+    for (size_t j = 0; j < chain.size(); ++j) ok = trace_state(g, chain[j], k, &origins[j], &problems) && ok;
+    if (!ok) continue;
+    const char* what = k == kInitialH ? "initial_h" : "initial_c";
+    StateSource src = origins[0].source;
+    for (size_t j = 0; j < chain.size(); ++j) {
+      if (origins[j].source != src) {
+        problems.push_back(std::string("graph: ") + what + " of " + chain[j].label + " is " +
+                           state_source_name(origins[j].source) + " but of " + chain[0].label + " " +
+                           state_source_name(src) + " (all layers' must come from the same place)");
+        ok = false;
+        break;
+      }
+      if (src == StateSource::kInput) {
+        const int64_t want = static_cast<int64_t>(j) * prog.directions;
+        if (origins[j].graph_input != origins[0].graph_input || origins[j].first_row != want) {
+          problems.push_back(chain[j].label + ": " + what + " must be rows [" + std::to_string(want) + ", " +
+                             std::to_string(want + prog.directions) + ") of graph input '" + origins[0].graph_input +
+                             "' ([layers x directions, batch, hidden] in layer order)");
+          ok = false;
+        }
+      }
+      if ((chain[j].layout != 0 || unbatched) && src != StateSource::kZero) {
+        problems.push_back(chain[j].label + ": a given " + what + " is supported with layout 0 and a batched input only");
+        ok = false;
+      }
+    }
+    if (!ok) continue;
+    if (src == StateSource::kInput) {
+      for (const auto& i : g.proto().input()) {
+        if (i.name() != origins[0].graph_input) continue;
+        std::vector<int64_t> dims;
+        for (const auto& d : i.type().tensor_type().shape().dim()) dims.push_back(d.has_dim_value() ? d.dim_value() : -1);
+        const int64_t H = chain[0].hidden;
+        if (dims.size() != 3 || (dims[0] >= 0 && dims[0] != op_count) || (dims[2] >= 0 && dims[2] != H)) {
+          problems.push_back("graph: input '" + i.name() + "' (" + what + ") has shape " + join(dims) + ", expected [" +
+                             std::to_string(op_count) + ", batch, " + std::to_string(H) + "]");
+        }
+      }
+    }
+    (k == kInitialH ? prog.initial_hidden : prog.initial_cell) = src;
+    (k == kInitialH ? r.initial_h_name : r.initial_c_name) = src == StateSource::kInput ? origins[0].graph_input : "";
+    for (const StateOrigin& o : origins) {
+      for (const auto& c : o.constant) (k == kInitialH ? prog.h0 : prog.c0).push_back(c);
+    }
+  }
+  for (int k : {kYH, kYC}) {
+    std::string out;
+    if (!trace_final_state(g, chain, k, &out, &problems)) continue;
+    if (!out.empty() && (chain[0].layout != 0 || unbatched)) {
+      problems.push_back(chain[0].label + ": the final state as an output is supported with layout 0 and a batched input only");
+    }
+    (k == kYH ? prog.hidden_output : prog.cell_output) = !out.empty();
+    (k == kYH ? r.h_n_name : r.c_n_name) = out;
+  }
   if (!problems.empty()) refuse(origin, problems);
 
   for (const auto& i : g.proto().input()) {
@@ -534,28 +866,14 @@ OnnxLstm import_onnx_bytes(const std::string& bytes, const std::string& origin) 
       r.input_shape.push_back(d.has_dim_value() ? d.dim_value() : -1);
     }
   }
-  const int32_t I = static_cast<int32_t>(input_size), H = static_cast<int32_t>(hidden);
-  FloatLstm& f = r.lstm;
-  f.input_size = I;
-  f.hidden_size = H;
-  f.reverse = reverse;
-  for (int32_t gate = 0; gate < QLSTM_GATE_COUNT; ++gate) {
-    const int32_t blk = kOnnxStackIndex[gate];
-    FloatGate& fg = f.gates[static_cast<size_t>(gate)];
-    fg.w_x = block_rows(W, blk, H, I);
-    fg.w_h = block_rows(R, blk, H, H);
-    if (B.empty()) {
-      fg.bias_x.assign(static_cast<size_t>(H), 0.0f);
-      fg.bias_h.assign(static_cast<size_t>(H), 0.0f);
-    } else {
-      fg.bias_x = block_rows(B, blk, H, 1);
-      fg.bias_h = block_rows(B, 4 + blk, H, 1);
-    }
+  for (const NodeInfo& n : chain) {
+    r.node_names.push_back(n.node->name());
+    for (int32_t d = 0; d < n.directions; ++d) prog.ops.push_back(node_op(n, d));
   }
   try {
-    f.validate();
+    prog.validate();
   } catch (const CompileError& e) {
-    throw CompileError(origin + ": " + label + ": " + e.what());
+    throw CompileError(origin + ": " + e.what());
   }
   return r;
 }

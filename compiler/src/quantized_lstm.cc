@@ -91,8 +91,16 @@ Observed observe(const FloatLstm& source, const CalibrationSet& calibration, int
       o.mean_x[v % static_cast<size_t>(I)] += s.values[v];
     }
     o.inputs.insert(o.inputs.end(), s.values.begin(), s.values.end());
+    for (const std::vector<float>* st : {&s.h0, &s.c0}) {
+      if (!st->empty() && st->size() != static_cast<size_t>(H)) {
+        throw CompileError("calibration: sequence " + std::to_string(k) + " has an initial state of " +
+                           std::to_string(st->size()) + " values, expected " + std::to_string(H));
+      }
+    }
+    for (double c : s.c0) o.cell_max = std::max(o.cell_max, std::fabs(c));  // the cell scale covers c0
     const FloatResult r = compiler::run_float(
-        source, s.values.data(), {1, s.time_steps, Layout::kBatchMajor}, nullptr, nullptr,
+        source, s.values.data(), {1, s.time_steps, Layout::kBatchMajor},
+        s.h0.empty() ? nullptr : s.h0.data(), s.c0.empty() ? nullptr : s.c0.data(),
         [&](const double* c, const double* h, int32_t n) {
           for (int32_t u = 0; u < n; ++u) {
             o.cell_max = std::max(o.cell_max, std::fabs(c[u]));
@@ -124,6 +132,9 @@ Observed observe(const FloatLstm& source, const CalibrationSet& calibration, int
   for (double& m : o.mean_h) m /= static_cast<double>(stats->steps);
   return o;
 }
+
+// The real range an int8 quantization covers.
+Range range_of(const AffineQuant& q) { return {q.dequantize(-128), q.dequantize(127)}; }
 
 // The starting point and the search space of the tuner.
 struct Candidate {
@@ -168,10 +179,14 @@ QuantizedLstm QuantizedLstm::compile(const FloatLstm& source, const CalibrationS
                  ? std::string("percentile:") + std::to_string(c.percentile).substr(0, 5)
                  : std::string(observer_name(c.kind));
     };
-    in_ranges.push_back(choose_range(o.inputs, in_obs));
-    in_names.push_back(label(in_obs));
-    out_ranges.push_back(choose_range(o.outputs, out_obs));
-    out_names.push_back(label(out_obs));
+    if (!options.fixed_input || k == 0) {
+      in_ranges.push_back(options.fixed_input ? range_of(*options.fixed_input) : choose_range(o.inputs, in_obs));
+      in_names.push_back(options.fixed_input ? std::string("fixed") : label(in_obs));
+    }
+    if (!options.fixed_output || k == 0) {
+      out_ranges.push_back(options.fixed_output ? range_of(*options.fixed_output) : choose_range(o.outputs, out_obs));
+      out_names.push_back(options.fixed_output ? std::string("fixed") : label(out_obs));
+    }
   }
 
   DeriveOptions derive = options.derive;
@@ -188,8 +203,8 @@ QuantizedLstm QuantizedLstm::compile(const FloatLstm& source, const CalibrationS
     const Range& ir = in_ranges[c.input_range];
     const Range& orr = out_ranges[c.output_range];
     return QuantizedLstm(source,
-                         derive_params(source, affine_from_range(ir.lo, ir.hi),
-                                       affine_from_range(orr.lo, orr.hi),
+                         derive_params(source, options.fixed_input ? *options.fixed_input : affine_from_range(ir.lo, ir.hi),
+                                       options.fixed_output ? *options.fixed_output : affine_from_range(orr.lo, orr.hi),
                                        choose_cell_scale(cell_request, o.cell_max), d),
                          stats);
   };
@@ -222,7 +237,9 @@ QuantizedLstm QuantizedLstm::compile(const FloatLstm& source, const CalibrationS
         std::vector<float> y[2];
         for (size_t k = 0; k < o.scored.size(); ++k) {
           const CalibrationSequence* s = o.scored[k];
-          const std::vector<float> ys = q.run_float(s->values, {1, s->time_steps, Layout::kBatchMajor});
+          const SequenceShape one = {1, s->time_steps, Layout::kBatchMajor};
+          State state = q.quantize_state(s->h0, s->c0, 1);
+          const std::vector<float> ys = q.dequantize_output(q.run_s8(q.quantize_input(s->values), one, &state));
           y[k % 2].insert(y[k % 2].end(), ys.begin(), ys.end());
         }
         ++stats.evaluations;
@@ -235,7 +252,8 @@ QuantizedLstm QuantizedLstm::compile(const FloatLstm& source, const CalibrationS
       }
     };
     // Upstream's choices as the start: min/max boundaries, max|W| weights.
-    best.input_range = best.output_range = 1;
+    best.input_range = std::min<size_t>(1, in_ranges.size() - 1);
+    best.output_range = std::min<size_t>(1, out_ranges.size() - 1);
     Score best_score = score(best);
     stats.start_sqnr_db = best_score.overall();
     constexpr double kMinGainDb = 0.01;
@@ -295,6 +313,14 @@ QuantizedLstm::State QuantizedLstm::initial_state(int32_t batch) const {
   const size_t n = static_cast<size_t>(batch) * static_cast<size_t>(derived_.hidden_size);
   return {std::vector<int8_t>(n, static_cast<int8_t>(derived_.output.zero_point)),
           std::vector<int16_t>(n, 0)};
+}
+
+QuantizedLstm::State QuantizedLstm::quantize_state(const std::vector<float>& h, const std::vector<float>& c,
+                                                  int32_t batch) const {
+  State s = initial_state(batch);
+  for (size_t k = 0; k < h.size() && k < s.hidden.size(); ++k) s.hidden[k] = derived_.output.quantize(h[k]);
+  for (size_t k = 0; k < c.size() && k < s.cell.size(); ++k) s.cell[k] = quantize_cell(c[k], derived_.cell.power);
+  return s;
 }
 
 std::vector<int8_t> run_kernel_s8(const DerivedLstm& d, const std::vector<int8_t>& x,
@@ -382,6 +408,121 @@ std::vector<float> QuantizedLstm::dequantize_output(const std::vector<int8_t>& y
 std::vector<float> QuantizedLstm::run_float(const std::vector<float>& x,
                                             const SequenceShape& shape) const {
   return dequantize_output(run_s8(quantize_input(x), shape));
+}
+
+QuantizedProgram compile_program(const FloatProgram& program, const CalibrationSet& calibration,
+                                 const CompileOptions& options) {
+  program.validate();
+  if (calibration.sequences.empty()) throw CompileError("calibration: the calibration set is empty");
+  const int32_t D = program.directions, I = program.input_size();
+  const size_t ops_count = program.ops.size();
+  // One calibration entry per sequence and per starting state, as every layer sees it.
+  struct Entry {
+    int32_t time_steps = 0;
+    std::vector<float> x;  // this layer's input [T][F]
+    bool chained = false;  // starts from the state the previous chained entry left
+    std::vector<std::vector<float>> h0, c0;  // per op of this layer
+  };
+  const bool fed = program.initial_hidden == StateSource::kInput || program.initial_cell == StateSource::kInput;
+  std::vector<Entry> entries;
+  for (int pass = 0; pass < (fed ? 2 : 1); ++pass) {
+    for (size_t k = 0; k < calibration.sequences.size(); ++k) {
+      const CalibrationSequence& s = calibration.sequences[k];
+      if (s.time_steps < 0 || s.values.size() != static_cast<size_t>(s.time_steps) * static_cast<size_t>(I)) {
+        throw CompileError("calibration: sequence " + std::to_string(k) + " has " + std::to_string(s.values.size()) +
+                           " values, expected " + std::to_string(s.time_steps) + " x " + std::to_string(I));
+      }
+      for (size_t v = 0; v < s.values.size(); ++v) {
+        if (!std::isfinite(s.values[v])) {
+          std::ostringstream m;
+          m << "calibration: sequence " << k << " has a non-finite value (" << s.values[v] << ") at step "
+            << v / static_cast<size_t>(I) << ", feature " << v % static_cast<size_t>(I);
+          throw CompileError(m.str());
+        }
+      }
+      entries.push_back({s.time_steps, s.values, pass == 1, {}, {}});
+    }
+  }
+  QuantizedProgram result;
+  result.source = program;
+  std::vector<ProgramOp> ops;
+  for (int32_t l = 0; l < program.layers(); ++l) {
+    const int32_t H = program.ops[static_cast<size_t>(l * D)].hidden_size, W = D * H;
+    // The float pass of this layer: its outputs feed the observers and the layer above.
+    std::vector<std::vector<float>> outs(entries.size());
+    std::vector<std::vector<float>> carried_h(static_cast<size_t>(D)), carried_c(static_cast<size_t>(D));
+    for (size_t e = 0; e < entries.size(); ++e) {
+      Entry& en = entries[e];
+      en.h0.assign(static_cast<size_t>(D), {});
+      en.c0.assign(static_cast<size_t>(D), {});
+      outs[e].assign(static_cast<size_t>(en.time_steps) * W, 0.0f);
+      for (int32_t d = 0; d < D; ++d) {
+        const size_t k = static_cast<size_t>(l * D + d);
+        std::vector<float>& h0 = en.h0[static_cast<size_t>(d)];
+        std::vector<float>& c0 = en.c0[static_cast<size_t>(d)];
+        if (program.initial_hidden == StateSource::kConstant) h0 = program.h0[k];
+        if (program.initial_cell == StateSource::kConstant) c0 = program.c0[k];
+        if (en.chained && program.initial_hidden == StateSource::kInput) h0 = carried_h[static_cast<size_t>(d)];
+        if (en.chained && program.initial_cell == StateSource::kInput) c0 = carried_c[static_cast<size_t>(d)];
+        const FloatResult f = run_float(program.ops[k], en.x.data(), {1, en.time_steps, Layout::kBatchMajor},
+                                        h0.empty() ? nullptr : h0.data(), c0.empty() ? nullptr : c0.data());
+        for (int32_t t = 0; t < en.time_steps; ++t) {
+          std::copy_n(f.output.begin() + static_cast<ptrdiff_t>(t) * H, H,
+                      outs[e].begin() + static_cast<ptrdiff_t>(t) * W + static_cast<ptrdiff_t>(d) * H);
+        }
+        if (en.chained) {
+          carried_h[static_cast<size_t>(d)] = f.h_n;
+          carried_c[static_cast<size_t>(d)] = f.c_n;
+        }
+      }
+    }
+    CompileOptions o = options;
+    if (l > 0) o.fixed_input = ops.back().lstm.output;  // the layer below's output buffer
+    if (D == 2) {
+      std::vector<float> all;
+      for (const auto& v : outs) all.insert(all.end(), v.begin(), v.end());
+      for (float v : all) {
+        if (!std::isfinite(v)) throw CompileError("calibration: layer " + std::to_string(l) + " produced a non-finite output");
+      }
+      if (all.empty()) throw CompileError("calibration: every sequence has zero time steps");
+      const Range r = choose_range(all, options.output_observer);
+      o.fixed_output = affine_from_range(r.lo, r.hi);
+    }
+    for (int32_t d = 0; d < D; ++d) {
+      const size_t k = static_cast<size_t>(l * D + d);
+      CalibrationSet set;
+      for (const Entry& en : entries) {
+        set.sequences.push_back({en.time_steps, en.x, en.h0[static_cast<size_t>(d)], en.c0[static_cast<size_t>(d)]});
+      }
+      if (d == 1) o.fixed_input = ops.back().lstm.input;  // both directions read the same buffer
+      QuantizedLstm q = [&] {
+        try {
+          return QuantizedLstm::compile(program.ops[k], set, o);
+        } catch (const CompileError& e) {
+          if (ops_count == 1) throw;
+          throw CompileError("layer " + std::to_string(l) + (D == 2 ? (d ? " reverse" : " forward") : "") + ": " +
+                             e.what());
+        }
+      }();
+      ProgramOp op;
+      op.lstm = q.derived();
+      if (program.initial_hidden == StateSource::kConstant) {
+        for (float v : program.h0[k]) op.initial_hidden.push_back(op.lstm.output.quantize(v));
+      }
+      if (program.initial_cell == StateSource::kConstant) {
+        for (float v : program.c0[k]) op.initial_cell.push_back(quantize_cell(v, op.lstm.cell.power));
+      }
+      ops.push_back(std::move(op));
+      result.stats.push_back(q.calibration());
+    }
+    for (size_t e = 0; e < entries.size(); ++e) entries[e].x = std::move(outs[e]);
+  }
+  result.model = assemble_program(std::move(ops), D);
+  result.model.initial_hidden = program.initial_hidden;
+  result.model.initial_cell = program.initial_cell;
+  result.model.hidden_output = program.hidden_output;
+  result.model.cell_output = program.cell_output;
+  return result;
 }
 
 double sqnr_db(const std::vector<float>& reference, const std::vector<float>& test) {

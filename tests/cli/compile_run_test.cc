@@ -64,7 +64,7 @@ TEST_F(CompileRun, BatchFirstAndSequenceFirstEndToEnd) {
   for (const auto& [name, batch_first] : {std::pair<const char*, bool>{"torch_batch_first_opset14", true},
                                           {"torch_seq_first_opset13", false}}) {
     const OnnxLstm onnx = import_onnx(model(name));
-    const int I = onnx.lstm.input_size, H = onnx.lstm.hidden_size;
+    const int I = onnx.program.ops[0].input_size, H = onnx.program.ops[0].hidden_size;
     const std::string calib = write_calibration("calib.npy", 24, 9, I, batch_first, 1);
     const std::string out = path(std::string("out_") + name);
     const ShellResult c = sh(std::string(QLSTM_CLI) + " compile " + model(name) + " --calibration " + calib +
@@ -82,7 +82,7 @@ TEST_F(CompileRun, BatchFirstAndSequenceFirstEndToEnd) {
     // Against torch-semantics float: the float reference of the imported weights.
     const NpyArray xa = read_npy(x), ya = read_npy(path("y.npy"));
     const SequenceShape shape{3, 7, batch_first ? Layout::kBatchMajor : Layout::kTimeMajor};
-    const std::vector<float> y_float = run_float(onnx.lstm, xa.as_float("x").data(), shape).output;
+    const std::vector<float> y_float = run_float(onnx.program.ops[0], xa.as_float("x").data(), shape).output;
     EXPECT_GT(sqnr_db(y_float, ya.as_float("y")), 30.0) << name;
     EXPECT_EQ(ya.shape, batch_first ? std::vector<int64_t>({3, 7, H}) : std::vector<int64_t>({7, 3, H}));
 
@@ -95,7 +95,7 @@ TEST_F(CompileRun, BatchFirstAndSequenceFirstEndToEnd) {
     ASSERT_EQ(sh(std::string(QLSTM_CLI) + " run " + out + "/m.qlstm --input " + path("x8.npy") +
                  " --output " + path("y8.npy")).status, 0);
     const std::vector<int8_t> y8 = read_npy(path("y8.npy")).as_int8("y8");
-    EXPECT_EQ(y8, run_kernel_s8(m.derived, x8, shape));
+    EXPECT_EQ(y8, run_kernel_s8(m.ops[0].lstm, x8, shape));
     // Streamed (--chunk): reset, then stateful calls of N steps; the same bytes.
     for (const char* chunk : {"1", "2", "5", "7", "100"}) {
       ASSERT_EQ(sh(std::string(QLSTM_CLI) + " run " + out + "/m.qlstm --input " + path("x8.npy") + " --output " +
@@ -138,10 +138,10 @@ TEST_F(CompileRun, BatchFirstAndSequenceFirstEndToEnd) {
 
 TEST_F(CompileRun, OutOfScopeModelsAreRefusedAndNothingIsWritten) {
   const std::string calib = write_calibration("calib.npy", 4, 5, 3, false, 1);
-  for (const auto& [name, message] : {std::pair<const char*, const char*>{"torch_two_layers", "2 LSTM nodes"},
+  for (const auto& [name, message] : {std::pair<const char*, const char*>{"plain_peephole", "peephole weights (input P) are not supported"},
                                       {"torch_linear_head", "op 'MatMul' is not supported"},
                                       {"plain_clip", "attribute 'clip' is not supported"},
-                                      {"torch_h_n_output", "output Y_h is used"}}) {
+                                      {"plain_sequence_lens", "input sequence_lens is not supported"}}) {
     const std::string out = path(std::string("refused_") + name);
     const ShellResult c = sh(std::string(QLSTM_CLI) + " compile " + model(name) + " --calibration " + calib + " -o " + out);
     EXPECT_EQ(c.status, 1) << name;
@@ -255,7 +255,7 @@ TEST_F(CompileRun, UnbatchedModelTakesAndGivesOneSequence) {
   EXPECT_EQ(y.shape, (std::vector<int64_t>{9, 4}));
   const OnnxLstm onnx = import_onnx(model("torch_unbatched_opset15"));
   EXPECT_TRUE(onnx.unbatched);
-  EXPECT_GT(sqnr_db(run_float(onnx.lstm, x.data(), {1, 9, Layout::kBatchMajor}).output, y.as_float("y")), 30.0);
+  EXPECT_GT(sqnr_db(run_float(onnx.program.ops[0], x.data(), {1, 9, Layout::kBatchMajor}).output, y.as_float("y")), 30.0);
 }
 
 }  // namespace

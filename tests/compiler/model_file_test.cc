@@ -26,10 +26,7 @@ CompiledModel small_model() {
   set.add_batch(x, {8, 10, Layout::kBatchMajor}, I);
   CompileOptions o;
   o.tuning = Tuning::kNone;
-  CompiledModel m;
-  m.name = "small";
-  m.batch_first = true;
-  m.derived = QuantizedLstm::compile(l, set, o).derived();
+  CompiledModel m = single_op_model(QuantizedLstm::compile(l, set, o).derived(), "small", true);
   m.report_json = "{\"note\": \"test\"}";
   return m;
 }
@@ -49,19 +46,19 @@ TEST(ModelFile, RoundTripIsExact) {
   EXPECT_EQ(r.name, "small");
   EXPECT_TRUE(r.batch_first);
   EXPECT_EQ(r.report_json, m.report_json);
-  EXPECT_EQ(r.derived.input.scale, m.derived.input.scale);
-  EXPECT_EQ(r.derived.output.zero_point, m.derived.output.zero_point);
-  EXPECT_EQ(r.derived.cell.power, m.derived.cell.power);
+  EXPECT_EQ(r.ops[0].lstm.input.scale, m.ops[0].lstm.input.scale);
+  EXPECT_EQ(r.ops[0].lstm.output.zero_point, m.ops[0].lstm.output.zero_point);
+  EXPECT_EQ(r.ops[0].lstm.cell.power, m.ops[0].lstm.cell.power);
   for (int g = 0; g < QLSTM_GATE_COUNT; ++g) {
-    EXPECT_EQ(r.derived.gates[g].w_x, m.derived.gates[g].w_x);
-    EXPECT_EQ(r.derived.gates[g].hidden_effective_bias, m.derived.gates[g].hidden_effective_bias);
-    EXPECT_EQ(r.derived.gates[g].input_to_q3_12.multiplier, m.derived.gates[g].input_to_q3_12.multiplier);
+    EXPECT_EQ(r.ops[0].lstm.gates[g].w_x, m.ops[0].lstm.gates[g].w_x);
+    EXPECT_EQ(r.ops[0].lstm.gates[g].hidden_effective_bias, m.ops[0].lstm.gates[g].hidden_effective_bias);
+    EXPECT_EQ(r.ops[0].lstm.gates[g].input_to_q3_12.multiplier, m.ops[0].lstm.gates[g].input_to_q3_12.multiplier);
   }
   std::mt19937_64 rng(2);
   std::vector<int8_t> x(2 * 7 * 3);
   for (auto& v : x) v = static_cast<int8_t>(rng());
   const SequenceShape shape{2, 7, Layout::kBatchMajor};
-  EXPECT_EQ(run_kernel_s8(r.derived, x, shape), run_kernel_s8(m.derived, x, shape));
+  EXPECT_EQ(run_kernel_s8(r.ops[0].lstm, x, shape), run_kernel_s8(m.ops[0].lstm, x, shape));
 }
 
 TEST(ModelFile, DamageIsRefusedWithTheReason) {
@@ -75,14 +72,14 @@ TEST(ModelFile, DamageIsRefusedWithTheReason) {
   std::vector<int8_t> x(2 * 7 * 3);
   for (auto& v : x) v = static_cast<int8_t>(rng());
   const SequenceShape shape{2, 7, Layout::kBatchMajor};
-  const std::vector<int8_t> want = run_kernel_s8(ref.derived, x, shape);
+  const std::vector<int8_t> want = run_kernel_s8(ref.ops[0].lstm, x, shape);
   size_t refused = 0, harmless = 0;
   for (size_t k = 0; k < good.size(); ++k) {
     std::string d = good;
     d[k] = static_cast<char>(d[k] ^ 0x5A);
     try {
       const CompiledModel m = parse_model(d, "damaged");
-      ASSERT_EQ(run_kernel_s8(m.derived, x, shape), want) << "byte " << k << " changed the model silently";
+      ASSERT_EQ(run_kernel_s8(m.ops[0].lstm, x, shape), want) << "byte " << k << " changed the model silently";
       ASSERT_EQ(m.name, ref.name);
       ++harmless;
     } catch (const CompileError&) {
@@ -93,10 +90,10 @@ TEST(ModelFile, DamageIsRefusedWithTheReason) {
   // A future format version is refused as such.
   bool version_seen = false;
   for (size_t k = 0; k + 4 <= good.size() && !version_seen; ++k) {
-    if (good.compare(k, 4, std::string("\x01\x00\x00\x00", 4)) != 0) continue;
+    if (good.compare(k, 4, std::string("\x02\x00\x00\x00", 4)) != 0) continue;
     std::string d = good;
-    d[k] = 2;
-    version_seen = error_of(d).find("format_version 2 is not supported") != std::string::npos;
+    d[k] = 3;
+    version_seen = error_of(d).find("format_version 3 is not supported") != std::string::npos;
   }
   EXPECT_TRUE(version_seen);
 }

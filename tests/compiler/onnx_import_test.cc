@@ -43,21 +43,35 @@ TEST_P(OnnxFixture, ImportsOrRefusesAsExpected) {
     return;
   }
   const OnnxLstm m = import_onnx(base + ".onnx");
+  if (e.contains("program")) {  // stacked, bidirectional or stateful: its structure (weights: tests/e2e)
+    const nlohmann::json& p = e["program"];
+    EXPECT_EQ(m.program.ops.size(), p["ops"].get<size_t>());
+    EXPECT_EQ(m.program.directions, p["directions"].get<int>());
+    EXPECT_EQ(state_source_name(m.program.initial_hidden), p["initial_h"].get<std::string>());
+    EXPECT_EQ(state_source_name(m.program.initial_cell), p["initial_c"].get<std::string>());
+    EXPECT_EQ(m.program.hidden_output, p["h_n"].get<bool>());
+    EXPECT_EQ(m.program.cell_output, p["c_n"].get<bool>());
+    EXPECT_EQ(m.batch_first, p["batch_first"].get<bool>());
+    for (size_t k = 0; k < m.program.ops.size(); ++k) {
+      EXPECT_EQ(m.program.ops[k].reverse, m.program.directions == 2 && k % 2 == 1) << "op " << k;
+    }
+    return;
+  }
   const int32_t I = e["input_size"], H = e["hidden_size"];
-  EXPECT_EQ(m.lstm.input_size, I);
-  EXPECT_EQ(m.lstm.hidden_size, H);
+  EXPECT_EQ(m.program.ops[0].input_size, I);
+  EXPECT_EQ(m.program.ops[0].hidden_size, H);
   EXPECT_EQ(m.batch_first, e["batch_first"].get<bool>());
-  EXPECT_EQ(m.lstm.reverse, e.value("reverse", false));
+  EXPECT_EQ(m.program.ops[0].reverse, e.value("reverse", false));
   EXPECT_FALSE(m.input_name.empty());
   EXPECT_FALSE(m.output_name.empty());
   const FloatLstm want = FloatLstm::from_torch(
       I, H, e["weight_ih"].get<std::vector<float>>(), e["weight_hh"].get<std::vector<float>>(),
       e["bias_ih"].get<std::vector<float>>(), e["bias_hh"].get<std::vector<float>>());
   for (int g = 0; g < QLSTM_GATE_COUNT; ++g) {
-    EXPECT_EQ(m.lstm.gates[g].w_x, want.gates[g].w_x) << "gate " << g;
-    EXPECT_EQ(m.lstm.gates[g].w_h, want.gates[g].w_h) << "gate " << g;
-    EXPECT_EQ(m.lstm.gates[g].bias_x, want.gates[g].bias_x) << "gate " << g;
-    EXPECT_EQ(m.lstm.gates[g].bias_h, want.gates[g].bias_h) << "gate " << g;
+    EXPECT_EQ(m.program.ops[0].gates[g].w_x, want.gates[g].w_x) << "gate " << g;
+    EXPECT_EQ(m.program.ops[0].gates[g].w_h, want.gates[g].w_h) << "gate " << g;
+    EXPECT_EQ(m.program.ops[0].gates[g].bias_x, want.gates[g].bias_x) << "gate " << g;
+    EXPECT_EQ(m.program.ops[0].gates[g].bias_h, want.gates[g].bias_h) << "gate " << g;
   }
 }
 

@@ -58,22 +58,22 @@ TEST(Reverse, FloatReferenceWalksTimeBackwards) {
 
 TEST(Reverse, ImportedReverseModelCompilesRunsAndRoundTrips) {
   const OnnxLstm onnx = import_onnx(std::string(QLSTM_ONNX_FIXTURES) + "/plain_reverse.onnx");
-  ASSERT_TRUE(onnx.lstm.reverse);
-  const int32_t I = onnx.lstm.input_size, H = onnx.lstm.hidden_size;
+  ASSERT_TRUE(onnx.program.ops[0].reverse);
+  const int32_t I = onnx.program.ops[0].input_size, H = onnx.program.ops[0].hidden_size;
   std::mt19937_64 rng(22);
   CalibrationSet cal;
   const SequenceShape cs{8, 20, Layout::kBatchMajor};
   cal.add_batch(normal(rng, static_cast<size_t>(8 * 20 * I)), cs, I);
   CompileOptions opt;
   opt.tuning = Tuning::kNone;
-  const QuantizedLstm q = QuantizedLstm::compile(onnx.lstm, cal, opt);
+  const QuantizedLstm q = QuantizedLstm::compile(onnx.program.ops[0], cal, opt);
   ASSERT_EQ(q.derived().time_direction, QLSTM_TIME_REVERSE);
   EXPECT_EQ(q.kernel_params({2, 5, Layout::kTimeMajor}).time_direction, QLSTM_TIME_REVERSE);
 
   // Accuracy against the float reverse LSTM.
   const SequenceShape s{2, 30, Layout::kTimeMajor};
   const std::vector<float> x = normal(rng, static_cast<size_t>(2 * 30 * I));
-  const std::vector<float> want = run_float(onnx.lstm, x.data(), s).output;
+  const std::vector<float> want = run_float(onnx.program.ops[0], x.data(), s).output;
   EXPECT_GT(sqnr_db(want, q.run_float(x, s)), 30.0);
 
   // Bit for bit: the forward kernel on the time-reversed int8 input, reversed back.
@@ -83,11 +83,11 @@ TEST(Reverse, ImportedReverseModelCompilesRunsAndRoundTrips) {
   EXPECT_EQ(q.run_s8(x8, s), reverse_time(run_kernel_s8(forward, reverse_time(x8, s, I), s), s, H));
 
   // The model file and the emitted source keep the direction.
-  const CompiledModel m{"rev", false, q.derived(), "{}"};
+  const CompiledModel m = single_op_model(q.derived(), "rev");
   const CompiledModel back = parse_model(serialize_model(m), "memory");
-  EXPECT_EQ(back.derived.time_direction, QLSTM_TIME_REVERSE);
-  EXPECT_EQ(run_kernel_s8(back.derived, x8, s), q.run_s8(x8, s));
-  const EmittedSource e = emit_cpp(m, "rev", 1, "test");
+  EXPECT_EQ(back.ops[0].lstm.time_direction, QLSTM_TIME_REVERSE);
+  EXPECT_EQ(run_kernel_s8(back.ops[0].lstm, x8, s), q.run_s8(x8, s));
+  const EmittedSource e = emit_cpp(m, "rev", 1, 0, "test");
   EXPECT_NE(e.source.find("p.time_direction = QLSTM_TIME_REVERSE;"), std::string::npos);
   EXPECT_EQ(e.header.find("rev_stream("), std::string::npos);  // a reverse LSTM needs the whole sequence
   EXPECT_EQ(e.source.find("rev_stream("), std::string::npos);
@@ -97,8 +97,8 @@ TEST(Reverse, ImportedReverseModelCompilesRunsAndRoundTrips) {
   } catch (const CompileError& err) {
     EXPECT_NE(std::string(err.what()).find("cannot be streamed"), std::string::npos) << err.what();
   }
-  const CompiledModel fwd_m{"fwd", false, forward, "{}"};
-  EXPECT_EQ(emit_cpp(fwd_m, "fwd", 1, "test").source.find("time_direction"), std::string::npos);
+  const CompiledModel fwd_m = single_op_model(forward, "fwd");
+  EXPECT_EQ(emit_cpp(fwd_m, "fwd", 1, 0, "test").source.find("time_direction"), std::string::npos);
 }
 
 }  // namespace

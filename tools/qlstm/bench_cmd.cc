@@ -121,7 +121,12 @@ int bench_command(const BenchArgs& args) {
     DerivedLstm d;
     std::string what;
     if (!args.model.empty()) {
-      d = load_model(args.model).derived;
+      const CompiledModel m = load_model(args.model);
+      if (m.ops.size() != 1) {
+        throw CompileError(args.model + ": bench measures one kernel call; this model has " +
+                           std::to_string(m.ops.size()) + " ops (bench each layer's shape with --shape)");
+      }
+      d = m.ops[0].lstm;
       if ((s.input_size != 0 && s.input_size != d.input_size) || (s.hidden_size != 0 && s.hidden_size != d.hidden_size)) {
         throw CompileError("--shape I/H do not match the model's input_size " + std::to_string(d.input_size) +
                            " and hidden_size " + std::to_string(d.hidden_size));

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -11,6 +12,7 @@
 #include "qlstm/compiler/model_file.h"
 #include "qlstm/compiler/npy.h"
 #include "qlstm/compiler/onnx_import.h"
+#include "qlstm/compiler/program.h"
 #include "qlstm/compiler/quantized_lstm.h"
 #include "qlstm/compiler/file_io.h"
 #include "qlstm/kernels.h"
@@ -76,12 +78,44 @@ std::vector<int64_t> npy_shape(const SequenceShape& s, int32_t features) {
 
 json requant_json(const qlstm_requant& q) { return {{"multiplier", q.multiplier}, {"shift", q.shift}}; }
 
+json quant_json(const AffineQuant& q) { return {{"scale", q.scale}, {"zero_point", q.zero_point}}; }
+
+json cell_json(const DerivedLstm& d) {
+  return {{"scale_power", d.cell.power}, {"policy", cell_policy_name(d.cell.policy)},
+          {"headroom", d.cell.headroom}, {"observed_max_abs", d.cell.observed_max_abs},
+          {"clamped_to_min", d.cell.clamped_to_min}, {"clip", d.cell_clip}};
+}
+
+json gates_json(const DerivedLstm& d) {
+  json gates = json::object();
+  for (int32_t g = 0; g < QLSTM_GATE_COUNT; ++g) {
+    const DerivedGate& dg = d.gates[static_cast<size_t>(g)];
+    gates[gate_name(g)] = {{"input_weight_scale", dg.w_x_scale}, {"hidden_weight_scale", dg.w_h_scale},
+                           {"input_to_q3_12", requant_json(dg.input_to_q3_12)},
+                           {"hidden_to_q3_12", requant_json(dg.hidden_to_q3_12)}};
+  }
+  return gates;
+}
+
+json search_json(const CalibrationStats& st) {
+  return {{"tuning", tuning_name(st.tuning)}, {"evaluations", st.evaluations},
+          {"start_sqnr_db", st.start_sqnr_db}, {"final_sqnr_db", st.final_sqnr_db}};
+}
+
+// The sequence length the ONNX input declares, or 0 when it is symbolic.
+int32_t declared_time_steps(const OnnxLstm& onnx) {
+  const size_t at = onnx.unbatched || !onnx.batch_first ? 0 : 1;
+  if (onnx.input_shape.size() <= at || onnx.input_shape[at] < 1) return 0;
+  return static_cast<int32_t>(std::min<int64_t>(onnx.input_shape[at], 1 << 20));
+}
+
 }  // namespace
 
 int compile_command(const CompileArgs& args) {
   try {
     const OnnxLstm onnx = import_onnx(args.model);
-    const int32_t I = onnx.lstm.input_size, H = onnx.lstm.hidden_size;
+    const FloatProgram& prog = onnx.program;
+    const int32_t I = prog.input_size();
     CalibrationSet calibration;
     std::vector<SequenceTensor> calib_tensors;
     for (const std::string& path : args.calibration) {
@@ -107,76 +141,109 @@ int compile_command(const CompileArgs& args) {
     o.derive.weight_method = parse_weight_method(args.weights);
     o.derive.bias_correction = args.bias_correction;
     o.tuning = args.search ? Tuning::kSearch : Tuning::kNone;
-    const QuantizedLstm q = QuantizedLstm::compile(onnx.lstm, calibration, o);
-
-    // int8 against float on the calibration set.
-    std::vector<float> ref, got;
-    for (const SequenceTensor& t : calib_tensors) {
-      const FloatResult f = run_float(onnx.lstm, t.values.data(), t.shape);
-      const std::vector<float> y = q.run_float(t.values, t.shape);
-      ref.insert(ref.end(), f.output.begin(), f.output.end());
-      got.insert(got.end(), y.begin(), y.end());
-    }
-    const double sqnr = sqnr_db(ref, got);
-    const DerivedLstm& d = q.derived();
-    const CalibrationStats& st = q.calibration();
     const std::string name = args.name.empty() ? c_identifier(fs::path(args.model).stem().string())
                                                : args.name;
     if (name != c_identifier(name)) {
       throw CompileError("--name '" + name + "' is not a C identifier (letters, digits, '_')");
     }
-    qlstm_lstm_dims dims = {args.batch, 1, I, H};
-    const size_t scratch = qlstm_lstm_s8_scratch_bytes(&dims);
-    const size_t weights = static_cast<size_t>(4) * H * (I + H);
-    const size_t biases = static_cast<size_t>(8) * H * sizeof(int32_t);
-    const size_t state = static_cast<size_t>(args.batch) * H * (sizeof(int16_t) + sizeof(int8_t));
+    const int32_t max_time_steps = args.max_time_steps > 0 ? args.max_time_steps : declared_time_steps(onnx);
+    if (prog.layers() > 1 && max_time_steps < 1) {
+      throw CompileError(args.model + ": the input's sequence length is symbolic; a stacked model needs "
+                         "--max-time-steps N (its activation buffers between layers hold N steps)");
+    }
+    QuantizedProgram q = compile_program(prog, calibration, o);
+    CompiledModel& m = q.model;
+    m.name = name;
+    m.batch_first = onnx.batch_first;
 
+    // int8 against float on the calibration set, from the model's initial state.
+    std::vector<float> ref, got;
+    for (const SequenceTensor& t : calib_tensors) {
+      const FloatProgramResult f = run_float_program(prog, t.values.data(), t.shape);
+      std::vector<int8_t> x8(t.values.size());
+      for (size_t k = 0; k < x8.size(); ++k) x8[k] = m.input_quant().quantize(t.values[k]);
+      const std::vector<int8_t> y8 = run_program_s8(m, x8, t.shape);
+      ref.insert(ref.end(), f.output.begin(), f.output.end());
+      for (int8_t v : y8) got.push_back(static_cast<float>(m.output_quant().dequantize(v)));
+    }
+    const double sqnr = sqnr_db(ref, got);
+    size_t weights = 0, biases = 0, scratch = 0, activations = 0;
+    for (const ProgramOp& op : m.ops) {
+      const int32_t oi = op.lstm.input_size, oh = op.lstm.hidden_size;
+      qlstm_lstm_dims dims = {args.batch, 1, oi, oh};
+      scratch = std::max(scratch, qlstm_lstm_s8_scratch_bytes(&dims));
+      weights += static_cast<size_t>(4) * oh * (oi + oh);
+      biases += static_cast<size_t>(8) * oh * sizeof(int32_t);
+    }
+    for (int32_t b = 1; b + 1 < static_cast<int32_t>(m.buffers.size()); ++b) {
+      activations = std::max(activations, static_cast<size_t>(m.buffers[static_cast<size_t>(b)].width));
+    }
+    activations *= static_cast<size_t>(2) * args.batch * std::max(max_time_steps, 0);
+    const size_t state = static_cast<size_t>(args.batch) * m.state_size() * (sizeof(int16_t) + sizeof(int8_t));
+    const CalibrationStats& first = q.stats.front();
+    const CalibrationStats& last = q.stats.back();
     json report = {
         {"model", args.model},
         {"name", name},
-        {"onnx_node", onnx.node_name},
+        {"onnx_nodes", onnx.node_names},
         {"opset", onnx.opset},
         {"layout", onnx.unbatched ? "unbatched [T, F]"
                    : onnx.batch_first ? "batch_first [B, T, F]" : "sequence_first [T, B, F]"},
+        {"layers", m.layers()},
+        {"directions", m.directions},
         {"input_size", I},
-        {"hidden_size", H},
+        {"hidden_size", m.ops.back().lstm.hidden_size},
+        {"output_size", m.output_size()},
         {"firmware_batch", args.batch},
-        {"input", {{"scale", d.input.scale}, {"zero_point", d.input.zero_point},
-                   {"observer", st.input_observer},
-                   {"observed", {st.input_observed.lo, st.input_observed.hi}},
-                   {"range", {st.input_range.lo, st.input_range.hi}}}},
-        {"output", {{"scale", d.output.scale}, {"zero_point", d.output.zero_point},
-                    {"observer", st.output_observer},
-                    {"observed", {st.output_observed.lo, st.output_observed.hi}},
-                    {"range", {st.output_range.lo, st.output_range.hi}}}},
-        {"cell", {{"scale_power", d.cell.power}, {"policy", cell_policy_name(d.cell.policy)},
-                  {"headroom", d.cell.headroom}, {"observed_max_abs", d.cell.observed_max_abs},
-                  {"clamped_to_min", d.cell.clamped_to_min}, {"clip", d.cell_clip}}},
-        {"weights", {{"method", weight_method_name(d.options.weight_method)},
-                     {"bias_correction", d.options.bias_correction}}},
-        {"search", {{"tuning", tuning_name(st.tuning)}, {"evaluations", st.evaluations},
-                    {"start_sqnr_db", st.start_sqnr_db}, {"final_sqnr_db", st.final_sqnr_db}}},
-        {"calibration", {{"files", args.calibration}, {"sequences", st.sequences}, {"steps", st.steps},
+        {"input", {{"scale", m.input_quant().scale}, {"zero_point", m.input_quant().zero_point},
+                   {"observer", first.input_observer},
+                   {"observed", {first.input_observed.lo, first.input_observed.hi}},
+                   {"range", {first.input_range.lo, first.input_range.hi}}}},
+        {"output", {{"scale", m.output_quant().scale}, {"zero_point", m.output_quant().zero_point},
+                    {"observer", last.output_observer},
+                    {"observed", {last.output_observed.lo, last.output_observed.hi}},
+                    {"range", {last.output_range.lo, last.output_range.hi}}}},
+        {"calibration", {{"files", args.calibration}, {"sequences", first.sequences}, {"steps", first.steps},
                          {"sqnr_db", std::isfinite(sqnr) ? json(sqnr) : json("inf")}}},
         {"memory", {{"flash_bytes", weights + biases}, {"weights_bytes", weights}, {"bias_bytes", biases},
-                    {"ram_bytes", scratch + state}, {"scratch_bytes", scratch}, {"state_bytes", state}}},
+                    {"ram_bytes", scratch + state + activations}, {"scratch_bytes", scratch}, {"state_bytes", state},
+                    {"activation_bytes", activations}}},
     };
-    json gates = json::object();
-    for (int32_t g = 0; g < QLSTM_GATE_COUNT; ++g) {
-      const DerivedGate& dg = d.gates[static_cast<size_t>(g)];
-      gates[gate_name(g)] = {{"input_weight_scale", dg.w_x_scale}, {"hidden_weight_scale", dg.w_h_scale},
-                             {"input_to_q3_12", requant_json(dg.input_to_q3_12)},
-                             {"hidden_to_q3_12", requant_json(dg.hidden_to_q3_12)}};
+    if (m.layers() > 1) report["max_time_steps"] = max_time_steps;
+    // The state interface: [ops][B][H]; row k in op k's hidden quantization and cell scale 2^P.
+    json rows = json::array();
+    json ops = json::array();
+    for (size_t k = 0; k < m.ops.size(); ++k) {
+      const DerivedLstm& d = m.ops[k].lstm;
+      const int32_t layer = static_cast<int32_t>(k) / m.directions;
+      const char* dir = d.time_direction == QLSTM_TIME_REVERSE ? "reverse" : "forward";
+      rows.push_back({{"op", k}, {"layer", layer}, {"direction", dir}, {"hidden", quant_json(d.output)},
+                      {"cell_scale_power", d.cell.power}});
+      ops.push_back({{"layer", layer}, {"direction", dir}, {"input_size", d.input_size}, {"hidden_size", d.hidden_size},
+                     {"input", quant_json(d.input)}, {"output", quant_json(d.output)},
+                     {"input_observer", q.stats[k].input_observer}, {"output_observer", q.stats[k].output_observer},
+                     {"cell", cell_json(d)},
+                     {"weights", {{"method", weight_method_name(d.options.weight_method)},
+                                  {"bias_correction", d.options.bias_correction}}},
+                     {"search", search_json(q.stats[k])}, {"gates", gates_json(d)}});
     }
-    report["gates"] = gates;
-
-    CompiledModel m;
-    m.name = name;
-    m.batch_first = onnx.batch_first;
-    m.derived = d;
+    report["ops"] = ops;
+    report["state"] = {{"initial_h", state_source_name(m.initial_hidden)}, {"initial_c", state_source_name(m.initial_cell)},
+                       {"initial_h_input", onnx.initial_h_name}, {"initial_c_input", onnx.initial_c_name},
+                       {"h_n_output", onnx.h_n_name}, {"c_n_output", onnx.c_n_name},
+                       {"layout", "[ops, B, H]: h int8 in each op's hidden quantization, c int16 at each op's 2^P"},
+                       {"rows", rows}};
+    if (m.ops.size() == 1) {
+      const DerivedLstm& d = m.ops[0].lstm;
+      report["cell"] = cell_json(d);
+      report["weights"] = {{"method", weight_method_name(d.options.weight_method)},
+                           {"bias_correction", d.options.bias_correction}};
+      report["search"] = search_json(first);
+      report["gates"] = gates_json(d);
+    }
     m.report_json = report.dump();
     const std::string model_bytes = serialize_model(m);
-    const EmittedSource src = emit_cpp(m, name, args.batch, fs::path(args.model).filename().string());
+    const EmittedSource src = emit_cpp(m, name, args.batch, max_time_steps, fs::path(args.model).filename().string());
 
     // Everything is computed; only now is anything written.
     std::error_code ec;
@@ -190,16 +257,34 @@ int compile_command(const CompileArgs& args) {
 
     std::printf("qlstm compile: %s -> %s/%s.{qlstm, _model.h, _model.cc, _report.json}\n",
                 args.model.c_str(), args.outdir.c_str(), name.c_str());
-    std::printf("  LSTM '%s': input %d, hidden %d, %s\n", onnx.node_name.c_str(), I, H,
+    std::string nodes;
+    for (const std::string& n : onnx.node_names) nodes += (nodes.empty() ? "'" : ", '") + n + "'";
+    std::printf("  LSTM %s: %d layer%s%s, input %d, output %d, %s\n", nodes.c_str(), m.layers(),
+                m.layers() > 1 ? "s" : "", m.directions == 2 ? " bidirectional" : "", I, m.output_size(),
                 onnx.unbatched ? "unbatched [T, F]" : onnx.batch_first ? "batch_first" : "sequence-first");
-    std::printf("  input  scale %.6g  zero point %d  (%s)\n", d.input.scale, d.input.zero_point, st.input_observer.c_str());
-    std::printf("  output scale %.6g  zero point %d  (%s)\n", d.output.scale, d.output.zero_point, st.output_observer.c_str());
-    std::printf("  cell   2^%d (%s, observed max |c| %.4g)\n", d.cell.power, cell_policy_name(d.cell.policy),
-                d.cell.observed_max_abs);
+    std::printf("  input  scale %.6g  zero point %d  (%s)\n", m.input_quant().scale, m.input_quant().zero_point,
+                first.input_observer.c_str());
+    for (size_t k = 0; k < m.ops.size(); ++k) {
+      const DerivedLstm& d = m.ops[k].lstm;
+      const std::string who = m.ops.size() == 1 ? std::string("")
+                              : " [layer " + std::to_string(k / m.directions) +
+                                    (d.time_direction == QLSTM_TIME_REVERSE ? " reverse]" : " forward]");
+      std::printf("  output scale %.6g  zero point %d  (%s)%s\n", d.output.scale, d.output.zero_point,
+                  q.stats[k].output_observer.c_str(), who.c_str());
+      std::printf("  cell   2^%d (%s, observed max |c| %.4g)%s\n", d.cell.power, cell_policy_name(d.cell.policy),
+                  d.cell.observed_max_abs, who.c_str());
+    }
+    if (m.initial_hidden != StateSource::kZero || m.initial_cell != StateSource::kZero || m.hidden_output ||
+        m.cell_output) {
+      std::printf("  state  initial h %s, c %s; final state %s (h_n int8 at each op's output quantization, c_n "
+                  "int16 at 2^P)\n", state_source_name(m.initial_hidden), state_source_name(m.initial_cell),
+                  m.hidden_output || m.cell_output ? "an output" : "not an output");
+    }
     std::printf("  flash  %zu bytes (weights %zu, biases %zu)\n", weights + biases, weights, biases);
-    std::printf("  RAM    %zu bytes for batch %d (scratch %zu, state %zu)\n", scratch + state, args.batch, scratch, state);
+    std::printf("  RAM    %zu bytes for batch %d (scratch %zu, state %zu, activations %zu)\n",
+                scratch + state + activations, args.batch, scratch, state, activations);
     std::printf("  SQNR   %.2f dB int8 vs float on the calibration set (%lld sequences)\n", sqnr,
-                static_cast<long long>(st.sequences));
+                static_cast<long long>(first.sequences));
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "qlstm compile: error: %s\n", e.what());
@@ -238,6 +323,25 @@ std::vector<int8_t> run_on_device(const std::string& cpu, const DerivedLstm& d, 
   return std::vector<int8_t>(bytes.begin(), bytes.end());
 }
 
+// A [ops][B][H] state file: float32 with --float, else int8 (hidden) or int16 (cell).
+NpyArray read_state(const std::string& path, const CompiledModel& m, int32_t batch, bool cell, bool float_io) {
+  const NpyArray a = read_npy(path);
+  const int64_t ops = static_cast<int64_t>(m.ops.size());
+  const int64_t per = static_cast<int64_t>(batch) * m.state_size();
+  if (a.element_count() != per || a.shape.empty() || a.shape[0] != ops) {
+    std::string s;
+    for (int64_t d : a.shape) s += (s.empty() ? "" : ", ") + std::to_string(d);
+    throw CompileError(path + ": shape [" + s + "], expected [" + std::to_string(ops) + ", " + std::to_string(batch) +
+                       ", " + std::to_string(m.ops[0].lstm.hidden_size) + "] (ops x batch x hidden)");
+  }
+  const DType want = float_io ? DType::kFloat32 : cell ? DType::kInt16 : DType::kInt8;
+  if (a.dtype != want) {
+    throw CompileError(path + ": dtype " + dtype_name(a.dtype) + ", expected " + dtype_name(want) +
+                       (float_io ? "" : " (use --float for float32)"));
+  }
+  return a;
+}
+
 }  // namespace
 
 int run_command(const RunArgs& args) {
@@ -247,8 +351,18 @@ int run_command(const RunArgs& args) {
     }
     if (!args.target.empty()) device::find_target(args.target);  // a bad CPU name first, before any file
     const CompiledModel m = load_model(args.model);
-    const DerivedLstm& d = m.derived;
-    const SequenceTensor x = read_sequences(args.input, d.input_size, m.batch_first, !args.float_io);
+    const bool state_io = !args.h0.empty() || !args.c0.empty() || !args.h_n.empty() || !args.c_n.empty();
+    if (!args.target.empty() && (!m.single_lstm() || state_io)) {
+      throw CompileError("--target runs a model of one LSTM from a zero state; a stacked, bidirectional or "
+                         "stateful model runs on the device through its emitted source (examples/firmware)");
+    }
+    if (m.initial_hidden == StateSource::kInput && args.h0.empty()) {
+      throw CompileError(args.model + ": the model takes its initial hidden state as an input: give --h0");
+    }
+    if (m.initial_cell == StateSource::kInput && args.c0.empty()) {
+      throw CompileError(args.model + ": the model takes its initial cell state as an input: give --c0");
+    }
+    const SequenceTensor x = read_sequences(args.input, m.input_size(), m.batch_first, !args.float_io);
     std::vector<int8_t> x8 = x.values_s8;
     if (args.float_io) {
       x8.resize(x.values.size());
@@ -256,20 +370,58 @@ int run_command(const RunArgs& args) {
         if (!std::isfinite(x.values[k])) {
           throw CompileError(args.input + ": non-finite value at index " + std::to_string(k));
         }
-        x8[k] = d.input.quantize(x.values[k]);
+        x8[k] = m.input_quant().quantize(x.values[k]);
       }
     }
-    const std::vector<int8_t> y8 = !args.target.empty() ? run_on_device(args.target, d, x8, x.shape)
-                                   : args.chunk > 0     ? run_kernel_s8_streamed(d, x8, x.shape, args.chunk)
-                                                        : run_kernel_s8(d, x8, x.shape);
-    std::vector<int64_t> shape = npy_shape(x.shape, d.hidden_size);
-    if (x.rank == 2) shape = {x.shape.time_steps, d.hidden_size};  // one sequence in, one out
+    const int32_t B = x.shape.batch;
+    ProgramState state = initial_program_state(m, B);
+    if (!args.h0.empty() || !args.c0.empty()) {
+      std::vector<float> hf, cf;
+      if (!args.h0.empty()) {
+        const NpyArray a = read_state(args.h0, m, B, false, args.float_io);
+        if (args.float_io) hf = a.as_float(args.h0);
+        else state.hidden = a.as_int8(args.h0);
+      }
+      if (!args.c0.empty()) {
+        const NpyArray a = read_state(args.c0, m, B, true, args.float_io);
+        if (args.float_io) {
+          cf = a.as_float(args.c0);
+        } else {
+          state.cell.resize(a.bytes.size() / sizeof(int16_t));
+          std::memcpy(state.cell.data(), a.bytes.data(), a.bytes.size());
+        }
+      }
+      if (args.float_io) {
+        const ProgramState q = quantize_program_state(m, B, hf.empty() ? nullptr : &hf, cf.empty() ? nullptr : &cf,
+                                                      "--h0/--c0");
+        if (!hf.empty()) state.hidden = q.hidden;
+        if (!cf.empty()) state.cell = q.cell;
+      }
+    }
+    const std::vector<int8_t> y8 = !args.target.empty() ? run_on_device(args.target, m.ops[0].lstm, x8, x.shape)
+                                   : args.chunk > 0 ? run_program_s8_streamed(m, x8, x.shape, args.chunk, &state)
+                                                    : run_program_s8(m, x8, x.shape, &state);
+    std::vector<int64_t> shape = npy_shape(x.shape, m.output_size());
+    if (x.rank == 2) shape = {x.shape.time_steps, m.output_size()};  // one sequence in, one out
+    // Every output is computed before any is written.
+    const std::vector<int64_t> state_shape = {static_cast<int64_t>(m.ops.size()), B, m.ops[0].lstm.hidden_size};
+    std::vector<float> y, hn, cn;
     if (args.float_io) {
-      std::vector<float> y(y8.size());
-      for (size_t k = 0; k < y8.size(); ++k) y[k] = static_cast<float>(d.output.dequantize(y8[k]));
+      for (int8_t v : y8) y.push_back(static_cast<float>(m.output_quant().dequantize(v)));
+      size_t at = 0;
+      for (const ProgramOp& op : m.ops) {
+        for (size_t e = 0; e < static_cast<size_t>(B) * op.lstm.hidden_size; ++e, ++at) {
+          hn.push_back(static_cast<float>(op.lstm.output.dequantize(state.hidden[at])));
+          cn.push_back(static_cast<float>(std::ldexp(static_cast<double>(state.cell[at]), op.lstm.cell.power)));
+        }
+      }
       write_npy_float32(args.output, shape, y);
+      if (!args.h_n.empty()) write_npy_float32(args.h_n, state_shape, hn);
+      if (!args.c_n.empty()) write_npy_float32(args.c_n, state_shape, cn);
     } else {
       write_npy_int8(args.output, shape, y8);
+      if (!args.h_n.empty()) write_npy_int8(args.h_n, state_shape, state.hidden);
+      if (!args.c_n.empty()) write_npy(args.c_n, DType::kInt16, state_shape, state.cell.data());
     }
     return 0;
   } catch (const std::exception& e) {
@@ -349,25 +501,29 @@ int eval_command(const EvalArgs& args) {
   try {
     const OnnxLstm onnx = import_onnx(args.onnx);
     const CompiledModel m = load_model(args.model);
-    if (m.derived.input_size != onnx.lstm.input_size || m.derived.hidden_size != onnx.lstm.hidden_size ||
-        m.batch_first != onnx.batch_first) {
-      throw CompileError(args.model + ": does not match " + args.onnx + " (sizes or layout)");
+    if (m.input_size() != onnx.program.input_size() || m.output_size() != onnx.program.output_size() ||
+        m.ops.size() != onnx.program.ops.size() || m.batch_first != onnx.batch_first) {
+      throw CompileError(args.model + ": does not match " + args.onnx + " (sizes, layers or layout)");
     }
-    const SequenceTensor x = read_sequences(args.data, onnx.lstm.input_size, onnx.batch_first, false);
-    const std::vector<float> ref = run_float(onnx.lstm, x.values.data(), x.shape).output;
+    if (m.initial_hidden == StateSource::kInput || m.initial_cell == StateSource::kInput) {
+      throw CompileError(args.model + ": eval runs from the model's own initial state; this model takes its state "
+                         "as an input (use qlstm run --h0/--c0 and compare)");
+    }
+    const SequenceTensor x = read_sequences(args.data, m.input_size(), onnx.batch_first, false);
+    const std::vector<float> ref = run_float_program(onnx.program, x.values.data(), x.shape).output;
     std::vector<int8_t> x8(x.values.size());
     for (size_t k = 0; k < x8.size(); ++k) {
       if (!std::isfinite(x.values[k])) throw CompileError(args.data + ": non-finite value at index " + std::to_string(k));
-      x8[k] = m.derived.input.quantize(x.values[k]);
+      x8[k] = m.input_quant().quantize(x.values[k]);
     }
-    const std::vector<int8_t> y8 = run_kernel_s8(m.derived, x8, x.shape);
+    const std::vector<int8_t> y8 = run_program_s8(m, x8, x.shape);
     std::vector<float> got(y8.size());
-    for (size_t k = 0; k < y8.size(); ++k) got[k] = static_cast<float>(m.derived.output.dequantize(y8[k]));
-    const int32_t H = m.derived.hidden_size, B = x.shape.batch, T = x.shape.time_steps;
+    for (size_t k = 0; k < y8.size(); ++k) got[k] = static_cast<float>(m.output_quant().dequantize(y8[k]));
+    const int32_t H = m.output_size(), B = x.shape.batch, T = x.shape.time_steps;
     std::printf("qlstm eval: %s vs %s on %s (%d sequences x %d steps)\n", args.model.c_str(), args.onnx.c_str(),
                 args.data.c_str(), B, T);
     std::printf("  SQNR %.2f dB, max abs error %.5f (output scale %.5f)\n", sqnr_db(ref, got),
-                max_abs_error(ref, got), m.derived.output.scale);
+                max_abs_error(ref, got), m.output_quant().scale);
     std::printf("  RMS error per time step:");
     for (int32_t t = 0; t < T; ++t) {
       double e = 0;

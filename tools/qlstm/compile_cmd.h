@@ -21,6 +21,7 @@ struct CompileArgs {
   std::string cell_scale = "calibrated:1.25";
   bool search = true;
   bool bias_correction = false;
+  int32_t max_time_steps = 0;  // a stacked model's activation buffers; 0 = the ONNX input's T
 };
 // Exit status: 0 written; 1 any error (nothing written).
 int compile_command(const CompileArgs& args);
@@ -30,6 +31,8 @@ struct RunArgs {
   bool float_io = false;
   std::string target;  // empty: the host; else a CPU name (the emulated device, tools/qlstm/device.h)
   int32_t chunk = 0;   // > 0: streamed in stateful calls of this many steps
+  std::string h0, c0;    // initial state files ([ops][B][H]); empty = the model's own
+  std::string h_n, c_n;  // final state files to write; empty = not written
 };
 int run_command(const RunArgs& args);
 

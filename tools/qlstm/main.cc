@@ -205,7 +205,7 @@ int main(int argc, char** argv) {
 
   qlstm::cli::CompileArgs ca;
   CLI::App* comp = app.add_subcommand("compile", "Compile an ONNX LSTM into a fused int8 LSTM");
-  comp->add_option("model", ca.model, "the ONNX model (one LSTM)")->required();
+  comp->add_option("model", ca.model, "the ONNX model (LSTM layers, one or stacked, either direction)")->required();
   comp->add_option("--calibration", ca.calibration, "float32 .npy files of sequences in the model's layout")
       ->required();
   comp->add_option("-o,--output-dir", ca.outdir, "output folder")->capture_default_str();
@@ -221,6 +221,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   comp->add_flag("!--no-search", ca.search, "use exactly the options given (no accuracy search)");
   comp->add_flag("--bias-correction", ca.bias_correction, "fold the weights' expected error into the bias");
+  comp->add_option("--max-time-steps", ca.max_time_steps,
+                   "a stacked model's longest call: sizes the emitted activation buffers (default: the ONNX input's T)")
+      ->check(CLI::Range(1, 1 << 20));
 
   qlstm::cli::RunArgs ra;
   CLI::App* run = app.add_subcommand("run", "Run a compiled model on the host, bit-exact with the device");
@@ -231,6 +234,10 @@ int main(int argc, char** argv) {
   run->add_option("--target", ra.target, "run on the emulated CPU instead of the host: " + cpu_list());
   run->add_option("--chunk", ra.chunk, "stream: reset, then stateful calls of N time steps each (equals one call)")
       ->check(CLI::Range(1, 1 << 30));
+  run->add_option("--h0", ra.h0, "initial hidden state .npy [ops, B, H] (int8; float32 with --float)");
+  run->add_option("--c0", ra.c0, "initial cell state .npy [ops, B, H] (int16 at 2^P; float32 with --float)");
+  run->add_option("--h-n", ra.h_n, "write the final hidden state .npy [ops, B, H]");
+  run->add_option("--c-n", ra.c_n, "write the final cell state .npy [ops, B, H]");
 
   qlstm::cli::BenchArgs ba;
   CLI::App* bench = app.add_subcommand(

@@ -16,9 +16,11 @@ struct EmittedSource {
   std::string source;  // NAME_model.cc
 };
 
-// `name` must be a C identifier (see c_identifier). `batch` fixes the scratch and state sizes.
+// `name` must be a C identifier (see c_identifier). `batch` fixes the scratch and state sizes;
+// `max_time_steps` the activation buffers between stacked layers (a model of one layer has none
+// and ignores it; a stacked one needs it >= 1).
 EmittedSource emit_cpp(const CompiledModel& m, const std::string& name, int32_t batch,
-                       const std::string& origin);
+                       int32_t max_time_steps, const std::string& origin);
 
 // A C identifier made from `text` (non-alphanumerics become '_', a leading digit gets '_').
 std::string c_identifier(const std::string& text);

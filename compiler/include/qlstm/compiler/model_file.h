@@ -7,19 +7,14 @@
 #include <string>
 
 #include "qlstm/compiler/derive.h"
+#include "qlstm/compiler/program.h"
 #include "qlstm/compiler/file_io.h"
 
 namespace qlstm {
 namespace compiler {
 
-constexpr uint32_t kModelFormatVersion = 1;
-
-struct CompiledModel {
-  std::string name;
-  bool batch_first = false;
-  DerivedLstm derived;
-  std::string report_json;
-};
+// 2: a program of ops (version 1 files, one LSTM, are still read).
+constexpr uint32_t kModelFormatVersion = 2;
 
 std::string serialize_model(const CompiledModel& m);
 // Throws CompileError naming `origin` and the field for a file that is truncated, corrupted (CRC),

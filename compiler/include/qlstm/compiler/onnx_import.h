@@ -1,5 +1,6 @@
-// ONNX import: finds the one LSTM of a graph exported from nn.LSTM (or a plain ONNX LSTM graph),
-// checks that it is inside the kernel's scope, and returns it as a FloatLstm. Host only.
+// ONNX import: finds the chain of LSTM nodes of a graph exported from nn.LSTM (one per layer; or a
+// plain ONNX LSTM graph), checks that it is inside the kernel's scope, and returns it as a
+// FloatProgram. Host only.
 #ifndef QLSTM_COMPILER_ONNX_IMPORT_H_
 #define QLSTM_COMPILER_ONNX_IMPORT_H_
 
@@ -8,15 +9,20 @@
 #include <vector>
 
 #include "qlstm/compiler/float_lstm.h"
+#include "qlstm/compiler/program.h"
 
 namespace qlstm {
 namespace compiler {
 
 struct OnnxLstm {
-  FloatLstm lstm;           // weights translated from ONNX's i, o, f, c gate order
-  std::string node_name;    // the LSTM node
-  std::string input_name;   // graph input feeding X
-  std::string output_name;  // graph output carrying the hidden sequence
+  // One op per LSTM node and direction, in chain order; weights translated from ONNX's i, o, f, c
+  // gate order; the initial state's source and constants; whether Y_h / Y_c are outputs.
+  FloatProgram program;
+  std::vector<std::string> node_names;  // the LSTM nodes, layer by layer
+  std::string input_name;   // graph input feeding the first X
+  std::string output_name;  // graph output carrying the last hidden sequence
+  std::string initial_h_name, initial_c_name;  // graph inputs of a state the caller feeds
+  std::string h_n_name, c_n_name;              // graph outputs of the final state
   bool batch_first = false; // graph input/output layout [B][T][F] (else [T][B][F])
   bool unbatched = false;   // graph input [T][F] and output [T][H]: one sequence (batch_first set)
   int64_t opset = 0;

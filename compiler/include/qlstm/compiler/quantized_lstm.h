@@ -6,11 +6,13 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "qlstm/compiler/derive.h"
 #include "qlstm/compiler/float_lstm.h"
+#include "qlstm/compiler/program.h"
 #include "qlstm/compiler/quantize.h"
 
 namespace qlstm {
@@ -20,6 +22,7 @@ namespace compiler {
 struct CalibrationSequence {
   int32_t time_steps = 0;
   std::vector<float> values;  // [time_steps][input_size]
+  std::vector<float> h0, c0;  // the initial state ([H] each), empty for zero
 };
 struct CalibrationSet {
   std::vector<CalibrationSequence> sequences;
@@ -48,6 +51,9 @@ struct CompileOptions {
   // accumulates (steps x 4H(I + H)) fit in this budget (at least one sequence).
   int64_t search_max_macs = int64_t{1} << 26;
   ProgressFn progress;
+  // Boundary quantization decided elsewhere (a stacked layer's input is the layer below's output;
+  // the two directions of a bidirectional layer share their output): not searched.
+  std::optional<AffineQuant> fixed_input, fixed_output;
 };
 
 // What calibration observed (kept for the report).
@@ -97,6 +103,8 @@ class QuantizedLstm {
                              State* state = nullptr) const;
   // A stateful start: cell 0, hidden = output zero point.
   State initial_state(int32_t batch) const;
+  // A float state ([B][H] each; either may be empty for zero) in the kernel's formats.
+  State quantize_state(const std::vector<float>& h, const std::vector<float>& c, int32_t batch) const;
 
   // float in, float out: quantize the input, run_s8, dequantize the output.
   std::vector<float> run_float(const std::vector<float>& x, const SequenceShape& shape) const;
@@ -118,6 +126,20 @@ std::vector<int8_t> run_kernel_s8(const DerivedLstm& d, const std::vector<int8_t
 // shorter), as a device does on a live stream; equal to run_kernel_s8 of the whole sequence.
 std::vector<int8_t> run_kernel_s8_streamed(const DerivedLstm& d, const std::vector<int8_t>& x,
                                            const SequenceShape& shape, int32_t chunk);
+
+// A compiled program: each op calibrated on the float activations of the layer below (from the
+// program's initial state; with a state the caller feeds, also from the state the previous
+// calibration sequence left, which is what a caller carrying h_n / c_n over feeds), in order.
+// A stacked layer's input quantization is the layer below's output quantization; the two
+// directions of a bidirectional layer share their input and output quantization (the output's
+// from the observer over both directions' outputs).
+struct QuantizedProgram {
+  FloatProgram source;
+  CompiledModel model;  // name, batch_first and report_json are the caller's
+  std::vector<CalibrationStats> stats;  // per op
+};
+QuantizedProgram compile_program(const FloatProgram& program, const CalibrationSet& calibration,
+                                 const CompileOptions& options);
 
 // Signal-to-quantization-noise ratio in dB of `test` against `reference`; +inf when equal.
 double sqnr_db(const std::vector<float>& reference, const std::vector<float>& test);

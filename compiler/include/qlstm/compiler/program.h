@@ -1,0 +1,142 @@
+// A model as a short program of fused LSTM ops over planned buffers (docs/model-format.md):
+// one op per layer and direction, layer-major, forward before reverse (the row order of ONNX's
+// and PyTorch's state tensors). Buffer 0 is the model input, the last buffer the model output,
+// buffer l the output of layer l - 1 and the input of layer l; a bidirectional layer's two ops
+// read the same buffer and write the two halves of each output row ([.., 2H], forward first).
+// Host only.
+#ifndef QLSTM_COMPILER_PROGRAM_H_
+#define QLSTM_COMPILER_PROGRAM_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "qlstm/compiler/derive.h"
+#include "qlstm/compiler/float_lstm.h"
+
+namespace qlstm {
+namespace compiler {
+
+// Where an op's initial hidden or cell state comes from.
+enum class StateSource {
+  kZero,      // h = 0, c = 0 (ONNX: input absent or a constant zero)
+  kConstant,  // a constant of the model, the same for every batch row
+  kInput,     // a model input the caller gives at run time: [ops][B][H]
+};
+const char* state_source_name(StateSource s);
+
+// The float program the ONNX importer produces and the compiler quantizes.
+struct FloatProgram {
+  std::vector<FloatLstm> ops;  // layer-major; in a bidirectional layer the forward op first
+  int32_t directions = 1;      // ops per layer: 1, or 2 for bidirectional
+  StateSource initial_hidden = StateSource::kZero, initial_cell = StateSource::kZero;
+  std::vector<std::vector<float>> h0, c0;  // kConstant: per op, [H]
+  bool hidden_output = false, cell_output = false;  // h_n / c_n ([ops][B][H]) are model outputs
+
+  int32_t layers() const { return static_cast<int32_t>(ops.size()) / directions; }
+  int32_t input_size() const { return ops.front().input_size; }
+  int32_t output_size() const { return directions * ops.back().hidden_size; }
+  // Sum of the ops' hidden sizes: the length of one batch row of a [ops][B][H] state.
+  int32_t state_size() const;
+  // Throws CompileError for an empty program, a layer whose input is not the layer below's
+  // output, a direction that does not match its position, or inconsistent constants.
+  void validate() const;
+};
+
+// A float cell value at scale 2^power, rounded to nearest and saturated to int16.
+int16_t quantize_cell(double c, int32_t power);
+
+// Offset of op k's rows in a [ops][B][H] state of `batch` rows per op.
+size_t state_offset(const std::vector<int32_t>& hidden_sizes, int32_t op, int32_t batch);
+
+struct FloatProgramResult {
+  std::vector<float> output;  // [B][T][D*H] or [T][B][D*H], as the input
+  std::vector<float> h_n, c_n;  // [ops][B][H]
+  std::vector<std::vector<float>> layer_outputs;  // per layer, its output sequence (the last = output)
+};
+
+// Double-precision evaluation. h0/c0 ([ops][B][H]) may be null for the program's own initial
+// state (zero or its constants).
+FloatProgramResult run_float_program(const FloatProgram& p, const float* x, const SequenceShape& shape,
+                                     const float* h0 = nullptr, const float* c0 = nullptr);
+
+// One fused op of a compiled program.
+struct ProgramOp {
+  DerivedLstm lstm;  // input/output quantization = those of its input and output buffers
+  int32_t input_buffer = 0, output_buffer = 1;
+  int32_t output_offset = 0;  // first element of the op's part of each output row
+  // StateSource::kConstant: [H], the same for every batch row (empty otherwise).
+  std::vector<int8_t> initial_hidden;
+  std::vector<int16_t> initial_cell;
+};
+
+struct ProgramBuffer {
+  int32_t width = 0;   // elements per sequence position
+  AffineQuant quant;   // of every element
+};
+
+// A compiled model: the program and its interface.
+struct CompiledModel {
+  std::string name;
+  bool batch_first = false;
+  int32_t directions = 1;
+  std::vector<ProgramBuffer> buffers;
+  std::vector<ProgramOp> ops;
+  StateSource initial_hidden = StateSource::kZero, initial_cell = StateSource::kZero;
+  bool hidden_output = false, cell_output = false;
+  std::string report_json;
+
+  int32_t layers() const { return static_cast<int32_t>(ops.size()) / directions; }
+  int32_t input_size() const { return buffers.front().width; }
+  int32_t output_size() const { return buffers.back().width; }
+  const AffineQuant& input_quant() const { return buffers.front().quant; }
+  const AffineQuant& output_quant() const { return buffers.back().quant; }
+  std::vector<int32_t> hidden_sizes() const;
+  int32_t state_size() const;  // sum of the ops' H
+  bool all_forward() const;    // every op walks time forwards (so the model can be streamed)
+  bool single_lstm() const { return ops.size() == 1 && initial_hidden == StateSource::kZero &&
+                                    initial_cell == StateSource::kZero; }
+  // Throws CompileError (naming `origin` and the field) for an inconsistent program.
+  void validate(const std::string& origin) const;
+};
+
+// The builder's layout: buffers and ops for a program of DerivedLstm ops (layer-major, forward
+// first), each with its initial-state constants.
+CompiledModel assemble_program(std::vector<ProgramOp> ops, int32_t directions);
+// A program of one LSTM from a zero state.
+CompiledModel single_op_model(const DerivedLstm& d, const std::string& name = "", bool batch_first = false);
+
+// The state of every op: [ops][B][H], hidden int8 (in each op's output quantization), cell
+// int16 (at each op's 2^P).
+struct ProgramState {
+  std::vector<int8_t> hidden;
+  std::vector<int16_t> cell;
+};
+// The model's own initial state (zeros: cell 0, hidden = the zero point; or its constants).
+ProgramState initial_program_state(const CompiledModel& m, int32_t batch);
+// Float state [ops][B][H] to the kernel's formats; throws for non-finite values.
+ProgramState quantize_program_state(const CompiledModel& m, int32_t batch, const std::vector<float>* h,
+                                    const std::vector<float>* c, const std::string& what);
+
+// int8 in, int8 out, op by op through the runtime kernel: what the emitted NAME_run and
+// NAME_run_state do on the device, bit for bit. state: null = the model's initial state; else it
+// is the initial state and receives the final one.
+std::vector<int8_t> run_program_s8(const CompiledModel& m, const std::vector<int8_t>& x,
+                                   const SequenceShape& shape, ProgramState* state = nullptr);
+// The same sequence as stateful calls of `chunk` steps (the last shorter), as NAME_stream does;
+// only for an all-forward program. state as run_program_s8.
+std::vector<int8_t> run_program_s8_streamed(const CompiledModel& m, const std::vector<int8_t>& x,
+                                            const SequenceShape& shape, int32_t chunk,
+                                            ProgramState* state = nullptr);
+
+// Copies time steps [t0, t0 + n) of a [B][T][F] or [T][B][F] sequence into a [B][n][F] or
+// [n][B][F] one (gather), or back (scatter).
+void gather_steps(const int8_t* x, int32_t B, int32_t T, int32_t F, Layout layout, int32_t t0, int32_t n,
+                  int8_t* chunk);
+void scatter_steps(const int8_t* chunk, int32_t B, int32_t T, int32_t F, Layout layout, int32_t t0, int32_t n,
+                   int8_t* y);
+
+}  // namespace compiler
+}  // namespace qlstm
+
+#endif  // QLSTM_COMPILER_PROGRAM_H_
