@@ -110,6 +110,8 @@ EmittedSource emit_cpp(const CompiledModel& m, const std::string& name, int32_t 
     << "qlstm_status " << name << "_run(const int8_t* input, int8_t* output, int32_t time_steps);\n\n";
   // A reverse LSTM reads its sequence from the last step: it cannot run on a stream.
   const bool streamable = d.time_direction == QLSTM_TIME_FORWARD;
+  h << "#define " << upper << "_CAN_STREAM " << (streamable ? 1 : 0) << " /* " << name << "_reset and " << name
+    << "_stream exist */\n#define " << upper << "_HAS_STATE_IO 0 /* no " << name << "_run_state */\n\n";
   if (streamable) {
     h << "/* Streaming, with the model's own static state (separate from " << name << "_run's): "
     << name << "_reset starts a\n   sequence (cell 0, hidden = the output zero point); each " << name
@@ -223,6 +225,9 @@ EmittedSource emit_program(const CompiledModel& m, const std::string& name, int3
       << "#define " << op << "_HIDDEN_ZERO_POINT " << d.output.zero_point << "\n"
       << "#define " << op << "_CELL_SCALE_POWER " << d.cell.power << "\n";
   }
+  h << "#define " << upper << "_CAN_STREAM " << (streamable ? 1 : 0) << " /* " << name << "_reset and " << name
+    << "_stream exist */\n#define " << upper << "_HAS_STATE_IO " << (stateful ? 1 : 0) << " /* " << name
+    << "_initial_state and " << name << "_run_state exist */\n";
   h << "\n/* One call over `time_steps` steps" << (L > 1 ? " (at most " + upper + "_MAX_TIME_STEPS)" : "")
     << " from the model's initial state" << (constant_state ? " (its constants)" : " (zero)")
     << ": input " << upper << "_BATCH x T x " << upper << "_INPUT_SIZE int8,\n   output " << upper

@@ -1,9 +1,12 @@
 /* Runs a compiled model's emitted source on the device:
- *   model_firmware IN.bin OUT.bin [CHUNK]
+ *   model_firmware IN.bin OUT.bin [CHUNK [STATE_IN.bin STATE_OUT.bin]]
  * IN.bin: int8 input, BATCH x T x INPUT_SIZE in the model's layout (T follows from the size);
- * OUT.bin: int8 output, BATCH x T x HIDDEN_SIZE. Files come and go through semihosting.
- * With CHUNK, the sequence is streamed through NAME_stream, CHUNK steps per call (a time-major
- * model, or batch 1, where a chunk of steps is contiguous), as a keyword spotter would. */
+ * OUT.bin: int8 output, BATCH x T x OUTPUT_SIZE. Files come and go through semihosting.
+ * CHUNK > 0 streams the sequence, CHUNK steps per call (a time-major model, or batch 1, where a
+ * chunk of steps is contiguous), as a keyword spotter would: through NAME_stream, or with a
+ * state through NAME_run_state on the same state buffers. CHUNK 0 is one call.
+ * STATE_IN.bin / STATE_OUT.bin (a model with NAME_run_state): the initial and the final state,
+ * hidden int8 [OPS][BATCH][H] then cell int16 (little-endian) [OPS][BATCH][H]. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,9 +19,26 @@
 static int8_t g_input[MAX_INPUT_BYTES];
 static int8_t g_output[MAX_OUTPUT_BYTES];
 
+#if QLSTM_MODEL_HAS_STATE_IO
+#define STATE_VALUES ((size_t)QLSTM_MODEL_BATCH * QLSTM_MODEL_STATE_SIZE)
+static int8_t g_hidden[STATE_VALUES];
+static int16_t g_cell[STATE_VALUES];
+
+static int state_file(const char* path, int write) {
+  FILE* f = fopen(path, write ? "wb" : "rb");
+  if (!f) return 0;
+  int ok = write ? fwrite(g_hidden, 1, sizeof g_hidden, f) == sizeof g_hidden &&
+                       fwrite(g_cell, 1, sizeof g_cell, f) == sizeof g_cell
+                 : fread(g_hidden, 1, sizeof g_hidden, f) == sizeof g_hidden &&
+                       fread(g_cell, 1, sizeof g_cell, f) == sizeof g_cell;
+  if (fclose(f) != 0) ok = 0;
+  return ok;
+}
+#endif
+
 int main(int argc, char** argv) {
-  if (argc != 3 && argc != 4) {
-    printf("usage: model_firmware IN.bin OUT.bin [CHUNK]\n");
+  if (argc != 3 && argc != 4 && argc != 6) {
+    printf("usage: model_firmware IN.bin OUT.bin [CHUNK [STATE_IN.bin STATE_OUT.bin]]\n");
     return 2;
   }
   FILE* in = fopen(argv[1], "rb");
@@ -30,28 +50,57 @@ int main(int argc, char** argv) {
   const int more = fgetc(in) != EOF;
   fclose(in);
   const size_t row = (size_t)QLSTM_MODEL_BATCH * QLSTM_MODEL_INPUT_SIZE;
+  const size_t out_row = (size_t)QLSTM_MODEL_BATCH * QLSTM_MODEL_OUTPUT_SIZE;
   const size_t time_steps = n / row;
-  const size_t out_bytes = time_steps * QLSTM_MODEL_BATCH * QLSTM_MODEL_HIDDEN_SIZE;
+  const size_t out_bytes = time_steps * out_row;
   if (more || n % row != 0 || out_bytes > sizeof g_output) {
     printf("model_firmware: %s: %lu bytes is not BATCH x T x INPUT_SIZE within this firmware's buffers\n", argv[1],
            (unsigned long)n);
     return 2;
   }
+  const long chunk = argc >= 4 ? strtol(argv[3], NULL, 10) : 0;
+  if (chunk < 0 || (chunk > 0 && !(QLSTM_MODEL_TIME_MAJOR || QLSTM_MODEL_BATCH == 1))) {
+    printf("model_firmware: CHUNK must be >= 0, and streaming needs a time-major model or batch 1\n");
+    return 2;
+  }
+  const size_t step = chunk > 0 ? (size_t)chunk : (time_steps > 0 ? time_steps : 1);
+  (void)step;  /* unused by a model that neither streams nor takes a state */
   qlstm_status st = QLSTM_OK;
-  if (argc == 3) {
-    st = QLSTM_MODEL_RUN(g_input, g_output, (int32_t)time_steps);
-  } else {
-    const long chunk = strtol(argv[3], NULL, 10);
-    if (chunk < 1 || !(QLSTM_MODEL_TIME_MAJOR || QLSTM_MODEL_BATCH == 1)) {
-      printf("model_firmware: CHUNK must be >= 1, for a time-major model or batch 1\n");
+  if (argc == 6) {
+#if QLSTM_MODEL_HAS_STATE_IO
+    if (chunk > 0 && !QLSTM_MODEL_CAN_STREAM) {
+      printf("model_firmware: this model walks time backwards: it takes the whole sequence (CHUNK 0)\n");
       return 2;
     }
-    const size_t out_row = (size_t)QLSTM_MODEL_BATCH * QLSTM_MODEL_HIDDEN_SIZE;
+    if (!state_file(argv[4], 0)) {
+      printf("model_firmware: cannot read %lu state bytes from %s\n", (unsigned long)(3 * STATE_VALUES), argv[4]);
+      return 2;
+    }
+    for (size_t t0 = 0; st == QLSTM_OK && t0 < time_steps; t0 += step) {
+      const size_t steps = time_steps - t0 < step ? time_steps - t0 : step;
+      st = QLSTM_MODEL_RUN_STATE(g_input + t0 * row, g_output + t0 * out_row, (int32_t)steps, g_hidden, g_cell);
+    }
+    if (st == QLSTM_OK && !state_file(argv[5], 1)) {
+      printf("model_firmware: cannot write %s\n", argv[5]);
+      return 2;
+    }
+#else
+    printf("model_firmware: this model has no state input or output\n");
+    return 2;
+#endif
+  } else if (chunk == 0) {
+    st = QLSTM_MODEL_RUN(g_input, g_output, (int32_t)time_steps);
+  } else {
+#if QLSTM_MODEL_CAN_STREAM
     st = QLSTM_MODEL_RESET();
-    for (size_t t0 = 0; st == QLSTM_OK && t0 < time_steps; t0 += (size_t)chunk) {
-      const size_t steps = time_steps - t0 < (size_t)chunk ? time_steps - t0 : (size_t)chunk;
+    for (size_t t0 = 0; st == QLSTM_OK && t0 < time_steps; t0 += step) {
+      const size_t steps = time_steps - t0 < step ? time_steps - t0 : step;
       st = QLSTM_MODEL_STREAM(g_input + t0 * row, g_output + t0 * out_row, (int32_t)steps);
     }
+#else
+    printf("model_firmware: this model cannot be streamed (it walks time backwards)\n");
+    return 2;
+#endif
   }
   if (st != QLSTM_OK) {
     printf("model_firmware: %s\n", qlstm_status_string(st));

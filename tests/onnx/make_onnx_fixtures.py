@@ -51,6 +51,9 @@ class Wrap(nn.Module):
         self.head = nn.Linear(lstm.hidden_size * (2 if lstm.bidirectional else 1), 2)
 
     def forward(self, x, *state):
+        if self.mode == "full":  # (h0, c0) in, (y, h_n, c_n) out
+            y, (h, c) = self.lstm(x, (state[0], state[1]))
+            return y, h, c
         if self.mode == "state":
             y, _ = self.lstm(x, (state[0], state[1]))
             return y
@@ -94,16 +97,16 @@ def accepted_torch():
 def refused_torch():
     torch.manual_seed(1)
     export_torch("torch_two_layers", nn.LSTM(3, 4, num_layers=2), torch.randn(5, 1, 3), 13)
-    expect("torch_two_layers", program={'ops': 2, 'directions': 1, 'initial_h': 'zero', 'initial_c': 'zero', 'h_n': False, 'c_n': False, 'batch_first': False})
+    expect("torch_two_layers", input_size=3, program={'ops': 2, 'directions': 1, 'initial_h': 'zero', 'initial_c': 'zero', 'h_n': False, 'c_n': False, 'batch_first': False})
     export_torch("torch_bidirectional", nn.LSTM(3, 4, bidirectional=True), torch.randn(5, 1, 3), 13)
-    expect("torch_bidirectional", program={'ops': 2, 'directions': 2, 'initial_h': 'zero', 'initial_c': 'zero', 'h_n': False, 'c_n': False, 'batch_first': False})
+    expect("torch_bidirectional", input_size=3, program={'ops': 2, 'directions': 2, 'initial_h': 'zero', 'initial_c': 'zero', 'h_n': False, 'c_n': False, 'batch_first': False})
     export_torch("torch_linear_head", nn.LSTM(3, 4), torch.randn(5, 1, 3), 13, mode="head")
     expect("torch_linear_head", error="(MatMul): op 'MatMul' is not supported")
     export_torch("torch_h_n_output", nn.LSTM(3, 4), torch.randn(5, 1, 3), 13, mode="h_n")
-    expect("torch_h_n_output", program={'ops': 1, 'directions': 1, 'initial_h': 'zero', 'initial_c': 'zero', 'h_n': True, 'c_n': False, 'batch_first': False})
+    expect("torch_h_n_output", input_size=3, program={'ops': 1, 'directions': 1, 'initial_h': 'zero', 'initial_c': 'zero', 'h_n': True, 'c_n': False, 'batch_first': False})
     export_torch("torch_initial_state_input", nn.LSTM(3, 4), torch.randn(5, 1, 3), 13, mode="state",
                  extra_inputs=(torch.zeros(1, 1, 4), torch.zeros(1, 1, 4)))
-    expect("torch_initial_state_input", program={'ops': 1, 'directions': 1, 'initial_h': 'input', 'initial_c': 'input', 'h_n': False, 'c_n': False, 'batch_first': False})
+    expect("torch_initial_state_input", input_size=3, program={'ops': 1, 'directions': 1, 'initial_h': 'input', 'initial_c': 'input', 'h_n': False, 'c_n': False, 'batch_first': False})
 
 
 # ----------------------------------------------------------------------------- plain ONNX graphs
@@ -196,12 +199,25 @@ def refused_plain():
     expect("plain_lstm_input_not_graph_input", error="op 'Relu' is not supported")
 
 
+def programs_torch():
+    """Stacked and bidirectional models with a given state and the final state as outputs."""
+    export_torch("torch_stack3_state", nn.LSTM(3, 6, num_layers=3, batch_first=True), torch.randn(1, 5, 3), 14,
+                 mode="full", extra_inputs=(torch.zeros(3, 1, 6), torch.zeros(3, 1, 6)))
+    expect("torch_stack3_state", input_size=3, program=dict(ops=3, directions=1, initial_h="input", initial_c="input",
+                                                            h_n=True, c_n=True, batch_first=True))
+    export_torch("torch_bi2_state", nn.LSTM(3, 5, num_layers=2, bidirectional=True), torch.randn(5, 1, 3), 14,
+                 mode="full", extra_inputs=(torch.zeros(4, 1, 5), torch.zeros(4, 1, 5)))
+    expect("torch_bi2_state", input_size=3, program=dict(ops=4, directions=2, initial_h="input", initial_c="input",
+                                                         h_n=True, c_n=True, batch_first=False))
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     accepted_torch()
     refused_torch()
     accepted_plain()
     refused_plain()
+    programs_torch()
     print("wrote", len([f for f in os.listdir(OUT) if f.endswith(".onnx")]), "models to", OUT)
 
 

@@ -94,7 +94,7 @@ def input_size_of(source, onnx_path):
     return 1  # the sunspots example: one feature per year
 
 
-def compile_model(a, work, onnx_path, batch_first, cal_path, rng, name):
+def compile_model(a, work, onnx_path, batch_first, cal_path, rng, name, extra=()):
     source = a.source
     i = input_size_of(source, onnx_path)
     if cal_path is None:
@@ -103,7 +103,7 @@ def compile_model(a, work, onnx_path, batch_first, cal_path, rng, name):
     else:
         cal_path = os.path.join(source, cal_path)
     rc, out = run([a.qlstm, "compile", os.path.join(source, onnx_path), "--calibration", cal_path,
-                   "-o", work, "--name", name])
+                   "-o", work, "--name", name] + list(extra))
     if rc != 0:
         fail("qlstm compile %s:\n%s" % (onnx_path, out))
     return os.path.join(work, name + ".qlstm"), i
@@ -144,44 +144,84 @@ def test_models(a):
     print("%d models: device == host" % passed)
 
 
+# Emitted sources built into examples/firmware: (name, ONNX, batch_first, calibration, kind).
+# kind: "stream" (forward, NAME_stream), "whole" (bidirectional: one call), "state" (NAME_run_state
+# from a given state, returning the final one; streamed on the same state buffers), "whole_state"
+# (the same for a bidirectional model, in one call).
+EMITTED = [
+    ("sunspots", "examples/sunspots/sunspots_lstm.onnx", True, "examples/sunspots/calibration.npy", "stream"),
+    ("stack2", "tests/onnx/models/torch_two_layers.onnx", False, None, "stream"),
+    ("bi1", "tests/onnx/models/torch_bidirectional.onnx", False, None, "whole"),
+    ("stack3_state", "tests/onnx/models/torch_stack3_state.onnx", True, None, "state"),
+    ("bi2_state", "tests/onnx/models/torch_bi2_state.onnx", False, None, "whole_state"),
+]
+EMITTED_STEPS = 40
+
+
 def test_emitted(a):
     info = target_info(a.qlstm, a.cpu)
     if os.path.isdir(a.work):
         shutil.rmtree(a.work)
     os.makedirs(a.work)
     rng = np.random.default_rng(11)
-    model, i = compile_model(a, a.work, MODELS[0][0], True, MODELS[0][3], rng, "sunspots")
-    build = os.path.join(a.work, "firmware")
     toolchain = os.path.join(a.source, "targets/cortex-m/toolchain-arm-none-eabi.cmake")
-    rc, out = run(["cmake", "-S", os.path.join(a.source, "examples/firmware"), "-B", build, "-G", "Ninja",
-                   "-DCMAKE_TOOLCHAIN_FILE=" + toolchain, "-DQLSTM_CPU=" + a.cpu,
-                   "-DQLSTM_MODEL_DIR=" + a.work, "-DQLSTM_MODEL_NAME=sunspots"])
-    if rc != 0:
-        fail("configure examples/firmware:\n" + out)
-    rc, out = run(["cmake", "--build", build])
-    if rc != 0:
-        fail("build examples/firmware with the emitted source:\n" + out)
-    x8 = rng.integers(-128, 128, size=(1, 40, i), dtype=np.int8)
-    xin, yhost = os.path.join(a.work, "x.npy"), os.path.join(a.work, "y_host.npy")
-    np.save(xin, x8)
-    rc, out = run([a.qlstm, "run", model, "--input", xin, "--output", yhost])
-    if rc != 0:
-        fail("qlstm run:\n" + out)
-    raw_in, raw_out = os.path.join(a.work, "x.bin"), os.path.join(a.work, "y_device.bin")
-    x8.tofile(raw_in)
-    rc, out = qemu(info, os.path.join(build, "model_firmware.elf"), [raw_in, raw_out])
-    print(out, end="")
-    if rc != 0:
-        fail("model_firmware exited with status %d" % rc)
-    if np.load(yhost).tobytes() != open(raw_out, "rb").read():
-        fail("the emitted firmware's output differs from qlstm run on the host")
-    # Streamed through NAME_stream in chunks of 1, 6 and 40 steps: the same bytes.
-    for chunk in (1, 6, 40):
-        rc, out = qemu(info, os.path.join(build, "model_firmware.elf"), [raw_in, raw_out, str(chunk)])
+    for name, onnx_path, batch_first, cal, kind in EMITTED:
+        work = os.path.join(a.work, name)
+        os.makedirs(work)
+        model, i = compile_model(a, work, onnx_path, batch_first, cal, rng, name,
+                                 ["--max-time-steps", str(EMITTED_STEPS)])
+        with open(os.path.join(work, name + "_report.json")) as f:
+            report = json.load(f)
+        ops, hidden, out_size = len(report["ops"]), report["hidden_size"], report["output_size"]
+        build = os.path.join(work, "firmware")
+        rc, out = run(["cmake", "-S", os.path.join(a.source, "examples/firmware"), "-B", build, "-G", "Ninja",
+                       "-DCMAKE_TOOLCHAIN_FILE=" + toolchain, "-DQLSTM_CPU=" + a.cpu,
+                       "-DQLSTM_MODEL_DIR=" + work, "-DQLSTM_MODEL_NAME=" + name])
         if rc != 0:
-            fail("model_firmware (chunks of %d) exited with status %d:\n%s" % (chunk, rc, out))
-        if np.load(yhost).tobytes() != open(raw_out, "rb").read():
-            fail("the emitted firmware streamed in chunks of %d differs from qlstm run on the host" % chunk)
+            fail("configure examples/firmware for %s:\n%s" % (name, out))
+        rc, out = run(["cmake", "--build", build])
+        if rc != 0:
+            fail("build examples/firmware with the emitted source of %s:\n%s" % (name, out))
+        elf = os.path.join(build, "model_firmware.elf")
+        shape = (1, EMITTED_STEPS, i) if batch_first else (EMITTED_STEPS, 1, i)
+        x8 = rng.integers(-128, 128, size=shape, dtype=np.int8)
+        xin, yhost = os.path.join(work, "x.npy"), os.path.join(work, "y_host.npy")
+        np.save(xin, x8)
+        raw_in, raw_out = os.path.join(work, "x.bin"), os.path.join(work, "y_device.bin")
+        x8.tofile(raw_in)
+        host_cmd = [a.qlstm, "run", model, "--input", xin, "--output", yhost]
+        state_args, want_state = [], b""
+        if kind.endswith("state"):
+            h0 = rng.integers(-128, 128, size=(ops, 1, hidden), dtype=np.int8)
+            c0 = rng.integers(-4000, 4000, size=(ops, 1, hidden)).astype(np.int16)
+            paths = {k: os.path.join(work, k + ".npy") for k in ("h0", "c0", "hn", "cn")}
+            np.save(paths["h0"], h0)
+            np.save(paths["c0"], c0)
+            host_cmd += ["--h0", paths["h0"], "--c0", paths["c0"], "--h-n", paths["hn"], "--c-n", paths["cn"]]
+            state_in, state_out = os.path.join(work, "state_in.bin"), os.path.join(work, "state_out.bin")
+            with open(state_in, "wb") as f:
+                f.write(h0.tobytes() + c0.astype("<i2").tobytes())
+            state_args = [state_in, state_out]
+        rc, out = run(host_cmd)
+        if rc != 0:
+            fail("qlstm run %s:\n%s" % (name, out))
+        want = np.load(yhost).tobytes()
+        if kind.endswith("state"):
+            want_state = np.load(paths["hn"]).tobytes() + np.load(paths["cn"]).astype("<i2").tobytes()
+        if len(want) != EMITTED_STEPS * out_size:
+            fail("%s: the host output has %d bytes, expected T x %d" % (name, len(want), out_size))
+        chunks = [0] if kind.startswith("whole") else [0, 1, 7, EMITTED_STEPS]
+        for chunk in chunks:
+            args = [raw_in, raw_out] + ([str(chunk)] + state_args if state_args else ([str(chunk)] if chunk else []))
+            rc, out = qemu(info, elf, args)
+            if rc != 0:
+                fail("%s firmware (chunks of %d) exited with status %d:\n%s" % (name, chunk, rc, out))
+            if open(raw_out, "rb").read() != want:
+                fail("%s: the emitted firmware's output (chunks of %d) differs from qlstm run on the host" % (name, chunk))
+            if state_args and open(state_out, "rb").read() != want_state:
+                fail("%s: the emitted firmware's final state (chunks of %d) differs from the host's h_n / c_n" % (name, chunk))
+        print("emitted firmware %s (%d ops, %s): device == host%s" % (
+            name, ops, kind, "" if kind.startswith("whole") else ", one call and streamed in chunks of 1, 7 and 40"))
     print("emitted firmware: device == host, one call and streamed")
 
 
