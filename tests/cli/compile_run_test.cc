@@ -259,3 +259,33 @@ TEST_F(CompileRun, UnbatchedModelTakesAndGivesOneSequence) {
 }
 
 }  // namespace
+
+// A stateful, stacked or bidirectional model's interface errors: named, exit 1, nothing written.
+TEST_F(CompileRun, ProgramInterfaceErrorsAreClear) {
+  const std::string calib = write_calibration("calib_p.npy", 6, 5, 3, false, 1);
+  const std::string cli = QLSTM_CLI;
+  ASSERT_EQ(sh(cli + " compile " + model("torch_initial_state_input") + " --calibration " + calib + " -o " +
+               path("st") + " --name st").status, 0);
+  ASSERT_EQ(sh(cli + " compile " + model("torch_bidirectional") + " --calibration " + calib + " -o " + path("bi") +
+               " --name bi").status, 0);
+  const std::string x = write_calibration("x_p.npy", 2, 5, 3, false, 2);
+  struct Case {
+    std::string args, message;
+  };
+  const Case cases[] = {
+      {path("st/st.qlstm") + " --float", "give --h0"},
+      {path("st/st.qlstm") + " --float --h0 " + x + " --c0 " + x, "expected [1, 2, 4] (ops x batch x hidden)"},
+      {path("bi/bi.qlstm") + " --float --chunk 2", "cannot be streamed"},
+      {path("bi/bi.qlstm") + " --float --target cortex-m4", "runs on the device through its emitted source"},
+  };
+  for (const Case& c : cases) {
+    const std::string out = path("y_p.npy");
+    const ShellResult r = sh(cli + " run " + c.args + " --input " + x + " --output " + out);
+    EXPECT_EQ(r.status, 1) << c.args << "\n" << r.output;
+    EXPECT_NE(r.output.find(c.message), std::string::npos) << r.output;
+    EXPECT_FALSE(fs::exists(out)) << c.args;
+  }
+  // The bidirectional output is [T, B, 2H], forward then reverse, as torch lays it out.
+  ASSERT_EQ(sh(cli + " run " + path("bi/bi.qlstm") + " --float --input " + x + " --output " + path("y_bi.npy")).status, 0);
+  EXPECT_EQ(read_npy(path("y_bi.npy")).shape, (std::vector<int64_t>{5, 2, 8}));
+}

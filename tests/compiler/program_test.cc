@@ -1,0 +1,218 @@
+// The program of fused ops: each op of a stacked or bidirectional program computes exactly what
+// the kernel computes for that op alone on the buffer it reads (the layout of the concatenated
+// output, the chaining of layers), the model file keeps the program bit for bit (version 2, and
+// version 1 files of one LSTM still load), streaming equals one call, and an inconsistent program
+// is refused naming the field.
+#include <gtest/gtest.h>
+
+#include <flatbuffers/flatbuffers.h>
+#include <zlib.h>
+
+#include <random>
+
+#include "qlstm/compiler/emit_cpp.h"
+#include "qlstm/compiler/model_file.h"
+#include "qlstm/compiler/quantized_lstm.h"
+#include "qlstm_model_generated.h"
+
+namespace {
+
+using namespace qlstm::compiler;
+
+FloatLstm random_lstm(int32_t I, int32_t H, bool reverse, std::mt19937_64& rng) {
+  std::normal_distribution<float> n(0.0f, 0.4f);
+  auto v = [&](size_t count) {
+    std::vector<float> out(count);
+    for (float& x : out) x = n(rng);
+    return out;
+  };
+  FloatLstm l = FloatLstm::from_torch(I, H, v(4u * H * I), v(4u * H * H), v(4u * H), v(4u * H));
+  l.reverse = reverse;
+  return l;
+}
+
+FloatProgram random_program(int32_t I, int32_t H, int32_t layers, int32_t directions, std::mt19937_64& rng) {
+  FloatProgram p;
+  p.directions = directions;
+  for (int32_t l = 0; l < layers; ++l) {
+    for (int32_t d = 0; d < directions; ++d) p.ops.push_back(random_lstm(l ? directions * H : I, H, d == 1, rng));
+  }
+  return p;
+}
+
+CalibrationSet calibration(int32_t I, std::mt19937_64& rng) {
+  std::normal_distribution<float> n(0.0f, 1.0f);
+  std::vector<float> x(static_cast<size_t>(6) * 12 * I);
+  for (float& v : x) v = n(rng);
+  CalibrationSet set;
+  set.add_batch(x, {6, 12, Layout::kBatchMajor}, I);
+  return set;
+}
+
+std::vector<int8_t> random_s8(size_t n, std::mt19937_64& rng) {
+  std::vector<int8_t> x(n);
+  for (int8_t& v : x) v = static_cast<int8_t>(rng());
+  return x;
+}
+
+CompileOptions fast() {
+  CompileOptions o;
+  o.tuning = Tuning::kNone;
+  return o;
+}
+
+// Columns [c0, c0 + n) of each row of a [rows][width] buffer.
+std::vector<int8_t> columns(const std::vector<int8_t>& y, int32_t width, int32_t c0, int32_t n) {
+  std::vector<int8_t> out;
+  for (size_t r = 0; r < y.size() / static_cast<size_t>(width); ++r) {
+    out.insert(out.end(), y.begin() + static_cast<ptrdiff_t>(r * width + c0),
+               y.begin() + static_cast<ptrdiff_t>(r * width + c0 + n));
+  }
+  return out;
+}
+
+TEST(Program, BidirectionalLayerIsTwoOpsWritingTheirHalves) {
+  std::mt19937_64 rng(1);
+  const int32_t I = 5, H = 7, B = 3, T = 9;
+  const QuantizedProgram q = compile_program(random_program(I, H, 1, 2, rng), calibration(I, rng), fast());
+  const CompiledModel& m = q.model;
+  ASSERT_EQ(m.ops.size(), 2u);
+  EXPECT_EQ(m.output_size(), 2 * H);
+  EXPECT_EQ(m.ops[1].lstm.time_direction, QLSTM_TIME_REVERSE);
+  // One buffer quantization for the concatenated output, shared by both directions.
+  EXPECT_EQ(m.ops[0].lstm.output.scale, m.ops[1].lstm.output.scale);
+  EXPECT_EQ(m.ops[0].lstm.output.zero_point, m.ops[1].lstm.output.zero_point);
+  for (Layout layout : {Layout::kBatchMajor, Layout::kTimeMajor}) {
+    const SequenceShape s{B, T, layout};
+    const std::vector<int8_t> x = random_s8(static_cast<size_t>(B) * T * I, rng);
+    const std::vector<int8_t> y = run_program_s8(m, x, s);
+    EXPECT_EQ(columns(y, 2 * H, 0, H), run_kernel_s8(m.ops[0].lstm, x, s));
+    EXPECT_EQ(columns(y, 2 * H, H, H), run_kernel_s8(m.ops[1].lstm, x, s));
+  }
+}
+
+TEST(Program, StackedLayersChainTheirInt8Outputs) {
+  std::mt19937_64 rng(2);
+  const int32_t I = 4, H = 6, B = 2, T = 11;
+  const QuantizedProgram q = compile_program(random_program(I, H, 3, 1, rng), calibration(I, rng), fast());
+  const CompiledModel& m = q.model;
+  ASSERT_EQ(m.ops.size(), 3u);
+  for (size_t k = 1; k < m.ops.size(); ++k) {  // a layer's input quantization is the one below's output's
+    EXPECT_EQ(m.ops[k].lstm.input.scale, m.ops[k - 1].lstm.output.scale);
+    EXPECT_EQ(m.ops[k].lstm.input.zero_point, m.ops[k - 1].lstm.output.zero_point);
+  }
+  const SequenceShape s{B, T, Layout::kTimeMajor};
+  const std::vector<int8_t> x = random_s8(static_cast<size_t>(B) * T * I, rng);
+  std::vector<int8_t> chain = x;
+  for (const ProgramOp& op : m.ops) chain = run_kernel_s8(op.lstm, chain, s);
+  EXPECT_EQ(run_program_s8(m, x, s), chain);
+  // Streamed from the same state: chunks of any size give the one-call output and final state.
+  ProgramState one = initial_program_state(m, B);
+  const std::vector<int8_t> y = run_program_s8(m, x, s, &one);
+  for (int32_t chunk : {1, 2, 5, T}) {
+    ProgramState st = initial_program_state(m, B);
+    EXPECT_EQ(run_program_s8_streamed(m, x, s, chunk, &st), y) << chunk;
+    EXPECT_EQ(st.hidden, one.hidden) << chunk;
+    EXPECT_EQ(st.cell, one.cell) << chunk;
+  }
+}
+
+TEST(Program, CellScaleCoversAConstantInitialCell) {
+  std::mt19937_64 rng(3);
+  const int32_t I = 3, H = 4;
+  FloatProgram p = random_program(I, H, 1, 1, rng);
+  p.initial_cell = StateSource::kConstant;
+  p.initial_hidden = StateSource::kConstant;
+  p.c0 = {std::vector<float>(H, 6.0f)};  // far beyond what the inputs drive the cell to
+  p.h0 = {std::vector<float>(H, 0.25f)};
+  const QuantizedProgram q = compile_program(p, calibration(I, rng), fast());
+  const DerivedLstm& d = q.model.ops[0].lstm;
+  EXPECT_GE(d.cell.observed_max_abs, 6.0);
+  EXPECT_GE(std::ldexp(32767.0, d.cell.power), 6.0);
+  ASSERT_EQ(q.model.ops[0].initial_cell.size(), static_cast<size_t>(H));
+  EXPECT_EQ(q.model.ops[0].initial_cell[0], quantize_cell(6.0, d.cell.power));
+  EXPECT_EQ(q.model.ops[0].initial_hidden[0], d.output.quantize(0.25));
+}
+
+TEST(Program, ModelFileKeepsTheProgram) {
+  std::mt19937_64 rng(4);
+  const int32_t I = 3, H = 5, B = 2, T = 6;
+  FloatProgram p = random_program(I, H, 2, 2, rng);
+  p.initial_hidden = p.initial_cell = StateSource::kInput;
+  p.hidden_output = p.cell_output = true;
+  QuantizedProgram q = compile_program(p, calibration(I, rng), fast());
+  q.model.name = "prog";
+  const CompiledModel back = parse_model(serialize_model(q.model), "memory");
+  EXPECT_EQ(back.ops.size(), 4u);
+  EXPECT_EQ(back.directions, 2);
+  EXPECT_EQ(back.initial_hidden, StateSource::kInput);
+  EXPECT_TRUE(back.hidden_output && back.cell_output);
+  const SequenceShape s{B, T, Layout::kBatchMajor};
+  const std::vector<int8_t> x = random_s8(static_cast<size_t>(B) * T * I, rng);
+  ProgramState a = initial_program_state(q.model, B);
+  a.hidden = random_s8(a.hidden.size(), rng);
+  ProgramState b = a;
+  EXPECT_EQ(run_program_s8(back, x, s, &b), run_program_s8(q.model, x, s, &a));
+  EXPECT_EQ(a.hidden, b.hidden);
+  EXPECT_EQ(a.cell, b.cell);
+  // The emitted source has the state calls and no streaming (a reverse op needs the whole sequence).
+  const EmittedSource e = emit_cpp(back, "prog", B, T, "test");
+  EXPECT_NE(e.header.find("prog_run_state("), std::string::npos);
+  EXPECT_EQ(e.header.find("prog_stream("), std::string::npos);
+  EXPECT_NE(e.source.find("p.output_width = 10;"), std::string::npos);
+  EXPECT_THROW(emit_cpp(back, "prog", B, 0, "test"), CompileError);  // stacked: needs max time steps
+  EXPECT_THROW(run_program_s8_streamed(back, x, s, 2, &a), CompileError);
+}
+
+TEST(Program, InconsistentProgramIsRefusedNamingTheField) {
+  std::mt19937_64 rng(5);
+  const QuantizedProgram q = compile_program(random_program(3, 4, 2, 1, rng), calibration(3, rng), fast());
+  CompiledModel m = q.model;
+  m.ops[1].lstm.input.scale *= 2;
+  try {
+    m.validate("x.qlstm");
+    FAIL() << "accepted";
+  } catch (const CompileError& e) {
+    EXPECT_NE(std::string(e.what()).find("ops[1]': input quantization differs"), std::string::npos) << e.what();
+  }
+  m = q.model;
+  m.buffers.pop_back();
+  EXPECT_THROW(parse_model(serialize_model(m), "x.qlstm"), CompileError);
+}
+
+TEST(Program, VersionOneFileOfOneLstmStillLoads) {
+  std::mt19937_64 rng(6);
+  const int32_t I = 3, H = 4;
+  const QuantizedProgram q = compile_program(random_program(I, H, 1, 1, rng), calibration(I, rng), fast());
+  const DerivedLstm& d = q.model.ops[0].lstm;
+  // A version-1 file as earlier qlstm wrote it: the boundary quantization in Model, one Lstm.
+  namespace fb = qlstm::fb;
+  flatbuffers::FlatBufferBuilder b;
+  std::vector<flatbuffers::Offset<fb::Gate>> gates;
+  for (const DerivedGate& g : d.gates) {
+    const fb::Requant in_q(g.input_to_q3_12.multiplier, g.input_to_q3_12.shift);
+    const fb::Requant h_q(g.hidden_to_q3_12.multiplier, g.hidden_to_q3_12.shift);
+    gates.push_back(fb::CreateGateDirect(b, static_cast<int8_t>(g.activation), &in_q, &g.w_x,
+                                         &g.input_effective_bias, &h_q, &g.w_h, &g.hidden_effective_bias));
+  }
+  const fb::Requant f(d.forget_times_cell_to_cell.multiplier, d.forget_times_cell_to_cell.shift);
+  const fb::Requant i(d.input_times_cell_gate_to_cell.multiplier, d.input_times_cell_gate_to_cell.shift);
+  const fb::Requant o(d.output_times_tanh_cell_to_hidden.multiplier, d.output_times_tanh_cell_to_hidden.shift);
+  const auto lstm = fb::CreateLstmDirect(b, I, H, &gates, &f, &i, &o, d.cell.power, d.cell_clip);
+  const fb::AffineQuant in(d.input.scale, d.input.zero_point), out(d.output.scale, d.output.zero_point);
+  b.Finish(fb::CreateModelDirect(b, "v1", true, &in, &out, lstm, "{}"));
+  std::vector<uint8_t> model(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
+  flatbuffers::FlatBufferBuilder file;
+  const uint32_t crc = static_cast<uint32_t>(crc32(crc32(0L, Z_NULL, 0), model.data(), static_cast<uInt>(model.size())));
+  file.Finish(fb::CreateModelFileDirect(file, 1, crc, &model), fb::ModelFileIdentifier());
+  const CompiledModel m = parse_model(std::string(reinterpret_cast<const char*>(file.GetBufferPointer()), file.GetSize()),
+                                      "v1.qlstm");
+  ASSERT_EQ(m.ops.size(), 1u);
+  EXPECT_EQ(m.name, "v1");
+  EXPECT_TRUE(m.batch_first);
+  const SequenceShape s{2, 5, Layout::kBatchMajor};
+  const std::vector<int8_t> x = random_s8(2u * 5 * I, rng);
+  EXPECT_EQ(run_program_s8(m, x, s), run_kernel_s8(d, x, s));
+}
+
+}  // namespace
