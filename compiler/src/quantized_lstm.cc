@@ -181,11 +181,11 @@ QuantizedLstm QuantizedLstm::compile(const FloatLstm& source, const CalibrationS
     };
     if (!options.fixed_input || k == 0) {
       in_ranges.push_back(options.fixed_input ? range_of(*options.fixed_input) : choose_range(o.inputs, in_obs));
-      in_names.push_back(options.fixed_input ? std::string("fixed") : label(in_obs));
+      in_names.push_back(options.fixed_input ? options.fixed_input_from : label(in_obs));
     }
     if (!options.fixed_output || k == 0) {
       out_ranges.push_back(options.fixed_output ? range_of(*options.fixed_output) : choose_range(o.outputs, out_obs));
-      out_names.push_back(options.fixed_output ? std::string("fixed") : label(out_obs));
+      out_names.push_back(options.fixed_output ? options.fixed_output_from : label(out_obs));
     }
   }
 
@@ -477,7 +477,10 @@ QuantizedProgram compile_program(const FloatProgram& program, const CalibrationS
       }
     }
     CompileOptions o = options;
-    if (l > 0) o.fixed_input = ops.back().lstm.output;  // the layer below's output buffer
+    if (l > 0) {
+      o.fixed_input = ops.back().lstm.output;  // the layer below's output buffer
+      o.fixed_input_from = "the output of layer " + std::to_string(l - 1);
+    }
     if (D == 2) {
       std::vector<float> all;
       for (const auto& v : outs) all.insert(all.end(), v.begin(), v.end());
@@ -487,6 +490,7 @@ QuantizedProgram compile_program(const FloatProgram& program, const CalibrationS
       if (all.empty()) throw CompileError("calibration: every sequence has zero time steps");
       const Range r = choose_range(all, options.output_observer);
       o.fixed_output = affine_from_range(r.lo, r.hi);
+      o.fixed_output_from = std::string(observer_name(options.output_observer.kind)) + " over both directions";
     }
     for (int32_t d = 0; d < D; ++d) {
       const size_t k = static_cast<size_t>(l * D + d);
@@ -494,7 +498,12 @@ QuantizedProgram compile_program(const FloatProgram& program, const CalibrationS
       for (const Entry& en : entries) {
         set.sequences.push_back({en.time_steps, en.x, en.h0[static_cast<size_t>(d)], en.c0[static_cast<size_t>(d)]});
       }
-      if (d == 1) o.fixed_input = ops.back().lstm.input;  // both directions read the same buffer
+      if (d == 1 && !o.fixed_input) {  // both directions read the same buffer
+        o.fixed_input = ops.back().lstm.input;
+        o.fixed_input_from = "the forward direction's choice (" + result.stats.back().input_observer + ")";
+      } else if (d == 1) {
+        o.fixed_input = ops.back().lstm.input;
+      }
       QuantizedLstm q = [&] {
         try {
           return QuantizedLstm::compile(program.ops[k], set, o);

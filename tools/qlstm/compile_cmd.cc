@@ -181,6 +181,8 @@ int compile_command(const CompileArgs& args) {
     activations *= static_cast<size_t>(2) * args.batch * std::max(max_time_steps, 0);
     const size_t state = static_cast<size_t>(args.batch) * m.state_size() * (sizeof(int16_t) + sizeof(int8_t));
     const CalibrationStats& first = q.stats.front();
+    int64_t calib_steps = 0;
+    for (const CalibrationSequence& c : calibration.sequences) calib_steps += c.time_steps;
     const CalibrationStats& last = q.stats.back();
     json report = {
         {"model", args.model},
@@ -203,7 +205,8 @@ int compile_command(const CompileArgs& args) {
                     {"observer", last.output_observer},
                     {"observed", {last.output_observed.lo, last.output_observed.hi}},
                     {"range", {last.output_range.lo, last.output_range.hi}}}},
-        {"calibration", {{"files", args.calibration}, {"sequences", first.sequences}, {"steps", first.steps},
+        {"calibration", {{"files", args.calibration}, {"sequences", calibration.sequences.size()}, {"steps", calib_steps},
+                         {"from_carried_state", m.initial_hidden == StateSource::kInput || m.initial_cell == StateSource::kInput},
                          {"sqnr_db", std::isfinite(sqnr) ? json(sqnr) : json("inf")}}},
         {"memory", {{"flash_bytes", weights + biases}, {"weights_bytes", weights}, {"bias_bytes", biases},
                     {"ram_bytes", scratch + state + activations}, {"scratch_bytes", scratch}, {"state_bytes", state},
@@ -284,7 +287,7 @@ int compile_command(const CompileArgs& args) {
     std::printf("  RAM    %zu bytes for batch %d (scratch %zu, state %zu, activations %zu)\n",
                 scratch + state + activations, args.batch, scratch, state, activations);
     std::printf("  SQNR   %.2f dB int8 vs float on the calibration set (%lld sequences)\n", sqnr,
-                static_cast<long long>(first.sequences));
+                static_cast<long long>(calibration.sequences.size()));
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "qlstm compile: error: %s\n", e.what());

@@ -54,6 +54,7 @@ struct CompileOptions {
   // Boundary quantization decided elsewhere (a stacked layer's input is the layer below's output;
   // the two directions of a bidirectional layer share their output): not searched.
   std::optional<AffineQuant> fixed_input, fixed_output;
+  std::string fixed_input_from = "fixed", fixed_output_from = "fixed";  // for the report
 };
 
 // What calibration observed (kept for the report).
