@@ -119,7 +119,7 @@ TEST_F(CompileRun, BatchFirstAndSequenceFirstEndToEnd) {
     const ShellResult b = sh(std::string(QLSTM_CXX) + " " QLSTM_EXTRA_FLAGS " -std=c++17 -O1 -Wall -Werror -I" + out + " -I" QLSTM_RUNTIME_INCLUDE +
                      " '-DQLSTM_MODEL_HEADER=\"m_model.h\"' -DQLSTM_MODEL_RUN=m_run -DQLSTM_MODEL_STREAM=m_stream"
                      " -DQLSTM_MODEL_BATCH=M_BATCH -DQLSTM_MODEL_TIME_MAJOR=M_TIME_MAJOR"
-                     " -DQLSTM_MODEL_HIDDEN=M_HIDDEN_SIZE " QLSTM_DRIVER " " + out + "/m_model.cc " QLSTM_RUNTIME_LIB +
+                     " -DQLSTM_MODEL_OUTPUT=M_OUTPUT_SIZE -DQLSTM_MODEL_CAN_STREAM=M_CAN_STREAM " QLSTM_DRIVER " " + out + "/m_model.cc " QLSTM_RUNTIME_LIB +
                      " -o " + exe);
     ASSERT_EQ(b.status, 0) << b.output;
     ASSERT_EQ(sh(exe + " " + path("x8.bin") + " " + path("y8.bin") + " 7").status, 0);
@@ -288,4 +288,46 @@ TEST_F(CompileRun, ProgramInterfaceErrorsAreClear) {
   // The bidirectional output is [T, B, 2H], forward then reverse, as torch lays it out.
   ASSERT_EQ(sh(cli + " run " + path("bi/bi.qlstm") + " --float --input " + x + " --output " + path("y_bi.npy")).status, 0);
   EXPECT_EQ(read_npy(path("y_bi.npy")).shape, (std::vector<int64_t>{5, 2, 8}));
+}
+
+// A stacked and a bidirectional model's emitted source, built with the host compiler against the
+// runtime alone: the same bytes as qlstm run (and, for the stacked one, streamed in chunks).
+TEST_F(CompileRun, EmittedProgramsEqualTheHostRun) {
+  const std::string calib = write_calibration("calib_e.npy", 6, 5, 3, false, 1);
+  const std::string cli = QLSTM_CLI;
+  for (const auto& [name, streams] : {std::pair<const char*, bool>{"torch_two_layers", true}, {"torch_bidirectional", false}}) {
+    const std::string out = path(std::string("prog_") + name);
+    ASSERT_EQ(sh(cli + " compile " + model(name) + " --calibration " + calib + " -o " + out +
+                 " --name m --batch 2 --max-time-steps 9").status, 0) << name;
+    std::vector<int8_t> x8(static_cast<size_t>(9 * 2 * 3));
+    std::mt19937_64 rng(5);
+    for (auto& v : x8) v = static_cast<int8_t>(rng());
+    write_npy_int8(path("px8.npy"), {9, 2, 3}, x8);
+    ASSERT_EQ(sh(cli + " run " + out + "/m.qlstm --input " + path("px8.npy") + " --output " + path("py8.npy")).status, 0);
+    const std::vector<int8_t> y8 = read_npy(path("py8.npy")).as_int8("py8");
+    EXPECT_EQ(y8.size(), static_cast<size_t>(9 * 2 * (streams ? 4 : 8))) << name;
+    {
+      std::ofstream(path("px8.bin"), std::ios::binary).write(reinterpret_cast<const char*>(x8.data()), x8.size());
+    }
+    const std::string exe = path(std::string("emitted_") + name);
+    const ShellResult b = sh(std::string(QLSTM_CXX) + " " QLSTM_EXTRA_FLAGS " -std=c++17 -O1 -Wall -Werror -I" + out +
+                             " -I" QLSTM_RUNTIME_INCLUDE " '-DQLSTM_MODEL_HEADER=\"m_model.h\"' -DQLSTM_MODEL_RUN=m_run"
+                             " -DQLSTM_MODEL_STREAM=m_stream -DQLSTM_MODEL_BATCH=M_BATCH -DQLSTM_MODEL_TIME_MAJOR=M_TIME_MAJOR"
+                             " -DQLSTM_MODEL_OUTPUT=M_OUTPUT_SIZE -DQLSTM_MODEL_CAN_STREAM=M_CAN_STREAM " QLSTM_DRIVER " " +
+                             out + "/m_model.cc " QLSTM_RUNTIME_LIB + " -o " + exe);
+    ASSERT_EQ(b.status, 0) << b.output;
+    for (const char* chunk : {"", " 1", " 4"}) {
+      if (!streams && *chunk) continue;
+      ASSERT_EQ(sh(exe + " " + path("px8.bin") + " " + path("py8.bin") + " 9" + chunk).status, 0) << name << chunk;
+      std::ifstream yb(path("py8.bin"), std::ios::binary);
+      const std::vector<char> bytes((std::istreambuf_iterator<char>(yb)), std::istreambuf_iterator<char>());
+      EXPECT_EQ(std::vector<int8_t>(bytes.begin(), bytes.end()), y8) << name << chunk;
+    }
+    // Longer than --max-time-steps: the emitted program refuses (status 3 from the driver).
+    std::vector<int8_t> longer(static_cast<size_t>(10 * 2 * 3), 1);
+    {
+      std::ofstream(path("plong.bin"), std::ios::binary).write(reinterpret_cast<const char*>(longer.data()), longer.size());
+    }
+    EXPECT_EQ(sh(exe + " " + path("plong.bin") + " " + path("py8.bin") + " 10").status, streams ? 3 : 0) << name;
+  }
 }

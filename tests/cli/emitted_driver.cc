@@ -1,7 +1,8 @@
 // Runs an emitted model (NAME_model.h/.cc, compiled with the runtime alone) on raw int8 input:
 //   emitted_driver IN.bin OUT.bin TIME_STEPS [CHUNK]
-// QLSTM_MODEL_HEADER and QLSTM_MODEL_RUN name the header and the NAME_run function; with CHUNK,
-// QLSTM_MODEL_STREAM (NAME_stream) runs the sequence in chunks of CHUNK steps (the last shorter).
+// QLSTM_MODEL_HEADER and QLSTM_MODEL_RUN name the header and the NAME_run function, QLSTM_MODEL_OUTPUT
+// the output elements per position; with CHUNK, QLSTM_MODEL_STREAM (NAME_stream, when
+// QLSTM_MODEL_CAN_STREAM) runs the sequence in chunks of CHUNK steps (the last shorter).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -18,12 +19,13 @@ int main(int argc, char** argv) {
   while ((c = std::fgetc(in)) != EOF) x.push_back(static_cast<int8_t>(c));
   std::fclose(in);
   const int32_t T = std::atoi(argv[3]);
-  std::vector<int8_t> y(static_cast<size_t>(T) * QLSTM_MODEL_BATCH * QLSTM_MODEL_HIDDEN);
+  std::vector<int8_t> y(static_cast<size_t>(T) * QLSTM_MODEL_BATCH * QLSTM_MODEL_OUTPUT);
   if (argc == 4) {
     if (QLSTM_MODEL_RUN(x.data(), y.data(), T) != QLSTM_OK) return 3;
   } else {
+#if QLSTM_MODEL_CAN_STREAM
     // Gather each chunk's steps into a [B][n][F] or [n][B][F] buffer and scatter its output back.
-    const int32_t chunk = std::atoi(argv[4]), B = QLSTM_MODEL_BATCH, H = QLSTM_MODEL_HIDDEN;
+    const int32_t chunk = std::atoi(argv[4]), B = QLSTM_MODEL_BATCH, H = QLSTM_MODEL_OUTPUT;
     if (chunk < 1 || T < 1) return 2;
     const size_t I = x.size() / (static_cast<size_t>(T) * B);
     auto at = [&](int32_t b, int32_t t, int32_t steps) {
@@ -46,6 +48,9 @@ int main(int argc, char** argv) {
         }
       }
     }
+#else
+    return 2;  // the model cannot be streamed
+#endif
   }
   std::FILE* out = std::fopen(argv[2], "wb");
   std::fwrite(y.data(), 1, y.size(), out);
