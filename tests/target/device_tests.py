@@ -78,6 +78,9 @@ MODELS = [
     ("tests/onnx/models/plain_layout1_no_bias.onnx", True, None, None),
     ("tests/onnx/models/plain_zero_initializer_state.onnx", False, None, None),
     ("tests/onnx/models/plain_reverse.onnx", False, None, None),  # direction "reverse"
+    ("tests/onnx/models/torch_two_layers.onnx", False, None, None),  # programs: op by op on the device
+    ("tests/onnx/models/torch_bidirectional.onnx", False, None, None),
+    ("tests/onnx/models/torch_bi2_state.onnx", False, None, None),  # (h0, c0) in, (h_n, c_n) out
 ]
 
 
@@ -124,13 +127,29 @@ def test_models(a):
         # float in and out (quantize, kernel, dequantize), and int8 in and out, batch 3 and 1.
         x = sequences(rng, batch_first, 3, 9, i, 1.5)
         x8 = rng.integers(-128, 128, size=(1, 17, i) if batch_first else (17, 1, i), dtype=np.int8)
+        with open(os.path.join(a.work, name + "_report.json")) as f:
+            report = json.load(f)
+        stateful = report["state"]["initial_h"] == "input"
+        ops, hidden = len(report["ops"]), report["hidden_size"]
         for tag, data, extra in (("float", x, ["--float"]), ("int8", x8, [])):
             xin = os.path.join(a.work, "%s_%s_x.npy" % (name, tag))
             np.save(xin, data)
+            if stateful:  # a given state, and the final state compared too
+                batch = data.shape[0] if batch_first else data.shape[1]
+                h0, c0 = (os.path.join(a.work, "%s_%s_%s.npy" % (name, tag, s)) for s in ("h0", "c0"))
+                if tag == "float":
+                    np.save(h0, (rng.standard_normal((ops, batch, hidden)) * 0.3).astype(np.float32))
+                    np.save(c0, (rng.standard_normal((ops, batch, hidden)) * 0.5).astype(np.float32))
+                else:
+                    np.save(h0, rng.integers(-128, 128, size=(ops, batch, hidden), dtype=np.int8))
+                    np.save(c0, rng.integers(-4000, 4000, size=(ops, batch, hidden)).astype(np.int16))
+                extra = extra + ["--h0", h0, "--c0", c0]
             outs = []
             for where in ("host", a.cpu):
                 y = os.path.join(a.work, "%s_%s_y_%s.npy" % (name, tag, where))
                 cmd = [a.qlstm, "run", model, "--input", xin, "--output", y] + extra
+                if stateful:
+                    cmd += ["--h-n", y + ".hn.npy", "--c-n", y + ".cn.npy"]
                 if where != "host":
                     cmd += ["--target", a.cpu]
                 rc, out = run(cmd)
@@ -139,6 +158,9 @@ def test_models(a):
                 outs.append(y)
             if not same_bytes(outs[0], outs[1]):
                 fail("%s (%s): the device output differs from the host's" % (onnx_path, tag))
+            if stateful and not (same_bytes(outs[0] + ".hn.npy", outs[1] + ".hn.npy") and
+                                 same_bytes(outs[0] + ".cn.npy", outs[1] + ".cn.npy")):
+                fail("%s (%s): the device's final state differs from the host's" % (onnx_path, tag))
         print("%s: device == host (float and int8 runs)" % onnx_path)
         passed += 1
     print("%d models: device == host" % passed)

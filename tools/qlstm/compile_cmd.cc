@@ -297,33 +297,63 @@ int compile_command(const CompileArgs& args) {
 
 namespace {
 
-// The same kernel call as run_kernel_s8, on the emulated CPU: the parameters and the input go to
-// the firmware as a one-case bundle, its output comes back through a semihosting file.
-std::vector<int8_t> run_on_device(const std::string& cpu, const DerivedLstm& d, const std::vector<int8_t>& x8,
-                                  const SequenceShape& shape) {
+// The program of run_program_s8 with every op's kernel call on the emulated CPU: one bundle per
+// layer (its ops read the same buffer), each op stateful from *state, whose final state the
+// firmware writes back after the op's output. The host only moves bytes between the calls (each
+// op's rows into its part of the layer's output rows).
+std::vector<int8_t> run_on_device(const std::string& cpu, const CompiledModel& m, const std::vector<int8_t>& x8,
+                                  const SequenceShape& shape, ProgramState* state) {
   const device::Target target = device::find_target(cpu);
-  const qlstm_lstm_s8_params params = d.kernel_params(shape.batch, shape.time_steps, shape.layout);
-  device::BundleCase c;
-  c.name = "model";
-  c.params = &params;
-  c.input = x8.data();
-  const device::TempFile bundle("qlstm_run_bundle"), out("qlstm_run_output");
-  write_file_atomically(bundle.path(), device::bundle({c}));
-  device::RunOptions options;
-  options.capture = true;
-  const device::RunResult r = device::run_firmware(target, {"run", bundle.path(), out.path()}, options);
-  if (r.exit_status != 0) {
-    throw CompileError("the " + cpu + " firmware failed (exit status " + std::to_string(r.exit_status) +
-                       "): " + r.console);
+  const int32_t B = shape.batch, T = shape.time_steps, D = m.directions;
+  const size_t positions = static_cast<size_t>(B) * static_cast<size_t>(T);
+  const std::vector<int32_t> hs = m.hidden_sizes();
+  std::vector<int8_t> input = x8;
+  for (int32_t l = 0; l < m.layers(); ++l) {
+    std::vector<qlstm_lstm_s8_params> params(static_cast<size_t>(D));
+    std::vector<device::BundleCase> cases;
+    for (int32_t d = 0; d < D; ++d) {
+      const int32_t k = l * D + d;
+      const size_t off = state_offset(hs, k, B);
+      params[static_cast<size_t>(d)] = m.ops[static_cast<size_t>(k)].lstm.kernel_params(B, T, shape.layout);
+      device::BundleCase c;
+      c.name = "op" + std::to_string(k);
+      c.params = &params[static_cast<size_t>(d)];
+      c.stateful = true;
+      c.input = input.data();
+      c.h0 = state->hidden.data() + off;
+      c.c0 = state->cell.data() + off;
+      cases.push_back(c);
+    }
+    const device::TempFile bundle("qlstm_run_bundle"), out("qlstm_run_output");
+    write_file_atomically(bundle.path(), device::bundle(cases));
+    device::RunOptions options;
+    options.capture = true;
+    const device::RunResult r = device::run_firmware(target, {"run", bundle.path(), out.path()}, options);
+    if (r.exit_status != 0) {
+      throw CompileError("the " + cpu + " firmware failed (exit status " + std::to_string(r.exit_status) +
+                         "): " + r.console);
+    }
+    const std::string bytes = read_file(out.path());
+    const int32_t H = hs[static_cast<size_t>(l * D)], W = D * H;
+    const size_t BH = static_cast<size_t>(B) * static_cast<size_t>(H);
+    const size_t per_op = positions * static_cast<size_t>(H) + BH * (sizeof(int8_t) + sizeof(int16_t));
+    if (bytes.size() != per_op * static_cast<size_t>(D)) {
+      throw CompileError("the " + cpu + " firmware wrote " + std::to_string(bytes.size()) + " bytes, expected " +
+                         std::to_string(per_op * static_cast<size_t>(D)));
+    }
+    std::vector<int8_t> next(positions * static_cast<size_t>(W));
+    for (int32_t d = 0; d < D; ++d) {
+      const char* at = bytes.data() + per_op * static_cast<size_t>(d);
+      for (size_t row = 0; row < positions; ++row) {
+        std::memcpy(next.data() + row * W + static_cast<size_t>(d) * H, at + row * H, static_cast<size_t>(H));
+      }
+      const size_t off = state_offset(hs, l * D + d, B);
+      std::memcpy(state->hidden.data() + off, at + positions * H, BH);
+      std::memcpy(state->cell.data() + off, at + positions * H + BH, BH * sizeof(int16_t));
+    }
+    input = std::move(next);
   }
-  const std::string bytes = read_file(out.path());
-  const size_t want = static_cast<size_t>(shape.batch) * static_cast<size_t>(shape.time_steps) *
-                      static_cast<size_t>(d.hidden_size);
-  if (bytes.size() != want) {
-    throw CompileError("the " + cpu + " firmware wrote " + std::to_string(bytes.size()) + " output bytes, expected " +
-                       std::to_string(want));
-  }
-  return std::vector<int8_t>(bytes.begin(), bytes.end());
+  return input;
 }
 
 // A [ops][B][H] state file: float32 with --float, else int8 (hidden) or int16 (cell).
@@ -354,11 +384,6 @@ int run_command(const RunArgs& args) {
     }
     if (!args.target.empty()) device::find_target(args.target);  // a bad CPU name first, before any file
     const CompiledModel m = load_model(args.model);
-    const bool state_io = !args.h0.empty() || !args.c0.empty() || !args.h_n.empty() || !args.c_n.empty();
-    if (!args.target.empty() && (!m.single_lstm() || state_io)) {
-      throw CompileError("--target runs a model of one LSTM from a zero state; a stacked, bidirectional or "
-                         "stateful model runs on the device through its emitted source (examples/firmware)");
-    }
     if (m.initial_hidden == StateSource::kInput && args.h0.empty()) {
       throw CompileError(args.model + ": the model takes its initial hidden state as an input: give --h0");
     }
@@ -401,7 +426,7 @@ int run_command(const RunArgs& args) {
         if (!cf.empty()) state.cell = q.cell;
       }
     }
-    const std::vector<int8_t> y8 = !args.target.empty() ? run_on_device(args.target, m.ops[0].lstm, x8, x.shape)
+    const std::vector<int8_t> y8 = !args.target.empty() ? run_on_device(args.target, m, x8, x.shape, &state)
                                    : args.chunk > 0 ? run_program_s8_streamed(m, x8, x.shape, args.chunk, &state)
                                                     : run_program_s8(m, x8, x.shape, &state);
     std::vector<int64_t> shape = npy_shape(x.shape, m.output_size());
