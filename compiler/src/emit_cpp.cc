@@ -198,7 +198,7 @@ EmittedSource emit_program(const CompiledModel& m, const std::string& name, int3
     << (D == 2 ? ", bidirectional" : "") << ", input " << m.input_size() << ", output " << m.output_size()
     << ", batch " << batch << ", " << layout << ".\n"
     << "#ifndef QLSTM_MODEL_" << upper << "_H_\n#define QLSTM_MODEL_" << upper << "_H_\n\n"
-    << "#include \"qlstm/lstm_s8.h\"\n\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n"
+    << "#include \"qlstm/program_s8.h\"\n\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n"
     << "#define " << upper << "_BATCH " << batch << "\n"
     << "#define " << upper << "_INPUT_SIZE " << m.input_size() << "\n"
     << "#define " << upper << "_HIDDEN_SIZE " << m.ops.back().lstm.hidden_size << " /* of the last layer */\n"
@@ -268,45 +268,45 @@ EmittedSource emit_program(const CompiledModel& m, const std::string& name, int3
     << "int16_t g_cell[" << max_cell << "];  // the cell of a stateless op\n";
   if (L > 1) {
     s << "// Layer l's output is buffer (l % 2): a layer reads the one its predecessor wrote.\n"
-      << "int8_t g_activations[2][" << upper << "_BATCH * " << upper << "_MAX_TIME_STEPS * " << activation << "];\n";
+      << "int8_t g_activations[2][" << upper << "_BATCH * " << upper << "_MAX_TIME_STEPS * " << activation
+      << "];  // a longer call: QLSTM_ERROR_SCRATCH_TOO_SMALL\n";
   }
   if (constant_state) s << "int8_t g_hidden[" << state << "];\nint16_t g_cell_state[" << state << "];\n";
   if (streamable) {
     s << "int8_t g_stream_hidden[" << state << "];\nint16_t g_stream_cell[" << state << "];\n"
       << "bool g_stream_started = false;\n";
   }
-  s << "\nqlstm_lstm_s8_params op_params(int32_t op, int32_t time_steps) {\n"
-    << "  qlstm_lstm_s8_params p = {};\n  switch (op) {\n";
+  // The program as data: one qlstm_op per op (its parameter block in flash), run by the runtime.
+  s << "\nconst qlstm_op kOps[" << upper << "_OPS] = {\n";
   for (int32_t k = 0; k < n_ops; ++k) {
     const ProgramOp& op = m.ops[static_cast<size_t>(k)];
+    const DerivedLstm& d = op.lstm;
+    const std::string prefix = "kOp" + std::to_string(k) + "_";
     const int32_t width = m.buffers[static_cast<size_t>(op.output_buffer)].width;
-    s << "  case " << k << ":\n  p.dims = {" << upper << "_BATCH, time_steps, " << op.lstm.input_size << ", "
-      << op.lstm.hidden_size << "};\n  p.layout = "
-      << (m.batch_first ? "QLSTM_LAYOUT_BATCH_MAJOR" : "QLSTM_LAYOUT_TIME_MAJOR") << ";\n";
-    params_body(s, op.lstm, "kOp" + std::to_string(k) + "_");
-    if (width != op.lstm.hidden_size) s << "  p.output_width = " << width << ";\n";
-    s << "  break;\n";
+    s << "  {QLSTM_OP_LSTM_S8,\n   {{" << upper << "_BATCH, 0, " << d.input_size << ", " << d.hidden_size << "}, "
+      << (m.batch_first ? "QLSTM_LAYOUT_BATCH_MAJOR" : "QLSTM_LAYOUT_TIME_MAJOR") << ",\n    {";
+    for (int32_t g = 0; g < QLSTM_GATE_COUNT; ++g) {
+      const DerivedGate& dg = d.gates[static_cast<size_t>(g)];
+      const std::string gp = prefix + gate_name(g);
+      s << (g ? ",\n     " : "") << "{" << requant(dg.input_to_q3_12) << ", " << gp << "_input_weights, " << gp
+        << "_input_effective_bias, " << requant(dg.hidden_to_q3_12) << ", " << gp << "_hidden_weights, " << gp
+        << "_hidden_effective_bias, "
+        << (dg.activation == QLSTM_ACTIVATION_TANH ? "QLSTM_ACTIVATION_TANH" : "QLSTM_ACTIVATION_SIGMOID") << "}";
+    }
+    s << "},\n    " << requant(d.forget_times_cell_to_cell) << ", " << requant(d.input_times_cell_gate_to_cell)
+      << ", " << requant(d.output_times_tanh_cell_to_hidden) << ", " << d.cell.power << ", " << d.cell_clip << ", "
+      << d.output.zero_point << ", "
+      << (d.time_direction == QLSTM_TIME_REVERSE ? "QLSTM_TIME_REVERSE" : "QLSTM_TIME_FORWARD") << ", "
+      << (width == d.hidden_size ? 0 : width) << "},\n   " << op.input_buffer << ", " << op.output_buffer << ", "
+      << op.output_offset << ", " << state_offset(hs, k, batch) << "},  // layer " << k / D
+      << (d.time_direction == QLSTM_TIME_REVERSE ? " reverse" : " forward") << "\n";
   }
-  s << "  }\n  return p;\n}\n\n"
-    << "// The program: each op in order. With hidden == nullptr every op starts from zero.\n"
+  s << "};\nconst qlstm_program kProgram = {kOps, " << upper << "_OPS, " << m.buffers.size() << "};\n\n"
     << "qlstm_status run_program(const int8_t* input, int8_t* output, int32_t time_steps, int8_t* hidden,\n"
-    << "                         int16_t* cell) {\n";
-  if (L > 1) s << "  if (time_steps > " << upper << "_MAX_TIME_STEPS) return QLSTM_ERROR_BAD_DIMS;\n";
-  s << "  qlstm_status st = QLSTM_OK;\n";
-  for (int32_t k = 0; k < n_ops; ++k) {
-    const ProgramOp& op = m.ops[static_cast<size_t>(k)];
-    const int32_t l = k / D;
-    const std::string in = l == 0 ? "input" : "g_activations[" + std::to_string((l - 1) % 2) + "]";
-    std::string out = l == L - 1 ? "output" : "g_activations[" + std::to_string(l % 2) + "]";
-    if (op.output_offset) out += " + " + std::to_string(op.output_offset);
-    const size_t off = state_offset(hs, k, batch);
-    s << "  {\n    const qlstm_lstm_s8_params p = op_params(" << k << ", time_steps);\n"
-      << "    qlstm_lstm_s8_context ctx = {g_scratch, sizeof g_scratch, hidden ? cell + " << off
-      << " : g_cell, hidden ? hidden + " << off << " : nullptr};\n"
-      << "    st = qlstm_lstm_s8(&p, &ctx, " << in << ", " << out << ");\n"
-      << "    if (st != QLSTM_OK) return st;\n  }\n";
-  }
-  s << "  return st;\n}\n\n";
+    << "                         int16_t* cell) {\n"
+    << "  qlstm_program_context ctx = {g_scratch, sizeof g_scratch, g_cell, {"
+    << (L > 1 ? "g_activations[0], g_activations[1]}, sizeof g_activations[0]" : "nullptr, nullptr}, 0") << "};\n"
+    << "  return qlstm_program_run(&kProgram, &ctx, input, output, time_steps, hidden, cell);\n}\n\n";
   if (stateful || constant_state || streamable) s << "void initial_state(int8_t* hidden, int16_t* cell) {\n";
   for (int32_t k = 0; k < n_ops && (stateful || constant_state || streamable); ++k) {
     const ProgramOp& op = m.ops[static_cast<size_t>(k)];

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "qlstm/kernels.h"
+#include "qlstm/program_s8.h"
 
 namespace qlstm {
 namespace compiler {
@@ -295,29 +296,46 @@ std::vector<int8_t> run_program_s8(const CompiledModel& m, const std::vector<int
   if (state->hidden.size() != S || state->cell.size() != S) {
     throw CompileError("state: hidden and cell must have ops x B x H = " + std::to_string(S) + " values");
   }
-  std::vector<std::vector<int8_t>> buffers(m.buffers.size());
-  for (size_t b = 1; b < buffers.size(); ++b) buffers[b].assign(positions * static_cast<size_t>(m.buffers[b].width), 0);
+  // The runtime's own program runner, as the emitted source calls it on the device.
   const std::vector<int32_t> hs = m.hidden_sizes();
+  std::vector<qlstm_op> ops(m.ops.size());
+  size_t scratch_bytes = 0, cell_values = 0, activation_bytes = 0;
   for (size_t k = 0; k < m.ops.size(); ++k) {
     const ProgramOp& op = m.ops[k];
-    qlstm_lstm_s8_params p = op.lstm.kernel_params(B, T, shape.layout);
+    qlstm_op& o = ops[k];
+    o.kind = QLSTM_OP_LSTM_S8;
+    o.lstm = op.lstm.kernel_params(B, T, shape.layout);
     const int32_t width = m.buffers[static_cast<size_t>(op.output_buffer)].width;
-    p.output_width = width == op.lstm.hidden_size ? 0 : width;
-    std::vector<ScratchBlock> scratch(qlstm_lstm_s8_scratch_bytes(&p.dims) / sizeof(ScratchBlock) + 1);
-    const size_t off = state_offset(hs, static_cast<int32_t>(k), B);
-    qlstm_lstm_s8_context ctx = {scratch.data(), scratch.size() * sizeof(ScratchBlock), state->cell.data() + off,
-                                 state->hidden.data() + off};
-    const int8_t* in = op.input_buffer == 0 ? x.data() : buffers[static_cast<size_t>(op.input_buffer)].data();
-    int8_t* out = buffers[static_cast<size_t>(op.output_buffer)].data() + op.output_offset;
-    const qlstm_status st = qlstm_lstm_s8(&p, &ctx, in, out);
-    if (st != QLSTM_OK) {
-      const char* field = nullptr;
-      qlstm_lstm_s8_validate(&p, &field);
-      throw CompileError("op " + std::to_string(k) + ": kernel refused the parameters: " + qlstm_status_string(st) +
-                         (field ? std::string(" (") + field + ")" : std::string()));
+    o.lstm.output_width = width == op.lstm.hidden_size ? 0 : width;
+    o.input_buffer = op.input_buffer;
+    o.output_buffer = op.output_buffer;
+    o.output_offset = op.output_offset;
+    o.state_offset = state_offset(hs, static_cast<int32_t>(k), B);
+    scratch_bytes = std::max(scratch_bytes, qlstm_lstm_s8_scratch_bytes(&o.lstm.dims));
+    cell_values = std::max(cell_values, static_cast<size_t>(B) * static_cast<size_t>(op.lstm.hidden_size));
+    if (op.output_buffer + 1 < static_cast<int32_t>(m.buffers.size())) {
+      activation_bytes = std::max(activation_bytes, positions * static_cast<size_t>(width));
     }
   }
-  return buffers.back();
+  std::vector<ScratchBlock> scratch(scratch_bytes / sizeof(ScratchBlock) + 1);
+  std::vector<int16_t> cell(cell_values);
+  std::vector<int8_t> areas[2] = {std::vector<int8_t>(activation_bytes), std::vector<int8_t>(activation_bytes)};
+  std::vector<int8_t> y(positions * static_cast<size_t>(m.output_size()));
+  const qlstm_program program = {ops.data(), static_cast<int32_t>(ops.size()), static_cast<int32_t>(m.buffers.size())};
+  qlstm_program_context ctx = {scratch.data(), scratch.size() * sizeof(ScratchBlock), cell.data(),
+                               {areas[0].data(), areas[1].data()}, activation_bytes};
+  const qlstm_status st = qlstm_program_run(&program, &ctx, x.data(), y.data(), T, state->hidden.data(),
+                                            state->cell.data());
+  if (st != QLSTM_OK) {
+    std::string detail;
+    for (size_t k = 0; k < ops.size() && detail.empty(); ++k) {
+      const char* field = nullptr;
+      qlstm_lstm_s8_params p = ops[k].lstm;
+      if (qlstm_lstm_s8_validate(&p, &field) != QLSTM_OK) detail = " (op " + std::to_string(k) + ": " + (field ? field : "?") + ")";
+    }
+    throw CompileError(std::string("program: the runtime refused to run it: ") + qlstm_status_string(st) + detail);
+  }
+  return y;
 }
 
 void gather_steps(const int8_t* x, int32_t B, int32_t T, int32_t F, Layout layout, int32_t t0, int32_t n,

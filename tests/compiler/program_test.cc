@@ -13,6 +13,7 @@
 #include "qlstm/compiler/emit_cpp.h"
 #include "qlstm/compiler/model_file.h"
 #include "qlstm/compiler/quantized_lstm.h"
+#include "qlstm/program_s8.h"
 #include "qlstm_model_generated.h"
 
 namespace {
@@ -159,7 +160,7 @@ TEST(Program, ModelFileKeepsTheProgram) {
   const EmittedSource e = emit_cpp(back, "prog", B, T, "test");
   EXPECT_NE(e.header.find("prog_run_state("), std::string::npos);
   EXPECT_EQ(e.header.find("prog_stream("), std::string::npos);
-  EXPECT_NE(e.source.find("p.output_width = 10;"), std::string::npos);
+  EXPECT_NE(e.source.find("QLSTM_TIME_REVERSE, 10},"), std::string::npos);  // the reverse half: width 2H
   EXPECT_THROW(emit_cpp(back, "prog", B, 0, "test"), CompileError);  // stacked: needs max time steps
   EXPECT_THROW(run_program_s8_streamed(back, x, s, 2, &a), CompileError);
 }
@@ -213,6 +214,42 @@ TEST(Program, VersionOneFileOfOneLstmStillLoads) {
   const SequenceShape s{2, 5, Layout::kBatchMajor};
   const std::vector<int8_t> x = random_s8(2u * 5 * I, rng);
   EXPECT_EQ(run_program_s8(m, x, s), run_kernel_s8(d, x, s));
+}
+
+}  // namespace
+
+namespace {
+
+// The runtime's runner refuses a malformed program or too small a context, with its status.
+TEST(ProgramRunner, RefusesBadProgramsAndSmallContexts) {
+  std::mt19937_64 rng(7);
+  const int32_t I = 3, H = 4, B = 1, T = 5;
+  const QuantizedProgram q = compile_program(random_program(I, H, 2, 1, rng), calibration(I, rng), fast());
+  std::vector<qlstm_op> ops(2);
+  for (size_t k = 0; k < 2; ++k) {
+    ops[k] = {QLSTM_OP_LSTM_S8, q.model.ops[k].lstm.kernel_params(B, T, Layout::kBatchMajor),
+              static_cast<int32_t>(k), static_cast<int32_t>(k + 1), 0, k * static_cast<size_t>(B * H)};
+  }
+  alignas(QLSTM_SCRATCH_ALIGNMENT) unsigned char scratch[1024];
+  int16_t cell[B * H];
+  std::vector<int8_t> area(static_cast<size_t>(B) * T * H), x = random_s8(static_cast<size_t>(B) * T * I, rng);
+  std::vector<int8_t> y(static_cast<size_t>(B) * T * H);
+  qlstm_program program = {ops.data(), 2, 3};
+  qlstm_program_context ctx = {scratch, sizeof scratch, cell, {area.data(), nullptr}, area.size()};
+  ASSERT_EQ(qlstm_program_run(&program, &ctx, x.data(), y.data(), T, nullptr, nullptr), QLSTM_OK);
+  EXPECT_EQ(y, run_program_s8(q.model, x, {B, T, Layout::kBatchMajor}));
+  EXPECT_EQ(qlstm_program_run(&program, &ctx, x.data(), y.data(), T + 1, nullptr, nullptr),
+            QLSTM_ERROR_SCRATCH_TOO_SMALL);  // the intermediate buffer holds T steps
+  int8_t hidden[2 * B * H] = {};
+  EXPECT_EQ(qlstm_program_run(&program, &ctx, x.data(), y.data(), T, hidden, nullptr), QLSTM_ERROR_NULL_POINTER);
+  ops[1].kind = 7;
+  EXPECT_EQ(qlstm_program_run(&program, &ctx, x.data(), y.data(), T, nullptr, nullptr), QLSTM_ERROR_BAD_PROGRAM);
+  ops[1].kind = QLSTM_OP_LSTM_S8;
+  ops[1].output_buffer = 1;  // reads and writes the same buffer
+  EXPECT_EQ(qlstm_program_run(&program, &ctx, x.data(), y.data(), T, nullptr, nullptr), QLSTM_ERROR_BAD_PROGRAM);
+  ops[1].output_buffer = 2;
+  ctx.activations[0] = nullptr;
+  EXPECT_EQ(qlstm_program_run(&program, &ctx, x.data(), y.data(), T, nullptr, nullptr), QLSTM_ERROR_NULL_POINTER);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@ Also checks that a model torch exports with a Linear head is refused with its me
 Usage: torch_e2e.py QLSTM_BINARY WORKDIR   (exit 77 = skipped: torch, onnx or numpy missing)
 """
 import os
+import shutil
 import subprocess
 import sys
 
@@ -206,6 +207,7 @@ torch.onnx.export(Only(dyn), torch.randn(5, 1, 3), dyn_path, opset_version=14, i
                   dynamic_axes={"x": {0: "T", 1: "B"}})
 np.save(os.path.join(work, "dynamic_calib.npy"), torch.randn(9, 4, 3).numpy())
 dyn_out = os.path.join(work, "dynamic_out")
+shutil.rmtree(dyn_out, ignore_errors=True)  # from an earlier run
 rc, out = run("compile", dyn_path, "--calibration", os.path.join(work, "dynamic_calib.npy"), "-o", dyn_out)
 nothing_written = not os.path.exists(dyn_out)
 rc2, out2 = run("compile", dyn_path, "--calibration", os.path.join(work, "dynamic_calib.npy"), "-o", dyn_out,
