@@ -171,8 +171,9 @@ NpyArray parse_npy(const std::string& bytes, const std::string& path) {
     }
     const int64_t d = std::stoll(digits);
     a.shape.push_back(d);
+    // Checked before multiplying: twelve digits per dimension can overflow int64 in two steps.
+    if (d > 0 && count > kMaxElements / d) fail(path, "header field 'shape': too many elements");
     count *= d;
-    if (count > kMaxElements) fail(path, "header field 'shape': too many elements");
   }
   const size_t want = static_cast<size_t>(count) * dtype_size(a.dtype);
   // Compare with what is there before allocating: a header may claim any size.

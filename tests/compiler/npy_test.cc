@@ -72,6 +72,13 @@ TEST(Npy, DamagedFilesAreRefusedWithTheReason) {
   std::string big_endian = bytes;
   big_endian.replace(big_endian.find("<f4"), 3, ">f4");
   expect(big_endian, "unsupported dtype '>f4'");
+  // Found by fuzz_npy: dimensions whose product overflows int64 before any size check.
+  std::string huge = bytes;
+  const size_t shape_at = huge.find("(4, 5)");
+  ASSERT_NE(shape_at, std::string::npos);
+  huge.replace(shape_at, 6, "(12, 9999999, 99999951663)");
+  huge.erase(huge.find('\n') - 20, 20);  // keep the header length (the padding shrinks)
+  expect(huge, "too many elements");
   EXPECT_THROW(read_npy(temp_path("does_not_exist.npy")), NpyError);
   std::remove(good.c_str());
   std::remove(bad.c_str());
