@@ -17,7 +17,13 @@ cp examples/sunspots/*.npy "$corpus/npy/"
 find tests/accuracy/fixtures -name '*.npy' -size -20k | head -20 | xargs -I{} sh -c 'cp {} "$0/npy/$(echo {} | tr / _)"' "$corpus"
 "$dir/tools/qlstm/qlstm" compile examples/sunspots/sunspots_lstm.onnx \
   --calibration examples/sunspots/calibration.npy -o "$corpus/model" --no-search >/dev/null
-rm -f "$corpus/model/"*.h "$corpus/model/"*.cc "$corpus/model/"*.json
+/usr/bin/python3 - "$corpus/model/state_cal.npy" <<'PY'  # a program: two bidirectional layers with a state
+import sys, numpy as np
+np.save(sys.argv[1], np.random.default_rng(0).standard_normal((6, 3, 3)).astype(np.float32))
+PY
+"$dir/tools/qlstm/qlstm" compile tests/onnx/models/torch_bi2_state.onnx --calibration "$corpus/model/state_cal.npy" \
+  -o "$corpus/model" --name bi2_state --no-search >/dev/null
+rm -f "$corpus/model/"*.h "$corpus/model/"*.cc "$corpus/model/"*.json "$corpus/model/"*.npy
 
 for t in onnx npy model; do
   echo "== fuzz_$t for ${seconds}s"
