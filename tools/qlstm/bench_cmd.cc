@@ -109,6 +109,98 @@ std::string console_value(const std::string& console, const std::string& key) {
   return console.substr(at + key.size(), end == std::string::npos ? std::string::npos : end - at - key.size());
 }
 
+// One kernel call of `d` over shape `s`: its figures printed; *count receives the instructions
+// (target) or the median microseconds (host). Returns the exit status.
+int bench_op(const DerivedLstm& d, const ShapeSpec& s, const std::string& what, const BenchArgs& args,
+             std::mt19937_64& rng, double* count) {
+  const SequenceShape shape{s.batch, s.time_steps, s.time_major ? Layout::kTimeMajor : Layout::kBatchMajor};
+  const qlstm_lstm_s8_params params = d.kernel_params(shape.batch, shape.time_steps, shape.layout);
+  const size_t B = static_cast<size_t>(s.batch), T = static_cast<size_t>(s.time_steps);
+  const size_t I = static_cast<size_t>(s.input_size), H = static_cast<size_t>(s.hidden_size);
+  std::normal_distribution<float> n01(0.0f, 1.0f);
+  std::vector<int8_t> x(B * T * I);
+  for (int8_t& v : x) v = d.input.quantize(n01(rng));
+  const std::vector<int8_t> expected = run_kernel_s8(d, x, shape);  // the host simulation
+  const int64_t macs = static_cast<int64_t>(B * T) * 4 * static_cast<int64_t>(H * (I + H));
+  const int64_t call_ram = static_cast<int64_t>(qlstm_lstm_s8_scratch_bytes(&params.dims)) +
+                           static_cast<int64_t>(B * H * sizeof(int16_t));
+  const int64_t weight_bytes = 4 * static_cast<int64_t>(H * (I + H)) + 4 * 2 * static_cast<int64_t>(H * sizeof(int32_t));
+
+  std::printf("model: %s\n", what.c_str());
+  std::printf("shape: B=%d T=%d I=%d H=%d %s, %lld MACs\n", s.batch, s.time_steps, s.input_size,
+              s.hidden_size, s.time_major ? "time-major" : "batch-major", static_cast<long long>(macs));
+  std::printf("flash for the weights and biases: %lld bytes\n", static_cast<long long>(weight_bytes));
+  std::printf("RAM per call: %lld bytes (scratch %zu, cell state %zu)\n", static_cast<long long>(call_ram),
+              qlstm_lstm_s8_scratch_bytes(&params.dims), B * H * sizeof(int16_t));
+
+  if (args.target.empty()) {
+    const LstmS8Variant& v = *host_variant(args.variant);
+    std::vector<int8_t> y(B * T * H);
+    std::vector<int16_t> cell(B * H);
+    std::vector<std::max_align_t> scratch(qlstm_lstm_s8_scratch_bytes(&params.dims) / sizeof(std::max_align_t) + 1);
+    qlstm_lstm_s8_context ctx{scratch.data(), scratch.size() * sizeof(std::max_align_t), cell.data(), nullptr};
+    std::vector<double> us;
+    const auto run_once = [&] {
+      const auto t0 = std::chrono::steady_clock::now();
+      const qlstm_status st = run_lstm_s8(v, &params, &ctx, x.data(), y.data());
+      const auto t1 = std::chrono::steady_clock::now();
+      if (st != QLSTM_OK) throw CompileError(std::string("kernel error: ") + qlstm_status_string(st));
+      return std::chrono::duration<double, std::micro>(t1 - t0).count();
+    };
+    run_once();  // warm-up
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(args.min_ms);
+    while (static_cast<int>(us.size()) < args.min_runs || std::chrono::steady_clock::now() < until) {
+      us.push_back(run_once());
+    }
+    std::sort(us.begin(), us.end());
+    std::printf("host variant: %s\n", v.name);
+    std::printf("output: %s the default variant\n", y == expected ? "bit-exact with" : "DIFFERS from");
+    std::printf("runs: %zu, min %.2f us, median per sequence: %.2f us\n", us.size(), us.front(), us[us.size() / 2]);
+    std::printf("microseconds: %.2f\n", us[us.size() / 2]);
+    *count = us[us.size() / 2];
+    return y == expected ? 0 : 1;
+  }
+
+  const device::Target target = device::find_target(args.target);
+  device::BundleCase c;
+  c.name = "bench";
+  c.params = &params;
+  c.input = x.data();
+  c.check = true;
+  c.expected = expected.data();
+  const device::TempFile bundle("qlstm_bench_bundle"), counts("qlstm_bench_icount");
+  write_file_atomically(bundle.path(), device::bundle({c}));
+  device::RunOptions options;
+  options.capture = true;
+  options.icount_out = counts.path();
+  options.profile = args.profile;
+  const device::RunResult r = device::run_firmware(target, {"bench", bundle.path(), args.variant}, options);
+  const std::vector<uint64_t> n = device::read_icounts(counts.path());
+  const std::string variant = console_value(r.console, "variant: ");
+  if (r.exit_status != 0 || n.size() != 1 || variant.empty()) {
+    std::fprintf(stderr, "qlstm bench: error: the %s firmware failed (exit status %d, %zu counts):\n%s",
+                 args.target.c_str(), r.exit_status, n.size(), r.console.c_str());
+    return 1;
+  }
+  const device::KernelSize k = device::kernel_size(target, variant);
+  std::printf("target: %s (QEMU %s, -cpu %s), variant: %s\n", target.cpu.c_str(), target.qemu_machine.c_str(),
+              target.qemu_cpu.c_str(), variant.c_str());
+  std::printf("output: bit-exact with the host simulation\n");
+  std::printf("kernel flash: %lld bytes (code and tables), static RAM: %lld bytes\n",
+              static_cast<long long>(k.flash_bytes), static_cast<long long>(k.ram_bytes));
+  if (args.profile) {
+    std::printf("instructions per function (blocks starting in it):\n");
+    for (const auto& [name, count] : device::read_profile(counts.path())) {
+      std::printf("  %10llu  %5.1f%%  %s\n", static_cast<unsigned long long>(count),
+                  100.0 * static_cast<double>(count) / static_cast<double>(n[0]), name.c_str());
+    }
+  }
+  std::printf("instructions per MAC: %.3f\n", static_cast<double>(n[0]) / static_cast<double>(macs));
+  std::printf("instructions: %llu\n", static_cast<unsigned long long>(n[0]));
+  *count = static_cast<double>(n[0]);
+  return 0;
+}
+
 }  // namespace
 
 int bench_command(const BenchArgs& args) {
@@ -118,114 +210,48 @@ int bench_command(const BenchArgs& args) {
     }
     ShapeSpec s = args.shape.empty() ? ShapeSpec{} : parse_shape(args.shape);
     std::mt19937_64 rng(kBenchSeed);
-    DerivedLstm d;
-    std::string what;
     if (!args.model.empty()) {
       const CompiledModel m = load_model(args.model);
-      if (m.ops.size() != 1) {
-        throw CompileError(args.model + ": bench measures one kernel call; this model has " +
-                           std::to_string(m.ops.size()) + " ops (bench each layer's shape with --shape)");
+      const DerivedLstm& first = m.ops[0].lstm;
+      if ((s.input_size != 0 && s.input_size != first.input_size) ||
+          (s.hidden_size != 0 && s.hidden_size != first.hidden_size)) {
+        throw CompileError("--shape I/H do not match the model's input_size " + std::to_string(first.input_size) +
+                           " and hidden_size " + std::to_string(first.hidden_size));
       }
-      d = m.ops[0].lstm;
-      if ((s.input_size != 0 && s.input_size != d.input_size) || (s.hidden_size != 0 && s.hidden_size != d.hidden_size)) {
-        throw CompileError("--shape I/H do not match the model's input_size " + std::to_string(d.input_size) +
-                           " and hidden_size " + std::to_string(d.hidden_size));
-      }
-      s.input_size = d.input_size;
-      s.hidden_size = d.hidden_size;
       if (s.time_steps == 0) s.time_steps = kDefaultBenchSteps;
-      what = args.model;
-    } else {
-      if (s.time_steps == 0 || s.input_size == 0 || s.hidden_size == 0) {
-        throw CompileError("--shape needs T=, I= and H= (B= defaults to 1)");
+      // A program: each op's call in turn (on input of its buffer's quantization), then the sum.
+      double total = 0;
+      int rc = 0;
+      for (size_t k = 0; k < m.ops.size() && rc == 0; ++k) {
+        const DerivedLstm& d = m.ops[k].lstm;
+        ShapeSpec op_shape = s;
+        op_shape.input_size = d.input_size;
+        op_shape.hidden_size = d.hidden_size;
+        std::string what = args.model;
+        if (m.ops.size() > 1) {
+          what += " op " + std::to_string(k) + " (layer " + std::to_string(k / static_cast<size_t>(m.directions)) +
+                  (d.time_direction == QLSTM_TIME_REVERSE ? " reverse)" : " forward)");
+        }
+        double count = 0;
+        rc = bench_op(d, op_shape, what, args, rng, &count);
+        total += count;
       }
-      d = synthetic_model(s, rng);
-      what = "synthetic (PyTorch-initialized weights, calibrated on N(0,1))";
-    }
-    const SequenceShape shape{s.batch, s.time_steps, s.time_major ? Layout::kTimeMajor : Layout::kBatchMajor};
-    const qlstm_lstm_s8_params params = d.kernel_params(shape.batch, shape.time_steps, shape.layout);
-    const size_t B = static_cast<size_t>(s.batch), T = static_cast<size_t>(s.time_steps);
-    const size_t I = static_cast<size_t>(s.input_size), H = static_cast<size_t>(s.hidden_size);
-    std::normal_distribution<float> n01(0.0f, 1.0f);
-    std::vector<int8_t> x(B * T * I);
-    for (int8_t& v : x) v = d.input.quantize(n01(rng));
-    const std::vector<int8_t> expected = run_kernel_s8(d, x, shape);  // the host simulation
-    const int64_t macs = static_cast<int64_t>(B * T) * 4 * static_cast<int64_t>(H * (I + H));
-    const int64_t call_ram = static_cast<int64_t>(qlstm_lstm_s8_scratch_bytes(&params.dims)) +
-                             static_cast<int64_t>(B * H * sizeof(int16_t));
-    const int64_t weight_bytes = 4 * static_cast<int64_t>(H * (I + H)) + 4 * 2 * static_cast<int64_t>(H * sizeof(int32_t));
-
-    std::printf("model: %s\n", what.c_str());
-    std::printf("shape: B=%d T=%d I=%d H=%d %s, %lld MACs\n", s.batch, s.time_steps, s.input_size,
-                s.hidden_size, s.time_major ? "time-major" : "batch-major", static_cast<long long>(macs));
-    std::printf("flash for the weights and biases: %lld bytes\n", static_cast<long long>(weight_bytes));
-    std::printf("RAM per call: %lld bytes (scratch %zu, cell state %zu)\n", static_cast<long long>(call_ram),
-                qlstm_lstm_s8_scratch_bytes(&params.dims), B * H * sizeof(int16_t));
-
-    if (args.target.empty()) {
-      const LstmS8Variant& v = *host_variant(args.variant);
-      std::vector<int8_t> y(B * T * H);
-      std::vector<int16_t> cell(B * H);
-      std::vector<std::max_align_t> scratch(qlstm_lstm_s8_scratch_bytes(&params.dims) / sizeof(std::max_align_t) + 1);
-      qlstm_lstm_s8_context ctx{scratch.data(), scratch.size() * sizeof(std::max_align_t), cell.data(), nullptr};
-      std::vector<double> us;
-      const auto run_once = [&] {
-        const auto t0 = std::chrono::steady_clock::now();
-        const qlstm_status st = run_lstm_s8(v, &params, &ctx, x.data(), y.data());
-        const auto t1 = std::chrono::steady_clock::now();
-        if (st != QLSTM_OK) throw CompileError(std::string("kernel error: ") + qlstm_status_string(st));
-        return std::chrono::duration<double, std::micro>(t1 - t0).count();
-      };
-      run_once();  // warm-up
-      const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(args.min_ms);
-      while (static_cast<int>(us.size()) < args.min_runs || std::chrono::steady_clock::now() < until) {
-        us.push_back(run_once());
+      if (m.ops.size() > 1 && rc == 0) {
+        std::printf("program: %zu ops\n", m.ops.size());
+        if (args.target.empty()) {
+          std::printf("microseconds: %.2f\n", total);
+        } else {
+          std::printf("instructions: %llu\n", static_cast<unsigned long long>(total));
+        }
       }
-      std::sort(us.begin(), us.end());
-      std::printf("host variant: %s\n", v.name);
-      std::printf("output: %s the default variant\n", y == expected ? "bit-exact with" : "DIFFERS from");
-      std::printf("runs: %zu, min %.2f us, median per sequence: %.2f us\n", us.size(), us.front(), us[us.size() / 2]);
-      std::printf("microseconds: %.2f\n", us[us.size() / 2]);
-      return y == expected ? 0 : 1;
+      return rc;
     }
-
-    const device::Target target = device::find_target(args.target);
-    device::BundleCase c;
-    c.name = "bench";
-    c.params = &params;
-    c.input = x.data();
-    c.check = true;
-    c.expected = expected.data();
-    const device::TempFile bundle("qlstm_bench_bundle"), counts("qlstm_bench_icount");
-    write_file_atomically(bundle.path(), device::bundle({c}));
-    device::RunOptions options;
-    options.capture = true;
-    options.icount_out = counts.path();
-    options.profile = args.profile;
-    const device::RunResult r = device::run_firmware(target, {"bench", bundle.path(), args.variant}, options);
-    const std::vector<uint64_t> n = device::read_icounts(counts.path());
-    const std::string variant = console_value(r.console, "variant: ");
-    if (r.exit_status != 0 || n.size() != 1 || variant.empty()) {
-      std::fprintf(stderr, "qlstm bench: error: the %s firmware failed (exit status %d, %zu counts):\n%s",
-                   args.target.c_str(), r.exit_status, n.size(), r.console.c_str());
-      return 1;
+    if (s.time_steps == 0 || s.input_size == 0 || s.hidden_size == 0) {
+      throw CompileError("--shape needs T=, I= and H= (B= defaults to 1)");
     }
-    const device::KernelSize k = device::kernel_size(target, variant);
-    std::printf("target: %s (QEMU %s, -cpu %s), variant: %s\n", target.cpu.c_str(), target.qemu_machine.c_str(),
-                target.qemu_cpu.c_str(), variant.c_str());
-    std::printf("output: bit-exact with the host simulation\n");
-    std::printf("kernel flash: %lld bytes (code and tables), static RAM: %lld bytes\n",
-                static_cast<long long>(k.flash_bytes), static_cast<long long>(k.ram_bytes));
-    if (args.profile) {
-      std::printf("instructions per function (blocks starting in it):\n");
-      for (const auto& [name, count] : device::read_profile(counts.path())) {
-        std::printf("  %10llu  %5.1f%%  %s\n", static_cast<unsigned long long>(count),
-                    100.0 * static_cast<double>(count) / static_cast<double>(n[0]), name.c_str());
-      }
-    }
-    std::printf("instructions per MAC: %.3f\n", static_cast<double>(n[0]) / static_cast<double>(macs));
-    std::printf("instructions: %llu\n", static_cast<unsigned long long>(n[0]));
-    return 0;
+    const DerivedLstm d = synthetic_model(s, rng);
+    double count = 0;
+    return bench_op(d, s, "synthetic (PyTorch-initialized weights, calibrated on N(0,1))", args, rng, &count);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "qlstm bench: error: %s\n", e.what());
     return 2;
