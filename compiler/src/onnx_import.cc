@@ -699,9 +699,6 @@ OnnxLstm import_onnx_bytes(const std::string& bytes, const std::string& origin) 
   if (lstms.empty() || !all_read) refuse(origin, problems);
 
   // The chain: each node's Y reaches the next node's X or the graph output through layout ops.
-  std::map<const onnx::NodeProto*, const onnx::NodeProto*> next;
-  std::map<const onnx::NodeProto*, int> fed;
-  const onnx::NodeProto* last = nullptr;
   Labels out_labels;
   bool chain_ok = true;
   // Is the model unbatched? Known from the first node's input path, needed on the output paths.
@@ -758,7 +755,6 @@ OnnxLstm import_onnx_bytes(const std::string& bytes, const std::string& origin) 
     if (nx == nullptr) {
       r.output_name = graph_out;
       out_labels = l;
-      last = n;
       break;
     }
     const NodeInfo& nn = info[nx];
@@ -775,7 +771,6 @@ OnnxLstm import_onnx_bytes(const std::string& bytes, const std::string& origin) 
       problems.push_back(nn.label + ": layers with different directions are not supported");
       chain_ok = false;
     }
-    ++fed[nx];
     n = nx;
   }
   if (chain_ok && chain.size() != lstms.size()) {
@@ -795,7 +790,6 @@ OnnxLstm import_onnx_bytes(const std::string& bytes, const std::string& origin) 
     r.unbatched = unbatched;
   }
   if (!chain_ok || !problems.empty()) refuse(origin, problems);
-  (void)last;
 
   // Initial and final state.
   FloatProgram& prog = r.program;

@@ -55,6 +55,22 @@ const char* tuning_name(Tuning t) { return t == Tuning::kSearch ? "search" : "no
 
 namespace {
 
+// Sequence k of a calibration set: [T][I] values, all finite (the message names where not).
+void check_sequence(const CalibrationSequence& s, size_t k, int32_t I) {
+  if (s.time_steps < 0 || s.values.size() != static_cast<size_t>(s.time_steps) * static_cast<size_t>(I)) {
+    throw CompileError("calibration: sequence " + std::to_string(k) + " has " + std::to_string(s.values.size()) +
+                       " values, expected " + std::to_string(s.time_steps) + " x " + std::to_string(I));
+  }
+  for (size_t v = 0; v < s.values.size(); ++v) {
+    if (!std::isfinite(s.values[v])) {
+      std::ostringstream m;
+      m << "calibration: sequence " << k << " has a non-finite value (" << s.values[v] << ") at step "
+        << v / static_cast<size_t>(I) << ", feature " << v % static_cast<size_t>(I);
+      throw CompileError(m.str());
+    }
+  }
+}
+
 // What one pass of the float model over the calibration set gives the compiler.
 struct Observed {
   std::vector<float> inputs, outputs;
@@ -75,21 +91,8 @@ Observed observe(const FloatLstm& source, const CalibrationSet& calibration, int
   const int64_t macs_per_step = int64_t{4} * H * (I + H);
   for (size_t k = 0; k < calibration.sequences.size(); ++k) {
     const CalibrationSequence& s = calibration.sequences[k];
-    if (s.time_steps < 0 ||
-        s.values.size() != static_cast<size_t>(s.time_steps) * static_cast<size_t>(I)) {
-      throw CompileError("calibration: sequence " + std::to_string(k) + " has " +
-                         std::to_string(s.values.size()) + " values, expected " +
-                         std::to_string(s.time_steps) + " x " + std::to_string(I));
-    }
-    for (size_t v = 0; v < s.values.size(); ++v) {
-      if (!std::isfinite(s.values[v])) {
-        std::ostringstream m;
-        m << "calibration: sequence " << k << " has a non-finite value (" << s.values[v]
-          << ") at step " << v / static_cast<size_t>(I) << ", feature " << v % static_cast<size_t>(I);
-        throw CompileError(m.str());
-      }
-      o.mean_x[v % static_cast<size_t>(I)] += s.values[v];
-    }
+    check_sequence(s, k, I);
+    for (size_t v = 0; v < s.values.size(); ++v) o.mean_x[v % static_cast<size_t>(I)] += s.values[v];
     o.inputs.insert(o.inputs.end(), s.values.begin(), s.values.end());
     for (const std::vector<float>* st : {&s.h0, &s.c0}) {
       if (!st->empty() && st->size() != static_cast<size_t>(H)) {
@@ -349,38 +352,7 @@ std::vector<int8_t> run_kernel_s8(const DerivedLstm& d, const std::vector<int8_t
 
 std::vector<int8_t> run_kernel_s8_streamed(const DerivedLstm& d, const std::vector<int8_t>& x,
                                            const SequenceShape& shape, int32_t chunk) {
-  check_shape(shape, x.size(), d.input_size, "input");
-  if (chunk < 1) throw CompileError("chunk: must be at least 1 time step, got " + std::to_string(chunk));
-  if (d.time_direction != QLSTM_TIME_FORWARD) {
-    throw CompileError("chunk: a reverse LSTM starts from the last time step; it cannot be streamed in chunks");
-  }
-  const int32_t B = shape.batch, T = shape.time_steps;
-  const size_t I = static_cast<size_t>(d.input_size), H = static_cast<size_t>(d.hidden_size);
-  const size_t BH = static_cast<size_t>(B) * H;
-  QuantizedLstm::State state{std::vector<int8_t>(BH, static_cast<int8_t>(d.output.zero_point)),
-                             std::vector<int16_t>(BH, 0)};
-  auto position = [&](int32_t b, int32_t t, int32_t steps) {
-    return shape.layout == Layout::kTimeMajor ? static_cast<size_t>(t) * B + b : static_cast<size_t>(b) * steps + t;
-  };
-  std::vector<int8_t> y(BH * static_cast<size_t>(T));
-  for (int32_t t0 = 0; t0 < T; t0 += chunk) {
-    const int32_t n = std::min(chunk, T - t0);
-    std::vector<int8_t> xc(static_cast<size_t>(B) * n * I);
-    for (int32_t b = 0; b < B; ++b) {
-      for (int32_t t = 0; t < n; ++t) {
-        std::copy_n(x.begin() + static_cast<ptrdiff_t>(position(b, t0 + t, T) * I), I,
-                    xc.begin() + static_cast<ptrdiff_t>(position(b, t, n) * I));
-      }
-    }
-    const std::vector<int8_t> yc = run_kernel_s8(d, xc, {B, n, shape.layout}, &state);
-    for (int32_t b = 0; b < B; ++b) {
-      for (int32_t t = 0; t < n; ++t) {
-        std::copy_n(yc.begin() + static_cast<ptrdiff_t>(position(b, t, n) * H), H,
-                    y.begin() + static_cast<ptrdiff_t>(position(b, t0 + t, T) * H));
-      }
-    }
-  }
-  return y;
+  return run_program_s8_streamed(single_op_model(d), x, shape, chunk);
 }
 
 std::vector<int8_t> QuantizedLstm::run_s8(const std::vector<int8_t>& x, const SequenceShape& shape,
@@ -428,18 +400,7 @@ QuantizedProgram compile_program(const FloatProgram& program, const CalibrationS
   for (int pass = 0; pass < (fed ? 2 : 1); ++pass) {
     for (size_t k = 0; k < calibration.sequences.size(); ++k) {
       const CalibrationSequence& s = calibration.sequences[k];
-      if (s.time_steps < 0 || s.values.size() != static_cast<size_t>(s.time_steps) * static_cast<size_t>(I)) {
-        throw CompileError("calibration: sequence " + std::to_string(k) + " has " + std::to_string(s.values.size()) +
-                           " values, expected " + std::to_string(s.time_steps) + " x " + std::to_string(I));
-      }
-      for (size_t v = 0; v < s.values.size(); ++v) {
-        if (!std::isfinite(s.values[v])) {
-          std::ostringstream m;
-          m << "calibration: sequence " << k << " has a non-finite value (" << s.values[v] << ") at step "
-            << v / static_cast<size_t>(I) << ", feature " << v % static_cast<size_t>(I);
-          throw CompileError(m.str());
-        }
-      }
+      if (pass == 0) check_sequence(s, k, I);
       entries.push_back({s.time_steps, s.values, pass == 1, {}, {}});
     }
   }
