@@ -3,16 +3,18 @@
 #include <algorithm>
 #include <cctype>
 #include <iomanip>
+#include <cstring>
 #include <sstream>
 
 #include "qlstm/kernels.h"
+#include "qlstm/params_codec.h"
 
 namespace qlstm {
 namespace compiler {
 namespace {
 
 template <typename T>
-void array(std::ostringstream& s, const char* type, const std::string& name, const std::vector<T>& v) {
+void emit_array(std::ostringstream& s, const char* type, const std::string& name, const std::vector<T>& v) {
   s << "static const " << type << " " << name << "[" << v.size() << "] = {";
   for (size_t k = 0; k < v.size(); ++k) {
     if (k % 16 == 0) s << "\n   ";
@@ -21,41 +23,95 @@ void array(std::ostringstream& s, const char* type, const std::string& name, con
   s << "\n};\n";
 }
 
-std::string requant(const qlstm_requant& q) {
-  return "{" + std::to_string(q.multiplier) + ", " + std::to_string(q.shift) + "}";
+template <typename T> const char* c_type();
+template <> const char* c_type<int8_t>() { return "int8_t"; }
+template <> const char* c_type<int16_t>() { return "int16_t"; }
+template <> const char* c_type<int32_t>() { return "int32_t"; }
+
+// "kOp0_" + "gates[forget].input_weights" -> "kOp0_gates_forget_input_weights".
+std::string array_name(const std::string& prefix, const char* path) {
+  std::string out = prefix;
+  for (const char* c = path; *c != '\0'; ++c) {
+    const bool alnum = std::isalnum(static_cast<unsigned char>(*c)) != 0;
+    if (alnum) out += *c;
+    else if (!out.empty() && out.back() != '_') out += '_';
+  }
+  while (!out.empty() && out.back() == '_') out.pop_back();
+  return out;
 }
 
-// The statements filling `p` (declared, zeroed, dims set) with one LSTM's parameters, whose
-// arrays are named prefix + gate + "_input_weights" and so on.
-void params_body(std::ostringstream& s, const DerivedLstm& d, const std::string& prefix) {
-  for (int32_t g = 0; g < QLSTM_GATE_COUNT; ++g) {
-    const DerivedGate& dg = d.gates[static_cast<size_t>(g)];
-    const std::string k = prefix + gate_name(g);
-    s << "  p.gates[" << g << "] = {" << requant(dg.input_to_q3_12) << ", " << k << "_input_weights, "
-      << k << "_input_effective_bias, " << requant(dg.hidden_to_q3_12) << ", " << k
-      << "_hidden_weights, " << k << "_hidden_effective_bias, "
-      << (dg.activation == QLSTM_ACTIVATION_TANH ? "QLSTM_ACTIVATION_TANH" : "QLSTM_ACTIVATION_SIGMOID")
-      << "};  // " << gate_name(g) << "\n";
+// Visitors of qlstm::visit_lstm_s8_fields (runtime/include/qlstm/params_codec.h): the arrays of a
+// parameter block as static const arrays, then the block as a nested initializer naming them.
+class ArrayDeclarations {
+ public:
+  ArrayDeclarations(std::ostringstream& s, std::string prefix) : s_(s), prefix_(std::move(prefix)) {}
+  void open(const char*) {}
+  void close() {}
+  void i32(const char*, int32_t) {}
+  template <class T>
+  void array(const char* name, const T* data, int64_t count) {
+    emit_array(s_, c_type<T>(), array_name(prefix_, name), std::vector<T>(data, data + count));
   }
-  s << "  p.forget_times_cell_to_cell = " << requant(d.forget_times_cell_to_cell) << ";\n"
-    << "  p.input_times_cell_gate_to_cell = " << requant(d.input_times_cell_gate_to_cell) << ";\n"
-    << "  p.output_times_tanh_cell_to_hidden = " << requant(d.output_times_tanh_cell_to_hidden) << ";\n"
-    << "  p.cell_scale_power = " << d.cell.power << ";\n"
-    << "  p.cell_clip = " << d.cell_clip << ";\n"
-    << "  p.output_zero_point = " << d.output.zero_point << ";\n"
-    << (d.time_direction == QLSTM_TIME_REVERSE ? "  p.time_direction = QLSTM_TIME_REVERSE;\n" : "");
-}
 
-void weight_arrays(std::ostringstream& s, const DerivedLstm& d, const std::string& prefix) {
-  for (int32_t g = 0; g < QLSTM_GATE_COUNT; ++g) {
-    const DerivedGate& dg = d.gates[static_cast<size_t>(g)];
-    const std::string p = prefix + gate_name(g);
-    array(s, "int8_t", p + "_input_weights", dg.w_x);
-    array(s, "int32_t", p + "_input_effective_bias", dg.input_effective_bias);
-    array(s, "int8_t", p + "_hidden_weights", dg.w_h);
-    array(s, "int32_t", p + "_hidden_effective_bias", dg.hidden_effective_bias);
+ private:
+  std::ostringstream& s_;
+  std::string prefix_;
+};
+
+class Initializer {
+ public:
+  Initializer(std::ostringstream& s, std::string prefix, std::string indent)
+      : s_(s), prefix_(std::move(prefix)), indent_(std::move(indent)) {}
+  void open(const char* name) {
+    // One gate per line.
+    if (std::strncmp(name, "gates[", 6) == 0 && std::strchr(name, '.') == nullptr) {
+      s_ << (first_ ? "" : ",") << "\n" << indent_;
+    } else {
+      separate();
+    }
+    s_ << "{";
+    first_ = true;
   }
-}
+  void close() {
+    s_ << "}";
+    first_ = false;
+  }
+  void i32(const char* name, int32_t v) {
+    separate();
+    s_ << symbol(name, v);
+  }
+  template <class T>
+  void array(const char* name, const T*, int64_t) {
+    separate();
+    s_ << array_name(prefix_, name);
+  }
+
+ private:
+  void separate() {
+    if (!first_) s_ << ", ";
+    first_ = false;
+  }
+  // The enum fields by their names, the rest as numbers.
+  static std::string symbol(const char* name, int32_t v) {
+    const std::string n = name;
+    auto ends = [&](const std::string& suffix) {
+      return n.size() >= suffix.size() && n.compare(n.size() - suffix.size(), suffix.size(), suffix) == 0;
+    };
+    if (n == "layout" && (v == QLSTM_LAYOUT_BATCH_MAJOR || v == QLSTM_LAYOUT_TIME_MAJOR)) {
+      return v == QLSTM_LAYOUT_TIME_MAJOR ? "QLSTM_LAYOUT_TIME_MAJOR" : "QLSTM_LAYOUT_BATCH_MAJOR";
+    }
+    if (ends(".activation") && (v == QLSTM_ACTIVATION_SIGMOID || v == QLSTM_ACTIVATION_TANH)) {
+      return v == QLSTM_ACTIVATION_TANH ? "QLSTM_ACTIVATION_TANH" : "QLSTM_ACTIVATION_SIGMOID";
+    }
+    if (n == "time_direction" && (v == QLSTM_TIME_FORWARD || v == QLSTM_TIME_REVERSE)) {
+      return v == QLSTM_TIME_REVERSE ? "QLSTM_TIME_REVERSE" : "QLSTM_TIME_FORWARD";
+    }
+    return std::to_string(v);
+  }
+  std::ostringstream& s_;
+  std::string prefix_, indent_;
+  bool first_ = true;
+};
 
 EmittedSource emit_program(const CompiledModel& m, const std::string& name, int32_t batch,
                            int32_t max_time_steps, const std::string& origin);
@@ -73,96 +129,8 @@ EmittedSource emit_cpp(const CompiledModel& m, const std::string& name, int32_t 
                        int32_t max_time_steps, const std::string& origin) {
   if (name != c_identifier(name)) throw CompileError("emit: '" + name + "' is not a C identifier");
   if (batch < 1) throw CompileError("emit: --batch must be >= 1");
-  if (!m.single_lstm() || m.hidden_output || m.cell_output) return emit_program(m, name, batch, max_time_steps, origin);
-  // One LSTM from a zero state: one kernel call, as small and fast as the kernel alone.
-  const DerivedLstm& d = m.ops.front().lstm;
-  const int32_t I = d.input_size, H = d.hidden_size;
-  qlstm_lstm_dims dims = {batch, 1, I, H};
-  const size_t scratch = qlstm_lstm_s8_scratch_bytes(&dims);
-  std::string upper = name;
-  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  const std::string layout = m.batch_first ? "batch-major [B][T][F]" : "time-major [T][B][F]";
-
-  std::ostringstream h;
-  h << "// GENERATED by qlstm compile from " << origin << " -- do not edit.\n"
-    << "// Fused int8 LSTM: I = " << I << ", H = " << H << ", batch " << batch << ", " << layout
-    << ".\n// Generated for --batch " << batch << "; the sequence length is given per call.\n"
-    << "#ifndef QLSTM_MODEL_" << upper << "_H_\n#define QLSTM_MODEL_" << upper << "_H_\n\n"
-    << "#include \"qlstm/lstm_s8.h\"\n\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n"
-    << "#define " << upper << "_BATCH " << batch << "\n"
-    << "#define " << upper << "_INPUT_SIZE " << I << "\n"
-    << "#define " << upper << "_HIDDEN_SIZE " << H << "\n"
-    << "#define " << upper << "_OUTPUT_SIZE " << H << " /* int8 per output position */\n"
-    << "#define " << upper << "_TIME_MAJOR " << (m.batch_first ? 0 : 1) << "\n"
-    << "#define " << upper << "_SCRATCH_BYTES " << scratch << "\n"
-    << "#define " << upper << "_STATE_BYTES " << static_cast<size_t>(batch) * H * 3
-    << " /* int16 cell + int8 hidden, [B][H] each */\n"
-    << std::setprecision(9)
-    << "#define " << upper << "_INPUT_SCALE " << d.input.scale << "f\n"
-    << "#define " << upper << "_INPUT_ZERO_POINT " << d.input.zero_point << "\n"
-    << "#define " << upper << "_OUTPUT_SCALE " << d.output.scale << "f\n"
-    << "#define " << upper << "_OUTPUT_ZERO_POINT " << d.output.zero_point << "\n\n"
-    << "/* The kernel parameters for a call of `time_steps` steps over " << upper << "_BATCH rows. */\n"
-    << "qlstm_lstm_s8_params " << name << "_params(int32_t time_steps);\n\n"
-    << "/* One stateless call with the model's own static scratch: input " << upper
-    << "_BATCH x T x " << upper << "_INPUT_SIZE int8,\n   output " << upper << "_BATCH x T x "
-    << upper << "_HIDDEN_SIZE int8, both " << layout << ". Not reentrant. */\n"
-    << "qlstm_status " << name << "_run(const int8_t* input, int8_t* output, int32_t time_steps);\n\n";
-  // A reverse LSTM reads its sequence from the last step: it cannot run on a stream.
-  const bool streamable = d.time_direction == QLSTM_TIME_FORWARD;
-  h << "#define " << upper << "_CAN_STREAM " << (streamable ? 1 : 0) << " /* " << name << "_reset and " << name
-    << "_stream exist */\n#define " << upper << "_HAS_STATE_IO 0 /* no " << name << "_run_state */\n\n";
-  if (streamable) {
-    h << "/* Streaming, with the model's own static state (separate from " << name << "_run's): "
-    << name << "_reset starts a\n   sequence (cell 0, hidden = the output zero point); each " << name
-    << "_stream call continues it over\n   `time_steps` more steps (same layout as " << name
-    << "_run, T = time_steps). Chunks of any sizes give exactly the\n   output of one " << name
-    << "_run over the whole sequence. The first " << name << "_stream call resets. Not reentrant. */\n"
-    << "qlstm_status " << name << "_reset(void);\n"
-      << "qlstm_status " << name << "_stream(const int8_t* input, int8_t* output, int32_t time_steps);\n\n";
-  } else {
-    h << "/* No " << name << "_stream: a reverse LSTM starts from the last time step, so it needs the whole\n"
-      << "   sequence in one " << name << "_run call. */\n\n";
-  }
-  h << "#ifdef __cplusplus\n}\n#endif\n\n#endif\n";
-
-  std::ostringstream s;
-  s << "// GENERATED by qlstm compile from " << origin << " -- do not edit.\n"
-    << "#include \"" << name << "_model.h\"\n\nnamespace {\n\n";
-  weight_arrays(s, d, "k");
-  s << "\nalignas(QLSTM_SCRATCH_ALIGNMENT) unsigned char g_scratch[" << upper << "_SCRATCH_BYTES];\n"
-    << "int16_t g_cell[" << upper << "_BATCH * " << upper << "_HIDDEN_SIZE];\n";
-  if (streamable) {
-    s << "int16_t g_stream_cell[" << upper << "_BATCH * " << upper << "_HIDDEN_SIZE];\n"
-      << "int8_t g_stream_hidden[" << upper << "_BATCH * " << upper << "_HIDDEN_SIZE];\n"
-      << "bool g_stream_started = false;\n";
-  }
-  s << "\n}  // namespace\n\n"
-    << "extern \"C\" qlstm_lstm_s8_params " << name << "_params(int32_t time_steps) {\n"
-    << "  qlstm_lstm_s8_params p = {};\n"
-    << "  p.dims = {" << upper << "_BATCH, time_steps, " << I << ", " << H << "};\n"
-    << "  p.layout = " << (m.batch_first ? "QLSTM_LAYOUT_BATCH_MAJOR" : "QLSTM_LAYOUT_TIME_MAJOR") << ";\n";
-  params_body(s, d, "k");
-  s << "  return p;\n}\n\n"
-    << "extern \"C\" qlstm_status " << name << "_run(const int8_t* input, int8_t* output, int32_t time_steps) {\n"
-    << "  const qlstm_lstm_s8_params p = " << name << "_params(time_steps);\n"
-    << "  qlstm_lstm_s8_context ctx = {g_scratch, sizeof g_scratch, g_cell, nullptr};\n"
-    << "  return qlstm_lstm_s8(&p, &ctx, input, output);\n}\n";
-  if (!streamable) return {h.str(), s.str()};
-  s << "\nextern \"C\" qlstm_status " << name << "_reset(void) {\n"
-    << "  const qlstm_lstm_s8_params p = " << name << "_params(0);\n"
-    << "  qlstm_lstm_s8_context ctx = {g_scratch, sizeof g_scratch, g_stream_cell, g_stream_hidden};\n"
-    << "  const qlstm_status st = qlstm_lstm_s8_reset_state(&p, &ctx);\n"
-    << "  g_stream_started = st == QLSTM_OK;\n  return st;\n}\n\n"
-    << "extern \"C\" qlstm_status " << name << "_stream(const int8_t* input, int8_t* output, int32_t time_steps) {\n"
-    << "  if (!g_stream_started) {\n    const qlstm_status st = " << name << "_reset();\n"
-    << "    if (st != QLSTM_OK) return st;\n  }\n"
-    << "  const qlstm_lstm_s8_params p = " << name << "_params(time_steps);\n"
-    << "  qlstm_lstm_s8_context ctx = {g_scratch, sizeof g_scratch, g_stream_cell, g_stream_hidden};\n"
-    << "  return qlstm_lstm_s8(&p, &ctx, input, output);\n}\n";
-  return {h.str(), s.str()};
+  return emit_program(m, name, batch, max_time_steps, origin);
 }
-
 
 namespace {
 
@@ -176,16 +144,8 @@ EmittedSource emit_program(const CompiledModel& m, const std::string& name, int3
   std::string upper = name;
   for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   const std::string layout = m.batch_first ? "batch-major [B][T][F]" : "time-major [T][B][F]";
-  size_t scratch = 0, max_cell = 0, activation = 0;
-  for (const ProgramOp& op : m.ops) {
-    qlstm_lstm_dims dims = {batch, 1, op.lstm.input_size, op.lstm.hidden_size};
-    scratch = std::max(scratch, qlstm_lstm_s8_scratch_bytes(&dims));
-    max_cell = std::max(max_cell, static_cast<size_t>(batch) * op.lstm.hidden_size);
-  }
-  for (int32_t b = 1; b < L; ++b) {
-    activation = std::max(activation, static_cast<size_t>(m.buffers[static_cast<size_t>(b)].width));
-  }
-  const size_t state = static_cast<size_t>(batch) * m.state_size();
+  const ProgramMemory mem = program_memory(m, batch, max_time_steps);
+  const size_t scratch = mem.scratch_bytes, max_cell = mem.cell_values, state = mem.state_values;
   const bool stateful = m.initial_hidden != StateSource::kZero || m.initial_cell != StateSource::kZero ||
                         m.hidden_output || m.cell_output;
   const bool constant_state = m.initial_hidden == StateSource::kConstant || m.initial_cell == StateSource::kConstant;
@@ -257,19 +217,23 @@ EmittedSource emit_program(const CompiledModel& m, const std::string& name, int3
   std::ostringstream s;
   s << "// GENERATED by qlstm compile from " << origin << " -- do not edit.\n"
     << "#include \"" << name << "_model.h\"\n\nnamespace {\n\n";
+  // Every op's parameter block in the runtime's form (dims.time_steps is set per call).
+  const std::vector<qlstm_op> ops = program_ops(m, batch, 0, m.batch_first ? Layout::kBatchMajor : Layout::kTimeMajor);
   for (int32_t k = 0; k < n_ops; ++k) {
     const ProgramOp& op = m.ops[static_cast<size_t>(k)];
     const std::string prefix = "kOp" + std::to_string(k) + "_";
-    weight_arrays(s, op.lstm, prefix);
-    if (!op.initial_hidden.empty()) array(s, "int8_t", prefix + "initial_hidden", op.initial_hidden);
-    if (!op.initial_cell.empty()) array(s, "int16_t", prefix + "initial_cell", op.initial_cell);
+    ArrayDeclarations decl(s, prefix);
+    visit_lstm_s8_fields(ops[static_cast<size_t>(k)].lstm, decl);
+    if (!op.initial_hidden.empty()) emit_array(s, c_type<int8_t>(), prefix + "initial_hidden", op.initial_hidden);
+    if (!op.initial_cell.empty()) emit_array(s, c_type<int16_t>(), prefix + "initial_cell", op.initial_cell);
   }
   s << "\nalignas(QLSTM_SCRATCH_ALIGNMENT) unsigned char g_scratch[" << upper << "_SCRATCH_BYTES];\n"
     << "int16_t g_cell[" << max_cell << "];  // the cell of a stateless op\n";
   if (L > 1) {
     s << "// Layer l's output is buffer (l % 2): a layer reads the one its predecessor wrote.\n"
-      << "int8_t g_activations[2][" << upper << "_BATCH * " << upper << "_MAX_TIME_STEPS * " << activation
-      << "];  // a longer call: QLSTM_ERROR_SCRATCH_TOO_SMALL\n";
+      << "int8_t g_activations[2][" << mem.activation_bytes << "];  // " << upper << "_BATCH x " << upper
+      << "_MAX_TIME_STEPS x the widest inner buffer;"
+      << " a longer call: QLSTM_ERROR_SCRATCH_TOO_SMALL\n";
   }
   if (constant_state) s << "int8_t g_hidden[" << state << "];\nint16_t g_cell_state[" << state << "];\n";
   if (streamable) {
@@ -279,27 +243,12 @@ EmittedSource emit_program(const CompiledModel& m, const std::string& name, int3
   // The program as data: one qlstm_op per op (its parameter block in flash), run by the runtime.
   s << "\nconst qlstm_op kOps[" << upper << "_OPS] = {\n";
   for (int32_t k = 0; k < n_ops; ++k) {
-    const ProgramOp& op = m.ops[static_cast<size_t>(k)];
-    const DerivedLstm& d = op.lstm;
-    const std::string prefix = "kOp" + std::to_string(k) + "_";
-    const int32_t width = m.buffers[static_cast<size_t>(op.output_buffer)].width;
-    s << "  {QLSTM_OP_LSTM_S8,\n   {{" << upper << "_BATCH, 0, " << d.input_size << ", " << d.hidden_size << "}, "
-      << (m.batch_first ? "QLSTM_LAYOUT_BATCH_MAJOR" : "QLSTM_LAYOUT_TIME_MAJOR") << ",\n    {";
-    for (int32_t g = 0; g < QLSTM_GATE_COUNT; ++g) {
-      const DerivedGate& dg = d.gates[static_cast<size_t>(g)];
-      const std::string gp = prefix + gate_name(g);
-      s << (g ? ",\n     " : "") << "{" << requant(dg.input_to_q3_12) << ", " << gp << "_input_weights, " << gp
-        << "_input_effective_bias, " << requant(dg.hidden_to_q3_12) << ", " << gp << "_hidden_weights, " << gp
-        << "_hidden_effective_bias, "
-        << (dg.activation == QLSTM_ACTIVATION_TANH ? "QLSTM_ACTIVATION_TANH" : "QLSTM_ACTIVATION_SIGMOID") << "}";
-    }
-    s << "},\n    " << requant(d.forget_times_cell_to_cell) << ", " << requant(d.input_times_cell_gate_to_cell)
-      << ", " << requant(d.output_times_tanh_cell_to_hidden) << ", " << d.cell.power << ", " << d.cell_clip << ", "
-      << d.output.zero_point << ", "
-      << (d.time_direction == QLSTM_TIME_REVERSE ? "QLSTM_TIME_REVERSE" : "QLSTM_TIME_FORWARD") << ", "
-      << (width == d.hidden_size ? 0 : width) << "},\n   " << op.input_buffer << ", " << op.output_buffer << ", "
-      << op.output_offset << ", " << state_offset(hs, k, batch) << "},  // layer " << k / D
-      << (d.time_direction == QLSTM_TIME_REVERSE ? " reverse" : " forward") << "\n";
+    const qlstm_op& o = ops[static_cast<size_t>(k)];
+    s << "  {QLSTM_OP_LSTM_S8,\n   ";
+    Initializer init(s, "kOp" + std::to_string(k) + "_", "    ");
+    visit_lstm_s8_fields(o.lstm, init);
+    s << ",\n   " << o.input_buffer << ", " << o.output_buffer << ", " << o.output_offset << ", " << o.state_offset
+      << "},  // layer " << k / D << (o.lstm.time_direction == QLSTM_TIME_REVERSE ? " reverse" : " forward") << "\n";
   }
   s << "};\nconst qlstm_program kProgram = {kOps, " << upper << "_OPS, " << m.buffers.size() << "};\n\n"
     << "qlstm_status run_program(const int8_t* input, int8_t* output, int32_t time_steps, int8_t* hidden,\n"

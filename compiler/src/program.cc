@@ -277,6 +277,42 @@ ProgramState quantize_program_state(const CompiledModel& m, int32_t batch, const
   return s;
 }
 
+ProgramMemory program_memory(const CompiledModel& m, int32_t batch, int32_t max_time_steps) {
+  ProgramMemory mem;
+  const size_t B = static_cast<size_t>(std::max(batch, 0));
+  for (const ProgramOp& op : m.ops) {
+    const int32_t I = op.lstm.input_size, H = op.lstm.hidden_size;
+    const qlstm_lstm_dims dims = {std::max(batch, 1), 1, I, H};
+    mem.scratch_bytes = std::max(mem.scratch_bytes, qlstm_lstm_s8_scratch_bytes(&dims));
+    mem.cell_values = std::max(mem.cell_values, B * static_cast<size_t>(H));
+    mem.state_values += B * static_cast<size_t>(H);
+    mem.weight_bytes += static_cast<size_t>(QLSTM_GATE_COUNT) * static_cast<size_t>(H) * static_cast<size_t>(I + H);
+    mem.bias_bytes += static_cast<size_t>(2 * QLSTM_GATE_COUNT) * static_cast<size_t>(H) * sizeof(int32_t);
+  }
+  size_t widest = 0;
+  for (size_t b = 1; b + 1 < m.buffers.size(); ++b) widest = std::max(widest, static_cast<size_t>(m.buffers[b].width));
+  mem.activation_bytes = widest * B * static_cast<size_t>(std::max(max_time_steps, 0));
+  return mem;
+}
+
+std::vector<qlstm_op> program_ops(const CompiledModel& m, int32_t batch, int32_t time_steps, Layout layout) {
+  const std::vector<int32_t> hs = m.hidden_sizes();
+  std::vector<qlstm_op> ops(m.ops.size());
+  for (size_t k = 0; k < m.ops.size(); ++k) {
+    const ProgramOp& op = m.ops[k];
+    qlstm_op& o = ops[k];
+    o.kind = QLSTM_OP_LSTM_S8;
+    o.lstm = op.lstm.kernel_params(batch, time_steps, layout);
+    const int32_t width = m.buffers[static_cast<size_t>(op.output_buffer)].width;
+    o.lstm.output_width = width == op.lstm.hidden_size ? 0 : width;
+    o.input_buffer = op.input_buffer;
+    o.output_buffer = op.output_buffer;
+    o.output_offset = op.output_offset;
+    o.state_offset = state_offset(hs, static_cast<int32_t>(k), batch);
+  }
+  return ops;
+}
+
 std::vector<int8_t> run_program_s8(const CompiledModel& m, const std::vector<int8_t>& x,
                                    const SequenceShape& shape, ProgramState* state) {
   const int32_t B = shape.batch, T = shape.time_steps;
@@ -297,33 +333,15 @@ std::vector<int8_t> run_program_s8(const CompiledModel& m, const std::vector<int
     throw CompileError("state: hidden and cell must have ops x B x H = " + std::to_string(S) + " values");
   }
   // The runtime's own program runner, as the emitted source calls it on the device.
-  const std::vector<int32_t> hs = m.hidden_sizes();
-  std::vector<qlstm_op> ops(m.ops.size());
-  size_t scratch_bytes = 0, cell_values = 0, activation_bytes = 0;
-  for (size_t k = 0; k < m.ops.size(); ++k) {
-    const ProgramOp& op = m.ops[k];
-    qlstm_op& o = ops[k];
-    o.kind = QLSTM_OP_LSTM_S8;
-    o.lstm = op.lstm.kernel_params(B, T, shape.layout);
-    const int32_t width = m.buffers[static_cast<size_t>(op.output_buffer)].width;
-    o.lstm.output_width = width == op.lstm.hidden_size ? 0 : width;
-    o.input_buffer = op.input_buffer;
-    o.output_buffer = op.output_buffer;
-    o.output_offset = op.output_offset;
-    o.state_offset = state_offset(hs, static_cast<int32_t>(k), B);
-    scratch_bytes = std::max(scratch_bytes, qlstm_lstm_s8_scratch_bytes(&o.lstm.dims));
-    cell_values = std::max(cell_values, static_cast<size_t>(B) * static_cast<size_t>(op.lstm.hidden_size));
-    if (op.output_buffer + 1 < static_cast<int32_t>(m.buffers.size())) {
-      activation_bytes = std::max(activation_bytes, positions * static_cast<size_t>(width));
-    }
-  }
-  std::vector<ScratchBlock> scratch(scratch_bytes / sizeof(ScratchBlock) + 1);
-  std::vector<int16_t> cell(cell_values);
-  std::vector<int8_t> areas[2] = {std::vector<int8_t>(activation_bytes), std::vector<int8_t>(activation_bytes)};
+  const ProgramMemory mem = program_memory(m, B, T);
+  const std::vector<qlstm_op> ops = program_ops(m, B, T, shape.layout);
+  std::vector<ScratchBlock> scratch(mem.scratch_bytes / sizeof(ScratchBlock) + 1);
+  std::vector<int16_t> cell(mem.cell_values);
+  std::vector<int8_t> areas[2] = {std::vector<int8_t>(mem.activation_bytes), std::vector<int8_t>(mem.activation_bytes)};
   std::vector<int8_t> y(positions * static_cast<size_t>(m.output_size()));
   const qlstm_program program = {ops.data(), static_cast<int32_t>(ops.size()), static_cast<int32_t>(m.buffers.size())};
   qlstm_program_context ctx = {scratch.data(), scratch.size() * sizeof(ScratchBlock), cell.data(),
-                               {areas[0].data(), areas[1].data()}, activation_bytes};
+                               {areas[0].data(), areas[1].data()}, mem.activation_bytes};
   const qlstm_status st = qlstm_program_run(&program, &ctx, x.data(), y.data(), T, state->hidden.data(),
                                             state->cell.data());
   if (st != QLSTM_OK) {

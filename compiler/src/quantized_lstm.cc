@@ -328,26 +328,20 @@ QuantizedLstm::State QuantizedLstm::quantize_state(const std::vector<float>& h, 
 
 std::vector<int8_t> run_kernel_s8(const DerivedLstm& d, const std::vector<int8_t>& x,
                                   const SequenceShape& shape, QuantizedLstm::State* state) {
+  // A one-op program: the one path every model takes to the runtime.
   check_shape(shape, x.size(), d.input_size, "input");
-  const qlstm_lstm_s8_params p = d.kernel_params(shape.batch, shape.time_steps, shape.layout);
-  const size_t BH = static_cast<size_t>(shape.batch) * static_cast<size_t>(d.hidden_size);
-  if (state != nullptr && (state->hidden.size() != BH || state->cell.size() != BH)) {
-    throw CompileError("state: hidden and cell must have B x H = " + std::to_string(BH) + " values");
-  }
-  std::vector<ScratchBlock> scratch(qlstm_lstm_s8_scratch_bytes(&p.dims) / sizeof(ScratchBlock) + 1);
-  std::vector<int16_t> cell(BH, 0);
-  std::vector<int8_t> y(BH * static_cast<size_t>(shape.time_steps));
-  qlstm_lstm_s8_context ctx = {scratch.data(), scratch.size() * sizeof(ScratchBlock),
-                               state ? state->cell.data() : cell.data(),
-                               state ? state->hidden.data() : nullptr};
-  const qlstm_status st = qlstm_lstm_s8(&p, &ctx, x.data(), y.data());
-  if (st != QLSTM_OK) {
-    const char* field = nullptr;
-    qlstm_lstm_s8_validate(&p, &field);
-    throw CompileError(std::string("kernel refused the parameters: ") + qlstm_status_string(st) +
-                       (field ? std::string(" (") + field + ")" : std::string()));
-  }
-  return y;
+  const CompiledModel m = single_op_model(d);
+  if (state == nullptr) return run_program_s8(m, x, shape);
+  ProgramState s{std::move(state->hidden), std::move(state->cell)};
+  struct PutBack {  // the state goes back to the caller whatever happens
+    ProgramState& from;
+    QuantizedLstm::State& to;
+    ~PutBack() {
+      to.hidden = std::move(from.hidden);
+      to.cell = std::move(from.cell);
+    }
+  } put_back{s, *state};
+  return run_program_s8(m, x, shape, &s);
 }
 
 std::vector<int8_t> run_kernel_s8_streamed(const DerivedLstm& d, const std::vector<int8_t>& x,

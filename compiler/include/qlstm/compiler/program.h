@@ -13,6 +13,7 @@
 
 #include "qlstm/compiler/derive.h"
 #include "qlstm/compiler/float_lstm.h"
+#include "qlstm/program_s8.h"
 
 namespace qlstm {
 namespace compiler {
@@ -106,6 +107,21 @@ CompiledModel assemble_program(std::vector<ProgramOp> ops, int32_t directions);
 // A program of one LSTM from a zero state.
 CompiledModel single_op_model(const DerivedLstm& d, const std::string& name = "", bool batch_first = false);
 
+// What a program needs on the device for `batch` rows and calls of at most `max_time_steps`
+// steps: the one place that sizes it (the report, the emitted source, the host run, bench).
+struct ProgramMemory {
+  size_t scratch_bytes = 0;     // the largest op's qlstm_lstm_s8_scratch_bytes()
+  size_t cell_values = 0;       // B x the largest H: the int16 cell of an op run statelessly
+  size_t state_values = 0;      // B x the sum of the ops' H: one [ops][B][H] state, hidden or cell
+  size_t activation_bytes = 0;  // each of the two activation areas: B x T x the widest inner buffer
+  size_t weight_bytes = 0, bias_bytes = 0;  // flash: int8 weights, int32 effective biases
+  size_t flash_bytes() const { return weight_bytes + bias_bytes; }
+  size_t state_bytes() const { return state_values * (sizeof(int8_t) + sizeof(int16_t)); }
+  // Scratch, one hidden + cell state and both activation areas.
+  size_t ram_bytes() const { return scratch_bytes + state_bytes() + 2 * activation_bytes; }
+};
+ProgramMemory program_memory(const CompiledModel& m, int32_t batch, int32_t max_time_steps);
+
 // The state of every op: [ops][B][H], hidden int8 (in each op's output quantization), cell
 // int16 (at each op's 2^P).
 struct ProgramState {
@@ -117,6 +133,10 @@ ProgramState initial_program_state(const CompiledModel& m, int32_t batch);
 // Float state [ops][B][H] to the kernel's formats; throws for non-finite values.
 ProgramState quantize_program_state(const CompiledModel& m, int32_t batch, const std::vector<float>* h,
                                     const std::vector<float>* c, const std::string& what);
+
+// The runtime's op table of a program for calls of `batch` rows (dims.time_steps is the call's),
+// pointing into m: what the emitted kOps hold, what the host and the device run.
+std::vector<qlstm_op> program_ops(const CompiledModel& m, int32_t batch, int32_t time_steps, Layout layout);
 
 // int8 in, int8 out, op by op through the runtime kernel: what the emitted NAME_run and
 // NAME_run_state do on the device, bit for bit. state: null = the model's initial state; else it

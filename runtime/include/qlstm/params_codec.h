@@ -1,0 +1,180 @@
+// The one description of each op's parameter block (C++, freestanding, header only).
+//
+// visit_lstm_s8_fields() names every field of qlstm_lstm_s8_params once, in declaration order;
+// everything that moves a parameter block between forms is a visitor of it: the record codec
+// below (the device bundle, the model file's op records), the emitted C initializer, the
+// field-by-field comparison of the tests. Adding a field to an op is one line here plus its use.
+//
+// A visitor provides
+//   void open(const char* name);   void close();           an aggregate: the block, dims, a gate, a requant
+//   void i32(const char* name, int32_t& field);          every scalar (const int32_t& for a const block)
+//   template <class T> void array(const char* name, const T*& data, int64_t count);
+// Array extents follow from the dims visited before them (count < 0: the dims are invalid).
+// Names are full paths, e.g. "gates[forget].input_to_q3_12.shift", static strings.
+#ifndef QLSTM_PARAMS_CODEC_H_
+#define QLSTM_PARAMS_CODEC_H_
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "qlstm/lstm_s8.h"
+
+namespace qlstm {
+
+namespace codec_detail {
+
+template <class V, class Q>
+void requant(V& v, const char* name, const char* multiplier, const char* shift, Q& q) {
+  v.open(name);
+  v.i32(multiplier, q.multiplier);
+  v.i32(shift, q.shift);
+  v.close();
+}
+
+// One gate's fields; N is the gate's path prefix as a literal ("gates[forget]").
+#define QLSTM_VISIT_GATE(v, g, N, H, I)                                                                  \
+  do {                                                                                                   \
+    (v).open(N);                                                                                         \
+    codec_detail::requant(v, N ".input_to_q3_12", N ".input_to_q3_12.multiplier",                        \
+                          N ".input_to_q3_12.shift", (g).input_to_q3_12);                                \
+    (v).array(N ".input_weights", (g).input_weights, (H) < 0 || (I) < 0 ? -1 : (H) * (I));                                         \
+    (v).array(N ".input_effective_bias", (g).input_effective_bias, (H));                                 \
+    codec_detail::requant(v, N ".hidden_to_q3_12", N ".hidden_to_q3_12.multiplier",                      \
+                          N ".hidden_to_q3_12.shift", (g).hidden_to_q3_12);                              \
+    (v).array(N ".hidden_weights", (g).hidden_weights, (H) < 0 ? -1 : (H) * (H));                                       \
+    (v).array(N ".hidden_effective_bias", (g).hidden_effective_bias, (H));                               \
+    (v).i32(N ".activation", (g).activation);                                                            \
+    (v).close();                                                                                         \
+  } while (0)
+
+inline int64_t extent(int32_t n) { return n < 0 ? -1 : static_cast<int64_t>(n); }
+
+}  // namespace codec_detail
+
+// P is qlstm_lstm_s8_params or const qlstm_lstm_s8_params.
+template <class P, class V>
+void visit_lstm_s8_fields(P& p, V& v) {
+  v.open("lstm");
+  v.open("dims");
+  v.i32("dims.batch", p.dims.batch);
+  v.i32("dims.time_steps", p.dims.time_steps);
+  v.i32("dims.input_size", p.dims.input_size);
+  v.i32("dims.hidden_size", p.dims.hidden_size);
+  v.close();
+  v.i32("layout", p.layout);
+  const int64_t H = codec_detail::extent(p.dims.hidden_size), I = codec_detail::extent(p.dims.input_size);
+  v.open("gates");
+  QLSTM_VISIT_GATE(v, p.gates[QLSTM_GATE_FORGET], "gates[forget]", H, I);
+  QLSTM_VISIT_GATE(v, p.gates[QLSTM_GATE_INPUT], "gates[input]", H, I);
+  QLSTM_VISIT_GATE(v, p.gates[QLSTM_GATE_CELL], "gates[cell]", H, I);
+  QLSTM_VISIT_GATE(v, p.gates[QLSTM_GATE_OUTPUT], "gates[output]", H, I);
+  v.close();
+  codec_detail::requant(v, "forget_times_cell_to_cell", "forget_times_cell_to_cell.multiplier",
+                        "forget_times_cell_to_cell.shift", p.forget_times_cell_to_cell);
+  codec_detail::requant(v, "input_times_cell_gate_to_cell", "input_times_cell_gate_to_cell.multiplier",
+                        "input_times_cell_gate_to_cell.shift", p.input_times_cell_gate_to_cell);
+  codec_detail::requant(v, "output_times_tanh_cell_to_hidden", "output_times_tanh_cell_to_hidden.multiplier",
+                        "output_times_tanh_cell_to_hidden.shift", p.output_times_tanh_cell_to_hidden);
+  v.i32("cell_scale_power", p.cell_scale_power);
+  v.i32("cell_clip", p.cell_clip);
+  v.i32("output_zero_point", p.output_zero_point);
+  v.i32("time_direction", p.time_direction);
+  v.i32("output_width", p.output_width);
+  v.close();
+}
+
+#undef QLSTM_VISIT_GATE
+
+// ---- The record codec: every int32 field as 4 little-endian bytes, every array's elements
+// little-endian and padded with zeros to a multiple of 4 bytes, in visiting order. No names or
+// counts are stored: the dims in front give every extent. A record read in place keeps the
+// array pointers into it, so the device runs a block straight from its bundle.
+
+// Writes into a Sink with `void put(const uint8_t* bytes, size_t n)`.
+template <class Sink>
+class RecordWriter {
+ public:
+  explicit RecordWriter(Sink& sink) : sink_(sink) {}
+  void open(const char*) {}
+  void close() {}
+  void i32(const char*, int32_t v) { put_le(static_cast<uint32_t>(v), 4); }
+  template <class T>
+  void array(const char*, const T* data, int64_t count) {
+    for (int64_t k = 0; k < count; ++k) put_le(static_cast<uint32_t>(data[k]), sizeof(T));
+    const size_t tail = static_cast<size_t>(count > 0 ? count : 0) * sizeof(T) % 4;
+    static const uint8_t kZero[4] = {0, 0, 0, 0};
+    if (tail != 0) sink_.put(kZero, 4 - tail);
+  }
+
+ private:
+  void put_le(uint32_t u, size_t n) {
+    uint8_t b[4];
+    for (size_t k = 0; k < n; ++k) b[k] = static_cast<uint8_t>((u >> (8 * k)) & 0xFFu);
+    sink_.put(b, n);
+  }
+  Sink& sink_;
+};
+
+// Reads a record in place: arrays point into it (so it must be 4-byte aligned and outlive the
+// block). The first field that does not fit stops the reading; failed() names it.
+class RecordReader {
+ public:
+  RecordReader(const uint8_t* data, size_t size) : p_(data), end_(data + size) {}
+  void open(const char*) {}
+  void close() {}
+  void i32(const char* name, int32_t& v) {
+    v = 0;
+    if (failed_ != nullptr) return;
+    if (static_cast<size_t>(end_ - p_) < 4) {
+      failed_ = name;
+      return;
+    }
+    uint32_t u = 0;
+    for (size_t k = 0; k < 4; ++k) u |= static_cast<uint32_t>(p_[k]) << (8 * k);
+    memcpy(&v, &u, 4);
+    p_ += 4;
+  }
+  template <class T>
+  void array(const char* name, const T*& data, int64_t count) {
+    data = nullptr;
+    if (failed_ != nullptr) return;
+    const size_t left = static_cast<size_t>(end_ - p_);
+    if (count < 0 || static_cast<uint64_t>(count) > left / sizeof(T)) {
+      failed_ = name;
+      return;
+    }
+    const size_t bytes = static_cast<size_t>(count) * sizeof(T), padded = (bytes + 3u) & ~static_cast<size_t>(3);
+    if (padded > left) {
+      failed_ = name;
+      return;
+    }
+    data = reinterpret_cast<const T*>(p_);
+    p_ += padded;
+  }
+  const char* failed() const { return failed_; }
+  // Every byte was read and every field fitted.
+  bool complete() const { return failed_ == nullptr && p_ == end_; }
+  const uint8_t* position() const { return p_; }
+
+ private:
+  const uint8_t* p_;
+  const uint8_t* end_;
+  const char* failed_ = nullptr;
+};
+
+// Reads one LSTM block from a record; returns the bytes it took (0 with *field set on failure).
+inline size_t read_lstm_s8_record(const uint8_t* data, size_t size, qlstm_lstm_s8_params* params,
+                                  const char** field) {
+  RecordReader r(data, size);
+  visit_lstm_s8_fields(*params, r);
+  if (r.failed() != nullptr) {
+    if (field != nullptr) *field = r.failed();
+    return 0;
+  }
+  return static_cast<size_t>(r.position() - data);
+}
+
+}  // namespace qlstm
+
+#endif  // QLSTM_PARAMS_CODEC_H_
