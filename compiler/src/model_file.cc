@@ -2,9 +2,11 @@
 
 #include <zlib.h>
 
+#include <cstring>
 
 #include "qlstm/compiler/file_io.h"
 #include "qlstm/kernels.h"
+#include "qlstm/params_codec.h"
 #include "qlstm_model_generated.h"
 
 namespace qlstm {
@@ -23,7 +25,6 @@ uint32_t crc32_of(const uint8_t* data, size_t size) {
   return static_cast<uint32_t>(crc);
 }
 
-fb::Requant to_fb(const qlstm_requant& q) { return fb::Requant(q.multiplier, q.shift); }
 qlstm_requant from_fb(const fb::Requant* q) {
   return q ? qlstm_requant{q->multiplier(), q->shift()} : qlstm_requant{-1, 0};
 }
@@ -35,21 +36,6 @@ qlstm_requant from_fb(const fb::Requant* q) {
 }  // namespace
 
 namespace {
-
-flatbuffers::Offset<fb::Lstm> write_lstm(flatbuffers::FlatBufferBuilder& b, const DerivedLstm& d) {
-  std::vector<flatbuffers::Offset<fb::Gate>> gates;
-  for (const DerivedGate& g : d.gates) {
-    const fb::Requant in_q = to_fb(g.input_to_q3_12), h_q = to_fb(g.hidden_to_q3_12);
-    gates.push_back(fb::CreateGateDirect(b, static_cast<int8_t>(g.activation), &in_q, &g.w_x,
-                                         &g.input_effective_bias, &h_q, &g.w_h,
-                                         &g.hidden_effective_bias, g.w_x_scale, g.w_h_scale));
-  }
-  const fb::Requant f = to_fb(d.forget_times_cell_to_cell), i = to_fb(d.input_times_cell_gate_to_cell),
-                    o = to_fb(d.output_times_tanh_cell_to_hidden);
-  const fb::AffineQuant in(d.input.scale, d.input.zero_point), out(d.output.scale, d.output.zero_point);
-  return fb::CreateLstmDirect(b, d.input_size, d.hidden_size, &gates, &f, &i, &o, d.cell.power, d.cell_clip,
-                              d.time_direction, &in, &out);
-}
 
 // One LSTM's parameters; `where` names it in messages ("lstm" or "ops[k].lstm").
 DerivedLstm read_lstm(const fb::Lstm* l, const AffineQuant& input, const AffineQuant& output,
@@ -109,6 +95,59 @@ StateSource read_source(fb::StateSource s, const std::string& origin, const char
   bad(origin, std::string("field '") + where + "' is not a state source");
 }
 
+struct ByteSink {
+  std::vector<uint8_t>* out;
+  void put(const uint8_t* bytes, size_t n) { out->insert(out->end(), bytes, bytes + n); }
+};
+
+std::vector<uint8_t> lstm_record(const qlstm_lstm_s8_params& p) {
+  std::vector<uint8_t> bytes;
+  ByteSink sink{&bytes};
+  RecordWriter<ByteSink> w(sink);
+  visit_lstm_s8_fields(p, w);
+  return bytes;
+}
+
+// A version-3 op: its parameter record decoded by the runtime's description of the block.
+ProgramOp read_op(const fb::Op* o, const std::string& origin, const std::string& where) {
+  if (o->kind() != QLSTM_OP_LSTM_S8) {
+    bad(origin, "field '" + where + ".kind': " + std::to_string(o->kind()) + " is not an op kind this qlstm knows");
+  }
+  if (o->params() == nullptr) bad(origin, "field '" + where + ".params' missing");
+  // Copied to aligned memory: the record's int32 arrays are read in place.
+  std::vector<uint32_t> aligned((o->params()->size() + 3) / 4);
+  if (o->params()->size() > 0) std::memcpy(aligned.data(), o->params()->data(), o->params()->size());
+  const auto* bytes = reinterpret_cast<const uint8_t*>(aligned.data());
+  qlstm_lstm_s8_params p{};
+  RecordReader r(bytes, o->params()->size());
+  visit_lstm_s8_fields(p, r);
+  if (r.failed() != nullptr) bad(origin, "field '" + where + ".params." + r.failed() + "': the record ends early");
+  if (!r.complete()) bad(origin, "field '" + where + ".params': bytes after the last field");
+  if (p.dims.batch != 1 || p.dims.time_steps != 0) {
+    bad(origin, "field '" + where + ".params.dims': batch must be 1 and time_steps 0 in a model file");
+  }
+  const std::string w = where + ".params";
+  ProgramOp op;
+  try {
+    op.lstm = DerivedLstm::from_kernel_params(p, read_quant(o->input(), origin, where + ".input"),
+                                              read_quant(o->output(), origin, where + ".output"));
+  } catch (const CompileError& e) {
+    bad(origin, "field '" + w + "': " + e.what());
+  }
+  if (o->weight_scales() != nullptr && o->weight_scales()->size() == 2 * op.lstm.gates.size()) {
+    for (size_t g = 0; g < op.lstm.gates.size(); ++g) {
+      op.lstm.gates[g].w_x_scale = o->weight_scales()->Get(static_cast<uint32_t>(2 * g));
+      op.lstm.gates[g].w_h_scale = o->weight_scales()->Get(static_cast<uint32_t>(2 * g + 1));
+    }
+  }
+  op.input_buffer = o->input_buffer();
+  op.output_buffer = o->output_buffer();
+  op.output_offset = o->output_offset();
+  if (o->initial_hidden()) op.initial_hidden.assign(o->initial_hidden()->begin(), o->initial_hidden()->end());
+  if (o->initial_cell()) op.initial_cell.assign(o->initial_cell()->begin(), o->initial_cell()->end());
+  return op;
+}
+
 fb::StateSource to_fb(StateSource s) {
   return s == StateSource::kConstant ? fb::StateSource_Constant
          : s == StateSource::kInput  ? fb::StateSource_Input
@@ -124,19 +163,30 @@ std::string serialize_model(const CompiledModel& m) {
     const fb::AffineQuant q(buf.quant.scale, buf.quant.zero_point);
     buffers.push_back(fb::CreateBuffer(b, buf.width, &q));
   }
-  std::vector<flatbuffers::Offset<fb::LstmOp>> ops;
-  for (const ProgramOp& op : m.ops) {
-    const auto lstm = write_lstm(b, op.lstm);
-    const std::vector<int16_t>& cell = op.initial_cell;
-    ops.push_back(fb::CreateLstmOpDirect(b, lstm, op.input_buffer, op.output_buffer, op.output_offset,
-                                         op.initial_hidden.empty() ? nullptr : &op.initial_hidden,
-                                         cell.empty() ? nullptr : &cell));
+  // Every op's parameter block as the runtime's record (batch 1, no time steps: the call's).
+  const std::vector<qlstm_op> kernel_ops =
+      program_ops(m, 1, 0, m.batch_first ? Layout::kBatchMajor : Layout::kTimeMajor);
+  std::vector<flatbuffers::Offset<fb::Op>> ops;
+  for (size_t k = 0; k < m.ops.size(); ++k) {
+    const ProgramOp& op = m.ops[k];
+    const std::vector<uint8_t> record = lstm_record(kernel_ops[k].lstm);
+    std::vector<double> weight_scales;
+    for (const DerivedGate& g : op.lstm.gates) {
+      weight_scales.push_back(g.w_x_scale);
+      weight_scales.push_back(g.w_h_scale);
+    }
+    const fb::AffineQuant in(op.lstm.input.scale, op.lstm.input.zero_point),
+        out(op.lstm.output.scale, op.lstm.output.zero_point);
+    ops.push_back(fb::CreateOpDirect(b, kernel_ops[k].kind, &record, op.input_buffer, op.output_buffer,
+                                     op.output_offset, op.initial_hidden.empty() ? nullptr : &op.initial_hidden,
+                                     op.initial_cell.empty() ? nullptr : &op.initial_cell, &in, &out,
+                                     &weight_scales));
   }
   const fb::AffineQuant in(m.input_quant().scale, m.input_quant().zero_point),
       out(m.output_quant().scale, m.output_quant().zero_point);
   b.Finish(fb::CreateModelDirect(b, m.name.c_str(), m.batch_first, &in, &out, 0, m.report_json.c_str(),
-                                 m.directions, &buffers, &ops, to_fb(m.initial_hidden), to_fb(m.initial_cell),
-                                 m.hidden_output, m.cell_output));
+                                 m.directions, &buffers, nullptr, to_fb(m.initial_hidden), to_fb(m.initial_cell),
+                                 m.hidden_output, m.cell_output, &ops));
   std::vector<uint8_t> model(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
 
   flatbuffers::FlatBufferBuilder file;
@@ -154,8 +204,8 @@ CompiledModel parse_model(const std::string& bytes, const std::string& origin) {
   if (!fb::VerifyModelFileBuffer(outer)) bad(origin, "the file is truncated or corrupted (structure)");
   const fb::ModelFile* file = fb::GetModelFile(data);
   const uint32_t version = file->format_version();
-  if (version != 1 && version != kModelFormatVersion) {
-    bad(origin, "format_version " + std::to_string(version) + " is not supported (this qlstm reads 1 and " +
+  if (version < 1 || version > kModelFormatVersion) {
+    bad(origin, "format_version " + std::to_string(version) + " is not supported (this qlstm reads 1 to " +
                     std::to_string(kModelFormatVersion) + ")");
   }
   if (file->model() == nullptr) bad(origin, "field 'model' missing");
@@ -192,12 +242,17 @@ CompiledModel parse_model(const std::string& bytes, const std::string& origin) {
       const std::string w = "buffers[" + std::to_string(k) + "]";
       c.buffers.push_back({buf->width(), read_quant(buf->quant(), origin, w + ".quant")});
     }
-    if (!m->ops() || m->ops()->size() < 1 || m->ops()->size() > 2048) bad(origin, "field 'ops': expected 1 to 2048 ops");
+    const uint32_t n_ops = version == 2 ? (m->ops() ? m->ops()->size() : 0) : (m->program() ? m->program()->size() : 0);
+    if (n_ops < 1 || n_ops > 2048) bad(origin, std::string("field '") + (version == 2 ? "ops" : "program") +
+                                                   "': expected 1 to 2048 ops");
     c.initial_hidden = read_source(m->initial_hidden_source(), origin, "initial_hidden_source");
     c.initial_cell = read_source(m->initial_cell_source(), origin, "initial_cell_source");
     c.hidden_output = m->hidden_output();
     c.cell_output = m->cell_output();
-    for (uint32_t k = 0; k < m->ops()->size(); ++k) {
+    for (uint32_t k = 0; version == 3 && k < n_ops; ++k) {
+      c.ops.push_back(read_op(m->program()->Get(k), origin, "program[" + std::to_string(k) + "]"));
+    }
+    for (uint32_t k = 0; version == 2 && k < n_ops; ++k) {
       const fb::LstmOp* o = m->ops()->Get(k);
       const std::string w = "ops[" + std::to_string(k) + "]";
       const fb::Lstm* l = o->lstm();

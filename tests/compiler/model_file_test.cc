@@ -90,10 +90,12 @@ TEST(ModelFile, DamageIsRefusedWithTheReason) {
   // A future format version is refused as such.
   bool version_seen = false;
   for (size_t k = 0; k + 4 <= good.size() && !version_seen; ++k) {
-    if (good.compare(k, 4, std::string("\x02\x00\x00\x00", 4)) != 0) continue;
+    const char current[4] = {static_cast<char>(kModelFormatVersion), 0, 0, 0};
+    if (good.compare(k, 4, std::string(current, 4)) != 0) continue;
     std::string d = good;
-    d[k] = 3;
-    version_seen = error_of(d).find("format_version 3 is not supported") != std::string::npos;
+    d[k] = static_cast<char>(kModelFormatVersion + 1);
+    version_seen = error_of(d).find("format_version " + std::to_string(kModelFormatVersion + 1) +
+                                    " is not supported") != std::string::npos;
   }
   EXPECT_TRUE(version_seen);
 }

@@ -97,6 +97,11 @@ struct DerivedLstm {
 
   // A kernel parameter block pointing into this object (valid while it lives).
   qlstm_lstm_s8_params kernel_params(int32_t batch, int32_t time_steps, Layout layout) const;
+  // The inverse: the kernel's fields of a parameter block (arrays copied), with the boundary
+  // quantizations the block does not hold. Throws CompileError when the block's output zero point
+  // is not `output`'s.
+  static DerivedLstm from_kernel_params(const qlstm_lstm_s8_params& p, const AffineQuant& input,
+                                        const AffineQuant& output);
 };
 
 // Throws CompileError (naming the gate and the quantity) for a bias that overflows int32 at its

@@ -13,8 +13,9 @@
 namespace qlstm {
 namespace compiler {
 
-// 2: a program of ops (version 1 files, one LSTM, are still read).
-constexpr uint32_t kModelFormatVersion = 2;
+// 3: each op's parameters as the runtime's parameter record (params_codec.h); versions 1 (one
+// LSTM) and 2 (a program of typed LSTM tables) are still read.
+constexpr uint32_t kModelFormatVersion = 3;
 
 std::string serialize_model(const CompiledModel& m);
 // Throws CompileError naming `origin` and the field for a file that is truncated, corrupted (CRC),
