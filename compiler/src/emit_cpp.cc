@@ -97,6 +97,7 @@ class Initializer {
     auto ends = [&](const std::string& suffix) {
       return n.size() >= suffix.size() && n.compare(n.size() - suffix.size(), suffix.size(), suffix) == 0;
     };
+    if (n == "kind" && v == QLSTM_OP_LSTM_S8) return "QLSTM_OP_LSTM_S8";
     if (n == "layout" && (v == QLSTM_LAYOUT_BATCH_MAJOR || v == QLSTM_LAYOUT_TIME_MAJOR)) {
       return v == QLSTM_LAYOUT_TIME_MAJOR ? "QLSTM_LAYOUT_TIME_MAJOR" : "QLSTM_LAYOUT_BATCH_MAJOR";
     }
@@ -244,11 +245,10 @@ EmittedSource emit_program(const CompiledModel& m, const std::string& name, int3
   s << "\nconst qlstm_op kOps[" << upper << "_OPS] = {\n";
   for (int32_t k = 0; k < n_ops; ++k) {
     const qlstm_op& o = ops[static_cast<size_t>(k)];
-    s << "  {QLSTM_OP_LSTM_S8,\n   ";
+    s << "  ";
     Initializer init(s, "kOp" + std::to_string(k) + "_", "    ");
-    visit_lstm_s8_fields(o.lstm, init);
-    s << ",\n   " << o.input_buffer << ", " << o.output_buffer << ", " << o.output_offset << ", " << o.state_offset
-      << "},  // layer " << k / D << (o.lstm.time_direction == QLSTM_TIME_REVERSE ? " reverse" : " forward") << "\n";
+    visit_op_fields(o, init);
+    s << ",  // layer " << k / D << (o.lstm.time_direction == QLSTM_TIME_REVERSE ? " reverse" : " forward") << "\n";
   }
   s << "};\nconst qlstm_program kProgram = {kOps, " << upper << "_OPS, " << m.buffers.size() << "};\n\n"
     << "qlstm_status run_program(const int8_t* input, int8_t* output, int32_t time_steps, int8_t* hidden,\n"

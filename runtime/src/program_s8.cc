@@ -2,6 +2,8 @@
 // each op reads and writes.
 #include "qlstm/program_s8.h"
 
+#include "qlstm/kernels.h"
+
 namespace {
 
 size_t op_output_bytes(const qlstm_lstm_s8_params& p) {
@@ -14,6 +16,12 @@ size_t op_output_bytes(const qlstm_lstm_s8_params& p) {
 extern "C" qlstm_status qlstm_program_run(const qlstm_program* program, qlstm_program_context* ctx,
                                           const int8_t* input, int8_t* output, int32_t time_steps,
                                           int8_t* hidden, int16_t* cell) {
+  return qlstm::run_program_s8(program, ctx, input, output, time_steps, hidden, cell, qlstm::ProgramRunOptions{});
+}
+
+qlstm_status qlstm::run_program_s8(const qlstm_program* program, qlstm_program_context* ctx, const int8_t* input,
+                                   int8_t* output, int32_t time_steps, int8_t* hidden, int16_t* cell,
+                                   const ProgramRunOptions& options) {
   if (program == nullptr || ctx == nullptr || program->ops == nullptr) return QLSTM_ERROR_NULL_POINTER;
   if ((hidden == nullptr) != (cell == nullptr)) return QLSTM_ERROR_NULL_POINTER;
   if (time_steps < 0) return QLSTM_ERROR_BAD_DIMS;
@@ -37,7 +45,10 @@ extern "C" qlstm_status qlstm_program_run(const qlstm_program* program, qlstm_pr
     if (out != nullptr) out += op.output_offset;
     qlstm_lstm_s8_context c = {ctx->scratch, ctx->scratch_bytes, hidden ? cell + op.state_offset : ctx->cell,
                                hidden ? hidden + op.state_offset : nullptr};
-    const qlstm_status st = qlstm_lstm_s8(&p, &c, in, out);
+    if (options.before_op != nullptr) options.before_op(k);
+    const qlstm_status st =
+        options.variant != nullptr ? run_lstm_s8(*options.variant, &p, &c, in, out) : qlstm_lstm_s8(&p, &c, in, out);
+    if (options.after_op != nullptr) options.after_op(k);
     if (st != QLSTM_OK) return st;
   }
   return QLSTM_OK;

@@ -162,9 +162,7 @@ int bench_op(const DerivedLstm& d, const ShapeSpec& s, const std::string& what, 
   }
 
   const device::Target target = device::find_target(args.target);
-  device::BundleCase c;
-  c.name = "bench";
-  c.params = &params;
+  device::BundleCase c = device::single_op_case("bench", params);
   c.input = x.data();
   c.check = true;
   c.expected = expected.data();

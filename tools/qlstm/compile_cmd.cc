@@ -297,63 +297,40 @@ int compile_command(const CompileArgs& args) {
 
 namespace {
 
-// The program of run_program_s8 with every op's kernel call on the emulated CPU: one bundle per
-// layer (its ops read the same buffer), each op stateful from *state, whose final state the
-// firmware writes back after the op's output. The host only moves bytes between the calls (each
-// op's rows into its part of the layer's output rows).
+// run_program_s8 on the emulated CPU: the whole program in one bundle case, run there by the
+// runtime's program runner from *state, which receives the final state.
 std::vector<int8_t> run_on_device(const std::string& cpu, const CompiledModel& m, const std::vector<int8_t>& x8,
                                   const SequenceShape& shape, ProgramState* state) {
   const device::Target target = device::find_target(cpu);
-  const int32_t B = shape.batch, T = shape.time_steps, D = m.directions;
-  const size_t positions = static_cast<size_t>(B) * static_cast<size_t>(T);
-  const std::vector<int32_t> hs = m.hidden_sizes();
-  std::vector<int8_t> input = x8;
-  for (int32_t l = 0; l < m.layers(); ++l) {
-    std::vector<qlstm_lstm_s8_params> params(static_cast<size_t>(D));
-    std::vector<device::BundleCase> cases;
-    for (int32_t d = 0; d < D; ++d) {
-      const int32_t k = l * D + d;
-      const size_t off = state_offset(hs, k, B);
-      params[static_cast<size_t>(d)] = m.ops[static_cast<size_t>(k)].lstm.kernel_params(B, T, shape.layout);
-      device::BundleCase c;
-      c.name = "op" + std::to_string(k);
-      c.params = &params[static_cast<size_t>(d)];
-      c.stateful = true;
-      c.input = input.data();
-      c.h0 = state->hidden.data() + off;
-      c.c0 = state->cell.data() + off;
-      cases.push_back(c);
-    }
-    const device::TempFile bundle("qlstm_run_bundle"), out("qlstm_run_output");
-    write_file_atomically(bundle.path(), device::bundle(cases));
-    device::RunOptions options;
-    options.capture = true;
-    const device::RunResult r = device::run_firmware(target, {"run", bundle.path(), out.path()}, options);
-    if (r.exit_status != 0) {
-      throw CompileError("the " + cpu + " firmware failed (exit status " + std::to_string(r.exit_status) +
-                         "): " + r.console);
-    }
-    const std::string bytes = read_file(out.path());
-    const int32_t H = hs[static_cast<size_t>(l * D)], W = D * H;
-    const size_t BH = static_cast<size_t>(B) * static_cast<size_t>(H);
-    const size_t per_op = positions * static_cast<size_t>(H) + BH * (sizeof(int8_t) + sizeof(int16_t));
-    if (bytes.size() != per_op * static_cast<size_t>(D)) {
-      throw CompileError("the " + cpu + " firmware wrote " + std::to_string(bytes.size()) + " bytes, expected " +
-                         std::to_string(per_op * static_cast<size_t>(D)));
-    }
-    std::vector<int8_t> next(positions * static_cast<size_t>(W));
-    for (int32_t d = 0; d < D; ++d) {
-      const char* at = bytes.data() + per_op * static_cast<size_t>(d);
-      for (size_t row = 0; row < positions; ++row) {
-        std::memcpy(next.data() + row * W + static_cast<size_t>(d) * H, at + row * H, static_cast<size_t>(H));
-      }
-      const size_t off = state_offset(hs, l * D + d, B);
-      std::memcpy(state->hidden.data() + off, at + positions * H, BH);
-      std::memcpy(state->cell.data() + off, at + positions * H + BH, BH * sizeof(int16_t));
-    }
-    input = std::move(next);
+  const size_t positions = static_cast<size_t>(shape.batch) * static_cast<size_t>(shape.time_steps);
+  device::BundleCase c;
+  c.name = m.name.empty() ? "model" : m.name;
+  c.ops = program_ops(m, shape.batch, shape.time_steps, shape.layout);
+  for (const ProgramBuffer& b : m.buffers) c.buffer_widths.push_back(b.width);
+  c.stateful = true;
+  c.input = x8.data();
+  c.h0 = state->hidden.data();
+  c.c0 = state->cell.data();
+  const device::TempFile bundle("qlstm_run_bundle"), out("qlstm_run_output");
+  write_file_atomically(bundle.path(), device::bundle({c}));
+  device::RunOptions options;
+  options.capture = true;
+  const device::RunResult r = device::run_firmware(target, {"run", bundle.path(), out.path()}, options);
+  if (r.exit_status != 0) {
+    throw CompileError("the " + cpu + " firmware failed (exit status " + std::to_string(r.exit_status) + "): " +
+                       r.console);
   }
-  return input;
+  const std::string bytes = read_file(out.path());
+  const size_t y_bytes = positions * static_cast<size_t>(m.output_size()), S = state->hidden.size();
+  if (bytes.size() != y_bytes + S * (sizeof(int8_t) + sizeof(int16_t))) {
+    throw CompileError("the " + cpu + " firmware wrote " + std::to_string(bytes.size()) + " bytes, expected " +
+                       std::to_string(y_bytes + S * 3));
+  }
+  std::vector<int8_t> y(y_bytes);
+  std::memcpy(y.data(), bytes.data(), y_bytes);
+  std::memcpy(state->hidden.data(), bytes.data() + y_bytes, S);
+  std::memcpy(state->cell.data(), bytes.data() + y_bytes + S, S * sizeof(int16_t));
+  return y;
 }
 
 // A [ops][B][H] state file: float32 with --float, else int8 (hidden) or int16 (cell).

@@ -17,6 +17,9 @@
 #include <map>
 #include <sstream>
 
+#include "bundle_format.h"
+#include "qlstm/params_codec.h"
+
 extern char** environ;
 
 namespace qlstm {
@@ -24,35 +27,10 @@ namespace device {
 
 namespace {
 
-// Little-endian int32 fields and 4-byte-padded arrays (the firmware reads them in place).
-class Record {
- public:
-  void i32(int32_t v) {
-    const uint32_t u = static_cast<uint32_t>(v);
-    for (int k = 0; k < 4; ++k) bytes_.push_back(static_cast<char>((u >> (8 * k)) & 0xFFu));
-  }
-  void raw(const void* p, size_t n) { bytes_.append(static_cast<const char*>(p), n); }
-  template <typename T>
-  void array(const T* p, size_t n) {
-    for (size_t k = 0; k < n; ++k) {
-      const auto u = static_cast<std::make_unsigned_t<T>>(p[k]);
-      for (size_t b = 0; b < sizeof(T); ++b) bytes_.push_back(static_cast<char>((u >> (8 * b)) & 0xFFu));
-    }
-    while (bytes_.size() % 4 != 0) bytes_.push_back('\0');
-  }
-  void requant(const qlstm_requant& q) {
-    i32(q.multiplier);
-    i32(q.shift);
-  }
-  const std::string& bytes() const { return bytes_; }
-
- private:
-  std::string bytes_;
+struct StringSink {
+  std::string* out;
+  void put(const uint8_t* bytes, size_t n) { out->append(reinterpret_cast<const char*>(bytes), n); }
 };
-
-constexpr int32_t kFlagStateful = 1;
-constexpr int32_t kFlagExpected = 2;
-constexpr int32_t kFlagReverse = 4;  // time_direction = QLSTM_TIME_REVERSE
 
 std::string target_root() {
   if (const char* env = std::getenv("QLSTM_TARGET_DIR"); env != nullptr && *env != '\0') return env;
@@ -123,53 +101,55 @@ Target find_target(const std::string& cpu) {
   return t;
 }
 
+BundleCase single_op_case(const std::string& name, const qlstm_lstm_s8_params& params) {
+  BundleCase c;
+  c.name = name;
+  qlstm_op op{};
+  op.kind = QLSTM_OP_LSTM_S8;
+  op.lstm = params;
+  op.input_buffer = 0;
+  op.output_buffer = 1;
+  c.ops = {op};
+  c.buffer_widths = {params.dims.input_size, params.output_width > 0 ? params.output_width : params.dims.hidden_size};
+  return c;
+}
+
 std::string bundle(const std::vector<BundleCase>& cases) {
-  Record file;
-  file.raw("QLVB", 4);
-  file.i32(kBundleVersion);
-  file.i32(static_cast<int32_t>(cases.size()));
+  std::string file;
+  StringSink file_sink{&file};
+  RecordWriter<StringSink> head(file_sink);
+  file.append("QLVB", 4);
+  head.i32("version", static_cast<int32_t>(bundle::kBundleVersion));
+  head.i32("case_count", static_cast<int32_t>(cases.size()));
   for (const BundleCase& c : cases) {
-    const qlstm_lstm_s8_params& p = *c.params;
-    const size_t B = static_cast<size_t>(p.dims.batch), T = static_cast<size_t>(p.dims.time_steps);
-    const size_t I = static_cast<size_t>(p.dims.input_size), H = static_cast<size_t>(p.dims.hidden_size);
-    const bool stateful = c.stateful;
-    Record r;
-    r.i32(static_cast<int32_t>(c.name.size()));
-    r.array(c.name.data(), c.name.size());
-    for (int32_t v : {static_cast<int32_t>(p.layout == QLSTM_LAYOUT_TIME_MAJOR), p.dims.batch, p.dims.time_steps,
-                      p.dims.input_size, p.dims.hidden_size, p.cell_scale_power, p.cell_clip, p.output_zero_point,
-                      (stateful ? kFlagStateful : 0) | (c.check ? kFlagExpected : 0) |
-                          (p.time_direction == QLSTM_TIME_REVERSE ? kFlagReverse : 0)}) {
-      r.i32(v);
-    }
-    r.requant(p.forget_times_cell_to_cell);
-    r.requant(p.input_times_cell_gate_to_cell);
-    r.requant(p.output_times_tanh_cell_to_hidden);
-    for (const qlstm_gate_s8_params& g : p.gates) {
-      r.i32(g.activation);
-      r.requant(g.input_to_q3_12);
-      r.requant(g.hidden_to_q3_12);
-      r.array(g.input_weights, H * I);
-      r.array(g.input_effective_bias, H);
-      r.array(g.hidden_weights, H * H);
-      r.array(g.hidden_effective_bias, H);
-    }
-    r.array(c.input, B * T * I);
-    if (stateful) {
-      r.array(c.h0, B * H);
-      r.array(c.c0, B * H);
-    }
-    if (c.check) {
-      r.array(c.expected, B * T * H);
-      if (stateful) {
-        r.array(c.final_h, B * H);
-        r.array(c.final_c, B * H);
-      }
-    }
-    file.i32(static_cast<int32_t>(r.bytes().size()));
-    file.raw(r.bytes().data(), r.bytes().size());
+    if (c.ops.empty() || c.buffer_widths.size() < 2) throw DeviceError("bundle: case '" + c.name + "' has no program");
+    const qlstm_lstm_dims& dims = c.ops.front().lstm.dims;
+    const bundle::CaseView v = {static_cast<int32_t>(c.name.size()),
+                                c.name.data(),
+                                (c.stateful ? bundle::kFlagStateful : 0) | (c.check ? bundle::kFlagExpected : 0),
+                                dims.batch,
+                                dims.time_steps,
+                                static_cast<int32_t>(c.ops.size()),
+                                static_cast<int32_t>(c.buffer_widths.size()),
+                                c.buffer_widths.data(),
+                                c.input,
+                                c.h0,
+                                c.c0,
+                                c.expected,
+                                c.final_h,
+                                c.final_c};
+    std::string record;
+    StringSink sink{&record};
+    RecordWriter<StringSink> w(sink);
+    bundle::visit_case_header(v, w);
+    for (const qlstm_op& op : c.ops) visit_op_fields(op, w);
+    const bundle::CaseSizes n = bundle::case_sizes(v, c.ops.data());
+    if (n.input < 0) throw DeviceError("bundle: case '" + c.name + "' is too large");
+    bundle::visit_case_data(v, n, w);
+    head.i32("record_bytes", static_cast<int32_t>(record.size()));
+    file += record;
   }
-  return file.bytes();
+  return file;
 }
 
 RunResult run_firmware(const Target& t, const std::vector<std::string>& args, const RunOptions& options) {

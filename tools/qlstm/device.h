@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "qlstm/lstm_s8.h"
+#include "qlstm/program_s8.h"
 
 namespace qlstm {
 namespace device {
@@ -36,11 +37,14 @@ const std::vector<std::string>& cpu_names();
 // Throws DeviceError naming the CPU and what is missing.
 Target find_target(const std::string& cpu);
 
-// One kernel call for the device. Stateful: starts from h0/c0 (and checks final_h/final_c).
-// check: compare the output with `expected` (and the final state).
+// One call of a program on the device: its ops (each parameter block with the call's dims and
+// layout; arrays owned by the caller), the width of each buffer, the input, and for a stateful
+// call the [ops][B][H] state it starts from. check: compare the output (and the final state) with
+// the expected values. A kernel vector is a one-op program.
 struct BundleCase {
   std::string name;
-  const qlstm_lstm_s8_params* params = nullptr;
+  std::vector<qlstm_op> ops;
+  std::vector<int32_t> buffer_widths;
   bool stateful = false;
   bool check = false;
   const int8_t* input = nullptr;
@@ -51,10 +55,14 @@ struct BundleCase {
   const int16_t* final_c = nullptr;
 };
 
-// "QLVB", version 2, the case count, then per case a byte count and the record: little-endian
-// int32 fields, int8/int16/int32 arrays padded to 4 bytes (docs/targets.md).
+// The case of one kernel call: a program of one op, buffers {I, H}.
+BundleCase single_op_case(const std::string& name, const qlstm_lstm_s8_params& params);
+
+// "QLVB", the version, the case count, then per case a byte count and the record: its name,
+// flags, batch and time steps, the program (buffer widths; each op's fields as the runtime
+// describes them, params_codec.h) and its arrays, little-endian and padded to 4 bytes
+// (docs/targets.md). The firmware reads it with the same description.
 std::string bundle(const std::vector<BundleCase>& cases);
-inline constexpr int32_t kBundleVersion = 2;
 
 struct RunOptions {
   bool capture = false;          // collect the firmware's console output instead of printing it

@@ -297,14 +297,9 @@ std::vector<std::string> collect_vector_files(const std::vector<std::string>& pa
 }
 
 std::string device_bundle(const std::vector<const KernelCase*>& cases) {
-  std::vector<qlstm_lstm_s8_params> params;
-  params.reserve(cases.size());
   std::vector<device::BundleCase> out;
   for (const KernelCase* c : cases) {
-    params.push_back(c->params());
-    device::BundleCase b;
-    b.name = c->name;
-    b.params = &params.back();
+    device::BundleCase b = device::single_op_case(c->name, c->params());
     b.input = c->input.data();
     b.check = true;
     b.expected = c->expected_output.data();
@@ -315,7 +310,7 @@ std::string device_bundle(const std::vector<const KernelCase*>& cases) {
       b.final_h = c->expected_final_hidden.data();
       b.final_c = c->expected_final_cell.data();
     }
-    out.push_back(b);
+    out.push_back(std::move(b));
   }
   return device::bundle(out);
 }

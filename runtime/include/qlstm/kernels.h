@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "qlstm/lstm_s8.h"
+#include "qlstm/program_s8.h"
 
 namespace qlstm {
 
@@ -78,6 +79,18 @@ const LstmS8Variant& lstm_s8_default_variant();
 // Runs the whole sequence with the given variant. Same contract as qlstm_lstm_s8().
 qlstm_status run_lstm_s8(const LstmS8Variant& variant, const qlstm_lstm_s8_params* params,
                          qlstm_lstm_s8_context* ctx, const int8_t* input, int8_t* output);
+
+// qlstm_program_run with a fixed variant for every op (nullptr: the per-call dispatch of
+// qlstm_lstm_s8) and a hook around each op (the device's instruction counter); the program runner
+// is this with the defaults.
+struct ProgramRunOptions {
+  const LstmS8Variant* variant = nullptr;
+  void (*before_op)(int32_t op) = nullptr;
+  void (*after_op)(int32_t op) = nullptr;
+};
+qlstm_status run_program_s8(const qlstm_program* program, qlstm_program_context* ctx, const int8_t* input,
+                            int8_t* output, int32_t time_steps, int8_t* hidden, int16_t* cell,
+                            const ProgramRunOptions& options);
 
 // The gate names in qlstm_gate_index order, for messages: "forget", "input", "cell", "output".
 const char* gate_name(int32_t gate_index);

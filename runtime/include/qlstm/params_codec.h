@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "qlstm/lstm_s8.h"
+#include "qlstm/program_s8.h"
 
 namespace qlstm {
 
@@ -85,6 +86,35 @@ void visit_lstm_s8_fields(P& p, V& v) {
 }
 
 #undef QLSTM_VISIT_GATE
+
+namespace codec_detail {
+// state_offset is a size_t in qlstm_op; on the wire (and in a visitor) an int32.
+template <class V>
+void offset(V& v, const char* name, const size_t& field) {
+  v.i32(name, static_cast<int32_t>(field));
+}
+template <class V>
+void offset(V& v, const char* name, size_t& field) {
+  int32_t x = static_cast<int32_t>(field);
+  v.i32(name, x);
+  field = x < 0 ? static_cast<size_t>(-1) : static_cast<size_t>(x);  // negative: refused by validation
+}
+}  // namespace codec_detail
+
+// One op of a program (qlstm_op or const qlstm_op): its kind, its kind's parameter block, its
+// wiring. An unknown kind visits no block (a reader then stops at the next field, or validation
+// refuses the kind).
+template <class Op, class V>
+void visit_op_fields(Op& op, V& v) {
+  v.open("op");
+  v.i32("kind", op.kind);
+  if (op.kind == QLSTM_OP_LSTM_S8) visit_lstm_s8_fields(op.lstm, v);
+  v.i32("input_buffer", op.input_buffer);
+  v.i32("output_buffer", op.output_buffer);
+  v.i32("output_offset", op.output_offset);
+  codec_detail::offset(v, "state_offset", op.state_offset);
+  v.close();
+}
 
 // ---- The record codec: every int32 field as 4 little-endian bytes, every array's elements
 // little-endian and padded with zeros to a multiple of 4 bytes, in visiting order. No names or

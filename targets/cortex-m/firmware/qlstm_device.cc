@@ -7,23 +7,24 @@
 //   qlstm_device icount-self-test              a known count of instructions between the markers
 //   qlstm_device variant-test [CASES]          every variant against the reference on random cases
 //   qlstm_device --fault                       writes to an unmapped address (a fault fails the run)
-// BUNDLE is written by the host (tools/qlstm/device.cc; layout in docs/targets.md). Exit status:
-// 0 all good, 1 a mismatch, 2 bad arguments or a malformed bundle, 3 a kernel error.
+// BUNDLE is written by the host (tools/qlstm/device.cc; layout in bundle_format.h and docs/targets.md):
+// every case is a program (a kernel vector is a one-op program), validated and run by the runtime's
+// program runner. Exit status: 0 all good, 1 a mismatch, 2 bad arguments or a malformed bundle,
+// 3 a kernel error.
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "bundle_format.h"
 #include "qlstm/kernels.h"
 #include "qlstm/lstm_s8.h"
+#include "qlstm/params_codec.h"
+#include "qlstm/program_s8.h"
 
 namespace {
 
-constexpr uint32_t kBundleVersion = 2;
-constexpr int32_t kFlagStateful = 1;
-constexpr int32_t kFlagExpected = 2;
-constexpr int32_t kFlagReverse = 4;
 constexpr int kExitMismatch = 1;
 constexpr int kExitBadInput = 2;
 constexpr int kExitKernelError = 3;
@@ -41,116 +42,52 @@ void* arena_take(uint32_t bytes) {
   return g_arena + start;
 }
 
-struct Cursor {
-  const uint8_t* p;
-  const uint8_t* end;
-  bool ok;
-
-  int32_t i32() {
-    int32_t v = 0;
-    if (end - p < 4) {
-      ok = false;
-      return 0;
-    }
-    memcpy(&v, p, 4);
-    p += 4;
-    return v;
-  }
-  // n elements of `size` bytes, padded to 4.
-  const void* array(int32_t n, uint32_t size) {
-    if (n < 0) {
-      ok = false;
-      return nullptr;
-    }
-    const uint32_t bytes = static_cast<uint32_t>(n) * size;
-    const uint32_t padded = (bytes + 3u) & ~3u;
-    if (static_cast<uint32_t>(end - p) < padded) {
-      ok = false;
-      return nullptr;
-    }
-    const void* a = p;
-    p += padded;
-    return a;
-  }
-  void requant(qlstm_requant* q) {
-    q->multiplier = i32();
-    q->shift = i32();
-  }
-};
-
+// A random case of the variant tester: one kernel call.
 struct Case {
-  const char* name;
-  int32_t name_len;
   qlstm_lstm_s8_params params;
   bool stateful;
-  bool has_expected;
   const int8_t* input;
   const int8_t* h0;
   const int16_t* c0;
-  const int8_t* expected;
-  const int8_t* final_h;
-  const int16_t* final_c;
 };
 
-bool parse_case(Cursor* c, Case* k) {
-  memset(k, 0, sizeof *k);
-  k->name_len = c->i32();
-  k->name = static_cast<const char*>(c->array(k->name_len, 1));
-  qlstm_lstm_s8_params& p = k->params;
-  p.layout = c->i32() ? QLSTM_LAYOUT_TIME_MAJOR : QLSTM_LAYOUT_BATCH_MAJOR;
-  p.dims.batch = c->i32();
-  p.dims.time_steps = c->i32();
-  p.dims.input_size = c->i32();
-  p.dims.hidden_size = c->i32();
-  p.cell_scale_power = c->i32();
-  p.cell_clip = c->i32();
-  p.output_zero_point = c->i32();
-  const int32_t flags = c->i32();
-  k->stateful = (flags & kFlagStateful) != 0;
-  k->has_expected = (flags & kFlagExpected) != 0;
-  p.time_direction = (flags & kFlagReverse) != 0 ? QLSTM_TIME_REVERSE : QLSTM_TIME_FORWARD;
-  c->requant(&p.forget_times_cell_to_cell);
-  c->requant(&p.input_times_cell_gate_to_cell);
-  c->requant(&p.output_times_tanh_cell_to_hidden);
-  const int32_t B = p.dims.batch, T = p.dims.time_steps, I = p.dims.input_size, H = p.dims.hidden_size;
-  // Sizes only bounded here so that the array lengths below cannot overflow; the kernel's own
-  // validation judges them.
-  if (!c->ok || B < 0 || T < 0 || I < 0 || H < 0 || H > (1 << 15) / 4 || I > (1 << 15) ||
-      static_cast<int64_t>(B) * T * (I > H ? I : H) > (1 << 26)) {
-    return false;
-  }
-  for (int g = 0; g < QLSTM_GATE_COUNT && c->ok; ++g) {
-    qlstm_gate_s8_params* gp = &p.gates[g];
-    gp->activation = static_cast<qlstm_activation>(c->i32());
-    c->requant(&gp->input_to_q3_12);
-    c->requant(&gp->hidden_to_q3_12);
-    gp->input_weights = static_cast<const int8_t*>(c->array(H * I, 1));
-    gp->input_effective_bias = static_cast<const int32_t*>(c->array(H, 4));
-    gp->hidden_weights = static_cast<const int8_t*>(c->array(H * H, 1));
-    gp->hidden_effective_bias = static_cast<const int32_t*>(c->array(H, 4));
-  }
-  k->input = static_cast<const int8_t*>(c->array(B * T * I, 1));
-  if (k->stateful) {
-    k->h0 = static_cast<const int8_t*>(c->array(B * H, 1));
-    k->c0 = static_cast<const int16_t*>(c->array(B * H, 2));
-  }
-  if (k->has_expected) {
-    k->expected = static_cast<const int8_t*>(c->array(B * T * H, 1));
-    if (k->stateful) {
-      k->final_h = static_cast<const int8_t*>(c->array(B * H, 1));
-      k->final_c = static_cast<const int16_t*>(c->array(B * H, 2));
-    }
-  }
-  return c->ok && c->p == c->end;
-}
+// One program case of a bundle, read in place from its record.
+struct ProgramCase {
+  qlstm::bundle::CaseView view;
+  qlstm_op* ops;
+  qlstm::bundle::CaseSizes sizes;
+};
 
-// Reads one length-prefixed record into the arena. 0 ok, -1 end of bundle, 1 error.
-int read_record(FILE* f, Cursor* c) {
+// Reads one length-prefixed record into the arena and decodes it. 0 ok, -1 end of bundle,
+// 1 truncated or too large, 2 malformed (*field names the first field that did not fit).
+int read_case(FILE* f, ProgramCase* k, const char** field) {
   uint32_t bytes = 0;
   if (fread(&bytes, 4, 1, f) != 1) return -1;
   uint8_t* rec = bytes % 4 == 0 ? static_cast<uint8_t*>(arena_take(bytes)) : nullptr;
   if (rec == nullptr || fread(rec, 1, bytes, f) != bytes) return 1;
-  *c = Cursor{rec, rec + bytes, true};
+  memset(k, 0, sizeof *k);
+  qlstm::RecordReader r(rec, bytes);
+  qlstm::bundle::visit_case_header(k->view, r);
+  const int32_t n = k->view.op_count;
+  if (r.failed() == nullptr && (n < 1 || n > 64)) {
+    *field = "op_count";
+    return 2;
+  }
+  k->ops = r.failed() == nullptr ? static_cast<qlstm_op*>(arena_take(static_cast<uint32_t>(n) * sizeof(qlstm_op)))
+                                 : nullptr;
+  if (r.failed() == nullptr && k->ops == nullptr) return 1;
+  for (int32_t o = 0; o < n && r.failed() == nullptr; ++o) {
+    memset(&k->ops[o], 0, sizeof k->ops[o]);
+    qlstm::visit_op_fields(k->ops[o], r);
+  }
+  if (r.failed() == nullptr) {
+    k->sizes = qlstm::bundle::case_sizes(k->view, k->ops);
+    qlstm::bundle::visit_case_data(k->view, k->sizes, r);
+  }
+  if (!r.complete()) {
+    *field = r.failed() != nullptr ? r.failed() : "(bytes after the last field)";
+    return 2;
+  }
   return 0;
 }
 
@@ -181,9 +118,10 @@ bool alloc_outputs(const Case& k, Outputs* o, void** scratch, uint32_t* scratch_
 
 }  // namespace
 
-// The instruction counter (tools/qemu_icount) counts what runs between these two calls.
-extern "C" __attribute__((noinline, used)) void qlstm_bench_begin(void) { __asm volatile("" ::: "memory"); }
-extern "C" __attribute__((noinline, used)) void qlstm_bench_end(void) { __asm volatile("" ::: "memory"); }
+// The instruction counter (tools/qemu_icount) counts what runs between these two calls (noipa: two
+// empty functions must not be folded into one).
+extern "C" __attribute__((noinline, noipa, used)) void qlstm_bench_begin(void) { __asm volatile("" ::: "memory"); }
+extern "C" __attribute__((noinline, noipa, used)) void qlstm_bench_end(void) { __asm volatile("" ::: "memory"); }
 
 namespace {
 
@@ -197,26 +135,73 @@ const qlstm::LstmS8Variant* find_variant(const char* name) {
   return nullptr;
 }
 
+// The memory of one program call, from the arena: the runner's context, the output, the state.
+struct ProgramMemory {
+  qlstm_program_context ctx;
+  int8_t* output;
+  int8_t* hidden;
+  int16_t* cell;
+};
+
+bool alloc_program(const ProgramCase& k, ProgramMemory* m) {
+  const qlstm::bundle::CaseView& v = k.view;
+  size_t scratch = 0;
+  int32_t max_h = 0, widest = 0;
+  for (int32_t o = 0; o < v.op_count; ++o) {
+    const size_t s = qlstm_lstm_s8_scratch_bytes(&k.ops[o].lstm.dims);
+    scratch = s > scratch ? s : scratch;
+    max_h = k.ops[o].lstm.dims.hidden_size > max_h ? k.ops[o].lstm.dims.hidden_size : max_h;
+  }
+  for (int32_t b = 1; b + 1 < v.buffer_count; ++b) widest = v.buffer_widths[b] > widest ? v.buffer_widths[b] : widest;
+  const uint64_t positions = static_cast<uint64_t>(v.batch) * static_cast<uint64_t>(v.time_steps);
+  const uint64_t area = positions * static_cast<uint64_t>(widest), cells = static_cast<uint64_t>(v.batch) * max_h;
+  if (area > kArenaBytes || cells > kArenaBytes || static_cast<uint64_t>(k.sizes.state) > kArenaBytes) return false;
+  m->ctx.scratch = arena_take(static_cast<uint32_t>(scratch));
+  m->ctx.scratch_bytes = scratch;
+  m->ctx.cell = static_cast<int16_t*>(arena_take(static_cast<uint32_t>(cells * 2u)));
+  m->ctx.activation_bytes = static_cast<size_t>(area);
+  m->ctx.activations[0] = area > 0 ? static_cast<int8_t*>(arena_take(static_cast<uint32_t>(area))) : nullptr;
+  m->ctx.activations[1] = area > 0 ? static_cast<int8_t*>(arena_take(static_cast<uint32_t>(area))) : nullptr;
+  m->output = static_cast<int8_t*>(arena_take(static_cast<uint32_t>(k.sizes.output)));
+  const uint32_t state = static_cast<uint32_t>(k.sizes.state);
+  const bool stateful = (v.flags & qlstm::bundle::kFlagStateful) != 0;
+  m->hidden = stateful ? static_cast<int8_t*>(arena_take(state)) : nullptr;
+  m->cell = stateful ? static_cast<int16_t*>(arena_take(state * 2u)) : nullptr;
+  if (!m->ctx.scratch || !m->ctx.cell || (area > 0 && !m->ctx.activations[1]) ||
+      (k.sizes.output > 0 && !m->output) || (stateful && (!m->hidden || !m->cell))) {
+    return false;
+  }
+  if (stateful) {
+    memcpy(m->hidden, v.h0, state);
+    memcpy(m->cell, v.c0, state * 2u);
+  }
+  return true;
+}
+
 // First mismatch of case k, as "what[index]: expected E, got G", or false if it all matches.
-bool mismatch(const Case& k, const Outputs& o, char* msg, size_t msg_size) {
-  for (uint32_t i = 0; i < o.output_bytes; ++i) {
-    if (o.output[i] != k.expected[i]) {
-      snprintf(msg, msg_size, "output[%lu]: expected %d, got %d", (unsigned long)i, k.expected[i], o.output[i]);
+bool mismatch(const ProgramCase& k, const ProgramMemory& m, char* msg, size_t msg_size) {
+  const qlstm::bundle::CaseView& v = k.view;
+  for (int64_t i = 0; i < k.sizes.output; ++i) {
+    if (m.output[i] != v.expected[i]) {
+      snprintf(msg, msg_size, "output[%ld]: expected %d, got %d", (long)i, v.expected[i], m.output[i]);
       return true;
     }
   }
-  for (uint32_t i = 0; k.stateful && i < o.state_count; ++i) {
-    if (o.hidden[i] != k.final_h[i]) {
-      snprintf(msg, msg_size, "final_hidden[%lu]: expected %d, got %d", (unsigned long)i, k.final_h[i], o.hidden[i]);
+  for (int64_t i = 0; m.hidden != nullptr && i < k.sizes.state; ++i) {
+    if (m.hidden[i] != v.final_h[i]) {
+      snprintf(msg, msg_size, "final_hidden[%ld]: expected %d, got %d", (long)i, v.final_h[i], m.hidden[i]);
       return true;
     }
-    if (o.cell[i] != k.final_c[i]) {
-      snprintf(msg, msg_size, "final_cell[%lu]: expected %d, got %d", (unsigned long)i, k.final_c[i], o.cell[i]);
+    if (m.cell[i] != v.final_c[i]) {
+      snprintf(msg, msg_size, "final_cell[%ld]: expected %d, got %d", (long)i, v.final_c[i], m.cell[i]);
       return true;
     }
   }
   return false;
 }
+
+void bench_before_op(int32_t) { qlstm_bench_begin(); }
+void bench_after_op(int32_t) { qlstm_bench_end(); }
 
 enum class Mode { kVerify, kRun, kBench };
 
@@ -227,8 +212,9 @@ int run_bundle(Mode mode, const char* path, const char* out_path, const char* va
     return kExitBadInput;
   }
   uint32_t header[3];
-  if (fread(header, 4, 3, f) != 3 || memcmp(header, "QLVB", 4) != 0 || header[1] != kBundleVersion) {
-    printf("qlstm_device: %s is not a version-%lu bundle\n", path, (unsigned long)kBundleVersion);
+  if (fread(header, 4, 3, f) != 3 || memcmp(header, "QLVB", 4) != 0 || header[1] != qlstm::bundle::kBundleVersion) {
+    printf("qlstm_device: %s is not a version-%lu bundle\n", path, (unsigned long)qlstm::bundle::kBundleVersion);
+    fclose(f);
     return kExitBadInput;
   }
   // The variants to run: one by name, or every one built for this CPU.
@@ -239,6 +225,7 @@ int run_bundle(Mode mode, const char* path, const char* out_path, const char* va
     one = find_variant(variant_name);
     if (one == nullptr) {
       printf("qlstm_device: no variant '%s' in this firmware\n", variant_name);
+      fclose(f);
       return kExitBadInput;
     }
     nvar = 1;
@@ -246,56 +233,66 @@ int run_bundle(Mode mode, const char* path, const char* out_path, const char* va
   FILE* out = nullptr;
   if (mode == Mode::kRun && (out = fopen(out_path, "wb")) == nullptr) {
     printf("qlstm_device: cannot create %s: %s\n", out_path, strerror(errno));
+    fclose(f);
     return kExitBadInput;
   }
   long passed = 0, failed = 0;
   int rc = 0;
   for (uint32_t n = 0; n < header[2] && rc == 0; ++n) {
     g_arena_used = 0;
-    Cursor c{};
-    Case k;
-    const int got = read_record(f, &c);
-    if (got != 0 || !parse_case(&c, &k) || ((mode == Mode::kVerify) && !k.has_expected)) {
-      printf("qlstm_device: case %lu: %s\n", (unsigned long)n,
-             got != 0 ? "truncated, or larger than this firmware's arena" : "malformed record");
+    ProgramCase k;
+    const char* field = "?";
+    const int got = read_case(f, &k, &field);
+    const bool expected = got == 0 && (k.view.flags & qlstm::bundle::kFlagExpected) != 0;
+    if (got != 0 || (mode == Mode::kVerify && !expected)) {
+      if (got == 2) {
+        printf("qlstm_device: case %lu: malformed record at field '%s'\n", (unsigned long)n, field);
+      } else {
+        printf("qlstm_device: case %lu: %s\n", (unsigned long)n,
+               got == 0 ? "no expected values to verify" : "truncated, or larger than this firmware's arena");
+      }
       rc = kExitBadInput;
       break;
     }
+    const qlstm_program program = {k.ops, k.view.op_count, k.view.buffer_count};
     const uint32_t case_mark = g_arena_used;
-    for (size_t v = 0; v < nvar && rc == 0; ++v) {
-      const qlstm::LstmS8Variant& variant = one ? *one : *all[v];
+    for (size_t vi = 0; vi < nvar && rc == 0; ++vi) {
+      const qlstm::LstmS8Variant& variant = one ? *one : *all[vi];
       g_arena_used = case_mark;
-      Outputs o;
-      void* scratch = nullptr;
-      uint32_t scratch_bytes = 0;
-      if (!alloc_outputs(k, &o, &scratch, &scratch_bytes)) {
-        printf("qlstm_device: case %.*s: does not fit in this firmware's %lu-byte arena\n", (int)k.name_len,
-               k.name, (unsigned long)kArenaBytes);
+      ProgramMemory m;
+      if (!alloc_program(k, &m)) {
+        printf("qlstm_device: case %.*s: does not fit in this firmware's %lu-byte arena\n", (int)k.view.name_length,
+               k.view.name, (unsigned long)kArenaBytes);
         rc = kExitBadInput;
         break;
       }
-      qlstm_lstm_s8_context ctx{scratch, scratch_bytes, o.cell, o.hidden};
-      if (mode == Mode::kBench) printf("variant: %s\n", variant.name);
-      if (mode == Mode::kBench) qlstm_bench_begin();
-      const qlstm_status st = qlstm::run_lstm_s8(variant, &k.params, &ctx, k.input, o.output);
-      if (mode == Mode::kBench) qlstm_bench_end();
+      qlstm::ProgramRunOptions options;
+      options.variant = strcmp(variant_name, "default") == 0 ? nullptr : &variant;  // default: per-call dispatch
+      if (mode == Mode::kBench) {
+        printf("variant: %s\n", variant.name);
+        options.before_op = bench_before_op;
+        options.after_op = bench_after_op;
+      }
+      const qlstm_status st = qlstm::run_program_s8(&program, &m.ctx, k.view.input, m.output, k.view.time_steps,
+                                                    m.hidden, m.cell, options);
       if (st != QLSTM_OK) {
-        printf("qlstm_device: case %.*s [%s]: kernel error: %s\n", (int)k.name_len, k.name, variant.name,
-               qlstm_status_string(st));
+        printf("qlstm_device: case %.*s [%s]: kernel error: %s\n", (int)k.view.name_length, k.view.name,
+               variant.name, qlstm_status_string(st));
         rc = kExitKernelError;
         break;
       }
       char msg[96];
-      if (k.has_expected && mismatch(k, o, msg, sizeof msg)) {
+      if (expected && mismatch(k, m, msg, sizeof msg)) {
         ++failed;
-        printf("FAIL %.*s [%s]: %s\n", (int)k.name_len, k.name, variant.name, msg);
+        printf("FAIL %.*s [%s]: %s\n", (int)k.view.name_length, k.view.name, variant.name, msg);
       } else {
         ++passed;
       }
+      const size_t out_bytes = static_cast<size_t>(k.sizes.output), state = static_cast<size_t>(k.sizes.state);
       if (mode == Mode::kRun &&
-          (fwrite(o.output, 1, o.output_bytes, out) != o.output_bytes ||
-           (k.stateful && (fwrite(o.hidden, 1, o.state_count, out) != o.state_count ||
-                           fwrite(o.cell, 2, o.state_count, out) != o.state_count)))) {
+          (fwrite(m.output, 1, out_bytes, out) != out_bytes ||
+           (m.hidden != nullptr && (fwrite(m.hidden, 1, state, out) != state ||
+                                    fwrite(m.cell, 2, state, out) != state)))) {
         printf("qlstm_device: cannot write %s\n", out_path);
         rc = kExitBadInput;
       }

@@ -1,0 +1,96 @@
+// The bundle `qlstm ... --target CPU` hands the device firmware: written by the host
+// (tools/qlstm/device.cc), read in place by the firmware (qlstm_device.cc), both through these
+// visitors and the runtime's record codec (qlstm/params_codec.h), so the two sides cannot drift.
+//
+// File: "QLVB", kBundleVersion, the case count (int32 each), then per case its byte count and its
+// record: visit_case_header, each op's visit_op_fields, visit_case_data (docs/targets.md).
+#ifndef QLSTM_TARGETS_BUNDLE_FORMAT_H_
+#define QLSTM_TARGETS_BUNDLE_FORMAT_H_
+
+#include <stdint.h>
+
+#include "qlstm/params_codec.h"
+
+namespace qlstm {
+namespace bundle {
+
+constexpr uint32_t kBundleVersion = 3;
+constexpr int32_t kFlagStateful = 1;  // the call starts from the case's state and returns the final one
+constexpr int32_t kFlagExpected = 2;  // the case carries the expected output (and final state)
+
+// What a case holds besides its ops. Arrays point into the record (device) or the caller's
+// memory (host).
+struct CaseView {
+  int32_t name_length;
+  const char* name;
+  int32_t flags;
+  int32_t batch;
+  int32_t time_steps;
+  int32_t op_count;
+  int32_t buffer_count;
+  const int32_t* buffer_widths;
+  const int8_t* input;     // [B][T][widths[0]] in the ops' layout
+  const int8_t* h0;        // stateful: [ops][B][H]
+  const int16_t* c0;
+  const int8_t* expected;  // [B][T][widths[last]]
+  const int8_t* final_h;   // stateful and expected
+  const int16_t* final_c;
+};
+
+// Element counts of a case's data (-1 when the header is out of range).
+struct CaseSizes {
+  int64_t input;
+  int64_t state;  // sum over the ops of B x H
+  int64_t output;
+};
+
+template <class C, class V>
+void visit_case_header(C& c, V& v) {
+  v.i32("name_length", c.name_length);
+  v.array("name", c.name, c.name_length < 0 || c.name_length > 256 ? -1 : c.name_length);
+  v.i32("flags", c.flags);
+  v.i32("batch", c.batch);
+  v.i32("time_steps", c.time_steps);
+  v.i32("op_count", c.op_count);
+  v.i32("buffer_count", c.buffer_count);
+  v.array("buffer_widths", c.buffer_widths, c.buffer_count < 2 || c.buffer_count > 1024 ? -1 : c.buffer_count);
+}
+
+template <class C, class V>
+void visit_case_data(C& c, const CaseSizes& n, V& v) {
+  v.array("input", c.input, n.input);
+  if ((c.flags & kFlagStateful) != 0) {
+    v.array("h0", c.h0, n.state);
+    v.array("c0", c.c0, n.state);
+  }
+  if ((c.flags & kFlagExpected) != 0) {
+    v.array("expected", c.expected, n.output);
+    if ((c.flags & kFlagStateful) != 0) {
+      v.array("final_h", c.final_h, n.state);
+      v.array("final_c", c.final_c, n.state);
+    }
+  }
+}
+
+// The counts, bounded so that no product overflows (the program's validation judges the rest).
+inline CaseSizes case_sizes(const CaseView& c, const qlstm_op* ops) {
+  const CaseSizes bad = {-1, -1, -1};
+  const int64_t limit = int64_t{1} << 30;
+  if (c.batch < 0 || c.time_steps < 0 || c.buffer_count < 2 || c.buffer_widths == nullptr) return bad;
+  const int64_t positions = static_cast<int64_t>(c.batch) * c.time_steps;
+  const int64_t in_w = c.buffer_widths[0], out_w = c.buffer_widths[c.buffer_count - 1];
+  if (in_w < 0 || out_w < 0 || positions > limit || in_w > limit || out_w > limit) return bad;
+  CaseSizes n = {positions * in_w, 0, positions * out_w};
+  for (int32_t k = 0; k < c.op_count; ++k) {
+    const int64_t h = ops[k].lstm.dims.hidden_size;
+    if (h < 0 || h > limit) return bad;
+    n.state += c.batch * h;
+    if (n.state > limit) return bad;
+  }
+  return n;
+}
+
+}  // namespace bundle
+}  // namespace qlstm
+
+#endif  // QLSTM_TARGETS_BUNDLE_FORMAT_H_
