@@ -122,13 +122,27 @@ TEST(Accuracy, TrainedAndLargeModelsAtLeastUpstream) {
   }
 }
 
-TEST(Accuracy, SearchNeverScoresBelowItsUpstreamStart) {
-  for (const char* name : {"upstream_small", "trained_kws", "long_memory"}) {
-    const AccuracyFixture f = fixture(name);
+TEST(Accuracy, SearchGainsItsDocumentedFiguresOverItsUpstreamStart) {
+  // docs/accuracy.md, "Choices of the search": the calibration score of upstream's choices (the
+  // start) and of the search's result, to the 0.1 dB printed there. The search takes only strict
+  // improvements, so final >= start holds by construction; what it must show is a gain, here at
+  // least 0.5 dB on each of these models (documented: +3.4, +0.8 and +3.8 dB).
+  struct Figures {
+    const char* name;
+    double start, final;
+  };
+  for (const Figures& d : {Figures{"upstream_small", 39.3, 42.7}, Figures{"trained_kws", 41.7, 42.5},
+                           Figures{"long_memory", 40.8, 44.6}}) {
+    const AccuracyFixture f = fixture(d.name);
     const QuantizedLstm q = QuantizedLstm::compile(f.lstm, f.calibration(), CompileOptions{});
-    EXPECT_EQ(q.calibration().tuning, Tuning::kSearch);
-    EXPECT_GT(q.calibration().evaluations, 10);
-    EXPECT_GE(q.calibration().final_sqnr_db, q.calibration().start_sqnr_db) << name;
+    const CalibrationStats& c = q.calibration();
+    EXPECT_EQ(c.tuning, Tuning::kSearch);
+    EXPECT_GT(c.evaluations, 10);
+    EXPECT_NEAR(c.start_sqnr_db, d.start, 0.05) << d.name;
+    EXPECT_NEAR(c.final_sqnr_db, d.final, 0.05) << d.name;
+    EXPECT_GT(c.final_sqnr_db, c.start_sqnr_db + 0.5) << d.name;
+    std::printf("%s: search %.2f -> %.2f dB in %d evaluations\n", d.name, c.start_sqnr_db,
+                c.final_sqnr_db, c.evaluations);
   }
 }
 

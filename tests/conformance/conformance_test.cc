@@ -4,6 +4,7 @@
 //     when it does not).
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <string>
 
@@ -19,6 +20,12 @@ using qlstm::vectors::run_case;
 size_t run_all(const std::string& root) {
   size_t n = 0, cases = 0;
   const qlstm::LstmS8Variant* const* all = qlstm::lstm_s8_variants(&n);
+  for (size_t v = 0; v < n; ++v) {
+    if (all[v]->is_supported != nullptr && !all[v]->is_supported()) {
+      std::printf("skipped: variant %s on %s (this CPU lacks its instructions)\n", all[v]->name,
+                  root.c_str());
+    }
+  }
   for (const std::string& path : collect_vector_files({root})) {
     const auto file = load_vector_file(path);
     for (const auto& c : file.cases) {

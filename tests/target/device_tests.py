@@ -12,8 +12,10 @@
       per-function profile sums to the same count
   device_tests.py variants --qlstm Q --cpu CPU
       every variant built for the CPU against the reference on 2000 random cases, on the device
+  device_tests.py count-models
+      prints how many models the models test feeds (tests/target/CMakeLists.txt expects that many)
 
-Needs numpy (Debian's python3-numpy). Exits non-zero on any failure.
+Needs numpy (Debian's python3-numpy), except count-models. Exits non-zero on any failure.
 """
 import argparse
 import json
@@ -23,7 +25,7 @@ import subprocess
 import sys
 import tempfile
 
-import numpy as np
+np = None  # numpy, imported by main() for the tests (count-models runs without it)
 
 
 def fail(msg):
@@ -300,6 +302,12 @@ def test_variants(a):
 
 
 def main():
+    global np
+    if sys.argv[1:] == ["count-models"]:
+        print(len(MODELS))
+        return
+    import numpy
+    np = numpy
     p = argparse.ArgumentParser()
     p.add_argument("mode", choices=["fault", "models", "emitted", "icount", "variants"])
     p.add_argument("--qlstm", required=True)

@@ -72,12 +72,30 @@ TEST(Tanh, OddAndSaturating) {
           << "x=" << x << " left_shift=" << ls;
     }
   }
-  // At left shift 0 tanh saturates exactly from |x| = 21760 (index 255).
+  // At left shift 0 the saturated branch starts at |x| = 21760 (3x >> 8 = index 255). The
+  // interpolation reaches 32767 before it, half-way through the last step (T[254] = 65534,
+  // T[255] = 65535: 3x >= 254.5 * 256, x >= 21718), and must stay there across the seam: a
+  // rounding up to 32768 would wrap to -32768.
   EXPECT_EQ(qlstm::tanh_q0_15(21760, 0), 32767);
   EXPECT_EQ(qlstm::tanh_q0_15(-21760, 0), -32767);
-  EXPECT_LT(qlstm::tanh_q0_15(21759, 0), 32767 + 1);
+  EXPECT_LT(qlstm::tanh_q0_15(21717, 0), 32767);
+  EXPECT_GT(qlstm::tanh_q0_15(-21717, 0), -32767);
+  for (int32_t x = 21718; x <= INT16_MAX; ++x) {
+    ASSERT_EQ(qlstm::tanh_q0_15(static_cast<int16_t>(x), 0), 32767) << "x=" << x;
+  }
   EXPECT_EQ(qlstm::tanh_q0_15(INT16_MAX, 0), 32767);
   EXPECT_EQ(qlstm::tanh_q0_15(INT16_MIN, 0), -32767);
+}
+
+TEST(Tanh, MonotonicOverSpecShifts) {
+  // Non-decreasing over every int16 for every left shift of the spec (-8..+5): no wrap at a seam.
+  for (int ls = -8; ls <= 5; ++ls) {
+    for (int32_t x = INT16_MIN; x < INT16_MAX; ++x) {
+      ASSERT_LE(qlstm::tanh_q0_15(static_cast<int16_t>(x), ls),
+                qlstm::tanh_q0_15(static_cast<int16_t>(x + 1), ls))
+          << "x=" << x << " left_shift=" << ls;
+    }
+  }
 }
 
 TEST(Tanh, CloseToFloatTanh) {
