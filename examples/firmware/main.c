@@ -6,7 +6,9 @@
  * chunk of steps is contiguous), as a keyword spotter would: through NAME_stream, or with a
  * state through NAME_run_state on the same state buffers. CHUNK 0 is one call.
  * STATE_IN.bin / STATE_OUT.bin (a model with NAME_run_state): the initial and the final state,
- * hidden int8 [OPS][BATCH][H] then cell int16 (little-endian) [OPS][BATCH][H]. */
+ * hidden int8 [OPS][BATCH][H] then cell int16 (little-endian) [OPS][BATCH][H].
+ * The one call (CHUNK 0, no state files) runs between qlstm_bench_begin() and qlstm_bench_end(),
+ * the markers of the instruction counter tools/qemu_icount (bench/emitted_firmware.py). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +37,11 @@ static int state_file(const char* path, int write) {
   return ok;
 }
 #endif
+
+/* The instruction counter's markers: empty, never inlined, weak so that a firmware with its own
+ * pair (targets/cortex-m/firmware/qlstm_device.cc) still links. */
+__attribute__((weak, noinline, used)) void qlstm_bench_begin(void) { __asm volatile("" ::: "memory"); }
+__attribute__((weak, noinline, used)) void qlstm_bench_end(void) { __asm volatile("" ::: "memory"); }
 
 int main(int argc, char** argv) {
   if (argc != 3 && argc != 4 && argc != 6) {
@@ -89,7 +96,9 @@ int main(int argc, char** argv) {
     return 2;
 #endif
   } else if (chunk == 0) {
+    qlstm_bench_begin();
     st = QLSTM_MODEL_RUN(g_input, g_output, (int32_t)time_steps);
+    qlstm_bench_end();
   } else {
 #if QLSTM_MODEL_CAN_STREAM
     st = QLSTM_MODEL_RESET();
