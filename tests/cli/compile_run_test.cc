@@ -1,7 +1,8 @@
 // qlstm compile and qlstm run as a user runs them: an exported torch model in, the four files out;
 // the host run equals the in-process kernel; the emitted source, compiled with the runtime
 // alone, equals the host run byte for byte; out-of-scope models and bad calibration files are
-// refused with their message, exit status 1 and nothing written.
+// refused with their message and nothing written: exit status 1 for an input read and refused, 2
+// for bad usage or a file that cannot be used (tools/qlstm/exit_status.h).
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -107,7 +108,7 @@ TEST_F(CompileRun, BatchFirstAndSequenceFirstEndToEnd) {
     EXPECT_FALSE(fs::exists(path("y8z.npy")));
     const ShellResult dev = sh(std::string(QLSTM_CLI) + " run " + out + "/m.qlstm --input " + path("x8.npy") +
                                " --output " + path("y8z.npy") + " --chunk 3 --target cortex-m4");
-    EXPECT_EQ(dev.status, 1);
+    EXPECT_EQ(dev.status, 2);  // bad usage
     EXPECT_NE(dev.output.find("--chunk runs on the host only"), std::string::npos) << dev.output;
     EXPECT_FALSE(fs::exists(path("y8z.npy")));
 
@@ -162,15 +163,20 @@ TEST_F(CompileRun, BadCalibrationFilesAreRefused) {
   std::ifstream g(path("good.npy"), std::ios::binary);
   const std::string good((std::istreambuf_iterator<char>(g)), std::istreambuf_iterator<char>());
   { std::ofstream(path("truncated.npy"), std::ios::binary) << good.substr(0, good.size() - 9); }
-  const std::pair<const char*, const char*> cases[] = {
-      {"int8.npy", "dtype |i1, expected float32"}, {"rank1.npy", "rank 1, expected 3"},
-      {"features.npy", "feature size 4 does not match the model's input_size 3"},
-      {"nan.npy", "non-finite value"}, {"truncated.npy", "truncated data"},
-      {"missing.npy", "cannot open file"}};
-  for (const auto& [file, message] : cases) {
+  struct Case {
+    const char* file;
+    const char* message;
+    int status;  // 1: read and refused; 2: the file cannot be read
+  };
+  const Case cases[] = {
+      {"int8.npy", "dtype |i1, expected float32", 1}, {"rank1.npy", "rank 1, expected 3", 1},
+      {"features.npy", "feature size 4 does not match the model's input_size 3", 1},
+      {"nan.npy", "non-finite value", 1}, {"truncated.npy", "truncated data", 2},
+      {"missing.npy", "cannot open file", 2}};
+  for (const auto& [file, message, status] : cases) {
     const std::string out = path(std::string("o_") + file);
     const ShellResult c = sh(std::string(QLSTM_CLI) + " compile " + m + " --calibration " + path(file) + " -o " + out);
-    EXPECT_EQ(c.status, 1) << file;
+    EXPECT_EQ(c.status, status) << file << ": " << c.output;
     EXPECT_NE(c.output.find(message), std::string::npos) << file << ": " << c.output;
     EXPECT_FALSE(fs::exists(out)) << file;
   }
@@ -187,7 +193,7 @@ TEST_F(CompileRun, CorruptedModelFileIsRefusedByRun) {
   write_npy_int8(path("x.npy"), {5, 1, 3}, std::vector<int8_t>(15, 3));
   const ShellResult r = sh(std::string(QLSTM_CLI) + " run " + path("o/m.qlstm") + " --input " + path("x.npy") +
                    " --output " + path("y.npy"));
-  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.status, 2);  // a malformed file
   EXPECT_NE(r.output.find("m.qlstm"), std::string::npos) << r.output;
   EXPECT_FALSE(fs::exists(path("y.npy")));
 }
@@ -260,7 +266,8 @@ TEST_F(CompileRun, UnbatchedModelTakesAndGivesOneSequence) {
 
 }  // namespace
 
-// A stateful, stacked or bidirectional model's interface errors: named, exit 1, nothing written.
+// A stateful, stacked or bidirectional model's interface errors: named, exit 1 (refused) or 2 (bad
+// usage), nothing written.
 TEST_F(CompileRun, ProgramInterfaceErrorsAreClear) {
   const std::string calib = write_calibration("calib_p.npy", 6, 5, 3, false, 1);
   const std::string cli = QLSTM_CLI;
@@ -271,17 +278,18 @@ TEST_F(CompileRun, ProgramInterfaceErrorsAreClear) {
   const std::string x = write_calibration("x_p.npy", 2, 5, 3, false, 2);
   struct Case {
     std::string args, message;
+    int status;
   };
   const Case cases[] = {
-      {path("st/st.qlstm") + " --float", "give --h0"},
-      {path("st/st.qlstm") + " --float --h0 " + x + " --c0 " + x, "expected [1, 2, 4] (ops x batch x hidden)"},
-      {path("bi/bi.qlstm") + " --float --chunk 2", "cannot be streamed"},
-      {path("bi/bi.qlstm") + " --float --target no-such-cpu", "no-such-cpu"},
+      {path("st/st.qlstm") + " --float", "give --h0", 2},
+      {path("st/st.qlstm") + " --float --h0 " + x + " --c0 " + x, "expected [1, 2, 4] (ops x batch x hidden)", 1},
+      {path("bi/bi.qlstm") + " --float --chunk 2", "cannot be streamed", 1},
+      {path("bi/bi.qlstm") + " --float --target no-such-cpu", "no-such-cpu", 2},
   };
   for (const Case& c : cases) {
     const std::string out = path("y_p.npy");
     const ShellResult r = sh(cli + " run " + c.args + " --input " + x + " --output " + out);
-    EXPECT_EQ(r.status, 1) << c.args << "\n" << r.output;
+    EXPECT_EQ(r.status, c.status) << c.args << "\n" << r.output;
     EXPECT_NE(r.output.find(c.message), std::string::npos) << r.output;
     EXPECT_FALSE(fs::exists(out)) << c.args;
   }
@@ -333,5 +341,45 @@ TEST_F(CompileRun, EmittedProgramsEqualTheHostRun) {
       std::ofstream(path("plong.bin"), std::ios::binary).write(reinterpret_cast<const char*>(longer.data()), longer.size());
     }
     EXPECT_EQ(sh(exe + " " + path("plong.bin") + " " + path("py8.bin") + " 10").status, streams ? 3 : 0) << name;
+  }
+}
+
+// One exit-status convention for every subcommand: 0 success, 1 read and refused or a failed
+// check, 2 bad usage or a file that cannot be used; stated in --help.
+TEST_F(CompileRun, ExitStatusConvention) {
+  const std::string cli = QLSTM_CLI;
+  const std::string calib = write_calibration("calib_x.npy", 4, 5, 3, false, 1);
+  const std::string onnx = model("torch_seq_first_opset13");
+  { std::ofstream(path("garbage.onnx")) << "not a protobuf at all"; }
+  { std::ofstream(path("garbage.qlstm")) << "not a model"; }
+  write_npy_int8(path("x8.npy"), {5, 1, 3}, std::vector<int8_t>(15, 3));
+  struct Case {
+    std::string args, message;
+    int status;
+  };
+  const Case cases[] = {
+      {"--help", "Exit status (every subcommand):", 0},
+      {"", "A subcommand is required", 2},
+      {"compile " + onnx + " --calibration " + calib + " --bogus", "--bogus", 2},
+      {"compile " + onnx + " --calibration " + calib + " --input-observer median", "median", 2},
+      {"compile " + onnx + " --calibration " + calib + " --cell-scale fixed:x", "--cell-scale", 2},
+      {"compile " + onnx + " --calibration " + calib + " --name a-b", "is not a C identifier", 2},
+      {"compile " + path("missing.onnx") + " --calibration " + calib, "cannot open file", 2},
+      {"compile " + path("garbage.onnx") + " --calibration " + calib, "not a valid ONNX model", 2},
+      {"compile " + model("torch_linear_head") + " --calibration " + calib, "op 'MatMul' is not supported", 1},
+      {"run " + path("garbage.qlstm") + " --input " + path("x8.npy") + " --output " + path("y.npy"),
+       "qlstm run: error: ", 2},
+      {"run " + path("missing.qlstm") + " --input " + path("x8.npy") + " --output " + path("y.npy"),
+       "cannot open file", 2},
+      {"eval " + path("garbage.onnx") + " " + path("garbage.qlstm") + " --data " + calib, "qlstm eval: error: ", 2},
+      {"bench " + path("garbage.qlstm"), "qlstm bench: error: ", 2},
+      {"bench --shape T=4,I=2,H=3 --variant nope", "unknown variant 'nope'", 2},
+      {"verify-vectors " + path("nothing_here"), "no such file or folder", 2},
+      {"export-vectors " + path("nothing_here") + " -o " + path("bundle.bin"), "qlstm export-vectors: error: ", 2},
+  };
+  for (const Case& c : cases) {
+    const ShellResult r = sh(cli + " " + c.args);
+    EXPECT_EQ(r.status, c.status) << c.args << "\n" << r.output;
+    EXPECT_NE(r.output.find(c.message), std::string::npos) << c.args << "\n" << r.output;
   }
 }

@@ -17,6 +17,7 @@
 #include "qlstm/compiler/file_io.h"
 #include "qlstm/kernels.h"
 #include "device.h"
+#include "exit_status.h"
 
 namespace qlstm {
 namespace cli {
@@ -290,8 +291,7 @@ int compile_command(const CompileArgs& args) {
                 static_cast<long long>(calibration.sequences.size()));
     return 0;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "qlstm compile: error: %s\n", e.what());
-    return 1;
+    return error_exit("compile", e);
   }
 }
 
@@ -380,15 +380,15 @@ NpyArray read_state(const std::string& path, const CompiledModel& m, int32_t bat
 int run_command(const RunArgs& args) {
   try {
     if (args.chunk > 0 && !args.target.empty()) {
-      throw CompileError("--chunk runs on the host only (the device streams through the emitted NAME_stream)");
+      throw UsageError("--chunk runs on the host only (the device streams through the emitted NAME_stream)");
     }
     if (!args.target.empty()) device::find_target(args.target);  // a bad CPU name first, before any file
-    const CompiledModel m = load_model(args.model);
+    const CompiledModel m = load_model_file(args.model);
     if (m.initial_hidden == StateSource::kInput && args.h0.empty()) {
-      throw CompileError(args.model + ": the model takes its initial hidden state as an input: give --h0");
+      throw UsageError(args.model + ": the model takes its initial hidden state as an input: give --h0");
     }
     if (m.initial_cell == StateSource::kInput && args.c0.empty()) {
-      throw CompileError(args.model + ": the model takes its initial cell state as an input: give --c0");
+      throw UsageError(args.model + ": the model takes its initial cell state as an input: give --c0");
     }
     const SequenceTensor x = read_sequences(args.input, m.input_size(), m.batch_first, !args.float_io);
     std::vector<int8_t> x8 = x.values_s8;
@@ -453,8 +453,7 @@ int run_command(const RunArgs& args) {
     }
     return 0;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "qlstm run: error: %s\n", e.what());
-    return 1;
+    return error_exit("run", e);
   }
 }
 
@@ -528,7 +527,7 @@ std::string svg_plot(const std::vector<float>& ref, const std::vector<float>& go
 int eval_command(const EvalArgs& args) {
   try {
     const OnnxLstm onnx = import_onnx(args.onnx);
-    const CompiledModel m = load_model(args.model);
+    const CompiledModel m = load_model_file(args.model);
     if (m.input_size() != onnx.program.input_size() || m.output_size() != onnx.program.output_size() ||
         m.ops.size() != onnx.program.ops.size() || m.batch_first != onnx.batch_first) {
       throw CompileError(args.model + ": does not match " + args.onnx + " (sizes, layers or layout)");
@@ -573,8 +572,7 @@ int eval_command(const EvalArgs& args) {
     }
     return 0;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "qlstm eval: error: %s\n", e.what());
-    return 1;
+    return error_exit("eval", e);
   }
 }
 
