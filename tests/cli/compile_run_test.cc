@@ -237,6 +237,21 @@ TEST_F(CompileRun, LargeCalibrationSetsShowProgress) {
   ASSERT_EQ(c.status, 0) << c.output;
   EXPECT_NE(c.output.find("calibrating 100%"), std::string::npos) << c.output;
   EXPECT_NE(c.output.find("searching 100%"), std::string::npos) << c.output;
+  // Not a terminal: plain lines, no carriage return, at most one per tenth of each stage.
+  EXPECT_EQ(c.output.find('\r'), std::string::npos) << c.output;
+  for (const char* stage : {"qlstm compile: calibrating ", "qlstm compile: searching "}) {
+    size_t lines = 0;
+    for (size_t at = c.output.find(stage); at != std::string::npos; at = c.output.find(stage, at + 1)) ++lines;
+    EXPECT_GE(lines, 2u) << stage << c.output;
+    EXPECT_LE(lines, 11u) << stage << c.output;
+  }
+  // On a terminal (script(1) gives the command one): redrawn in place with carriage returns.
+  if (std::system("script -qec true /dev/null > /dev/null 2>&1") == 0) {
+    const ShellResult t = sh("script -qec \"" + std::string(QLSTM_CLI) + " compile " + model("torch_seq_first_opset13") +
+                             " --calibration " + calib + " -o " + path("big_tty") + "\" /dev/null");
+    ASSERT_EQ(t.status, 0) << t.output;
+    EXPECT_NE(t.output.find("\rqlstm compile: calibrating 100%"), std::string::npos) << t.output;
+  }
 }
 
 }  // namespace
@@ -382,4 +397,38 @@ TEST_F(CompileRun, ExitStatusConvention) {
     EXPECT_EQ(r.status, c.status) << c.args << "\n" << r.output;
     EXPECT_NE(r.output.find(c.message), std::string::npos) << c.args << "\n" << r.output;
   }
+}
+
+// Calibration data in which a feature never varies: a warning naming it (stderr and the report);
+// in which nothing varies: an error, exit 1, nothing written.
+TEST_F(CompileRun, ConstantCalibrationFeaturesAreReported) {
+  const std::string cli = QLSTM_CLI;
+  const std::string onnx = model("torch_seq_first_opset13");  // I = 3, sequence-first
+  std::mt19937_64 rng(8);
+  std::normal_distribution<float> n(0.0f, 1.0f);
+  std::vector<float> v(5 * 4 * 3);
+  for (size_t k = 0; k < v.size(); ++k) v[k] = k % 3 == 2 ? 0.75f : n(rng);  // feature 2 constant
+  write_npy_float32(path("one_constant.npy"), {5, 4, 3}, v);
+  const ShellResult c = sh(cli + " compile " + onnx + " --calibration " + path("one_constant.npy") + " -o " +
+                           path("oc") + " --name oc");
+  ASSERT_EQ(c.status, 0) << c.output;
+  const std::string warning = "calibration: input feature 2 is constant (0.75) over all 20 steps";
+  EXPECT_NE(c.output.find("qlstm compile: warning: " + warning), std::string::npos) << c.output;
+  std::ifstream rep(path("oc/oc_report.json"));
+  const std::string report((std::istreambuf_iterator<char>(rep)), std::istreambuf_iterator<char>());
+  const size_t list = report.find("\"warnings\": [");
+  ASSERT_NE(list, std::string::npos) << report;
+  EXPECT_EQ(report.find("\"" + warning + "\""), report.find('"', list + 13)) << report;
+
+  write_npy_float32(path("all_constant.npy"), {5, 4, 3}, std::vector<float>(60, 0.75f));
+  const ShellResult a = sh(cli + " compile " + onnx + " --calibration " + path("all_constant.npy") + " -o " +
+                           path("ac"));
+  EXPECT_EQ(a.status, 1) << a.output;
+  EXPECT_NE(a.output.find("no input feature varies"), std::string::npos) << a.output;
+  EXPECT_FALSE(fs::exists(path("ac")));
+  // Random data: no warning, an empty list in the report.
+  const ShellResult g = sh(cli + " compile " + onnx + " --calibration " + write_calibration("g.npy", 5, 4, 3, false, 2) +
+                           " -o " + path("g") + " --name g");
+  ASSERT_EQ(g.status, 0) << g.output;
+  EXPECT_EQ(g.output.find("warning"), std::string::npos) << g.output;
 }

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <unistd.h>
 
 #include "qlstm/compiler/emit_cpp.h"
 #include "qlstm/compiler/model_file.h"
@@ -124,15 +125,20 @@ int compile_command(const CompileArgs& args) {
       calibration.add_batch(t.values, t.shape, I);
       calib_tensors.push_back(std::move(t));
     }
+    const std::vector<std::string> warnings = calibration_warnings(calibration, I);
+    for (const std::string& w : warnings) std::fprintf(stderr, "qlstm compile: warning: %s\n", w.c_str());
     CompileOptions o;
-    // A progress indicator on stderr when the set is large: each stage in tenths.
+    // A progress indicator on stderr when the set is large: each stage in tenths, redrawn in place
+    // on a terminal, one plain line per tenth in a log.
     if (calibration.sequences.size() >= kLargeCalibrationSet) {
-      o.progress = [last = std::string(), tenth = -1](const char* stage, int64_t done, int64_t total) mutable {
+      o.progress = [last = std::string(), tenth = -1, tty = ::isatty(STDERR_FILENO) == 1](
+                       const char* stage, int64_t done, int64_t total) mutable {
         const int now = total > 0 ? static_cast<int>(std::min<int64_t>(10, done * 10 / total)) : 10;
         if (stage == last && now == tenth) return;
         last = stage;
         tenth = now;
-        std::fprintf(stderr, "\rqlstm compile: %s %3d%%%s", stage, now * 10, now == 10 ? "\n" : "");
+        std::fprintf(stderr, "%sqlstm compile: %s %3d%%%s", tty ? "\r" : "", stage, now * 10,
+                     !tty || now == 10 ? "\n" : "");
         std::fflush(stderr);
       };
     }
@@ -214,6 +220,7 @@ int compile_command(const CompileArgs& args) {
                     {"activation_bytes", activations}}},
     };
     if (m.layers() > 1) report["max_time_steps"] = max_time_steps;
+    report["warnings"] = warnings;
     // The state interface: [ops][B][H]; row k in op k's hidden quantization and cell scale 2^P.
     json rows = json::array();
     json ops = json::array();
