@@ -13,6 +13,7 @@
 #include <sstream>
 #include <unistd.h>
 
+#include "qlstm/kernels.h"
 #include "qlstm/compiler/model_file.h"
 #include "qlstm/compiler/npy.h"
 #include "qlstm/compiler/onnx_import.h"
@@ -374,6 +375,8 @@ TEST_F(CompileRun, ExitStatusConvention) {
   };
   const Case cases[] = {
       {"--help", "Exit status (every subcommand):", 0},
+      {"bench --help", "not cycles", 0},
+      {"bench --help", "its own sequence length", 0},
       {"", "A subcommand is required", 2},
       {"compile " + onnx + " --calibration " + calib + " --bogus", "--bogus", 2},
       {"compile " + onnx + " --calibration " + calib + " --input-observer median", "median", 2},
@@ -431,4 +434,55 @@ TEST_F(CompileRun, ConstantCalibrationFeaturesAreReported) {
                            " -o " + path("g") + " --name g");
   ASSERT_EQ(g.status, 0) << g.output;
   EXPECT_EQ(g.output.find("warning"), std::string::npos) << g.output;
+}
+
+// qlstm bench MODEL runs the model at its own sequence length, and says where it comes from.
+TEST_F(CompileRun, BenchUsesTheModelsSequenceLength) {
+  const std::string cli = QLSTM_CLI;
+  // The bundled example declares its input's T in the ONNX graph.
+  const std::string ex = QLSTM_EXAMPLE_DIR;
+  ASSERT_EQ(sh(cli + " compile " + ex + "/sunspots_lstm.onnx --calibration " + ex + "/calibration.npy -o " +
+               path("ex") + " --no-search").status, 0);
+  std::ifstream rep(path("ex/sunspots_lstm_report.json"));
+  const std::string report((std::istreambuf_iterator<char>(rep)), std::istreambuf_iterator<char>());
+  const size_t at = report.find("\"time_steps\":");
+  ASSERT_NE(at, std::string::npos) << report;
+  const int T = std::stoi(report.substr(at + 13));
+  const ShellResult b = sh(cli + " bench " + path("ex/sunspots_lstm.qlstm") + " --runs 3");
+  EXPECT_EQ(b.status, 0) << b.output;
+  EXPECT_NE(b.output.find("time steps: " + std::to_string(T) + " (the ONNX input's sequence length)"),
+            std::string::npos) << b.output;
+  EXPECT_NE(b.output.find("shape: B=1 T=" + std::to_string(T) + " "), std::string::npos) << b.output;
+  // --shape T= overrides it.
+  const ShellResult o = sh(cli + " bench " + path("ex/sunspots_lstm.qlstm") + " --shape T=3 --runs 3");
+  EXPECT_EQ(o.status, 0) << o.output;
+  EXPECT_NE(o.output.find("shape: B=1 T=3 "), std::string::npos) << o.output;
+  EXPECT_EQ(o.output.find("time steps: "), std::string::npos) << o.output;
+}
+
+// The host bench runs every variant this CPU supports on its input against the reference: one
+// line each, exit 0 when all are bit-exact.
+TEST_F(CompileRun, HostBenchComparesEveryVariantWithTheReference) {
+  const ShellResult b = sh(std::string(QLSTM_CLI) + " bench --shape B=2,T=6,I=5,H=9,time_major --runs 3");
+  ASSERT_EQ(b.status, 0) << b.output;
+  size_t count = 0, lines = 0;
+  const qlstm::LstmS8Variant* const* all = qlstm::lstm_s8_variants(&count);
+  for (size_t k = 0; k < count; ++k) {
+    const std::string line = std::string("variant ") + all[k]->name + ": bit-exact with reference\n";
+    const bool supported = all[k]->is_supported == nullptr || all[k]->is_supported();
+    const bool listed = b.output.find(line) != std::string::npos;
+    if (all[k] == &qlstm::lstm_s8_reference_variant()) {
+      EXPECT_FALSE(listed) << b.output;
+      continue;
+    }
+    EXPECT_EQ(listed, supported) << all[k]->name << "\n" << b.output;
+    lines += listed;
+  }
+  size_t printed = 0;
+  for (size_t at = b.output.find("variant "); at != std::string::npos; at = b.output.find("variant ", at + 1)) {
+    printed += b.output.compare(at, 8, "variant ") == 0 && (at == 0 || b.output[at - 1] == '\n');
+  }
+  EXPECT_EQ(printed, lines) << b.output;
+  EXPECT_EQ(b.output.find("DIFFERS"), std::string::npos) << b.output;
+  EXPECT_NE(b.output.find("\nmicroseconds: "), std::string::npos) << b.output;
 }

@@ -220,6 +220,7 @@ int compile_command(const CompileArgs& args) {
                     {"activation_bytes", activations}}},
     };
     if (m.layers() > 1) report["max_time_steps"] = max_time_steps;
+    if (declared_time_steps(onnx) > 0) report["time_steps"] = declared_time_steps(onnx);  // what bench runs
     report["warnings"] = warnings;
     // The state interface: [ops][B][H]; row k in op k's hidden quantization and cell scale 2^P.
     json rows = json::array();
