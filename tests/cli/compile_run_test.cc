@@ -453,6 +453,13 @@ TEST_F(CompileRun, BenchUsesTheModelsSequenceLength) {
   EXPECT_NE(b.output.find("time steps: " + std::to_string(T) + " (the ONNX input's sequence length)"),
             std::string::npos) << b.output;
   EXPECT_NE(b.output.find("shape: B=1 T=" + std::to_string(T) + " "), std::string::npos) << b.output;
+  // A model whose T (5) is not the old fixed default (32).
+  ASSERT_EQ(sh(cli + " compile " + model("torch_seq_first_opset13") + " --calibration " +
+               write_calibration("c5.npy", 4, 5, 3, false, 1) + " -o " + path("t5") + " --name t5 --no-search").status, 0);
+  const ShellResult b5 = sh(cli + " bench " + path("t5/t5.qlstm") + " --runs 3");
+  EXPECT_EQ(b5.status, 0) << b5.output;
+  EXPECT_NE(b5.output.find("time steps: 5 (the ONNX input's sequence length)\n"), std::string::npos) << b5.output;
+  EXPECT_NE(b5.output.find("shape: B=1 T=5 "), std::string::npos) << b5.output;
   // --shape T= overrides it.
   const ShellResult o = sh(cli + " bench " + path("ex/sunspots_lstm.qlstm") + " --shape T=3 --runs 3");
   EXPECT_EQ(o.status, 0) << o.output;
