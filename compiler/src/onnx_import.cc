@@ -665,9 +665,9 @@ bool trace_final_state(const Graph& g, const std::vector<NodeInfo>& nodes, int k
 OnnxLstm import_onnx_bytes(const std::string& bytes, const std::string& origin) {
   onnx::ModelProto model;
   if (bytes.empty() || !model.ParseFromString(bytes)) {
-    throw CompileError(origin + ": not a valid ONNX model (the protobuf does not parse)");
+    throw FileError(origin + ": not a valid ONNX model (the protobuf does not parse)");
   }
-  if (!model.has_graph()) throw CompileError(origin + ": the ONNX model has no graph");
+  if (!model.has_graph()) throw FileError(origin + ": the ONNX model has no graph");
   OnnxLstm r;
   for (const auto& o : model.opset_import()) {
     if (o.domain().empty() || o.domain() == "ai.onnx") r.opset = o.version();

@@ -53,6 +53,40 @@ void CalibrationSet::add_batch(const std::vector<float>& x, const SequenceShape&
 
 const char* tuning_name(Tuning t) { return t == Tuning::kSearch ? "search" : "none"; }
 
+std::vector<std::string> calibration_warnings(const CalibrationSet& calibration, int32_t input_size) {
+  const size_t I = static_cast<size_t>(std::max(input_size, 0));
+  std::vector<float> first(I);
+  std::vector<bool> seen(I, false), varies(I, false);
+  int64_t steps = 0;
+  for (const CalibrationSequence& s : calibration.sequences) {
+    const size_t n = std::min(s.values.size(), static_cast<size_t>(std::max(s.time_steps, 0)) * I);
+    for (size_t v = 0; v < n; ++v) {
+      const size_t f = v % I;
+      if (!seen[f]) {
+        seen[f] = true;
+        first[f] = s.values[v];
+      } else if (!(s.values[v] == first[f])) {
+        varies[f] = true;
+      }
+    }
+    steps += static_cast<int64_t>(n / std::max<size_t>(I, 1));
+  }
+  if (steps == 0) return {};  // no data: compile's own error
+  std::vector<std::string> warnings;
+  for (size_t f = 0; f < I; ++f) {
+    if (varies[f]) continue;
+    std::ostringstream m;
+    m << "calibration: input feature " << f << " is constant (" << first[f] << ") over all " << steps << " steps";
+    warnings.push_back(m.str());
+  }
+  if (warnings.size() == I) {
+    throw CompileError("calibration: no input feature varies over the calibration set (each of the " +
+                       std::to_string(I) + " is constant over all " + std::to_string(steps) +
+                       " steps): it says nothing about the input's range");
+  }
+  return warnings;
+}
+
 namespace {
 
 // Sequence k of a calibration set: [T][I] values, all finite (the message names where not).

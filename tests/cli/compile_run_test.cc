@@ -1,7 +1,8 @@
 // qlstm compile and qlstm run as a user runs them: an exported torch model in, the four files out;
 // the host run equals the in-process kernel; the emitted source, compiled with the runtime
 // alone, equals the host run byte for byte; out-of-scope models and bad calibration files are
-// refused with their message, exit status 1 and nothing written.
+// refused with their message and nothing written: exit status 1 for an input read and refused, 2
+// for bad usage or a file that cannot be used (tools/qlstm/exit_status.h).
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -12,6 +13,7 @@
 #include <sstream>
 #include <unistd.h>
 
+#include "qlstm/kernels.h"
 #include "qlstm/compiler/model_file.h"
 #include "qlstm/compiler/npy.h"
 #include "qlstm/compiler/onnx_import.h"
@@ -107,7 +109,7 @@ TEST_F(CompileRun, BatchFirstAndSequenceFirstEndToEnd) {
     EXPECT_FALSE(fs::exists(path("y8z.npy")));
     const ShellResult dev = sh(std::string(QLSTM_CLI) + " run " + out + "/m.qlstm --input " + path("x8.npy") +
                                " --output " + path("y8z.npy") + " --chunk 3 --target cortex-m4");
-    EXPECT_EQ(dev.status, 1);
+    EXPECT_EQ(dev.status, 2);  // bad usage
     EXPECT_NE(dev.output.find("--chunk runs on the host only"), std::string::npos) << dev.output;
     EXPECT_FALSE(fs::exists(path("y8z.npy")));
 
@@ -162,15 +164,20 @@ TEST_F(CompileRun, BadCalibrationFilesAreRefused) {
   std::ifstream g(path("good.npy"), std::ios::binary);
   const std::string good((std::istreambuf_iterator<char>(g)), std::istreambuf_iterator<char>());
   { std::ofstream(path("truncated.npy"), std::ios::binary) << good.substr(0, good.size() - 9); }
-  const std::pair<const char*, const char*> cases[] = {
-      {"int8.npy", "dtype |i1, expected float32"}, {"rank1.npy", "rank 1, expected 3"},
-      {"features.npy", "feature size 4 does not match the model's input_size 3"},
-      {"nan.npy", "non-finite value"}, {"truncated.npy", "truncated data"},
-      {"missing.npy", "cannot open file"}};
-  for (const auto& [file, message] : cases) {
+  struct Case {
+    const char* file;
+    const char* message;
+    int status;  // 1: read and refused; 2: the file cannot be read
+  };
+  const Case cases[] = {
+      {"int8.npy", "dtype |i1, expected float32", 1}, {"rank1.npy", "rank 1, expected 3", 1},
+      {"features.npy", "feature size 4 does not match the model's input_size 3", 1},
+      {"nan.npy", "non-finite value", 1}, {"truncated.npy", "truncated data", 2},
+      {"missing.npy", "cannot open file", 2}};
+  for (const auto& [file, message, status] : cases) {
     const std::string out = path(std::string("o_") + file);
     const ShellResult c = sh(std::string(QLSTM_CLI) + " compile " + m + " --calibration " + path(file) + " -o " + out);
-    EXPECT_EQ(c.status, 1) << file;
+    EXPECT_EQ(c.status, status) << file << ": " << c.output;
     EXPECT_NE(c.output.find(message), std::string::npos) << file << ": " << c.output;
     EXPECT_FALSE(fs::exists(out)) << file;
   }
@@ -187,7 +194,7 @@ TEST_F(CompileRun, CorruptedModelFileIsRefusedByRun) {
   write_npy_int8(path("x.npy"), {5, 1, 3}, std::vector<int8_t>(15, 3));
   const ShellResult r = sh(std::string(QLSTM_CLI) + " run " + path("o/m.qlstm") + " --input " + path("x.npy") +
                    " --output " + path("y.npy"));
-  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.status, 2);  // a malformed file
   EXPECT_NE(r.output.find("m.qlstm"), std::string::npos) << r.output;
   EXPECT_FALSE(fs::exists(path("y.npy")));
 }
@@ -231,6 +238,21 @@ TEST_F(CompileRun, LargeCalibrationSetsShowProgress) {
   ASSERT_EQ(c.status, 0) << c.output;
   EXPECT_NE(c.output.find("calibrating 100%"), std::string::npos) << c.output;
   EXPECT_NE(c.output.find("searching 100%"), std::string::npos) << c.output;
+  // Not a terminal: plain lines, no carriage return, at most one per tenth of each stage.
+  EXPECT_EQ(c.output.find('\r'), std::string::npos) << c.output;
+  for (const char* stage : {"qlstm compile: calibrating ", "qlstm compile: searching "}) {
+    size_t lines = 0;
+    for (size_t at = c.output.find(stage); at != std::string::npos; at = c.output.find(stage, at + 1)) ++lines;
+    EXPECT_GE(lines, 2u) << stage << c.output;
+    EXPECT_LE(lines, 11u) << stage << c.output;
+  }
+  // On a terminal (script(1) gives the command one): redrawn in place with carriage returns.
+  if (std::system("script -qec true /dev/null > /dev/null 2>&1") == 0) {
+    const ShellResult t = sh("script -qec \"" + std::string(QLSTM_CLI) + " compile " + model("torch_seq_first_opset13") +
+                             " --calibration " + calib + " -o " + path("big_tty") + "\" /dev/null");
+    ASSERT_EQ(t.status, 0) << t.output;
+    EXPECT_NE(t.output.find("\rqlstm compile: calibrating 100%"), std::string::npos) << t.output;
+  }
 }
 
 }  // namespace
@@ -260,7 +282,8 @@ TEST_F(CompileRun, UnbatchedModelTakesAndGivesOneSequence) {
 
 }  // namespace
 
-// A stateful, stacked or bidirectional model's interface errors: named, exit 1, nothing written.
+// A stateful, stacked or bidirectional model's interface errors: named, exit 1 (refused) or 2 (bad
+// usage), nothing written.
 TEST_F(CompileRun, ProgramInterfaceErrorsAreClear) {
   const std::string calib = write_calibration("calib_p.npy", 6, 5, 3, false, 1);
   const std::string cli = QLSTM_CLI;
@@ -271,17 +294,18 @@ TEST_F(CompileRun, ProgramInterfaceErrorsAreClear) {
   const std::string x = write_calibration("x_p.npy", 2, 5, 3, false, 2);
   struct Case {
     std::string args, message;
+    int status;
   };
   const Case cases[] = {
-      {path("st/st.qlstm") + " --float", "give --h0"},
-      {path("st/st.qlstm") + " --float --h0 " + x + " --c0 " + x, "expected [1, 2, 4] (ops x batch x hidden)"},
-      {path("bi/bi.qlstm") + " --float --chunk 2", "cannot be streamed"},
-      {path("bi/bi.qlstm") + " --float --target no-such-cpu", "no-such-cpu"},
+      {path("st/st.qlstm") + " --float", "give --h0", 2},
+      {path("st/st.qlstm") + " --float --h0 " + x + " --c0 " + x, "expected [1, 2, 4] (ops x batch x hidden)", 1},
+      {path("bi/bi.qlstm") + " --float --chunk 2", "cannot be streamed", 1},
+      {path("bi/bi.qlstm") + " --float --target no-such-cpu", "no-such-cpu", 2},
   };
   for (const Case& c : cases) {
     const std::string out = path("y_p.npy");
     const ShellResult r = sh(cli + " run " + c.args + " --input " + x + " --output " + out);
-    EXPECT_EQ(r.status, 1) << c.args << "\n" << r.output;
+    EXPECT_EQ(r.status, c.status) << c.args << "\n" << r.output;
     EXPECT_NE(r.output.find(c.message), std::string::npos) << r.output;
     EXPECT_FALSE(fs::exists(out)) << c.args;
   }
@@ -334,4 +358,138 @@ TEST_F(CompileRun, EmittedProgramsEqualTheHostRun) {
     }
     EXPECT_EQ(sh(exe + " " + path("plong.bin") + " " + path("py8.bin") + " 10").status, streams ? 3 : 0) << name;
   }
+}
+
+// One exit-status convention for every subcommand: 0 success, 1 read and refused or a failed
+// check, 2 bad usage or a file that cannot be used; stated in --help.
+TEST_F(CompileRun, ExitStatusConvention) {
+  const std::string cli = QLSTM_CLI;
+  const std::string calib = write_calibration("calib_x.npy", 4, 5, 3, false, 1);
+  const std::string onnx = model("torch_seq_first_opset13");
+  { std::ofstream(path("garbage.onnx")) << "not a protobuf at all"; }
+  { std::ofstream(path("garbage.qlstm")) << "not a model"; }
+  write_npy_int8(path("x8.npy"), {5, 1, 3}, std::vector<int8_t>(15, 3));
+  struct Case {
+    std::string args, message;
+    int status;
+  };
+  const Case cases[] = {
+      {"--help", "Exit status (every subcommand):", 0},
+      {"bench --help", "not cycles", 0},
+      {"bench --help", "its own sequence length", 0},
+      {"", "A subcommand is required", 2},
+      {"compile " + onnx + " --calibration " + calib + " --bogus", "--bogus", 2},
+      {"compile " + onnx + " --calibration " + calib + " --input-observer median", "median", 2},
+      {"compile " + onnx + " --calibration " + calib + " --cell-scale fixed:x", "--cell-scale", 2},
+      {"compile " + onnx + " --calibration " + calib + " --name a-b", "is not a C identifier", 2},
+      {"compile " + path("missing.onnx") + " --calibration " + calib, "cannot open file", 2},
+      {"compile " + path("garbage.onnx") + " --calibration " + calib, "not a valid ONNX model", 2},
+      {"compile " + model("torch_linear_head") + " --calibration " + calib, "op 'MatMul' is not supported", 1},
+      {"run " + path("garbage.qlstm") + " --input " + path("x8.npy") + " --output " + path("y.npy"),
+       "qlstm run: error: ", 2},
+      {"run " + path("missing.qlstm") + " --input " + path("x8.npy") + " --output " + path("y.npy"),
+       "cannot open file", 2},
+      {"eval " + path("garbage.onnx") + " " + path("garbage.qlstm") + " --data " + calib, "qlstm eval: error: ", 2},
+      {"bench " + path("garbage.qlstm"), "qlstm bench: error: ", 2},
+      {"bench --shape T=4,I=2,H=3 --variant nope", "unknown variant 'nope'", 2},
+      {"verify-vectors " + path("nothing_here"), "no such file or folder", 2},
+      {"export-vectors " + path("nothing_here") + " -o " + path("bundle.bin"), "qlstm export-vectors: error: ", 2},
+  };
+  for (const Case& c : cases) {
+    const ShellResult r = sh(cli + " " + c.args);
+    EXPECT_EQ(r.status, c.status) << c.args << "\n" << r.output;
+    EXPECT_NE(r.output.find(c.message), std::string::npos) << c.args << "\n" << r.output;
+  }
+}
+
+// Calibration data in which a feature never varies: a warning naming it (stderr and the report);
+// in which nothing varies: an error, exit 1, nothing written.
+TEST_F(CompileRun, ConstantCalibrationFeaturesAreReported) {
+  const std::string cli = QLSTM_CLI;
+  const std::string onnx = model("torch_seq_first_opset13");  // I = 3, sequence-first
+  std::mt19937_64 rng(8);
+  std::normal_distribution<float> n(0.0f, 1.0f);
+  std::vector<float> v(5 * 4 * 3);
+  for (size_t k = 0; k < v.size(); ++k) v[k] = k % 3 == 2 ? 0.75f : n(rng);  // feature 2 constant
+  write_npy_float32(path("one_constant.npy"), {5, 4, 3}, v);
+  const ShellResult c = sh(cli + " compile " + onnx + " --calibration " + path("one_constant.npy") + " -o " +
+                           path("oc") + " --name oc");
+  ASSERT_EQ(c.status, 0) << c.output;
+  const std::string warning = "calibration: input feature 2 is constant (0.75) over all 20 steps";
+  EXPECT_NE(c.output.find("qlstm compile: warning: " + warning), std::string::npos) << c.output;
+  std::ifstream rep(path("oc/oc_report.json"));
+  const std::string report((std::istreambuf_iterator<char>(rep)), std::istreambuf_iterator<char>());
+  const size_t list = report.find("\"warnings\": [");
+  ASSERT_NE(list, std::string::npos) << report;
+  EXPECT_EQ(report.find("\"" + warning + "\""), report.find('"', list + 13)) << report;
+
+  write_npy_float32(path("all_constant.npy"), {5, 4, 3}, std::vector<float>(60, 0.75f));
+  const ShellResult a = sh(cli + " compile " + onnx + " --calibration " + path("all_constant.npy") + " -o " +
+                           path("ac"));
+  EXPECT_EQ(a.status, 1) << a.output;
+  EXPECT_NE(a.output.find("no input feature varies"), std::string::npos) << a.output;
+  EXPECT_FALSE(fs::exists(path("ac")));
+  // Random data: no warning, an empty list in the report.
+  const ShellResult g = sh(cli + " compile " + onnx + " --calibration " + write_calibration("g.npy", 5, 4, 3, false, 2) +
+                           " -o " + path("g") + " --name g");
+  ASSERT_EQ(g.status, 0) << g.output;
+  EXPECT_EQ(g.output.find("warning"), std::string::npos) << g.output;
+}
+
+// qlstm bench MODEL runs the model at its own sequence length, and says where it comes from.
+TEST_F(CompileRun, BenchUsesTheModelsSequenceLength) {
+  const std::string cli = QLSTM_CLI;
+  // The bundled example declares its input's T in the ONNX graph.
+  const std::string ex = QLSTM_EXAMPLE_DIR;
+  ASSERT_EQ(sh(cli + " compile " + ex + "/sunspots_lstm.onnx --calibration " + ex + "/calibration.npy -o " +
+               path("ex") + " --no-search").status, 0);
+  std::ifstream rep(path("ex/sunspots_lstm_report.json"));
+  const std::string report((std::istreambuf_iterator<char>(rep)), std::istreambuf_iterator<char>());
+  const size_t at = report.find("\"time_steps\":");
+  ASSERT_NE(at, std::string::npos) << report;
+  const int T = std::stoi(report.substr(at + 13));
+  const ShellResult b = sh(cli + " bench " + path("ex/sunspots_lstm.qlstm") + " --runs 3");
+  EXPECT_EQ(b.status, 0) << b.output;
+  EXPECT_NE(b.output.find("time steps: " + std::to_string(T) + " (the ONNX input's sequence length)"),
+            std::string::npos) << b.output;
+  EXPECT_NE(b.output.find("shape: B=1 T=" + std::to_string(T) + " "), std::string::npos) << b.output;
+  // A model whose T (5) is not the old fixed default (32).
+  ASSERT_EQ(sh(cli + " compile " + model("torch_seq_first_opset13") + " --calibration " +
+               write_calibration("c5.npy", 4, 5, 3, false, 1) + " -o " + path("t5") + " --name t5 --no-search").status, 0);
+  const ShellResult b5 = sh(cli + " bench " + path("t5/t5.qlstm") + " --runs 3");
+  EXPECT_EQ(b5.status, 0) << b5.output;
+  EXPECT_NE(b5.output.find("time steps: 5 (the ONNX input's sequence length)\n"), std::string::npos) << b5.output;
+  EXPECT_NE(b5.output.find("shape: B=1 T=5 "), std::string::npos) << b5.output;
+  // --shape T= overrides it.
+  const ShellResult o = sh(cli + " bench " + path("ex/sunspots_lstm.qlstm") + " --shape T=3 --runs 3");
+  EXPECT_EQ(o.status, 0) << o.output;
+  EXPECT_NE(o.output.find("shape: B=1 T=3 "), std::string::npos) << o.output;
+  EXPECT_EQ(o.output.find("time steps: "), std::string::npos) << o.output;
+}
+
+// The host bench runs every variant this CPU supports on its input against the reference: one
+// line each, exit 0 when all are bit-exact.
+TEST_F(CompileRun, HostBenchComparesEveryVariantWithTheReference) {
+  const ShellResult b = sh(std::string(QLSTM_CLI) + " bench --shape B=2,T=6,I=5,H=9,time_major --runs 3");
+  ASSERT_EQ(b.status, 0) << b.output;
+  size_t count = 0, lines = 0;
+  const qlstm::LstmS8Variant* const* all = qlstm::lstm_s8_variants(&count);
+  for (size_t k = 0; k < count; ++k) {
+    const std::string line = std::string("variant ") + all[k]->name + ": bit-exact with reference\n";
+    const bool supported = all[k]->is_supported == nullptr || all[k]->is_supported();
+    const bool listed = b.output.find(line) != std::string::npos;
+    if (all[k] == &qlstm::lstm_s8_reference_variant()) {
+      EXPECT_FALSE(listed) << b.output;
+      continue;
+    }
+    EXPECT_EQ(listed, supported) << all[k]->name << "\n" << b.output;
+    lines += listed;
+  }
+  size_t printed = 0;
+  for (size_t at = b.output.find("variant "); at != std::string::npos; at = b.output.find("variant ", at + 1)) {
+    printed += b.output.compare(at, 8, "variant ") == 0 && (at == 0 || b.output[at - 1] == '\n');
+  }
+  EXPECT_EQ(printed, lines) << b.output;
+  EXPECT_EQ(b.output.find("DIFFERS"), std::string::npos) << b.output;
+  EXPECT_NE(b.output.find("\nmicroseconds: "), std::string::npos) << b.output;
 }

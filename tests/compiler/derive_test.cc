@@ -188,4 +188,37 @@ TEST(Derive, ErrorsNameTheGateAndTheQuantity) {
   }, "bias correction: needs the calibration means");
 }
 
+
+// A feature that never varies over the calibration set is named in a warning; a set in which no
+// feature varies is an error.
+TEST(Calibration, ConstantFeaturesAreNamedAndAllConstantIsAnError) {
+  CalibrationSet set;
+  // Two sequences of 3 steps, 3 features: feature 1 is 0.25 everywhere, the others vary.
+  set.add_batch({0.1f, 0.25f, -1.0f, 0.2f, 0.25f, -2.0f, 0.3f, 0.25f, -3.0f,
+                 0.4f, 0.25f, 1.0f, 0.5f, 0.25f, 2.0f, 0.6f, 0.25f, 3.0f},
+                {2, 3, Layout::kBatchMajor}, 3);
+  const std::vector<std::string> w = calibration_warnings(set, 3);
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_EQ(w[0], "calibration: input feature 1 is constant (0.25) over all 6 steps");
+
+  // Feature 0 varies only across sequences: still varies.
+  CalibrationSet across;
+  across.add_batch({1, 5, 1, 5, 2, 5, 2, 5}, {2, 2, Layout::kBatchMajor}, 2);
+  const std::vector<std::string> w2 = calibration_warnings(across, 2);
+  ASSERT_EQ(w2.size(), 1u);
+  EXPECT_NE(w2[0].find("input feature 1 is constant (5)"), std::string::npos) << w2[0];
+
+  CalibrationSet flat;
+  flat.add_batch(std::vector<float>(12, 0.5f), {2, 3, Layout::kBatchMajor}, 2);
+  try {
+    calibration_warnings(flat, 2);
+    ADD_FAILURE() << "no error for a calibration set in which nothing varies";
+  } catch (const CompileError& e) {
+    EXPECT_NE(std::string(e.what()).find("no input feature varies"), std::string::npos) << e.what();
+  }
+  // Random data: no warning; an empty set: none either (compile reports that).
+  EXPECT_TRUE(calibration_warnings(random_calibration(3, 4, 5, 7), 3).empty());
+  EXPECT_TRUE(calibration_warnings(CalibrationSet{}, 3).empty());
+}
+
 }  // namespace

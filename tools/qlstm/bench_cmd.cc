@@ -7,10 +7,12 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
 
 #include "device.h"
+#include "exit_status.h"
 #include "qlstm/compiler/file_io.h"
 #include "qlstm/compiler/model_file.h"
 #include "qlstm/compiler/quantized_lstm.h"
@@ -45,7 +47,7 @@ ShapeSpec parse_shape(const std::string& text) {
     int32_t* field = key == "B" ? &s.batch : key == "T" ? &s.time_steps : key == "I" ? &s.input_size
                    : key == "H" ? &s.hidden_size : nullptr;
     if (eq == std::string::npos || field == nullptr) {
-      throw CompileError("--shape: '" + item + "' is not B=, T=, I=, H= or time_major");
+      throw UsageError("--shape: '" + item + "' is not B=, T=, I=, H= or time_major");
     }
     const std::string value = item.substr(eq + 1);
     size_t used = 0;
@@ -56,7 +58,7 @@ ShapeSpec parse_shape(const std::string& text) {
       used = 0;
     }
     if (used == 0 || used != value.size() || v < 1 || v > (1 << 20)) {
-      throw CompileError("--shape: " + key + "='" + value + "' is not a positive integer");
+      throw UsageError("--shape: " + key + "='" + value + "' is not a positive integer");
     }
     *field = static_cast<int32_t>(v);
   }
@@ -94,12 +96,85 @@ const LstmS8Variant* host_variant(const std::string& name) {
   for (size_t k = 0; k < n; ++k) {
     if (name == all[k]->name) {
       if (all[k]->is_supported != nullptr && !all[k]->is_supported()) {
-        throw CompileError("variant '" + name + "' is not supported on this CPU");
+        throw UsageError("variant '" + name + "' is not supported on this CPU");
       }
       return all[k];
     }
   }
-  throw CompileError("unknown variant '" + name + "' (see 'qlstm variants')");
+  throw UsageError("unknown variant '" + name + "' (see 'qlstm variants')");
+}
+
+// The sequence length a compiled model is benchmarked at, and where it comes from: its report's
+// "time_steps" (the ONNX input's T), "max_time_steps" (a stacked model's longest call), else the
+// calibration sequences' mean length; kDefaultBenchSteps when the report knows none.
+int32_t model_time_steps(const CompiledModel& m, std::string* from) {
+  const nlohmann::json r = nlohmann::json::parse(m.report_json, nullptr, false);
+  const auto positive = [](const nlohmann::json& v) {
+    return v.is_number_integer() && v.get<int64_t>() >= 1 && v.get<int64_t>() <= (1 << 20);
+  };
+  if (r.is_object()) {
+    if (r.contains("time_steps") && positive(r["time_steps"])) {
+      *from = "the ONNX input's sequence length";
+      return r["time_steps"].get<int32_t>();
+    }
+    if (r.contains("max_time_steps") && positive(r["max_time_steps"])) {
+      *from = "the model's --max-time-steps";
+      return r["max_time_steps"].get<int32_t>();
+    }
+    const nlohmann::json c = r.value("calibration", nlohmann::json());
+    if (c.is_object() && c.contains("steps") && c.contains("sequences") && positive(c["sequences"]) &&
+        c["steps"].is_number_integer()) {
+      const int64_t mean = (c["steps"].get<int64_t>() + c["sequences"].get<int64_t>() / 2) / c["sequences"].get<int64_t>();
+      if (mean >= 1 && mean <= (1 << 20)) {
+        *from = "the calibration sequences' mean length";
+        return static_cast<int32_t>(mean);
+      }
+    }
+  }
+  *from = "the default: the model's report gives no sequence length";
+  return kDefaultBenchSteps;
+}
+
+// Every variant built in and supported on this CPU against the reference variant, on the
+// benchmark's input: one line each. Returns whether all are bit-exact.
+bool variants_match_reference(const qlstm_lstm_s8_params& params, const std::vector<int8_t>& x, size_t out_size) {
+  const size_t scratch_bytes = qlstm_lstm_s8_scratch_bytes(&params.dims);
+  const size_t cells = static_cast<size_t>(params.dims.batch) * static_cast<size_t>(params.dims.hidden_size);
+  const auto run = [&](const LstmS8Variant& v, std::vector<int8_t>* y) {
+    std::vector<std::max_align_t> scratch(scratch_bytes / sizeof(std::max_align_t) + 1);
+    std::vector<int16_t> cell(cells);
+    qlstm_lstm_s8_context ctx{scratch.data(), scratch.size() * sizeof(std::max_align_t), cell.data(), nullptr};
+    y->assign(out_size, 0);
+    return run_lstm_s8(v, &params, &ctx, x.data(), y->data());
+  };
+  const LstmS8Variant& ref = lstm_s8_reference_variant();
+  std::vector<int8_t> want;
+  const qlstm_status rs = run(ref, &want);
+  if (rs != QLSTM_OK) throw CompileError(std::string("reference kernel error: ") + qlstm_status_string(rs));
+  size_t n = 0;
+  const LstmS8Variant* const* all = lstm_s8_variants(&n);
+  bool ok = true;
+  for (size_t k = 0; k < n; ++k) {
+    const LstmS8Variant& v = *all[k];
+    if (&v == &ref || (v.is_supported != nullptr && !v.is_supported())) continue;
+    std::vector<int8_t> got;
+    const qlstm_status st = run(v, &got);
+    if (st != QLSTM_OK) {
+      std::printf("variant %s: FAILED with status %s\n", v.name, qlstm_status_string(st));
+      ok = false;
+      continue;
+    }
+    size_t at = 0;
+    while (at < want.size() && want[at] == got[at]) ++at;
+    if (at == want.size()) {
+      std::printf("variant %s: bit-exact with reference\n", v.name);
+    } else {
+      std::printf("variant %s: DIFFERS from reference at output[%zu]: expected %d, got %d\n", v.name, at,
+                  want[at], got[at]);
+      ok = false;
+    }
+  }
+  return ok;
 }
 
 std::string console_value(const std::string& console, const std::string& key) {
@@ -154,11 +229,11 @@ int bench_op(const DerivedLstm& d, const ShapeSpec& s, const std::string& what, 
     }
     std::sort(us.begin(), us.end());
     std::printf("host variant: %s\n", v.name);
-    std::printf("output: %s the default variant\n", y == expected ? "bit-exact with" : "DIFFERS from");
+    const bool exact = variants_match_reference(params, x, y.size());
     std::printf("runs: %zu, min %.2f us, median per sequence: %.2f us\n", us.size(), us.front(), us[us.size() / 2]);
     std::printf("microseconds: %.2f\n", us[us.size() / 2]);
     *count = us[us.size() / 2];
-    return y == expected ? 0 : 1;
+    return exact ? kExitOk : kExitRefused;
   }
 
   const device::Target target = device::find_target(args.target);
@@ -178,7 +253,7 @@ int bench_op(const DerivedLstm& d, const ShapeSpec& s, const std::string& what, 
   if (r.exit_status != 0 || n.size() != 1 || variant.empty()) {
     std::fprintf(stderr, "qlstm bench: error: the %s firmware failed (exit status %d, %zu counts):\n%s",
                  args.target.c_str(), r.exit_status, n.size(), r.console.c_str());
-    return 1;
+    return kExitRefused;
   }
   const device::KernelSize k = device::kernel_size(target, variant);
   std::printf("target: %s (QEMU %s, -cpu %s), variant: %s\n", target.cpu.c_str(), target.qemu_machine.c_str(),
@@ -202,58 +277,57 @@ int bench_op(const DerivedLstm& d, const ShapeSpec& s, const std::string& what, 
 }  // namespace
 
 int bench_command(const BenchArgs& args) {
-  try {
-    if (args.model.empty() && args.shape.empty()) {
-      throw CompileError("give a compiled model or --shape B=..,T=..,I=..,H=..[,time_major]");
-    }
-    ShapeSpec s = args.shape.empty() ? ShapeSpec{} : parse_shape(args.shape);
-    std::mt19937_64 rng(kBenchSeed);
-    if (!args.model.empty()) {
-      const CompiledModel m = load_model(args.model);
-      const DerivedLstm& first = m.ops[0].lstm;
-      if ((s.input_size != 0 && s.input_size != first.input_size) ||
-          (s.hidden_size != 0 && s.hidden_size != first.hidden_size)) {
-        throw CompileError("--shape I/H do not match the model's input_size " + std::to_string(first.input_size) +
-                           " and hidden_size " + std::to_string(first.hidden_size));
-      }
-      if (s.time_steps == 0) s.time_steps = kDefaultBenchSteps;
-      // A program: each op's call in turn (on input of its buffer's quantization), then the sum.
-      double total = 0;
-      int rc = 0;
-      for (size_t k = 0; k < m.ops.size() && rc == 0; ++k) {
-        const DerivedLstm& d = m.ops[k].lstm;
-        ShapeSpec op_shape = s;
-        op_shape.input_size = d.input_size;
-        op_shape.hidden_size = d.hidden_size;
-        std::string what = args.model;
-        if (m.ops.size() > 1) {
-          what += " op " + std::to_string(k) + " (layer " + std::to_string(k / static_cast<size_t>(m.directions)) +
-                  (d.time_direction == QLSTM_TIME_REVERSE ? " reverse)" : " forward)");
-        }
-        double count = 0;
-        rc = bench_op(d, op_shape, what, args, rng, &count);
-        total += count;
-      }
-      if (m.ops.size() > 1 && rc == 0) {
-        std::printf("program: %zu ops\n", m.ops.size());
-        if (args.target.empty()) {
-          std::printf("microseconds: %.2f\n", total);
-        } else {
-          std::printf("instructions: %llu\n", static_cast<unsigned long long>(total));
-        }
-      }
-      return rc;
-    }
-    if (s.time_steps == 0 || s.input_size == 0 || s.hidden_size == 0) {
-      throw CompileError("--shape needs T=, I= and H= (B= defaults to 1)");
-    }
-    const DerivedLstm d = synthetic_model(s, rng);
-    double count = 0;
-    return bench_op(d, s, "synthetic (PyTorch-initialized weights, calibrated on N(0,1))", args, rng, &count);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "qlstm bench: error: %s\n", e.what());
-    return 2;
+  if (args.model.empty() && args.shape.empty()) {
+    throw UsageError("give a compiled model or --shape B=..,T=..,I=..,H=..[,time_major]");
   }
+  ShapeSpec s = args.shape.empty() ? ShapeSpec{} : parse_shape(args.shape);
+  std::mt19937_64 rng(kBenchSeed);
+  if (!args.model.empty()) {
+    const CompiledModel m = load_model_file(args.model);
+    const DerivedLstm& first = m.ops[0].lstm;
+    if ((s.input_size != 0 && s.input_size != first.input_size) ||
+        (s.hidden_size != 0 && s.hidden_size != first.hidden_size)) {
+      throw UsageError("--shape I/H do not match the model's input_size " + std::to_string(first.input_size) +
+                       " and hidden_size " + std::to_string(first.hidden_size));
+    }
+    if (s.time_steps == 0) {
+      std::string from;
+      s.time_steps = model_time_steps(m, &from);
+      std::printf("time steps: %d (%s)\n", s.time_steps, from.c_str());
+    }
+    // A program: each op's call in turn (on input of its buffer's quantization), then the sum.
+    double total = 0;
+    int rc = 0;
+    for (size_t k = 0; k < m.ops.size() && rc == 0; ++k) {
+      const DerivedLstm& d = m.ops[k].lstm;
+      ShapeSpec op_shape = s;
+      op_shape.input_size = d.input_size;
+      op_shape.hidden_size = d.hidden_size;
+      std::string what = args.model;
+      if (m.ops.size() > 1) {
+        what += " op " + std::to_string(k) + " (layer " + std::to_string(k / static_cast<size_t>(m.directions)) +
+                (d.time_direction == QLSTM_TIME_REVERSE ? " reverse)" : " forward)");
+      }
+      double count = 0;
+      rc = bench_op(d, op_shape, what, args, rng, &count);
+      total += count;
+    }
+    if (m.ops.size() > 1 && rc == 0) {
+      std::printf("program: %zu ops\n", m.ops.size());
+      if (args.target.empty()) {
+        std::printf("microseconds: %.2f\n", total);
+      } else {
+        std::printf("instructions: %llu\n", static_cast<unsigned long long>(total));
+      }
+    }
+    return rc;
+  }
+  if (s.time_steps == 0 || s.input_size == 0 || s.hidden_size == 0) {
+    throw UsageError("--shape needs T=, I= and H= (B= defaults to 1)");
+  }
+  const DerivedLstm d = synthetic_model(s, rng);
+  double count = 0;
+  return bench_op(d, s, "synthetic (PyTorch-initialized weights, calibrated on N(0,1))", args, rng, &count);
 }
 
 }  // namespace cli

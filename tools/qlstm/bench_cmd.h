@@ -8,7 +8,7 @@
 namespace qlstm {
 namespace cli {
 
-// Time steps of a benchmarked model call when --shape gives none.
+// Time steps of a benchmarked model call when neither --shape nor the model's report gives any.
 inline constexpr int32_t kDefaultBenchSteps = 32;
 
 struct BenchArgs {
@@ -21,7 +21,8 @@ struct BenchArgs {
   int min_ms = 300;     // ... and at least this long
 };
 // Last line: "instructions: N" on a target, "microseconds: X" on the host. Exit 0; 1 when the
-// device failed or its output differs from the host's; 2 bad arguments.
+// device failed, its output differs from the host's, or (host) a variant differs from the
+// reference. Throws UsageError and the model file's errors (exit_status.h).
 int bench_command(const BenchArgs& args);
 
 }  // namespace cli

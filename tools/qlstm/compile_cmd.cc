@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <unistd.h>
 
 #include "qlstm/compiler/emit_cpp.h"
 #include "qlstm/compiler/model_file.h"
@@ -17,6 +18,7 @@
 #include "qlstm/compiler/file_io.h"
 #include "qlstm/kernels.h"
 #include "device.h"
+#include "exit_status.h"
 
 namespace qlstm {
 namespace cli {
@@ -123,15 +125,20 @@ int compile_command(const CompileArgs& args) {
       calibration.add_batch(t.values, t.shape, I);
       calib_tensors.push_back(std::move(t));
     }
+    const std::vector<std::string> warnings = calibration_warnings(calibration, I);
+    for (const std::string& w : warnings) std::fprintf(stderr, "qlstm compile: warning: %s\n", w.c_str());
     CompileOptions o;
-    // A progress indicator on stderr when the set is large: each stage in tenths.
+    // A progress indicator on stderr when the set is large: each stage in tenths, redrawn in place
+    // on a terminal, one plain line per tenth in a log.
     if (calibration.sequences.size() >= kLargeCalibrationSet) {
-      o.progress = [last = std::string(), tenth = -1](const char* stage, int64_t done, int64_t total) mutable {
+      o.progress = [last = std::string(), tenth = -1, tty = ::isatty(STDERR_FILENO) == 1](
+                       const char* stage, int64_t done, int64_t total) mutable {
         const int now = total > 0 ? static_cast<int>(std::min<int64_t>(10, done * 10 / total)) : 10;
         if (stage == last && now == tenth) return;
         last = stage;
         tenth = now;
-        std::fprintf(stderr, "\rqlstm compile: %s %3d%%%s", stage, now * 10, now == 10 ? "\n" : "");
+        std::fprintf(stderr, "%sqlstm compile: %s %3d%%%s", tty ? "\r" : "", stage, now * 10,
+                     !tty || now == 10 ? "\n" : "");
         std::fflush(stderr);
       };
     }
@@ -213,6 +220,8 @@ int compile_command(const CompileArgs& args) {
                     {"activation_bytes", activations}}},
     };
     if (m.layers() > 1) report["max_time_steps"] = max_time_steps;
+    if (declared_time_steps(onnx) > 0) report["time_steps"] = declared_time_steps(onnx);  // what bench runs
+    report["warnings"] = warnings;
     // The state interface: [ops][B][H]; row k in op k's hidden quantization and cell scale 2^P.
     json rows = json::array();
     json ops = json::array();
@@ -290,8 +299,7 @@ int compile_command(const CompileArgs& args) {
                 static_cast<long long>(calibration.sequences.size()));
     return 0;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "qlstm compile: error: %s\n", e.what());
-    return 1;
+    return error_exit("compile", e);
   }
 }
 
@@ -357,15 +365,15 @@ NpyArray read_state(const std::string& path, const CompiledModel& m, int32_t bat
 int run_command(const RunArgs& args) {
   try {
     if (args.chunk > 0 && !args.target.empty()) {
-      throw CompileError("--chunk runs on the host only (the device streams through the emitted NAME_stream)");
+      throw UsageError("--chunk runs on the host only (the device streams through the emitted NAME_stream)");
     }
     if (!args.target.empty()) device::find_target(args.target);  // a bad CPU name first, before any file
-    const CompiledModel m = load_model(args.model);
+    const CompiledModel m = load_model_file(args.model);
     if (m.initial_hidden == StateSource::kInput && args.h0.empty()) {
-      throw CompileError(args.model + ": the model takes its initial hidden state as an input: give --h0");
+      throw UsageError(args.model + ": the model takes its initial hidden state as an input: give --h0");
     }
     if (m.initial_cell == StateSource::kInput && args.c0.empty()) {
-      throw CompileError(args.model + ": the model takes its initial cell state as an input: give --c0");
+      throw UsageError(args.model + ": the model takes its initial cell state as an input: give --c0");
     }
     const SequenceTensor x = read_sequences(args.input, m.input_size(), m.batch_first, !args.float_io);
     std::vector<int8_t> x8 = x.values_s8;
@@ -430,8 +438,7 @@ int run_command(const RunArgs& args) {
     }
     return 0;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "qlstm run: error: %s\n", e.what());
-    return 1;
+    return error_exit("run", e);
   }
 }
 
@@ -505,7 +512,7 @@ std::string svg_plot(const std::vector<float>& ref, const std::vector<float>& go
 int eval_command(const EvalArgs& args) {
   try {
     const OnnxLstm onnx = import_onnx(args.onnx);
-    const CompiledModel m = load_model(args.model);
+    const CompiledModel m = load_model_file(args.model);
     if (m.input_size() != onnx.program.input_size() || m.output_size() != onnx.program.output_size() ||
         m.ops.size() != onnx.program.ops.size() || m.batch_first != onnx.batch_first) {
       throw CompileError(args.model + ": does not match " + args.onnx + " (sizes, layers or layout)");
@@ -550,8 +557,7 @@ int eval_command(const EvalArgs& args) {
     }
     return 0;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "qlstm eval: error: %s\n", e.what());
-    return 1;
+    return error_exit("eval", e);
   }
 }
 

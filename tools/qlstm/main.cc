@@ -5,6 +5,7 @@
 //   bench                    instructions on an emulated CPU, or host time (bench_cmd.h)
 //   export-vectors           kernel vectors as a device bundle
 // verify-vectors, run and bench take --target CPU to run on the emulated Cortex-M (device.h).
+// Every subcommand exits 0, 1 or 2 as exit_status.h says; error_exit below is the one mapping.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <string>
@@ -13,14 +14,59 @@
 #include "bench_cmd.h"
 #include "compile_cmd.h"
 #include "device.h"
+#include "exit_status.h"
 #include "kernel_vectors.h"
+#include "qlstm/compiler/derive.h"
+#include "qlstm/compiler/emit_cpp.h"
 #include "qlstm/compiler/file_io.h"
+#include "qlstm/compiler/npy.h"
+#include "qlstm/compiler/quantize.h"
 #include "qlstm/kernels.h"
+
+namespace qlstm {
+namespace cli {
+
+int error_exit(const char* command, const std::exception& e) {
+  std::fprintf(stderr, "qlstm %s: error: %s\n", command, e.what());
+  const bool bad_input = dynamic_cast<const UsageError*>(&e) != nullptr ||
+                         dynamic_cast<const compiler::FileError*>(&e) != nullptr ||
+                         dynamic_cast<const compiler::NpyError*>(&e) != nullptr ||
+                         dynamic_cast<const vectors::FormatError*>(&e) != nullptr ||
+                         dynamic_cast<const device::DeviceError*>(&e) != nullptr;
+  return bad_input ? kExitBadInput : kExitRefused;
+}
+
+}  // namespace cli
+}  // namespace qlstm
 
 namespace {
 
-constexpr int kExitFailed = 1;     // some case did not match
-constexpr int kExitBadInput = 2;   // malformed file, bad arguments
+using qlstm::cli::kExitBadInput;
+using qlstm::cli::kExitRefused;
+
+constexpr const char* kExitStatusFooter =
+    "Exit status (every subcommand):\n"
+    "  0  success\n"
+    "  1  the input was read and refused or failed a check: a model outside the supported scope,\n"
+    "     a compile error, constant calibration data, failed vectors, an output that differs\n"
+    "  2  bad usage or a file that cannot be used: bad flags or values, a missing, unreadable or\n"
+    "     malformed file, an output that cannot be written, an unknown target CPU or its missing\n"
+    "     firmware or QEMU";
+
+// A CLI11 check from a compiler parser that throws on a bad value (the message is the parser's).
+template <typename Parse>
+CLI::Validator parsed_by(Parse parse, const std::string& what) {
+  return CLI::Validator(
+      [parse](std::string& value) {
+        try {
+          parse(value);
+          return std::string();
+        } catch (const std::exception& e) {
+          return std::string(e.what());
+        }
+      },
+      what);
+}
 
 std::vector<const qlstm::LstmS8Variant*> select_variants(const std::string& name, bool* ok) {
   size_t count = 0;
@@ -59,17 +105,8 @@ int verify_vectors(const std::vector<std::string>& paths, const std::string& var
   bool ok = true;
   const auto variants = select_variants(variant_name, &ok);
   if (!ok) return kExitBadInput;
-  std::vector<std::string> files;
-  try {
-    files = qlstm::vectors::collect_vector_files(paths);
-  } catch (const qlstm::vectors::FormatError& e) {
-    std::fprintf(stderr, "qlstm verify-vectors: error: %s\n", e.what());
-    return kExitBadInput;
-  }
-  if (files.empty()) {
-    std::fprintf(stderr, "qlstm verify-vectors: error: no .json files under the given paths\n");
-    return kExitBadInput;
-  }
+  const std::vector<std::string> files = qlstm::vectors::collect_vector_files(paths);
+  if (files.empty()) throw qlstm::cli::UsageError("no .json files under the given paths");
   long passed = 0, failed = 0, malformed = 0;
   for (const std::string& path : files) {
     qlstm::vectors::VectorFile file;
@@ -109,7 +146,7 @@ int verify_vectors(const std::vector<std::string>& paths, const std::string& var
   }
   std::printf("%ld passed, %ld failed\n", passed, failed);
   if (malformed > 0) return kExitBadInput;
-  return failed == 0 ? 0 : kExitFailed;
+  return failed == 0 ? 0 : kExitRefused;
 }
 
 std::vector<qlstm::vectors::VectorFile> load_all(const std::vector<std::string>& paths) {
@@ -129,43 +166,31 @@ std::vector<const qlstm::vectors::KernelCase*> all_cases(const std::vector<qlstm
 }
 
 int export_vectors(const std::vector<std::string>& paths, const std::string& out) {
-  try {
-    const std::vector<qlstm::vectors::VectorFile> files = load_all(paths);
-    const std::vector<const qlstm::vectors::KernelCase*> cases = all_cases(files);
-    qlstm::compiler::write_file_atomically(out, qlstm::vectors::device_bundle(cases));
-    std::printf("%zu cases -> %s\n", cases.size(), out.c_str());
-    return 0;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "qlstm export-vectors: error: %s\n", e.what());
-    return kExitBadInput;
-  }
+  const std::vector<qlstm::vectors::VectorFile> files = load_all(paths);
+  const std::vector<const qlstm::vectors::KernelCase*> cases = all_cases(files);
+  qlstm::compiler::write_file_atomically(out, qlstm::vectors::device_bundle(cases));
+  std::printf("%zu cases -> %s\n", cases.size(), out.c_str());
+  return 0;
 }
 
 // verify-vectors --target CPU: the same cases, run by the firmware under QEMU; it prints the
-// FAIL lines and the "N passed, N failed" line itself.
+// FAIL lines and the "N passed, N failed" line itself. A firmware that fails otherwise (a fault,
+// a bad variant name) is a failed check: 1.
 int verify_vectors_on_target(const std::vector<std::string>& paths, const std::string& variant,
                              const std::string& cpu) {
-  try {
-    const qlstm::device::Target target = qlstm::device::find_target(cpu);
-    const std::vector<qlstm::vectors::VectorFile> files = load_all(paths);
-    const std::vector<const qlstm::vectors::KernelCase*> cases = all_cases(files);
-    if (cases.empty()) {
-      std::fprintf(stderr, "qlstm verify-vectors: error: no cases under the given paths\n");
-      return kExitBadInput;
-    }
-    const qlstm::device::TempFile bundle("qlstm_vectors_bundle");
-    qlstm::compiler::write_file_atomically(bundle.path(), qlstm::vectors::device_bundle(cases));
-    std::printf("%zu cases from %zu files on %s (QEMU %s)\n", cases.size(), files.size(), cpu.c_str(),
-                target.qemu_machine.c_str());
-    const auto r = qlstm::device::run_firmware(target, {"verify", bundle.path(), variant}, {});
-    if (r.exit_status == 0 || r.exit_status == kExitFailed) return r.exit_status;
-    std::fprintf(stderr, "qlstm verify-vectors: error: the %s firmware exited with status %d\n", cpu.c_str(),
-                 r.exit_status);
-    return kExitBadInput;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "qlstm verify-vectors: error: %s\n", e.what());
-    return kExitBadInput;
-  }
+  const qlstm::device::Target target = qlstm::device::find_target(cpu);
+  const std::vector<qlstm::vectors::VectorFile> files = load_all(paths);
+  const std::vector<const qlstm::vectors::KernelCase*> cases = all_cases(files);
+  if (cases.empty()) throw qlstm::cli::UsageError("no cases under the given paths");
+  const qlstm::device::TempFile bundle("qlstm_vectors_bundle");
+  qlstm::compiler::write_file_atomically(bundle.path(), qlstm::vectors::device_bundle(cases));
+  std::printf("%zu cases from %zu files on %s (QEMU %s)\n", cases.size(), files.size(), cpu.c_str(),
+              target.qemu_machine.c_str());
+  const auto r = qlstm::device::run_firmware(target, {"verify", bundle.path(), variant}, {});
+  if (r.exit_status == 0 || r.exit_status == kExitRefused) return r.exit_status;
+  std::fprintf(stderr, "qlstm verify-vectors: error: the %s firmware exited with status %d\n", cpu.c_str(),
+               r.exit_status);
+  return kExitRefused;
 }
 
 int list_variants() {
@@ -186,6 +211,7 @@ int main(int argc, char** argv) {
   CLI::App app{"qlstm: fused int8 LSTM compiler and runtime tools"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "qlstm 0.1.0");
+  app.footer(kExitStatusFooter);
 
   std::vector<std::string> paths;
   std::string variant = "default";
@@ -209,16 +235,25 @@ int main(int argc, char** argv) {
   comp->add_option("--calibration", ca.calibration, "float32 .npy files of sequences in the model's layout")
       ->required();
   comp->add_option("-o,--output-dir", ca.outdir, "output folder")->capture_default_str();
-  comp->add_option("--name", ca.name, "base name of the outputs (default: the model file's)");
+  comp->add_option("--name", ca.name, "base name of the outputs (default: the model file's)")
+      ->check(CLI::Validator(
+          [](std::string& v) {
+            return v == qlstm::compiler::c_identifier(v) ? std::string()
+                                                          : "--name '" + v + "' is not a C identifier (letters, digits, '_')";
+          },
+          "C identifier"));
   comp->add_option("--batch", ca.batch, "batch size the firmware source is generated for")
       ->capture_default_str()->check(CLI::PositiveNumber);
+  const auto observer = parsed_by([](const std::string& v) { qlstm::compiler::parse_observer(v); }, "OBSERVER");
   comp->add_option("--input-observer", ca.input_observer, "minmax, percentile[:P], mse, kl (the search's start)")
-      ->capture_default_str();
+      ->capture_default_str()->check(observer);
   comp->add_option("--output-observer", ca.output_observer, "minmax, percentile[:P], mse, kl")
-      ->capture_default_str();
-  comp->add_option("--weights", ca.weights, "weight scales: maxabs or mse")->capture_default_str();
+      ->capture_default_str()->check(observer);
+  comp->add_option("--weights", ca.weights, "weight scales: maxabs or mse")->capture_default_str()
+      ->check(parsed_by([](const std::string& v) { qlstm::compiler::parse_weight_method(v); }, "METHOD"));
   comp->add_option("--cell-scale", ca.cell_scale, "calibrated[:HEADROOM], sequence-bound:T, fixed:P")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(parsed_by([](const std::string& v) { qlstm::compiler::parse_cell_policy(v); }, "POLICY"));
   comp->add_flag("!--no-search", ca.search, "use exactly the options given (no accuracy search)");
   comp->add_flag("--bias-correction", ca.bias_correction, "fold the weights' expected error into the bias");
   comp->add_option("--max-time-steps", ca.max_time_steps,
@@ -242,8 +277,17 @@ int main(int argc, char** argv) {
   qlstm::cli::BenchArgs ba;
   CLI::App* bench = app.add_subcommand(
       "bench", "Measure one kernel call: executed instructions on an emulated CPU, or time on the host");
+  bench->footer(
+      "With --target the figure is the number of instructions the emulated CPU executed in the\n"
+      "call, counted by the project's QEMU plugin (tools/qemu_icount): not cycles (QEMU models no\n"
+      "pipeline, wait states or memory timing).\n"
+      "A model runs at B=1 and at its own sequence length T: the ONNX input's T (\"time_steps\" in\n"
+      "NAME_report.json), else a stacked model's --max-time-steps, else the mean length of the\n"
+      "calibration sequences; the first line says which. --shape B=..,T=.. overrides them.\n"
+      "On the host, every variant built in and supported on this CPU also runs on the same input\n"
+      "and is compared with the reference variant, one line each; a difference exits 1.");
   bench->add_option("model", ba.model, "a .qlstm file (or give --shape)");
-  bench->add_option("--shape", ba.shape, "B=1,T=49,I=10,H=64[,time_major] (with a model: B and T)");
+  bench->add_option("--shape", ba.shape, "B=1,T=49,I=10,H=64[,time_major] (with a model: B and T; T defaults to the model's own)");
   bench->add_option("--target", ba.target, "the emulated CPU: " + cpu_list());
   bench->add_option("--variant", ba.variant, "kernel variant (see 'qlstm variants')")->capture_default_str();
   bench->add_flag("--profile", ba.profile, "with --target: instructions per function");
@@ -266,16 +310,21 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    const int rc = app.exit(e);
+    const int rc = app.exit(e);  // --help and --version: 0
     return rc == 0 ? 0 : kExitBadInput;
   }
-  if (*vv) return vv_target.empty() ? verify_vectors(paths, variant, verbose)
-                                    : verify_vectors_on_target(paths, variant, vv_target);
-  if (*bench) return qlstm::cli::bench_command(ba);
-  if (*vars) return list_variants();
-  if (*comp) return qlstm::cli::compile_command(ca);
-  if (*run) return qlstm::cli::run_command(ra);
-  if (*ev) return qlstm::cli::eval_command(ea);
-  if (*ex) return export_vectors(export_paths, export_out);
+  const CLI::App* sub = app.get_subcommands().front();
+  try {
+    if (sub == vv) return vv_target.empty() ? verify_vectors(paths, variant, verbose)
+                                            : verify_vectors_on_target(paths, variant, vv_target);
+    if (sub == bench) return qlstm::cli::bench_command(ba);
+    if (sub == vars) return list_variants();
+    if (sub == comp) return qlstm::cli::compile_command(ca);
+    if (sub == run) return qlstm::cli::run_command(ra);
+    if (sub == ev) return qlstm::cli::eval_command(ea);
+    if (sub == ex) return export_vectors(export_paths, export_out);
+  } catch (const std::exception& e) {
+    return qlstm::cli::error_exit(sub->get_name().c_str(), e);
+  }
   return kExitBadInput;
 }

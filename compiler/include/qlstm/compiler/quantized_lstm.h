@@ -30,6 +30,13 @@ struct CalibrationSet {
   void add_batch(const std::vector<float>& x, const SequenceShape& shape, int32_t input_size);
 };
 
+// What the calibration set gives no information about: one warning per input feature (channel)
+// that takes a single value over every step of every sequence, naming the feature and the value
+// ("calibration: input feature 2 is constant (0.5) over all 120 steps"). Throws CompileError
+// when no feature varies at all (the input range would be a guess). Checks nothing else: the
+// sequences' sizes and values are check_sequence's, in compile.
+std::vector<std::string> calibration_warnings(const CalibrationSet& calibration, int32_t input_size);
+
 // kSearch: the options below are the starting point of a coordinate-descent search over the
 // boundary observers, the cell headroom, bias correction and each weight block's clip, scored by
 // the int8 kernel's SQNR against the float model on (a bounded part of) the calibration set. It
