@@ -234,6 +234,7 @@ int run_bundle(Mode mode, const char* path, const char* out_path, const char* va
   // The variants to run: one by name, or every one built for this CPU.
   size_t nvar = 0;
   const qlstm::LstmS8Variant* const* all = qlstm::lstm_s8_variants(&nvar);
+  const size_t nall = nvar;
   const qlstm::LstmS8Variant* one = nullptr;
   if (strcmp(variant_name, "all") != 0) {
     one = find_variant(variant_name);
@@ -263,7 +264,13 @@ int run_bundle(Mode mode, const char* path, const char* out_path, const char* va
     }
     const uint32_t case_mark = g_arena_used;
     for (size_t v = 0; v < nvar && rc == 0; ++v) {
-      const qlstm::LstmS8Variant& variant = one ? *one : *all[v];
+      const qlstm::LstmS8Variant* variant_ptr = one ? one : all[v];
+      // "default": the variant that dispatch picks for this (valid) call, run and named as itself.
+      if (one == &qlstm::lstm_s8_default_variant() && qlstm_lstm_s8_validate(&k.params, nullptr) == QLSTM_OK) {
+        const qlstm::LstmS8Variant* picked = qlstm::select_lstm_s8_variant(all, nall, k.params);
+        if (picked != nullptr) variant_ptr = picked;
+      }
+      const qlstm::LstmS8Variant& variant = *variant_ptr;
       g_arena_used = case_mark;
       Outputs o;
       void* scratch = nullptr;
