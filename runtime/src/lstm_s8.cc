@@ -115,10 +115,9 @@ bool is_aligned(const void* p) {
   return reinterpret_cast<uintptr_t>(p) % QLSTM_SCRATCH_ALIGNMENT == 0;
 }
 
-}  // namespace
-
-qlstm_status run_lstm_s8(const LstmS8Variant& variant, const qlstm_lstm_s8_params* params,
-                         qlstm_lstm_s8_context* ctx, const int8_t* input, int8_t* output) {
+// The parameters, the context, the buffers: everything but the choice of variant.
+qlstm_status check_call(const qlstm_lstm_s8_params* params, const qlstm_lstm_s8_context* ctx,
+                        const int8_t* input, const int8_t* output) {
   const Failure f = check_params(params);
   if (f.status != QLSTM_OK) return f.status;
   if (ctx == nullptr || ctx->cell_state == nullptr || ctx->scratch == nullptr) {
@@ -128,15 +127,16 @@ qlstm_status run_lstm_s8(const LstmS8Variant& variant, const qlstm_lstm_s8_param
   if (d.time_steps > 0 && (input == nullptr || output == nullptr)) return QLSTM_ERROR_NULL_POINTER;
   if (ctx->scratch_bytes < scratch_bytes_for(d)) return QLSTM_ERROR_SCRATCH_TOO_SMALL;
   if (!is_aligned(ctx->scratch)) return QLSTM_ERROR_SCRATCH_MISALIGNED;
-  if (variant.is_supported != nullptr && !variant.is_supported()) return QLSTM_ERROR_UNSUPPORTED;
-  const bool dense_forward = params->time_direction == QLSTM_TIME_FORWARD &&
-                             (params->output_width == 0 || params->output_width == d.hidden_size);
-  if (variant.sequence != nullptr) {
-    // A whole-sequence variant (the CMSIS-NN backend) walks time forward into a dense output.
-    if (!dense_forward) return QLSTM_ERROR_UNSUPPORTED;
-    return variant.sequence(*params, *ctx, input, output);
-  }
+  return QLSTM_OK;
+}
 
+// A checked call with a variant that supports it: its whole sequence, or its stages in the shared
+// sequence loop.
+qlstm_status run_checked(const LstmS8Variant& variant, const qlstm_lstm_s8_params* params,
+                         qlstm_lstm_s8_context* ctx, const int8_t* input, int8_t* output) {
+  if (variant.sequence != nullptr) return variant.sequence(*params, *ctx, input, output);
+
+  const qlstm_lstm_dims& d = params->dims;
   const int32_t B = d.batch, T = d.time_steps, I = d.input_size, H = d.hidden_size;
   const ptrdiff_t BH = static_cast<ptrdiff_t>(B) * H;
   const bool stateful = ctx->hidden_state != nullptr;
@@ -197,14 +197,56 @@ qlstm_status run_lstm_s8(const LstmS8Variant& variant, const qlstm_lstm_s8_param
   return QLSTM_OK;
 }
 
-const LstmS8Variant& lstm_s8_default_variant() {
+// A checked call, run by the first entry of `list` that accepts it.
+qlstm_status dispatch_checked(const LstmS8Variant* const* list, size_t count,
+                              const qlstm_lstm_s8_params* params, qlstm_lstm_s8_context* ctx,
+                              const int8_t* input, int8_t* output) {
+  const LstmS8Variant* variant = select_lstm_s8_variant(list, count, *params);
+  if (variant == nullptr) return QLSTM_ERROR_NO_VARIANT;
+  return run_checked(*variant, params, ctx, input, output);
+}
+
+// The sequence of the "default" entry: a checked call, dispatched over the one list.
+qlstm_status run_default(const qlstm_lstm_s8_params& params, qlstm_lstm_s8_context& ctx,
+                         const int8_t* input, int8_t* output) {
   size_t count = 0;
   const LstmS8Variant* const* all = lstm_s8_variants(&count);
-  for (size_t k = 0; k < count; ++k) {
-    if (all[k]->is_supported == nullptr || all[k]->is_supported()) return *all[k];
-  }
-  return lstm_s8_reference_variant();
+  return dispatch_checked(all, count, &params, &ctx, input, output);
 }
+
+const LstmS8Variant kDefaultVariant = {"default", nullptr, nullptr, nullptr, nullptr, nullptr, run_default};
+
+}  // namespace
+
+qlstm_status run_lstm_s8(const LstmS8Variant& variant, const qlstm_lstm_s8_params* params,
+                         qlstm_lstm_s8_context* ctx, const int8_t* input, int8_t* output) {
+  const qlstm_status st = check_call(params, ctx, input, output);
+  if (st != QLSTM_OK) return st;
+  if (variant.is_supported != nullptr && !variant.is_supported()) return QLSTM_ERROR_UNSUPPORTED;
+  if (variant.can_run != nullptr && !variant.can_run(*params)) return QLSTM_ERROR_NO_VARIANT;
+  return run_checked(variant, params, ctx, input, output);
+}
+
+const LstmS8Variant* select_lstm_s8_variant(const LstmS8Variant* const* list, size_t count,
+                                            const qlstm_lstm_s8_params& params) {
+  for (size_t k = 0; k < count; ++k) {
+    const LstmS8Variant& v = *list[k];
+    if ((v.is_supported == nullptr || v.is_supported()) && (v.can_run == nullptr || v.can_run(params))) {
+      return list[k];
+    }
+  }
+  return nullptr;
+}
+
+qlstm_status run_lstm_s8_dispatch(const LstmS8Variant* const* list, size_t count,
+                                  const qlstm_lstm_s8_params* params, qlstm_lstm_s8_context* ctx,
+                                  const int8_t* input, int8_t* output) {
+  const qlstm_status st = check_call(params, ctx, input, output);
+  if (st != QLSTM_OK) return st;
+  return dispatch_checked(list, count, params, ctx, input, output);
+}
+
+const LstmS8Variant& lstm_s8_default_variant() { return kDefaultVariant; }
 
 const char* gate_name(int32_t gate_index) {
   switch (gate_index) {

@@ -1,9 +1,12 @@
 // Time direction and strided output, for every variant built in: a reverse call equals a forward
 // call on the time-reversed sequence with its output reversed back (stateless and from a random
 // state, final state included); output_width > H writes the dense result's rows in place and
-// touches nothing else, so two directions fill the halves of one [..][2H] output.
+// touches nothing else, so two directions fill the halves of one [..][2H] output. Each call goes
+// through dispatch over [variant, reference], as qlstm_lstm_s8() would: a call the variant
+// declines (can_run) runs on the reference, and the count of those is printed.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <random>
 #include <string>
 #include <vector>
@@ -37,6 +40,8 @@ std::vector<V> reverse_time(const std::vector<V>& x, bool time_major, int B, int
   return y;
 }
 
+int g_declined = 0;  // calls the variant under test declined since the last report
+
 struct CallResult {
   std::vector<int8_t> out, hidden;
   std::vector<int16_t> cell;
@@ -51,20 +56,33 @@ CallResult run(const qlstm::LstmS8Variant& variant, const qlstm_lstm_s8_params& 
   const size_t BH = static_cast<size_t>(p.dims.batch) * p.dims.hidden_size;
   if (r.cell.empty()) r.cell.assign(BH, 0);
   qlstm_lstm_s8_context ctx = scratch.context(r.cell.data(), r.hidden.empty() ? nullptr : r.hidden.data());
-  EXPECT_EQ(qlstm::run_lstm_s8(variant, &p, &ctx, x.data(), r.out.data() + out_offset), QLSTM_OK) << variant.name;
+  const qlstm::LstmS8Variant* const table[] = {&variant, &qlstm::lstm_s8_reference_variant()};
+  if (qlstm::select_lstm_s8_variant(table, 2, p) != &variant) ++g_declined;
+  EXPECT_EQ(qlstm::run_lstm_s8_dispatch(table, 2, &p, &ctx, x.data(), r.out.data() + out_offset), QLSTM_OK)
+      << variant.name;
   return r;
 }
 
+// The variants this CPU supports; one it lacks is named on the output.
 std::vector<const qlstm::LstmS8Variant*> runnable_variants() {
   size_t n = 0;
   const qlstm::LstmS8Variant* const* all = qlstm::lstm_s8_variants(&n);
   std::vector<const qlstm::LstmS8Variant*> v;
   for (size_t k = 0; k < n; ++k) {
-    // A whole-sequence variant (the CMSIS-NN backend) only walks forward into a dense output.
-    if (all[k]->sequence != nullptr) continue;
-    if (all[k]->is_supported == nullptr || all[k]->is_supported()) v.push_back(all[k]);
+    if (all[k]->is_supported == nullptr || all[k]->is_supported()) {
+      v.push_back(all[k]);
+    } else {
+      std::printf("variant %s: not supported on this CPU, not tested\n", all[k]->name);
+    }
   }
   return v;
+}
+
+void report_declined(const qlstm::LstmS8Variant& variant) {
+  if (g_declined > 0) {
+    std::printf("variant %s declined %d calls (can_run); the reference ran them\n", variant.name, g_declined);
+  }
+  g_declined = 0;
 }
 
 TEST(TimeDirection, ReverseEqualsForwardOnReversedTime) {
@@ -95,6 +113,7 @@ TEST(TimeDirection, ReverseEqualsForwardOnReversedTime) {
       ASSERT_EQ(got.cell, fwd.cell) << where;
       ASSERT_EQ(got.hidden, fwd.hidden) << where;
     }
+    report_declined(*variant);
   }
 }
 
@@ -148,6 +167,7 @@ TEST(TimeDirection, OutputWidthWritesRowsInPlace) {
       ASSERT_EQ(s.hidden, sd.hidden) << where;
       ASSERT_EQ(s.cell, sd.cell) << where;
     }
+    report_declined(*variant);
   }
 }
 

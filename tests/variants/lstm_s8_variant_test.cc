@@ -2,9 +2,13 @@
 // whole sequences, against the test's independent model with zero tolerance, over edge sizes
 // (1, around powers of two, primes), both layouts, stateless and stateful, and three regimes of
 // parameters (typical, wide, extreme). Non-reference variants are also compared with the
-// reference. This file is the drop-in contract for optimized variants.
+// reference; reverse and strided-output calls are compared with the reference, or must be
+// declined with QLSTM_ERROR_NO_VARIANT when the variant's can_run says no. A variant this CPU
+// lacks is skipped with a message naming it. This file is the drop-in contract for optimized
+// variants.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <random>
 #include <string>
 #include <vector>
@@ -21,17 +25,40 @@ using testing_support::make_random_lstm;
 using testing_support::RandomLstm;
 using testing_support::Regime;
 
-std::vector<const qlstm::LstmS8Variant*> supported_variants() {
+std::vector<const qlstm::LstmS8Variant*> all_variants() {
   size_t n = 0;
   const qlstm::LstmS8Variant* const* all = qlstm::lstm_s8_variants(&n);
-  std::vector<const qlstm::LstmS8Variant*> out;
-  for (size_t k = 0; k < n; ++k) {
-    if (all[k]->is_supported == nullptr || all[k]->is_supported()) out.push_back(all[k]);
-  }
-  return out;
+  return std::vector<const qlstm::LstmS8Variant*>(all, all + n);
 }
 
-class VariantTest : public ::testing::TestWithParam<const qlstm::LstmS8Variant*> {};
+bool declines(const qlstm::LstmS8Variant& v, const qlstm_lstm_s8_params& p) {
+  return v.can_run != nullptr && !v.can_run(p);
+}
+
+// Calls a test compared, and calls the variant declined (each checked to return
+// QLSTM_ERROR_NO_VARIANT), printed after the test.
+struct Tally {
+  int run = 0;
+  int declined = 0;
+};
+
+// Every variant of the list; one this CPU lacks is skipped, by name.
+class VariantTest : public ::testing::TestWithParam<const qlstm::LstmS8Variant*> {
+ protected:
+  void SetUp() override {
+    const qlstm::LstmS8Variant& v = *GetParam();
+    if (v.is_supported != nullptr && !v.is_supported()) {
+      GTEST_SKIP() << "variant " << v.name << ": not supported on this CPU (is_supported() is false)";
+    }
+  }
+  void TearDown() override {
+    if (tally_.declined > 0) {
+      std::printf("variant %s declined %d of %d calls (can_run): QLSTM_ERROR_NO_VARIANT, dispatch passes them on\n",
+                  GetParam()->name, tally_.declined, tally_.declined + tally_.run);
+    }
+  }
+  Tally tally_;
+};
 
 // Lane widths of the variants (4, 8, 16, 32 elements) minus one, equal and plus one, and large.
 const int kEdgeSizes[] = {1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 257};
@@ -58,7 +85,7 @@ RunResult run_variant(const qlstm::LstmS8Variant& v, const qlstm_lstm_s8_params&
 }
 
 void check_case(const qlstm::LstmS8Variant& v, std::mt19937_64& rng, qlstm_lstm_dims dims,
-                bool time_major, Regime regime, bool stateful) {
+                bool time_major, Regime regime, bool stateful, Tally* tally) {
   RandomLstm l;
   make_random_lstm(l, rng, dims, time_major, regime);
   naive::State start;
@@ -74,6 +101,12 @@ void check_case(const qlstm::LstmS8Variant& v, std::mt19937_64& rng, qlstm_lstm_
   const auto expected = naive::run(l.params, l.input.data(), stateful ? &expected_state : nullptr,
                                    qlstm::kSigmoidTableU16);
   const RunResult got = run_variant(v, l.params, l.input.data(), stateful ? &start : nullptr);
+  if (declines(v, l.params)) {  // dispatch passes the call on; an explicit run says why
+    ASSERT_EQ(got.status, QLSTM_ERROR_NO_VARIANT) << v.name;
+    ++tally->declined;
+    return;
+  }
+  ++tally->run;
   const std::string what = std::string(v.name) + " B=" + std::to_string(dims.batch) +
                            " T=" + std::to_string(dims.time_steps) + " I=" +
                            std::to_string(dims.input_size) + " H=" + std::to_string(dims.hidden_size) +
@@ -100,7 +133,7 @@ TEST_P(VariantTest, SequencesOverEdgeInputSizes) {
     for (Regime regime : {Regime::kTypical, Regime::kWide, Regime::kExtreme}) {
       const int B = 1 + static_cast<int>(rng() % 3);
       const int T = static_cast<int>(rng() % 4);
-      check_case(*GetParam(), rng, {B, T, I, H}, rng() % 2 == 0, regime, rng() % 2 == 0);
+      check_case(*GetParam(), rng, {B, T, I, H}, rng() % 2 == 0, regime, rng() % 2 == 0, &tally_);
     }
   }
 }
@@ -113,7 +146,7 @@ TEST_P(VariantTest, SequencesOverEdgeHiddenSizes) {
       for (bool stateful : {false, true}) {
         const int B = 1 + static_cast<int>(rng() % 4);
         const int T = 1 + static_cast<int>(rng() % 3);
-        check_case(*GetParam(), rng, {B, T, I, H}, rng() % 2 == 0, regime, stateful);
+        check_case(*GetParam(), rng, {B, T, I, H}, rng() % 2 == 0, regime, stateful, &tally_);
       }
     }
   }
@@ -126,7 +159,52 @@ TEST_P(VariantTest, LongerSequencesAndBatches) {
     const int T = 8 + static_cast<int>(rng() % 30);
     const int I = 1 + static_cast<int>(rng() % 40);
     const int H = 1 + static_cast<int>(rng() % 40);
-    check_case(*GetParam(), rng, {B, T, I, H}, k % 2 == 0, static_cast<Regime>(k % 3), k % 4 < 2);
+    check_case(*GetParam(), rng, {B, T, I, H}, k % 2 == 0, static_cast<Regime>(k % 3), k % 4 < 2, &tally_);
+  }
+}
+
+// Reverse and strided-output calls (a bidirectional layer's two halves): bit for bit the
+// reference's (tests/streaming/direction_test.cc checks the reference's directions), or declined.
+TEST_P(VariantTest, ReverseAndStridedCallsMatchReference) {
+  const qlstm::LstmS8Variant& v = *GetParam();
+  if (&v == &qlstm::lstm_s8_reference_variant()) GTEST_SKIP() << "the reference is the expectation";
+  std::mt19937_64 rng(6000);
+  for (int k = 0; k < 40; ++k) {
+    const int B = 1 + static_cast<int>(rng() % 3), T = static_cast<int>(rng() % 9);
+    const int I = kEdgeSizes[rng() % kEdgeCount], H = kEdgeSizes[rng() % kEdgeCount];
+    RandomLstm l;
+    make_random_lstm(l, rng, {B, T, I, H}, k % 2 == 0, static_cast<Regime>(k % 3));
+    l.params.time_direction = k % 4 < 2 ? QLSTM_TIME_REVERSE : QLSTM_TIME_FORWARD;
+    l.params.output_width = k % 4 == 1 || k % 4 == 2 ? H + 1 + static_cast<int>(rng() % 7) : 0;
+    const size_t out_bytes = static_cast<size_t>(B * T) * static_cast<size_t>(l.params.output_width > 0 ? l.params.output_width : H);
+    const size_t BH = static_cast<size_t>(B * H);
+    std::vector<int8_t> out[2];
+    std::vector<int16_t> cell[2];
+    std::vector<int8_t> hidden[2];
+    qlstm_status st[2];
+    for (int r = 0; r < 2; ++r) {  // 0: the variant, 1: the reference
+      testing_support::ScratchBuffer scratch(l.params.dims);
+      out[r].assign(out_bytes, 0x5a);
+      cell[r].assign(BH, 1234);
+      hidden[r].assign(BH, 7);
+      qlstm_lstm_s8_context ctx = scratch.context(cell[r].data(), k % 3 == 0 ? hidden[r].data() : nullptr);
+      st[r] = qlstm::run_lstm_s8(r == 0 ? v : qlstm::lstm_s8_reference_variant(), &l.params, &ctx,
+                                 l.input.data(), out[r].data());
+    }
+    const std::string what = std::string(v.name) + " case " + std::to_string(k) +
+                             (l.params.time_direction == QLSTM_TIME_REVERSE ? " reverse" : " forward") +
+                             " output_width " + std::to_string(l.params.output_width);
+    ASSERT_EQ(st[1], QLSTM_OK) << what;
+    if (declines(v, l.params)) {
+      ASSERT_EQ(st[0], QLSTM_ERROR_NO_VARIANT) << what;
+      ++tally_.declined;
+      continue;
+    }
+    ++tally_.run;
+    ASSERT_EQ(st[0], QLSTM_OK) << what;
+    ASSERT_EQ(out[0], out[1]) << what;
+    ASSERT_EQ(cell[0], cell[1]) << what;
+    ASSERT_EQ(hidden[0], hidden[1]) << what;
   }
 }
 
@@ -214,19 +292,19 @@ TEST_P(VariantTest, CellAndHiddenStagesMatchModel) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(AllSupported, VariantTest, ::testing::ValuesIn(supported_variants()),
+INSTANTIATE_TEST_SUITE_P(All, VariantTest, ::testing::ValuesIn(all_variants()),
                          [](const ::testing::TestParamInfo<const qlstm::LstmS8Variant*>& i) {
                            return std::string(i.param->name);
                          });
 
-TEST(VariantList, ReferenceIsLastAndDefaultIsSupported) {
+TEST(VariantList, ReferenceIsLastAndRunsEveryCall) {
   size_t n = 0;
   const qlstm::LstmS8Variant* const* all = qlstm::lstm_s8_variants(&n);
   ASSERT_GE(n, 1u);
   EXPECT_EQ(all[n - 1], &qlstm::lstm_s8_reference_variant());
-  const qlstm::LstmS8Variant& d = qlstm::lstm_s8_default_variant();
-  EXPECT_TRUE(d.is_supported == nullptr || d.is_supported());
+  EXPECT_EQ(all[n - 1]->can_run, nullptr) << "the reference runs every call";
   for (size_t k = 0; k < n; ++k) {
+    EXPECT_NE(all[k], &qlstm::lstm_s8_default_variant()) << "the dispatching entry is not a variant";
     // Either the whole sequence or all three stages.
     if (all[k]->sequence != nullptr) continue;
     EXPECT_NE(all[k]->gate, nullptr) << all[k]->name;

@@ -159,6 +159,10 @@ bool variants_match_reference(const qlstm_lstm_s8_params& params, const std::vec
     if (&v == &ref || (v.is_supported != nullptr && !v.is_supported())) continue;
     std::vector<int8_t> got;
     const qlstm_status st = run(v, &got);
+    if (st == QLSTM_ERROR_NO_VARIANT) {
+      std::printf("variant %s: declines this call (dispatch runs another)\n", v.name);
+      continue;
+    }
     if (st != QLSTM_OK) {
       std::printf("variant %s: FAILED with status %s\n", v.name, qlstm_status_string(st));
       ok = false;
@@ -219,7 +223,9 @@ int bench_op(const DerivedLstm& d, const ShapeSpec& s, const std::string& what, 
       const auto t0 = std::chrono::steady_clock::now();
       const qlstm_status st = run_lstm_s8(v, &params, &ctx, x.data(), y.data());
       const auto t1 = std::chrono::steady_clock::now();
-      if (st != QLSTM_OK) throw CompileError(std::string("kernel error: ") + qlstm_status_string(st));
+      if (st != QLSTM_OK) {
+        throw CompileError(std::string("kernel error (variant ") + v.name + "): " + qlstm_status_string(st));
+      }
       return std::chrono::duration<double, std::micro>(t1 - t0).count();
     };
     run_once();  // warm-up
@@ -228,7 +234,14 @@ int bench_op(const DerivedLstm& d, const ShapeSpec& s, const std::string& what, 
       us.push_back(run_once());
     }
     std::sort(us.begin(), us.end());
-    std::printf("host variant: %s\n", v.name);
+    size_t n = 0;
+    const LstmS8Variant* const* all = lstm_s8_variants(&n);
+    const LstmS8Variant* chosen = select_lstm_s8_variant(all, n, params);
+    if (&v == &lstm_s8_default_variant() && chosen != nullptr) {
+      std::printf("host variant: %s (dispatched: %s)\n", v.name, chosen->name);
+    } else {
+      std::printf("host variant: %s\n", v.name);
+    }
     const bool exact = variants_match_reference(params, x, y.size());
     std::printf("runs: %zu, min %.2f us, median per sequence: %.2f us\n", us.size(), us.front(), us[us.size() / 2]);
     std::printf("microseconds: %.2f\n", us[us.size() / 2]);

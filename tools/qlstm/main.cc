@@ -196,12 +196,12 @@ int verify_vectors_on_target(const std::vector<std::string>& paths, const std::s
 int list_variants() {
   size_t count = 0;
   const qlstm::LstmS8Variant* const* all = qlstm::lstm_s8_variants(&count);
-  const qlstm::LstmS8Variant& def = qlstm::lstm_s8_default_variant();
   for (size_t k = 0; k < count; ++k) {
     const bool supported = all[k]->is_supported == nullptr || all[k]->is_supported();
     std::printf("%-16s %s%s\n", all[k]->name, supported ? "supported" : "not supported",
-                all[k] == &def ? " (default)" : "");
+                all[k]->can_run != nullptr ? ", declines some calls (e.g. reverse time)" : "");
   }
+  std::printf("default: per call, the first supported variant above that can run the call\n");
   return 0;
 }
 

@@ -57,9 +57,14 @@ using HiddenUpdateFn = void (*)(const HiddenUpdateParams& p, int32_t rows, int32
 using SequenceFn = qlstm_status (*)(const qlstm_lstm_s8_params& params, qlstm_lstm_s8_context& ctx,
                                     const int8_t* input, int8_t* output);
 
+// Can the variant run this call (its direction, output width, sizes...)? Given validated
+// parameters only; cheap and free of side effects.
+using CanRunFn = bool (*)(const qlstm_lstm_s8_params& params);
+
 struct LstmS8Variant {
   const char* name;          // e.g. "reference", "arm_mve", "x86_avx2"
-  bool (*is_supported)();    // can this CPU run it (run-time check on the host)
+  bool (*is_supported)();    // can this CPU run it (run-time check on the host); null: any CPU
+  CanRunFn can_run;          // can it run this call; null: every valid call
   GateFn gate;               // the three stages, driven by the shared sequence loop ...
   CellUpdateFn cell_update;
   HiddenUpdateFn hidden_update;
@@ -68,15 +73,28 @@ struct LstmS8Variant {
   SequenceFn sequence;
 };
 
-// All variants built into this binary, best first; the reference is always last.
-// *count receives the number of entries.
+// All variants built into this binary, best first; the reference is always last and runs every
+// call. *count receives the number of entries.
 const LstmS8Variant* const* lstm_s8_variants(size_t* count);
 const LstmS8Variant& lstm_s8_reference_variant();
 extern const LstmS8Variant kLstmS8ReferenceVariant;
-// The first supported entry of lstm_s8_variants(): what qlstm_lstm_s8() runs.
+
+// Dispatch, per call: the first entry of list[0, count) that this CPU supports and that can run
+// the call, or null. `params` must be valid (qlstm_lstm_s8_validate).
+const LstmS8Variant* select_lstm_s8_variant(const LstmS8Variant* const* list, size_t count,
+                                            const qlstm_lstm_s8_params& params);
+// Same contract as qlstm_lstm_s8(), dispatching over `list` (qlstm_lstm_s8() passes
+// lstm_s8_variants()): QLSTM_ERROR_NO_VARIANT when no entry can run the valid call.
+qlstm_status run_lstm_s8_dispatch(const LstmS8Variant* const* list, size_t count,
+                                  const qlstm_lstm_s8_params* params, qlstm_lstm_s8_context* ctx,
+                                  const int8_t* input, int8_t* output);
+// What qlstm_lstm_s8() runs, as an entry for the tools' "--variant default": named "default",
+// its sequence dispatches each call over lstm_s8_variants(). It is not in that list.
 const LstmS8Variant& lstm_s8_default_variant();
 
-// Runs the whole sequence with the given variant. Same contract as qlstm_lstm_s8().
+// Runs the whole sequence with the given variant. Same contract as qlstm_lstm_s8(), and
+// QLSTM_ERROR_UNSUPPORTED when this CPU lacks the variant, QLSTM_ERROR_NO_VARIANT when the
+// variant declines the call (can_run).
 qlstm_status run_lstm_s8(const LstmS8Variant& variant, const qlstm_lstm_s8_params* params,
                          qlstm_lstm_s8_context* ctx, const int8_t* input, int8_t* output);
 

@@ -128,7 +128,8 @@ qlstm_status qlstm_lstm_s8_validate(const qlstm_lstm_s8_params* params, const ch
 qlstm_status qlstm_lstm_s8_reset_state(const qlstm_lstm_s8_params* params,
                                        qlstm_lstm_s8_context* ctx);
 
-/* Runs the LSTM over the whole input with the best kernel variant built in for this CPU.
+/* Runs the LSTM over the whole input with the best kernel variant built in that this CPU
+ * supports and that can run this call (chosen per call; the portable reference runs every call).
  * input: B*T*I int8 values, output: B*T*H int8 values, in params->layout. Both may be NULL
  * when T == 0. */
 qlstm_status qlstm_lstm_s8(const qlstm_lstm_s8_params* params, qlstm_lstm_s8_context* ctx,

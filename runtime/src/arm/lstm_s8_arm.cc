@@ -165,11 +165,11 @@ bool is_supported() { return true; }  // chosen at compile time on the MCU
 }  // namespace
 }  // namespace arm
 
-extern const LstmS8Variant kLstmS8ArmThumb2Variant = {"arm_thumb2", arm::is_supported,
+extern const LstmS8Variant kLstmS8ArmThumb2Variant = {"arm_thumb2", arm::is_supported, nullptr,
                                                       blocked::gate_chunked<arm::Thumb2Kernel>, arm::cell_update,
                                                       arm::hidden_update, nullptr};
 #if defined(__ARM_FEATURE_DSP)
-extern const LstmS8Variant kLstmS8ArmDspVariant = {"arm_dsp", arm::is_supported, blocked::gate_chunked<arm::DspKernel>,
+extern const LstmS8Variant kLstmS8ArmDspVariant = {"arm_dsp", arm::is_supported, nullptr, blocked::gate_chunked<arm::DspKernel>,
                                                    arm::cell_update, arm::hidden_update, nullptr};
 #endif
 

@@ -174,7 +174,7 @@ bool is_supported() { return true; }  // chosen at compile time on the MCU
 }  // namespace
 }  // namespace arm_mve
 
-extern const LstmS8Variant kLstmS8ArmMveVariant = {"arm_mve", arm_mve::is_supported, blocked::gate_chunked<arm_mve::Kernel>,
+extern const LstmS8Variant kLstmS8ArmMveVariant = {"arm_mve", arm_mve::is_supported, nullptr, blocked::gate_chunked<arm_mve::Kernel>,
                                                    arm_mve::cell_update, arm_mve::hidden_update, nullptr};
 
 }  // namespace qlstm

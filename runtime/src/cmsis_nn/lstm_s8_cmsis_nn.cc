@@ -58,8 +58,15 @@ qlstm_status run_cmsis_nn(const qlstm_lstm_s8_params& p, qlstm_lstm_s8_context& 
                                                                                          : QLSTM_ERROR_UNSUPPORTED;
 }
 
+// Upstream walks time forward and writes a dense [..][H] output: a reverse call or a strided
+// output (a bidirectional layer) goes to the next variant in the list.
+bool can_run_cmsis_nn(const qlstm_lstm_s8_params& p) {
+  return p.time_direction == QLSTM_TIME_FORWARD && (p.output_width == 0 || p.output_width == p.dims.hidden_size);
+}
+
 }  // namespace
 
-extern const LstmS8Variant kLstmS8CmsisNnVariant = {"cmsis_nn", nullptr, nullptr, nullptr, nullptr, run_cmsis_nn};
+extern const LstmS8Variant kLstmS8CmsisNnVariant = {"cmsis_nn", nullptr, can_run_cmsis_nn, nullptr,
+                                                    nullptr,    nullptr, run_cmsis_nn};
 
 }  // namespace qlstm

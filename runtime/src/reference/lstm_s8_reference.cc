@@ -86,7 +86,7 @@ bool is_supported() { return true; }
 }  // namespace reference
 
 extern const LstmS8Variant kLstmS8ReferenceVariant = {
-    "reference", reference::is_supported, reference::gate, reference::cell_update,
+    "reference", reference::is_supported, nullptr, reference::gate, reference::cell_update,
     reference::hidden_update, nullptr};
 
 const LstmS8Variant& lstm_s8_reference_variant() { return kLstmS8ReferenceVariant; }

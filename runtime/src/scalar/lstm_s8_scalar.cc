@@ -40,7 +40,7 @@ bool is_supported() { return true; }
 }  // namespace
 }  // namespace scalar
 
-extern const LstmS8Variant kLstmS8ScalarVariant = {"scalar", scalar::is_supported, blocked::gate<scalar::Kernel>,
+extern const LstmS8Variant kLstmS8ScalarVariant = {"scalar", scalar::is_supported, nullptr, blocked::gate<scalar::Kernel>,
                                                    reference::cell_update, reference::hidden_update, nullptr};
 
 }  // namespace qlstm

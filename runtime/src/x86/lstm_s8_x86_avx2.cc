@@ -76,7 +76,7 @@ __m256i dot8(const int8_t* v, const int8_t* w, ptrdiff_t stride, int32_t n, cons
 }  // namespace
 }  // namespace x86
 
-extern const LstmS8Variant kLstmS8X86Avx2Variant = {"x86_avx2", x86::is_supported, x86::gate, x86::cell_update,
+extern const LstmS8Variant kLstmS8X86Avx2Variant = {"x86_avx2", x86::is_supported, nullptr, x86::gate, x86::cell_update,
                                                     x86::hidden_update, nullptr};
 
 }  // namespace qlstm

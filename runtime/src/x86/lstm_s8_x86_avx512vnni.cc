@@ -77,7 +77,7 @@ __m256i dot8(const int8_t* v, const int8_t* w, ptrdiff_t stride, int32_t n, cons
 }  // namespace
 }  // namespace x86_vnni
 
-extern const LstmS8Variant kLstmS8X86Avx512VnniVariant = {"x86_avx512vnni", x86_vnni::is_supported, x86_vnni::gate,
+extern const LstmS8Variant kLstmS8X86Avx512VnniVariant = {"x86_avx512vnni", x86_vnni::is_supported, nullptr, x86_vnni::gate,
                                                           x86_vnni::cell_update, x86_vnni::hidden_update, nullptr};
 
 }  // namespace qlstm

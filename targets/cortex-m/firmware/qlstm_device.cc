@@ -220,6 +220,7 @@ int run_bundle(Mode mode, const char* path, const char* out_path, const char* va
   // The variants to run: one by name, or every one built for this CPU.
   size_t nvar = 0;
   const qlstm::LstmS8Variant* const* all = qlstm::lstm_s8_variants(&nvar);
+  const size_t nall = nvar;
   const qlstm::LstmS8Variant* one = nullptr;
   if (strcmp(variant_name, "all") != 0) {
     one = find_variant(variant_name);
@@ -257,7 +258,15 @@ int run_bundle(Mode mode, const char* path, const char* out_path, const char* va
     const qlstm_program program = {k.ops, k.view.op_count, k.view.buffer_count};
     const uint32_t case_mark = g_arena_used;
     for (size_t vi = 0; vi < nvar && rc == 0; ++vi) {
-      const qlstm::LstmS8Variant& variant = one ? *one : *all[vi];
+      const qlstm::LstmS8Variant* variant_ptr = one ? one : all[vi];
+      // "default": per-call dispatch in the runner; named (and sized, by bench) as what it picks
+      // for the first op.
+      const bool dispatch = one == &qlstm::lstm_s8_default_variant();
+      if (dispatch) {
+        const qlstm::LstmS8Variant* picked = qlstm::select_lstm_s8_variant(all, nall, k.ops[0].lstm);
+        if (picked != nullptr) variant_ptr = picked;
+      }
+      const qlstm::LstmS8Variant& variant = *variant_ptr;
       g_arena_used = case_mark;
       ProgramMemory m;
       if (!alloc_program(k, &m)) {
@@ -267,7 +276,7 @@ int run_bundle(Mode mode, const char* path, const char* out_path, const char* va
         break;
       }
       qlstm::ProgramRunOptions options;
-      options.variant = strcmp(variant_name, "default") == 0 ? nullptr : &variant;  // default: per-call dispatch
+      options.variant = dispatch ? nullptr : &variant;
       if (mode == Mode::kBench) {
         printf("variant: %s\n", variant.name);
         options.before_op = bench_before_op;
@@ -396,7 +405,7 @@ int variant_test(int32_t cases) {
   const qlstm::LstmS8Variant* const* all = qlstm::lstm_s8_variants(&nvar);
   const qlstm::LstmS8Variant& ref = qlstm::lstm_s8_reference_variant();
   Rng r{0x9E3779B97F4A7C15ull};
-  long runs = 0, mismatches = 0;
+  long runs = 0, mismatches = 0, declined = 0;
   for (int32_t n = 0; n < cases; ++n) {
     g_arena_used = 0;
     const qlstm_lstm_dims d = {r.range(1, 3), r.range(1, 4), kEdge[r.range(0, kEdgeCount - 1)],
@@ -417,13 +426,21 @@ int variant_test(int32_t cases) {
     const uint32_t after_ref = g_arena_used;
     for (size_t v = 0; v < nvar; ++v) {
       if (all[v] == &ref) continue;
-      if (reverse && all[v]->sequence != nullptr) continue;  // the CMSIS-NN backend walks forward only
       g_arena_used = after_ref;
       Outputs got;
       if (!alloc_outputs(k, &got, &scratch, &scratch_bytes)) return kExitBadInput;
       if (!k.stateful) memset(got.cell, 0xA5, got.state_count * 2u);
       qlstm_lstm_s8_context c2{scratch, scratch_bytes, got.cell, got.hidden};
       const qlstm_status st = qlstm::run_lstm_s8(*all[v], &k.params, &c2, k.input, got.output);
+      if (all[v]->can_run != nullptr && !all[v]->can_run(k.params)) {
+        // Declined (e.g. the CMSIS-NN backend given a reverse call): it must say so.
+        ++declined;
+        if (st == QLSTM_ERROR_NO_VARIANT) continue;
+        ++mismatches;
+        printf("FAIL variant %s, case %ld: declined the call but returned %s\n", all[v]->name, (long)n,
+               qlstm_status_string(st));
+        continue;
+      }
       ++runs;
       bool same = st == want_st && memcmp(got.output, want.output, want.output_bytes) == 0 &&
                   memcmp(got.cell, want.cell, want.state_count * 2u) == 0 &&
@@ -438,6 +455,7 @@ int variant_test(int32_t cases) {
     }
     (void)mark;
   }
+  if (declined > 0) printf("variant-test: %ld calls declined by a variant (can_run), each with QLSTM_ERROR_NO_VARIANT\n", declined);
   printf("variant-test: %ld cases, %ld variant runs against the reference, %ld mismatches\n", (long)cases, runs,
          mismatches);
   return mismatches == 0 ? 0 : kExitMismatch;
