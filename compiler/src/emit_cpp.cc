@@ -301,7 +301,10 @@ EmittedSource emit_program(const CompiledModel& m, const std::string& name, int3
       << op.output_offset << ", " << state_offset(hs, k, batch) << "},  // layer " << k / D
       << (d.time_direction == QLSTM_TIME_REVERSE ? " reverse" : " forward") << "\n";
   }
-  s << "};\nconst qlstm_program kProgram = {kOps, " << upper << "_OPS, " << m.buffers.size() << "};\n\n"
+  s << "};\nconst int32_t kBufferWidths[" << m.buffers.size() << "] = {";
+  for (size_t b = 0; b < m.buffers.size(); ++b) s << (b ? ", " : "") << m.buffers[b].width;
+  s << "};\nconst qlstm_program kProgram = {kOps, " << upper << "_OPS, " << m.buffers.size() << ", kBufferWidths, "
+    << state << "};\n\n"
     << "qlstm_status run_program(const int8_t* input, int8_t* output, int32_t time_steps, int8_t* hidden,\n"
     << "                         int16_t* cell) {\n"
     << "  qlstm_program_context ctx = {g_scratch, sizeof g_scratch, g_cell, {"

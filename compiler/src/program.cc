@@ -18,6 +18,44 @@ size_t position(Layout layout, int32_t B, int32_t T, int32_t b, int32_t t) {
   return layout == Layout::kTimeMajor ? static_cast<size_t>(t) * B + b : static_cast<size_t>(b) * T + t;
 }
 
+// The runtime's table of a compiled program for batch B: what qlstm_program_run runs
+// (run_program_s8) and qlstm_program_validate checks (CompiledModel::validate). Builds any model,
+// consistent or not: the runtime validation is what refuses a bad index or width.
+struct RuntimeProgram {
+  std::vector<qlstm_op> ops;
+  std::vector<int32_t> widths;
+  size_t state_values = 0;
+
+  qlstm_program table() const {
+    return {ops.data(), static_cast<int32_t>(ops.size()), static_cast<int32_t>(widths.size()), widths.data(),
+            state_values};
+  }
+};
+
+RuntimeProgram runtime_program(const CompiledModel& m, int32_t B, int32_t T, Layout layout) {
+  RuntimeProgram r;
+  const std::vector<int32_t> hs = m.hidden_sizes();
+  for (const ProgramBuffer& buf : m.buffers) r.widths.push_back(buf.width);
+  for (size_t k = 0; k < m.ops.size(); ++k) {
+    const ProgramOp& op = m.ops[k];
+    qlstm_op o{};
+    o.kind = QLSTM_OP_LSTM_S8;
+    o.lstm = op.lstm.kernel_params(B, T, layout);  // output_width: the runner's, from the buffer
+    o.input_buffer = op.input_buffer;
+    o.output_buffer = op.output_buffer;
+    o.output_offset = op.output_offset;
+    o.state_offset = state_offset(hs, static_cast<int32_t>(k), B);
+    r.ops.push_back(o);
+  }
+  r.state_values = state_offset(hs, static_cast<int32_t>(hs.size()), B);
+  return r;
+}
+
+// A field qlstm_program_validate names: "ops[k].field" for a field of op k.
+std::string program_field(const char* field, int32_t op_index) {
+  return (op_index >= 0 ? "ops[" + std::to_string(op_index) + "]." : std::string()) + (field ? field : "?");
+}
+
 }  // namespace
 
 int16_t quantize_cell(double c, int32_t power) {
@@ -297,43 +335,30 @@ std::vector<int8_t> run_program_s8(const CompiledModel& m, const std::vector<int
     throw CompileError("state: hidden and cell must have ops x B x H = " + std::to_string(S) + " values");
   }
   // The runtime's own program runner, as the emitted source calls it on the device.
-  const std::vector<int32_t> hs = m.hidden_sizes();
-  std::vector<qlstm_op> ops(m.ops.size());
+  const RuntimeProgram r = runtime_program(m, B, T, shape.layout);
   size_t scratch_bytes = 0, cell_values = 0, activation_bytes = 0;
-  for (size_t k = 0; k < m.ops.size(); ++k) {
-    const ProgramOp& op = m.ops[k];
-    qlstm_op& o = ops[k];
-    o.kind = QLSTM_OP_LSTM_S8;
-    o.lstm = op.lstm.kernel_params(B, T, shape.layout);
-    const int32_t width = m.buffers[static_cast<size_t>(op.output_buffer)].width;
-    o.lstm.output_width = width == op.lstm.hidden_size ? 0 : width;
-    o.input_buffer = op.input_buffer;
-    o.output_buffer = op.output_buffer;
-    o.output_offset = op.output_offset;
-    o.state_offset = state_offset(hs, static_cast<int32_t>(k), B);
+  for (const qlstm_op& o : r.ops) {
     scratch_bytes = std::max(scratch_bytes, qlstm_lstm_s8_scratch_bytes(&o.lstm.dims));
-    cell_values = std::max(cell_values, static_cast<size_t>(B) * static_cast<size_t>(op.lstm.hidden_size));
-    if (op.output_buffer + 1 < static_cast<int32_t>(m.buffers.size())) {
-      activation_bytes = std::max(activation_bytes, positions * static_cast<size_t>(width));
-    }
+    cell_values = std::max(cell_values, static_cast<size_t>(B) * static_cast<size_t>(o.lstm.dims.hidden_size));
+  }
+  for (size_t b = 1; b + 1 < r.widths.size(); ++b) {
+    activation_bytes = std::max(activation_bytes, positions * static_cast<size_t>(std::max(r.widths[b], 0)));
   }
   std::vector<ScratchBlock> scratch(scratch_bytes / sizeof(ScratchBlock) + 1);
   std::vector<int16_t> cell(cell_values);
   std::vector<int8_t> areas[2] = {std::vector<int8_t>(activation_bytes), std::vector<int8_t>(activation_bytes)};
   std::vector<int8_t> y(positions * static_cast<size_t>(m.output_size()));
-  const qlstm_program program = {ops.data(), static_cast<int32_t>(ops.size()), static_cast<int32_t>(m.buffers.size())};
+  const qlstm_program program = r.table();
   qlstm_program_context ctx = {scratch.data(), scratch.size() * sizeof(ScratchBlock), cell.data(),
                                {areas[0].data(), areas[1].data()}, activation_bytes};
   const qlstm_status st = qlstm_program_run(&program, &ctx, x.data(), y.data(), T, state->hidden.data(),
                                             state->cell.data());
   if (st != QLSTM_OK) {
-    std::string detail;
-    for (size_t k = 0; k < ops.size() && detail.empty(); ++k) {
-      const char* field = nullptr;
-      qlstm_lstm_s8_params p = ops[k].lstm;
-      if (qlstm_lstm_s8_validate(&p, &field) != QLSTM_OK) detail = " (op " + std::to_string(k) + ": " + (field ? field : "?") + ")";
-    }
-    throw CompileError(std::string("program: the runtime refused to run it: ") + qlstm_status_string(st) + detail);
+    const char* field = nullptr;
+    int32_t op_index = -1;
+    qlstm_program_validate(&program, &ctx, T, &field, &op_index);
+    throw CompileError(std::string("program: the runtime refused to run it: ") + qlstm_status_string(st) +
+                       (field ? " (" + program_field(field, op_index) + ")" : std::string()));
   }
   return y;
 }
