@@ -191,6 +191,15 @@ bool CompiledModel::all_forward() const {
 
 void CompiledModel::validate(const std::string& origin) const {
   auto bad = [&](const std::string& why) { throw CompileError(origin + ": " + why); };
+  // First what the runtime checks on the device (indices, widths, areas, state, each op's params),
+  // on the very table run_program_s8 runs; then what only the compiler knows (the layer order,
+  // the quantization of each buffer, the initial state).
+  const RuntimeProgram r = runtime_program(*this, 1, 1, batch_first ? Layout::kBatchMajor : Layout::kTimeMajor);
+  const qlstm_program table = r.table();
+  const char* field = nullptr;
+  int32_t op_index = -1;
+  const qlstm_status st = qlstm_program_validate(&table, nullptr, 1, &field, &op_index);
+  if (st != QLSTM_OK) bad(program_field(field, op_index) + ": " + qlstm_status_string(st));
   if (ops.empty()) bad("field 'ops': the program has no op");
   if (directions != 1 && directions != 2) bad("field 'directions' must be 1 or 2");
   if (ops.size() % static_cast<size_t>(directions) != 0) bad("field 'ops': not a whole number of layers");
@@ -214,7 +223,6 @@ void CompiledModel::validate(const std::string& origin) const {
     if (op.output_offset != dir * d.hidden_size) bad(w + ".output_offset' is not its direction's half");
     const ProgramBuffer& in = buffers[static_cast<size_t>(op.input_buffer)];
     const ProgramBuffer& out = buffers[static_cast<size_t>(op.output_buffer)];
-    if (d.input_size != in.width) bad(w + "': input_size differs from its input buffer's width");
     if (directions * d.hidden_size != out.width) bad(w + "': hidden_size does not fill its output buffer");
     if (d.input.scale != in.quant.scale || d.input.zero_point != in.quant.zero_point) {
       bad(w + "': input quantization differs from its input buffer's");
@@ -235,10 +243,6 @@ void CompiledModel::validate(const std::string& origin) const {
         (!op.initial_cell.empty() && op.initial_cell.size() != H)) {
       bad(w + ".initial_cell' does not match the model's initial state");
     }
-    const qlstm_lstm_s8_params p = d.kernel_params(1, 1, Layout::kBatchMajor);
-    const char* field = nullptr;
-    const qlstm_status st = qlstm_lstm_s8_validate(&p, &field);
-    if (st != QLSTM_OK) bad(w + "." + (field ? field : "?") + "': " + qlstm_status_string(st));
   }
 }
 

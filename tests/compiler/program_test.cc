@@ -381,4 +381,65 @@ TEST(ProgramValidate, NamesEachBadFieldOfAHandBuiltTable) {
   EXPECT_EQ(y, run_program_s8(q.model, x, {B, T, Layout::kBatchMajor}));
 }
 
+// What parse_model says of a model file (with a valid checksum) of this program.
+std::string load_error(const CompiledModel& m) {
+  try {
+    parse_model(serialize_model(m), "model.qlstm");
+    return "accepted";
+  } catch (const CompileError& e) {
+    return e.what();
+  }
+}
+
+// Model files whose checksum is right but whose program is not: each is refused naming the field
+// and the op, by the runtime's validation where the device would refuse it too.
+TEST(Program, LoaderRefusesEachInconsistentFieldBehindAValidChecksum) {
+  std::mt19937_64 rng(12);
+  const QuantizedProgram bi = compile_program(random_program(3, 4, 2, 2, rng), calibration(3, rng), fast());
+  const QuantizedProgram stack = compile_program(random_program(3, 4, 4, 1, rng), calibration(3, rng), fast());
+  ASSERT_EQ(load_error(bi.model), "accepted");
+  ASSERT_EQ(load_error(stack.model), "accepted");
+  struct Case {
+    const CompiledModel* base;
+    std::function<void(CompiledModel&)> mutate;
+    std::string expected;  // the start of the message
+  };
+  const std::string program = std::string(": ") + qlstm_status_string(QLSTM_ERROR_BAD_PROGRAM);
+  const Case cases[] = {
+      {&bi.model, [](CompiledModel& m) { m.ops[1].input_buffer = 2; }, "model.qlstm: ops[1].input_buffer" + program},
+      {&bi.model, [](CompiledModel& m) { m.ops[1].input_buffer = -3; }, "model.qlstm: ops[1].input_buffer" + program},
+      {&bi.model, [](CompiledModel& m) { m.ops[1].output_buffer = 0; }, "model.qlstm: ops[1].output_buffer" + program},
+      {&bi.model, [](CompiledModel& m) { m.ops[3].output_buffer = 9; }, "model.qlstm: ops[3].output_buffer" + program},
+      {&bi.model, [](CompiledModel& m) { m.ops[1].output_offset = 5; }, "model.qlstm: ops[1].output_offset" + program},
+      {&bi.model, [](CompiledModel& m) { m.ops[1].output_offset = 0; },  // fits, but not its half
+       "model.qlstm: field 'ops[1].output_offset' is not its direction's half"},
+      {&bi.model, [](CompiledModel& m) { m.buffers[0].width = 2; }, "model.qlstm: ops[0].dims.input_size" + program},
+      {&bi.model, [](CompiledModel& m) { m.buffers[1].width = 9; }, "model.qlstm: ops[2].dims.input_size" + program},
+      {&bi.model, [](CompiledModel& m) { m.buffers[2].width = 7; }, "model.qlstm: ops[3].output_offset" + program},
+      {&bi.model, [](CompiledModel& m) { m.buffers.pop_back(); }, "model.qlstm: ops[2].input_buffer" + program},
+      {&bi.model, [](CompiledModel& m) { m.buffers.push_back(m.buffers.back()); },
+       "model.qlstm: field 'buffers': 4 buffers, expected layers + 1 = 3"},
+      {&bi.model, [](CompiledModel& m) { m.ops[1].lstm.hidden_size = 5; },
+       "model.qlstm: field 'ops[1].lstm.gates[forget].input_weights': expected 15 values"},
+      {&bi.model, [](CompiledModel& m) { m.ops[1].lstm.time_direction = 7; },
+       std::string("model.qlstm: ops[1].time_direction: ") + qlstm_status_string(QLSTM_ERROR_BAD_DIRECTION)},
+      {&bi.model, [](CompiledModel& m) { m.ops[1].lstm.time_direction = QLSTM_TIME_FORWARD; },
+       "model.qlstm: field 'ops[1].time_direction' does not match its half of the layer"},
+      {&bi.model, [](CompiledModel& m) { m.ops[2].lstm.gates[QLSTM_GATE_INPUT].input_to_q3_12.shift = -40; },
+       std::string("model.qlstm: ops[2].gates[input].input_to_q3_12.shift: ") +
+           qlstm_status_string(QLSTM_ERROR_BAD_SHIFT)},
+      {&bi.model, [](CompiledModel& m) { m.ops[0].lstm.cell_clip = 40000; },
+       std::string("model.qlstm: ops[0].cell_clip: ") + qlstm_status_string(QLSTM_ERROR_BAD_CELL_CLIP)},
+      // Buffers 1 and 3 share activation area 0.
+      {&stack.model, [](CompiledModel& m) { m.ops[2].input_buffer = 1; }, "model.qlstm: ops[2].output_buffer" + program},
+      {&stack.model, [](CompiledModel& m) { m.ops[1].input_buffer = 2; }, "model.qlstm: ops[1].input_buffer" + program},
+  };
+  for (const Case& c : cases) {
+    CompiledModel m = *c.base;
+    c.mutate(m);
+    const std::string error = load_error(m);
+    EXPECT_EQ(error.rfind(c.expected, 0), 0u) << error << "\n  expected: " << c.expected;
+  }
+}
+
 }  // namespace
