@@ -137,8 +137,11 @@ std::string serialize_model(const CompiledModel& m) {
   b.Finish(fb::CreateModelDirect(b, m.name.c_str(), m.batch_first, &in, &out, 0, m.report_json.c_str(),
                                  m.directions, &buffers, &ops, to_fb(m.initial_hidden), to_fb(m.initial_cell),
                                  m.hidden_output, m.cell_output));
-  std::vector<uint8_t> model(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
+  return seal_model(std::string(reinterpret_cast<const char*>(b.GetBufferPointer()), b.GetSize()));
+}
 
+std::string seal_model(const std::string& model_bytes) {
+  const std::vector<uint8_t> model(model_bytes.begin(), model_bytes.end());
   flatbuffers::FlatBufferBuilder file;
   file.Finish(fb::CreateModelFileDirect(file, kModelFormatVersion, crc32_of(model.data(), model.size()), &model),
               fb::ModelFileIdentifier());
