@@ -24,6 +24,21 @@ PY
 "$dir/tools/qlstm/qlstm" compile tests/onnx/models/torch_bi2_state.onnx --calibration "$corpus/model/state_cal.npy" \
   -o "$corpus/model" --name bi2_state --no-search >/dev/null
 rm -f "$corpus/model/"*.h "$corpus/model/"*.cc "$corpus/model/"*.json "$corpus/model/"*.npy
+# fuzz_model mutates the model bytes inside the file (it seals them with a fresh checksum itself):
+# its seeds are those bytes, the ModelFile's `model` vector, read here with the FlatBuffers layout.
+/usr/bin/python3 - "$corpus/model/"*.qlstm <<'PY'
+import struct, sys
+for path in sys.argv[1:]:
+    d = open(path, "rb").read()
+    root = struct.unpack_from("<I", d, 0)[0]
+    vtable = root - struct.unpack_from("<i", d, root)[0]
+    assert struct.unpack_from("<H", d, vtable)[0] >= 10, path  # ModelFile.model is field 2
+    field = struct.unpack_from("<H", d, vtable + 8)[0]
+    vec = root + field + struct.unpack_from("<I", d, root + field)[0]
+    n = struct.unpack_from("<I", d, vec)[0]
+    open(path[: -len(".qlstm")] + ".model", "wb").write(d[vec + 4 : vec + 4 + n])
+PY
+rm -f "$corpus/model/"*.qlstm
 
 for t in onnx npy model; do
   echo "== fuzz_$t for ${seconds}s"

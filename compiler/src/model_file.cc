@@ -2,6 +2,7 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "qlstm/compiler/file_io.h"
@@ -165,10 +166,25 @@ std::string serialize_model(const CompiledModel& m) {
   }
   // Every op's parameter block as the runtime's record (batch 1, no time steps: the call's).
   const std::vector<qlstm_op> kernel_ops =
-      program_ops(m, 1, 0, m.batch_first ? Layout::kBatchMajor : Layout::kTimeMajor);
+      runtime_program(m, 1, 0, m.batch_first ? Layout::kBatchMajor : Layout::kTimeMajor).ops;
   std::vector<flatbuffers::Offset<fb::Op>> ops;
   for (size_t k = 0; k < m.ops.size(); ++k) {
     const ProgramOp& op = m.ops[k];
+    // The record takes each array's length from the dims: the arrays must have it.
+    const size_t I = static_cast<size_t>(std::max(op.lstm.input_size, 0)), H = static_cast<size_t>(std::max(op.lstm.hidden_size, 0));
+    for (size_t g = 0; g < op.lstm.gates.size(); ++g) {
+      const DerivedGate& dg = op.lstm.gates[g];
+      const std::pair<size_t, size_t> sizes[] = {{dg.w_x.size(), H * I}, {dg.input_effective_bias.size(), H},
+                                                 {dg.w_h.size(), H * H}, {dg.hidden_effective_bias.size(), H}};
+      const char* names[] = {"input_weights", "input_effective_bias", "hidden_weights", "hidden_effective_bias"};
+      for (size_t a = 0; a < 4; ++a) {
+        if (sizes[a].first != sizes[a].second) {
+          throw CompileError("serialize_model: field 'ops[" + std::to_string(k) + "].lstm.gates[" +
+                             gate_name(static_cast<int32_t>(g)) + "]." + names[a] + "': expected " +
+                             std::to_string(sizes[a].second) + " values, has " + std::to_string(sizes[a].first));
+        }
+      }
+    }
     const std::vector<uint8_t> record = lstm_record(kernel_ops[k].lstm);
     std::vector<double> weight_scales;
     for (const DerivedGate& g : op.lstm.gates) {
@@ -187,8 +203,11 @@ std::string serialize_model(const CompiledModel& m) {
   b.Finish(fb::CreateModelDirect(b, m.name.c_str(), m.batch_first, &in, &out, 0, m.report_json.c_str(),
                                  m.directions, &buffers, nullptr, to_fb(m.initial_hidden), to_fb(m.initial_cell),
                                  m.hidden_output, m.cell_output, &ops));
-  std::vector<uint8_t> model(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
+  return seal_model(std::string(reinterpret_cast<const char*>(b.GetBufferPointer()), b.GetSize()));
+}
 
+std::string seal_model(const std::string& model_bytes) {
+  const std::vector<uint8_t> model(model_bytes.begin(), model_bytes.end());
   flatbuffers::FlatBufferBuilder file;
   file.Finish(fb::CreateModelFileDirect(file, kModelFormatVersion, crc32_of(model.data(), model.size()), &model),
               fb::ModelFileIdentifier());

@@ -18,6 +18,11 @@ size_t position(Layout layout, int32_t B, int32_t T, int32_t b, int32_t t) {
   return layout == Layout::kTimeMajor ? static_cast<size_t>(t) * B + b : static_cast<size_t>(b) * T + t;
 }
 
+// A field qlstm_program_validate names: "ops[k].field" for a field of op k.
+std::string program_field(const char* field, int32_t op_index) {
+  return (op_index >= 0 ? "ops[" + std::to_string(op_index) + "]." : std::string()) + (field ? field : "?");
+}
+
 }  // namespace
 
 int16_t quantize_cell(double c, int32_t power) {
@@ -153,6 +158,15 @@ bool CompiledModel::all_forward() const {
 
 void CompiledModel::validate(const std::string& origin) const {
   auto bad = [&](const std::string& why) { throw CompileError(origin + ": " + why); };
+  // First what the runtime checks on the device (indices, widths, areas, state, each op's params),
+  // on the very table run_program_s8 runs; then what only the compiler knows (the layer order,
+  // the quantization of each buffer, the initial state).
+  const RuntimeProgram r = runtime_program(*this, 1, 1, batch_first ? Layout::kBatchMajor : Layout::kTimeMajor);
+  const qlstm_program table = r.table();
+  const char* field = nullptr;
+  int32_t op_index = -1;
+  const qlstm_status st = qlstm_program_validate(&table, nullptr, 1, &field, &op_index);
+  if (st != QLSTM_OK) bad(program_field(field, op_index) + ": " + qlstm_status_string(st));
   if (ops.empty()) bad("field 'ops': the program has no op");
   if (directions != 1 && directions != 2) bad("field 'directions' must be 1 or 2");
   if (ops.size() % static_cast<size_t>(directions) != 0) bad("field 'ops': not a whole number of layers");
@@ -176,7 +190,6 @@ void CompiledModel::validate(const std::string& origin) const {
     if (op.output_offset != dir * d.hidden_size) bad(w + ".output_offset' is not its direction's half");
     const ProgramBuffer& in = buffers[static_cast<size_t>(op.input_buffer)];
     const ProgramBuffer& out = buffers[static_cast<size_t>(op.output_buffer)];
-    if (d.input_size != in.width) bad(w + "': input_size differs from its input buffer's width");
     if (directions * d.hidden_size != out.width) bad(w + "': hidden_size does not fill its output buffer");
     if (d.input.scale != in.quant.scale || d.input.zero_point != in.quant.zero_point) {
       bad(w + "': input quantization differs from its input buffer's");
@@ -197,10 +210,6 @@ void CompiledModel::validate(const std::string& origin) const {
         (!op.initial_cell.empty() && op.initial_cell.size() != H)) {
       bad(w + ".initial_cell' does not match the model's initial state");
     }
-    const qlstm_lstm_s8_params p = d.kernel_params(1, 1, Layout::kBatchMajor);
-    const char* field = nullptr;
-    const qlstm_status st = qlstm_lstm_s8_validate(&p, &field);
-    if (st != QLSTM_OK) bad(w + "." + (field ? field : "?") + "': " + qlstm_status_string(st));
   }
 }
 
@@ -295,22 +304,25 @@ ProgramMemory program_memory(const CompiledModel& m, int32_t batch, int32_t max_
   return mem;
 }
 
-std::vector<qlstm_op> program_ops(const CompiledModel& m, int32_t batch, int32_t time_steps, Layout layout) {
+RuntimeProgram runtime_program(const CompiledModel& m, int32_t B, int32_t T, Layout layout) {
+  RuntimeProgram r;
   const std::vector<int32_t> hs = m.hidden_sizes();
-  std::vector<qlstm_op> ops(m.ops.size());
+  for (const ProgramBuffer& buf : m.buffers) r.widths.push_back(buf.width);
   for (size_t k = 0; k < m.ops.size(); ++k) {
     const ProgramOp& op = m.ops[k];
-    qlstm_op& o = ops[k];
+    qlstm_op o{};
     o.kind = QLSTM_OP_LSTM_S8;
-    o.lstm = op.lstm.kernel_params(batch, time_steps, layout);
-    const int32_t width = m.buffers[static_cast<size_t>(op.output_buffer)].width;
+    o.lstm = op.lstm.kernel_params(B, T, layout);
+    const int32_t width = m.buffers[static_cast<size_t>(op.output_buffer)].width;  // the runner checks it
     o.lstm.output_width = width == op.lstm.hidden_size ? 0 : width;
     o.input_buffer = op.input_buffer;
     o.output_buffer = op.output_buffer;
     o.output_offset = op.output_offset;
-    o.state_offset = state_offset(hs, static_cast<int32_t>(k), batch);
+    o.state_offset = state_offset(hs, static_cast<int32_t>(k), B);
+    r.ops.push_back(o);
   }
-  return ops;
+  r.state_values = state_offset(hs, static_cast<int32_t>(hs.size()), B);
+  return r;
 }
 
 std::vector<int8_t> run_program_s8(const CompiledModel& m, const std::vector<int8_t>& x,
@@ -334,24 +346,22 @@ std::vector<int8_t> run_program_s8(const CompiledModel& m, const std::vector<int
   }
   // The runtime's own program runner, as the emitted source calls it on the device.
   const ProgramMemory mem = program_memory(m, B, T);
-  const std::vector<qlstm_op> ops = program_ops(m, B, T, shape.layout);
+  const RuntimeProgram r = runtime_program(m, B, T, shape.layout);
   std::vector<ScratchBlock> scratch(mem.scratch_bytes / sizeof(ScratchBlock) + 1);
   std::vector<int16_t> cell(mem.cell_values);
   std::vector<int8_t> areas[2] = {std::vector<int8_t>(mem.activation_bytes), std::vector<int8_t>(mem.activation_bytes)};
   std::vector<int8_t> y(positions * static_cast<size_t>(m.output_size()));
-  const qlstm_program program = {ops.data(), static_cast<int32_t>(ops.size()), static_cast<int32_t>(m.buffers.size())};
+  const qlstm_program program = r.table();
   qlstm_program_context ctx = {scratch.data(), scratch.size() * sizeof(ScratchBlock), cell.data(),
                                {areas[0].data(), areas[1].data()}, mem.activation_bytes};
   const qlstm_status st = qlstm_program_run(&program, &ctx, x.data(), y.data(), T, state->hidden.data(),
                                             state->cell.data());
   if (st != QLSTM_OK) {
-    std::string detail;
-    for (size_t k = 0; k < ops.size() && detail.empty(); ++k) {
-      const char* field = nullptr;
-      qlstm_lstm_s8_params p = ops[k].lstm;
-      if (qlstm_lstm_s8_validate(&p, &field) != QLSTM_OK) detail = " (op " + std::to_string(k) + ": " + (field ? field : "?") + ")";
-    }
-    throw CompileError(std::string("program: the runtime refused to run it: ") + qlstm_status_string(st) + detail);
+    const char* field = nullptr;
+    int32_t op_index = -1;
+    qlstm_program_validate(&program, &ctx, T, &field, &op_index);
+    throw CompileError(std::string("program: the runtime refused to run it: ") + qlstm_status_string(st) +
+                       (field ? " (" + program_field(field, op_index) + ")" : std::string()));
   }
   return y;
 }

@@ -17,7 +17,7 @@ extern "C" const char* qlstm_status_string(qlstm_status status) {
     case QLSTM_ERROR_UNSUPPORTED: return "kernel variant not supported on this CPU";
     case QLSTM_ERROR_BAD_DIRECTION: return "time_direction is neither forward nor reverse";
     case QLSTM_ERROR_BAD_OUTPUT_WIDTH: return "output_width is neither 0 nor at least H, or B*T*output_width exceeds int32";
-    case QLSTM_ERROR_BAD_PROGRAM: return "a program op has an unknown kind or an invalid buffer index";
+    case QLSTM_ERROR_BAD_PROGRAM: return "a program is inconsistent (op kind, buffer index or width, activation area or state offset)";
     case QLSTM_ERROR_NO_VARIANT: return "no kernel variant to choose from can run this call (e.g. its time direction or output width)";
   }
   return "unknown status";

@@ -8,6 +8,7 @@
 #include <flatbuffers/flatbuffers.h>
 #include <zlib.h>
 
+#include <functional>
 #include <random>
 
 #include "qlstm/compiler/emit_cpp.h"
@@ -234,7 +235,8 @@ TEST(ProgramRunner, RefusesBadProgramsAndSmallContexts) {
   int16_t cell[B * H];
   std::vector<int8_t> area(static_cast<size_t>(B) * T * H), x = random_s8(static_cast<size_t>(B) * T * I, rng);
   std::vector<int8_t> y(static_cast<size_t>(B) * T * H);
-  qlstm_program program = {ops.data(), 2, 3};
+  const int32_t widths[3] = {I, H, H};
+  qlstm_program program = {ops.data(), 2, 3, widths, 2 * static_cast<size_t>(B * H)};
   qlstm_program_context ctx = {scratch, sizeof scratch, cell, {area.data(), nullptr}, area.size()};
   ASSERT_EQ(qlstm_program_run(&program, &ctx, x.data(), y.data(), T, nullptr, nullptr), QLSTM_OK);
   EXPECT_EQ(y, run_program_s8(q.model, x, {B, T, Layout::kBatchMajor}));
@@ -250,6 +252,194 @@ TEST(ProgramRunner, RefusesBadProgramsAndSmallContexts) {
   ops[1].output_buffer = 2;
   ctx.activations[0] = nullptr;
   EXPECT_EQ(qlstm_program_run(&program, &ctx, x.data(), y.data(), T, nullptr, nullptr), QLSTM_ERROR_NULL_POINTER);
+}
+
+}  // namespace
+
+namespace {
+
+// What qlstm_program_validate says: "ok", or "<status> <field> <op index>".
+std::string verdict(const qlstm_program* program, const qlstm_program_context* ctx, int32_t max_time_steps) {
+  const char* field = "unset";
+  int32_t op = -2;
+  const qlstm_status st = qlstm_program_validate(program, ctx, max_time_steps, &field, &op);
+  if (st == QLSTM_OK) return field == nullptr && op == -1 ? "ok" : "ok with a field";
+  return std::to_string(st) + " " + (field ? field : "null") + " " + std::to_string(op);
+}
+
+std::string bad_program(const char* field, int32_t op) {
+  return std::to_string(QLSTM_ERROR_BAD_PROGRAM) + " " + field + " " + std::to_string(op);
+}
+
+// A hand-built table of four stacked layers of width H (op k: buffer k -> k + 1, so buffers 1
+// and 3 share activation area 0), and its context for T steps.
+struct StackTable {
+  static constexpr int32_t H = 4, B = 2, T = 3;
+  std::vector<qlstm_op> ops;
+  std::vector<int32_t> widths{H, H, H, H, H};
+  std::vector<int8_t> areas[2] = {std::vector<int8_t>(B * T * H), std::vector<int8_t>(B * T * H)};
+  alignas(QLSTM_SCRATCH_ALIGNMENT) unsigned char scratch[1024] = {};
+  int16_t cell[B * H] = {};
+  qlstm_program program{};
+  qlstm_program_context ctx{};
+
+  explicit StackTable(const CompiledModel& m) {
+    for (size_t k = 0; k < m.ops.size(); ++k) {
+      ops.push_back({QLSTM_OP_LSTM_S8, m.ops[k].lstm.kernel_params(B, T, Layout::kBatchMajor),
+                     static_cast<int32_t>(k), static_cast<int32_t>(k + 1), 0, k * static_cast<size_t>(B * H)});
+    }
+    program = {ops.data(), 4, 5, widths.data(), 4 * static_cast<size_t>(B * H)};
+    ctx = {scratch, sizeof scratch, cell, {areas[0].data(), areas[1].data()}, areas[0].size()};
+  }
+};
+
+// Every field the runner relies on is checked, and named; a good table passes.
+TEST(ProgramValidate, NamesEachBadFieldOfAHandBuiltTable) {
+  std::mt19937_64 rng(11);
+  const int32_t H = StackTable::H, B = StackTable::B, T = StackTable::T;
+  const QuantizedProgram q = compile_program(random_program(H, H, 4, 1, rng), calibration(H, rng), fast());
+  const StackTable good(q.model);
+  EXPECT_EQ(verdict(&good.program, &good.ctx, T), "ok");
+  EXPECT_EQ(verdict(&good.program, nullptr, 1000), "ok");  // no context: the table only
+  EXPECT_EQ(verdict(nullptr, &good.ctx, T), "1 program -1");
+  EXPECT_EQ(verdict(&good.program, &good.ctx, -1), "2 max_time_steps -1");
+
+  // One mutation of the table (or context) per case, and the verdict naming it.
+  struct Case {
+    const char* what;
+    std::function<void(StackTable&)> mutate;
+    std::string expected;
+  };
+  const Case cases[] = {
+      {"no ops", [](StackTable& t) { t.program.ops = nullptr; }, "1 ops -1"},
+      {"no widths", [](StackTable& t) { t.program.buffer_widths = nullptr; }, "1 buffer_widths -1"},
+      {"no op", [](StackTable& t) { t.program.op_count = 0; }, bad_program("op_count", -1)},
+      {"one buffer", [](StackTable& t) { t.program.buffer_count = 1; }, bad_program("buffer_count", -1)},
+      {"fewer buffers", [](StackTable& t) { t.program.buffer_count = 4; }, bad_program("input_buffer", 3)},
+      {"kind", [](StackTable& t) { t.ops[1].kind = 7; }, bad_program("kind", 1)},
+      {"input is the output", [](StackTable& t) { t.ops[1].input_buffer = 4; }, bad_program("input_buffer", 1)},
+      {"negative input", [](StackTable& t) { t.ops[1].input_buffer = -1; }, bad_program("input_buffer", 1)},
+      {"writes the input", [](StackTable& t) { t.ops[1].output_buffer = 0; }, bad_program("output_buffer", 1)},
+      {"past the output", [](StackTable& t) { t.ops[1].output_buffer = 5; }, bad_program("output_buffer", 1)},
+      {"reads and writes one buffer", [](StackTable& t) { t.ops[1].output_buffer = 1; },
+       bad_program("output_buffer", 1)},
+      // Buffers 1 and 3 share area 0: reading 1 while writing 3 would overwrite what it reads.
+      {"1 -> 3 share an area", [](StackTable& t) { t.ops[2].input_buffer = 1; }, bad_program("output_buffer", 2)},
+      {"reads an unwritten buffer", [](StackTable& t) { t.ops[1].input_buffer = 2; t.ops[1].output_buffer = 3; },
+       bad_program("input_buffer", 1)},
+      {"reads an overwritten buffer",  // op 1 writes buffer 3 into area 0, over buffer 1
+       [](StackTable& t) {
+         t.ops[1].input_buffer = 0;
+         t.ops[1].output_buffer = 3;
+         t.ops[2].input_buffer = 1;
+         t.ops[2].output_buffer = 2;
+       },
+       bad_program("input_buffer", 2)},
+      {"input width", [](StackTable& t) { t.widths[1] = H + 1; }, bad_program("dims.input_size", 1)},
+      {"output width", [](StackTable& t) { t.widths[4] = H - 1; }, bad_program("output_offset", 3)},
+      {"output offset past the row", [](StackTable& t) { t.ops[2].output_offset = 1; },
+       bad_program("output_offset", 2)},
+      {"negative output offset", [](StackTable& t) { t.ops[2].output_offset = -1; },
+       bad_program("output_offset", 2)},
+      {"batch", [](StackTable& t) { t.ops[1].lstm.dims.batch = B + 1; }, bad_program("dims.batch", 1)},
+      {"layout", [](StackTable& t) { t.ops[1].lstm.layout = QLSTM_LAYOUT_TIME_MAJOR; }, bad_program("layout", 1)},
+      {"state offset", [](StackTable& t) { t.ops[3].state_offset += 1; }, bad_program("state_offset", 3)},
+      {"huge state offset", [](StackTable& t) { t.ops[0].state_offset = SIZE_MAX; }, bad_program("state_offset", 0)},
+      {"state size", [](StackTable& t) { t.program.state_values -= 1; }, bad_program("state_offset", 3)},
+      {"shift", [](StackTable& t) { t.ops[1].lstm.gates[QLSTM_GATE_FORGET].hidden_to_q3_12.shift = 40; },
+       std::to_string(QLSTM_ERROR_BAD_SHIFT) + " gates[forget].hidden_to_q3_12.shift 1"},
+      {"direction", [](StackTable& t) { t.ops[2].lstm.time_direction = 5; },
+       std::to_string(QLSTM_ERROR_BAD_DIRECTION) + " time_direction 2"},
+      {"weights", [](StackTable& t) { t.ops[0].lstm.gates[QLSTM_GATE_CELL].input_weights = nullptr; },
+       "1 gates[cell].input_weights 0"},
+      {"scratch", [](StackTable& t) { t.ctx.scratch_bytes = 8; },
+       std::to_string(QLSTM_ERROR_SCRATCH_TOO_SMALL) + " scratch_bytes -1"},
+      {"activation size", [](StackTable& t) { t.ctx.activation_bytes -= 1; },
+       std::to_string(QLSTM_ERROR_SCRATCH_TOO_SMALL) + " activation_bytes -1"},
+      {"activation area", [](StackTable& t) { t.ctx.activations[1] = nullptr; }, "1 activations -1"},
+  };
+  const std::vector<int8_t> x(static_cast<size_t>(B) * T * H, 3);
+  for (const Case& c : cases) {
+    StackTable t(q.model);
+    c.mutate(t);
+    EXPECT_EQ(verdict(&t.program, &t.ctx, T), c.expected) << c.what;
+    // The runner refuses it too, before any op: the output and the state stay untouched.
+    std::vector<int8_t> y(static_cast<size_t>(B) * T * H, 0x55), hidden(t.program.state_values + 8, 0x66);
+    std::vector<int16_t> cell(hidden.size(), 0x77);
+    EXPECT_NE(qlstm_program_run(&t.program, &t.ctx, x.data(), y.data(), T, hidden.data(), cell.data()), QLSTM_OK)
+        << c.what;
+    EXPECT_EQ(y, std::vector<int8_t>(y.size(), 0x55)) << c.what;
+    EXPECT_EQ(hidden, std::vector<int8_t>(hidden.size(), 0x66)) << c.what;
+    EXPECT_EQ(cell, std::vector<int16_t>(cell.size(), 0x77)) << c.what;
+  }
+  // A call longer than the areas hold; the good table runs as the host simulation does.
+  EXPECT_EQ(verdict(&good.program, &good.ctx, T + 1),
+            std::to_string(QLSTM_ERROR_SCRATCH_TOO_SMALL) + " activation_bytes -1");
+  StackTable t(q.model);
+  std::vector<int8_t> y(static_cast<size_t>(B) * T * H);
+  ASSERT_EQ(qlstm_program_run(&t.program, &t.ctx, x.data(), y.data(), T, nullptr, nullptr), QLSTM_OK);
+  EXPECT_EQ(y, run_program_s8(q.model, x, {B, T, Layout::kBatchMajor}));
+}
+
+// What parse_model says of a model file (with a valid checksum) of this program.
+std::string load_error(const CompiledModel& m) {
+  try {
+    parse_model(serialize_model(m), "model.qlstm");
+    return "accepted";
+  } catch (const CompileError& e) {
+    return e.what();
+  }
+}
+
+// Model files whose checksum is right but whose program is not: each is refused naming the field
+// and the op, by the runtime's validation where the device would refuse it too.
+TEST(Program, LoaderRefusesEachInconsistentFieldBehindAValidChecksum) {
+  std::mt19937_64 rng(12);
+  const QuantizedProgram bi = compile_program(random_program(3, 4, 2, 2, rng), calibration(3, rng), fast());
+  const QuantizedProgram stack = compile_program(random_program(3, 4, 4, 1, rng), calibration(3, rng), fast());
+  ASSERT_EQ(load_error(bi.model), "accepted");
+  ASSERT_EQ(load_error(stack.model), "accepted");
+  struct Case {
+    const CompiledModel* base;
+    std::function<void(CompiledModel&)> mutate;
+    std::string expected;  // the start of the message
+  };
+  const std::string program = std::string(": ") + qlstm_status_string(QLSTM_ERROR_BAD_PROGRAM);
+  const Case cases[] = {
+      {&bi.model, [](CompiledModel& m) { m.ops[1].input_buffer = 2; }, "model.qlstm: ops[1].input_buffer" + program},
+      {&bi.model, [](CompiledModel& m) { m.ops[1].input_buffer = -3; }, "model.qlstm: ops[1].input_buffer" + program},
+      {&bi.model, [](CompiledModel& m) { m.ops[1].output_buffer = 0; }, "model.qlstm: ops[1].output_buffer" + program},
+      {&bi.model, [](CompiledModel& m) { m.ops[3].output_buffer = 9; }, "model.qlstm: ops[3].output_buffer" + program},
+      {&bi.model, [](CompiledModel& m) { m.ops[1].output_offset = 5; }, "model.qlstm: ops[1].output_offset" + program},
+      {&bi.model, [](CompiledModel& m) { m.ops[1].output_offset = 0; },  // fits, but not its half
+       "model.qlstm: field 'ops[1].output_offset' is not its direction's half"},
+      {&bi.model, [](CompiledModel& m) { m.buffers[0].width = 2; }, "model.qlstm: ops[0].dims.input_size" + program},
+      {&bi.model, [](CompiledModel& m) { m.buffers[1].width = 9; }, "model.qlstm: ops[2].dims.input_size" + program},
+      {&bi.model, [](CompiledModel& m) { m.buffers[2].width = 7; }, "model.qlstm: ops[3].output_offset" + program},
+      {&bi.model, [](CompiledModel& m) { m.buffers.pop_back(); }, "model.qlstm: ops[2].input_buffer" + program},
+      {&bi.model, [](CompiledModel& m) { m.buffers.push_back(m.buffers.back()); },
+       "model.qlstm: field 'buffers': 4 buffers, expected layers + 1 = 3"},
+      {&bi.model, [](CompiledModel& m) { m.ops[1].lstm.hidden_size = 5; },
+       "serialize_model: field 'ops[1].lstm.gates[forget].input_weights': expected 15 values"},
+      {&bi.model, [](CompiledModel& m) { m.ops[1].lstm.time_direction = 7; },
+       std::string("model.qlstm: ops[1].time_direction: ") + qlstm_status_string(QLSTM_ERROR_BAD_DIRECTION)},
+      {&bi.model, [](CompiledModel& m) { m.ops[1].lstm.time_direction = QLSTM_TIME_FORWARD; },
+       "model.qlstm: field 'ops[1].time_direction' does not match its half of the layer"},
+      {&bi.model, [](CompiledModel& m) { m.ops[2].lstm.gates[QLSTM_GATE_INPUT].input_to_q3_12.shift = -40; },
+       std::string("model.qlstm: ops[2].gates[input].input_to_q3_12.shift: ") +
+           qlstm_status_string(QLSTM_ERROR_BAD_SHIFT)},
+      {&bi.model, [](CompiledModel& m) { m.ops[0].lstm.cell_clip = 40000; },
+       std::string("model.qlstm: ops[0].cell_clip: ") + qlstm_status_string(QLSTM_ERROR_BAD_CELL_CLIP)},
+      // Buffers 1 and 3 share activation area 0.
+      {&stack.model, [](CompiledModel& m) { m.ops[2].input_buffer = 1; }, "model.qlstm: ops[2].output_buffer" + program},
+      {&stack.model, [](CompiledModel& m) { m.ops[1].input_buffer = 2; }, "model.qlstm: ops[1].input_buffer" + program},
+  };
+  for (const Case& c : cases) {
+    CompiledModel m = *c.base;
+    c.mutate(m);
+    const std::string error = load_error(m);
+    EXPECT_EQ(error.rfind(c.expected, 0), 0u) << error << "\n  expected: " << c.expected;
+  }
 }
 
 }  // namespace

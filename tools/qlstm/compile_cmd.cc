@@ -313,7 +313,7 @@ std::vector<int8_t> run_on_device(const std::string& cpu, const CompiledModel& m
   const size_t positions = static_cast<size_t>(shape.batch) * static_cast<size_t>(shape.time_steps);
   device::BundleCase c;
   c.name = m.name.empty() ? "model" : m.name;
-  c.ops = program_ops(m, shape.batch, shape.time_steps, shape.layout);
+  c.ops = runtime_program(m, shape.batch, shape.time_steps, shape.layout).ops;
   for (const ProgramBuffer& b : m.buffers) c.buffer_widths.push_back(b.width);
   c.stateful = true;
   c.input = x8.data();

@@ -1,7 +1,8 @@
 /* A program of fused int8 ops over buffers: what a compiled model is (docs/model-format.md).
  * Buffer 0 is the program input and buffer buffer_count - 1 its output (both the caller's);
  * the buffers between live in two caller-provided activation areas, buffer b in area
- * (b - 1) % 2, so an op never reads the area it writes. Ops run in order. C-compatible. */
+ * (b - 1) % 2; an op must not read and write the same area (qlstm_program_validate refuses it).
+ * Ops run in order. C-compatible. */
 #ifndef QLSTM_PROGRAM_S8_H_
 #define QLSTM_PROGRAM_S8_H_
 
@@ -21,17 +22,21 @@ typedef enum qlstm_op_kind {
 
 typedef struct qlstm_op {
   int32_t kind;                /* a qlstm_op_kind */
-  qlstm_lstm_s8_params lstm;   /* dims.time_steps is the call's (set by qlstm_program_run) */
+  /* dims.batch the same for every op, dims.input_size its input buffer's width. The runner sets
+   * dims.time_steps (the call's) and output_width (its output buffer's width). */
+  qlstm_lstm_s8_params lstm;
   int32_t input_buffer;        /* 0 ... buffer_count - 2 */
-  int32_t output_buffer;       /* 1 ... buffer_count - 1, not the input buffer */
-  int32_t output_offset;       /* elements into each output position's row */
-  size_t state_offset;         /* elements into the caller's hidden and cell state */
+  int32_t output_buffer;       /* 1 ... buffer_count - 1, not in the input buffer's area */
+  int32_t output_offset;       /* elements into each output position's row: offset + H <= width */
+  size_t state_offset;         /* elements into the caller's state: offset + B x H <= state_values */
 } qlstm_op;
 
 typedef struct qlstm_program {
   const qlstm_op* ops;
   int32_t op_count;     /* >= 1 */
   int32_t buffer_count; /* >= 2 */
+  const int32_t* buffer_widths; /* [buffer_count]: elements per sequence position */
+  size_t state_values;  /* elements of the caller's hidden (int8) and cell (int16) state */
 } qlstm_program;
 
 typedef struct qlstm_program_context {
@@ -42,11 +47,29 @@ typedef struct qlstm_program_context {
   size_t activation_bytes; /* bytes of each area: B x T x width of the widest buffer in it */
 } qlstm_program_context;
 
+/* Checks that running the program can only touch its buffers, whatever the table holds: the op
+ * count and kinds, the buffer indices, that each op's input_size is its input buffer's width and
+ * output_offset + H <= its output buffer's width, that every op has the same batch and layout,
+ * that no op reads and writes the same activation area nor reads an intermediate buffer its area
+ * does not hold (not yet written, or since overwritten), that each op's state rows lie within
+ * state_values, and every op's qlstm_lstm_s8_validate at max_time_steps steps. If ctx is not NULL,
+ * also that its scratch serves every op and that each intermediate buffer fits activation_bytes
+ * for max_time_steps steps in a non-NULL area (the caller's input, output, state and ctx->cell
+ * are sized by the program: B x T x the first / last buffer's width, state_values, B x the
+ * largest H). On failure, if not NULL: *field names the offending field (a static string: a
+ * field of the program or of ctx such as "op_count" or "activation_bytes", or, when *op_index
+ * >= 0, a field of op *op_index: "input_buffer", "output_offset", ... or one of its lstm params as
+ * qlstm_lstm_s8_validate names it, "dims.input_size", "cell_clip", ...) and *op_index the op
+ * (-1 for a field that is not an op's). QLSTM_ERROR_BAD_PROGRAM for an inconsistent table,
+ * QLSTM_ERROR_SCRATCH_TOO_SMALL for too small a context, the kernel's status for bad params. */
+qlstm_status qlstm_program_validate(const qlstm_program* program, const qlstm_program_context* ctx,
+                                    int32_t max_time_steps, const char** field, int32_t* op_index);
+
 /* Runs every op over time_steps steps. hidden / cell NULL: every op starts from a zero state
  * (stateless). Otherwise every op starts from hidden + state_offset / cell + state_offset and
  * writes its final state back there, so calls on the same state continue one sequence.
- * QLSTM_ERROR_BAD_PROGRAM for an unknown op kind or buffer index; QLSTM_ERROR_SCRATCH_TOO_SMALL
- * when an intermediate buffer does not fit in activation_bytes. */
+ * Validates first (qlstm_program_validate with ctx at time_steps), so a refused program runs no op
+ * and leaves the output and the state untouched. */
 qlstm_status qlstm_program_run(const qlstm_program* program, qlstm_program_context* ctx,
                                const int8_t* input, int8_t* output, int32_t time_steps,
                                int8_t* hidden, int16_t* cell);

@@ -22,7 +22,7 @@ typedef enum qlstm_status {
   QLSTM_ERROR_UNSUPPORTED = 12,      /* the requested kernel variant cannot run on this CPU */
   QLSTM_ERROR_BAD_DIRECTION = 13,    /* time_direction is not one of qlstm_time_direction */
   QLSTM_ERROR_BAD_OUTPUT_WIDTH = 14, /* output_width is neither 0 nor >= H, or B*T*W overflows */
-  QLSTM_ERROR_BAD_PROGRAM = 15,      /* a program's op kind or buffer index is invalid */
+  QLSTM_ERROR_BAD_PROGRAM = 15,      /* a program is inconsistent (qlstm_program_validate) */
   QLSTM_ERROR_NO_VARIANT = 16        /* no kernel variant to choose from can run this valid call
                                         (e.g. the requested one walks time forward only) */
 } qlstm_status;

@@ -255,7 +255,18 @@ int run_bundle(Mode mode, const char* path, const char* out_path, const char* va
       rc = kExitBadInput;
       break;
     }
-    const qlstm_program program = {k.ops, k.view.op_count, k.view.buffer_count};
+    const qlstm_program program = {k.ops, k.view.op_count, k.view.buffer_count, k.view.buffer_widths,
+                                   static_cast<size_t>(k.sizes.state)};
+    // The table is checked as a whole before anything runs: a crafted bundle is refused, named.
+    int32_t bad_op = -1;
+    const qlstm_status valid = qlstm_program_validate(&program, nullptr, k.view.time_steps, &field, &bad_op);
+    if (valid != QLSTM_OK) {
+      printf("qlstm_device: case %.*s: invalid program: ", (int)k.view.name_length, k.view.name);
+      if (bad_op >= 0) printf("ops[%ld].", (long)bad_op);
+      printf("%s: %s\n", field ? field : "?", qlstm_status_string(valid));
+      rc = kExitBadInput;
+      break;
+    }
     const uint32_t case_mark = g_arena_used;
     for (size_t vi = 0; vi < nvar && rc == 0; ++vi) {
       const qlstm::LstmS8Variant* variant_ptr = one ? one : all[vi];

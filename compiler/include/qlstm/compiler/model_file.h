@@ -18,6 +18,9 @@ namespace compiler {
 constexpr uint32_t kModelFormatVersion = 3;
 
 std::string serialize_model(const CompiledModel& m);
+// The file around the (FlatBuffers) model bytes: the current format_version and their CRC-32.
+// serialize_model's last step; the model fuzzer wraps its input with it to get past the checksum.
+std::string seal_model(const std::string& model_bytes);
 // Throws CompileError naming `origin` and the field for a file that is truncated, corrupted (CRC),
 // of another version, or inconsistent (array sizes, parameter ranges).
 CompiledModel parse_model(const std::string& bytes, const std::string& origin);

@@ -134,9 +134,21 @@ ProgramState initial_program_state(const CompiledModel& m, int32_t batch);
 ProgramState quantize_program_state(const CompiledModel& m, int32_t batch, const std::vector<float>* h,
                                     const std::vector<float>* c, const std::string& what);
 
-// The runtime's op table of a program for calls of `batch` rows (dims.time_steps is the call's),
-// pointing into m: what the emitted kOps hold, what the host and the device run.
-std::vector<qlstm_op> program_ops(const CompiledModel& m, int32_t batch, int32_t time_steps, Layout layout);
+// The runtime's table of a compiled program for calls of `batch` rows and `time_steps` steps,
+// pointing into m: what the emitted kOps hold, what the host and the device run
+// (qlstm_program_run) and what qlstm_program_validate checks (CompiledModel::validate). Built for
+// any model, consistent or not: the runtime validation refuses a bad index or width.
+struct RuntimeProgram {
+  std::vector<qlstm_op> ops;
+  std::vector<int32_t> widths;  // per buffer
+  size_t state_values = 0;      // B x the sum of the ops' H
+
+  qlstm_program table() const {
+    return {ops.data(), static_cast<int32_t>(ops.size()), static_cast<int32_t>(widths.size()), widths.data(),
+            state_values};
+  }
+};
+RuntimeProgram runtime_program(const CompiledModel& m, int32_t batch, int32_t time_steps, Layout layout);
 
 // int8 in, int8 out, op by op through the runtime kernel: what the emitted NAME_run and
 // NAME_run_state do on the device, bit for bit. state: null = the model's initial state; else it
