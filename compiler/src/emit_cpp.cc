@@ -193,7 +193,10 @@ EmittedSource emit_program(const CompiledModel& m, const std::string& name, int3
     << " from the model's initial state" << (constant_state ? " (its constants)" : " (zero)")
     << ": input " << upper << "_BATCH x T x " << upper << "_INPUT_SIZE int8,\n   output " << upper
     << "_BATCH x T x " << upper << "_OUTPUT_SIZE int8, both " << layout << ". Not reentrant. */\n"
-    << "qlstm_status " << name << "_run(const int8_t* input, int8_t* output, int32_t time_steps);\n\n";
+    << "qlstm_status " << name << "_run(const int8_t* input, int8_t* output, int32_t time_steps);\n\n"
+    << "/* The op table itself (in flash), for a caller that runs it with its own qlstm_program_context\n"
+    << "   (sized by the defines above; qlstm_program_validate checks a context against the table). */\n"
+    << "const qlstm_program* " << name << "_program(void);\n\n";
   if (stateful) {
     h << "/* The model's initial state into hidden / cell ([OPS][BATCH][H] each). */\n"
       << "void " << name << "_initial_state(int8_t* hidden, int16_t* cell);\n"
@@ -272,6 +275,7 @@ EmittedSource emit_program(const CompiledModel& m, const std::string& name, int3
   }
   if (stateful || constant_state || streamable) s << "}\n\n";
   s << "}  // namespace\n\n"
+    << "extern \"C\" const qlstm_program* " << name << "_program(void) { return &kProgram; }\n\n"
     << "extern \"C\" qlstm_status " << name << "_run(const int8_t* input, int8_t* output, int32_t time_steps) {\n";
   if (constant_state) {
     s << "  initial_state(g_hidden, g_cell_state);\n"

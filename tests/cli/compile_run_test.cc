@@ -347,10 +347,13 @@ TEST_F(CompileRun, EmittedProgramsEqualTheHostRun) {
       const std::vector<char> bytes((std::istreambuf_iterator<char>(yb)), std::istreambuf_iterator<char>());
       EXPECT_EQ(std::vector<int8_t>(bytes.begin(), bytes.end()), y8) << name << chunk;
     }
-    // bench: each op's call, then the program's sum as the last line.
+    // bench: the whole program in one call (every variant against the reference), the time last.
     const ShellResult bench = sh(cli + " bench " + out + "/m.qlstm --shape B=2,T=9 --runs 3");
     EXPECT_EQ(bench.status, 0) << bench.output;
-    EXPECT_NE(bench.output.find("program: 2 ops\nmicroseconds: "), std::string::npos) << bench.output;
+    EXPECT_NE(bench.output.find("program: 2 ops\n"), std::string::npos) << bench.output;
+    EXPECT_NE(bench.output.find(": bit-exact with reference\n"), std::string::npos) << bench.output;
+    EXPECT_EQ(bench.output.find("DIFFERS"), std::string::npos) << bench.output;
+    EXPECT_NE(bench.output.rfind("\nmicroseconds: "), std::string::npos) << bench.output;
     // Longer than --max-time-steps: the emitted program refuses (status 3 from the driver).
     std::vector<int8_t> longer(static_cast<size_t>(10 * 2 * 3), 1);
     {

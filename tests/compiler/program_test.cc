@@ -16,51 +16,16 @@
 #include "qlstm/compiler/quantized_lstm.h"
 #include "qlstm/program_s8.h"
 #include "qlstm_model_generated.h"
+#include "random_program.h"
 
 namespace {
 
 using namespace qlstm::compiler;
 
-FloatLstm random_lstm(int32_t I, int32_t H, bool reverse, std::mt19937_64& rng) {
-  std::normal_distribution<float> n(0.0f, 0.4f);
-  auto v = [&](size_t count) {
-    std::vector<float> out(count);
-    for (float& x : out) x = n(rng);
-    return out;
-  };
-  FloatLstm l = FloatLstm::from_torch(I, H, v(4u * H * I), v(4u * H * H), v(4u * H), v(4u * H));
-  l.reverse = reverse;
-  return l;
-}
-
-FloatProgram random_program(int32_t I, int32_t H, int32_t layers, int32_t directions, std::mt19937_64& rng) {
-  FloatProgram p;
-  p.directions = directions;
-  for (int32_t l = 0; l < layers; ++l) {
-    for (int32_t d = 0; d < directions; ++d) p.ops.push_back(random_lstm(l ? directions * H : I, H, d == 1, rng));
-  }
-  return p;
-}
-
-CalibrationSet calibration(int32_t I, std::mt19937_64& rng) {
-  std::normal_distribution<float> n(0.0f, 1.0f);
-  std::vector<float> x(static_cast<size_t>(6) * 12 * I);
-  for (float& v : x) v = n(rng);
-  CalibrationSet set;
-  set.add_batch(x, {6, 12, Layout::kBatchMajor}, I);
-  return set;
-}
-
 std::vector<int8_t> random_s8(size_t n, std::mt19937_64& rng) {
   std::vector<int8_t> x(n);
   for (int8_t& v : x) v = static_cast<int8_t>(rng());
   return x;
-}
-
-CompileOptions fast() {
-  CompileOptions o;
-  o.tuning = Tuning::kNone;
-  return o;
 }
 
 // Columns [c0, c0 + n) of each row of a [rows][width] buffer.

@@ -135,21 +135,39 @@ int32_t model_time_steps(const CompiledModel& m, std::string* from) {
   return kDefaultBenchSteps;
 }
 
+// The runtime's program of a model and the memory a call needs, on the host.
+struct HostProgram {
+  RuntimeProgram program;
+  ProgramMemory memory;
+  std::vector<std::max_align_t> scratch;
+  std::vector<int16_t> cell;
+  std::vector<int8_t> areas[2];
+
+  HostProgram(const CompiledModel& m, const SequenceShape& shape)
+      : program(runtime_program(m, shape.batch, shape.time_steps, shape.layout)),
+        memory(program_memory(m, shape.batch, shape.time_steps)),
+        scratch(memory.scratch_bytes / sizeof(std::max_align_t) + 1),
+        cell(memory.cell_values),
+        areas{std::vector<int8_t>(memory.activation_bytes), std::vector<int8_t>(memory.activation_bytes)} {}
+
+  // One stateless call of the whole program with `variant` for every op (nullptr: dispatch).
+  qlstm_status run(const LstmS8Variant* variant, const std::vector<int8_t>& x, std::vector<int8_t>* y,
+                   int32_t time_steps) {
+    qlstm_program_context ctx{scratch.data(), scratch.size() * sizeof(std::max_align_t), cell.data(),
+                              {areas[0].data(), areas[1].data()}, memory.activation_bytes};
+    const qlstm_program table = program.table();
+    ProgramRunOptions options;
+    options.variant = variant;
+    return run_program_s8(&table, &ctx, x.data(), y->data(), time_steps, nullptr, nullptr, options);
+  }
+};
+
 // Every variant built in and supported on this CPU against the reference variant, on the
 // benchmark's input: one line each. Returns whether all are bit-exact.
-bool variants_match_reference(const qlstm_lstm_s8_params& params, const std::vector<int8_t>& x, size_t out_size) {
-  const size_t scratch_bytes = qlstm_lstm_s8_scratch_bytes(&params.dims);
-  const size_t cells = static_cast<size_t>(params.dims.batch) * static_cast<size_t>(params.dims.hidden_size);
-  const auto run = [&](const LstmS8Variant& v, std::vector<int8_t>* y) {
-    std::vector<std::max_align_t> scratch(scratch_bytes / sizeof(std::max_align_t) + 1);
-    std::vector<int16_t> cell(cells);
-    qlstm_lstm_s8_context ctx{scratch.data(), scratch.size() * sizeof(std::max_align_t), cell.data(), nullptr};
-    y->assign(out_size, 0);
-    return run_lstm_s8(v, &params, &ctx, x.data(), y->data());
-  };
+bool variants_match_reference(HostProgram& p, const std::vector<int8_t>& x, size_t out_size, int32_t T) {
   const LstmS8Variant& ref = lstm_s8_reference_variant();
-  std::vector<int8_t> want;
-  const qlstm_status rs = run(ref, &want);
+  std::vector<int8_t> want(out_size);
+  const qlstm_status rs = p.run(&ref, x, &want, T);
   if (rs != QLSTM_OK) throw CompileError(std::string("reference kernel error: ") + qlstm_status_string(rs));
   size_t n = 0;
   const LstmS8Variant* const* all = lstm_s8_variants(&n);
@@ -157,8 +175,8 @@ bool variants_match_reference(const qlstm_lstm_s8_params& params, const std::vec
   for (size_t k = 0; k < n; ++k) {
     const LstmS8Variant& v = *all[k];
     if (&v == &ref || (v.is_supported != nullptr && !v.is_supported())) continue;
-    std::vector<int8_t> got;
-    const qlstm_status st = run(v, &got);
+    std::vector<int8_t> got(out_size);
+    const qlstm_status st = p.run(&v, x, &got, T);
     if (st == QLSTM_ERROR_NO_VARIANT) {
       std::printf("variant %s: declines this call (dispatch runs another)\n", v.name);
       continue;
@@ -188,40 +206,42 @@ std::string console_value(const std::string& console, const std::string& key) {
   return console.substr(at + key.size(), end == std::string::npos ? std::string::npos : end - at - key.size());
 }
 
-// One kernel call of `d` over shape `s`: its figures printed; *count receives the instructions
-// (target) or the median microseconds (host). Returns the exit status.
-int bench_op(const DerivedLstm& d, const ShapeSpec& s, const std::string& what, const BenchArgs& args,
-             std::mt19937_64& rng, double* count) {
+// One call of the program of `m` over `s` (B, T, layout; I and H are the model's): its figures
+// printed, the last line the instructions (target: the sum over the ops, each op's first) or the
+// median microseconds (host). Returns the exit status.
+int bench_program(const CompiledModel& m, const ShapeSpec& s, const std::string& what, const BenchArgs& args,
+                  std::mt19937_64& rng) {
   const SequenceShape shape{s.batch, s.time_steps, s.time_major ? Layout::kTimeMajor : Layout::kBatchMajor};
-  const qlstm_lstm_s8_params params = d.kernel_params(shape.batch, shape.time_steps, shape.layout);
   const size_t B = static_cast<size_t>(s.batch), T = static_cast<size_t>(s.time_steps);
-  const size_t I = static_cast<size_t>(s.input_size), H = static_cast<size_t>(s.hidden_size);
   std::normal_distribution<float> n01(0.0f, 1.0f);
-  std::vector<int8_t> x(B * T * I);
-  for (int8_t& v : x) v = d.input.quantize(n01(rng));
-  const std::vector<int8_t> expected = run_kernel_s8(d, x, shape);  // the host simulation
-  const int64_t macs = static_cast<int64_t>(B * T) * 4 * static_cast<int64_t>(H * (I + H));
-  const int64_t call_ram = static_cast<int64_t>(qlstm_lstm_s8_scratch_bytes(&params.dims)) +
-                           static_cast<int64_t>(B * H * sizeof(int16_t));
-  const int64_t weight_bytes = 4 * static_cast<int64_t>(H * (I + H)) + 4 * 2 * static_cast<int64_t>(H * sizeof(int32_t));
+  std::vector<int8_t> x(B * T * static_cast<size_t>(m.input_size()));
+  for (int8_t& v : x) v = m.input_quant().quantize(n01(rng));
+  const std::vector<int8_t> expected = run_program_s8(m, x, shape);  // the host simulation
+  int64_t macs = 0;
+  for (const ProgramOp& op : m.ops) {
+    macs += static_cast<int64_t>(B * T) * QLSTM_GATE_COUNT * op.lstm.hidden_size *
+            (op.lstm.input_size + op.lstm.hidden_size);
+  }
+  const ProgramMemory mem = program_memory(m, s.batch, s.time_steps);
+  const size_t call_ram = mem.scratch_bytes + mem.cell_values * sizeof(int16_t) + 2 * mem.activation_bytes;
 
   std::printf("model: %s\n", what.c_str());
-  std::printf("shape: B=%d T=%d I=%d H=%d %s, %lld MACs\n", s.batch, s.time_steps, s.input_size,
-              s.hidden_size, s.time_major ? "time-major" : "batch-major", static_cast<long long>(macs));
-  std::printf("flash for the weights and biases: %lld bytes\n", static_cast<long long>(weight_bytes));
-  std::printf("RAM per call: %lld bytes (scratch %zu, cell state %zu)\n", static_cast<long long>(call_ram),
-              qlstm_lstm_s8_scratch_bytes(&params.dims), B * H * sizeof(int16_t));
+  std::printf("shape: B=%d T=%d I=%d H=%d %s, %lld MACs\n", s.batch, s.time_steps, m.input_size(),
+              m.ops.back().lstm.hidden_size, s.time_major ? "time-major" : "batch-major", static_cast<long long>(macs));
+  if (m.ops.size() > 1) std::printf("program: %zu ops\n", m.ops.size());
+  std::printf("flash for the weights and biases: %zu bytes\n", mem.flash_bytes());
+  std::printf("RAM per call: %zu bytes (scratch %zu, cell state %zu, activations %zu)\n", call_ram,
+              mem.scratch_bytes, mem.cell_values * sizeof(int16_t), 2 * mem.activation_bytes);
 
   if (args.target.empty()) {
     const LstmS8Variant& v = *host_variant(args.variant);
-    std::vector<int8_t> y(B * T * H);
-    std::vector<int16_t> cell(B * H);
-    std::vector<std::max_align_t> scratch(qlstm_lstm_s8_scratch_bytes(&params.dims) / sizeof(std::max_align_t) + 1);
-    qlstm_lstm_s8_context ctx{scratch.data(), scratch.size() * sizeof(std::max_align_t), cell.data(), nullptr};
+    const LstmS8Variant* forced = &v == &lstm_s8_default_variant() ? nullptr : &v;
+    HostProgram program(m, shape);
+    std::vector<int8_t> y(expected.size());
     std::vector<double> us;
     const auto run_once = [&] {
       const auto t0 = std::chrono::steady_clock::now();
-      const qlstm_status st = run_lstm_s8(v, &params, &ctx, x.data(), y.data());
+      const qlstm_status st = program.run(forced, x, &y, s.time_steps);
       const auto t1 = std::chrono::steady_clock::now();
       if (st != QLSTM_OK) {
         throw CompileError(std::string("kernel error (variant ") + v.name + "): " + qlstm_status_string(st));
@@ -236,21 +256,24 @@ int bench_op(const DerivedLstm& d, const ShapeSpec& s, const std::string& what, 
     std::sort(us.begin(), us.end());
     size_t n = 0;
     const LstmS8Variant* const* all = lstm_s8_variants(&n);
-    const LstmS8Variant* chosen = select_lstm_s8_variant(all, n, params);
-    if (&v == &lstm_s8_default_variant() && chosen != nullptr) {
+    const LstmS8Variant* chosen = select_lstm_s8_variant(all, n, program.program.ops.front().lstm);
+    if (forced == nullptr && chosen != nullptr) {
       std::printf("host variant: %s (dispatched: %s)\n", v.name, chosen->name);
     } else {
       std::printf("host variant: %s\n", v.name);
     }
-    const bool exact = variants_match_reference(params, x, y.size());
+    const bool exact = y == expected && variants_match_reference(program, x, y.size(), s.time_steps);
     std::printf("runs: %zu, min %.2f us, median per sequence: %.2f us\n", us.size(), us.front(), us[us.size() / 2]);
     std::printf("microseconds: %.2f\n", us[us.size() / 2]);
-    *count = us[us.size() / 2];
     return exact ? kExitOk : kExitRefused;
   }
 
+  // The whole program in one case on the device; the firmware marks each op's call.
   const device::Target target = device::find_target(args.target);
-  device::BundleCase c = device::single_op_case("bench", params);
+  device::BundleCase c;
+  c.name = "bench";
+  c.ops = runtime_program(m, shape.batch, shape.time_steps, shape.layout).ops;
+  for (const ProgramBuffer& b : m.buffers) c.buffer_widths.push_back(b.width);
   c.input = x.data();
   c.check = true;
   c.expected = expected.data();
@@ -263,11 +286,13 @@ int bench_op(const DerivedLstm& d, const ShapeSpec& s, const std::string& what, 
   const device::RunResult r = device::run_firmware(target, {"bench", bundle.path(), args.variant}, options);
   const std::vector<uint64_t> n = device::read_icounts(counts.path());
   const std::string variant = console_value(r.console, "variant: ");
-  if (r.exit_status != 0 || n.size() != 1 || variant.empty()) {
-    std::fprintf(stderr, "qlstm bench: error: the %s firmware failed (exit status %d, %zu counts):\n%s",
-                 args.target.c_str(), r.exit_status, n.size(), r.console.c_str());
+  if (r.exit_status != 0 || n.size() != m.ops.size() || variant.empty()) {
+    std::fprintf(stderr, "qlstm bench: error: the %s firmware failed (exit status %d, %zu counts for %zu ops):\n%s",
+                 args.target.c_str(), r.exit_status, n.size(), m.ops.size(), r.console.c_str());
     return kExitRefused;
   }
+  uint64_t total = 0;
+  for (uint64_t k : n) total += k;
   const device::KernelSize k = device::kernel_size(target, variant);
   std::printf("target: %s (QEMU %s, -cpu %s), variant: %s\n", target.cpu.c_str(), target.qemu_machine.c_str(),
               target.qemu_cpu.c_str(), variant.c_str());
@@ -278,12 +303,16 @@ int bench_op(const DerivedLstm& d, const ShapeSpec& s, const std::string& what, 
     std::printf("instructions per function (blocks starting in it):\n");
     for (const auto& [name, count] : device::read_profile(counts.path())) {
       std::printf("  %10llu  %5.1f%%  %s\n", static_cast<unsigned long long>(count),
-                  100.0 * static_cast<double>(count) / static_cast<double>(n[0]), name.c_str());
+                  100.0 * static_cast<double>(count) / static_cast<double>(total), name.c_str());
     }
   }
-  std::printf("instructions per MAC: %.3f\n", static_cast<double>(n[0]) / static_cast<double>(macs));
-  std::printf("instructions: %llu\n", static_cast<unsigned long long>(n[0]));
-  *count = static_cast<double>(n[0]);
+  for (size_t o = 0; o < n.size() && n.size() > 1; ++o) {
+    const DerivedLstm& d = m.ops[o].lstm;
+    std::printf("op %zu (layer %zu %s): %llu instructions\n", o, o / static_cast<size_t>(m.directions),
+                d.time_direction == QLSTM_TIME_REVERSE ? "reverse" : "forward", static_cast<unsigned long long>(n[o]));
+  }
+  std::printf("instructions per MAC: %.3f\n", static_cast<double>(total) / static_cast<double>(macs));
+  std::printf("instructions: %llu\n", static_cast<unsigned long long>(total));
   return 0;
 }
 
@@ -308,39 +337,13 @@ int bench_command(const BenchArgs& args) {
       s.time_steps = model_time_steps(m, &from);
       std::printf("time steps: %d (%s)\n", s.time_steps, from.c_str());
     }
-    // A program: each op's call in turn (on input of its buffer's quantization), then the sum.
-    double total = 0;
-    int rc = 0;
-    for (size_t k = 0; k < m.ops.size() && rc == 0; ++k) {
-      const DerivedLstm& d = m.ops[k].lstm;
-      ShapeSpec op_shape = s;
-      op_shape.input_size = d.input_size;
-      op_shape.hidden_size = d.hidden_size;
-      std::string what = args.model;
-      if (m.ops.size() > 1) {
-        what += " op " + std::to_string(k) + " (layer " + std::to_string(k / static_cast<size_t>(m.directions)) +
-                (d.time_direction == QLSTM_TIME_REVERSE ? " reverse)" : " forward)");
-      }
-      double count = 0;
-      rc = bench_op(d, op_shape, what, args, rng, &count);
-      total += count;
-    }
-    if (m.ops.size() > 1 && rc == 0) {
-      std::printf("program: %zu ops\n", m.ops.size());
-      if (args.target.empty()) {
-        std::printf("microseconds: %.2f\n", total);
-      } else {
-        std::printf("instructions: %llu\n", static_cast<unsigned long long>(total));
-      }
-    }
-    return rc;
+    return bench_program(m, s, args.model, args, rng);
   }
   if (s.time_steps == 0 || s.input_size == 0 || s.hidden_size == 0) {
     throw UsageError("--shape needs T=, I= and H= (B= defaults to 1)");
   }
-  const DerivedLstm d = synthetic_model(s, rng);
-  double count = 0;
-  return bench_op(d, s, "synthetic (PyTorch-initialized weights, calibrated on N(0,1))", args, rng, &count);
+  const CompiledModel m = single_op_model(synthetic_model(s, rng), "synthetic", !s.time_major);
+  return bench_program(m, s, "synthetic (PyTorch-initialized weights, calibrated on N(0,1))", args, rng);
 }
 
 }  // namespace cli

@@ -127,43 +127,47 @@ KernelCase read_case(const json& j, const std::string& where) {
   if (!j.is_object()) n.fail("a case must be an object");
   KernelCase c;
   c.name = n.at("name").string();
-  c.time_major = n.at("time_major").boolean();
-  c.dims.batch = static_cast<int32_t>(n.at("batch").integer(1, INT32_MAX));
-  c.dims.time_steps = static_cast<int32_t>(n.at("time_steps").integer(0, INT32_MAX));
-  c.dims.input_size = static_cast<int32_t>(n.at("input_size").integer(1, INT32_MAX));
-  c.dims.hidden_size = static_cast<int32_t>(n.at("hidden_size").integer(1, INT32_MAX));
-  if (qlstm_lstm_s8_scratch_bytes(&c.dims) == 0) {
+  qlstm_lstm_s8_params& p = c.block;
+  p.layout = n.at("time_major").boolean() ? QLSTM_LAYOUT_TIME_MAJOR : QLSTM_LAYOUT_BATCH_MAJOR;
+  p.dims.batch = static_cast<int32_t>(n.at("batch").integer(1, INT32_MAX));
+  p.dims.time_steps = static_cast<int32_t>(n.at("time_steps").integer(0, INT32_MAX));
+  p.dims.input_size = static_cast<int32_t>(n.at("input_size").integer(1, INT32_MAX));
+  p.dims.hidden_size = static_cast<int32_t>(n.at("hidden_size").integer(1, INT32_MAX));
+  if (qlstm_lstm_s8_scratch_bytes(&p.dims) == 0) {
     n.fail("batch/time_steps/input_size/hidden_size: sizes too large");
   }
   c.input_zero_point = static_cast<int32_t>(n.at("input_zero_point").integer(INT8_MIN, INT8_MAX));
-  c.output_zero_point = static_cast<int32_t>(n.at("output_zero_point").integer(INT8_MIN, INT8_MAX));
-  c.cell_scale_power = n.at("cell_scale_power").int32();
-  c.cell_clip = n.at("cell_clip").int32();
-  c.forget_to_cell = read_requant(n.at("forget_to_cell"));
-  c.input_to_cell = read_requant(n.at("input_to_cell"));
-  c.output = read_requant(n.at("output"));
+  p.output_zero_point = static_cast<int32_t>(n.at("output_zero_point").integer(INT8_MIN, INT8_MAX));
+  p.cell_scale_power = n.at("cell_scale_power").int32();
+  p.cell_clip = n.at("cell_clip").int32();
+  p.forget_times_cell_to_cell = read_requant(n.at("forget_to_cell"));
+  p.input_times_cell_gate_to_cell = read_requant(n.at("input_to_cell"));
+  p.output_times_tanh_cell_to_hidden = read_requant(n.at("output"));
+  p.time_direction = QLSTM_TIME_FORWARD;
+  p.output_width = 0;
 
-  const size_t B = static_cast<size_t>(c.dims.batch), T = static_cast<size_t>(c.dims.time_steps);
-  const size_t I = static_cast<size_t>(c.dims.input_size), H = static_cast<size_t>(c.dims.hidden_size);
+  const size_t B = static_cast<size_t>(p.dims.batch), T = static_cast<size_t>(p.dims.time_steps);
+  const size_t I = static_cast<size_t>(p.dims.input_size), H = static_cast<size_t>(p.dims.hidden_size);
   const Node gates = n.at("gates");
   for (int g = 0; g < QLSTM_GATE_COUNT; ++g) {
     const Node gn = gates.at(kGateKeys[g]);
     GateData& gd = c.gates[static_cast<size_t>(g)];
+    qlstm_gate_s8_params& gp = p.gates[g];
     const Node act = gn.at("activation");
     const std::string a = act.string();
     if (a == "sigmoid") {
-      gd.activation = QLSTM_ACTIVATION_SIGMOID;
+      gp.activation = QLSTM_ACTIVATION_SIGMOID;
     } else if (a == "tanh") {
-      gd.activation = QLSTM_ACTIVATION_TANH;
+      gp.activation = QLSTM_ACTIVATION_TANH;
     } else {
       act.fail("expected \"sigmoid\" or \"tanh\", got \"" + a + "\"");
     }
     const Node in = gn.at("input");
-    gd.input_requant = read_requant(in);
+    gp.input_to_q3_12 = read_requant(in);
     gd.input_weights = in.at("weights").int_array<int8_t>(H * I);
     gd.input_effective_bias = in.at("effective_bias").int_array<int32_t>(H);
     const Node hid = gn.at("hidden");
-    gd.hidden_requant = read_requant(hid);
+    gp.hidden_to_q3_12 = read_requant(hid);
     gd.hidden_weights = hid.at("weights").int_array<int8_t>(H * H);
     gd.hidden_effective_bias = hid.at("effective_bias").int_array<int32_t>(H);
   }
@@ -198,13 +202,13 @@ std::string first_mismatch(const char* what, const std::vector<Value>& expected,
     if (expected[k] == got[k]) continue;
     std::ostringstream s;
     s << what << "[" << k << "]";
-    const size_t H = static_cast<size_t>(c.dims.hidden_size);
-    const size_t B = static_cast<size_t>(c.dims.batch);
-    const size_t T = static_cast<size_t>(c.dims.time_steps);
+    const size_t H = static_cast<size_t>(c.dims().hidden_size);
+    const size_t B = static_cast<size_t>(c.dims().batch);
+    const size_t T = static_cast<size_t>(c.dims().time_steps);
     const size_t row = k / H;
     if (sequence) {
-      const size_t b = c.time_major ? row % B : row / T;
-      const size_t t = c.time_major ? row / B : row % T;
+      const size_t b = c.time_major() ? row % B : row / T;
+      const size_t t = c.time_major() ? row / B : row % T;
       s << " (b=" << b << " t=" << t << " h=" << k % H << ")";
     } else {
       s << " (b=" << row << " h=" << k % H << ")";
@@ -222,21 +226,13 @@ struct alignas(QLSTM_SCRATCH_ALIGNMENT) ScratchBlock {
 }  // namespace
 
 qlstm_lstm_s8_params KernelCase::params() const {
-  qlstm_lstm_s8_params p{};
-  p.dims = dims;
-  p.layout = time_major ? QLSTM_LAYOUT_TIME_MAJOR : QLSTM_LAYOUT_BATCH_MAJOR;
+  qlstm_lstm_s8_params p = block;
   for (size_t g = 0; g < gates.size(); ++g) {
-    const GateData& gd = gates[g];
-    p.gates[g] = {gd.input_requant, gd.input_weights.data(), gd.input_effective_bias.data(),
-                  gd.hidden_requant, gd.hidden_weights.data(), gd.hidden_effective_bias.data(),
-                  gd.activation};
+    p.gates[g].input_weights = gates[g].input_weights.data();
+    p.gates[g].input_effective_bias = gates[g].input_effective_bias.data();
+    p.gates[g].hidden_weights = gates[g].hidden_weights.data();
+    p.gates[g].hidden_effective_bias = gates[g].hidden_effective_bias.data();
   }
-  p.forget_times_cell_to_cell = forget_to_cell;
-  p.input_times_cell_gate_to_cell = input_to_cell;
-  p.output_times_tanh_cell_to_hidden = output;
-  p.cell_scale_power = cell_scale_power;
-  p.cell_clip = cell_clip;
-  p.output_zero_point = output_zero_point;
   return p;
 }
 
@@ -318,8 +314,8 @@ std::string device_bundle(const std::vector<const KernelCase*>& cases) {
 CaseResult run_case(const KernelCase& c, const LstmS8Variant& variant) {
   CaseResult r;
   const qlstm_lstm_s8_params params = c.params();
-  const size_t BH = static_cast<size_t>(c.dims.batch) * static_cast<size_t>(c.dims.hidden_size);
-  const size_t scratch_bytes = qlstm_lstm_s8_scratch_bytes(&c.dims);
+  const size_t BH = static_cast<size_t>(c.dims().batch) * static_cast<size_t>(c.dims().hidden_size);
+  const size_t scratch_bytes = qlstm_lstm_s8_scratch_bytes(&c.dims());
   std::vector<ScratchBlock> scratch(scratch_bytes / sizeof(ScratchBlock) + 1);
   r.output.assign(c.expected_output.size(), 0);
   r.final_cell = c.stateful ? c.initial_cell : std::vector<int16_t>(BH, 0);

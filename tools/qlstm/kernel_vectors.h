@@ -16,27 +16,21 @@ namespace vectors {
 
 inline constexpr const char* kFormat = "lstm-s8-kernel-vectors/1";
 
+// One gate's arrays (its scalars live in KernelCase::block).
 struct GateData {
-  int32_t activation = QLSTM_ACTIVATION_SIGMOID;
-  qlstm_requant input_requant{};
   std::vector<int8_t> input_weights;
   std::vector<int32_t> input_effective_bias;
-  qlstm_requant hidden_requant{};
   std::vector<int8_t> hidden_weights;
   std::vector<int32_t> hidden_effective_bias;
 };
 
 struct KernelCase {
   std::string name;
-  bool time_major = false;
-  qlstm_lstm_dims dims{};
+  // Every scalar field of the kernel's parameter block, each set by the reader (the format has no
+  // time direction or output width: CMSIS-NN walks time forwards into a dense output); the array
+  // pointers are null here and set by params().
+  qlstm_lstm_s8_params block{};
   int32_t input_zero_point = 0;
-  int32_t output_zero_point = 0;
-  int32_t cell_scale_power = 0;
-  int32_t cell_clip = 0;
-  qlstm_requant forget_to_cell{};
-  qlstm_requant input_to_cell{};
-  qlstm_requant output{};
   std::array<GateData, QLSTM_GATE_COUNT> gates;  // qlstm_gate_index order
   std::vector<int8_t> input;
   bool stateful = false;
@@ -46,7 +40,9 @@ struct KernelCase {
   std::vector<int8_t> expected_final_hidden;  // stateful cases only
   std::vector<int16_t> expected_final_cell;   // stateful cases only
 
-  // Kernel parameters pointing into this case's arrays (valid while the case lives).
+  const qlstm_lstm_dims& dims() const { return block.dims; }
+  bool time_major() const { return block.layout == QLSTM_LAYOUT_TIME_MAJOR; }
+  // The block with its arrays pointing into this case (valid while the case lives).
   qlstm_lstm_s8_params params() const;
 };
 

@@ -126,10 +126,10 @@ int verify_vectors(const std::vector<std::string>& paths, const std::string& var
           ++file_passed;
           if (verbose) {
             std::printf("PASS %s: %s [%s] B=%d T=%d I=%d H=%d %s %s P=%d\n", path.c_str(),
-                        c.name.c_str(), v->name, c.dims.batch, c.dims.time_steps,
-                        c.dims.input_size, c.dims.hidden_size,
-                        c.time_major ? "time-major" : "batch-major",
-                        c.stateful ? "stateful" : "stateless", c.cell_scale_power);
+                        c.name.c_str(), v->name, c.dims().batch, c.dims().time_steps,
+                        c.dims().input_size, c.dims().hidden_size,
+                        c.time_major() ? "time-major" : "batch-major",
+                        c.stateful ? "stateful" : "stateless", c.block.cell_scale_power);
           }
         } else {
           ++failed;

@@ -1,0 +1,55 @@
+// Small random float programs for the compiler's tests: normal weights (sigma 0.4), an ONNX-style
+// reverse second direction, a calibration set of six standard-normal sequences of 12 steps, and
+// options without the accuracy search.
+#ifndef QLSTM_TESTS_RANDOM_PROGRAM_H_
+#define QLSTM_TESTS_RANDOM_PROGRAM_H_
+
+#include <random>
+#include <vector>
+
+#include "qlstm/compiler/program.h"
+#include "qlstm/compiler/quantized_lstm.h"
+
+namespace qlstm {
+namespace compiler {
+
+inline FloatLstm random_lstm(int32_t I, int32_t H, bool reverse, std::mt19937_64& rng) {
+  std::normal_distribution<float> n(0.0f, 0.4f);
+  auto v = [&](size_t count) {
+    std::vector<float> out(count);
+    for (float& x : out) x = n(rng);
+    return out;
+  };
+  FloatLstm l = FloatLstm::from_torch(I, H, v(4u * H * I), v(4u * H * H), v(4u * H), v(4u * H));
+  l.reverse = reverse;
+  return l;
+}
+
+inline FloatProgram random_program(int32_t I, int32_t H, int32_t layers, int32_t directions, std::mt19937_64& rng) {
+  FloatProgram p;
+  p.directions = directions;
+  for (int32_t l = 0; l < layers; ++l) {
+    for (int32_t d = 0; d < directions; ++d) p.ops.push_back(random_lstm(l ? directions * H : I, H, d == 1, rng));
+  }
+  return p;
+}
+
+inline CalibrationSet calibration(int32_t I, std::mt19937_64& rng) {
+  std::normal_distribution<float> n(0.0f, 1.0f);
+  std::vector<float> x(static_cast<size_t>(6) * 12 * I);
+  for (float& v : x) v = n(rng);
+  CalibrationSet set;
+  set.add_batch(x, {6, 12, Layout::kBatchMajor}, I);
+  return set;
+}
+
+inline CompileOptions fast() {
+  CompileOptions o;
+  o.tuning = Tuning::kNone;
+  return o;
+}
+
+}  // namespace compiler
+}  // namespace qlstm
+
+#endif  // QLSTM_TESTS_RANDOM_PROGRAM_H_
