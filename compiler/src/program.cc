@@ -313,8 +313,11 @@ RuntimeProgram runtime_program(const CompiledModel& m, int32_t B, int32_t T, Lay
     qlstm_op o{};
     o.kind = QLSTM_OP_LSTM_S8;
     o.lstm = op.lstm.kernel_params(B, T, layout);
-    const int32_t width = m.buffers[static_cast<size_t>(op.output_buffer)].width;  // the runner checks it
-    o.lstm.output_width = width == op.lstm.hidden_size ? 0 : width;
+    // The output buffer's width (an index out of range is left for the validation to name).
+    if (op.output_buffer >= 0 && static_cast<size_t>(op.output_buffer) < m.buffers.size()) {
+      const int32_t width = m.buffers[static_cast<size_t>(op.output_buffer)].width;
+      o.lstm.output_width = width == op.lstm.hidden_size ? 0 : width;
+    }
     o.input_buffer = op.input_buffer;
     o.output_buffer = op.output_buffer;
     o.output_offset = op.output_offset;
