@@ -95,8 +95,6 @@ struct CompiledModel {
   std::vector<int32_t> hidden_sizes() const;
   int32_t state_size() const;  // sum of the ops' H
   bool all_forward() const;    // every op walks time forwards (so the model can be streamed)
-  bool single_lstm() const { return ops.size() == 1 && initial_hidden == StateSource::kZero &&
-                                    initial_cell == StateSource::kZero; }
   // Throws CompileError (naming `origin` and the field) for an inconsistent program.
   void validate(const std::string& origin) const;
 };
