@@ -80,7 +80,7 @@ MODELS = [
     ("tests/onnx/models/plain_layout1_no_bias.onnx", True, None, None),
     ("tests/onnx/models/plain_zero_initializer_state.onnx", False, None, None),
     ("tests/onnx/models/plain_reverse.onnx", False, None, None),  # direction "reverse"
-    ("tests/onnx/models/torch_two_layers.onnx", False, None, None),  # programs: op by op on the device
+    ("tests/onnx/models/torch_two_layers.onnx", False, None, None),  # programs: the whole program in one case on the device
     ("tests/onnx/models/torch_bidirectional.onnx", False, None, None),
     ("tests/onnx/models/torch_bi2_state.onnx", False, None, None),  # (h0, c0) in, (h_n, c_n) out
 ]

@@ -245,7 +245,7 @@ int main(int argc, char** argv) {
   comp->add_option("--batch", ca.batch, "batch size the firmware source is generated for")
       ->capture_default_str()->check(CLI::PositiveNumber);
   const auto observer = parsed_by([](const std::string& v) { qlstm::compiler::parse_observer(v); }, "OBSERVER");
-  comp->add_option("--input-observer", ca.input_observer, "minmax, percentile[:P], mse, kl (the search's start)")
+  comp->add_option("--input-observer", ca.input_observer, "minmax, percentile[:P], mse, kl (a candidate of the search, which starts from minmax)")
       ->capture_default_str()->check(observer);
   comp->add_option("--output-observer", ca.output_observer, "minmax, percentile[:P], mse, kl")
       ->capture_default_str()->check(observer);
@@ -276,16 +276,18 @@ int main(int argc, char** argv) {
 
   qlstm::cli::BenchArgs ba;
   CLI::App* bench = app.add_subcommand(
-      "bench", "Measure one kernel call: executed instructions on an emulated CPU, or time on the host");
+      "bench", "Measure one call of a model's program: executed instructions on an emulated CPU, or time on the host");
   bench->footer(
-      "With --target the figure is the number of instructions the emulated CPU executed in the\n"
+      std::string("With --target the figure is the number of instructions the emulated CPU executed in the\n"
       "call, counted by the project's QEMU plugin (tools/qemu_icount): not cycles (QEMU models no\n"
-      "pipeline, wait states or memory timing).\n"
+      "pipeline, wait states or memory timing). With a program of several ops, each op's count, then\n"
+      "the sum.\n"
       "A model runs at B=1 and at its own sequence length T: the ONNX input's T (\"time_steps\" in\n"
       "NAME_report.json), else a stacked model's --max-time-steps, else the mean length of the\n"
       "calibration sequences; the first line says which. --shape B=..,T=.. overrides them.\n"
       "On the host, every variant built in and supported on this CPU also runs on the same input\n"
-      "and is compared with the reference variant, one line each; a difference exits 1.");
+      "and is compared with the reference variant, one line each; a difference exits 1.\n" +
+      std::string(kExitStatusFooter)));
   bench->add_option("model", ba.model, "a .qlstm file (or give --shape)");
   bench->add_option("--shape", ba.shape, "B=1,T=49,I=10,H=64[,time_major] (with a model: B and T; T defaults to the model's own)");
   bench->add_option("--target", ba.target, "the emulated CPU: " + cpu_list());

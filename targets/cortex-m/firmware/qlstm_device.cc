@@ -473,7 +473,7 @@ int variant_test(int32_t cases) {
 }
 
 int usage() {
-  printf("usage: qlstm_device verify BUNDLE [VARIANT|all] | run BUNDLE OUT [VARIANT] | bench BUNDLE VARIANT | variants | variant-test [CASES] | icount-self-test | --fault\n");
+  printf("usage: qlstm_device verify BUNDLE [VARIANT|all] | run BUNDLE OUT [VARIANT|all] | bench BUNDLE VARIANT|all | variants | variant-test [CASES] | icount-self-test | --fault\n");
   return kExitBadInput;
 }
 
