@@ -246,6 +246,14 @@ qlstm_status run_lstm_s8_dispatch(const LstmS8Variant* const* list, size_t count
   return dispatch_checked(list, count, params, ctx, input, output);
 }
 
+qlstm_status run_lstm_s8_prechecked(const LstmS8Variant* variant, const qlstm_lstm_s8_params& params,
+                                    qlstm_lstm_s8_context& ctx, const int8_t* input, int8_t* output) {
+  if (variant == nullptr || variant == &kDefaultVariant) return run_default(params, ctx, input, output);
+  if (variant->is_supported != nullptr && !variant->is_supported()) return QLSTM_ERROR_UNSUPPORTED;
+  if (variant->can_run != nullptr && !variant->can_run(params)) return QLSTM_ERROR_NO_VARIANT;
+  return run_checked(*variant, &params, &ctx, input, output);
+}
+
 const LstmS8Variant& lstm_s8_default_variant() { return kDefaultVariant; }
 
 const char* gate_name(int32_t gate_index) {

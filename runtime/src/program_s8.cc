@@ -2,6 +2,8 @@
 // each op reads and writes, and the checks that keep every op within its buffers.
 #include "qlstm/program_s8.h"
 
+#include <stdint.h>
+
 #include "qlstm/kernels.h"
 
 namespace {
@@ -71,6 +73,12 @@ Failure check_op(const qlstm_program& program, int32_t k, int32_t time_steps, in
 
 // The context of a valid program.
 Failure check_context(const qlstm_program& program, const qlstm_program_context& ctx, int32_t time_steps) {
+  // What the kernel would check of its context, once for every op: the runner does not ask again.
+  if (ctx.scratch == nullptr) return {QLSTM_ERROR_NULL_POINTER, "scratch", -1};
+  if (reinterpret_cast<uintptr_t>(ctx.scratch) % QLSTM_SCRATCH_ALIGNMENT != 0) {
+    return {QLSTM_ERROR_SCRATCH_MISALIGNED, "scratch", -1};
+  }
+  if (ctx.cell == nullptr) return {QLSTM_ERROR_NULL_POINTER, "cell", -1};
   for (int32_t k = 0; k < program.op_count; ++k) {
     const qlstm_op& op = program.ops[k];
     const qlstm_lstm_s8_params p = call_params(program, op, time_steps);
@@ -123,6 +131,7 @@ qlstm_status qlstm::run_program_s8(const qlstm_program* program, qlstm_program_c
                                    const ProgramRunOptions& options) {
   if (program == nullptr || ctx == nullptr) return QLSTM_ERROR_NULL_POINTER;
   if ((hidden == nullptr) != (cell == nullptr)) return QLSTM_ERROR_NULL_POINTER;
+  if (time_steps > 0 && (input == nullptr || output == nullptr)) return QLSTM_ERROR_NULL_POINTER;
   const qlstm_status valid = qlstm_program_validate(program, ctx, time_steps, nullptr, nullptr);
   if (valid != QLSTM_OK) return valid;
   const int32_t last = program->buffer_count - 1;
@@ -135,8 +144,7 @@ qlstm_status qlstm::run_program_s8(const qlstm_program* program, qlstm_program_c
     qlstm_lstm_s8_context c = {ctx->scratch, ctx->scratch_bytes, hidden ? cell + op.state_offset : ctx->cell,
                                hidden ? hidden + op.state_offset : nullptr};
     if (options.before_op != nullptr) options.before_op(k);
-    const qlstm_status st =
-        options.variant != nullptr ? run_lstm_s8(*options.variant, &p, &c, in, out) : qlstm_lstm_s8(&p, &c, in, out);
+    const qlstm_status st = run_lstm_s8_prechecked(options.variant, p, c, in, out);
     if (options.after_op != nullptr) options.after_op(k);
     if (st != QLSTM_OK) return st;
   }

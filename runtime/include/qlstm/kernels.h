@@ -98,6 +98,11 @@ const LstmS8Variant& lstm_s8_default_variant();
 qlstm_status run_lstm_s8(const LstmS8Variant& variant, const qlstm_lstm_s8_params* params,
                          qlstm_lstm_s8_context* ctx, const int8_t* input, int8_t* output);
 
+// A call whose parameters and context the caller has already checked (the program runner, after
+// qlstm_program_validate), so they are not checked twice. variant nullptr: per-call dispatch.
+qlstm_status run_lstm_s8_prechecked(const LstmS8Variant* variant, const qlstm_lstm_s8_params& params,
+                                    qlstm_lstm_s8_context& ctx, const int8_t* input, int8_t* output);
+
 // qlstm_program_run with a fixed variant for every op (nullptr: the per-call dispatch of
 // qlstm_lstm_s8) and a hook around each op (the device's instruction counter); the program runner
 // is this with the defaults.
