@@ -37,16 +37,29 @@ json search_json(const CalibrationStats& st) {
           {"start_sqnr_db", st.start_sqnr_db}, {"final_sqnr_db", st.final_sqnr_db}};
 }
 
-// int8 against float on the calibration tensors, from the model's initial state.
-double calibration_sqnr(const FloatProgram& prog, const CompiledModel& m,
+// int8 against float on the calibration tensors, from the model's initial state. The float side
+// is calibration's own float pass (float_outputs, one per sequence, in the tensors' order),
+// arranged in each tensor's layout.
+double calibration_sqnr(const QuantizedProgram& q, const CompiledModel& m,
                         const std::vector<CalibrationTensor>& calibration) {
+  const size_t W = static_cast<size_t>(m.output_size());
   std::vector<float> ref, got;
+  size_t first = 0;  // the tensor's first sequence
   for (const CalibrationTensor& t : calibration) {
-    const FloatProgramResult f = run_float_program(prog, t.values.data(), t.shape);
+    const size_t B = static_cast<size_t>(t.shape.batch), T = static_cast<size_t>(t.shape.time_steps);
+    const size_t at = ref.size();
+    ref.resize(at + B * T * W);
+    for (size_t b = 0; b < B; ++b) {
+      const std::vector<float>& y = q.float_outputs.at(first + b);
+      for (size_t s = 0; s < T; ++s) {
+        const size_t row = t.shape.layout == Layout::kTimeMajor ? s * B + b : b * T + s;
+        std::copy_n(y.begin() + static_cast<ptrdiff_t>(s * W), W, ref.begin() + static_cast<ptrdiff_t>(at + row * W));
+      }
+    }
+    first += B;
     std::vector<int8_t> x8(t.values.size());
     for (size_t k = 0; k < x8.size(); ++k) x8[k] = m.input_quant().quantize(t.values[k]);
     const std::vector<int8_t> y8 = run_program_s8(m, x8, t.shape);
-    ref.insert(ref.end(), f.output.begin(), f.output.end());
     for (int8_t v : y8) got.push_back(static_cast<float>(m.output_quant().dequantize(v)));
   }
   return sqnr_db(ref, got);
@@ -156,7 +169,7 @@ ModelCompileResult compile_model(const OnnxLstm& onnx, const std::vector<Calibra
   r.stats = std::move(q.stats);
   r.model.name = options.name;
   r.model.batch_first = onnx.batch_first;
-  r.sqnr_db = calibration_sqnr(prog, r.model, calibration);
+  r.sqnr_db = calibration_sqnr(q, r.model, calibration);
   r.memory = program_memory(r.model, options.batch, r.max_time_steps);
   r.calibration_sequences = static_cast<int64_t>(set.sequences.size());
   int64_t calib_steps = 0;

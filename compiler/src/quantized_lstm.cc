@@ -544,6 +544,8 @@ QuantizedProgram compile_program(const FloatProgram& program, const CalibrationS
     }
     for (size_t e = 0; e < entries.size(); ++e) entries[e].x = std::move(outs[e]);
   }
+  // The first pass's entries start from the program's own state, one per calibration sequence.
+  for (size_t e = 0; e < calibration.sequences.size(); ++e) result.float_outputs.push_back(std::move(entries[e].x));
   result.model = assemble_program(std::move(ops), D);
   result.model.initial_hidden = program.initial_hidden;
   result.model.initial_cell = program.initial_cell;

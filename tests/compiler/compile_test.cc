@@ -1,7 +1,7 @@
 // The compiler's entry point (compile.h): from the ONNX bytes and calibration tensors to the
 // compiled program and its report. The report's memory is program_memory's, its SQNR is finite,
-// the model carries the report, and the program is compile_program's (the entry point adds no
-// quantization decision of its own).
+// the model carries the report, the program is compile_program's (the entry point adds no
+// quantization decision of its own) and calibration's float pass is the float program's output.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -76,6 +76,13 @@ TEST(CompileModel, ReportFromOnnxBytes) {
   for (const CalibrationTensor& t : {calibration(8, 1), calibration(4, 2)}) set.add_batch(t.values, t.shape, 3);
   const QuantizedProgram q = compile_program(onnx.program, set, fast("two").quantization);
   ASSERT_EQ(q.model.ops.size(), m.ops.size());
+  // Calibration's float pass is the float program, bit for bit (the SQNR's reference).
+  ASSERT_EQ(q.float_outputs.size(), set.sequences.size());
+  for (size_t k = 0; k < set.sequences.size(); ++k) {
+    const CalibrationSequence& s = set.sequences[k];
+    EXPECT_EQ(q.float_outputs[k],
+              run_float_program(onnx.program, s.values.data(), {1, s.time_steps, Layout::kBatchMajor}).output);
+  }
   for (size_t k = 0; k < m.ops.size(); ++k) {
     EXPECT_EQ(q.model.ops[k].lstm.output.scale, m.ops[k].lstm.output.scale);
     EXPECT_EQ(q.model.ops[k].lstm.cell.power, m.ops[k].lstm.cell.power);

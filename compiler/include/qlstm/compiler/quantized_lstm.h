@@ -174,6 +174,9 @@ struct QuantizedProgram {
   FloatProgram source;
   CompiledModel model;  // name, batch_first and report_json are the caller's
   std::vector<CalibrationStats> stats;  // per op
+  // Per calibration sequence, the float program's output ([T][D*H]) from the program's own
+  // initial state: the last layer of calibration's float pass, kept for measuring the int8 model.
+  std::vector<std::vector<float>> float_outputs;
 };
 QuantizedProgram compile_program(const FloatProgram& program, const CalibrationSet& calibration,
                                  const CompileOptions& options);
