@@ -136,6 +136,10 @@ Observed gather(const FloatLstm& source, const OpObservation& observed, int64_t 
   int64_t scored_steps = 0;
   const int64_t macs_per_step = int64_t{4} * H * (I + H);
   const std::vector<CalibrationSequence>& sequences = observed.inputs.sequences;
+  if (observed.outputs.size() != sequences.size()) {
+    throw CompileError("calibration: the observation has " + std::to_string(observed.outputs.size()) +
+                       " float outputs for " + std::to_string(sequences.size()) + " sequences");
+  }
   for (size_t k = 0; k < sequences.size(); ++k) {
     const CalibrationSequence& s = sequences[k];
     const std::vector<float>& output = observed.outputs[k];
