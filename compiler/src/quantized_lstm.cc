@@ -105,62 +105,57 @@ void check_sequence(const CalibrationSequence& s, size_t k, int32_t I) {
   }
 }
 
-// What one pass of the float model over the calibration set gives the compiler.
+// Sequence k's float output: all finite.
+void check_output(const std::vector<float>& output, size_t k) {
+  for (float v : output) {
+    if (!std::isfinite(v)) {
+      throw CompileError("calibration: the float model produced a non-finite output on sequence " +
+                         std::to_string(k));
+    }
+  }
+}
+
+// What an observation gives the compiler, in the form the choices and the search read.
 struct Observed {
   std::vector<float> inputs, outputs;
   std::vector<double> mean_x, mean_h;
   double cell_max = 0;
   // The sequences the search scores on, with their float outputs.
   std::vector<const CalibrationSequence*> scored;
-  std::vector<std::vector<float>> scored_float;
+  std::vector<const std::vector<float>*> scored_float;
 };
 
-Observed observe(const FloatLstm& source, const CalibrationSet& calibration, int64_t max_scored_macs,
-                 const ProgressFn& progress, CalibrationStats* stats) {
+Observed gather(const FloatLstm& source, const OpObservation& observed, int64_t max_scored_macs,
+                CalibrationStats* stats) {
   const int32_t I = source.input_size, H = source.hidden_size;
   Observed o;
   o.mean_x.assign(static_cast<size_t>(I), 0.0);
-  o.mean_h.assign(static_cast<size_t>(H), 0.0);
+  o.mean_h = observed.sum_h;
+  o.mean_h.resize(static_cast<size_t>(H), 0.0);
+  o.cell_max = observed.cell_max_abs;
   int64_t scored_steps = 0;
   const int64_t macs_per_step = int64_t{4} * H * (I + H);
-  for (size_t k = 0; k < calibration.sequences.size(); ++k) {
-    const CalibrationSequence& s = calibration.sequences[k];
-    check_sequence(s, k, I);
+  const std::vector<CalibrationSequence>& sequences = observed.inputs.sequences;
+  if (observed.outputs.size() != sequences.size()) {
+    throw CompileError("calibration: the observation has " + std::to_string(observed.outputs.size()) +
+                       " float outputs for " + std::to_string(sequences.size()) + " sequences");
+  }
+  for (size_t k = 0; k < sequences.size(); ++k) {
+    const CalibrationSequence& s = sequences[k];
+    const std::vector<float>& output = observed.outputs[k];
+    check_output(output, k);
     for (size_t v = 0; v < s.values.size(); ++v) o.mean_x[v % static_cast<size_t>(I)] += s.values[v];
     o.inputs.insert(o.inputs.end(), s.values.begin(), s.values.end());
-    for (const std::vector<float>* st : {&s.h0, &s.c0}) {
-      if (!st->empty() && st->size() != static_cast<size_t>(H)) {
-        throw CompileError("calibration: sequence " + std::to_string(k) + " has an initial state of " +
-                           std::to_string(st->size()) + " values, expected " + std::to_string(H));
-      }
-    }
-    for (double c : s.c0) o.cell_max = std::max(o.cell_max, std::fabs(c));  // the cell scale covers c0
-    const FloatResult r = compiler::run_float(
-        source, s.values.data(), {1, s.time_steps, Layout::kBatchMajor},
-        s.h0.empty() ? nullptr : s.h0.data(), s.c0.empty() ? nullptr : s.c0.data(),
-        [&](const double* c, const double* h, int32_t n) {
-          for (int32_t u = 0; u < n; ++u) {
-            o.cell_max = std::max(o.cell_max, std::fabs(c[u]));
-            o.mean_h[static_cast<size_t>(u)] += h[u];
-          }
-        });
-    for (float v : r.output) {
-      if (!std::isfinite(v)) {
-        throw CompileError("calibration: the float model produced a non-finite output on sequence " +
-                           std::to_string(k));
-      }
-    }
-    o.outputs.insert(o.outputs.end(), r.output.begin(), r.output.end());
+    o.outputs.insert(o.outputs.end(), output.begin(), output.end());
     stats->steps += s.time_steps;
-    if (progress) progress("calibrating", static_cast<int64_t>(k + 1), static_cast<int64_t>(calibration.sequences.size()));
     if (s.time_steps > 0 && max_scored_macs > 0 &&
         (o.scored.empty() || (scored_steps + s.time_steps) * macs_per_step <= max_scored_macs)) {
       o.scored.push_back(&s);
-      o.scored_float.push_back(r.output);
+      o.scored_float.push_back(&output);
       scored_steps += s.time_steps;
     }
   }
-  stats->sequences = static_cast<int64_t>(calibration.sequences.size());
+  stats->sequences = static_cast<int64_t>(sequences.size());
   stats->scored_steps = scored_steps;
   if (o.inputs.empty()) throw CompileError("calibration: every sequence has zero time steps");
   // Each recurrent input h_{t-1} is the previous output (h_{-1} = 0), so E[h] over the steps
@@ -183,15 +178,60 @@ struct Candidate {
 
 }  // namespace
 
+FloatResult OpObservation::add(const FloatLstm& source, CalibrationSequence sequence) {
+  const size_t H = static_cast<size_t>(source.hidden_size);
+  sum_h.resize(H, 0.0);
+  for (double c : sequence.c0) cell_max_abs = std::max(cell_max_abs, std::fabs(c));  // the cell scale covers c0
+  FloatResult r = compiler::run_float(
+      source, sequence.values.data(), {1, sequence.time_steps, Layout::kBatchMajor},
+      sequence.h0.empty() ? nullptr : sequence.h0.data(), sequence.c0.empty() ? nullptr : sequence.c0.data(),
+      [&](const double* c, const double* h, int32_t n) {
+        for (int32_t u = 0; u < n; ++u) {
+          cell_max_abs = std::max(cell_max_abs, std::fabs(c[u]));
+          sum_h[static_cast<size_t>(u)] += h[u];
+        }
+      });
+  inputs.sequences.push_back(std::move(sequence));
+  outputs.push_back(r.output);
+  return r;
+}
+
+OpObservation observe_op(const FloatLstm& source, const CalibrationSet& calibration, const ProgressFn& progress) {
+  const int32_t I = source.input_size, H = source.hidden_size;
+  OpObservation observed;
+  for (size_t k = 0; k < calibration.sequences.size(); ++k) {
+    const CalibrationSequence& s = calibration.sequences[k];
+    check_sequence(s, k, I);
+    for (const std::vector<float>* st : {&s.h0, &s.c0}) {
+      if (!st->empty() && st->size() != static_cast<size_t>(H)) {
+        throw CompileError("calibration: sequence " + std::to_string(k) + " has an initial state of " +
+                           std::to_string(st->size()) + " values, expected " + std::to_string(H));
+      }
+    }
+    check_output(observed.add(source, s).output, k);
+    if (progress) progress("calibrating", static_cast<int64_t>(k + 1), static_cast<int64_t>(calibration.sequences.size()));
+  }
+  return observed;
+}
+
 QuantizedLstm QuantizedLstm::compile(const FloatLstm& source, const CalibrationSet& calibration,
                                      const CompileOptions& options) {
   source.validate();
   if (calibration.sequences.empty()) {
     throw CompileError("calibration: the calibration set is empty");
   }
+  return compile(source, observe_op(source, calibration, options.progress), options);
+}
+
+QuantizedLstm QuantizedLstm::compile(const FloatLstm& source, const OpObservation& observed,
+                                     const CompileOptions& options, const OpBoundaries& fixed) {
+  source.validate();
+  if (observed.inputs.sequences.empty()) {
+    throw CompileError("calibration: the calibration set is empty");
+  }
   CalibrationStats stats;
   const int64_t scored_cap = options.tuning == Tuning::kSearch ? options.search_max_macs : 0;
-  const Observed o = observe(source, calibration, scored_cap, options.progress, &stats);
+  const Observed o = gather(source, observed, scored_cap, &stats);
   const auto [in_lo, in_hi] = std::minmax_element(o.inputs.begin(), o.inputs.end());
   const auto [out_lo, out_hi] = std::minmax_element(o.outputs.begin(), o.outputs.end());
   stats.input_observed = {*in_lo, *in_hi};
@@ -216,13 +256,13 @@ QuantizedLstm QuantizedLstm::compile(const FloatLstm& source, const CalibrationS
                  ? std::string("percentile:") + std::to_string(c.percentile).substr(0, 5)
                  : std::string(observer_name(c.kind));
     };
-    if (!options.fixed_input || k == 0) {
-      in_ranges.push_back(options.fixed_input ? range_of(*options.fixed_input) : choose_range(o.inputs, in_obs));
-      in_names.push_back(options.fixed_input ? options.fixed_input_from : label(in_obs));
+    if (!fixed.input || k == 0) {
+      in_ranges.push_back(fixed.input ? range_of(fixed.input->quant) : choose_range(o.inputs, in_obs));
+      in_names.push_back(fixed.input ? fixed.input->source : label(in_obs));
     }
-    if (!options.fixed_output || k == 0) {
-      out_ranges.push_back(options.fixed_output ? range_of(*options.fixed_output) : choose_range(o.outputs, out_obs));
-      out_names.push_back(options.fixed_output ? options.fixed_output_from : label(out_obs));
+    if (!fixed.output || k == 0) {
+      out_ranges.push_back(fixed.output ? range_of(fixed.output->quant) : choose_range(o.outputs, out_obs));
+      out_names.push_back(fixed.output ? fixed.output->source : label(out_obs));
     }
   }
 
@@ -240,8 +280,8 @@ QuantizedLstm QuantizedLstm::compile(const FloatLstm& source, const CalibrationS
     const Range& ir = in_ranges[c.input_range];
     const Range& orr = out_ranges[c.output_range];
     return QuantizedLstm(source,
-                         derive_params(source, options.fixed_input ? *options.fixed_input : affine_from_range(ir.lo, ir.hi),
-                                       options.fixed_output ? *options.fixed_output : affine_from_range(orr.lo, orr.hi),
+                         derive_params(source, fixed.input ? fixed.input->quant : affine_from_range(ir.lo, ir.hi),
+                                       fixed.output ? fixed.output->quant : affine_from_range(orr.lo, orr.hi),
                                        choose_cell_scale(cell_request, o.cell_max), d),
                          stats);
   };
@@ -254,7 +294,7 @@ QuantizedLstm QuantizedLstm::compile(const FloatLstm& source, const CalibrationS
     // it helps on both: that resists fitting the quirks of a few sequences.
     std::vector<float> reference[2];
     for (size_t k = 0; k < o.scored_float.size(); ++k) {
-      reference[k % 2].insert(reference[k % 2].end(), o.scored_float[k].begin(), o.scored_float[k].end());
+      reference[k % 2].insert(reference[k % 2].end(), o.scored_float[k]->begin(), o.scored_float[k]->end());
     }
     struct Score {
       double half[2];
@@ -421,7 +461,6 @@ QuantizedProgram compile_program(const FloatProgram& program, const CalibrationS
     int32_t time_steps = 0;
     std::vector<float> x;  // this layer's input [T][F]
     bool chained = false;  // starts from the state the previous chained entry left
-    std::vector<std::vector<float>> h0, c0;  // per op of this layer
   };
   const bool fed = program.initial_hidden == StateSource::kInput || program.initial_cell == StateSource::kInput;
   std::vector<Entry> entries;
@@ -429,7 +468,7 @@ QuantizedProgram compile_program(const FloatProgram& program, const CalibrationS
     for (size_t k = 0; k < calibration.sequences.size(); ++k) {
       const CalibrationSequence& s = calibration.sequences[k];
       if (pass == 0) check_sequence(s, k, I);
-      entries.push_back({s.time_steps, s.values, pass == 1, {}, {}});
+      entries.push_back({s.time_steps, s.values, pass == 1});
     }
   }
   QuantizedProgram result;
@@ -437,24 +476,24 @@ QuantizedProgram compile_program(const FloatProgram& program, const CalibrationS
   std::vector<ProgramOp> ops;
   for (int32_t l = 0; l < program.layers(); ++l) {
     const int32_t H = program.ops[static_cast<size_t>(l * D)].hidden_size, W = D * H;
-    // The float pass of this layer: its outputs feed the observers and the layer above.
+    // The one float pass of this layer: each op's observation (what its observers and its search
+    // read) and, together, the layer's output, the input of the layer above.
+    std::vector<OpObservation> observed(static_cast<size_t>(D));
     std::vector<std::vector<float>> outs(entries.size());
     std::vector<std::vector<float>> carried_h(static_cast<size_t>(D)), carried_c(static_cast<size_t>(D));
     for (size_t e = 0; e < entries.size(); ++e) {
       Entry& en = entries[e];
-      en.h0.assign(static_cast<size_t>(D), {});
-      en.c0.assign(static_cast<size_t>(D), {});
       outs[e].assign(static_cast<size_t>(en.time_steps) * W, 0.0f);
       for (int32_t d = 0; d < D; ++d) {
         const size_t k = static_cast<size_t>(l * D + d);
-        std::vector<float>& h0 = en.h0[static_cast<size_t>(d)];
-        std::vector<float>& c0 = en.c0[static_cast<size_t>(d)];
+        std::vector<float> h0, c0;
         if (program.initial_hidden == StateSource::kConstant) h0 = program.h0[k];
         if (program.initial_cell == StateSource::kConstant) c0 = program.c0[k];
         if (en.chained && program.initial_hidden == StateSource::kInput) h0 = carried_h[static_cast<size_t>(d)];
         if (en.chained && program.initial_cell == StateSource::kInput) c0 = carried_c[static_cast<size_t>(d)];
-        const FloatResult f = run_float(program.ops[k], en.x.data(), {1, en.time_steps, Layout::kBatchMajor},
-                                        h0.empty() ? nullptr : h0.data(), c0.empty() ? nullptr : c0.data());
+        // The last op of the layer takes the input: the layer's output replaces it below.
+        const FloatResult f = observed[static_cast<size_t>(d)].add(
+            program.ops[k], {en.time_steps, d + 1 == D ? std::move(en.x) : en.x, std::move(h0), std::move(c0)});
         for (int32_t t = 0; t < en.time_steps; ++t) {
           std::copy_n(f.output.begin() + static_cast<ptrdiff_t>(t) * H, H,
                       outs[e].begin() + static_cast<ptrdiff_t>(t) * W + static_cast<ptrdiff_t>(d) * H);
@@ -464,12 +503,10 @@ QuantizedProgram compile_program(const FloatProgram& program, const CalibrationS
           carried_c[static_cast<size_t>(d)] = f.c_n;
         }
       }
+      if (options.progress) options.progress("calibrating", static_cast<int64_t>(e + 1), static_cast<int64_t>(entries.size()));
     }
-    CompileOptions o = options;
-    if (l > 0) {
-      o.fixed_input = ops.back().lstm.output;  // the layer below's output buffer
-      o.fixed_input_from = "the output of layer " + std::to_string(l - 1);
-    }
+    OpBoundaries fixed;
+    if (l > 0) fixed.input = BoundaryQuant{ops.back().lstm.output, "the output of layer " + std::to_string(l - 1)};
     if (D == 2) {
       std::vector<float> all;
       for (const auto& v : outs) all.insert(all.end(), v.begin(), v.end());
@@ -478,24 +515,20 @@ QuantizedProgram compile_program(const FloatProgram& program, const CalibrationS
       }
       if (all.empty()) throw CompileError("calibration: every sequence has zero time steps");
       const Range r = choose_range(all, options.output_observer);
-      o.fixed_output = affine_from_range(r.lo, r.hi);
-      o.fixed_output_from = std::string(observer_name(options.output_observer.kind)) + " over both directions";
+      fixed.output = BoundaryQuant{affine_from_range(r.lo, r.hi),
+                                   std::string(observer_name(options.output_observer.kind)) + " over both directions"};
     }
     for (int32_t d = 0; d < D; ++d) {
       const size_t k = static_cast<size_t>(l * D + d);
-      CalibrationSet set;
-      for (const Entry& en : entries) {
-        set.sequences.push_back({en.time_steps, en.x, en.h0[static_cast<size_t>(d)], en.c0[static_cast<size_t>(d)]});
-      }
-      if (d == 1 && !o.fixed_input) {  // both directions read the same buffer
-        o.fixed_input = ops.back().lstm.input;
-        o.fixed_input_from = "the forward direction's choice (" + result.stats.back().input_observer + ")";
+      if (d == 1 && !fixed.input) {  // both directions read the same buffer
+        fixed.input = BoundaryQuant{ops.back().lstm.input,
+                                    "the forward direction's choice (" + result.stats.back().input_observer + ")"};
       } else if (d == 1) {
-        o.fixed_input = ops.back().lstm.input;
+        fixed.input->quant = ops.back().lstm.input;
       }
       QuantizedLstm q = [&] {
         try {
-          return QuantizedLstm::compile(program.ops[k], set, o);
+          return QuantizedLstm::compile(program.ops[k], observed[static_cast<size_t>(d)], options, fixed);
         } catch (const CompileError& e) {
           if (ops_count == 1) throw;
           throw CompileError("layer " + std::to_string(l) + (D == 2 ? (d ? " reverse" : " forward") : "") + ": " +
@@ -515,6 +548,8 @@ QuantizedProgram compile_program(const FloatProgram& program, const CalibrationS
     }
     for (size_t e = 0; e < entries.size(); ++e) entries[e].x = std::move(outs[e]);
   }
+  // The first pass's entries start from the program's own state, one per calibration sequence.
+  for (size_t e = 0; e < calibration.sequences.size(); ++e) result.float_outputs.push_back(std::move(entries[e].x));
   result.model = assemble_program(std::move(ops), D);
   result.model.initial_hidden = program.initial_hidden;
   result.model.initial_cell = program.initial_cell;

@@ -6,9 +6,9 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <nlohmann/json.hpp>
 #include <unistd.h>
 
+#include "qlstm/compiler/compile.h"
 #include "qlstm/compiler/emit_cpp.h"
 #include "qlstm/compiler/model_file.h"
 #include "qlstm/compiler/npy.h"
@@ -26,7 +26,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using namespace qlstm::compiler;
-using nlohmann::json;
 
 constexpr size_t kLargeCalibrationSet = 256;  // sequences from which compile shows its progress
 
@@ -78,59 +77,28 @@ std::vector<int64_t> npy_shape(const SequenceShape& s, int32_t features) {
   return {s.time_steps, s.batch, features};
 }
 
-json requant_json(const qlstm_requant& q) { return {{"multiplier", q.multiplier}, {"shift", q.shift}}; }
-
-json quant_json(const AffineQuant& q) { return {{"scale", q.scale}, {"zero_point", q.zero_point}}; }
-
-json cell_json(const DerivedLstm& d) {
-  return {{"scale_power", d.cell.power}, {"policy", cell_policy_name(d.cell.policy)},
-          {"headroom", d.cell.headroom}, {"observed_max_abs", d.cell.observed_max_abs},
-          {"clamped_to_min", d.cell.clamped_to_min}, {"clip", d.cell_clip}};
-}
-
-json gates_json(const DerivedLstm& d) {
-  json gates = json::object();
-  for (int32_t g = 0; g < QLSTM_GATE_COUNT; ++g) {
-    const DerivedGate& dg = d.gates[static_cast<size_t>(g)];
-    gates[gate_name(g)] = {{"input_weight_scale", dg.w_x_scale}, {"hidden_weight_scale", dg.w_h_scale},
-                           {"input_to_q3_12", requant_json(dg.input_to_q3_12)},
-                           {"hidden_to_q3_12", requant_json(dg.hidden_to_q3_12)}};
-  }
-  return gates;
-}
-
-json search_json(const CalibrationStats& st) {
-  return {{"tuning", tuning_name(st.tuning)}, {"evaluations", st.evaluations},
-          {"start_sqnr_db", st.start_sqnr_db}, {"final_sqnr_db", st.final_sqnr_db}};
-}
-
-// The sequence length the ONNX input declares, or 0 when it is symbolic.
-int32_t declared_time_steps(const OnnxLstm& onnx) {
-  const size_t at = onnx.unbatched || !onnx.batch_first ? 0 : 1;
-  if (onnx.input_shape.size() <= at || onnx.input_shape[at] < 1) return 0;
-  return static_cast<int32_t>(std::min<int64_t>(onnx.input_shape[at], 1 << 20));
-}
-
 }  // namespace
 
 int compile_command(const CompileArgs& args) {
   try {
     const OnnxLstm onnx = import_onnx(args.model);
-    const FloatProgram& prog = onnx.program;
-    const int32_t I = prog.input_size();
-    CalibrationSet calibration;
-    std::vector<SequenceTensor> calib_tensors;
+    std::vector<CalibrationTensor> calibration;
     for (const std::string& path : args.calibration) {
-      SequenceTensor t = read_sequences(path, I, onnx.batch_first, false);
-      calibration.add_batch(t.values, t.shape, I);
-      calib_tensors.push_back(std::move(t));
+      SequenceTensor t = read_sequences(path, onnx.program.input_size(), onnx.batch_first, false);
+      calibration.push_back({std::move(t.values), t.shape});
     }
-    const std::vector<std::string> warnings = calibration_warnings(calibration, I);
-    for (const std::string& w : warnings) std::fprintf(stderr, "qlstm compile: warning: %s\n", w.c_str());
-    CompileOptions o;
+    ModelCompileOptions mo;
+    mo.model_origin = args.model;
+    mo.calibration_files = args.calibration;
+    mo.batch = args.batch;
+    mo.max_time_steps = args.max_time_steps;
+    mo.warn = [](const std::string& w) { std::fprintf(stderr, "qlstm compile: warning: %s\n", w.c_str()); };
+    CompileOptions& o = mo.quantization;
     // A progress indicator on stderr when the set is large: each stage in tenths, redrawn in place
     // on a terminal, one plain line per tenth in a log.
-    if (calibration.sequences.size() >= kLargeCalibrationSet) {
+    size_t sequences = 0;
+    for (const CalibrationTensor& t : calibration) sequences += static_cast<size_t>(t.shape.batch);
+    if (sequences >= kLargeCalibrationSet) {
       o.progress = [last = std::string(), tenth = -1, tty = ::isatty(STDERR_FILENO) == 1](
                        const char* stage, int64_t done, int64_t total) mutable {
         const int now = total > 0 ? static_cast<int>(std::min<int64_t>(10, done * 10 / total)) : 10;
@@ -148,114 +116,15 @@ int compile_command(const CompileArgs& args) {
     o.derive.weight_method = parse_weight_method(args.weights);
     o.derive.bias_correction = args.bias_correction;
     o.tuning = args.search ? Tuning::kSearch : Tuning::kNone;
-    const std::string name = args.name.empty() ? c_identifier(fs::path(args.model).stem().string())
-                                               : args.name;
-    if (name != c_identifier(name)) {
-      throw CompileError("--name '" + name + "' is not a C identifier (letters, digits, '_')");
+    mo.name = args.name.empty() ? c_identifier(fs::path(args.model).stem().string()) : args.name;
+    if (mo.name != c_identifier(mo.name)) {
+      throw CompileError("--name '" + mo.name + "' is not a C identifier (letters, digits, '_')");
     }
-    const int32_t max_time_steps = args.max_time_steps > 0 ? args.max_time_steps : declared_time_steps(onnx);
-    if (prog.layers() > 1 && max_time_steps < 1) {
-      throw CompileError(args.model + ": the input's sequence length is symbolic; a stacked model needs "
-                         "--max-time-steps N (its activation buffers between layers hold N steps)");
-    }
-    QuantizedProgram q = compile_program(prog, calibration, o);
-    CompiledModel& m = q.model;
-    m.name = name;
-    m.batch_first = onnx.batch_first;
-
-    // int8 against float on the calibration set, from the model's initial state.
-    std::vector<float> ref, got;
-    for (const SequenceTensor& t : calib_tensors) {
-      const FloatProgramResult f = run_float_program(prog, t.values.data(), t.shape);
-      std::vector<int8_t> x8(t.values.size());
-      for (size_t k = 0; k < x8.size(); ++k) x8[k] = m.input_quant().quantize(t.values[k]);
-      const std::vector<int8_t> y8 = run_program_s8(m, x8, t.shape);
-      ref.insert(ref.end(), f.output.begin(), f.output.end());
-      for (int8_t v : y8) got.push_back(static_cast<float>(m.output_quant().dequantize(v)));
-    }
-    const double sqnr = sqnr_db(ref, got);
-    size_t weights = 0, biases = 0, scratch = 0, activations = 0;
-    for (const ProgramOp& op : m.ops) {
-      const int32_t oi = op.lstm.input_size, oh = op.lstm.hidden_size;
-      qlstm_lstm_dims dims = {args.batch, 1, oi, oh};
-      scratch = std::max(scratch, qlstm_lstm_s8_scratch_bytes(&dims));
-      weights += static_cast<size_t>(4) * oh * (oi + oh);
-      biases += static_cast<size_t>(8) * oh * sizeof(int32_t);
-    }
-    for (int32_t b = 1; b + 1 < static_cast<int32_t>(m.buffers.size()); ++b) {
-      activations = std::max(activations, static_cast<size_t>(m.buffers[static_cast<size_t>(b)].width));
-    }
-    activations *= static_cast<size_t>(2) * args.batch * std::max(max_time_steps, 0);
-    const size_t state = static_cast<size_t>(args.batch) * m.state_size() * (sizeof(int16_t) + sizeof(int8_t));
-    const CalibrationStats& first = q.stats.front();
-    int64_t calib_steps = 0;
-    for (const CalibrationSequence& c : calibration.sequences) calib_steps += c.time_steps;
-    const CalibrationStats& last = q.stats.back();
-    json report = {
-        {"model", args.model},
-        {"name", name},
-        {"onnx_nodes", onnx.node_names},
-        {"opset", onnx.opset},
-        {"layout", onnx.unbatched ? "unbatched [T, F]"
-                   : onnx.batch_first ? "batch_first [B, T, F]" : "sequence_first [T, B, F]"},
-        {"layers", m.layers()},
-        {"directions", m.directions},
-        {"input_size", I},
-        {"hidden_size", m.ops.back().lstm.hidden_size},
-        {"output_size", m.output_size()},
-        {"firmware_batch", args.batch},
-        {"input", {{"scale", m.input_quant().scale}, {"zero_point", m.input_quant().zero_point},
-                   {"observer", first.input_observer},
-                   {"observed", {first.input_observed.lo, first.input_observed.hi}},
-                   {"range", {first.input_range.lo, first.input_range.hi}}}},
-        {"output", {{"scale", m.output_quant().scale}, {"zero_point", m.output_quant().zero_point},
-                    {"observer", last.output_observer},
-                    {"observed", {last.output_observed.lo, last.output_observed.hi}},
-                    {"range", {last.output_range.lo, last.output_range.hi}}}},
-        {"calibration", {{"files", args.calibration}, {"sequences", calibration.sequences.size()}, {"steps", calib_steps},
-                         {"from_carried_state", m.initial_hidden == StateSource::kInput || m.initial_cell == StateSource::kInput},
-                         {"sqnr_db", std::isfinite(sqnr) ? json(sqnr) : json("inf")}}},
-        {"memory", {{"flash_bytes", weights + biases}, {"weights_bytes", weights}, {"bias_bytes", biases},
-                    {"ram_bytes", scratch + state + activations}, {"scratch_bytes", scratch}, {"state_bytes", state},
-                    {"activation_bytes", activations}}},
-    };
-    if (m.layers() > 1) report["max_time_steps"] = max_time_steps;
-    if (declared_time_steps(onnx) > 0) report["time_steps"] = declared_time_steps(onnx);  // what bench runs
-    report["warnings"] = warnings;
-    // The state interface: [ops][B][H]; row k in op k's hidden quantization and cell scale 2^P.
-    json rows = json::array();
-    json ops = json::array();
-    for (size_t k = 0; k < m.ops.size(); ++k) {
-      const DerivedLstm& d = m.ops[k].lstm;
-      const int32_t layer = static_cast<int32_t>(k) / m.directions;
-      const char* dir = d.time_direction == QLSTM_TIME_REVERSE ? "reverse" : "forward";
-      rows.push_back({{"op", k}, {"layer", layer}, {"direction", dir}, {"hidden", quant_json(d.output)},
-                      {"cell_scale_power", d.cell.power}});
-      ops.push_back({{"layer", layer}, {"direction", dir}, {"input_size", d.input_size}, {"hidden_size", d.hidden_size},
-                     {"input", quant_json(d.input)}, {"output", quant_json(d.output)},
-                     {"input_observer", q.stats[k].input_observer}, {"output_observer", q.stats[k].output_observer},
-                     {"cell", cell_json(d)},
-                     {"weights", {{"method", weight_method_name(d.options.weight_method)},
-                                  {"bias_correction", d.options.bias_correction}}},
-                     {"search", search_json(q.stats[k])}, {"gates", gates_json(d)}});
-    }
-    report["ops"] = ops;
-    report["state"] = {{"initial_h", state_source_name(m.initial_hidden)}, {"initial_c", state_source_name(m.initial_cell)},
-                       {"initial_h_input", onnx.initial_h_name}, {"initial_c_input", onnx.initial_c_name},
-                       {"h_n_output", onnx.h_n_name}, {"c_n_output", onnx.c_n_name},
-                       {"layout", "[ops, B, H]: h int8 in each op's hidden quantization, c int16 at each op's 2^P"},
-                       {"rows", rows}};
-    if (m.ops.size() == 1) {
-      const DerivedLstm& d = m.ops[0].lstm;
-      report["cell"] = cell_json(d);
-      report["weights"] = {{"method", weight_method_name(d.options.weight_method)},
-                           {"bias_correction", d.options.bias_correction}};
-      report["search"] = search_json(first);
-      report["gates"] = gates_json(d);
-    }
-    m.report_json = report.dump();
+    const ModelCompileResult r = compile_model(onnx, calibration, mo);
+    const CompiledModel& m = r.model;
+    const std::string& name = m.name;
     const std::string model_bytes = serialize_model(m);
-    const EmittedSource src = emit_cpp(m, name, args.batch, max_time_steps, fs::path(args.model).filename().string());
+    const EmittedSource src = emit_cpp(m, name, args.batch, r.max_time_steps, fs::path(args.model).filename().string());
 
     // Everything is computed; only now is anything written.
     std::error_code ec;
@@ -265,24 +134,24 @@ int compile_command(const CompileArgs& args) {
     write_file_atomically((out / (name + ".qlstm")).string(), model_bytes);
     write_file_atomically((out / (name + "_model.h")).string(), src.header);
     write_file_atomically((out / (name + "_model.cc")).string(), src.source);
-    write_file_atomically((out / (name + "_report.json")).string(), report.dump(1) + "\n");
+    write_file_atomically((out / (name + "_report.json")).string(), r.report.dump(1) + "\n");
 
     std::printf("qlstm compile: %s -> %s/%s.{qlstm, _model.h, _model.cc, _report.json}\n",
                 args.model.c_str(), args.outdir.c_str(), name.c_str());
     std::string nodes;
     for (const std::string& n : onnx.node_names) nodes += (nodes.empty() ? "'" : ", '") + n + "'";
     std::printf("  LSTM %s: %d layer%s%s, input %d, output %d, %s\n", nodes.c_str(), m.layers(),
-                m.layers() > 1 ? "s" : "", m.directions == 2 ? " bidirectional" : "", I, m.output_size(),
+                m.layers() > 1 ? "s" : "", m.directions == 2 ? " bidirectional" : "", m.input_size(), m.output_size(),
                 onnx.unbatched ? "unbatched [T, F]" : onnx.batch_first ? "batch_first" : "sequence-first");
     std::printf("  input  scale %.6g  zero point %d  (%s)\n", m.input_quant().scale, m.input_quant().zero_point,
-                first.input_observer.c_str());
+                r.stats.front().input_observer.c_str());
     for (size_t k = 0; k < m.ops.size(); ++k) {
       const DerivedLstm& d = m.ops[k].lstm;
       const std::string who = m.ops.size() == 1 ? std::string("")
                               : " [layer " + std::to_string(k / m.directions) +
                                     (d.time_direction == QLSTM_TIME_REVERSE ? " reverse]" : " forward]");
       std::printf("  output scale %.6g  zero point %d  (%s)%s\n", d.output.scale, d.output.zero_point,
-                  q.stats[k].output_observer.c_str(), who.c_str());
+                  r.stats[k].output_observer.c_str(), who.c_str());
       std::printf("  cell   2^%d (%s, observed max |c| %.4g)%s\n", d.cell.power, cell_policy_name(d.cell.policy),
                   d.cell.observed_max_abs, who.c_str());
     }
@@ -292,11 +161,12 @@ int compile_command(const CompileArgs& args) {
                   "int16 at 2^P)\n", state_source_name(m.initial_hidden), state_source_name(m.initial_cell),
                   m.hidden_output || m.cell_output ? "an output" : "not an output");
     }
-    std::printf("  flash  %zu bytes (weights %zu, biases %zu)\n", weights + biases, weights, biases);
-    std::printf("  RAM    %zu bytes for batch %d (scratch %zu, state %zu, activations %zu)\n",
-                scratch + state + activations, args.batch, scratch, state, activations);
-    std::printf("  SQNR   %.2f dB int8 vs float on the calibration set (%lld sequences)\n", sqnr,
-                static_cast<long long>(calibration.sequences.size()));
+    const ProgramMemory& mem = r.memory;
+    std::printf("  flash  %zu bytes (weights %zu, biases %zu)\n", mem.flash_bytes(), mem.weight_bytes, mem.bias_bytes);
+    std::printf("  RAM    %zu bytes for batch %d (scratch %zu, state %zu, activations %zu)\n", mem.ram_bytes(),
+                args.batch, mem.scratch_bytes, mem.state_bytes(), 2 * mem.activation_bytes);
+    std::printf("  SQNR   %.2f dB int8 vs float on the calibration set (%lld sequences)\n", r.sqnr_db,
+                static_cast<long long>(r.calibration_sequences));
     return 0;
   } catch (const std::exception& e) {
     return error_exit("compile", e);

@@ -58,11 +58,37 @@ struct CompileOptions {
   // accumulates (steps x 4H(I + H)) fit in this budget (at least one sequence).
   int64_t search_max_macs = int64_t{1} << 26;
   ProgressFn progress;
-  // Boundary quantization decided elsewhere (a stacked layer's input is the layer below's output;
-  // the two directions of a bidirectional layer share their output): not searched.
-  std::optional<AffineQuant> fixed_input, fixed_output;
-  std::string fixed_input_from = "fixed", fixed_output_from = "fixed";  // for the report
 };
+
+// A boundary quantization decided outside the op: used as given, neither observed nor searched.
+// `source` says where it comes from, for the report ("the output of layer 0").
+struct BoundaryQuant {
+  AffineQuant quant;
+  std::string source;
+};
+// Which of an op's boundaries are decided outside it. compile_program fixes a stacked layer's
+// input (the layer below's output buffer), the reverse direction's input (the forward one's) and
+// a bidirectional layer's output (the observer over both directions); a single LSTM has none.
+struct OpBoundaries {
+  std::optional<BoundaryQuant> input, output;  // empty: the observers (and the search) choose
+};
+
+// One op's calibration: its input sequences (with their initial states) and what one float run
+// of the op over each of them gave. compile_program fills it from its single float pass over
+// each layer; observe_op from a run of its own.
+struct OpObservation {
+  CalibrationSet inputs;
+  std::vector<std::vector<float>> outputs;  // per sequence, the float output [T][H]
+  double cell_max_abs = 0;                  // max |c| over every step and every c0
+  std::vector<double> sum_h;                // per hidden unit, the sum of h over every step
+  // Adds one sequence and the float run of `source` over it (the run's step visitor feeds
+  // cell_max_abs and sum_h); returns the run.
+  FloatResult add(const FloatLstm& source, CalibrationSequence sequence);
+};
+// Runs `source` once over the calibration set, checking each sequence (its values finite, its
+// initial state of H values; the message names the sequence). progress: the "calibrating" stage.
+OpObservation observe_op(const FloatLstm& source, const CalibrationSet& calibration,
+                         const ProgressFn& progress = nullptr);
 
 // What calibration observed (kept for the report).
 struct CalibrationStats {
@@ -88,6 +114,9 @@ class QuantizedLstm {
   // sequence and position) and for every derivation error.
   static QuantizedLstm compile(const FloatLstm& source, const CalibrationSet& calibration,
                                const CompileOptions& options);
+  // The same from an observation already made (no float run); `fixed` boundaries are used as given.
+  static QuantizedLstm compile(const FloatLstm& source, const OpObservation& observed,
+                               const CompileOptions& options, const OpBoundaries& fixed = {});
   // From already chosen boundary quantization and cell scale.
   QuantizedLstm(FloatLstm source, DerivedLstm derived, CalibrationStats stats = {});
 
@@ -145,6 +174,9 @@ struct QuantizedProgram {
   FloatProgram source;
   CompiledModel model;  // name, batch_first and report_json are the caller's
   std::vector<CalibrationStats> stats;  // per op
+  // Per calibration sequence, the float program's output ([T][D*H]) from the program's own
+  // initial state: the last layer of calibration's float pass, kept for measuring the int8 model.
+  std::vector<std::vector<float>> float_outputs;
 };
 QuantizedProgram compile_program(const FloatProgram& program, const CalibrationSet& calibration,
                                  const CompileOptions& options);

@@ -1,0 +1,188 @@
+#include "qlstm/compiler/compile.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "qlstm/kernels.h"
+
+namespace qlstm {
+namespace compiler {
+namespace {
+
+using nlohmann::json;
+
+json requant_json(const qlstm_requant& q) { return {{"multiplier", q.multiplier}, {"shift", q.shift}}; }
+
+json quant_json(const AffineQuant& q) { return {{"scale", q.scale}, {"zero_point", q.zero_point}}; }
+
+json cell_json(const DerivedLstm& d) {
+  return {{"scale_power", d.cell.power}, {"policy", cell_policy_name(d.cell.policy)},
+          {"headroom", d.cell.headroom}, {"observed_max_abs", d.cell.observed_max_abs},
+          {"clamped_to_min", d.cell.clamped_to_min}, {"clip", d.cell_clip}};
+}
+
+json gates_json(const DerivedLstm& d) {
+  json gates = json::object();
+  for (int32_t g = 0; g < QLSTM_GATE_COUNT; ++g) {
+    const DerivedGate& dg = d.gates[static_cast<size_t>(g)];
+    gates[gate_name(g)] = {{"input_weight_scale", dg.w_x_scale}, {"hidden_weight_scale", dg.w_h_scale},
+                           {"input_to_q3_12", requant_json(dg.input_to_q3_12)},
+                           {"hidden_to_q3_12", requant_json(dg.hidden_to_q3_12)}};
+  }
+  return gates;
+}
+
+json search_json(const CalibrationStats& st) {
+  return {{"tuning", tuning_name(st.tuning)}, {"evaluations", st.evaluations},
+          {"start_sqnr_db", st.start_sqnr_db}, {"final_sqnr_db", st.final_sqnr_db}};
+}
+
+// int8 against float on the calibration tensors, from the model's initial state. The float side
+// is calibration's own float pass (float_outputs, one per sequence, in the tensors' order),
+// arranged in each tensor's layout.
+double calibration_sqnr(const QuantizedProgram& q, const CompiledModel& m,
+                        const std::vector<CalibrationTensor>& calibration) {
+  const size_t W = static_cast<size_t>(m.output_size());
+  std::vector<float> ref, got;
+  size_t first = 0;  // the tensor's first sequence
+  for (const CalibrationTensor& t : calibration) {
+    const size_t B = static_cast<size_t>(t.shape.batch), T = static_cast<size_t>(t.shape.time_steps);
+    const size_t at = ref.size();
+    ref.resize(at + B * T * W);
+    for (size_t b = 0; b < B; ++b) {
+      const std::vector<float>& y = q.float_outputs.at(first + b);
+      for (size_t s = 0; s < T; ++s) {
+        const size_t row = t.shape.layout == Layout::kTimeMajor ? s * B + b : b * T + s;
+        std::copy_n(y.begin() + static_cast<ptrdiff_t>(s * W), W, ref.begin() + static_cast<ptrdiff_t>(at + row * W));
+      }
+    }
+    first += B;
+    std::vector<int8_t> x8(t.values.size());
+    for (size_t k = 0; k < x8.size(); ++k) x8[k] = m.input_quant().quantize(t.values[k]);
+    const std::vector<int8_t> y8 = run_program_s8(m, x8, t.shape);
+    for (int8_t v : y8) got.push_back(static_cast<float>(m.output_quant().dequantize(v)));
+  }
+  return sqnr_db(ref, got);
+}
+
+json memory_json(const ProgramMemory& mem) {
+  return {{"flash_bytes", mem.flash_bytes()}, {"weights_bytes", mem.weight_bytes}, {"bias_bytes", mem.bias_bytes},
+          {"ram_bytes", mem.ram_bytes()}, {"scratch_bytes", mem.scratch_bytes}, {"state_bytes", mem.state_bytes()},
+          {"activation_bytes", 2 * mem.activation_bytes}};
+}
+
+json build_report(const OnnxLstm& onnx, const ModelCompileOptions& options, const ModelCompileResult& r,
+                  int64_t calib_steps) {
+  const CompiledModel& m = r.model;
+  const CalibrationStats& first = r.stats.front();
+  const CalibrationStats& last = r.stats.back();
+  json report = {
+      {"model", options.model_origin},
+      {"name", m.name},
+      {"onnx_nodes", onnx.node_names},
+      {"opset", onnx.opset},
+      {"layout", onnx.unbatched ? "unbatched [T, F]"
+                 : onnx.batch_first ? "batch_first [B, T, F]" : "sequence_first [T, B, F]"},
+      {"layers", m.layers()},
+      {"directions", m.directions},
+      {"input_size", m.input_size()},
+      {"hidden_size", m.ops.back().lstm.hidden_size},
+      {"output_size", m.output_size()},
+      {"firmware_batch", options.batch},
+      {"input", {{"scale", m.input_quant().scale}, {"zero_point", m.input_quant().zero_point},
+                 {"observer", first.input_observer},
+                 {"observed", {first.input_observed.lo, first.input_observed.hi}},
+                 {"range", {first.input_range.lo, first.input_range.hi}}}},
+      {"output", {{"scale", m.output_quant().scale}, {"zero_point", m.output_quant().zero_point},
+                  {"observer", last.output_observer},
+                  {"observed", {last.output_observed.lo, last.output_observed.hi}},
+                  {"range", {last.output_range.lo, last.output_range.hi}}}},
+      {"calibration", {{"files", options.calibration_files}, {"sequences", r.calibration_sequences},
+                       {"steps", calib_steps},
+                       {"from_carried_state", m.initial_hidden == StateSource::kInput || m.initial_cell == StateSource::kInput},
+                       {"sqnr_db", std::isfinite(r.sqnr_db) ? json(r.sqnr_db) : json("inf")}}},
+      {"memory", memory_json(r.memory)},
+  };
+  if (m.layers() > 1) report["max_time_steps"] = r.max_time_steps;
+  if (declared_time_steps(onnx) > 0) report["time_steps"] = declared_time_steps(onnx);  // what bench runs
+  report["warnings"] = r.warnings;
+  // The state interface: [ops][B][H]; row k in op k's hidden quantization and cell scale 2^P.
+  json rows = json::array();
+  json ops = json::array();
+  for (size_t k = 0; k < m.ops.size(); ++k) {
+    const DerivedLstm& d = m.ops[k].lstm;
+    const int32_t layer = static_cast<int32_t>(k) / m.directions;
+    const char* dir = d.time_direction == QLSTM_TIME_REVERSE ? "reverse" : "forward";
+    rows.push_back({{"op", k}, {"layer", layer}, {"direction", dir}, {"hidden", quant_json(d.output)},
+                    {"cell_scale_power", d.cell.power}});
+    ops.push_back({{"layer", layer}, {"direction", dir}, {"input_size", d.input_size}, {"hidden_size", d.hidden_size},
+                   {"input", quant_json(d.input)}, {"output", quant_json(d.output)},
+                   {"input_observer", r.stats[k].input_observer}, {"output_observer", r.stats[k].output_observer},
+                   {"cell", cell_json(d)},
+                   {"weights", {{"method", weight_method_name(d.options.weight_method)},
+                                {"bias_correction", d.options.bias_correction}}},
+                   {"search", search_json(r.stats[k])}, {"gates", gates_json(d)}});
+  }
+  report["ops"] = ops;
+  report["state"] = {{"initial_h", state_source_name(m.initial_hidden)}, {"initial_c", state_source_name(m.initial_cell)},
+                     {"initial_h_input", onnx.initial_h_name}, {"initial_c_input", onnx.initial_c_name},
+                     {"h_n_output", onnx.h_n_name}, {"c_n_output", onnx.c_n_name},
+                     {"layout", "[ops, B, H]: h int8 in each op's hidden quantization, c int16 at each op's 2^P"},
+                     {"rows", rows}};
+  if (m.ops.size() == 1) {
+    const DerivedLstm& d = m.ops[0].lstm;
+    report["cell"] = cell_json(d);
+    report["weights"] = {{"method", weight_method_name(d.options.weight_method)},
+                         {"bias_correction", d.options.bias_correction}};
+    report["search"] = search_json(first);
+    report["gates"] = gates_json(d);
+  }
+  return report;
+}
+
+}  // namespace
+
+int32_t declared_time_steps(const OnnxLstm& onnx) {
+  const size_t at = onnx.unbatched || !onnx.batch_first ? 0 : 1;
+  if (onnx.input_shape.size() <= at || onnx.input_shape[at] < 1) return 0;
+  return static_cast<int32_t>(std::min<int64_t>(onnx.input_shape[at], 1 << 20));
+}
+
+ModelCompileResult compile_model(const OnnxLstm& onnx, const std::vector<CalibrationTensor>& calibration,
+                                 const ModelCompileOptions& options) {
+  const FloatProgram& prog = onnx.program;
+  const int32_t I = prog.input_size();
+  CalibrationSet set;
+  for (const CalibrationTensor& t : calibration) set.add_batch(t.values, t.shape, I);
+  ModelCompileResult r;
+  r.warnings = calibration_warnings(set, I);
+  if (options.warn) {
+    for (const std::string& w : r.warnings) options.warn(w);
+  }
+  r.max_time_steps = options.max_time_steps > 0 ? options.max_time_steps : declared_time_steps(onnx);
+  if (prog.layers() > 1 && r.max_time_steps < 1) {
+    throw CompileError(options.model_origin + ": the input's sequence length is symbolic; a stacked model needs "
+                       "--max-time-steps N (its activation buffers between layers hold N steps)");
+  }
+  QuantizedProgram q = compile_program(prog, set, options.quantization);
+  r.model = std::move(q.model);
+  r.stats = std::move(q.stats);
+  r.model.name = options.name;
+  r.model.batch_first = onnx.batch_first;
+  r.sqnr_db = calibration_sqnr(q, r.model, calibration);
+  r.memory = program_memory(r.model, options.batch, r.max_time_steps);
+  r.calibration_sequences = static_cast<int64_t>(set.sequences.size());
+  int64_t calib_steps = 0;
+  for (const CalibrationSequence& c : set.sequences) calib_steps += c.time_steps;
+  r.report = build_report(onnx, options, r, calib_steps);
+  r.model.report_json = r.report.dump();
+  return r;
+}
+
+ModelCompileResult compile_model(const std::string& onnx_bytes, const std::vector<CalibrationTensor>& calibration,
+                                 const ModelCompileOptions& options) {
+  return compile_model(import_onnx_bytes(onnx_bytes, options.model_origin), calibration, options);
+}
+
+}  // namespace compiler
+}  // namespace qlstm

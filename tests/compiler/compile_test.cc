@@ -1,0 +1,122 @@
+// The compiler's entry point (compile.h): from the ONNX bytes and calibration tensors to the
+// compiled program and its report. The report's memory is program_memory's, its SQNR is finite,
+// the model carries the report, the program is compile_program's (the entry point adds no
+// quantization decision of its own) and calibration's float pass is the float program's output.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "qlstm/compiler/compile.h"
+#include "qlstm/compiler/file_io.h"
+
+namespace {
+
+using namespace qlstm::compiler;
+
+const std::string kFixtures = QLSTM_ONNX_FIXTURES;
+
+// [T][B][I] (the fixtures are sequence-first, T = 5, I = 3), normal values from a fixed seed.
+CalibrationTensor calibration(int32_t batch, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> n(0.0f, 1.0f);
+  CalibrationTensor t;
+  t.shape = {batch, 5, Layout::kTimeMajor};
+  t.values.resize(static_cast<size_t>(5) * batch * 3);
+  for (float& v : t.values) v = n(rng);
+  return t;
+}
+
+ModelCompileOptions fast(const std::string& name) {
+  ModelCompileOptions o;
+  o.name = name;
+  o.model_origin = name + ".onnx";
+  o.batch = 2;
+  o.quantization.tuning = Tuning::kNone;
+  return o;
+}
+
+TEST(CompileModel, ReportFromOnnxBytes) {
+  const std::string bytes = read_file(kFixtures + "/torch_two_layers.onnx");
+  const ModelCompileResult r = compile_model(bytes, {calibration(8, 1), calibration(4, 2)}, fast("two"));
+  const CompiledModel& m = r.model;
+  ASSERT_EQ(m.ops.size(), 2u);
+  EXPECT_EQ(m.name, "two");
+  EXPECT_EQ(r.stats.size(), m.ops.size());
+  EXPECT_EQ(r.calibration_sequences, 12);
+  EXPECT_EQ(r.max_time_steps, 5);  // declared by the ONNX input
+  EXPECT_EQ(m.report_json, r.report.dump());
+
+  const ProgramMemory mem = program_memory(m, 2, 5);
+  const nlohmann::json& jm = r.report.at("memory");
+  EXPECT_EQ(jm.at("flash_bytes").get<size_t>(), mem.flash_bytes());
+  EXPECT_EQ(jm.at("weights_bytes").get<size_t>(), mem.weight_bytes);
+  EXPECT_EQ(jm.at("bias_bytes").get<size_t>(), mem.bias_bytes);
+  EXPECT_EQ(jm.at("ram_bytes").get<size_t>(), mem.ram_bytes());
+  EXPECT_EQ(jm.at("scratch_bytes").get<size_t>(), mem.scratch_bytes);
+  EXPECT_EQ(jm.at("state_bytes").get<size_t>(), mem.state_bytes());
+  EXPECT_EQ(jm.at("activation_bytes").get<size_t>(), 2 * mem.activation_bytes);
+  EXPECT_EQ(r.memory.ram_bytes(), mem.ram_bytes());
+
+  const nlohmann::json& sqnr = r.report.at("calibration").at("sqnr_db");
+  ASSERT_TRUE(sqnr.is_number()) << sqnr;
+  EXPECT_TRUE(std::isfinite(sqnr.get<double>()));
+  EXPECT_EQ(sqnr.get<double>(), r.sqnr_db);
+  EXPECT_GT(r.sqnr_db, 10.0);
+  EXPECT_EQ(r.report.at("max_time_steps"), 5);
+  EXPECT_EQ(r.report.at("firmware_batch"), 2);
+  // The upper layer's input is the lower layer's output buffer, and says so.
+  EXPECT_EQ(r.report.at("ops").at(1).at("input_observer"), "the output of layer 0");
+  EXPECT_EQ(m.ops[1].lstm.input.scale, m.ops[0].lstm.output.scale);
+  EXPECT_EQ(m.ops[1].lstm.input.zero_point, m.ops[0].lstm.output.zero_point);
+
+  // The program is compile_program's on the same sequences.
+  const OnnxLstm onnx = import_onnx_bytes(bytes, "two");
+  CalibrationSet set;
+  for (const CalibrationTensor& t : {calibration(8, 1), calibration(4, 2)}) set.add_batch(t.values, t.shape, 3);
+  const QuantizedProgram q = compile_program(onnx.program, set, fast("two").quantization);
+  ASSERT_EQ(q.model.ops.size(), m.ops.size());
+  // Calibration's float pass is the float program, bit for bit (the SQNR's reference).
+  ASSERT_EQ(q.float_outputs.size(), set.sequences.size());
+  for (size_t k = 0; k < set.sequences.size(); ++k) {
+    const CalibrationSequence& s = set.sequences[k];
+    EXPECT_EQ(q.float_outputs[k],
+              run_float_program(onnx.program, s.values.data(), {1, s.time_steps, Layout::kBatchMajor}).output);
+  }
+  for (size_t k = 0; k < m.ops.size(); ++k) {
+    EXPECT_EQ(q.model.ops[k].lstm.output.scale, m.ops[k].lstm.output.scale);
+    EXPECT_EQ(q.model.ops[k].lstm.cell.power, m.ops[k].lstm.cell.power);
+    for (size_t g = 0; g < m.ops[k].lstm.gates.size(); ++g) {
+      EXPECT_EQ(q.model.ops[k].lstm.gates[g].w_x, m.ops[k].lstm.gates[g].w_x);
+      EXPECT_EQ(q.model.ops[k].lstm.gates[g].w_h, m.ops[k].lstm.gates[g].w_h);
+      EXPECT_EQ(q.model.ops[k].lstm.gates[g].input_effective_bias, m.ops[k].lstm.gates[g].input_effective_bias);
+    }
+  }
+}
+
+TEST(CompileModel, BidirectionalSharesItsBoundaries) {
+  const ModelCompileResult r =
+      compile_model(read_file(kFixtures + "/torch_bidirectional.onnx"), {calibration(8, 3)}, fast("bi"));
+  const nlohmann::json& ops = r.report.at("ops");
+  ASSERT_EQ(ops.size(), 2u);
+  EXPECT_EQ(ops[0].at("output_observer"), "minmax over both directions");
+  EXPECT_EQ(ops[1].at("output_observer"), "minmax over both directions");
+  EXPECT_EQ(ops[1].at("input_observer"), "the forward direction's choice (minmax)");
+  EXPECT_EQ(ops[0].at("output"), ops[1].at("output"));
+  EXPECT_EQ(ops[0].at("input"), ops[1].at("input"));
+}
+
+TEST(CompileModel, WarnsBeforeCompiling) {
+  CalibrationTensor t = calibration(4, 4);
+  for (size_t k = 0; k < t.values.size(); k += 3) t.values[k] = 0.5f;  // feature 0 constant
+  ModelCompileOptions o = fast("two");
+  std::vector<std::string> seen;
+  o.warn = [&](const std::string& w) { seen.push_back(w); };
+  const ModelCompileResult r = compile_model(read_file(kFixtures + "/torch_two_layers.onnx"), {t}, o);
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen, r.warnings);
+  EXPECT_NE(seen[0].find("input feature 0 is constant"), std::string::npos) << seen[0];
+  EXPECT_EQ(r.report.at("warnings"), seen);
+}
+
+}  // namespace
