@@ -52,10 +52,11 @@ def qlstm_us(qlstm, b, t, i, h, variant):
     out = subprocess.run([qlstm, "bench", "--shape", "B=%d,T=%d,I=%d,H=%d" % (b, t, i, h), "--variant", variant,
                           "--runs", "200"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     m = re.search(r"^microseconds: ([0-9.]+)$", out.stdout, re.M)
-    v = re.search(r"^host variant: (\S+)$", out.stdout, re.M)
-    if out.returncode != 0 or not m or "bit-exact" not in out.stdout:
+    # "host variant: NAME", or "host variant: default (dispatched: NAME)"
+    v = re.search(r"^host variant: (\S+)(?: \(dispatched: (\S+)\))?$", out.stdout, re.M)
+    if out.returncode != 0 or not m or not v or "bit-exact" not in out.stdout:
         sys.exit("qlstm bench failed:\n" + out.stdout)
-    return float(m.group(1)), v.group(1)
+    return float(m.group(1)), v.group(2) or v.group(1)
 
 
 def measure(qlstm, variant="default"):

@@ -177,7 +177,7 @@ for any board.
 
 Executed instructions of one stateless kernel call (a whole sequence), counted on the emulated
 CPU by the project's QEMU plugin (`tools/qemu_icount`): the instructions between the firmware's
-two marker calls around `run_lstm_s8`, exactly, and the same on every run. Each shape's model is a
+two marker calls the program runner makes around the op's kernel call (its hooks), exactly, and the same on every run. Each shape's model is a
 float LSTM with PyTorch's default initialization, calibrated on standard-normal inputs (typical
 scales), fed random standard-normal input; the device output is checked bit for bit against the
 host simulation in the same run.
