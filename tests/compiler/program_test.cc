@@ -147,14 +147,10 @@ TEST(Program, InconsistentProgramIsRefusedNamingTheField) {
   EXPECT_THROW(parse_model(serialize_model(m), "x.qlstm"), CompileError);
 }
 
-TEST(Program, VersionOneFileOfOneLstmStillLoads) {
-  std::mt19937_64 rng(6);
-  const int32_t I = 3, H = 4;
-  const QuantizedProgram q = compile_program(random_program(I, H, 1, 1, rng), calibration(I, rng), fast());
-  const DerivedLstm& d = q.model.ops[0].lstm;
-  // A version-1 file as earlier qlstm wrote it: the boundary quantization in Model, one Lstm.
+// The typed Lstm table of versions 1 and 2, as earlier qlstm wrote it (version 2 adds the
+// boundary quantizations and the direction).
+flatbuffers::Offset<qlstm::fb::Lstm> legacy_lstm(flatbuffers::FlatBufferBuilder& b, const DerivedLstm& d, bool v2) {
   namespace fb = qlstm::fb;
-  flatbuffers::FlatBufferBuilder b;
   std::vector<flatbuffers::Offset<fb::Gate>> gates;
   for (const DerivedGate& g : d.gates) {
     const fb::Requant in_q(g.input_to_q3_12.multiplier, g.input_to_q3_12.shift);
@@ -165,21 +161,68 @@ TEST(Program, VersionOneFileOfOneLstmStillLoads) {
   const fb::Requant f(d.forget_times_cell_to_cell.multiplier, d.forget_times_cell_to_cell.shift);
   const fb::Requant i(d.input_times_cell_gate_to_cell.multiplier, d.input_times_cell_gate_to_cell.shift);
   const fb::Requant o(d.output_times_tanh_cell_to_hidden.multiplier, d.output_times_tanh_cell_to_hidden.shift);
-  const auto lstm = fb::CreateLstmDirect(b, I, H, &gates, &f, &i, &o, d.cell.power, d.cell_clip);
   const fb::AffineQuant in(d.input.scale, d.input.zero_point), out(d.output.scale, d.output.zero_point);
-  b.Finish(fb::CreateModelDirect(b, "v1", true, &in, &out, lstm, "{}"));
+  return fb::CreateLstmDirect(b, d.input_size, d.hidden_size, &gates, &f, &i, &o, d.cell.power, d.cell_clip,
+                              v2 ? d.time_direction : 0, v2 ? &in : nullptr, v2 ? &out : nullptr);
+}
+
+// A file of an earlier format version around the model bytes b holds.
+std::string legacy_file(const flatbuffers::FlatBufferBuilder& b, uint32_t version) {
+  namespace fb = qlstm::fb;
   std::vector<uint8_t> model(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
   flatbuffers::FlatBufferBuilder file;
   const uint32_t crc = static_cast<uint32_t>(crc32(crc32(0L, Z_NULL, 0), model.data(), static_cast<uInt>(model.size())));
-  file.Finish(fb::CreateModelFileDirect(file, 1, crc, &model), fb::ModelFileIdentifier());
-  const CompiledModel m = parse_model(std::string(reinterpret_cast<const char*>(file.GetBufferPointer()), file.GetSize()),
-                                      "v1.qlstm");
+  file.Finish(fb::CreateModelFileDirect(file, version, crc, &model), fb::ModelFileIdentifier());
+  return std::string(reinterpret_cast<const char*>(file.GetBufferPointer()), file.GetSize());
+}
+
+TEST(Program, VersionOneFileOfOneLstmStillLoads) {
+  std::mt19937_64 rng(6);
+  const int32_t I = 3, H = 4;
+  const QuantizedProgram q = compile_program(random_program(I, H, 1, 1, rng), calibration(I, rng), fast());
+  const DerivedLstm& d = q.model.ops[0].lstm;
+  // A version-1 file as earlier qlstm wrote it: the boundary quantization in Model, one Lstm.
+  namespace fb = qlstm::fb;
+  flatbuffers::FlatBufferBuilder b;
+  const auto lstm = legacy_lstm(b, d, false);
+  const fb::AffineQuant in(d.input.scale, d.input.zero_point), out(d.output.scale, d.output.zero_point);
+  b.Finish(fb::CreateModelDirect(b, "v1", true, &in, &out, lstm, "{}"));
+  const CompiledModel m = parse_model(legacy_file(b, 1), "v1.qlstm");
   ASSERT_EQ(m.ops.size(), 1u);
   EXPECT_EQ(m.name, "v1");
   EXPECT_TRUE(m.batch_first);
   const SequenceShape s{2, 5, Layout::kBatchMajor};
   const std::vector<int8_t> x = random_s8(2u * 5 * I, rng);
   EXPECT_EQ(run_program_s8(m, x, s), run_kernel_s8(d, x, s));
+}
+
+// A version-2 file (typed Lstm tables in LstmOp) of a stacked bidirectional program still loads
+// and runs exactly as the program it was written from.
+TEST(Program, VersionTwoFileOfAProgramStillLoads) {
+  std::mt19937_64 rng(9);
+  const QuantizedProgram q = compile_program(random_program(3, 4, 2, 2, rng), calibration(3, rng), fast());
+  const CompiledModel& m = q.model;
+  namespace fb = qlstm::fb;
+  flatbuffers::FlatBufferBuilder b;
+  std::vector<flatbuffers::Offset<fb::Buffer>> buffers;
+  for (const ProgramBuffer& buf : m.buffers) {
+    const fb::AffineQuant bq(buf.quant.scale, buf.quant.zero_point);
+    buffers.push_back(fb::CreateBuffer(b, buf.width, &bq));
+  }
+  std::vector<flatbuffers::Offset<fb::LstmOp>> ops;
+  for (const ProgramOp& op : m.ops) {
+    ops.push_back(fb::CreateLstmOpDirect(b, legacy_lstm(b, op.lstm, true), op.input_buffer, op.output_buffer,
+                                         op.output_offset));
+  }
+  const fb::AffineQuant in(m.input_quant().scale, m.input_quant().zero_point),
+      out(m.output_quant().scale, m.output_quant().zero_point);
+  b.Finish(fb::CreateModelDirect(b, "v2", false, &in, &out, 0, "{}", m.directions, &buffers, &ops));
+  const CompiledModel back = parse_model(legacy_file(b, 2), "v2.qlstm");
+  ASSERT_EQ(back.ops.size(), 4u);
+  EXPECT_EQ(back.ops[1].lstm.time_direction, QLSTM_TIME_REVERSE);
+  const SequenceShape s{2, 6, Layout::kTimeMajor};
+  const std::vector<int8_t> x = random_s8(2u * 6 * 3, rng);
+  EXPECT_EQ(run_program_s8(back, x, s), run_program_s8(m, x, s));
 }
 
 }  // namespace
