@@ -256,7 +256,11 @@ bool axes_of(const Graph& g, const onnx::NodeProto& n, std::vector<int64_t>* axe
     const onnx::TensorProto* t = constant_tensor(g, n.input(1));
     std::vector<double> v;
     if (t == nullptr || !tensor_values(*t, &v)) return false;
-    for (double x : v) axes->push_back(static_cast<int64_t>(x));
+    for (double x : v) {
+      // An axis is a small integer; anything else (huge, fractional, NaN) is not read as one.
+      if (!(x >= -64.0 && x <= 64.0) || x != std::floor(x)) return false;
+      axes->push_back(static_cast<int64_t>(x));
+    }
   }
   return true;
 }
@@ -597,7 +601,8 @@ bool trace_state(const Graph& g, const NodeInfo& n, int k, StateOrigin* o, std::
                       (p->input_size() <= 3 || p->input(3).empty() || (ax && tensor_values(*ax, &axes))) &&
                       (p->input_size() <= 4 || p->input(4).empty() || (sp && tensor_values(*sp, &steps)));
       if (ok && starts.size() == 1 && ends.size() == 1 && axes.size() == 1 && axes[0] == 0 && steps.size() == 1 &&
-          steps[0] == 1 && starts[0] >= 0 && ends[0] - starts[0] >= static_cast<double>(D)) {
+          steps[0] == 1 && starts[0] >= 0 && starts[0] <= (1 << 30) && starts[0] == std::floor(starts[0]) &&
+          ends[0] - starts[0] >= static_cast<double>(D)) {
         first += static_cast<int64_t>(starts[0]);
         value = p->input(0);
         continue;
