@@ -107,7 +107,8 @@ CompiledModel test_model() {
 constexpr int32_t kBatch = 2;
 
 TEST(ParamsCodec, TheTestProgramHasNonDefaultDirectionAndWidth) {
-  const RuntimeProgram p = runtime_program(test_model(), kBatch, 0, Layout::kBatchMajor);
+  const CompiledModel m = test_model();  // the table points into it
+  const RuntimeProgram p = runtime_program(m, kBatch, 0, Layout::kBatchMajor);
   ASSERT_EQ(p.ops.size(), 4u);
   EXPECT_EQ(p.ops[1].lstm.time_direction, QLSTM_TIME_REVERSE);
   EXPECT_EQ(p.ops[1].lstm.output_width, 10);
@@ -216,7 +217,8 @@ TEST(ParamsCodec, VectorCaseKeepsEveryFieldThroughTheBundle) {
 
 // A record cut anywhere is refused, naming the first field that does not fit.
 TEST(ParamsCodec, TruncatedRecordNamesTheField) {
-  const RuntimeProgram p = runtime_program(test_model(), kBatch, 0, Layout::kBatchMajor);
+  const CompiledModel m = test_model();  // the table points into it
+  const RuntimeProgram p = runtime_program(m, kBatch, 0, Layout::kBatchMajor);
   const std::string record = records_of({p.ops[0]}, {});
   std::vector<uint32_t> storage(record.size() / 4 + 1);
   std::memcpy(storage.data(), record.data(), record.size());
