@@ -34,19 +34,19 @@ void requant(V& v, const char* name, const char* multiplier, const char* shift, 
 }
 
 // One gate's fields; N is the gate's path prefix as a literal ("gates[forget]").
-#define QLSTM_VISIT_GATE(v, g, N, H, I)                                                                  \
-  do {                                                                                                   \
-    (v).open(N);                                                                                         \
-    codec_detail::requant(v, N ".input_to_q3_12", N ".input_to_q3_12.multiplier",                        \
-                          N ".input_to_q3_12.shift", (g).input_to_q3_12);                                \
-    (v).array(N ".input_weights", (g).input_weights, (H) < 0 || (I) < 0 ? -1 : (H) * (I));                                         \
-    (v).array(N ".input_effective_bias", (g).input_effective_bias, (H));                                 \
-    codec_detail::requant(v, N ".hidden_to_q3_12", N ".hidden_to_q3_12.multiplier",                      \
-                          N ".hidden_to_q3_12.shift", (g).hidden_to_q3_12);                              \
-    (v).array(N ".hidden_weights", (g).hidden_weights, (H) < 0 ? -1 : (H) * (H));                                       \
-    (v).array(N ".hidden_effective_bias", (g).hidden_effective_bias, (H));                               \
-    (v).i32(N ".activation", (g).activation);                                                            \
-    (v).close();                                                                                         \
+#define QLSTM_VISIT_GATE(v, g, N, H, I)                                                                 \
+  do {                                                                                                  \
+    (v).open(N);                                                                                        \
+    codec_detail::requant(v, N ".input_to_q3_12", N ".input_to_q3_12.multiplier",                       \
+                          N ".input_to_q3_12.shift", (g).input_to_q3_12);                               \
+    (v).array(N ".input_weights", (g).input_weights, (H) < 0 || (I) < 0 ? -1 : (H) * (I));              \
+    (v).array(N ".input_effective_bias", (g).input_effective_bias, (H));                                \
+    codec_detail::requant(v, N ".hidden_to_q3_12", N ".hidden_to_q3_12.multiplier",                     \
+                          N ".hidden_to_q3_12.shift", (g).hidden_to_q3_12);                             \
+    (v).array(N ".hidden_weights", (g).hidden_weights, (H) < 0 ? -1 : (H) * (H));                       \
+    (v).array(N ".hidden_effective_bias", (g).hidden_effective_bias, (H));                              \
+    (v).i32(N ".activation", (g).activation);                                                           \
+    (v).close();                                                                                        \
   } while (0)
 
 inline int64_t extent(int32_t n) { return n < 0 ? -1 : static_cast<int64_t>(n); }
