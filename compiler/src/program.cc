@@ -307,7 +307,12 @@ ProgramMemory program_memory(const CompiledModel& m, int32_t batch, int32_t max_
 RuntimeProgram runtime_program(const CompiledModel& m, int32_t B, int32_t T, Layout layout) {
   RuntimeProgram r;
   const std::vector<int32_t> hs = m.hidden_sizes();
-  for (const ProgramBuffer& buf : m.buffers) r.widths.push_back(buf.width);
+  for (const ProgramBuffer& buf : m.buffers) {
+    r.widths.push_back(buf.width);
+    r.steps.push_back(QLSTM_BUFFER_EVERY_STEP);
+  }
+  r.batch = B;
+  r.layout = layout == Layout::kTimeMajor ? QLSTM_LAYOUT_TIME_MAJOR : QLSTM_LAYOUT_BATCH_MAJOR;
   for (size_t k = 0; k < m.ops.size(); ++k) {
     const ProgramOp& op = m.ops[k];
     qlstm_op o{};

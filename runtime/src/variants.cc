@@ -50,4 +50,12 @@ const LstmS8Variant* const* lstm_s8_variants(size_t* count) {
   return kVariants;
 }
 
+const FcS8Variant* const* fc_s8_variants(size_t* count) {
+  static const FcS8Variant* const kVariants[] = {
+      &kFcS8ReferenceVariant,
+  };
+  if (count != nullptr) *count = sizeof(kVariants) / sizeof(kVariants[0]);
+  return kVariants;
+}
+
 }  // namespace qlstm

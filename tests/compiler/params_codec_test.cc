@@ -38,6 +38,7 @@ struct FieldList {
   std::vector<Field> fields;
   void open(const char*) {}
   void close() {}
+  void unused(const char*) {}
   void i32(const char* name, int32_t v) { fields.push_back({name, {v}}); }
   template <class T>
   void array(const char* name, const T* data, int64_t count) {

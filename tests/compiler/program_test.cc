@@ -20,6 +20,20 @@
 
 namespace {
 
+qlstm_op lstm_op(const qlstm_lstm_s8_params& p, int32_t input_buffer, int32_t output_buffer, size_t state_offset) {
+  qlstm_op op{};
+  op.kind = QLSTM_OP_LSTM_S8;
+  op.lstm = p;
+  op.input_buffer = input_buffer;
+  op.output_buffer = output_buffer;
+  op.state_offset = state_offset;
+  return op;
+}
+
+}  // namespace
+
+namespace {
+
 using namespace qlstm::compiler;
 
 std::vector<int8_t> random_s8(size_t n, std::mt19937_64& rng) {
@@ -126,7 +140,7 @@ TEST(Program, ModelFileKeepsTheProgram) {
   const EmittedSource e = emit_cpp(back, "prog", B, T, "test");
   EXPECT_NE(e.header.find("prog_run_state("), std::string::npos);
   EXPECT_EQ(e.header.find("prog_stream("), std::string::npos);
-  EXPECT_NE(e.source.find("QLSTM_TIME_REVERSE, 10},"), std::string::npos);  // the reverse half: width 2H
+  EXPECT_NE(e.source.find("QLSTM_TIME_REVERSE, 10, 0},"), std::string::npos);  // the reverse half: width 2H
   EXPECT_THROW(emit_cpp(back, "prog", B, 0, "test"), CompileError);  // stacked: needs max time steps
   EXPECT_THROW(run_program_s8_streamed(back, x, s, 2, &a), CompileError);
 }
@@ -236,15 +250,16 @@ TEST(ProgramRunner, RefusesBadProgramsAndSmallContexts) {
   const QuantizedProgram q = compile_program(random_program(I, H, 2, 1, rng), calibration(I, rng), fast());
   std::vector<qlstm_op> ops(2);
   for (size_t k = 0; k < 2; ++k) {
-    ops[k] = {QLSTM_OP_LSTM_S8, q.model.ops[k].lstm.kernel_params(B, T, Layout::kBatchMajor),
-              static_cast<int32_t>(k), static_cast<int32_t>(k + 1), 0, k * static_cast<size_t>(B * H)};
+    ops[k] = lstm_op(q.model.ops[k].lstm.kernel_params(B, T, Layout::kBatchMajor), static_cast<int32_t>(k),
+                     static_cast<int32_t>(k + 1), k * static_cast<size_t>(B * H));
   }
   alignas(QLSTM_SCRATCH_ALIGNMENT) unsigned char scratch[1024];
   int16_t cell[B * H];
   std::vector<int8_t> area(static_cast<size_t>(B) * T * H), x = random_s8(static_cast<size_t>(B) * T * I, rng);
   std::vector<int8_t> y(static_cast<size_t>(B) * T * H);
   const int32_t widths[3] = {I, H, H};
-  qlstm_program program = {ops.data(), 2, 3, widths, 2 * static_cast<size_t>(B * H)};
+  const int32_t steps[3] = {QLSTM_BUFFER_EVERY_STEP, QLSTM_BUFFER_EVERY_STEP, QLSTM_BUFFER_EVERY_STEP};
+  qlstm_program program = {ops.data(), 2, 3, widths, 2 * static_cast<size_t>(B * H), steps, B, QLSTM_LAYOUT_BATCH_MAJOR};
   qlstm_program_context ctx = {scratch, sizeof scratch, cell, {area.data(), nullptr}, area.size()};
   ASSERT_EQ(qlstm_program_run(&program, &ctx, x.data(), y.data(), T, nullptr, nullptr), QLSTM_OK);
   EXPECT_EQ(y, run_program_s8(q.model, x, {B, T, Layout::kBatchMajor}));
@@ -285,6 +300,7 @@ struct StackTable {
   static constexpr int32_t H = 4, B = 2, T = 3;
   std::vector<qlstm_op> ops;
   std::vector<int32_t> widths{H, H, H, H, H};
+  std::vector<int32_t> steps = std::vector<int32_t>(5, QLSTM_BUFFER_EVERY_STEP);
   std::vector<int8_t> areas[2] = {std::vector<int8_t>(B * T * H), std::vector<int8_t>(B * T * H)};
   alignas(QLSTM_SCRATCH_ALIGNMENT) unsigned char scratch[1024] = {};
   int16_t cell[B * H] = {};
@@ -293,10 +309,11 @@ struct StackTable {
 
   explicit StackTable(const CompiledModel& m) {
     for (size_t k = 0; k < m.ops.size(); ++k) {
-      ops.push_back({QLSTM_OP_LSTM_S8, m.ops[k].lstm.kernel_params(B, T, Layout::kBatchMajor),
-                     static_cast<int32_t>(k), static_cast<int32_t>(k + 1), 0, k * static_cast<size_t>(B * H)});
+      ops.push_back(lstm_op(m.ops[k].lstm.kernel_params(B, T, Layout::kBatchMajor), static_cast<int32_t>(k),
+                            static_cast<int32_t>(k + 1), k * static_cast<size_t>(B * H)));
     }
-    program = {ops.data(), 4, 5, widths.data(), 4 * static_cast<size_t>(B * H)};
+    program = {ops.data(), 4, 5, widths.data(), 4 * static_cast<size_t>(B * H), steps.data(), B,
+               QLSTM_LAYOUT_BATCH_MAJOR};
     ctx = {scratch, sizeof scratch, cell, {areas[0].data(), areas[1].data()}, areas[0].size()};
   }
 };

@@ -123,15 +123,21 @@ std::string bundle(const std::vector<BundleCase>& cases) {
   head.i32("case_count", static_cast<int32_t>(cases.size()));
   for (const BundleCase& c : cases) {
     if (c.ops.empty() || c.buffer_widths.size() < 2) throw DeviceError("bundle: case '" + c.name + "' has no program");
+    const bool from_op = c.batch == 0 && c.ops.front().kind == QLSTM_OP_LSTM_S8;
     const qlstm_lstm_dims& dims = c.ops.front().lstm.dims;
+    const std::vector<int32_t> steps =
+        c.buffer_steps.empty() ? std::vector<int32_t>(c.buffer_widths.size(), QLSTM_BUFFER_EVERY_STEP) : c.buffer_steps;
+    if (steps.size() != c.buffer_widths.size()) throw DeviceError("bundle: case '" + c.name + "': buffer_steps");
     const bundle::CaseView v = {static_cast<int32_t>(c.name.size()),
                                 c.name.data(),
                                 (c.stateful ? bundle::kFlagStateful : 0) | (c.check ? bundle::kFlagExpected : 0),
-                                dims.batch,
-                                dims.time_steps,
+                                from_op ? dims.batch : c.batch,
+                                from_op ? dims.time_steps : c.time_steps,
                                 static_cast<int32_t>(c.ops.size()),
                                 static_cast<int32_t>(c.buffer_widths.size()),
                                 c.buffer_widths.data(),
+                                steps.data(),
+                                from_op ? c.ops.front().lstm.layout : c.layout,
                                 c.input,
                                 c.h0,
                                 c.c0,

@@ -45,6 +45,9 @@ struct BundleCase {
   std::string name;
   std::vector<qlstm_op> ops;
   std::vector<int32_t> buffer_widths;
+  std::vector<int32_t> buffer_steps;  // a qlstm_buffer_steps per buffer; empty: every step
+  // The call's batch, steps and layout; batch 0: those of the first op (an LSTM).
+  int32_t batch = 0, time_steps = 0, layout = QLSTM_LAYOUT_BATCH_MAJOR;
   bool stateful = false;
   bool check = false;
   const int8_t* input = nullptr;

@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "qlstm/fully_connected_s8.h"
 #include "qlstm/lstm_s8.h"
 #include "qlstm/program_s8.h"
 
@@ -103,11 +104,32 @@ qlstm_status run_lstm_s8(const LstmS8Variant& variant, const qlstm_lstm_s8_param
 qlstm_status run_lstm_s8_prechecked(const LstmS8Variant* variant, const qlstm_lstm_s8_params& params,
                                     qlstm_lstm_s8_context& ctx, const int8_t* input, int8_t* output);
 
+// ---- The fully connected op's variants (include/qlstm/fully_connected_s8.h): one function for
+// the whole call, each equal to the reference bit for bit (tests/variants).
+using FcS8Fn = void (*)(const qlstm_fc_s8_params& params, const int8_t* input, int8_t* output);
+struct FcS8Variant {
+  const char* name;
+  bool (*is_supported)();                         // null: any CPU
+  bool (*can_run)(const qlstm_fc_s8_params& p);   // null: every valid call
+  FcS8Fn run;                                     // params validated, rows >= 1
+};
+// Best first, the reference last (runs every call); *count receives the number of entries.
+const FcS8Variant* const* fc_s8_variants(size_t* count);
+extern const FcS8Variant kFcS8ReferenceVariant;
+const FcS8Variant* select_fc_s8_variant(const FcS8Variant* const* list, size_t count, const qlstm_fc_s8_params& p);
+// As qlstm_fc_s8() with the given variant: QLSTM_ERROR_UNSUPPORTED / QLSTM_ERROR_NO_VARIANT as run_lstm_s8.
+qlstm_status run_fc_s8(const FcS8Variant& variant, const qlstm_fc_s8_params* params, const int8_t* input,
+                       int8_t* output);
+// Validated params (the program runner); variant nullptr: per-call dispatch over fc_s8_variants().
+qlstm_status run_fc_s8_prechecked(const FcS8Variant* variant, const qlstm_fc_s8_params& params, const int8_t* input,
+                                  int8_t* output);
+
 // qlstm_program_run with a fixed variant for every op (nullptr: the per-call dispatch of
 // qlstm_lstm_s8) and a hook around each op (the device's instruction counter); the program runner
 // is this with the defaults.
 struct ProgramRunOptions {
   const LstmS8Variant* variant = nullptr;
+  const FcS8Variant* fc_variant = nullptr;  // nullptr: the per-call dispatch of qlstm_fc_s8
   void (*before_op)(int32_t op) = nullptr;
   void (*after_op)(int32_t op) = nullptr;
 };

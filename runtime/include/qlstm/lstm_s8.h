@@ -46,6 +46,14 @@ typedef enum qlstm_time_direction {
   QLSTM_TIME_REVERSE = 1
 } qlstm_time_direction;
 
+/* Which hidden states a call writes (qlstm_lstm_s8_params.output_steps). */
+typedef enum qlstm_output_steps {
+  QLSTM_OUTPUT_ALL_STEPS = 0, /* every step: output [B][T][W] or [T][B][W] */
+  QLSTM_OUTPUT_FINAL = 1      /* only the final hidden state (the last step processed: step T-1
+                                 forward, step 0 reverse; ONNX's Y_h, PyTorch's h_n): output [B][W].
+                                 A classifier's head then needs B x W bytes, not B x T x W. */
+} qlstm_output_steps;
+
 typedef enum qlstm_activation {
   QLSTM_ACTIVATION_SIGMOID = 0,
   QLSTM_ACTIVATION_TANH = 1
@@ -101,6 +109,7 @@ typedef struct qlstm_lstm_s8_params {
    * H values of each position at the start of a W-wide row, so that two directions write their
    * halves of a [..][2H] output in place (the reverse one at output + H). */
   int32_t output_width;
+  int32_t output_steps; /* a qlstm_output_steps; 0 = every step */
 } qlstm_lstm_s8_params;
 
 /* Caller-owned memory for one call. If hidden_state is NULL the call is stateless: the cell

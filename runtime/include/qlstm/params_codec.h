@@ -9,6 +9,7 @@
 //   void open(const char* name);   void close();           an aggregate: the block, dims, a gate, a requant
 //   void i32(const char* name, int32_t& field);          every scalar (const int32_t& for a const block)
 //   template <class T> void array(const char* name, const T*& data, int64_t count);
+//   void unused(const char* name);                       a block of another op kind (visit_op_fields)
 // Array extents follow from the dims visited before them (count < 0: the dims are invalid).
 // Names are full paths, e.g. "gates[forget].input_to_q3_12.shift", static strings.
 #ifndef QLSTM_PARAMS_CODEC_H_
@@ -82,6 +83,55 @@ void visit_lstm_s8_fields(P& p, V& v) {
   v.i32("output_zero_point", p.output_zero_point);
   v.i32("time_direction", p.time_direction);
   v.i32("output_width", p.output_width);
+  v.i32("output_steps", p.output_steps);
+  v.close();
+}
+
+// P is qlstm_fc_s8_params or const qlstm_fc_s8_params.
+template <class P, class V>
+void visit_fc_s8_fields(P& p, V& v) {
+  v.open("fc");
+  v.i32("rows", p.rows);
+  v.i32("input_size", p.input_size);
+  v.i32("output_size", p.output_size);
+  v.i32("per_channel", p.per_channel);
+  const int64_t I = codec_detail::extent(p.input_size), O = codec_detail::extent(p.output_size);
+  const int64_t requants = p.per_channel == 0 ? 1 : (p.per_channel == 1 ? O : -1);
+  v.array("multipliers", p.multipliers, requants);
+  v.array("shifts", p.shifts, requants);
+  v.array("weights", p.weights, I < 0 || O < 0 ? -1 : I * O);
+  v.array("effective_bias", p.effective_bias, O);
+  v.i32("output_zero_point", p.output_zero_point);
+  v.i32("activation_min", p.activation_min);
+  v.i32("activation_max", p.activation_max);
+  v.close();
+}
+
+template <class P, class V>
+void visit_softmax_s8_fields(P& p, V& v) {
+  v.open("softmax");
+  v.i32("rows", p.rows);
+  v.i32("row_size", p.row_size);
+  v.i32("input_multiplier", p.input_multiplier);
+  v.i32("input_left_shift", p.input_left_shift);
+  v.i32("diff_min", p.diff_min);
+  v.close();
+}
+
+template <class P, class V>
+void visit_table_s8_fields(P& p, V& v) {
+  v.open("table");
+  v.i32("rows", p.rows);
+  v.i32("row_size", p.row_size);
+  v.array("table", p.table, QLSTM_TABLE_S8_ENTRIES);
+  v.close();
+}
+
+template <class P, class V>
+void visit_select_step_fields(P& p, V& v) {
+  v.open("select");
+  v.i32("step", p.step);
+  v.i32("row_size", p.row_size);
   v.close();
 }
 
@@ -102,13 +152,18 @@ void offset(V& v, const char* name, size_t& field) {
 }  // namespace codec_detail
 
 // One op of a program (qlstm_op or const qlstm_op): its kind, its kind's parameter block, its
-// wiring. An unknown kind visits no block (a reader then stops at the next field, or validation
-// refuses the kind).
+// wiring. The blocks of the other kinds are visited as unused(name), in the struct's order (an
+// initializer writes {} for them). An unknown kind visits no block (a reader then stops at the
+// next field, or validation refuses the kind).
 template <class Op, class V>
 void visit_op_fields(Op& op, V& v) {
   v.open("op");
   v.i32("kind", op.kind);
-  if (op.kind == QLSTM_OP_LSTM_S8) visit_lstm_s8_fields(op.lstm, v);
+  if (op.kind == QLSTM_OP_LSTM_S8) visit_lstm_s8_fields(op.lstm, v); else v.unused("lstm");
+  if (op.kind == QLSTM_OP_FULLY_CONNECTED_S8) visit_fc_s8_fields(op.fc, v); else v.unused("fc");
+  if (op.kind == QLSTM_OP_SOFTMAX_S8) visit_softmax_s8_fields(op.softmax, v); else v.unused("softmax");
+  if (op.kind == QLSTM_OP_TABLE_S8) visit_table_s8_fields(op.table, v); else v.unused("table");
+  if (op.kind == QLSTM_OP_SELECT_STEP) visit_select_step_fields(op.select, v); else v.unused("select");
   v.i32("input_buffer", op.input_buffer);
   v.i32("output_buffer", op.output_buffer);
   v.i32("output_offset", op.output_offset);
@@ -128,6 +183,7 @@ class RecordWriter {
   explicit RecordWriter(Sink& sink) : sink_(sink) {}
   void open(const char*) {}
   void close() {}
+  void unused(const char*) {}
   void i32(const char*, int32_t v) { put_le(static_cast<uint32_t>(v), 4); }
   template <class T>
   void array(const char*, const T* data, int64_t count) {
@@ -153,6 +209,7 @@ class RecordReader {
   RecordReader(const uint8_t* data, size_t size) : p_(data), end_(data + size) {}
   void open(const char*) {}
   void close() {}
+  void unused(const char*) {}
   void i32(const char* name, int32_t& v) {
     v = 0;
     if (failed_ != nullptr) return;

@@ -9,22 +9,45 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "qlstm/fully_connected_s8.h"
 #include "qlstm/lstm_s8.h"
+#include "qlstm/softmax_s8.h"
 #include "qlstm/status.h"
+#include "qlstm/table_s8.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 typedef enum qlstm_op_kind {
-  QLSTM_OP_LSTM_S8 = 0, /* qlstm_lstm_s8 over the whole input buffer */
+  QLSTM_OP_LSTM_S8 = 0,            /* qlstm_lstm_s8 over the whole input buffer */
+  QLSTM_OP_FULLY_CONNECTED_S8 = 1, /* qlstm_fc_s8 on every position of its input buffer */
+  QLSTM_OP_SOFTMAX_S8 = 2,         /* qlstm_softmax_s8 on every position */
+  QLSTM_OP_TABLE_S8 = 3,           /* qlstm_table_s8 on every position */
+  QLSTM_OP_SELECT_STEP = 4,        /* one time step of a sequence buffer into a one-step buffer */
+  QLSTM_OP_KIND_COUNT = 5
 } qlstm_op_kind;
 
+/* How many positions a buffer holds per batch row. */
+typedef enum qlstm_buffer_steps {
+  QLSTM_BUFFER_EVERY_STEP = 0, /* T: a sequence, in the program's layout */
+  QLSTM_BUFFER_ONE_STEP = 1    /* 1: [B][width] (an LSTM's final state, a selected step, a head) */
+} qlstm_buffer_steps;
+
+/* One op: its kind and that kind's parameter block (the other blocks are unused). Every op reads
+ * its input buffer's positions and writes as many to its output buffer (an LSTM with
+ * output_steps QLSTM_OUTPUT_FINAL and a step selection write one per batch row). */
 typedef struct qlstm_op {
   int32_t kind;                /* a qlstm_op_kind */
-  /* dims.batch the same for every op, dims.input_size its input buffer's width. The runner sets
-   * dims.time_steps (the call's) and output_width (its output buffer's width). */
+  /* dims.batch and layout the program's, dims.input_size its input buffer's width. The runner
+   * sets dims.time_steps (the call's) and output_width (its output buffer's width). */
   qlstm_lstm_s8_params lstm;
+  /* The runner sets rows (the input buffer's positions); input_size / output_size / row_size
+   * are the buffers' widths. */
+  qlstm_fc_s8_params fc;
+  qlstm_softmax_s8_params softmax;
+  qlstm_table_s8_params table;
+  qlstm_select_step_params select;
   int32_t input_buffer;        /* 0 ... buffer_count - 2 */
   int32_t output_buffer;       /* 1 ... buffer_count - 1, not in the input buffer's area */
   int32_t output_offset;       /* elements into each output position's row: offset + H <= width */
@@ -37,6 +60,9 @@ typedef struct qlstm_program {
   int32_t buffer_count; /* >= 2 */
   const int32_t* buffer_widths; /* [buffer_count]: elements per sequence position */
   size_t state_values;  /* elements of the caller's hidden (int8) and cell (int16) state */
+  const int32_t* buffer_steps;  /* [buffer_count]: a qlstm_buffer_steps each; buffer 0 every step */
+  int32_t batch;        /* B >= 1, of every buffer and every op */
+  int32_t layout;       /* a qlstm_layout, of every sequence buffer */
 } qlstm_program;
 
 typedef struct qlstm_program_context {

@@ -14,7 +14,7 @@
 namespace qlstm {
 namespace bundle {
 
-constexpr uint32_t kBundleVersion = 3;
+constexpr uint32_t kBundleVersion = 4;
 constexpr int32_t kFlagStateful = 1;  // the call starts from the case's state and returns the final one
 constexpr int32_t kFlagExpected = 2;  // the case carries the expected output (and final state)
 
@@ -29,10 +29,12 @@ struct CaseView {
   int32_t op_count;
   int32_t buffer_count;
   const int32_t* buffer_widths;
+  const int32_t* buffer_steps;  // a qlstm_buffer_steps per buffer
+  int32_t layout;               // a qlstm_layout
   const int8_t* input;     // [B][T][widths[0]] in the ops' layout
   const int8_t* h0;        // stateful: [ops][B][H]
   const int16_t* c0;
-  const int8_t* expected;  // [B][T][widths[last]]
+  const int8_t* expected;  // [B][T][widths[last]], or [B][widths[last]] for a one-step output
   const int8_t* final_h;   // stateful and expected
   const int16_t* final_c;
 };
@@ -54,6 +56,8 @@ void visit_case_header(C& c, V& v) {
   v.i32("op_count", c.op_count);
   v.i32("buffer_count", c.buffer_count);
   v.array("buffer_widths", c.buffer_widths, c.buffer_count < 2 || c.buffer_count > 1024 ? -1 : c.buffer_count);
+  v.array("buffer_steps", c.buffer_steps, c.buffer_count < 2 || c.buffer_count > 1024 ? -1 : c.buffer_count);
+  v.i32("layout", c.layout);
 }
 
 template <class C, class V>
@@ -76,12 +80,17 @@ void visit_case_data(C& c, const CaseSizes& n, V& v) {
 inline CaseSizes case_sizes(const CaseView& c, const qlstm_op* ops) {
   const CaseSizes bad = {-1, -1, -1};
   const int64_t limit = int64_t{1} << 30;
-  if (c.batch < 0 || c.time_steps < 0 || c.buffer_count < 2 || c.buffer_widths == nullptr) return bad;
+  if (c.batch < 0 || c.time_steps < 0 || c.buffer_count < 2 || c.buffer_widths == nullptr ||
+      c.buffer_steps == nullptr) {
+    return bad;
+  }
   const int64_t positions = static_cast<int64_t>(c.batch) * c.time_steps;
+  const int64_t out_positions = c.buffer_steps[c.buffer_count - 1] == QLSTM_BUFFER_ONE_STEP ? c.batch : positions;
   const int64_t in_w = c.buffer_widths[0], out_w = c.buffer_widths[c.buffer_count - 1];
   if (in_w < 0 || out_w < 0 || positions > limit || in_w > limit || out_w > limit) return bad;
-  CaseSizes n = {positions * in_w, 0, positions * out_w};
+  CaseSizes n = {positions * in_w, 0, out_positions * out_w};
   for (int32_t k = 0; k < c.op_count; ++k) {
+    if (ops[k].kind != QLSTM_OP_LSTM_S8) continue;  // only an LSTM has state
     const int64_t h = ops[k].lstm.dims.hidden_size;
     if (h < 0 || h > limit) return bad;
     n.state += c.batch * h;

@@ -90,6 +90,7 @@ struct DerivedLstm {
   CellScaleChoice cell;
   int32_t cell_clip = 0;
   int32_t time_direction = QLSTM_TIME_FORWARD;  // QLSTM_TIME_REVERSE for an ONNX "reverse" LSTM
+  int32_t output_steps = QLSTM_OUTPUT_ALL_STEPS;  // QLSTM_OUTPUT_FINAL: only h_n (a head reads nothing else)
   DeriveOptions options;  // as derived (without the calibration means)
   std::array<DerivedGate, QLSTM_GATE_COUNT> gates;
   qlstm_requant forget_times_cell_to_cell{}, input_times_cell_gate_to_cell{},

@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "qlstm/compiler/derive.h"
+#include "qlstm/compiler/derive_ops.h"
+#include "qlstm/compiler/float_layers.h"
 #include "qlstm/compiler/float_lstm.h"
 #include "qlstm/program_s8.h"
 
@@ -26,8 +28,19 @@ enum class StateSource {
 };
 const char* state_source_name(StateSource s);
 
-// The float program the ONNX importer produces and the compiler quantizes.
+// What the layers after the LSTM stack read from it.
+enum class LstmOutput {
+  kSequence,    // Y: every step of the last layer (then a head may select a step)
+  kFinalState,  // h_n[-1] only (the last op's final hidden state; Y unused, so no sequence is stored)
+};
+
+// The float program the ONNX importer produces and the compiler quantizes: per-step layers in
+// front of the stack, the LSTM stack, the layers after it. The model's output is the last head
+// layer's (the stack's own output when there is none).
 struct FloatProgram {
+  std::vector<FloatLayer> front;  // per step, on the model input, before the first LSTM
+  std::vector<FloatLayer> head;   // after the stack; a kSelectStep first turns the sequence into one step
+  LstmOutput lstm_output = LstmOutput::kSequence;
   std::vector<FloatLstm> ops;  // layer-major; in a bidirectional layer the forward op first
   int32_t directions = 1;      // ops per layer: 1, or 2 for bidirectional
   StateSource initial_hidden = StateSource::kZero, initial_cell = StateSource::kZero;
@@ -35,8 +48,8 @@ struct FloatProgram {
   bool hidden_output = false, cell_output = false;  // h_n / c_n ([ops][B][H]) are model outputs
 
   int32_t layers() const { return static_cast<int32_t>(ops.size()) / directions; }
-  int32_t input_size() const { return ops.front().input_size; }
-  int32_t output_size() const { return directions * ops.back().hidden_size; }
+  int32_t input_size() const { return front.empty() ? ops.front().input_size : front.front().input_size; }
+  int32_t output_size() const { return head.empty() ? directions * ops.back().hidden_size : head.back().output_size; }
   // Sum of the ops' hidden sizes: the length of one batch row of a [ops][B][H] state.
   int32_t state_size() const;
   // Throws CompileError for an empty program, a layer whose input is not the layer below's
@@ -61,9 +74,14 @@ struct FloatProgramResult {
 FloatProgramResult run_float_program(const FloatProgram& p, const float* x, const SequenceShape& shape,
                                      const float* h0 = nullptr, const float* c0 = nullptr);
 
-// One fused op of a compiled program.
+// One fused op of a compiled program: its kind (a qlstm_op_kind) and that kind's parameters.
 struct ProgramOp {
+  int32_t kind = QLSTM_OP_LSTM_S8;
   DerivedLstm lstm;  // input/output quantization = those of its input and output buffers
+  DerivedFc fc;
+  DerivedSoftmax softmax;
+  DerivedTable table;
+  DerivedSelect select;
   int32_t input_buffer = 0, output_buffer = 1;
   int32_t output_offset = 0;  // first element of the op's part of each output row
   // StateSource::kConstant: [H], the same for every batch row (empty otherwise).
@@ -74,6 +92,7 @@ struct ProgramOp {
 struct ProgramBuffer {
   int32_t width = 0;   // elements per sequence position
   AffineQuant quant;   // of every element
+  int32_t steps = QLSTM_BUFFER_EVERY_STEP;  // a qlstm_buffer_steps
 };
 
 // A compiled model: the program and its interface.
@@ -140,10 +159,13 @@ struct RuntimeProgram {
   std::vector<qlstm_op> ops;
   std::vector<int32_t> widths;  // per buffer
   size_t state_values = 0;      // B x the sum of the ops' H
+  std::vector<int32_t> steps;   // per buffer, a qlstm_buffer_steps
+  int32_t batch = 1;
+  int32_t layout = QLSTM_LAYOUT_BATCH_MAJOR;
 
   qlstm_program table() const {
     return {ops.data(), static_cast<int32_t>(ops.size()), static_cast<int32_t>(widths.size()), widths.data(),
-            state_values};
+            state_values, steps.data(), batch, layout};
   }
 };
 RuntimeProgram runtime_program(const CompiledModel& m, int32_t batch, int32_t time_steps, Layout layout);

@@ -1,0 +1,59 @@
+// The layers around the LSTM stack, in float: what the ONNX importer finds before it (per step:
+// a Linear input projection, an activation) and after it (a step selection, Linear heads,
+// activations, a softmax), and their reference evaluation in double precision. The compiler
+// quantizes each into one runtime op (a ReLU / ReLU6 / Clip after a Linear folds into its clamp).
+// Host only.
+#ifndef QLSTM_COMPILER_FLOAT_LAYERS_H_
+#define QLSTM_COMPILER_FLOAT_LAYERS_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace qlstm {
+namespace compiler {
+
+// The elementwise functions a layer may apply (ONNX Relu, Clip, LeakyRelu, Sigmoid, Tanh,
+// HardSigmoid; the rest as torch exports them: GELU as Gelu or Erf form, SiLU as x * Sigmoid(x),
+// HardSwish).
+enum class ActivationFn { kRelu, kClip, kLeakyRelu, kSigmoid, kTanh, kHardSigmoid, kGelu, kSilu, kHardSwish };
+const char* activation_fn_name(ActivationFn f);
+
+enum class FloatLayerKind {
+  kLinear,      // y = W x + b on every position
+  kActivation,  // y = f(x) elementwise
+  kSoftmax,     // softmax over the last axis (each position's values), with beta
+  kSelectStep,  // y[:, step] of a sequence (one position per batch row)
+};
+
+struct FloatLayer {
+  FloatLayerKind kind = FloatLayerKind::kLinear;
+  std::string node;  // the ONNX node it came from (the first, when several made it), for messages
+  int32_t input_size = 0, output_size = 0;  // elements per position (equal but for kLinear)
+  // kLinear
+  std::vector<float> weight;  // [output_size][input_size]
+  std::vector<float> bias;    // [output_size], empty: none
+  // kActivation
+  ActivationFn fn = ActivationFn::kRelu;
+  double alpha = 0.0;  // LeakyRelu's slope, HardSigmoid's alpha
+  double beta = 0.0;   // HardSigmoid's beta
+  double clip_min = 0.0, clip_max = 0.0;  // kClip (-inf / +inf when absent)
+  // kSoftmax
+  double softmax_beta = 1.0;
+  // kSelectStep: >= 0 from the first step, < 0 from the last (-1: y[:, -1])
+  int32_t step = -1;
+
+  // Throws CompileError naming the node for inconsistent sizes or non-finite values.
+  void validate() const;
+};
+
+// f(x) in double.
+double apply_activation(const FloatLayer& layer, double x);
+
+// Applies one per-position layer (not kSelectStep) to `positions` rows of input_size values.
+std::vector<double> run_float_layer(const FloatLayer& layer, const std::vector<double>& x, size_t positions);
+
+}  // namespace compiler
+}  // namespace qlstm
+
+#endif  // QLSTM_COMPILER_FLOAT_LAYERS_H_

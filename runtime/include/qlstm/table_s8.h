@@ -1,0 +1,43 @@
+/*
+ * qlstm: any elementwise int8 -> int8 function (Sigmoid, Tanh, HardSigmoid, LeakyReLU, GELU,
+ * SiLU, ...) as a 256-entry table the compiler computes from the float function and the input and
+ * output quantizations: output = table[input + 128]. And the time-step selection op, which copies
+ * one step of a sequence (y[:, k]) out of it. Both move bytes only.
+ */
+#ifndef QLSTM_TABLE_S8_H_
+#define QLSTM_TABLE_S8_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "qlstm/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define QLSTM_TABLE_S8_ENTRIES 256
+
+typedef struct qlstm_table_s8_params {
+  int32_t rows;         /* >= 0; a program's runner sets it */
+  int32_t row_size;     /* >= 1 */
+  const int8_t* table;  /* [QLSTM_TABLE_S8_ENTRIES]: table[x + 128] for input x */
+} qlstm_table_s8_params;
+
+qlstm_status qlstm_table_s8_validate(const qlstm_table_s8_params* params, const char** field);
+/* input, output: rows x row_size int8 values (may be NULL when rows == 0); may be equal. */
+qlstm_status qlstm_table_s8(const qlstm_table_s8_params* params, const int8_t* input, int8_t* output);
+
+/* One time step of a sequence buffer: step >= 0 counts from the first step, < 0 from the last
+ * (-1: the last, PyTorch's y[:, -1]). The program runner does the copy; its buffer and layout come
+ * from the program. */
+typedef struct qlstm_select_step_params {
+  int32_t step;
+  int32_t row_size; /* >= 1: elements per position, the input and output buffers' width */
+} qlstm_select_step_params;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* QLSTM_TABLE_S8_H_ */
