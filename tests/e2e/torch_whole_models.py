@@ -1,0 +1,261 @@
+#!/usr/bin/python3
+"""Whole models end to end with torch at test time: the layers around the LSTM (issue 14).
+
+Each case is a torch model of one pattern — a classifier on the last step, a head on h_n[-1], a
+per-step forecaster, a Linear front end, MLP heads with each activation, a step y[:, k], stacked
+and bidirectional stacks — exported with torch.onnx.export (both layouts, opsets 13 to 17),
+compiled with `qlstm compile`, run with `qlstm run --float` on held-out data the compiler never
+saw, and compared with torch's own fp32 output: SQNR >= 30 dB; a classifier's argmax agrees with
+torch's on >= 97% of the held-out sequences; a per-step head streamed in random chunks gives the
+same bytes as one call. Also: models outside the scope are refused naming the node.
+
+Usage: torch_whole_models.py QLSTM_BINARY WORKDIR   (exit 77 = skipped: torch, onnx or numpy missing)
+"""
+import os
+import subprocess
+import sys
+
+try:
+    import numpy as np
+    import torch
+    import torch.nn as nn
+    import onnx  # noqa: F401  (torch.onnx.export needs it)
+except ImportError as e:
+    print("skipped: %s (install python3-torch python3-onnx python3-numpy)" % e)
+    sys.exit(77)
+
+qlstm, work = sys.argv[1], sys.argv[2]
+os.makedirs(work, exist_ok=True)
+torch.manual_seed(0)
+torch.set_num_threads(1)
+rng = np.random.default_rng(3)
+
+SQNR_MIN_DB = 30.0
+ARGMAX_AGREEMENT_MIN = 0.97
+
+
+def run(*args):
+    r = subprocess.run([qlstm] + [str(a) for a in args], capture_output=True, text=True)
+    return r.returncode, r.stdout + r.stderr
+
+
+def sqnr(ref, got):
+    return 10 * np.log10(np.mean(ref ** 2) / max(np.mean((ref - got) ** 2), 1e-30))
+
+
+def trained_forget_bias(lstm):
+    """A trained-looking LSTM: a memory-keeping forget bias in every layer and direction."""
+    H = lstm.hidden_size
+    with torch.no_grad():
+        for name, p in lstm.named_parameters():
+            if name.startswith("bias_hh"):
+                p[H:2 * H] += 1.0
+
+
+class Classifier(nn.Module):
+    """LSTM -> y[:, -1] (or y[-1]) -> [Linear -> act] -> Linear -> Softmax."""
+
+    def __init__(self, I, H, classes, batch_first, layers=1, bidirectional=False, hidden=0, act=None, step=-1,
+                 softmax=True):
+        super().__init__()
+        self.lstm = nn.LSTM(I, H, num_layers=layers, bidirectional=bidirectional, batch_first=batch_first)
+        trained_forget_bias(self.lstm)
+        D = 2 if bidirectional else 1
+        self.mlp = nn.Sequential(nn.Linear(D * H, hidden), act) if hidden else nn.Identity()
+        self.out = nn.Linear(hidden or D * H, classes)
+        self.batch_first, self.step, self.softmax = batch_first, step, softmax
+
+    def forward(self, x):
+        y = self.lstm(x)[0]
+        last = y[:, self.step] if self.batch_first else y[self.step]
+        z = self.out(self.mlp(last))
+        return torch.softmax(z, dim=-1) if self.softmax else z
+
+
+class FinalStateHead(nn.Module):
+    """_, (h_n, _) = lstm(x); h_n[-1] -> Linear -> ReLU -> Linear: Y unused, no sequence stored."""
+
+    def __init__(self, I, H, hidden, out, batch_first, layers=1):
+        super().__init__()
+        self.lstm = nn.LSTM(I, H, num_layers=layers, batch_first=batch_first)
+        trained_forget_bias(self.lstm)
+        self.head = nn.Sequential(nn.Linear(H, hidden), nn.ReLU(), nn.Linear(hidden, out))
+
+    def forward(self, x):
+        _, (h_n, _) = self.lstm(x)
+        return self.head(h_n[-1])
+
+
+class PerStep(nn.Module):
+    """[Linear front end ->] LSTM -> Linear on every step (a forecaster)."""
+
+    def __init__(self, I, H, out, batch_first, front=0, layers=1, front_act=None):
+        super().__init__()
+        self.front = nn.Sequential(nn.Linear(I, front), front_act or nn.Identity()) if front else nn.Identity()
+        self.lstm = nn.LSTM(front or I, H, num_layers=layers, batch_first=batch_first)
+        trained_forget_bias(self.lstm)
+        self.head = nn.Linear(H, out)
+
+    def forward(self, x):
+        return self.head(self.lstm(self.front(x))[0])
+
+
+def train_classifier(model, I, T, classes, batch_first, steps=150):
+    """A few seconds of Adam on a synthetic task (which of `classes` frequencies a noisy sinusoid
+    has), so that the logits are those of a trained model, not of random weights."""
+    def batch(n, g):
+        labels = g.integers(0, classes, n)
+        t = np.arange(T)[None, :, None]
+        freq = (1 + labels)[:, None, None] * 0.35
+        phase = g.uniform(0, 2 * np.pi, (n, 1, I))
+        x = np.sin(freq * t + phase) + 0.3 * g.standard_normal((n, T, I))
+        x = x.astype(np.float32)
+        return (x if batch_first else x.transpose(1, 0, 2)), labels
+    g = np.random.default_rng(11)
+    opt = torch.optim.Adam(model.parameters(), lr=0.02)
+    softmax = model.softmax
+    model.softmax = False
+    for _ in range(steps):
+        x, labels = batch(64, g)
+        loss = nn.functional.cross_entropy(model(torch.from_numpy(x)), torch.from_numpy(labels))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    model.softmax = softmax
+    model.eval()
+    return batch
+
+
+def export(model, example, path, opset):
+    torch.onnx.export(model, example, path, opset_version=opset, input_names=["x"], output_names=["y"])
+
+
+failures = 0
+passes = 0
+
+
+def tally(ok):
+    global failures, passes
+    failures += 0 if ok else 1
+    passes += 1 if ok else 0
+
+
+def check(name, model, I, T, batch_first, opset, classifier=False, data=None, stream=False):
+    """Compile on calibration data, run on held-out data, compare with torch."""
+    model.eval()
+    shape = (lambda b: (b, T, I)) if batch_first else (lambda b: (T, b, I))
+    if data is not None:
+        calib, _ = data(96, np.random.default_rng(1))
+        test, _ = data(200, np.random.default_rng(2))
+        calib, test = torch.from_numpy(calib), torch.from_numpy(test)
+    else:
+        calib, test = torch.randn(*shape(64)) * 0.8, torch.randn(*shape(32)) * 0.8
+    base = os.path.join(work, name)
+    export(model, torch.randn(*shape(2)), base + ".onnx", opset)
+    np.save(base + "_calib.npy", calib.numpy())
+    np.save(base + "_test.npy", test.numpy())
+    rc, out = run("compile", base + ".onnx", "--calibration", base + "_calib.npy", "-o", base, "--name", name)
+    if rc != 0:
+        print("FAIL %s: compile exited %d\n%s" % (name, rc, out))
+        tally(False)
+        return
+    qm = os.path.join(base, name + ".qlstm")
+    rc, out = run("run", qm, "--input", base + "_test.npy", "--output", base + "_y.npy", "--float")
+    if rc != 0:
+        print("FAIL %s: run exited %d\n%s" % (name, rc, out))
+        tally(False)
+        return
+    with torch.no_grad():
+        ref = model(test).numpy()
+    got = np.load(base + "_y.npy")
+    ok = got.shape == ref.shape
+    s = sqnr(ref, got) if ok else float("nan")
+    ok = ok and s >= SQNR_MIN_DB
+    detail = "SQNR %.2f dB vs torch fp32, output %s" % (s, "x".join(map(str, got.shape)))
+    if classifier and got.shape == ref.shape:
+        agree = float(np.mean(np.argmax(ref, -1) == np.argmax(got, -1)))
+        ok = ok and agree >= ARGMAX_AGREEMENT_MIN
+        detail += ", argmax agreement %.1f%% over %d held-out sequences" % (100 * agree, ref.shape[0])
+    if stream:
+        x8 = base + "_x8.npy"
+        np.save(x8, np.clip(np.round(test.numpy() / 0.05), -128, 127).astype(np.int8))
+        rc, out = run("run", qm, "--input", x8, "--output", base + "_y8.npy")
+        one = np.load(base + "_y8.npy") if rc == 0 else None
+        for _ in range(3):
+            chunk = int(rng.integers(1, T + 1))
+            rc2, out2 = run("run", qm, "--input", x8, "--output", base + "_ys8.npy", "--chunk", chunk)
+            if one is None or rc2 != 0 or not np.array_equal(np.load(base + "_ys8.npy"), one):
+                ok = False
+                detail += "; chunks of %d differ from one call (%s)" % (chunk, out + out2)
+        detail += "; streamed in random chunks == one call"
+    tally(ok)
+    print("%s %s: %s opset %d: %s" % ("PASS" if ok else "FAIL", name, "batch_first" if batch_first else "seq_first",
+                                      opset, detail))
+
+
+# Classifiers, trained for a few seconds each (argmax agreement needs a model with real margins).
+for name, I, H, T, C, bf, opset, kw in [
+    ("cls_last", 4, 16, 20, 4, True, 13, {}),
+    ("cls_last_seqfirst", 4, 16, 20, 4, False, 14, {}),
+    ("cls_relu_mlp", 3, 12, 16, 3, True, 15, {"hidden": 16, "act": nn.ReLU()}),
+    ("cls_relu6_mlp", 3, 12, 16, 3, False, 16, {"hidden": 16, "act": nn.ReLU6()}),
+    ("cls_tanh_mlp", 3, 12, 16, 3, True, 17, {"hidden": 12, "act": nn.Tanh()}),
+    ("cls_sigmoid_mlp", 3, 12, 16, 3, True, 13, {"hidden": 12, "act": nn.Sigmoid()}),
+    ("cls_hardsigmoid_mlp", 3, 12, 16, 3, False, 14, {"hidden": 12, "act": nn.Hardsigmoid()}),
+    ("cls_leakyrelu_mlp", 3, 12, 16, 3, True, 15, {"hidden": 12, "act": nn.LeakyReLU(0.1)}),
+    ("cls_stacked", 4, 12, 16, 4, True, 16, {"layers": 2}),
+    ("cls_bidirectional", 4, 10, 16, 4, True, 17, {"bidirectional": True}),
+    ("cls_step_k", 4, 12, 16, 4, True, 15, {"step": 11}),
+]:
+    torch.manual_seed(len(name))
+    model = Classifier(I, H, C, bf, **kw)
+    data = train_classifier(model, I, T, C, bf)
+    check(name, model, I, T, bf, opset, classifier=True, data=data)
+
+# Heads on h_n[-1], per-step heads, a Linear front end.
+torch.manual_seed(5)
+check("hn_mlp", FinalStateHead(5, 16, 12, 3, batch_first=True), 5, 24, True, 14)
+check("hn_mlp_seqfirst", FinalStateHead(5, 16, 12, 3, batch_first=False, layers=2), 5, 24, False, 17)
+check("per_step", PerStep(3, 16, 2, batch_first=True), 3, 30, True, 13, stream=True)
+check("per_step_seqfirst", PerStep(3, 16, 1, batch_first=False), 3, 30, False, 16, stream=True)
+check("front_linear", PerStep(6, 12, 2, batch_first=True, front=8), 6, 20, True, 15, stream=True)
+check("front_linear_relu", PerStep(6, 12, 2, batch_first=False, front=8, front_act=nn.ReLU()), 6, 20, False, 17)
+
+
+# Outside the scope: refused, naming the node and what to do, with no model written.
+class LayerNormHead(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(4, 8, batch_first=True)
+        self.norm = nn.LayerNorm(8)
+        self.out = nn.Linear(8, 2)
+
+    def forward(self, x):
+        return self.out(self.norm(self.lstm(x)[0][:, -1]))
+
+
+class Attention(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(4, 8, batch_first=True)
+
+    def forward(self, x):
+        y = self.lstm(x)[0]
+        w = torch.softmax(torch.matmul(y, y.transpose(1, 2)), dim=-1)
+        return torch.matmul(w, y)
+
+
+for name, model, expect in [("refuse_layernorm", LayerNormHead(), "LayerNormalization"),
+                            ("refuse_attention", Attention(), "MatMul")]:
+    base = os.path.join(work, name)
+    export(model.eval(), torch.randn(2, 10, 4), base + ".onnx", 17)  # 17: LayerNorm as one node
+    np.save(base + "_calib.npy", np.random.default_rng(0).standard_normal((8, 10, 4)).astype(np.float32))
+    rc, out = run("compile", base + ".onnx", "--calibration", base + "_calib.npy", "-o", base, "--name", name)
+    written = os.path.exists(os.path.join(base, name + ".qlstm"))
+    ok = rc == 1 and expect in out and not written
+    tally(ok)
+    print("%s %s: exit %d, %s%s" % ("PASS" if ok else "FAIL", name, rc, out.strip().splitlines()[0] if out.strip()
+                                     else "(no message)", "; a model file was written" if written else ""))
+
+print("%d passed, %d failed" % (passes, failures))
+sys.exit(1 if failures else 0)
