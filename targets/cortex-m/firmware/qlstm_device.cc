@@ -5,6 +5,8 @@
 //   qlstm_device bench BUNDLE VARIANT          case 0 once, between the instruction-count markers
 //   qlstm_device variants                      the variants built for this CPU, one per line (the
 //                                             fully connected op's as "fc NAME")
+//   qlstm_device fc-bench I O per-tensor|per-channel VARIANT
+//                                             one FC call between the instruction-count markers
 //   qlstm_device icount-self-test              a known count of instructions between the markers
 //   qlstm_device variant-test [CASES]          every variant against the reference on random cases
 //                                             (LSTM), then every FC variant over its edge sizes
@@ -577,8 +579,50 @@ long fc_variant_test() {
   return mismatches;
 }
 
+// fc-bench: one fully connected call of the named variant between the instruction-count markers
+// (docs/performance.md, bench/fc_table.py): random typical weights, inputs and biases (the same
+// for every variant), one row, checked against the reference afterwards.
+int fc_bench(int32_t I, int32_t O, bool per_channel, const char* variant_name) {
+  size_t n = 0;
+  const qlstm::FcS8Variant* const* all = qlstm::fc_s8_variants(&n);
+  const qlstm::FcS8Variant* variant = nullptr;
+  for (size_t k = 0; k < n; ++k) {
+    if (strcmp(all[k]->name, variant_name) == 0) variant = all[k];
+  }
+  if (variant == nullptr) {
+    printf("qlstm_device: no FC variant '%s' in this firmware\n", variant_name);
+    return kExitBadInput;
+  }
+  Rng r{0x2545F4914F6CDD1Dull};
+  g_arena_used = 0;
+  qlstm_fc_s8_params p;
+  const int8_t* x = nullptr;
+  constexpr bool kTypical = false;
+  if (I < 1 || O < 1 || !make_random_fc(r, 1, I, O, per_channel, kTypical, &p, &x)) {
+    printf("qlstm_device: fc-bench: I and O must be positive and fit this firmware's arena\n");
+    return kExitBadInput;
+  }
+  p.activation_min = -128;  // no clamp, as a Linear layer with nothing fused
+  p.activation_max = 127;
+  int8_t* got = static_cast<int8_t*>(arena_take(static_cast<uint32_t>(O)));
+  int8_t* want = static_cast<int8_t*>(arena_take(static_cast<uint32_t>(O)));
+  if (!got || !want || qlstm_fc_s8_validate(&p, nullptr) != QLSTM_OK) return kExitBadInput;
+  printf("variant: %s\n", variant->name);
+  qlstm_bench_begin();
+  variant->run(p, x, got);
+  qlstm_bench_end();
+  const qlstm_status st = qlstm::run_fc_s8(qlstm::kFcS8ReferenceVariant, &p, x, want);
+  if (st != QLSTM_OK || memcmp(got, want, static_cast<size_t>(O)) != 0) {
+    printf("FAIL fc-bench %s: differs from the reference\n", variant->name);
+    return kExitMismatch;
+  }
+  printf("fc-bench: I=%ld O=%ld %s: bit-exact with reference\n", (long)I, (long)O,
+         per_channel ? "per-channel" : "per-tensor");
+  return 0;
+}
+
 int usage() {
-  printf("usage: qlstm_device verify BUNDLE [VARIANT|all] | run BUNDLE OUT [VARIANT|all] | bench BUNDLE VARIANT|all | variants | variant-test [CASES] | icount-self-test | --fault\n");
+  printf("usage: qlstm_device verify BUNDLE [VARIANT|all] | run BUNDLE OUT [VARIANT|all] | bench BUNDLE VARIANT|all | variants | variant-test [CASES] | fc-bench I O per-tensor|per-channel VARIANT | icount-self-test | --fault\n");
   return kExitBadInput;
 }
 
@@ -606,6 +650,10 @@ int main(int argc, char** argv) {
     if (lstm == kExitBadInput) return lstm;
     const long fc = fc_variant_test();
     return lstm == 0 && fc == 0 ? 0 : kExitMismatch;
+  }
+  if (strcmp(cmd, "fc-bench") == 0 && argc == 6) {
+    return fc_bench(static_cast<int32_t>(strtol(argv[2], nullptr, 10)), static_cast<int32_t>(strtol(argv[3], nullptr, 10)),
+                    strcmp(argv[4], "per-channel") == 0, argv[5]);
   }
   if (strcmp(cmd, "variants") == 0) {
     size_t n = 0;

@@ -1,0 +1,97 @@
+#!/usr/bin/python3
+"""Executed instructions of one fully connected call, qlstm's FC variant against CMSIS-NN's
+arm_fully_connected_s8 / arm_fully_connected_per_channel_s8 (docs/performance.md).
+
+  /usr/bin/python3 bench/fc_table.py --targets BUILD/targets --plugin BUILD/tools/qemu_icount/libqlstm_icount.so
+                   [--cpus cortex-m55,cortex-m33,cortex-m4,cortex-m3]
+
+BUILD is a build configured with the CMSIS-NN backend for the targets (docs/targets.md:
+QLSTM_CMSIS_NN_INCLUDE_DIR and QLSTM_CMSIS_NN_TARGET_LIBRARY), its firmware built
+(`cmake --build BUILD --target firmware_cortex-m55 ...`). For every shape, quantization and CPU it
+runs the firmware's `fc-bench` under QEMU with the instruction counter, once with the best qlstm
+FC variant of that CPU (the first of its list after "cmsis_nn") and once with "cmsis_nn", each
+checked bit for bit against the reference in the same run, and prints a Markdown table. Exit
+status 1 if a call differs from the reference or qlstm's count exceeds CMSIS-NN's.
+"""
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+
+SHAPES = [(32, 10), (64, 64), (128, 10), (256, 32)]  # I x O, one row
+QUANTS = ["per-channel", "per-tensor"]
+CPUS = ["cortex-m55", "cortex-m33", "cortex-m4", "cortex-m3"]
+
+
+def target_info(targets, cpu):
+    info = {"dir": os.path.join(targets, cpu)}
+    with open(os.path.join(info["dir"], "target.txt")) as f:
+        for line in f:
+            key, _, value = line.strip().partition(" ")
+            info[key] = value
+    return info
+
+
+def qemu(info, plugin, args, icount_out=None):
+    cmd = ["qemu-system-arm", "-M", info["qemu_machine"], "-cpu", info["qemu_cpu"], "-nographic", "-monitor",
+           "none", "-serial", "none", "-semihosting-config",
+           "enable=on,target=native," + ",".join("arg=" + a for a in ["fw"] + args),
+           "-kernel", os.path.join(info["dir"], "qlstm_device.elf")]
+    if icount_out:
+        cmd += ["-plugin", plugin + ",out=" + icount_out]
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300)
+    return p.returncode, p.stdout
+
+
+def fc_variants(info, plugin):
+    rc, out = qemu(info, plugin, ["variants"])
+    if rc != 0:
+        sys.exit("the %s firmware failed to list its variants:\n%s" % (info["cpu"], out))
+    return [line.split()[1] for line in out.splitlines() if line.startswith("fc ")]
+
+
+def count(info, plugin, shape, quant, variant):
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "icount.txt")
+        rc, out = qemu(info, plugin, ["fc-bench", str(shape[0]), str(shape[1]), quant, variant], path)
+        if rc != 0 or "bit-exact with reference" not in out:
+            sys.exit("FAIL fc-bench %s %s %s on %s (exit status %d):\n%s" % (shape, quant, variant, info["cpu"], rc, out))
+        with open(path) as f:
+            counts = [int(line.split()[1]) for line in f if line.startswith("instructions ")]
+    if len(counts) != 1:
+        sys.exit("expected one instruction count from fc-bench, got %s" % counts)
+    return counts[0]
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--targets", required=True, help="BUILD/targets of a build with the CMSIS-NN backend")
+    p.add_argument("--plugin", required=True, help="the instruction counter, libqlstm_icount.so")
+    p.add_argument("--cpus", default=",".join(CPUS))
+    a = p.parse_args()
+    rows, worse = [], []
+    for cpu in a.cpus.split(","):
+        info = target_info(a.targets, cpu)
+        names = fc_variants(info, a.plugin)
+        if "cmsis_nn" not in names:
+            sys.exit("the %s firmware has no cmsis_nn FC variant: configure the build with the CMSIS-NN backend" % cpu)
+        ours = names[names.index("cmsis_nn") + 1]
+        for shape in SHAPES:
+            for quant in QUANTS:
+                q = count(info, a.plugin, shape, quant, ours)
+                c = count(info, a.plugin, shape, quant, "cmsis_nn")
+                rows.append((shape, quant, cpu, ours, q, c))
+                if q > c:
+                    worse.append(rows[-1])
+    print("| I x O | quantization | CPU | qlstm variant | qlstm | CMSIS-NN | ratio |")
+    print("|---|---|---|---|---:|---:|---:|")
+    for (i, o), quant, cpu, ours, q, c in rows:
+        print("| %d x %d | %s | %s | %s | %d | %d | %.2f |" % (i, o, quant, cpu, ours, q, c, q / c))
+    for (i, o), quant, cpu, ours, q, c in worse:
+        print("FAIL %d x %d %s on %s: %s takes %d instructions, CMSIS-NN %d" % (i, o, quant, cpu, ours, q, c))
+    sys.exit(1 if worse else 0)
+
+
+if __name__ == "__main__":
+    main()
