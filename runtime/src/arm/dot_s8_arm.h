@@ -12,6 +12,12 @@
 #include "blocked/gate_rows.h"
 #include "qlstm/fixed_point.h"
 
+// The requantization parameters the assembly loads (fxp::RequantDoubleRounding's, in REQUANT_SCALAR's
+// register order).
+struct qlstm_arm_requant_params {
+  int32_t left, multiplier, right, mask, half;
+};
+
 extern "C" {
 void qlstm_arm_rows4_s8_thumb2(const int8_t* v, const int8_t* w, int32_t n, int32_t blocks, const int32_t* bias,
                                int32_t* acc);
@@ -26,6 +32,10 @@ void qlstm_arm_rows4_s8_dspx(const int32_t* v_pairs, const int8_t* w, int32_t n,
 
 namespace qlstm {
 namespace arm {
+
+inline qlstm_arm_requant_params requant_params(const fxp::RequantDoubleRounding& q) {
+  return {q.left, q.multiplier, q.right, q.mask, q.threshold};
+}
 
 inline int32_t dot1(const int8_t* v, const int8_t* w, int32_t n, int32_t acc) {
   uint32_t a = static_cast<uint32_t>(acc);

@@ -12,9 +12,6 @@
 #include <stddef.h>
 
 // The requantization and table parameters of the assembly gate finish, in its load order.
-struct qlstm_arm_requant_params {
-  int32_t left, multiplier, right, mask, half;  // fxp::RequantDoubleRounding
-};
 struct qlstm_arm_gate_finish_t2_params {
   qlstm_arm_requant_params x, h;
   const uint16_t* table;
@@ -54,10 +51,6 @@ void qlstm_arm_hidden_update_thumb2(int32_t count, const int16_t* o, const int16
 namespace qlstm {
 namespace arm {
 namespace {
-
-qlstm_arm_requant_params requant_params(const fxp::RequantDoubleRounding& q) {
-  return {q.left, q.multiplier, q.right, q.mask, q.threshold};
-}
 
 // Requantization and activation of a chunk in assembly (one row per pass, every constant in a
 // register): about 47 instructions per row, where GCC 12's code took about 90.
