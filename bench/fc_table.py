@@ -78,11 +78,11 @@ SECTION = """{begin}
 
 Executed instructions of one fully connected call (one input row, no clamp; random int8 weights
 and inputs, the same for both), counted as above: qlstm's FC variant for the CPU (the first of
-its list) against CMSIS-NN's `arm_fully_connected_per_channel_s8` / `arm_fully_connected_s8`
+its list after `cmsis_nn`) against CMSIS-NN's `arm_fully_connected_per_channel_s8` / `arm_fully_connected_s8`
 called through the optional backend (the `cmsis_nn` FC variant, `docs/targets.md`), both outputs
 checked bit for bit against the reference in the same run. CMSIS-NN 99f736a6, built outside this
 repository with the same toolchain (`-O3`); its counts include the backend's mapping of the
-parameters (about 20 instructions). Neither side sums weight rows per call: qlstm's effective
+parameters (about 50 instructions). Neither side sums weight rows per call: qlstm's effective
 bias is computed at compile time, and upstream's Helium code reads it as its precomputed kernel
 sums (what TFLite Micro computes once, at prepare time).
 
