@@ -452,6 +452,48 @@
 
     ROWS4 qlstm_arm_rows4_s8_dsp, COLUMNS_DSP
 
+@ One row: acc + sum_{j<n} v[j] * w[j] (wrapping), by SXTB16 of both and SMLAD, eight columns
+@ per pass, then four, then the last 0..3 one at a time (the rows after the last whole block).
+@ int32_t qlstm_arm_dot1_s8_dsp(const int8_t* v, const int8_t* w, int32_t n, int32_t acc);
+.macro QUAD_DOT1_DSP
+    ldr     r4, [r0], #4
+    ldr     r5, [r1], #4
+    sxtb16  r6, r4
+    sxtb16  r7, r5
+    smlad   r3, r6, r7, r3
+    sxtb16  r4, r4, ror #8
+    sxtb16  r5, r5, ror #8
+    smlad   r3, r4, r5, r3
+.endm
+
+    FUNCTION qlstm_arm_dot1_s8_dsp
+    push    {r4-r7, lr}
+    subs    r2, r2, #8
+    blt     2f
+1:
+    QUAD_DOT1_DSP
+    QUAD_DOT1_DSP
+    subs    r2, r2, #8
+    bge     1b
+2:
+    adds    r2, r2, #8
+    cmp     r2, #4
+    blt     3f
+    QUAD_DOT1_DSP
+    subs    r2, r2, #4
+3:
+    cbz     r2, 5f
+4:
+    ldrsb   r4, [r0], #1
+    ldrsb   r5, [r1], #1
+    mla     r3, r4, r5, r3
+    subs    r2, r2, #1
+    bne     4b
+5:
+    mov     r0, r3
+    pop     {r4-r7, pc}
+    .size qlstm_arm_dot1_s8_dsp, . - qlstm_arm_dot1_s8_dsp
+
 @ As QUAD_DSP with v already in int16 pairs (lstm_s8_arm.cc, ExpandedOperand): one LDRD.
 .macro QUAD_DSPX
     ldrd    r2, r11, [r0], #8       @ (v0, v2), (v1, v3)

@@ -50,6 +50,9 @@ inline int32_t dot1(const int8_t* v, const int8_t* w, int32_t n, int32_t acc) {
 
 struct MveDot {
   using Operand = blocked::PlainOperand;
+  // A remainder of this many rows after the last whole block costs less by dot1 than by a block
+  // of four (blocked/fc_rows.h): about 5 instructions per sixteen columns against 9.
+  static constexpr int32_t kDot1TailRows = 1;
   static void rows4(const Operand& v, const int8_t* w, int32_t n, int32_t blocks, const int32_t* bias,
                     int32_t* acc) {
     qlstm_arm_rows4_s8_mve(v.v, w, n, blocks, bias, acc);

@@ -4,12 +4,14 @@
 // offset and clamped by the kernel's FcFinish exactly as the reference does
 // (fully_connected/fc_s8.cc, docs/arithmetic.md). A kernel supplies
 //   struct Operand;  static void rows4(...);  static int32_t dot1(...);   as for gate_chunked
+//   static constexpr int32_t kDot1TailRows;   rows after the last whole block that dot1 takes
 //   struct FcFinish { explicit FcFinish(const qlstm_fc_s8_params& p);
 //                     void operator()(const int32_t* acc, int32_t first, int32_t n, int8_t* y) const; };
 //     y[k] = clamp(RQ_{first + k}(acc[k]) + output_zero_point), k < n
-// A chunk whose size is not a multiple of four ends with one more block of four rows that ends at
-// its last row: the rows it shares with the block before are recomputed to the same values, and
-// no row takes the slower one-row dot product unless the layer has fewer than four outputs.
+// The rows of a chunk after its last whole block go through dot1 when there are at most
+// kDot1TailRows of them (or the layer has fewer than four outputs); otherwise one more block of
+// four rows ends at the chunk's last row, and the rows it shares with the block before are
+// recomputed to the same values.
 #ifndef QLSTM_SRC_BLOCKED_FC_ROWS_H_
 #define QLSTM_SRC_BLOCKED_FC_ROWS_H_
 
@@ -44,6 +46,7 @@ class ScalarFcFinish {
 template <typename Dot>
 struct Rows4OfDot4 {
   using Operand = PlainOperand;
+  static constexpr int32_t kDot1TailRows = 1;  // a remainder of one row costs a quarter of a block
   static void rows4(const Operand& v, const int8_t* w, int32_t n, int32_t blocks, const int32_t* bias,
                     int32_t* acc) {
     for (int32_t b = 0; b < blocks; ++b) {
@@ -74,12 +77,13 @@ void fc_chunked(const qlstm_fc_s8_params& p, const int8_t* input, int8_t* output
       const int32_t blocks = n / kRowsPerPass;
       const int8_t* w = p.weights + static_cast<ptrdiff_t>(c0) * I;
       Kernel::rows4(xo, w, I, blocks, p.effective_bias + c0, acc);
-      if (blocks * kRowsPerPass < n) {
-        if (O >= kRowsPerPass) {
+      const int32_t tail = n - blocks * kRowsPerPass;
+      if (tail > 0) {
+        if (tail > Kernel::kDot1TailRows && O >= kRowsPerPass) {
           const int32_t last = n - kRowsPerPass;  // may be negative: rows of the previous chunk
           Kernel::rows4(xo, w + static_cast<ptrdiff_t>(last) * I, I, 1, p.effective_bias + c0 + last, acc + last);
         } else {
-          for (int32_t r = 0; r < n; ++r) {
+          for (int32_t r = n - tail; r < n; ++r) {
             acc[r] = Kernel::dot1(x, w + static_cast<ptrdiff_t>(r) * I, I, p.effective_bias[c0 + r]);
           }
         }
