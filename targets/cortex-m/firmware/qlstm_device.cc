@@ -139,6 +139,16 @@ const qlstm::LstmS8Variant* find_variant(const char* name) {
   return nullptr;
 }
 
+// The fully connected variant of that name, or null.
+const qlstm::FcS8Variant* find_fc_variant(const char* name) {
+  size_t n = 0;
+  const qlstm::FcS8Variant* const* all = qlstm::fc_s8_variants(&n);
+  for (size_t i = 0; i < n; ++i) {
+    if (strcmp(all[i]->name, name) == 0) return all[i];
+  }
+  return nullptr;
+}
+
 // The memory of one program call, from the arena: the runner's context, the output, the state.
 struct ProgramMemory {
   qlstm_program_context ctx;
@@ -293,6 +303,8 @@ int run_bundle(Mode mode, const char* path, const char* out_path, const char* va
       }
       qlstm::ProgramRunOptions options;
       options.variant = dispatch ? nullptr : &variant;
+      // A program's FC ops run the FC variant of the same name (null: per-call dispatch).
+      options.fc_variant = dispatch ? nullptr : find_fc_variant(variant.name);
       if (mode == Mode::kBench) {
         printf("variant: %s\n", variant.name);
         options.before_op = bench_before_op;
@@ -583,12 +595,7 @@ long fc_variant_test() {
 // (docs/performance.md, bench/fc_table.py): random typical weights, inputs and biases (the same
 // for every variant), one row, checked against the reference afterwards.
 int fc_bench(int32_t I, int32_t O, bool per_channel, const char* variant_name) {
-  size_t n = 0;
-  const qlstm::FcS8Variant* const* all = qlstm::fc_s8_variants(&n);
-  const qlstm::FcS8Variant* variant = nullptr;
-  for (size_t k = 0; k < n; ++k) {
-    if (strcmp(all[k]->name, variant_name) == 0) variant = all[k];
-  }
+  const qlstm::FcS8Variant* variant = find_fc_variant(variant_name);
   if (variant == nullptr) {
     printf("qlstm_device: no FC variant '%s' in this firmware\n", variant_name);
     return kExitBadInput;
