@@ -84,7 +84,9 @@ checked bit for bit against the reference in the same run. CMSIS-NN 99f736a6, bu
 repository with the same toolchain (`-O3`); its counts include the backend's mapping of the
 parameters (about 50 instructions). Neither side sums weight rows per call: qlstm's effective
 bias is computed at compile time, and upstream's Helium code reads it as its precomputed kernel
-sums (what TFLite Micro computes once, at prepare time).
+sums (what TFLite Micro computes once, at prepare time). Stack: the Arm FC variants keep a chunk's
+accumulators (36 int32, 144 bytes; `blocked/fc_rows.h`), and `arm_dsp` also the input row as
+int16 pairs (512 bytes, rows of up to 256 values; longer rows are read as bytes).
 
 Measured at commit {commit}, {date}, with arm-none-eabi-gcc 12.2 and QEMU 7.2. To reproduce,
 build CMSIS-NN for each CPU and a qlstm build pointed at it (`docs/targets.md`), then:
