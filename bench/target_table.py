@@ -159,6 +159,10 @@ def main():
             command += " --cmsis-nn-qlstm BUILD_WITH_CMSIS_NN/tools/qlstm/qlstm"
         page = TEMPLATE.format(commit=commit(root), date=datetime.date.today().isoformat(), table=t,
                                command=command, flash=flash, upstream=upstream, host=host)
+        # The fully connected section needs a CMSIS-NN build: bench/fc_table.py writes it, and it
+        # is kept as it stands.
+        import fc_table
+        page += fc_table.carried_section(a.write)
         tmp = a.write + ".tmp"
         with open(tmp, "w") as f:
             f.write(page)

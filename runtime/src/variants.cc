@@ -50,8 +50,44 @@ const LstmS8Variant* const* lstm_s8_variants(size_t* count) {
   return kVariants;
 }
 
+#ifdef QLSTM_HAVE_CMSIS_NN
+extern const FcS8Variant kFcS8CmsisNnVariant;
+#endif
+extern const FcS8Variant kFcS8ScalarVariant;
+#if defined(__x86_64__) && defined(__GNUC__)
+extern const FcS8Variant kFcS8X86Avx512VnniVariant;
+extern const FcS8Variant kFcS8X86Avx2Variant;
+#endif
+#if defined(QLSTM_HAVE_ARM_M)
+extern const FcS8Variant kFcS8ArmThumb2Variant;
+#if defined(__ARM_FEATURE_DSP)
+extern const FcS8Variant kFcS8ArmDspVariant;
+#endif
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+extern const FcS8Variant kFcS8ArmMveVariant;
+#endif
+#endif
+
+// The same order as the LSTM's: each FC variant has the name of the LSTM variant for its ISA.
 const FcS8Variant* const* fc_s8_variants(size_t* count) {
   static const FcS8Variant* const kVariants[] = {
+#ifdef QLSTM_HAVE_CMSIS_NN
+      &kFcS8CmsisNnVariant,
+#endif
+#if defined(QLSTM_HAVE_ARM_M) && defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+      &kFcS8ArmMveVariant,
+#endif
+#if defined(QLSTM_HAVE_ARM_M) && defined(__ARM_FEATURE_DSP)
+      &kFcS8ArmDspVariant,
+#endif
+#if defined(QLSTM_HAVE_ARM_M)
+      &kFcS8ArmThumb2Variant,
+#endif
+#if defined(__x86_64__) && defined(__GNUC__)
+      &kFcS8X86Avx512VnniVariant,
+      &kFcS8X86Avx2Variant,
+#endif
+      &kFcS8ScalarVariant,
       &kFcS8ReferenceVariant,
   };
   if (count != nullptr) *count = sizeof(kVariants) / sizeof(kVariants[0]);

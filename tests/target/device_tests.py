@@ -301,6 +301,36 @@ def test_variants(a):
         fail("a variant differs from the reference on %s (exit status %d)" % (a.cpu, rc))
 
 
+def test_fc_bench(a):
+    """fc-bench, the FC measurement behind docs/performance.md: the CPU's best FC variant and the
+    reference each count one call, bit-exact with the reference, and the optimized one counts fewer."""
+    info = target_info(a.qlstm, a.cpu)
+    elf = os.path.join(info["dir"], "qlstm_device.elf")
+    plugin = os.path.join(info["build"], "tools/qemu_icount/libqlstm_icount.so")
+    rc, out = qemu(info, elf, ["variants"], timeout=60)
+    names = [l.split()[1] for l in out.splitlines() if l.startswith("fc ")]
+    if rc != 0 or not names or names[-1] != "reference":
+        fail("the firmware lists no FC variants ending with the reference:\n" + out)
+    best = [n for n in names if n != "cmsis_nn"][0]
+    counts = {}
+    for variant in dict.fromkeys([best, "reference"]):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "counts.txt")
+            rc, out = qemu(info, elf, ["fc-bench", "64", "64", "per-channel", variant],
+                           plugin="%s,out=%s" % (plugin, path), timeout=60)
+            print(out, end="")
+            if rc != 0 or "bit-exact with reference" not in out:
+                fail("fc-bench %s exited with status %d" % (variant, rc))
+            got = open(path).read().split()
+            if len(got) != 2 or got[0] != "instructions":
+                fail("fc-bench %s: expected one count, got %s" % (variant, got))
+            counts[variant] = int(got[1])
+            print("fc-bench: %s counted %d instructions" % (variant, counts[variant]))
+    if best != "reference" and counts[best] >= counts["reference"]:
+        fail("%s takes no fewer instructions than the reference" % best)
+    print("fc-bench: %s counts fewer instructions than the reference" % best)
+
+
 def main():
     global np
     if sys.argv[1:] == ["count-models"]:
@@ -309,14 +339,14 @@ def main():
     import numpy
     np = numpy
     p = argparse.ArgumentParser()
-    p.add_argument("mode", choices=["fault", "models", "emitted", "icount", "variants"])
+    p.add_argument("mode", choices=["fault", "models", "emitted", "icount", "variants", "fc_bench"])
     p.add_argument("--qlstm", required=True)
     p.add_argument("--cpu", required=True)
     p.add_argument("--work")
     p.add_argument("--source")
     a = p.parse_args()
     {"fault": test_fault, "models": test_models, "emitted": test_emitted, "icount": test_icount,
-     "variants": test_variants}[a.mode](a)
+     "variants": test_variants, "fc_bench": test_fc_bench}[a.mode](a)
 
 
 if __name__ == "__main__":

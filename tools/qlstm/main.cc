@@ -201,6 +201,13 @@ int list_variants() {
     std::printf("%-16s %s%s\n", all[k]->name, supported ? "supported" : "not supported",
                 all[k]->can_run != nullptr ? ", declines some calls (e.g. reverse time)" : "");
   }
+  std::printf("fully connected op:\n");
+  const qlstm::FcS8Variant* const* fc = qlstm::fc_s8_variants(&count);
+  for (size_t k = 0; k < count; ++k) {
+    const bool supported = fc[k]->is_supported == nullptr || fc[k]->is_supported();
+    std::printf("%-16s %s%s\n", fc[k]->name, supported ? "supported" : "not supported",
+                fc[k]->can_run != nullptr ? ", declines some calls" : "");
+  }
   std::printf("default: per call, the first supported variant above that can run the call\n");
   return 0;
 }

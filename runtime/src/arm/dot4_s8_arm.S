@@ -1,6 +1,7 @@
 @ The Arm gate stages (lstm_s8_arm.cc, lstm_s8_arm_mve.cc; blocked::gate_chunked): the dot
 @ products of whole blocks of four rows sharing one vector, then the requantization and the
-@ activation of a chunk of rows.
+@ activation of a chunk of rows. The fully connected op (fc_s8_arm*.cc) shares the dot products
+@ and has its own finish here.
 @ In assembly because the instruction count is the product: GCC 12 spills and re-associates
 @ these loops. No alignment is required (unaligned LDR is architectural on Armv7-M and
 @ Armv8-M Mainline for normal memory).
@@ -315,6 +316,77 @@
     TANH_EPILOGUE r4
     .size qlstm_arm_hidden_update_thumb2, . - qlstm_arm_hidden_update_thumb2
 
+@ The fully connected op's finish (fc_s8_arm.cc, blocked/fc_rows.h), one output per pass, any
+@ Thumb-2 core: y[k] = clamp(requantize(acc[k]) + zero point, min, max), k < n, the add wrapping
+@ as the reference's (fully_connected/fc_s8.cc).
+@ void qlstm_arm_fc_finish_thumb2(const int32_t* acc, int32_t n, int8_t* y, const qlstm_arm_fc_finish_params* p);
+@ void qlstm_arm_fc_finish_per_channel_thumb2(const int32_t* acc, int32_t n, int8_t* y,
+@                                             const qlstm_arm_fc_finish_params* p, int32_t first);
+@ p: the one requantization (5 words, as the gate's), the output zero point, activation_min and
+@ _max, then the per-channel multipliers and shifts (of output 0; the outputs start at `first`).
+
+@ r1 = the end of acc; n = 0 returns at once (label 9, in FC_OUTPUT).
+.macro FC_FINISH_PROLOGUE
+    push    {r4-r11, lr}
+    cmp     r1, #0
+    beq     9f
+    add     r1, r0, r1, lsl #2      @ the end of acc
+.endm
+
+@ y = clamp(r9 + zp, lo, hi), the next output until the end of acc (loop label 1), then return.
+.macro FC_OUTPUT zp, lo, hi
+    add     r9, r9, \zp
+    cmp     r9, \lo
+    it      lt
+    movlt   r9, \lo
+    cmp     r9, \hi
+    it      gt
+    movgt   r9, \hi
+    strb    r9, [r2], #1
+    cmp     r0, r1
+    bne     1b
+9:
+    pop     {r4-r11, pc}
+.endm
+
+    FUNCTION qlstm_arm_fc_finish_thumb2
+    FC_FINISH_PROLOGUE
+    ldm     r3, {r4-r8}             @ the requantization
+    ldr     r11, [r3, #24]          @ activation_min
+    ldr     r12, [r3, #28]          @ activation_max
+    ldr     r3, [r3, #20]           @ the output zero point
+1:
+    ldr     r9, [r0], #4
+    REQUANT_SCALAR
+    FC_OUTPUT r3, r11, r12
+    .size qlstm_arm_fc_finish_thumb2, . - qlstm_arm_fc_finish_thumb2
+
+@ Per channel: each output's left shift max(shift, 0), right shift max(-shift, 0), remainder mask
+@ 2^right - 1 and half of it from its shift (fxp::RequantDoubleRounding::make), then as above.
+    FUNCTION qlstm_arm_fc_finish_per_channel_thumb2
+    FC_FINISH_PROLOGUE
+    ldr     r10, [sp, #36]          @ first (9 registers up)
+    add     lr, r3, #20             @ zero point, activation_min, activation_max
+    ldr     r12, [r3, #36]          @ shifts
+    ldr     r3, [r3, #32]           @ multipliers
+    add     r3, r3, r10, lsl #2
+    add     r12, r12, r10, lsl #2
+1:
+    ldr     r10, [r12], #4          @ shift
+    ldr     r5, [r3], #4            @ multiplier
+    bic     r4, r10, r10, asr #31   @ left
+    rsb     r6, r10, #0
+    bic     r6, r6, r6, asr #31     @ right
+    mov     r7, #1
+    lsl     r7, r7, r6
+    sub     r7, r7, #1              @ mask
+    lsr     r8, r7, #1              @ half
+    ldr     r9, [r0], #4
+    REQUANT_SCALAR
+    ldm     lr, {r4-r6}             @ zero point, activation_min, activation_max
+    FC_OUTPUT r4, r5, r6
+    .size qlstm_arm_fc_finish_per_channel_thumb2, . - qlstm_arm_fc_finish_per_channel_thumb2
+
 #if defined(__ARM_FEATURE_DSP)
 @ Four columns: the v bytes become the int16 pairs (v0, v2) and (v1, v3) with SXTB16, each
 @ row's four weights likewise, and SMLAD adds both products of a pair (wrapping, as the
@@ -379,6 +451,48 @@
 .endm
 
     ROWS4 qlstm_arm_rows4_s8_dsp, COLUMNS_DSP
+
+@ One row: acc + sum_{j<n} v[j] * w[j] (wrapping), by SXTB16 of both and SMLAD, eight columns
+@ per pass, then four, then the last 0..3 one at a time (the rows after the last whole block).
+@ int32_t qlstm_arm_dot1_s8_dsp(const int8_t* v, const int8_t* w, int32_t n, int32_t acc);
+.macro QUAD_DOT1_DSP
+    ldr     r4, [r0], #4
+    ldr     r5, [r1], #4
+    sxtb16  r6, r4
+    sxtb16  r7, r5
+    smlad   r3, r6, r7, r3
+    sxtb16  r4, r4, ror #8
+    sxtb16  r5, r5, ror #8
+    smlad   r3, r4, r5, r3
+.endm
+
+    FUNCTION qlstm_arm_dot1_s8_dsp
+    push    {r4-r7, lr}
+    subs    r2, r2, #8
+    blt     2f
+1:
+    QUAD_DOT1_DSP
+    QUAD_DOT1_DSP
+    subs    r2, r2, #8
+    bge     1b
+2:
+    adds    r2, r2, #8
+    cmp     r2, #4
+    blt     3f
+    QUAD_DOT1_DSP
+    subs    r2, r2, #4
+3:
+    cbz     r2, 5f
+4:
+    ldrsb   r4, [r0], #1
+    ldrsb   r5, [r1], #1
+    mla     r3, r4, r5, r3
+    subs    r2, r2, #1
+    bne     4b
+5:
+    mov     r0, r3
+    pop     {r4-r7, pc}
+    .size qlstm_arm_dot1_s8_dsp, . - qlstm_arm_dot1_s8_dsp
 
 @ As QUAD_DSP with v already in int16 pairs (lstm_s8_arm.cc, ExpandedOperand): one LDRD.
 .macro QUAD_DSPX

@@ -3,6 +3,7 @@
 //   arm_thumb2: byte loads and MLA, any Thumb-2 core (Cortex-M3 and up)
 //   arm_dsp:    SXTB16 + SMLAD, two multiply-accumulates per instruction (Cortex-M4, M33, M55)
 // (arm_mve, with the vector stages: lstm_s8_arm_mve.cc.)
+#include "arm/dot_s8_arm.h"
 #include "blocked/gate_rows.h"
 
 #if defined(__ARM_ARCH_ISA_THUMB) && __ARM_ARCH_ISA_THUMB >= 2 && defined(__ARM_ARCH_PROFILE) && \
@@ -11,9 +12,6 @@
 #include <stddef.h>
 
 // The requantization and table parameters of the assembly gate finish, in its load order.
-struct qlstm_arm_requant_params {
-  int32_t left, multiplier, right, mask, half;  // fxp::RequantDoubleRounding
-};
 struct qlstm_arm_gate_finish_t2_params {
   qlstm_arm_requant_params x, h;
   const uint16_t* table;
@@ -40,15 +38,6 @@ static_assert(offsetof(qlstm_arm_cell_params, clip_min) == 40 &&
               "dot4_s8_arm.S loads these offsets");
 
 extern "C" {
-void qlstm_arm_rows4_s8_thumb2(const int8_t* v, const int8_t* w, int32_t n, int32_t blocks, const int32_t* bias,
-                               int32_t* acc);
-#if defined(__ARM_FEATURE_DSP)
-void qlstm_arm_rows4_s8_dsp(const int8_t* v, const int8_t* w, int32_t n, int32_t blocks, const int32_t* bias,
-                            int32_t* acc);
-void qlstm_arm_expand_s8_dsp(const int8_t* v, int32_t quads, int32_t* pairs);
-void qlstm_arm_rows4_s8_dspx(const int32_t* v_pairs, const int8_t* w, int32_t n, int32_t blocks,
-                             const int32_t* bias, int32_t* acc, const int8_t* v_tail);
-#endif
 void qlstm_arm_gate_finish_sigmoid_thumb2(const int32_t* ax, int32_t n, int16_t* out,
                                           const qlstm_arm_gate_finish_t2_params* p);
 void qlstm_arm_gate_finish_tanh_thumb2(const int32_t* ax, int32_t n, int16_t* out,
@@ -62,16 +51,6 @@ void qlstm_arm_hidden_update_thumb2(int32_t count, const int16_t* o, const int16
 namespace qlstm {
 namespace arm {
 namespace {
-
-int32_t dot1(const int8_t* v, const int8_t* w, int32_t n, int32_t acc) {
-  uint32_t a = static_cast<uint32_t>(acc);
-  for (int32_t j = 0; j < n; ++j) a += static_cast<uint32_t>(v[j] * w[j]);
-  return fxp::bits_to_s32(a);
-}
-
-qlstm_arm_requant_params requant_params(const fxp::RequantDoubleRounding& q) {
-  return {q.left, q.multiplier, q.right, q.mask, q.threshold};
-}
 
 // Requantization and activation of a chunk in assembly (one row per pass, every constant in a
 // register): about 47 instructions per row, where GCC 12's code took about 90.
@@ -117,46 +96,13 @@ void hidden_update(const HiddenUpdateParams& p, int32_t rows, int32_t hidden_siz
   }
 }
 
-struct Thumb2Kernel {
-  using Operand = blocked::PlainOperand;
-  static void rows4(const Operand& v, const int8_t* w, int32_t n, int32_t blocks, const int32_t* bias,
-                    int32_t* acc) {
-    qlstm_arm_rows4_s8_thumb2(v.v, w, n, blocks, bias, acc);
-  }
-  static int32_t dot1(const int8_t* v, const int8_t* w, int32_t n, int32_t acc) { return arm::dot1(v, w, n, acc); }
+struct Thumb2Kernel : Thumb2Dot {
   using Finish = arm::Finish;
 };
 
 #if defined(__ARM_FEATURE_DSP)
-// The vector sign-extended once per batch row into the int16 pairs SMLAD takes, (v0, v2) and
-// (v1, v3) per four columns, matching SXTB16 of the weights: each block of four rows then loads
-// them with one LDRD instead of LDR and two SXTB16. Up to kMaxColumns (512 bytes of stack per
-// operand); longer vectors are read as bytes.
-struct ExpandedOperand {
-  static constexpr int32_t kMaxColumns = 256;
-  int32_t pairs[kMaxColumns / 2];
-  const int8_t* bytes = nullptr;
-  int32_t quads = 0;
-  bool expanded = false;
-  void prepare(const int8_t* p, int32_t n) {
-    bytes = p;
-    quads = n / 4;
-    expanded = n <= kMaxColumns;
-    if (!expanded) return;
-    qlstm_arm_expand_s8_dsp(p, quads, pairs);
-  }
-};
-
-struct DspKernel : Thumb2Kernel {
-  using Operand = ExpandedOperand;
-  static void rows4(const Operand& v, const int8_t* w, int32_t n, int32_t blocks, const int32_t* bias,
-                    int32_t* acc) {
-    if (v.expanded) {
-      qlstm_arm_rows4_s8_dspx(v.pairs, w, n, blocks, bias, acc, v.bytes + 4 * v.quads);
-    } else {
-      qlstm_arm_rows4_s8_dsp(v.bytes, w, n, blocks, bias, acc);
-    }
-  }
+struct DspKernel : DspDot {
+  using Finish = arm::Finish;
 };
 #endif
 

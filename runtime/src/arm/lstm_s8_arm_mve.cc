@@ -11,6 +11,7 @@
 #include <arm_mve.h>
 #include <stddef.h>
 
+#include "arm/mve_s8.h"
 #include "blocked/gate_rows.h"
 #include "qlstm/activation_s16.h"
 
@@ -28,33 +29,10 @@ extern "C" void qlstm_arm_gate_finish_sigmoid_mve(const int32_t* ax, const int32
                                                   const qlstm_arm_gate_finish_params* p);
 extern "C" void qlstm_arm_gate_finish_tanh_mve(const int32_t* ax, const int32_t* ah, int32_t n, int16_t* out,
                                                const qlstm_arm_gate_finish_params* p);
-extern "C" void qlstm_arm_rows4_s8_mve(const int8_t* v, const int8_t* w, int32_t n, int32_t blocks,
-                                       const int32_t* bias, int32_t* acc);
 
 namespace qlstm {
 namespace arm_mve {
 namespace {
-
-constexpr int32_t kLanes = 4;  // int32 lanes
-
-// requantize_double_rounding in every lane (multiplier >= 0, as validated). VQRDMULH is the
-// SRDHM; VRSHL's rounding right shift rounds halves up, and the reference's rounding divide rounds
-// them away from zero: subtracting 1 from negative values first turns one into the other (the
-// SRDHM never returns INT32_MIN for a multiplier below 2^31, so the subtraction cannot wrap).
-struct Requant {
-  int32_t left, multiplier, minus_right, negative_fix;
-  explicit Requant(const fxp::RequantDoubleRounding& q)
-      : left(q.left), multiplier(q.multiplier), minus_right(-q.right), negative_fix(q.right > 0 ? -1 : 0) {}
-  int32x4_t operator()(int32x4_t x) const {
-    x = vqrdmulhq_n_s32(vshlq_r_s32(x, left), multiplier);  // the shift wraps, as the reference's
-    x = vaddq_s32(x, vandq_s32(vshrq_n_s32(x, 31), vdupq_n_s32(negative_fix)));
-    return vrshlq_n_s32(x, minus_right);
-  }
-};
-
-inline int32x4_t saturate(int32x4_t x, int32_t lo, int32_t hi) {
-  return vminq_s32(vmaxq_s32(x, vdupq_n_s32(lo)), vdupq_n_s32(hi));
-}
 
 // Saturation to int16 without constants: the saturating shift clamps at 2^31, the shift back
 // leaves [-2^15, 2^15 - 1].
@@ -107,19 +85,7 @@ inline int32x4_t tanh_of_prescaled(int32x4_t v) {
 inline int32x4_t sigmoid(int32x4_t x, int32_t left_shift) { return sigmoid_of_prescaled(prescale(x, left_shift)); }
 inline int32x4_t tanh(int32x4_t x, int32_t left_shift) { return tanh_of_prescaled(prescale(x, left_shift)); }
 
-int32_t dot1(const int8_t* v, const int8_t* w, int32_t n, int32_t acc) {
-  uint32_t a = static_cast<uint32_t>(acc);
-  for (int32_t j = 0; j < n; ++j) a += static_cast<uint32_t>(v[j] * w[j]);
-  return fxp::bits_to_s32(a);
-}
-
-struct Kernel {
-  using Operand = blocked::PlainOperand;
-  static void rows4(const Operand& v, const int8_t* w, int32_t n, int32_t blocks, const int32_t* bias,
-                    int32_t* acc) {
-    qlstm_arm_rows4_s8_mve(v.v, w, n, blocks, bias, acc);
-  }
-  static int32_t dot1(const int8_t* v, const int8_t* w, int32_t n, int32_t acc) { return arm_mve::dot1(v, w, n, acc); }
+struct Kernel : MveDot {
   // In assembly (dot4_s8_arm.S): with every constant in a register, the loop is 39 instructions
   // per four rows (sigmoid), where GCC 12 spills to about 70.
   struct Finish {

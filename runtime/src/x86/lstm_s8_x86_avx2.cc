@@ -3,7 +3,8 @@
 // operands, eight accumulators reduced with horizontal adds; every elementwise step in eight
 // int32 lanes (lstm_s8_x86_lanes.inc): the requantization (64-bit products of VPMULDQ for the
 // SRDHM, shifts and masks for the rounding divide), the table activations (one 32-bit gather
-// fetches both neighbours), the cell and the hidden update.
+// fetches both neighbours), the cell and the hidden update. The fully connected op: the same
+// dot products and requantization (fc_s8_x86_lanes.inc).
 //
 // Everything below the target pragma (GCC's, or clang's attribute push) is compiled for AVX2 and
 // has internal linkage, so no inline function of a shared header is emitted here with AVX2
@@ -67,6 +68,8 @@ __m256i dot8(const int8_t* v, const int8_t* w, ptrdiff_t stride, int32_t n, cons
   return _mm256_add_epi32(reduce8(acc), _mm256_load_si256(reinterpret_cast<const __m256i*>(tail)));
 }
 
+#include "x86/fc_s8_x86_lanes.inc"
+
 #if defined(__clang__)
 #pragma clang attribute pop
 #else
@@ -78,6 +81,8 @@ __m256i dot8(const int8_t* v, const int8_t* w, ptrdiff_t stride, int32_t n, cons
 
 extern const LstmS8Variant kLstmS8X86Avx2Variant = {"x86_avx2", x86::is_supported, nullptr, x86::gate, x86::cell_update,
                                                     x86::hidden_update, nullptr};
+
+extern const FcS8Variant kFcS8X86Avx2Variant = {"x86_avx2", x86::is_supported, nullptr, x86::fc};
 
 }  // namespace qlstm
 

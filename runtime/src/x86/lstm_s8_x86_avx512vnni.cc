@@ -4,7 +4,8 @@
 // signed bytes, so the weights are flipped to w + 128 (an XOR of the sign bit) and
 // 128 * sum(v) is taken back from each row: the sums are the reference's modulo 2^32, bit for bit.
 // The last partial vector uses masked loads (zero beyond n, and no access there). Everything else
-// is x86_avx2's (lstm_s8_x86_lanes.inc), compiled here for this target.
+// is x86_avx2's (lstm_s8_x86_lanes.inc), compiled here for this target; so is the fully connected
+// op (fc_s8_x86_lanes.inc), with these dot products.
 #if defined(__x86_64__) && defined(__GNUC__)
 
 #include <cpuid.h>
@@ -68,6 +69,8 @@ __m256i dot8(const int8_t* v, const int8_t* w, ptrdiff_t stride, int32_t n, cons
   return _mm256_add_epi32(_mm256_sub_epi32(reduce8(acc), offset), b);
 }
 
+#include "x86/fc_s8_x86_lanes.inc"
+
 #if defined(__clang__)
 #pragma clang attribute pop
 #else
@@ -79,6 +82,8 @@ __m256i dot8(const int8_t* v, const int8_t* w, ptrdiff_t stride, int32_t n, cons
 
 extern const LstmS8Variant kLstmS8X86Avx512VnniVariant = {"x86_avx512vnni", x86_vnni::is_supported, nullptr, x86_vnni::gate,
                                                           x86_vnni::cell_update, x86_vnni::hidden_update, nullptr};
+
+extern const FcS8Variant kFcS8X86Avx512VnniVariant = {"x86_avx512vnni", x86_vnni::is_supported, nullptr, x86_vnni::fc};
 
 }  // namespace qlstm
 

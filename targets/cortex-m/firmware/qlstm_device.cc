@@ -3,9 +3,13 @@
 //                                             prints a FAIL line per mismatch, last "N passed, N failed"
 //   qlstm_device run BUNDLE OUT [VARIANT]      every case's output (and final state) into OUT
 //   qlstm_device bench BUNDLE VARIANT          case 0 once, between the instruction-count markers
-//   qlstm_device variants                      the variants built for this CPU, one per line
+//   qlstm_device variants                      the variants built for this CPU, one per line (the
+//                                             fully connected op's as "fc NAME")
+//   qlstm_device fc-bench I O per-tensor|per-channel VARIANT
+//                                             one FC call between the instruction-count markers
 //   qlstm_device icount-self-test              a known count of instructions between the markers
 //   qlstm_device variant-test [CASES]          every variant against the reference on random cases
+//                                             (LSTM), then every FC variant over its edge sizes
 //   qlstm_device --fault                       writes to an unmapped address (a fault fails the run)
 // BUNDLE is written by the host (tools/qlstm/device.cc; layout in bundle_format.h and docs/targets.md):
 // every case is a program (a kernel vector is a one-op program), validated and run by the runtime's
@@ -129,6 +133,16 @@ const qlstm::LstmS8Variant* find_variant(const char* name) {
   size_t n = 0;
   const qlstm::LstmS8Variant* const* all = qlstm::lstm_s8_variants(&n);
   if (strcmp(name, "default") == 0) return &qlstm::lstm_s8_default_variant();
+  for (size_t i = 0; i < n; ++i) {
+    if (strcmp(all[i]->name, name) == 0) return all[i];
+  }
+  return nullptr;
+}
+
+// The fully connected variant of that name, or null.
+const qlstm::FcS8Variant* find_fc_variant(const char* name) {
+  size_t n = 0;
+  const qlstm::FcS8Variant* const* all = qlstm::fc_s8_variants(&n);
   for (size_t i = 0; i < n; ++i) {
     if (strcmp(all[i]->name, name) == 0) return all[i];
   }
@@ -289,6 +303,8 @@ int run_bundle(Mode mode, const char* path, const char* out_path, const char* va
       }
       qlstm::ProgramRunOptions options;
       options.variant = dispatch ? nullptr : &variant;
+      // A program's FC ops run the FC variant of the same name (null: per-call dispatch).
+      options.fc_variant = dispatch ? nullptr : find_fc_variant(variant.name);
       if (mode == Mode::kBench) {
         printf("variant: %s\n", variant.name);
         options.before_op = bench_before_op;
@@ -473,8 +489,147 @@ int variant_test(int32_t cases) {
   return mismatches == 0 ? 0 : kExitMismatch;
 }
 
+// The fully connected variants the same way: every one built for this CPU against the
+// reference, over the edge sizes of I and O, 0, 1 and 3 rows, one multiplier or one per output,
+// typical and extreme values (weights, inputs and zero points at the int8 ends, biases over all
+// of int32, shifts over [QLSTM_SHIFT_MIN, QLSTM_SHIFT_MAX]) and clamps (none, ReLU, narrow).
+bool make_random_fc(Rng& r, int32_t rows, int32_t I, int32_t O, bool per_channel, bool extreme,
+                    qlstm_fc_s8_params* p, const int8_t** input) {
+  const auto value = [&r, extreme]() -> int8_t {
+    if (extreme && r.range(0, 1) == 0) return r.range(0, 1) ? int8_t{127} : int8_t{-128};
+    return r.s8();
+  };
+  const int32_t requants = per_channel ? O : 1;
+  int8_t* w = static_cast<int8_t*>(arena_take(static_cast<uint32_t>(O * I)));
+  int32_t* bias = static_cast<int32_t*>(arena_take(static_cast<uint32_t>(O) * 4u));
+  int32_t* mult = static_cast<int32_t*>(arena_take(static_cast<uint32_t>(requants) * 4u));
+  int32_t* shift = static_cast<int32_t*>(arena_take(static_cast<uint32_t>(requants) * 4u));
+  int8_t* x = static_cast<int8_t*>(arena_take(static_cast<uint32_t>(rows * I) + 1u));
+  if (!w || !bias || !mult || !shift || !x) return false;
+  for (int32_t j = 0; j < O * I; ++j) w[j] = value();
+  for (int32_t j = 0; j < O; ++j) bias[j] = extreme ? static_cast<int32_t>(r.next()) : r.range(-20000, 20000);
+  for (int32_t j = 0; j < requants; ++j) {
+    mult[j] = extreme && r.range(0, 3) == 0 ? (r.range(0, 1) ? INT32_MAX : 0) : random_requant(r, 0, 0).multiplier;
+    shift[j] = extreme ? r.range(QLSTM_SHIFT_MIN, QLSTM_SHIFT_MAX) : r.range(-12, 2);
+  }
+  for (int32_t j = 0; j < rows * I + 1; ++j) x[j] = value();
+  memset(p, 0, sizeof *p);
+  p->rows = rows;
+  p->input_size = I;
+  p->output_size = O;
+  p->per_channel = per_channel ? 1 : 0;
+  p->multipliers = mult;
+  p->shifts = shift;
+  p->weights = w;
+  p->effective_bias = bias;
+  p->output_zero_point = extreme ? (r.range(0, 1) ? 127 : -128) : r.range(-128, 127);
+  const int32_t clamp = r.range(0, 2);
+  p->activation_min = clamp == 0 ? -128 : clamp == 1 ? p->output_zero_point : r.range(-128, 127);
+  p->activation_max = clamp == 2 ? r.range(p->activation_min, p->activation_min + 20 < 127 ? p->activation_min + 20 : 127)
+                                 : 127;
+  *input = x + 1;  // unaligned rows
+  return true;
+}
+
+// Returns the mismatches, after printing a FAIL line for each and the summary.
+long fc_variant_test() {
+  static const int32_t kSizes[] = {1, 2, 3, 4, 5, 7, 8, 15, 16, 17, 31, 32, 33, 64, 127};
+  static const int32_t kRows[] = {0, 1, 3};
+  constexpr uint32_t kGuardBytes = 8;
+  constexpr uint8_t kGuard = 0x5A;
+  size_t nvar = 0;
+  const qlstm::FcS8Variant* const* all = qlstm::fc_s8_variants(&nvar);
+  Rng r{0xD1B54A32D192ED03ull};
+  long cases = 0, runs = 0, mismatches = 0, declined = 0;
+  for (int32_t I : kSizes) {
+    for (int32_t O : kSizes) {
+      for (int32_t rows : kRows) {
+        for (int32_t quant = 0; quant < 4; ++quant) {  // per-tensor / per-channel x typical / extreme
+          g_arena_used = 0;
+          qlstm_fc_s8_params p;
+          const int8_t* x = nullptr;
+          if (!make_random_fc(r, rows, I, O, quant % 2 == 1, quant >= 2, &p, &x)) {
+            printf("FAIL FC case I=%ld O=%ld does not fit the arena\n", (long)I, (long)O);
+            return 1;
+          }
+          ++cases;
+          const uint32_t out_bytes = static_cast<uint32_t>(rows * O) + kGuardBytes;
+          int8_t* want = static_cast<int8_t*>(arena_take(out_bytes));
+          int8_t* got = static_cast<int8_t*>(arena_take(out_bytes));
+          if (!want || !got) {
+            printf("FAIL FC case I=%ld O=%ld does not fit the arena\n", (long)I, (long)O);
+            return 1;
+          }
+          memset(want, kGuard, out_bytes);
+          const qlstm_status want_st = qlstm::run_fc_s8(qlstm::kFcS8ReferenceVariant, &p, x, want);
+          for (size_t v = 0; v < nvar; ++v) {
+            if (all[v] == &qlstm::kFcS8ReferenceVariant) continue;
+            memset(got, kGuard, out_bytes);
+            const qlstm_status st = qlstm::run_fc_s8(*all[v], &p, x, got);
+            if (all[v]->can_run != nullptr && !all[v]->can_run(p)) {
+              ++declined;
+              if (st == QLSTM_ERROR_NO_VARIANT) continue;
+              ++mismatches;
+              printf("FAIL FC variant %s: declined the call but returned %s\n", all[v]->name, qlstm_status_string(st));
+              continue;
+            }
+            ++runs;
+            if (st != QLSTM_OK || want_st != QLSTM_OK || memcmp(got, want, out_bytes) != 0) {
+              ++mismatches;
+              printf("FAIL FC variant %s: rows=%ld I=%ld O=%ld %s %s (status %s)\n", all[v]->name, (long)rows, (long)I,
+                     (long)O, quant % 2 ? "per-channel" : "per-tensor", quant >= 2 ? "extreme" : "typical",
+                     qlstm_status_string(st));
+            }
+          }
+        }
+      }
+    }
+  }
+  if (declined > 0) printf("variant-test: fc: %ld calls declined by a variant (can_run), each with QLSTM_ERROR_NO_VARIANT\n", declined);
+  printf("variant-test: fc: %ld cases, %ld variant runs against the reference, %ld mismatches\n", cases, runs,
+         mismatches);
+  return mismatches;
+}
+
+// fc-bench: one fully connected call of the named variant between the instruction-count markers
+// (docs/performance.md, bench/fc_table.py): random typical weights, inputs and biases (the same
+// for every variant), one row, checked against the reference afterwards.
+int fc_bench(int32_t I, int32_t O, bool per_channel, const char* variant_name) {
+  const qlstm::FcS8Variant* variant = find_fc_variant(variant_name);
+  if (variant == nullptr) {
+    printf("qlstm_device: no FC variant '%s' in this firmware\n", variant_name);
+    return kExitBadInput;
+  }
+  Rng r{0x2545F4914F6CDD1Dull};
+  g_arena_used = 0;
+  qlstm_fc_s8_params p;
+  const int8_t* x = nullptr;
+  constexpr bool kTypical = false;
+  if (I < 1 || O < 1 || !make_random_fc(r, 1, I, O, per_channel, kTypical, &p, &x)) {
+    printf("qlstm_device: fc-bench: I and O must be positive and fit this firmware's arena\n");
+    return kExitBadInput;
+  }
+  p.activation_min = -128;  // no clamp, as a Linear layer with nothing fused
+  p.activation_max = 127;
+  int8_t* got = static_cast<int8_t*>(arena_take(static_cast<uint32_t>(O)));
+  int8_t* want = static_cast<int8_t*>(arena_take(static_cast<uint32_t>(O)));
+  if (!got || !want || qlstm_fc_s8_validate(&p, nullptr) != QLSTM_OK) return kExitBadInput;
+  printf("variant: %s\n", variant->name);
+  qlstm_bench_begin();
+  variant->run(p, x, got);
+  qlstm_bench_end();
+  const qlstm_status st = qlstm::run_fc_s8(qlstm::kFcS8ReferenceVariant, &p, x, want);
+  if (st != QLSTM_OK || memcmp(got, want, static_cast<size_t>(O)) != 0) {
+    printf("FAIL fc-bench %s: differs from the reference\n", variant->name);
+    return kExitMismatch;
+  }
+  printf("fc-bench: I=%ld O=%ld %s: bit-exact with reference\n", (long)I, (long)O,
+         per_channel ? "per-channel" : "per-tensor");
+  return 0;
+}
+
 int usage() {
-  printf("usage: qlstm_device verify BUNDLE [VARIANT|all] | run BUNDLE OUT [VARIANT|all] | bench BUNDLE VARIANT|all | variants | variant-test [CASES] | icount-self-test | --fault\n");
+  printf("usage: qlstm_device verify BUNDLE [VARIANT|all] | run BUNDLE OUT [VARIANT|all] | bench BUNDLE VARIANT|all | variants | variant-test [CASES] | fc-bench I O per-tensor|per-channel VARIANT | icount-self-test | --fault\n");
   return kExitBadInput;
 }
 
@@ -498,12 +653,21 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (strcmp(cmd, "variant-test") == 0 && (argc == 2 || argc == 3)) {
-    return variant_test(argc == 3 ? static_cast<int32_t>(strtol(argv[2], nullptr, 10)) : 300);
+    const int lstm = variant_test(argc == 3 ? static_cast<int32_t>(strtol(argv[2], nullptr, 10)) : 300);
+    if (lstm == kExitBadInput) return lstm;
+    const long fc = fc_variant_test();
+    return lstm == 0 && fc == 0 ? 0 : kExitMismatch;
+  }
+  if (strcmp(cmd, "fc-bench") == 0 && argc == 6) {
+    return fc_bench(static_cast<int32_t>(strtol(argv[2], nullptr, 10)), static_cast<int32_t>(strtol(argv[3], nullptr, 10)),
+                    strcmp(argv[4], "per-channel") == 0, argv[5]);
   }
   if (strcmp(cmd, "variants") == 0) {
     size_t n = 0;
     const qlstm::LstmS8Variant* const* all = qlstm::lstm_s8_variants(&n);
     for (size_t i = 0; i < n; ++i) printf("%s\n", all[i]->name);
+    const qlstm::FcS8Variant* const* fc = qlstm::fc_s8_variants(&n);
+    for (size_t i = 0; i < n; ++i) printf("fc %s\n", fc[i]->name);
     return 0;
   }
   if (strcmp(cmd, "verify") == 0 && (argc == 3 || argc == 4)) {

@@ -1,0 +1,100 @@
+// The Arm M-profile dot products (dot4_s8_arm.S) as the blocked kernels take them (rows4, dot1,
+// the operand: blocked/gate_rows.h), shared by the LSTM gate (lstm_s8_arm.cc) and the fully
+// connected op (fc_s8_arm.cc):
+//   Thumb2Dot: byte loads and MLA, any Thumb-2 core (Cortex-M3 and up)
+//   DspDot:    SXTB16 + SMLAD, two multiply-accumulates per instruction (Cortex-M4, M33, M55)
+#ifndef QLSTM_SRC_ARM_DOT_S8_ARM_H_
+#define QLSTM_SRC_ARM_DOT_S8_ARM_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "blocked/gate_rows.h"
+#include "qlstm/fixed_point.h"
+
+// The requantization parameters the assembly loads (fxp::RequantDoubleRounding's, in REQUANT_SCALAR's
+// register order).
+struct qlstm_arm_requant_params {
+  int32_t left, multiplier, right, mask, half;
+};
+
+extern "C" {
+void qlstm_arm_rows4_s8_thumb2(const int8_t* v, const int8_t* w, int32_t n, int32_t blocks, const int32_t* bias,
+                               int32_t* acc);
+#if defined(__ARM_FEATURE_DSP)
+void qlstm_arm_rows4_s8_dsp(const int8_t* v, const int8_t* w, int32_t n, int32_t blocks, const int32_t* bias,
+                            int32_t* acc);
+int32_t qlstm_arm_dot1_s8_dsp(const int8_t* v, const int8_t* w, int32_t n, int32_t acc);
+void qlstm_arm_expand_s8_dsp(const int8_t* v, int32_t quads, int32_t* pairs);
+void qlstm_arm_rows4_s8_dspx(const int32_t* v_pairs, const int8_t* w, int32_t n, int32_t blocks,
+                             const int32_t* bias, int32_t* acc, const int8_t* v_tail);
+#endif
+}
+
+namespace qlstm {
+namespace arm {
+
+inline qlstm_arm_requant_params requant_params(const fxp::RequantDoubleRounding& q) {
+  return {q.left, q.multiplier, q.right, q.mask, q.threshold};
+}
+
+inline int32_t dot1(const int8_t* v, const int8_t* w, int32_t n, int32_t acc) {
+  uint32_t a = static_cast<uint32_t>(acc);
+  for (int32_t j = 0; j < n; ++j) a += static_cast<uint32_t>(v[j] * w[j]);
+  return fxp::bits_to_s32(a);
+}
+
+struct Thumb2Dot {
+  using Operand = blocked::PlainOperand;
+  // A remainder of this many rows after the last whole block costs less by dot1 than by a block
+  // of four (blocked/fc_rows.h): about 5 instructions per column against 9.
+  static constexpr int32_t kDot1TailRows = 1;
+  static void rows4(const Operand& v, const int8_t* w, int32_t n, int32_t blocks, const int32_t* bias,
+                    int32_t* acc) {
+    qlstm_arm_rows4_s8_thumb2(v.v, w, n, blocks, bias, acc);
+  }
+  static int32_t dot1(const int8_t* v, const int8_t* w, int32_t n, int32_t acc) { return arm::dot1(v, w, n, acc); }
+};
+
+#if defined(__ARM_FEATURE_DSP)
+// The vector sign-extended once per batch row into the int16 pairs SMLAD takes, (v0, v2) and
+// (v1, v3) per four columns, matching SXTB16 of the weights: each block of four rows then loads
+// them with one LDRD instead of LDR and two SXTB16. Up to kMaxColumns (512 bytes of stack per
+// operand); longer vectors are read as bytes.
+struct ExpandedOperand {
+  static constexpr int32_t kMaxColumns = 256;
+  int32_t pairs[kMaxColumns / 2];
+  const int8_t* bytes = nullptr;
+  int32_t quads = 0;
+  bool expanded = false;
+  void prepare(const int8_t* p, int32_t n) {
+    bytes = p;
+    quads = n / 4;
+    expanded = n <= kMaxColumns;
+    if (!expanded) return;
+    qlstm_arm_expand_s8_dsp(p, quads, pairs);
+  }
+};
+
+struct DspDot : Thumb2Dot {
+  using Operand = ExpandedOperand;
+  // About 9 instructions per four columns and row, against 21 for a block of four.
+  static constexpr int32_t kDot1TailRows = 2;
+  static void rows4(const Operand& v, const int8_t* w, int32_t n, int32_t blocks, const int32_t* bias,
+                    int32_t* acc) {
+    if (v.expanded) {
+      qlstm_arm_rows4_s8_dspx(v.pairs, w, n, blocks, bias, acc, v.bytes + 4 * v.quads);
+    } else {
+      qlstm_arm_rows4_s8_dsp(v.bytes, w, n, blocks, bias, acc);
+    }
+  }
+  static int32_t dot1(const int8_t* v, const int8_t* w, int32_t n, int32_t acc) {
+    return qlstm_arm_dot1_s8_dsp(v, w, n, acc);
+  }
+};
+#endif
+
+}  // namespace arm
+}  // namespace qlstm
+
+#endif  // QLSTM_SRC_ARM_DOT_S8_ARM_H_
