@@ -102,7 +102,8 @@ struct Outputs {
 bool alloc_outputs(const Case& k, Outputs* o, void** scratch, uint32_t* scratch_bytes) {
   const qlstm_lstm_dims& d = k.params.dims;
   o->state_count = static_cast<uint32_t>(d.batch * d.hidden_size);
-  o->output_bytes = static_cast<uint32_t>(d.batch * d.time_steps * d.hidden_size);
+  const int32_t steps = k.params.output_steps == QLSTM_OUTPUT_FINAL ? 1 : d.time_steps;
+  o->output_bytes = static_cast<uint32_t>(d.batch * steps * d.hidden_size);
   *scratch_bytes = static_cast<uint32_t>(qlstm_lstm_s8_scratch_bytes(&d));
   *scratch = arena_take(*scratch_bytes);
   o->output = static_cast<int8_t*>(arena_take(o->output_bytes));
@@ -393,7 +394,8 @@ int run_bundle(Mode mode, const char* path, const char* out_path, const char* va
 
 // ---- variant-test: every variant built for this CPU against the reference, on random
 // parameters generated here (the same three regimes as tests/support/random_lstm.h), over the
-// edge sizes, both layouts, both time directions, stateless and stateful; equal means equal.
+// edge sizes, both layouts, both time directions, stateless and stateful, every step or only the
+// final state; equal means equal.
 struct Rng {
   uint64_t s;
   uint32_t next() {  // xorshift64*
@@ -491,6 +493,9 @@ int variant_test(int32_t cases) {
     // A quarter of the cases walk time backwards (ONNX direction "reverse").
     const bool reverse = n % 4 == 3;
     k.params.time_direction = reverse ? QLSTM_TIME_REVERSE : QLSTM_TIME_FORWARD;
+    // A fifth write only the final state (time stride 0 in the shared driver).
+    const bool final_only = n % 5 == 2;
+    k.params.output_steps = final_only ? QLSTM_OUTPUT_FINAL : QLSTM_OUTPUT_ALL_STEPS;
     const uint32_t mark = g_arena_used;
     Outputs want;
     void* scratch = nullptr;
@@ -523,10 +528,11 @@ int variant_test(int32_t cases) {
                   (!k.stateful || memcmp(got.hidden, want.hidden, want.state_count) == 0);
       if (!same) {
         ++mismatches;
-        printf("FAIL variant %s, case %ld: B=%ld T=%ld I=%ld H=%ld %s %s %s regime %ld\n", all[v]->name, (long)n,
+        printf("FAIL variant %s, case %ld: B=%ld T=%ld I=%ld H=%ld %s %s %s%s regime %ld\n", all[v]->name, (long)n,
                (long)d.batch, (long)d.time_steps, (long)d.input_size, (long)d.hidden_size,
                k.params.layout == QLSTM_LAYOUT_TIME_MAJOR ? "time-major" : "batch-major",
-               k.stateful ? "stateful" : "stateless", reverse ? "reverse" : "forward", (long)(n % 3));
+               k.stateful ? "stateful" : "stateless", reverse ? "reverse" : "forward",
+               final_only ? " final-state" : "", (long)(n % 3));
       }
     }
     (void)mark;
