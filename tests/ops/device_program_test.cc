@@ -41,22 +41,16 @@ void run_on_host(HostCall& c, std::mt19937_64& rng) {
     c.final_c = c.c0;
     hidden = &c.final_h;
   }
+  c.expected.assign(qlstm::device::output_count(qlstm::device::program_case("", b.program, c.time_steps)), 0);
   const size_t positions = static_cast<size_t>(b.steps.back() == kOne ? B : B * c.time_steps);
-  c.expected.assign(positions * static_cast<size_t>(b.widths.back()), 0);
+  ASSERT_EQ(c.expected.size(), positions * static_cast<size_t>(b.widths.back()));
   ASSERT_EQ(qlstm_program_run(&b.program, &b.ctx, c.input.data(), c.expected.data(), c.time_steps,
                               hidden ? hidden->data() : nullptr, hidden ? c.final_c.data() : nullptr),
             QLSTM_OK);
 }
 
 qlstm::device::BundleCase bundle_case(const HostCall& c, const std::string& name) {
-  qlstm::device::BundleCase k;
-  k.name = name;
-  k.ops = c.program.ops;
-  k.buffer_widths = c.program.widths;
-  k.buffer_steps = c.program.steps;
-  k.batch = B;
-  k.time_steps = c.time_steps;
-  k.layout = c.program.layout;
+  qlstm::device::BundleCase k = qlstm::device::program_case(name, c.program.program, c.time_steps);
   k.stateful = c.stateful;
   k.check = true;
   k.input = c.input.data();
