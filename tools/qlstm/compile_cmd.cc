@@ -180,11 +180,8 @@ namespace {
 std::vector<int8_t> run_on_device(const std::string& cpu, const CompiledModel& m, const std::vector<int8_t>& x8,
                                   const SequenceShape& shape, ProgramState* state) {
   const device::Target target = device::find_target(cpu);
-  const size_t positions = static_cast<size_t>(shape.batch) * static_cast<size_t>(shape.time_steps);
-  device::BundleCase c;
-  c.name = m.name.empty() ? "model" : m.name;
-  c.ops = runtime_program(m, shape.batch, shape.time_steps, shape.layout).ops;
-  for (const ProgramBuffer& b : m.buffers) c.buffer_widths.push_back(b.width);
+  const RuntimeProgram program = runtime_program(m, shape.batch, shape.time_steps, shape.layout);
+  device::BundleCase c = device::program_case(m.name.empty() ? "model" : m.name, program.table(), shape.time_steps);
   c.stateful = true;
   c.input = x8.data();
   c.h0 = state->hidden.data();
@@ -199,7 +196,7 @@ std::vector<int8_t> run_on_device(const std::string& cpu, const CompiledModel& m
                        r.console);
   }
   const std::string bytes = read_file(out.path());
-  const size_t y_bytes = positions * static_cast<size_t>(m.output_size()), S = state->hidden.size();
+  const size_t y_bytes = device::output_count(c), S = state->hidden.size();
   if (bytes.size() != y_bytes + S * (sizeof(int8_t) + sizeof(int16_t))) {
     throw CompileError("the " + cpu + " firmware wrote " + std::to_string(bytes.size()) + " bytes, expected " +
                        std::to_string(y_bytes + S * 3));

@@ -1,0 +1,288 @@
+// The program runner with the kinds around the LSTM: hand-built mixed programs (LSTM -> select ->
+// FC -> softmax; LSTM final state -> FC -> table; a front FC -> LSTM -> per-step FC) equal the
+// ops called one by one, in both layouts, stateless and stateful, with every FC variant; and
+// every rule of the validation for the new kinds and one-step buffers refuses, naming the field
+// and the op, before any op runs.
+#include <gtest/gtest.h>
+
+#include <deque>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "qlstm/kernels.h"
+#include "hand_programs.h"
+#include "program_ops.h"
+#include "random_lstm.h"
+#include "scratch_buffer.h"
+
+namespace {
+
+using namespace testing_support::hand;  // NOLINT: the programs and their sizes
+using testing_support::lstm_op;
+using testing_support::make_random_lstm;
+using testing_support::program_op;
+using testing_support::refusal;
+using testing_support::verdict;
+using testing_support::RandomLstm;
+using testing_support::Regime;
+using testing_support::ScratchBuffer;
+
+// The LSTM alone, as qlstm_lstm_s8 runs it; stateful when hidden is not null.
+std::vector<int8_t> lstm_alone(const qlstm_lstm_s8_params& params, int32_t T, const std::vector<int8_t>& x,
+                               int8_t* hidden, int16_t* cell) {
+  qlstm_lstm_s8_params p = params;
+  p.dims.time_steps = T;
+  ScratchBuffer scratch(p.dims);
+  std::vector<int16_t> own_cell(static_cast<size_t>(p.dims.batch * p.dims.hidden_size));
+  qlstm_lstm_s8_context c = scratch.context(hidden ? cell : own_cell.data(), hidden);
+  const size_t positions = static_cast<size_t>(p.dims.batch) * (p.output_steps == QLSTM_OUTPUT_FINAL ? 1 : T);
+  std::vector<int8_t> y(positions * static_cast<size_t>(p.dims.hidden_size));
+  EXPECT_EQ(qlstm_lstm_s8(&p, &c, x.data(), y.data()), QLSTM_OK);
+  return y;
+}
+std::vector<int8_t> fc_alone(const qlstm_fc_s8_params& params, const std::vector<int8_t>& x) {
+  qlstm_fc_s8_params p = params;
+  p.rows = static_cast<int32_t>(x.size()) / p.input_size;
+  std::vector<int8_t> y(static_cast<size_t>(p.rows * p.output_size));
+  EXPECT_EQ(qlstm_fc_s8(&p, x.data(), y.data()), QLSTM_OK);
+  return y;
+}
+std::vector<int8_t> softmax_alone(const qlstm_softmax_s8_params& params, const std::vector<int8_t>& x) {
+  qlstm_softmax_s8_params p = params;
+  p.rows = static_cast<int32_t>(x.size()) / p.row_size;
+  std::vector<int8_t> y(x.size());
+  EXPECT_EQ(qlstm_softmax_s8(&p, x.data(), y.data()), QLSTM_OK);
+  return y;
+}
+std::vector<int8_t> table_alone(const qlstm_table_s8_params& params, const std::vector<int8_t>& x) {
+  qlstm_table_s8_params p = params;
+  p.rows = static_cast<int32_t>(x.size()) / p.row_size;
+  std::vector<int8_t> y(x.size());
+  EXPECT_EQ(qlstm_table_s8(&p, x.data(), y.data()), QLSTM_OK);
+  return y;
+}
+// Step `step` (< 0: from the end) of every batch row of a [B][T][W] or [T][B][W] sequence.
+std::vector<int8_t> select_alone(const std::vector<int8_t>& y, int32_t B, int32_t T, int32_t W, int32_t step,
+                                 bool time_major) {
+  const int32_t t = step < 0 ? T + step : step;
+  std::vector<int8_t> out;
+  for (int32_t b = 0; b < B; ++b) {
+    const int32_t pos = time_major ? t * B + b : b * T + t;
+    out.insert(out.end(), y.begin() + pos * W, y.begin() + (pos + 1) * W);
+  }
+  return out;
+}
+
+TEST(ProgramRunner, ClassifierOnASelectedStepEqualsTheOpsOneByOne) {
+  for (const bool time_major : {false, true}) {
+    for (const int32_t step : {-1, -T, 0, 2, T - 1}) {
+      std::mt19937_64 rng(100 + static_cast<unsigned>(step + 10 * time_major));
+      Built b;
+      build_classifier(b, time_major, step, rng);
+      const std::vector<int8_t> x = random_s8(static_cast<size_t>(B * T * I), rng);
+      std::vector<int8_t> y(b.output_size(), 0x5A);
+      ASSERT_EQ(qlstm_program_run(&b.program, &b.ctx, x.data(), y.data(), T, nullptr, nullptr), QLSTM_OK);
+      const std::vector<int8_t> seq = lstm_alone(b.lstms[0].params, T, x, nullptr, nullptr);
+      const std::vector<int8_t> expected =
+          softmax_alone(b.ops[3].softmax, fc_alone(b.fcs[0].params, select_alone(seq, B, T, H, step, time_major)));
+      EXPECT_EQ(y, expected) << (time_major ? "time-major" : "batch-major") << " step " << step;
+      EXPECT_EQ(y.size(), static_cast<size_t>(B * O));
+    }
+  }
+}
+
+TEST(ProgramRunner, FinalStateHeadEqualsTheOpsOneByOneAndCarriesState) {
+  for (const bool time_major : {false, true}) {
+    std::mt19937_64 rng(200 + static_cast<unsigned>(time_major));
+    Built b;
+    build_final_head(b, time_major, rng);
+    const qlstm_lstm_s8_params& lp = b.lstms[0].params;
+    // Two chunks on a carried state, as a stream runs; the state must continue one sequence.
+    std::vector<int8_t> hidden(b.state_values), model_hidden(b.state_values);
+    std::vector<int16_t> cell(b.state_values), model_cell(b.state_values);
+    for (size_t k = 0; k < hidden.size(); ++k) hidden[k] = model_hidden[k] = static_cast<int8_t>(lp.output_zero_point);
+    for (const int32_t t : {T, 2, 0}) {
+      const std::vector<int8_t> x = random_s8(static_cast<size_t>(B * t * I), rng);
+      std::vector<int8_t> y(static_cast<size_t>(B * O), 0x5A);
+      ASSERT_EQ(qlstm_program_run(&b.program, &b.ctx, x.data(), y.data(), t, hidden.data(), cell.data()), QLSTM_OK);
+      const std::vector<int8_t> h = lstm_alone(lp, t, x, model_hidden.data(), model_cell.data());
+      EXPECT_EQ(y, table_alone(b.tables[0].params, fc_alone(b.fcs[0].params, h))) << "T=" << t;
+      EXPECT_EQ(hidden, model_hidden);
+      EXPECT_EQ(cell, model_cell);
+    }
+    // Stateless with no steps: the head of h = zero point (input and output buffers of T = 0).
+    std::vector<int8_t> y(static_cast<size_t>(B * O), 0x5A);
+    ASSERT_EQ(qlstm_program_run(&b.program, &b.ctx, nullptr, y.data(), 0, nullptr, nullptr), QLSTM_OK);
+    const std::vector<int8_t> zp(static_cast<size_t>(B * H), static_cast<int8_t>(lp.output_zero_point));
+    EXPECT_EQ(y, table_alone(b.tables[0].params, fc_alone(b.fcs[0].params, zp)));
+    EXPECT_EQ(qlstm_program_run(&b.program, &b.ctx, nullptr, nullptr, 0, nullptr, nullptr), QLSTM_ERROR_NULL_POINTER);
+  }
+}
+
+TEST(ProgramRunner, FrontFcThenLstmThenPerStepFcWithEveryFcVariant) {
+  size_t n = 0;
+  const qlstm::FcS8Variant* const* variants = qlstm::fc_s8_variants(&n);
+  for (const bool time_major : {false, true}) {
+    std::mt19937_64 rng(300 + static_cast<unsigned>(time_major));
+    Built b;
+    build_front(b, time_major, rng);
+    const std::vector<int8_t> x = random_s8(static_cast<size_t>(B * T * I), rng);
+    const std::vector<int8_t> expected =
+        fc_alone(b.fcs[1].params, lstm_alone(b.lstms[0].params, T, fc_alone(b.fcs[0].params, x), nullptr, nullptr));
+    for (size_t k = 0; k < n; ++k) {
+      const qlstm::FcS8Variant& v = *variants[k];
+      if (v.is_supported != nullptr && !v.is_supported()) {
+        std::printf("FC variant %s: not supported on this CPU, skipped\n", v.name);
+        continue;
+      }
+      qlstm::ProgramRunOptions options;
+      options.fc_variant = &v;
+      std::vector<int8_t> y(b.output_size(), 0x5A);
+      const qlstm_status st = qlstm::run_program_s8(&b.program, &b.ctx, x.data(), y.data(), T, nullptr, nullptr, options);
+      if (v.can_run != nullptr && (!v.can_run(b.fcs[0].params) || !v.can_run(b.fcs[1].params))) {
+        EXPECT_EQ(st, QLSTM_ERROR_NO_VARIANT) << v.name;
+        continue;
+      }
+      ASSERT_EQ(st, QLSTM_OK) << v.name;
+      EXPECT_EQ(y, expected) << v.name << (time_major ? " time-major" : " batch-major");
+    }
+    std::vector<int8_t> y(b.output_size(), 0x5A);
+    ASSERT_EQ(qlstm_program_run(&b.program, &b.ctx, x.data(), y.data(), T, nullptr, nullptr), QLSTM_OK);
+    EXPECT_EQ(y, expected);
+  }
+}
+
+// A program without an LSTM needs no scratch and no cell.
+TEST(ProgramRunner, FcOnlyProgramNeedsNoScratch) {
+  std::mt19937_64 rng(400);
+  Fc f;
+  make_fc(f, I, O, true, false, rng);
+  qlstm_op op = program_op(QLSTM_OP_FULLY_CONNECTED_S8, 0, 1);
+  op.fc = f.params;
+  const int32_t widths[] = {I, O}, steps[] = {kEvery, kEvery};
+  const qlstm_program program = {&op, 1, 2, widths, 0, steps, B, QLSTM_LAYOUT_BATCH_MAJOR};
+  qlstm_program_context ctx = {nullptr, 0, nullptr, {nullptr, nullptr}, 0};
+  const std::vector<int8_t> x = random_s8(static_cast<size_t>(B * T * I), rng);
+  std::vector<int8_t> y(static_cast<size_t>(B * T * O));
+  ASSERT_EQ(qlstm_program_run(&program, &ctx, x.data(), y.data(), T, nullptr, nullptr), QLSTM_OK);
+  EXPECT_EQ(y, fc_alone(f.params, x));
+}
+
+std::string bad(const char* field, int32_t op) { return refusal(QLSTM_ERROR_BAD_PROGRAM, field, op); }
+
+struct Case {
+  const char* what;
+  void (*build)(Built&, bool, std::mt19937_64&);
+  std::function<void(Built&)> mutate;
+  std::string expected;
+};
+
+void classifier(Built& b, bool time_major, std::mt19937_64& rng) { build_classifier(b, time_major, -1, rng); }
+
+TEST(ProgramValidate, NamesEachRuleOfTheNewKindsAndOneStepBuffers) {
+  const Case cases[] = {
+      // The program's own fields.
+      {"no buffer steps", classifier, [](Built& b) { b.program.buffer_steps = nullptr; },
+       refusal(QLSTM_ERROR_NULL_POINTER, "buffer_steps", -1)},
+      {"one-step input", classifier, [](Built& b) { b.steps[0] = kOne; }, bad("buffer_steps", -1)},
+      {"unknown steps", classifier, [](Built& b) { b.steps[3] = 2; }, bad("buffer_steps", -1)},
+      {"batch", classifier, [](Built& b) { b.program.batch = 0; }, refusal(QLSTM_ERROR_BAD_DIMS, "batch", -1)},
+      {"layout", classifier, [](Built& b) { b.program.layout = 2; }, refusal(QLSTM_ERROR_BAD_LAYOUT, "layout", -1)},
+      {"kind", classifier, [](Built& b) { b.ops[2].kind = QLSTM_OP_KIND_COUNT; }, bad("kind", 2)},
+      // Steps of the buffers.
+      {"LSTM reads one step", classifier, [](Built& b) { b.ops[2] = lstm_op(b.lstms[0].params, 2, 3, 0); },
+       bad("input_buffer", 2)},
+      {"LSTM every step into one step", classifier, [](Built& b) { b.steps[1] = kOne; }, bad("output_steps", 0)},
+      {"LSTM final into a sequence", build_final_head,
+       [](Built& b) { b.steps[1] = kEvery; b.steps[2] = kEvery; b.steps[3] = kEvery; }, bad("output_steps", 0)},
+      {"select into a sequence", classifier, [](Built& b) { b.steps[2] = kEvery; }, bad("output_buffer", 1)},
+      {"select from one step", build_final_head,
+       [](Built& b) {
+         b.ops[1] = program_op(QLSTM_OP_SELECT_STEP, 1, 2);
+         b.ops[1].select = {0, H};
+         b.widths[2] = H;
+       },
+       bad("input_buffer", 1)},
+      {"FC changes the steps", classifier, [](Built& b) { b.steps[3] = kEvery; }, bad("output_buffer", 2)},
+      {"softmax changes the steps", classifier, [](Built& b) { b.steps[4] = kEvery; }, bad("output_buffer", 3)},
+      {"table changes the steps", build_final_head, [](Built& b) { b.steps[3] = kEvery; }, bad("output_buffer", 2)},
+      // Widths.
+      {"FC input size", classifier, [](Built& b) { b.ops[2].fc.input_size = H + 1; }, bad("input_size", 2)},
+      {"FC output size", classifier, [](Built& b) { b.widths[3] = O + 1; }, bad("output_size", 2)},
+      {"softmax row size", classifier, [](Built& b) { b.ops[3].softmax.row_size = O - 1; }, bad("row_size", 3)},
+      {"softmax output width", classifier, [](Built& b) { b.widths[4] = O + 2; }, bad("row_size", 3)},
+      {"table row size", build_final_head, [](Built& b) { b.ops[2].table.row_size = O + 1; }, bad("row_size", 2)},
+      {"select row size", classifier, [](Built& b) { b.ops[1].select.row_size = H - 1; }, bad("row_size", 1)},
+      {"select output width", classifier, [](Built& b) { b.widths[2] = H + 1; }, bad("row_size", 1)},
+      {"FC output offset", classifier, [](Built& b) { b.ops[2].output_offset = 1; }, bad("output_offset", 2)},
+      {"LSTM final width", build_final_head, [](Built& b) { b.widths[1] = H - 1; }, bad("output_offset", 0)},
+      // The step.
+      {"step T", classifier, [](Built& b) { b.ops[1].select.step = T; }, bad("step", 1)},
+      {"step -T-1", classifier, [](Built& b) { b.ops[1].select.step = -T - 1; }, bad("step", 1)},
+      // State only for an LSTM.
+      {"FC state offset", classifier, [](Built& b) { b.ops[2].state_offset = 1; }, bad("state_offset", 2)},
+      // The kernels' own validation, named as they name it.
+      {"FC shift", classifier, [](Built& b) { b.fcs[0].shifts[1] = 40; }, refusal(QLSTM_ERROR_BAD_SHIFT, "shifts", 2)},
+      {"FC weights", classifier, [](Built& b) { b.ops[2].fc.weights = nullptr; },
+       refusal(QLSTM_ERROR_NULL_POINTER, "weights", 2)},
+      {"FC clamp", build_final_head, [](Built& b) { b.ops[1].fc.activation_max = -129; },
+       refusal(QLSTM_ERROR_BAD_DIMS, "activation_max", 1)},
+      {"softmax diff_min", classifier, [](Built& b) { b.ops[3].softmax.diff_min = 5; },
+       refusal(QLSTM_ERROR_BAD_DIFF_MIN, "diff_min", 3)},
+      {"softmax shift", classifier, [](Built& b) { b.ops[3].softmax.input_left_shift = -1; },
+       refusal(QLSTM_ERROR_BAD_SHIFT, "input_left_shift", 3)},
+      {"table entries", build_final_head, [](Built& b) { b.ops[2].table.table = nullptr; },
+       refusal(QLSTM_ERROR_NULL_POINTER, "table", 2)},
+      {"LSTM output steps", build_final_head, [](Built& b) { b.ops[0].lstm.output_steps = 3; },
+       bad("output_steps", 0)},
+      {"LSTM batch", build_final_head, [](Built& b) { b.ops[0].lstm.dims.batch = B + 1; }, bad("dims.batch", 0)},
+      {"LSTM layout", classifier,
+       [](Built& b) { b.ops[0].lstm.layout = 1 - b.layout; }, bad("layout", 0)},
+      // The context: one-step buffers are B positions.
+      {"one-step area", build_final_head, [](Built& b) { b.ctx.activation_bytes = B * H - 1; },
+       refusal(QLSTM_ERROR_SCRATCH_TOO_SMALL, "activation_bytes", -1)},
+      {"sequence area", build_front, [](Built& b) { b.ctx.activation_bytes -= 1; },
+       refusal(QLSTM_ERROR_SCRATCH_TOO_SMALL, "activation_bytes", -1)},
+      {"scratch", build_front, [](Built& b) { b.ctx.scratch = nullptr; }, refusal(QLSTM_ERROR_NULL_POINTER, "scratch", -1)},
+  };
+  for (const bool time_major : {false, true}) {
+    for (const Case& c : cases) {
+      std::mt19937_64 rng(9);
+      Built good;
+      c.build(good, time_major, rng);
+      EXPECT_EQ(verdict(&good.program, &good.ctx, T), "ok") << c.what;
+      rng.seed(9);
+      Built b;
+      c.build(b, time_major, rng);
+      c.mutate(b);
+      EXPECT_EQ(verdict(&b.program, &b.ctx, T), c.expected) << c.what;
+      // The runner refuses it too, before any op: the output and the state stay untouched.
+      const std::vector<int8_t> x(static_cast<size_t>(B * T * I), 3);
+      std::vector<int8_t> y(static_cast<size_t>(B * T * 16), 0x55), hidden(b.state_values + 8, 0x66);
+      std::vector<int16_t> cell(hidden.size(), 0x77);
+      EXPECT_NE(qlstm_program_run(&b.program, &b.ctx, x.data(), y.data(), T, hidden.data(), cell.data()), QLSTM_OK)
+          << c.what;
+      EXPECT_EQ(y, std::vector<int8_t>(y.size(), 0x55)) << c.what;
+      EXPECT_EQ(hidden, std::vector<int8_t>(hidden.size(), 0x66)) << c.what;
+      EXPECT_EQ(cell, std::vector<int16_t>(cell.size(), 0x77)) << c.what;
+    }
+  }
+}
+
+// The step is checked against each call's T: -T ... T-1 run, a shorter call refuses the step.
+TEST(ProgramValidate, SelectedStepIsCheckedForTheCall) {
+  std::mt19937_64 rng(10);
+  Built b;
+  build_classifier(b, false, 3, rng);
+  EXPECT_EQ(verdict(&b.program, nullptr, T), "ok");
+  EXPECT_EQ(verdict(&b.program, nullptr, 4), "ok");
+  EXPECT_EQ(verdict(&b.program, nullptr, 3), bad("step", 1));
+  EXPECT_EQ(verdict(&b.program, nullptr, 0), bad("step", 1));
+  b.ops[1].select.step = -1;
+  EXPECT_EQ(verdict(&b.program, nullptr, 1), "ok");
+  EXPECT_EQ(verdict(&b.program, nullptr, 0), bad("step", 1));
+}
+
+}  // namespace
