@@ -60,12 +60,47 @@ int32_t FloatProgram::state_size() const {
   return n;
 }
 
+int32_t FloatProgram::constant_state_batch() const {
+  for (const std::vector<std::vector<float>>* s : {&h0, &c0}) {
+    for (size_t k = 0; k < s->size() && k < ops.size(); ++k) {
+      const size_t H = static_cast<size_t>(ops[k].hidden_size);
+      if (H > 0 && (*s)[k].size() > H) return static_cast<int32_t>((*s)[k].size() / H);
+    }
+  }
+  return 0;
+}
+
+namespace {
+
+// Validates a run of per-position layers whose first reads `width` values; returns the last's
+// output width. `where` names the run ("front", "head").
+int32_t validate_layers(const std::vector<FloatLayer>& layers, int32_t width, const char* where) {
+  for (size_t k = 0; k < layers.size(); ++k) {
+    const FloatLayer& l = layers[k];
+    const std::string at = std::string(where) + " layer " + std::to_string(k);
+    try {
+      l.validate();
+    } catch (const CompileError& e) {
+      throw CompileError(at + ": " + e.what());
+    }
+    if (l.input_size != width) {
+      throw CompileError(at + " ('" + l.node + "'): input_size " + std::to_string(l.input_size) +
+                         " is not the output size " + std::to_string(width) + " of what it reads");
+    }
+    width = l.output_size;
+  }
+  return width;
+}
+
+}  // namespace
+
 void FloatProgram::validate() const {
   if (ops.empty()) throw CompileError("program: no LSTM op");
   if (directions != 1 && directions != 2) throw CompileError("program: directions must be 1 or 2");
   if (ops.size() % static_cast<size_t>(directions) != 0) {
     throw CompileError("program: the op count is not a multiple of the directions");
   }
+  const int32_t state_batch = constant_state_batch();
   for (size_t k = 0; k < ops.size(); ++k) {
     const FloatLstm& op = ops[k];
     const std::string where = "layer " + std::to_string(k / directions) +
@@ -92,15 +127,35 @@ void FloatProgram::validate() const {
     if (directions == 2 && op.hidden_size != ops[layer * 2].hidden_size) {
       throw CompileError(where + ": hidden_size differs from the other direction's");
     }
-    if (initial_hidden == StateSource::kConstant &&
-        (h0.size() != ops.size() || h0[k].size() != static_cast<size_t>(op.hidden_size))) {
-      throw CompileError(where + ": the constant initial_h needs " + std::to_string(op.hidden_size) + " values");
+    // A constant state: H values shared by every row, or state_batch rows of H (all ops alike).
+    const size_t H = static_cast<size_t>(op.hidden_size);
+    const size_t rows = state_batch > 0 ? static_cast<size_t>(state_batch) : 1;
+    const std::string row_text = state_batch > 0 ? std::to_string(rows) + " x " : std::string();
+    if (initial_hidden == StateSource::kConstant && (h0.size() != ops.size() || h0[k].size() != rows * H)) {
+      throw CompileError(where + ": the constant initial_h needs " + row_text + std::to_string(H) + " values");
     }
-    if (initial_cell == StateSource::kConstant &&
-        (c0.size() != ops.size() || c0[k].size() != static_cast<size_t>(op.hidden_size))) {
-      throw CompileError(where + ": the constant initial_c needs " + std::to_string(op.hidden_size) + " values");
+    if (initial_cell == StateSource::kConstant && (c0.size() != ops.size() || c0[k].size() != rows * H)) {
+      throw CompileError(where + ": the constant initial_c needs " + row_text + std::to_string(H) + " values");
     }
   }
+  for (const FloatLayer& l : front) {
+    if (l.kind == FloatLayerKind::kSelectStep) {
+      throw CompileError("front layer '" + l.node + "': a step selection before the LSTM");
+    }
+  }
+  if (validate_layers(front, input_size(), "front") != ops.front().input_size) {
+    throw CompileError("front layer '" + front.back().node + "': output_size " +
+                       std::to_string(front.back().output_size) + " is not the LSTM's input_size " +
+                       std::to_string(ops.front().input_size));
+  }
+  for (size_t k = 0; k < head.size(); ++k) {
+    if (head[k].kind != FloatLayerKind::kSelectStep) continue;
+    if (k != 0 || lstm_output != LstmOutput::kSequence) {
+      throw CompileError("head layer " + std::to_string(k) + " ('" + head[k].node +
+                         "'): a step selection must be the first head layer, on the LSTM's output sequence");
+    }
+  }
+  validate_layers(head, stack_output_size(), "head");
 }
 
 size_t state_offset(const std::vector<int32_t>& hidden_sizes, int32_t op, int32_t batch) {
@@ -109,19 +164,53 @@ size_t state_offset(const std::vector<int32_t>& hidden_sizes, int32_t op, int32_
   return n;
 }
 
+namespace {
+
+std::vector<float> to_float(const std::vector<double>& v) { return std::vector<float>(v.begin(), v.end()); }
+
+// Runs per-position layers over `positions` rows, recording each layer's output.
+std::vector<double> run_layers(const std::vector<FloatLayer>& layers, std::vector<double> x, size_t positions,
+                               std::vector<std::vector<float>>* outputs) {
+  for (const FloatLayer& l : layers) {
+    x = run_float_layer(l, x, positions);
+    outputs->push_back(to_float(x));
+  }
+  return x;
+}
+
+// A constant initial state of op k for `B` rows: its shared row repeated, or its own rows.
+std::vector<float> constant_state_rows(const std::vector<float>& s, int32_t H, int32_t B, const char* what) {
+  if (s.size() == static_cast<size_t>(H)) {
+    std::vector<float> rows;
+    for (int32_t b = 0; b < B; ++b) rows.insert(rows.end(), s.begin(), s.end());
+    return rows;
+  }
+  if (s.size() != static_cast<size_t>(B) * static_cast<size_t>(H)) {
+    throw CompileError(std::string("input: the model's constant ") + what + " has " + std::to_string(s.size() / H) +
+                       " batch rows, so the batch must be " + std::to_string(s.size() / H) + ", not " +
+                       std::to_string(B));
+  }
+  return s;
+}
+
+}  // namespace
+
 FloatProgramResult run_float_program(const FloatProgram& p, const float* x, const SequenceShape& shape,
                                      const float* h0, const float* c0) {
   const int32_t B = shape.batch, T = shape.time_steps, D = p.directions;
+  const size_t positions = static_cast<size_t>(B) * static_cast<size_t>(T);
   std::vector<int32_t> hs;
   for (const FloatLstm& op : p.ops) hs.push_back(op.hidden_size);
   FloatProgramResult r;
   const size_t S = state_offset(hs, static_cast<int32_t>(hs.size()), B);
   r.h_n.assign(S, 0.0f);
   r.c_n.assign(S, 0.0f);
-  std::vector<float> input(x, x + static_cast<size_t>(B) * T * p.input_size());
+  // Front: per step, in double; the LSTM reads its float result, as torch's float model does.
+  const std::vector<double> x_in(x, x + positions * static_cast<size_t>(p.input_size()));
+  std::vector<float> input = to_float(run_layers(p.front, x_in, positions, &r.front_outputs));
   for (int32_t l = 0; l < p.layers(); ++l) {
     const int32_t H = p.ops[static_cast<size_t>(l * D)].hidden_size, W = D * H;
-    std::vector<float> out(static_cast<size_t>(B) * T * W);
+    std::vector<float> out(positions * static_cast<size_t>(W));
     for (int32_t d = 0; d < D; ++d) {
       const int32_t k = l * D + d;
       const FloatLstm& op = p.ops[static_cast<size_t>(k)];
@@ -130,15 +219,15 @@ FloatProgramResult run_float_program(const FloatProgram& p, const float* x, cons
       const float* hp = h0 ? h0 + off : nullptr;
       const float* cp = c0 ? c0 + off : nullptr;
       if (!h0 && p.initial_hidden == StateSource::kConstant) {
-        for (int32_t b = 0; b < B; ++b) hk.insert(hk.end(), p.h0[k].begin(), p.h0[k].end());
+        hk = constant_state_rows(p.h0[static_cast<size_t>(k)], op.hidden_size, B, "initial_h");
         hp = hk.data();
       }
       if (!c0 && p.initial_cell == StateSource::kConstant) {
-        for (int32_t b = 0; b < B; ++b) ck.insert(ck.end(), p.c0[k].begin(), p.c0[k].end());
+        ck = constant_state_rows(p.c0[static_cast<size_t>(k)], op.hidden_size, B, "initial_c");
         cp = ck.data();
       }
       const FloatResult f = run_float(op, input.data(), shape, hp, cp);
-      for (size_t row = 0; row < static_cast<size_t>(B) * T; ++row) {
+      for (size_t row = 0; row < positions; ++row) {
         std::copy_n(f.output.begin() + static_cast<ptrdiff_t>(row * H), H,
                     out.begin() + static_cast<ptrdiff_t>(row * W + static_cast<size_t>(d) * H));
       }
@@ -148,7 +237,35 @@ FloatProgramResult run_float_program(const FloatProgram& p, const float* x, cons
     r.layer_outputs.push_back(out);
     input = std::move(out);
   }
-  r.output = r.layer_outputs.back();
+  // What the head reads: the last layer's sequence, one step of it, or the last op's h_n.
+  std::vector<double> y;
+  size_t rows = positions;
+  size_t head_start = 0;
+  if (p.lstm_output == LstmOutput::kFinalState) {
+    const size_t off = state_offset(hs, static_cast<int32_t>(hs.size()) - 1, B);
+    y.assign(r.h_n.begin() + static_cast<ptrdiff_t>(off), r.h_n.end());
+    rows = static_cast<size_t>(B);
+  } else if (!p.head.empty() && p.head.front().kind == FloatLayerKind::kSelectStep) {
+    const FloatLayer& sel = p.head.front();
+    const int32_t t = sel.step >= 0 ? sel.step : T + sel.step;
+    if (t < 0 || t >= T) {
+      throw CompileError("input: layer '" + sel.node + "' selects step " + std::to_string(sel.step) + " of a " +
+                         std::to_string(T) + "-step sequence");
+    }
+    const size_t W = static_cast<size_t>(sel.input_size);
+    for (int32_t b = 0; b < B; ++b) {
+      const size_t at = shape.layout == Layout::kTimeMajor ? static_cast<size_t>(t) * B + b : static_cast<size_t>(b) * T + t;
+      y.insert(y.end(), input.begin() + static_cast<ptrdiff_t>(at * W), input.begin() + static_cast<ptrdiff_t>((at + 1) * W));
+    }
+    rows = static_cast<size_t>(B);
+    r.head_outputs.push_back(to_float(y));
+    head_start = 1;
+  } else {
+    y.assign(input.begin(), input.end());
+  }
+  const std::vector<FloatLayer> rest(p.head.begin() + static_cast<ptrdiff_t>(head_start), p.head.end());
+  y = run_layers(rest, std::move(y), rows, &r.head_outputs);
+  r.output = to_float(y);
   return r;
 }
 

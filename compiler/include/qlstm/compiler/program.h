@@ -44,12 +44,26 @@ struct FloatProgram {
   std::vector<FloatLstm> ops;  // layer-major; in a bidirectional layer the forward op first
   int32_t directions = 1;      // ops per layer: 1, or 2 for bidirectional
   StateSource initial_hidden = StateSource::kZero, initial_cell = StateSource::kZero;
-  std::vector<std::vector<float>> h0, c0;  // kConstant: per op, [H]
+  // kConstant: per op, [H] (the same for every batch row) or [B][H] (a learned [L, B, H] state
+  // whose rows differ: the model then fixes the batch, B = constant_state_batch()). Every op's
+  // h0 and c0 have the same number of rows.
+  std::vector<std::vector<float>> h0, c0;
   bool hidden_output = false, cell_output = false;  // h_n / c_n ([ops][B][H]) are model outputs
 
   int32_t layers() const { return static_cast<int32_t>(ops.size()) / directions; }
   int32_t input_size() const { return front.empty() ? ops.front().input_size : front.front().input_size; }
-  int32_t output_size() const { return head.empty() ? directions * ops.back().hidden_size : head.back().output_size; }
+  // What the head reads from the stack, per position: D x H of Y, or H of the last op's h_n.
+  int32_t stack_output_size() const {
+    return lstm_output == LstmOutput::kFinalState ? ops.back().hidden_size : directions * ops.back().hidden_size;
+  }
+  int32_t output_size() const { return head.empty() ? stack_output_size() : head.back().output_size; }
+  // The model's output is a sequence (one row per step), not one row per batch row (after a step
+  // selection or from h_n).
+  bool sequence_output() const {
+    return lstm_output == LstmOutput::kSequence && (head.empty() || head.front().kind != FloatLayerKind::kSelectStep);
+  }
+  // The batch a per-row constant initial state fixes; 0 when there is none (any batch).
+  int32_t constant_state_batch() const;
   // Sum of the ops' hidden sizes: the length of one batch row of a [ops][B][H] state.
   int32_t state_size() const;
   // Throws CompileError for an empty program, a layer whose input is not the layer below's
@@ -64,9 +78,13 @@ int16_t quantize_cell(double c, int32_t power);
 size_t state_offset(const std::vector<int32_t>& hidden_sizes, int32_t op, int32_t batch);
 
 struct FloatProgramResult {
-  std::vector<float> output;  // [B][T][D*H] or [T][B][D*H], as the input
+  // The model's output: a sequence [B][T][W] or [T][B][W] (as the input) when
+  // p.sequence_output(), else [B][W] (a selected step, or h_n[-1] and what follows it).
+  std::vector<float> output;
   std::vector<float> h_n, c_n;  // [ops][B][H]
-  std::vector<std::vector<float>> layer_outputs;  // per layer, its output sequence (the last = output)
+  std::vector<std::vector<float>> front_outputs;  // per front layer, its output sequence
+  std::vector<std::vector<float>> layer_outputs;  // per LSTM layer, its output sequence (D x H per step)
+  std::vector<std::vector<float>> head_outputs;   // per head layer, its output (a sequence or [B][W])
 };
 
 // Double-precision evaluation. h0/c0 ([ops][B][H]) may be null for the program's own initial
