@@ -336,7 +336,8 @@ void CompiledModel::validate(const std::string& origin) const {
   for (size_t k = 0; k < ops.size(); ++k) {
     const ProgramOp& op = ops[k];
     const std::string w = "field 'ops[" + std::to_string(k) + "]";
-    if (op.input_buffer < 0 || op.output_buffer < 0 || static_cast<size_t>(op.output_buffer) >= buffers.size()) {
+    if (op.input_buffer < 0 || op.output_buffer < 0 || static_cast<size_t>(op.input_buffer) >= buffers.size() ||
+        static_cast<size_t>(op.output_buffer) >= buffers.size()) {
       bad(w + "': buffer index out of range");
     }
     const ProgramBuffer& in = buffers[static_cast<size_t>(op.input_buffer)];
