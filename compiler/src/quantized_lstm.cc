@@ -532,6 +532,12 @@ ProgramOp derive_layer_op(const LayerOp& lop, const AffineQuant& input, const Af
 
 std::vector<double> to_double(const std::vector<float>& v) { return std::vector<double>(v.begin(), v.end()); }
 
+// Row (sequence % rows) of a constant state of one row [H] or of rows [rows][H].
+std::vector<float> state_row(const std::vector<float>& state, int32_t H, size_t sequence) {
+  const size_t rows = state.size() / static_cast<size_t>(H), r = rows > 1 ? sequence % rows : 0;
+  return std::vector<float>(state.begin() + static_cast<ptrdiff_t>(r * H), state.begin() + static_cast<ptrdiff_t>((r + 1) * H));
+}
+
 }  // namespace
 
 QuantizedProgram compile_program(const FloatProgram& program, const CalibrationSet& calibration,
@@ -621,8 +627,9 @@ QuantizedProgram compile_program(const FloatProgram& program, const CalibrationS
       for (int32_t d = 0; d < D; ++d) {
         const size_t k = static_cast<size_t>(l * D + d);
         std::vector<float> h0, c0;
-        if (program.initial_hidden == StateSource::kConstant) h0 = program.h0[k];
-        if (program.initial_cell == StateSource::kConstant) c0 = program.c0[k];
+        // A per-row constant state: calibration sequence e is row e of its batch (in order).
+        if (program.initial_hidden == StateSource::kConstant) h0 = state_row(program.h0[k], H, e % calibration.sequences.size());
+        if (program.initial_cell == StateSource::kConstant) c0 = state_row(program.c0[k], H, e % calibration.sequences.size());
         if (en.chained && program.initial_hidden == StateSource::kInput) h0 = carried_h[static_cast<size_t>(d)];
         if (en.chained && program.initial_cell == StateSource::kInput) c0 = carried_c[static_cast<size_t>(d)];
         // The last op of the layer takes the input: the layer's output replaces it below.

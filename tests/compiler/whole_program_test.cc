@@ -271,6 +271,45 @@ TEST(WholeProgram, ModelFileKeepsEveryOpKind) {
   }
 }
 
+// A learned initial state that differs per batch row ([L, B, H]) is compiled in; the model then
+// runs only at that batch.
+TEST(WholeProgram, PerRowConstantInitialState) {
+  std::mt19937_64 rng(28);
+  const int32_t I = 3, H = 8, B = 3, T = 10;
+  FloatProgram p = random_program(I, H, 1, 1, rng);
+  p.initial_hidden = p.initial_cell = StateSource::kConstant;
+  std::normal_distribution<float> n(0.0f, 0.5f);
+  p.h0.assign(1, std::vector<float>(static_cast<size_t>(B) * H));
+  p.c0.assign(1, std::vector<float>(static_cast<size_t>(B) * H));
+  for (float& v : p.h0[0]) v = std::tanh(n(rng));
+  for (float& v : p.c0[0]) v = 2 * n(rng);
+  CalibrationSet calib;
+  for (uint64_t seed = 1; seed <= 64; ++seed) calib.add_batch(sequences(B, T, I, seed), {B, T, Layout::kBatchMajor}, I);
+  QuantizedProgram q = compile_program(p, calib, fast());
+  q.model.validate("per-row");
+  EXPECT_EQ(q.model.constant_state_batch(), B);
+  ASSERT_EQ(q.model.ops[0].initial_hidden.size(), static_cast<size_t>(B) * H);
+  const SequenceShape s = {B, T, Layout::kBatchMajor};
+  const std::vector<float> x = sequences(B, T, I, 100);  // held out
+  const std::vector<float> want = run_float_program(p, x.data(), s).output;
+  std::vector<int8_t> x8(x.size());
+  for (size_t k = 0; k < x8.size(); ++k) x8[k] = q.model.input_quant().quantize(x[k]);
+  std::vector<float> got;
+  for (int8_t v : run_program_s8(q.model, x8, s)) got.push_back(static_cast<float>(q.model.output_quant().dequantize(v)));
+  EXPECT_GE(sqnr_db(want, got), kMinSqnrDb);
+  // Each row starts from its own state: the same input in every row gives different outputs.
+  std::vector<int8_t> same(x8.begin(), x8.begin() + T * I);
+  for (int32_t b = 1; b < B; ++b) same.insert(same.end(), x8.begin(), x8.begin() + T * I);
+  const std::vector<int8_t> y = run_program_s8(q.model, same, s);
+  EXPECT_NE(std::vector<int8_t>(y.begin(), y.begin() + H), std::vector<int8_t>(y.begin() + T * H, y.begin() + T * H + H));
+  try {
+    run_program_s8(q.model, std::vector<int8_t>(x8.begin(), x8.begin() + 2 * T * I), {2, T, Layout::kBatchMajor});
+    FAIL() << "ran at batch 2";
+  } catch (const CompileError& e) {
+    EXPECT_NE(std::string(e.what()).find("the batch must be 3"), std::string::npos) << e.what();
+  }
+}
+
 TEST(WholeProgram, RefusesWhatItCannotCompileNamingTheNode) {
   std::mt19937_64 rng(27);
   FloatProgram p = random_program(3, 4, 1, 1, rng);
