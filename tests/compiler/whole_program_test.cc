@@ -4,6 +4,7 @@
 // last-step head, no B x T x H buffer), streaming, and the model file of every op kind.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <random>
 
 #include "qlstm/compiler/model_file.h"
@@ -307,6 +308,61 @@ TEST(WholeProgram, PerRowConstantInitialState) {
     FAIL() << "ran at batch 2";
   } catch (const CompileError& e) {
     EXPECT_NE(std::string(e.what()).find("the batch must be 3"), std::string::npos) << e.what();
+  }
+}
+
+std::string load_error(const CompiledModel& m) {
+  try {
+    parse_model(serialize_model(m), "model.qlstm");
+  } catch (const CompileError& e) {
+    return e.what();
+  }
+  return "accepted";
+}
+
+// A file with a valid checksum and one inconsistent field of a new op kind is refused naming it.
+TEST(WholeProgram, LoaderRefusesEachInconsistentFieldOfTheNewKinds) {
+  std::mt19937_64 rng(29);
+  const int32_t I = 3, H = 6, T = 8;
+  FloatProgram p = random_program(I, H, 1, 1, rng);
+  p.head = {select_step(-1, H), linear(H, 4, 0.5f, rng, "/fc/Gemm"),
+            elementwise(FloatLayerKind::kActivation, 4, "/Tanh", ActivationFn::kTanh),
+            elementwise(FloatLayerKind::kSoftmax, 4, "/Softmax")};
+  CalibrationSet calib;
+  calib.add_batch(sequences(16, T, I, 1), {16, T, Layout::kBatchMajor}, I);
+  CompiledModel base = compile_program(p, calib, fast()).model;
+  ASSERT_EQ(kinds(base), (std::vector<int32_t>{QLSTM_OP_LSTM_S8, QLSTM_OP_FULLY_CONNECTED_S8, QLSTM_OP_TABLE_S8,
+                                               QLSTM_OP_SOFTMAX_S8}));
+  ASSERT_EQ(load_error(base), "accepted");
+  struct Case {
+    std::function<void(CompiledModel&)> mutate;
+    std::string expected;  // part of the message
+  };
+  const Case cases[] = {
+      {[](CompiledModel& m) { m.ops[1].fc.shifts[0] = 40; }, "model.qlstm: ops[1].shifts"},
+      {[](CompiledModel& m) { m.ops[1].fc.activation_min = 100, m.ops[1].fc.activation_max = 50; },
+       "model.qlstm: ops[1].activation_max"},
+      {[](CompiledModel& m) { m.ops[1].fc.weights.pop_back(); },
+       "serialize_model: field 'ops[1].fc.weights': expected 24 values"},
+      {[](CompiledModel& m) { m.ops[2].table.table.resize(255); },
+       "serialize_model: field 'ops[2].table.table': expected 256 values"},
+      {[](CompiledModel& m) { m.ops[3].softmax.diff_min = 5; }, "model.qlstm: ops[3].diff_min"},
+      {[](CompiledModel& m) { m.ops[0].lstm.output_steps = QLSTM_OUTPUT_ALL_STEPS; }, "ops[0]"},
+      {[](CompiledModel& m) { m.buffers[2].steps = QLSTM_BUFFER_EVERY_STEP; }, "model.qlstm: "},
+      {[](CompiledModel& m) { m.buffers[2].quant.scale *= 2; },
+       "model.qlstm: field 'ops[1]': output quantization differs from its output buffer's"},
+      {[](CompiledModel& m) { m.ops[3].kind = 9; }, "field 'ops[3].kind': 9 is not an op kind this qlstm knows"},
+  };
+  for (const Case& c : cases) {
+    CompiledModel m = base;
+    c.mutate(m);
+    std::string error;
+    try {
+      error = load_error(m);
+    } catch (const CompileError& e) {
+      error = e.what();  // serialize_model refuses an array that does not match its dims
+    }
+    EXPECT_NE(error.find(c.expected), std::string::npos) << "expected: " << c.expected << "\n     got: " << error;
   }
 }
 
