@@ -145,7 +145,7 @@ json build_report(const OnnxLstm& onnx, const ModelCompileOptions& options, cons
                        {"sqnr_db", std::isfinite(r.sqnr_db) ? json(r.sqnr_db) : json("inf")}}},
       {"memory", memory_json(r.memory)},
   };
-  if (m.layers() > 1) report["max_time_steps"] = r.max_time_steps;
+  if (keeps_inner_sequence(onnx.program)) report["max_time_steps"] = r.max_time_steps;
   if (declared_time_steps(onnx) > 0) report["time_steps"] = declared_time_steps(onnx);  // what bench runs
   report["warnings"] = r.warnings;
   // The state interface: [ops][B][H]; row k in op k's hidden quantization and cell scale 2^P.
@@ -227,9 +227,10 @@ ModelCompileResult compile_model(const OnnxLstm& onnx, const std::vector<Calibra
     for (const std::string& w : r.warnings) options.warn(w);
   }
   r.max_time_steps = options.max_time_steps > 0 ? options.max_time_steps : declared_time_steps(onnx);
-  if (prog.layers() > 1 && r.max_time_steps < 1) {
-    throw CompileError(options.model_origin + ": the input's sequence length is symbolic; a stacked model needs "
-                       "--max-time-steps N (its activation buffers between layers hold N steps)");
+  if (keeps_inner_sequence(prog) && r.max_time_steps < 1) {
+    throw CompileError(options.model_origin + ": the input's sequence length is symbolic; a model that keeps a "
+                       "sequence between its ops (stacked layers, a front end, a per-step head or a selected step) "
+                       "needs --max-time-steps N (its activation buffers hold N steps)");
   }
   QuantizedProgram q = compile_program(prog, set, options.quantization);
   r.model = std::move(q.model);

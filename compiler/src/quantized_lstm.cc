@@ -584,6 +584,15 @@ std::vector<float> state_row(const std::vector<float>& state, int32_t H, size_t 
 
 }  // namespace
 
+bool writes_final_state_only(const FloatProgram& p) {
+  const bool last_step = !p.head.empty() && p.head.front().kind == FloatLayerKind::kSelectStep && p.head.front().step == -1;
+  return p.lstm_output == LstmOutput::kFinalState || (last_step && p.directions == 1 && !p.ops.back().reverse);
+}
+
+bool keeps_inner_sequence(const FloatProgram& p) {
+  return p.layers() > 1 || !p.front.empty() || (!p.head.empty() && !writes_final_state_only(p));
+}
+
 QuantizedProgram compile_program(const FloatProgram& program, const CalibrationSet& calibration,
                                  const CompileOptions& options) {
   program.validate();
@@ -604,8 +613,7 @@ QuantizedProgram compile_program(const FloatProgram& program, const CalibrationS
   }
   // The head reads one step of the stack's output: the last op's final state alone (written
   // without the sequence), or step k of the sequence (a selection op).
-  const bool final_state = program.lstm_output == LstmOutput::kFinalState ||
-                           (has_select && program.head.front().step == -1 && D == 1 && !last_lstm.reverse);
+  const bool final_state = writes_final_state_only(program);
   const bool select_op = has_select && !final_state;
   std::optional<int32_t> head_step;  // the step of the last layer's output the head reads
   if (program.lstm_output == LstmOutput::kFinalState) head_step = last_lstm.reverse ? 0 : -1;

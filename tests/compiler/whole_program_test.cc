@@ -366,6 +366,28 @@ TEST(WholeProgram, LoaderRefusesEachInconsistentFieldOfTheNewKinds) {
   }
 }
 
+// Which programs keep a sequence between ops (so a symbolic length needs --max-time-steps): the
+// compiled buffers say the same.
+TEST(WholeProgram, KeepsAnInnerSequenceOnlyWhereABufferHoldsOne) {
+  std::mt19937_64 rng(30);
+  const int32_t I = 2, H = 4;
+  std::vector<FloatProgram> programs(5, random_program(I, H, 1, 1, rng));
+  programs[1].head = {select_step(-1, H), linear(H, 2, 0.5f, rng, "/fc")};            // last step: FINAL
+  programs[2].head = {linear(H, 2, 0.5f, rng, "/fc")};                                // per step
+  programs[3].head = {select_step(1, H)};                                             // y[:, 1]
+  programs[4].front = {linear(I, I, 0.5f, rng, "/proj")};                             // front end
+  const bool want[] = {false, false, true, true, true};
+  CalibrationSet calib;
+  calib.add_batch(sequences(4, 6, I, 1), {4, 6, Layout::kBatchMajor}, I);
+  for (size_t k = 0; k < programs.size(); ++k) {
+    EXPECT_EQ(keeps_inner_sequence(programs[k]), want[k]) << k;
+    const CompiledModel m = compile_program(programs[k], calib, fast()).model;
+    bool inner = false;
+    for (size_t b = 1; b + 1 < m.buffers.size(); ++b) inner |= m.buffers[b].steps == QLSTM_BUFFER_EVERY_STEP;
+    EXPECT_EQ(inner, want[k]) << k;
+  }
+}
+
 TEST(WholeProgram, RefusesWhatItCannotCompileNamingTheNode) {
   std::mt19937_64 rng(27);
   FloatProgram p = random_program(3, 4, 1, 1, rng);
