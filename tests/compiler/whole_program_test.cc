@@ -7,6 +7,7 @@
 #include <functional>
 #include <random>
 
+#include "qlstm/compiler/compile.h"
 #include "qlstm/compiler/model_file.h"
 #include "qlstm/compiler/quantized_lstm.h"
 #include "random_program.h"
@@ -386,6 +387,49 @@ TEST(WholeProgram, KeepsAnInnerSequenceOnlyWhereABufferHoldsOne) {
     for (size_t b = 1; b + 1 < m.buffers.size(); ++b) inner |= m.buffers[b].steps == QLSTM_BUFFER_EVERY_STEP;
     EXPECT_EQ(inner, want[k]) << k;
   }
+}
+
+// The report of a whole model: one op-table row per op (kind, shape, scales, fused activation,
+// flash, RAM), every buffer, and memory totals that count them; the output is the last buffer's.
+TEST(WholeProgram, ReportHasTheOpTableAndCountsEveryBuffer) {
+  std::mt19937_64 rng(31);
+  const int32_t I = 3, H = 8, C = 4, T = 12, B = 2;
+  OnnxLstm onnx;
+  onnx.program = random_program(I, H, 1, 1, rng);
+  onnx.program.head = {select_step(-1, H), linear(H, 6, 0.5f, rng, "/fc1/Gemm"),
+                       elementwise(FloatLayerKind::kActivation, 6, "/Relu"), linear(6, C, 0.8f, rng, "/fc2/Gemm"),
+                       elementwise(FloatLayerKind::kSoftmax, C, "/Softmax")};
+  onnx.batch_first = true;
+  onnx.input_shape = {-1, T, I};
+  ModelCompileOptions options;
+  options.quantization = fast();
+  options.batch = B;
+  options.name = "clf";
+  const ModelCompileResult r = compile_model(onnx, {{sequences(32, T, I, 1), {32, T, Layout::kBatchMajor}}}, options);
+  const nlohmann::json& table = r.report.at("op_table");
+  ASSERT_EQ(table.size(), 4u);
+  const char* want_kinds[] = {"lstm", "fully_connected", "fully_connected", "softmax"};
+  size_t flash = 0;
+  for (size_t k = 0; k < 4; ++k) {
+    EXPECT_EQ(table[k].at("kind"), want_kinds[k]);
+    flash += table[k].at("flash_bytes").get<size_t>();
+    const ProgramBuffer& out = r.model.buffers[k + 1];
+    EXPECT_EQ(table[k].at("output").at("scale").get<double>(), out.quant.scale);
+    EXPECT_EQ(table[k].at("output").at("zero_point").get<int32_t>(), out.quant.zero_point);
+    EXPECT_EQ(table[k].at("ram_bytes").get<size_t>(), static_cast<size_t>(B) * out.width);  // one step each
+  }
+  EXPECT_EQ(table[0].at("shape"), "[T, 3] -> [1, 8]");
+  EXPECT_EQ(table[0].at("output_steps"), "final");
+  EXPECT_EQ(table[1].at("fused_activation"), "relu");
+  EXPECT_EQ(table[2].at("fused_activation"), "none");
+  EXPECT_EQ(table[1].at("flash_bytes").get<size_t>(), 6u * H + 6 * 4 + 2 * 6 * 4);  // weights, biases, requants
+  const nlohmann::json& memory = r.report.at("memory");
+  EXPECT_EQ(memory.at("flash_bytes").get<size_t>(), flash);
+  EXPECT_EQ(memory.at("activation_bytes").get<size_t>(), 2u * B * H);  // two areas, the widest one-step buffer
+  EXPECT_EQ(r.report.at("buffers").size(), 5u);
+  EXPECT_EQ(r.report.at("output").at("scale").get<double>(), 1.0 / 256);
+  EXPECT_EQ(r.report.at("output").at("zero_point").get<int32_t>(), -128);
+  EXPECT_TRUE(std::isfinite(r.sqnr_db));
 }
 
 TEST(WholeProgram, RefusesWhatItCannotCompileNamingTheNode) {
