@@ -147,6 +147,25 @@ TEST(WholeProgram, ClassifierOnTheLastStepHoldsNoSequence) {
               c.shape.batch);
 }
 
+// A bidirectional classifier: y[:, -1] holds the reverse direction's first step too, so the
+// sequence is kept and a selection op copies the last step.
+TEST(WholeProgram, BidirectionalClassifierSelectsTheLastStep) {
+  std::mt19937_64 rng(32);
+  const int32_t I = 4, H = 10, C = 4, T = 14;
+  FloatProgram p = random_program(I, H, 1, 2, rng);
+  p.head = {select_step(-1, 2 * H), linear(2 * H, C, 1.0f, rng, "/fc/Gemm"),
+            elementwise(FloatLayerKind::kSoftmax, C, "/Softmax")};
+  const Compiled c = compile_and_run(p, T, fast());
+  const CompiledModel& m = c.q.model;
+  EXPECT_EQ(kinds(m), (std::vector<int32_t>{QLSTM_OP_LSTM_S8, QLSTM_OP_LSTM_S8, QLSTM_OP_SELECT_STEP,
+                                            QLSTM_OP_FULLY_CONNECTED_S8, QLSTM_OP_SOFTMAX_S8}));
+  EXPECT_EQ(m.ops[1].lstm.output_steps, QLSTM_OUTPUT_ALL_STEPS);
+  const double sqnr = sqnr_db(c.want, c.got), agree = argmax_agreement(c.want, c.got, C);
+  EXPECT_GE(sqnr, kMinSqnrDb);
+  EXPECT_GE(agree, kMinArgmaxAgreement);
+  std::printf("bidirectional classifier: SQNR %.1f dB, argmax agreement %.1f%%\n", sqnr, 100 * agree);
+}
+
 // h_n[-1] -> Linear -> ReLU -> Linear: the ReLU folds into the first FC's clamp.
 TEST(WholeProgram, FinalStateHeadWithFoldedRelu) {
   std::mt19937_64 rng(22);
