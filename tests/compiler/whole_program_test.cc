@@ -278,6 +278,8 @@ TEST(WholeProgram, ModelFileKeepsEveryOpKind) {
   EXPECT_EQ(back.ops[3].fc.weights, m.ops[3].fc.weights);
   EXPECT_EQ(back.ops[3].fc.weight_scales, m.ops[3].fc.weight_scales);
   EXPECT_FALSE(back.ops[3].fc.per_channel);
+  EXPECT_EQ(back.ops[3].fc.fused_activation, m.ops[3].fc.fused_activation);
+  EXPECT_EQ(back.ops[3].fc.bias_q, m.ops[3].fc.bias_q);
   EXPECT_EQ(back.ops[4].table.table, m.ops[4].table.table);
   EXPECT_EQ(back.ops[4].table.function, activation_fn_name(ActivationFn::kSigmoid));
   EXPECT_EQ(back.ops[6].softmax.diff_min, m.ops[6].softmax.diff_min);
