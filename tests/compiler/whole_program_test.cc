@@ -294,6 +294,42 @@ TEST(WholeProgram, ModelFileKeepsEveryOpKind) {
   }
 }
 
+// h_n[-1] of a bidirectional LSTM (the reverse direction's state): both ops write their final
+// states into one [B][2H] row and the first Linear reads only the reverse half.
+TEST(WholeProgram, BidirectionalFinalStateHead) {
+  std::mt19937_64 rng(33);
+  const int32_t I = 3, H = 8, T = 12;
+  FloatProgram p = random_program(I, H, 1, 2, rng);
+  p.lstm_output = LstmOutput::kFinalState;
+  p.head = {linear(H, 6, 0.35f, rng, "/fc1/Gemm"), elementwise(FloatLayerKind::kActivation, 6, "/Relu"),
+            linear(6, 2, 0.4f, rng, "/fc2/Gemm")};
+  const Compiled c = compile_and_run(p, T, fast());
+  const CompiledModel& m = c.q.model;
+  EXPECT_EQ(kinds(m), (std::vector<int32_t>{QLSTM_OP_LSTM_S8, QLSTM_OP_LSTM_S8, QLSTM_OP_FULLY_CONNECTED_S8,
+                                            QLSTM_OP_FULLY_CONNECTED_S8}));
+  EXPECT_EQ(m.ops[0].lstm.output_steps, QLSTM_OUTPUT_FINAL);
+  EXPECT_EQ(m.ops[1].lstm.output_steps, QLSTM_OUTPUT_FINAL);
+  EXPECT_EQ(m.buffers[1].width, 2 * H);
+  EXPECT_EQ(m.buffers[1].steps, QLSTM_BUFFER_ONE_STEP);
+  for (int32_t o = 0; o < 6; ++o) {  // the forward half's weights are zero
+    for (int32_t i = 0; i < H; ++i) EXPECT_EQ(m.ops[2].fc.weights[static_cast<size_t>(o * 2 * H + i)], 0);
+  }
+  const double sqnr = sqnr_db(c.want, c.got);
+  EXPECT_GE(sqnr, kMinSqnrDb);
+  std::printf("bidirectional h_n head: SQNR %.1f dB\n", sqnr);
+  // Without a Linear to read it, h_n[-1] of a bidirectional LSTM is refused, saying what to do.
+  p.head = {elementwise(FloatLayerKind::kActivation, H, "/Tanh", ActivationFn::kTanh)};
+  CalibrationSet calib;
+  calib.add_batch(sequences(4, T, I, 1), {4, T, Layout::kBatchMajor}, I);
+  try {
+    compile_program(p, calib, fast());
+    FAIL() << "compiled";
+  } catch (const CompileError& e) {
+    EXPECT_NE(std::string(e.what()).find("node '/Tanh' does; read y[:, -1] or put the Linear first"), std::string::npos)
+        << e.what();
+  }
+}
+
 // A learned initial state that differs per batch row ([L, B, H]) is compiled in; the model then
 // runs only at that batch.
 TEST(WholeProgram, PerRowConstantInitialState) {
