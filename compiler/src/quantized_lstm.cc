@@ -147,6 +147,9 @@ Observed gather(const FloatLstm& source, const OpObservation& observed, int64_t 
     for (size_t v = 0; v < s.values.size(); ++v) o.mean_x[v % static_cast<size_t>(I)] += s.values[v];
     o.inputs.insert(o.inputs.end(), s.values.begin(), s.values.end());
     o.outputs.insert(o.outputs.end(), output.begin(), output.end());
+    // The hidden state shares the output's quantization: it covers h0 too (a learned initial
+    // state need not lie in the range the steps produce).
+    o.outputs.insert(o.outputs.end(), s.h0.begin(), s.h0.end());
     stats->steps += s.time_steps;
     if (s.time_steps > 0 && max_scored_macs > 0 &&
         (o.scored.empty() || (scored_steps + s.time_steps) * macs_per_step <= max_scored_macs)) {
