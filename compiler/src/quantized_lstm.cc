@@ -540,7 +540,11 @@ ProgramOp derive_layer_op(const LayerOp& lop, const AffineQuant& input, const Af
       break;
     case FloatLayerKind::kSoftmax:
       op.kind = QLSTM_OP_SOFTMAX_S8;
-      op.softmax = derive_softmax(l.input_size, input, l.softmax_beta);
+      try {
+        op.softmax = derive_softmax(l.input_size, input, l.softmax_beta);
+      } catch (const CompileError& e) {
+        throw CompileError(node_label(l) + ": " + e.what());
+      }
       break;
     case FloatLayerKind::kSelectStep:
       throw CompileError(node_label(l) + ": a step selection must come first in the head, right after the LSTM");
