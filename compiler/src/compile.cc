@@ -112,6 +112,25 @@ json op_table_row(const CompiledModel& m, size_t k, const ProgramMemory::Op& mem
   return row;
 }
 
+// The model's output: the last buffer's quantization, and where it comes from (the last LSTM's
+// observer, the observer over the last head op's float output, or the softmax's fixed one).
+json output_json(const CompiledModel& m, const CalibrationStats& last_lstm, const ModelCompileOptions& options) {
+  json out = {{"scale", m.output_quant().scale}, {"zero_point", m.output_quant().zero_point},
+              {"steps", m.output_is_one_step() ? "one per batch row" : "every step"}};
+  const ProgramOp& op = m.ops.back();
+  if (op.kind == QLSTM_OP_LSTM_S8) {
+    out["observer"] = last_lstm.output_observer;
+    out["observed"] = {last_lstm.output_observed.lo, last_lstm.output_observed.hi};
+    out["range"] = {last_lstm.output_range.lo, last_lstm.output_range.hi};
+  } else if (op.kind == QLSTM_OP_SOFTMAX_S8) {
+    out["observer"] = "softmax: fixed 1/256, -128";
+  } else {
+    out["observer"] = std::string(observer_name(options.quantization.output_observer.kind)) + " over the float output of op " +
+                      std::to_string(m.ops.size() - 1) + " (" + op_kind_name(op.kind) + ")";
+  }
+  return out;
+}
+
 json build_report(const OnnxLstm& onnx, const ModelCompileOptions& options, const ModelCompileResult& r,
                   int64_t calib_steps) {
   const CompiledModel& m = r.model;
@@ -134,11 +153,7 @@ json build_report(const OnnxLstm& onnx, const ModelCompileOptions& options, cons
                  {"observer", first.input_observer},
                  {"observed", {first.input_observed.lo, first.input_observed.hi}},
                  {"range", {first.input_range.lo, first.input_range.hi}}}},
-      {"output", {{"scale", m.output_quant().scale}, {"zero_point", m.output_quant().zero_point},
-                  {"steps", m.output_is_one_step() ? "one per batch row" : "every step"},
-                  {"observer", last.output_observer},
-                  {"observed", {last.output_observed.lo, last.output_observed.hi}},
-                  {"range", {last.output_range.lo, last.output_range.hi}}}},
+      {"output", output_json(m, last, options)},
       {"calibration", {{"files", options.calibration_files}, {"sequences", r.calibration_sequences},
                        {"steps", calib_steps},
                        {"from_carried_state", m.initial_hidden == StateSource::kInput || m.initial_cell == StateSource::kInput},

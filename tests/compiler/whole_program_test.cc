@@ -486,6 +486,8 @@ TEST(WholeProgram, ReportHasTheOpTableAndCountsEveryBuffer) {
   EXPECT_EQ(r.report.at("buffers").size(), 5u);
   EXPECT_EQ(r.report.at("output").at("scale").get<double>(), 1.0 / 256);
   EXPECT_EQ(r.report.at("output").at("zero_point").get<int32_t>(), -128);
+  EXPECT_EQ(r.report.at("output").at("observer"), "softmax: fixed 1/256, -128");
+  EXPECT_EQ(r.report.at("output").at("steps"), "one per batch row");
   EXPECT_TRUE(std::isfinite(r.sqnr_db));
 }
 
