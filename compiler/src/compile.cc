@@ -46,7 +46,9 @@ double calibration_sqnr(const QuantizedProgram& q, const CompiledModel& m,
   std::vector<float> ref, got;
   size_t first = 0;  // the tensor's first sequence
   for (const CalibrationTensor& t : calibration) {
-    const size_t B = static_cast<size_t>(t.shape.batch), T = static_cast<size_t>(t.shape.time_steps);
+    // A one-step output (a last-step or h_n head): one position per sequence.
+    const size_t B = static_cast<size_t>(t.shape.batch),
+                 T = m.output_is_one_step() ? 1 : static_cast<size_t>(t.shape.time_steps);
     const size_t at = ref.size();
     ref.resize(at + B * T * W);
     for (size_t b = 0; b < B; ++b) {
@@ -67,8 +69,66 @@ double calibration_sqnr(const QuantizedProgram& q, const CompiledModel& m,
 
 json memory_json(const ProgramMemory& mem) {
   return {{"flash_bytes", mem.flash_bytes()}, {"weights_bytes", mem.weight_bytes}, {"bias_bytes", mem.bias_bytes},
+          {"requant_bytes", mem.requant_bytes}, {"table_bytes", mem.table_bytes},
           {"ram_bytes", mem.ram_bytes()}, {"scratch_bytes", mem.scratch_bytes}, {"state_bytes", mem.state_bytes()},
           {"activation_bytes", 2 * mem.activation_bytes}};
+}
+
+// The shape an op reads and writes, per position ("[T, 8] -> [T, 16]", "[T, 16] -> [1, 16]").
+std::string op_shape(const CompiledModel& m, const ProgramOp& op) {
+  auto one = [&](int32_t b) {
+    const ProgramBuffer& buf = m.buffers[static_cast<size_t>(b)];
+    return "[" + std::string(buf.steps == QLSTM_BUFFER_ONE_STEP ? "1" : "T") + ", " + std::to_string(buf.width) + "]";
+  };
+  return one(op.input_buffer) + " -> " + one(op.output_buffer);
+}
+
+// One row of the report's op table: every op's kind, shape, boundary quantizations, fused
+// activation, flash and the RAM of the buffer it writes.
+json op_table_row(const CompiledModel& m, size_t k, const ProgramMemory::Op& mem) {
+  const ProgramOp& op = m.ops[k];
+  const ProgramBuffer& in = m.buffers[static_cast<size_t>(op.input_buffer)];
+  const ProgramBuffer& out = m.buffers[static_cast<size_t>(op.output_buffer)];
+  json row = {{"op", k}, {"kind", op_kind_name(op.kind)}, {"shape", op_shape(m, op)},
+              {"input", quant_json(in.quant)}, {"output", quant_json(out.quant)},
+              {"flash_bytes", mem.flash_bytes}, {"ram_bytes", mem.output_bytes}};
+  switch (op.kind) {
+    case QLSTM_OP_LSTM_S8:
+      row["direction"] = op.lstm.time_direction == QLSTM_TIME_REVERSE ? "reverse" : "forward";
+      row["output_steps"] = op.lstm.output_steps == QLSTM_OUTPUT_FINAL ? "final" : "all";
+      break;
+    case QLSTM_OP_FULLY_CONNECTED_S8:
+      row["fused_activation"] = op.fc.fused_activation.empty() ? "none" : op.fc.fused_activation;
+      row["per_channel"] = op.fc.per_channel;
+      break;
+    case QLSTM_OP_TABLE_S8: row["function"] = op.table.function.empty() ? "table" : op.table.function; break;
+    case QLSTM_OP_SOFTMAX_S8:
+      row["beta"] = op.softmax.beta;
+      row["diff_min"] = op.softmax.diff_min;
+      break;
+    case QLSTM_OP_SELECT_STEP: row["step"] = op.select.step; break;
+    default: break;
+  }
+  return row;
+}
+
+// The model's output: the last buffer's quantization, and where it comes from (the last LSTM's
+// observer, the observer over the last head op's float output, or the softmax's fixed one).
+json output_json(const CompiledModel& m, const CalibrationStats& last_lstm, const ModelCompileOptions& options) {
+  json out = {{"scale", m.output_quant().scale}, {"zero_point", m.output_quant().zero_point},
+              {"steps", m.output_is_one_step() ? "one per batch row" : "every step"}};
+  const ProgramOp& op = m.ops.back();
+  if (op.kind == QLSTM_OP_LSTM_S8) {
+    out["observer"] = last_lstm.output_observer;
+    out["observed"] = {last_lstm.output_observed.lo, last_lstm.output_observed.hi};
+    out["range"] = {last_lstm.output_range.lo, last_lstm.output_range.hi};
+  } else if (op.kind == QLSTM_OP_SOFTMAX_S8) {
+    out["observer"] = "softmax: fixed 1/256, -128";
+  } else {
+    out["observer"] = std::string(observer_name(options.quantization.output_observer.kind)) + " over the float output of op " +
+                      std::to_string(m.ops.size() - 1) + " (" + op_kind_name(op.kind) + ")";
+  }
+  return out;
 }
 
 json build_report(const OnnxLstm& onnx, const ModelCompileOptions& options, const ModelCompileResult& r,
@@ -86,31 +146,43 @@ json build_report(const OnnxLstm& onnx, const ModelCompileOptions& options, cons
       {"layers", m.layers()},
       {"directions", m.directions},
       {"input_size", m.input_size()},
-      {"hidden_size", m.ops.back().lstm.hidden_size},
+      {"hidden_size", m.hidden_sizes().back()},
       {"output_size", m.output_size()},
       {"firmware_batch", options.batch},
       {"input", {{"scale", m.input_quant().scale}, {"zero_point", m.input_quant().zero_point},
                  {"observer", first.input_observer},
                  {"observed", {first.input_observed.lo, first.input_observed.hi}},
                  {"range", {first.input_range.lo, first.input_range.hi}}}},
-      {"output", {{"scale", m.output_quant().scale}, {"zero_point", m.output_quant().zero_point},
-                  {"observer", last.output_observer},
-                  {"observed", {last.output_observed.lo, last.output_observed.hi}},
-                  {"range", {last.output_range.lo, last.output_range.hi}}}},
+      {"output", output_json(m, last, options)},
       {"calibration", {{"files", options.calibration_files}, {"sequences", r.calibration_sequences},
                        {"steps", calib_steps},
                        {"from_carried_state", m.initial_hidden == StateSource::kInput || m.initial_cell == StateSource::kInput},
                        {"sqnr_db", std::isfinite(r.sqnr_db) ? json(r.sqnr_db) : json("inf")}}},
       {"memory", memory_json(r.memory)},
   };
-  if (m.layers() > 1) report["max_time_steps"] = r.max_time_steps;
+  if (keeps_inner_sequence(onnx.program)) report["max_time_steps"] = r.max_time_steps;
   if (declared_time_steps(onnx) > 0) report["time_steps"] = declared_time_steps(onnx);  // what bench runs
   report["warnings"] = r.warnings;
   // The state interface: [ops][B][H]; row k in op k's hidden quantization and cell scale 2^P.
   json rows = json::array();
   json ops = json::array();
-  for (size_t k = 0; k < m.ops.size(); ++k) {
-    const DerivedLstm& d = m.ops[k].lstm;
+  json table = json::array();
+  for (size_t k = 0; k < m.ops.size(); ++k) table.push_back(op_table_row(m, k, r.memory.ops.at(k)));
+  report["op_table"] = table;
+  // Every buffer: the model's input and output (the caller's) and the inner ones (in the two
+  // activation areas, each sized for the largest it holds).
+  json buffers = json::array();
+  for (size_t b = 0; b < m.buffers.size(); ++b) {
+    buffers.push_back({{"buffer", b}, {"width", m.buffers[b].width},
+                       {"steps", m.buffers[b].steps == QLSTM_BUFFER_ONE_STEP ? "one" : "every"},
+                       {"quant", quant_json(m.buffers[b].quant)},
+                       {"bytes", buffer_bytes(m, b, options.batch, r.max_time_steps)}});
+  }
+  report["buffers"] = buffers;
+  size_t k = 0;  // the LSTM ops': the state's rows and the calibration stats
+  for (const ProgramOp& op : m.ops) {
+    if (op.kind != QLSTM_OP_LSTM_S8) continue;
+    const DerivedLstm& d = op.lstm;
     const int32_t layer = static_cast<int32_t>(k) / m.directions;
     const char* dir = d.time_direction == QLSTM_TIME_REVERSE ? "reverse" : "forward";
     rows.push_back({{"op", k}, {"layer", layer}, {"direction", dir}, {"hidden", quant_json(d.output)},
@@ -122,6 +194,7 @@ json build_report(const OnnxLstm& onnx, const ModelCompileOptions& options, cons
                    {"weights", {{"method", weight_method_name(d.options.weight_method)},
                                 {"bias_correction", d.options.bias_correction}}},
                    {"search", search_json(r.stats[k])}, {"gates", gates_json(d)}});
+    ++k;
   }
   report["ops"] = ops;
   report["state"] = {{"initial_h", state_source_name(m.initial_hidden)}, {"initial_c", state_source_name(m.initial_cell)},
@@ -129,7 +202,7 @@ json build_report(const OnnxLstm& onnx, const ModelCompileOptions& options, cons
                      {"h_n_output", onnx.h_n_name}, {"c_n_output", onnx.c_n_name},
                      {"layout", "[ops, B, H]: h int8 in each op's hidden quantization, c int16 at each op's 2^P"},
                      {"rows", rows}};
-  if (m.ops.size() == 1) {
+  if (m.ops.size() == 1) {  // one LSTM alone: its details at the top, as before
     const DerivedLstm& d = m.ops[0].lstm;
     report["cell"] = cell_json(d);
     report["weights"] = {{"method", weight_method_name(d.options.weight_method)},
@@ -151,15 +224,17 @@ int32_t declared_time_steps(const OnnxLstm& onnx) {
 ModelCompileResult compile_model(const OnnxLstm& onnx, const std::vector<CalibrationTensor>& calibration,
                                  const ModelCompileOptions& options) {
   const FloatProgram& prog = onnx.program;
-  // The importer reads the layers around the stack; quantizing them is not implemented here yet.
-  if (!prog.front.empty() || !prog.head.empty() || prog.lstm_output != LstmOutput::kSequence ||
-      prog.constant_state_batch() > 0) {
-    throw CompileError(options.model_origin + ": the model has layers around the LSTM (" +
-                       std::to_string(prog.front.size()) + " before, " + std::to_string(prog.head.size()) +
-                       " after), reads h_n or has a per-row initial state; compiling these is not implemented yet");
-  }
   const int32_t I = prog.input_size();
   CalibrationSet set;
+  // A per-row constant initial state fixes the batch: calibration row b starts from row b.
+  const int32_t state_batch = prog.constant_state_batch();
+  for (size_t k = 0; k < calibration.size(); ++k) {
+    if (state_batch > 0 && calibration[k].shape.batch != state_batch) {
+      throw CompileError("calibration: tensor " + std::to_string(k) + " has a batch of " +
+                         std::to_string(calibration[k].shape.batch) + "; the model's constant initial state has " +
+                         std::to_string(state_batch) + " rows, so every tensor must have that batch");
+    }
+  }
   for (const CalibrationTensor& t : calibration) set.add_batch(t.values, t.shape, I);
   ModelCompileResult r;
   r.warnings = calibration_warnings(set, I);
@@ -167,9 +242,10 @@ ModelCompileResult compile_model(const OnnxLstm& onnx, const std::vector<Calibra
     for (const std::string& w : r.warnings) options.warn(w);
   }
   r.max_time_steps = options.max_time_steps > 0 ? options.max_time_steps : declared_time_steps(onnx);
-  if (prog.layers() > 1 && r.max_time_steps < 1) {
-    throw CompileError(options.model_origin + ": the input's sequence length is symbolic; a stacked model needs "
-                       "--max-time-steps N (its activation buffers between layers hold N steps)");
+  if (keeps_inner_sequence(prog) && r.max_time_steps < 1) {
+    throw CompileError(options.model_origin + ": the input's sequence length is symbolic; a model that keeps a "
+                       "sequence between its ops (stacked layers, a front end, a per-step head or a selected step) "
+                       "needs --max-time-steps N (its activation buffers hold N steps)");
   }
   QuantizedProgram q = compile_program(prog, set, options.quantization);
   r.model = std::move(q.model);

@@ -92,6 +92,9 @@ struct FloatProgramResult {
 FloatProgramResult run_float_program(const FloatProgram& p, const float* x, const SequenceShape& shape,
                                      const float* h0 = nullptr, const float* c0 = nullptr);
 
+// "lstm", "fully_connected", "softmax", "table", "select_step" (reports, messages).
+const char* op_kind_name(int32_t kind);
+
 // One fused op of a compiled program: its kind (a qlstm_op_kind) and that kind's parameters.
 struct ProgramOp {
   int32_t kind = QLSTM_OP_LSTM_S8;
@@ -102,7 +105,8 @@ struct ProgramOp {
   DerivedSelect select;
   int32_t input_buffer = 0, output_buffer = 1;
   int32_t output_offset = 0;  // first element of the op's part of each output row
-  // StateSource::kConstant: [H], the same for every batch row (empty otherwise).
+  // StateSource::kConstant: [H], the same for every batch row, or [B][H], one per row of the
+  // batch the model then fixes (CompiledModel::constant_state_batch); empty otherwise.
   std::vector<int8_t> initial_hidden;
   std::vector<int16_t> initial_cell;
 };
@@ -113,7 +117,9 @@ struct ProgramBuffer {
   int32_t steps = QLSTM_BUFFER_EVERY_STEP;  // a qlstm_buffer_steps
 };
 
-// A compiled model: the program and its interface.
+// A compiled model: the program and its interface. Buffer 0 is the model input, the last buffer
+// the model output; the ops run in order: the front's per-step ops, the LSTM ops (layer-major,
+// forward first), then the head's (a step selection, FC, table, softmax ops).
 struct CompiledModel {
   std::string name;
   bool batch_first = false;
@@ -124,17 +130,28 @@ struct CompiledModel {
   bool hidden_output = false, cell_output = false;
   std::string report_json;
 
-  int32_t layers() const { return static_cast<int32_t>(ops.size()) / directions; }
+  int32_t layers() const { return lstm_op_count() / directions; }
+  int32_t lstm_op_count() const;  // the ops of kind QLSTM_OP_LSTM_S8 (the state's rows)
   int32_t input_size() const { return buffers.front().width; }
   int32_t output_size() const { return buffers.back().width; }
   const AffineQuant& input_quant() const { return buffers.front().quant; }
   const AffineQuant& output_quant() const { return buffers.back().quant; }
-  std::vector<int32_t> hidden_sizes() const;
-  int32_t state_size() const;  // sum of the ops' H
-  bool all_forward() const;    // every op walks time forwards (so the model can be streamed)
+  std::vector<int32_t> hidden_sizes() const;  // of the LSTM ops, in order
+  int32_t state_size() const;  // sum of the LSTM ops' H
+  // The batch a per-row constant initial state fixes; 0 when there is none (any batch).
+  int32_t constant_state_batch() const;
+  bool all_forward() const;    // every LSTM op walks time forwards
+  // The output holds one position per batch row (a last-step or h_n head): buffers.back().steps.
+  bool output_is_one_step() const { return buffers.back().steps == QLSTM_BUFFER_ONE_STEP; }
+  // Why the model cannot be streamed in chunks (a reverse LSTM, a selection of a fixed step), or
+  // "" when it can.
+  std::string streaming_refusal() const;
   // Throws CompileError (naming `origin` and the field) for an inconsistent program.
   void validate(const std::string& origin) const;
 };
+
+// Bytes of buffer b for `batch` rows of `time_steps` steps (one step for a one-step buffer).
+size_t buffer_bytes(const CompiledModel& m, size_t b, int32_t batch, int32_t time_steps);
 
 // The builder's layout: buffers and ops for a program of DerivedLstm ops (layer-major, forward
 // first), each with its initial-state constants.
@@ -148,9 +165,19 @@ struct ProgramMemory {
   size_t scratch_bytes = 0;     // the largest op's qlstm_lstm_s8_scratch_bytes()
   size_t cell_values = 0;       // B x the largest H: the int16 cell of an op run statelessly
   size_t state_values = 0;      // B x the sum of the ops' H: one [ops][B][H] state, hidden or cell
-  size_t activation_bytes = 0;  // each of the two activation areas: B x T x the widest inner buffer
+  // Each of the two activation areas: the largest inner buffer it holds, B x T x width (B x width
+  // for a one-step buffer).
+  size_t activation_bytes = 0;
   size_t weight_bytes = 0, bias_bytes = 0;  // flash: int8 weights, int32 effective biases
-  size_t flash_bytes() const { return weight_bytes + bias_bytes; }
+  size_t requant_bytes = 0;     // flash: the FC ops' int32 multipliers and shifts
+  size_t table_bytes = 0;       // flash: the table ops' 256 entries
+  // Per op: its flash (the above) and the RAM of the buffer it writes (B x steps x width bytes;
+  // the last op's is the caller's output).
+  struct Op {
+    size_t flash_bytes = 0, output_bytes = 0;
+  };
+  std::vector<Op> ops;
+  size_t flash_bytes() const { return weight_bytes + bias_bytes + requant_bytes + table_bytes; }
   size_t state_bytes() const { return state_values * (sizeof(int8_t) + sizeof(int16_t)); }
   // Scratch, one hidden + cell state and both activation areas.
   size_t ram_bytes() const { return scratch_bytes + state_bytes() + 2 * activation_bytes; }
@@ -189,12 +216,15 @@ struct RuntimeProgram {
 RuntimeProgram runtime_program(const CompiledModel& m, int32_t batch, int32_t time_steps, Layout layout);
 
 // int8 in, int8 out, op by op through the runtime kernel: what the emitted NAME_run and
-// NAME_run_state do on the device, bit for bit. state: null = the model's initial state; else it
-// is the initial state and receives the final one.
+// NAME_run_state do on the device, bit for bit. The output is B x T x the output width, or B x
+// the width when the output buffer holds one step. state: null = the model's initial state; else
+// it is the initial state and receives the final one.
 std::vector<int8_t> run_program_s8(const CompiledModel& m, const std::vector<int8_t>& x,
                                    const SequenceShape& shape, ProgramState* state = nullptr);
 // The same sequence as stateful calls of `chunk` steps (the last shorter), as NAME_stream does;
-// only for an all-forward program. state as run_program_s8.
+// only for a streamable program (streaming_refusal). A per-step output is the whole run's; a
+// one-step output gives, per chunk, the output of the chunk's last step: [B][chunks][O] or
+// [chunks][B][O] as the layout. state as run_program_s8.
 std::vector<int8_t> run_program_s8_streamed(const CompiledModel& m, const std::vector<int8_t>& x,
                                             const SequenceShape& shape, int32_t chunk,
                                             ProgramState* state = nullptr);

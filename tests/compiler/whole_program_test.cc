@@ -1,0 +1,517 @@
+// Whole models compiled from hand-built float programs (the layers around the LSTM): the int8
+// program run on the host through the runtime against the float program in double, on held-out
+// sequences the compiler never saw; the structure the compiler chooses (a final-state LSTM for a
+// last-step head, no B x T x H buffer), streaming, and the model file of every op kind.
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <random>
+
+#include "qlstm/compiler/compile.h"
+#include "qlstm/compiler/model_file.h"
+#include "qlstm/compiler/quantized_lstm.h"
+#include "random_program.h"
+
+namespace qlstm {
+namespace compiler {
+namespace {
+
+constexpr double kMinSqnrDb = 30.0;
+constexpr double kMinArgmaxAgreement = 0.97;
+constexpr int32_t kCalibrationSequences = 1024;
+
+FloatLayer linear(int32_t I, int32_t O, float sigma, std::mt19937_64& rng, const std::string& node) {
+  std::normal_distribution<float> n(0.0f, sigma);
+  FloatLayer l;
+  l.kind = FloatLayerKind::kLinear;
+  l.node = node;
+  l.input_size = I;
+  l.output_size = O;
+  for (int32_t k = 0; k < I * O; ++k) l.weight.push_back(n(rng));
+  for (int32_t o = 0; o < O; ++o) l.bias.push_back(n(rng) * 0.5f);
+  return l;
+}
+
+FloatLayer elementwise(FloatLayerKind kind, int32_t n, const std::string& node, ActivationFn fn = ActivationFn::kRelu) {
+  FloatLayer l;
+  l.kind = kind;
+  l.node = node;
+  l.input_size = l.output_size = n;
+  l.fn = fn;
+  return l;
+}
+
+FloatLayer select_step(int32_t step, int32_t width) {
+  FloatLayer l = elementwise(FloatLayerKind::kSelectStep, width, "/Gather");
+  l.step = step;
+  return l;
+}
+
+// B sequences of T steps, batch-major: a smooth random walk per feature plus noise, so the LSTM's
+// last steps depend on the sequence.
+std::vector<float> sequences(int32_t B, int32_t T, int32_t I, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> n(0.0f, 1.0f);
+  std::vector<float> x(static_cast<size_t>(B) * T * I);
+  for (int32_t b = 0; b < B; ++b) {
+    for (int32_t i = 0; i < I; ++i) {
+      float level = n(rng);
+      for (int32_t t = 0; t < T; ++t) {
+        level = 0.8f * level + 0.5f * n(rng);
+        x[(static_cast<size_t>(b) * T + t) * I + i] = level;
+      }
+    }
+  }
+  return x;
+}
+
+struct Compiled {
+  QuantizedProgram q;
+  SequenceShape shape;  // of the held-out data
+  std::vector<float> x, want, got;  // held-out input, float output, int8 output dequantized
+};
+
+// Compiles on 1024 calibration sequences and runs the int8 program and the float program on 64
+// other sequences. (A head on one step sees one value per sequence and channel: its ranges need
+// many sequences.)
+Compiled compile_and_run(const FloatProgram& p, int32_t T, const CompileOptions& options) {
+  Compiled c;
+  const int32_t I = p.input_size(), B = 64;
+  CalibrationSet calib;
+  calib.add_batch(sequences(kCalibrationSequences, T, I, 1), {kCalibrationSequences, T, Layout::kBatchMajor}, I);
+  c.q = compile_program(p, calib, options);
+  c.q.model.batch_first = true;
+  c.q.model.validate("compiled");
+  c.shape = {B, T, Layout::kBatchMajor};
+  c.x = sequences(B, T, I, 2);  // held out
+  c.want = run_float_program(p, c.x.data(), c.shape).output;
+  std::vector<int8_t> x8(c.x.size());
+  for (size_t k = 0; k < x8.size(); ++k) x8[k] = c.q.model.input_quant().quantize(c.x[k]);
+  for (int8_t v : run_program_s8(c.q.model, x8, c.shape)) {
+    c.got.push_back(static_cast<float>(c.q.model.output_quant().dequantize(v)));
+  }
+  return c;
+}
+
+std::vector<int32_t> kinds(const CompiledModel& m) {
+  std::vector<int32_t> k;
+  for (const ProgramOp& op : m.ops) k.push_back(op.kind);
+  return k;
+}
+
+double argmax_agreement(const std::vector<float>& a, const std::vector<float>& b, size_t classes) {
+  size_t agree = 0, rows = a.size() / classes;
+  for (size_t r = 0; r < rows; ++r) {
+    const auto ra = a.begin() + static_cast<ptrdiff_t>(r * classes), rb = b.begin() + static_cast<ptrdiff_t>(r * classes);
+    agree += std::max_element(ra, ra + static_cast<ptrdiff_t>(classes)) - ra ==
+             std::max_element(rb, rb + static_cast<ptrdiff_t>(classes)) - rb;
+  }
+  return static_cast<double>(agree) / static_cast<double>(rows);
+}
+
+std::vector<int8_t> quantized_input(const Compiled& c) {
+  std::vector<int8_t> x8(c.x.size());
+  for (size_t k = 0; k < x8.size(); ++k) x8[k] = c.q.model.input_quant().quantize(c.x[k]);
+  return x8;
+}
+
+// LSTM -> y[:, -1] -> Linear -> Softmax, with the accuracy search.
+TEST(WholeProgram, ClassifierOnTheLastStepHoldsNoSequence) {
+  std::mt19937_64 rng(21);
+  const int32_t I = 4, H = 16, C = 5, T = 20;
+  FloatProgram p = random_program(I, H, 1, 1, rng);
+  p.head = {select_step(-1, H), linear(H, C, 1.5f, rng, "/fc/Gemm"), elementwise(FloatLayerKind::kSoftmax, C, "/Softmax")};
+  CompileOptions options;
+  options.search_max_macs = int64_t{1} << 22;
+  const Compiled c = compile_and_run(p, T, options);
+  const CompiledModel& m = c.q.model;
+  EXPECT_EQ(kinds(m), (std::vector<int32_t>{QLSTM_OP_LSTM_S8, QLSTM_OP_FULLY_CONNECTED_S8, QLSTM_OP_SOFTMAX_S8}));
+  EXPECT_EQ(m.ops[0].lstm.output_steps, QLSTM_OUTPUT_FINAL);
+  EXPECT_EQ(m.buffers[1].steps, QLSTM_BUFFER_ONE_STEP);
+  EXPECT_TRUE(m.output_is_one_step());
+  EXPECT_EQ(m.output_quant().scale, 1.0 / 256);
+  EXPECT_EQ(m.output_quant().zero_point, -128);
+  ASSERT_EQ(c.got.size(), static_cast<size_t>(c.shape.batch) * C);
+  const double sqnr = sqnr_db(c.want, c.got), agree = argmax_agreement(c.want, c.got, C);
+  EXPECT_GE(sqnr, kMinSqnrDb);
+  EXPECT_GE(agree, kMinArgmaxAgreement);
+  EXPECT_GE(c.q.stats.back().final_sqnr_db, c.q.stats.back().start_sqnr_db);
+  // RAM: the inner buffers hold B x H and B x C values, never B x T x H.
+  const int32_t B = 8;
+  const ProgramMemory mem = program_memory(m, B, T);
+  EXPECT_EQ(mem.activation_bytes, static_cast<size_t>(B) * H);
+  EXPECT_EQ(mem.ops[0].output_bytes, static_cast<size_t>(B) * H);
+  EXPECT_EQ(mem.ops[2].output_bytes, static_cast<size_t>(B) * C);
+  EXPECT_EQ(mem.requant_bytes, 2u * C * sizeof(int32_t));  // one multiplier and shift per class
+  std::printf("classifier: SQNR %.1f dB, argmax agreement %.1f%% on %d held-out sequences\n", sqnr, 100 * agree,
+              c.shape.batch);
+}
+
+// A bidirectional classifier: y[:, -1] holds the reverse direction's first step too, so the
+// sequence is kept and a selection op copies the last step.
+TEST(WholeProgram, BidirectionalClassifierSelectsTheLastStep) {
+  std::mt19937_64 rng(32);
+  const int32_t I = 4, H = 10, C = 4, T = 14;
+  FloatProgram p = random_program(I, H, 1, 2, rng);
+  p.head = {select_step(-1, 2 * H), linear(2 * H, C, 1.0f, rng, "/fc/Gemm"),
+            elementwise(FloatLayerKind::kSoftmax, C, "/Softmax")};
+  const Compiled c = compile_and_run(p, T, fast());
+  const CompiledModel& m = c.q.model;
+  EXPECT_EQ(kinds(m), (std::vector<int32_t>{QLSTM_OP_LSTM_S8, QLSTM_OP_LSTM_S8, QLSTM_OP_SELECT_STEP,
+                                            QLSTM_OP_FULLY_CONNECTED_S8, QLSTM_OP_SOFTMAX_S8}));
+  EXPECT_EQ(m.ops[1].lstm.output_steps, QLSTM_OUTPUT_ALL_STEPS);
+  const double sqnr = sqnr_db(c.want, c.got), agree = argmax_agreement(c.want, c.got, C);
+  EXPECT_GE(sqnr, kMinSqnrDb);
+  EXPECT_GE(agree, kMinArgmaxAgreement);
+  std::printf("bidirectional classifier: SQNR %.1f dB, argmax agreement %.1f%%\n", sqnr, 100 * agree);
+}
+
+// h_n[-1] -> Linear -> ReLU -> Linear: the ReLU folds into the first FC's clamp.
+TEST(WholeProgram, FinalStateHeadWithFoldedRelu) {
+  std::mt19937_64 rng(22);
+  const int32_t I = 3, H = 12, T = 16;
+  FloatProgram p = random_program(I, H, 1, 1, rng);
+  p.lstm_output = LstmOutput::kFinalState;
+  // Weights of the scale torch initializes a Linear with (~ 1 / sqrt(inputs)).
+  p.head = {linear(H, 10, 0.3f, rng, "/fc1/Gemm"), elementwise(FloatLayerKind::kActivation, 10, "/Relu"),
+            linear(10, 3, 0.3f, rng, "/fc2/Gemm")};
+  CompileOptions options;  // with the search, scored on h_n
+  options.search_max_macs = int64_t{1} << 22;
+  const Compiled c = compile_and_run(p, T, options);
+  const CompiledModel& m = c.q.model;
+  EXPECT_EQ(kinds(m), (std::vector<int32_t>{QLSTM_OP_LSTM_S8, QLSTM_OP_FULLY_CONNECTED_S8, QLSTM_OP_FULLY_CONNECTED_S8}));
+  EXPECT_EQ(m.ops[0].lstm.output_steps, QLSTM_OUTPUT_FINAL);
+  EXPECT_EQ(m.ops[1].fc.fused_activation, "relu");
+  EXPECT_EQ(m.ops[1].fc.activation_min, m.buffers[2].quant.zero_point);
+  EXPECT_EQ(m.buffers[2].quant.dequantize(-128), 0.0);  // the ReLU's output range starts at 0
+  const double sqnr = sqnr_db(c.want, c.got);
+  EXPECT_GE(sqnr, kMinSqnrDb);
+  std::printf("h_n head: SQNR %.1f dB\n", sqnr);
+}
+
+// A Linear on every step (a forecaster); streaming it in chunks gives the whole run's output.
+TEST(WholeProgram, PerStepHeadStreamsAsOneCall) {
+  std::mt19937_64 rng(23);
+  const int32_t I = 2, H = 10, T = 18;
+  FloatProgram p = random_program(I, H, 2, 1, rng);
+  p.head = {linear(H, 2, 0.5f, rng, "/head/MatMul")};
+  const Compiled c = compile_and_run(p, T, fast());
+  const CompiledModel& m = c.q.model;
+  EXPECT_EQ(kinds(m), (std::vector<int32_t>{QLSTM_OP_LSTM_S8, QLSTM_OP_LSTM_S8, QLSTM_OP_FULLY_CONNECTED_S8}));
+  EXPECT_FALSE(m.output_is_one_step());
+  const double sqnr = sqnr_db(c.want, c.got);
+  EXPECT_GE(sqnr, kMinSqnrDb);
+  std::printf("per-step head: SQNR %.1f dB\n", sqnr);
+  const std::vector<int8_t> x8 = quantized_input(c);
+  const std::vector<int8_t> whole = run_program_s8(m, x8, c.shape);
+  for (int32_t chunk : {1, 5, 7}) EXPECT_EQ(run_program_s8_streamed(m, x8, c.shape, chunk), whole) << chunk;
+}
+
+// Linear (+ ReLU) front end -> LSTM: the front's output quantization is the LSTM's input.
+TEST(WholeProgram, LinearFrontEnd) {
+  std::mt19937_64 rng(24);
+  const int32_t I = 6, F = 8, H = 12, T = 16;
+  FloatProgram p = random_program(F, H, 1, 1, rng);
+  p.front = {linear(I, F, 0.5f, rng, "/proj/MatMul"), elementwise(FloatLayerKind::kActivation, F, "/Relu")};
+  const Compiled c = compile_and_run(p, T, fast());
+  const CompiledModel& m = c.q.model;
+  EXPECT_EQ(kinds(m), (std::vector<int32_t>{QLSTM_OP_FULLY_CONNECTED_S8, QLSTM_OP_LSTM_S8}));
+  EXPECT_EQ(m.input_size(), I);
+  EXPECT_EQ(m.ops[1].lstm.input.scale, m.buffers[1].quant.scale);
+  EXPECT_EQ(m.ops[1].lstm.input.zero_point, m.buffers[1].quant.zero_point);
+  const double sqnr = sqnr_db(c.want, c.got);
+  EXPECT_GE(sqnr, kMinSqnrDb);
+  std::printf("front end: SQNR %.1f dB\n", sqnr);
+}
+
+// Streaming a last-step head: each chunk's output is the output at the chunk's last step, which is
+// the run over the sequence up to that step.
+TEST(WholeProgram, StreamingALastStepHeadGivesEachChunksLastStep) {
+  std::mt19937_64 rng(25);
+  const int32_t I = 3, H = 8, C = 4, T = 12, chunk = 5;
+  FloatProgram p = random_program(I, H, 1, 1, rng);
+  p.head = {select_step(-1, H), linear(H, C, 1.0f, rng, "/fc/Gemm"), elementwise(FloatLayerKind::kSoftmax, C, "/Softmax")};
+  const Compiled c = compile_and_run(p, T, fast());
+  const std::vector<int8_t> x8 = quantized_input(c);
+  const SequenceShape s = {4, T, Layout::kBatchMajor};
+  const std::vector<int8_t> x(x8.begin(), x8.begin() + static_cast<ptrdiff_t>(4 * T * I));
+  const std::vector<int8_t> y = run_program_s8_streamed(c.q.model, x, s, chunk);
+  const int32_t chunks = (T + chunk - 1) / chunk;
+  ASSERT_EQ(y.size(), static_cast<size_t>(4 * chunks * C));
+  for (int32_t k = 0; k < chunks; ++k) {
+    const int32_t end = std::min(T, (k + 1) * chunk);
+    std::vector<int8_t> prefix(static_cast<size_t>(4 * end * I));
+    gather_steps(x.data(), 4, T, I, Layout::kBatchMajor, 0, end, prefix.data());
+    const std::vector<int8_t> want = run_program_s8(c.q.model, prefix, {4, end, Layout::kBatchMajor});
+    for (int32_t b = 0; b < 4; ++b) {
+      for (int32_t o = 0; o < C; ++o) {
+        EXPECT_EQ(y[static_cast<size_t>((b * chunks + k) * C + o)], want[static_cast<size_t>(b * C + o)])
+            << "chunk " << k << " row " << b;
+      }
+    }
+  }
+}
+
+// Every op kind through the model file: y[:, 2] (a selection op), FC, table, softmax, an FC front.
+TEST(WholeProgram, ModelFileKeepsEveryOpKind) {
+  std::mt19937_64 rng(26);
+  const int32_t I = 3, F = 5, H = 8, T = 10;
+  FloatProgram p = random_program(F, H, 1, 1, rng);
+  p.front = {linear(I, F, 0.5f, rng, "/proj/MatMul")};
+  p.head = {select_step(2, H), linear(H, 6, 0.8f, rng, "/fc1/Gemm"),
+            elementwise(FloatLayerKind::kActivation, 6, "/Sigmoid", ActivationFn::kSigmoid),
+            linear(6, 3, 1.0f, rng, "/fc2/Gemm"), elementwise(FloatLayerKind::kSoftmax, 3, "/Softmax")};
+  CompileOptions options = fast();
+  options.fc_per_channel = false;  // the per-tensor FC through the file too
+  const Compiled c = compile_and_run(p, T, options);
+  const CompiledModel& m = c.q.model;
+  EXPECT_EQ(kinds(m), (std::vector<int32_t>{QLSTM_OP_FULLY_CONNECTED_S8, QLSTM_OP_LSTM_S8, QLSTM_OP_SELECT_STEP,
+                                            QLSTM_OP_FULLY_CONNECTED_S8, QLSTM_OP_TABLE_S8,
+                                            QLSTM_OP_FULLY_CONNECTED_S8, QLSTM_OP_SOFTMAX_S8}));
+  EXPECT_EQ(m.ops[1].lstm.output_steps, QLSTM_OUTPUT_ALL_STEPS);  // y[:, 2] needs the sequence
+  EXPECT_GE(sqnr_db(c.want, c.got), kMinSqnrDb);
+  const CompiledModel back = parse_model(serialize_model(m), "m.qlstm");
+  ASSERT_EQ(kinds(back), kinds(m));
+  ASSERT_EQ(back.buffers.size(), m.buffers.size());
+  for (size_t b = 0; b < m.buffers.size(); ++b) EXPECT_EQ(back.buffers[b].steps, m.buffers[b].steps) << b;
+  EXPECT_EQ(back.ops[2].select.step, 2);
+  EXPECT_EQ(back.ops[3].fc.weights, m.ops[3].fc.weights);
+  EXPECT_EQ(back.ops[3].fc.weight_scales, m.ops[3].fc.weight_scales);
+  EXPECT_FALSE(back.ops[3].fc.per_channel);
+  EXPECT_EQ(back.ops[3].fc.fused_activation, m.ops[3].fc.fused_activation);
+  EXPECT_EQ(back.ops[3].fc.bias_q, m.ops[3].fc.bias_q);
+  EXPECT_EQ(back.ops[4].table.table, m.ops[4].table.table);
+  EXPECT_EQ(back.ops[4].table.function, activation_fn_name(ActivationFn::kSigmoid));
+  EXPECT_EQ(back.ops[6].softmax.diff_min, m.ops[6].softmax.diff_min);
+  const std::vector<int8_t> x8 = quantized_input(c);
+  EXPECT_EQ(run_program_s8(back, x8, c.shape), run_program_s8(m, x8, c.shape));
+  // A fixed step of the whole sequence cannot be streamed.
+  try {
+    run_program_s8_streamed(m, x8, c.shape, 4);
+    FAIL() << "streamed";
+  } catch (const CompileError& e) {
+    EXPECT_NE(std::string(e.what()).find("selects time step 2"), std::string::npos) << e.what();
+  }
+}
+
+// h_n[-1] of a bidirectional LSTM (the reverse direction's state): both ops write their final
+// states into one [B][2H] row and the first Linear reads only the reverse half.
+TEST(WholeProgram, BidirectionalFinalStateHead) {
+  std::mt19937_64 rng(33);
+  const int32_t I = 3, H = 8, T = 12;
+  FloatProgram p = random_program(I, H, 1, 2, rng);
+  p.lstm_output = LstmOutput::kFinalState;
+  p.head = {linear(H, 6, 0.35f, rng, "/fc1/Gemm"), elementwise(FloatLayerKind::kActivation, 6, "/Relu"),
+            linear(6, 2, 0.4f, rng, "/fc2/Gemm")};
+  const Compiled c = compile_and_run(p, T, fast());
+  const CompiledModel& m = c.q.model;
+  EXPECT_EQ(kinds(m), (std::vector<int32_t>{QLSTM_OP_LSTM_S8, QLSTM_OP_LSTM_S8, QLSTM_OP_FULLY_CONNECTED_S8,
+                                            QLSTM_OP_FULLY_CONNECTED_S8}));
+  EXPECT_EQ(m.ops[0].lstm.output_steps, QLSTM_OUTPUT_FINAL);
+  EXPECT_EQ(m.ops[1].lstm.output_steps, QLSTM_OUTPUT_FINAL);
+  EXPECT_EQ(m.buffers[1].width, 2 * H);
+  EXPECT_EQ(m.buffers[1].steps, QLSTM_BUFFER_ONE_STEP);
+  for (int32_t o = 0; o < 6; ++o) {  // the forward half's weights are zero
+    for (int32_t i = 0; i < H; ++i) EXPECT_EQ(m.ops[2].fc.weights[static_cast<size_t>(o * 2 * H + i)], 0);
+  }
+  const double sqnr = sqnr_db(c.want, c.got);
+  EXPECT_GE(sqnr, kMinSqnrDb);
+  std::printf("bidirectional h_n head: SQNR %.1f dB\n", sqnr);
+  // Without a Linear to read it, h_n[-1] of a bidirectional LSTM is refused, saying what to do.
+  p.head = {elementwise(FloatLayerKind::kActivation, H, "/Tanh", ActivationFn::kTanh)};
+  CalibrationSet calib;
+  calib.add_batch(sequences(4, T, I, 1), {4, T, Layout::kBatchMajor}, I);
+  try {
+    compile_program(p, calib, fast());
+    FAIL() << "compiled";
+  } catch (const CompileError& e) {
+    EXPECT_NE(std::string(e.what()).find("node '/Tanh' does; read y[:, -1] or put the Linear first"), std::string::npos)
+        << e.what();
+  }
+}
+
+// A learned initial state that differs per batch row ([L, B, H]) is compiled in; the model then
+// runs only at that batch.
+TEST(WholeProgram, PerRowConstantInitialState) {
+  std::mt19937_64 rng(28);
+  const int32_t I = 3, H = 8, B = 3, T = 10;
+  FloatProgram p = random_program(I, H, 1, 1, rng);
+  p.initial_hidden = p.initial_cell = StateSource::kConstant;
+  std::normal_distribution<float> n(0.0f, 0.5f);
+  p.h0.assign(1, std::vector<float>(static_cast<size_t>(B) * H));
+  p.c0.assign(1, std::vector<float>(static_cast<size_t>(B) * H));
+  for (float& v : p.h0[0]) v = std::tanh(n(rng));
+  for (float& v : p.c0[0]) v = 2 * n(rng);
+  CalibrationSet calib;
+  for (uint64_t seed = 1; seed <= 64; ++seed) calib.add_batch(sequences(B, T, I, seed), {B, T, Layout::kBatchMajor}, I);
+  QuantizedProgram q = compile_program(p, calib, fast());
+  q.model.validate("per-row");
+  EXPECT_EQ(q.model.constant_state_batch(), B);
+  ASSERT_EQ(q.model.ops[0].initial_hidden.size(), static_cast<size_t>(B) * H);
+  const SequenceShape s = {B, T, Layout::kBatchMajor};
+  const std::vector<float> x = sequences(B, T, I, 100);  // held out
+  const std::vector<float> want = run_float_program(p, x.data(), s).output;
+  std::vector<int8_t> x8(x.size());
+  for (size_t k = 0; k < x8.size(); ++k) x8[k] = q.model.input_quant().quantize(x[k]);
+  std::vector<float> got;
+  for (int8_t v : run_program_s8(q.model, x8, s)) got.push_back(static_cast<float>(q.model.output_quant().dequantize(v)));
+  EXPECT_GE(sqnr_db(want, got), kMinSqnrDb);
+  // Each row starts from its own state: the same input in every row gives different outputs.
+  std::vector<int8_t> same(x8.begin(), x8.begin() + T * I);
+  for (int32_t b = 1; b < B; ++b) same.insert(same.end(), x8.begin(), x8.begin() + T * I);
+  const std::vector<int8_t> y = run_program_s8(q.model, same, s);
+  EXPECT_NE(std::vector<int8_t>(y.begin(), y.begin() + H), std::vector<int8_t>(y.begin() + T * H, y.begin() + T * H + H));
+  try {
+    run_program_s8(q.model, std::vector<int8_t>(x8.begin(), x8.begin() + 2 * T * I), {2, T, Layout::kBatchMajor});
+    FAIL() << "ran at batch 2";
+  } catch (const CompileError& e) {
+    EXPECT_NE(std::string(e.what()).find("the batch must be 3"), std::string::npos) << e.what();
+  }
+}
+
+std::string load_error(const CompiledModel& m) {
+  try {
+    parse_model(serialize_model(m), "model.qlstm");
+  } catch (const CompileError& e) {
+    return e.what();
+  }
+  return "accepted";
+}
+
+// A file with a valid checksum and one inconsistent field of a new op kind is refused naming it.
+TEST(WholeProgram, LoaderRefusesEachInconsistentFieldOfTheNewKinds) {
+  std::mt19937_64 rng(29);
+  const int32_t I = 3, H = 6, T = 8;
+  FloatProgram p = random_program(I, H, 1, 1, rng);
+  p.head = {select_step(-1, H), linear(H, 4, 0.5f, rng, "/fc/Gemm"),
+            elementwise(FloatLayerKind::kActivation, 4, "/Tanh", ActivationFn::kTanh),
+            elementwise(FloatLayerKind::kSoftmax, 4, "/Softmax")};
+  CalibrationSet calib;
+  calib.add_batch(sequences(16, T, I, 1), {16, T, Layout::kBatchMajor}, I);
+  CompiledModel base = compile_program(p, calib, fast()).model;
+  ASSERT_EQ(kinds(base), (std::vector<int32_t>{QLSTM_OP_LSTM_S8, QLSTM_OP_FULLY_CONNECTED_S8, QLSTM_OP_TABLE_S8,
+                                               QLSTM_OP_SOFTMAX_S8}));
+  ASSERT_EQ(load_error(base), "accepted");
+  struct Case {
+    std::function<void(CompiledModel&)> mutate;
+    std::string expected;  // part of the message
+  };
+  const Case cases[] = {
+      {[](CompiledModel& m) { m.ops[1].fc.shifts[0] = 40; }, "model.qlstm: ops[1].shifts"},
+      {[](CompiledModel& m) { m.ops[1].fc.activation_min = 100, m.ops[1].fc.activation_max = 50; },
+       "model.qlstm: ops[1].activation_max"},
+      {[](CompiledModel& m) { m.ops[1].fc.weights.pop_back(); },
+       "serialize_model: field 'ops[1].fc.weights': expected 24 values"},
+      {[](CompiledModel& m) { m.ops[2].table.table.resize(255); },
+       "serialize_model: field 'ops[2].table.table': expected 256 values"},
+      {[](CompiledModel& m) { m.ops[3].softmax.diff_min = 5; }, "model.qlstm: ops[3].diff_min"},
+      {[](CompiledModel& m) { m.ops[0].lstm.output_steps = QLSTM_OUTPUT_ALL_STEPS; }, "model.qlstm: ops[0].output_steps"},
+      {[](CompiledModel& m) { m.buffers[2].steps = QLSTM_BUFFER_EVERY_STEP; }, "model.qlstm: ops[1].output_buffer"},
+      {[](CompiledModel& m) { m.buffers[2].quant.scale *= 2; },
+       "model.qlstm: field 'ops[1]': output quantization differs from its output buffer's"},
+      {[](CompiledModel& m) { m.ops[3].kind = 9; }, "field 'ops[3].kind': 9 is not an op kind this qlstm knows"},
+  };
+  for (const Case& c : cases) {
+    CompiledModel m = base;
+    c.mutate(m);
+    std::string error;
+    try {
+      error = load_error(m);
+    } catch (const CompileError& e) {
+      error = e.what();  // serialize_model refuses an array that does not match its dims
+    }
+    EXPECT_NE(error.find(c.expected), std::string::npos) << "expected: " << c.expected << "\n     got: " << error;
+  }
+}
+
+// Which programs keep a sequence between ops (so a symbolic length needs --max-time-steps): the
+// compiled buffers say the same.
+TEST(WholeProgram, KeepsAnInnerSequenceOnlyWhereABufferHoldsOne) {
+  std::mt19937_64 rng(30);
+  const int32_t I = 2, H = 4;
+  std::vector<FloatProgram> programs(5, random_program(I, H, 1, 1, rng));
+  programs[1].head = {select_step(-1, H), linear(H, 2, 0.5f, rng, "/fc")};            // last step: FINAL
+  programs[2].head = {linear(H, 2, 0.5f, rng, "/fc")};                                // per step
+  programs[3].head = {select_step(1, H)};                                             // y[:, 1]
+  programs[4].front = {linear(I, I, 0.5f, rng, "/proj")};                             // front end
+  const bool want[] = {false, false, true, true, true};
+  CalibrationSet calib;
+  calib.add_batch(sequences(4, 6, I, 1), {4, 6, Layout::kBatchMajor}, I);
+  for (size_t k = 0; k < programs.size(); ++k) {
+    EXPECT_EQ(keeps_inner_sequence(programs[k]), want[k]) << k;
+    const CompiledModel m = compile_program(programs[k], calib, fast()).model;
+    bool inner = false;
+    for (size_t b = 1; b + 1 < m.buffers.size(); ++b) inner |= m.buffers[b].steps == QLSTM_BUFFER_EVERY_STEP;
+    EXPECT_EQ(inner, want[k]) << k;
+  }
+}
+
+// The report of a whole model: one op-table row per op (kind, shape, scales, fused activation,
+// flash, RAM), every buffer, and memory totals that count them; the output is the last buffer's.
+TEST(WholeProgram, ReportHasTheOpTableAndCountsEveryBuffer) {
+  std::mt19937_64 rng(31);
+  const int32_t I = 3, H = 8, C = 4, T = 12, B = 2;
+  OnnxLstm onnx;
+  onnx.program = random_program(I, H, 1, 1, rng);
+  onnx.program.head = {select_step(-1, H), linear(H, 6, 0.5f, rng, "/fc1/Gemm"),
+                       elementwise(FloatLayerKind::kActivation, 6, "/Relu"), linear(6, C, 0.8f, rng, "/fc2/Gemm"),
+                       elementwise(FloatLayerKind::kSoftmax, C, "/Softmax")};
+  onnx.batch_first = true;
+  onnx.input_shape = {-1, T, I};
+  ModelCompileOptions options;
+  options.quantization = fast();
+  options.batch = B;
+  options.name = "clf";
+  const ModelCompileResult r = compile_model(onnx, {{sequences(32, T, I, 1), {32, T, Layout::kBatchMajor}}}, options);
+  const nlohmann::json& table = r.report.at("op_table");
+  ASSERT_EQ(table.size(), 4u);
+  const char* want_kinds[] = {"lstm", "fully_connected", "fully_connected", "softmax"};
+  size_t flash = 0;
+  for (size_t k = 0; k < 4; ++k) {
+    EXPECT_EQ(table[k].at("kind"), want_kinds[k]);
+    flash += table[k].at("flash_bytes").get<size_t>();
+    const ProgramBuffer& out = r.model.buffers[k + 1];
+    EXPECT_EQ(table[k].at("output").at("scale").get<double>(), out.quant.scale);
+    EXPECT_EQ(table[k].at("output").at("zero_point").get<int32_t>(), out.quant.zero_point);
+    EXPECT_EQ(table[k].at("ram_bytes").get<size_t>(), static_cast<size_t>(B) * out.width);  // one step each
+  }
+  EXPECT_EQ(table[0].at("shape"), "[T, 3] -> [1, 8]");
+  EXPECT_EQ(table[0].at("output_steps"), "final");
+  EXPECT_EQ(table[1].at("fused_activation"), "relu");
+  EXPECT_EQ(table[2].at("fused_activation"), "none");
+  EXPECT_EQ(table[1].at("flash_bytes").get<size_t>(), 6u * H + 6 * 4 + 2 * 6 * 4);  // weights, biases, requants
+  const nlohmann::json& memory = r.report.at("memory");
+  EXPECT_EQ(memory.at("flash_bytes").get<size_t>(), flash);
+  EXPECT_EQ(memory.at("activation_bytes").get<size_t>(), 2u * B * H);  // two areas, the widest one-step buffer
+  EXPECT_EQ(r.report.at("buffers").size(), 5u);
+  EXPECT_EQ(r.report.at("output").at("scale").get<double>(), 1.0 / 256);
+  EXPECT_EQ(r.report.at("output").at("zero_point").get<int32_t>(), -128);
+  EXPECT_EQ(r.report.at("output").at("observer"), "softmax: fixed 1/256, -128");
+  EXPECT_EQ(r.report.at("output").at("steps"), "one per batch row");
+  EXPECT_TRUE(std::isfinite(r.sqnr_db));
+}
+
+TEST(WholeProgram, RefusesWhatItCannotCompileNamingTheNode) {
+  std::mt19937_64 rng(27);
+  FloatProgram p = random_program(3, 4, 1, 1, rng);
+  p.head = {linear(4, 2, 0.5f, rng, "/fc/Gemm"), select_step(-1, 2)};
+  CalibrationSet calib;
+  calib.add_batch(sequences(4, 6, 3, 1), {4, 6, Layout::kBatchMajor}, 3);
+  try {
+    compile_program(p, calib, fast());
+    FAIL() << "compiled";
+  } catch (const CompileError& e) {
+    EXPECT_NE(std::string(e.what()).find("'/Gather'"), std::string::npos) << e.what();
+  }
+  p.head = {select_step(7, 4)};  // step 7 of 6-step calibration sequences
+  try {
+    compile_program(p, calib, fast());
+    FAIL() << "compiled";
+  } catch (const CompileError& e) {
+    EXPECT_NE(std::string(e.what()).find("the head reads step 7"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace compiler
+}  // namespace qlstm
