@@ -140,24 +140,7 @@ EmittedSource emit_program(const CompiledModel& m, const std::string& name, int3
 
 }  // namespace
 
-std::string c_identifier(const std::string& text) {
-  std::string out;
-  for (char c : text) out += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-  if (out.empty() || std::isdigit(static_cast<unsigned char>(out[0]))) out = "_" + out;
-  return out;
-}
-
-EmittedSource emit_cpp(const CompiledModel& m, const std::string& name, int32_t batch,
-                       int32_t max_time_steps, const std::string& origin) {
-  if (name != c_identifier(name)) throw CompileError("emit: '" + name + "' is not a C identifier");
-  if (batch < 1) throw CompileError("emit: --batch must be >= 1");
-  return emit_program(m, name, batch, max_time_steps, origin);
-}
-
-namespace {
-
-// One line per op for the comments of the emitted source: what it computes, on which sizes.
-std::string op_summary(const qlstm_op& o, const ProgramOp& op) {
+std::string describe_op(const qlstm_op& o, const ProgramOp& op) {
   const auto n = [](int64_t v) { return std::to_string(v); };
   switch (o.kind) {
     case QLSTM_OP_LSTM_S8:
@@ -176,6 +159,22 @@ std::string op_summary(const qlstm_op& o, const ProgramOp& op) {
     default: return "op of kind " + n(o.kind);
   }
 }
+
+std::string c_identifier(const std::string& text) {
+  std::string out;
+  for (char c : text) out += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  if (out.empty() || std::isdigit(static_cast<unsigned char>(out[0]))) out = "_" + out;
+  return out;
+}
+
+EmittedSource emit_cpp(const CompiledModel& m, const std::string& name, int32_t batch,
+                       int32_t max_time_steps, const std::string& origin) {
+  if (name != c_identifier(name)) throw CompileError("emit: '" + name + "' is not a C identifier");
+  if (batch < 1) throw CompileError("emit: --batch must be >= 1");
+  return emit_program(m, name, batch, max_time_steps, origin);
+}
+
+namespace {
 
 // What the program's shape allows: whether chunks of a sequence give the output of one call, and
 // why not (a comment of the header).
@@ -241,7 +240,7 @@ EmittedSource emit_program(const CompiledModel& m, const std::string& name, int3
     << " per step, output " << m.output_size() << (per_step ? " per step" : " per batch row") << ", batch " << batch
     << ", " << layout << ":\n";
   for (int32_t k = 0; k < n_ops; ++k) {
-    h << "//   op " << k << ": " << op_summary(ops[static_cast<size_t>(k)], m.ops[static_cast<size_t>(k)]) << "\n";
+    h << "//   op " << k << ": " << describe_op(ops[static_cast<size_t>(k)], m.ops[static_cast<size_t>(k)]) << "\n";
   }
   h << "#ifndef QLSTM_MODEL_" << upper << "_H_\n#define QLSTM_MODEL_" << upper << "_H_\n\n"
     << "#include \"qlstm/program_s8.h\"\n\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n"
@@ -362,7 +361,7 @@ EmittedSource emit_program(const CompiledModel& m, const std::string& name, int3
   // The program as data: one qlstm_op per op (its parameter block in flash), run by the runtime.
   s << "\nconst qlstm_op kOps[" << upper << "_OPS] = {\n";
   for (int32_t k = 0; k < n_ops; ++k) {
-    s << "  // op " << k << ": " << op_summary(ops[static_cast<size_t>(k)], m.ops[static_cast<size_t>(k)]) << "\n  ";
+    s << "  // op " << k << ": " << describe_op(ops[static_cast<size_t>(k)], m.ops[static_cast<size_t>(k)]) << "\n  ";
     Initializer init(s, "kOp" + std::to_string(k) + "_", "    ");
     visit_op_fields(ops[static_cast<size_t>(k)], init);
     s << ",\n";

@@ -180,11 +180,11 @@ namespace {
 std::vector<int8_t> run_on_device(const std::string& cpu, const CompiledModel& m, const std::vector<int8_t>& x8,
                                   const SequenceShape& shape, ProgramState* state) {
   const device::Target target = device::find_target(cpu);
-  const size_t positions = static_cast<size_t>(shape.batch) * static_cast<size_t>(shape.time_steps);
-  device::BundleCase c;
-  c.name = m.name.empty() ? "model" : m.name;
-  c.ops = runtime_program(m, shape.batch, shape.time_steps, shape.layout).ops;
-  for (const ProgramBuffer& b : m.buffers) c.buffer_widths.push_back(b.width);
+  const RuntimeProgram program = runtime_program(m, shape.batch, shape.time_steps, shape.layout);
+  device::BundleCase c = device::program_case(m.name.empty() ? "model" : m.name, program.table(), shape.time_steps);
+  // A one-step output buffer (a last-step head) holds one position per batch row.
+  const bool per_step = program.steps.back() == QLSTM_BUFFER_EVERY_STEP;
+  const size_t positions = static_cast<size_t>(shape.batch) * (per_step ? static_cast<size_t>(shape.time_steps) : 1u);
   c.stateful = true;
   c.input = x8.data();
   c.h0 = state->hidden.data();
