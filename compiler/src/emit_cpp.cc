@@ -176,28 +176,6 @@ EmittedSource emit_cpp(const CompiledModel& m, const std::string& name, int32_t 
 
 namespace {
 
-// What the program's shape allows: whether chunks of a sequence give the output of one call, and
-// why not (a comment of the header).
-struct Streaming {
-  bool possible = true;
-  std::string why_not;
-};
-Streaming streaming(const RuntimeProgram& rt) {
-  for (const qlstm_op& o : rt.ops) {
-    if (o.kind == QLSTM_OP_LSTM_S8 && o.lstm.time_direction == QLSTM_TIME_REVERSE) {
-      return {false, "a reverse LSTM starts from the last time step, so it needs the whole\n   sequence in one call."};
-    }
-    // Step -1 of a chunk is the last step seen so far; any other step is counted from the start
-    // (or the end) of the whole sequence, which a chunk does not know.
-    if (o.kind == QLSTM_OP_SELECT_STEP && o.select.step != -1) {
-      return {false, "the head reads time step " + std::to_string(o.select.step) +
-                         " of the whole sequence, which a chunk of it\n   does not know; the model takes the "
-                         "whole sequence in one call."};
-    }
-  }
-  return {};
-}
-
 EmittedSource emit_program(const CompiledModel& m, const std::string& name, int32_t batch,
                            int32_t max_time_steps, const std::string& origin) {
   const Layout layout_kind = m.batch_first ? Layout::kBatchMajor : Layout::kTimeMajor;
@@ -222,13 +200,14 @@ EmittedSource emit_program(const CompiledModel& m, const std::string& name, int3
   const bool stateful = m.initial_hidden != StateSource::kZero || m.initial_cell != StateSource::kZero ||
                         m.hidden_output || m.cell_output;
   const bool constant_state = m.initial_hidden == StateSource::kConstant || m.initial_cell == StateSource::kConstant;
-  const Streaming stream = streaming(rt);
-  const bool per_step = rt.steps.back() == QLSTM_BUFFER_EVERY_STEP;
+  const std::string no_stream = m.streaming_refusal();  // "": chunks give the output of one call
+  const bool can_stream = no_stream.empty();
+  const bool per_step = !m.output_is_one_step();
   std::vector<int32_t> lstm_ops;
   for (int32_t k = 0; k < n_ops; ++k) {
     if (ops[static_cast<size_t>(k)].kind == QLSTM_OP_LSTM_S8) lstm_ops.push_back(k);
   }
-  const bool has_state = !lstm_ops.empty() && (stateful || constant_state || stream.possible);
+  const bool has_state = !lstm_ops.empty() && (stateful || constant_state || can_stream);
   const int32_t last_h = lstm_ops.empty() ? 0 : ops[static_cast<size_t>(lstm_ops.back())].lstm.dims.hidden_size;
   const std::string per_call_output =
       per_step ? upper + "_BATCH x T x " + upper + "_OUTPUT_SIZE int8 (one position per time step)"
@@ -277,7 +256,7 @@ EmittedSource emit_program(const CompiledModel& m, const std::string& name, int3
       << "#define " << op << "_HIDDEN_ZERO_POINT " << d.output.zero_point << "\n"
       << "#define " << op << "_CELL_SCALE_POWER " << d.cell.power << "\n";
   }
-  h << "#define " << upper << "_CAN_STREAM " << (stream.possible ? 1 : 0) << " /* " << name << "_reset and " << name
+  h << "#define " << upper << "_CAN_STREAM " << (can_stream ? 1 : 0) << " /* " << name << "_reset and " << name
     << "_stream exist */\n#define " << upper << "_HAS_STATE_IO " << (stateful ? 1 : 0) << " /* " << name
     << "_initial_state and " << name << "_run_state exist */\n\n";
   // Quantization at the model's edges, in single precision (no libm): rounding half to even as the
@@ -316,7 +295,7 @@ EmittedSource emit_program(const CompiledModel& m, const std::string& name, int3
       << "qlstm_status " << name << "_run_state(const int8_t* input, int8_t* output, int32_t time_steps,\n"
       << "    int8_t* hidden, int16_t* cell);\n\n";
   }
-  if (stream.possible) {
+  if (can_stream) {
     h << "/* Streaming with the model's own static state: " << name << "_reset starts a sequence from the\n"
       << "   initial state; each " << name << "_stream call continues it over `time_steps` more steps"
       << (sequence_between_ops ? " (at most\n   " + upper + "_MAX_TIME_STEPS per call)" : "") << ".\n"
@@ -329,7 +308,7 @@ EmittedSource emit_program(const CompiledModel& m, const std::string& name, int3
       << "qlstm_status " << name << "_reset(void);\n"
       << "qlstm_status " << name << "_stream(const int8_t* input, int8_t* output, int32_t time_steps);\n\n";
   } else {
-    h << "/* No " << name << "_stream: " << stream.why_not << " */\n\n";
+    h << "/* No " << name << "_stream: " << no_stream << ". */\n\n";
   }
   h << "#ifdef __cplusplus\n}\n#endif\n\n#endif\n";
 
@@ -354,7 +333,7 @@ EmittedSource emit_program(const CompiledModel& m, const std::string& name, int3
       << "\n";
   }
   if (constant_state) s << "int8_t g_hidden[" << state << "];\nint16_t g_cell_state[" << state << "];\n";
-  if (stream.possible) {
+  if (can_stream) {
     s << "int8_t g_stream_hidden[" << state << "];\nint16_t g_stream_cell[" << state << "];\n"
       << "bool g_stream_started = false;\n";
   }
@@ -419,7 +398,7 @@ EmittedSource emit_program(const CompiledModel& m, const std::string& name, int3
       << "  if (hidden == nullptr || cell == nullptr) return QLSTM_ERROR_NULL_POINTER;\n"
       << "  return run_program(input, output, time_steps, hidden, cell);\n}\n";
   }
-  if (stream.possible) {
+  if (can_stream) {
     s << "\nextern \"C\" qlstm_status " << name << "_reset(void) {\n"
       << "  initial_state(g_stream_hidden, g_stream_cell);\n  g_stream_started = true;\n  return QLSTM_OK;\n}\n\n"
       << "extern \"C\" qlstm_status " << name << "_stream(const int8_t* input, int8_t* output, int32_t time_steps) {\n"
