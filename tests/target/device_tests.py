@@ -263,17 +263,25 @@ def emitted_agrees(a, info, work, name, model, i, batch_first, kind, rng):
         "" if kind.startswith("whole") else ", one call and streamed in chunks of 1, 7 and 40")
 
 
-def test_emitted(a):
-    info = target_info(a.qlstm, a.cpu)
+def firmware_models(a, models, seed):
+    """A fresh a.work, then per (name, ONNX, batch_first, calibration) its own folder in it, compiled
+    with --max-time-steps EMITTED_STEPS: yields (work, model, input size, rng)."""
     if os.path.isdir(a.work):
         shutil.rmtree(a.work)
     os.makedirs(a.work)
-    rng = np.random.default_rng(11)
-    for name, onnx_path, batch_first, cal, kind in EMITTED:
+    rng = np.random.default_rng(seed)
+    for name, onnx_path, batch_first, cal in models:
         work = os.path.join(a.work, name)
         os.makedirs(work)
         model, i = compile_model(a, work, onnx_path, batch_first, cal, rng, name,
                                  ["--max-time-steps", str(EMITTED_STEPS)])
+        yield work, model, i, rng
+
+
+def test_emitted(a):
+    info = target_info(a.qlstm, a.cpu)
+    built = firmware_models(a, [e[:4] for e in EMITTED], 11)
+    for (name, _, batch_first, _, kind), (work, model, i, rng) in zip(EMITTED, built):
         print("emitted firmware %s (%s)" % (name, emitted_agrees(a, info, work, name, model, i, batch_first, kind, rng)))
     print("emitted firmware: device == host, one call and streamed")
 
@@ -287,15 +295,8 @@ WHOLE = [
 
 def test_whole(a):
     info = target_info(a.qlstm, a.cpu)
-    if os.path.isdir(a.work):
-        shutil.rmtree(a.work)
-    os.makedirs(a.work)
-    rng = np.random.default_rng(23)
-    for name, onnx_path, batch_first in WHOLE:
-        work = os.path.join(a.work, name)
-        os.makedirs(work)
-        model, i = compile_model(a, work, onnx_path, batch_first, None, rng, name,
-                                 ["--max-time-steps", str(EMITTED_STEPS)])
+    built = firmware_models(a, [w + (None,) for w in WHOLE], 23)
+    for (name, onnx_path, batch_first), (work, model, i, rng) in zip(WHOLE, built):
         runs_agree(a, work, name, model, onnx_path, i, batch_first, rng)
         print("%s: qlstm run --target %s == qlstm run (float and int8 runs)" % (onnx_path, a.cpu))
         print("%s: emitted firmware (%s)" % (onnx_path, emitted_agrees(a, info, work, name, model, i, batch_first,
