@@ -218,6 +218,15 @@ ModelCompileResult compile_model(const OnnxLstm& onnx, const std::vector<Calibra
   }
   const int32_t I = prog.input_size();
   CalibrationSet set;
+  // A per-row constant initial state fixes the batch: calibration row b starts from row b.
+  const int32_t state_batch = prog.constant_state_batch();
+  for (size_t k = 0; k < calibration.size(); ++k) {
+    if (state_batch > 0 && calibration[k].shape.batch != state_batch) {
+      throw CompileError("calibration: tensor " + std::to_string(k) + " has a batch of " +
+                         std::to_string(calibration[k].shape.batch) + "; the model's constant initial state has " +
+                         std::to_string(state_batch) + " rows, so every tensor must have that batch");
+    }
+  }
   for (const CalibrationTensor& t : calibration) set.add_batch(t.values, t.shape, I);
   ModelCompileResult r;
   r.warnings = calibration_warnings(set, I);
