@@ -408,6 +408,29 @@ TEST_F(CompileRun, EmittedWholeModelsEqualTheHostRun) {
   }
 }
 
+// qlstm bench on a whole model: each op named with its MACs and its host time, every LSTM variant
+// bit-exact with the reference over the whole program, the median time last.
+TEST_F(CompileRun, BenchCountsEachOpOfAWholeModel) {
+  std::mt19937_64 rng(19);
+  CompiledModel m = compile_program(classifier_program(3, 6, 4, rng), calibration(3, rng), fast()).model;
+  m.name = "cls";
+  { std::ofstream(path("cls.qlstm"), std::ios::binary) << serialize_model(m); }
+  const ShellResult r = sh(std::string(QLSTM_CLI) + " bench " + path("cls.qlstm") + " --shape B=2,T=9 --runs 3");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("program: 3 ops\n"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("  op 0 (LSTM 3 -> 6, forward, final hidden state only): 3888 MACs\n"), std::string::npos)
+      << r.output;  // B x T x 4H x (I + H) = 2 x 9 x 24 x 9
+  EXPECT_NE(r.output.find("  op 1 (fully connected 6 -> 4, one multiplier per output): 48 MACs\n"), std::string::npos)
+      << r.output;  // B x I x O: the head reads one step per batch row
+  EXPECT_NE(r.output.find("  op 2 (softmax over 4): 0 MACs\n"), std::string::npos) << r.output;
+  for (const char* op : {"\nop 0 (LSTM", "\nop 1 (fully connected", "\nop 2 (softmax"}) {
+    EXPECT_NE(r.output.find(op), std::string::npos) << op << "\n" << r.output;  // its host median
+  }
+  EXPECT_NE(r.output.find(": bit-exact with reference\n"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("DIFFERS"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.rfind("\nmicroseconds: "), std::string::npos) << r.output;
+}
+
 // One exit-status convention for every subcommand: 0 success, 1 read and refused or a failed
 // check, 2 bad usage or a file that cannot be used; stated in --help.
 TEST_F(CompileRun, ExitStatusConvention) {

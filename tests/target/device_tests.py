@@ -9,7 +9,7 @@
       a model's emitted NAME_model.cc built into examples/firmware, run under QEMU, equals the host
   device_tests.py whole   --qlstm Q --cpu CPU --work DIR --source REPO
       whole models (a classifier, a per-step head): `qlstm run --target` and the emitted firmware,
-      one call and streamed, equal the host byte for byte
+      one call and streamed, equal the host byte for byte; `qlstm bench --target` counts each op
   device_tests.py icount  --qlstm Q --cpu CPU
       the instruction counter counts a known sequence exactly, a kernel call repeatably, and its
       per-function profile sums to the same count
@@ -23,6 +23,7 @@ Needs numpy (Debian's python3-numpy), except count-models. Exits non-zero on any
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -302,7 +303,24 @@ def test_whole(a):
         print("%s: qlstm run --target %s == qlstm run (float and int8 runs)" % (onnx_path, a.cpu))
         print("%s: emitted firmware (%s)" % (onnx_path, emitted_agrees(a, info, work, name, model, i, batch_first,
                                                                       "stream", rng)))
+        bench_counts_each_op(a, work, name, model)
     print("%d whole models: device == host, qlstm run and the emitted firmware" % len(WHOLE))
+
+
+def bench_counts_each_op(a, work, name, model):
+    """`qlstm bench --target`: one count per op of the program, summing to the total it prints last."""
+    with open(os.path.join(work, name + "_report.json")) as f:
+        n_ops = len(json.load(f)["op_table"])
+    rc, out = run([a.qlstm, "bench", model, "--target", a.cpu, "--shape", "B=1,T=9"])
+    lines = out.strip().splitlines()
+    per_op = [int(m.group(1)) for m in (re.match(r"^op \d+ \(.*\): (\d+) instructions$", l) for l in lines) if m]
+    last = re.match(r"^instructions: (\d+)$", lines[-1]) if lines else None
+    if rc != 0 or "bit-exact with the host simulation" not in out or not last:
+        fail("qlstm bench --target %s on %s:\n%s" % (a.cpu, name, out))
+    if len(per_op) != n_ops or sum(per_op) != int(last.group(1)):
+        fail("%s: bench counted %s for %d ops, total %s" % (name, per_op, n_ops, last.group(1)))
+    print("%s: qlstm bench --target %s counts each of its %d ops, %s, total %s" % (
+        name, a.cpu, n_ops, " + ".join(str(k) for k in per_op), last.group(1)))
 
 
 def test_icount(a):
