@@ -191,6 +191,14 @@ EmittedSource emit_program(const CompiledModel& m, const std::string& name, int3
     throw CompileError("emit: the program keeps a whole sequence between two ops (a stacked LSTM or a per-step "
                        "layer after one), so it needs --max-time-steps (the activation buffers are static)");
   }
+  // A learned initial state of one row per batch row is emitted as it is: the firmware's batch is
+  // the model's.
+  const int32_t state_batch = m.constant_state_batch();
+  if (state_batch > 0 && batch != state_batch) {
+    throw CompileError("emit: the model's initial state is learned per batch row (" + std::to_string(state_batch) +
+                       " rows), so its firmware runs batches of " + std::to_string(state_batch) + ": give --batch " +
+                       std::to_string(state_batch));
+  }
   std::string upper = name;
   for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   const std::string layout = m.batch_first ? "batch-major [B][T][F]" : "time-major [T][B][F]";

@@ -326,6 +326,46 @@ TEST(ParamsCodec, EmittedWholeProgramHoldsEveryFieldAndRunsAsTheHost) {
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 3) << status;
 }
 
+// A learned initial state with one row per batch row ([L, B, H]) is emitted as it is: NAME_run at
+// the model's batch equals run_program_s8 from the same state; another --batch is refused, saying
+// which.
+TEST(ParamsCodec, EmittedPerRowInitialStateRunsAsTheHost) {
+  std::mt19937_64 rng(47);
+  constexpr int32_t kInput = 3, kHidden = 4, kRows = 3, kSteps = 5;
+  FloatProgram f = per_step_program(kInput, kHidden, 2, rng);
+  f.initial_hidden = f.initial_cell = StateSource::kConstant;
+  std::normal_distribution<float> n(0.0f, 0.5f);
+  f.h0.assign(1, std::vector<float>(static_cast<size_t>(kRows) * kHidden));
+  f.c0 = f.h0;
+  for (std::vector<float>* v : {&f.h0[0], &f.c0[0]}) {
+    for (float& x : *v) x = n(rng);
+  }
+  std::normal_distribution<float> n01(0.0f, 1.0f);
+  std::vector<float> cal(static_cast<size_t>(kRows) * 12 * kInput);
+  for (float& x : cal) x = n01(rng);
+  CalibrationSet set;
+  set.add_batch(cal, {kRows, 12, Layout::kBatchMajor}, kInput);
+  const CompiledModel m = compile_program(f, set, fast()).model;
+  ASSERT_EQ(m.constant_state_batch(), kRows);
+  try {
+    emit_cpp(m, "ps", 1, kSteps, "params_codec_test");
+    ADD_FAILURE() << "a batch other than the state's rows was emitted";
+  } catch (const CompileError& e) {
+    EXPECT_NE(std::string(e.what()).find("give --batch 3"), std::string::npos) << e.what();
+  }
+  const EmittedProbe probe(m, "ps", kRows, kSteps);
+  ASSERT_TRUE(probe.build().ok) << probe.build().log;
+  std::vector<int8_t> x(static_cast<size_t>(kRows) * kSteps * kInput);
+  for (int8_t& v : x) v = static_cast<int8_t>(rng());
+  std::ofstream(probe.path("x.bin"), std::ios::binary).write(reinterpret_cast<const char*>(x.data()), x.size());
+  int status = -1;
+  const std::string y = probe.run("run " + probe.path("x.bin") + " " + std::to_string(kSteps), "y.bin", &status);
+  ASSERT_EQ(status, 0);
+  // The rows' states differ, so a row's output depends on which state it started from.
+  const std::vector<int8_t> want = run_program_s8(m, x, {kRows, kSteps, Layout::kTimeMajor});
+  EXPECT_EQ(std::vector<int8_t>(y.begin(), y.end()), want);
+}
+
 // NAME_quantize_input and NAME_dequantize_output, in single precision on the device, agree with the
 // compiler's quantization (double): every int8 value's own float comes back to it, random floats
 // land on the host's int8 except within 1e-3 of a rounding tie, and the dequantized values equal
