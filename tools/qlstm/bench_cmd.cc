@@ -367,8 +367,6 @@ int bench_program(const CompiledModel& m, const ShapeSpec& s, const std::string&
   const device::KernelSize k = device::kernel_size(target, variant);
   std::printf("target: %s (QEMU %s, -cpu %s), variant: %s\n", target.cpu.c_str(), target.qemu_machine.c_str(),
               target.qemu_cpu.c_str(), variant.c_str());
-  const std::string fc_variant = console_value(r.console, "fc variant: ");
-  if (!fc_variant.empty()) std::printf("fully connected variant: %s (dispatched)\n", fc_variant.c_str());
   std::printf("output: bit-exact with the host simulation\n");
   std::printf("kernel flash: %lld bytes (code and tables), static RAM: %lld bytes\n",
               static_cast<long long>(k.flash_bytes), static_cast<long long>(k.ram_bytes));

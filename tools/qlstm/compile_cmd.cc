@@ -186,9 +186,6 @@ std::vector<int8_t> run_on_device(const std::string& cpu, const CompiledModel& m
   const device::Target target = device::find_target(cpu);
   const RuntimeProgram program = runtime_program(m, shape.batch, shape.time_steps, shape.layout);
   device::BundleCase c = device::program_case(m.name.empty() ? "model" : m.name, program.table(), shape.time_steps);
-  // A one-step output buffer (a last-step head) holds one position per batch row.
-  const bool per_step = program.steps.back() == QLSTM_BUFFER_EVERY_STEP;
-  const size_t positions = static_cast<size_t>(shape.batch) * (per_step ? static_cast<size_t>(shape.time_steps) : 1u);
   c.stateful = true;
   c.input = x8.data();
   c.h0 = state->hidden.data();
@@ -203,7 +200,7 @@ std::vector<int8_t> run_on_device(const std::string& cpu, const CompiledModel& m
                        r.console);
   }
   const std::string bytes = read_file(out.path());
-  const size_t y_bytes = positions * static_cast<size_t>(m.output_size()), S = state->hidden.size();
+  const size_t y_bytes = device::output_count(c), S = state->hidden.size();
   if (bytes.size() != y_bytes + S * (sizeof(int8_t) + sizeof(int16_t))) {
     throw CompileError("the " + cpu + " firmware wrote " + std::to_string(bytes.size()) + " bytes, expected " +
                        std::to_string(y_bytes + S * 3));

@@ -126,6 +126,30 @@ BundleCase program_case(const std::string& name, const qlstm_program& program, i
   return c;
 }
 
+namespace {
+
+// The call's batch, steps and layout: the case's, or with batch 0 those of its first op (an LSTM).
+struct CallShape {
+  int32_t batch, time_steps, layout;
+};
+CallShape call_shape(const BundleCase& c) {
+  if (c.batch == 0 && !c.ops.empty() && c.ops.front().kind == QLSTM_OP_LSTM_S8) {
+    const qlstm_lstm_s8_params& p = c.ops.front().lstm;
+    return {p.dims.batch, p.dims.time_steps, p.layout};
+  }
+  return {c.batch, c.time_steps, c.layout};
+}
+
+}  // namespace
+
+size_t output_count(const BundleCase& c) {
+  if (c.buffer_widths.empty()) return 0;
+  const bool one_step = !c.buffer_steps.empty() && c.buffer_steps.back() == QLSTM_BUFFER_ONE_STEP;
+  const CallShape shape = call_shape(c);
+  return static_cast<size_t>(shape.batch) * static_cast<size_t>(one_step ? 1 : shape.time_steps) *
+         static_cast<size_t>(c.buffer_widths.back());
+}
+
 std::string bundle(const std::vector<BundleCase>& cases) {
   std::string file;
   StringSink file_sink{&file};
@@ -135,21 +159,20 @@ std::string bundle(const std::vector<BundleCase>& cases) {
   head.i32("case_count", static_cast<int32_t>(cases.size()));
   for (const BundleCase& c : cases) {
     if (c.ops.empty() || c.buffer_widths.size() < 2) throw DeviceError("bundle: case '" + c.name + "' has no program");
-    const bool from_op = c.batch == 0 && c.ops.front().kind == QLSTM_OP_LSTM_S8;
-    const qlstm_lstm_dims& dims = c.ops.front().lstm.dims;
+    const CallShape shape = call_shape(c);
     const std::vector<int32_t> steps =
         c.buffer_steps.empty() ? std::vector<int32_t>(c.buffer_widths.size(), QLSTM_BUFFER_EVERY_STEP) : c.buffer_steps;
     if (steps.size() != c.buffer_widths.size()) throw DeviceError("bundle: case '" + c.name + "': buffer_steps");
     const bundle::CaseView v = {static_cast<int32_t>(c.name.size()),
                                 c.name.data(),
                                 (c.stateful ? bundle::kFlagStateful : 0) | (c.check ? bundle::kFlagExpected : 0),
-                                from_op ? dims.batch : c.batch,
-                                from_op ? dims.time_steps : c.time_steps,
+                                shape.batch,
+                                shape.time_steps,
                                 static_cast<int32_t>(c.ops.size()),
                                 static_cast<int32_t>(c.buffer_widths.size()),
                                 c.buffer_widths.data(),
                                 steps.data(),
-                                from_op ? c.ops.front().lstm.layout : c.layout,
+                                shape.layout,
                                 c.input,
                                 c.h0,
                                 c.c0,

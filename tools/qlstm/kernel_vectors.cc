@@ -53,6 +53,10 @@ class Node {
   int32_t int32() const {
     return static_cast<int32_t>(integer(INT32_MIN, INT32_MAX));
   }
+  double real() const {
+    if (!value_.is_number()) fail("expected a number, got " + describe(value_));
+    return value_.get<double>();
+  }
   bool boolean() const {
     if (!value_.is_boolean()) fail("expected true or false, got " + describe(value_));
     return value_.get<bool>();
@@ -195,6 +199,99 @@ KernelCase read_case(const json& j, const std::string& where) {
   return c;
 }
 
+// The kernel names its fields after the C struct; an op-vectors file names them after FORMAT.md.
+std::string op_file_key(const std::string& field) {
+  static const std::pair<const char*, const char*> renames[] = {
+      {"rows", "batch/rows"},        {"multipliers", "multiplier"}, {"shifts", "shift"},
+      {"effective_bias", "bias"},    {"input_multiplier", "multiplier"}, {"input_left_shift", "shift"}};
+  for (const auto& [from, to] : renames) {
+    if (field == from) return to;
+  }
+  return field;
+}
+
+// A kernel's refusal of a case's parameters, as a format error naming the file's key.
+[[noreturn]] void refuse_params(const std::string& where, const char* field, qlstm_status st) {
+  throw FormatError(where + ": key '" + op_file_key(field ? field : "?") +
+                    "': value out of the kernel's range: " + qlstm_status_string(st));
+}
+
+FcCase read_fc_case(const json& j, const std::string& where) {
+  const Node n(j, where, "");
+  if (!j.is_object()) n.fail("a case must be an object");
+  FcCase c;
+  c.name = n.at("name").string();
+  qlstm_fc_s8_params& p = c.block;
+  p.rows = static_cast<int32_t>(n.at("batch").integer(1, INT32_MAX));
+  p.input_size = static_cast<int32_t>(n.at("input_size").integer(1, INT32_MAX));
+  p.output_size = static_cast<int32_t>(n.at("output_size").integer(1, INT32_MAX));
+  const int64_t B = p.rows, I = p.input_size, O = p.output_size;
+  if (B * I > INT32_MAX || B * O > INT32_MAX || O * I > INT32_MAX) n.fail("batch/input_size/output_size: sizes too large");
+  c.input_zero_point = static_cast<int32_t>(n.at("input_zero_point").integer(INT8_MIN, INT8_MAX));
+  p.output_zero_point = static_cast<int32_t>(n.at("output_zero_point").integer(INT8_MIN, INT8_MAX));
+  p.activation_min = static_cast<int32_t>(n.at("activation_min").integer(INT8_MIN, INT8_MAX));
+  p.activation_max = static_cast<int32_t>(n.at("activation_max").integer(INT8_MIN, INT8_MAX));
+  p.per_channel = n.at("per_channel").boolean() ? 1 : 0;
+  if (p.per_channel) {
+    c.multipliers = n.at("multiplier").int_array<int32_t>(static_cast<size_t>(O));
+    c.shifts = n.at("shift").int_array<int32_t>(static_cast<size_t>(O));
+  } else {
+    c.multipliers = {n.at("multiplier").int32()};
+    c.shifts = {n.at("shift").int32()};
+  }
+  c.weights = n.at("weights").int_array<int8_t>(static_cast<size_t>(O * I));
+  const Node bias = n.at("bias");
+  if (!bias.is_null()) c.bias = bias.int_array<int32_t>(static_cast<size_t>(O));
+  c.effective_bias.resize(static_cast<size_t>(O));
+  // The input zero point folded into the bias, as the compiler does (fully_connected_s8.h).
+  qlstm_fc_s8_effective_bias(c.weights.data(), c.bias.empty() ? nullptr : c.bias.data(), c.input_zero_point,
+                             p.input_size, p.output_size, c.effective_bias.data());
+  c.input = n.at("input").int_array<int8_t>(static_cast<size_t>(B * I));
+  c.expected_output = n.at("expected").at("output").int_array<int8_t>(static_cast<size_t>(B * O));
+  const qlstm_fc_s8_params params = c.params();
+  const char* field = nullptr;
+  const qlstm_status st = qlstm_fc_s8_validate(&params, &field);
+  if (st != QLSTM_OK) refuse_params(where, field, st);
+  return c;
+}
+
+SoftmaxCase read_softmax_case(const json& j, const std::string& where) {
+  const Node n(j, where, "");
+  if (!j.is_object()) n.fail("a case must be an object");
+  SoftmaxCase c;
+  c.name = n.at("name").string();
+  qlstm_softmax_s8_params& p = c.params;
+  p.rows = static_cast<int32_t>(n.at("rows").integer(1, INT32_MAX));
+  p.row_size = static_cast<int32_t>(n.at("row_size").integer(1, INT32_MAX));
+  const int64_t count = static_cast<int64_t>(p.rows) * p.row_size;
+  if (count > INT32_MAX) n.fail("rows/row_size: sizes too large");
+  c.input_scale = n.at("input_scale").real();
+  c.beta = n.at("beta").real();
+  p.input_multiplier = n.at("multiplier").int32();
+  p.input_left_shift = n.at("shift").int32();
+  p.diff_min = n.at("diff_min").int32();
+  c.input = n.at("input").int_array<int8_t>(static_cast<size_t>(count));
+  c.expected_output = n.at("expected").at("output").int_array<int8_t>(static_cast<size_t>(count));
+  const char* field = nullptr;
+  const qlstm_status st = qlstm_softmax_s8_validate(&p, &field);
+  if (st != QLSTM_OK) refuse_params(where, field, st);
+  return c;
+}
+
+// The first differing value of a [rows][row_size] output, as "output[k] (row=r col=c): ...".
+std::string first_row_mismatch(const std::vector<int8_t>& expected, const std::vector<int8_t>& got, int32_t row_size,
+                               const char* row, const char* col) {
+  for (size_t k = 0; k < expected.size(); ++k) {
+    if (expected[k] == got[k]) continue;
+    std::ostringstream s;
+    const size_t n = static_cast<size_t>(row_size);
+    s << "output[" << k << "] (" << row << "=" << k / n << " " << col << "=" << k % n << "): expected "
+      << static_cast<int>(expected[k]) << ", got " << static_cast<int>(got[k]);
+    return s.str();
+  }
+  return {};
+}
+
 template <typename Value>
 std::string first_mismatch(const char* what, const std::vector<Value>& expected,
                            const std::vector<Value>& got, const KernelCase& c, bool sequence) {
@@ -236,6 +333,15 @@ qlstm_lstm_s8_params KernelCase::params() const {
   return p;
 }
 
+qlstm_fc_s8_params FcCase::params() const {
+  qlstm_fc_s8_params p = block;
+  p.multipliers = multipliers.data();
+  p.shifts = shifts.data();
+  p.weights = weights.data();
+  p.effective_bias = effective_bias.data();
+  return p;
+}
+
 VectorFile load_vector_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw FormatError(path + ": cannot open file");
@@ -248,11 +354,13 @@ VectorFile load_vector_file(const std::string& path) {
   const Node root(doc, path, "");
   if (!doc.is_object()) root.fail("the file must hold a JSON object");
   const std::string format = root.at("format").string();
-  if (format != kFormat) {
-    root.at("format").fail("unsupported format \"" + format + "\" (expected \"" + kFormat + "\")");
+  if (format != kFormat && format != kFcFormat && format != kSoftmaxFormat) {
+    root.at("format").fail("unsupported format \"" + format + "\" (expected \"" + kFormat + "\", \"" + kFcFormat +
+                           "\" or \"" + kSoftmaxFormat + "\")");
   }
   VectorFile file;
   file.path = path;
+  file.format = format;
   if (root.has("description")) file.description = root.at("description").string();
   const Node cases_node = root.at("cases");
   const json& cases = cases_node.value();
@@ -263,8 +371,18 @@ VectorFile load_vector_file(const std::string& path) {
     if (cases[k].is_object() && cases[k].contains("name") && cases[k]["name"].is_string()) {
       where += " '" + cases[k]["name"].get<std::string>() + "'";
     }
-    file.cases.push_back(read_case(cases[k], where));
-    if (!names.insert(file.cases.back().name).second) {
+    std::string name;
+    if (format == kFcFormat) {
+      file.fc_cases.push_back(read_fc_case(cases[k], where));
+      name = file.fc_cases.back().name;
+    } else if (format == kSoftmaxFormat) {
+      file.softmax_cases.push_back(read_softmax_case(cases[k], where));
+      name = file.softmax_cases.back().name;
+    } else {
+      file.cases.push_back(read_case(cases[k], where));
+      name = file.cases.back().name;
+    }
+    if (!names.insert(name).second) {
       throw FormatError(where + ": key 'name': duplicate case name");
     }
   }
@@ -292,23 +410,81 @@ std::vector<std::string> collect_vector_files(const std::vector<std::string>& pa
   return {files.begin(), files.end()};
 }
 
-std::string device_bundle(const std::vector<const KernelCase*>& cases) {
+std::string device_bundle(const std::vector<VectorFile>& files) {
   std::vector<device::BundleCase> out;
-  for (const KernelCase* c : cases) {
-    device::BundleCase b = device::single_op_case(c->name, c->params());
-    b.input = c->input.data();
+  // A one-op program over B rows of one step each: buffers {in, out} of one position per row.
+  auto row_case = [&](const std::string& name, const qlstm_op& op, int32_t rows, int32_t in_width, int32_t out_width,
+                      const std::vector<int8_t>& input, const std::vector<int8_t>& expected) {
+    device::BundleCase b;
+    b.name = name;
+    b.ops = {op};
+    b.buffer_widths = {in_width, out_width};
+    b.batch = rows;
+    b.time_steps = 1;
+    b.input = input.data();
     b.check = true;
-    b.expected = c->expected_output.data();
-    b.stateful = c->stateful;
-    if (c->stateful) {
-      b.h0 = c->initial_hidden.data();
-      b.c0 = c->initial_cell.data();
-      b.final_h = c->expected_final_hidden.data();
-      b.final_c = c->expected_final_cell.data();
-    }
+    b.expected = expected.data();
     out.push_back(std::move(b));
+  };
+  for (const VectorFile& f : files) {
+    for (const KernelCase& c : f.cases) {
+      device::BundleCase b = device::single_op_case(c.name, c.params());
+      b.input = c.input.data();
+      b.check = true;
+      b.expected = c.expected_output.data();
+      b.stateful = c.stateful;
+      if (c.stateful) {
+        b.h0 = c.initial_hidden.data();
+        b.c0 = c.initial_cell.data();
+        b.final_h = c.expected_final_hidden.data();
+        b.final_c = c.expected_final_cell.data();
+      }
+      out.push_back(std::move(b));
+    }
+    for (const FcCase& c : f.fc_cases) {
+      qlstm_op op{};
+      op.kind = QLSTM_OP_FULLY_CONNECTED_S8;
+      op.fc = c.params();
+      op.output_buffer = 1;
+      row_case(c.name, op, c.block.rows, c.block.input_size, c.block.output_size, c.input, c.expected_output);
+    }
+    for (const SoftmaxCase& c : f.softmax_cases) {
+      qlstm_op op{};
+      op.kind = QLSTM_OP_SOFTMAX_S8;
+      op.softmax = c.params;
+      op.output_buffer = 1;
+      row_case(c.name, op, c.params.rows, c.params.row_size, c.params.row_size, c.input, c.expected_output);
+    }
   }
   return device::bundle(out);
+}
+
+CaseResult run_fc_case(const FcCase& c, const FcS8Variant* variant) {
+  CaseResult r;
+  const qlstm_fc_s8_params params = c.params();
+  r.output.assign(c.expected_output.size(), 0);
+  r.status = variant != nullptr ? run_fc_s8(*variant, &params, c.input.data(), r.output.data())
+                                : qlstm_fc_s8(&params, c.input.data(), r.output.data());
+  if (r.status != QLSTM_OK) {
+    r.mismatch = std::string("kernel returned an error: ") + qlstm_status_string(r.status);
+    return r;
+  }
+  r.mismatch = first_row_mismatch(c.expected_output, r.output, params.output_size, "b", "o");
+  r.passed = r.mismatch.empty();
+  return r;
+}
+
+CaseResult run_softmax_case(const SoftmaxCase& c) {
+  CaseResult r;
+  r.output.assign(c.expected_output.size(), 0);
+  r.status = qlstm_softmax_s8(&c.params, c.input.data(), r.output.data());
+  if (r.status != QLSTM_OK) {
+    r.mismatch = std::string("kernel returned an error: ") + qlstm_status_string(r.status);
+    return r;
+  }
+  r.mismatch = first_row_mismatch(c.expected_output, r.output, c.params.row_size, "row", "i");
+  r.passed = r.mismatch.empty();
+  return r;
 }
 
 CaseResult run_case(const KernelCase& c, const LstmS8Variant& variant) {

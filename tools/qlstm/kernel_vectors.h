@@ -1,5 +1,6 @@
-// Kernel conformance vectors (format "lstm-s8-kernel-vectors/1"): reading, checking, running.
-// Host only. The format is described in docs/kernel-vectors.md.
+// Kernel conformance vectors: reading, checking, running. Host only. Formats:
+// "lstm-s8-kernel-vectors/1" (docs/kernel-vectors.md), and for the ops around the LSTM
+// "fc-s8-vectors/1" and "softmax-s8-vectors/1" (../shared/op-vectors/FORMAT.md).
 #ifndef QLSTM_TOOLS_KERNEL_VECTORS_H_
 #define QLSTM_TOOLS_KERNEL_VECTORS_H_
 
@@ -8,13 +9,17 @@
 #include <string>
 #include <vector>
 
+#include "qlstm/fully_connected_s8.h"
 #include "qlstm/kernels.h"
 #include "qlstm/lstm_s8.h"
+#include "qlstm/softmax_s8.h"
 
 namespace qlstm {
 namespace vectors {
 
 inline constexpr const char* kFormat = "lstm-s8-kernel-vectors/1";
+inline constexpr const char* kFcFormat = "fc-s8-vectors/1";
+inline constexpr const char* kSoftmaxFormat = "softmax-s8-vectors/1";
 
 // One gate's arrays (its scalars live in KernelCase::block).
 struct GateData {
@@ -46,10 +51,39 @@ struct KernelCase {
   qlstm_lstm_s8_params params() const;
 };
 
+// A fully connected case: `batch` rows of input_size values (per tensor or per channel).
+struct FcCase {
+  std::string name;
+  // The scalars of the op's parameter block (rows = batch); the arrays are set by params().
+  qlstm_fc_s8_params block{};
+  int32_t input_zero_point = 0;
+  std::vector<int32_t> multipliers, shifts;  // [per_channel ? O : 1]
+  std::vector<int8_t> weights;               // [O][I]
+  std::vector<int32_t> bias;                 // [O], or empty: null in the file (no bias)
+  std::vector<int32_t> effective_bias;       // bias - input_zero_point * rowsum(weights)
+  std::vector<int8_t> input;                 // [B][I]
+  std::vector<int8_t> expected_output;       // [B][O]
+  qlstm_fc_s8_params params() const;
+};
+
+// A softmax case: rows of row_size values.
+struct SoftmaxCase {
+  std::string name;
+  qlstm_softmax_s8_params params{};
+  double input_scale = 0, beta = 0;  // what the file says the parameters come from
+  std::vector<int8_t> input;
+  std::vector<int8_t> expected_output;
+};
+
+// One file: the cases of its format (the other lists are empty).
 struct VectorFile {
   std::string path;
   std::string description;
-  std::vector<KernelCase> cases;
+  std::string format;
+  std::vector<KernelCase> cases;           // lstm-s8-kernel-vectors/1
+  std::vector<FcCase> fc_cases;            // fc-s8-vectors/1
+  std::vector<SoftmaxCase> softmax_cases;  // softmax-s8-vectors/1
+  size_t case_count() const { return cases.size() + fc_cases.size() + softmax_cases.size(); }
 };
 
 // Thrown for unreadable or malformed files; what() names the file, the case and the key.
@@ -73,11 +107,16 @@ struct CaseResult {
   std::vector<int16_t> final_cell;
 };
 
-// The cases, with their expected values, as a bundle for the device firmware (device::bundle).
-std::string device_bundle(const std::vector<const KernelCase*>& cases);
+// Every case of the files, with its expected values, as a bundle for the device firmware
+// (device::bundle): an LSTM case as a one-op program over its call, an FC case as a one-op
+// program over B positions of one step (T = 1), a softmax case likewise over its rows.
+std::string device_bundle(const std::vector<VectorFile>& files);
 
 // Runs the case through `variant` and compares every output (and final-state) value.
 CaseResult run_case(const KernelCase& c, const LstmS8Variant& variant);
+// The FC case through `variant` (nullptr: qlstm_fc_s8's dispatch); the softmax case.
+CaseResult run_fc_case(const FcCase& c, const FcS8Variant* variant);
+CaseResult run_softmax_case(const SoftmaxCase& c);
 
 }  // namespace vectors
 }  // namespace qlstm

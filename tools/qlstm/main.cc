@@ -68,30 +68,52 @@ CLI::Validator parsed_by(Parse parse, const std::string& what) {
       what);
 }
 
-std::vector<const qlstm::LstmS8Variant*> select_variants(const std::string& name, bool* ok) {
-  size_t count = 0;
-  const qlstm::LstmS8Variant* const* all = qlstm::lstm_s8_variants(&count);
-  std::vector<const qlstm::LstmS8Variant*> out;
-  *ok = true;
-  if (name == "default") {
-    out.push_back(&qlstm::lstm_s8_default_variant());
-    return out;
-  }
+// The entries of one variant list that `name` selects: "all" every one this CPU supports, else
+// the one of that name (*unsupported set when this CPU lacks it). Empty: no such name.
+template <class Variant>
+std::vector<const Variant*> pick_variants(const Variant* const* all, size_t count, const std::string& name,
+                                          bool* unsupported) {
+  std::vector<const Variant*> out;
   for (size_t k = 0; k < count; ++k) {
     const bool supported = all[k]->is_supported == nullptr || all[k]->is_supported();
     if (name == "all" ? supported : name == all[k]->name) {
       if (!supported) {
         std::fprintf(stderr, "qlstm: variant '%s' is not supported on this CPU\n", all[k]->name);
-        *ok = false;
+        *unsupported = true;
       }
       out.push_back(all[k]);
     }
   }
-  if (out.empty()) {
+  return out;
+}
+
+// What `--variant NAME` runs: LSTM cases through `lstm`, FC cases through `fc` (nullptr: the
+// dispatch of qlstm_fc_s8). "default" is the dispatch of each op; a name may belong to one op's
+// list only (then the other kind's files cannot run with it), but must be in one.
+struct SelectedVariants {
+  std::vector<const qlstm::LstmS8Variant*> lstm;
+  std::vector<const qlstm::FcS8Variant*> fc;
+};
+SelectedVariants select_variants(const std::string& name, bool* ok) {
+  SelectedVariants s;
+  *ok = true;
+  if (name == "default") {
+    s.lstm.push_back(&qlstm::lstm_s8_default_variant());
+    s.fc.push_back(nullptr);
+    return s;
+  }
+  bool unsupported = false;
+  size_t count = 0;
+  const qlstm::LstmS8Variant* const* lstm = qlstm::lstm_s8_variants(&count);
+  s.lstm = pick_variants(lstm, count, name, &unsupported);
+  const qlstm::FcS8Variant* const* fc = qlstm::fc_s8_variants(&count);
+  s.fc = pick_variants(fc, count, name, &unsupported);
+  if (s.lstm.empty() && s.fc.empty()) {
     std::fprintf(stderr, "qlstm: unknown variant '%s' (see 'qlstm variants')\n", name.c_str());
     *ok = false;
   }
-  return out;
+  *ok = *ok && !unsupported;
+  return s;
 }
 
 std::string cpu_list() {
@@ -100,14 +122,68 @@ std::string cpu_list() {
   return s;
 }
 
+// Runs every case of one file through the selected variants; counts into passed / failed. false:
+// the variant named cannot run this file's op.
+bool verify_file(const qlstm::vectors::VectorFile& file, const SelectedVariants& variants, const std::string& variant_name,
+                 bool verbose, long* passed, long* failed) {
+  using qlstm::vectors::CaseResult;
+  long file_passed = 0;
+  size_t runs = 0;
+  const char* path = file.path.c_str();
+  auto count = [&](const std::string& name, const char* variant, const CaseResult& r, const std::string& detail) {
+    ++runs;
+    if (r.passed) {
+      ++*passed;
+      ++file_passed;
+      if (verbose) std::printf("PASS %s: %s [%s] %s\n", path, name.c_str(), variant, detail.c_str());
+    } else {
+      ++*failed;
+      std::printf("FAIL %s: %s [%s]: %s\n", path, name.c_str(), variant, r.mismatch.c_str());
+    }
+  };
+  if (!file.fc_cases.empty() && variants.fc.empty()) {
+    std::fprintf(stderr, "qlstm verify-vectors: error: %s: variant '%s' is not a fully connected variant (see "
+                 "'qlstm variants')\n", path, variant_name.c_str());
+    return false;
+  }
+  if (!file.cases.empty() && variants.lstm.empty()) {
+    std::fprintf(stderr, "qlstm verify-vectors: error: %s: variant '%s' is not an LSTM variant (see 'qlstm variants')\n",
+                 path, variant_name.c_str());
+    return false;
+  }
+  for (const auto& c : file.cases) {
+    for (const qlstm::LstmS8Variant* v : variants.lstm) {
+      char detail[160];
+      std::snprintf(detail, sizeof detail, "B=%d T=%d I=%d H=%d %s %s P=%d", c.dims().batch, c.dims().time_steps,
+                    c.dims().input_size, c.dims().hidden_size, c.time_major() ? "time-major" : "batch-major",
+                    c.stateful ? "stateful" : "stateless", c.block.cell_scale_power);
+      count(c.name, v->name, qlstm::vectors::run_case(c, *v), detail);
+    }
+  }
+  for (const auto& c : file.fc_cases) {
+    for (const qlstm::FcS8Variant* v : variants.fc) {
+      char detail[160];
+      std::snprintf(detail, sizeof detail, "B=%d I=%d O=%d %s", c.block.rows, c.block.input_size, c.block.output_size,
+                    c.block.per_channel ? "per-channel" : "per-tensor");
+      count(c.name, v != nullptr ? v->name : "default", qlstm::vectors::run_fc_case(c, v), detail);
+    }
+  }
+  for (const auto& c : file.softmax_cases) {
+    const std::string detail = "rows=" + std::to_string(c.params.rows) + " row_size=" + std::to_string(c.params.row_size);
+    count(c.name, "reference", qlstm::vectors::run_softmax_case(c), detail);
+  }
+  std::printf("%s: %zu cases, %ld of %zu runs bit-exact\n", path, file.case_count(), file_passed, runs);
+  return true;
+}
+
 int verify_vectors(const std::vector<std::string>& paths, const std::string& variant_name,
                    bool verbose) {
   bool ok = true;
-  const auto variants = select_variants(variant_name, &ok);
+  const SelectedVariants variants = select_variants(variant_name, &ok);
   if (!ok) return kExitBadInput;
   const std::vector<std::string> files = qlstm::vectors::collect_vector_files(paths);
   if (files.empty()) throw qlstm::cli::UsageError("no .json files under the given paths");
-  long passed = 0, failed = 0, malformed = 0;
+  long passed = 0, failed = 0, malformed = 0, unrun = 0;
   for (const std::string& path : files) {
     qlstm::vectors::VectorFile file;
     try {
@@ -117,35 +193,13 @@ int verify_vectors(const std::vector<std::string>& paths, const std::string& var
       ++malformed;
       continue;
     }
-    long file_passed = 0;
-    for (const auto& c : file.cases) {
-      for (const qlstm::LstmS8Variant* v : variants) {
-        const auto r = qlstm::vectors::run_case(c, *v);
-        if (r.passed) {
-          ++passed;
-          ++file_passed;
-          if (verbose) {
-            std::printf("PASS %s: %s [%s] B=%d T=%d I=%d H=%d %s %s P=%d\n", path.c_str(),
-                        c.name.c_str(), v->name, c.dims().batch, c.dims().time_steps,
-                        c.dims().input_size, c.dims().hidden_size,
-                        c.time_major() ? "time-major" : "batch-major",
-                        c.stateful ? "stateful" : "stateless", c.block.cell_scale_power);
-          }
-        } else {
-          ++failed;
-          std::printf("FAIL %s: %s [%s]: %s\n", path.c_str(), c.name.c_str(), v->name,
-                      r.mismatch.c_str());
-        }
-      }
-    }
-    std::printf("%s: %zu cases, %ld of %zu runs bit-exact\n", path.c_str(), file.cases.size(),
-                file_passed, file.cases.size() * variants.size());
+    if (!verify_file(file, variants, variant_name, verbose, &passed, &failed)) ++unrun;
   }
   if (malformed > 0) {
     std::fprintf(stderr, "qlstm verify-vectors: %ld malformed file(s)\n", malformed);
   }
   std::printf("%ld passed, %ld failed\n", passed, failed);
-  if (malformed > 0) return kExitBadInput;
+  if (malformed > 0 || unrun > 0) return kExitBadInput;
   return failed == 0 ? 0 : kExitRefused;
 }
 
@@ -157,19 +211,16 @@ std::vector<qlstm::vectors::VectorFile> load_all(const std::vector<std::string>&
   return files;
 }
 
-std::vector<const qlstm::vectors::KernelCase*> all_cases(const std::vector<qlstm::vectors::VectorFile>& files) {
-  std::vector<const qlstm::vectors::KernelCase*> cases;
-  for (const auto& f : files) {
-    for (const auto& c : f.cases) cases.push_back(&c);
-  }
-  return cases;
+size_t case_count(const std::vector<qlstm::vectors::VectorFile>& files) {
+  size_t n = 0;
+  for (const auto& f : files) n += f.case_count();
+  return n;
 }
 
 int export_vectors(const std::vector<std::string>& paths, const std::string& out) {
   const std::vector<qlstm::vectors::VectorFile> files = load_all(paths);
-  const std::vector<const qlstm::vectors::KernelCase*> cases = all_cases(files);
-  qlstm::compiler::write_file_atomically(out, qlstm::vectors::device_bundle(cases));
-  std::printf("%zu cases -> %s\n", cases.size(), out.c_str());
+  qlstm::compiler::write_file_atomically(out, qlstm::vectors::device_bundle(files));
+  std::printf("%zu cases -> %s\n", case_count(files), out.c_str());
   return 0;
 }
 
@@ -180,11 +231,11 @@ int verify_vectors_on_target(const std::vector<std::string>& paths, const std::s
                              const std::string& cpu) {
   const qlstm::device::Target target = qlstm::device::find_target(cpu);
   const std::vector<qlstm::vectors::VectorFile> files = load_all(paths);
-  const std::vector<const qlstm::vectors::KernelCase*> cases = all_cases(files);
-  if (cases.empty()) throw qlstm::cli::UsageError("no cases under the given paths");
+  const size_t cases = case_count(files);
+  if (cases == 0) throw qlstm::cli::UsageError("no cases under the given paths");
   const qlstm::device::TempFile bundle("qlstm_vectors_bundle");
-  qlstm::compiler::write_file_atomically(bundle.path(), qlstm::vectors::device_bundle(cases));
-  std::printf("%zu cases from %zu files on %s (QEMU %s)\n", cases.size(), files.size(), cpu.c_str(),
+  qlstm::compiler::write_file_atomically(bundle.path(), qlstm::vectors::device_bundle(files));
+  std::printf("%zu cases from %zu files on %s (QEMU %s)\n", cases, files.size(), cpu.c_str(),
               target.qemu_machine.c_str());
   const auto r = qlstm::device::run_firmware(target, {"verify", bundle.path(), variant}, {});
   if (r.exit_status == 0 || r.exit_status == kExitRefused) return r.exit_status;
@@ -202,6 +253,13 @@ int list_variants() {
                 all[k]->can_run != nullptr ? ", declines some calls (e.g. reverse time)" : "");
   }
   std::printf("default: per call, the first supported variant above that can run the call\n");
+  const qlstm::FcS8Variant* const* fc = qlstm::fc_s8_variants(&count);
+  std::printf("fully connected:\n");
+  for (size_t k = 0; k < count; ++k) {
+    const bool supported = fc[k]->is_supported == nullptr || fc[k]->is_supported();
+    std::printf("%-16s %s%s\n", fc[k]->name, supported ? "supported" : "not supported",
+                fc[k]->can_run != nullptr ? ", declines some calls" : "");
+  }
   return 0;
 }
 
@@ -220,8 +278,8 @@ int main(int argc, char** argv) {
       "verify-vectors", "Run kernel test vectors (files or folders of *.json) bit for bit");
   vv->add_option("paths", paths, "vector files or folders")->required();
   vv->add_option("--variant", variant,
-                 "kernel variant: 'default' (what qlstm_lstm_s8 runs), 'all' (each supported "
-                 "one), or a name from 'qlstm variants'")
+                 "kernel variant: 'default' (what qlstm_lstm_s8 and qlstm_fc_s8 run), 'all' (each "
+                 "supported one), or a name from 'qlstm variants'")
       ->capture_default_str();
   vv->add_flag("-v,--verbose", verbose, "print every passing case");
   std::string vv_target;

@@ -1,7 +1,7 @@
-// Fixed-point primitives of the int8 LSTM, each named by its exact rounding.
+// Fixed-point primitives of the int8 LSTM and softmax, each named by its exact rounding.
 // Every function is defined for every input: wrap-around and shifts of negative values are done
 // on unsigned types or with floor identities, so nothing here is undefined behaviour.
-// The arithmetic is described in docs/arithmetic.md §2.
+// The arithmetic is described in docs/arithmetic.md §2 (and §11 for the softmax's exp and 1/(1+x)).
 #ifndef QLSTM_FIXED_POINT_H_
 #define QLSTM_FIXED_POINT_H_
 

@@ -1,7 +1,7 @@
 /*
  * qlstm: int8 fully connected layer, bit-exact with CMSIS-NN's arm_fully_connected_s8 (one
  * multiplier) and arm_fully_connected_per_channel_s8 (one per output), default double rounding.
- * See docs/arithmetic.md (fully connected).
+ * See docs/arithmetic.md §10.
  *
  * For each row r and output o:
  *   acc = effective_bias[o] + sum_i input[r][i] * weights[o][i]          (int32, wrapping)

@@ -58,7 +58,7 @@ typedef struct qlstm_program {
   const qlstm_op* ops;
   int32_t op_count;     /* >= 1 */
   int32_t buffer_count; /* >= 2 */
-  const int32_t* buffer_widths; /* [buffer_count]: elements per sequence position */
+  const int32_t* buffer_widths; /* [buffer_count]: elements per position (batch row, step) */
   size_t state_values;  /* elements of the caller's hidden (int8) and cell (int16) state */
   const int32_t* buffer_steps;  /* [buffer_count]: a qlstm_buffer_steps each; buffer 0 every step */
   int32_t batch;        /* B >= 1, of every buffer and every op */
@@ -66,8 +66,8 @@ typedef struct qlstm_program {
 } qlstm_program;
 
 typedef struct qlstm_program_context {
-  void* scratch;        /* the largest LSTM op's qlstm_lstm_s8_scratch_bytes(), aligned (NULL
-                           and 0 for a program without an LSTM op) */
+  void* scratch;        /* the largest LSTM op's qlstm_lstm_s8_scratch_bytes(), aligned (may be
+                           NULL, with cell, for a program without an LSTM op) */
   size_t scratch_bytes;
   int16_t* cell;        /* B x the largest H: the cell of an LSTM op run statelessly */
   int8_t* activations[2]; /* the buffers between the input and the output (NULL if none) */

@@ -2,7 +2,7 @@
  * qlstm: int8 softmax over each row, bit-exact with CMSIS-NN's arm_softmax_s8 (TensorFlow Lite
  * Micro's int8 softmax): output scale 1/256, zero point -128. The parameters are derived from the
  * input scale and beta as TFLite Micro prepares them (5 integer bits for the scaled difference);
- * see docs/arithmetic.md (softmax).
+ * see docs/arithmetic.md §11.
  */
 #ifndef QLSTM_SOFTMAX_S8_H_
 #define QLSTM_SOFTMAX_S8_H_

@@ -102,7 +102,8 @@ struct Outputs {
 bool alloc_outputs(const Case& k, Outputs* o, void** scratch, uint32_t* scratch_bytes) {
   const qlstm_lstm_dims& d = k.params.dims;
   o->state_count = static_cast<uint32_t>(d.batch * d.hidden_size);
-  o->output_bytes = static_cast<uint32_t>(d.batch * d.time_steps * d.hidden_size);
+  const int32_t steps = k.params.output_steps == QLSTM_OUTPUT_FINAL ? 1 : d.time_steps;
+  o->output_bytes = static_cast<uint32_t>(d.batch * steps * d.hidden_size);
   *scratch_bytes = static_cast<uint32_t>(qlstm_lstm_s8_scratch_bytes(&d));
   *scratch = arena_take(*scratch_bytes);
   o->output = static_cast<int8_t*>(arena_take(o->output_bytes));
@@ -135,6 +136,68 @@ const qlstm::LstmS8Variant* find_variant(const char* name) {
   return nullptr;
 }
 
+const qlstm::FcS8Variant* find_fc_variant(const char* name) {
+  size_t n = 0;
+  const qlstm::FcS8Variant* const* all = qlstm::fc_s8_variants(&n);
+  for (size_t i = 0; i < n; ++i) {
+    if (strcmp(all[i]->name, name) == 0) return all[i];
+  }
+  return nullptr;
+}
+
+// One run of a case: the LSTM and FC variants (nullptr: the runner's per-call dispatch), and the
+// name it is reported (and, by bench, sized) as.
+struct Run {
+  const qlstm::LstmS8Variant* lstm;
+  const qlstm::FcS8Variant* fc;
+  const char* name;
+};
+constexpr size_t kMaxRuns = 16;
+// The name of a run of ops that have one implementation each (as `qlstm verify-vectors` says).
+constexpr const char* kOnlyImplementation = "reference";
+
+// The runs of a case for `variant_name`: a program with an LSTM op runs the LSTM variants asked
+// for (its FC ops by dispatch), one with FC ops and no LSTM the FC variants, any other once
+// (whatever the name).
+// "default" is one run by dispatch, named as what it picks for the first LSTM (or FC) op. 0: the
+// name is not a variant of the case's ops.
+size_t case_runs(const ProgramCase& k, const char* variant_name, Run runs[kMaxRuns]) {
+  const qlstm_op* lstm_op = nullptr;
+  const qlstm_op* fc_op = nullptr;
+  for (int32_t o = k.view.op_count - 1; o >= 0; --o) {
+    if (k.ops[o].kind == QLSTM_OP_LSTM_S8) lstm_op = &k.ops[o];
+    if (k.ops[o].kind == QLSTM_OP_FULLY_CONNECTED_S8) fc_op = &k.ops[o];
+  }
+  size_t nlstm = 0, nfc = 0;
+  const qlstm::LstmS8Variant* const* lstm = qlstm::lstm_s8_variants(&nlstm);
+  const qlstm::FcS8Variant* const* fc = qlstm::fc_s8_variants(&nfc);
+  size_t n = 0;
+  if (strcmp(variant_name, "default") == 0) {
+    runs[0] = {nullptr, nullptr, kOnlyImplementation};
+    if (lstm_op != nullptr) {
+      const qlstm::LstmS8Variant* picked = qlstm::select_lstm_s8_variant(lstm, nlstm, lstm_op->lstm);
+      if (picked != nullptr) runs[0].name = picked->name;
+    } else if (fc_op != nullptr) {
+      const qlstm::FcS8Variant* picked = qlstm::select_fc_s8_variant(fc, nfc, fc_op->fc);
+      if (picked != nullptr) runs[0].name = picked->name;
+    }
+    return 1;
+  }
+  const bool all = strcmp(variant_name, "all") == 0;
+  if (lstm_op != nullptr) {
+    for (size_t i = 0; i < nlstm && n < kMaxRuns; ++i) {
+      if (all || strcmp(lstm[i]->name, variant_name) == 0) runs[n++] = {lstm[i], nullptr, lstm[i]->name};
+    }
+  } else if (fc_op != nullptr) {
+    for (size_t i = 0; i < nfc && n < kMaxRuns; ++i) {
+      if (all || strcmp(fc[i]->name, variant_name) == 0) runs[n++] = {nullptr, fc[i], fc[i]->name};
+    }
+  } else {
+    runs[n++] = {nullptr, nullptr, kOnlyImplementation};  // softmax, table, selection
+  }
+  return n;
+}
+
 // The memory of one program call, from the arena: the runner's context, the output, the state.
 struct ProgramMemory {
   qlstm_program_context ctx;
@@ -143,28 +206,18 @@ struct ProgramMemory {
   int16_t* cell;
 };
 
-// The first LSTM op of a case (every program has one), or null.
-const qlstm_op* first_lstm(const ProgramCase& k) {
-  for (int32_t o = 0; o < k.view.op_count; ++o) {
-    if (k.ops[o].kind == QLSTM_OP_LSTM_S8) return &k.ops[o];
-  }
-  return nullptr;
-}
-
+// For a validated program: only LSTM ops have scratch and a cell; an intermediate buffer holds
+// B x T positions of its width, or B for a one-step buffer.
 bool alloc_program(const ProgramCase& k, ProgramMemory* m) {
   const qlstm::bundle::CaseView& v = k.view;
   size_t scratch = 0;
   int32_t max_h = 0;
   for (int32_t o = 0; o < v.op_count; ++o) {
-    if (k.ops[o].kind != QLSTM_OP_LSTM_S8) continue;  // the other kinds need no scratch and have no cell
-    qlstm_lstm_dims d = k.ops[o].lstm.dims;
-    d.time_steps = v.time_steps;
-    const size_t s = qlstm_lstm_s8_scratch_bytes(&d);
+    if (k.ops[o].kind != QLSTM_OP_LSTM_S8) continue;
+    const size_t s = qlstm_lstm_s8_scratch_bytes(&k.ops[o].lstm.dims);
     scratch = s > scratch ? s : scratch;
-    max_h = d.hidden_size > max_h ? d.hidden_size : max_h;
+    max_h = k.ops[o].lstm.dims.hidden_size > max_h ? k.ops[o].lstm.dims.hidden_size : max_h;
   }
-  // Each area holds the largest buffer between the input and the output: B x T x width for a
-  // sequence, B x width for a one-step buffer.
   uint64_t area = 0;
   for (int32_t b = 1; b + 1 < v.buffer_count; ++b) {
     const uint64_t steps = v.buffer_steps[b] == QLSTM_BUFFER_ONE_STEP ? 1u : static_cast<uint64_t>(v.time_steps);
@@ -173,9 +226,9 @@ bool alloc_program(const ProgramCase& k, ProgramMemory* m) {
   }
   const uint64_t cells = static_cast<uint64_t>(v.batch) * static_cast<uint64_t>(max_h);
   if (area > kArenaBytes || cells > kArenaBytes || static_cast<uint64_t>(k.sizes.state) > kArenaBytes) return false;
-  m->ctx.scratch = arena_take(static_cast<uint32_t>(scratch > 0 ? scratch : 1));
+  m->ctx.scratch = arena_take(static_cast<uint32_t>(scratch));
   m->ctx.scratch_bytes = scratch;
-  m->ctx.cell = static_cast<int16_t*>(arena_take(static_cast<uint32_t>(cells > 0 ? cells * 2u : 2u)));
+  m->ctx.cell = static_cast<int16_t*>(arena_take(static_cast<uint32_t>(cells * 2u)));
   m->ctx.activation_bytes = static_cast<size_t>(area);
   m->ctx.activations[0] = area > 0 ? static_cast<int8_t*>(arena_take(static_cast<uint32_t>(area))) : nullptr;
   m->ctx.activations[1] = area > 0 ? static_cast<int8_t*>(arena_take(static_cast<uint32_t>(area))) : nullptr;
@@ -234,19 +287,13 @@ int run_bundle(Mode mode, const char* path, const char* out_path, const char* va
     fclose(f);
     return kExitBadInput;
   }
-  // The variants to run: one by name, or every one built for this CPU.
-  size_t nvar = 0;
-  const qlstm::LstmS8Variant* const* all = qlstm::lstm_s8_variants(&nvar);
-  const size_t nall = nvar;
-  const qlstm::LstmS8Variant* one = nullptr;
-  if (strcmp(variant_name, "all") != 0) {
-    one = find_variant(variant_name);
-    if (one == nullptr) {
-      printf("qlstm_device: no variant '%s' in this firmware\n", variant_name);
-      fclose(f);
-      return kExitBadInput;
-    }
-    nvar = 1;
+  // The variants to run: one by name (an LSTM or a fully connected one), or every one built for
+  // this CPU; case_runs picks them for each case.
+  if (strcmp(variant_name, "all") != 0 && find_variant(variant_name) == nullptr &&
+      find_fc_variant(variant_name) == nullptr) {
+    printf("qlstm_device: no variant '%s' in this firmware\n", variant_name);
+    fclose(f);
+    return kExitBadInput;
   }
   FILE* out = nullptr;
   if (mode == Mode::kRun && (out = fopen(out_path, "wb")) == nullptr) {
@@ -286,17 +333,16 @@ int run_bundle(Mode mode, const char* path, const char* out_path, const char* va
       break;
     }
     const uint32_t case_mark = g_arena_used;
-    for (size_t vi = 0; vi < nvar && rc == 0; ++vi) {
-      const qlstm::LstmS8Variant* variant_ptr = one ? one : all[vi];
-      // "default": per-call dispatch in the runner; named (and sized, by bench) as what it picks
-      // for the first LSTM op.
-      const bool dispatch = one == &qlstm::lstm_s8_default_variant();
-      const qlstm_op* lstm = first_lstm(k);
-      if (dispatch && lstm != nullptr) {
-        const qlstm::LstmS8Variant* picked = qlstm::select_lstm_s8_variant(all, nall, lstm->lstm);
-        if (picked != nullptr) variant_ptr = picked;
-      }
-      const qlstm::LstmS8Variant& variant = *variant_ptr;
+    Run runs[kMaxRuns];
+    const size_t nruns = case_runs(k, variant_name, runs);
+    if (nruns == 0) {
+      printf("qlstm_device: case %.*s: variant '%s' cannot run its ops\n", (int)k.view.name_length, k.view.name,
+             variant_name);
+      rc = kExitBadInput;
+      break;
+    }
+    for (size_t vi = 0; vi < nruns && rc == 0; ++vi) {
+      const Run& run = runs[vi];
       g_arena_used = case_mark;
       ProgramMemory m;
       if (!alloc_program(k, &m)) {
@@ -306,18 +352,10 @@ int run_bundle(Mode mode, const char* path, const char* out_path, const char* va
         break;
       }
       qlstm::ProgramRunOptions options;
-      options.variant = dispatch ? nullptr : &variant;
+      options.variant = run.lstm;
+      options.fc_variant = run.fc;
       if (mode == Mode::kBench) {
-        printf("variant: %s\n", variant.name);
-        // The fully connected ops run by per-call dispatch: named as what it picks for the first.
-        for (int32_t o = 0; o < k.view.op_count; ++o) {
-          if (k.ops[o].kind != QLSTM_OP_FULLY_CONNECTED_S8) continue;
-          size_t nfc = 0;
-          const qlstm::FcS8Variant* const* fcs = qlstm::fc_s8_variants(&nfc);
-          const qlstm::FcS8Variant* fc = qlstm::select_fc_s8_variant(fcs, nfc, k.ops[o].fc);
-          printf("fc variant: %s\n", fc != nullptr ? fc->name : "none");
-          break;
-        }
+        printf("variant: %s\n", run.name);
         options.before_op = bench_before_op;
         options.after_op = bench_after_op;
       }
@@ -325,14 +363,14 @@ int run_bundle(Mode mode, const char* path, const char* out_path, const char* va
                                                     m.hidden, m.cell, options);
       if (st != QLSTM_OK) {
         printf("qlstm_device: case %.*s [%s]: kernel error: %s\n", (int)k.view.name_length, k.view.name,
-               variant.name, qlstm_status_string(st));
+               run.name, qlstm_status_string(st));
         rc = kExitKernelError;
         break;
       }
       char msg[96];
       if (expected && mismatch(k, m, msg, sizeof msg)) {
         ++failed;
-        printf("FAIL %.*s [%s]: %s\n", (int)k.view.name_length, k.view.name, variant.name, msg);
+        printf("FAIL %.*s [%s]: %s\n", (int)k.view.name_length, k.view.name, run.name, msg);
       } else {
         ++passed;
       }
@@ -356,7 +394,8 @@ int run_bundle(Mode mode, const char* path, const char* out_path, const char* va
 
 // ---- variant-test: every variant built for this CPU against the reference, on random
 // parameters generated here (the same three regimes as tests/support/random_lstm.h), over the
-// edge sizes, both layouts, both time directions, stateless and stateful; equal means equal.
+// edge sizes, both layouts, both time directions, stateless and stateful, every step or only the
+// final state; equal means equal.
 struct Rng {
   uint64_t s;
   uint32_t next() {  // xorshift64*
@@ -454,6 +493,9 @@ int variant_test(int32_t cases) {
     // A quarter of the cases walk time backwards (ONNX direction "reverse").
     const bool reverse = n % 4 == 3;
     k.params.time_direction = reverse ? QLSTM_TIME_REVERSE : QLSTM_TIME_FORWARD;
+    // A fifth write only the final state (time stride 0 in the shared driver).
+    const bool final_only = n % 5 == 2;
+    k.params.output_steps = final_only ? QLSTM_OUTPUT_FINAL : QLSTM_OUTPUT_ALL_STEPS;
     const uint32_t mark = g_arena_used;
     Outputs want;
     void* scratch = nullptr;
@@ -486,10 +528,11 @@ int variant_test(int32_t cases) {
                   (!k.stateful || memcmp(got.hidden, want.hidden, want.state_count) == 0);
       if (!same) {
         ++mismatches;
-        printf("FAIL variant %s, case %ld: B=%ld T=%ld I=%ld H=%ld %s %s %s regime %ld\n", all[v]->name, (long)n,
+        printf("FAIL variant %s, case %ld: B=%ld T=%ld I=%ld H=%ld %s %s %s%s regime %ld\n", all[v]->name, (long)n,
                (long)d.batch, (long)d.time_steps, (long)d.input_size, (long)d.hidden_size,
                k.params.layout == QLSTM_LAYOUT_TIME_MAJOR ? "time-major" : "batch-major",
-               k.stateful ? "stateful" : "stateless", reverse ? "reverse" : "forward", (long)(n % 3));
+               k.stateful ? "stateful" : "stateless", reverse ? "reverse" : "forward",
+               final_only ? " final-state" : "", (long)(n % 3));
       }
     }
     (void)mark;

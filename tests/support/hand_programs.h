@@ -1,0 +1,178 @@
+// Hand-built mixed programs for tests of the program runner (host and device): their owned
+// parameters, a context sized for T steps, and three shapes of model: LSTM -> select step -> FC
+// -> softmax (a classifier on y[:, step]), LSTM final state -> FC (ReLU) -> table (a head on
+// h_n), and FC -> LSTM -> FC on every step (an input projection and a per-step head).
+#ifndef QLSTM_TESTS_HAND_PROGRAMS_H_
+#define QLSTM_TESTS_HAND_PROGRAMS_H_
+
+#include <algorithm>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "program_ops.h"
+#include "qlstm/program_s8.h"
+#include "random_lstm.h"
+
+namespace testing_support {
+namespace hand {
+
+inline constexpr int32_t kEvery = QLSTM_BUFFER_EVERY_STEP, kOne = QLSTM_BUFFER_ONE_STEP;
+
+inline std::vector<int8_t> random_s8(size_t n, std::mt19937_64& rng) {
+  std::uniform_int_distribution<int> s8(-128, 127);
+  std::vector<int8_t> v(n);
+  for (auto& x : v) x = static_cast<int8_t>(s8(rng));
+  return v;
+}
+
+// An FC op's owned arrays.
+struct Fc {
+  std::vector<int8_t> weights;
+  std::vector<int32_t> bias, multipliers, shifts;
+  qlstm_fc_s8_params params{};
+};
+inline void make_fc(Fc& f, int32_t I, int32_t O, bool per_channel, bool relu, std::mt19937_64& rng) {
+  std::uniform_int_distribution<int32_t> bias(-3000, 3000), m(1 << 30, INT32_MAX), s(-11, -7), zp(-20, 20);
+  f.weights = random_s8(static_cast<size_t>(I * O), rng);
+  f.bias.resize(static_cast<size_t>(O));
+  for (auto& b : f.bias) b = bias(rng);
+  const size_t n = per_channel ? static_cast<size_t>(O) : 1;
+  f.multipliers.resize(n);
+  f.shifts.resize(n);
+  for (size_t k = 0; k < n; ++k) {
+    f.multipliers[k] = m(rng);
+    f.shifts[k] = s(rng);
+  }
+  const int32_t out_zp = zp(rng);
+  f.params = {0, I, O, per_channel ? 1 : 0, f.multipliers.data(), f.shifts.data(), f.weights.data(),
+              f.bias.data(), out_zp, relu ? out_zp : -128, 127};
+}
+
+struct Table {
+  std::vector<int8_t> entries;
+  qlstm_table_s8_params params{};
+};
+inline void make_table(Table& t, int32_t row_size, std::mt19937_64& rng) {
+  t.entries = random_s8(QLSTM_TABLE_S8_ENTRIES, rng);
+  t.params = {0, row_size, t.entries.data()};
+}
+
+// A hand-built program with its owned parameters and a context sized for T steps.
+struct Built {
+  std::deque<RandomLstm> lstms;
+  std::deque<Fc> fcs;
+  std::deque<Table> tables;
+  std::vector<qlstm_op> ops;
+  std::vector<int32_t> widths, steps;
+  int32_t B = 0, T = 0, layout = QLSTM_LAYOUT_BATCH_MAJOR;
+  size_t state_values = 0;
+  std::vector<unsigned char> scratch_storage;
+  std::vector<int16_t> cell;
+  std::vector<int8_t> areas[2];
+  qlstm_program program{};
+  qlstm_program_context ctx{};
+
+  void finish() {
+    program = {ops.data(), static_cast<int32_t>(ops.size()), static_cast<int32_t>(widths.size()), widths.data(),
+               state_values, steps.data(), B, layout};
+    size_t scratch = 0, largest_h = 1, area = 1;
+    for (const qlstm_op& op : ops) {
+      if (op.kind != QLSTM_OP_LSTM_S8) continue;
+      qlstm_lstm_dims d = op.lstm.dims;
+      d.time_steps = T;
+      scratch = std::max(scratch, qlstm_lstm_s8_scratch_bytes(&d));
+      largest_h = std::max(largest_h, static_cast<size_t>(d.hidden_size));
+    }
+    for (size_t b = 1; b + 1 < widths.size(); ++b) {
+      area = std::max(area, static_cast<size_t>(widths[b]) * static_cast<size_t>(steps[b] == kOne ? B : B * T));
+    }
+    scratch_storage.assign(scratch + QLSTM_SCRATCH_ALIGNMENT, 0);
+    void* aligned = scratch_storage.data();
+    size_t space = scratch_storage.size();
+    std::align(QLSTM_SCRATCH_ALIGNMENT, scratch, aligned, space);
+    cell.assign(static_cast<size_t>(B) * largest_h, 0);
+    areas[0].assign(area, 0);
+    areas[1].assign(area, 0);
+    ctx = {aligned, scratch, cell.data(), {areas[0].data(), areas[1].data()}, area};
+  }
+  size_t output_size() const {
+    return static_cast<size_t>(widths.back()) * static_cast<size_t>(steps.back() == kOne ? B : B * T);
+  }
+};
+
+inline constexpr int32_t B = 3, T = 5, I = 4, H = 6, O = 5;
+
+// LSTM (every step) -> select step -> FC -> softmax: a classifier on y[:, step].
+inline void build_classifier(Built& b, bool time_major, int32_t step, std::mt19937_64& rng) {
+  b.B = B;
+  b.T = T;
+  b.layout = time_major ? QLSTM_LAYOUT_TIME_MAJOR : QLSTM_LAYOUT_BATCH_MAJOR;
+  make_random_lstm(b.lstms.emplace_back(), rng, {B, T, I, H}, time_major, Regime::kTypical);
+  make_fc(b.fcs.emplace_back(), H, O, true, false, rng);
+  b.widths = {I, H, H, O, O};
+  b.steps = {kEvery, kEvery, kOne, kOne, kOne};
+  b.ops.push_back(lstm_op(b.lstms[0].params, 0, 1, 0));
+  qlstm_op select = program_op(QLSTM_OP_SELECT_STEP, 1, 2);
+  select.select = {step, H};
+  b.ops.push_back(select);
+  qlstm_op fc = program_op(QLSTM_OP_FULLY_CONNECTED_S8, 2, 3);
+  fc.fc = b.fcs[0].params;
+  b.ops.push_back(fc);
+  qlstm_op softmax = program_op(QLSTM_OP_SOFTMAX_S8, 3, 4);
+  softmax.softmax = {0, O, 1518500250, 22, -496};
+  b.ops.push_back(softmax);
+  b.state_values = static_cast<size_t>(B * H);
+  b.finish();
+}
+
+// LSTM final state -> FC (ReLU, per tensor) -> table: a head on h_n.
+inline void build_final_head(Built& b, bool time_major, std::mt19937_64& rng) {
+  b.B = B;
+  b.T = T;
+  b.layout = time_major ? QLSTM_LAYOUT_TIME_MAJOR : QLSTM_LAYOUT_BATCH_MAJOR;
+  make_random_lstm(b.lstms.emplace_back(), rng, {B, T, I, H}, time_major, Regime::kTypical);
+  b.lstms[0].params.output_steps = QLSTM_OUTPUT_FINAL;
+  make_fc(b.fcs.emplace_back(), H, O, false, true, rng);
+  make_table(b.tables.emplace_back(), O, rng);
+  b.widths = {I, H, O, O};
+  b.steps = {kEvery, kOne, kOne, kOne};
+  b.ops.push_back(lstm_op(b.lstms[0].params, 0, 1, 0));
+  qlstm_op fc = program_op(QLSTM_OP_FULLY_CONNECTED_S8, 1, 2);
+  fc.fc = b.fcs[0].params;
+  b.ops.push_back(fc);
+  qlstm_op table = program_op(QLSTM_OP_TABLE_S8, 2, 3);
+  table.table = b.tables[0].params;
+  b.ops.push_back(table);
+  b.state_values = static_cast<size_t>(B * H);
+  b.finish();
+}
+
+// Front FC -> LSTM -> FC on every step: a forecaster with an input projection.
+inline void build_front(Built& b, bool time_major, std::mt19937_64& rng) {
+  const int32_t F = 7;
+  b.B = B;
+  b.T = T;
+  b.layout = time_major ? QLSTM_LAYOUT_TIME_MAJOR : QLSTM_LAYOUT_BATCH_MAJOR;
+  make_fc(b.fcs.emplace_back(), I, F, true, true, rng);
+  make_random_lstm(b.lstms.emplace_back(), rng, {B, T, F, H}, time_major, Regime::kTypical);
+  make_fc(b.fcs.emplace_back(), H, O, false, false, rng);
+  b.widths = {I, F, H, O};
+  b.steps = {kEvery, kEvery, kEvery, kEvery};
+  qlstm_op front = program_op(QLSTM_OP_FULLY_CONNECTED_S8, 0, 1);
+  front.fc = b.fcs[0].params;
+  b.ops.push_back(front);
+  b.ops.push_back(lstm_op(b.lstms[0].params, 1, 2, 0));
+  qlstm_op head = program_op(QLSTM_OP_FULLY_CONNECTED_S8, 2, 3);
+  head.fc = b.fcs[1].params;
+  b.ops.push_back(head);
+  b.state_values = static_cast<size_t>(B * H);
+  b.finish();
+}
+
+}  // namespace hand
+}  // namespace testing_support
+
+#endif  // QLSTM_TESTS_HAND_PROGRAMS_H_
