@@ -112,6 +112,25 @@ json op_table_row(const CompiledModel& m, size_t k, const ProgramMemory::Op& mem
   return row;
 }
 
+// The model's output: the last buffer's quantization, and where it comes from (the last LSTM's
+// observer, the observer over the last head op's float output, or the softmax's fixed one).
+json output_json(const CompiledModel& m, const CalibrationStats& last_lstm, const ModelCompileOptions& options) {
+  json out = {{"scale", m.output_quant().scale}, {"zero_point", m.output_quant().zero_point},
+              {"steps", m.output_is_one_step() ? "one per batch row" : "every step"}};
+  const ProgramOp& op = m.ops.back();
+  if (op.kind == QLSTM_OP_LSTM_S8) {
+    out["observer"] = last_lstm.output_observer;
+    out["observed"] = {last_lstm.output_observed.lo, last_lstm.output_observed.hi};
+    out["range"] = {last_lstm.output_range.lo, last_lstm.output_range.hi};
+  } else if (op.kind == QLSTM_OP_SOFTMAX_S8) {
+    out["observer"] = "softmax: fixed 1/256, -128";
+  } else {
+    out["observer"] = std::string(observer_name(options.quantization.output_observer.kind)) + " over the float output of op " +
+                      std::to_string(m.ops.size() - 1) + " (" + op_kind_name(op.kind) + ")";
+  }
+  return out;
+}
+
 json build_report(const OnnxLstm& onnx, const ModelCompileOptions& options, const ModelCompileResult& r,
                   int64_t calib_steps) {
   const CompiledModel& m = r.model;
@@ -134,18 +153,14 @@ json build_report(const OnnxLstm& onnx, const ModelCompileOptions& options, cons
                  {"observer", first.input_observer},
                  {"observed", {first.input_observed.lo, first.input_observed.hi}},
                  {"range", {first.input_range.lo, first.input_range.hi}}}},
-      {"output", {{"scale", m.output_quant().scale}, {"zero_point", m.output_quant().zero_point},
-                  {"steps", m.output_is_one_step() ? "one per batch row" : "every step"},
-                  {"observer", last.output_observer},
-                  {"observed", {last.output_observed.lo, last.output_observed.hi}},
-                  {"range", {last.output_range.lo, last.output_range.hi}}}},
+      {"output", output_json(m, last, options)},
       {"calibration", {{"files", options.calibration_files}, {"sequences", r.calibration_sequences},
                        {"steps", calib_steps},
                        {"from_carried_state", m.initial_hidden == StateSource::kInput || m.initial_cell == StateSource::kInput},
                        {"sqnr_db", std::isfinite(r.sqnr_db) ? json(r.sqnr_db) : json("inf")}}},
       {"memory", memory_json(r.memory)},
   };
-  if (m.layers() > 1) report["max_time_steps"] = r.max_time_steps;
+  if (keeps_inner_sequence(onnx.program)) report["max_time_steps"] = r.max_time_steps;
   if (declared_time_steps(onnx) > 0) report["time_steps"] = declared_time_steps(onnx);  // what bench runs
   report["warnings"] = r.warnings;
   // The state interface: [ops][B][H]; row k in op k's hidden quantization and cell scale 2^P.
@@ -227,9 +242,10 @@ ModelCompileResult compile_model(const OnnxLstm& onnx, const std::vector<Calibra
     for (const std::string& w : r.warnings) options.warn(w);
   }
   r.max_time_steps = options.max_time_steps > 0 ? options.max_time_steps : declared_time_steps(onnx);
-  if (prog.layers() > 1 && r.max_time_steps < 1) {
-    throw CompileError(options.model_origin + ": the input's sequence length is symbolic; a stacked model needs "
-                       "--max-time-steps N (its activation buffers between layers hold N steps)");
+  if (keeps_inner_sequence(prog) && r.max_time_steps < 1) {
+    throw CompileError(options.model_origin + ": the input's sequence length is symbolic; a model that keeps a "
+                       "sequence between its ops (stacked layers, a front end, a per-step head or a selected step) "
+                       "needs --max-time-steps N (its activation buffers hold N steps)");
   }
   QuantizedProgram q = compile_program(prog, set, options.quantization);
   r.model = std::move(q.model);

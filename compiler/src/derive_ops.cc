@@ -191,8 +191,8 @@ DerivedFc DerivedFc::from_kernel_params(const qlstm_fc_s8_params& p, const Affin
   }
   d.activation_min = p.activation_min;
   d.activation_max = p.activation_max;
-  // What the clamp says (the layer it came from is not in the file).
-  if (d.activation_min == output.zero_point && d.activation_max == kInt8Max) {
+  // What the clamp says (the layer it came from is not in the block; a full range is no clamp).
+  if (d.activation_min == output.zero_point && d.activation_min > kInt8Min && d.activation_max == kInt8Max) {
     d.fused_activation = "relu";
   } else if (d.activation_min != kInt8Min || d.activation_max != kInt8Max) {
     d.fused_activation = "clip";

@@ -186,7 +186,7 @@ ProgramOp read_op(const fb::Op* o, uint32_t version, const std::string& origin, 
             o, aligned, origin, where, [](qlstm_fc_s8_params& q, RecordReader& r) { visit_fc_s8_fields(q, r); });
         rows_zero(p.rows);
         op.fc = DerivedFc::from_kernel_params(p, in, out, doubles(o->weight_scales()));
-        if (o->label()) op.fc.fused_activation = o->label()->str();
+        op.fc.fused_activation = o->label() ? o->label()->str() : "";  // as the compiler named it
         break;
       }
       case QLSTM_OP_SOFTMAX_S8: {

@@ -365,8 +365,8 @@ void CompiledModel::validate(const std::string& origin) const {
       if (in.steps != QLSTM_BUFFER_EVERY_STEP) bad(w + "': an LSTM reads a sequence, not a one-step buffer");
       const int32_t want_steps = d.output_steps == QLSTM_OUTPUT_FINAL ? QLSTM_BUFFER_ONE_STEP : QLSTM_BUFFER_EVERY_STEP;
       if (out.steps != want_steps) bad(w + ".output_steps' does not match its output buffer's steps");
-      if (d.output_steps == QLSTM_OUTPUT_FINAL && lstm_seen != lstm_ops) {
-        bad(w + ".output_steps': only the last LSTM op may write its final state alone");
+      if (d.output_steps == QLSTM_OUTPUT_FINAL && lstm_seen <= lstm_ops - directions) {
+        bad(w + ".output_steps': only the last layer's ops may write their final states alone");
       }
       if ((d.time_direction == QLSTM_TIME_REVERSE) != (dir == 1) && directions == 2) {
         bad(w + ".time_direction' does not match its half of the layer");

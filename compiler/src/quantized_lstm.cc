@@ -147,6 +147,9 @@ Observed gather(const FloatLstm& source, const OpObservation& observed, int64_t 
     for (size_t v = 0; v < s.values.size(); ++v) o.mean_x[v % static_cast<size_t>(I)] += s.values[v];
     o.inputs.insert(o.inputs.end(), s.values.begin(), s.values.end());
     o.outputs.insert(o.outputs.end(), output.begin(), output.end());
+    // The hidden state shares the output's quantization: it covers h0 too (a learned initial
+    // state need not lie in the range the steps produce).
+    o.outputs.insert(o.outputs.end(), s.h0.begin(), s.h0.end());
     stats->steps += s.time_steps;
     if (s.time_steps > 0 && max_scored_macs > 0 &&
         (o.scored.empty() || (scored_steps + s.time_steps) * macs_per_step <= max_scored_macs)) {
@@ -537,7 +540,11 @@ ProgramOp derive_layer_op(const LayerOp& lop, const AffineQuant& input, const Af
       break;
     case FloatLayerKind::kSoftmax:
       op.kind = QLSTM_OP_SOFTMAX_S8;
-      op.softmax = derive_softmax(l.input_size, input, l.softmax_beta);
+      try {
+        op.softmax = derive_softmax(l.input_size, input, l.softmax_beta);
+      } catch (const CompileError& e) {
+        throw CompileError(node_label(l) + ": " + e.what());
+      }
       break;
     case FloatLayerKind::kSelectStep:
       throw CompileError(node_label(l) + ": a step selection must come first in the head, right after the LSTM");
@@ -584,6 +591,15 @@ std::vector<float> state_row(const std::vector<float>& state, int32_t H, size_t 
 
 }  // namespace
 
+bool writes_final_state_only(const FloatProgram& p) {
+  const bool last_step = !p.head.empty() && p.head.front().kind == FloatLayerKind::kSelectStep && p.head.front().step == -1;
+  return p.lstm_output == LstmOutput::kFinalState || (last_step && p.directions == 1 && !p.ops.back().reverse);
+}
+
+bool keeps_inner_sequence(const FloatProgram& p) {
+  return p.layers() > 1 || !p.front.empty() || (!p.head.empty() && !writes_final_state_only(p));
+}
+
 QuantizedProgram compile_program(const FloatProgram& program, const CalibrationSet& calibration,
                                  const CompileOptions& options) {
   program.validate();
@@ -595,21 +611,39 @@ QuantizedProgram compile_program(const FloatProgram& program, const CalibrationS
   const size_t ops_count = program.ops.size();
   const bool has_select = !program.head.empty() && program.head.front().kind == FloatLayerKind::kSelectStep;
   const FloatLstm& last_lstm = program.ops.back();
-  if (program.lstm_output == LstmOutput::kFinalState && D != 1) {
-    throw CompileError("program: a head on h_n[-1] of a bidirectional LSTM is not supported (h_n[-1] is only the "
-                       "reverse direction's state); read y[:, -1] instead");
+  // h_n[-1] of a bidirectional stack is the last layer's reverse state alone: both ops of the
+  // layer write their final states into one [B][2H] buffer and the Linear that reads h_n[-1]
+  // gets zero weights for the forward half (exact: those products are 0).
+  std::vector<FloatLayer> head_layers = program.head;
+  if (program.lstm_output == LstmOutput::kFinalState && D == 2) {
+    if (head_layers.empty() || head_layers.front().kind != FloatLayerKind::kLinear) {
+      throw CompileError("program: h_n[-1] of a bidirectional LSTM is the reverse direction's state alone; qlstm "
+                         "compiles it when a Linear reads it first, here " +
+                         (head_layers.empty() ? std::string("it is the model's output") : node_label(head_layers.front())) +
+                         " does; read y[:, -1] or put the Linear first");
+    }
+    FloatLayer& first = head_layers.front();
+    const int32_t H = last_lstm.hidden_size, O = first.output_size;
+    std::vector<float> padded(static_cast<size_t>(O) * 2 * H, 0.0f);
+    for (int32_t o = 0; o < O; ++o) {
+      std::copy_n(first.weight.begin() + static_cast<ptrdiff_t>(o) * H, H,
+                  padded.begin() + static_cast<ptrdiff_t>(o) * 2 * H + H);
+    }
+    first.weight = std::move(padded);
+    first.input_size = 2 * H;
   }
   if (program.lstm_output == LstmOutput::kFinalState && has_select) {
     throw CompileError(node_label(program.head.front()) + ": selects a step of h_n, which has one");
   }
   // The head reads one step of the stack's output: the last op's final state alone (written
   // without the sequence), or step k of the sequence (a selection op).
-  const bool final_state = program.lstm_output == LstmOutput::kFinalState ||
-                           (has_select && program.head.front().step == -1 && D == 1 && !last_lstm.reverse);
+  const bool final_state = writes_final_state_only(program);
   const bool select_op = has_select && !final_state;
   std::optional<int32_t> head_step;  // the step of the last layer's output the head reads
   if (program.lstm_output == LstmOutput::kFinalState) head_step = last_lstm.reverse ? 0 : -1;
   if (has_select) head_step = program.head.front().step;
+  // The step whose output is op k's final hidden state.
+  auto final_step = [&](size_t k) { return program.ops[k].reverse ? 0 : -1; };
   for (const FloatLayer& l : program.front) {
     if (l.kind == FloatLayerKind::kSelectStep) throw CompileError(node_label(l) + ": a step selection before the LSTM");
   }
@@ -659,7 +693,7 @@ QuantizedProgram compile_program(const FloatProgram& program, const CalibrationS
   // The head, planned on the float pass of the last layer: what it reads (every step, one step or
   // h_n), its per-position ops (the selection is not one) and each one's output quantization, and
   // the float model's output per entry.
-  std::vector<LayerOp> head_ops = layer_ops(program.head);
+  std::vector<LayerOp> head_ops = layer_ops(head_layers);
   if (has_select) head_ops.erase(head_ops.begin());
   std::vector<AffineQuant> head_quants;
   std::vector<std::vector<double>> head_values;
@@ -673,13 +707,21 @@ QuantizedProgram compile_program(const FloatProgram& program, const CalibrationS
         head_positions.push_back(T);
         continue;
       }
-      const int32_t t = *head_step < 0 ? T + *head_step : *head_step;
-      if (t < 0 || t >= T) {
-        throw CompileError("calibration: sequence " + std::to_string(e % calibration.sequences.size()) + " has " +
-                           std::to_string(T) + " steps; the head reads step " + std::to_string(*head_step));
+      // Each direction's part of the row: its final state (h_n) or the selected step.
+      const int32_t H = last_lstm.hidden_size;
+      std::vector<double> row;
+      for (int32_t d = 0; d < D; ++d) {
+        const size_t k = program.ops.size() - static_cast<size_t>(D - d);
+        const int32_t step = program.lstm_output == LstmOutput::kFinalState ? final_step(k) : *head_step;
+        const int32_t t = step < 0 ? T + step : step;
+        if (t < 0 || t >= T) {
+          throw CompileError("calibration: sequence " + std::to_string(e % calibration.sequences.size()) + " has " +
+                             std::to_string(T) + " steps; the head reads step " + std::to_string(step));
+        }
+        const auto at = stack_out[e].begin() + static_cast<ptrdiff_t>(t) * W + static_cast<ptrdiff_t>(d) * H;
+        row.insert(row.end(), at, at + H);
       }
-      const auto row = stack_out[e].begin() + static_cast<ptrdiff_t>(t) * W;
-      head_values.emplace_back(row, row + W);
+      head_values.push_back(std::move(row));
       head_positions.push_back(1);
     }
     for (const LayerOp& lop : head_ops) {
@@ -764,6 +806,9 @@ QuantizedProgram compile_program(const FloatProgram& program, const CalibrationS
       } else if (d == 1) {
         fixed.input->quant = lstm_ops.back().lstm.input;
       }
+      if (l + 1 == program.layers() && program.lstm_output == LstmOutput::kFinalState) {
+        fixed.scored_step = final_step(k);  // what the op writes
+      }
       QuantizedLstm q = [&] {
         try {
           return QuantizedLstm::compile(program.ops[k], observed[static_cast<size_t>(d)], options, fixed);
@@ -786,7 +831,13 @@ QuantizedProgram compile_program(const FloatProgram& program, const CalibrationS
     }
     for (size_t e = 0; e < entries.size(); ++e) entries[e].x = std::move(outs[e]);
   }
-  if (final_state) lstm_ops.back().lstm.output_steps = QLSTM_OUTPUT_FINAL;
+  // The last layer's ops write their final states only (both directions: into one [B][2H] row).
+  if (final_state) {
+    for (size_t k = lstm_ops.size() - static_cast<size_t>(program.lstm_output == LstmOutput::kFinalState ? D : 1);
+         k < lstm_ops.size(); ++k) {
+      lstm_ops[k].lstm.output_steps = QLSTM_OUTPUT_FINAL;
+    }
+  }
   {
     // The stack's ops after the front's, its buffers after the front's (buffer 0 is the first
     // LSTM's input when there is no front).

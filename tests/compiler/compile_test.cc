@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <random>
 
 #include "qlstm/compiler/compile.h"
@@ -118,5 +120,69 @@ TEST(CompileModel, WarnsBeforeCompiling) {
   EXPECT_NE(seen[0].find("input feature 0 is constant"), std::string::npos) << seen[0];
   EXPECT_EQ(r.report.at("warnings"), seen);
 }
+
+// Every whole-model ONNX fixture (the layers around the LSTM, from torch) compiles and its int8
+// program tracks the float graph on held-out sequences: normal inputs, calibration on 512
+// sequences, measured on 64 others. (The fixtures' weights are torch's random initialization.)
+std::vector<std::string> whole_fixtures() {
+  std::vector<std::string> names;
+  for (const auto& f : std::filesystem::directory_iterator(kFixtures)) {
+    const std::string name = f.path().filename().string();
+    const std::string suffix = ".expect.json";
+    if (name.rfind("whole_", 0) != 0 || name.size() < suffix.size() ||
+        name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0) {
+      continue;
+    }
+    std::ifstream in(f.path());
+    const nlohmann::json e = nlohmann::json::parse(in);
+    if (!e.contains("error") && !e.contains("errors")) names.push_back(name.substr(0, name.size() - suffix.size()));
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+CalibrationTensor normal_tensor(const OnnxLstm& onnx, int32_t batch, int32_t T, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> n(0.0f, 1.0f);
+  CalibrationTensor t;
+  t.shape = {batch, T, onnx.batch_first ? Layout::kBatchMajor : Layout::kTimeMajor};
+  t.values.resize(static_cast<size_t>(batch) * T * onnx.program.input_size());
+  for (float& v : t.values) v = n(rng);
+  return t;
+}
+
+class WholeFixture : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(WholeFixture, CompilesAndTracksTheFloatGraphOnHeldOutData) {
+  const OnnxLstm onnx = import_onnx_bytes(read_file(kFixtures + "/" + GetParam() + ".onnx"), GetParam());
+  const int32_t T = declared_time_steps(onnx) > 0 ? declared_time_steps(onnx) : 8;
+  // A learned per-row state fixes the batch; otherwise sequences in batches of 16.
+  const int32_t B = onnx.program.constant_state_batch() > 0 ? onnx.program.constant_state_batch() : 16;
+  std::vector<CalibrationTensor> calib;
+  for (uint64_t k = 0; k < 512 / static_cast<uint64_t>(B); ++k) calib.push_back(normal_tensor(onnx, B, T, 100 + k));
+  ModelCompileOptions options = fast(GetParam());
+  options.batch = B;
+  options.max_time_steps = T;
+  const ModelCompileResult r = compile_model(onnx, calib, options);
+  r.model.validate("compiled");
+  std::vector<float> want, got;
+  for (uint64_t k = 0; k < 64 / static_cast<uint64_t>(B); ++k) {
+    const CalibrationTensor t = normal_tensor(onnx, B, T, 1 + k);  // held out
+    const std::vector<float> f = run_float_program(onnx.program, t.values.data(), t.shape).output;
+    want.insert(want.end(), f.begin(), f.end());
+    std::vector<int8_t> x8(t.values.size());
+    for (size_t i = 0; i < x8.size(); ++i) x8[i] = r.model.input_quant().quantize(t.values[i]);
+    for (int8_t v : run_program_s8(r.model, x8, t.shape)) {
+      got.push_back(static_cast<float>(r.model.output_quant().dequantize(v)));
+    }
+  }
+  ASSERT_EQ(got.size(), want.size());
+  const double sqnr = sqnr_db(want, got);
+  std::printf("%s: %zu ops, SQNR %.1f dB\n", GetParam().c_str(), r.model.ops.size(), sqnr);
+  EXPECT_GE(sqnr, 30.0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, WholeFixture, ::testing::ValuesIn(whole_fixtures()),
+                         [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
 
 }  // namespace

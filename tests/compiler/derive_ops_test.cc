@@ -197,8 +197,12 @@ TEST(DeriveTable, EveryFunctionWithinHalfAnOutputStepForAll256Inputs) {
                               ActivationFn::kSigmoid,     ActivationFn::kTanh, ActivationFn::kHardSigmoid,
                               ActivationFn::kGelu,        ActivationFn::kSilu, ActivationFn::kHardSwish};
   const AffineQuant in{8.0 / 255, -3};
-  for (ActivationFn fn : fns) {
-    const FloatLayer layer = activation(fn);
+  std::vector<FloatLayer> layers;
+  for (ActivationFn fn : fns) layers.push_back(activation(fn));
+  layers.push_back(activation(ActivationFn::kGelu));
+  layers.back().gelu_tanh = true;  // torch's approximate='tanh' form
+  for (const FloatLayer& layer : layers) {
+    const ActivationFn fn = layer.fn;
     // The output covers the function's range over the input's: no entry saturates.
     double lo = 0, hi = 0;
     for (int32_t x = -128; x <= 127; ++x) {

@@ -7,6 +7,7 @@
 #include <functional>
 #include <random>
 
+#include "qlstm/compiler/compile.h"
 #include "qlstm/compiler/model_file.h"
 #include "qlstm/compiler/quantized_lstm.h"
 #include "random_program.h"
@@ -146,6 +147,25 @@ TEST(WholeProgram, ClassifierOnTheLastStepHoldsNoSequence) {
               c.shape.batch);
 }
 
+// A bidirectional classifier: y[:, -1] holds the reverse direction's first step too, so the
+// sequence is kept and a selection op copies the last step.
+TEST(WholeProgram, BidirectionalClassifierSelectsTheLastStep) {
+  std::mt19937_64 rng(32);
+  const int32_t I = 4, H = 10, C = 4, T = 14;
+  FloatProgram p = random_program(I, H, 1, 2, rng);
+  p.head = {select_step(-1, 2 * H), linear(2 * H, C, 1.0f, rng, "/fc/Gemm"),
+            elementwise(FloatLayerKind::kSoftmax, C, "/Softmax")};
+  const Compiled c = compile_and_run(p, T, fast());
+  const CompiledModel& m = c.q.model;
+  EXPECT_EQ(kinds(m), (std::vector<int32_t>{QLSTM_OP_LSTM_S8, QLSTM_OP_LSTM_S8, QLSTM_OP_SELECT_STEP,
+                                            QLSTM_OP_FULLY_CONNECTED_S8, QLSTM_OP_SOFTMAX_S8}));
+  EXPECT_EQ(m.ops[1].lstm.output_steps, QLSTM_OUTPUT_ALL_STEPS);
+  const double sqnr = sqnr_db(c.want, c.got), agree = argmax_agreement(c.want, c.got, C);
+  EXPECT_GE(sqnr, kMinSqnrDb);
+  EXPECT_GE(agree, kMinArgmaxAgreement);
+  std::printf("bidirectional classifier: SQNR %.1f dB, argmax agreement %.1f%%\n", sqnr, 100 * agree);
+}
+
 // h_n[-1] -> Linear -> ReLU -> Linear: the ReLU folds into the first FC's clamp.
 TEST(WholeProgram, FinalStateHeadWithFoldedRelu) {
   std::mt19937_64 rng(22);
@@ -258,6 +278,8 @@ TEST(WholeProgram, ModelFileKeepsEveryOpKind) {
   EXPECT_EQ(back.ops[3].fc.weights, m.ops[3].fc.weights);
   EXPECT_EQ(back.ops[3].fc.weight_scales, m.ops[3].fc.weight_scales);
   EXPECT_FALSE(back.ops[3].fc.per_channel);
+  EXPECT_EQ(back.ops[3].fc.fused_activation, m.ops[3].fc.fused_activation);
+  EXPECT_EQ(back.ops[3].fc.bias_q, m.ops[3].fc.bias_q);
   EXPECT_EQ(back.ops[4].table.table, m.ops[4].table.table);
   EXPECT_EQ(back.ops[4].table.function, activation_fn_name(ActivationFn::kSigmoid));
   EXPECT_EQ(back.ops[6].softmax.diff_min, m.ops[6].softmax.diff_min);
@@ -269,6 +291,42 @@ TEST(WholeProgram, ModelFileKeepsEveryOpKind) {
     FAIL() << "streamed";
   } catch (const CompileError& e) {
     EXPECT_NE(std::string(e.what()).find("selects time step 2"), std::string::npos) << e.what();
+  }
+}
+
+// h_n[-1] of a bidirectional LSTM (the reverse direction's state): both ops write their final
+// states into one [B][2H] row and the first Linear reads only the reverse half.
+TEST(WholeProgram, BidirectionalFinalStateHead) {
+  std::mt19937_64 rng(33);
+  const int32_t I = 3, H = 8, T = 12;
+  FloatProgram p = random_program(I, H, 1, 2, rng);
+  p.lstm_output = LstmOutput::kFinalState;
+  p.head = {linear(H, 6, 0.35f, rng, "/fc1/Gemm"), elementwise(FloatLayerKind::kActivation, 6, "/Relu"),
+            linear(6, 2, 0.4f, rng, "/fc2/Gemm")};
+  const Compiled c = compile_and_run(p, T, fast());
+  const CompiledModel& m = c.q.model;
+  EXPECT_EQ(kinds(m), (std::vector<int32_t>{QLSTM_OP_LSTM_S8, QLSTM_OP_LSTM_S8, QLSTM_OP_FULLY_CONNECTED_S8,
+                                            QLSTM_OP_FULLY_CONNECTED_S8}));
+  EXPECT_EQ(m.ops[0].lstm.output_steps, QLSTM_OUTPUT_FINAL);
+  EXPECT_EQ(m.ops[1].lstm.output_steps, QLSTM_OUTPUT_FINAL);
+  EXPECT_EQ(m.buffers[1].width, 2 * H);
+  EXPECT_EQ(m.buffers[1].steps, QLSTM_BUFFER_ONE_STEP);
+  for (int32_t o = 0; o < 6; ++o) {  // the forward half's weights are zero
+    for (int32_t i = 0; i < H; ++i) EXPECT_EQ(m.ops[2].fc.weights[static_cast<size_t>(o * 2 * H + i)], 0);
+  }
+  const double sqnr = sqnr_db(c.want, c.got);
+  EXPECT_GE(sqnr, kMinSqnrDb);
+  std::printf("bidirectional h_n head: SQNR %.1f dB\n", sqnr);
+  // Without a Linear to read it, h_n[-1] of a bidirectional LSTM is refused, saying what to do.
+  p.head = {elementwise(FloatLayerKind::kActivation, H, "/Tanh", ActivationFn::kTanh)};
+  CalibrationSet calib;
+  calib.add_batch(sequences(4, T, I, 1), {4, T, Layout::kBatchMajor}, I);
+  try {
+    compile_program(p, calib, fast());
+    FAIL() << "compiled";
+  } catch (const CompileError& e) {
+    EXPECT_NE(std::string(e.what()).find("node '/Tanh' does; read y[:, -1] or put the Linear first"), std::string::npos)
+        << e.what();
   }
 }
 
@@ -347,8 +405,8 @@ TEST(WholeProgram, LoaderRefusesEachInconsistentFieldOfTheNewKinds) {
       {[](CompiledModel& m) { m.ops[2].table.table.resize(255); },
        "serialize_model: field 'ops[2].table.table': expected 256 values"},
       {[](CompiledModel& m) { m.ops[3].softmax.diff_min = 5; }, "model.qlstm: ops[3].diff_min"},
-      {[](CompiledModel& m) { m.ops[0].lstm.output_steps = QLSTM_OUTPUT_ALL_STEPS; }, "ops[0]"},
-      {[](CompiledModel& m) { m.buffers[2].steps = QLSTM_BUFFER_EVERY_STEP; }, "model.qlstm: "},
+      {[](CompiledModel& m) { m.ops[0].lstm.output_steps = QLSTM_OUTPUT_ALL_STEPS; }, "model.qlstm: ops[0].output_steps"},
+      {[](CompiledModel& m) { m.buffers[2].steps = QLSTM_BUFFER_EVERY_STEP; }, "model.qlstm: ops[1].output_buffer"},
       {[](CompiledModel& m) { m.buffers[2].quant.scale *= 2; },
        "model.qlstm: field 'ops[1]': output quantization differs from its output buffer's"},
       {[](CompiledModel& m) { m.ops[3].kind = 9; }, "field 'ops[3].kind': 9 is not an op kind this qlstm knows"},
@@ -364,6 +422,73 @@ TEST(WholeProgram, LoaderRefusesEachInconsistentFieldOfTheNewKinds) {
     }
     EXPECT_NE(error.find(c.expected), std::string::npos) << "expected: " << c.expected << "\n     got: " << error;
   }
+}
+
+// Which programs keep a sequence between ops (so a symbolic length needs --max-time-steps): the
+// compiled buffers say the same.
+TEST(WholeProgram, KeepsAnInnerSequenceOnlyWhereABufferHoldsOne) {
+  std::mt19937_64 rng(30);
+  const int32_t I = 2, H = 4;
+  std::vector<FloatProgram> programs(5, random_program(I, H, 1, 1, rng));
+  programs[1].head = {select_step(-1, H), linear(H, 2, 0.5f, rng, "/fc")};            // last step: FINAL
+  programs[2].head = {linear(H, 2, 0.5f, rng, "/fc")};                                // per step
+  programs[3].head = {select_step(1, H)};                                             // y[:, 1]
+  programs[4].front = {linear(I, I, 0.5f, rng, "/proj")};                             // front end
+  const bool want[] = {false, false, true, true, true};
+  CalibrationSet calib;
+  calib.add_batch(sequences(4, 6, I, 1), {4, 6, Layout::kBatchMajor}, I);
+  for (size_t k = 0; k < programs.size(); ++k) {
+    EXPECT_EQ(keeps_inner_sequence(programs[k]), want[k]) << k;
+    const CompiledModel m = compile_program(programs[k], calib, fast()).model;
+    bool inner = false;
+    for (size_t b = 1; b + 1 < m.buffers.size(); ++b) inner |= m.buffers[b].steps == QLSTM_BUFFER_EVERY_STEP;
+    EXPECT_EQ(inner, want[k]) << k;
+  }
+}
+
+// The report of a whole model: one op-table row per op (kind, shape, scales, fused activation,
+// flash, RAM), every buffer, and memory totals that count them; the output is the last buffer's.
+TEST(WholeProgram, ReportHasTheOpTableAndCountsEveryBuffer) {
+  std::mt19937_64 rng(31);
+  const int32_t I = 3, H = 8, C = 4, T = 12, B = 2;
+  OnnxLstm onnx;
+  onnx.program = random_program(I, H, 1, 1, rng);
+  onnx.program.head = {select_step(-1, H), linear(H, 6, 0.5f, rng, "/fc1/Gemm"),
+                       elementwise(FloatLayerKind::kActivation, 6, "/Relu"), linear(6, C, 0.8f, rng, "/fc2/Gemm"),
+                       elementwise(FloatLayerKind::kSoftmax, C, "/Softmax")};
+  onnx.batch_first = true;
+  onnx.input_shape = {-1, T, I};
+  ModelCompileOptions options;
+  options.quantization = fast();
+  options.batch = B;
+  options.name = "clf";
+  const ModelCompileResult r = compile_model(onnx, {{sequences(32, T, I, 1), {32, T, Layout::kBatchMajor}}}, options);
+  const nlohmann::json& table = r.report.at("op_table");
+  ASSERT_EQ(table.size(), 4u);
+  const char* want_kinds[] = {"lstm", "fully_connected", "fully_connected", "softmax"};
+  size_t flash = 0;
+  for (size_t k = 0; k < 4; ++k) {
+    EXPECT_EQ(table[k].at("kind"), want_kinds[k]);
+    flash += table[k].at("flash_bytes").get<size_t>();
+    const ProgramBuffer& out = r.model.buffers[k + 1];
+    EXPECT_EQ(table[k].at("output").at("scale").get<double>(), out.quant.scale);
+    EXPECT_EQ(table[k].at("output").at("zero_point").get<int32_t>(), out.quant.zero_point);
+    EXPECT_EQ(table[k].at("ram_bytes").get<size_t>(), static_cast<size_t>(B) * out.width);  // one step each
+  }
+  EXPECT_EQ(table[0].at("shape"), "[T, 3] -> [1, 8]");
+  EXPECT_EQ(table[0].at("output_steps"), "final");
+  EXPECT_EQ(table[1].at("fused_activation"), "relu");
+  EXPECT_EQ(table[2].at("fused_activation"), "none");
+  EXPECT_EQ(table[1].at("flash_bytes").get<size_t>(), 6u * H + 6 * 4 + 2 * 6 * 4);  // weights, biases, requants
+  const nlohmann::json& memory = r.report.at("memory");
+  EXPECT_EQ(memory.at("flash_bytes").get<size_t>(), flash);
+  EXPECT_EQ(memory.at("activation_bytes").get<size_t>(), 2u * B * H);  // two areas, the widest one-step buffer
+  EXPECT_EQ(r.report.at("buffers").size(), 5u);
+  EXPECT_EQ(r.report.at("output").at("scale").get<double>(), 1.0 / 256);
+  EXPECT_EQ(r.report.at("output").at("zero_point").get<int32_t>(), -128);
+  EXPECT_EQ(r.report.at("output").at("observer"), "softmax: fixed 1/256, -128");
+  EXPECT_EQ(r.report.at("output").at("steps"), "one per batch row");
+  EXPECT_TRUE(std::isfinite(r.sqnr_db));
 }
 
 TEST(WholeProgram, RefusesWhatItCannotCompileNamingTheNode) {

@@ -199,6 +199,12 @@ struct QuantizedProgram {
 };
 QuantizedProgram compile_program(const FloatProgram& program, const CalibrationSet& calibration,
                                  const CompileOptions& options);
+// Whether the last LSTM op writes only its final hidden state (QLSTM_OUTPUT_FINAL): the head
+// reads h_n[-1], or y[:, -1] of a unidirectional forward last layer.
+bool writes_final_state_only(const FloatProgram& program);
+// Whether the compiled program keeps a sequence between two of its ops (a stacked layer, a
+// front, a per-step head, a selection of a step), so that its buffers need a maximum length.
+bool keeps_inner_sequence(const FloatProgram& program);
 
 // Signal-to-quantization-noise ratio in dB of `test` against `reference`; +inf when equal.
 double sqnr_db(const std::vector<float>& reference, const std::vector<float>& test);
