@@ -4,9 +4,10 @@
   /usr/bin/python3 bench/emitted_firmware.py --qlstm build/tools/qlstm/qlstm --build build
                    [--cpu cortex-m4,cortex-m55] [--out markdown|json] [--work DIR] [--source REPO]
 
-For each model (the bundled examples/sunspots model, and "kws": a random torch nn.LSTM(10, 64,
-batch_first=True) exported to ONNX here with a fixed seed, B=1, T=49, I=10, H=64) this
-  - compiles it with `qlstm compile` (firmware batch 1),
+For each model (the bundled examples/sunspots model, "kws": a random torch nn.LSTM(10, 64,
+batch_first=True) exported to ONNX here with a fixed seed, B=1, T=49, I=10, H=64, and any whole
+model given with --model NAME=ONNX,CALIBRATION,TEST: layers around the LSTM, a last-step head) this
+  - compiles it with `qlstm compile` (firmware batch 1, --max-time-steps the test sequences' T),
   - builds examples/firmware with its NAME_model.cc for each CPU (the same cmake invocation as
     tests/target/device_tests.py emitted),
   - runs the firmware under qemu-system-arm with the instruction counter
@@ -87,14 +88,26 @@ def make_kws(work):
     return onnx_path, cal, test
 
 
-def models(source, work):
+def models(source, work, extra):
     sun = os.path.join(source, "examples/sunspots")
     kws = make_kws(work)
     return [
         ("sunspots", os.path.join(sun, "sunspots_lstm.onnx"), os.path.join(sun, "calibration.npy"),
          os.path.join(sun, "test.npy")),
         ("kws", kws[0], kws[1], kws[2]),
-    ]
+    ] + extra
+
+
+def parse_model(text):
+    """--model NAME=ONNX,CALIBRATION,TEST (each .npy batch-first float32 [N, T, I])."""
+    name, _, paths = text.partition("=")
+    parts = paths.split(",")
+    if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", name) or len(parts) != 3 or not all(parts):
+        raise argparse.ArgumentTypeError("'%s' is not NAME=ONNX,CALIBRATION,TEST (NAME a C identifier)" % text)
+    for path in parts:
+        if not os.path.isfile(path):
+            raise argparse.ArgumentTypeError("--model %s: no file %s" % (name, path))
+    return (name,) + tuple(os.path.abspath(x) for x in parts)
 
 
 def target_info(build, cpu):
@@ -192,21 +205,26 @@ def measure(a, work):
     toolchain = os.path.join(a.source, "targets/cortex-m/toolchain-arm-none-eabi.cmake")
     infos = {cpu: target_info(a.build, cpu) for cpu in a.cpu}
     rows = []
-    for name, onnx_path, cal, test in models(a.source, work):
+    for name, onnx_path, cal, test in models(a.source, work, a.model):
         mdir = os.path.join(work, name)
         os.makedirs(mdir)
+        xs = np.load(test)
+        if xs.ndim != 3:
+            fail("%s: test data %s is not [N, T, I]" % (test, xs.shape))
+        steps = xs.shape[1]
         log("%s: qlstm compile" % name)
-        run([a.qlstm, "compile", onnx_path, "--calibration", cal, "-o", mdir, "--name", name],
-            "qlstm compile %s" % name)
+        # --max-time-steps: a whole model may keep a sequence between two ops (a per-step head).
+        run([a.qlstm, "compile", onnx_path, "--calibration", cal, "-o", mdir, "--name", name,
+             "--max-time-steps", str(steps)], "qlstm compile %s" % name)
         with open(os.path.join(mdir, name + "_report.json")) as f:
             report = json.load(f)
         batch = report["firmware_batch"]
         if not report["layout"].startswith("batch_first"):
             fail("%s: layout %s; this script feeds batch-first test sequences" % (name, report["layout"]))
-        xs = np.load(test)
-        if xs.ndim != 3 or xs.shape[0] < batch or xs.shape[2] != report["input_size"]:
+        if xs.shape[0] < batch or xs.shape[2] != report["input_size"]:
             fail("%s: test data %s is not [N >= %d, T, %d]" % (test, xs.shape, batch, report["input_size"]))
-        steps = xs.shape[1]
+        # A last-step head (one output row per sequence) or a per-step output.
+        per_step = report.get("output", {}).get("steps") != "one per batch row"
         x8 = quantize(xs[:batch], report["input"]["scale"], report["input"]["zero_point"])
         xin, yhost = os.path.join(mdir, "x.npy"), os.path.join(mdir, "y_host.npy")
         np.save(xin, x8)
@@ -248,7 +266,8 @@ def measure(a, work):
             rows.append({
                 "model": name, "cpu": cpu, "batch": batch, "time_steps": steps,
                 "input_size": report["input_size"], "hidden_size": report["hidden_size"],
-                "ops": len(report["ops"]), "instructions": int(counted[1]),
+                "output_size": report["output_size"], "output_per_step": per_step,
+                "ops": len(report.get("op_table", report["ops"])), "instructions": int(counted[1]),
                 "flash_bytes": text + data, "text_bytes": text, "data_bytes": data, "bss_bytes": bss,
                 "model_code_bytes": model["code"], "model_const_bytes": model["const"],
                 "runtime_bytes": sum(runtime.values()), "runtime_members": runtime,
@@ -274,12 +293,13 @@ def markdown(rows, prov):
     lines = ["Emitted firmware (examples/firmware), one NAME_run call; measured at %s (%s)" % (
                  prov["commit"], prov["subject"]),
              "%s; %s" % (prov["qemu"], prov["gcc"]), "",
-             "| model | cpu | B x T x I -> H | instructions | flash bytes (text+data) | model code | model const | runtime lib | rest |",
-             "|---|---|---|---:|---:|---:|---:|---:|---:|"]
+             "| model | cpu | B x T x I -> output | ops | instructions | flash bytes (text+data) | model code | model const | runtime lib | rest |",
+             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         rest = r["flash_bytes"] - r["model_code_bytes"] - r["model_const_bytes"] - r["runtime_bytes"]
-        lines.append("| %s | %s | %d x %d x %d -> %d | %d | %d | %d | %d | %d | %d |" % (
-            r["model"], r["cpu"], r["batch"], r["time_steps"], r["input_size"], r["hidden_size"], r["instructions"],
+        lines.append("| %s | %s | %d x %d x %d -> %d %s | %d | %d | %d | %d | %d | %d | %d |" % (
+            r["model"], r["cpu"], r["batch"], r["time_steps"], r["input_size"], r["output_size"],
+            "per step" if r["output_per_step"] else "per sequence", r["ops"], r["instructions"],
             r["flash_bytes"], r["model_code_bytes"], r["model_const_bytes"], r["runtime_bytes"], rest))
     lines += ["", "model code / model const: bytes the link kept from NAME_model.cc (.text*; .rodata* and .data*); "
               "runtime lib: from libqlstm_runtime.a; both from the linker map; rest: main.c, the board, newlib, "
@@ -294,6 +314,8 @@ def main():
     p.add_argument("--cpu", default=",".join(CPUS), help="comma-separated CPUs (default %(default)s)")
     p.add_argument("--out", choices=["markdown", "json"], default="markdown", help="the table's format on stdout")
     p.add_argument("--work", help="a folder for models and firmware builds (emptied; default: a temporary one)")
+    p.add_argument("--model", action="append", type=parse_model, default=[], metavar="NAME=ONNX,CALIBRATION,TEST",
+                   help="also measure this model (a whole model too); repeatable")
     p.add_argument("--source", default=os.path.dirname(HERE),
                    help="the source tree whose examples/firmware and toolchain file are built (default: this script's)")
     a = p.parse_args()

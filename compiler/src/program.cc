@@ -10,10 +10,6 @@ namespace qlstm {
 namespace compiler {
 namespace {
 
-struct alignas(QLSTM_SCRATCH_ALIGNMENT) ScratchBlock {
-  unsigned char bytes[QLSTM_SCRATCH_ALIGNMENT];
-};
-
 size_t position(Layout layout, int32_t B, int32_t T, int32_t b, int32_t t) {
   return layout == Layout::kTimeMajor ? static_cast<size_t>(t) * B + b : static_cast<size_t>(b) * T + t;
 }
@@ -633,13 +629,10 @@ std::vector<int8_t> run_program_s8(const CompiledModel& m, const std::vector<int
   // The runtime's own program runner, as the emitted source calls it on the device.
   const ProgramMemory mem = program_memory(m, B, T);
   const RuntimeProgram r = runtime_program(m, B, T, shape.layout);
-  std::vector<ScratchBlock> scratch(mem.scratch_bytes / sizeof(ScratchBlock) + 1);
-  std::vector<int16_t> cell(mem.cell_values);
-  std::vector<int8_t> areas[2] = {std::vector<int8_t>(mem.activation_bytes), std::vector<int8_t>(mem.activation_bytes)};
+  ProgramContextStorage storage(mem);
   std::vector<int8_t> y(buffer_bytes(m, m.buffers.size() - 1, B, T));
   const qlstm_program program = r.table();
-  qlstm_program_context ctx = {scratch.data(), scratch.size() * sizeof(ScratchBlock), cell.data(),
-                               {areas[0].data(), areas[1].data()}, mem.activation_bytes};
+  qlstm_program_context ctx = storage.context();
   const qlstm_status st = qlstm_program_run(&program, &ctx, x.data(), y.data(), T, state->hidden.data(),
                                             state->cell.data());
   if (st != QLSTM_OK) {

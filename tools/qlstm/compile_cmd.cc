@@ -145,15 +145,19 @@ int compile_command(const CompileArgs& args) {
                 onnx.unbatched ? "unbatched [T, F]" : onnx.batch_first ? "batch_first" : "sequence-first");
     std::printf("  input  scale %.6g  zero point %d  (%s)\n", m.input_quant().scale, m.input_quant().zero_point,
                 r.stats.front().input_observer.c_str());
-    for (size_t k = 0; k < m.ops.size(); ++k) {
-      const DerivedLstm& d = m.ops[k].lstm;
-      const std::string who = m.ops.size() == 1 ? std::string("")
-                              : " [layer " + std::to_string(k / m.directions) +
+    const bool whole = m.lstm_op_count() != static_cast<int32_t>(m.ops.size());  // layers around the LSTMs
+    size_t lstm = 0;  // the LSTM ops': the calibration stats
+    for (const ProgramOp& op : m.ops) {
+      if (op.kind != QLSTM_OP_LSTM_S8) continue;
+      const DerivedLstm& d = op.lstm;
+      const std::string who = m.lstm_op_count() == 1 ? std::string("")
+                              : " [layer " + std::to_string(lstm / static_cast<size_t>(m.directions)) +
                                     (d.time_direction == QLSTM_TIME_REVERSE ? " reverse]" : " forward]");
-      std::printf("  output scale %.6g  zero point %d  (%s)%s\n", d.output.scale, d.output.zero_point,
-                  r.stats[k].output_observer.c_str(), who.c_str());
+      std::printf("  %s scale %.6g  zero point %d  (%s)%s\n", whole ? "hidden" : "output", d.output.scale,
+                  d.output.zero_point, r.stats[lstm].output_observer.c_str(), who.c_str());
       std::printf("  cell   2^%d (%s, observed max |c| %.4g)%s\n", d.cell.power, cell_policy_name(d.cell.policy),
                   d.cell.observed_max_abs, who.c_str());
+      ++lstm;
     }
     if (m.initial_hidden != StateSource::kZero || m.initial_cell != StateSource::kZero || m.hidden_output ||
         m.cell_output) {
@@ -283,6 +287,9 @@ int run_command(const RunArgs& args) {
                                                     : run_program_s8(m, x8, x.shape, &state);
     std::vector<int64_t> shape = npy_shape(x.shape, m.output_size());
     if (x.rank == 2) shape = {x.shape.time_steps, m.output_size()};  // one sequence in, one out
+    if (m.output_is_one_step()) {  // one row per sequence
+      shape = x.rank == 2 ? std::vector<int64_t>{m.output_size()} : std::vector<int64_t>{B, m.output_size()};
+    }
     // Every output is computed before any is written.
     const std::vector<int64_t> state_shape = {static_cast<int64_t>(m.ops.size()), B, m.ops[0].lstm.hidden_size};
     std::vector<float> y, hn, cn;

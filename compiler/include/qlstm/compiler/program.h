@@ -184,6 +184,29 @@ struct ProgramMemory {
 };
 ProgramMemory program_memory(const CompiledModel& m, int32_t batch, int32_t max_time_steps);
 
+// The host's memory for calls of a program, sized by its ProgramMemory: what a
+// qlstm_program_context points to (run_program_s8, qlstm bench).
+class ProgramContextStorage {
+ public:
+  explicit ProgramContextStorage(const ProgramMemory& mem)
+      : scratch_(mem.scratch_bytes / sizeof(ScratchBlock) + 1),
+        cell_(mem.cell_values),
+        areas_{std::vector<int8_t>(mem.activation_bytes), std::vector<int8_t>(mem.activation_bytes)} {}
+  // Points into this storage: valid while it lives.
+  qlstm_program_context context() {
+    return {scratch_.data(), scratch_.size() * sizeof(ScratchBlock), cell_.data(),
+            {areas_[0].data(), areas_[1].data()}, areas_[0].size()};
+  }
+
+ private:
+  struct alignas(QLSTM_SCRATCH_ALIGNMENT) ScratchBlock {
+    unsigned char bytes[QLSTM_SCRATCH_ALIGNMENT];
+  };
+  std::vector<ScratchBlock> scratch_;
+  std::vector<int16_t> cell_;
+  std::vector<int8_t> areas_[2];
+};
+
 // The state of every op: [ops][B][H], hidden int8 (in each op's output quantization), cell
 // int16 (at each op's 2^P).
 struct ProgramState {
