@@ -226,11 +226,18 @@ namespace {
 std::vector<int8_t> run_on_device(const std::string& cpu, const CompiledModel& m, const std::vector<int8_t>& x8,
                                   const SequenceShape& shape, ProgramState* state) {
   const device::Target target = device::find_target(cpu);
-  const size_t positions = static_cast<size_t>(shape.batch) * static_cast<size_t>(shape.time_steps);
+  // One output row per batch row, or per position.
+  const size_t positions =
+      static_cast<size_t>(shape.batch) * static_cast<size_t>(one_step_output(m) ? 1 : shape.time_steps);
+  const RuntimeProgram program = runtime_program(m, shape.batch, shape.time_steps, shape.layout);
   device::BundleCase c;
   c.name = m.name.empty() ? "model" : m.name;
-  c.ops = runtime_program(m, shape.batch, shape.time_steps, shape.layout).ops;
-  for (const ProgramBuffer& b : m.buffers) c.buffer_widths.push_back(b.width);
+  c.ops = program.ops;
+  c.buffer_widths = program.widths;
+  c.buffer_steps = program.steps;
+  c.batch = program.batch;
+  c.time_steps = shape.time_steps;
+  c.layout = program.layout;
   c.stateful = true;
   c.input = x8.data();
   c.h0 = state->hidden.data();
