@@ -349,6 +349,10 @@ int run_command(const RunArgs& args) {
       if (!args.h_n.empty()) write_npy_int8(args.h_n, state_shape, state.hidden);
       if (!args.c_n.empty()) write_npy(args.c_n, DType::kInt16, state_shape, state.cell.data());
     }
+    std::string dims;
+    for (int64_t d : shape) dims += (dims.empty() ? "" : ", ") + std::to_string(d);
+    std::printf("qlstm run: wrote %s: %s [%s]%s\n", args.output.c_str(), args.float_io ? "float32" : "int8",
+                dims.c_str(), one_step_output(m) ? " (one row per sequence)" : "");
     return 0;
   } catch (const std::exception& e) {
     return error_exit("run", e);
@@ -448,7 +452,9 @@ int eval_command(const EvalArgs& args) {
     const bool classifier = one_step && W >= 2;
     if (!args.labels.empty() && !classifier) {
       throw UsageError("--labels: " + args.model + " is not a classifier: its output is " +
-                       (one_step ? "one value per sequence" : "one row of " + std::to_string(W) + " per time step") +
+                       (one_step ? std::string("one value per sequence")
+                                 : W == 1 ? std::string("one value per time step")
+                                          : std::to_string(W) + " values per time step") +
                        "; labels need one row of class scores per sequence (for a forecaster give --targets)");
     }
     // Every input file is read and checked before anything runs.
