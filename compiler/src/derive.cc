@@ -312,6 +312,7 @@ qlstm_lstm_s8_params DerivedLstm::kernel_params(int32_t batch, int32_t time_step
   p.cell_clip = cell_clip;
   p.output_zero_point = output.zero_point;
   p.time_direction = time_direction;
+  p.output_steps = output_steps;
   return p;
 }
 
@@ -350,6 +351,7 @@ DerivedLstm DerivedLstm::from_kernel_params(const qlstm_lstm_s8_params& p, const
   d.cell.power = p.cell_scale_power;
   d.cell_clip = p.cell_clip;
   d.time_direction = p.time_direction;
+  d.output_steps = p.output_steps;
   return d;
 }
 

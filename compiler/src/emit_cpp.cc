@@ -40,8 +40,21 @@ std::string array_name(const std::string& prefix, const char* path) {
   return out;
 }
 
-// Visitors of qlstm::visit_lstm_s8_fields (runtime/include/qlstm/params_codec.h): the arrays of a
-// parameter block as static const arrays, then the block as a nested initializer naming them.
+// Each kind by its enum name, for the emitted initializer.
+const char* kind_symbol(int32_t kind) {
+  switch (kind) {
+    case QLSTM_OP_LSTM_S8: return "QLSTM_OP_LSTM_S8";
+    case QLSTM_OP_FULLY_CONNECTED_S8: return "QLSTM_OP_FULLY_CONNECTED_S8";
+    case QLSTM_OP_SOFTMAX_S8: return "QLSTM_OP_SOFTMAX_S8";
+    case QLSTM_OP_TABLE_S8: return "QLSTM_OP_TABLE_S8";
+    case QLSTM_OP_SELECT_STEP: return "QLSTM_OP_SELECT_STEP";
+    default: return nullptr;
+  }
+}
+
+// Visitors of qlstm::visit_op_fields (runtime/include/qlstm/params_codec.h): the arrays of a
+// parameter block as static const arrays, then the block as a nested initializer naming them
+// ({} for the blocks of the other kinds).
 class ArrayDeclarations {
  public:
   ArrayDeclarations(std::ostringstream& s, std::string prefix) : s_(s), prefix_(std::move(prefix)) {}
@@ -102,7 +115,10 @@ class Initializer {
     auto ends = [&](const std::string& suffix) {
       return n.size() >= suffix.size() && n.compare(n.size() - suffix.size(), suffix.size(), suffix) == 0;
     };
-    if (n == "kind" && v == QLSTM_OP_LSTM_S8) return "QLSTM_OP_LSTM_S8";
+    if (n == "kind" && kind_symbol(v) != nullptr) return kind_symbol(v);
+    if (n == "output_steps" && (v == QLSTM_OUTPUT_ALL_STEPS || v == QLSTM_OUTPUT_FINAL)) {
+      return v == QLSTM_OUTPUT_FINAL ? "QLSTM_OUTPUT_FINAL" : "QLSTM_OUTPUT_ALL_STEPS";
+    }
     if (n == "layout" && (v == QLSTM_LAYOUT_BATCH_MAJOR || v == QLSTM_LAYOUT_TIME_MAJOR)) {
       return v == QLSTM_LAYOUT_TIME_MAJOR ? "QLSTM_LAYOUT_TIME_MAJOR" : "QLSTM_LAYOUT_BATCH_MAJOR";
     }
@@ -124,6 +140,26 @@ EmittedSource emit_program(const CompiledModel& m, const std::string& name, int3
 
 }  // namespace
 
+std::string describe_op(const qlstm_op& o, const ProgramOp& op) {
+  const auto n = [](int64_t v) { return std::to_string(v); };
+  switch (o.kind) {
+    case QLSTM_OP_LSTM_S8:
+      return "LSTM " + n(o.lstm.dims.input_size) + " -> " + n(o.lstm.dims.hidden_size) +
+             (o.lstm.time_direction == QLSTM_TIME_REVERSE ? ", reverse" : ", forward") +
+             (o.lstm.output_steps == QLSTM_OUTPUT_FINAL ? ", final hidden state only" : "");
+    case QLSTM_OP_FULLY_CONNECTED_S8:
+      return "fully connected " + n(o.fc.input_size) + " -> " + n(o.fc.output_size) +
+             (o.fc.per_channel != 0 ? ", one multiplier per output" : ", one multiplier") +
+             (op.fc.fused_activation.empty() ? "" : ", fused " + op.fc.fused_activation);
+    case QLSTM_OP_SOFTMAX_S8: return "softmax over " + n(o.softmax.row_size);
+    case QLSTM_OP_TABLE_S8:
+      return "table " + (op.table.function.empty() ? std::string("activation") : op.table.function) + " on " +
+             n(o.table.row_size);
+    case QLSTM_OP_SELECT_STEP: return "time step " + n(o.select.step) + " of each sequence, " + n(o.select.row_size) + " wide";
+    default: return "op of kind " + n(o.kind);
+  }
+}
+
 std::string c_identifier(const std::string& text) {
   std::string out;
   for (char c : text) out += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
@@ -142,146 +178,209 @@ namespace {
 
 EmittedSource emit_program(const CompiledModel& m, const std::string& name, int32_t batch,
                            int32_t max_time_steps, const std::string& origin) {
-  const int32_t L = m.layers(), D = m.directions, n_ops = static_cast<int32_t>(m.ops.size());
-  if (L > 1 && max_time_steps < 1) {
-    throw CompileError("emit: a stacked model needs --max-time-steps (the activation buffers between layers "
-                       "hold a whole sequence)");
+  const Layout layout_kind = m.batch_first ? Layout::kBatchMajor : Layout::kTimeMajor;
+  // Every op's parameter block in the runtime's form (dims.time_steps and rows are set per call).
+  const RuntimeProgram rt = runtime_program(m, batch, 0, layout_kind);
+  const std::vector<qlstm_op>& ops = rt.ops;
+  const int32_t n_ops = static_cast<int32_t>(ops.size()), n_buffers = static_cast<int32_t>(rt.widths.size());
+  bool sequence_between_ops = false;
+  for (int32_t b = 1; b + 1 < n_buffers; ++b) {
+    sequence_between_ops = sequence_between_ops || rt.steps[static_cast<size_t>(b)] == QLSTM_BUFFER_EVERY_STEP;
+  }
+  if (sequence_between_ops && max_time_steps < 1) {
+    throw CompileError("emit: the program keeps a whole sequence between two ops (a stacked LSTM or a per-step "
+                       "layer after one), so it needs --max-time-steps (the activation buffers are static)");
   }
   std::string upper = name;
   for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   const std::string layout = m.batch_first ? "batch-major [B][T][F]" : "time-major [T][B][F]";
-  const ProgramMemory mem = program_memory(m, batch, max_time_steps);
-  const size_t scratch = mem.scratch_bytes, max_cell = mem.cell_values, state = mem.state_values;
+  const ProgramMemory mem = program_memory(m, batch, sequence_between_ops ? max_time_steps : 1);
+  const size_t scratch = std::max<size_t>(mem.scratch_bytes, 1), max_cell = std::max<size_t>(mem.cell_values, 1);
+  const size_t state = rt.state_values;
   const bool stateful = m.initial_hidden != StateSource::kZero || m.initial_cell != StateSource::kZero ||
                         m.hidden_output || m.cell_output;
   const bool constant_state = m.initial_hidden == StateSource::kConstant || m.initial_cell == StateSource::kConstant;
-  const bool streamable = m.all_forward();
-  const std::vector<int32_t> hs = m.hidden_sizes();
+  const std::string no_stream = m.streaming_refusal();  // "": chunks give the output of one call
+  const bool can_stream = no_stream.empty();
+  const bool per_step = !m.output_is_one_step();
+  std::vector<int32_t> lstm_ops;
+  for (int32_t k = 0; k < n_ops; ++k) {
+    if (ops[static_cast<size_t>(k)].kind == QLSTM_OP_LSTM_S8) lstm_ops.push_back(k);
+  }
+  const bool has_state = !lstm_ops.empty() && (stateful || constant_state || can_stream);
+  const int32_t last_h = lstm_ops.empty() ? 0 : ops[static_cast<size_t>(lstm_ops.back())].lstm.dims.hidden_size;
+  const std::string per_call_output =
+      per_step ? upper + "_BATCH x T x " + upper + "_OUTPUT_SIZE int8 (one position per time step)"
+               : upper + "_BATCH x " + upper + "_OUTPUT_SIZE int8 (one position per batch row)";
 
   std::ostringstream h;
   h << "// GENERATED by qlstm compile from " << origin << " -- do not edit.\n"
-    << "// A program of " << n_ops << " fused int8 LSTM ops: " << L << " layer" << (L > 1 ? "s" : "")
-    << (D == 2 ? ", bidirectional" : "") << ", input " << m.input_size() << ", output " << m.output_size()
-    << ", batch " << batch << ", " << layout << ".\n"
-    << "#ifndef QLSTM_MODEL_" << upper << "_H_\n#define QLSTM_MODEL_" << upper << "_H_\n\n"
+    << "// A program of " << n_ops << " fused int8 op" << (n_ops > 1 ? "s" : "") << ", input " << m.input_size()
+    << " per step, output " << m.output_size() << (per_step ? " per step" : " per batch row") << ", batch " << batch
+    << ", " << layout << ":\n";
+  for (int32_t k = 0; k < n_ops; ++k) {
+    h << "//   op " << k << ": " << describe_op(ops[static_cast<size_t>(k)], m.ops[static_cast<size_t>(k)]) << "\n";
+  }
+  h << "#ifndef QLSTM_MODEL_" << upper << "_H_\n#define QLSTM_MODEL_" << upper << "_H_\n\n"
     << "#include \"qlstm/program_s8.h\"\n\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n"
     << "#define " << upper << "_BATCH " << batch << "\n"
-    << "#define " << upper << "_INPUT_SIZE " << m.input_size() << "\n"
-    << "#define " << upper << "_HIDDEN_SIZE " << m.ops.back().lstm.hidden_size << " /* of the last layer */\n"
-    << "#define " << upper << "_OUTPUT_SIZE " << m.output_size() << " /* int8 per output position"
-    << (D == 2 ? ": [forward H | reverse H]" : "") << " */\n"
+    << "#define " << upper << "_INPUT_SIZE " << m.input_size() << " /* int8 per input position (time step) */\n"
+    << "#define " << upper << "_HIDDEN_SIZE " << last_h << " /* of the last LSTM */\n"
+    << "#define " << upper << "_OUTPUT_SIZE " << m.output_size() << " /* int8 per output position */\n"
+    << "#define " << upper << "_OUTPUT_PER_STEP " << (per_step ? 1 : 0)
+    << " /* 1: an output position per time step; 0: one per batch row */\n"
+    << "#define " << upper << "_INPUT_BYTES(time_steps) ((size_t)" << upper << "_BATCH * (size_t)(time_steps) * "
+    << upper << "_INPUT_SIZE)\n"
+    << "#define " << upper << "_OUTPUT_BYTES(time_steps) ((size_t)" << upper << "_BATCH * "
+    << (per_step ? "(size_t)(time_steps) * " : "") << upper << "_OUTPUT_SIZE)\n"
     << "#define " << upper << "_TIME_MAJOR " << (m.batch_first ? 0 : 1) << "\n"
-    << "#define " << upper << "_OPS " << n_ops << " /* layer-major, forward before reverse */\n"
-    << "#define " << upper << "_STATE_SIZE " << m.state_size()
-    << " /* per batch row: the state is [OPS][BATCH][H], hidden int8 and cell int16 */\n";
-  if (L > 1) {
+    << "#define " << upper << "_OPS " << n_ops << "\n"
+    << "#define " << upper << "_STATE_SIZE " << (batch > 0 ? state / static_cast<size_t>(batch) : 0)
+    << " /* per batch row: the state is [LSTM ops][BATCH][H] in op order, hidden int8 and cell int16 */\n";
+  if (sequence_between_ops) {
     h << "#define " << upper << "_MAX_TIME_STEPS " << max_time_steps
-      << " /* per call: the activations between layers are static */\n";
+      << " /* per call: the activations between ops are static */\n";
   }
   h << "#define " << upper << "_SCRATCH_BYTES " << scratch << "\n"
+    << "#define " << upper << "_ACTIVATION_BYTES " << mem.activation_bytes
+    << " /* each of the two areas between ops (0: none) */\n"
     << std::setprecision(9)
     << "#define " << upper << "_INPUT_SCALE " << m.input_quant().scale << "f\n"
     << "#define " << upper << "_INPUT_ZERO_POINT " << m.input_quant().zero_point << "\n"
     << "#define " << upper << "_OUTPUT_SCALE " << m.output_quant().scale << "f\n"
     << "#define " << upper << "_OUTPUT_ZERO_POINT " << m.output_quant().zero_point << "\n";
-  for (int32_t k = 0; k < n_ops; ++k) {
+  for (int32_t k : lstm_ops) {
     const DerivedLstm& d = m.ops[static_cast<size_t>(k)].lstm;
     const std::string op = upper + "_OP" + std::to_string(k);
     h << "#define " << op << "_HIDDEN_SCALE " << d.output.scale << "f /* its state rows: h, and c at 2^P */\n"
       << "#define " << op << "_HIDDEN_ZERO_POINT " << d.output.zero_point << "\n"
       << "#define " << op << "_CELL_SCALE_POWER " << d.cell.power << "\n";
   }
-  h << "#define " << upper << "_CAN_STREAM " << (streamable ? 1 : 0) << " /* " << name << "_reset and " << name
+  h << "#define " << upper << "_CAN_STREAM " << (can_stream ? 1 : 0) << " /* " << name << "_reset and " << name
     << "_stream exist */\n#define " << upper << "_HAS_STATE_IO " << (stateful ? 1 : 0) << " /* " << name
-    << "_initial_state and " << name << "_run_state exist */\n";
-  h << "\n/* One call over `time_steps` steps" << (L > 1 ? " (at most " + upper + "_MAX_TIME_STEPS)" : "")
-    << " from the model's initial state" << (constant_state ? " (its constants)" : " (zero)")
-    << ": input " << upper << "_BATCH x T x " << upper << "_INPUT_SIZE int8,\n   output " << upper
-    << "_BATCH x T x " << upper << "_OUTPUT_SIZE int8, both " << layout << ". Not reentrant. */\n"
+    << "_initial_state and " << name << "_run_state exist */\n\n";
+  // Quantization at the model's edges, in single precision (no libm): rounding half to even as the
+  // compiler's host run does, so a value the host quantizes exactly lands on the same int8.
+  h << "/* A float input value to the model's int8: x / INPUT_SCALE rounded to nearest (ties to even)\n"
+    << "   plus INPUT_ZERO_POINT, saturated to int8; NaN gives the zero point. */\n"
+    << "static inline int8_t " << name << "_quantize_input(float x) {\n"
+    << "  float v = x / " << upper << "_INPUT_SCALE;\n"
+    << "  int32_t q;\n"
+    << "  if (v != v) return (int8_t)" << upper << "_INPUT_ZERO_POINT;\n"
+    << "  /* Beyond +-256 every zero point saturates: bounding v keeps the conversion defined. */\n"
+    << "  if (v < -256.0f) v = -256.0f;\n"
+    << "  if (v > 256.0f) v = 256.0f;\n"
+    << "  q = (int32_t)v; /* toward zero */\n"
+    << "  if (v - (float)q > 0.5f || (v - (float)q == 0.5f && (q & 1) != 0)) ++q;\n"
+    << "  if (v - (float)q < -0.5f || (v - (float)q == -0.5f && (q & 1) != 0)) --q;\n"
+    << "  q += " << upper << "_INPUT_ZERO_POINT;\n"
+    << "  return (int8_t)(q < -128 ? -128 : q > 127 ? 127 : q);\n}\n"
+    << "/* An int8 output value in float: OUTPUT_SCALE x (q - OUTPUT_ZERO_POINT). */\n"
+    << "static inline float " << name << "_dequantize_output(int8_t q) {\n"
+    << "  return " << upper << "_OUTPUT_SCALE * (float)((int32_t)q - " << upper << "_OUTPUT_ZERO_POINT);\n}\n\n";
+  h << "/* One call over `time_steps` steps" << (sequence_between_ops ? " (at most " + upper + "_MAX_TIME_STEPS)" : "")
+    << " from the model's initial state" << (constant_state ? " (its constants)" : " (zero)") << ":\n   input "
+    << upper << "_BATCH x T x " << upper << "_INPUT_SIZE int8 (" << upper << "_INPUT_BYTES(T)),\n   output "
+    << per_call_output << " (" << upper << "_OUTPUT_BYTES(T)),\n   " << layout
+    << ". Not reentrant. */\n"
     << "qlstm_status " << name << "_run(const int8_t* input, int8_t* output, int32_t time_steps);\n\n"
     << "/* The op table itself (in flash), for a caller that runs it with its own qlstm_program_context\n"
     << "   (sized by the defines above; qlstm_program_validate checks a context against the table). */\n"
     << "const qlstm_program* " << name << "_program(void);\n\n";
   if (stateful) {
-    h << "/* The model's initial state into hidden / cell ([OPS][BATCH][H] each). */\n"
+    h << "/* The model's initial state into hidden / cell ([LSTM ops][BATCH][H] each). */\n"
       << "void " << name << "_initial_state(int8_t* hidden, int16_t* cell);\n"
-      << "/* As " << name << "_run, from the state in hidden / cell (h0, c0: row k of op k in op k's\n"
+      << "/* As " << name << "_run, from the state in hidden / cell (h0, c0: row k of LSTM op k in its\n"
       << "   quantization), which receives the final state (h_n, c_n). */\n"
       << "qlstm_status " << name << "_run_state(const int8_t* input, int8_t* output, int32_t time_steps,\n"
       << "    int8_t* hidden, int16_t* cell);\n\n";
   }
-  if (streamable) {
+  if (can_stream) {
     h << "/* Streaming with the model's own static state: " << name << "_reset starts a sequence from the\n"
       << "   initial state; each " << name << "_stream call continues it over `time_steps` more steps"
-      << (L > 1 ? " (at most\n   " + upper + "_MAX_TIME_STEPS per call)" : "") << ". Chunks of any sizes give exactly the output of one " << name
-      << "_run.\n   The first " << name << "_stream call resets. Not reentrant. */\n"
+      << (sequence_between_ops ? " (at most\n   " + upper + "_MAX_TIME_STEPS per call)" : "") << ".\n"
+      << (per_step ? "   Each call writes the output of its steps: chunks of any sizes give exactly the output of one " +
+                         name + "_run.\n"
+                   : "   Each call writes the output for the last step of its chunk (" + upper + "_BATCH x " + upper +
+                         "_OUTPUT_SIZE):\n   after the last chunk, exactly what one " + name +
+                         "_run over the whole sequence writes.\n")
+      << "   The first " << name << "_stream call resets. Not reentrant. */\n"
       << "qlstm_status " << name << "_reset(void);\n"
       << "qlstm_status " << name << "_stream(const int8_t* input, int8_t* output, int32_t time_steps);\n\n";
   } else {
-    h << "/* No " << name << "_stream: a reverse LSTM starts from the last time step, so it needs the whole\n"
-      << "   sequence in one call. */\n\n";
+    h << "/* No " << name << "_stream: " << no_stream << ". */\n\n";
   }
   h << "#ifdef __cplusplus\n}\n#endif\n\n#endif\n";
 
   std::ostringstream s;
   s << "// GENERATED by qlstm compile from " << origin << " -- do not edit.\n"
     << "#include \"" << name << "_model.h\"\n\nnamespace {\n\n";
-  // Every op's parameter block in the runtime's form (dims.time_steps is set per call).
-  const RuntimeProgram rt = runtime_program(m, batch, 0, m.batch_first ? Layout::kBatchMajor : Layout::kTimeMajor);
-  const std::vector<qlstm_op>& ops = rt.ops;
   for (int32_t k = 0; k < n_ops; ++k) {
     const ProgramOp& op = m.ops[static_cast<size_t>(k)];
     const std::string prefix = "kOp" + std::to_string(k) + "_";
     ArrayDeclarations decl(s, prefix);
-    visit_lstm_s8_fields(ops[static_cast<size_t>(k)].lstm, decl);
+    visit_op_fields(ops[static_cast<size_t>(k)], decl);
+    if (ops[static_cast<size_t>(k)].kind != QLSTM_OP_LSTM_S8) continue;
     if (!op.initial_hidden.empty()) emit_array(s, c_type<int8_t>(), prefix + "initial_hidden", op.initial_hidden);
     if (!op.initial_cell.empty()) emit_array(s, c_type<int16_t>(), prefix + "initial_cell", op.initial_cell);
   }
   s << "\nalignas(QLSTM_SCRATCH_ALIGNMENT) unsigned char g_scratch[" << upper << "_SCRATCH_BYTES];\n"
-    << "int16_t g_cell[" << max_cell << "];  // the cell of a stateless op\n";
-  if (L > 1) {
-    s << "// Layer l's output is buffer (l % 2): a layer reads the one its predecessor wrote.\n"
-      << "int8_t g_activations[2][" << mem.activation_bytes << "];  // " << upper << "_BATCH x " << upper
-      << "_MAX_TIME_STEPS x the widest inner buffer;"
-      << " a longer call: QLSTM_ERROR_SCRATCH_TOO_SMALL\n";
+    << "int16_t g_cell[" << max_cell << "];  // the cell of a stateless LSTM op\n";
+  if (mem.activation_bytes > 0) {
+    s << "// The buffers between the input and the output: buffer b in area (b - 1) % 2.\n"
+      << "int8_t g_activations[2][" << upper << "_ACTIVATION_BYTES];"
+      << (sequence_between_ops ? "  // a call longer than " + upper + "_MAX_TIME_STEPS: QLSTM_ERROR_SCRATCH_TOO_SMALL" : "")
+      << "\n";
   }
   if (constant_state) s << "int8_t g_hidden[" << state << "];\nint16_t g_cell_state[" << state << "];\n";
-  if (streamable) {
+  if (can_stream) {
     s << "int8_t g_stream_hidden[" << state << "];\nint16_t g_stream_cell[" << state << "];\n"
       << "bool g_stream_started = false;\n";
   }
   // The program as data: one qlstm_op per op (its parameter block in flash), run by the runtime.
   s << "\nconst qlstm_op kOps[" << upper << "_OPS] = {\n";
   for (int32_t k = 0; k < n_ops; ++k) {
-    const qlstm_op& o = ops[static_cast<size_t>(k)];
-    s << "  ";
+    s << "  // op " << k << ": " << describe_op(ops[static_cast<size_t>(k)], m.ops[static_cast<size_t>(k)]) << "\n  ";
     Initializer init(s, "kOp" + std::to_string(k) + "_", "    ");
-    visit_op_fields(o, init);
-    s << ",  // layer " << k / D << (o.lstm.time_direction == QLSTM_TIME_REVERSE ? " reverse" : " forward") << "\n";
+    visit_op_fields(ops[static_cast<size_t>(k)], init);
+    s << ",\n";
   }
-  s << "};\nconst int32_t kBufferWidths[" << m.buffers.size() << "] = {";
-  for (size_t b = 0; b < m.buffers.size(); ++b) s << (b ? ", " : "") << m.buffers[b].width;
-  s << "};\nconst int32_t kBufferSteps[" << m.buffers.size() << "] = {";
-  for (size_t b = 0; b < m.buffers.size(); ++b) s << (b ? ", " : "") << rt.steps[b];
-  s << "};\nconst qlstm_program kProgram = {kOps, " << upper << "_OPS, " << m.buffers.size() << ", kBufferWidths, "
-    << state << ", kBufferSteps, " << rt.batch << ", " << rt.layout << "};\n\n"
+  s << "};\nconst int32_t kBufferWidths[" << n_buffers << "] = {";
+  for (int32_t b = 0; b < n_buffers; ++b) s << (b ? ", " : "") << rt.widths[static_cast<size_t>(b)];
+  s << "};\nconst int32_t kBufferSteps[" << n_buffers << "] = {";
+  for (int32_t b = 0; b < n_buffers; ++b) {
+    s << (b ? ", " : "")
+      << (rt.steps[static_cast<size_t>(b)] == QLSTM_BUFFER_ONE_STEP ? "QLSTM_BUFFER_ONE_STEP" : "QLSTM_BUFFER_EVERY_STEP");
+  }
+  s << "};\nconst qlstm_program kProgram = {kOps, " << upper << "_OPS, " << n_buffers << ", kBufferWidths, " << state
+    << ", kBufferSteps, " << upper << "_BATCH, "
+    << (rt.layout == QLSTM_LAYOUT_TIME_MAJOR ? "QLSTM_LAYOUT_TIME_MAJOR" : "QLSTM_LAYOUT_BATCH_MAJOR") << "};\n\n"
+    << "// Every entry point runs the table through the runtime's program runner.\n"
     << "qlstm_status run_program(const int8_t* input, int8_t* output, int32_t time_steps, int8_t* hidden,\n"
     << "                         int16_t* cell) {\n"
     << "  qlstm_program_context ctx = {g_scratch, sizeof g_scratch, g_cell, {"
-    << (L > 1 ? "g_activations[0], g_activations[1]}, sizeof g_activations[0]" : "nullptr, nullptr}, 0") << "};\n"
+    << (mem.activation_bytes > 0 ? "g_activations[0], g_activations[1]}, sizeof g_activations[0]" : "nullptr, nullptr}, 0")
+    << "};\n"
     << "  return qlstm_program_run(&kProgram, &ctx, input, output, time_steps, hidden, cell);\n}\n\n";
-  if (stateful || constant_state || streamable) s << "void initial_state(int8_t* hidden, int16_t* cell) {\n";
-  for (int32_t k = 0; k < n_ops && (stateful || constant_state || streamable); ++k) {
-    const ProgramOp& op = m.ops[static_cast<size_t>(k)];
-    const size_t off = state_offset(hs, k, batch), H = static_cast<size_t>(op.lstm.hidden_size);
-    const std::string prefix = "kOp" + std::to_string(k) + "_";
-    s << "  for (int32_t e = 0; e < " << static_cast<size_t>(batch) * H << "; ++e) {\n"
-      << "    hidden[" << off << " + e] = " << (op.initial_hidden.empty() ? std::to_string(op.lstm.output.zero_point)
-                                                  : prefix + "initial_hidden[e % " + std::to_string(H) + "]") << ";\n"
-      << "    cell[" << off << " + e] = " << (op.initial_cell.empty() ? std::string("0")
-                                                : prefix + "initial_cell[e % " + std::to_string(H) + "]") << ";\n  }\n";
+  if (has_state) {
+    s << "void initial_state(int8_t* hidden, int16_t* cell) {\n";
+    for (int32_t k : lstm_ops) {
+      const ProgramOp& op = m.ops[static_cast<size_t>(k)];
+      const qlstm_op& o = ops[static_cast<size_t>(k)];
+      const size_t rows = static_cast<size_t>(batch) * static_cast<size_t>(o.lstm.dims.hidden_size);
+      const std::string prefix = "kOp" + std::to_string(k) + "_";
+      // A constant of H values repeats for every batch row; one of B x H gives each row its own.
+      s << "  for (int32_t e = 0; e < " << rows << "; ++e) {\n"
+        << "    hidden[" << o.state_offset << " + e] = "
+        << (op.initial_hidden.empty() ? std::to_string(o.lstm.output_zero_point)
+                                      : prefix + "initial_hidden[e % " + std::to_string(op.initial_hidden.size()) + "]")
+        << ";\n    cell[" << o.state_offset << " + e] = "
+        << (op.initial_cell.empty() ? std::string("0")
+                                    : prefix + "initial_cell[e % " + std::to_string(op.initial_cell.size()) + "]")
+        << ";\n  }\n";
+    }
+    s << "}\n\n";
   }
-  if (stateful || constant_state || streamable) s << "}\n\n";
   s << "}  // namespace\n\n"
     << "extern \"C\" const qlstm_program* " << name << "_program(void) { return &kProgram; }\n\n"
     << "extern \"C\" qlstm_status " << name << "_run(const int8_t* input, int8_t* output, int32_t time_steps) {\n";
@@ -299,7 +398,7 @@ EmittedSource emit_program(const CompiledModel& m, const std::string& name, int3
       << "  if (hidden == nullptr || cell == nullptr) return QLSTM_ERROR_NULL_POINTER;\n"
       << "  return run_program(input, output, time_steps, hidden, cell);\n}\n";
   }
-  if (streamable) {
+  if (can_stream) {
     s << "\nextern \"C\" qlstm_status " << name << "_reset(void) {\n"
       << "  initial_state(g_stream_hidden, g_stream_cell);\n  g_stream_started = true;\n  return QLSTM_OK;\n}\n\n"
       << "extern \"C\" qlstm_status " << name << "_stream(const int8_t* input, int8_t* output, int32_t time_steps) {\n"
@@ -308,6 +407,7 @@ EmittedSource emit_program(const CompiledModel& m, const std::string& name, int3
   }
   return {h.str(), s.str()};
 }
+
 
 }  // namespace
 

@@ -10,10 +10,6 @@ namespace qlstm {
 namespace compiler {
 namespace {
 
-struct alignas(QLSTM_SCRATCH_ALIGNMENT) ScratchBlock {
-  unsigned char bytes[QLSTM_SCRATCH_ALIGNMENT];
-};
-
 size_t position(Layout layout, int32_t B, int32_t T, int32_t b, int32_t t) {
   return layout == Layout::kTimeMajor ? static_cast<size_t>(t) * B + b : static_cast<size_t>(b) * T + t;
 }
@@ -23,7 +19,22 @@ std::string program_field(const char* field, int32_t op_index) {
   return (op_index >= 0 ? "ops[" + std::to_string(op_index) + "]." : std::string()) + (field ? field : "?");
 }
 
+bool is_lstm(const ProgramOp& op) { return op.kind == QLSTM_OP_LSTM_S8; }
+
+bool same_quant(const AffineQuant& a, const AffineQuant& b) { return a.scale == b.scale && a.zero_point == b.zero_point; }
+
 }  // namespace
+
+const char* op_kind_name(int32_t kind) {
+  switch (kind) {
+    case QLSTM_OP_LSTM_S8: return "lstm";
+    case QLSTM_OP_FULLY_CONNECTED_S8: return "fully_connected";
+    case QLSTM_OP_SOFTMAX_S8: return "softmax";
+    case QLSTM_OP_TABLE_S8: return "table";
+    case QLSTM_OP_SELECT_STEP: return "select_step";
+  }
+  return "?";
+}
 
 int16_t quantize_cell(double c, int32_t power) {
   const double q = std::nearbyint(std::ldexp(c, -power));
@@ -45,12 +56,47 @@ int32_t FloatProgram::state_size() const {
   return n;
 }
 
+int32_t FloatProgram::constant_state_batch() const {
+  for (const std::vector<std::vector<float>>* s : {&h0, &c0}) {
+    for (size_t k = 0; k < s->size() && k < ops.size(); ++k) {
+      const size_t H = static_cast<size_t>(ops[k].hidden_size);
+      if (H > 0 && (*s)[k].size() > H) return static_cast<int32_t>((*s)[k].size() / H);
+    }
+  }
+  return 0;
+}
+
+namespace {
+
+// Validates a run of per-position layers whose first reads `width` values; returns the last's
+// output width. `where` names the run ("front", "head").
+int32_t validate_layers(const std::vector<FloatLayer>& layers, int32_t width, const char* where) {
+  for (size_t k = 0; k < layers.size(); ++k) {
+    const FloatLayer& l = layers[k];
+    const std::string at = std::string(where) + " layer " + std::to_string(k);
+    try {
+      l.validate();
+    } catch (const CompileError& e) {
+      throw CompileError(at + ": " + e.what());
+    }
+    if (l.input_size != width) {
+      throw CompileError(at + " ('" + l.node + "'): input_size " + std::to_string(l.input_size) +
+                         " is not the output size " + std::to_string(width) + " of what it reads");
+    }
+    width = l.output_size;
+  }
+  return width;
+}
+
+}  // namespace
+
 void FloatProgram::validate() const {
   if (ops.empty()) throw CompileError("program: no LSTM op");
   if (directions != 1 && directions != 2) throw CompileError("program: directions must be 1 or 2");
   if (ops.size() % static_cast<size_t>(directions) != 0) {
     throw CompileError("program: the op count is not a multiple of the directions");
   }
+  const int32_t state_batch = constant_state_batch();
   for (size_t k = 0; k < ops.size(); ++k) {
     const FloatLstm& op = ops[k];
     const std::string where = "layer " + std::to_string(k / directions) +
@@ -77,15 +123,35 @@ void FloatProgram::validate() const {
     if (directions == 2 && op.hidden_size != ops[layer * 2].hidden_size) {
       throw CompileError(where + ": hidden_size differs from the other direction's");
     }
-    if (initial_hidden == StateSource::kConstant &&
-        (h0.size() != ops.size() || h0[k].size() != static_cast<size_t>(op.hidden_size))) {
-      throw CompileError(where + ": the constant initial_h needs " + std::to_string(op.hidden_size) + " values");
+    // A constant state: H values shared by every row, or state_batch rows of H (all ops alike).
+    const size_t H = static_cast<size_t>(op.hidden_size);
+    const size_t rows = state_batch > 0 ? static_cast<size_t>(state_batch) : 1;
+    const std::string row_text = state_batch > 0 ? std::to_string(rows) + " x " : std::string();
+    if (initial_hidden == StateSource::kConstant && (h0.size() != ops.size() || h0[k].size() != rows * H)) {
+      throw CompileError(where + ": the constant initial_h needs " + row_text + std::to_string(H) + " values");
     }
-    if (initial_cell == StateSource::kConstant &&
-        (c0.size() != ops.size() || c0[k].size() != static_cast<size_t>(op.hidden_size))) {
-      throw CompileError(where + ": the constant initial_c needs " + std::to_string(op.hidden_size) + " values");
+    if (initial_cell == StateSource::kConstant && (c0.size() != ops.size() || c0[k].size() != rows * H)) {
+      throw CompileError(where + ": the constant initial_c needs " + row_text + std::to_string(H) + " values");
     }
   }
+  for (const FloatLayer& l : front) {
+    if (l.kind == FloatLayerKind::kSelectStep) {
+      throw CompileError("front layer '" + l.node + "': a step selection before the LSTM");
+    }
+  }
+  if (validate_layers(front, input_size(), "front") != ops.front().input_size) {
+    throw CompileError("front layer '" + front.back().node + "': output_size " +
+                       std::to_string(front.back().output_size) + " is not the LSTM's input_size " +
+                       std::to_string(ops.front().input_size));
+  }
+  for (size_t k = 0; k < head.size(); ++k) {
+    if (head[k].kind != FloatLayerKind::kSelectStep) continue;
+    if (k != 0 || lstm_output != LstmOutput::kSequence) {
+      throw CompileError("head layer " + std::to_string(k) + " ('" + head[k].node +
+                         "'): a step selection must be the first head layer, on the LSTM's output sequence");
+    }
+  }
+  validate_layers(head, stack_output_size(), "head");
 }
 
 size_t state_offset(const std::vector<int32_t>& hidden_sizes, int32_t op, int32_t batch) {
@@ -94,19 +160,53 @@ size_t state_offset(const std::vector<int32_t>& hidden_sizes, int32_t op, int32_
   return n;
 }
 
+namespace {
+
+std::vector<float> to_float(const std::vector<double>& v) { return std::vector<float>(v.begin(), v.end()); }
+
+// Runs per-position layers over `positions` rows, recording each layer's output.
+std::vector<double> run_layers(const std::vector<FloatLayer>& layers, std::vector<double> x, size_t positions,
+                               std::vector<std::vector<float>>* outputs) {
+  for (const FloatLayer& l : layers) {
+    x = run_float_layer(l, x, positions);
+    outputs->push_back(to_float(x));
+  }
+  return x;
+}
+
+// A constant initial state of op k for `B` rows: its shared row repeated, or its own rows.
+std::vector<float> constant_state_rows(const std::vector<float>& s, int32_t H, int32_t B, const char* what) {
+  if (s.size() == static_cast<size_t>(H)) {
+    std::vector<float> rows;
+    for (int32_t b = 0; b < B; ++b) rows.insert(rows.end(), s.begin(), s.end());
+    return rows;
+  }
+  if (s.size() != static_cast<size_t>(B) * static_cast<size_t>(H)) {
+    throw CompileError(std::string("input: the model's constant ") + what + " has " + std::to_string(s.size() / H) +
+                       " batch rows, so the batch must be " + std::to_string(s.size() / H) + ", not " +
+                       std::to_string(B));
+  }
+  return s;
+}
+
+}  // namespace
+
 FloatProgramResult run_float_program(const FloatProgram& p, const float* x, const SequenceShape& shape,
                                      const float* h0, const float* c0) {
   const int32_t B = shape.batch, T = shape.time_steps, D = p.directions;
+  const size_t positions = static_cast<size_t>(B) * static_cast<size_t>(T);
   std::vector<int32_t> hs;
   for (const FloatLstm& op : p.ops) hs.push_back(op.hidden_size);
   FloatProgramResult r;
   const size_t S = state_offset(hs, static_cast<int32_t>(hs.size()), B);
   r.h_n.assign(S, 0.0f);
   r.c_n.assign(S, 0.0f);
-  std::vector<float> input(x, x + static_cast<size_t>(B) * T * p.input_size());
+  // Front: per step, in double; the LSTM reads its float result, as torch's float model does.
+  const std::vector<double> x_in(x, x + positions * static_cast<size_t>(p.input_size()));
+  std::vector<float> input = to_float(run_layers(p.front, x_in, positions, &r.front_outputs));
   for (int32_t l = 0; l < p.layers(); ++l) {
     const int32_t H = p.ops[static_cast<size_t>(l * D)].hidden_size, W = D * H;
-    std::vector<float> out(static_cast<size_t>(B) * T * W);
+    std::vector<float> out(positions * static_cast<size_t>(W));
     for (int32_t d = 0; d < D; ++d) {
       const int32_t k = l * D + d;
       const FloatLstm& op = p.ops[static_cast<size_t>(k)];
@@ -115,15 +215,15 @@ FloatProgramResult run_float_program(const FloatProgram& p, const float* x, cons
       const float* hp = h0 ? h0 + off : nullptr;
       const float* cp = c0 ? c0 + off : nullptr;
       if (!h0 && p.initial_hidden == StateSource::kConstant) {
-        for (int32_t b = 0; b < B; ++b) hk.insert(hk.end(), p.h0[k].begin(), p.h0[k].end());
+        hk = constant_state_rows(p.h0[static_cast<size_t>(k)], op.hidden_size, B, "initial_h");
         hp = hk.data();
       }
       if (!c0 && p.initial_cell == StateSource::kConstant) {
-        for (int32_t b = 0; b < B; ++b) ck.insert(ck.end(), p.c0[k].begin(), p.c0[k].end());
+        ck = constant_state_rows(p.c0[static_cast<size_t>(k)], op.hidden_size, B, "initial_c");
         cp = ck.data();
       }
       const FloatResult f = run_float(op, input.data(), shape, hp, cp);
-      for (size_t row = 0; row < static_cast<size_t>(B) * T; ++row) {
+      for (size_t row = 0; row < positions; ++row) {
         std::copy_n(f.output.begin() + static_cast<ptrdiff_t>(row * H), H,
                     out.begin() + static_cast<ptrdiff_t>(row * W + static_cast<size_t>(d) * H));
       }
@@ -133,34 +233,81 @@ FloatProgramResult run_float_program(const FloatProgram& p, const float* x, cons
     r.layer_outputs.push_back(out);
     input = std::move(out);
   }
-  r.output = r.layer_outputs.back();
+  // What the head reads: the last layer's sequence, one step of it, or the last op's h_n.
+  std::vector<double> y;
+  size_t rows = positions;
+  size_t head_start = 0;
+  if (p.lstm_output == LstmOutput::kFinalState) {
+    const size_t off = state_offset(hs, static_cast<int32_t>(hs.size()) - 1, B);
+    y.assign(r.h_n.begin() + static_cast<ptrdiff_t>(off), r.h_n.end());
+    rows = static_cast<size_t>(B);
+  } else if (!p.head.empty() && p.head.front().kind == FloatLayerKind::kSelectStep) {
+    const FloatLayer& sel = p.head.front();
+    const int32_t t = sel.step >= 0 ? sel.step : T + sel.step;
+    if (t < 0 || t >= T) {
+      throw CompileError("input: layer '" + sel.node + "' selects step " + std::to_string(sel.step) + " of a " +
+                         std::to_string(T) + "-step sequence");
+    }
+    const size_t W = static_cast<size_t>(sel.input_size);
+    for (int32_t b = 0; b < B; ++b) {
+      const size_t at = shape.layout == Layout::kTimeMajor ? static_cast<size_t>(t) * B + b : static_cast<size_t>(b) * T + t;
+      y.insert(y.end(), input.begin() + static_cast<ptrdiff_t>(at * W), input.begin() + static_cast<ptrdiff_t>((at + 1) * W));
+    }
+    rows = static_cast<size_t>(B);
+    r.head_outputs.push_back(to_float(y));
+    head_start = 1;
+  } else {
+    y.assign(input.begin(), input.end());
+  }
+  const std::vector<FloatLayer> rest(p.head.begin() + static_cast<ptrdiff_t>(head_start), p.head.end());
+  y = run_layers(rest, std::move(y), rows, &r.head_outputs);
+  r.output = to_float(y);
   return r;
+}
+
+int32_t CompiledModel::lstm_op_count() const {
+  return static_cast<int32_t>(std::count_if(ops.begin(), ops.end(), [](const ProgramOp& op) { return is_lstm(op); }));
 }
 
 std::vector<int32_t> CompiledModel::hidden_sizes() const {
   std::vector<int32_t> hs;
-  for (const ProgramOp& op : ops) hs.push_back(op.lstm.hidden_size);
+  for (const ProgramOp& op : ops) {
+    if (is_lstm(op)) hs.push_back(op.lstm.hidden_size);
+  }
   return hs;
 }
 
 int32_t CompiledModel::state_size() const {
   int32_t n = 0;
-  for (const ProgramOp& op : ops) n += op.lstm.hidden_size;
+  for (int32_t h : hidden_sizes()) n += h;
   return n;
 }
 
 bool CompiledModel::all_forward() const {
   for (const ProgramOp& op : ops) {
-    if (op.lstm.time_direction != QLSTM_TIME_FORWARD) return false;
+    if (is_lstm(op) && op.lstm.time_direction != QLSTM_TIME_FORWARD) return false;
   }
   return true;
+}
+
+std::string CompiledModel::streaming_refusal() const {
+  if (!all_forward()) {
+    return "the model has a reverse LSTM, which starts from the last time step; it cannot be streamed in chunks";
+  }
+  for (size_t k = 0; k < ops.size(); ++k) {
+    if (ops[k].kind == QLSTM_OP_SELECT_STEP && ops[k].select.step != -1) {
+      return "op " + std::to_string(k) + " selects time step " + std::to_string(ops[k].select.step) +
+             " of the whole sequence; a chunk does not know which step that is, so the model cannot be streamed";
+    }
+  }
+  return "";
 }
 
 void CompiledModel::validate(const std::string& origin) const {
   auto bad = [&](const std::string& why) { throw CompileError(origin + ": " + why); };
   // First what the runtime checks on the device (indices, widths, areas, state, each op's params),
-  // on the very table run_program_s8 runs; then what only the compiler knows (the layer order,
-  // the quantization of each buffer, the initial state).
+  // on the very table run_program_s8 runs; then what only the compiler knows (the op order, the
+  // quantization of each buffer, the initial state).
   const RuntimeProgram r = runtime_program(*this, 1, 1, batch_first ? Layout::kBatchMajor : Layout::kTimeMajor);
   const qlstm_program table = r.table();
   const char* field = nullptr;
@@ -169,47 +316,99 @@ void CompiledModel::validate(const std::string& origin) const {
   if (st != QLSTM_OK) bad(program_field(field, op_index) + ": " + qlstm_status_string(st));
   if (ops.empty()) bad("field 'ops': the program has no op");
   if (directions != 1 && directions != 2) bad("field 'directions' must be 1 or 2");
-  if (ops.size() % static_cast<size_t>(directions) != 0) bad("field 'ops': not a whole number of layers");
-  if (buffers.size() != static_cast<size_t>(layers()) + 1) {
-    bad("field 'buffers': " + std::to_string(buffers.size()) + " buffers, expected layers + 1 = " +
-        std::to_string(layers() + 1));
-  }
+  const int32_t lstm_ops = lstm_op_count();
+  if (lstm_ops < 1 || lstm_ops % directions != 0) bad("field 'ops': not a whole number of LSTM layers");
   for (size_t b = 0; b < buffers.size(); ++b) {
     const ProgramBuffer& buf = buffers[b];
     const std::string w = "field 'buffers[" + std::to_string(b) + "]";
     if (buf.width < 1 || buf.width > (1 << 16)) bad(w + ".width' out of range");
     if (!(buf.quant.scale > 0) || !std::isfinite(buf.quant.scale)) bad(w + ".scale' is not positive");
     if (buf.quant.zero_point < -128 || buf.quant.zero_point > 127) bad(w + ".zero_point' out of int8 range");
+    if (buf.steps != QLSTM_BUFFER_EVERY_STEP && buf.steps != QLSTM_BUFFER_ONE_STEP) bad(w + ".steps' is not a buffer_steps");
   }
+  // Each buffer is written by the ops of one stage: the buffer after it is the next stage's.
+  int32_t lstm_seen = 0, prev_kind = -1;
+  bool after_lstm = false;
   for (size_t k = 0; k < ops.size(); ++k) {
     const ProgramOp& op = ops[k];
-    const DerivedLstm& d = op.lstm;
     const std::string w = "field 'ops[" + std::to_string(k) + "]";
-    const int32_t layer = static_cast<int32_t>(k) / directions, dir = static_cast<int32_t>(k) % directions;
-    if (op.input_buffer != layer || op.output_buffer != layer + 1) bad(w + "': buffers out of program order");
-    if (op.output_offset != dir * d.hidden_size) bad(w + ".output_offset' is not its direction's half");
+    if (op.input_buffer < 0 || op.output_buffer < 0 || static_cast<size_t>(op.output_buffer) >= buffers.size()) {
+      bad(w + "': buffer index out of range");
+    }
     const ProgramBuffer& in = buffers[static_cast<size_t>(op.input_buffer)];
     const ProgramBuffer& out = buffers[static_cast<size_t>(op.output_buffer)];
-    if (directions * d.hidden_size != out.width) bad(w + "': hidden_size does not fill its output buffer");
-    if (d.input.scale != in.quant.scale || d.input.zero_point != in.quant.zero_point) {
-      bad(w + "': input quantization differs from its input buffer's");
+    // Op k reads the buffer before the one it writes, the next buffer; the second direction of a
+    // layer reads and writes the first's.
+    const bool second_direction = is_lstm(op) && lstm_seen % directions == 1;
+    const int32_t want_out = second_direction ? ops[k - 1].output_buffer : (k == 0 ? 1 : ops[k - 1].output_buffer + 1);
+    if (op.output_buffer != want_out || op.input_buffer != op.output_buffer - 1) {
+      bad(w + "': buffers out of program order");
     }
-    if (d.output.scale != out.quant.scale || d.output.zero_point != out.quant.zero_point) {
-      bad(w + "': output quantization differs from its output buffer's");
+    if (is_lstm(op)) {
+      if (after_lstm && prev_kind != QLSTM_OP_LSTM_S8) bad(w + "': an LSTM op after the head");
+      const DerivedLstm& d = op.lstm;
+      const int32_t dir = lstm_seen % directions;
+      ++lstm_seen;
+      after_lstm = true;
+      if (op.output_offset != dir * d.hidden_size) bad(w + ".output_offset' is not its direction's half");
+      if (directions * d.hidden_size != out.width) bad(w + "': hidden_size does not fill its output buffer");
+      if (!same_quant(d.input, in.quant)) bad(w + "': input quantization differs from its input buffer's");
+      if (!same_quant(d.output, out.quant)) bad(w + "': output quantization differs from its output buffer's");
+      if (in.steps != QLSTM_BUFFER_EVERY_STEP) bad(w + "': an LSTM reads a sequence, not a one-step buffer");
+      const int32_t want_steps = d.output_steps == QLSTM_OUTPUT_FINAL ? QLSTM_BUFFER_ONE_STEP : QLSTM_BUFFER_EVERY_STEP;
+      if (out.steps != want_steps) bad(w + ".output_steps' does not match its output buffer's steps");
+      if (d.output_steps == QLSTM_OUTPUT_FINAL && lstm_seen != lstm_ops) {
+        bad(w + ".output_steps': only the last LSTM op may write its final state alone");
+      }
+      if ((d.time_direction == QLSTM_TIME_REVERSE) != (dir == 1) && directions == 2) {
+        bad(w + ".time_direction' does not match its half of the layer");
+      }
+      const size_t H = static_cast<size_t>(d.hidden_size);
+      if ((initial_hidden == StateSource::kConstant) != !op.initial_hidden.empty() ||
+          (!op.initial_hidden.empty() && op.initial_hidden.size() != H)) {
+        bad(w + ".initial_hidden' does not match the model's initial state");
+      }
+      if ((initial_cell == StateSource::kConstant) != !op.initial_cell.empty() ||
+          (!op.initial_cell.empty() && op.initial_cell.size() != H)) {
+        bad(w + ".initial_cell' does not match the model's initial state");
+      }
+    } else {
+      if (op.output_offset != 0) bad(w + ".output_offset' must be 0 for a " + op_kind_name(op.kind) + " op");
+      const AffineQuant* op_in = nullptr;
+      const AffineQuant* op_out = nullptr;
+      int32_t in_width = 0, out_width = 0;
+      switch (op.kind) {
+        case QLSTM_OP_FULLY_CONNECTED_S8:
+          op_in = &op.fc.input, op_out = &op.fc.output, in_width = op.fc.input_size, out_width = op.fc.output_size;
+          break;
+        case QLSTM_OP_SOFTMAX_S8: {
+          static const AffineQuant softmax_out = softmax_output_quant();
+          op_in = &op.softmax.input, op_out = &softmax_out, in_width = out_width = op.softmax.row_size;
+          break;
+        }
+        case QLSTM_OP_TABLE_S8:
+          op_in = &op.table.input, op_out = &op.table.output, in_width = out_width = op.table.row_size;
+          break;
+        case QLSTM_OP_SELECT_STEP:
+          op_in = op_out = &in.quant, in_width = out_width = op.select.row_size;
+          break;
+        default: bad(w + ".kind' is not an op kind this qlstm knows");
+      }
+      if (in_width != in.width || out_width != out.width) bad(w + "': its sizes are not its buffers' widths");
+      if (!same_quant(*op_in, in.quant)) bad(w + "': input quantization differs from its input buffer's");
+      if (!same_quant(*op_out, out.quant)) bad(w + "': output quantization differs from its output buffer's");
+      const int32_t want_steps = op.kind == QLSTM_OP_SELECT_STEP ? QLSTM_BUFFER_ONE_STEP : in.steps;
+      if (op.kind == QLSTM_OP_SELECT_STEP && in.steps != QLSTM_BUFFER_EVERY_STEP) {
+        bad(w + "': a step selection reads a sequence, not a one-step buffer");
+      }
+      if (out.steps != want_steps) bad(w + "': its output buffer's steps do not follow from its input's");
+      if (!op.initial_hidden.empty() || !op.initial_cell.empty()) bad(w + "': only an LSTM op has an initial state");
     }
-    const bool want_reverse = dir == 1;
-    if ((d.time_direction == QLSTM_TIME_REVERSE) != want_reverse && directions == 2) {
-      bad(w + ".time_direction' does not match its half of the layer");
-    }
-    const size_t H = static_cast<size_t>(d.hidden_size);
-    if ((initial_hidden == StateSource::kConstant) != !op.initial_hidden.empty() ||
-        (!op.initial_hidden.empty() && op.initial_hidden.size() != H)) {
-      bad(w + ".initial_hidden' does not match the model's initial state");
-    }
-    if ((initial_cell == StateSource::kConstant) != !op.initial_cell.empty() ||
-        (!op.initial_cell.empty() && op.initial_cell.size() != H)) {
-      bad(w + ".initial_cell' does not match the model's initial state");
-    }
+    prev_kind = op.kind;
+  }
+  if (static_cast<size_t>(ops.back().output_buffer) + 1 != buffers.size()) {
+    bad("field 'buffers': " + std::to_string(buffers.size()) + " buffers, the last op writes buffer " +
+        std::to_string(ops.back().output_buffer));
   }
 }
 
@@ -244,6 +443,7 @@ CompiledModel single_op_model(const DerivedLstm& d, const std::string& name, boo
 ProgramState initial_program_state(const CompiledModel& m, int32_t batch) {
   ProgramState s;
   for (const ProgramOp& op : m.ops) {
+    if (!is_lstm(op)) continue;
     const size_t H = static_cast<size_t>(op.lstm.hidden_size);
     for (int32_t b = 0; b < batch; ++b) {
       if (op.initial_hidden.empty()) {
@@ -273,6 +473,7 @@ ProgramState quantize_program_state(const CompiledModel& m, int32_t batch, const
   }
   size_t at = 0;
   for (const ProgramOp& op : m.ops) {
+    if (!is_lstm(op)) continue;
     for (size_t e = 0; e < static_cast<size_t>(batch) * static_cast<size_t>(op.lstm.hidden_size); ++e, ++at) {
       for (const std::vector<float>* v : {h, c}) {
         if (v != nullptr && !std::isfinite((*v)[at])) {
@@ -286,21 +487,55 @@ ProgramState quantize_program_state(const CompiledModel& m, int32_t batch, const
   return s;
 }
 
+size_t buffer_bytes(const CompiledModel& m, size_t b, int32_t batch, int32_t time_steps) {
+  const ProgramBuffer& buf = m.buffers[b];
+  const size_t steps = buf.steps == QLSTM_BUFFER_ONE_STEP ? 1 : static_cast<size_t>(std::max(time_steps, 0));
+  return static_cast<size_t>(std::max(batch, 0)) * steps * static_cast<size_t>(std::max(buf.width, 0));
+}
+
 ProgramMemory program_memory(const CompiledModel& m, int32_t batch, int32_t max_time_steps) {
   ProgramMemory mem;
   const size_t B = static_cast<size_t>(std::max(batch, 0));
   for (const ProgramOp& op : m.ops) {
-    const int32_t I = op.lstm.input_size, H = op.lstm.hidden_size;
-    const qlstm_lstm_dims dims = {std::max(batch, 1), 1, I, H};
-    mem.scratch_bytes = std::max(mem.scratch_bytes, qlstm_lstm_s8_scratch_bytes(&dims));
-    mem.cell_values = std::max(mem.cell_values, B * static_cast<size_t>(H));
-    mem.state_values += B * static_cast<size_t>(H);
-    mem.weight_bytes += static_cast<size_t>(QLSTM_GATE_COUNT) * static_cast<size_t>(H) * static_cast<size_t>(I + H);
-    mem.bias_bytes += static_cast<size_t>(2 * QLSTM_GATE_COUNT) * static_cast<size_t>(H) * sizeof(int32_t);
+    ProgramMemory::Op om;
+    switch (op.kind) {
+      case QLSTM_OP_LSTM_S8: {
+        const int32_t I = op.lstm.input_size, H = op.lstm.hidden_size;
+        const qlstm_lstm_dims dims = {std::max(batch, 1), 1, I, H};
+        mem.scratch_bytes = std::max(mem.scratch_bytes, qlstm_lstm_s8_scratch_bytes(&dims));
+        mem.cell_values = std::max(mem.cell_values, B * static_cast<size_t>(H));
+        mem.state_values += B * static_cast<size_t>(H);
+        const size_t weights = static_cast<size_t>(QLSTM_GATE_COUNT) * static_cast<size_t>(H) * static_cast<size_t>(I + H);
+        const size_t biases = static_cast<size_t>(2 * QLSTM_GATE_COUNT) * static_cast<size_t>(H) * sizeof(int32_t);
+        mem.weight_bytes += weights;
+        mem.bias_bytes += biases;
+        om.flash_bytes = weights + biases;
+        break;
+      }
+      case QLSTM_OP_FULLY_CONNECTED_S8: {
+        const size_t weights = op.fc.weights.size(), biases = op.fc.effective_bias.size() * sizeof(int32_t);
+        const size_t requants = (op.fc.multipliers.size() + op.fc.shifts.size()) * sizeof(int32_t);
+        mem.weight_bytes += weights;
+        mem.bias_bytes += biases;
+        mem.requant_bytes += requants;
+        om.flash_bytes = weights + biases + requants;
+        break;
+      }
+      case QLSTM_OP_TABLE_S8:
+        mem.table_bytes += op.table.table.size();
+        om.flash_bytes = op.table.table.size();
+        break;
+      default: break;  // softmax and step selection: a few scalars in the op table
+    }
+    if (op.output_buffer >= 0 && static_cast<size_t>(op.output_buffer) < m.buffers.size()) {
+      om.output_bytes = buffer_bytes(m, static_cast<size_t>(op.output_buffer), batch, max_time_steps);
+    }
+    mem.ops.push_back(om);
   }
-  size_t widest = 0;
-  for (size_t b = 1; b + 1 < m.buffers.size(); ++b) widest = std::max(widest, static_cast<size_t>(m.buffers[b].width));
-  mem.activation_bytes = widest * B * static_cast<size_t>(std::max(max_time_steps, 0));
+  // Both areas are sized for the largest inner buffer (the runtime's context has one size).
+  for (size_t b = 1; b + 1 < m.buffers.size(); ++b) {
+    mem.activation_bytes = std::max(mem.activation_bytes, buffer_bytes(m, b, batch, max_time_steps));
+  }
   return mem;
 }
 
@@ -309,24 +544,34 @@ RuntimeProgram runtime_program(const CompiledModel& m, int32_t B, int32_t T, Lay
   const std::vector<int32_t> hs = m.hidden_sizes();
   for (const ProgramBuffer& buf : m.buffers) {
     r.widths.push_back(buf.width);
-    r.steps.push_back(QLSTM_BUFFER_EVERY_STEP);
+    r.steps.push_back(buf.steps);
   }
   r.batch = B;
   r.layout = layout == Layout::kTimeMajor ? QLSTM_LAYOUT_TIME_MAJOR : QLSTM_LAYOUT_BATCH_MAJOR;
-  for (size_t k = 0; k < m.ops.size(); ++k) {
-    const ProgramOp& op = m.ops[k];
+  int32_t lstm_index = 0;
+  for (const ProgramOp& op : m.ops) {
     qlstm_op o{};
-    o.kind = QLSTM_OP_LSTM_S8;
-    o.lstm = op.lstm.kernel_params(B, T, layout);
-    // The output buffer's width (an index out of range is left for the validation to name).
-    if (op.output_buffer >= 0 && static_cast<size_t>(op.output_buffer) < m.buffers.size()) {
-      const int32_t width = m.buffers[static_cast<size_t>(op.output_buffer)].width;
-      o.lstm.output_width = width == op.lstm.hidden_size ? 0 : width;
+    o.kind = op.kind;
+    switch (op.kind) {
+      case QLSTM_OP_LSTM_S8:
+        o.lstm = op.lstm.kernel_params(B, T, layout);
+        // The output buffer's width (an index out of range is left for the validation to name).
+        if (op.output_buffer >= 0 && static_cast<size_t>(op.output_buffer) < m.buffers.size()) {
+          const int32_t width = m.buffers[static_cast<size_t>(op.output_buffer)].width;
+          o.lstm.output_width = width == op.lstm.hidden_size ? 0 : width;
+        }
+        o.state_offset = state_offset(hs, lstm_index++, B);
+        break;
+      // rows: the runner sets them from the input buffer's positions.
+      case QLSTM_OP_FULLY_CONNECTED_S8: o.fc = op.fc.kernel_params(0); break;
+      case QLSTM_OP_SOFTMAX_S8: o.softmax = op.softmax.kernel_params(0); break;
+      case QLSTM_OP_TABLE_S8: o.table = op.table.kernel_params(0); break;
+      case QLSTM_OP_SELECT_STEP: o.select = op.select.kernel_params(); break;
+      default: break;  // an unknown kind: the validation names it
     }
     o.input_buffer = op.input_buffer;
     o.output_buffer = op.output_buffer;
     o.output_offset = op.output_offset;
-    o.state_offset = state_offset(hs, static_cast<int32_t>(k), B);
     r.ops.push_back(o);
   }
   r.state_values = state_offset(hs, static_cast<int32_t>(hs.size()), B);
@@ -355,13 +600,10 @@ std::vector<int8_t> run_program_s8(const CompiledModel& m, const std::vector<int
   // The runtime's own program runner, as the emitted source calls it on the device.
   const ProgramMemory mem = program_memory(m, B, T);
   const RuntimeProgram r = runtime_program(m, B, T, shape.layout);
-  std::vector<ScratchBlock> scratch(mem.scratch_bytes / sizeof(ScratchBlock) + 1);
-  std::vector<int16_t> cell(mem.cell_values);
-  std::vector<int8_t> areas[2] = {std::vector<int8_t>(mem.activation_bytes), std::vector<int8_t>(mem.activation_bytes)};
-  std::vector<int8_t> y(positions * static_cast<size_t>(m.output_size()));
+  ProgramContextStorage storage(mem);
+  std::vector<int8_t> y(buffer_bytes(m, m.buffers.size() - 1, B, T));
   const qlstm_program program = r.table();
-  qlstm_program_context ctx = {scratch.data(), scratch.size() * sizeof(ScratchBlock), cell.data(),
-                               {areas[0].data(), areas[1].data()}, mem.activation_bytes};
+  qlstm_program_context ctx = storage.context();
   const qlstm_status st = qlstm_program_run(&program, &ctx, x.data(), y.data(), T, state->hidden.data(),
                                             state->cell.data());
   if (st != QLSTM_OK) {
@@ -395,10 +637,8 @@ void scatter_steps(const int8_t* chunk, int32_t B, int32_t T, int32_t F, Layout 
 std::vector<int8_t> run_program_s8_streamed(const CompiledModel& m, const std::vector<int8_t>& x,
                                             const SequenceShape& shape, int32_t chunk, ProgramState* state) {
   if (chunk < 1) throw CompileError("chunk: must be at least 1 time step, got " + std::to_string(chunk));
-  if (!m.all_forward()) {
-    throw CompileError("chunk: the model has a reverse LSTM, which starts from the last time step; it cannot be "
-                       "streamed in chunks");
-  }
+  const std::string refusal = m.streaming_refusal();
+  if (!refusal.empty()) throw CompileError("chunk: " + refusal);
   const int32_t B = shape.batch, T = shape.time_steps, I = m.input_size(), O = m.output_size();
   if (B < 1 || T < 0 || x.size() != static_cast<size_t>(B) * T * I) {
     return run_program_s8(m, x, shape, state);  // reports the shape error
@@ -408,13 +648,20 @@ std::vector<int8_t> run_program_s8_streamed(const CompiledModel& m, const std::v
     own = initial_program_state(m, B);
     state = &own;
   }
-  std::vector<int8_t> y(static_cast<size_t>(B) * T * O), xc;
-  for (int32_t t0 = 0; t0 < T; t0 += chunk) {
+  // A one-step output: one position per chunk, the output of the chunk's last step.
+  const bool one_step = m.output_is_one_step();
+  const int32_t chunks = (T + chunk - 1) / chunk;
+  std::vector<int8_t> y(static_cast<size_t>(B) * (one_step ? chunks : T) * O), xc;
+  for (int32_t t0 = 0, c = 0; t0 < T; t0 += chunk, ++c) {
     const int32_t n = std::min(chunk, T - t0);
     xc.resize(static_cast<size_t>(B) * n * I);
     gather_steps(x.data(), B, T, I, shape.layout, t0, n, xc.data());
     const std::vector<int8_t> yc = run_program_s8(m, xc, {B, n, shape.layout}, state);
-    scatter_steps(yc.data(), B, T, O, shape.layout, t0, n, y.data());
+    if (one_step) {
+      scatter_steps(yc.data(), B, chunks, O, shape.layout, c, 1, y.data());
+    } else {
+      scatter_steps(yc.data(), B, T, O, shape.layout, t0, n, y.data());
+    }
   }
   return y;
 }

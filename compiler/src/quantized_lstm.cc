@@ -165,6 +165,20 @@ Observed gather(const FloatLstm& source, const OpObservation& observed, int64_t 
   return o;
 }
 
+// Appends to `to` what the search scores of one sequence's output ([T][H]): every step, or the
+// one step the head reads (step < 0 counts from the last; a sequence without it adds nothing).
+void append_scored(std::vector<float>& to, const std::vector<float>& output, int32_t time_steps, int32_t H,
+                   const std::optional<int32_t>& step) {
+  if (!step) {
+    to.insert(to.end(), output.begin(), output.end());
+    return;
+  }
+  const int32_t t = *step < 0 ? time_steps + *step : *step;
+  if (t < 0 || t >= time_steps) return;
+  const auto row = output.begin() + static_cast<ptrdiff_t>(t) * H;
+  to.insert(to.end(), row, row + H);
+}
+
 // The real range an int8 quantization covers.
 Range range_of(const AffineQuant& q) { return {q.dequantize(-128), q.dequantize(127)}; }
 
@@ -294,7 +308,7 @@ QuantizedLstm QuantizedLstm::compile(const FloatLstm& source, const OpObservatio
     // it helps on both: that resists fitting the quirks of a few sequences.
     std::vector<float> reference[2];
     for (size_t k = 0; k < o.scored_float.size(); ++k) {
-      reference[k % 2].insert(reference[k % 2].end(), o.scored_float[k]->begin(), o.scored_float[k]->end());
+      append_scored(reference[k % 2], *o.scored_float[k], o.scored[k]->time_steps, source.hidden_size, fixed.scored_step);
     }
     struct Score {
       double half[2];
@@ -317,7 +331,7 @@ QuantizedLstm QuantizedLstm::compile(const FloatLstm& source, const OpObservatio
           const SequenceShape one = {1, s->time_steps, Layout::kBatchMajor};
           State state = q.quantize_state(s->h0, s->c0, 1);
           const std::vector<float> ys = q.dequantize_output(q.run_s8(q.quantize_input(s->values), one, &state));
-          y[k % 2].insert(y[k % 2].end(), ys.begin(), ys.end());
+          append_scored(y[k % 2], ys, s->time_steps, source.hidden_size, fixed.scored_step);
         }
         ++stats.evaluations;
         if (options.progress) options.progress("searching", stats.evaluations, expected_evaluations);
@@ -450,12 +464,105 @@ std::vector<float> QuantizedLstm::run_float(const std::vector<float>& x,
   return dequantize_output(run_s8(quantize_input(x), shape));
 }
 
+namespace {
+
+// One op of the front or the head: a layer, and the Relu/Clip folded into it (a Linear's).
+struct LayerOp {
+  const FloatLayer* layer = nullptr;
+  const FloatLayer* clamp = nullptr;
+};
+
+std::vector<LayerOp> layer_ops(const std::vector<FloatLayer>& layers) {
+  std::vector<LayerOp> out;
+  for (size_t k = 0; k < layers.size(); ++k) {
+    LayerOp op{&layers[k], nullptr};
+    if (layers[k].kind == FloatLayerKind::kLinear && k + 1 < layers.size() && folds_into_clamp(layers[k + 1])) {
+      op.clamp = &layers[++k];
+    }
+    out.push_back(op);
+  }
+  return out;
+}
+
+std::string node_label(const FloatLayer& l) { return "node '" + l.node + "'"; }
+
+// Each entry's float values through one op (positions x width in, out), and the quantization the
+// output observer picks from all of them.
+AffineQuant run_layer_op(const LayerOp& op, std::vector<std::vector<double>>& values,
+                         const std::vector<int32_t>& positions, const ObserverConfig& observer) {
+  std::vector<float> all;
+  for (size_t e = 0; e < values.size(); ++e) {
+    const size_t n = static_cast<size_t>(positions[e]);
+    values[e] = run_float_layer(*op.layer, values[e], n);
+    if (op.clamp) values[e] = run_float_layer(*op.clamp, values[e], n);
+    for (double v : values[e]) {
+      if (!std::isfinite(v)) throw CompileError("calibration: " + node_label(*op.layer) + " produced a non-finite value");
+      all.push_back(static_cast<float>(v));
+    }
+  }
+  if (op.layer->kind == FloatLayerKind::kSoftmax) return softmax_output_quant();
+  if (all.empty()) throw CompileError("calibration: every sequence has zero time steps");
+  const Range r = choose_range(all, observer);
+  return affine_from_range(r.lo, r.hi);
+}
+
+// The int8 op of a per-position layer between two quantizations.
+ProgramOp derive_layer_op(const LayerOp& lop, const AffineQuant& input, const AffineQuant& output,
+                          const CompileOptions& options) {
+  ProgramOp op;
+  const FloatLayer& l = *lop.layer;
+  switch (l.kind) {
+    case FloatLayerKind::kLinear:
+      op.kind = QLSTM_OP_FULLY_CONNECTED_S8;
+      op.fc = derive_fc(l, lop.clamp, input, output, options.fc_per_channel);
+      break;
+    case FloatLayerKind::kActivation:
+      op.kind = QLSTM_OP_TABLE_S8;
+      op.table = derive_table(l, l.input_size, input, output);
+      break;
+    case FloatLayerKind::kSoftmax:
+      op.kind = QLSTM_OP_SOFTMAX_S8;
+      op.softmax = derive_softmax(l.input_size, input, l.softmax_beta);
+      break;
+    case FloatLayerKind::kSelectStep:
+      throw CompileError(node_label(l) + ": a step selection must come first in the head, right after the LSTM");
+  }
+  return op;
+}
+
+std::vector<double> to_double(const std::vector<float>& v) { return std::vector<double>(v.begin(), v.end()); }
+
+}  // namespace
+
 QuantizedProgram compile_program(const FloatProgram& program, const CalibrationSet& calibration,
                                  const CompileOptions& options) {
   program.validate();
+  for (const std::vector<FloatLayer>* part : {&program.front, &program.head}) {
+    for (const FloatLayer& l : *part) l.validate();
+  }
   if (calibration.sequences.empty()) throw CompileError("calibration: the calibration set is empty");
   const int32_t D = program.directions, I = program.input_size();
   const size_t ops_count = program.ops.size();
+  const bool has_select = !program.head.empty() && program.head.front().kind == FloatLayerKind::kSelectStep;
+  const FloatLstm& last_lstm = program.ops.back();
+  if (program.lstm_output == LstmOutput::kFinalState && D != 1) {
+    throw CompileError("program: a head on h_n[-1] of a bidirectional LSTM is not supported (h_n[-1] is only the "
+                       "reverse direction's state); read y[:, -1] instead");
+  }
+  if (program.lstm_output == LstmOutput::kFinalState && has_select) {
+    throw CompileError(node_label(program.head.front()) + ": selects a step of h_n, which has one");
+  }
+  // The head reads one step of the stack's output: the last op's final state alone (written
+  // without the sequence), or step k of the sequence (a selection op).
+  const bool final_state = program.lstm_output == LstmOutput::kFinalState ||
+                           (has_select && program.head.front().step == -1 && D == 1 && !last_lstm.reverse);
+  const bool select_op = has_select && !final_state;
+  std::optional<int32_t> head_step;  // the step of the last layer's output the head reads
+  if (program.lstm_output == LstmOutput::kFinalState) head_step = last_lstm.reverse ? 0 : -1;
+  if (has_select) head_step = program.head.front().step;
+  for (const FloatLayer& l : program.front) {
+    if (l.kind == FloatLayerKind::kSelectStep) throw CompileError(node_label(l) + ": a step selection before the LSTM");
+  }
   // One calibration entry per sequence and per starting state, as every layer sees it.
   struct Entry {
     int32_t time_steps = 0;
@@ -473,7 +580,34 @@ QuantizedProgram compile_program(const FloatProgram& program, const CalibrationS
   }
   QuantizedProgram result;
   result.source = program;
-  std::vector<ProgramOp> ops;
+  CompiledModel& m = result.model;
+  std::vector<int32_t> positions;
+  for (const Entry& en : entries) positions.push_back(en.time_steps);
+
+  // The front: per-step ops on the model input, each observed on the float pass.
+  std::optional<BoundaryQuant> lstm_input;
+  if (!program.front.empty()) {
+    std::vector<float> inputs;
+    for (const CalibrationSequence& s : calibration.sequences) inputs.insert(inputs.end(), s.values.begin(), s.values.end());
+    if (inputs.empty()) throw CompileError("calibration: every sequence has zero time steps");
+    const Range r = choose_range(inputs, options.input_observer);
+    m.buffers.push_back({I, affine_from_range(r.lo, r.hi), QLSTM_BUFFER_EVERY_STEP});
+    std::vector<std::vector<double>> values;
+    for (Entry& en : entries) values.push_back(to_double(en.x));
+    for (const LayerOp& lop : layer_ops(program.front)) {
+      const AffineQuant out = run_layer_op(lop, values, positions, options.output_observer);
+      ProgramOp op = derive_layer_op(lop, m.buffers.back().quant, out, options);
+      op.input_buffer = static_cast<int32_t>(m.buffers.size()) - 1;
+      op.output_buffer = op.input_buffer + 1;
+      m.buffers.push_back({lop.layer->output_size, out, QLSTM_BUFFER_EVERY_STEP});
+      m.ops.push_back(std::move(op));
+    }
+    for (size_t e = 0; e < entries.size(); ++e) entries[e].x.assign(values[e].begin(), values[e].end());
+    lstm_input = BoundaryQuant{m.buffers.back().quant, "the output of the front end (" + program.front.back().node + ")"};
+  }
+
+  // The LSTM stack, layer by layer.
+  std::vector<ProgramOp> lstm_ops;
   for (int32_t l = 0; l < program.layers(); ++l) {
     const int32_t H = program.ops[static_cast<size_t>(l * D)].hidden_size, W = D * H;
     // The one float pass of this layer: each op's observation (what its observers and its search
@@ -506,7 +640,9 @@ QuantizedProgram compile_program(const FloatProgram& program, const CalibrationS
       if (options.progress) options.progress("calibrating", static_cast<int64_t>(e + 1), static_cast<int64_t>(entries.size()));
     }
     OpBoundaries fixed;
-    if (l > 0) fixed.input = BoundaryQuant{ops.back().lstm.output, "the output of layer " + std::to_string(l - 1)};
+    if (l > 0) fixed.input = BoundaryQuant{lstm_ops.back().lstm.output, "the output of layer " + std::to_string(l - 1)};
+    if (l == 0 && lstm_input) fixed.input = lstm_input;
+    if (l + 1 == program.layers()) fixed.scored_step = head_step;
     if (D == 2) {
       std::vector<float> all;
       for (const auto& v : outs) all.insert(all.end(), v.begin(), v.end());
@@ -521,10 +657,10 @@ QuantizedProgram compile_program(const FloatProgram& program, const CalibrationS
     for (int32_t d = 0; d < D; ++d) {
       const size_t k = static_cast<size_t>(l * D + d);
       if (d == 1 && !fixed.input) {  // both directions read the same buffer
-        fixed.input = BoundaryQuant{ops.back().lstm.input,
+        fixed.input = BoundaryQuant{lstm_ops.back().lstm.input,
                                     "the forward direction's choice (" + result.stats.back().input_observer + ")"};
       } else if (d == 1) {
-        fixed.input->quant = ops.back().lstm.input;
+        fixed.input->quant = lstm_ops.back().lstm.input;
       }
       QuantizedLstm q = [&] {
         try {
@@ -543,18 +679,77 @@ QuantizedProgram compile_program(const FloatProgram& program, const CalibrationS
       if (program.initial_cell == StateSource::kConstant) {
         for (float v : program.c0[k]) op.initial_cell.push_back(quantize_cell(v, op.lstm.cell.power));
       }
-      ops.push_back(std::move(op));
+      lstm_ops.push_back(std::move(op));
       result.stats.push_back(q.calibration());
     }
     for (size_t e = 0; e < entries.size(); ++e) entries[e].x = std::move(outs[e]);
   }
+  if (final_state) lstm_ops.back().lstm.output_steps = QLSTM_OUTPUT_FINAL;
+  {
+    // The stack's ops after the front's, its buffers after the front's (buffer 0 is the first
+    // LSTM's input when there is no front).
+    const int32_t first = m.buffers.empty() ? 0 : static_cast<int32_t>(m.buffers.size()) - 1;
+    CompiledModel stack = assemble_program(std::move(lstm_ops), D);
+    if (m.buffers.empty()) m.buffers.push_back(stack.buffers.front());
+    for (size_t b = 1; b < stack.buffers.size(); ++b) m.buffers.push_back(stack.buffers[b]);
+    if (final_state) m.buffers.back().steps = QLSTM_BUFFER_ONE_STEP;
+    for (ProgramOp& op : stack.ops) {
+      op.input_buffer += first;
+      op.output_buffer += first;
+      m.ops.push_back(std::move(op));
+    }
+  }
+
+  // The head: what it reads of the stack's output (every step, one step, or h_n), then its ops.
+  const int32_t W = D * last_lstm.hidden_size;
+  std::vector<std::vector<double>> values;
+  std::vector<int32_t> head_positions;
+  for (size_t e = 0; e < entries.size(); ++e) {
+    const int32_t T = entries[e].time_steps;
+    if (!head_step) {
+      values.push_back(to_double(entries[e].x));
+      head_positions.push_back(T);
+      continue;
+    }
+    const int32_t t = *head_step < 0 ? T + *head_step : *head_step;
+    if (t < 0 || t >= T) {
+      throw CompileError("calibration: sequence " + std::to_string(e % calibration.sequences.size()) + " has " +
+                         std::to_string(T) + " steps; the head reads step " + std::to_string(*head_step));
+    }
+    const auto row = entries[e].x.begin() + static_cast<ptrdiff_t>(t) * W;
+    values.emplace_back(row, row + W);
+    head_positions.push_back(1);
+  }
+  std::vector<LayerOp> head_ops = layer_ops(program.head);
+  if (has_select) {
+    head_ops.erase(head_ops.begin());
+    if (select_op) {
+      ProgramOp op;
+      op.kind = QLSTM_OP_SELECT_STEP;
+      op.select = {W, program.head.front().step};
+      op.input_buffer = static_cast<int32_t>(m.buffers.size()) - 1;
+      op.output_buffer = op.input_buffer + 1;
+      m.buffers.push_back({W, m.buffers.back().quant, QLSTM_BUFFER_ONE_STEP});
+      m.ops.push_back(std::move(op));
+    }
+  }
+  for (const LayerOp& lop : head_ops) {
+    const AffineQuant out = run_layer_op(lop, values, head_positions, options.output_observer);
+    ProgramOp op = derive_layer_op(lop, m.buffers.back().quant, out, options);
+    op.input_buffer = static_cast<int32_t>(m.buffers.size()) - 1;
+    op.output_buffer = op.input_buffer + 1;
+    m.buffers.push_back({lop.layer->output_size, out, m.buffers.back().steps});
+    m.ops.push_back(std::move(op));
+  }
   // The first pass's entries start from the program's own state, one per calibration sequence.
-  for (size_t e = 0; e < calibration.sequences.size(); ++e) result.float_outputs.push_back(std::move(entries[e].x));
-  result.model = assemble_program(std::move(ops), D);
-  result.model.initial_hidden = program.initial_hidden;
-  result.model.initial_cell = program.initial_cell;
-  result.model.hidden_output = program.hidden_output;
-  result.model.cell_output = program.cell_output;
+  for (size_t e = 0; e < calibration.sequences.size(); ++e) {
+    result.float_outputs.emplace_back(values[e].begin(), values[e].end());
+  }
+  m.directions = D;
+  m.initial_hidden = program.initial_hidden;
+  m.initial_cell = program.initial_cell;
+  m.hidden_output = program.hidden_output;
+  m.cell_output = program.cell_output;
   return result;
 }
 

@@ -63,8 +63,12 @@ Failure check_params(const qlstm_lstm_s8_params* p) {
   if (p->time_direction != QLSTM_TIME_FORWARD && p->time_direction != QLSTM_TIME_REVERSE) {
     return {QLSTM_ERROR_BAD_DIRECTION, "time_direction"};
   }
+  if (p->output_steps != QLSTM_OUTPUT_ALL_STEPS && p->output_steps != QLSTM_OUTPUT_FINAL) {
+    return {QLSTM_ERROR_BAD_OUTPUT_STEPS, "output_steps"};
+  }
   if (p->output_width != 0) {
-    const int64_t positions = static_cast<int64_t>(p->dims.batch) * p->dims.time_steps;
+    const int64_t positions = static_cast<int64_t>(p->dims.batch) *
+                              (p->output_steps == QLSTM_OUTPUT_FINAL ? 1 : p->dims.time_steps);
     if (p->output_width < p->dims.hidden_size || positions * p->output_width > fxp::kInt32Max) {
       return {QLSTM_ERROR_BAD_OUTPUT_WIDTH, "output_width"};
     }
@@ -124,7 +128,11 @@ qlstm_status check_call(const qlstm_lstm_s8_params* params, const qlstm_lstm_s8_
     return QLSTM_ERROR_NULL_POINTER;
   }
   const qlstm_lstm_dims& d = params->dims;
-  if (d.time_steps > 0 && (input == nullptr || output == nullptr)) return QLSTM_ERROR_NULL_POINTER;
+  if (d.time_steps > 0 && input == nullptr) return QLSTM_ERROR_NULL_POINTER;
+  // The final state is written even when T == 0.
+  if ((d.time_steps > 0 || params->output_steps == QLSTM_OUTPUT_FINAL) && output == nullptr) {
+    return QLSTM_ERROR_NULL_POINTER;
+  }
   if (ctx->scratch_bytes < scratch_bytes_for(d)) return QLSTM_ERROR_SCRATCH_TOO_SMALL;
   if (!is_aligned(ctx->scratch)) return QLSTM_ERROR_SCRATCH_MISALIGNED;
   return QLSTM_OK;
@@ -146,13 +154,25 @@ qlstm_status run_checked(const LstmS8Variant& variant, const qlstm_lstm_s8_param
   }
 
   // Element strides between consecutive time steps and between batch rows; W elements per
-  // output position.
+  // output position. Only the final state: one [B][W] output that every step overwrites (time
+  // stride 0). A step reads its recurrent input, the previous h, in every gate stage before the
+  // hidden stage writes the new one, so the in-place update is the same computation.
   const bool time_major = params->layout == QLSTM_LAYOUT_TIME_MAJOR;
+  const bool final_only = params->output_steps == QLSTM_OUTPUT_FINAL;
   const ptrdiff_t W = params->output_width > 0 ? params->output_width : H;
   const ptrdiff_t x_step = time_major ? static_cast<ptrdiff_t>(B) * I : I;
   const ptrdiff_t x_row = time_major ? I : static_cast<ptrdiff_t>(T) * I;
-  const ptrdiff_t y_step = time_major ? B * W : W;
-  const ptrdiff_t y_row = time_major ? W : static_cast<ptrdiff_t>(T) * W;
+  const ptrdiff_t y_step = final_only ? 0 : (time_major ? B * W : W);
+  const ptrdiff_t y_row = final_only || time_major ? W : static_cast<ptrdiff_t>(T) * W;
+  if (final_only && T == 0) {
+    // No step: the final state is the initial one (the carried state, or h = zero point).
+    for (int32_t b = 0; b < B; ++b) {
+      for (int32_t r = 0; r < H; ++r) {
+        output[b * y_row + r] =
+            stateful ? ctx->hidden_state[b * H + r] : static_cast<int8_t>(params->output_zero_point);
+      }
+    }
+  }
   // Reverse: step s processes time T-1-s, and its recurrent input is the h it wrote at step s-1.
   const bool reverse = params->time_direction == QLSTM_TIME_REVERSE;
 

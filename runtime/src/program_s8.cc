@@ -16,6 +16,7 @@ struct Failure {
 constexpr Failure kNoFailure = {QLSTM_OK, nullptr, -1};
 
 Failure bad_op(const char* field, int32_t k) { return {QLSTM_ERROR_BAD_PROGRAM, field, k}; }
+Failure bad_program(const char* field) { return {QLSTM_ERROR_BAD_PROGRAM, field, -1}; }
 
 // The activation area of an intermediate buffer (1 ... buffer_count - 2).
 int32_t area_of(int32_t buffer) { return (buffer - 1) % 2; }
@@ -24,9 +25,24 @@ bool is_intermediate(const qlstm_program& program, int32_t buffer) {
   return buffer > 0 && buffer < program.buffer_count - 1;
 }
 
-// The op's params as the runner hands them to the kernel: the call's time steps, the row width of
-// its output buffer. Only for an op whose output buffer index is valid.
-qlstm_lstm_s8_params call_params(const qlstm_program& program, const qlstm_op& op, int32_t time_steps) {
+bool one_step(const qlstm_program& program, int32_t buffer) {
+  return program.buffer_steps[buffer] == QLSTM_BUFFER_ONE_STEP;
+}
+
+// Positions (rows of the buffer's width) a buffer holds in a call of time_steps steps: B x T, or
+// B for a one-step buffer. Fits int32 once the op writing or reading it is valid.
+int32_t positions(const qlstm_program& program, int32_t buffer, int32_t time_steps) {
+  return one_step(program, buffer) ? program.batch : program.batch * time_steps;
+}
+
+// The step a selection copies in a call of time_steps steps (-1: the last).
+int32_t selected_step(const qlstm_select_step_params& s, int32_t time_steps) {
+  return s.step < 0 ? time_steps + s.step : s.step;
+}
+
+// An LSTM op's params as the runner hands them to the kernel: the call's time steps, the row
+// width of its output buffer. Only for an op whose output buffer index is valid.
+qlstm_lstm_s8_params lstm_call_params(const qlstm_program& program, const qlstm_op& op, int32_t time_steps) {
   qlstm_lstm_s8_params p = op.lstm;
   p.dims.time_steps = time_steps;
   const int32_t width = program.buffer_widths[op.output_buffer];
@@ -34,12 +50,106 @@ qlstm_lstm_s8_params call_params(const qlstm_program& program, const qlstm_op& o
   return p;
 }
 
+// The other kinds' params with rows set to the input buffer's positions.
+qlstm_fc_s8_params fc_call_params(const qlstm_program& program, const qlstm_op& op, int32_t time_steps) {
+  qlstm_fc_s8_params p = op.fc;
+  p.rows = positions(program, op.input_buffer, time_steps);
+  return p;
+}
+qlstm_softmax_s8_params softmax_call_params(const qlstm_program& program, const qlstm_op& op, int32_t time_steps) {
+  qlstm_softmax_s8_params p = op.softmax;
+  p.rows = positions(program, op.input_buffer, time_steps);
+  return p;
+}
+qlstm_table_s8_params table_call_params(const qlstm_program& program, const qlstm_op& op, int32_t time_steps) {
+  qlstm_table_s8_params p = op.table;
+  p.rows = positions(program, op.input_buffer, time_steps);
+  return p;
+}
+
+// An LSTM op: reads a sequence, writes a sequence or (FINAL) a one-step buffer; its width, batch,
+// layout, params and state rows.
+Failure check_lstm(const qlstm_program& program, int32_t k, int32_t time_steps) {
+  const qlstm_op& op = program.ops[k];
+  const qlstm_lstm_dims& d = op.lstm.dims;
+  if (one_step(program, op.input_buffer)) return bad_op("input_buffer", k);
+  const bool final_only = op.lstm.output_steps == QLSTM_OUTPUT_FINAL;
+  if (one_step(program, op.output_buffer) != final_only) return bad_op("output_steps", k);
+  if (d.batch != program.batch) return bad_op("dims.batch", k);
+  if (op.lstm.layout != program.layout) return bad_op("layout", k);
+  if (d.input_size != program.buffer_widths[op.input_buffer]) return bad_op("dims.input_size", k);
+  if (op.output_offset < 0 ||
+      static_cast<int64_t>(op.output_offset) + d.hidden_size > program.buffer_widths[op.output_buffer]) {
+    return bad_op("output_offset", k);
+  }
+  const qlstm_lstm_s8_params p = lstm_call_params(program, op, time_steps);
+  const char* field = nullptr;
+  const qlstm_status st = qlstm_lstm_s8_validate(&p, &field);
+  if (st != QLSTM_OK) return {st, field, k};
+  // B x H fits int32 once the params are valid.
+  const size_t rows = static_cast<size_t>(d.batch) * static_cast<size_t>(d.hidden_size);
+  if (op.state_offset > program.state_values || rows > program.state_values - op.state_offset) {
+    return bad_op("state_offset", k);
+  }
+  return kNoFailure;
+}
+
+// An op of another kind: keeps the positions (a selection: one step of a sequence), writes a
+// whole row of its output buffer, has no state; then its kernel's own validation.
+Failure check_row_op(const qlstm_program& program, int32_t k, int32_t time_steps) {
+  const qlstm_op& op = program.ops[k];
+  const int32_t in_width = program.buffer_widths[op.input_buffer];
+  const int32_t out_width = program.buffer_widths[op.output_buffer];
+  if (op.kind == QLSTM_OP_SELECT_STEP) {
+    if (one_step(program, op.input_buffer)) return bad_op("input_buffer", k);
+    if (!one_step(program, op.output_buffer)) return bad_op("output_buffer", k);
+  } else if (one_step(program, op.input_buffer) != one_step(program, op.output_buffer)) {
+    return bad_op("output_buffer", k);
+  }
+  if (op.output_offset != 0) return bad_op("output_offset", k);
+  if (op.state_offset != 0) return bad_op("state_offset", k);
+  // Every element of both buffers must be addressable in int32 (an LSTM checks its own).
+  const int64_t rows = one_step(program, op.input_buffer) ? program.batch : static_cast<int64_t>(program.batch) * time_steps;
+  if (rows * (in_width > out_width ? in_width : out_width) > INT32_MAX) return {QLSTM_ERROR_BAD_DIMS, "rows", k};
+  const char* field = nullptr;
+  qlstm_status st = QLSTM_OK;
+  switch (op.kind) {
+    case QLSTM_OP_FULLY_CONNECTED_S8: {
+      if (op.fc.input_size != in_width) return bad_op("input_size", k);
+      if (op.fc.output_size != out_width) return bad_op("output_size", k);
+      const qlstm_fc_s8_params p = fc_call_params(program, op, time_steps);
+      st = qlstm_fc_s8_validate(&p, &field);
+      break;
+    }
+    case QLSTM_OP_SOFTMAX_S8: {
+      if (op.softmax.row_size != in_width || op.softmax.row_size != out_width) return bad_op("row_size", k);
+      const qlstm_softmax_s8_params p = softmax_call_params(program, op, time_steps);
+      st = qlstm_softmax_s8_validate(&p, &field);
+      break;
+    }
+    case QLSTM_OP_TABLE_S8: {
+      if (op.table.row_size != in_width || op.table.row_size != out_width) return bad_op("row_size", k);
+      const qlstm_table_s8_params p = table_call_params(program, op, time_steps);
+      st = qlstm_table_s8_validate(&p, &field);
+      break;
+    }
+    default: {  // QLSTM_OP_SELECT_STEP: the copy is the runner's own
+      if (op.select.row_size < 1 || op.select.row_size != in_width || op.select.row_size != out_width) {
+        return bad_op("row_size", k);
+      }
+      if (op.select.step < -time_steps || op.select.step >= time_steps) return bad_op("step", k);
+      break;
+    }
+  }
+  return st == QLSTM_OK ? kNoFailure : Failure{st, field, k};
+}
+
 // Op k of a program whose counts and arrays are valid. holds[a]: the intermediate buffer area a
 // holds so far (0: none).
 Failure check_op(const qlstm_program& program, int32_t k, int32_t time_steps, int32_t holds[2]) {
   const qlstm_op& op = program.ops[k];
   const int32_t last = program.buffer_count - 1;
-  if (op.kind != QLSTM_OP_LSTM_S8) return bad_op("kind", k);
+  if (op.kind < 0 || op.kind >= QLSTM_OP_KIND_COUNT) return bad_op("kind", k);
   if (op.input_buffer < 0 || op.input_buffer >= last) return bad_op("input_buffer", k);
   if (op.output_buffer < 1 || op.output_buffer > last) return bad_op("output_buffer", k);
   const bool reads_area = is_intermediate(program, op.input_buffer);
@@ -50,45 +160,38 @@ Failure check_op(const qlstm_program& program, int32_t k, int32_t time_steps, in
   if (reads_area && writes_area && area_of(op.input_buffer) == area_of(op.output_buffer)) {
     return bad_op("output_buffer", k);  // would overwrite the area it reads
   }
-  const qlstm_lstm_dims& d = op.lstm.dims;
-  if (d.batch != program.ops[0].lstm.dims.batch) return bad_op("dims.batch", k);
-  if (op.lstm.layout != program.ops[0].lstm.layout) return bad_op("layout", k);
-  if (d.input_size != program.buffer_widths[op.input_buffer]) return bad_op("dims.input_size", k);
-  if (op.output_offset < 0 ||
-      static_cast<int64_t>(op.output_offset) + d.hidden_size > program.buffer_widths[op.output_buffer]) {
-    return bad_op("output_offset", k);
-  }
-  const qlstm_lstm_s8_params p = call_params(program, op, time_steps);
-  const char* field = nullptr;
-  const qlstm_status st = qlstm_lstm_s8_validate(&p, &field);
-  if (st != QLSTM_OK) return {st, field, k};
-  // B x H fits int32 once the params are valid.
-  const size_t rows = static_cast<size_t>(d.batch) * static_cast<size_t>(d.hidden_size);
-  if (op.state_offset > program.state_values || rows > program.state_values - op.state_offset) {
-    return bad_op("state_offset", k);
-  }
+  const Failure f = op.kind == QLSTM_OP_LSTM_S8 ? check_lstm(program, k, time_steps)
+                                                : check_row_op(program, k, time_steps);
+  if (f.status != QLSTM_OK) return f;
   if (writes_area) holds[area_of(op.output_buffer)] = op.output_buffer;
   return kNoFailure;
 }
 
 // The context of a valid program.
 Failure check_context(const qlstm_program& program, const qlstm_program_context& ctx, int32_t time_steps) {
-  // What the kernel would check of its context, once for every op: the runner does not ask again.
-  if (ctx.scratch == nullptr) return {QLSTM_ERROR_NULL_POINTER, "scratch", -1};
-  if (reinterpret_cast<uintptr_t>(ctx.scratch) % QLSTM_SCRATCH_ALIGNMENT != 0) {
-    return {QLSTM_ERROR_SCRATCH_MISALIGNED, "scratch", -1};
+  bool has_lstm = false;
+  for (int32_t k = 0; k < program.op_count; ++k) has_lstm = has_lstm || program.ops[k].kind == QLSTM_OP_LSTM_S8;
+  // What the LSTM kernel would check of its context, once for every op: the runner does not ask
+  // again. The other kinds need no scratch.
+  if (has_lstm) {
+    if (ctx.scratch == nullptr) return {QLSTM_ERROR_NULL_POINTER, "scratch", -1};
+    if (reinterpret_cast<uintptr_t>(ctx.scratch) % QLSTM_SCRATCH_ALIGNMENT != 0) {
+      return {QLSTM_ERROR_SCRATCH_MISALIGNED, "scratch", -1};
+    }
+    if (ctx.cell == nullptr) return {QLSTM_ERROR_NULL_POINTER, "cell", -1};
   }
-  if (ctx.cell == nullptr) return {QLSTM_ERROR_NULL_POINTER, "cell", -1};
   for (int32_t k = 0; k < program.op_count; ++k) {
     const qlstm_op& op = program.ops[k];
-    const qlstm_lstm_s8_params p = call_params(program, op, time_steps);
-    if (ctx.scratch_bytes < qlstm_lstm_s8_scratch_bytes(&p.dims)) {
-      return {QLSTM_ERROR_SCRATCH_TOO_SMALL, "scratch_bytes", -1};
+    if (op.kind == QLSTM_OP_LSTM_S8) {
+      const qlstm_lstm_s8_params p = lstm_call_params(program, op, time_steps);
+      if (ctx.scratch_bytes < qlstm_lstm_s8_scratch_bytes(&p.dims)) {
+        return {QLSTM_ERROR_SCRATCH_TOO_SMALL, "scratch_bytes", -1};
+      }
     }
     if (!is_intermediate(program, op.output_buffer)) continue;
     if (ctx.activations[area_of(op.output_buffer)] == nullptr) return {QLSTM_ERROR_NULL_POINTER, "activations", -1};
-    // B x T x width fits int32: qlstm_lstm_s8_validate checked it (as output_width, or as B x T x H).
-    const size_t bytes = static_cast<size_t>(p.dims.batch) * static_cast<size_t>(time_steps) *
+    // Positions x width fits int32: the op's validation checked it.
+    const size_t bytes = static_cast<size_t>(positions(program, op.output_buffer, time_steps)) *
                          static_cast<size_t>(program.buffer_widths[op.output_buffer]);
     if (bytes > ctx.activation_bytes) return {QLSTM_ERROR_SCRATCH_TOO_SMALL, "activation_bytes", -1};
   }
@@ -99,15 +202,39 @@ Failure check_program(const qlstm_program* program, const qlstm_program_context*
   if (program == nullptr) return {QLSTM_ERROR_NULL_POINTER, "program", -1};
   if (program->ops == nullptr) return {QLSTM_ERROR_NULL_POINTER, "ops", -1};
   if (program->buffer_widths == nullptr) return {QLSTM_ERROR_NULL_POINTER, "buffer_widths", -1};
-  if (program->op_count < 1) return {QLSTM_ERROR_BAD_PROGRAM, "op_count", -1};
-  if (program->buffer_count < 2) return {QLSTM_ERROR_BAD_PROGRAM, "buffer_count", -1};
+  if (program->buffer_steps == nullptr) return {QLSTM_ERROR_NULL_POINTER, "buffer_steps", -1};
+  if (program->op_count < 1) return bad_program("op_count");
+  if (program->buffer_count < 2) return bad_program("buffer_count");
+  if (program->batch < 1) return {QLSTM_ERROR_BAD_DIMS, "batch", -1};
+  if (program->layout != QLSTM_LAYOUT_BATCH_MAJOR && program->layout != QLSTM_LAYOUT_TIME_MAJOR) {
+    return {QLSTM_ERROR_BAD_LAYOUT, "layout", -1};
+  }
   if (time_steps < 0) return {QLSTM_ERROR_BAD_DIMS, "max_time_steps", -1};
+  // The input is a sequence; every buffer is one of the two kinds.
+  if (program->buffer_steps[0] != QLSTM_BUFFER_EVERY_STEP) return bad_program("buffer_steps");
+  for (int32_t b = 1; b < program->buffer_count; ++b) {
+    const int32_t s = program->buffer_steps[b];
+    if (s != QLSTM_BUFFER_EVERY_STEP && s != QLSTM_BUFFER_ONE_STEP) return bad_program("buffer_steps");
+  }
   int32_t holds[2] = {0, 0};
   for (int32_t k = 0; k < program->op_count; ++k) {
     const Failure f = check_op(*program, k, time_steps, holds);
     if (f.status != QLSTM_OK) return f;
   }
   return ctx == nullptr ? kNoFailure : check_context(*program, *ctx, time_steps);
+}
+
+// Copies step t of every batch row of a sequence buffer into a one-step buffer.
+void select_step(const qlstm_program& program, const qlstm_op& op, int32_t time_steps, const int8_t* in,
+                 int8_t* out) {
+  const int32_t B = program.batch, W = op.select.row_size, t = selected_step(op.select, time_steps);
+  const bool time_major = program.layout == QLSTM_LAYOUT_TIME_MAJOR;
+  for (int32_t b = 0; b < B; ++b) {
+    const ptrdiff_t position = time_major ? static_cast<ptrdiff_t>(t) * B + b : static_cast<ptrdiff_t>(b) * time_steps + t;
+    const int8_t* src = in + position * W;
+    int8_t* dst = out + static_cast<ptrdiff_t>(b) * W;
+    for (int32_t e = 0; e < W; ++e) dst[e] = src[e];
+  }
 }
 
 }  // namespace
@@ -131,20 +258,33 @@ qlstm_status qlstm::run_program_s8(const qlstm_program* program, qlstm_program_c
                                    const ProgramRunOptions& options) {
   if (program == nullptr || ctx == nullptr) return QLSTM_ERROR_NULL_POINTER;
   if ((hidden == nullptr) != (cell == nullptr)) return QLSTM_ERROR_NULL_POINTER;
-  if (time_steps > 0 && (input == nullptr || output == nullptr)) return QLSTM_ERROR_NULL_POINTER;
   const qlstm_status valid = qlstm_program_validate(program, ctx, time_steps, nullptr, nullptr);
   if (valid != QLSTM_OK) return valid;
   const int32_t last = program->buffer_count - 1;
+  // A one-step output is written even when T == 0 (an LSTM's final state is then its initial one).
+  if (time_steps > 0 && input == nullptr) return QLSTM_ERROR_NULL_POINTER;
+  if ((time_steps > 0 || one_step(*program, last)) && output == nullptr) return QLSTM_ERROR_NULL_POINTER;
   for (int32_t k = 0; k < program->op_count; ++k) {
     const qlstm_op& op = program->ops[k];
-    qlstm_lstm_s8_params p = call_params(*program, op, time_steps);
     const int8_t* in = op.input_buffer == 0 ? input : ctx->activations[area_of(op.input_buffer)];
     int8_t* out = op.output_buffer == last ? output : ctx->activations[area_of(op.output_buffer)];
-    if (out != nullptr) out += op.output_offset;
-    qlstm_lstm_s8_context c = {ctx->scratch, ctx->scratch_bytes, hidden ? cell + op.state_offset : ctx->cell,
-                               hidden ? hidden + op.state_offset : nullptr};
     if (options.before_op != nullptr) options.before_op(k);
-    const qlstm_status st = run_lstm_s8_prechecked(options.variant, p, c, in, out);
+    qlstm_status st = QLSTM_OK;
+    switch (op.kind) {
+      case QLSTM_OP_LSTM_S8: {
+        const qlstm_lstm_s8_params p = lstm_call_params(*program, op, time_steps);
+        qlstm_lstm_s8_context c = {ctx->scratch, ctx->scratch_bytes, hidden ? cell + op.state_offset : ctx->cell,
+                                   hidden ? hidden + op.state_offset : nullptr};
+        st = run_lstm_s8_prechecked(options.variant, p, c, in, out != nullptr ? out + op.output_offset : nullptr);
+        break;
+      }
+      case QLSTM_OP_FULLY_CONNECTED_S8:
+        st = run_fc_s8_prechecked(options.fc_variant, fc_call_params(*program, op, time_steps), in, out);
+        break;
+      case QLSTM_OP_SOFTMAX_S8: softmax_s8_prechecked(softmax_call_params(*program, op, time_steps), in, out); break;
+      case QLSTM_OP_TABLE_S8: table_s8_prechecked(table_call_params(*program, op, time_steps), in, out); break;
+      default: select_step(*program, op, time_steps, in, out); break;  // QLSTM_OP_SELECT_STEP
+    }
     if (options.after_op != nullptr) options.after_op(k);
     if (st != QLSTM_OK) return st;
   }

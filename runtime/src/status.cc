@@ -19,6 +19,8 @@ extern "C" const char* qlstm_status_string(qlstm_status status) {
     case QLSTM_ERROR_BAD_OUTPUT_WIDTH: return "output_width is neither 0 nor at least H, or B*T*output_width exceeds int32";
     case QLSTM_ERROR_BAD_PROGRAM: return "a program is inconsistent (op kind, buffer index or width, activation area or state offset)";
     case QLSTM_ERROR_NO_VARIANT: return "no kernel variant to choose from can run this call (e.g. its time direction or output width)";
+    case QLSTM_ERROR_BAD_OUTPUT_STEPS: return "output_steps is neither every step nor the final state";
+    case QLSTM_ERROR_BAD_DIFF_MIN: return "softmax diff_min above 0, or diff_min x 2^input_left_shift below int32";
   }
   return "unknown status";
 }

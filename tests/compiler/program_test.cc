@@ -16,21 +16,10 @@
 #include "qlstm/compiler/quantized_lstm.h"
 #include "qlstm/program_s8.h"
 #include "qlstm_model_generated.h"
+#include "program_ops.h"
 #include "random_program.h"
 
-namespace {
-
-qlstm_op lstm_op(const qlstm_lstm_s8_params& p, int32_t input_buffer, int32_t output_buffer, size_t state_offset) {
-  qlstm_op op{};
-  op.kind = QLSTM_OP_LSTM_S8;
-  op.lstm = p;
-  op.input_buffer = input_buffer;
-  op.output_buffer = output_buffer;
-  op.state_offset = state_offset;
-  return op;
-}
-
-}  // namespace
+using testing_support::lstm_op;
 
 namespace {
 
@@ -140,7 +129,7 @@ TEST(Program, ModelFileKeepsTheProgram) {
   const EmittedSource e = emit_cpp(back, "prog", B, T, "test");
   EXPECT_NE(e.header.find("prog_run_state("), std::string::npos);
   EXPECT_EQ(e.header.find("prog_stream("), std::string::npos);
-  EXPECT_NE(e.source.find("QLSTM_TIME_REVERSE, 10, 0},"), std::string::npos);  // the reverse half: width 2H
+  EXPECT_NE(e.source.find("QLSTM_TIME_REVERSE, 10, QLSTM_OUTPUT_ALL_STEPS},"), std::string::npos);  // the reverse half: width 2H
   EXPECT_THROW(emit_cpp(back, "prog", B, 0, "test"), CompileError);  // stacked: needs max time steps
   EXPECT_THROW(run_program_s8_streamed(back, x, s, 2, &a), CompileError);
 }
@@ -281,18 +270,9 @@ TEST(ProgramRunner, RefusesBadProgramsAndSmallContexts) {
 
 namespace {
 
-// What qlstm_program_validate says: "ok", or "<status> <field> <op index>".
-std::string verdict(const qlstm_program* program, const qlstm_program_context* ctx, int32_t max_time_steps) {
-  const char* field = "unset";
-  int32_t op = -2;
-  const qlstm_status st = qlstm_program_validate(program, ctx, max_time_steps, &field, &op);
-  if (st == QLSTM_OK) return field == nullptr && op == -1 ? "ok" : "ok with a field";
-  return std::to_string(st) + " " + (field ? field : "null") + " " + std::to_string(op);
-}
+using testing_support::verdict;
 
-std::string bad_program(const char* field, int32_t op) {
-  return std::to_string(QLSTM_ERROR_BAD_PROGRAM) + " " + field + " " + std::to_string(op);
-}
+std::string bad_program(const char* field, int32_t op) { return testing_support::refusal(QLSTM_ERROR_BAD_PROGRAM, field, op); }
 
 // A hand-built table of four stacked layers of width H (op k: buffer k -> k + 1, so buffers 1
 // and 3 share activation area 0), and its context for T steps.

@@ -1,10 +1,15 @@
-/* The public header compiles as C11 and the kernel runs from C: a tiny LSTM, stateless vs
- * reset + stateful, and an argument error. Exit status 0 on success. */
+/* The public headers compile as C11 and the kernels run from C: a tiny LSTM, stateless vs
+ * reset + stateful, its final-state output, an argument error, and a program LSTM final state ->
+ * FC -> softmax -> table with a selection from a C table of ops. Exit status 0 on success. */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "qlstm/fully_connected_s8.h"
 #include "qlstm/lstm_s8.h"
+#include "qlstm/program_s8.h"
+#include "qlstm/softmax_s8.h"
+#include "qlstm/table_s8.h"
 
 enum { B = 2, T = 5, I = 3, H = 4 };
 
@@ -80,7 +85,67 @@ int main(void) {
   for (int k = 1; k < T * B * H; ++k) distinct += out_stateless[k] != out_stateless[0];
   if (distinct == 0) return fail("degenerate output (all values equal)");
 
+  /* Only the final state: the last step of the every-step output. */
+  int8_t final_h[B * H];
+  p.output_steps = QLSTM_OUTPUT_FINAL;
+  ctx.hidden_state = NULL;
+  if (qlstm_lstm_s8(&p, &ctx, input, final_h) != QLSTM_OK) return fail("final-state run");
+  if (memcmp(final_h, out_stateless + (T - 1) * B * H, sizeof final_h) != 0) return fail("final state differs");
+
+  /* A program: LSTM final state -> FC -> softmax, and the FC's ReLU'd output through a table. */
+  enum { O = 3 };
+  static const int8_t fc_weights[O * H] = {1, -2, 3, -4, 5, -6, 7, -8, 9, -10, 11, -12};
+  static int32_t fc_bias[O];
+  static const int32_t fc_multiplier[1] = {1 << 30}, fc_shift[1] = {-3};
+  static int8_t table[QLSTM_TABLE_S8_ENTRIES];
+  for (int k = 0; k < QLSTM_TABLE_S8_ENTRIES; ++k) table[k] = (int8_t)(127 - k);
+  qlstm_fc_s8_effective_bias(fc_weights, NULL, p.output_zero_point, H, O, fc_bias);
+  qlstm_op ops[3];
+  memset(ops, 0, sizeof ops);
+  ops[0].kind = QLSTM_OP_LSTM_S8;
+  ops[0].lstm = p;
+  ops[0].input_buffer = 0;
+  ops[0].output_buffer = 1;
+  const qlstm_fc_s8_params fc = {0, H, O, 0, fc_multiplier, fc_shift, fc_weights, fc_bias, 5, -128, 127};
+  ops[1].kind = QLSTM_OP_FULLY_CONNECTED_S8;
+  ops[1].fc = fc;
+  ops[1].input_buffer = 1;
+  ops[1].output_buffer = 2;
+  const qlstm_softmax_s8_params softmax = {0, O, 1518500250, 22, -496};
+  ops[2].kind = QLSTM_OP_SOFTMAX_S8;
+  ops[2].softmax = softmax;
+  ops[2].input_buffer = 2;
+  ops[2].output_buffer = 3;
+  const int32_t widths[4] = {I, H, O, O};
+  const int32_t steps[4] = {QLSTM_BUFFER_EVERY_STEP, QLSTM_BUFFER_ONE_STEP, QLSTM_BUFFER_ONE_STEP,
+                            QLSTM_BUFFER_ONE_STEP};
+  const qlstm_program program = {ops, 3, 4, widths, B * H, steps, B, QLSTM_LAYOUT_TIME_MAJOR};
+  int8_t area0[B * H], area1[B * O], probabilities[B * O], logits[B * O], expected[B * O];
+  qlstm_program_context pctx = {scratch, sizeof scratch, cell, {area0, area1}, sizeof area0};
+  if (qlstm_program_run(&program, &pctx, input, probabilities, T, NULL, NULL) != QLSTM_OK) return fail("program run");
+  qlstm_fc_s8_params fc_call = fc;
+  fc_call.rows = B;
+  qlstm_softmax_s8_params softmax_call = softmax;
+  softmax_call.rows = B;
+  if (qlstm_fc_s8(&fc_call, final_h, logits) != QLSTM_OK) return fail("fc");
+  if (qlstm_softmax_s8(&softmax_call, logits, expected) != QLSTM_OK) return fail("softmax");
+  if (memcmp(probabilities, expected, sizeof expected) != 0) return fail("program differs from its ops");
+  const qlstm_table_s8_params reversed = {B, O, table};
+  if (qlstm_table_s8(&reversed, expected, expected) != QLSTM_OK) return fail("table");
+  for (int k = 0; k < B * O; ++k) {
+    if (expected[k] != (int8_t)(-1 - probabilities[k])) return fail("table lookup");
+  }
+  const qlstm_select_step_params last_step = {-1, H}; /* the selection's params are C too */
+  if (last_step.row_size != H) return fail("select params");
+
   const char* field = NULL;
+  int32_t bad_op = -1;
+  ops[2].softmax.diff_min = 1;
+  if (qlstm_program_validate(&program, NULL, T, &field, &bad_op) != QLSTM_ERROR_BAD_DIFF_MIN || bad_op != 2 ||
+      strcmp(field, "diff_min") != 0) {
+    return fail("bad softmax op accepted or misnamed");
+  }
+  p.output_steps = QLSTM_OUTPUT_ALL_STEPS;
   p.gates[QLSTM_GATE_OUTPUT].hidden_to_q3_12.shift = 99;
   if (qlstm_lstm_s8_validate(&p, &field) != QLSTM_ERROR_BAD_SHIFT) return fail("bad shift accepted");
   if (field == NULL || strcmp(field, "gates[output].hidden_to_q3_12.shift") != 0) return fail("field name");

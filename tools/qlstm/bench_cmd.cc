@@ -13,6 +13,7 @@
 
 #include "device.h"
 #include "exit_status.h"
+#include "qlstm/compiler/emit_cpp.h"
 #include "qlstm/compiler/file_io.h"
 #include "qlstm/compiler/model_file.h"
 #include "qlstm/compiler/quantized_lstm.h"
@@ -135,39 +136,74 @@ int32_t model_time_steps(const CompiledModel& m, std::string* from) {
   return kDefaultBenchSteps;
 }
 
+// Times each op of a host call through the runner's hooks (plain function pointers, so the
+// clock they read lives here).
+std::vector<std::chrono::steady_clock::time_point> g_op_started;
+std::vector<double> g_op_us;
+void time_op_begin(int32_t op) { g_op_started[static_cast<size_t>(op)] = std::chrono::steady_clock::now(); }
+void time_op_end(int32_t op) {
+  const auto now = std::chrono::steady_clock::now();
+  g_op_us[static_cast<size_t>(op)] =
+      std::chrono::duration<double, std::micro>(now - g_op_started[static_cast<size_t>(op)]).count();
+}
+
 // The runtime's program of a model and the memory a call needs, on the host.
 struct HostProgram {
   RuntimeProgram program;
-  ProgramMemory memory;
-  std::vector<std::max_align_t> scratch;
-  std::vector<int16_t> cell;
-  std::vector<int8_t> areas[2];
+  ProgramContextStorage storage;
 
   HostProgram(const CompiledModel& m, const SequenceShape& shape)
       : program(runtime_program(m, shape.batch, shape.time_steps, shape.layout)),
-        memory(program_memory(m, shape.batch, shape.time_steps)),
-        scratch(memory.scratch_bytes / sizeof(std::max_align_t) + 1),
-        cell(memory.cell_values),
-        areas{std::vector<int8_t>(memory.activation_bytes), std::vector<int8_t>(memory.activation_bytes)} {}
+        storage(program_memory(m, shape.batch, shape.time_steps)) {}
 
-  // One stateless call of the whole program with `variant` for every op (nullptr: dispatch).
-  qlstm_status run(const LstmS8Variant* variant, const std::vector<int8_t>& x, std::vector<int8_t>* y,
-                   int32_t time_steps) {
-    qlstm_program_context ctx{scratch.data(), scratch.size() * sizeof(std::max_align_t), cell.data(),
-                              {areas[0].data(), areas[1].data()}, memory.activation_bytes};
+  // One stateless call of the whole program with `variant` for every LSTM op and `fc` for every
+  // fully connected op (nullptr: dispatch); timed: each op's microseconds into g_op_us.
+  qlstm_status run(const LstmS8Variant* variant, const FcS8Variant* fc, const std::vector<int8_t>& x,
+                   std::vector<int8_t>* y, int32_t time_steps, bool timed = false) {
+    qlstm_program_context ctx = storage.context();
     const qlstm_program table = program.table();
     ProgramRunOptions options;
     options.variant = variant;
+    options.fc_variant = fc;
+    if (timed) {
+      g_op_started.resize(program.ops.size());
+      g_op_us.assign(program.ops.size(), 0.0);
+      options.before_op = time_op_begin;
+      options.after_op = time_op_end;
+    }
     return run_program_s8(&table, &ctx, x.data(), y->data(), time_steps, nullptr, nullptr, options);
   }
 };
 
-// Every variant built in and supported on this CPU against the reference variant, on the
+// Compares one variant's whole-program output with the reference's: one line, whether equal.
+bool report_variant(const char* what, const char* name, qlstm_status st, const std::vector<int8_t>& want,
+                    const std::vector<int8_t>& got) {
+  if (st == QLSTM_ERROR_NO_VARIANT) {
+    std::printf("%s %s: declines this call (dispatch runs another)\n", what, name);
+    return true;
+  }
+  if (st != QLSTM_OK) {
+    std::printf("%s %s: FAILED with status %s\n", what, name, qlstm_status_string(st));
+    return false;
+  }
+  size_t at = 0;
+  while (at < want.size() && want[at] == got[at]) ++at;
+  if (at == want.size()) {
+    std::printf("%s %s: bit-exact with reference\n", what, name);
+    return true;
+  }
+  std::printf("%s %s: DIFFERS from reference at output[%zu]: expected %d, got %d\n", what, name, at, want[at],
+              got[at]);
+  return false;
+}
+
+// Every LSTM variant built in and supported on this CPU against the reference variant, and every
+// fully connected variant against its reference when the program has such an op, on the
 // benchmark's input: one line each. Returns whether all are bit-exact.
 bool variants_match_reference(HostProgram& p, const std::vector<int8_t>& x, size_t out_size, int32_t T) {
   const LstmS8Variant& ref = lstm_s8_reference_variant();
   std::vector<int8_t> want(out_size);
-  const qlstm_status rs = p.run(&ref, x, &want, T);
+  const qlstm_status rs = p.run(&ref, &kFcS8ReferenceVariant, x, &want, T);
   if (rs != QLSTM_OK) throw CompileError(std::string("reference kernel error: ") + qlstm_status_string(rs));
   size_t n = 0;
   const LstmS8Variant* const* all = lstm_s8_variants(&n);
@@ -176,27 +212,36 @@ bool variants_match_reference(HostProgram& p, const std::vector<int8_t>& x, size
     const LstmS8Variant& v = *all[k];
     if (&v == &ref || (v.is_supported != nullptr && !v.is_supported())) continue;
     std::vector<int8_t> got(out_size);
-    const qlstm_status st = p.run(&v, x, &got, T);
-    if (st == QLSTM_ERROR_NO_VARIANT) {
-      std::printf("variant %s: declines this call (dispatch runs another)\n", v.name);
-      continue;
-    }
-    if (st != QLSTM_OK) {
-      std::printf("variant %s: FAILED with status %s\n", v.name, qlstm_status_string(st));
-      ok = false;
-      continue;
-    }
-    size_t at = 0;
-    while (at < want.size() && want[at] == got[at]) ++at;
-    if (at == want.size()) {
-      std::printf("variant %s: bit-exact with reference\n", v.name);
-    } else {
-      std::printf("variant %s: DIFFERS from reference at output[%zu]: expected %d, got %d\n", v.name, at,
-                  want[at], got[at]);
-      ok = false;
-    }
+    ok = report_variant("variant", v.name, p.run(&v, &kFcS8ReferenceVariant, x, &got, T), want, got) && ok;
+  }
+  bool has_fc = false;
+  for (const qlstm_op& o : p.program.ops) has_fc = has_fc || o.kind == QLSTM_OP_FULLY_CONNECTED_S8;
+  const FcS8Variant* const* fcs = fc_s8_variants(&n);
+  for (size_t k = 0; k < n && has_fc; ++k) {
+    const FcS8Variant& v = *fcs[k];
+    if (&v == &kFcS8ReferenceVariant || (v.is_supported != nullptr && !v.is_supported())) continue;
+    std::vector<int8_t> got(out_size);
+    ok = report_variant("fc variant", v.name, p.run(&ref, &v, x, &got, T), want, got) && ok;
   }
   return ok;
+}
+
+// Multiply-accumulates of each op of a call of B x T positions (0 for the ops without weights).
+std::vector<int64_t> op_macs(const RuntimeProgram& p, int64_t B, int64_t T) {
+  std::vector<int64_t> macs;
+  for (const qlstm_op& o : p.ops) {
+    const int64_t in_positions =
+        p.steps[static_cast<size_t>(o.input_buffer)] == QLSTM_BUFFER_ONE_STEP ? B : B * T;
+    if (o.kind == QLSTM_OP_LSTM_S8) {
+      macs.push_back(B * T * QLSTM_GATE_COUNT * o.lstm.dims.hidden_size *
+                     (o.lstm.dims.input_size + o.lstm.dims.hidden_size));
+    } else if (o.kind == QLSTM_OP_FULLY_CONNECTED_S8) {
+      macs.push_back(in_positions * o.fc.input_size * o.fc.output_size);
+    } else {
+      macs.push_back(0);
+    }
+  }
+  return macs;
 }
 
 std::string console_value(const std::string& console, const std::string& key) {
@@ -217,18 +262,28 @@ int bench_program(const CompiledModel& m, const ShapeSpec& s, const std::string&
   std::vector<int8_t> x(B * T * static_cast<size_t>(m.input_size()));
   for (int8_t& v : x) v = m.input_quant().quantize(n01(rng));
   const std::vector<int8_t> expected = run_program_s8(m, x, shape);  // the host simulation
+  const RuntimeProgram program = runtime_program(m, shape.batch, shape.time_steps, shape.layout);
+  const std::vector<int64_t> macs_per_op = op_macs(program, s.batch, s.time_steps);
   int64_t macs = 0;
-  for (const ProgramOp& op : m.ops) {
-    macs += static_cast<int64_t>(B * T) * QLSTM_GATE_COUNT * op.lstm.hidden_size *
-            (op.lstm.input_size + op.lstm.hidden_size);
-  }
+  for (int64_t n : macs_per_op) macs += n;
   const ProgramMemory mem = program_memory(m, s.batch, s.time_steps);
   const size_t call_ram = mem.scratch_bytes + mem.cell_values * sizeof(int16_t) + 2 * mem.activation_bytes;
+  int32_t last_h = 0;
+  for (const qlstm_op& o : program.ops) last_h = o.kind == QLSTM_OP_LSTM_S8 ? o.lstm.dims.hidden_size : last_h;
+  // Op k's line: what it computes, on which sizes.
+  const auto op_line = [&](size_t k) {
+    return "op " + std::to_string(k) + " (" + describe_op(program.ops[k], m.ops[k]) + ")";
+  };
 
   std::printf("model: %s\n", what.c_str());
-  std::printf("shape: B=%d T=%d I=%d H=%d %s, %lld MACs\n", s.batch, s.time_steps, m.input_size(),
-              m.ops.back().lstm.hidden_size, s.time_major ? "time-major" : "batch-major", static_cast<long long>(macs));
-  if (m.ops.size() > 1) std::printf("program: %zu ops\n", m.ops.size());
+  std::printf("shape: B=%d T=%d I=%d H=%d %s, %lld MACs\n", s.batch, s.time_steps, m.input_size(), last_h,
+              s.time_major ? "time-major" : "batch-major", static_cast<long long>(macs));
+  if (m.ops.size() > 1) {
+    std::printf("program: %zu ops\n", m.ops.size());
+    for (size_t k = 0; k < m.ops.size(); ++k) {
+      std::printf("  %s: %lld MACs\n", op_line(k).c_str(), static_cast<long long>(macs_per_op[k]));
+    }
+  }
   std::printf("flash for the weights and biases: %zu bytes\n", mem.flash_bytes());
   std::printf("RAM per call: %zu bytes (scratch %zu, cell state %zu, activations %zu)\n", call_ram,
               mem.scratch_bytes, mem.cell_values * sizeof(int16_t), 2 * mem.activation_bytes);
@@ -236,19 +291,22 @@ int bench_program(const CompiledModel& m, const ShapeSpec& s, const std::string&
   if (args.target.empty()) {
     const LstmS8Variant& v = *host_variant(args.variant);
     const LstmS8Variant* forced = &v == &lstm_s8_default_variant() ? nullptr : &v;
-    HostProgram program(m, shape);
+    HostProgram host(m, shape);
     std::vector<int8_t> y(expected.size());
     std::vector<double> us;
+    std::vector<std::vector<double>> op_us(m.ops.size());
     const auto run_once = [&] {
       const auto t0 = std::chrono::steady_clock::now();
-      const qlstm_status st = program.run(forced, x, &y, s.time_steps);
+      const qlstm_status st = host.run(forced, nullptr, x, &y, s.time_steps, true);
       const auto t1 = std::chrono::steady_clock::now();
       if (st != QLSTM_OK) {
         throw CompileError(std::string("kernel error (variant ") + v.name + "): " + qlstm_status_string(st));
       }
+      for (size_t k = 0; k < op_us.size(); ++k) op_us[k].push_back(g_op_us[k]);
       return std::chrono::duration<double, std::micro>(t1 - t0).count();
     };
     run_once();  // warm-up
+    for (std::vector<double>& t : op_us) t.clear();
     const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(args.min_ms);
     while (static_cast<int>(us.size()) < args.min_runs || std::chrono::steady_clock::now() < until) {
       us.push_back(run_once());
@@ -256,13 +314,29 @@ int bench_program(const CompiledModel& m, const ShapeSpec& s, const std::string&
     std::sort(us.begin(), us.end());
     size_t n = 0;
     const LstmS8Variant* const* all = lstm_s8_variants(&n);
-    const LstmS8Variant* chosen = select_lstm_s8_variant(all, n, program.program.ops.front().lstm);
+    const qlstm_op* first_lstm = nullptr;
+    for (const qlstm_op& o : host.program.ops) first_lstm = first_lstm ? first_lstm : o.kind == QLSTM_OP_LSTM_S8 ? &o : nullptr;
+    const LstmS8Variant* chosen = first_lstm ? select_lstm_s8_variant(all, n, first_lstm->lstm) : nullptr;
     if (forced == nullptr && chosen != nullptr) {
       std::printf("host variant: %s (dispatched: %s)\n", v.name, chosen->name);
     } else {
       std::printf("host variant: %s\n", v.name);
     }
-    const bool exact = y == expected && variants_match_reference(program, x, y.size(), s.time_steps);
+    const bool exact = y == expected && variants_match_reference(host, x, y.size(), s.time_steps);
+    if (m.ops.size() > 1) {
+      // Each op's median, and its share of the sum of the medians (timer overhead aside).
+      std::vector<double> medians;
+      double sum = 0;
+      for (std::vector<double>& t : op_us) {
+        std::sort(t.begin(), t.end());
+        medians.push_back(t[t.size() / 2]);
+        sum += medians.back();
+      }
+      for (size_t k = 0; k < medians.size(); ++k) {
+        std::printf("%s: median %.2f us (%.1f%%)\n", op_line(k).c_str(), medians[k],
+                    sum > 0 ? 100.0 * medians[k] / sum : 0.0);
+      }
+    }
     std::printf("runs: %zu, min %.2f us, median per sequence: %.2f us\n", us.size(), us.front(), us[us.size() / 2]);
     std::printf("microseconds: %.2f\n", us[us.size() / 2]);
     return exact ? kExitOk : kExitRefused;
@@ -270,10 +344,7 @@ int bench_program(const CompiledModel& m, const ShapeSpec& s, const std::string&
 
   // The whole program in one case on the device; the firmware marks each op's call.
   const device::Target target = device::find_target(args.target);
-  device::BundleCase c;
-  c.name = "bench";
-  c.ops = runtime_program(m, shape.batch, shape.time_steps, shape.layout).ops;
-  for (const ProgramBuffer& b : m.buffers) c.buffer_widths.push_back(b.width);
+  device::BundleCase c = device::program_case("bench", program.table(), shape.time_steps);
   c.input = x.data();
   c.check = true;
   c.expected = expected.data();
@@ -296,6 +367,8 @@ int bench_program(const CompiledModel& m, const ShapeSpec& s, const std::string&
   const device::KernelSize k = device::kernel_size(target, variant);
   std::printf("target: %s (QEMU %s, -cpu %s), variant: %s\n", target.cpu.c_str(), target.qemu_machine.c_str(),
               target.qemu_cpu.c_str(), variant.c_str());
+  const std::string fc_variant = console_value(r.console, "fc variant: ");
+  if (!fc_variant.empty()) std::printf("fully connected variant: %s (dispatched)\n", fc_variant.c_str());
   std::printf("output: bit-exact with the host simulation\n");
   std::printf("kernel flash: %lld bytes (code and tables), static RAM: %lld bytes\n",
               static_cast<long long>(k.flash_bytes), static_cast<long long>(k.ram_bytes));
@@ -307,9 +380,7 @@ int bench_program(const CompiledModel& m, const ShapeSpec& s, const std::string&
     }
   }
   for (size_t o = 0; o < n.size() && n.size() > 1; ++o) {
-    const DerivedLstm& d = m.ops[o].lstm;
-    std::printf("op %zu (layer %zu %s): %llu instructions\n", o, o / static_cast<size_t>(m.directions),
-                d.time_direction == QLSTM_TIME_REVERSE ? "reverse" : "forward", static_cast<unsigned long long>(n[o]));
+    std::printf("%s: %llu instructions\n", op_line(o).c_str(), static_cast<unsigned long long>(n[o]));
   }
   std::printf("instructions per MAC: %.3f\n", static_cast<double>(total) / static_cast<double>(macs));
   std::printf("instructions: %llu\n", static_cast<unsigned long long>(total));
@@ -326,11 +397,17 @@ int bench_command(const BenchArgs& args) {
   std::mt19937_64 rng(kBenchSeed);
   if (!args.model.empty()) {
     const CompiledModel m = load_model_file(args.model);
-    const DerivedLstm& first = m.ops[0].lstm;
-    if ((s.input_size != 0 && s.input_size != first.input_size) ||
-        (s.hidden_size != 0 && s.hidden_size != first.hidden_size)) {
-      throw UsageError("--shape I/H do not match the model's input_size " + std::to_string(first.input_size) +
-                       " and hidden_size " + std::to_string(first.hidden_size));
+    // I is the program's input width, H the first LSTM's hidden size (the op a synthetic shape is).
+    int32_t first_h = 0;
+    for (const ProgramOp& op : m.ops) {
+      if (op.kind == QLSTM_OP_LSTM_S8) {
+        first_h = op.lstm.hidden_size;
+        break;
+      }
+    }
+    if ((s.input_size != 0 && s.input_size != m.input_size()) || (s.hidden_size != 0 && s.hidden_size != first_h)) {
+      throw UsageError("--shape I/H do not match the model's input_size " + std::to_string(m.input_size()) +
+                       " and hidden_size " + std::to_string(first_h));
     }
     if (s.time_steps == 0) {
       std::string from;

@@ -78,28 +78,11 @@ std::vector<int64_t> npy_shape(const SequenceShape& s, int32_t features) {
   return {s.time_steps, s.batch, features};
 }
 
-// The LSTM ops of a program: the rows of its [ops][B][H] state (the ops around them have none).
-int64_t lstm_op_count(const CompiledModel& m) {
-  return std::count_if(m.ops.begin(), m.ops.end(), [](const ProgramOp& op) { return op.kind == QLSTM_OP_LSTM_S8; });
-}
-
-// H of the first LSTM op: the last axis of a [ops][B][H] state file.
-int32_t first_hidden_size(const CompiledModel& m) {
-  for (const ProgramOp& op : m.ops) {
-    if (op.kind == QLSTM_OP_LSTM_S8) return op.lstm.hidden_size;
-  }
-  return 0;
-}
-
-// Whether the model writes one output row per sequence (a head on the last step or on h_n), not
-// one per time step.
-bool one_step_output(const CompiledModel& m) { return m.buffers.back().steps == QLSTM_BUFFER_ONE_STEP; }
-
 // The model's output for input x, as .npy: [B][W] for one row per sequence ([W] for a rank-2
 // input: one sequence), else the sequence in the input's layout ([T][W] for a rank-2 input).
 std::vector<int64_t> output_shape(const CompiledModel& m, const SequenceTensor& x) {
   const int32_t W = m.output_size();
-  if (one_step_output(m)) {
+  if (m.output_is_one_step()) {
     if (x.rank == 2) return {W};
     return {x.shape.batch, W};
   }
@@ -226,18 +209,11 @@ namespace {
 std::vector<int8_t> run_on_device(const std::string& cpu, const CompiledModel& m, const std::vector<int8_t>& x8,
                                   const SequenceShape& shape, ProgramState* state) {
   const device::Target target = device::find_target(cpu);
-  // One output row per batch row, or per position.
-  const size_t positions =
-      static_cast<size_t>(shape.batch) * static_cast<size_t>(one_step_output(m) ? 1 : shape.time_steps);
   const RuntimeProgram program = runtime_program(m, shape.batch, shape.time_steps, shape.layout);
-  device::BundleCase c;
-  c.name = m.name.empty() ? "model" : m.name;
-  c.ops = program.ops;
-  c.buffer_widths = program.widths;
-  c.buffer_steps = program.steps;
-  c.batch = program.batch;
-  c.time_steps = shape.time_steps;
-  c.layout = program.layout;
+  device::BundleCase c = device::program_case(m.name.empty() ? "model" : m.name, program.table(), shape.time_steps);
+  // A one-step output buffer (a last-step head) holds one position per batch row.
+  const bool per_step = program.steps.back() == QLSTM_BUFFER_EVERY_STEP;
+  const size_t positions = static_cast<size_t>(shape.batch) * (per_step ? static_cast<size_t>(shape.time_steps) : 1u);
   c.stateful = true;
   c.input = x8.data();
   c.h0 = state->hidden.data();
@@ -267,13 +243,13 @@ std::vector<int8_t> run_on_device(const std::string& cpu, const CompiledModel& m
 // A [ops][B][H] state file: float32 with --float, else int8 (hidden) or int16 (cell).
 NpyArray read_state(const std::string& path, const CompiledModel& m, int32_t batch, bool cell, bool float_io) {
   const NpyArray a = read_npy(path);
-  const int64_t ops = lstm_op_count(m);
+  const int64_t ops = m.lstm_op_count();
   const int64_t per = static_cast<int64_t>(batch) * m.state_size();
   if (a.element_count() != per || a.shape.empty() || a.shape[0] != ops) {
     std::string s;
     for (int64_t d : a.shape) s += (s.empty() ? "" : ", ") + std::to_string(d);
     throw CompileError(path + ": shape [" + s + "], expected [" + std::to_string(ops) + ", " + std::to_string(batch) +
-                       ", " + std::to_string(first_hidden_size(m)) + "] (ops x batch x hidden)");
+                       ", " + std::to_string(m.hidden_sizes().front()) + "] (ops x batch x hidden)");
   }
   const DType want = float_io ? DType::kFloat32 : cell ? DType::kInt16 : DType::kInt8;
   if (a.dtype != want) {
@@ -330,12 +306,13 @@ int run_command(const RunArgs& args) {
                                                     : run_program_s8(m, x8, x.shape, &state);
     const std::vector<int64_t> shape = output_shape(m, x);
     // Every output is computed before any is written.
-    const std::vector<int64_t> state_shape = {lstm_op_count(m), B, first_hidden_size(m)};
+    const std::vector<int64_t> state_shape = {m.lstm_op_count(), B, m.hidden_sizes().front()};
     std::vector<float> hn, cn;
     if (args.float_io) {
       const std::vector<float> y = dequantize_output(m, y8);
       size_t at = 0;
       for (const ProgramOp& op : m.ops) {
+        if (op.kind != QLSTM_OP_LSTM_S8) continue;  // the ops around the LSTMs have no state
         for (size_t e = 0; e < static_cast<size_t>(B) * op.lstm.hidden_size; ++e, ++at) {
           hn.push_back(static_cast<float>(op.lstm.output.dequantize(state.hidden[at])));
           cn.push_back(static_cast<float>(std::ldexp(static_cast<double>(state.cell[at]), op.lstm.cell.power)));
@@ -352,7 +329,7 @@ int run_command(const RunArgs& args) {
     std::string dims;
     for (int64_t d : shape) dims += (dims.empty() ? "" : ", ") + std::to_string(d);
     std::printf("qlstm run: wrote %s: %s [%s]%s\n", args.output.c_str(), args.float_io ? "float32" : "int8",
-                dims.c_str(), one_step_output(m) ? " (one row per sequence)" : "");
+                dims.c_str(), m.output_is_one_step() ? " (one row per sequence)" : "");
     return 0;
   } catch (const std::exception& e) {
     return error_exit("run", e);
@@ -439,7 +416,7 @@ int eval_command(const EvalArgs& args) {
     const OnnxLstm onnx = import_onnx(args.onnx);
     const CompiledModel m = load_model_file(args.model);
     if (m.input_size() != onnx.program.input_size() || m.output_size() != onnx.program.output_size() ||
-        static_cast<size_t>(lstm_op_count(m)) != onnx.program.ops.size() || m.batch_first != onnx.batch_first) {
+        static_cast<size_t>(m.lstm_op_count()) != onnx.program.ops.size() || m.batch_first != onnx.batch_first) {
       throw CompileError(args.model + ": does not match " + args.onnx + " (sizes, layers or layout)");
     }
     if (m.initial_hidden == StateSource::kInput || m.initial_cell == StateSource::kInput) {
@@ -448,7 +425,7 @@ int eval_command(const EvalArgs& args) {
     }
     const SequenceTensor x = read_sequences(args.data, m.input_size(), onnx.batch_first, false);
     const int32_t W = m.output_size(), B = x.shape.batch, T = x.shape.time_steps;
-    const bool one_step = one_step_output(m);
+    const bool one_step = m.output_is_one_step();
     const bool classifier = one_step && W >= 2;
     if (!args.labels.empty() && !classifier) {
       throw UsageError("--labels: " + args.model + " is not a classifier: its output is " +

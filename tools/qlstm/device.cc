@@ -114,6 +114,18 @@ BundleCase single_op_case(const std::string& name, const qlstm_lstm_s8_params& p
   return c;
 }
 
+BundleCase program_case(const std::string& name, const qlstm_program& program, int32_t time_steps) {
+  BundleCase c;
+  c.name = name;
+  c.ops.assign(program.ops, program.ops + program.op_count);
+  c.buffer_widths.assign(program.buffer_widths, program.buffer_widths + program.buffer_count);
+  c.buffer_steps.assign(program.buffer_steps, program.buffer_steps + program.buffer_count);
+  c.batch = program.batch;
+  c.time_steps = time_steps;
+  c.layout = program.layout;
+  return c;
+}
+
 std::string bundle(const std::vector<BundleCase>& cases) {
   std::string file;
   StringSink file_sink{&file};

@@ -60,6 +60,9 @@ struct BundleCase {
 
 // The case of one kernel call: a program of one op, buffers {I, H}.
 BundleCase single_op_case(const std::string& name, const qlstm_lstm_s8_params& params);
+// The case of one call of a whole program over `time_steps` steps: its ops, buffer widths and
+// steps, batch and layout (copied; the ops' arrays stay the caller's). Data pointers unset.
+BundleCase program_case(const std::string& name, const qlstm_program& program, int32_t time_steps);
 
 // "QLVB", the version, the case count, then per case a byte count and the record: its name,
 // flags, batch and time steps, the program (buffer widths; each op's fields as the runtime

@@ -115,6 +115,79 @@ struct RequantDoubleRounding {
   }
 };
 
+// ---- The softmax's primitives (docs/arithmetic.md §11): gemmlowp's fixed-point exp and
+// reciprocal as CMSIS-NN's arm_softmax_s8 computes them, every rounding that of SRDHM or RDBPOT.
+
+// Leading zero bits of x (32 for 0), as the Arm CLZ instruction counts them.
+constexpr int32_t count_leading_zeros(uint32_t x) {
+  int32_t n = 0;
+  for (uint32_t bit = uint32_t{1} << 31; bit != 0 && (x & bit) == 0; bit >>= 1) ++n;
+  return n;
+}
+
+// x * 2^exponent, 0 <= exponent <= 31, saturated to int32 (no rounding: the product is exact or
+// saturates). CMSIS-NN's arm_nn_mult_by_power_of_two; gemmlowp's SaturatingRoundingMultiplyByPOT
+// for a positive exponent.
+constexpr int32_t saturating_shift_left(int32_t x, int32_t exponent) {
+  const int32_t threshold = static_cast<int32_t>((uint32_t{1} << (31 - exponent)) - 1u);
+  return x > threshold ? kInt32Max : (x < -threshold ? kInt32Min : wrapping_shift_left(x, exponent));
+}
+
+// exp(x) for x <= 0 given in Q5.26, as Q0.31 (exp(0) = INT32_MAX). gemmlowp's
+// exp_on_negative_values with 5 integer bits (CMSIS-NN's arm_nn_exp_on_negative_values): a
+// polynomial on [-1/4, 0) times exp(-2^k) for each set bit k of the rest. Every product is an
+// SRDHM, every halving an RDBPOT.
+constexpr int32_t exp_on_negative_q5_26_to_q0_31(int32_t x_q5_26) {
+  constexpr int32_t kQuarterLog2 = 24;  // 1/4 in Q5.26
+  constexpr int32_t kQuarter = int32_t{1} << kQuarterLog2;
+  constexpr int32_t kToQ0_31 = 5;       // Q5.26 -> Q0.31
+  constexpr int32_t kOneEighth_q0_31 = int32_t{1} << 28;
+  constexpr int32_t kExpMinusOneEighth_q0_31 = 1895147668;  // exp(-1/8)
+  constexpr int32_t kOneThird_q0_31 = 715827883;
+  // exp(-2^k) for k = -2 ... 4 (a remainder bit of 2^(k + 26)), Q0.31.
+  constexpr int32_t kExpMinusPowerOfTwo_q0_31[] = {1672461947, 1302514674, 790015084, 290630308,
+                                                   39332535,   720401,     242};
+  // x = r + rest with r in [-1/4, 0): Taylor series of exp around -1/8 on r + 1/8.
+  const int32_t r_q5_26 = static_cast<int32_t>(static_cast<uint32_t>(x_q5_26) & static_cast<uint32_t>(kQuarter - 1)) -
+                          kQuarter;
+  const int32_t rest_q5_26 = r_q5_26 - x_q5_26;  // >= 0, a multiple of 1/4
+  const int32_t a = wrapping_add(wrapping_shift_left(r_q5_26, kToQ0_31), kOneEighth_q0_31);
+  const int32_t a2 = saturating_rounding_doubling_high_mul(a, a);
+  const int32_t a3 = saturating_rounding_doubling_high_mul(a2, a);
+  const int32_t a4_over_4 = rounding_divide_by_pot(saturating_rounding_doubling_high_mul(a2, a2), 2);
+  const int32_t a4_over_12_plus_a3_over_3 = saturating_rounding_doubling_high_mul(a4_over_4 + a3, kOneThird_q0_31);
+  // a + a^2/2 + a^3/6 + a^4/24
+  const int32_t series = a + rounding_divide_by_pot(a4_over_12_plus_a3_over_3 + a2, 1);
+  int32_t result = kExpMinusOneEighth_q0_31 + saturating_rounding_doubling_high_mul(kExpMinusOneEighth_q0_31, series);
+  for (int32_t k = 0; k < 7; ++k) {
+    if ((rest_q5_26 & (int32_t{1} << (kQuarterLog2 + k))) != 0) {
+      result = saturating_rounding_doubling_high_mul(result, kExpMinusPowerOfTwo_q0_31[k]);
+    }
+  }
+  return x_q5_26 == 0 ? kInt32Max : result;
+}
+
+// 1 / (1 + x) for x in [0, 1) given in Q0.31, as Q0.31. gemmlowp's one_over_one_plus_x_for_x_in_0_1
+// (CMSIS-NN's arm_nn_one_over_one_plus_x_for_x_in_0_1): the half denominator (1 + x) / 2 rounded
+// half away from zero, then three Newton-Raphson steps from 48/17 - 32/17 d in Q2.29.
+constexpr int32_t one_over_one_plus_x_q0_31(int32_t x_q0_31) {
+  constexpr int32_t kFortyEightSeventeenths_q2_29 = 1515870810;
+  constexpr int32_t kMinusThirtyTwoSeventeenths_q2_29 = -1010580540;
+  constexpr int32_t kOne_q2_29 = int32_t{1} << 29;
+  constexpr int32_t kQ2_29ToQ0_31 = 2;
+  const int64_t sum = int64_t{x_q0_31} + kInt32Max;
+  // (sum +- 1) / 2 truncated: sum / 2 rounded half away from zero.
+  const int32_t half_denominator_q0_31 = static_cast<int32_t>((sum + (sum >= 0 ? 1 : -1)) / 2);
+  int32_t x_q2_29 = kFortyEightSeventeenths_q2_29 +
+                    saturating_rounding_doubling_high_mul(half_denominator_q0_31, kMinusThirtyTwoSeventeenths_q2_29);
+  for (int32_t step = 0; step < 3; ++step) {
+    const int32_t error_q2_29 = kOne_q2_29 - saturating_rounding_doubling_high_mul(half_denominator_q0_31, x_q2_29);
+    x_q2_29 += saturating_shift_left(saturating_rounding_doubling_high_mul(x_q2_29, error_q2_29), kQ2_29ToQ0_31);
+  }
+  // x = 1/d in Q2.29 with d = (1 + x)/2; its double read as Q0.31 is 1/(2d).
+  return saturating_shift_left(x_q2_29, 1);
+}
+
 }  // namespace fxp
 }  // namespace qlstm
 

@@ -124,6 +124,11 @@ qlstm_status run_fc_s8(const FcS8Variant& variant, const qlstm_fc_s8_params* par
 qlstm_status run_fc_s8_prechecked(const FcS8Variant* variant, const qlstm_fc_s8_params& params, const int8_t* input,
                                   int8_t* output);
 
+// The softmax and table ops on validated params (qlstm_softmax_s8_validate,
+// qlstm_table_s8_validate), rows >= 0; the program runner calls them after its one validation.
+void softmax_s8_prechecked(const qlstm_softmax_s8_params& params, const int8_t* input, int8_t* output);
+void table_s8_prechecked(const qlstm_table_s8_params& params, const int8_t* input, int8_t* output);
+
 // qlstm_program_run with a fixed variant for every op (nullptr: the per-call dispatch of
 // qlstm_lstm_s8) and a hook around each op (the device's instruction counter); the program runner
 // is this with the defaults.

@@ -66,34 +66,52 @@ typedef struct qlstm_program {
 } qlstm_program;
 
 typedef struct qlstm_program_context {
-  void* scratch;        /* the largest op's qlstm_lstm_s8_scratch_bytes(), aligned */
+  void* scratch;        /* the largest LSTM op's qlstm_lstm_s8_scratch_bytes(), aligned (NULL
+                           and 0 for a program without an LSTM op) */
   size_t scratch_bytes;
-  int16_t* cell;        /* B x the largest H: the cell of an op run statelessly */
+  int16_t* cell;        /* B x the largest H: the cell of an LSTM op run statelessly */
   int8_t* activations[2]; /* the buffers between the input and the output (NULL if none) */
-  size_t activation_bytes; /* bytes of each area: B x T x width of the widest buffer in it */
+  size_t activation_bytes; /* bytes of each area: the largest buffer in it, B x T (or B for a
+                              one-step buffer) x its width */
 } qlstm_program_context;
 
-/* Checks that running the program can only touch its buffers, whatever the table holds: the op
- * count and kinds, the buffer indices, that each op's input_size is its input buffer's width and
- * output_offset + H <= its output buffer's width, that every op has the same batch and layout,
- * that no op reads and writes the same activation area nor reads an intermediate buffer its area
- * does not hold (not yet written, or since overwritten), that each op's state rows lie within
- * state_values, and every op's qlstm_lstm_s8_validate at max_time_steps steps. If ctx is not NULL,
- * also that its scratch serves every op and that each intermediate buffer fits activation_bytes
- * for max_time_steps steps in a non-NULL area (the caller's input, output, state and ctx->cell
- * are sized by the program: B x T x the first / last buffer's width, state_values, B x the
- * largest H). On failure, if not NULL: *field names the offending field (a static string: a
- * field of the program or of ctx such as "op_count" or "activation_bytes", or, when *op_index
- * >= 0, a field of op *op_index: "input_buffer", "output_offset", ... or one of its lstm params as
- * qlstm_lstm_s8_validate names it, "dims.input_size", "cell_clip", ...) and *op_index the op
- * (-1 for a field that is not an op's). QLSTM_ERROR_BAD_PROGRAM for an inconsistent table,
- * QLSTM_ERROR_SCRATCH_TOO_SMALL for too small a context, the kernel's status for bad params. */
+/* Checks that running the program can only touch its buffers, whatever the table holds.
+ * The program: ops, buffer_widths and buffer_steps not NULL, op_count >= 1, buffer_count >= 2,
+ * batch >= 1, layout a qlstm_layout, buffer 0 every step and every buffer_steps a
+ * qlstm_buffer_steps. Each op: its kind; its buffer indices; that it does not read and write the
+ * same activation area nor read an intermediate buffer its area does not hold (not yet written, or
+ * since overwritten); the steps of its buffers (an LSTM and a selection read a sequence; an LSTM
+ * writes a sequence, or a one-step buffer exactly when its output_steps is QLSTM_OUTPUT_FINAL; a
+ * selection writes a one-step buffer; a fully connected, softmax or table op writes a buffer of
+ * the same steps as it reads); the widths (an LSTM's dims.input_size is its input buffer's width
+ * and output_offset + H <= its output buffer's, its dims.batch and layout the program's; a fully
+ * connected op's input_size / output_size and a softmax's, table's or selection's row_size are
+ * its buffers' widths, with output_offset 0); that only an LSTM has state, its rows within
+ * state_values (another kind's state_offset is 0); a selection's step within [-T, T) for
+ * T = max_time_steps; and each kernel's own validation with the rows of that call (B x T
+ * positions of a sequence buffer, B of a one-step one).
+ * If ctx is not NULL, also: when the program has an LSTM op, that ctx's scratch serves every
+ * LSTM op and ctx->cell is set; that each intermediate buffer (B x T or B positions of its width
+ * at max_time_steps) fits activation_bytes in a non-NULL area. The caller's input, output, state
+ * and ctx->cell are sized by the program: B x T x the first buffer's width, B x T (or B, one
+ * step) x the last buffer's width, state_values, B x the largest H.
+ * On failure, if not NULL: *field names the offending field (a static string: a field of the
+ * program or of ctx such as "op_count", "buffer_steps" or "activation_bytes", or, when *op_index
+ * >= 0, a field of op *op_index: "kind", "input_buffer", "output_buffer", "output_offset",
+ * "state_offset", "output_steps", "step", "row_size", "input_size", ... or one of its kernel's
+ * params as that kernel's validation names it: "dims.input_size", "cell_clip", "shifts",
+ * "diff_min", "table", ...) and *op_index the op (-1 for a field that is not an op's).
+ * QLSTM_ERROR_BAD_PROGRAM for an inconsistent table, QLSTM_ERROR_SCRATCH_TOO_SMALL for too small
+ * a context, the kernel's status for bad params. */
 qlstm_status qlstm_program_validate(const qlstm_program* program, const qlstm_program_context* ctx,
                                     int32_t max_time_steps, const char** field, int32_t* op_index);
 
-/* Runs every op over time_steps steps. hidden / cell NULL: every op starts from a zero state
- * (stateless). Otherwise every op starts from hidden + state_offset / cell + state_offset and
- * writes its final state back there, so calls on the same state continue one sequence.
+/* Runs every op over time_steps steps. hidden / cell NULL: every LSTM op starts from a zero
+ * state (stateless). Otherwise every LSTM op starts from hidden + state_offset / cell +
+ * state_offset and writes its final state back there, so calls on the same state continue one
+ * sequence. input may be NULL when time_steps is 0, and so may output unless the last buffer is
+ * one step (an LSTM's final state at T = 0 is its initial state). Fully connected ops run
+ * with the per-call dispatch of qlstm_fc_s8, the LSTM ops with that of qlstm_lstm_s8.
  * Validates first (qlstm_program_validate with ctx at time_steps), so a refused program runs no op
  * and leaves the output and the state untouched. */
 qlstm_status qlstm_program_run(const qlstm_program* program, qlstm_program_context* ctx,

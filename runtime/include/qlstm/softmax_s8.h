@@ -20,14 +20,25 @@ extern "C" {
 #define QLSTM_SOFTMAX_S8_OUTPUT_ZERO_POINT (-128)
 #define QLSTM_SOFTMAX_S8_OUTPUT_SCALE_LOG2 (-8) /* scale 1/256 */
 
+/* Longest row: the sum of a row's exponentials (each at most 2^19 in Q12.19) must fit int32.
+ * Upstream's rounding shift of the result is undefined beyond 511 elements (a shift of 32 or
+ * more); qlstm defines it as the exact rounding there (docs/arithmetic.md §11). */
+#define QLSTM_SOFTMAX_S8_ROW_SIZE_MAX 4095
+
 typedef struct qlstm_softmax_s8_params {
   int32_t rows;             /* >= 0; a program's runner sets it */
-  int32_t row_size;         /* >= 1 */
-  int32_t input_multiplier; /* >= 0: beta * input_scale * 2^(31 - 5 - input_left_shift) */
+  int32_t row_size;         /* 1 ... QLSTM_SOFTMAX_S8_ROW_SIZE_MAX */
+  /* (input_multiplier, input_left_shift): beta * input_scale * 2^(31 - 5) as TFLite's
+   * QuantizeMultiplierGreaterThanOne gives it (the shift is never negative upstream). */
+  int32_t input_multiplier; /* >= 0 */
   int32_t input_left_shift; /* in [0, 31] */
-  int32_t diff_min;         /* <= 0: differences below it give an output of -128 */
+  /* <= 0: a difference from the row's maximum below it gives an output of -128. diff_min x
+   * 2^input_left_shift must fit int32 (TFLite's -CalculateInputRadius(5, shift) does). */
+  int32_t diff_min;
 } qlstm_softmax_s8_params;
 
+/* Checks every field. On failure and if field is not NULL, *field names the first offending field
+ * (a static string such as "row_size" or "diff_min"). */
 qlstm_status qlstm_softmax_s8_validate(const qlstm_softmax_s8_params* params, const char** field);
 /* input, output: rows x row_size int8 values (may be NULL when rows == 0). */
 qlstm_status qlstm_softmax_s8(const qlstm_softmax_s8_params* params, const int8_t* input, int8_t* output);

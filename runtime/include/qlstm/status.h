@@ -23,8 +23,11 @@ typedef enum qlstm_status {
   QLSTM_ERROR_BAD_DIRECTION = 13,    /* time_direction is not one of qlstm_time_direction */
   QLSTM_ERROR_BAD_OUTPUT_WIDTH = 14, /* output_width is neither 0 nor >= H, or B*T*W overflows */
   QLSTM_ERROR_BAD_PROGRAM = 15,      /* a program is inconsistent (qlstm_program_validate) */
-  QLSTM_ERROR_NO_VARIANT = 16        /* no kernel variant to choose from can run this valid call
+  QLSTM_ERROR_NO_VARIANT = 16,       /* no kernel variant to choose from can run this valid call
                                         (e.g. the requested one walks time forward only) */
+  QLSTM_ERROR_BAD_OUTPUT_STEPS = 17, /* output_steps is not one of qlstm_output_steps */
+  QLSTM_ERROR_BAD_DIFF_MIN = 18      /* a softmax's diff_min is above 0, or diff_min x
+                                        2^input_left_shift is below the int32 range */
 } qlstm_status;
 
 /* A short, static, human-readable description of a status. Never NULL. */

@@ -2,7 +2,7 @@
  * qlstm: any elementwise int8 -> int8 function (Sigmoid, Tanh, HardSigmoid, LeakyReLU, GELU,
  * SiLU, ...) as a 256-entry table the compiler computes from the float function and the input and
  * output quantizations: output = table[input + 128]. And the time-step selection op, which copies
- * one step of a sequence (y[:, k]) out of it. Both move bytes only.
+ * one step of a sequence (y[:, k]) out of it. Both move bytes only (docs/arithmetic.md §12).
  */
 #ifndef QLSTM_TABLE_S8_H_
 #define QLSTM_TABLE_S8_H_
@@ -24,6 +24,8 @@ typedef struct qlstm_table_s8_params {
   const int8_t* table;  /* [QLSTM_TABLE_S8_ENTRIES]: table[x + 128] for input x */
 } qlstm_table_s8_params;
 
+/* Checks every field; on failure and if field is not NULL, *field names the first offending one
+ * ("rows", "row_size", "table"). */
 qlstm_status qlstm_table_s8_validate(const qlstm_table_s8_params* params, const char** field);
 /* input, output: rows x row_size int8 values (may be NULL when rows == 0); may be equal. */
 qlstm_status qlstm_table_s8(const qlstm_table_s8_params* params, const int8_t* input, int8_t* output);

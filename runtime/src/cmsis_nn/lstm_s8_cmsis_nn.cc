@@ -58,10 +58,11 @@ qlstm_status run_cmsis_nn(const qlstm_lstm_s8_params& p, qlstm_lstm_s8_context& 
                                                                                          : QLSTM_ERROR_UNSUPPORTED;
 }
 
-// Upstream walks time forward and writes a dense [..][H] output: a reverse call or a strided
-// output (a bidirectional layer) goes to the next variant in the list.
+// Upstream walks time forward and writes every step densely to a [..][H] output: a reverse call,
+// a strided output (a bidirectional layer) or a final-state-only call goes to the next variant.
 bool can_run_cmsis_nn(const qlstm_lstm_s8_params& p) {
-  return p.time_direction == QLSTM_TIME_FORWARD && (p.output_width == 0 || p.output_width == p.dims.hidden_size);
+  return p.time_direction == QLSTM_TIME_FORWARD && (p.output_width == 0 || p.output_width == p.dims.hidden_size) &&
+         p.output_steps == QLSTM_OUTPUT_ALL_STEPS;
 }
 
 }  // namespace

@@ -143,22 +143,39 @@ struct ProgramMemory {
   int16_t* cell;
 };
 
+// The first LSTM op of a case (every program has one), or null.
+const qlstm_op* first_lstm(const ProgramCase& k) {
+  for (int32_t o = 0; o < k.view.op_count; ++o) {
+    if (k.ops[o].kind == QLSTM_OP_LSTM_S8) return &k.ops[o];
+  }
+  return nullptr;
+}
+
 bool alloc_program(const ProgramCase& k, ProgramMemory* m) {
   const qlstm::bundle::CaseView& v = k.view;
   size_t scratch = 0;
-  int32_t max_h = 0, widest = 0;
+  int32_t max_h = 0;
   for (int32_t o = 0; o < v.op_count; ++o) {
-    const size_t s = qlstm_lstm_s8_scratch_bytes(&k.ops[o].lstm.dims);
+    if (k.ops[o].kind != QLSTM_OP_LSTM_S8) continue;  // the other kinds need no scratch and have no cell
+    qlstm_lstm_dims d = k.ops[o].lstm.dims;
+    d.time_steps = v.time_steps;
+    const size_t s = qlstm_lstm_s8_scratch_bytes(&d);
     scratch = s > scratch ? s : scratch;
-    max_h = k.ops[o].lstm.dims.hidden_size > max_h ? k.ops[o].lstm.dims.hidden_size : max_h;
+    max_h = d.hidden_size > max_h ? d.hidden_size : max_h;
   }
-  for (int32_t b = 1; b + 1 < v.buffer_count; ++b) widest = v.buffer_widths[b] > widest ? v.buffer_widths[b] : widest;
-  const uint64_t positions = static_cast<uint64_t>(v.batch) * static_cast<uint64_t>(v.time_steps);
-  const uint64_t area = positions * static_cast<uint64_t>(widest), cells = static_cast<uint64_t>(v.batch) * max_h;
+  // Each area holds the largest buffer between the input and the output: B x T x width for a
+  // sequence, B x width for a one-step buffer.
+  uint64_t area = 0;
+  for (int32_t b = 1; b + 1 < v.buffer_count; ++b) {
+    const uint64_t steps = v.buffer_steps[b] == QLSTM_BUFFER_ONE_STEP ? 1u : static_cast<uint64_t>(v.time_steps);
+    const uint64_t bytes = static_cast<uint64_t>(v.batch) * steps * static_cast<uint64_t>(v.buffer_widths[b]);
+    area = bytes > area ? bytes : area;
+  }
+  const uint64_t cells = static_cast<uint64_t>(v.batch) * static_cast<uint64_t>(max_h);
   if (area > kArenaBytes || cells > kArenaBytes || static_cast<uint64_t>(k.sizes.state) > kArenaBytes) return false;
-  m->ctx.scratch = arena_take(static_cast<uint32_t>(scratch));
+  m->ctx.scratch = arena_take(static_cast<uint32_t>(scratch > 0 ? scratch : 1));
   m->ctx.scratch_bytes = scratch;
-  m->ctx.cell = static_cast<int16_t*>(arena_take(static_cast<uint32_t>(cells * 2u)));
+  m->ctx.cell = static_cast<int16_t*>(arena_take(static_cast<uint32_t>(cells > 0 ? cells * 2u : 2u)));
   m->ctx.activation_bytes = static_cast<size_t>(area);
   m->ctx.activations[0] = area > 0 ? static_cast<int8_t*>(arena_take(static_cast<uint32_t>(area))) : nullptr;
   m->ctx.activations[1] = area > 0 ? static_cast<int8_t*>(arena_take(static_cast<uint32_t>(area))) : nullptr;
@@ -272,10 +289,11 @@ int run_bundle(Mode mode, const char* path, const char* out_path, const char* va
     for (size_t vi = 0; vi < nvar && rc == 0; ++vi) {
       const qlstm::LstmS8Variant* variant_ptr = one ? one : all[vi];
       // "default": per-call dispatch in the runner; named (and sized, by bench) as what it picks
-      // for the first op.
+      // for the first LSTM op.
       const bool dispatch = one == &qlstm::lstm_s8_default_variant();
-      if (dispatch) {
-        const qlstm::LstmS8Variant* picked = qlstm::select_lstm_s8_variant(all, nall, k.ops[0].lstm);
+      const qlstm_op* lstm = first_lstm(k);
+      if (dispatch && lstm != nullptr) {
+        const qlstm::LstmS8Variant* picked = qlstm::select_lstm_s8_variant(all, nall, lstm->lstm);
         if (picked != nullptr) variant_ptr = picked;
       }
       const qlstm::LstmS8Variant& variant = *variant_ptr;
@@ -291,6 +309,15 @@ int run_bundle(Mode mode, const char* path, const char* out_path, const char* va
       options.variant = dispatch ? nullptr : &variant;
       if (mode == Mode::kBench) {
         printf("variant: %s\n", variant.name);
+        // The fully connected ops run by per-call dispatch: named as what it picks for the first.
+        for (int32_t o = 0; o < k.view.op_count; ++o) {
+          if (k.ops[o].kind != QLSTM_OP_FULLY_CONNECTED_S8) continue;
+          size_t nfc = 0;
+          const qlstm::FcS8Variant* const* fcs = qlstm::fc_s8_variants(&nfc);
+          const qlstm::FcS8Variant* fc = qlstm::select_fc_s8_variant(fcs, nfc, k.ops[o].fc);
+          printf("fc variant: %s\n", fc != nullptr ? fc->name : "none");
+          break;
+        }
         options.before_op = bench_before_op;
         options.after_op = bench_after_op;
       }

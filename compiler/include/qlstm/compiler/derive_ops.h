@@ -32,6 +32,16 @@ struct DerivedFc {
   static DerivedFc from_kernel_params(const qlstm_fc_s8_params& p, const AffineQuant& input, const AffineQuant& output,
                                       const std::vector<double>& weight_scales);
 };
+// Whether an activation layer folds into the clamp of the Linear before it (Relu; Clip, which
+// is also ReLU6), and the real range it keeps (+-inf where it does not clip).
+bool folds_into_clamp(const FloatLayer& layer);
+Range clamp_range(const FloatLayer& layer);
+// The int8 FC of `linear` between two quantizations: weights symmetric per output (or one scale),
+// bias at s_in * s_w, multipliers s_in * s_w / s_out; `clamp` (a folding activation after it, or
+// null) becomes activation_min / max. Throws CompileError naming the layer's node for a bias
+// overflowing int32, an accumulator that could wrap, or a multiplier out of range.
+DerivedFc derive_fc(const FloatLayer& linear, const FloatLayer* clamp, const AffineQuant& input,
+                    const AffineQuant& output, bool per_channel = true);
 
 struct DerivedSoftmax {
   int32_t row_size = 0;

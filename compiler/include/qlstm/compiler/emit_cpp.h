@@ -22,6 +22,10 @@ struct EmittedSource {
 EmittedSource emit_cpp(const CompiledModel& m, const std::string& name, int32_t batch,
                        int32_t max_time_steps, const std::string& origin);
 
+// One line for op `o` of a runtime program (compiled from `op`): what it computes, on which sizes
+// ("LSTM 1 -> 16, forward", "fully connected 16 -> 4, ..."). The emitted comments and qlstm bench.
+std::string describe_op(const qlstm_op& o, const ProgramOp& op);
+
 // A C identifier made from `text` (non-alphanumerics become '_', a leading digit gets '_').
 std::string c_identifier(const std::string& text);
 

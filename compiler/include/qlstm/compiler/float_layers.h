@@ -38,6 +38,7 @@ struct FloatLayer {
   double alpha = 0.0;  // LeakyRelu's slope, HardSigmoid's alpha
   double beta = 0.0;   // HardSigmoid's beta
   double clip_min = 0.0, clip_max = 0.0;  // kClip (-inf / +inf when absent)
+  bool gelu_tanh = false;  // kGelu: torch's approximate='tanh' form (else the exact erf form)
   // kSoftmax
   double softmax_beta = 1.0;
   // kSelectStep: >= 0 from the first step, < 0 from the last (-1: y[:, -1])

@@ -44,12 +44,26 @@ struct FloatProgram {
   std::vector<FloatLstm> ops;  // layer-major; in a bidirectional layer the forward op first
   int32_t directions = 1;      // ops per layer: 1, or 2 for bidirectional
   StateSource initial_hidden = StateSource::kZero, initial_cell = StateSource::kZero;
-  std::vector<std::vector<float>> h0, c0;  // kConstant: per op, [H]
+  // kConstant: per op, [H] (the same for every batch row) or [B][H] (a learned [L, B, H] state
+  // whose rows differ: the model then fixes the batch, B = constant_state_batch()). Every op's
+  // h0 and c0 have the same number of rows.
+  std::vector<std::vector<float>> h0, c0;
   bool hidden_output = false, cell_output = false;  // h_n / c_n ([ops][B][H]) are model outputs
 
   int32_t layers() const { return static_cast<int32_t>(ops.size()) / directions; }
   int32_t input_size() const { return front.empty() ? ops.front().input_size : front.front().input_size; }
-  int32_t output_size() const { return head.empty() ? directions * ops.back().hidden_size : head.back().output_size; }
+  // What the head reads from the stack, per position: D x H of Y, or H of the last op's h_n.
+  int32_t stack_output_size() const {
+    return lstm_output == LstmOutput::kFinalState ? ops.back().hidden_size : directions * ops.back().hidden_size;
+  }
+  int32_t output_size() const { return head.empty() ? stack_output_size() : head.back().output_size; }
+  // The model's output is a sequence (one row per step), not one row per batch row (after a step
+  // selection or from h_n).
+  bool sequence_output() const {
+    return lstm_output == LstmOutput::kSequence && (head.empty() || head.front().kind != FloatLayerKind::kSelectStep);
+  }
+  // The batch a per-row constant initial state fixes; 0 when there is none (any batch).
+  int32_t constant_state_batch() const;
   // Sum of the ops' hidden sizes: the length of one batch row of a [ops][B][H] state.
   int32_t state_size() const;
   // Throws CompileError for an empty program, a layer whose input is not the layer below's
@@ -64,15 +78,22 @@ int16_t quantize_cell(double c, int32_t power);
 size_t state_offset(const std::vector<int32_t>& hidden_sizes, int32_t op, int32_t batch);
 
 struct FloatProgramResult {
-  std::vector<float> output;  // [B][T][D*H] or [T][B][D*H], as the input
+  // The model's output: a sequence [B][T][W] or [T][B][W] (as the input) when
+  // p.sequence_output(), else [B][W] (a selected step, or h_n[-1] and what follows it).
+  std::vector<float> output;
   std::vector<float> h_n, c_n;  // [ops][B][H]
-  std::vector<std::vector<float>> layer_outputs;  // per layer, its output sequence (the last = output)
+  std::vector<std::vector<float>> front_outputs;  // per front layer, its output sequence
+  std::vector<std::vector<float>> layer_outputs;  // per LSTM layer, its output sequence (D x H per step)
+  std::vector<std::vector<float>> head_outputs;   // per head layer, its output (a sequence or [B][W])
 };
 
 // Double-precision evaluation. h0/c0 ([ops][B][H]) may be null for the program's own initial
 // state (zero or its constants).
 FloatProgramResult run_float_program(const FloatProgram& p, const float* x, const SequenceShape& shape,
                                      const float* h0 = nullptr, const float* c0 = nullptr);
+
+// "lstm", "fully_connected", "softmax", "table", "select_step" (reports, messages).
+const char* op_kind_name(int32_t kind);
 
 // One fused op of a compiled program: its kind (a qlstm_op_kind) and that kind's parameters.
 struct ProgramOp {
@@ -95,7 +116,9 @@ struct ProgramBuffer {
   int32_t steps = QLSTM_BUFFER_EVERY_STEP;  // a qlstm_buffer_steps
 };
 
-// A compiled model: the program and its interface.
+// A compiled model: the program and its interface. Buffer 0 is the model input, the last buffer
+// the model output; the ops run in order: the front's per-step ops, the LSTM ops (layer-major,
+// forward first), then the head's (a step selection, FC, table, softmax ops).
 struct CompiledModel {
   std::string name;
   bool batch_first = false;
@@ -106,17 +129,26 @@ struct CompiledModel {
   bool hidden_output = false, cell_output = false;
   std::string report_json;
 
-  int32_t layers() const { return static_cast<int32_t>(ops.size()) / directions; }
+  int32_t layers() const { return lstm_op_count() / directions; }
+  int32_t lstm_op_count() const;  // the ops of kind QLSTM_OP_LSTM_S8 (the state's rows)
   int32_t input_size() const { return buffers.front().width; }
   int32_t output_size() const { return buffers.back().width; }
   const AffineQuant& input_quant() const { return buffers.front().quant; }
   const AffineQuant& output_quant() const { return buffers.back().quant; }
-  std::vector<int32_t> hidden_sizes() const;
-  int32_t state_size() const;  // sum of the ops' H
-  bool all_forward() const;    // every op walks time forwards (so the model can be streamed)
+  std::vector<int32_t> hidden_sizes() const;  // of the LSTM ops, in order
+  int32_t state_size() const;  // sum of the LSTM ops' H
+  bool all_forward() const;    // every LSTM op walks time forwards
+  // The output holds one position per batch row (a last-step or h_n head): buffers.back().steps.
+  bool output_is_one_step() const { return buffers.back().steps == QLSTM_BUFFER_ONE_STEP; }
+  // Why the model cannot be streamed in chunks (a reverse LSTM, a selection of a fixed step), or
+  // "" when it can.
+  std::string streaming_refusal() const;
   // Throws CompileError (naming `origin` and the field) for an inconsistent program.
   void validate(const std::string& origin) const;
 };
+
+// Bytes of buffer b for `batch` rows of `time_steps` steps (one step for a one-step buffer).
+size_t buffer_bytes(const CompiledModel& m, size_t b, int32_t batch, int32_t time_steps);
 
 // The builder's layout: buffers and ops for a program of DerivedLstm ops (layer-major, forward
 // first), each with its initial-state constants.
@@ -130,14 +162,47 @@ struct ProgramMemory {
   size_t scratch_bytes = 0;     // the largest op's qlstm_lstm_s8_scratch_bytes()
   size_t cell_values = 0;       // B x the largest H: the int16 cell of an op run statelessly
   size_t state_values = 0;      // B x the sum of the ops' H: one [ops][B][H] state, hidden or cell
-  size_t activation_bytes = 0;  // each of the two activation areas: B x T x the widest inner buffer
+  // Each of the two activation areas: the largest inner buffer it holds, B x T x width (B x width
+  // for a one-step buffer).
+  size_t activation_bytes = 0;
   size_t weight_bytes = 0, bias_bytes = 0;  // flash: int8 weights, int32 effective biases
-  size_t flash_bytes() const { return weight_bytes + bias_bytes; }
+  size_t requant_bytes = 0;     // flash: the FC ops' int32 multipliers and shifts
+  size_t table_bytes = 0;       // flash: the table ops' 256 entries
+  // Per op: its flash (the above) and the RAM of the buffer it writes (B x steps x width bytes;
+  // the last op's is the caller's output).
+  struct Op {
+    size_t flash_bytes = 0, output_bytes = 0;
+  };
+  std::vector<Op> ops;
+  size_t flash_bytes() const { return weight_bytes + bias_bytes + requant_bytes + table_bytes; }
   size_t state_bytes() const { return state_values * (sizeof(int8_t) + sizeof(int16_t)); }
   // Scratch, one hidden + cell state and both activation areas.
   size_t ram_bytes() const { return scratch_bytes + state_bytes() + 2 * activation_bytes; }
 };
 ProgramMemory program_memory(const CompiledModel& m, int32_t batch, int32_t max_time_steps);
+
+// The host's memory for calls of a program, sized by its ProgramMemory: what a
+// qlstm_program_context points to (run_program_s8, qlstm bench).
+class ProgramContextStorage {
+ public:
+  explicit ProgramContextStorage(const ProgramMemory& mem)
+      : scratch_(mem.scratch_bytes / sizeof(ScratchBlock) + 1),
+        cell_(mem.cell_values),
+        areas_{std::vector<int8_t>(mem.activation_bytes), std::vector<int8_t>(mem.activation_bytes)} {}
+  // Points into this storage: valid while it lives.
+  qlstm_program_context context() {
+    return {scratch_.data(), scratch_.size() * sizeof(ScratchBlock), cell_.data(),
+            {areas_[0].data(), areas_[1].data()}, areas_[0].size()};
+  }
+
+ private:
+  struct alignas(QLSTM_SCRATCH_ALIGNMENT) ScratchBlock {
+    unsigned char bytes[QLSTM_SCRATCH_ALIGNMENT];
+  };
+  std::vector<ScratchBlock> scratch_;
+  std::vector<int16_t> cell_;
+  std::vector<int8_t> areas_[2];
+};
 
 // The state of every op: [ops][B][H], hidden int8 (in each op's output quantization), cell
 // int16 (at each op's 2^P).
@@ -171,12 +236,15 @@ struct RuntimeProgram {
 RuntimeProgram runtime_program(const CompiledModel& m, int32_t batch, int32_t time_steps, Layout layout);
 
 // int8 in, int8 out, op by op through the runtime kernel: what the emitted NAME_run and
-// NAME_run_state do on the device, bit for bit. state: null = the model's initial state; else it
-// is the initial state and receives the final one.
+// NAME_run_state do on the device, bit for bit. The output is B x T x the output width, or B x
+// the width when the output buffer holds one step. state: null = the model's initial state; else
+// it is the initial state and receives the final one.
 std::vector<int8_t> run_program_s8(const CompiledModel& m, const std::vector<int8_t>& x,
                                    const SequenceShape& shape, ProgramState* state = nullptr);
 // The same sequence as stateful calls of `chunk` steps (the last shorter), as NAME_stream does;
-// only for an all-forward program. state as run_program_s8.
+// only for a streamable program (streaming_refusal). A per-step output is the whole run's; a
+// one-step output gives, per chunk, the output of the chunk's last step: [B][chunks][O] or
+// [chunks][B][O] as the layout. state as run_program_s8.
 std::vector<int8_t> run_program_s8_streamed(const CompiledModel& m, const std::vector<int8_t>& x,
                                             const SequenceShape& shape, int32_t chunk,
                                             ProgramState* state = nullptr);

@@ -57,6 +57,9 @@ struct CompileOptions {
   // The search scores each candidate on the first calibration sequences whose multiply-
   // accumulates (steps x 4H(I + H)) fit in this budget (at least one sequence).
   int64_t search_max_macs = int64_t{1} << 26;
+  // The Linear layers around the stack: one weight scale and multiplier per output (the
+  // default, CMSIS-NN's per-channel FC) or one for the layer.
+  bool fc_per_channel = true;
   ProgressFn progress;
 };
 
@@ -71,6 +74,10 @@ struct BoundaryQuant {
 // a bidirectional layer's output (the observer over both directions); a single LSTM has none.
 struct OpBoundaries {
   std::optional<BoundaryQuant> input, output;  // empty: the observers (and the search) choose
+  // What the search scores: every step of the op's output (empty), or only the one step the
+  // model's head reads (>= 0 from the first, < 0 from the last: -1 for y[:, -1] or a forward
+  // h_n, 0 for a reverse op's h_n). compile_program sets it on the last layer's ops.
+  std::optional<int32_t> scored_step;
 };
 
 // One op's calibration: its input sequences (with their initial states) and what one float run
@@ -170,12 +177,18 @@ std::vector<int8_t> run_kernel_s8_streamed(const DerivedLstm& d, const std::vect
 // A stacked layer's input quantization is the layer below's output quantization; the two
 // directions of a bidirectional layer share their input and output quantization (the output's
 // from the observer over both directions' outputs).
+// The layers around the stack are calibrated on the same float pass (in double): each op's
+// output quantization comes from the output observer over its float output (after a folded
+// Relu/Clip), a softmax's is 1/256, -128; the front's last buffer fixes the first LSTM's input.
+// When the head reads only the final hidden state (h_n[-1], or y[:, -1] of a unidirectional last
+// layer) the last LSTM op writes only it (QLSTM_OUTPUT_FINAL, a one-step buffer); y[:, k] becomes
+// a step selection op. The last layer's search scores the steps the head reads.
 struct QuantizedProgram {
   FloatProgram source;
   CompiledModel model;  // name, batch_first and report_json are the caller's
-  std::vector<CalibrationStats> stats;  // per op
-  // Per calibration sequence, the float program's output ([T][D*H]) from the program's own
-  // initial state: the last layer of calibration's float pass, kept for measuring the int8 model.
+  std::vector<CalibrationStats> stats;  // per LSTM op
+  // Per calibration sequence, the float program's output ([T][O], or [1][O] when the model's
+  // output is one step) from the program's own initial state, kept for measuring the int8 model.
   std::vector<std::vector<float>> float_outputs;
 };
 QuantizedProgram compile_program(const FloatProgram& program, const CalibrationSet& calibration,

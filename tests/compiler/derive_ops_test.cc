@@ -1,0 +1,225 @@
+// The derivation of the ops around the LSTM: FC, softmax, table (compiler/src/derive_ops.cc).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "qlstm/compiler/derive_ops.h"
+#include "qlstm/compiler/float_lstm.h"
+#include "qlstm/fully_connected_s8.h"
+
+namespace qlstm {
+namespace compiler {
+namespace {
+
+FloatLayer random_linear(int32_t I, int32_t O, uint32_t seed, double bias_scale = 0.5) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> n(0.0f, 1.0f);
+  FloatLayer l;
+  l.kind = FloatLayerKind::kLinear;
+  l.node = "fc";
+  l.input_size = I;
+  l.output_size = O;
+  for (int32_t k = 0; k < I * O; ++k) l.weight.push_back(n(rng) * (1.0f + static_cast<float>(k % O)) / O);
+  for (int32_t o = 0; o < O; ++o) l.bias.push_back(static_cast<float>(bias_scale * n(rng)));
+  return l;
+}
+
+FloatLayer activation(ActivationFn fn) {
+  FloatLayer l;
+  l.kind = FloatLayerKind::kActivation;
+  l.node = activation_fn_name(fn);
+  l.input_size = l.output_size = 4;
+  l.fn = fn;
+  if (fn == ActivationFn::kLeakyRelu) l.alpha = 0.1;
+  if (fn == ActivationFn::kHardSigmoid) l.alpha = 0.2, l.beta = 0.5;
+  if (fn == ActivationFn::kClip) l.clip_min = -1.5, l.clip_max = 2.0;
+  return l;
+}
+
+// Every output of the FC against the float Linear on the dequantized input: the error is at most
+// half an output step (requantization) plus the weights' and the bias's rounding, each at most
+// half its step, times the input.
+void expect_fc_matches_float(const FloatLayer& lin, const DerivedFc& d, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> code(-128, 127);
+  const int32_t rows = 16, I = lin.input_size, O = lin.output_size;
+  std::vector<int8_t> x(static_cast<size_t>(rows * I)), y(static_cast<size_t>(rows * O));
+  for (int8_t& v : x) v = static_cast<int8_t>(code(rng));
+  const qlstm_fc_s8_params p = d.kernel_params(rows);
+  ASSERT_EQ(qlstm_fc_s8(&p, x.data(), y.data()), QLSTM_OK);
+  for (int32_t r = 0; r < rows; ++r) {
+    for (int32_t o = 0; o < O; ++o) {
+      const double s_w = d.weight_scales[d.per_channel ? static_cast<size_t>(o) : 0];
+      double ref = lin.bias[static_cast<size_t>(o)], abs_x = 0;
+      for (int32_t i = 0; i < I; ++i) {
+        const double xi = d.input.dequantize(x[static_cast<size_t>(r * I + i)]);
+        ref += lin.weight[static_cast<size_t>(o * I + i)] * xi;
+        abs_x += std::fabs(xi);
+      }
+      const double lo = d.output.dequantize(d.activation_min), hi = d.output.dequantize(d.activation_max);
+      ref = std::clamp(ref, lo, hi);
+      const double bound = 0.5 * d.output.scale + 0.5 * s_w * abs_x + 0.5 * d.input.scale * s_w + 1e-9;
+      EXPECT_LE(std::fabs(d.output.dequantize(y[static_cast<size_t>(r * O + o)]) - ref), bound)
+          << "row " << r << " output " << o;
+    }
+  }
+}
+
+TEST(DeriveFc, PerChannelWeightsBiasAndMultipliers) {
+  const FloatLayer lin = random_linear(12, 5, 1);
+  const AffineQuant in{0.02, -7}, out{0.05, 3};
+  const DerivedFc d = derive_fc(lin, nullptr, in, out);
+  ASSERT_TRUE(d.per_channel);
+  ASSERT_EQ(d.weight_scales.size(), 5u);
+  for (int32_t o = 0; o < 5; ++o) {
+    double max_abs = 0;
+    for (int32_t i = 0; i < 12; ++i) max_abs = std::max(max_abs, std::fabs(double{lin.weight[static_cast<size_t>(o * 12 + i)]}));
+    EXPECT_DOUBLE_EQ(d.weight_scales[static_cast<size_t>(o)], max_abs / 127);
+    EXPECT_EQ(d.bias_q[static_cast<size_t>(o)],
+              static_cast<int32_t>(std::nearbyint(lin.bias[static_cast<size_t>(o)] / (in.scale * d.weight_scales[static_cast<size_t>(o)]))));
+    const qlstm_requant q{d.multipliers[static_cast<size_t>(o)], d.shifts[static_cast<size_t>(o)]};
+    const double real = in.scale * d.weight_scales[static_cast<size_t>(o)] / out.scale;
+    EXPECT_NEAR(multiplier_value(q) / real, 1.0, 1e-9);
+  }
+  std::vector<int32_t> eff(5);
+  qlstm_fc_s8_effective_bias(d.weights.data(), d.bias_q.data(), in.zero_point, 12, 5, eff.data());
+  EXPECT_EQ(d.effective_bias, eff);
+  EXPECT_EQ(d.activation_min, -128);
+  EXPECT_EQ(d.activation_max, 127);
+  expect_fc_matches_float(lin, d, 2);
+}
+
+TEST(DeriveFc, PerTensorOption) {
+  const FloatLayer lin = random_linear(7, 9, 3);
+  const DerivedFc d = derive_fc(lin, nullptr, {0.03, 10}, {0.08, -20}, false);
+  EXPECT_FALSE(d.per_channel);
+  EXPECT_EQ(d.weight_scales.size(), 1u);
+  EXPECT_EQ(d.multipliers.size(), 1u);
+  EXPECT_EQ(d.kernel_params(1).per_channel, 0);
+  expect_fc_matches_float(lin, d, 4);
+}
+
+TEST(DeriveFc, FoldsReluRelu6AndClipIntoTheClamp) {
+  const FloatLayer lin = random_linear(6, 4, 5);
+  const AffineQuant in{0.02, 0}, out{0.03, -100};
+  FloatLayer relu = activation(ActivationFn::kRelu);
+  DerivedFc d = derive_fc(lin, &relu, in, out);
+  EXPECT_EQ(d.fused_activation, "relu");
+  EXPECT_EQ(d.activation_min, out.zero_point);
+  EXPECT_EQ(d.activation_max, 127);
+  expect_fc_matches_float(lin, d, 6);
+  FloatLayer relu6 = activation(ActivationFn::kClip);
+  relu6.clip_min = 0;
+  relu6.clip_max = 6;
+  d = derive_fc(lin, &relu6, in, {6.0 / 255, -128});
+  EXPECT_EQ(d.fused_activation, "relu6");
+  EXPECT_EQ(d.activation_min, -128);
+  EXPECT_EQ(d.activation_max, 127);
+  FloatLayer clip = activation(ActivationFn::kClip);  // [-1.5, 2]
+  d = derive_fc(lin, &clip, in, {0.05, 0});
+  EXPECT_EQ(d.fused_activation, "clip");
+  EXPECT_EQ(d.activation_min, -30);
+  EXPECT_EQ(d.activation_max, 40);
+  expect_fc_matches_float(lin, d, 7);
+  const FloatLayer sigmoid = activation(ActivationFn::kSigmoid);
+  EXPECT_THROW(derive_fc(lin, &sigmoid, in, out), CompileError);
+}
+
+TEST(DeriveFc, RefusesABiasOverflowingInt32NamingTheLayer) {
+  FloatLayer lin = random_linear(4, 3, 8);
+  lin.node = "/head/Gemm";
+  lin.bias[1] = 1e6f;
+  try {
+    derive_fc(lin, nullptr, {1e-4, 0}, {0.1, 0});
+    FAIL() << "expected a refusal";
+  } catch (const CompileError& e) {
+    EXPECT_NE(std::string(e.what()).find("layer '/head/Gemm': bias[1]"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("overflows int32"), std::string::npos) << e.what();
+  }
+}
+
+TEST(DeriveFc, FromKernelParamsIsTheInverse) {
+  const FloatLayer lin = random_linear(5, 3, 9);
+  FloatLayer relu = activation(ActivationFn::kRelu);
+  const DerivedFc d = derive_fc(lin, &relu, {0.02, 5}, {0.04, -60});
+  const DerivedFc back = DerivedFc::from_kernel_params(d.kernel_params(3), d.input, d.output, d.weight_scales);
+  EXPECT_EQ(back.input_size, d.input_size);
+  EXPECT_EQ(back.output_size, d.output_size);
+  EXPECT_EQ(back.per_channel, d.per_channel);
+  EXPECT_EQ(back.weights, d.weights);
+  EXPECT_EQ(back.bias_q, d.bias_q);
+  EXPECT_EQ(back.effective_bias, d.effective_bias);
+  EXPECT_EQ(back.multipliers, d.multipliers);
+  EXPECT_EQ(back.shifts, d.shifts);
+  EXPECT_EQ(back.weight_scales, d.weight_scales);
+  EXPECT_EQ(back.activation_min, d.activation_min);
+  EXPECT_EQ(back.activation_max, d.activation_max);
+  EXPECT_EQ(back.fused_activation, "relu");
+  EXPECT_THROW(DerivedFc::from_kernel_params(d.kernel_params(3), d.input, {0.04, 0}, d.weight_scales), CompileError);
+}
+
+TEST(DeriveSoftmax, EveryCaseOfTheSharedVectors) {
+  const std::string path = std::string(QLSTM_SHARED_DIR) + "/op-vectors/softmax_s8.json";
+  if (!std::filesystem::exists(path)) GTEST_SKIP() << "skipped: " << path << " not found (no ../shared beside the project)";
+  std::ifstream f(path);
+  const nlohmann::json doc = nlohmann::json::parse(f);
+  ASSERT_EQ(doc.at("format"), "softmax-s8-vectors/1");
+  int cases = 0;
+  for (const nlohmann::json& c : doc.at("cases")) {
+    const AffineQuant in{c.at("input_scale").get<double>(), 0};
+    const DerivedSoftmax d = derive_softmax(c.at("row_size").get<int32_t>(), in, c.at("beta").get<double>());
+    EXPECT_EQ(d.input_multiplier, c.at("multiplier").get<int32_t>()) << c.at("name");
+    EXPECT_EQ(d.input_left_shift, c.at("shift").get<int32_t>()) << c.at("name");
+    EXPECT_EQ(d.diff_min, c.at("diff_min").get<int32_t>()) << c.at("name");
+    const DerivedSoftmax back = DerivedSoftmax::from_kernel_params(d.kernel_params(2), in);
+    EXPECT_EQ(back.input_multiplier, d.input_multiplier);
+    EXPECT_EQ(back.input_left_shift, d.input_left_shift);
+    EXPECT_EQ(back.diff_min, d.diff_min);
+    EXPECT_NEAR(back.beta / d.beta, 1.0, 1e-8) << c.at("name");
+    ++cases;
+  }
+  EXPECT_GT(cases, 0);
+}
+
+TEST(DeriveSoftmax, OutputQuantAndRefusals) {
+  EXPECT_EQ(softmax_output_quant().scale, 1.0 / 256);
+  EXPECT_EQ(softmax_output_quant().zero_point, -128);
+  EXPECT_THROW(derive_softmax(4, {1e-12, 0}, 1.0), CompileError);  // would need a right shift
+  EXPECT_THROW(derive_softmax(4, {0.1, 0}, 0.0), CompileError);
+}
+
+TEST(DeriveTable, EveryFunctionWithinHalfAnOutputStepForAll256Inputs) {
+  const ActivationFn fns[] = {ActivationFn::kRelu,        ActivationFn::kClip, ActivationFn::kLeakyRelu,
+                              ActivationFn::kSigmoid,     ActivationFn::kTanh, ActivationFn::kHardSigmoid,
+                              ActivationFn::kGelu,        ActivationFn::kSilu, ActivationFn::kHardSwish};
+  const AffineQuant in{8.0 / 255, -3};
+  for (ActivationFn fn : fns) {
+    const FloatLayer layer = activation(fn);
+    // The output covers the function's range over the input's: no entry saturates.
+    double lo = 0, hi = 0;
+    for (int32_t x = -128; x <= 127; ++x) {
+      lo = std::min(lo, apply_activation(layer, in.dequantize(x)));
+      hi = std::max(hi, apply_activation(layer, in.dequantize(x)));
+    }
+    const AffineQuant out = affine_from_range(lo, hi);
+    const DerivedTable t = derive_table(layer, 4, in, out);
+    ASSERT_EQ(t.table.size(), 256u);
+    EXPECT_EQ(t.function, activation_fn_name(fn));
+    for (int32_t x = -128; x <= 127; ++x) {
+      const double f = apply_activation(layer, in.dequantize(x));
+      EXPECT_LE(std::fabs(out.dequantize(t.table[static_cast<size_t>(x + 128)]) - f), 0.5 * out.scale * (1 + 1e-12))
+          << activation_fn_name(fn) << " at input " << x;
+    }
+    const DerivedTable back = DerivedTable::from_kernel_params(t.kernel_params(1), in, out);
+    EXPECT_EQ(back.table, t.table);
+    EXPECT_EQ(back.row_size, 4);
+  }
+}
+
+}  // namespace
+}  // namespace compiler
+}  // namespace qlstm
