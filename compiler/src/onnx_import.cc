@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <set>
 #include <sstream>
@@ -22,7 +23,7 @@ constexpr int32_t kOnnxStackIndex[QLSTM_GATE_COUNT] = {
 
 // LSTM input and output positions (ONNX operator spec).
 enum LstmInput { kX = 0, kW, kR, kB, kSequenceLens, kInitialH, kInitialC, kP };
-enum LstmOutput { kY = 0, kYH, kYC };
+enum LstmOutputIndex { kY = 0, kYH, kYC };
 
 // Ops that only move data (the layout around the LSTM) or build constants (the initial state).
 const std::set<std::string> kStructuralOps = {
@@ -319,68 +320,6 @@ bool follow_output(const Graph& g, std::string value, Labels labels, bool unbatc
   return false;
 }
 
-// Walks back from the LSTM's X through layout ops to a graph input.
-bool follow_input(const Graph& g, std::string value, Labels labels, std::string* graph_input,
-                  Labels* in_labels, std::vector<std::string>* problems) {
-  for (int guard = 0; guard < 16; ++guard) {
-    if (g.is_graph_input(value)) {
-      *graph_input = value;
-      *in_labels = labels;
-      return true;
-    }
-    const onnx::NodeProto* p = g.producer(value);
-    if (p == nullptr) {
-      problems->push_back("graph: the LSTM input X ('" + value + "') is not computed from a graph input");
-      return false;
-    }
-    if ((p->op_type() == "Identity" || p->op_type() == "Transpose") &&
-        (p->input_size() < 1 || p->input(0).empty())) {
-      problems->push_back(node_label(*p) + ": has no input");
-      return false;
-    }
-    if (p->op_type() == "Identity") {
-      value = p->input(0);
-      continue;
-    }
-    if (p->op_type() == "Transpose") {
-      // labels are the output's; the input's are the inverse permutation.
-      const onnx::AttributeProto* perm = attribute(*p, "perm");
-      if (perm == nullptr || perm->ints_size() != static_cast<int>(labels.size())) {
-        problems->push_back(node_label(*p) + ": this layout change of the LSTM input is not supported");
-        return false;
-      }
-      Labels in(labels.size(), '?');
-      for (int k = 0; k < perm->ints_size(); ++k) {
-        const int64_t q = perm->ints(k);
-        if (q < 0 || q >= static_cast<int64_t>(labels.size())) return false;
-        in[static_cast<size_t>(q)] = labels[static_cast<size_t>(k)];
-      }
-      labels = in;
-      value = p->input(0);
-      continue;
-    }
-    if (p->op_type() == "Unsqueeze" && p->input_size() >= 1 && !p->input(0).empty()) {
-      // An unbatched input [T, F]: the exporter inserted the batch axis.
-      std::vector<int64_t> axes;
-      const int64_t rank = static_cast<int64_t>(labels.size());
-      if (axes_of(g, *p, &axes) && axes.size() == 1) {
-        const int64_t a = axes[0] < 0 ? axes[0] + rank : axes[0];
-        if (a >= 0 && a < rank && labels[static_cast<size_t>(a)] == 'B') {
-          labels.erase(static_cast<size_t>(a), 1);
-          value = p->input(0);
-          continue;
-        }
-      }
-    }
-    if (kStructuralOps.count(p->op_type())) {
-      problems->push_back(node_label(*p) + ": this layout change of the LSTM input is not supported");
-    }  // other ops: reported as unsupported compute ops
-    return false;
-  }
-  problems->push_back("graph: the LSTM input path is too long");
-  return false;
-}
-
 bool read_weight(const Graph& g, const onnx::NodeProto& lstm, int index, const char* what,
                  const std::vector<int64_t>& shape, std::vector<float>* out,
                  std::vector<std::string>* problems) {
@@ -561,18 +500,19 @@ bool trace_state(const Graph& g, const NodeInfo& n, int k, StateOrigin* o, std::
       return false;
     }
     o->source = StateSource::kConstant;
+    // One row shared by every batch row when they are equal; else every row (a learned
+    // [L, B, H] state: the model fixes the batch).
+    bool rows_equal = true;
     for (int64_t d = 0; d < D; ++d) {
       const size_t base = static_cast<size_t>(d * dims[1] * H);
-      o->constant.emplace_back(vals.begin() + static_cast<ptrdiff_t>(base), vals.begin() + static_cast<ptrdiff_t>(base + H));
-      for (int64_t b = 1; b < dims[1]; ++b) {
-        for (int64_t u = 0; u < H; ++u) {
-          if (vals[base + static_cast<size_t>(b * H + u)] != vals[base + static_cast<size_t>(u)]) {
-            problems->push_back(n.label + ": the constant " + what + " differs between batch rows (only a state "
-                                "shared by every row can be compiled in; feed it as a graph input instead)");
-            return false;
-          }
-        }
+      for (int64_t e = H; e < dims[1] * H; ++e) {
+        rows_equal = rows_equal && vals[base + static_cast<size_t>(e)] == vals[base + static_cast<size_t>(e % H)];
       }
+    }
+    const int64_t kept = rows_equal ? H : dims[1] * H;
+    for (int64_t d = 0; d < D; ++d) {
+      const auto base = vals.begin() + static_cast<ptrdiff_t>(d * dims[1] * H);
+      o->constant.emplace_back(base, base + static_cast<ptrdiff_t>(kept));
     }
     return true;
   }
@@ -665,6 +605,859 @@ bool trace_final_state(const Graph& g, const std::vector<NodeInfo>& nodes, int k
   return ok;
 }
 
+// ------------------------------------------------------------------ the layers around the stack
+// A walk along the data path: from the graph input to the first LSTM's X (the front), and from
+// the last LSTM's output to the graph output (the head). Each node is a layout op (it moves
+// size-1 axes, or the axes the layouts need), a step selection, or a per-position layer on the
+// feature axis; anything else is refused with what it is.
+
+// What the walk knows about the axes: their labels (Labels above, plus 't' one selected step and
+// '1' an inserted axis, both of size 1) and sizes.
+struct PathContext {
+  const Graph* g = nullptr;
+  int64_t opset = 0;
+  int32_t directions = 1;
+  bool unbatched = false;
+  int64_t time_size = -1, batch_size = -1;  // as declared by the graph input; -1 unknown
+};
+
+int64_t axis_size(const PathContext& c, char label, int64_t width) {
+  switch (label) {
+    case 'T': return c.time_size;
+    case 'B': return c.unbatched ? 1 : c.batch_size;
+    case 'F': return width;
+    case 'D': return c.directions;
+    default: return 1;
+  }
+}
+
+// A size-1 axis that layout ops may drop, insert or move freely.
+bool unit_axis(const PathContext& c, char label) {
+  return label == '1' || label == 't' || (label == 'D' && c.directions == 1) || (label == 'B' && c.unbatched);
+}
+
+const char* axis_name(char label) {
+  switch (label) {
+    case 'T': return "time";
+    case 'B': return "batch";
+    case 'F': return "feature";
+    case 'D': return "direction";
+    case 't': return "selected step";
+    default: return "size-1";
+  }
+}
+
+// Labels without the size-1 axes: the order of the data.
+Labels data_axes(const PathContext& c, const Labels& l) {
+  Labels out;
+  for (char a : l) {
+    if (!unit_axis(c, a)) out.push_back(a);
+  }
+  return out;
+}
+
+struct PathState {
+  std::string value;
+  Labels labels;
+  int32_t width = 0;               // elements on the feature axis
+  std::vector<FloatLayer> layers;  // per-position layers, in order
+  bool selected = false;           // a step selection was taken (kept apart: it commutes with them)
+  FloatLayer select;
+  bool last_is_linear = false;     // the value is a Linear's output (an Add of a constant is its bias)
+  std::string last_good;           // the last value reached without a problem
+  bool failed = false;
+};
+
+std::string fmt(double v) {
+  std::ostringstream s;
+  s << v;
+  return s.str();
+}
+
+// A constant's values and dims; false when `name` is not a readable constant.
+bool constant_values(const Graph& g, const std::string& name, std::vector<double>* v, std::vector<int64_t>* dims = nullptr) {
+  const onnx::TensorProto* t = constant_tensor(g, name);
+  if (t == nullptr || !tensor_values(*t, v)) return false;
+  if (dims) dims->assign(t->dims().begin(), t->dims().end());
+  return true;
+}
+
+bool constant_scalar(const Graph& g, const std::string& name, double* x) {
+  std::vector<double> v;
+  if (!constant_values(g, name, &v) || v.size() != 1) return false;
+  *x = v[0];
+  return true;
+}
+
+bool near(double a, double b) { return std::fabs(a - b) <= 1e-6 * std::max(1.0, std::fabs(b)); }
+
+bool is_const(const Graph& g, const std::string& name) { return constant_tensor(g, name) != nullptr; }
+
+double float_attribute(const onnx::NodeProto& n, const char* name, double fallback) {
+  const onnx::AttributeProto* a = attribute(n, name);
+  return a == nullptr ? fallback : static_cast<double>(a->f());
+}
+
+int64_t int_attribute(const onnx::NodeProto& n, const char* name, int64_t fallback) {
+  const onnx::AttributeProto* a = attribute(n, name);
+  return a == nullptr ? fallback : a->i();
+}
+
+// The other input of a two-input node, or "" when `name` is not one of them.
+std::string other_input(const onnx::NodeProto& n, const std::string& name) {
+  if (n.input_size() != 2) return "";
+  if (n.input(0) == name) return n.input(1);
+  if (n.input(1) == name) return n.input(0);
+  return "";
+}
+
+// The one node reading `name`, or null.
+const onnx::NodeProto* only_consumer(const Graph& g, const std::string& name) {
+  const auto cs = g.data_consumers(name);
+  return cs.size() == 1 && !g.is_graph_output(name) ? cs[0] : nullptr;
+}
+
+const onnx::NodeProto* only_consumer_of_type(const Graph& g, const std::string& name, const char* op) {
+  const onnx::NodeProto* n = only_consumer(g, name);
+  return n != nullptr && n->op_type() == op && n->output_size() >= 1 ? n : nullptr;
+}
+
+bool is_binary_with_const(const Graph& g, const onnx::NodeProto* n, const char* op, const std::string& x, double c) {
+  if (n == nullptr || n->op_type() != op) return false;
+  const std::string other = other_input(*n, x);
+  double v = 0;
+  return !other.empty() && constant_scalar(g, other, &v) && near(v, c);
+}
+
+// What an op is, for a refusal of a node the walk cannot take (or that is not on its path).
+std::string what_it_is(const Graph& g, const onnx::NodeProto& n, int64_t opset) {
+  const std::string& op = n.op_type();
+  if (op == "LayerNormalization" || op == "ReduceMean") {
+    return "a LayerNorm (each vector normalized by its own mean and variance; torch exports it as "
+           "LayerNormalization, or ReduceMean/Sub/Pow/Sqrt/Div before opset 17): not supported";
+  }
+  if (op == "MatMul" || op == "Gemm") {
+    const bool b_const = n.input_size() >= 2 && is_const(g, n.input(1));
+    const bool a_const = n.input_size() >= 1 && is_const(g, n.input(0));
+    if (!a_const && !b_const) return "a product of two activations (as in attention), not a Linear with constant weights: not supported";
+    if (a_const) return "a product with the activation as its right operand (it mixes positions, not features): not supported";
+    if (op == "Gemm" && int_attribute(n, "transA", 0) != 0) return "a Gemm with transA = 1 (it mixes positions): not supported";
+    return "a Linear (" + op + ") on a tensor whose last axis is not the features: not supported";
+  }
+  if (op == "Conv" || op == "ConvTranspose" || op == "ConvInteger") return "a convolution: not supported (only per-step Linear layers)";
+  if (op == "Gather" && n.input_size() >= 1 && is_const(g, n.input(0))) {
+    return "an embedding lookup (a Gather from a constant table): not supported; feed the embedded vectors as the input";
+  }
+  if (op == "Softmax" || op == "LogSoftmax") {
+    if (op == "LogSoftmax") return "a LogSoftmax: not supported (export a Softmax, or take the log on the host)";
+    return "a Softmax not on the last (feature) axis: not supported";
+  }
+  if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") {
+    return "an elementwise " + op + " that is neither a Linear's bias nor part of a recognized activation: not supported";
+  }
+  if (op == "BatchNormalization" || op == "InstanceNormalization") return "a normalization (" + op + "): not supported";
+  if (op == "Concat") return "a Concat on the data path (a branch or a skip connection): not supported";
+  (void)opset;
+  return "op '" + op + "' is not supported around the LSTM";
+}
+
+// The ops a walk takes (some only in some forms); past a refusal they are not reported again.
+const std::set<std::string> kPathOps = {
+    "Identity", "Dropout", "Transpose", "Squeeze", "Unsqueeze", "Flatten", "Reshape", "Gather", "Slice", "Gemm",
+    "MatMul", "Add", "Mul", "Div", "Erf", "Softmax", "Relu", "Sigmoid", "Tanh", "LeakyRelu", "HardSigmoid",
+    "HardSwish", "Clip", "Gelu"};
+
+class PathWalker {
+ public:
+  PathWalker(const PathContext& c, bool front, std::vector<std::string>* problems, std::set<const onnx::NodeProto*>* used)
+      : c_(c), g_(*c.g), front_(front), problems_(problems), used_(used) {}
+
+  // Walks from s->value until the value `stop` (front: the first LSTM's X) or a graph output
+  // (head: stop empty). False when a node was refused (every problem found is reported).
+  bool walk(PathState* s, const std::string& stop) {
+    for (int guard = 0; guard < 256; ++guard) {
+      if (!s->failed) s->last_good = s->value;
+      if (!stop.empty() && s->value == stop) return !s->failed;
+      if (stop.empty() && g_.is_graph_output(s->value)) {
+        if (!g_.data_consumers(s->value).empty()) {
+          problem(nullptr, "the output '" + s->value + "' is also read by other nodes (a branch)");
+          return false;
+        }
+        return !s->failed;
+      }
+      const auto cs = g_.data_consumers(s->value);
+      if (cs.empty()) {
+        problem(nullptr, "'" + s->value + "' on the data path reaches no " + (stop.empty() ? "graph output" : "LSTM"));
+        return false;
+      }
+      if (cs.size() > 1 || g_.is_graph_output(s->value)) {
+        if (s->failed) return false;  // reported already
+        if (match_activation_pattern(s)) continue;
+        std::string names;
+        for (const auto* n : cs) names += (names.empty() ? "" : ", ") + node_label(*n);
+        problem(nullptr, "'" + s->value + "' is read by " + std::to_string(cs.size()) + " nodes (" + names +
+                             "): a branch of the data path (only a chain of layers is supported)");
+        return false;
+      }
+      const onnx::NodeProto& n = *cs[0];
+      if (n.output_size() < 1 || n.output(0).empty()) {
+        problem(&n, "has no output");
+        return false;
+      }
+      used_->insert(&n);
+      if (s->failed) {
+        // Past a refused node the shapes are unknown: report only ops refused whatever their shape.
+        if (!kPathOps.count(n.op_type())) problem(&n, what_it_is(g_, n, c_.opset));
+      } else if (!take(n, s)) {
+        s->failed = true;
+      }
+      if (n.output_size() != 1 && s->failed) return false;
+      s->value = n.output(0);
+    }
+    problem(nullptr, "the data path is too long");
+    return false;
+  }
+
+ private:
+  void problem(const onnx::NodeProto* n, const std::string& why) {
+    problems_->push_back((n ? node_label(*n) : std::string("graph")) + ": " + why);
+  }
+
+  // The value `n` reads on the data path must be its input `k`.
+  bool reads_at(const onnx::NodeProto& n, const PathState& s, int k) {
+    if (n.input_size() > k && n.input(k) == s.value) return true;
+    problem(&n, what_it_is(g_, n, c_.opset));
+    return false;
+  }
+
+  bool features_last(const onnx::NodeProto& n, const PathState& s, const char* what) {
+    const Labels d = data_axes(c_, s.labels);
+    if (d.find('D') != std::string::npos) {
+      problem(&n, std::string(what) + " on the LSTM's output before its two directions are merged into the features");
+      return false;
+    }
+    if (d.empty() || d.back() != 'F' || s.labels.back() != 'F') {
+      problem(&n, std::string(what) + " on a tensor whose last axis is the " + axis_name(s.labels.back()) +
+                      " axis, not the features: not supported");
+      return false;
+    }
+    return true;
+  }
+
+  void add_layer(PathState* s, FloatLayer l, bool linear) {
+    l.input_size = s->width;
+    if (l.kind != FloatLayerKind::kLinear) l.output_size = s->width;
+    s->width = l.output_size;
+    s->layers.push_back(std::move(l));
+    s->last_is_linear = linear;
+  }
+
+  FloatLayer activation(const onnx::NodeProto& n, ActivationFn fn) {
+    FloatLayer l;
+    l.kind = FloatLayerKind::kActivation;
+    l.node = n.name().empty() ? n.output(0) : n.name();
+    l.fn = fn;
+    return l;
+  }
+
+  bool take(const onnx::NodeProto& n, PathState* s) {
+    const std::string& op = n.op_type();
+    if (op == "Identity") return reads_at(n, *s, 0);
+    if (op == "Dropout") {
+      // Eval mode: the identity (its mask output must be unused).
+      if (!reads_at(n, *s, 0)) return false;
+      if (n.output_size() > 1 && !n.output(1).empty() && !g_.consumers(n.output(1)).empty()) {
+        problem(&n, "a Dropout whose mask is used: not supported");
+        return false;
+      }
+      return true;
+    }
+    if (op == "Transpose") return reads_at(n, *s, 0) && transpose(n, s);
+    if (op == "Squeeze") return reads_at(n, *s, 0) && squeeze(n, s);
+    if (op == "Unsqueeze") return reads_at(n, *s, 0) && unsqueeze(n, s);
+    if (op == "Flatten") return reads_at(n, *s, 0) && flatten(n, s);
+    if (op == "Reshape") return reads_at(n, *s, 0) && reshape(n, s);
+    if (op == "Gather") return reads_at(n, *s, 0) && gather(n, s);
+    if (op == "Slice") return reads_at(n, *s, 0) && slice(n, s);
+    if (op == "Gemm") return reads_at(n, *s, 0) && gemm(n, s);
+    if (op == "MatMul") return reads_at(n, *s, 0) && matmul(n, s);
+    if (op == "Add") return add_bias(n, s);
+    if (op == "Softmax") return reads_at(n, *s, 0) && softmax(n, s);
+    static const std::map<std::string, ActivationFn> kUnary = {
+        {"Relu", ActivationFn::kRelu},       {"Sigmoid", ActivationFn::kSigmoid},
+        {"Tanh", ActivationFn::kTanh},       {"LeakyRelu", ActivationFn::kLeakyRelu},
+        {"HardSigmoid", ActivationFn::kHardSigmoid}, {"HardSwish", ActivationFn::kHardSwish},
+        {"Clip", ActivationFn::kClip},       {"Gelu", ActivationFn::kGelu}};
+    const auto it = kUnary.find(op);
+    if (it != kUnary.end()) {
+      if (!reads_at(n, *s, 0)) return false;
+      FloatLayer l = activation(n, it->second);
+      if (op == "LeakyRelu") l.alpha = float_attribute(n, "alpha", 0.01);
+      if (op == "HardSigmoid") {
+        l.alpha = float_attribute(n, "alpha", 0.2);
+        l.beta = float_attribute(n, "beta", 0.5);
+      }
+      if (op == "Gelu") {
+        const onnx::AttributeProto* a = attribute(n, "approximate");
+        l.gelu_tanh = a != nullptr && a->s() == "tanh";
+      }
+      if (op == "Clip" && !clip_bounds(n, &l)) return false;
+      add_layer(s, std::move(l), false);
+      return true;
+    }
+    problem(&n, what_it_is(g_, n, c_.opset));
+    return false;
+  }
+
+  bool clip_bounds(const onnx::NodeProto& n, FloatLayer* l) {
+    l->clip_min = -std::numeric_limits<double>::infinity();
+    l->clip_max = std::numeric_limits<double>::infinity();
+    if (c_.opset < 11) {  // bounds as attributes
+      l->clip_min = float_attribute(n, "min", l->clip_min);
+      l->clip_max = float_attribute(n, "max", l->clip_max);
+      return true;
+    }
+    for (int k : {1, 2}) {
+      if (n.input_size() <= k || n.input(k).empty()) continue;
+      double v = 0;
+      if (!constant_scalar(g_, n.input(k), &v)) {
+        problem(&n, std::string("a Clip whose ") + (k == 1 ? "min" : "max") + " is not a constant scalar: not supported");
+        return false;
+      }
+      (k == 1 ? l->clip_min : l->clip_max) = v;
+    }
+    return true;
+  }
+
+  bool transpose(const onnx::NodeProto& n, PathState* s) {
+    Labels l = s->labels;
+    if (!apply_transpose(n, &l)) {
+      problem(&n, "a Transpose whose perm does not fit the rank-" + std::to_string(s->labels.size()) + " input");
+      return false;
+    }
+    const Labels d = data_axes(c_, l);
+    if (!d.empty() && d.find('F') != std::string::npos && d.back() != 'F') {
+      problem(&n, "a Transpose that moves the feature axis (" + s->labels + " -> " + l +
+                      "): it mixes data between positions; not supported");
+      return false;
+    }
+    s->labels = l;
+    s->last_is_linear = false;
+    return true;
+  }
+
+  bool squeeze(const onnx::NodeProto& n, PathState* s) {
+    std::vector<int64_t> axes;
+    if (!axes_of(*c_.g, n, &axes)) {
+      problem(&n, "a Squeeze whose axes are not constant: not supported");
+      return false;
+    }
+    const int64_t rank = static_cast<int64_t>(s->labels.size());
+    std::vector<bool> drop(s->labels.size(), false);
+    if (axes.empty()) {  // every size-1 axis
+      for (size_t k = 0; k < s->labels.size(); ++k) {
+        if (axis_size(c_, s->labels[k], s->width) == 1) {
+          if (!unit_axis(c_, s->labels[k])) {
+            problem(&n, std::string("a Squeeze without axes drops the ") + axis_name(s->labels[k]) +
+                            " axis (its size is 1 here): name the axes to squeeze");
+            return false;
+          }
+          drop[k] = true;
+        }
+      }
+    }
+    for (int64_t a : axes) {
+      const int64_t k = a < 0 ? a + rank : a;
+      if (k < 0 || k >= rank) {
+        problem(&n, "a Squeeze of axis " + std::to_string(a) + " of a rank-" + std::to_string(rank) + " tensor");
+        return false;
+      }
+      const char label = s->labels[static_cast<size_t>(k)];
+      if (!unit_axis(c_, label)) {
+        problem(&n, std::string("a Squeeze of the ") + axis_name(label) + " axis, which is not of size 1: not supported");
+        return false;
+      }
+      drop[static_cast<size_t>(k)] = true;
+    }
+    Labels l;
+    for (size_t k = 0; k < s->labels.size(); ++k) {
+      if (!drop[k]) l.push_back(s->labels[k]);
+    }
+    s->labels = l;
+    s->last_is_linear = false;
+    return true;
+  }
+
+  bool unsqueeze(const onnx::NodeProto& n, PathState* s) {
+    std::vector<int64_t> axes;
+    if (!axes_of(*c_.g, n, &axes) || axes.empty()) {
+      problem(&n, "an Unsqueeze whose axes are not constant: not supported");
+      return false;
+    }
+    const int64_t rank = static_cast<int64_t>(s->labels.size() + axes.size());
+    std::vector<int64_t> at;
+    for (int64_t a : axes) at.push_back(a < 0 ? a + rank : a);
+    std::sort(at.begin(), at.end());
+    Labels l = s->labels;
+    for (int64_t a : at) {
+      if (a < 0 || a > static_cast<int64_t>(l.size())) {
+        problem(&n, "an Unsqueeze at axis " + std::to_string(a) + " out of range");
+        return false;
+      }
+      l.insert(static_cast<size_t>(a), 1, '1');
+    }
+    s->labels = l;
+    s->last_is_linear = false;
+    return true;
+  }
+
+  bool flatten(const onnx::NodeProto& n, PathState* s) {
+    const int64_t rank = static_cast<int64_t>(s->labels.size());
+    int64_t axis = int_attribute(n, "axis", 1);
+    if (axis < 0) axis += rank;
+    if (axis < 0 || axis > rank) {
+      problem(&n, "a Flatten at axis " + std::to_string(axis) + " of a rank-" + std::to_string(rank) + " tensor");
+      return false;
+    }
+    const Labels left = data_axes(c_, s->labels.substr(0, static_cast<size_t>(axis)));
+    const Labels right = data_axes(c_, s->labels.substr(static_cast<size_t>(axis)));
+    if (left.size() > 1 || left.find('F') != std::string::npos || (right != "F" && right != "DF")) {
+      problem(&n, "a Flatten that merges the " + s->labels + " axes into [" + left + "][" + right +
+                      "]: it mixes positions with features; not supported");
+      return false;
+    }
+    if (right == "DF") s->width *= c_.directions;
+    s->labels = std::string(left.empty() ? "1" : left) + "F";
+    s->last_is_linear = false;
+    return true;
+  }
+
+  bool reshape(const onnx::NodeProto& n, PathState* s) {
+    std::vector<double> target;
+    if (n.input_size() < 2 || !constant_values(g_, n.input(1), &target)) {
+      problem(&n, "a Reshape to a shape that is not constant: not supported (reshape with constant sizes, or use "
+                  "Flatten/Squeeze)");
+      return false;
+    }
+    const bool allowzero = int_attribute(n, "allowzero", 0) != 0;
+    // The data axes (size-1 ones may come and go), matched in order against the target's sizes.
+    std::vector<size_t> real;
+    for (size_t k = 0; k < s->labels.size(); ++k) {
+      if (!unit_axis(c_, s->labels[k])) real.push_back(k);
+    }
+    Labels out;
+    int32_t width = s->width;
+    size_t r = 0;
+    bool ok = true;
+    for (size_t j = 0; j < target.size() && ok; ++j) {
+      const int64_t t = static_cast<int64_t>(target[j]);
+      const bool copy = t == 0 && !allowzero;  // the input's size at the same index
+      if (r < real.size()) {
+        const char cur = s->labels[real[r]];
+        const int64_t size = axis_size(c_, cur, width);
+        const bool merge = cur == 'D' && r + 1 < real.size() && s->labels[real[r + 1]] == 'F' &&
+                           ((t == -1 && j + 1 == target.size()) || t == c_.directions * width);
+        if (merge) {
+          out.push_back('F');
+          width *= c_.directions;
+          r += 2;
+          continue;
+        }
+        const bool same = copy ? (j < s->labels.size() && s->labels[j] == cur) : (t == -1 || (size >= 0 && t == size));
+        if (same) {
+          out.push_back(cur);
+          ++r;
+          continue;
+        }
+      }
+      if (t == 1 || (copy && j < s->labels.size() && unit_axis(c_, s->labels[j]))) {
+        out.push_back('1');
+        continue;
+      }
+      ok = false;
+    }
+    if (!ok || r != real.size()) {
+      std::vector<int64_t> ts;
+      for (double t : target) ts.push_back(static_cast<int64_t>(t));
+      problem(&n, "a Reshape of the " + s->labels + " axes to " + join(ts) +
+                      " that does not only add or drop size-1 axes or merge the directions into the features: "
+                      "not supported");
+      return false;
+    }
+    s->labels = out;
+    s->width = width;
+    s->last_is_linear = false;
+    return true;
+  }
+
+  // One step of the time axis as the selection; false (reported) otherwise.
+  bool select_step(const onnx::NodeProto& n, PathState* s, int64_t step, size_t axis, bool keep_axis) {
+    if (front_) {
+      problem(&n, "a selection of one time step before the LSTM: not supported");
+      return false;
+    }
+    if (s->selected) {
+      problem(&n, "a second selection of one time step: not supported");
+      return false;
+    }
+    if (c_.time_size > 0 && (step >= c_.time_size || step < -c_.time_size)) {
+      problem(&n, "selects step " + std::to_string(step) + " of a " + std::to_string(c_.time_size) + "-step input");
+      return false;
+    }
+    s->selected = true;
+    s->select.kind = FloatLayerKind::kSelectStep;
+    s->select.node = n.name().empty() ? n.output(0) : n.name();
+    s->select.step = static_cast<int32_t>(step);
+    if (keep_axis) {
+      s->labels[axis] = 't';
+    } else {
+      s->labels.erase(axis, 1);
+    }
+    s->last_is_linear = false;
+    return true;
+  }
+
+  bool gather(const onnx::NodeProto& n, PathState* s) {
+    const int64_t rank = static_cast<int64_t>(s->labels.size());
+    int64_t axis = int_attribute(n, "axis", 0);
+    if (axis < 0) axis += rank;
+    std::vector<double> idx;
+    std::vector<int64_t> dims;
+    if (axis < 0 || axis >= rank || n.input_size() < 2 || !constant_values(g_, n.input(1), &idx, &dims) ||
+        idx.size() != 1) {
+      problem(&n, "a Gather whose index is not one constant, or whose axis is out of range: not supported");
+      return false;
+    }
+    const char label = s->labels[static_cast<size_t>(axis)];
+    const int64_t k = static_cast<int64_t>(idx[0]);
+    const bool keep = !dims.empty();
+    if (label == 'T') return select_step(n, s, k, static_cast<size_t>(axis), keep);
+    if (unit_axis(c_, label) && (k == 0 || k == -1)) {
+      if (!keep) s->labels.erase(static_cast<size_t>(axis), 1);
+      return true;
+    }
+    if (label == 'D') {
+      problem(&n, "a Gather of one direction of the bidirectional LSTM's output: not supported (read both "
+                  "directions, or h_n)");
+    } else if (label == 'B') {
+      problem(&n, "a Gather of one batch row: not supported");
+    } else {
+      problem(&n, "a Gather of one feature: not supported (select features with a Linear)");
+    }
+    return false;
+  }
+
+  bool slice(const onnx::NodeProto& n, PathState* s) {
+    std::vector<double> starts, ends, axes, steps;
+    const bool ok = n.input_size() >= 3 && constant_values(g_, n.input(1), &starts) &&
+                    constant_values(g_, n.input(2), &ends) &&
+                    (n.input_size() < 4 || n.input(3).empty() || constant_values(g_, n.input(3), &axes)) &&
+                    (n.input_size() < 5 || n.input(4).empty() || constant_values(g_, n.input(4), &steps));
+    if (!ok || starts.size() != 1 || ends.size() != 1 || axes.size() > 1 || steps.size() > 1 ||
+        (!steps.empty() && steps[0] != 1)) {
+      problem(&n, "a Slice that is not one constant range of one axis with step 1: not supported");
+      return false;
+    }
+    const int64_t rank = static_cast<int64_t>(s->labels.size());
+    int64_t axis = axes.empty() ? 0 : static_cast<int64_t>(axes[0]);
+    if (axis < 0) axis += rank;
+    if (axis < 0 || axis >= rank) {
+      problem(&n, "a Slice of axis " + std::to_string(axis) + " out of range");
+      return false;
+    }
+    const char label = s->labels[static_cast<size_t>(axis)];
+    // Ends past the axis: torch writes INT64_MAX for "to the end".
+    constexpr double kToTheEnd = 1u << 30;
+    const double b = starts[0], e = ends[0];
+    if (label == 'T') {
+      const bool last = b == -1 && e >= kToTheEnd;
+      if (last || (b >= 0 && e == b + 1) || (b < -1 && e == b + 1)) {
+        return select_step(n, s, static_cast<int64_t>(b), static_cast<size_t>(axis), true);
+      }
+      problem(&n, "a Slice of several time steps: not supported (a model reads every step, or one)");
+      return false;
+    }
+    const int64_t size = axis_size(c_, label, s->width);
+    if (b == 0 && (e >= kToTheEnd || (size >= 0 && e >= static_cast<double>(size)))) return true;  // all of it
+    problem(&n, std::string("a Slice of part of the ") + axis_name(label) + " axis: not supported");
+    return false;
+  }
+
+  bool linear_weights(const onnx::NodeProto& n, const std::string& w_name, bool transposed, double alpha,
+                      FloatLayer* l, const PathState& s) {
+    std::vector<double> w;
+    std::vector<int64_t> dims;
+    if (!constant_values(g_, w_name, &w, &dims)) {
+      problem(&n, what_it_is(g_, n, c_.opset));
+      return false;
+    }
+    // [K][N] (or [N][K] transposed): K inputs, N outputs.
+    const int64_t K = dims.size() == 2 ? dims[transposed ? 1 : 0] : -1;
+    const int64_t N = dims.size() == 2 ? dims[transposed ? 0 : 1] : -1;
+    if (K != s.width || N < 1) {
+      problem(&n, "a Linear whose weight has shape " + join(dims) + ", expected " +
+                      (transposed ? "[outputs, " + std::to_string(s.width) + "]" : "[" + std::to_string(s.width) + ", outputs]"));
+      return false;
+    }
+    l->kind = FloatLayerKind::kLinear;
+    l->node = n.name().empty() ? n.output(0) : n.name();
+    l->output_size = static_cast<int32_t>(N);
+    l->weight.resize(static_cast<size_t>(N * K));
+    for (int64_t o = 0; o < N; ++o) {
+      for (int64_t i = 0; i < K; ++i) {
+        const double v = transposed ? w[static_cast<size_t>(o * K + i)] : w[static_cast<size_t>(i * N + o)];
+        l->weight[static_cast<size_t>(o * K + i)] = static_cast<float>(alpha * v);
+      }
+    }
+    return true;
+  }
+
+  // A constant bias of `outputs` values ([N], [1, N], ... or a scalar broadcast).
+  bool bias_values(const onnx::NodeProto& n, const std::string& name, int32_t outputs, double beta,
+                   std::vector<float>* bias) {
+    std::vector<double> v;
+    std::vector<int64_t> dims;
+    bool ok = constant_values(g_, name, &v, &dims);
+    for (size_t k = 0; ok && k + 1 < dims.size(); ++k) ok = dims[k] == 1;
+    if (!ok || (v.size() != 1 && v.size() != static_cast<size_t>(outputs))) {
+      problem(&n, "a bias that is not a constant of " + std::to_string(outputs) + " values (one per output): not supported");
+      return false;
+    }
+    bias->resize(static_cast<size_t>(outputs), 0.0f);
+    for (int32_t o = 0; o < outputs; ++o) {
+      (*bias)[static_cast<size_t>(o)] += static_cast<float>(beta * v[v.size() == 1 ? 0 : static_cast<size_t>(o)]);
+    }
+    return true;
+  }
+
+  bool gemm(const onnx::NodeProto& n, PathState* s) {
+    if (n.input_size() < 2 || int_attribute(n, "transA", 0) != 0) {
+      problem(&n, what_it_is(g_, n, c_.opset));
+      return false;
+    }
+    if (s->labels.size() != 2) {
+      problem(&n, "a Gemm on a rank-" + std::to_string(s->labels.size()) + " tensor (Gemm takes a matrix)");
+      return false;
+    }
+    if (!features_last(n, *s, "a Gemm")) return false;
+    FloatLayer l;
+    if (!linear_weights(n, n.input(1), int_attribute(n, "transB", 0) != 0, float_attribute(n, "alpha", 1.0), &l, *s)) {
+      return false;
+    }
+    if (n.input_size() > 2 && !n.input(2).empty() &&
+        !bias_values(n, n.input(2), l.output_size, float_attribute(n, "beta", 1.0), &l.bias)) {
+      return false;
+    }
+    add_layer(s, std::move(l), true);
+    return true;
+  }
+
+  bool matmul(const onnx::NodeProto& n, PathState* s) {
+    if (n.input_size() != 2 || !features_last(n, *s, "a MatMul")) return false;
+    FloatLayer l;
+    if (!linear_weights(n, n.input(1), false, 1.0, &l, *s)) return false;
+    add_layer(s, std::move(l), true);
+    return true;
+  }
+
+  // An Add of a constant to a Linear's output: its bias.
+  bool add_bias(const onnx::NodeProto& n, PathState* s) {
+    const std::string other = other_input(n, s->value);
+    if (other.empty() || !is_const(g_, other)) {
+      problem(&n, other.empty() || n.input(0) == n.input(1)
+                      ? what_it_is(g_, n, c_.opset)
+                      : "an Add of two activations (a residual or skip connection): not supported");
+      return false;
+    }
+    if (!s->last_is_linear || s->layers.empty()) {
+      problem(&n, "an Add of a constant that does not follow a Linear (only a Linear's bias is supported)");
+      return false;
+    }
+    FloatLayer& l = s->layers.back();
+    std::vector<float> extra;
+    if (!bias_values(n, other, l.output_size, 1.0, &extra)) return false;
+    if (l.bias.empty()) l.bias.assign(extra.size(), 0.0f);
+    for (size_t o = 0; o < extra.size(); ++o) l.bias[o] += extra[o];
+    return true;
+  }
+
+  bool softmax(const onnx::NodeProto& n, PathState* s) {
+    const int64_t rank = static_cast<int64_t>(s->labels.size());
+    // Opset 13 made the default axis -1 (before: 1, over the flattened trailing axes).
+    int64_t axis = int_attribute(n, "axis", c_.opset >= 13 ? -1 : 1);
+    if (axis < 0) axis += rank;
+    if (axis != rank - 1 || s->labels.back() != 'F' || !features_last(n, *s, "a Softmax")) {
+      if (axis >= 0 && axis < rank && axis != rank - 1) {
+        problem(&n, std::string("a Softmax over axis ") + std::to_string(axis) + " (the " +
+                        axis_name(s->labels[static_cast<size_t>(axis)]) +
+                        " axis), not the last (feature) axis: not supported");
+      }
+      return false;
+    }
+    FloatLayer l;
+    l.kind = FloatLayerKind::kSoftmax;
+    l.node = n.name().empty() ? n.output(0) : n.name();
+    add_layer(s, std::move(l), false);
+    return true;
+  }
+
+  // The activations torch 1.13 exports as several nodes, recognized where the value branches:
+  // SiLU x * Sigmoid(x); HardSwish (before opset 14) x * HardSigmoid(x); GELU as
+  // x * (1 + Erf(x / sqrt 2)) * 0.5 or its tanh approximation.
+  bool match_activation_pattern(PathState* s) {
+    if (!features_last_quiet(*s)) return false;
+    const std::string x = s->value;
+    if (g_.is_graph_output(x)) return false;
+    const auto cs = g_.data_consumers(x);
+    std::vector<const onnx::NodeProto*> nodes;
+    FloatLayer l;
+    std::string out;
+    if (match_gated(x, cs, &l, &out, &nodes) || match_gelu_erf(x, cs, &l, &out, &nodes) ||
+        match_gelu_tanh(x, cs, &l, &out, &nodes)) {
+      for (const auto* n : nodes) used_->insert(n);
+      add_layer(s, std::move(l), false);
+      s->value = out;
+      return true;
+    }
+    return false;
+  }
+
+  bool features_last_quiet(const PathState& s) const {
+    const Labels d = data_axes(c_, s.labels);
+    return !d.empty() && d.back() == 'F' && s.labels.back() == 'F' && d.find('D') == std::string::npos;
+  }
+
+  bool match_gated(const std::string& x, const std::vector<const onnx::NodeProto*>& cs, FloatLayer* l,
+                   std::string* out, std::vector<const onnx::NodeProto*>* nodes) {
+    if (cs.size() != 2) return false;
+    for (int k = 0; k < 2; ++k) {
+      const onnx::NodeProto* gate = cs[static_cast<size_t>(k)];
+      const onnx::NodeProto* mul = cs[static_cast<size_t>(1 - k)];
+      if (gate->input_size() != 1 || gate->output_size() < 1 || mul->op_type() != "Mul") continue;
+      const bool sig = gate->op_type() == "Sigmoid";
+      constexpr double kHardSwishAlpha = 1.0 / 6.0, kHardSwishBeta = 0.5;
+      const bool hard = gate->op_type() == "HardSigmoid" && near(float_attribute(*gate, "alpha", 0.2), kHardSwishAlpha) &&
+                        near(float_attribute(*gate, "beta", 0.5), kHardSwishBeta);
+      if ((!sig && !hard) || only_consumer(g_, gate->output(0)) != mul || other_input(*mul, x) != gate->output(0)) {
+        continue;
+      }
+      *l = activation(*gate, sig ? ActivationFn::kSilu : ActivationFn::kHardSwish);
+      *out = mul->output(0);
+      *nodes = {gate, mul};
+      return true;
+    }
+    return false;
+  }
+
+  bool match_gelu_erf(const std::string& x, const std::vector<const onnx::NodeProto*>& cs, FloatLayer* l,
+                      std::string* out, std::vector<const onnx::NodeProto*>* nodes) {
+    if (cs.size() != 2) return false;
+    const double kSqrt2 = std::sqrt(2.0);
+    for (int k = 0; k < 2; ++k) {
+      const onnx::NodeProto* div = cs[static_cast<size_t>(k)];
+      const onnx::NodeProto* mul = cs[static_cast<size_t>(1 - k)];
+      if (!is_binary_with_const(g_, div, "Div", x, kSqrt2) || div->input(0) != x) continue;
+      const onnx::NodeProto* erf = only_consumer_of_type(g_, div->output(0), "Erf");
+      if (erf == nullptr) continue;
+      const onnx::NodeProto* add = only_consumer(g_, erf->output(0));
+      if (!is_binary_with_const(g_, add, "Add", erf->output(0), 1.0)) continue;
+      if (only_consumer(g_, add->output(0)) != mul || mul->op_type() != "Mul" || other_input(*mul, x) != add->output(0)) {
+        continue;
+      }
+      const onnx::NodeProto* half = only_consumer(g_, mul->output(0));
+      if (!is_binary_with_const(g_, half, "Mul", mul->output(0), 0.5)) continue;
+      *l = activation(*div, ActivationFn::kGelu);
+      *out = half->output(0);
+      *nodes = {div, erf, add, mul, half};
+      return true;
+    }
+    return false;
+  }
+
+  bool match_gelu_tanh(const std::string& x, const std::vector<const onnx::NodeProto*>& cs, FloatLayer* l,
+                       std::string* out, std::vector<const onnx::NodeProto*>* nodes) {
+    // x*x, x*(x*x), x + c3*(x^3), x * (1 + tanh(c1*(...))): four distinct nodes read x.
+    constexpr double kCubic = 0.044715, kScale = 0.7978845608028654;
+    std::set<const onnx::NodeProto*> readers(cs.begin(), cs.end());
+    const onnx::NodeProto* square = nullptr;
+    for (const auto* n : readers) {
+      if (n->op_type() == "Mul" && n->input_size() == 2 && n->input(0) == x && n->input(1) == x) square = n;
+    }
+    if (readers.size() != 4 || square == nullptr) return false;
+    const onnx::NodeProto* cube = only_consumer(g_, square->output(0));
+    if (cube == nullptr || cube->op_type() != "Mul" || other_input(*cube, square->output(0)) != x) return false;
+    const onnx::NodeProto* scaled = only_consumer(g_, cube->output(0));
+    if (!is_binary_with_const(g_, scaled, "Mul", cube->output(0), kCubic)) return false;
+    const onnx::NodeProto* inner = only_consumer(g_, scaled->output(0));
+    if (inner == nullptr || inner->op_type() != "Add" || other_input(*inner, scaled->output(0)) != x) return false;
+    const onnx::NodeProto* arg = only_consumer(g_, inner->output(0));
+    if (!is_binary_with_const(g_, arg, "Mul", inner->output(0), kScale)) return false;
+    const onnx::NodeProto* th = only_consumer_of_type(g_, arg->output(0), "Tanh");
+    if (th == nullptr) return false;
+    const onnx::NodeProto* one = only_consumer(g_, th->output(0));
+    if (!is_binary_with_const(g_, one, "Add", th->output(0), 1.0)) return false;
+    const onnx::NodeProto* mul = only_consumer(g_, one->output(0));
+    if (mul == nullptr || mul->op_type() != "Mul" || other_input(*mul, one->output(0)) != x) return false;
+    const onnx::NodeProto* half = only_consumer(g_, mul->output(0));
+    if (!is_binary_with_const(g_, half, "Mul", mul->output(0), 0.5)) return false;
+    if (!readers.count(cube) || !readers.count(inner) || !readers.count(mul)) return false;
+    *l = activation(*square, ActivationFn::kGelu);
+    l->gelu_tanh = true;
+    *out = half->output(0);
+    *nodes = {square, cube, scaled, inner, arg, th, one, mul, half};
+    return true;
+  }
+
+  const PathContext& c_;
+  const Graph& g_;
+  bool front_;
+  std::vector<std::string>* problems_;
+  std::set<const onnx::NodeProto*>* used_;
+};
+
+// torch.ao.nn.quantizable.LSTM exports its cells unrolled (Linear "igates"/"hgates" per step).
+const onnx::NodeProto* quantizable_lstm_node(const Graph& g) {
+  for (const auto& n : g.proto().node()) {
+    for (const auto& in : n.input()) {
+      if (in.find("igates") != std::string::npos || in.find("hgates") != std::string::npos) return &n;
+    }
+  }
+  return nullptr;
+}
+
+// A constant state whose batch rows differ (a learned [L, B, H] parameter) fixes the model's
+// batch: every op's h0 and c0 then hold [B][H], the shared ones repeated for each row.
+void share_state_rows(FloatProgram* p, const std::vector<int32_t>& hidden, int64_t declared_batch,
+                      std::vector<std::string>* problems) {
+  size_t rows = 0;  // of the per-row constants; 0: none
+  for (const auto* s : {&p->h0, &p->c0}) {
+    for (size_t k = 0; k < s->size() && k < hidden.size(); ++k) {
+      const size_t n = (*s)[k].size() / static_cast<size_t>(hidden[k]);
+      if (n <= 1) continue;
+      if (rows != 0 && rows != n) {
+        problems->push_back("graph: the constant initial states have " + std::to_string(rows) + " and " +
+                            std::to_string(n) + " batch rows");
+        return;
+      }
+      rows = n;
+    }
+  }
+  if (rows == 0) return;
+  if (declared_batch > 0 && static_cast<size_t>(declared_batch) != rows) {
+    problems->push_back("graph: the constant initial state has " + std::to_string(rows) + " batch rows, but the input's "
+                        "batch is " + std::to_string(declared_batch));
+    return;
+  }
+  for (auto* s : {&p->h0, &p->c0}) {
+    for (size_t k = 0; k < s->size() && k < hidden.size(); ++k) {
+      std::vector<float>& v = (*s)[k];
+      if (v.size() != static_cast<size_t>(hidden[k])) continue;
+      const std::vector<float> row = v;
+      for (size_t b = 1; b < rows; ++b) v.insert(v.end(), row.begin(), row.end());
+    }
+  }
+}
+
 }  // namespace
 
 OnnxLstm import_onnx_bytes(const std::string& bytes, const std::string& origin) {
@@ -687,12 +1480,15 @@ OnnxLstm import_onnx_bytes(const std::string& bytes, const std::string& origin) 
   for (const auto& n : g.proto().node()) {
     if (n.op_type() == "LSTM") lstms.push_back(&n);
   }
-  if (lstms.empty()) problems.push_back("graph: no LSTM node");
-  for (const auto& n : g.proto().node()) {
-    if (n.op_type() != "LSTM" && !kStructuralOps.count(n.op_type())) {
-      problems.push_back(node_label(n) + ": op '" + n.op_type() +
-                         "' is not supported (only LSTM nodes with layout ops around them)");
+  if (lstms.empty()) {
+    if (const onnx::NodeProto* q = quantizable_lstm_node(g)) {
+      problems.push_back(node_label(*q) + ": the graph has no LSTM node: it is a torch.ao.nn.quantizable.LSTM "
+                         "exported cell by cell (its 'igates'/'hgates' Linear layers); export torch.nn.LSTM instead "
+                         "(load the same weights into it: it exports one ONNX LSTM node per layer)");
+    } else {
+      problems.push_back("graph: no LSTM node");
     }
+    refuse(origin, problems);
   }
   std::map<const onnx::NodeProto*, NodeInfo> info;
   bool all_read = true;
@@ -701,22 +1497,10 @@ OnnxLstm import_onnx_bytes(const std::string& bytes, const std::string& origin) 
     all_read = read_node(g, *n, &ni, &problems) && all_read;
     info[n] = std::move(ni);
   }
-  if (lstms.empty() || !all_read) refuse(origin, problems);
+  if (!all_read) refuse(origin, problems);
 
-  // The chain: each node's Y reaches the next node's X or the graph output through layout ops.
-  Labels out_labels;
-  bool chain_ok = true;
-  // Is the model unbatched? Known from the first node's input path, needed on the output paths.
+  // A node whose X does not come from another LSTM heads the chain.
   const onnx::NodeProto* head = nullptr;
-  for (const auto* n : lstms) {
-    if (n->output_size() == 0 || n->output(kY).empty() || !used(g, *n, kY)) {
-      problems.push_back(info[n].label + ": output Y is not used");
-      chain_ok = false;
-    }
-  }
-  if (!chain_ok) refuse(origin, problems);
-  // A node whose X comes from a graph input through layout ops heads the chain.
-  Labels in_labels;
   for (const auto* n : lstms) {
     const onnx::NodeProto* p = g.producer(n->input(kX));
     bool from_lstm = false;
@@ -740,27 +1524,113 @@ OnnxLstm import_onnx_bytes(const std::string& bytes, const std::string& origin) 
     problems.push_back("graph: no LSTM node reads the graph input");
     refuse(origin, problems);
   }
-  const NodeInfo& h0 = info[head];
-  const bool in_ok = follow_input(g, head->input(kX), h0.layout == 0 ? "TBF" : "BTF", &r.input_name, &in_labels, &problems);
-  if (!in_ok) refuse(origin, problems);
-  const bool unbatched = in_labels.find('B') == std::string::npos;
+  const NodeInfo& first = info[head];
+  std::set<const onnx::NodeProto*> taken;
+
+  // The model input: the one graph input the first LSTM's X is computed from.
+  std::set<std::string> inputs_of_x;
+  {
+    std::vector<std::string> todo = {head->input(kX)};
+    std::set<std::string> seen;
+    while (!todo.empty() && seen.size() < 4096) {
+      const std::string v = todo.back();
+      todo.pop_back();
+      if (v.empty() || !seen.insert(v).second) continue;
+      if (g.is_graph_input(v)) inputs_of_x.insert(v);
+      if (const onnx::NodeProto* p = g.producer(v)) todo.insert(todo.end(), p->input().begin(), p->input().end());
+    }
+  }
+  if (inputs_of_x.size() != 1) {
+    problems.push_back("graph: " + first.label + "'s input X is computed from " + std::to_string(inputs_of_x.size()) +
+                       " graph inputs (expected one: the model's input sequence)");
+    refuse(origin, problems);
+  }
+  r.input_name = *inputs_of_x.begin();
+  for (const auto& i : g.proto().input()) {
+    if (i.name() != r.input_name) continue;
+    for (const auto& d : i.type().tensor_type().shape().dim()) r.input_shape.push_back(d.has_dim_value() ? d.dim_value() : -1);
+  }
+
+  // The front: try the layouts the input's rank allows; the one that reaches X as the LSTM reads it wins.
+  PathContext ctx;
+  ctx.g = &g;
+  ctx.opset = r.opset;
+  ctx.directions = first.directions;
+  const Labels want_x = first.layout == 0 ? "TBF" : "BTF";
+  std::vector<Labels> candidates = r.input_shape.size() == 2 ? std::vector<Labels>{"TF"} : std::vector<Labels>{"BTF", "TBF"};
+  Labels in_labels;
+  PathState front;
+  std::vector<std::string> front_problems;
+  for (size_t c = 0; c < candidates.size(); ++c) {
+    PathContext cc = ctx;
+    const Labels& cand = candidates[c];
+    cc.unbatched = cand == "TF";
+    for (size_t k = 0; k < cand.size() && k < r.input_shape.size(); ++k) {
+      if (cand[k] == 'T') cc.time_size = r.input_shape[k];
+      if (cand[k] == 'B') cc.batch_size = r.input_shape[k];
+    }
+    PathState s;
+    s.value = r.input_name;
+    s.labels = cand;
+    s.width = !r.input_shape.empty() && r.input_shape.back() > 0 ? static_cast<int32_t>(r.input_shape.back())
+                                                                   : static_cast<int32_t>(first.input_size);
+    std::vector<std::string> p;
+    std::set<const onnx::NodeProto*> u;
+    const bool walked = PathWalker(cc, true, &p, &u).walk(&s, head->input(kX));
+    Labels at_x = s.labels;
+    if (cc.unbatched) std::replace(at_x.begin(), at_x.end(), '1', 'B');
+    if (walked && at_x != want_x) {
+      p.push_back("graph: the input reaches " + first.label + " as " + s.labels + ", expected " + want_x +
+                  " (T time, B batch, F features)");
+    } else if (walked && s.width != first.input_size) {
+      p.push_back("graph: " + first.label + " reads " + std::to_string(first.input_size) + " features, but its input has " +
+                  std::to_string(s.width));
+    }
+    if (p.empty()) {
+      in_labels = cand;
+      front = std::move(s);
+      ctx = cc;
+      taken.insert(u.begin(), u.end());
+      front_problems.clear();
+      break;
+    }
+    if (c == 0) {
+      front_problems = p;
+      taken.insert(u.begin(), u.end());
+    }
+  }
+  if (in_labels.empty()) {
+    problems.insert(problems.end(), front_problems.begin(), front_problems.end());
+    problems.push_back("what to do: from " + first.label + "'s input '" + head->input(kX) + "' on, the model may "
+                       "compile alone: export it with that as the input and run the layers before it on the host");
+    in_labels = candidates.back();
+  }
+  const bool unbatched = ctx.unbatched;
+  r.unbatched = unbatched;
+  r.batch_first = in_labels != "TBF";
+  r.program.front = front.layers;
+
+  // The chain: each node's Y reaches the next node's X through layout ops; the last node's Y (or
+  // its h_n) feeds the head.
   std::vector<NodeInfo> chain;
-  for (const onnx::NodeProto* n = head; n != nullptr && chain_ok;) {
+  bool chain_ok = true;
+  bool final_state = false;
+  for (const onnx::NodeProto* n = head; n != nullptr;) {
     if (chain.size() > lstms.size()) break;
     const NodeInfo& ni = info[n];
     chain.push_back(ni);
+    if (n->output_size() == 0 || n->output(kY).empty() || !used(g, *n, kY)) {
+      final_state = true;  // Y unused: the head reads h_n
+      break;
+    }
     const onnx::NodeProto* nx = nullptr;
     Labels l;
     std::string graph_out;
+    std::vector<std::string> link_problems;
     if (!follow_output(g, n->output(kY), ni.layout == 0 ? "TDBF" : "BTDF", unbatched, ni.directions, &graph_out, &l,
-                       &nx, &problems)) {
-      chain_ok = false;
-      break;
-    }
-    if (nx == nullptr) {
-      r.output_name = graph_out;
-      out_labels = l;
-      break;
+                       &nx, &link_problems) ||
+        nx == nullptr) {
+      break;  // the head starts at this node's Y
     }
     const NodeInfo& nn = info[nx];
     const Labels want = nn.layout == 0 ? "TBF" : "BTF";
@@ -783,22 +1653,109 @@ OnnxLstm import_onnx_bytes(const std::string& bytes, const std::string& origin) 
                        " form a chain from the graph input to the output (only a chain of layers is supported)");
     chain_ok = false;
   }
-  if (chain_ok) {
-    out_labels.erase(std::remove(out_labels.begin(), out_labels.end(), 'D'), out_labels.end());
-    if (unbatched) out_labels.erase(std::remove(out_labels.begin(), out_labels.end(), 'B'), out_labels.end());
-    if ((in_labels != "TBF" && in_labels != "BTF" && in_labels != "TF") || in_labels != out_labels) {
-      problems.push_back("graph: input layout " + in_labels + " and output layout " + out_labels +
-                         " (T time, B batch, F features) are not both [T, B, F], [B, T, F] or [T, F]");
+  if (!chain_ok) refuse(origin, problems);
+  const NodeInfo& last = chain.back();
+  const int32_t D = first.directions;
+
+  // The head: from Y, or from the row h_n[-1] of the final state.
+  FloatProgram& prog = r.program;
+  PathState hs;
+  bool head_ok = true;
+  if (!final_state) {
+    hs.value = last.node->output(kY);
+    hs.labels = last.layout == 0 ? "TDBF" : "BTDF";
+    hs.width = static_cast<int32_t>(last.hidden);
+  } else {
+    prog.lstm_output = LstmOutput::kFinalState;
+    const std::string& yh = last.node->output_size() > kYH ? last.node->output(kYH) : std::string();
+    std::string start = yh;
+    if (yh.empty() || !used(g, *last.node, kYH)) {
+      problems.push_back(last.label + ": neither its output Y nor its h_n is used (the model outputs nothing of it)");
+      refuse(origin, problems);
     }
-    // An unbatched model is one sequence: [T, F] is laid out as batch-major with B = 1.
-    r.batch_first = in_labels != "TBF";
-    r.unbatched = unbatched;
+    if (chain.size() > 1) {
+      // torch concatenates every layer's h_n along axis 0 before taking a row.
+      const auto cs = g.consumers(chain[0].node->output(kYH));
+      bool ok = cs.size() == 1 && cs[0]->op_type() == "Concat" && cs[0]->input_size() == static_cast<int>(chain.size()) &&
+                attribute(*cs[0], "axis") != nullptr && attribute(*cs[0], "axis")->i() == 0 && cs[0]->output_size() >= 1;
+      for (size_t j = 0; ok && j < chain.size(); ++j) ok = cs[0]->input(static_cast<int>(j)) == chain[j].node->output(kYH);
+      if (!ok) {
+        problems.push_back("graph: the layers' h_n must be concatenated along axis 0, in layer order, before the head "
+                           "reads h_n[-1]");
+        refuse(origin, problems);
+      }
+      taken.insert(cs[0]);
+      start = cs[0]->output(0);
+    }
+    const auto cs = g.data_consumers(start);
+    const int64_t rows = static_cast<int64_t>(chain.size()) * D;
+    double index = 0;
+    const onnx::NodeProto* gather = cs.size() == 1 ? cs[0] : nullptr;
+    const bool is_row = gather != nullptr && gather->op_type() == "Gather" && gather->input_size() == 2 &&
+                        gather->input(0) == start && int_attribute(*gather, "axis", 0) == 0 &&
+                        constant_scalar(g, gather->input(1), &index) && gather->output_size() >= 1;
+    if (g.is_graph_output(start) || !is_row) {
+      problems.push_back((gather ? node_label(*gather) : "graph") + std::string(": h_n is read other than as one row "
+                         "h_n[-1] feeding the head (with Y unused, the head must read h_n[-1] only)"));
+      refuse(origin, problems);
+    }
+    if (index != -1 && index != static_cast<double>(rows - 1)) {
+      std::string advice = D == 2 ? " (for both directions of the last layer, read y[:, -1] (forward) and y[:, 0] "
+                                    "(reverse) instead; or h_n[-1], the reverse direction)"
+                                  : "";
+      problems.push_back(node_label(*gather) + ": a Gather of h_n row " + fmt(index) +
+                         ": only h_n[-1] (the last layer's final state) can feed the head" + advice);
+      refuse(origin, problems);
+    }
+    taken.insert(gather);
+    hs.value = gather->output(0);
+    hs.labels = unbatched ? "F" : "BF";
+    hs.width = static_cast<int32_t>(last.hidden);
   }
-  if (!chain_ok || !problems.empty()) refuse(origin, problems);
+  std::vector<std::string> head_problems;
+  head_ok = PathWalker(ctx, false, &head_problems, &taken).walk(&hs, "");
+  if (head_ok && !front_problems.empty()) head_ok = false;  // the input's layout is unknown
+  if (head_ok) {
+    Labels want = final_state || hs.selected ? Labels("BF") : in_labels;
+    if (unbatched) want.erase(std::remove(want.begin(), want.end(), 'B'), want.end());
+    const Labels got = data_axes(ctx, hs.labels);
+    if (got != want) {
+      head_problems.push_back("graph: the output '" + hs.value + "' has axes " + hs.labels + ", expected " + want +
+                              " (T time, B batch, F features, D directions, t/1 size 1): its layout is not the "
+                              "input's, or the directions are not merged");
+      head_ok = false;
+    }
+  }
+  if (!head_problems.empty()) {
+    problems.insert(problems.end(), head_problems.begin(), head_problems.end());
+    problems.push_back("what to do: the model up to '" + hs.last_good + "' may compile alone: export it with that as "
+                       "the output and run the rest on the host");
+  }
+  r.output_name = hs.value;
+  if (hs.selected) {
+    hs.select.input_size = hs.select.output_size = D * static_cast<int32_t>(last.hidden);
+    prog.head.push_back(hs.select);
+  }
+  prog.head.insert(prog.head.end(), hs.layers.begin(), hs.layers.end());
+
+  // Anything else that computes is outside the scope.
+  std::set<std::string> named;
+  for (const auto& p : problems) named.insert(p.substr(0, p.find(": ")));
+  for (const auto& n : g.proto().node()) {
+    // Ops a walk takes in some forms are reported off its path only when no form is supported
+    // (a product of two activations).
+    const bool two_activations = (n.op_type() == "MatMul" || n.op_type() == "Gemm") && n.input_size() >= 2 &&
+                                 !is_const(g, n.input(0)) && !is_const(g, n.input(1));
+    if (n.op_type() == "LSTM" || taken.count(&n) || kStructuralOps.count(n.op_type()) ||
+        (kPathOps.count(n.op_type()) && !two_activations)) {
+      continue;
+    }
+    if (!named.count(node_label(n))) problems.push_back(node_label(n) + ": " + what_it_is(g, n, r.opset));
+  }
+  if (!problems.empty()) refuse(origin, problems);
 
   // Initial and final state.
-  FloatProgram& prog = r.program;
-  prog.directions = chain[0].directions;
+  prog.directions = D;
   const int64_t op_count = static_cast<int64_t>(chain.size()) * prog.directions;
   for (int k : {kInitialH, kInitialC}) {
     std::vector<StateOrigin> origins(chain.size());
@@ -848,7 +1805,11 @@ OnnxLstm import_onnx_bytes(const std::string& bytes, const std::string& origin) 
       for (const auto& c : o.constant) (k == kInitialH ? prog.h0 : prog.c0).push_back(c);
     }
   }
+  std::vector<int32_t> hidden_sizes;
+  for (const NodeInfo& n : chain) hidden_sizes.insert(hidden_sizes.end(), static_cast<size_t>(n.directions), static_cast<int32_t>(n.hidden));
+  share_state_rows(&prog, hidden_sizes, ctx.batch_size, &problems);
   for (int k : {kYH, kYC}) {
+    if (k == kYH && final_state) continue;  // the head's, checked above
     std::string out;
     if (!trace_final_state(g, chain, k, &out, &problems)) continue;
     if (!out.empty() && (chain[0].layout != 0 || unbatched)) {
@@ -859,12 +1820,6 @@ OnnxLstm import_onnx_bytes(const std::string& bytes, const std::string& origin) 
   }
   if (!problems.empty()) refuse(origin, problems);
 
-  for (const auto& i : g.proto().input()) {
-    if (i.name() != r.input_name) continue;
-    for (const auto& d : i.type().tensor_type().shape().dim()) {
-      r.input_shape.push_back(d.has_dim_value() ? d.dim_value() : -1);
-    }
-  }
   for (const NodeInfo& n : chain) {
     r.node_names.push_back(n.node->name());
     for (int32_t d = 0; d < n.directions; ++d) prog.ops.push_back(node_op(n, d));

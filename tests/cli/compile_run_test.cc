@@ -141,7 +141,7 @@ TEST_F(CompileRun, BatchFirstAndSequenceFirstEndToEnd) {
 TEST_F(CompileRun, OutOfScopeModelsAreRefusedAndNothingIsWritten) {
   const std::string calib = write_calibration("calib.npy", 4, 5, 3, false, 1);
   for (const auto& [name, message] : {std::pair<const char*, const char*>{"plain_peephole", "peephole weights (input P) are not supported"},
-                                      {"torch_linear_head", "op 'MatMul' is not supported"},
+                                      {"refused_layer_norm_opset17", "(LayerNormalization): a LayerNorm"},
                                       {"plain_clip", "attribute 'clip' is not supported"},
                                       {"plain_sequence_lens", "input sequence_lens is not supported"}}) {
     const std::string out = path(std::string("refused_") + name);
@@ -387,7 +387,7 @@ TEST_F(CompileRun, ExitStatusConvention) {
       {"compile " + onnx + " --calibration " + calib + " --name a-b", "is not a C identifier", 2},
       {"compile " + path("missing.onnx") + " --calibration " + calib, "cannot open file", 2},
       {"compile " + path("garbage.onnx") + " --calibration " + calib, "not a valid ONNX model", 2},
-      {"compile " + model("torch_linear_head") + " --calibration " + calib, "op 'MatMul' is not supported", 1},
+      {"compile " + model("refused_layer_norm_opset17") + " --calibration " + calib, "a LayerNorm", 1},
       {"run " + path("garbage.qlstm") + " --input " + path("x8.npy") + " --output " + path("y.npy"),
        "qlstm run: error: ", 2},
       {"run " + path("missing.qlstm") + " --input " + path("x8.npy") + " --output " + path("y.npy"),

@@ -3,6 +3,7 @@
 // files are refused cleanly.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -25,6 +26,57 @@ std::vector<std::string> fixtures() {
   return names;
 }
 
+const char* layer_name(const FloatLayer& l) {
+  switch (l.kind) {
+    case FloatLayerKind::kLinear: return "Linear";
+    case FloatLayerKind::kSoftmax: return "Softmax";
+    case FloatLayerKind::kSelectStep: return "select";
+    case FloatLayerKind::kActivation: return activation_fn_name(l.fn);
+  }
+  return "?";
+}
+
+std::vector<std::string> layer_names(const std::vector<FloatLayer>& layers) {
+  std::vector<std::string> names;
+  for (const FloatLayer& l : layers) names.push_back(layer_name(l));
+  return names;
+}
+
+// A whole model: its structure, and run_float_program of the imported program equals torch's
+// float output on the fixture's input to float precision.
+void check_whole_model(const OnnxLstm& m, const nlohmann::json& e) {
+  const FloatProgram& p = m.program;
+  EXPECT_EQ(layer_names(p.front), e["front"].get<std::vector<std::string>>());
+  EXPECT_EQ(layer_names(p.head), e["head"].get<std::vector<std::string>>());
+  EXPECT_EQ(p.lstm_output == LstmOutput::kFinalState ? "final_state" : "sequence", e["lstm_output"].get<std::string>());
+  EXPECT_EQ(m.batch_first, e["batch_first"].get<bool>());
+  EXPECT_EQ(m.unbatched, e["unbatched"].get<bool>());
+  EXPECT_EQ(m.opset, e["opset"].get<int64_t>());
+  EXPECT_EQ(p.constant_state_batch(), e.value("state_batch", 0));
+  const std::vector<float> x = e["input"].get<std::vector<float>>();
+  const std::vector<int64_t> xs = e["input_shape"].get<std::vector<int64_t>>();
+  SequenceShape shape;
+  if (m.unbatched) {
+    shape = {1, static_cast<int32_t>(xs[0]), Layout::kBatchMajor};
+  } else if (m.batch_first) {
+    shape = {static_cast<int32_t>(xs[0]), static_cast<int32_t>(xs[1]), Layout::kBatchMajor};
+  } else {
+    shape = {static_cast<int32_t>(xs[1]), static_cast<int32_t>(xs[0]), Layout::kTimeMajor};
+  }
+  ASSERT_EQ(x.size(), static_cast<size_t>(shape.batch) * shape.time_steps * p.input_size());
+  const FloatProgramResult r = run_float_program(p, x.data(), shape);
+  const std::vector<float> want = e["output"].get<std::vector<float>>();
+  ASSERT_EQ(r.output.size(), want.size());
+  EXPECT_EQ(r.front_outputs.size(), p.front.size());
+  EXPECT_EQ(r.head_outputs.size(), p.head.size());
+  double scale = 1.0, worst = 0.0;
+  for (float v : want) scale = std::max(scale, std::fabs(static_cast<double>(v)));
+  for (size_t k = 0; k < want.size(); ++k) worst = std::max(worst, std::fabs(static_cast<double>(r.output[k]) - want[k]));
+  // torch computes in float32: its rounding, relative to the output's magnitude.
+  constexpr double kFloatAgreement = 1e-5;
+  EXPECT_LE(worst, kFloatAgreement * scale) << "max abs error vs torch";
+}
+
 class OnnxFixture : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(OnnxFixture, ImportsOrRefusesAsExpected) {
@@ -42,7 +94,23 @@ TEST_P(OnnxFixture, ImportsOrRefusesAsExpected) {
     }
     return;
   }
+  if (e.contains("errors")) {  // a whole model refused: every line of its refusal
+    try {
+      import_onnx(base + ".onnx");
+      FAIL() << GetParam() << " was accepted; expected: " << e["errors"];
+    } catch (const CompileError& err) {
+      for (const auto& want : e["errors"]) {
+        EXPECT_NE(std::string(err.what()).find(want.get<std::string>()), std::string::npos)
+            << "message: " << err.what() << "\nexpected to contain: " << want;
+      }
+    }
+    return;
+  }
   const OnnxLstm m = import_onnx(base + ".onnx");
+  if (e.contains("output")) {
+    check_whole_model(m, e);
+    return;
+  }
   if (e.contains("program")) {  // stacked, bidirectional or stateful: its structure (weights: tests/e2e)
     const nlohmann::json& p = e["program"];
     EXPECT_EQ(m.program.ops.size(), p["ops"].get<size_t>());
@@ -52,6 +120,8 @@ TEST_P(OnnxFixture, ImportsOrRefusesAsExpected) {
     EXPECT_EQ(m.program.hidden_output, p["h_n"].get<bool>());
     EXPECT_EQ(m.program.cell_output, p["c_n"].get<bool>());
     EXPECT_EQ(m.batch_first, p["batch_first"].get<bool>());
+    EXPECT_EQ(layer_names(m.program.front), e.value("front", std::vector<std::string>{}));
+    EXPECT_EQ(layer_names(m.program.head), e.value("head", std::vector<std::string>{}));
     for (size_t k = 0; k < m.program.ops.size(); ++k) {
       EXPECT_EQ(m.program.ops[k].reverse, m.program.directions == 2 && k % 2 == 1) << "op " << k;
     }

@@ -8,11 +8,18 @@ PyTorch-order weights are written as NAME.expect.json):
   torch_unbatched_opset15 (a 2-D input [T, I]: Unsqueeze before the LSTM, two Squeezes after),
   plain_layout0, plain_layout1_no_bias, plain_zero_initializer_state, plain_constant_of_shape_state,
   plain_reverse (direction "reverse": the same weights as plain_layout0, time walked backwards)
-Refused models, each with the message the importer must give (NAME.expect.json, key "error"):
+Models once refused, now either refused with the message the importer must give (key "error") or
+accepted with their program's structure (key "program"; "front"/"head": the layers around the stack):
   torch_two_layers, torch_bidirectional, torch_linear_head, torch_h_n_output, torch_initial_state_input,
   plain_clip, plain_input_forget, plain_activations, plain_peephole,
   plain_sequence_lens, plain_nonzero_initial_state, plain_y_c_output, plain_missing_initializer,
-  plain_wrong_initializer_shape, plain_lstm_input_not_graph_input
+  plain_wrong_initializer_shape, plain_lstm_input_not_graph_input (a Relu in front of the LSTM)
+Whole models (tests/e2e/models.py: the layers around the LSTM), each with torch's float output on a
+fixed input (NAME.expect.json keys "input", "input_shape", "output", "output_shape", "lstm_output",
+"front", "head"): whole_* for every pattern (classifier, h_n head, per-step head, front end, MLP heads
+with each activation, y[:, k], stacked, bidirectional, both layouts, unbatched, opsets 13-17,
+learned per-row initial state). Refused whole models, each with every line its refusal must
+contain (key "errors"): refused_*.
 Usage: make_onnx_fixtures.py [OUTDIR]
 """
 import json
@@ -24,6 +31,9 @@ import onnx
 import torch
 import torch.nn as nn
 from onnx import TensorProto, helper, numpy_helper
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
+import models  # noqa: E402  (tests/e2e/models.py: the whole-model classes)
 
 GENERATOR = "tests/onnx/make_onnx_fixtures.py"
 torch.set_num_threads(1)
@@ -101,7 +111,9 @@ def refused_torch():
     export_torch("torch_bidirectional", nn.LSTM(3, 4, bidirectional=True), torch.randn(5, 1, 3), 13)
     expect("torch_bidirectional", input_size=3, program={'ops': 2, 'directions': 2, 'initial_h': 'zero', 'initial_c': 'zero', 'h_n': False, 'c_n': False, 'batch_first': False})
     export_torch("torch_linear_head", nn.LSTM(3, 4), torch.randn(5, 1, 3), 13, mode="head")
-    expect("torch_linear_head", error="(MatMul): op 'MatMul' is not supported")
+    expect("torch_linear_head", input_size=3, head=["Linear"],
+           program={'ops': 1, 'directions': 1, 'initial_h': 'zero', 'initial_c': 'zero', 'h_n': False, 'c_n': False,
+                    'batch_first': False})
     export_torch("torch_h_n_output", nn.LSTM(3, 4), torch.randn(5, 1, 3), 13, mode="h_n")
     expect("torch_h_n_output", input_size=3, program={'ops': 1, 'directions': 1, 'initial_h': 'zero', 'initial_c': 'zero', 'h_n': True, 'c_n': False, 'batch_first': False})
     export_torch("torch_initial_state_input", nn.LSTM(3, 4), torch.randn(5, 1, 3), 13, mode="state",
@@ -196,7 +208,9 @@ def refused_plain():
     expect("plain_wrong_initializer_shape", error="R has shape [1, 12, 3], expected [1, 16, 4]")
     relu = helper.make_node("Relu", ["X_src"], ["X"], name="relu0")
     plain("plain_lstm_input_not_graph_input", pre_nodes=[relu], x_is_input=False)
-    expect("plain_lstm_input_not_graph_input", error="op 'Relu' is not supported")
+    expect("plain_lstm_input_not_graph_input", input_size=3, front=["Relu"],
+           program={'ops': 1, 'directions': 1, 'initial_h': 'zero', 'initial_c': 'zero', 'h_n': False, 'c_n': False,
+                    'batch_first': False})
 
 
 def programs_torch():
@@ -211,6 +225,161 @@ def programs_torch():
                                                          h_n=True, c_n=True, batch_first=False))
 
 
+# ----------------------------------------------------------------------------- whole models
+def rounded(t):
+    """Float values as JSON numbers that read back to the same float32."""
+    return [float(v) for v in t.detach().numpy().astype(np.float32).reshape(-1)]
+
+
+def whole(name, model, opset, batch=2, steps=5, **expected):
+    """Exports `model`, writes torch's output on a fixed input and the program's expected structure."""
+    x = models.example_input(model, batch=batch, steps=steps)
+    y = models.export(model, x, os.path.join(OUT, name + ".onnx"), opset)
+    expect(name, input=rounded(x), input_shape=list(x.shape), output=rounded(y), output_shape=list(y.shape),
+           batch_first=bool(model.batch_first or model.unbatched), unbatched=bool(model.unbatched), opset=opset,
+           **expected)
+
+
+def whole_models():
+    torch.manual_seed(14)
+    seq = dict(lstm_output="sequence")
+    for opset in (13, 14, 15, 16, 17):
+        whole("whole_classifier_opset%d" % opset, models.classifier(), opset, lstm_output="sequence",
+              front=[], head=["select", "Linear", "Softmax"])
+        whole("whole_step_head_opset%d" % opset, models.forecaster(), opset, front=[], head=["Linear"], **seq)
+    whole("whole_classifier_seq_first", models.classifier(batch_first=False), 15, front=[],
+          head=["select", "Linear", "Softmax"], **seq)
+    whole("whole_classifier_unbatched", models.classifier(unbatched=True), 16, front=[],
+          head=["select", "Linear", "Softmax"], **seq)
+    whole("whole_step_head_seq_first", models.forecaster(batch_first=False), 14, front=[], head=["Linear"], **seq)
+    whole("whole_step_head_unbatched", models.forecaster(unbatched=True), 17, front=[], head=["Linear"], **seq)
+    fs = dict(lstm_output="final_state", front=[], head=["Linear", "Relu", "Linear"])
+    whole("whole_h_n_mlp", models.h_n_mlp(), 14, **fs)
+    whole("whole_h_n_mlp_stacked", models.h_n_mlp(num_layers=2), 17, **fs)
+    whole("whole_h_n_mlp_bidirectional", models.h_n_mlp(bidirectional=True, batch_first=False), 13, **fs)
+    whole("whole_front_end", models.front_end(), 13, front=["Linear", "Relu"], head=[], **seq)
+    whole("whole_front_end_seq_first", models.front_end(batch_first=False), 16, front=["Linear", "Relu"], head=[],
+          **seq)
+    acts = [("relu6", nn.ReLU6(), "Clip"), ("hardtanh", nn.Hardtanh(-0.5, 0.75), "Clip"),
+            ("leaky_relu", nn.LeakyReLU(0.1), "LeakyRelu"), ("sigmoid", nn.Sigmoid(), "Sigmoid"),
+            ("tanh", nn.Tanh(), "Tanh"), ("hardsigmoid", nn.Hardsigmoid(), "HardSigmoid"),
+            ("gelu", nn.GELU(), "Gelu"), ("gelu_tanh", nn.GELU(approximate="tanh"), "Gelu"),
+            ("silu", nn.SiLU(), "SiLU"), ("hardswish", nn.Hardswish(), "HardSwish")]
+    for k, (tag, act, fn) in enumerate(acts):
+        whole("whole_mlp_%s" % tag, models.mlp_head(act), 13 + k % 5, front=[],
+              head=["select", "Linear", fn, "Linear"], **seq)
+    whole("whole_mlp_hardswish_opset13", models.mlp_head(nn.Hardswish()), 13, front=[],
+          head=["select", "Linear", "HardSwish", "Linear"], **seq)
+    whole("whole_step_k", models.mlp_head(nn.Tanh(), pick=1), 15, front=[],
+          head=["select", "Linear", "Tanh", "Linear"], **seq)
+    whole("whole_step_k_seq_first", models.mlp_head(nn.Sigmoid(), pick=-2, batch_first=False), 16, front=[],
+          head=["select", "Linear", "Sigmoid", "Linear"], **seq)
+    whole("whole_last_slice", models.mlp_head(nn.ReLU(), pick="last_slice"), 17, front=[],
+          head=["select", "Linear", "Relu", "Linear"], **seq)
+    whole("whole_classifier_bidirectional_stacked", models.classifier(bidirectional=True, num_layers=2), 14,
+          front=[], head=["select", "Linear", "Softmax"], **seq)
+    whole("whole_step_head_bidirectional", models.forecaster(bidirectional=True, batch_first=False), 15, front=[],
+          head=["Linear"], **seq)
+    drop = models.LstmModel(3, 4, head=[nn.Dropout(0.3), nn.Flatten(), nn.Linear(4, 2)], pick="last")
+    whole("whole_dropout_flatten", drop, 13, front=[], head=["select", "Linear"], **seq)
+    whole("whole_learned_state", models.forecaster(learned_state_batch=2), 14, front=[], head=["Linear"],
+          state_batch=2, **seq)
+
+
+class Embedded(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb, self.lstm, self.fc = nn.Embedding(10, 3), nn.LSTM(3, 4, batch_first=True), nn.Linear(4, 2)
+
+    def forward(self, tokens):
+        return self.fc(self.lstm(self.emb(tokens))[0][:, -1])
+
+
+class Attention(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lstm, self.fc = nn.LSTM(3, 4, batch_first=True), nn.Linear(4, 2)
+
+    def forward(self, x):
+        y = self.lstm(x)[0]
+        a = torch.softmax(y @ y.transpose(1, 2), dim=-1) @ y
+        return self.fc(a[:, -1])
+
+
+class ConvFront(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv, self.lstm = nn.Conv1d(3, 3, 3, padding=1), nn.LSTM(3, 4, batch_first=True)
+
+    def forward(self, x):  # x [B, T, F]
+        return self.lstm(self.conv(x.transpose(1, 2)).transpose(1, 2))[0]
+
+
+class OverTime(nn.Module):
+    """A Linear over the time axis after a Transpose (it mixes steps)."""
+    def __init__(self, steps=5):
+        super().__init__()
+        self.lstm, self.fc = nn.LSTM(3, 4, batch_first=True), nn.Linear(steps, 2)
+
+    def forward(self, x):
+        return self.fc(self.lstm(x)[0].transpose(1, 2))
+
+
+class Custom(nn.Module):
+    def __init__(self, pick, front=None, head=None, bidirectional=False, layers=1, quantizable=False):
+        super().__init__()
+        lstm_class = nn.LSTM
+        if quantizable:
+            import torch.ao.nn.quantizable as q
+            lstm_class = q.LSTM
+        self.front, self.pick = front or nn.Identity(), pick
+        self.lstm = lstm_class(3, 4, num_layers=layers, bidirectional=bidirectional, batch_first=True)
+        self.head = head or nn.Identity()
+
+    def forward(self, x):
+        y, (h, _) = self.lstm(self.front(x))
+        return self.head(self.pick(y, h))
+
+
+def refused(name, model, opset, errors, x=None):
+    x = torch.randn(2, 5, 3) if x is None else x
+    with torch.no_grad():
+        torch.onnx.export(model.eval(), (x,), os.path.join(OUT, name + ".onnx"), opset_version=opset,
+                          input_names=["x"], output_names=["y"])
+    expect(name, errors=errors)
+
+
+def refused_whole():
+    torch.manual_seed(15)
+    advice_head = "what to do: the model up to '"
+    advice_front = "what to do: from node '/lstm/LSTM' (LSTM)'s input"
+    refused("refused_layer_norm_opset17", Custom(lambda y, h: y, head=nn.LayerNorm(4)), 17,
+            ["(LayerNormalization): a LayerNorm", advice_head])
+    refused("refused_layer_norm_opset13", Custom(lambda y, h: y, head=nn.LayerNorm(4)), 13,
+            ["(ReduceMean): a LayerNorm", advice_head])
+    refused("refused_attention", Attention(), 14,
+            ["a branch of the data path", "(MatMul): a product of two activations (as in attention)", advice_head])
+    refused("refused_conv_front", ConvFront(), 13, ["(Conv): a convolution", advice_front])
+    refused("refused_embedding", Embedded(), 13,
+            ["(Gather): an embedding lookup (a Gather from a constant table)", advice_front],
+            x=torch.randint(0, 10, (2, 5)))
+    refused("refused_softmax_over_time", Custom(lambda y, h: y, head=nn.Softmax(dim=1)), 13,
+            ["(Softmax): a Softmax over axis 1 (the time axis), not the last (feature) axis", advice_head])
+    refused("refused_transpose_mixes", OverTime(), 13,
+            ["(Transpose): a Transpose that moves the feature axis", advice_head])
+    refused("refused_batch_row", Custom(lambda y, h: y[0], head=nn.Linear(4, 2)), 13,
+            ["(Gather): a Gather of one batch row", advice_head])
+    refused("refused_several_steps", Custom(lambda y, h: y[:, -3:], head=nn.Linear(4, 2)), 13,
+            ["(Slice): a Slice of several time steps", advice_head])
+    refused("refused_h_n_forward_bidirectional", Custom(lambda y, h: h[-2], head=nn.Linear(4, 2), bidirectional=True),
+            14, ["a Gather of h_n row -2: only h_n[-1]", "read y[:, -1] (forward) and y[:, 0]"])
+    refused("refused_log_softmax_and_layer_norm",
+            Custom(lambda y, h: y[:, -1], front=nn.LayerNorm(3), head=nn.LogSoftmax(dim=-1)), 17,
+            ["(LayerNormalization): a LayerNorm", "(LogSoftmax): a LogSoftmax", advice_front, advice_head])
+    refused("refused_quantizable_lstm", Custom(lambda y, h: y, quantizable=True), 13,
+            ["the graph has no LSTM node: it is a torch.ao.nn.quantizable.LSTM", "export torch.nn.LSTM instead"])
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     accepted_torch()
@@ -218,6 +387,8 @@ def main():
     accepted_plain()
     refused_plain()
     programs_torch()
+    whole_models()
+    refused_whole()
     print("wrote", len([f for f in os.listdir(OUT) if f.endswith(".onnx")]), "models to", OUT)
 
 
