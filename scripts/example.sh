@@ -20,17 +20,25 @@ cmake --build build -j "$jobs" --target "${targets[@]}" >/dev/null
 qlstm=build/tools/qlstm/qlstm
 out=build/example
 
+# example DIR NAME WHAT OUTPUT CAPTION EVAL_ARGS...: compile DIR/NAME.onnx (WHAT: its layers), run it
+# on DIR/test.npy into $out/OUTPUT.npy (float in and out), and eval it there with EVAL_ARGS.
+example() {
+  local dir=$1 name=$2 what=$3 output=$4 caption=$5
+  shift 5
+  echo "== qlstm compile $dir/$name.onnx: $what"
+  "$qlstm" compile "$dir/$name.onnx" --calibration "$dir/calibration.npy" -o "$out"
+  echo
+  echo "== qlstm run: the bit-exact host simulation of the device on $caption"
+  "$qlstm" run "$out/$name.qlstm" --input "$dir/test.npy" --output "$out/$output.npy" --float
+  echo
+  echo "== qlstm eval: int8 against the float model on $caption, and against the truth"
+  "$qlstm" eval "$dir/$name.onnx" "$out/$name.qlstm" --data "$dir/test.npy" "$@"
+  echo
+}
+
 digits=examples/digits
-echo "== qlstm compile $digits/digits_lstm.onnx: LSTM -> last step -> Linear -> Softmax"
-"$qlstm" compile "$digits/digits_lstm.onnx" --calibration "$digits/calibration.npy" -o "$out"
-echo
-echo "== qlstm run: the bit-exact host simulation of the device on the held-out digits (class probabilities)"
-"$qlstm" run "$out/digits_lstm.qlstm" --input "$digits/test.npy" --output "$out/digits_probabilities.npy" --float
-echo
-echo "== qlstm eval: int8 against the float model on the held-out digits, and against their labels"
-"$qlstm" eval "$digits/digits_lstm.onnx" "$out/digits_lstm.qlstm" --data "$digits/test.npy" \
-  --labels "$digits/test_labels.npy"
-echo
+example "$digits" digits_lstm "LSTM -> last step -> Linear -> Softmax" digits_probabilities \
+  "the held-out digits (class probabilities)" --labels "$digits/test_labels.npy"
 if [ ${#targets[@]} -gt 1 ]; then
   echo "== on the device: the digits classifier on the emulated Cortex-M55 (QEMU mps3-an547), compared with the host"
   "$qlstm" run "$out/digits_lstm.qlstm" --input "$digits/test.npy" --output "$out/digits_probabilities_m55.npy" \
@@ -42,16 +50,9 @@ if [ ${#targets[@]} -gt 1 ]; then
 fi
 
 sunspots=examples/sunspots
-echo "== qlstm compile $sunspots/sunspots_lstm.onnx: LSTM -> Linear on every step"
-"$qlstm" compile "$sunspots/sunspots_lstm.onnx" --calibration "$sunspots/calibration.npy" -o "$out"
-echo
-echo "== qlstm run: the forecasts of the held-out years (1890-1953), computed as on the device"
-"$qlstm" run "$out/sunspots_lstm.qlstm" --input "$sunspots/test.npy" --output "$out/sunspots_forecast.npy" --float
-echo
-echo "== qlstm eval: int8 against the float model, and the forecast error in sunspots (model.json's units)"
-"$qlstm" eval "$sunspots/sunspots_lstm.onnx" "$out/sunspots_lstm.qlstm" --data "$sunspots/test.npy" \
-  --targets "$sunspots/test_targets.npy" --units "$sunspots/model.json" --plot "$out/sunspots.svg"
-echo
+example "$sunspots" sunspots_lstm "LSTM -> Linear on every step" sunspots_forecast \
+  "the held-out years 1890-1953 (next year's forecasts)" --targets "$sunspots/test_targets.npy" \
+  --units "$sunspots/model.json" --plot "$out/sunspots.svg"
 
 echo "== kernel conformance: bundled golden vectors$( [ -d ../shared/conformance ] && echo ' and ../shared/conformance')"
 "$qlstm" verify-vectors --variant all tests/golden | tail -1
