@@ -46,7 +46,9 @@ double calibration_sqnr(const QuantizedProgram& q, const CompiledModel& m,
   std::vector<float> ref, got;
   size_t first = 0;  // the tensor's first sequence
   for (const CalibrationTensor& t : calibration) {
-    const size_t B = static_cast<size_t>(t.shape.batch), T = static_cast<size_t>(t.shape.time_steps);
+    // A one-step output (a last-step or h_n head): one position per sequence.
+    const size_t B = static_cast<size_t>(t.shape.batch),
+                 T = m.output_is_one_step() ? 1 : static_cast<size_t>(t.shape.time_steps);
     const size_t at = ref.size();
     ref.resize(at + B * T * W);
     for (size_t b = 0; b < B; ++b) {
@@ -67,8 +69,47 @@ double calibration_sqnr(const QuantizedProgram& q, const CompiledModel& m,
 
 json memory_json(const ProgramMemory& mem) {
   return {{"flash_bytes", mem.flash_bytes()}, {"weights_bytes", mem.weight_bytes}, {"bias_bytes", mem.bias_bytes},
+          {"requant_bytes", mem.requant_bytes}, {"table_bytes", mem.table_bytes},
           {"ram_bytes", mem.ram_bytes()}, {"scratch_bytes", mem.scratch_bytes}, {"state_bytes", mem.state_bytes()},
           {"activation_bytes", 2 * mem.activation_bytes}};
+}
+
+// The shape an op reads and writes, per position ("[T, 8] -> [T, 16]", "[T, 16] -> [1, 16]").
+std::string op_shape(const CompiledModel& m, const ProgramOp& op) {
+  auto one = [&](int32_t b) {
+    const ProgramBuffer& buf = m.buffers[static_cast<size_t>(b)];
+    return "[" + std::string(buf.steps == QLSTM_BUFFER_ONE_STEP ? "1" : "T") + ", " + std::to_string(buf.width) + "]";
+  };
+  return one(op.input_buffer) + " -> " + one(op.output_buffer);
+}
+
+// One row of the report's op table: every op's kind, shape, boundary quantizations, fused
+// activation, flash and the RAM of the buffer it writes.
+json op_table_row(const CompiledModel& m, size_t k, const ProgramMemory::Op& mem) {
+  const ProgramOp& op = m.ops[k];
+  const ProgramBuffer& in = m.buffers[static_cast<size_t>(op.input_buffer)];
+  const ProgramBuffer& out = m.buffers[static_cast<size_t>(op.output_buffer)];
+  json row = {{"op", k}, {"kind", op_kind_name(op.kind)}, {"shape", op_shape(m, op)},
+              {"input", quant_json(in.quant)}, {"output", quant_json(out.quant)},
+              {"flash_bytes", mem.flash_bytes}, {"ram_bytes", mem.output_bytes}};
+  switch (op.kind) {
+    case QLSTM_OP_LSTM_S8:
+      row["direction"] = op.lstm.time_direction == QLSTM_TIME_REVERSE ? "reverse" : "forward";
+      row["output_steps"] = op.lstm.output_steps == QLSTM_OUTPUT_FINAL ? "final" : "all";
+      break;
+    case QLSTM_OP_FULLY_CONNECTED_S8:
+      row["fused_activation"] = op.fc.fused_activation.empty() ? "none" : op.fc.fused_activation;
+      row["per_channel"] = op.fc.per_channel;
+      break;
+    case QLSTM_OP_TABLE_S8: row["function"] = op.table.function.empty() ? "table" : op.table.function; break;
+    case QLSTM_OP_SOFTMAX_S8:
+      row["beta"] = op.softmax.beta;
+      row["diff_min"] = op.softmax.diff_min;
+      break;
+    case QLSTM_OP_SELECT_STEP: row["step"] = op.select.step; break;
+    default: break;
+  }
+  return row;
 }
 
 json build_report(const OnnxLstm& onnx, const ModelCompileOptions& options, const ModelCompileResult& r,
@@ -86,7 +127,7 @@ json build_report(const OnnxLstm& onnx, const ModelCompileOptions& options, cons
       {"layers", m.layers()},
       {"directions", m.directions},
       {"input_size", m.input_size()},
-      {"hidden_size", m.ops.back().lstm.hidden_size},
+      {"hidden_size", m.hidden_sizes().back()},
       {"output_size", m.output_size()},
       {"firmware_batch", options.batch},
       {"input", {{"scale", m.input_quant().scale}, {"zero_point", m.input_quant().zero_point},
@@ -94,6 +135,7 @@ json build_report(const OnnxLstm& onnx, const ModelCompileOptions& options, cons
                  {"observed", {first.input_observed.lo, first.input_observed.hi}},
                  {"range", {first.input_range.lo, first.input_range.hi}}}},
       {"output", {{"scale", m.output_quant().scale}, {"zero_point", m.output_quant().zero_point},
+                  {"steps", m.output_is_one_step() ? "one per batch row" : "every step"},
                   {"observer", last.output_observer},
                   {"observed", {last.output_observed.lo, last.output_observed.hi}},
                   {"range", {last.output_range.lo, last.output_range.hi}}}},
@@ -109,8 +151,23 @@ json build_report(const OnnxLstm& onnx, const ModelCompileOptions& options, cons
   // The state interface: [ops][B][H]; row k in op k's hidden quantization and cell scale 2^P.
   json rows = json::array();
   json ops = json::array();
-  for (size_t k = 0; k < m.ops.size(); ++k) {
-    const DerivedLstm& d = m.ops[k].lstm;
+  json table = json::array();
+  for (size_t k = 0; k < m.ops.size(); ++k) table.push_back(op_table_row(m, k, r.memory.ops.at(k)));
+  report["op_table"] = table;
+  // Every buffer: the model's input and output (the caller's) and the inner ones (in the two
+  // activation areas, each sized for the largest it holds).
+  json buffers = json::array();
+  for (size_t b = 0; b < m.buffers.size(); ++b) {
+    buffers.push_back({{"buffer", b}, {"width", m.buffers[b].width},
+                       {"steps", m.buffers[b].steps == QLSTM_BUFFER_ONE_STEP ? "one" : "every"},
+                       {"quant", quant_json(m.buffers[b].quant)},
+                       {"bytes", buffer_bytes(m, b, options.batch, r.max_time_steps)}});
+  }
+  report["buffers"] = buffers;
+  size_t k = 0;  // the LSTM ops': the state's rows and the calibration stats
+  for (const ProgramOp& op : m.ops) {
+    if (op.kind != QLSTM_OP_LSTM_S8) continue;
+    const DerivedLstm& d = op.lstm;
     const int32_t layer = static_cast<int32_t>(k) / m.directions;
     const char* dir = d.time_direction == QLSTM_TIME_REVERSE ? "reverse" : "forward";
     rows.push_back({{"op", k}, {"layer", layer}, {"direction", dir}, {"hidden", quant_json(d.output)},
@@ -122,6 +179,7 @@ json build_report(const OnnxLstm& onnx, const ModelCompileOptions& options, cons
                    {"weights", {{"method", weight_method_name(d.options.weight_method)},
                                 {"bias_correction", d.options.bias_correction}}},
                    {"search", search_json(r.stats[k])}, {"gates", gates_json(d)}});
+    ++k;
   }
   report["ops"] = ops;
   report["state"] = {{"initial_h", state_source_name(m.initial_hidden)}, {"initial_c", state_source_name(m.initial_cell)},
@@ -129,7 +187,7 @@ json build_report(const OnnxLstm& onnx, const ModelCompileOptions& options, cons
                      {"h_n_output", onnx.h_n_name}, {"c_n_output", onnx.c_n_name},
                      {"layout", "[ops, B, H]: h int8 in each op's hidden quantization, c int16 at each op's 2^P"},
                      {"rows", rows}};
-  if (m.ops.size() == 1) {
+  if (m.ops.size() == 1) {  // one LSTM alone: its details at the top, as before
     const DerivedLstm& d = m.ops[0].lstm;
     report["cell"] = cell_json(d);
     report["weights"] = {{"method", weight_method_name(d.options.weight_method)},

@@ -101,45 +101,123 @@ struct ByteSink {
   void put(const uint8_t* bytes, size_t n) { out->insert(out->end(), bytes, bytes + n); }
 };
 
-std::vector<uint8_t> lstm_record(const qlstm_lstm_s8_params& p) {
-  std::vector<uint8_t> bytes;
-  ByteSink sink{&bytes};
-  RecordWriter<ByteSink> w(sink);
-  visit_lstm_s8_fields(p, w);
-  return bytes;
-}
-
-// A version-3 op: its parameter record decoded by the runtime's description of the block.
-ProgramOp read_op(const fb::Op* o, const std::string& origin, const std::string& where) {
-  if (o->kind() != QLSTM_OP_LSTM_S8) {
-    bad(origin, "field '" + where + ".kind': " + std::to_string(o->kind()) + " is not an op kind this qlstm knows");
+// A version-3 LSTM record ends before output_steps (added in version 4): it reads as every step.
+class Version3LstmReader {
+ public:
+  Version3LstmReader(const uint8_t* data, size_t size) : r_(data, size) {}
+  void open(const char* name) { r_.open(name); }
+  void close() { r_.close(); }
+  void unused(const char* name) { r_.unused(name); }
+  void i32(const char* name, int32_t& v) {
+    if (std::strcmp(name, "output_steps") == 0) {
+      v = QLSTM_OUTPUT_ALL_STEPS;
+      return;
+    }
+    r_.i32(name, v);
   }
+  template <class T>
+  void array(const char* name, const T*& data, int64_t count) {
+    r_.array(name, data, count);
+  }
+  const char* failed() const { return r_.failed(); }
+  bool complete() const { return r_.complete(); }
+
+ private:
+  RecordReader r_;
+};
+
+// Decodes op `where`'s record of kind block P with `visit` (visit_<kind>_fields) through a Reader.
+// `aligned` keeps the bytes the block's arrays point into.
+template <class Reader, class P, class Visit>
+P decode_record(const fb::Op* o, std::vector<uint32_t>& aligned, const std::string& origin, const std::string& where,
+                Visit visit) {
   if (o->params() == nullptr) bad(origin, "field '" + where + ".params' missing");
   // Copied to aligned memory: the record's int32 arrays are read in place.
-  std::vector<uint32_t> aligned((o->params()->size() + 3) / 4);
+  aligned.assign((o->params()->size() + 3) / 4, 0);
   if (o->params()->size() > 0) std::memcpy(aligned.data(), o->params()->data(), o->params()->size());
-  const auto* bytes = reinterpret_cast<const uint8_t*>(aligned.data());
-  qlstm_lstm_s8_params p{};
-  RecordReader r(bytes, o->params()->size());
-  visit_lstm_s8_fields(p, r);
+  P p{};
+  Reader r(reinterpret_cast<const uint8_t*>(aligned.data()), o->params()->size());
+  visit(p, r);
   if (r.failed() != nullptr) bad(origin, "field '" + where + ".params." + r.failed() + "': the record ends early");
   if (!r.complete()) bad(origin, "field '" + where + ".params': bytes after the last field");
-  if (p.dims.batch != 1 || p.dims.time_steps != 0) {
-    bad(origin, "field '" + where + ".params.dims': batch must be 1 and time_steps 0 in a model file");
-  }
+  return p;
+}
+
+std::vector<double> doubles(const flatbuffers::Vector<double>* v) {
+  return v ? std::vector<double>(v->begin(), v->end()) : std::vector<double>();
+}
+
+// A version-3 or -4 op: its parameter record decoded by the runtime's description of its kind's block.
+ProgramOp read_op(const fb::Op* o, uint32_t version, const std::string& origin, const std::string& where) {
+  const int32_t kind = o->kind();
+  const bool known = version == 3 ? kind == QLSTM_OP_LSTM_S8 : kind >= 0 && kind < QLSTM_OP_KIND_COUNT;
+  if (!known) bad(origin, "field '" + where + ".kind': " + std::to_string(kind) + " is not an op kind this qlstm knows");
+  const AffineQuant in = read_quant(o->input(), origin, where + ".input");
+  const AffineQuant out = read_quant(o->output(), origin, where + ".output");
   const std::string w = where + ".params";
+  std::vector<uint32_t> aligned;
   ProgramOp op;
+  op.kind = kind;
+  auto rows_zero = [&](int32_t rows) {
+    if (rows != 0) bad(origin, "field '" + w + ".rows': must be 0 in a model file");
+  };
   try {
-    op.lstm = DerivedLstm::from_kernel_params(p, read_quant(o->input(), origin, where + ".input"),
-                                              read_quant(o->output(), origin, where + ".output"));
-  } catch (const CompileError& e) {
-    bad(origin, "field '" + w + "': " + e.what());
-  }
-  if (o->weight_scales() != nullptr && o->weight_scales()->size() == 2 * op.lstm.gates.size()) {
-    for (size_t g = 0; g < op.lstm.gates.size(); ++g) {
-      op.lstm.gates[g].w_x_scale = o->weight_scales()->Get(static_cast<uint32_t>(2 * g));
-      op.lstm.gates[g].w_h_scale = o->weight_scales()->Get(static_cast<uint32_t>(2 * g + 1));
+    switch (kind) {
+      case QLSTM_OP_LSTM_S8: {
+        auto visit = [](qlstm_lstm_s8_params& p, auto& r) { visit_lstm_s8_fields(p, r); };
+        const qlstm_lstm_s8_params p =
+            version == 3 ? decode_record<Version3LstmReader, qlstm_lstm_s8_params>(o, aligned, origin, where, visit)
+                         : decode_record<RecordReader, qlstm_lstm_s8_params>(o, aligned, origin, where, visit);
+        if (p.dims.batch != 1 || p.dims.time_steps != 0) {
+          bad(origin, "field '" + w + ".dims': batch must be 1 and time_steps 0 in a model file");
+        }
+        op.lstm = DerivedLstm::from_kernel_params(p, in, out);
+        const std::vector<double> scales = doubles(o->weight_scales());
+        if (scales.size() == 2 * op.lstm.gates.size()) {
+          for (size_t g = 0; g < op.lstm.gates.size(); ++g) {
+            op.lstm.gates[g].w_x_scale = scales[2 * g];
+            op.lstm.gates[g].w_h_scale = scales[2 * g + 1];
+          }
+        }
+        break;
+      }
+      case QLSTM_OP_FULLY_CONNECTED_S8: {
+        const auto p = decode_record<RecordReader, qlstm_fc_s8_params>(
+            o, aligned, origin, where, [](qlstm_fc_s8_params& q, RecordReader& r) { visit_fc_s8_fields(q, r); });
+        rows_zero(p.rows);
+        op.fc = DerivedFc::from_kernel_params(p, in, out, doubles(o->weight_scales()));
+        if (o->label()) op.fc.fused_activation = o->label()->str();
+        break;
+      }
+      case QLSTM_OP_SOFTMAX_S8: {
+        const auto p = decode_record<RecordReader, qlstm_softmax_s8_params>(
+            o, aligned, origin, where, [](qlstm_softmax_s8_params& q, RecordReader& r) { visit_softmax_s8_fields(q, r); });
+        rows_zero(p.rows);
+        op.softmax = DerivedSoftmax::from_kernel_params(p, in);
+        break;
+      }
+      case QLSTM_OP_TABLE_S8: {
+        const auto p = decode_record<RecordReader, qlstm_table_s8_params>(
+            o, aligned, origin, where, [](qlstm_table_s8_params& q, RecordReader& r) { visit_table_s8_fields(q, r); });
+        rows_zero(p.rows);
+        op.table = DerivedTable::from_kernel_params(p, in, out);
+        if (o->label()) op.table.function = o->label()->str();
+        break;
+      }
+      case QLSTM_OP_SELECT_STEP: {
+        const auto p = decode_record<RecordReader, qlstm_select_step_params>(
+            o, aligned, origin, where,
+            [](qlstm_select_step_params& q, RecordReader& r) { visit_select_step_fields(q, r); });
+        op.select.step = p.step;
+        op.select.row_size = p.row_size;
+        break;
+      }
+      default: break;
     }
+  } catch (const CompileError& e) {
+    const std::string what = e.what();
+    if (what.rfind(origin + ":", 0) == 0) throw;  // already names the file and the field
+    bad(origin, "field '" + w + "': " + what);
   }
   op.input_buffer = o->input_buffer();
   op.output_buffer = o->output_buffer();
@@ -147,6 +225,54 @@ ProgramOp read_op(const fb::Op* o, const std::string& origin, const std::string&
   if (o->initial_hidden()) op.initial_hidden.assign(o->initial_hidden()->begin(), o->initial_hidden()->end());
   if (o->initial_cell()) op.initial_cell.assign(o->initial_cell()->begin(), o->initial_cell()->end());
   return op;
+}
+
+// The record of op k's kind block, as the runtime's table holds it.
+std::vector<uint8_t> op_record(const qlstm_op& o) {
+  std::vector<uint8_t> bytes;
+  ByteSink sink{&bytes};
+  RecordWriter<ByteSink> w(sink);
+  switch (o.kind) {
+    case QLSTM_OP_LSTM_S8: visit_lstm_s8_fields(o.lstm, w); break;
+    case QLSTM_OP_FULLY_CONNECTED_S8: visit_fc_s8_fields(o.fc, w); break;
+    case QLSTM_OP_SOFTMAX_S8: visit_softmax_s8_fields(o.softmax, w); break;
+    case QLSTM_OP_TABLE_S8: visit_table_s8_fields(o.table, w); break;
+    case QLSTM_OP_SELECT_STEP: visit_select_step_fields(o.select, w); break;
+    default: throw CompileError("serialize_model: op kind " + std::to_string(o.kind) + " is not known");
+  }
+  return bytes;
+}
+
+// Throws naming op k's array whose size is not what the record's dims say (the record takes each
+// array's length from them).
+void check_array(size_t k, const std::string& name, size_t have, size_t want) {
+  if (have != want) {
+    throw CompileError("serialize_model: field 'ops[" + std::to_string(k) + "]." + name + "': expected " +
+                       std::to_string(want) + " values, has " + std::to_string(have));
+  }
+}
+
+void check_arrays(size_t k, const ProgramOp& op) {
+  if (op.kind == QLSTM_OP_LSTM_S8) {
+    const size_t I = static_cast<size_t>(std::max(op.lstm.input_size, 0)), H = static_cast<size_t>(std::max(op.lstm.hidden_size, 0));
+    for (size_t g = 0; g < op.lstm.gates.size(); ++g) {
+      const DerivedGate& dg = op.lstm.gates[g];
+      const std::string at = std::string("lstm.gates[") + gate_name(static_cast<int32_t>(g)) + "].";
+      check_array(k, at + "input_weights", dg.w_x.size(), H * I);
+      check_array(k, at + "input_effective_bias", dg.input_effective_bias.size(), H);
+      check_array(k, at + "hidden_weights", dg.w_h.size(), H * H);
+      check_array(k, at + "hidden_effective_bias", dg.hidden_effective_bias.size(), H);
+    }
+  } else if (op.kind == QLSTM_OP_FULLY_CONNECTED_S8) {
+    const size_t I = static_cast<size_t>(std::max(op.fc.input_size, 0)), O = static_cast<size_t>(std::max(op.fc.output_size, 0));
+    const size_t requants = op.fc.per_channel ? O : 1;
+    check_array(k, "fc.weights", op.fc.weights.size(), O * I);
+    check_array(k, "fc.effective_bias", op.fc.effective_bias.size(), O);
+    check_array(k, "fc.multipliers", op.fc.multipliers.size(), requants);
+    check_array(k, "fc.shifts", op.fc.shifts.size(), requants);
+  } else if (op.kind == QLSTM_OP_TABLE_S8) {
+    check_array(k, "table.table", op.table.table.size(), QLSTM_TABLE_S8_ENTRIES);
+  }
 }
 
 fb::StateSource to_fb(StateSource s) {
@@ -162,7 +288,7 @@ std::string serialize_model(const CompiledModel& m) {
   std::vector<flatbuffers::Offset<fb::Buffer>> buffers;
   for (const ProgramBuffer& buf : m.buffers) {
     const fb::AffineQuant q(buf.quant.scale, buf.quant.zero_point);
-    buffers.push_back(fb::CreateBuffer(b, buf.width, &q));
+    buffers.push_back(fb::CreateBuffer(b, buf.width, &q, buf.steps));
   }
   // Every op's parameter block as the runtime's record (batch 1, no time steps: the call's).
   const std::vector<qlstm_op> kernel_ops =
@@ -170,33 +296,34 @@ std::string serialize_model(const CompiledModel& m) {
   std::vector<flatbuffers::Offset<fb::Op>> ops;
   for (size_t k = 0; k < m.ops.size(); ++k) {
     const ProgramOp& op = m.ops[k];
-    // The record takes each array's length from the dims: the arrays must have it.
-    const size_t I = static_cast<size_t>(std::max(op.lstm.input_size, 0)), H = static_cast<size_t>(std::max(op.lstm.hidden_size, 0));
-    for (size_t g = 0; g < op.lstm.gates.size(); ++g) {
-      const DerivedGate& dg = op.lstm.gates[g];
-      const std::pair<size_t, size_t> sizes[] = {{dg.w_x.size(), H * I}, {dg.input_effective_bias.size(), H},
-                                                 {dg.w_h.size(), H * H}, {dg.hidden_effective_bias.size(), H}};
-      const char* names[] = {"input_weights", "input_effective_bias", "hidden_weights", "hidden_effective_bias"};
-      for (size_t a = 0; a < 4; ++a) {
-        if (sizes[a].first != sizes[a].second) {
-          throw CompileError("serialize_model: field 'ops[" + std::to_string(k) + "].lstm.gates[" +
-                             gate_name(static_cast<int32_t>(g)) + "]." + names[a] + "': expected " +
-                             std::to_string(sizes[a].second) + " values, has " + std::to_string(sizes[a].first));
-        }
-      }
-    }
-    const std::vector<uint8_t> record = lstm_record(kernel_ops[k].lstm);
+    check_arrays(k, op);
+    const std::vector<uint8_t> record = op_record(kernel_ops[k]);
     std::vector<double> weight_scales;
-    for (const DerivedGate& g : op.lstm.gates) {
-      weight_scales.push_back(g.w_x_scale);
-      weight_scales.push_back(g.w_h_scale);
+    std::string label;
+    // The op's boundaries are its buffers' (validate checks they agree; an index out of range is
+    // written as it is, for the loader to refuse).
+    auto buffer_quant = [&](int32_t index) {
+      return index >= 0 && static_cast<size_t>(index) < m.buffers.size() ? m.buffers[static_cast<size_t>(index)].quant
+                                                                          : AffineQuant{};
+    };
+    if (op.kind == QLSTM_OP_LSTM_S8) {
+      for (const DerivedGate& g : op.lstm.gates) {
+        weight_scales.push_back(g.w_x_scale);
+        weight_scales.push_back(g.w_h_scale);
+      }
+    } else if (op.kind == QLSTM_OP_FULLY_CONNECTED_S8) {
+      weight_scales = op.fc.weight_scales;
+      label = op.fc.fused_activation;
+    } else if (op.kind == QLSTM_OP_TABLE_S8) {
+      label = op.table.function;
     }
-    const fb::AffineQuant in(op.lstm.input.scale, op.lstm.input.zero_point),
-        out(op.lstm.output.scale, op.lstm.output.zero_point);
+    const AffineQuant qi = op.kind == QLSTM_OP_LSTM_S8 ? op.lstm.input : buffer_quant(op.input_buffer);
+    const AffineQuant qo = op.kind == QLSTM_OP_LSTM_S8 ? op.lstm.output : buffer_quant(op.output_buffer);
+    const fb::AffineQuant in(qi.scale, qi.zero_point), out(qo.scale, qo.zero_point);
     ops.push_back(fb::CreateOpDirect(b, kernel_ops[k].kind, &record, op.input_buffer, op.output_buffer,
                                      op.output_offset, op.initial_hidden.empty() ? nullptr : &op.initial_hidden,
                                      op.initial_cell.empty() ? nullptr : &op.initial_cell, &in, &out,
-                                     &weight_scales));
+                                     &weight_scales, label.empty() ? nullptr : label.c_str()));
   }
   const fb::AffineQuant in(m.input_quant().scale, m.input_quant().zero_point),
       out(m.output_quant().scale, m.output_quant().zero_point);
@@ -259,7 +386,8 @@ CompiledModel parse_model(const std::string& bytes, const std::string& origin) {
     for (uint32_t k = 0; k < m->buffers()->size(); ++k) {
       const fb::Buffer* buf = m->buffers()->Get(k);
       const std::string w = "buffers[" + std::to_string(k) + "]";
-      c.buffers.push_back({buf->width(), read_quant(buf->quant(), origin, w + ".quant")});
+      c.buffers.push_back({buf->width(), read_quant(buf->quant(), origin, w + ".quant"),
+                           version >= 4 ? buf->steps() : QLSTM_BUFFER_EVERY_STEP});
     }
     const uint32_t n_ops = version == 2 ? (m->ops() ? m->ops()->size() : 0) : (m->program() ? m->program()->size() : 0);
     if (n_ops < 1 || n_ops > 2048) bad(origin, std::string("field '") + (version == 2 ? "ops" : "program") +
@@ -268,8 +396,8 @@ CompiledModel parse_model(const std::string& bytes, const std::string& origin) {
     c.initial_cell = read_source(m->initial_cell_source(), origin, "initial_cell_source");
     c.hidden_output = m->hidden_output();
     c.cell_output = m->cell_output();
-    for (uint32_t k = 0; version == 3 && k < n_ops; ++k) {
-      c.ops.push_back(read_op(m->program()->Get(k), origin, "program[" + std::to_string(k) + "]"));
+    for (uint32_t k = 0; version >= 3 && k < n_ops; ++k) {
+      c.ops.push_back(read_op(m->program()->Get(k), version, origin, "program[" + std::to_string(k) + "]"));
     }
     for (uint32_t k = 0; version == 2 && k < n_ops; ++k) {
       const fb::LstmOp* o = m->ops()->Get(k);

@@ -308,11 +308,18 @@ void CompiledModel::validate(const std::string& origin) const {
   // First what the runtime checks on the device (indices, widths, areas, state, each op's params),
   // on the very table run_program_s8 runs; then what only the compiler knows (the op order, the
   // quantization of each buffer, the initial state).
-  const RuntimeProgram r = runtime_program(*this, 1, 1, batch_first ? Layout::kBatchMajor : Layout::kTimeMajor);
+  // At the fewest steps every op can run: a selection of step k needs k + 1 (or -k) of them.
+  int32_t min_steps = 1;
+  for (const ProgramOp& op : ops) {
+    if (op.kind == QLSTM_OP_SELECT_STEP && op.select.step > -(1 << 20) && op.select.step < (1 << 20)) {
+      min_steps = std::max(min_steps, op.select.step >= 0 ? op.select.step + 1 : -op.select.step);
+    }
+  }
+  const RuntimeProgram r = runtime_program(*this, 1, min_steps, batch_first ? Layout::kBatchMajor : Layout::kTimeMajor);
   const qlstm_program table = r.table();
   const char* field = nullptr;
   int32_t op_index = -1;
-  const qlstm_status st = qlstm_program_validate(&table, nullptr, 1, &field, &op_index);
+  const qlstm_status st = qlstm_program_validate(&table, nullptr, min_steps, &field, &op_index);
   if (st != QLSTM_OK) bad(program_field(field, op_index) + ": " + qlstm_status_string(st));
   if (ops.empty()) bad("field 'ops': the program has no op");
   if (directions != 1 && directions != 2) bad("field 'directions' must be 1 or 2");
@@ -332,7 +339,8 @@ void CompiledModel::validate(const std::string& origin) const {
   for (size_t k = 0; k < ops.size(); ++k) {
     const ProgramOp& op = ops[k];
     const std::string w = "field 'ops[" + std::to_string(k) + "]";
-    if (op.input_buffer < 0 || op.output_buffer < 0 || static_cast<size_t>(op.output_buffer) >= buffers.size()) {
+    if (op.input_buffer < 0 || op.output_buffer < 0 || static_cast<size_t>(op.input_buffer) >= buffers.size() ||
+        static_cast<size_t>(op.output_buffer) >= buffers.size()) {
       bad(w + "': buffer index out of range");
     }
     const ProgramBuffer& in = buffers[static_cast<size_t>(op.input_buffer)];

@@ -14,6 +14,7 @@
 #include "qlstm/compiler/emit_cpp.h"
 #include "qlstm/compiler/model_file.h"
 #include "qlstm/compiler/quantized_lstm.h"
+#include "qlstm/params_codec.h"
 #include "qlstm/program_s8.h"
 #include "qlstm_model_generated.h"
 #include "program_ops.h"
@@ -199,6 +200,17 @@ TEST(Program, VersionOneFileOfOneLstmStillLoads) {
   EXPECT_EQ(run_program_s8(m, x, s), run_kernel_s8(d, x, s));
 }
 
+// The buffers as versions 2 and 3 wrote them (without version 4's steps).
+std::vector<flatbuffers::Offset<qlstm::fb::Buffer>> legacy_buffers(flatbuffers::FlatBufferBuilder& b,
+                                                                  const CompiledModel& m) {
+  std::vector<flatbuffers::Offset<qlstm::fb::Buffer>> buffers;
+  for (const ProgramBuffer& buf : m.buffers) {
+    const qlstm::fb::AffineQuant bq(buf.quant.scale, buf.quant.zero_point);
+    buffers.push_back(qlstm::fb::CreateBuffer(b, buf.width, &bq));
+  }
+  return buffers;
+}
+
 // A version-2 file (typed Lstm tables in LstmOp) of a stacked bidirectional program still loads
 // and runs exactly as the program it was written from.
 TEST(Program, VersionTwoFileOfAProgramStillLoads) {
@@ -207,11 +219,7 @@ TEST(Program, VersionTwoFileOfAProgramStillLoads) {
   const CompiledModel& m = q.model;
   namespace fb = qlstm::fb;
   flatbuffers::FlatBufferBuilder b;
-  std::vector<flatbuffers::Offset<fb::Buffer>> buffers;
-  for (const ProgramBuffer& buf : m.buffers) {
-    const fb::AffineQuant bq(buf.quant.scale, buf.quant.zero_point);
-    buffers.push_back(fb::CreateBuffer(b, buf.width, &bq));
-  }
+  const std::vector<flatbuffers::Offset<fb::Buffer>> buffers = legacy_buffers(b, m);
   std::vector<flatbuffers::Offset<fb::LstmOp>> ops;
   for (const ProgramOp& op : m.ops) {
     ops.push_back(fb::CreateLstmOpDirect(b, legacy_lstm(b, op.lstm, true), op.input_buffer, op.output_buffer,
@@ -226,6 +234,55 @@ TEST(Program, VersionTwoFileOfAProgramStillLoads) {
   const SequenceShape s{2, 6, Layout::kTimeMajor};
   const std::vector<int8_t> x = random_s8(2u * 6 * 3, rng);
   EXPECT_EQ(run_program_s8(back, x, s), run_program_s8(m, x, s));
+}
+
+// Version 3 wrote each op's record as the LSTM block then had it: without output_steps, its
+// last field. Such a file still loads, every op writing every step, and runs as the model did.
+TEST(Program, VersionThreeFileWithoutOutputStepsStillLoads) {
+  std::mt19937_64 rng(10);
+  const QuantizedProgram q = compile_program(random_program(3, 4, 2, 1, rng), calibration(3, rng), fast());
+  const CompiledModel& m = q.model;
+  namespace fb = qlstm::fb;
+  flatbuffers::FlatBufferBuilder b;
+  const std::vector<flatbuffers::Offset<fb::Buffer>> buffers = legacy_buffers(b, m);
+  const RuntimeProgram r = runtime_program(m, 1, 0, Layout::kTimeMajor);
+  std::vector<flatbuffers::Offset<fb::Op>> ops;
+  for (size_t k = 0; k < m.ops.size(); ++k) {
+    std::vector<uint8_t> record;
+    struct Sink {
+      std::vector<uint8_t>* out;
+      void put(const uint8_t* p, size_t n) { out->insert(out->end(), p, p + n); }
+    } sink{&record};
+    qlstm::RecordWriter<Sink> w(sink);
+    qlstm::visit_lstm_s8_fields(r.ops[k].lstm, w);
+    ASSERT_EQ(r.ops[k].lstm.output_steps, QLSTM_OUTPUT_ALL_STEPS);
+    record.resize(record.size() - sizeof(int32_t));  // version 3's record ends before output_steps
+    const ProgramOp& op = m.ops[k];
+    const fb::AffineQuant in(op.lstm.input.scale, op.lstm.input.zero_point),
+        out(op.lstm.output.scale, op.lstm.output.zero_point);
+    ops.push_back(fb::CreateOpDirect(b, QLSTM_OP_LSTM_S8, &record, op.input_buffer, op.output_buffer,
+                                     op.output_offset, nullptr, nullptr, &in, &out));
+  }
+  const fb::AffineQuant in(m.input_quant().scale, m.input_quant().zero_point),
+      out(m.output_quant().scale, m.output_quant().zero_point);
+  b.Finish(fb::CreateModelDirect(b, "v3", false, &in, &out, 0, "{}", m.directions, &buffers, nullptr,
+                                 fb::StateSource_Zero, fb::StateSource_Zero, false, false, &ops));
+  const CompiledModel back = parse_model(legacy_file(b, 3), "v3.qlstm");
+  ASSERT_EQ(back.ops.size(), 2u);
+  for (const ProgramOp& op : back.ops) EXPECT_EQ(op.lstm.output_steps, QLSTM_OUTPUT_ALL_STEPS);
+  for (const ProgramBuffer& buf : back.buffers) EXPECT_EQ(buf.steps, QLSTM_BUFFER_EVERY_STEP);
+  const SequenceShape s{2, 6, Layout::kTimeMajor};
+  const std::vector<int8_t> x = random_s8(2u * 6 * 3, rng);
+  EXPECT_EQ(run_program_s8(back, x, s), run_program_s8(m, x, s));
+  // The same bytes as a version-4 file: the record is one field short.
+  try {
+    parse_model(legacy_file(b, 4), "v4.qlstm");
+    FAIL() << "accepted";
+  } catch (const CompileError& e) {
+    EXPECT_NE(std::string(e.what()).find("field 'program[0].params.output_steps': the record ends early"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace
@@ -423,7 +480,7 @@ TEST(Program, LoaderRefusesEachInconsistentFieldBehindAValidChecksum) {
       {&bi.model, [](CompiledModel& m) { m.buffers[2].width = 7; }, "model.qlstm: ops[3].output_offset" + program},
       {&bi.model, [](CompiledModel& m) { m.buffers.pop_back(); }, "model.qlstm: ops[2].input_buffer" + program},
       {&bi.model, [](CompiledModel& m) { m.buffers.push_back(m.buffers.back()); },
-       "model.qlstm: field 'buffers': 4 buffers, expected layers + 1 = 3"},
+       "model.qlstm: field 'buffers': 4 buffers, the last op writes buffer 2"},
       {&bi.model, [](CompiledModel& m) { m.ops[1].lstm.hidden_size = 5; },
        "serialize_model: field 'ops[1].lstm.gates[forget].input_weights': expected 15 values"},
       {&bi.model, [](CompiledModel& m) { m.ops[1].lstm.time_direction = 7; },

@@ -13,9 +13,11 @@
 namespace qlstm {
 namespace compiler {
 
-// 3: each op's parameters as the runtime's parameter record (params_codec.h); versions 1 (one
-// LSTM) and 2 (a program of typed LSTM tables) are still read.
-constexpr uint32_t kModelFormatVersion = 3;
+// 4: a program of every op kind (FC, softmax, table, step selection around the LSTM), one-step
+// buffers, the LSTM's output_steps; each op's parameters as the runtime's record of its kind
+// (params_codec.h). Versions 1 (one LSTM), 2 (a program of typed LSTM tables) and 3 (LSTM
+// records without output_steps) are still read.
+constexpr uint32_t kModelFormatVersion = 4;
 
 std::string serialize_model(const CompiledModel& m);
 // The file around the (FlatBuffers) model bytes: the current format_version and their CRC-32.

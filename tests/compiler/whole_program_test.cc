@@ -1,0 +1,297 @@
+// Whole models compiled from hand-built float programs (the layers around the LSTM): the int8
+// program run on the host through the runtime against the float program in double, on held-out
+// sequences the compiler never saw; the structure the compiler chooses (a final-state LSTM for a
+// last-step head, no B x T x H buffer), streaming, and the model file of every op kind.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "qlstm/compiler/model_file.h"
+#include "qlstm/compiler/quantized_lstm.h"
+#include "random_program.h"
+
+namespace qlstm {
+namespace compiler {
+namespace {
+
+constexpr double kMinSqnrDb = 30.0;
+constexpr double kMinArgmaxAgreement = 0.97;
+constexpr int32_t kCalibrationSequences = 1024;
+
+FloatLayer linear(int32_t I, int32_t O, float sigma, std::mt19937_64& rng, const std::string& node) {
+  std::normal_distribution<float> n(0.0f, sigma);
+  FloatLayer l;
+  l.kind = FloatLayerKind::kLinear;
+  l.node = node;
+  l.input_size = I;
+  l.output_size = O;
+  for (int32_t k = 0; k < I * O; ++k) l.weight.push_back(n(rng));
+  for (int32_t o = 0; o < O; ++o) l.bias.push_back(n(rng) * 0.5f);
+  return l;
+}
+
+FloatLayer elementwise(FloatLayerKind kind, int32_t n, const std::string& node, ActivationFn fn = ActivationFn::kRelu) {
+  FloatLayer l;
+  l.kind = kind;
+  l.node = node;
+  l.input_size = l.output_size = n;
+  l.fn = fn;
+  return l;
+}
+
+FloatLayer select_step(int32_t step, int32_t width) {
+  FloatLayer l = elementwise(FloatLayerKind::kSelectStep, width, "/Gather");
+  l.step = step;
+  return l;
+}
+
+// B sequences of T steps, batch-major: a smooth random walk per feature plus noise, so the LSTM's
+// last steps depend on the sequence.
+std::vector<float> sequences(int32_t B, int32_t T, int32_t I, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> n(0.0f, 1.0f);
+  std::vector<float> x(static_cast<size_t>(B) * T * I);
+  for (int32_t b = 0; b < B; ++b) {
+    for (int32_t i = 0; i < I; ++i) {
+      float level = n(rng);
+      for (int32_t t = 0; t < T; ++t) {
+        level = 0.8f * level + 0.5f * n(rng);
+        x[(static_cast<size_t>(b) * T + t) * I + i] = level;
+      }
+    }
+  }
+  return x;
+}
+
+struct Compiled {
+  QuantizedProgram q;
+  SequenceShape shape;  // of the held-out data
+  std::vector<float> x, want, got;  // held-out input, float output, int8 output dequantized
+};
+
+// Compiles on 1024 calibration sequences and runs the int8 program and the float program on 64
+// other sequences. (A head on one step sees one value per sequence and channel: its ranges need
+// many sequences.)
+Compiled compile_and_run(const FloatProgram& p, int32_t T, const CompileOptions& options) {
+  Compiled c;
+  const int32_t I = p.input_size(), B = 64;
+  CalibrationSet calib;
+  calib.add_batch(sequences(kCalibrationSequences, T, I, 1), {kCalibrationSequences, T, Layout::kBatchMajor}, I);
+  c.q = compile_program(p, calib, options);
+  c.q.model.batch_first = true;
+  c.q.model.validate("compiled");
+  c.shape = {B, T, Layout::kBatchMajor};
+  c.x = sequences(B, T, I, 2);  // held out
+  c.want = run_float_program(p, c.x.data(), c.shape).output;
+  std::vector<int8_t> x8(c.x.size());
+  for (size_t k = 0; k < x8.size(); ++k) x8[k] = c.q.model.input_quant().quantize(c.x[k]);
+  for (int8_t v : run_program_s8(c.q.model, x8, c.shape)) {
+    c.got.push_back(static_cast<float>(c.q.model.output_quant().dequantize(v)));
+  }
+  return c;
+}
+
+std::vector<int32_t> kinds(const CompiledModel& m) {
+  std::vector<int32_t> k;
+  for (const ProgramOp& op : m.ops) k.push_back(op.kind);
+  return k;
+}
+
+double argmax_agreement(const std::vector<float>& a, const std::vector<float>& b, size_t classes) {
+  size_t agree = 0, rows = a.size() / classes;
+  for (size_t r = 0; r < rows; ++r) {
+    const auto ra = a.begin() + static_cast<ptrdiff_t>(r * classes), rb = b.begin() + static_cast<ptrdiff_t>(r * classes);
+    agree += std::max_element(ra, ra + static_cast<ptrdiff_t>(classes)) - ra ==
+             std::max_element(rb, rb + static_cast<ptrdiff_t>(classes)) - rb;
+  }
+  return static_cast<double>(agree) / static_cast<double>(rows);
+}
+
+std::vector<int8_t> quantized_input(const Compiled& c) {
+  std::vector<int8_t> x8(c.x.size());
+  for (size_t k = 0; k < x8.size(); ++k) x8[k] = c.q.model.input_quant().quantize(c.x[k]);
+  return x8;
+}
+
+// LSTM -> y[:, -1] -> Linear -> Softmax, with the accuracy search.
+TEST(WholeProgram, ClassifierOnTheLastStepHoldsNoSequence) {
+  std::mt19937_64 rng(21);
+  const int32_t I = 4, H = 16, C = 5, T = 20;
+  FloatProgram p = random_program(I, H, 1, 1, rng);
+  p.head = {select_step(-1, H), linear(H, C, 1.5f, rng, "/fc/Gemm"), elementwise(FloatLayerKind::kSoftmax, C, "/Softmax")};
+  CompileOptions options;
+  options.search_max_macs = int64_t{1} << 22;
+  const Compiled c = compile_and_run(p, T, options);
+  const CompiledModel& m = c.q.model;
+  EXPECT_EQ(kinds(m), (std::vector<int32_t>{QLSTM_OP_LSTM_S8, QLSTM_OP_FULLY_CONNECTED_S8, QLSTM_OP_SOFTMAX_S8}));
+  EXPECT_EQ(m.ops[0].lstm.output_steps, QLSTM_OUTPUT_FINAL);
+  EXPECT_EQ(m.buffers[1].steps, QLSTM_BUFFER_ONE_STEP);
+  EXPECT_TRUE(m.output_is_one_step());
+  EXPECT_EQ(m.output_quant().scale, 1.0 / 256);
+  EXPECT_EQ(m.output_quant().zero_point, -128);
+  ASSERT_EQ(c.got.size(), static_cast<size_t>(c.shape.batch) * C);
+  const double sqnr = sqnr_db(c.want, c.got), agree = argmax_agreement(c.want, c.got, C);
+  EXPECT_GE(sqnr, kMinSqnrDb);
+  EXPECT_GE(agree, kMinArgmaxAgreement);
+  EXPECT_GE(c.q.stats.back().final_sqnr_db, c.q.stats.back().start_sqnr_db);
+  // RAM: the inner buffers hold B x H and B x C values, never B x T x H.
+  const int32_t B = 8;
+  const ProgramMemory mem = program_memory(m, B, T);
+  EXPECT_EQ(mem.activation_bytes, static_cast<size_t>(B) * H);
+  EXPECT_EQ(mem.ops[0].output_bytes, static_cast<size_t>(B) * H);
+  EXPECT_EQ(mem.ops[2].output_bytes, static_cast<size_t>(B) * C);
+  EXPECT_EQ(mem.requant_bytes, 2u * C * sizeof(int32_t));  // one multiplier and shift per class
+  std::printf("classifier: SQNR %.1f dB, argmax agreement %.1f%% on %d held-out sequences\n", sqnr, 100 * agree,
+              c.shape.batch);
+}
+
+// h_n[-1] -> Linear -> ReLU -> Linear: the ReLU folds into the first FC's clamp.
+TEST(WholeProgram, FinalStateHeadWithFoldedRelu) {
+  std::mt19937_64 rng(22);
+  const int32_t I = 3, H = 12, T = 16;
+  FloatProgram p = random_program(I, H, 1, 1, rng);
+  p.lstm_output = LstmOutput::kFinalState;
+  // Weights of the scale torch initializes a Linear with (~ 1 / sqrt(inputs)).
+  p.head = {linear(H, 10, 0.3f, rng, "/fc1/Gemm"), elementwise(FloatLayerKind::kActivation, 10, "/Relu"),
+            linear(10, 3, 0.3f, rng, "/fc2/Gemm")};
+  CompileOptions options;  // with the search, scored on h_n
+  options.search_max_macs = int64_t{1} << 22;
+  const Compiled c = compile_and_run(p, T, options);
+  const CompiledModel& m = c.q.model;
+  EXPECT_EQ(kinds(m), (std::vector<int32_t>{QLSTM_OP_LSTM_S8, QLSTM_OP_FULLY_CONNECTED_S8, QLSTM_OP_FULLY_CONNECTED_S8}));
+  EXPECT_EQ(m.ops[0].lstm.output_steps, QLSTM_OUTPUT_FINAL);
+  EXPECT_EQ(m.ops[1].fc.fused_activation, "relu");
+  EXPECT_EQ(m.ops[1].fc.activation_min, m.buffers[2].quant.zero_point);
+  EXPECT_EQ(m.buffers[2].quant.dequantize(-128), 0.0);  // the ReLU's output range starts at 0
+  const double sqnr = sqnr_db(c.want, c.got);
+  EXPECT_GE(sqnr, kMinSqnrDb);
+  std::printf("h_n head: SQNR %.1f dB\n", sqnr);
+}
+
+// A Linear on every step (a forecaster); streaming it in chunks gives the whole run's output.
+TEST(WholeProgram, PerStepHeadStreamsAsOneCall) {
+  std::mt19937_64 rng(23);
+  const int32_t I = 2, H = 10, T = 18;
+  FloatProgram p = random_program(I, H, 2, 1, rng);
+  p.head = {linear(H, 2, 0.5f, rng, "/head/MatMul")};
+  const Compiled c = compile_and_run(p, T, fast());
+  const CompiledModel& m = c.q.model;
+  EXPECT_EQ(kinds(m), (std::vector<int32_t>{QLSTM_OP_LSTM_S8, QLSTM_OP_LSTM_S8, QLSTM_OP_FULLY_CONNECTED_S8}));
+  EXPECT_FALSE(m.output_is_one_step());
+  const double sqnr = sqnr_db(c.want, c.got);
+  EXPECT_GE(sqnr, kMinSqnrDb);
+  std::printf("per-step head: SQNR %.1f dB\n", sqnr);
+  const std::vector<int8_t> x8 = quantized_input(c);
+  const std::vector<int8_t> whole = run_program_s8(m, x8, c.shape);
+  for (int32_t chunk : {1, 5, 7}) EXPECT_EQ(run_program_s8_streamed(m, x8, c.shape, chunk), whole) << chunk;
+}
+
+// Linear (+ ReLU) front end -> LSTM: the front's output quantization is the LSTM's input.
+TEST(WholeProgram, LinearFrontEnd) {
+  std::mt19937_64 rng(24);
+  const int32_t I = 6, F = 8, H = 12, T = 16;
+  FloatProgram p = random_program(F, H, 1, 1, rng);
+  p.front = {linear(I, F, 0.5f, rng, "/proj/MatMul"), elementwise(FloatLayerKind::kActivation, F, "/Relu")};
+  const Compiled c = compile_and_run(p, T, fast());
+  const CompiledModel& m = c.q.model;
+  EXPECT_EQ(kinds(m), (std::vector<int32_t>{QLSTM_OP_FULLY_CONNECTED_S8, QLSTM_OP_LSTM_S8}));
+  EXPECT_EQ(m.input_size(), I);
+  EXPECT_EQ(m.ops[1].lstm.input.scale, m.buffers[1].quant.scale);
+  EXPECT_EQ(m.ops[1].lstm.input.zero_point, m.buffers[1].quant.zero_point);
+  const double sqnr = sqnr_db(c.want, c.got);
+  EXPECT_GE(sqnr, kMinSqnrDb);
+  std::printf("front end: SQNR %.1f dB\n", sqnr);
+}
+
+// Streaming a last-step head: each chunk's output is the output at the chunk's last step, which is
+// the run over the sequence up to that step.
+TEST(WholeProgram, StreamingALastStepHeadGivesEachChunksLastStep) {
+  std::mt19937_64 rng(25);
+  const int32_t I = 3, H = 8, C = 4, T = 12, chunk = 5;
+  FloatProgram p = random_program(I, H, 1, 1, rng);
+  p.head = {select_step(-1, H), linear(H, C, 1.0f, rng, "/fc/Gemm"), elementwise(FloatLayerKind::kSoftmax, C, "/Softmax")};
+  const Compiled c = compile_and_run(p, T, fast());
+  const std::vector<int8_t> x8 = quantized_input(c);
+  const SequenceShape s = {4, T, Layout::kBatchMajor};
+  const std::vector<int8_t> x(x8.begin(), x8.begin() + static_cast<ptrdiff_t>(4 * T * I));
+  const std::vector<int8_t> y = run_program_s8_streamed(c.q.model, x, s, chunk);
+  const int32_t chunks = (T + chunk - 1) / chunk;
+  ASSERT_EQ(y.size(), static_cast<size_t>(4 * chunks * C));
+  for (int32_t k = 0; k < chunks; ++k) {
+    const int32_t end = std::min(T, (k + 1) * chunk);
+    std::vector<int8_t> prefix(static_cast<size_t>(4 * end * I));
+    gather_steps(x.data(), 4, T, I, Layout::kBatchMajor, 0, end, prefix.data());
+    const std::vector<int8_t> want = run_program_s8(c.q.model, prefix, {4, end, Layout::kBatchMajor});
+    for (int32_t b = 0; b < 4; ++b) {
+      for (int32_t o = 0; o < C; ++o) {
+        EXPECT_EQ(y[static_cast<size_t>((b * chunks + k) * C + o)], want[static_cast<size_t>(b * C + o)])
+            << "chunk " << k << " row " << b;
+      }
+    }
+  }
+}
+
+// Every op kind through the model file: y[:, 2] (a selection op), FC, table, softmax, an FC front.
+TEST(WholeProgram, ModelFileKeepsEveryOpKind) {
+  std::mt19937_64 rng(26);
+  const int32_t I = 3, F = 5, H = 8, T = 10;
+  FloatProgram p = random_program(F, H, 1, 1, rng);
+  p.front = {linear(I, F, 0.5f, rng, "/proj/MatMul")};
+  p.head = {select_step(2, H), linear(H, 6, 0.8f, rng, "/fc1/Gemm"),
+            elementwise(FloatLayerKind::kActivation, 6, "/Sigmoid", ActivationFn::kSigmoid),
+            linear(6, 3, 1.0f, rng, "/fc2/Gemm"), elementwise(FloatLayerKind::kSoftmax, 3, "/Softmax")};
+  CompileOptions options = fast();
+  options.fc_per_channel = false;  // the per-tensor FC through the file too
+  const Compiled c = compile_and_run(p, T, options);
+  const CompiledModel& m = c.q.model;
+  EXPECT_EQ(kinds(m), (std::vector<int32_t>{QLSTM_OP_FULLY_CONNECTED_S8, QLSTM_OP_LSTM_S8, QLSTM_OP_SELECT_STEP,
+                                            QLSTM_OP_FULLY_CONNECTED_S8, QLSTM_OP_TABLE_S8,
+                                            QLSTM_OP_FULLY_CONNECTED_S8, QLSTM_OP_SOFTMAX_S8}));
+  EXPECT_EQ(m.ops[1].lstm.output_steps, QLSTM_OUTPUT_ALL_STEPS);  // y[:, 2] needs the sequence
+  EXPECT_GE(sqnr_db(c.want, c.got), kMinSqnrDb);
+  const CompiledModel back = parse_model(serialize_model(m), "m.qlstm");
+  ASSERT_EQ(kinds(back), kinds(m));
+  ASSERT_EQ(back.buffers.size(), m.buffers.size());
+  for (size_t b = 0; b < m.buffers.size(); ++b) EXPECT_EQ(back.buffers[b].steps, m.buffers[b].steps) << b;
+  EXPECT_EQ(back.ops[2].select.step, 2);
+  EXPECT_EQ(back.ops[3].fc.weights, m.ops[3].fc.weights);
+  EXPECT_EQ(back.ops[3].fc.weight_scales, m.ops[3].fc.weight_scales);
+  EXPECT_FALSE(back.ops[3].fc.per_channel);
+  EXPECT_EQ(back.ops[4].table.table, m.ops[4].table.table);
+  EXPECT_EQ(back.ops[4].table.function, activation_fn_name(ActivationFn::kSigmoid));
+  EXPECT_EQ(back.ops[6].softmax.diff_min, m.ops[6].softmax.diff_min);
+  const std::vector<int8_t> x8 = quantized_input(c);
+  EXPECT_EQ(run_program_s8(back, x8, c.shape), run_program_s8(m, x8, c.shape));
+  // A fixed step of the whole sequence cannot be streamed.
+  try {
+    run_program_s8_streamed(m, x8, c.shape, 4);
+    FAIL() << "streamed";
+  } catch (const CompileError& e) {
+    EXPECT_NE(std::string(e.what()).find("selects time step 2"), std::string::npos) << e.what();
+  }
+}
+
+TEST(WholeProgram, RefusesWhatItCannotCompileNamingTheNode) {
+  std::mt19937_64 rng(27);
+  FloatProgram p = random_program(3, 4, 1, 1, rng);
+  p.head = {linear(4, 2, 0.5f, rng, "/fc/Gemm"), select_step(-1, 2)};
+  CalibrationSet calib;
+  calib.add_batch(sequences(4, 6, 3, 1), {4, 6, Layout::kBatchMajor}, 3);
+  try {
+    compile_program(p, calib, fast());
+    FAIL() << "compiled";
+  } catch (const CompileError& e) {
+    EXPECT_NE(std::string(e.what()).find("'/Gather'"), std::string::npos) << e.what();
+  }
+  p.head = {select_step(7, 4)};  // step 7 of 6-step calibration sequences
+  try {
+    compile_program(p, calib, fast());
+    FAIL() << "compiled";
+  } catch (const CompileError& e) {
+    EXPECT_NE(std::string(e.what()).find("the head reads step 7"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace compiler
+}  // namespace qlstm
