@@ -689,6 +689,15 @@ bool constant_scalar(const Graph& g, const std::string& name, double* x) {
   return true;
 }
 
+// A constant read as a count, index or axis: an integer of sane magnitude (a damaged model may
+// hold anything, and converting a huge double to int64 is undefined).
+bool small_int(double v, int64_t* out) {
+  constexpr double kLimit = double(int64_t{1} << 40);
+  if (!(v >= -kLimit && v <= kLimit) || v != std::floor(v)) return false;
+  *out = static_cast<int64_t>(v);
+  return true;
+}
+
 bool near(double a, double b) { return std::fabs(a - b) <= 1e-6 * std::max(1.0, std::fabs(b)); }
 
 bool is_const(const Graph& g, const std::string& name) { return constant_tensor(g, name) != nullptr; }
@@ -1050,7 +1059,11 @@ class PathWalker {
     size_t r = 0;
     bool ok = true;
     for (size_t j = 0; j < target.size() && ok; ++j) {
-      const int64_t t = static_cast<int64_t>(target[j]);
+      int64_t t = 0;
+      if (!small_int(target[j], &t)) {
+        ok = false;
+        break;
+      }
       const bool copy = t == 0 && !allowzero;  // the input's size at the same index
       if (r < real.size()) {
         const char cur = s->labels[real[r]];
@@ -1078,7 +1091,10 @@ class PathWalker {
     }
     if (!ok || r != real.size()) {
       std::vector<int64_t> ts;
-      for (double t : target) ts.push_back(static_cast<int64_t>(t));
+      for (double t : target) {
+        int64_t v = 0;
+        ts.push_back(small_int(t, &v) ? v : -2);
+      }
       problem(&n, "a Reshape of the " + s->labels + " axes to " + join(ts) +
                       " that does not only add or drop size-1 axes or merge the directions into the features: "
                       "not supported");
@@ -1100,7 +1116,8 @@ class PathWalker {
       problem(&n, "a second selection of one time step: not supported");
       return false;
     }
-    if (c_.time_size > 0 && (step >= c_.time_size || step < -c_.time_size)) {
+    constexpr int64_t kMaxStep = int64_t{1} << 30;
+    if ((c_.time_size > 0 && (step >= c_.time_size || step < -c_.time_size)) || step >= kMaxStep || step < -kMaxStep) {
       problem(&n, "selects step " + std::to_string(step) + " of a " + std::to_string(c_.time_size) + "-step input");
       return false;
     }
@@ -1123,13 +1140,13 @@ class PathWalker {
     if (axis < 0) axis += rank;
     std::vector<double> idx;
     std::vector<int64_t> dims;
+    int64_t k = 0;
     if (axis < 0 || axis >= rank || n.input_size() < 2 || !constant_values(g_, n.input(1), &idx, &dims) ||
-        idx.size() != 1) {
+        idx.size() != 1 || !small_int(idx[0], &k)) {
       problem(&n, "a Gather whose index is not one constant, or whose axis is out of range: not supported");
       return false;
     }
     const char label = s->labels[static_cast<size_t>(axis)];
-    const int64_t k = static_cast<int64_t>(idx[0]);
     const bool keep = !dims.empty();
     if (label == 'T') return select_step(n, s, k, static_cast<size_t>(axis), keep);
     if (unit_axis(c_, label) && (k == 0 || k == -1)) {
@@ -1159,10 +1176,11 @@ class PathWalker {
       return false;
     }
     const int64_t rank = static_cast<int64_t>(s->labels.size());
-    int64_t axis = axes.empty() ? 0 : static_cast<int64_t>(axes[0]);
+    int64_t axis = 0, b_int = 0;
+    if ((!axes.empty() && !small_int(axes[0], &axis)) || !small_int(starts[0], &b_int)) axis = rank;  // refused below
     if (axis < 0) axis += rank;
     if (axis < 0 || axis >= rank) {
-      problem(&n, "a Slice of axis " + std::to_string(axis) + " out of range");
+      problem(&n, "a Slice of an axis out of range, or with a start that is not a small integer");
       return false;
     }
     const char label = s->labels[static_cast<size_t>(axis)];
@@ -1172,7 +1190,7 @@ class PathWalker {
     if (label == 'T') {
       const bool last = b == -1 && e >= kToTheEnd;
       if (last || (b >= 0 && e == b + 1) || (b < -1 && e == b + 1)) {
-        return select_step(n, s, static_cast<int64_t>(b), static_cast<size_t>(axis), true);
+        return select_step(n, s, b_int, static_cast<size_t>(axis), true);
       }
       problem(&n, "a Slice of several time steps: not supported (a model reads every step, or one)");
       return false;
@@ -1686,6 +1704,16 @@ OnnxLstm import_onnx_bytes(const std::string& bytes, const std::string& origin) 
       }
       taken.insert(cs[0]);
       start = cs[0]->output(0);
+    }
+    // An unbatched model's h_n [rows, 1, H] loses its batch axis first ([rows, H]).
+    for (int guard = 0; guard < 4 && !g.is_graph_output(start); ++guard) {
+      const onnx::NodeProto* sq = only_consumer(g, start);
+      std::vector<int64_t> axes;
+      const bool drops_batch = sq != nullptr && sq->op_type() == "Squeeze" && unbatched && axes_of(g, *sq, &axes) &&
+                               axes == std::vector<int64_t>{1} && sq->output_size() >= 1;
+      if (!drops_batch && !(sq != nullptr && sq->op_type() == "Identity" && sq->output_size() >= 1)) break;
+      taken.insert(sq);
+      start = sq->output(0);
     }
     const auto cs = g.data_consumers(start);
     const int64_t rows = static_cast<int64_t>(chain.size()) * D;

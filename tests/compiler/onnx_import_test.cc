@@ -156,8 +156,15 @@ TEST(OnnxImport, ExportedTorchModelsRecognizeTheirLayout) {
   EXPECT_EQ(bf.input_shape, (std::vector<int64_t>{1, 4, 2}));
 }
 
-TEST(OnnxImport, DamagedBytesAreRefusedNeverCrash) {
-  const std::string path = std::string(QLSTM_ONNX_FIXTURES) + "/torch_batch_first_opset14.onnx";
+class DamagedModel : public ::testing::TestWithParam<std::string> {};
+
+// An LSTM alone and whole models (the walk around the stack, the GELU subgraph).
+INSTANTIATE_TEST_SUITE_P(Models, DamagedModel,
+                         ::testing::Values("torch_batch_first_opset14", "whole_classifier_opset17",
+                                           "whole_mlp_gelu_tanh", "whole_h_n_mlp_stacked"));
+
+TEST_P(DamagedModel, DamagedBytesAreRefusedNeverCrash) {
+  const std::string path = std::string(QLSTM_ONNX_FIXTURES) + "/" + GetParam() + ".onnx";
   std::ifstream in(path, std::ios::binary);
   std::stringstream ss;
   ss << in.rdbuf();

@@ -18,7 +18,8 @@ Whole models (tests/e2e/models.py: the layers around the LSTM), each with torch'
 fixed input (NAME.expect.json keys "input", "input_shape", "output", "output_shape", "lstm_output",
 "front", "head"): whole_* for every pattern (classifier, h_n head, per-step head, front end, MLP heads
 with each activation, y[:, k], stacked, bidirectional, both layouts, unbatched, opsets 13-17,
-learned per-row initial state). Refused whole models, each with every line its refusal must
+learned per-row initial state; a Gemm rewritten with transB = 0, alpha, beta, a Constant weight
+or its bias as an Add; an opset-10 form with Clip bounds as attributes). Refused whole models, each with every line its refusal must
 contain (key "errors"): refused_*.
 Usage: make_onnx_fixtures.py [OUTDIR]
 """
@@ -282,8 +283,77 @@ def whole_models():
           head=["Linear"], **seq)
     drop = models.LstmModel(3, 4, head=[nn.Dropout(0.3), nn.Flatten(), nn.Linear(4, 2)], pick="last")
     whole("whole_dropout_flatten", drop, 13, front=[], head=["select", "Linear"], **seq)
+    rewrite_head_gemm("whole_gemm_transposed_alpha_beta", "whole_classifier_opset13", 2.0, 0.5, split_bias=False)
+    rewrite_head_gemm("whole_gemm_bias_as_add", "whole_classifier_opset14", 1.0, 1.0, split_bias=True)
+    downgrade_to_opset10("whole_mlp_relu6_opset10", "whole_mlp_relu6")
+    whole("whole_h_n_mlp_unbatched", models.h_n_mlp(unbatched=True), 15, **fs)
     whole("whole_learned_state", models.forecaster(learned_state_batch=2), 14, front=[], head=["Linear"],
           state_batch=2, **seq)
+
+
+def rewrite_head_gemm(name, source, alpha, beta, split_bias):
+    """The exported classifier `source` with its head Gemm rewritten as other exporters write it:
+    transB = 0 (the weight transposed) held by a Constant node, alpha and beta (the weight / alpha,
+    the bias / beta: the same function), or the bias as a separate Add. torch's output is unchanged."""
+    m = onnx.load(os.path.join(OUT, source + ".onnx"))
+    g = m.graph
+    gemm = next(n for n in g.node if n.op_type == "Gemm")
+    inits = {t.name: t for t in g.initializer}
+    w = numpy_helper.to_array(inits[gemm.input[1]]).T / np.float32(alpha)
+    b = numpy_helper.to_array(inits[gemm.input[2]])
+    for t in (inits[gemm.input[1]], inits[gemm.input[2]]):
+        g.initializer.remove(t)
+    weight = helper.make_node("Constant", [], ["w_t"], name="head_weight", value=numpy_helper.from_array(w.astype(np.float32)))
+    del gemm.attribute[:]
+    gemm.attribute.extend([helper.make_attribute("transB", 0), helper.make_attribute("alpha", float(alpha))])
+    gemm.input[1] = "w_t"
+    nodes = [weight]
+    if split_bias:
+        out = gemm.output[0]
+        del gemm.input[2]
+        gemm.output[0] = out + "_no_bias"
+        g.initializer.append(numpy_helper.from_array(b, "bias_only"))
+        nodes.append(helper.make_node("Add", [gemm.output[0], "bias_only"], [out], name="head_bias"))
+    else:
+        gemm.attribute.append(helper.make_attribute("beta", float(beta)))
+        g.initializer.append(numpy_helper.from_array((b / np.float32(beta)).astype(np.float32), gemm.input[2]))
+    at = list(g.node).index(gemm)
+    for k, n in enumerate(nodes):
+        g.node.insert(at + k if n.op_type == "Constant" else at + k + 1, n)
+    onnx.checker.check_model(m)
+    onnx.save(m, os.path.join(OUT, name + ".onnx"))
+    e = json.load(open(os.path.join(OUT, source + ".expect.json")))
+    e.pop("generator")
+    expect(name, **e)
+
+
+def downgrade_to_opset10(name, source):
+    """The exported opset-13 model `source` as opset 10 writes it: Squeeze/Unsqueeze axes and Clip
+    bounds as attributes rather than inputs. The function, and torch's output, are unchanged."""
+    m = onnx.load(os.path.join(OUT, source + ".onnx"))
+    g = m.graph
+    def const(value):
+        node = next((n for n in g.node if value in n.output and n.op_type == "Constant"), None)
+        if node is not None:
+            return numpy_helper.to_array(node.attribute[0].t)
+        return numpy_helper.to_array(next(t for t in g.initializer if t.name == value))
+    for n in g.node:
+        if n.op_type in ("Squeeze", "Unsqueeze") and len(n.input) == 2:
+            n.attribute.append(helper.make_attribute("axes", [int(a) for a in const(n.input[1]).reshape(-1)]))
+            del n.input[1]
+        if n.op_type == "Clip":
+            for k, bound in ((2, "max"), (1, "min")):
+                if len(n.input) > k and n.input[k]:
+                    n.attribute.append(helper.make_attribute(bound, float(const(n.input[k]))))
+            del n.input[1:]
+    del m.opset_import[:]
+    m.opset_import.append(helper.make_opsetid("", 10))
+    onnx.checker.check_model(m)
+    onnx.save(m, os.path.join(OUT, name + ".onnx"))
+    e = json.load(open(os.path.join(OUT, source + ".expect.json")))
+    e.pop("generator")
+    e["opset"] = 10
+    expect(name, **e)
 
 
 class Embedded(nn.Module):
