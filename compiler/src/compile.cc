@@ -209,12 +209,10 @@ int32_t declared_time_steps(const OnnxLstm& onnx) {
 ModelCompileResult compile_model(const OnnxLstm& onnx, const std::vector<CalibrationTensor>& calibration,
                                  const ModelCompileOptions& options) {
   const FloatProgram& prog = onnx.program;
-  // The importer reads the layers around the stack; quantizing them is not implemented here yet.
-  if (!prog.front.empty() || !prog.head.empty() || prog.lstm_output != LstmOutput::kSequence ||
-      prog.constant_state_batch() > 0) {
-    throw CompileError(options.model_origin + ": the model has layers around the LSTM (" +
-                       std::to_string(prog.front.size()) + " before, " + std::to_string(prog.head.size()) +
-                       " after), reads h_n or has a per-row initial state; compiling these is not implemented yet");
+  // Layers around the stack compile (compile_program); a per-row constant initial state not yet.
+  if (prog.constant_state_batch() > 0) {
+    throw CompileError(options.model_origin + ": the model's constant initial state differs per batch row; compiling "
+                       "it is not implemented yet");
   }
   const int32_t I = prog.input_size();
   CalibrationSet set;

@@ -106,6 +106,31 @@ std::vector<float> dequantize_output(const CompiledModel& m, const std::vector<i
   return y;
 }
 
+// The program of a whole model, one line per op as the report's "op_table" has it: kind, shape
+// ([T, W] a sequence, [1, W] one step per batch row), its output's quantization, flash bytes and
+// the RAM of the buffer it writes; then the model's output.
+void print_op_table(const CompiledModel& m, const nlohmann::json& table) {
+  std::printf("  program: %zu ops (kind, shape, output scale / zero point, flash, RAM of its output)\n", table.size());
+  for (const nlohmann::json& row : table) {
+    std::string more;
+    if (row.contains("output_steps") && row["output_steps"] == "final") more = ", the last step only";
+    if (row.contains("direction") && row["direction"] == "reverse") more += ", reverse";
+    if (row.contains("fused_activation") && row["fused_activation"] != "none") {
+      more += ", " + row["fused_activation"].get<std::string>() + " folded in";
+    }
+    if (row.contains("per_channel")) more += row["per_channel"].get<bool>() ? ", per channel" : ", per tensor";
+    if (row.contains("function")) more += ", " + row["function"].get<std::string>();
+    if (row.contains("step")) more += ", step " + std::to_string(row["step"].get<int>());
+    std::printf("    %-2d %-16s %-20s %10.6g / %-4d %6zu B flash %6zu B RAM%s\n", row["op"].get<int>(),
+                row["kind"].get<std::string>().c_str(), row["shape"].get<std::string>().c_str(),
+                row["output"]["scale"].get<double>(), row["output"]["zero_point"].get<int>(),
+                row["flash_bytes"].get<size_t>(), row["ram_bytes"].get<size_t>(), more.c_str());
+  }
+  std::printf("  model output %d %s, scale %.6g  zero point %d\n", m.output_size(),
+              m.output_is_one_step() ? "per sequence" : "per time step", m.output_quant().scale,
+              m.output_quant().zero_point);
+}
+
 }  // namespace
 
 int compile_command(const CompileArgs& args) {
@@ -169,21 +194,27 @@ int compile_command(const CompileArgs& args) {
                 args.model.c_str(), args.outdir.c_str(), name.c_str());
     std::string nodes;
     for (const std::string& n : onnx.node_names) nodes += (nodes.empty() ? "'" : ", '") + n + "'";
+    const bool whole = m.lstm_op_count() != static_cast<int32_t>(m.ops.size());  // layers around the LSTMs
     std::printf("  LSTM %s: %d layer%s%s, input %d, output %d, %s\n", nodes.c_str(), m.layers(),
-                m.layers() > 1 ? "s" : "", m.directions == 2 ? " bidirectional" : "", m.input_size(), m.output_size(),
+                m.layers() > 1 ? "s" : "", m.directions == 2 ? " bidirectional" : "", onnx.program.ops.front().input_size,
+                m.directions * m.hidden_sizes().back(),
                 onnx.unbatched ? "unbatched [T, F]" : onnx.batch_first ? "batch_first" : "sequence-first");
     std::printf("  input  scale %.6g  zero point %d  (%s)\n", m.input_quant().scale, m.input_quant().zero_point,
                 r.stats.front().input_observer.c_str());
-    for (size_t k = 0; k < m.ops.size(); ++k) {
-      const DerivedLstm& d = m.ops[k].lstm;
-      const std::string who = m.ops.size() == 1 ? std::string("")
-                              : " [layer " + std::to_string(k / m.directions) +
+    size_t lstm = 0;  // the LSTM ops': the calibration stats
+    for (const ProgramOp& op : m.ops) {
+      if (op.kind != QLSTM_OP_LSTM_S8) continue;
+      const DerivedLstm& d = op.lstm;
+      const std::string who = m.lstm_op_count() == 1 ? std::string("")
+                              : " [layer " + std::to_string(lstm / static_cast<size_t>(m.directions)) +
                                     (d.time_direction == QLSTM_TIME_REVERSE ? " reverse]" : " forward]");
-      std::printf("  output scale %.6g  zero point %d  (%s)%s\n", d.output.scale, d.output.zero_point,
-                  r.stats[k].output_observer.c_str(), who.c_str());
+      std::printf("  %s scale %.6g  zero point %d  (%s)%s\n", whole ? "hidden" : "output", d.output.scale,
+                  d.output.zero_point, r.stats[lstm].output_observer.c_str(), who.c_str());
       std::printf("  cell   2^%d (%s, observed max |c| %.4g)%s\n", d.cell.power, cell_policy_name(d.cell.policy),
                   d.cell.observed_max_abs, who.c_str());
+      ++lstm;
     }
+    if (whole) print_op_table(m, r.report.at("op_table"));
     if (m.initial_hidden != StateSource::kZero || m.initial_cell != StateSource::kZero || m.hidden_output ||
         m.cell_output) {
       std::printf("  state  initial h %s, c %s; final state %s (h_n int8 at each op's output quantization, c_n "
@@ -191,7 +222,9 @@ int compile_command(const CompileArgs& args) {
                   m.hidden_output || m.cell_output ? "an output" : "not an output");
     }
     const ProgramMemory& mem = r.memory;
-    std::printf("  flash  %zu bytes (weights %zu, biases %zu)\n", mem.flash_bytes(), mem.weight_bytes, mem.bias_bytes);
+    std::printf("  flash  %zu bytes (weights %zu, biases %zu%s)\n", mem.flash_bytes(), mem.weight_bytes, mem.bias_bytes,
+                whole ? (", requantization " + std::to_string(mem.requant_bytes) + ", tables " +
+                         std::to_string(mem.table_bytes)).c_str() : "");
     std::printf("  RAM    %zu bytes for batch %d (scratch %zu, state %zu, activations %zu)\n", mem.ram_bytes(),
                 args.batch, mem.scratch_bytes, mem.state_bytes(), 2 * mem.activation_bytes);
     std::printf("  SQNR   %.2f dB int8 vs float on the calibration set (%lld sequences)\n", r.sqnr_db,
