@@ -209,13 +209,17 @@ int32_t declared_time_steps(const OnnxLstm& onnx) {
 ModelCompileResult compile_model(const OnnxLstm& onnx, const std::vector<CalibrationTensor>& calibration,
                                  const ModelCompileOptions& options) {
   const FloatProgram& prog = onnx.program;
-  // Layers around the stack compile (compile_program); a per-row constant initial state not yet.
-  if (prog.constant_state_batch() > 0) {
-    throw CompileError(options.model_origin + ": the model's constant initial state differs per batch row; compiling "
-                       "it is not implemented yet");
-  }
   const int32_t I = prog.input_size();
   CalibrationSet set;
+  // A per-row constant initial state fixes the batch: calibration row b starts from row b.
+  const int32_t state_batch = prog.constant_state_batch();
+  for (size_t k = 0; k < calibration.size(); ++k) {
+    if (state_batch > 0 && calibration[k].shape.batch != state_batch) {
+      throw CompileError("calibration: tensor " + std::to_string(k) + " has a batch of " +
+                         std::to_string(calibration[k].shape.batch) + "; the model's constant initial state has " +
+                         std::to_string(state_batch) + " rows, so every tensor must have that batch");
+    }
+  }
   for (const CalibrationTensor& t : calibration) set.add_batch(t.values, t.shape, I);
   ModelCompileResult r;
   r.warnings = calibration_warnings(set, I);

@@ -228,7 +228,7 @@ ProgramOp read_op(const fb::Op* o, uint32_t version, const std::string& origin, 
 }
 
 // The record of op k's kind block, as the runtime's table holds it.
-std::vector<uint8_t> op_record(const qlstm_op& o) {
+std::vector<uint8_t> op_record(const qlstm_op& o, size_t k) {
   std::vector<uint8_t> bytes;
   ByteSink sink{&bytes};
   RecordWriter<ByteSink> w(sink);
@@ -238,7 +238,9 @@ std::vector<uint8_t> op_record(const qlstm_op& o) {
     case QLSTM_OP_SOFTMAX_S8: visit_softmax_s8_fields(o.softmax, w); break;
     case QLSTM_OP_TABLE_S8: visit_table_s8_fields(o.table, w); break;
     case QLSTM_OP_SELECT_STEP: visit_select_step_fields(o.select, w); break;
-    default: throw CompileError("serialize_model: op kind " + std::to_string(o.kind) + " is not known");
+    default:
+      throw CompileError("serialize_model: field 'ops[" + std::to_string(k) + "].kind': " + std::to_string(o.kind) +
+                         " is not an op kind this qlstm knows");
   }
   return bytes;
 }
@@ -297,28 +299,35 @@ std::string serialize_model(const CompiledModel& m) {
   for (size_t k = 0; k < m.ops.size(); ++k) {
     const ProgramOp& op = m.ops[k];
     check_arrays(k, op);
-    const std::vector<uint8_t> record = op_record(kernel_ops[k]);
+    const std::vector<uint8_t> record = op_record(kernel_ops[k], k);
     std::vector<double> weight_scales;
     std::string label;
-    // The op's boundaries are its buffers' (validate checks they agree; an index out of range is
-    // written as it is, for the loader to refuse).
-    auto buffer_quant = [&](int32_t index) {
-      return index >= 0 && static_cast<size_t>(index) < m.buffers.size() ? m.buffers[static_cast<size_t>(index)].quant
-                                                                          : AffineQuant{};
-    };
-    if (op.kind == QLSTM_OP_LSTM_S8) {
-      for (const DerivedGate& g : op.lstm.gates) {
-        weight_scales.push_back(g.w_x_scale);
-        weight_scales.push_back(g.w_h_scale);
-      }
-    } else if (op.kind == QLSTM_OP_FULLY_CONNECTED_S8) {
-      weight_scales = op.fc.weight_scales;
-      label = op.fc.fused_activation;
-    } else if (op.kind == QLSTM_OP_TABLE_S8) {
-      label = op.table.function;
+    // The quantization the op was derived for (the loader checks it against its buffers'); a
+    // step selection has none of its own: its buffer's.
+    AffineQuant qi, qo;
+    switch (op.kind) {
+      case QLSTM_OP_LSTM_S8:
+        qi = op.lstm.input, qo = op.lstm.output;
+        for (const DerivedGate& g : op.lstm.gates) {
+          weight_scales.push_back(g.w_x_scale);
+          weight_scales.push_back(g.w_h_scale);
+        }
+        break;
+      case QLSTM_OP_FULLY_CONNECTED_S8:
+        qi = op.fc.input, qo = op.fc.output;
+        weight_scales = op.fc.weight_scales;
+        label = op.fc.fused_activation;
+        break;
+      case QLSTM_OP_SOFTMAX_S8: qi = op.softmax.input, qo = softmax_output_quant(); break;
+      case QLSTM_OP_TABLE_S8:
+        qi = op.table.input, qo = op.table.output;
+        label = op.table.function;
+        break;
+      default:
+        if (op.input_buffer >= 0 && static_cast<size_t>(op.input_buffer) < m.buffers.size()) {
+          qi = qo = m.buffers[static_cast<size_t>(op.input_buffer)].quant;
+        }
     }
-    const AffineQuant qi = op.kind == QLSTM_OP_LSTM_S8 ? op.lstm.input : buffer_quant(op.input_buffer);
-    const AffineQuant qo = op.kind == QLSTM_OP_LSTM_S8 ? op.lstm.output : buffer_quant(op.output_buffer);
     const fb::AffineQuant in(qi.scale, qi.zero_point), out(qo.scale, qo.zero_point);
     ops.push_back(fb::CreateOpDirect(b, kernel_ops[k].kind, &record, op.input_buffer, op.output_buffer,
                                      op.output_offset, op.initial_hidden.empty() ? nullptr : &op.initial_hidden,

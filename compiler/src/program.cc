@@ -371,15 +371,16 @@ void CompiledModel::validate(const std::string& origin) const {
       if ((d.time_direction == QLSTM_TIME_REVERSE) != (dir == 1) && directions == 2) {
         bad(w + ".time_direction' does not match its half of the layer");
       }
+      // [H] for every batch row, or [B][H] of the batch the model fixes (the same B for every op).
       const size_t H = static_cast<size_t>(d.hidden_size);
-      if ((initial_hidden == StateSource::kConstant) != !op.initial_hidden.empty() ||
-          (!op.initial_hidden.empty() && op.initial_hidden.size() != H)) {
+      const size_t rows = static_cast<size_t>(std::max(constant_state_batch(), 1));
+      auto state_ok = [&](StateSource source, size_t n) {
+        return (source == StateSource::kConstant) == (n != 0) && (n == 0 || n == H || n == rows * H);
+      };
+      if (!state_ok(initial_hidden, op.initial_hidden.size())) {
         bad(w + ".initial_hidden' does not match the model's initial state");
       }
-      if ((initial_cell == StateSource::kConstant) != !op.initial_cell.empty() ||
-          (!op.initial_cell.empty() && op.initial_cell.size() != H)) {
-        bad(w + ".initial_cell' does not match the model's initial state");
-      }
+      if (!state_ok(initial_cell, op.initial_cell.size())) bad(w + ".initial_cell' does not match the model's initial state");
     } else {
       if (op.output_offset != 0) bad(w + ".output_offset' must be 0 for a " + op_kind_name(op.kind) + " op");
       const AffineQuant* op_in = nullptr;
@@ -448,23 +449,43 @@ CompiledModel single_op_model(const DerivedLstm& d, const std::string& name, boo
   return m;
 }
 
+int32_t CompiledModel::constant_state_batch() const {
+  for (const ProgramOp& op : ops) {
+    const size_t H = static_cast<size_t>(std::max(op.lstm.hidden_size, 1));
+    if (is_lstm(op) && std::max(op.initial_hidden.size(), op.initial_cell.size()) > H) {
+      return static_cast<int32_t>(std::max(op.initial_hidden.size(), op.initial_cell.size()) / H);
+    }
+  }
+  return 0;
+}
+
+namespace {
+
+// A constant state of one row ([H], repeated) or of `batch` rows ([B][H]) for `batch` rows.
+template <class T>
+void append_state_rows(std::vector<T>& to, const std::vector<T>& constant, size_t H, int32_t batch, T zero) {
+  if (constant.empty()) {
+    to.insert(to.end(), H * static_cast<size_t>(batch), zero);
+  } else if (constant.size() == H) {
+    for (int32_t b = 0; b < batch; ++b) to.insert(to.end(), constant.begin(), constant.end());
+  } else if (constant.size() == H * static_cast<size_t>(batch)) {
+    to.insert(to.end(), constant.begin(), constant.end());
+  } else {
+    throw CompileError("state: the model's constant initial state has " + std::to_string(constant.size() / H) +
+                       " batch rows, so the batch must be " + std::to_string(constant.size() / H) + ", not " +
+                       std::to_string(batch));
+  }
+}
+
+}  // namespace
+
 ProgramState initial_program_state(const CompiledModel& m, int32_t batch) {
   ProgramState s;
   for (const ProgramOp& op : m.ops) {
     if (!is_lstm(op)) continue;
     const size_t H = static_cast<size_t>(op.lstm.hidden_size);
-    for (int32_t b = 0; b < batch; ++b) {
-      if (op.initial_hidden.empty()) {
-        s.hidden.insert(s.hidden.end(), H, static_cast<int8_t>(op.lstm.output.zero_point));
-      } else {
-        s.hidden.insert(s.hidden.end(), op.initial_hidden.begin(), op.initial_hidden.end());
-      }
-      if (op.initial_cell.empty()) {
-        s.cell.insert(s.cell.end(), H, 0);
-      } else {
-        s.cell.insert(s.cell.end(), op.initial_cell.begin(), op.initial_cell.end());
-      }
-    }
+    append_state_rows(s.hidden, op.initial_hidden, H, batch, static_cast<int8_t>(op.lstm.output.zero_point));
+    append_state_rows(s.cell, op.initial_cell, H, batch, int16_t{0});
   }
   return s;
 }

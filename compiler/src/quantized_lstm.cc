@@ -167,7 +167,8 @@ Observed gather(const FloatLstm& source, const OpObservation& observed, int64_t 
 
 // Appends to `to` what the search scores of one sequence's output ([T][H]): every step, or the
 // one step the head reads (step < 0 counts from the last; a sequence without it adds nothing).
-void append_scored(std::vector<float>& to, const std::vector<float>& output, int32_t time_steps, int32_t H,
+template <class T>
+void append_scored(std::vector<T>& to, const std::vector<T>& output, int32_t time_steps, int32_t H,
                    const std::optional<int32_t>& step) {
   if (!step) {
     to.insert(to.end(), output.begin(), output.end());
@@ -308,7 +309,12 @@ QuantizedLstm QuantizedLstm::compile(const FloatLstm& source, const OpObservatio
     // it helps on both: that resists fitting the quirks of a few sequences.
     std::vector<float> reference[2];
     for (size_t k = 0; k < o.scored_float.size(); ++k) {
-      append_scored(reference[k % 2], *o.scored_float[k], o.scored[k]->time_steps, source.hidden_size, fixed.scored_step);
+      if (fixed.head) {
+        const std::vector<float>& r = fixed.head_reference.at(static_cast<size_t>(o.scored[k] - observed.inputs.sequences.data()));
+        reference[k % 2].insert(reference[k % 2].end(), r.begin(), r.end());
+      } else {
+        append_scored(reference[k % 2], *o.scored_float[k], o.scored[k]->time_steps, source.hidden_size, fixed.scored_step);
+      }
     }
     struct Score {
       double half[2];
@@ -326,12 +332,21 @@ QuantizedLstm QuantizedLstm::compile(const FloatLstm& source, const OpObservatio
       try {
         const QuantizedLstm q = build(c);
         std::vector<float> y[2];
+        std::vector<int8_t> rows[2];  // what the head reads, when the score is the model's output
         for (size_t k = 0; k < o.scored.size(); ++k) {
           const CalibrationSequence* s = o.scored[k];
           const SequenceShape one = {1, s->time_steps, Layout::kBatchMajor};
           State state = q.quantize_state(s->h0, s->c0, 1);
-          const std::vector<float> ys = q.dequantize_output(q.run_s8(q.quantize_input(s->values), one, &state));
-          append_scored(y[k % 2], ys, s->time_steps, source.hidden_size, fixed.scored_step);
+          const std::vector<int8_t> ys8 = q.run_s8(q.quantize_input(s->values), one, &state);
+          if (fixed.head) {
+            append_scored(rows[k % 2], ys8, s->time_steps, source.hidden_size, fixed.scored_step);
+          } else {
+            append_scored(y[k % 2], q.dequantize_output(ys8), s->time_steps, source.hidden_size, fixed.scored_step);
+          }
+        }
+        for (int half = 0; half < 2 && fixed.head; ++half) {
+          y[half] = fixed.head(q.output_quant(), rows[half],
+                               static_cast<int32_t>(rows[half].size() / static_cast<size_t>(source.hidden_size)));
         }
         ++stats.evaluations;
         if (options.progress) options.progress("searching", stats.evaluations, expected_evaluations);
@@ -532,6 +547,41 @@ ProgramOp derive_layer_op(const LayerOp& lop, const AffineQuant& input, const Af
 
 std::vector<double> to_double(const std::vector<float>& v) { return std::vector<double>(v.begin(), v.end()); }
 
+// One per-position op in int8 through the runtime kernel, on n rows.
+std::vector<int8_t> run_op_s8(const ProgramOp& op, const std::vector<int8_t>& x, int32_t n) {
+  std::vector<int8_t> y;
+  qlstm_status st = QLSTM_OK;
+  switch (op.kind) {
+    case QLSTM_OP_FULLY_CONNECTED_S8: {
+      const qlstm_fc_s8_params p = op.fc.kernel_params(n);
+      y.resize(static_cast<size_t>(n) * static_cast<size_t>(op.fc.output_size));
+      st = qlstm_fc_s8(&p, x.data(), y.data());
+      break;
+    }
+    case QLSTM_OP_SOFTMAX_S8: {
+      const qlstm_softmax_s8_params p = op.softmax.kernel_params(n);
+      y.resize(x.size());
+      st = qlstm_softmax_s8(&p, x.data(), y.data());
+      break;
+    }
+    case QLSTM_OP_TABLE_S8: {
+      const qlstm_table_s8_params p = op.table.kernel_params(n);
+      y.resize(x.size());
+      st = qlstm_table_s8(&p, x.data(), y.data());
+      break;
+    }
+    default: throw CompileError(std::string("search: cannot run a ") + op_kind_name(op.kind) + " op alone");
+  }
+  if (st != QLSTM_OK) throw CompileError(std::string("search: the runtime refused a head op: ") + qlstm_status_string(st));
+  return y;
+}
+
+// Row (sequence % rows) of a constant state of one row [H] or of rows [rows][H].
+std::vector<float> state_row(const std::vector<float>& state, int32_t H, size_t sequence) {
+  const size_t rows = state.size() / static_cast<size_t>(H), r = rows > 1 ? sequence % rows : 0;
+  return std::vector<float>(state.begin() + static_cast<ptrdiff_t>(r * H), state.begin() + static_cast<ptrdiff_t>((r + 1) * H));
+}
+
 }  // namespace
 
 QuantizedProgram compile_program(const FloatProgram& program, const CalibrationSet& calibration,
@@ -606,6 +656,49 @@ QuantizedProgram compile_program(const FloatProgram& program, const CalibrationS
     lstm_input = BoundaryQuant{m.buffers.back().quant, "the output of the front end (" + program.front.back().node + ")"};
   }
 
+  // The head, planned on the float pass of the last layer: what it reads (every step, one step or
+  // h_n), its per-position ops (the selection is not one) and each one's output quantization, and
+  // the float model's output per entry.
+  std::vector<LayerOp> head_ops = layer_ops(program.head);
+  if (has_select) head_ops.erase(head_ops.begin());
+  std::vector<AffineQuant> head_quants;
+  std::vector<std::vector<double>> head_values;
+  auto plan_head = [&](const std::vector<std::vector<float>>& stack_out) {
+    const int32_t W = D * last_lstm.hidden_size;
+    std::vector<int32_t> head_positions;
+    for (size_t e = 0; e < entries.size(); ++e) {
+      const int32_t T = entries[e].time_steps;
+      if (!head_step) {
+        head_values.push_back(to_double(stack_out[e]));
+        head_positions.push_back(T);
+        continue;
+      }
+      const int32_t t = *head_step < 0 ? T + *head_step : *head_step;
+      if (t < 0 || t >= T) {
+        throw CompileError("calibration: sequence " + std::to_string(e % calibration.sequences.size()) + " has " +
+                           std::to_string(T) + " steps; the head reads step " + std::to_string(*head_step));
+      }
+      const auto row = stack_out[e].begin() + static_cast<ptrdiff_t>(t) * W;
+      head_values.emplace_back(row, row + W);
+      head_positions.push_back(1);
+    }
+    for (const LayerOp& lop : head_ops) {
+      head_quants.push_back(run_layer_op(lop, head_values, head_positions, options.output_observer));
+    }
+  };
+  // The head in int8 on rows of the last op's output in `lstm_output` (the search's score).
+  auto run_head = [&](const AffineQuant& lstm_output, const std::vector<int8_t>& rows, int32_t n) {
+    std::vector<int8_t> x = rows;
+    AffineQuant q = lstm_output;
+    for (size_t j = 0; j < head_ops.size(); ++j) {
+      x = run_op_s8(derive_layer_op(head_ops[j], q, head_quants[j], options), x, n);
+      q = head_quants[j];
+    }
+    std::vector<float> y;
+    for (int8_t v : x) y.push_back(static_cast<float>(q.dequantize(v)));
+    return y;
+  };
+
   // The LSTM stack, layer by layer.
   std::vector<ProgramOp> lstm_ops;
   for (int32_t l = 0; l < program.layers(); ++l) {
@@ -621,8 +714,9 @@ QuantizedProgram compile_program(const FloatProgram& program, const CalibrationS
       for (int32_t d = 0; d < D; ++d) {
         const size_t k = static_cast<size_t>(l * D + d);
         std::vector<float> h0, c0;
-        if (program.initial_hidden == StateSource::kConstant) h0 = program.h0[k];
-        if (program.initial_cell == StateSource::kConstant) c0 = program.c0[k];
+        // A per-row constant state: calibration sequence e is row e of its batch (in order).
+        if (program.initial_hidden == StateSource::kConstant) h0 = state_row(program.h0[k], H, e % calibration.sequences.size());
+        if (program.initial_cell == StateSource::kConstant) c0 = state_row(program.c0[k], H, e % calibration.sequences.size());
         if (en.chained && program.initial_hidden == StateSource::kInput) h0 = carried_h[static_cast<size_t>(d)];
         if (en.chained && program.initial_cell == StateSource::kInput) c0 = carried_c[static_cast<size_t>(d)];
         // The last op of the layer takes the input: the layer's output replaces it below.
@@ -642,7 +736,15 @@ QuantizedProgram compile_program(const FloatProgram& program, const CalibrationS
     OpBoundaries fixed;
     if (l > 0) fixed.input = BoundaryQuant{lstm_ops.back().lstm.output, "the output of layer " + std::to_string(l - 1)};
     if (l == 0 && lstm_input) fixed.input = lstm_input;
-    if (l + 1 == program.layers()) fixed.scored_step = head_step;
+    if (l + 1 == program.layers()) {
+      fixed.scored_step = head_step;
+      plan_head(outs);
+      // One op per layer: its candidates are scored by the model's output through the head.
+      if (D == 1 && !head_ops.empty()) {
+        fixed.head = run_head;
+        for (const std::vector<double>& v : head_values) fixed.head_reference.emplace_back(v.begin(), v.end());
+      }
+    }
     if (D == 2) {
       std::vector<float> all;
       for (const auto& v : outs) all.insert(all.end(), v.begin(), v.end());
@@ -700,29 +802,9 @@ QuantizedProgram compile_program(const FloatProgram& program, const CalibrationS
     }
   }
 
-  // The head: what it reads of the stack's output (every step, one step, or h_n), then its ops.
+  // The head's ops, each between the quantization before it and its own observed one.
   const int32_t W = D * last_lstm.hidden_size;
-  std::vector<std::vector<double>> values;
-  std::vector<int32_t> head_positions;
-  for (size_t e = 0; e < entries.size(); ++e) {
-    const int32_t T = entries[e].time_steps;
-    if (!head_step) {
-      values.push_back(to_double(entries[e].x));
-      head_positions.push_back(T);
-      continue;
-    }
-    const int32_t t = *head_step < 0 ? T + *head_step : *head_step;
-    if (t < 0 || t >= T) {
-      throw CompileError("calibration: sequence " + std::to_string(e % calibration.sequences.size()) + " has " +
-                         std::to_string(T) + " steps; the head reads step " + std::to_string(*head_step));
-    }
-    const auto row = entries[e].x.begin() + static_cast<ptrdiff_t>(t) * W;
-    values.emplace_back(row, row + W);
-    head_positions.push_back(1);
-  }
-  std::vector<LayerOp> head_ops = layer_ops(program.head);
   if (has_select) {
-    head_ops.erase(head_ops.begin());
     if (select_op) {
       ProgramOp op;
       op.kind = QLSTM_OP_SELECT_STEP;
@@ -733,8 +815,9 @@ QuantizedProgram compile_program(const FloatProgram& program, const CalibrationS
       m.ops.push_back(std::move(op));
     }
   }
-  for (const LayerOp& lop : head_ops) {
-    const AffineQuant out = run_layer_op(lop, values, head_positions, options.output_observer);
+  for (size_t j = 0; j < head_ops.size(); ++j) {
+    const LayerOp& lop = head_ops[j];
+    const AffineQuant& out = head_quants[j];
     ProgramOp op = derive_layer_op(lop, m.buffers.back().quant, out, options);
     op.input_buffer = static_cast<int32_t>(m.buffers.size()) - 1;
     op.output_buffer = op.input_buffer + 1;
@@ -743,7 +826,7 @@ QuantizedProgram compile_program(const FloatProgram& program, const CalibrationS
   }
   // The first pass's entries start from the program's own state, one per calibration sequence.
   for (size_t e = 0; e < calibration.sequences.size(); ++e) {
-    result.float_outputs.emplace_back(values[e].begin(), values[e].end());
+    result.float_outputs.emplace_back(head_values[e].begin(), head_values[e].end());
   }
   m.directions = D;
   m.initial_hidden = program.initial_hidden;

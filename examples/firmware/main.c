@@ -1,10 +1,13 @@
 /* Runs a compiled model's emitted source on the device:
  *   model_firmware IN.bin OUT.bin [CHUNK [STATE_IN.bin STATE_OUT.bin]]
  * IN.bin: int8 input, BATCH x T x INPUT_SIZE in the model's layout (T follows from the size);
- * OUT.bin: int8 output, BATCH x T x OUTPUT_SIZE. Files come and go through semihosting.
+ * OUT.bin: int8 output, BATCH x T x OUTPUT_SIZE, or BATCH x OUTPUT_SIZE for a model whose output is
+ * one row per batch row (a last-step head; NAME_OUTPUT_PER_STEP 0). Files come and go through
+ * semihosting.
  * CHUNK > 0 streams the sequence, CHUNK steps per call (a time-major model, or batch 1, where a
  * chunk of steps is contiguous), as a keyword spotter would: through NAME_stream, or with a
- * state through NAME_run_state on the same state buffers. CHUNK 0 is one call.
+ * state through NAME_run_state on the same state buffers. CHUNK 0 is one call. Streamed, a
+ * last-step head's output is the last chunk's: the head on the sequence's last step.
  * STATE_IN.bin / STATE_OUT.bin (a model with NAME_run_state): the initial and the final state,
  * hidden int8 [OPS][BATCH][H] then cell int16 (little-endian) [OPS][BATCH][H].
  * The one call (CHUNK 0, no state files) runs between qlstm_bench_begin() and qlstm_bench_end(),
@@ -59,7 +62,10 @@ int main(int argc, char** argv) {
   const size_t row = (size_t)QLSTM_MODEL_BATCH * QLSTM_MODEL_INPUT_SIZE;
   const size_t out_row = (size_t)QLSTM_MODEL_BATCH * QLSTM_MODEL_OUTPUT_SIZE;
   const size_t time_steps = n / row;
-  const size_t out_bytes = time_steps * out_row;
+  /* Where the output of the steps from t0 goes: every chunk's after the last, or one row per batch
+   * row that each chunk overwrites. */
+  const size_t out_step = QLSTM_MODEL_OUTPUT_PER_STEP ? out_row : 0;
+  const size_t out_bytes = QLSTM_MODEL_OUTPUT_PER_STEP ? time_steps * out_row : out_row;
   if (more || n % row != 0 || out_bytes > sizeof g_output) {
     printf("model_firmware: %s: %lu bytes is not BATCH x T x INPUT_SIZE within this firmware's buffers\n", argv[1],
            (unsigned long)n);
@@ -72,6 +78,7 @@ int main(int argc, char** argv) {
   }
   const size_t step = chunk > 0 ? (size_t)chunk : (time_steps > 0 ? time_steps : 1);
   (void)step;  /* unused by a model that neither streams nor takes a state */
+  (void)out_step;
   qlstm_status st = QLSTM_OK;
   if (argc == 6) {
 #if QLSTM_MODEL_HAS_STATE_IO
@@ -85,7 +92,7 @@ int main(int argc, char** argv) {
     }
     for (size_t t0 = 0; st == QLSTM_OK && t0 < time_steps; t0 += step) {
       const size_t steps = time_steps - t0 < step ? time_steps - t0 : step;
-      st = QLSTM_MODEL_RUN_STATE(g_input + t0 * row, g_output + t0 * out_row, (int32_t)steps, g_hidden, g_cell);
+      st = QLSTM_MODEL_RUN_STATE(g_input + t0 * row, g_output + t0 * out_step, (int32_t)steps, g_hidden, g_cell);
     }
     if (st == QLSTM_OK && !state_file(argv[5], 1)) {
       printf("model_firmware: cannot write %s\n", argv[5]);
@@ -104,7 +111,7 @@ int main(int argc, char** argv) {
     st = QLSTM_MODEL_RESET();
     for (size_t t0 = 0; st == QLSTM_OK && t0 < time_steps; t0 += step) {
       const size_t steps = time_steps - t0 < step ? time_steps - t0 : step;
-      st = QLSTM_MODEL_STREAM(g_input + t0 * row, g_output + t0 * out_row, (int32_t)steps);
+      st = QLSTM_MODEL_STREAM(g_input + t0 * row, g_output + t0 * out_step, (int32_t)steps);
     }
 #else
     printf("model_firmware: this model cannot be streamed (it walks time backwards)\n");

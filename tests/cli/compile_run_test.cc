@@ -18,6 +18,8 @@
 #include "qlstm/compiler/npy.h"
 #include "qlstm/compiler/onnx_import.h"
 #include "qlstm/compiler/quantized_lstm.h"
+#include "emitted_build.h"
+#include "whole_program.h"
 
 namespace {
 
@@ -368,6 +370,49 @@ TEST_F(CompileRun, EmittedProgramsEqualTheHostRun) {
       std::ofstream(path("plong.bin"), std::ios::binary).write(reinterpret_cast<const char*>(longer.data()), longer.size());
     }
     EXPECT_EQ(sh(exe + " " + path("plong.bin") + " " + path("py8.bin") + " 10").status, streams ? 3 : 0) << name;
+  }
+}
+
+// Whole models' emitted source with the driver, against the host's run_program_s8 byte for byte:
+// a classifier (its LSTM writes only the last step; one output row per batch row) and a per-step
+// head, in one call and streamed through NAME_stream (the classifier's last chunk gives the
+// output of one call over the whole sequence).
+TEST_F(CompileRun, EmittedWholeModelsEqualTheHostRun) {
+  std::mt19937_64 rng(17);
+  constexpr int32_t kInput = 3, kBatch = 2, kSteps = 9;
+  struct Case {
+    const char* name;
+    FloatProgram program;
+    bool per_step;
+  };
+  const Case cases[] = {{"classifier", classifier_program(kInput, 6, 4, rng), false},
+                        {"per_step", per_step_program(kInput, 6, 2, rng), true}};
+  for (const Case& c : cases) {
+    const CompiledModel m = compile_program(c.program, calibration(kInput, rng), fast()).model;
+    ASSERT_EQ(m.output_is_one_step(), !c.per_step) << c.name;
+    const EmittedSource e = emit_cpp(m, "m", kBatch, kSteps, "compile_run_test");
+    EXPECT_NE(e.header.find(std::string("#define M_OUTPUT_PER_STEP ") + (c.per_step ? "1" : "0")), std::string::npos);
+    EXPECT_NE(e.header.find("qlstm_status m_stream("), std::string::npos) << c.name;
+    const std::string defines =
+        "'-DQLSTM_MODEL_HEADER=\"m_model.h\"' -DQLSTM_MODEL_RUN=m_run -DQLSTM_MODEL_STREAM=m_stream"
+        " -DQLSTM_MODEL_BATCH=M_BATCH -DQLSTM_MODEL_TIME_MAJOR=M_TIME_MAJOR -DQLSTM_MODEL_OUTPUT=M_OUTPUT_SIZE"
+        " -DQLSTM_MODEL_CAN_STREAM=M_CAN_STREAM -DQLSTM_MODEL_OUTPUT_PER_STEP=M_OUTPUT_PER_STEP";
+    const fs::path dir = dir_ / c.name;
+    fs::create_directories(dir);
+    const EmittedBuild b = build_emitted(e, "m", dir, QLSTM_DRIVER, defines);
+    ASSERT_TRUE(b.ok) << b.log;
+    std::vector<int8_t> x(static_cast<size_t>(kSteps) * kBatch * kInput);
+    for (int8_t& v : x) v = static_cast<int8_t>(rng());
+    const std::string xin = (dir / "x.bin").string(), yout = (dir / "y.bin").string();
+    std::ofstream(xin, std::ios::binary).write(reinterpret_cast<const char*>(x.data()), x.size());
+    const std::vector<int8_t> want = run_program_s8(m, x, {kBatch, kSteps, Layout::kTimeMajor});
+    EXPECT_EQ(want.size(), static_cast<size_t>(kBatch) * (c.per_step ? kSteps : 1) * m.output_size()) << c.name;
+    for (const char* chunk : {"", " 1", " 4"}) {
+      ASSERT_EQ(sh(b.exe + " " + xin + " " + yout + " " + std::to_string(kSteps) + chunk).status, 0) << c.name << chunk;
+      std::ifstream yb(yout, std::ios::binary);
+      const std::vector<char> bytes((std::istreambuf_iterator<char>(yb)), std::istreambuf_iterator<char>());
+      EXPECT_EQ(std::vector<int8_t>(bytes.begin(), bytes.end()), want) << c.name << chunk;
+    }
   }
 }
 

@@ -1,14 +1,20 @@
 // Runs an emitted model (NAME_model.h/.cc, compiled with the runtime alone) on raw int8 input:
 //   emitted_driver IN.bin OUT.bin TIME_STEPS [CHUNK]
 // QLSTM_MODEL_HEADER and QLSTM_MODEL_RUN name the header and the NAME_run function, QLSTM_MODEL_OUTPUT
-// the output elements per position; with CHUNK, QLSTM_MODEL_STREAM (NAME_stream, when
-// QLSTM_MODEL_CAN_STREAM) runs the sequence in chunks of CHUNK steps (the last shorter).
+// the output elements per position, QLSTM_MODEL_OUTPUT_PER_STEP whether there is an output position
+// per step (else one per batch row); with CHUNK, QLSTM_MODEL_STREAM (NAME_stream, when
+// QLSTM_MODEL_CAN_STREAM) runs the sequence in chunks of CHUNK steps (the last shorter): OUT.bin
+// is then the per-step output of every chunk, or the last chunk's output for a last-step head.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
 
 #include QLSTM_MODEL_HEADER
+
+#ifndef QLSTM_MODEL_OUTPUT_PER_STEP
+#define QLSTM_MODEL_OUTPUT_PER_STEP 1
+#endif
 
 int main(int argc, char** argv) {
   if (argc != 4 && argc != 5) return 2;
@@ -19,7 +25,8 @@ int main(int argc, char** argv) {
   while ((c = std::fgetc(in)) != EOF) x.push_back(static_cast<int8_t>(c));
   std::fclose(in);
   const int32_t T = std::atoi(argv[3]);
-  std::vector<int8_t> y(static_cast<size_t>(T) * QLSTM_MODEL_BATCH * QLSTM_MODEL_OUTPUT);
+  const size_t out_positions = static_cast<size_t>(QLSTM_MODEL_OUTPUT_PER_STEP ? T : 1) * QLSTM_MODEL_BATCH;
+  std::vector<int8_t> y(out_positions * QLSTM_MODEL_OUTPUT);
   if (argc == 4) {
     if (QLSTM_MODEL_RUN(x.data(), y.data(), T) != QLSTM_OK) return 3;
   } else {
@@ -33,7 +40,8 @@ int main(int argc, char** argv) {
     };
     for (int32_t t0 = 0; t0 < T; t0 += chunk) {
       const int32_t n = T - t0 < chunk ? T - t0 : chunk;
-      std::vector<int8_t> xc(static_cast<size_t>(n) * B * I), yc(static_cast<size_t>(n) * B * H);
+      std::vector<int8_t> xc(static_cast<size_t>(n) * B * I),
+          yc(static_cast<size_t>(QLSTM_MODEL_OUTPUT_PER_STEP ? n : 1) * B * H);
       for (int32_t b = 0; b < B; ++b) {
         for (int32_t t = 0; t < n; ++t) {
           std::copy_n(x.begin() + static_cast<ptrdiff_t>(at(b, t0 + t, T) * I), I,
@@ -41,6 +49,10 @@ int main(int argc, char** argv) {
         }
       }
       if (QLSTM_MODEL_STREAM(xc.data(), yc.data(), n) != QLSTM_OK) return 3;
+      if (!QLSTM_MODEL_OUTPUT_PER_STEP) {  // the head's output for the chunk's last step
+        y = yc;
+        continue;
+      }
       for (int32_t b = 0; b < B; ++b) {
         for (int32_t t = 0; t < n; ++t) {
           std::copy_n(yc.begin() + static_cast<ptrdiff_t>(at(b, t, n) * H), H,

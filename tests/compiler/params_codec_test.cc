@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <cctype>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -21,7 +23,9 @@
 #include "qlstm/compiler/emit_cpp.h"
 #include "qlstm/compiler/model_file.h"
 #include "qlstm/params_codec.h"
+#include "emitted_build.h"
 #include "random_program.h"
+#include "whole_program.h"
 
 namespace {
 
@@ -154,46 +158,207 @@ TEST(ParamsCodec, DeviceBundleKeepsEveryField) {
   expect_same_ops(p.ops, ops, "device bundle");
 }
 
-// The emitted NAME_model.cc, built with the runtime alone, writes its own op table through the
-// record codec; that equals the compiler's table.
-TEST(ParamsCodec, EmittedInitializerHoldsEveryField) {
-  const CompiledModel m = test_model();
-  const fs::path dir = fs::temp_directory_path() / ("qlstm_codec_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  const EmittedSource e = emit_cpp(m, "rt", kBatch, 6, "params_codec_test");
-  std::ofstream(dir / "rt_model.h") << e.header;
-  std::ofstream(dir / "rt_model.cc") << e.source;
-  std::ofstream(dir / "dump.cc") << R"(#include <cstdio>
+// A program built with an emitted NAME_model.cc (-DMODEL=NAME, its header and NAME_OUTPUT_BYTES):
+//   probe table OUT          the op table (NAME_program) through the record codec: each op's
+//                            fields, then per buffer its width and steps, the batch and layout
+//   probe run IN T OUT       NAME_run over T steps of IN's int8 input; OUT: NAME_OUTPUT_BYTES(T)
+//   probe quant IN OUT       NAME_quantize_input of each float32 of IN, then
+//                            NAME_dequantize_output of -128 ... 127 as float32
+const char* const kProbe = R"(#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
 #include "qlstm/params_codec.h"
-#include "rt_model.h"
+#define CAT2(a, b) a##b
+#define CAT(a, b) CAT2(a, b)
+#include MODEL_HEADER
 struct FileSink {
   FILE* f;
   void put(const uint8_t* b, size_t n) { std::fwrite(b, 1, n, f); }
 };
-int main(int, char** argv) {
-  FILE* f = std::fopen(argv[1], "wb");
+static std::vector<char> slurp(const char* path) {
+  std::vector<char> v;
+  FILE* f = std::fopen(path, "rb");
+  if (f == nullptr) return v;
+  int c;
+  while ((c = std::fgetc(f)) != EOF) v.push_back(static_cast<char>(c));
+  std::fclose(f);
+  return v;
+}
+int main(int argc, char** argv) {
+  const std::string mode = argc > 1 ? argv[1] : "";
+  FILE* f = std::fopen(argv[argc - 1], "wb");
   if (f == nullptr) return 2;
-  FileSink sink{f};
-  qlstm::RecordWriter<FileSink> w(sink);
-  const qlstm_program* p = rt_program();
-  for (int32_t k = 0; k < p->op_count; ++k) qlstm::visit_op_fields(p->ops[k], w);
-  for (int32_t b = 0; b < p->buffer_count; ++b) w.i32("width", p->buffer_widths[b]);
+  if (mode == "table" && argc == 3) {
+    FileSink sink{f};
+    qlstm::RecordWriter<FileSink> w(sink);
+    const qlstm_program* p = CAT(MODEL, _program)();
+    for (int32_t k = 0; k < p->op_count; ++k) qlstm::visit_op_fields(p->ops[k], w);
+    for (int32_t b = 0; b < p->buffer_count; ++b) w.i32("width", p->buffer_widths[b]);
+    for (int32_t b = 0; b < p->buffer_count; ++b) w.i32("steps", p->buffer_steps[b]);
+    w.i32("batch", p->batch);
+    w.i32("layout", p->layout);
+  } else if (mode == "run" && argc == 5) {
+    const std::vector<char> x = slurp(argv[2]);
+    const int32_t T = std::atoi(argv[3]);
+    std::vector<int8_t> y(MODEL_OUTPUT_BYTES(T));
+    if (CAT(MODEL, _run)(reinterpret_cast<const int8_t*>(x.data()), y.data(), T) != QLSTM_OK) return 3;
+    std::fwrite(y.data(), 1, y.size(), f);
+  } else if (mode == "quant" && argc == 4) {
+    const std::vector<char> x = slurp(argv[2]);
+    for (size_t k = 0; k + sizeof(float) <= x.size(); k += sizeof(float)) {
+      float v;
+      std::memcpy(&v, x.data() + k, sizeof v);
+      const int8_t q = CAT(MODEL, _quantize_input)(v);
+      std::fwrite(&q, 1, 1, f);
+    }
+    for (int q = -128; q <= 127; ++q) {
+      const float v = CAT(MODEL, _dequantize_output)(static_cast<int8_t>(q));
+      std::fwrite(&v, sizeof v, 1, f);
+    }
+  } else {
+    return 2;
+  }
   return std::fclose(f) == 0 ? 0 : 2;
 }
 )";
-  const std::string exe = (dir / "dump").string(), out = (dir / "ops.bin").string();
-  const std::string build = std::string(QLSTM_CXX) + " -std=c++17 " + QLSTM_EXTRA_FLAGS + " -I" +
-                            QLSTM_RUNTIME_INCLUDE + " -I" + dir.string() + " " + (dir / "dump.cc").string() + " " +
-                            (dir / "rt_model.cc").string() + " " + QLSTM_RUNTIME_LIB + " -o " + exe;
-  ASSERT_EQ(std::system(build.c_str()), 0) << build;
-  ASSERT_EQ(std::system((exe + " " + out).c_str()), 0);
-  std::ifstream in(out, std::ios::binary);
-  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+
+std::string file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// A model's emitted source built with the probe, in a temporary folder of its own.
+class EmittedProbe {
+ public:
+  EmittedProbe(const CompiledModel& m, const std::string& name, int32_t batch, int32_t max_time_steps)
+      : dir_(fs::temp_directory_path() / ("qlstm_codec_" + name + "_" + std::to_string(::getpid()))) {
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    std::ofstream(dir_ / "probe.cc") << kProbe;
+    std::string upper = name;
+    for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    build_ = build_emitted(emit_cpp(m, name, batch, max_time_steps, "params_codec_test"), name, dir_,
+                           (dir_ / "probe.cc").string(), "-DMODEL=" + name + " '-DMODEL_HEADER=\"" + name + "_model.h\"' -DMODEL_OUTPUT_BYTES=" + upper + "_OUTPUT_BYTES");
+  }
+  ~EmittedProbe() { fs::remove_all(dir_); }
+  const EmittedBuild& build() const { return build_; }
+  // Runs the probe with `args`; returns what it wrote to its last argument, `out`.
+  std::string run(const std::string& args, const std::string& out, int* status) const {
+    const std::string path = (dir_ / out).string();
+    *status = std::system((build_.exe + " " + args + " " + path).c_str());
+    return file_bytes(path);
+  }
+  std::string path(const std::string& f) const { return (dir_ / f).string(); }
+
+ private:
+  fs::path dir_;
+  EmittedBuild build_;
+};
+
+// The emitted table, read back: each field equals the compiler's table for the same batch.
+void expect_emitted_table(const EmittedProbe& probe, const RuntimeProgram& p) {
+  int status = -1;
+  const std::string bytes = probe.run("table", "table.bin", &status);
+  ASSERT_EQ(status, 0);
+  std::vector<uint32_t> storage((bytes.size() + 3) / 4);
+  std::memcpy(storage.data(), bytes.data(), bytes.size());
+  qlstm::RecordReader r(reinterpret_cast<const uint8_t*>(storage.data()), bytes.size());
+  std::vector<qlstm_op> ops(p.ops.size());
+  for (qlstm_op& op : ops) qlstm::visit_op_fields(op, r);
+  std::vector<int32_t> widths(p.widths.size()), steps(p.steps.size());
+  for (int32_t& w : widths) r.i32("width", w);
+  for (int32_t& s : steps) r.i32("steps", s);
+  int32_t batch = 0, layout = -1;
+  r.i32("batch", batch);
+  r.i32("layout", layout);
+  EXPECT_TRUE(r.complete()) << (r.failed() ? r.failed() : "bytes after the last field");
+  expect_same_ops(p.ops, ops, "emitted initializer");
+  EXPECT_EQ(widths, p.widths);
+  EXPECT_EQ(steps, p.steps);
+  EXPECT_EQ(batch, p.batch);
+  EXPECT_EQ(layout, p.layout);
+}
+
+// The emitted NAME_model.cc, built with the runtime alone, writes its own op table through the
+// record codec; that equals the compiler's table.
+TEST(ParamsCodec, EmittedInitializerHoldsEveryField) {
+  const CompiledModel m = test_model();
+  const EmittedProbe probe(m, "rt", kBatch, 6);
+  ASSERT_TRUE(probe.build().ok) << probe.build().log;
+  expect_emitted_table(probe, runtime_program(m, kBatch, 0, Layout::kTimeMajor));
+}
+
+// A program of every op kind (a front Linear with a fused ReLU, the LSTM, a step selection, a
+// Linear, a table, a Linear, a softmax): its emitted table equals the compiler's field by field,
+// and NAME_run equals the host's run_program_s8 byte for byte.
+TEST(ParamsCodec, EmittedWholeProgramHoldsEveryFieldAndRunsAsTheHost) {
+  std::mt19937_64 rng(41);
+  constexpr int32_t kInput = 3, kSteps = 7;
+  const CompiledModel m = compile_program(every_kind_program(kInput, 5, 2, rng), calibration(kInput, rng), fast()).model;
+  std::vector<int32_t> kinds;
+  for (const ProgramOp& op : m.ops) kinds.push_back(op.kind);
+  ASSERT_EQ(kinds, (std::vector<int32_t>{QLSTM_OP_FULLY_CONNECTED_S8, QLSTM_OP_LSTM_S8, QLSTM_OP_SELECT_STEP,
+                                         QLSTM_OP_FULLY_CONNECTED_S8, QLSTM_OP_TABLE_S8,
+                                         QLSTM_OP_FULLY_CONNECTED_S8, QLSTM_OP_SOFTMAX_S8}));
+  const EmittedProbe probe(m, "wm", kBatch, kSteps);
+  ASSERT_TRUE(probe.build().ok) << probe.build().log;
   const RuntimeProgram p = runtime_program(m, kBatch, 0, Layout::kTimeMajor);
-  const DecodedOps d = read_ops(bytes, p.ops.size(), p.widths.size());
-  expect_same_ops(p.ops, d.ops, "emitted initializer");
-  EXPECT_EQ(d.widths, p.widths);
-  fs::remove_all(dir);
+  ASSERT_EQ(p.steps.back(), QLSTM_BUFFER_ONE_STEP);
+  expect_emitted_table(probe, p);
+  for (int32_t T : {3, kSteps}) {
+    std::vector<int8_t> x(static_cast<size_t>(kBatch) * T * kInput);
+    for (int8_t& v : x) v = static_cast<int8_t>(rng());
+    std::ofstream(probe.path("x.bin"), std::ios::binary).write(reinterpret_cast<const char*>(x.data()), x.size());
+    int status = -1;
+    const std::string y = probe.run("run " + probe.path("x.bin") + " " + std::to_string(T), "y.bin", &status);
+    ASSERT_EQ(status, 0) << "T = " << T;
+    const std::vector<int8_t> want = run_program_s8(m, x, {kBatch, T, Layout::kTimeMajor});
+    EXPECT_EQ(want.size(), static_cast<size_t>(kBatch) * 4u);  // one row of 4 classes per batch row
+    EXPECT_EQ(std::vector<int8_t>(y.begin(), y.end()), want) << "T = " << T;
+  }
+  // More steps than the emitted activation areas hold: the runtime refuses (the probe's status 3).
+  std::vector<int8_t> longer(static_cast<size_t>(kBatch) * (kSteps + 1) * kInput, 1);
+  std::ofstream(probe.path("long.bin"), std::ios::binary).write(reinterpret_cast<const char*>(longer.data()), longer.size());
+  int status = -1;
+  probe.run("run " + probe.path("long.bin") + " " + std::to_string(kSteps + 1), "y_long.bin", &status);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 3) << status;
+}
+
+// NAME_quantize_input and NAME_dequantize_output, in single precision on the device, agree with the
+// compiler's quantization (double): every int8 value's own float comes back to it, random floats
+// land on the host's int8 except within 1e-3 of a rounding tie, and the dequantized values equal
+// the host's to float precision.
+TEST(ParamsCodec, EmittedQuantizeHelpersAgreeWithTheHost) {
+  std::mt19937_64 rng(43);
+  const CompiledModel m = compile_program(classifier_program(2, 4, 3, rng), calibration(2, rng), fast()).model;
+  const EmittedProbe probe(m, "qh", 1, 0);
+  ASSERT_TRUE(probe.build().ok) << probe.build().log;
+  const AffineQuant in = m.input_quant(), out = m.output_quant();
+  std::vector<float> x;
+  for (int q = -128; q <= 127; ++q) x.push_back(static_cast<float>(in.dequantize(q)));
+  std::uniform_real_distribution<double> u(-200.0 * in.scale, 200.0 * in.scale);
+  for (int k = 0; k < 4000; ++k) x.push_back(static_cast<float>(u(rng)));
+  std::ofstream(probe.path("f.bin"), std::ios::binary).write(reinterpret_cast<const char*>(x.data()), x.size() * sizeof(float));
+  int status = -1;
+  const std::string bytes = probe.run("quant " + probe.path("f.bin"), "q.bin", &status);
+  ASSERT_EQ(status, 0);
+  ASSERT_EQ(bytes.size(), x.size() + 256 * sizeof(float));
+  size_t compared = 0;
+  for (size_t k = 0; k < x.size(); ++k) {
+    const double quotient = static_cast<double>(x[k]) / in.scale;
+    const double from_tie = std::abs(quotient - std::floor(quotient) - 0.5);
+    if (k >= 256 && from_tie < 1e-3) continue;  // the float quotient may round the other way
+    ++compared;
+    EXPECT_EQ(static_cast<int8_t>(bytes[k]), in.quantize(x[k])) << "x = " << x[k];
+  }
+  EXPECT_GT(compared, x.size() * 9 / 10);
+  for (int q = -128; q <= 127; ++q) {
+    float got;
+    std::memcpy(&got, bytes.data() + x.size() + static_cast<size_t>(q + 128) * sizeof(float), sizeof got);
+    EXPECT_FLOAT_EQ(got, static_cast<float>(out.dequantize(q))) << "q = " << q;
+  }
 }
 
 // A kernel vector's case sets every field of its block (none left to zero-initialization by

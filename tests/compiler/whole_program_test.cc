@@ -4,6 +4,7 @@
 // last-step head, no B x T x H buffer), streaming, and the model file of every op kind.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <random>
 
 #include "qlstm/compiler/model_file.h"
@@ -268,6 +269,100 @@ TEST(WholeProgram, ModelFileKeepsEveryOpKind) {
     FAIL() << "streamed";
   } catch (const CompileError& e) {
     EXPECT_NE(std::string(e.what()).find("selects time step 2"), std::string::npos) << e.what();
+  }
+}
+
+// A learned initial state that differs per batch row ([L, B, H]) is compiled in; the model then
+// runs only at that batch.
+TEST(WholeProgram, PerRowConstantInitialState) {
+  std::mt19937_64 rng(28);
+  const int32_t I = 3, H = 8, B = 3, T = 10;
+  FloatProgram p = random_program(I, H, 1, 1, rng);
+  p.initial_hidden = p.initial_cell = StateSource::kConstant;
+  std::normal_distribution<float> n(0.0f, 0.5f);
+  p.h0.assign(1, std::vector<float>(static_cast<size_t>(B) * H));
+  p.c0.assign(1, std::vector<float>(static_cast<size_t>(B) * H));
+  for (float& v : p.h0[0]) v = std::tanh(n(rng));
+  for (float& v : p.c0[0]) v = 2 * n(rng);
+  CalibrationSet calib;
+  for (uint64_t seed = 1; seed <= 64; ++seed) calib.add_batch(sequences(B, T, I, seed), {B, T, Layout::kBatchMajor}, I);
+  QuantizedProgram q = compile_program(p, calib, fast());
+  q.model.validate("per-row");
+  EXPECT_EQ(q.model.constant_state_batch(), B);
+  ASSERT_EQ(q.model.ops[0].initial_hidden.size(), static_cast<size_t>(B) * H);
+  const SequenceShape s = {B, T, Layout::kBatchMajor};
+  const std::vector<float> x = sequences(B, T, I, 100);  // held out
+  const std::vector<float> want = run_float_program(p, x.data(), s).output;
+  std::vector<int8_t> x8(x.size());
+  for (size_t k = 0; k < x8.size(); ++k) x8[k] = q.model.input_quant().quantize(x[k]);
+  std::vector<float> got;
+  for (int8_t v : run_program_s8(q.model, x8, s)) got.push_back(static_cast<float>(q.model.output_quant().dequantize(v)));
+  EXPECT_GE(sqnr_db(want, got), kMinSqnrDb);
+  // Each row starts from its own state: the same input in every row gives different outputs.
+  std::vector<int8_t> same(x8.begin(), x8.begin() + T * I);
+  for (int32_t b = 1; b < B; ++b) same.insert(same.end(), x8.begin(), x8.begin() + T * I);
+  const std::vector<int8_t> y = run_program_s8(q.model, same, s);
+  EXPECT_NE(std::vector<int8_t>(y.begin(), y.begin() + H), std::vector<int8_t>(y.begin() + T * H, y.begin() + T * H + H));
+  try {
+    run_program_s8(q.model, std::vector<int8_t>(x8.begin(), x8.begin() + 2 * T * I), {2, T, Layout::kBatchMajor});
+    FAIL() << "ran at batch 2";
+  } catch (const CompileError& e) {
+    EXPECT_NE(std::string(e.what()).find("the batch must be 3"), std::string::npos) << e.what();
+  }
+}
+
+std::string load_error(const CompiledModel& m) {
+  try {
+    parse_model(serialize_model(m), "model.qlstm");
+  } catch (const CompileError& e) {
+    return e.what();
+  }
+  return "accepted";
+}
+
+// A file with a valid checksum and one inconsistent field of a new op kind is refused naming it.
+TEST(WholeProgram, LoaderRefusesEachInconsistentFieldOfTheNewKinds) {
+  std::mt19937_64 rng(29);
+  const int32_t I = 3, H = 6, T = 8;
+  FloatProgram p = random_program(I, H, 1, 1, rng);
+  p.head = {select_step(-1, H), linear(H, 4, 0.5f, rng, "/fc/Gemm"),
+            elementwise(FloatLayerKind::kActivation, 4, "/Tanh", ActivationFn::kTanh),
+            elementwise(FloatLayerKind::kSoftmax, 4, "/Softmax")};
+  CalibrationSet calib;
+  calib.add_batch(sequences(16, T, I, 1), {16, T, Layout::kBatchMajor}, I);
+  CompiledModel base = compile_program(p, calib, fast()).model;
+  ASSERT_EQ(kinds(base), (std::vector<int32_t>{QLSTM_OP_LSTM_S8, QLSTM_OP_FULLY_CONNECTED_S8, QLSTM_OP_TABLE_S8,
+                                               QLSTM_OP_SOFTMAX_S8}));
+  ASSERT_EQ(load_error(base), "accepted");
+  struct Case {
+    std::function<void(CompiledModel&)> mutate;
+    std::string expected;  // part of the message
+  };
+  const Case cases[] = {
+      {[](CompiledModel& m) { m.ops[1].fc.shifts[0] = 40; }, "model.qlstm: ops[1].shifts"},
+      {[](CompiledModel& m) { m.ops[1].fc.activation_min = 100, m.ops[1].fc.activation_max = 50; },
+       "model.qlstm: ops[1].activation_max"},
+      {[](CompiledModel& m) { m.ops[1].fc.weights.pop_back(); },
+       "serialize_model: field 'ops[1].fc.weights': expected 24 values"},
+      {[](CompiledModel& m) { m.ops[2].table.table.resize(255); },
+       "serialize_model: field 'ops[2].table.table': expected 256 values"},
+      {[](CompiledModel& m) { m.ops[3].softmax.diff_min = 5; }, "model.qlstm: ops[3].diff_min"},
+      {[](CompiledModel& m) { m.ops[0].lstm.output_steps = QLSTM_OUTPUT_ALL_STEPS; }, "ops[0]"},
+      {[](CompiledModel& m) { m.buffers[2].steps = QLSTM_BUFFER_EVERY_STEP; }, "model.qlstm: "},
+      {[](CompiledModel& m) { m.buffers[2].quant.scale *= 2; },
+       "model.qlstm: field 'ops[1]': output quantization differs from its output buffer's"},
+      {[](CompiledModel& m) { m.ops[3].kind = 9; }, "field 'ops[3].kind': 9 is not an op kind this qlstm knows"},
+  };
+  for (const Case& c : cases) {
+    CompiledModel m = base;
+    c.mutate(m);
+    std::string error;
+    try {
+      error = load_error(m);
+    } catch (const CompileError& e) {
+      error = e.what();  // serialize_model refuses an array that does not match its dims
+    }
+    EXPECT_NE(error.find(c.expected), std::string::npos) << "expected: " << c.expected << "\n     got: " << error;
   }
 }
 

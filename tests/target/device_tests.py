@@ -7,6 +7,9 @@
       compiled ONNX models: `qlstm run --target CPU` equals `qlstm run` byte for byte
   device_tests.py emitted --qlstm Q --cpu CPU --work DIR --source REPO
       a model's emitted NAME_model.cc built into examples/firmware, run under QEMU, equals the host
+  device_tests.py whole   --qlstm Q --cpu CPU --work DIR --source REPO
+      whole models (a classifier, a per-step head): `qlstm run --target` and the emitted firmware,
+      one call and streamed, equal the host byte for byte
   device_tests.py icount  --qlstm Q --cpu CPU
       the instruction counter counts a known sequence exactly, a kernel call repeatably, and its
       per-function profile sums to the same count
@@ -96,7 +99,8 @@ def input_size_of(source, onnx_path, cal_path):
     expect = os.path.splitext(os.path.join(source, onnx_path))[0] + ".expect.json"
     if os.path.exists(expect):
         with open(expect) as f:
-            return json.load(f)["input_size"]
+            e = json.load(f)
+        return e["input_size"] if "input_size" in e else e["input_shape"][-1]  # an LSTM's, or a whole model's
     return int(np.load(os.path.join(source, cal_path)).shape[-1])  # a bundled example: its calibration's
 
 
@@ -120,6 +124,47 @@ def same_bytes(p, q):
         return f.read() == g.read()
 
 
+def runs_agree(a, work, name, model, onnx_path, i, batch_first, rng):
+    """`qlstm run` on the host and with --target a.cpu, float in and out (batch 3) and int8 in and out
+    (batch 1): the same bytes, and the same final state for a model that takes one."""
+    x = sequences(rng, batch_first, 3, 9, i, 1.5)
+    x8 = rng.integers(-128, 128, size=(1, 17, i) if batch_first else (17, 1, i), dtype=np.int8)
+    with open(os.path.join(work, name + "_report.json")) as f:
+        report = json.load(f)
+    stateful = report["state"]["initial_h"] == "input"
+    ops, hidden = len(report["ops"]), report["hidden_size"]
+    for tag, data, extra in (("float", x, ["--float"]), ("int8", x8, [])):
+        xin = os.path.join(work, "%s_%s_x.npy" % (name, tag))
+        np.save(xin, data)
+        if stateful:  # a given state, and the final state compared too
+            batch = data.shape[0] if batch_first else data.shape[1]
+            h0, c0 = (os.path.join(work, "%s_%s_%s.npy" % (name, tag, s)) for s in ("h0", "c0"))
+            if tag == "float":
+                np.save(h0, (rng.standard_normal((ops, batch, hidden)) * 0.3).astype(np.float32))
+                np.save(c0, (rng.standard_normal((ops, batch, hidden)) * 0.5).astype(np.float32))
+            else:
+                np.save(h0, rng.integers(-128, 128, size=(ops, batch, hidden), dtype=np.int8))
+                np.save(c0, rng.integers(-4000, 4000, size=(ops, batch, hidden)).astype(np.int16))
+            extra = extra + ["--h0", h0, "--c0", c0]
+        outs = []
+        for where in ("host", a.cpu):
+            y = os.path.join(work, "%s_%s_y_%s.npy" % (name, tag, where))
+            cmd = [a.qlstm, "run", model, "--input", xin, "--output", y] + extra
+            if stateful:
+                cmd += ["--h-n", y + ".hn.npy", "--c-n", y + ".cn.npy"]
+            if where != "host":
+                cmd += ["--target", a.cpu]
+            rc, out = run(cmd)
+            if rc != 0:
+                fail("%s on %s:\n%s" % (" ".join(cmd), where, out))
+            outs.append(y)
+        if not same_bytes(outs[0], outs[1]):
+            fail("%s (%s): the device output differs from the host's" % (onnx_path, tag))
+        if stateful and not (same_bytes(outs[0] + ".hn.npy", outs[1] + ".hn.npy") and
+                             same_bytes(outs[0] + ".cn.npy", outs[1] + ".cn.npy")):
+            fail("%s (%s): the device's final state differs from the host's" % (onnx_path, tag))
+
+
 def test_models(a):
     os.makedirs(a.work, exist_ok=True)
     rng = np.random.default_rng(5)
@@ -127,43 +172,7 @@ def test_models(a):
     for k, (onnx_path, batch_first, _, cal) in enumerate(MODELS):
         name = "m%d" % k
         model, i = compile_model(a, a.work, onnx_path, batch_first, cal, rng, name)
-        # float in and out (quantize, kernel, dequantize), and int8 in and out, batch 3 and 1.
-        x = sequences(rng, batch_first, 3, 9, i, 1.5)
-        x8 = rng.integers(-128, 128, size=(1, 17, i) if batch_first else (17, 1, i), dtype=np.int8)
-        with open(os.path.join(a.work, name + "_report.json")) as f:
-            report = json.load(f)
-        stateful = report["state"]["initial_h"] == "input"
-        ops, hidden = len(report["ops"]), report["hidden_size"]
-        for tag, data, extra in (("float", x, ["--float"]), ("int8", x8, [])):
-            xin = os.path.join(a.work, "%s_%s_x.npy" % (name, tag))
-            np.save(xin, data)
-            if stateful:  # a given state, and the final state compared too
-                batch = data.shape[0] if batch_first else data.shape[1]
-                h0, c0 = (os.path.join(a.work, "%s_%s_%s.npy" % (name, tag, s)) for s in ("h0", "c0"))
-                if tag == "float":
-                    np.save(h0, (rng.standard_normal((ops, batch, hidden)) * 0.3).astype(np.float32))
-                    np.save(c0, (rng.standard_normal((ops, batch, hidden)) * 0.5).astype(np.float32))
-                else:
-                    np.save(h0, rng.integers(-128, 128, size=(ops, batch, hidden), dtype=np.int8))
-                    np.save(c0, rng.integers(-4000, 4000, size=(ops, batch, hidden)).astype(np.int16))
-                extra = extra + ["--h0", h0, "--c0", c0]
-            outs = []
-            for where in ("host", a.cpu):
-                y = os.path.join(a.work, "%s_%s_y_%s.npy" % (name, tag, where))
-                cmd = [a.qlstm, "run", model, "--input", xin, "--output", y] + extra
-                if stateful:
-                    cmd += ["--h-n", y + ".hn.npy", "--c-n", y + ".cn.npy"]
-                if where != "host":
-                    cmd += ["--target", a.cpu]
-                rc, out = run(cmd)
-                if rc != 0:
-                    fail("%s on %s:\n%s" % (" ".join(cmd), where, out))
-                outs.append(y)
-            if not same_bytes(outs[0], outs[1]):
-                fail("%s (%s): the device output differs from the host's" % (onnx_path, tag))
-            if stateful and not (same_bytes(outs[0] + ".hn.npy", outs[1] + ".hn.npy") and
-                                 same_bytes(outs[0] + ".cn.npy", outs[1] + ".cn.npy")):
-                fail("%s (%s): the device's final state differs from the host's" % (onnx_path, tag))
+        runs_agree(a, a.work, name, model, onnx_path, i, batch_first, rng)
         print("%s: device == host (float and int8 runs)" % onnx_path)
         passed += 1
     print("%d models: device == host" % passed)
@@ -183,71 +192,118 @@ EMITTED = [
 EMITTED_STEPS = 40
 
 
-def test_emitted(a):
-    info = target_info(a.qlstm, a.cpu)
+def output_per_step(work, name):
+    """The emitted header's NAME_OUTPUT_PER_STEP: 1, an output row per step; 0, one per batch row."""
+    with open(os.path.join(work, name + "_model.h")) as f:
+        for line in f:
+            if line.startswith("#define %s_OUTPUT_PER_STEP " % name.upper()):
+                return line.split()[2] == "1"
+    fail("%s_model.h does not say whether its output is per step" % name)
+
+
+def emitted_agrees(a, info, work, name, model, i, batch_first, kind, rng):
+    """The model's emitted source (compiled into `work` with --max-time-steps EMITTED_STEPS) built into
+    examples/firmware and run under QEMU: the same bytes as `qlstm run` on the host, in one call and,
+    but for a "whole" kind, streamed in chunks. Returns what it checked, for the log."""
+    toolchain = os.path.join(a.source, "targets/cortex-m/toolchain-arm-none-eabi.cmake")
+    with open(os.path.join(work, name + "_report.json")) as f:
+        report = json.load(f)
+    ops, hidden, out_size = len(report["ops"]), report["hidden_size"], report["output_size"]
+    program_ops = len(report.get("op_table", report["ops"]))  # every op (report["ops"]: the LSTM ops)
+    per_step = output_per_step(work, name)
+    build = os.path.join(work, "firmware")
+    rc, out = run(["cmake", "-S", os.path.join(a.source, "examples/firmware"), "-B", build, "-G", "Ninja",
+                   "-DCMAKE_TOOLCHAIN_FILE=" + toolchain, "-DQLSTM_CPU=" + a.cpu,
+                   "-DQLSTM_MODEL_DIR=" + work, "-DQLSTM_MODEL_NAME=" + name])
+    if rc != 0:
+        fail("configure examples/firmware for %s:\n%s" % (name, out))
+    rc, out = run(["cmake", "--build", build])
+    if rc != 0:
+        fail("build examples/firmware with the emitted source of %s:\n%s" % (name, out))
+    elf = os.path.join(build, "model_firmware.elf")
+    shape = (1, EMITTED_STEPS, i) if batch_first else (EMITTED_STEPS, 1, i)
+    x8 = rng.integers(-128, 128, size=shape, dtype=np.int8)
+    xin, yhost = os.path.join(work, "x.npy"), os.path.join(work, "y_host.npy")
+    np.save(xin, x8)
+    raw_in, raw_out = os.path.join(work, "x.bin"), os.path.join(work, "y_device.bin")
+    x8.tofile(raw_in)
+    host_cmd = [a.qlstm, "run", model, "--input", xin, "--output", yhost]
+    state_args, want_state = [], b""
+    if kind.endswith("state"):
+        h0 = rng.integers(-128, 128, size=(ops, 1, hidden), dtype=np.int8)
+        c0 = rng.integers(-4000, 4000, size=(ops, 1, hidden)).astype(np.int16)
+        paths = {k: os.path.join(work, k + ".npy") for k in ("h0", "c0", "hn", "cn")}
+        np.save(paths["h0"], h0)
+        np.save(paths["c0"], c0)
+        host_cmd += ["--h0", paths["h0"], "--c0", paths["c0"], "--h-n", paths["hn"], "--c-n", paths["cn"]]
+        state_in, state_out = os.path.join(work, "state_in.bin"), os.path.join(work, "state_out.bin")
+        with open(state_in, "wb") as f:
+            f.write(h0.tobytes() + c0.astype("<i2").tobytes())
+        state_args = [state_in, state_out]
+    rc, out = run(host_cmd)
+    if rc != 0:
+        fail("qlstm run %s:\n%s" % (name, out))
+    want = np.load(yhost).tobytes()
+    if kind.endswith("state"):
+        want_state = np.load(paths["hn"]).tobytes() + np.load(paths["cn"]).astype("<i2").tobytes()
+    if len(want) != (EMITTED_STEPS if per_step else 1) * out_size:
+        fail("%s: the host output has %d bytes, expected %s x %d" % (name, len(want), "T" if per_step else "1",
+                                                                      out_size))
+    # Streamed, a last-step head's output is the last chunk's: the one call's over the whole sequence.
+    chunks = [0] if kind.startswith("whole") else [0, 1, 7, EMITTED_STEPS]
+    for chunk in chunks:
+        args = [raw_in, raw_out] + ([str(chunk)] + state_args if state_args else ([str(chunk)] if chunk else []))
+        rc, out = qemu(info, elf, args)
+        if rc != 0:
+            fail("%s firmware (chunks of %d) exited with status %d:\n%s" % (name, chunk, rc, out))
+        if open(raw_out, "rb").read() != want:
+            fail("%s: the emitted firmware's output (chunks of %d) differs from qlstm run on the host" % (name, chunk))
+        if state_args and open(state_out, "rb").read() != want_state:
+            fail("%s: the emitted firmware's final state (chunks of %d) differs from the host's h_n / c_n" % (name, chunk))
+    return "%d ops, %s, output %s: device == host%s" % (
+        program_ops, kind, "per step" if per_step else "per batch row",
+        "" if kind.startswith("whole") else ", one call and streamed in chunks of 1, 7 and 40")
+
+
+def firmware_models(a, models, seed):
+    """A fresh a.work, then per (name, ONNX, batch_first, calibration) its own folder in it, compiled
+    with --max-time-steps EMITTED_STEPS: yields (work, model, input size, rng)."""
     if os.path.isdir(a.work):
         shutil.rmtree(a.work)
     os.makedirs(a.work)
-    rng = np.random.default_rng(11)
-    toolchain = os.path.join(a.source, "targets/cortex-m/toolchain-arm-none-eabi.cmake")
-    for name, onnx_path, batch_first, cal, kind in EMITTED:
+    rng = np.random.default_rng(seed)
+    for name, onnx_path, batch_first, cal in models:
         work = os.path.join(a.work, name)
         os.makedirs(work)
         model, i = compile_model(a, work, onnx_path, batch_first, cal, rng, name,
                                  ["--max-time-steps", str(EMITTED_STEPS)])
-        with open(os.path.join(work, name + "_report.json")) as f:
-            report = json.load(f)
-        ops, hidden, out_size = len(report["ops"]), report["hidden_size"], report["output_size"]
-        build = os.path.join(work, "firmware")
-        rc, out = run(["cmake", "-S", os.path.join(a.source, "examples/firmware"), "-B", build, "-G", "Ninja",
-                       "-DCMAKE_TOOLCHAIN_FILE=" + toolchain, "-DQLSTM_CPU=" + a.cpu,
-                       "-DQLSTM_MODEL_DIR=" + work, "-DQLSTM_MODEL_NAME=" + name])
-        if rc != 0:
-            fail("configure examples/firmware for %s:\n%s" % (name, out))
-        rc, out = run(["cmake", "--build", build])
-        if rc != 0:
-            fail("build examples/firmware with the emitted source of %s:\n%s" % (name, out))
-        elf = os.path.join(build, "model_firmware.elf")
-        shape = (1, EMITTED_STEPS, i) if batch_first else (EMITTED_STEPS, 1, i)
-        x8 = rng.integers(-128, 128, size=shape, dtype=np.int8)
-        xin, yhost = os.path.join(work, "x.npy"), os.path.join(work, "y_host.npy")
-        np.save(xin, x8)
-        raw_in, raw_out = os.path.join(work, "x.bin"), os.path.join(work, "y_device.bin")
-        x8.tofile(raw_in)
-        host_cmd = [a.qlstm, "run", model, "--input", xin, "--output", yhost]
-        state_args, want_state = [], b""
-        if kind.endswith("state"):
-            h0 = rng.integers(-128, 128, size=(ops, 1, hidden), dtype=np.int8)
-            c0 = rng.integers(-4000, 4000, size=(ops, 1, hidden)).astype(np.int16)
-            paths = {k: os.path.join(work, k + ".npy") for k in ("h0", "c0", "hn", "cn")}
-            np.save(paths["h0"], h0)
-            np.save(paths["c0"], c0)
-            host_cmd += ["--h0", paths["h0"], "--c0", paths["c0"], "--h-n", paths["hn"], "--c-n", paths["cn"]]
-            state_in, state_out = os.path.join(work, "state_in.bin"), os.path.join(work, "state_out.bin")
-            with open(state_in, "wb") as f:
-                f.write(h0.tobytes() + c0.astype("<i2").tobytes())
-            state_args = [state_in, state_out]
-        rc, out = run(host_cmd)
-        if rc != 0:
-            fail("qlstm run %s:\n%s" % (name, out))
-        want = np.load(yhost).tobytes()
-        if kind.endswith("state"):
-            want_state = np.load(paths["hn"]).tobytes() + np.load(paths["cn"]).astype("<i2").tobytes()
-        if len(want) != EMITTED_STEPS * out_size:
-            fail("%s: the host output has %d bytes, expected T x %d" % (name, len(want), out_size))
-        chunks = [0] if kind.startswith("whole") else [0, 1, 7, EMITTED_STEPS]
-        for chunk in chunks:
-            args = [raw_in, raw_out] + ([str(chunk)] + state_args if state_args else ([str(chunk)] if chunk else []))
-            rc, out = qemu(info, elf, args)
-            if rc != 0:
-                fail("%s firmware (chunks of %d) exited with status %d:\n%s" % (name, chunk, rc, out))
-            if open(raw_out, "rb").read() != want:
-                fail("%s: the emitted firmware's output (chunks of %d) differs from qlstm run on the host" % (name, chunk))
-            if state_args and open(state_out, "rb").read() != want_state:
-                fail("%s: the emitted firmware's final state (chunks of %d) differs from the host's h_n / c_n" % (name, chunk))
-        print("emitted firmware %s (%d ops, %s): device == host%s" % (
-            name, ops, kind, "" if kind.startswith("whole") else ", one call and streamed in chunks of 1, 7 and 40"))
+        yield work, model, i, rng
+
+
+def test_emitted(a):
+    info = target_info(a.qlstm, a.cpu)
+    built = firmware_models(a, [e[:4] for e in EMITTED], 11)
+    for (name, _, batch_first, _, kind), (work, model, i, rng) in zip(EMITTED, built):
+        print("emitted firmware %s (%s)" % (name, emitted_agrees(a, info, work, name, model, i, batch_first, kind, rng)))
     print("emitted firmware: device == host, one call and streamed")
+
+
+# Whole models (the layers around the LSTM on the device too), from torch: (name, ONNX, batch_first).
+WHOLE = [
+    ("classifier", "tests/onnx/models/whole_classifier_opset17.onnx", True),  # LSTM -> y[:, -1] -> Linear -> Softmax
+    ("step_head", "tests/onnx/models/whole_step_head_seq_first.onnx", False),  # LSTM -> Linear on every step
+]
+
+
+def test_whole(a):
+    info = target_info(a.qlstm, a.cpu)
+    built = firmware_models(a, [w + (None,) for w in WHOLE], 23)
+    for (name, onnx_path, batch_first), (work, model, i, rng) in zip(WHOLE, built):
+        runs_agree(a, work, name, model, onnx_path, i, batch_first, rng)
+        print("%s: qlstm run --target %s == qlstm run (float and int8 runs)" % (onnx_path, a.cpu))
+        print("%s: emitted firmware (%s)" % (onnx_path, emitted_agrees(a, info, work, name, model, i, batch_first,
+                                                                      "stream", rng)))
+    print("%d whole models: device == host, qlstm run and the emitted firmware" % len(WHOLE))
 
 
 def test_icount(a):
@@ -310,13 +366,13 @@ def main():
     import numpy
     np = numpy
     p = argparse.ArgumentParser()
-    p.add_argument("mode", choices=["fault", "models", "emitted", "icount", "variants"])
+    p.add_argument("mode", choices=["fault", "models", "emitted", "whole", "icount", "variants"])
     p.add_argument("--qlstm", required=True)
     p.add_argument("--cpu", required=True)
     p.add_argument("--work")
     p.add_argument("--source")
     a = p.parse_args()
-    {"fault": test_fault, "models": test_models, "emitted": test_emitted, "icount": test_icount,
+    {"fault": test_fault, "models": test_models, "emitted": test_emitted, "whole": test_whole, "icount": test_icount,
      "variants": test_variants}[a.mode](a)
 
 

@@ -105,7 +105,8 @@ struct ProgramOp {
   DerivedSelect select;
   int32_t input_buffer = 0, output_buffer = 1;
   int32_t output_offset = 0;  // first element of the op's part of each output row
-  // StateSource::kConstant: [H], the same for every batch row (empty otherwise).
+  // StateSource::kConstant: [H], the same for every batch row, or [B][H], one per row of the
+  // batch the model then fixes (CompiledModel::constant_state_batch); empty otherwise.
   std::vector<int8_t> initial_hidden;
   std::vector<int16_t> initial_cell;
 };
@@ -137,6 +138,8 @@ struct CompiledModel {
   const AffineQuant& output_quant() const { return buffers.back().quant; }
   std::vector<int32_t> hidden_sizes() const;  // of the LSTM ops, in order
   int32_t state_size() const;  // sum of the LSTM ops' H
+  // The batch a per-row constant initial state fixes; 0 when there is none (any batch).
+  int32_t constant_state_batch() const;
   bool all_forward() const;    // every LSTM op walks time forwards
   // The output holds one position per batch row (a last-step or h_n head): buffers.back().steps.
   bool output_is_one_step() const { return buffers.back().steps == QLSTM_BUFFER_ONE_STEP; }

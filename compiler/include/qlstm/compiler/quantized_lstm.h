@@ -78,6 +78,12 @@ struct OpBoundaries {
   // model's head reads (>= 0 from the first, < 0 from the last: -1 for y[:, -1] or a forward
   // h_n, 0 for a reverse op's h_n). compile_program sets it on the last layer's ops.
   std::optional<int32_t> scored_step;
+  // When set (the last op of a unidirectional stack under a head), the search scores the model's
+  // output: `head` runs the head in int8 on the rows the search selected ([n][H] in the
+  // candidate's output quantization) and returns its float output, which is compared with
+  // head_reference[k], the float model's output for observed sequence k.
+  std::function<std::vector<float>(const AffineQuant& lstm_output, const std::vector<int8_t>& rows, int32_t n)> head;
+  std::vector<std::vector<float>> head_reference;
 };
 
 // One op's calibration: its input sequences (with their initial states) and what one float run
