@@ -739,7 +739,7 @@ bool is_binary_with_const(const Graph& g, const onnx::NodeProto* n, const char* 
 }
 
 // What an op is, for a refusal of a node the walk cannot take (or that is not on its path).
-std::string what_it_is(const Graph& g, const onnx::NodeProto& n, int64_t opset) {
+std::string what_it_is(const Graph& g, const onnx::NodeProto& n) {
   const std::string& op = n.op_type();
   if (op == "LayerNormalization" || op == "ReduceMean") {
     return "a LayerNorm (each vector normalized by its own mean and variance; torch exports it as "
@@ -766,7 +766,6 @@ std::string what_it_is(const Graph& g, const onnx::NodeProto& n, int64_t opset) 
   }
   if (op == "BatchNormalization" || op == "InstanceNormalization") return "a normalization (" + op + "): not supported";
   if (op == "Concat") return "a Concat on the data path (a branch or a skip connection): not supported";
-  (void)opset;
   return "op '" + op + "' is not supported around the LSTM";
 }
 
@@ -816,7 +815,7 @@ class PathWalker {
       used_->insert(&n);
       if (s->failed) {
         // Past a refused node the shapes are unknown: report only ops refused whatever their shape.
-        if (!kPathOps.count(n.op_type())) problem(&n, what_it_is(g_, n, c_.opset));
+        if (!kPathOps.count(n.op_type())) problem(&n, what_it_is(g_, n));
       } else if (!take(n, s)) {
         s->failed = true;
       }
@@ -835,7 +834,7 @@ class PathWalker {
   // The value `n` reads on the data path must be its input `k`.
   bool reads_at(const onnx::NodeProto& n, const PathState& s, int k) {
     if (n.input_size() > k && n.input(k) == s.value) return true;
-    problem(&n, what_it_is(g_, n, c_.opset));
+    problem(&n, what_it_is(g_, n));
     return false;
   }
 
@@ -914,7 +913,7 @@ class PathWalker {
       add_layer(s, std::move(l), false);
       return true;
     }
-    problem(&n, what_it_is(g_, n, c_.opset));
+    problem(&n, what_it_is(g_, n));
     return false;
   }
 
@@ -1206,7 +1205,7 @@ class PathWalker {
     std::vector<double> w;
     std::vector<int64_t> dims;
     if (!constant_values(g_, w_name, &w, &dims)) {
-      problem(&n, what_it_is(g_, n, c_.opset));
+      problem(&n, what_it_is(g_, n));
       return false;
     }
     // [K][N] (or [N][K] transposed): K inputs, N outputs.
@@ -1250,7 +1249,7 @@ class PathWalker {
 
   bool gemm(const onnx::NodeProto& n, PathState* s) {
     if (n.input_size() < 2 || int_attribute(n, "transA", 0) != 0) {
-      problem(&n, what_it_is(g_, n, c_.opset));
+      problem(&n, what_it_is(g_, n));
       return false;
     }
     if (s->labels.size() != 2) {
@@ -1283,7 +1282,7 @@ class PathWalker {
     const std::string other = other_input(n, s->value);
     if (other.empty() || !is_const(g_, other)) {
       problem(&n, other.empty() || n.input(0) == n.input(1)
-                      ? what_it_is(g_, n, c_.opset)
+                      ? what_it_is(g_, n)
                       : "an Add of two activations (a residual or skip connection): not supported");
       return false;
     }
@@ -1778,7 +1777,7 @@ OnnxLstm import_onnx_bytes(const std::string& bytes, const std::string& origin) 
         (kPathOps.count(n.op_type()) && !two_activations)) {
       continue;
     }
-    if (!named.count(node_label(n))) problems.push_back(node_label(n) + ": " + what_it_is(g, n, r.opset));
+    if (!named.count(node_label(n))) problems.push_back(node_label(n) + ": " + what_it_is(g, n));
   }
   if (!problems.empty()) refuse(origin, problems);
 

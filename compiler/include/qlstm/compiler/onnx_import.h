@@ -1,6 +1,7 @@
 // ONNX import: finds the chain of LSTM nodes of a graph exported from nn.LSTM (one per layer; or a
-// plain ONNX LSTM graph), checks that it is inside the kernel's scope, and returns it as a
-// FloatProgram. Host only.
+// plain ONNX LSTM graph) and the layers around it as torch.onnx.export writes them (per-step
+// layers in front; a step selection or h_n[-1], Linear layers, activations and a softmax after),
+// checks that it is inside the compiler's scope, and returns it as a FloatProgram. Host only.
 #ifndef QLSTM_COMPILER_ONNX_IMPORT_H_
 #define QLSTM_COMPILER_ONNX_IMPORT_H_
 
@@ -19,12 +20,12 @@ struct OnnxLstm {
   // gate order; the initial state's source and constants; whether Y_h / Y_c are outputs.
   FloatProgram program;
   std::vector<std::string> node_names;  // the LSTM nodes, layer by layer
-  std::string input_name;   // graph input feeding the first X
-  std::string output_name;  // graph output carrying the last hidden sequence
+  std::string input_name;   // graph input the first X is computed from (through the front layers)
+  std::string output_name;  // graph output carrying the model's output (the head's, or the last hidden sequence)
   std::string initial_h_name, initial_c_name;  // graph inputs of a state the caller feeds
   std::string h_n_name, c_n_name;              // graph outputs of the final state
   bool batch_first = false; // graph input/output layout [B][T][F] (else [T][B][F])
-  bool unbatched = false;   // graph input [T][F] and output [T][H]: one sequence (batch_first set)
+  bool unbatched = false;   // graph input [T][F] and output [T][W] (or [W] per row): one sequence (batch_first set)
   int64_t opset = 0;
   std::vector<int64_t> input_shape;  // as declared; -1 for a symbolic dimension
 };
