@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
-# The main job on the bundled example (examples/sunspots: an nn.LSTM trained on yearly sunspot
-# numbers, exported to ONNX; committed with the script that made it): compile it, run it on the
-# held-out windows, and report memory and accuracy. Nothing is trained or downloaded.
+# The main job on the two bundled examples, each a whole model (the LSTM and the layers after it
+# compiled into one int8 program), exported to ONNX and committed with the script that trained it:
+#   examples/digits    a classifier: LSTM -> last step -> Linear -> Softmax, reading an 8x8
+#                      handwritten digit row by row
+#   examples/sunspots  a forecaster: LSTM -> Linear on every step, next year's sunspot number
+# Compile each, run it on held-out data it never saw, and report memory and accuracy float vs
+# int8; run the classifier on the emulated Cortex-M55 against the host. Nothing is trained or
+# downloaded.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh
@@ -13,30 +18,47 @@ command -v arm-none-eabi-gcc >/dev/null && command -v qemu-system-arm >/dev/null
 cmake --build build -j "$jobs" --target "${targets[@]}" >/dev/null
 
 qlstm=build/tools/qlstm/qlstm
-ex=examples/sunspots
 out=build/example
-echo "== qlstm compile $ex/sunspots_lstm.onnx"
-"$qlstm" compile "$ex/sunspots_lstm.onnx" --calibration "$ex/calibration.npy" -o "$out"
-echo
-echo "== qlstm run: the bit-exact host simulation of the device on the held-out windows"
-"$qlstm" run "$out/sunspots_lstm.qlstm" --input "$ex/test.npy" --output "$out/test_hidden.npy" --float
-echo "wrote $out/test_hidden.npy"
-echo
-echo "== qlstm eval: int8 against the float model"
-"$qlstm" eval "$ex/sunspots_lstm.onnx" "$out/sunspots_lstm.qlstm" --data "$ex/test.npy" --plot "$out/sunspots.svg"
-echo
+
+# example DIR NAME WHAT OUTPUT CAPTION EVAL_ARGS...: compile DIR/NAME.onnx (WHAT: its layers), run it
+# on DIR/test.npy into $out/OUTPUT.npy (float in and out), and eval it there with EVAL_ARGS.
+example() {
+  local dir=$1 name=$2 what=$3 output=$4 caption=$5
+  shift 5
+  echo "== qlstm compile $dir/$name.onnx: $what"
+  "$qlstm" compile "$dir/$name.onnx" --calibration "$dir/calibration.npy" -o "$out"
+  echo
+  echo "== qlstm run: the bit-exact host simulation of the device on $caption"
+  "$qlstm" run "$out/$name.qlstm" --input "$dir/test.npy" --output "$out/$output.npy" --float
+  echo
+  echo "== qlstm eval: int8 against the float model on $caption, and against the truth"
+  "$qlstm" eval "$dir/$name.onnx" "$out/$name.qlstm" --data "$dir/test.npy" "$@"
+  echo
+}
+
+digits=examples/digits
+example "$digits" digits_lstm "LSTM -> last step -> Linear -> Softmax" digits_probabilities \
+  "the held-out digits (class probabilities)" --labels "$digits/test_labels.npy"
 if [ ${#targets[@]} -gt 1 ]; then
-  echo "== on the device: the same run on the emulated Cortex-M55 (QEMU mps3-an547), compared with the host"
-  "$qlstm" run "$out/sunspots_lstm.qlstm" --input "$ex/test.npy" --output "$out/test_hidden_m55.npy" --float \
-    --target cortex-m55
-  cmp "$out/test_hidden.npy" "$out/test_hidden_m55.npy" && echo "device output == host output, byte for byte"
-  "$qlstm" bench "$out/sunspots_lstm.qlstm" --shape B=1,T=32 --target cortex-m55 | tail -4
+  echo "== on the device: the digits classifier on the emulated Cortex-M55 (QEMU mps3-an547), compared with the host"
+  "$qlstm" run "$out/digits_lstm.qlstm" --input "$digits/test.npy" --output "$out/digits_probabilities_m55.npy" \
+    --float --target cortex-m55
+  cmp "$out/digits_probabilities.npy" "$out/digits_probabilities_m55.npy" &&
+    echo "device output == host output, byte for byte"
+  "$qlstm" bench "$out/digits_lstm.qlstm" --target cortex-m55 | grep -E "^(output:|op [0-9]|instructions)"
   echo
 fi
+
+sunspots=examples/sunspots
+example "$sunspots" sunspots_lstm "LSTM -> Linear on every step" sunspots_forecast \
+  "the held-out years 1890-1953 (next year's forecasts)" --targets "$sunspots/test_targets.npy" \
+  --units "$sunspots/model.json" --plot "$out/sunspots.svg"
+
 echo "== kernel conformance: bundled golden vectors$( [ -d ../shared/conformance ] && echo ' and ../shared/conformance')"
 "$qlstm" verify-vectors --variant all tests/golden | tail -1
 if [ -d ../shared/conformance ]; then
   "$qlstm" verify-vectors --variant all ../shared/conformance | tail -1
 fi
 echo
-echo "Firmware source: $out/sunspots_lstm_model.h and .cc (build them with runtime/); report: $out/sunspots_lstm_report.json"
+echo "Firmware source: $out/NAME_model.h and .cc (NAME digits_lstm, sunspots_lstm; build them with runtime/);" \
+  "reports: $out/NAME_report.json"

@@ -12,11 +12,14 @@ cmake --build "$dir" -j "$(nproc)" --target fuzz_onnx fuzz_npy fuzz_model qlstm 
 
 corpus=$dir/corpus
 rm -rf "$corpus" && mkdir -p "$corpus/onnx" "$corpus/npy" "$corpus/model"
-cp tests/onnx/models/*.onnx examples/sunspots/*.onnx "$corpus/onnx/"
+cp tests/onnx/models/*.onnx examples/sunspots/*.onnx examples/digits/*.onnx "$corpus/onnx/"
 cp examples/sunspots/*.npy "$corpus/npy/"
+cp examples/digits/test_labels.npy "$corpus/npy/digits_test_labels.npy"  # int32; the others are float32
 find tests/accuracy/fixtures -name '*.npy' -size -20k | head -20 | xargs -I{} sh -c 'cp {} "$0/npy/$(echo {} | tr / _)"' "$corpus"
-"$dir/tools/qlstm/qlstm" compile examples/sunspots/sunspots_lstm.onnx \
-  --calibration examples/sunspots/calibration.npy -o "$corpus/model" --no-search >/dev/null
+for ex in sunspots digits; do  # whole models: an FC on every step; last step, FC and softmax
+  "$dir/tools/qlstm/qlstm" compile "examples/$ex/${ex}_lstm.onnx" \
+    --calibration "examples/$ex/calibration.npy" -o "$corpus/model" --no-search >/dev/null
+done
 /usr/bin/python3 - "$corpus/model/state_cal.npy" <<'PY'  # a program: two bidirectional layers with a state
 import sys, numpy as np
 np.save(sys.argv[1], np.random.default_rng(0).standard_normal((6, 3, 3)).astype(np.float32))

@@ -24,6 +24,7 @@ size_t dtype_size(DType t) {
     case DType::kInt8: return 1;
     case DType::kInt16: return 2;
     case DType::kInt32: return 4;
+    case DType::kInt64: return 8;
   }
   return 0;
 }
@@ -35,6 +36,7 @@ bool parse_dtype(const std::string& descr, DType* out) {
   else if (descr == "|i1" || descr == "<i1" || descr == "=i1") *out = DType::kInt8;
   else if (descr == "<i2" || descr == "=i2") *out = DType::kInt16;
   else if (descr == "<i4" || descr == "=i4") *out = DType::kInt32;
+  else if (descr == "<i8" || descr == "=i8") *out = DType::kInt64;
   else return false;
   return true;
 }
@@ -70,6 +72,7 @@ const char* dtype_name(DType t) {
     case DType::kInt8: return "|i1";
     case DType::kInt16: return "<i2";
     case DType::kInt32: return "<i4";
+    case DType::kInt64: return "<i8";
   }
   return "?";
 }
@@ -102,6 +105,31 @@ std::vector<int8_t> NpyArray::as_int8(const std::string& what) const {
     throw NpyError(what + ": dtype " + dtype_name(dtype) + " where int8 is expected");
   }
   return std::vector<int8_t>(bytes.begin(), bytes.end());
+}
+
+std::vector<int64_t> NpyArray::as_integers(const std::string& what) const {
+  if (dtype == DType::kFloat32 || dtype == DType::kFloat64) {
+    throw NpyError(what + ": dtype " + dtype_name(dtype) + " where integers are expected");
+  }
+  const size_t n = static_cast<size_t>(element_count()), size = dtype_size(dtype);
+  std::vector<int64_t> out(n);
+  for (size_t k = 0; k < n; ++k) {
+    const uint8_t* p = bytes.data() + k * size;
+    if (dtype == DType::kInt8) {
+      out[k] = static_cast<int8_t>(p[0]);
+    } else if (dtype == DType::kInt16) {
+      int16_t v;
+      std::memcpy(&v, p, sizeof v);
+      out[k] = v;
+    } else if (dtype == DType::kInt32) {
+      int32_t v;
+      std::memcpy(&v, p, sizeof v);
+      out[k] = v;
+    } else {
+      std::memcpy(&out[k], p, sizeof(int64_t));
+    }
+  }
+  return out;
 }
 
 NpyArray read_npy(const std::string& path) {

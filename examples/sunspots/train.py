@@ -1,13 +1,19 @@
 #!/usr/bin/python3
-"""Trains the bundled example: an nn.LSTM forecaster of yearly sunspot numbers (1700-2008, the
-data set shipped by Debian's python3-statsmodels), and writes what `bash scripts/example.sh` uses:
-  sunspots_lstm.onnx   the LSTM alone (batch_first, input [B, 32, 1], output [B, 32, 16]),
-                       exported with torch.onnx.export, opset 14
-  calibration.npy      float32 [N, 32, 1]: the training windows (a seeded random 75% of all
-                       33-year windows; the training set of the float model too)
-  test.npy             float32 [M, 32, 1]: the other 25%, held out from training and calibration
-The linear head that turns the hidden state into a forecast stays in float on the host; only the
-LSTM is compiled. Deterministic (seeded, one thread). Needs python3-torch, python3-onnx and
+"""Trains the bundled forecaster: an nn.LSTM with a Linear head on every step that forecasts next
+year's sunspot number from the years before (1700-2008, the data set shipped by Debian's
+python3-statsmodels), and writes what `bash scripts/example.sh` uses:
+  sunspots_lstm.onnx   the whole model, LSTM -> Linear on every step (batch_first, input
+                       [B, 32, 1], output [B, 32, 1]: at step t the forecast of year t + 1, in
+                       normalized units), torch.onnx.export, opset 14
+  calibration.npy      float32 [N, 32, 1]: every 32-year window of 1954-2008
+  test.npy             float32 [M, 32, 1]: every 32-year window of 1890-1953
+  test_targets.npy     float32 [M, 32, 1]: what each step of test.npy should forecast (the next year)
+  model.json           the normalization, provenance, and "output_units": how `qlstm eval
+                       --units` turns an output into sunspots (value * scale + offset)
+The three splits are disjoint stretches of years, so no window shares a year with another split:
+the model trains on 1700-1889 only, the compiler calibrates on 1954-2008 (the range of the
+strongest cycles) and the test years are seen by neither. The normalization (mean, std) is the
+training years'. Deterministic (seeded, one thread, CPU). Needs python3-torch, python3-onnx and
 python3-statsmodels.
 """
 import json
@@ -20,21 +26,29 @@ import torch.nn as nn
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 T, H = 32, 16
+TRAIN_END, TEST_END = 1890, 1954  # train: years < 1890; test: 1890-1953; calibration: 1954 on
 torch.manual_seed(0)
 torch.set_num_threads(1)
 
-series = sm.datasets.sunspots.load_pandas().data["SUNACTIVITY"].to_numpy(np.float32)
-years = sm.datasets.sunspots.load_pandas().data["YEAR"].to_numpy()
-mean, std = float(series.mean()), float(series.std())
+data = sm.datasets.sunspots.load_pandas().data
+series = data["SUNACTIVITY"].to_numpy(np.float32)
+years = data["YEAR"].to_numpy().astype(int)
+train_years, test_years = years < TRAIN_END, (years >= TRAIN_END) & (years < TEST_END)
+calibration_years = years >= TEST_END
+mean, std = float(series[train_years].mean()), float(series[train_years].std())
 z = (series - mean) / std
 
-all_windows = np.stack([z[k:k + T + 1] for k in range(len(z) - T)])
-order = np.random.default_rng(0).permutation(len(all_windows))
-split = len(order) * 3 // 4
-train = all_windows[np.sort(order[:split])]
-test = all_windows[np.sort(order[split:])]
-x_train = torch.tensor(train[:, :T, None])
-y_train = torch.tensor(train[:, 1:])
+
+def windows(part):
+    """Every T + 1-year window inside one stretch of years: T inputs, the next year each forecasts."""
+    s = z[part]
+    w = np.stack([s[k:k + T + 1] for k in range(len(s) - T)])
+    return w[:, :T, None].astype(np.float32), w[:, 1:, None].astype(np.float32)
+
+
+x_train, y_train = windows(train_years)
+x_test, y_test = windows(test_years)
+x_calibration, _ = windows(calibration_years)
 
 
 class Forecaster(nn.Module):
@@ -45,38 +59,39 @@ class Forecaster(nn.Module):
 
     def forward(self, x):
         y, _ = self.lstm(x)
-        return self.head(y).squeeze(-1)
+        return self.head(y)
 
 
 model = Forecaster()
 opt = torch.optim.Adam(model.parameters(), lr=0.01)
+xt, yt = torch.tensor(x_train), torch.tensor(y_train)
 for step in range(600):
     opt.zero_grad()
-    loss = nn.functional.mse_loss(model(x_train), y_train)
+    loss = nn.functional.mse_loss(model(xt), yt)
     loss.backward()
     opt.step()
 model.eval()
 with torch.no_grad():
-    test_loss = float(nn.functional.mse_loss(model(torch.tensor(test[:, :T, None])), torch.tensor(test[:, 1:])))
+    forecast = model(torch.tensor(x_test)).numpy()
+test_mae = float(np.abs(forecast - y_test).mean() * std)
+persistence_mae = float(np.abs(x_test - y_test).mean() * std)  # "next year = this year"
 
-
-class LstmOnly(nn.Module):
-    def __init__(self, lstm):
-        super().__init__()
-        self.lstm = lstm
-
-    def forward(self, x):
-        return self.lstm(x)[0]
-
-
-torch.onnx.export(LstmOnly(model.lstm).eval(), x_train[:1], os.path.join(HERE, "sunspots_lstm.onnx"),
-                  opset_version=14, input_names=["x"], output_names=["hidden"])
-np.save(os.path.join(HERE, "calibration.npy"), train[:, :T, None].astype(np.float32))
-np.save(os.path.join(HERE, "test.npy"), test[:, :T, None].astype(np.float32))
+torch.onnx.export(model, xt[:1], os.path.join(HERE, "sunspots_lstm.onnx"), opset_version=14,
+                  input_names=["x"], output_names=["forecast"])
+np.save(os.path.join(HERE, "calibration.npy"), x_calibration)
+np.save(os.path.join(HERE, "test.npy"), x_test)
+np.save(os.path.join(HERE, "test_targets.npy"), y_test)
 with open(os.path.join(HERE, "model.json"), "w") as f:
     json.dump({"generator": "examples/sunspots/train.py", "torch_version": torch.__version__,
-               "normalization": {"mean": mean, "std": std}, "window": T, "hidden_size": H,
-               "train_mse": float(loss), "test_mse": test_loss,
-               "years": [int(years[0]), int(years[-1])]}, f, indent=1)
+               "task": "forecast: at step t, the normalized sunspot number of year t + 1",
+               "normalization": {"mean": mean, "std": std},
+               "output_units": {"name": "sunspots", "scale": std, "offset": mean},
+               "window": T, "hidden_size": H,
+               "years": {"train": [int(years[0]), TRAIN_END - 1], "test": [TRAIN_END, TEST_END - 1],
+                         "calibration": [TEST_END, int(years[-1])]},
+               "windows": {"train": len(x_train), "test": len(x_test), "calibration": len(x_calibration)},
+               "train_mse": float(loss), "test_mae_sunspots": test_mae,
+               "test_persistence_mae_sunspots": persistence_mae}, f, indent=1)
     f.write("\n")
-print("train mse %.4f, test mse %.4f (normalized units)" % (float(loss), test_loss))
+print("train mse %.4f (normalized); held-out forecast error %.2f sunspots (persistence: %.2f)"
+      % (float(loss), test_mae, persistence_mae))

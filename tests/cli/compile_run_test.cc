@@ -211,11 +211,19 @@ TEST_F(CompileRun, BundledExampleCompilesRunsAndReachesItsAccuracy) {
                            "/calibration.npy -o " + path("ex"));
   ASSERT_EQ(c.status, 0) << c.output;
   const ShellResult e = sh(std::string(QLSTM_CLI) + " eval " + ex + "/sunspots_lstm.onnx " + path("ex/sunspots_lstm.qlstm") +
-                           " --data " + ex + "/test.npy --plot " + path("ex/plot.svg"));
+                           " --data " + ex + "/test.npy --targets " + ex + "/test_targets.npy --units " + ex +
+                           "/model.json --plot " + path("ex/plot.svg"));
   ASSERT_EQ(e.status, 0) << e.output;
-  const size_t at = e.output.find("SQNR ");
+  // The forecaster's accuracy on the held-out years, in sunspots: int8 within 2 % of float's error.
+  const std::string mae = "in sunspots: float MAE ";
+  const size_t at = e.output.find(mae);
   ASSERT_NE(at, std::string::npos) << e.output;
-  EXPECT_GE(std::stod(e.output.substr(at + 5)), 35.0) << e.output;
+  const double float_mae = std::stod(e.output.substr(at + mae.size()));
+  const size_t q = e.output.find("int8 MAE ", at);
+  ASSERT_NE(q, std::string::npos) << e.output;
+  const double int8_mae = std::stod(e.output.substr(q + 9));
+  EXPECT_GT(float_mae, 0.0) << e.output;
+  EXPECT_LE(int8_mae, 1.02 * float_mae) << e.output;
   std::ifstream svg(path("ex/plot.svg"));
   std::string head;
   std::getline(svg, head);

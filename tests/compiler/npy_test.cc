@@ -34,6 +34,32 @@ TEST(Npy, RoundTripFloatAndInt8) {
   std::remove(p.c_str());
 }
 
+// Class labels: numpy's default int64 and the narrower integer types, read as integers; float is not.
+TEST(Npy, IntegerArraysReadAsIntegers) {
+  const std::string p = temp_path("labels.npy");
+  const std::vector<int64_t> v = {0, 9, -3, int64_t{1} << 40};
+  write_npy(p, DType::kInt64, {4}, v.data());
+  const NpyArray a = read_npy(p);
+  EXPECT_EQ(a.dtype, DType::kInt64);
+  EXPECT_EQ(a.as_integers("a"), v);
+  const std::vector<int32_t> w = {7, -2147483647 - 1};
+  write_npy(p, DType::kInt32, {2}, w.data());
+  EXPECT_EQ(read_npy(p).as_integers("w"), (std::vector<int64_t>{7, -2147483647 - 1}));
+  const std::vector<int16_t> h = {-300, 2};
+  write_npy(p, DType::kInt16, {2, 1}, h.data());
+  EXPECT_EQ(read_npy(p).as_integers("h"), (std::vector<int64_t>{-300, 2}));
+  write_npy_int8(p, {2}, {-128, 5});
+  EXPECT_EQ(read_npy(p).as_integers("q"), (std::vector<int64_t>{-128, 5}));
+  write_npy_float32(p, {1}, {1.0f});
+  try {
+    read_npy(p).as_integers("labels.npy");
+    ADD_FAILURE() << "float32 read as integers";
+  } catch (const NpyError& e) {
+    EXPECT_STREQ(e.what(), "labels.npy: dtype <f4 where integers are expected");
+  }
+  std::remove(p.c_str());
+}
+
 TEST(Npy, EmptyArrays) {  // found by fuzz_npy: a zero-element float array
   const std::string p = temp_path("empty.npy");
   write_npy_float32(p, {0, 3}, {});

@@ -78,7 +78,8 @@ def test_fault(a):
 
 # Models with their layouts; each calibrated on standard-normal data (the example on its own).
 MODELS = [
-    ("examples/sunspots/sunspots_lstm.onnx", True, 1, "examples/sunspots/calibration.npy"),
+    ("examples/sunspots/sunspots_lstm.onnx", True, 1, "examples/sunspots/calibration.npy"),  # Linear per step
+    ("examples/digits/digits_lstm.onnx", True, 8, "examples/digits/calibration.npy"),  # last step, Linear, Softmax
     ("tests/onnx/models/torch_batch_first_opset17.onnx", True, None, None),
     ("tests/onnx/models/torch_seq_first_opset13.onnx", False, None, None),
     ("tests/onnx/models/plain_layout1_no_bias.onnx", True, None, None),
@@ -95,18 +96,18 @@ def sequences(rng, batch_first, batch, steps, features, scale=1.0):
     return (rng.standard_normal(shape) * scale).astype(np.float32)
 
 
-def input_size_of(source, onnx_path):
+def input_size_of(source, onnx_path, cal_path):
     expect = os.path.splitext(os.path.join(source, onnx_path))[0] + ".expect.json"
     if os.path.exists(expect):
         with open(expect) as f:
             e = json.load(f)
         return e["input_size"] if "input_size" in e else e["input_shape"][-1]  # an LSTM's, or a whole model's
-    return 1  # the sunspots example: one feature per year
+    return int(np.load(os.path.join(source, cal_path)).shape[-1])  # a bundled example: its calibration's
 
 
 def compile_model(a, work, onnx_path, batch_first, cal_path, rng, name, extra=()):
     source = a.source
-    i = input_size_of(source, onnx_path)
+    i = input_size_of(source, onnx_path, cal_path)
     if cal_path is None:
         cal_path = os.path.join(work, name + "_cal.npy")
         np.save(cal_path, sequences(rng, batch_first, 8, 12, i))

@@ -18,6 +18,7 @@
 #include "qlstm/compiler/file_io.h"
 #include "qlstm/kernels.h"
 #include "device.h"
+#include "eval_metrics.h"
 #include "exit_status.h"
 
 namespace qlstm {
@@ -75,6 +76,59 @@ SequenceTensor read_sequences(const std::string& path, int32_t input_size, bool 
 std::vector<int64_t> npy_shape(const SequenceShape& s, int32_t features) {
   if (s.layout == Layout::kBatchMajor) return {s.batch, s.time_steps, features};
   return {s.time_steps, s.batch, features};
+}
+
+// The model's output for input x, as .npy: [B][W] for one row per sequence ([W] for a rank-2
+// input: one sequence), else the sequence in the input's layout ([T][W] for a rank-2 input).
+std::vector<int64_t> output_shape(const CompiledModel& m, const SequenceTensor& x) {
+  const int32_t W = m.output_size();
+  if (m.output_is_one_step()) {
+    if (x.rank == 2) return {W};
+    return {x.shape.batch, W};
+  }
+  if (x.rank == 2) return {x.shape.time_steps, W};
+  return npy_shape(x.shape, W);
+}
+
+// Float input to the model's int8 input; throws naming `path` for a non-finite value.
+std::vector<int8_t> quantize_input(const CompiledModel& m, const SequenceTensor& x, const std::string& path) {
+  std::vector<int8_t> x8(x.values.size());
+  for (size_t k = 0; k < x.values.size(); ++k) {
+    if (!std::isfinite(x.values[k])) throw CompileError(path + ": non-finite value at index " + std::to_string(k));
+    x8[k] = m.input_quant().quantize(x.values[k]);
+  }
+  return x8;
+}
+
+std::vector<float> dequantize_output(const CompiledModel& m, const std::vector<int8_t>& y8) {
+  std::vector<float> y(y8.size());
+  for (size_t k = 0; k < y8.size(); ++k) y[k] = static_cast<float>(m.output_quant().dequantize(y8[k]));
+  return y;
+}
+
+// The program of a whole model, one line per op as the report's "op_table" has it: kind, shape
+// ([T, W] a sequence, [1, W] one step per batch row), its output's quantization, flash bytes and
+// the RAM of the buffer it writes; then the model's output.
+void print_op_table(const CompiledModel& m, const nlohmann::json& table) {
+  std::printf("  program: %zu ops (kind, shape, output scale / zero point, flash, RAM of its output)\n", table.size());
+  for (const nlohmann::json& row : table) {
+    std::string more;
+    if (row.contains("output_steps") && row["output_steps"] == "final") more = ", the last step only";
+    if (row.contains("direction") && row["direction"] == "reverse") more += ", reverse";
+    if (row.contains("fused_activation") && row["fused_activation"] != "none") {
+      more += ", " + row["fused_activation"].get<std::string>() + " folded in";
+    }
+    if (row.contains("per_channel")) more += row["per_channel"].get<bool>() ? ", per channel" : ", per tensor";
+    if (row.contains("function")) more += ", " + row["function"].get<std::string>();
+    if (row.contains("step")) more += ", step " + std::to_string(row["step"].get<int>());
+    std::printf("    %-2d %-16s %-20s %10.6g / %-4d %6zu B flash %6zu B RAM%s\n", row["op"].get<int>(),
+                row["kind"].get<std::string>().c_str(), row["shape"].get<std::string>().c_str(),
+                row["output"]["scale"].get<double>(), row["output"]["zero_point"].get<int>(),
+                row["flash_bytes"].get<size_t>(), row["ram_bytes"].get<size_t>(), more.c_str());
+  }
+  std::printf("  model output %d %s, scale %.6g  zero point %d\n", m.output_size(),
+              m.output_is_one_step() ? "per sequence" : "per time step", m.output_quant().scale,
+              m.output_quant().zero_point);
 }
 
 }  // namespace
@@ -140,12 +194,13 @@ int compile_command(const CompileArgs& args) {
                 args.model.c_str(), args.outdir.c_str(), name.c_str());
     std::string nodes;
     for (const std::string& n : onnx.node_names) nodes += (nodes.empty() ? "'" : ", '") + n + "'";
+    const bool whole = m.lstm_op_count() != static_cast<int32_t>(m.ops.size());  // layers around the LSTMs
     std::printf("  LSTM %s: %d layer%s%s, input %d, output %d, %s\n", nodes.c_str(), m.layers(),
-                m.layers() > 1 ? "s" : "", m.directions == 2 ? " bidirectional" : "", m.input_size(), m.output_size(),
+                m.layers() > 1 ? "s" : "", m.directions == 2 ? " bidirectional" : "", onnx.program.ops.front().input_size,
+                m.directions * m.hidden_sizes().back(),
                 onnx.unbatched ? "unbatched [T, F]" : onnx.batch_first ? "batch_first" : "sequence-first");
     std::printf("  input  scale %.6g  zero point %d  (%s)\n", m.input_quant().scale, m.input_quant().zero_point,
                 r.stats.front().input_observer.c_str());
-    const bool whole = m.lstm_op_count() != static_cast<int32_t>(m.ops.size());  // layers around the LSTMs
     size_t lstm = 0;  // the LSTM ops': the calibration stats
     for (const ProgramOp& op : m.ops) {
       if (op.kind != QLSTM_OP_LSTM_S8) continue;
@@ -159,6 +214,7 @@ int compile_command(const CompileArgs& args) {
                   d.cell.observed_max_abs, who.c_str());
       ++lstm;
     }
+    if (whole) print_op_table(m, r.report.at("op_table"));
     if (m.initial_hidden != StateSource::kZero || m.initial_cell != StateSource::kZero || m.hidden_output ||
         m.cell_output) {
       std::printf("  state  initial h %s, c %s; final state %s (h_n int8 at each op's output quantization, c_n "
@@ -166,7 +222,9 @@ int compile_command(const CompileArgs& args) {
                   m.hidden_output || m.cell_output ? "an output" : "not an output");
     }
     const ProgramMemory& mem = r.memory;
-    std::printf("  flash  %zu bytes (weights %zu, biases %zu)\n", mem.flash_bytes(), mem.weight_bytes, mem.bias_bytes);
+    std::printf("  flash  %zu bytes (weights %zu, biases %zu%s)\n", mem.flash_bytes(), mem.weight_bytes, mem.bias_bytes,
+                whole ? (", requantization " + std::to_string(mem.requant_bytes) + ", tables " +
+                         std::to_string(mem.table_bytes)).c_str() : "");
     std::printf("  RAM    %zu bytes for batch %d (scratch %zu, state %zu, activations %zu)\n", mem.ram_bytes(),
                 args.batch, mem.scratch_bytes, mem.state_bytes(), 2 * mem.activation_bytes);
     std::printf("  SQNR   %.2f dB int8 vs float on the calibration set (%lld sequences)\n", r.sqnr_db,
@@ -215,13 +273,13 @@ std::vector<int8_t> run_on_device(const std::string& cpu, const CompiledModel& m
 // A [ops][B][H] state file: float32 with --float, else int8 (hidden) or int16 (cell).
 NpyArray read_state(const std::string& path, const CompiledModel& m, int32_t batch, bool cell, bool float_io) {
   const NpyArray a = read_npy(path);
-  const int64_t ops = static_cast<int64_t>(m.ops.size());
+  const int64_t ops = m.lstm_op_count();
   const int64_t per = static_cast<int64_t>(batch) * m.state_size();
   if (a.element_count() != per || a.shape.empty() || a.shape[0] != ops) {
     std::string s;
     for (int64_t d : a.shape) s += (s.empty() ? "" : ", ") + std::to_string(d);
     throw CompileError(path + ": shape [" + s + "], expected [" + std::to_string(ops) + ", " + std::to_string(batch) +
-                       ", " + std::to_string(m.ops[0].lstm.hidden_size) + "] (ops x batch x hidden)");
+                       ", " + std::to_string(m.hidden_sizes().front()) + "] (ops x batch x hidden)");
   }
   const DType want = float_io ? DType::kFloat32 : cell ? DType::kInt16 : DType::kInt8;
   if (a.dtype != want) {
@@ -247,16 +305,7 @@ int run_command(const RunArgs& args) {
       throw UsageError(args.model + ": the model takes its initial cell state as an input: give --c0");
     }
     const SequenceTensor x = read_sequences(args.input, m.input_size(), m.batch_first, !args.float_io);
-    std::vector<int8_t> x8 = x.values_s8;
-    if (args.float_io) {
-      x8.resize(x.values.size());
-      for (size_t k = 0; k < x.values.size(); ++k) {
-        if (!std::isfinite(x.values[k])) {
-          throw CompileError(args.input + ": non-finite value at index " + std::to_string(k));
-        }
-        x8[k] = m.input_quant().quantize(x.values[k]);
-      }
-    }
+    const std::vector<int8_t> x8 = args.float_io ? quantize_input(m, x, args.input) : x.values_s8;
     const int32_t B = x.shape.batch;
     ProgramState state = initial_program_state(m, B);
     if (!args.h0.empty() || !args.c0.empty()) {
@@ -285,18 +334,15 @@ int run_command(const RunArgs& args) {
     const std::vector<int8_t> y8 = !args.target.empty() ? run_on_device(args.target, m, x8, x.shape, &state)
                                    : args.chunk > 0 ? run_program_s8_streamed(m, x8, x.shape, args.chunk, &state)
                                                     : run_program_s8(m, x8, x.shape, &state);
-    std::vector<int64_t> shape = npy_shape(x.shape, m.output_size());
-    if (x.rank == 2) shape = {x.shape.time_steps, m.output_size()};  // one sequence in, one out
-    if (m.output_is_one_step()) {  // one row per sequence
-      shape = x.rank == 2 ? std::vector<int64_t>{m.output_size()} : std::vector<int64_t>{B, m.output_size()};
-    }
+    const std::vector<int64_t> shape = output_shape(m, x);
     // Every output is computed before any is written.
-    const std::vector<int64_t> state_shape = {static_cast<int64_t>(m.ops.size()), B, m.ops[0].lstm.hidden_size};
-    std::vector<float> y, hn, cn;
+    const std::vector<int64_t> state_shape = {m.lstm_op_count(), B, m.hidden_sizes().front()};
+    std::vector<float> hn, cn;
     if (args.float_io) {
-      for (int8_t v : y8) y.push_back(static_cast<float>(m.output_quant().dequantize(v)));
+      const std::vector<float> y = dequantize_output(m, y8);
       size_t at = 0;
       for (const ProgramOp& op : m.ops) {
+        if (op.kind != QLSTM_OP_LSTM_S8) continue;  // the ops around the LSTMs have no state
         for (size_t e = 0; e < static_cast<size_t>(B) * op.lstm.hidden_size; ++e, ++at) {
           hn.push_back(static_cast<float>(op.lstm.output.dequantize(state.hidden[at])));
           cn.push_back(static_cast<float>(std::ldexp(static_cast<double>(state.cell[at]), op.lstm.cell.power)));
@@ -310,6 +356,10 @@ int run_command(const RunArgs& args) {
       if (!args.h_n.empty()) write_npy_int8(args.h_n, state_shape, state.hidden);
       if (!args.c_n.empty()) write_npy(args.c_n, DType::kInt16, state_shape, state.cell.data());
     }
+    std::string dims;
+    for (int64_t d : shape) dims += (dims.empty() ? "" : ", ") + std::to_string(d);
+    std::printf("qlstm run: wrote %s: %s [%s]%s\n", args.output.c_str(), args.float_io ? "float32" : "int8",
+                dims.c_str(), m.output_is_one_step() ? " (one row per sequence)" : "");
     return 0;
   } catch (const std::exception& e) {
     return error_exit("run", e);
@@ -318,30 +368,33 @@ int run_command(const RunArgs& args) {
 
 namespace {
 
-// A small self-contained SVG: one sequence's first output unit, float against int8, over time;
-// and the histogram of all errors.
+// A small self-contained SVG: float against int8 for one sequence's first output unit over time
+// (an output per step) or its H outputs (one_step: one row per sequence); and the histogram of
+// all errors.
 std::string svg_plot(const std::vector<float>& ref, const std::vector<float>& got, const SequenceShape& s,
-                     int32_t H, const std::string& title) {
+                     int32_t H, bool one_step, const std::string& title) {
   const int W = 780, Hh = 260, pad = 60;
+  const int points = one_step ? H : s.time_steps;
   auto at = [&](int t) {
+    if (one_step) return static_cast<size_t>(t);
     const size_t row = s.layout == Layout::kBatchMajor ? static_cast<size_t>(t) : static_cast<size_t>(t) * s.batch;
     return row * static_cast<size_t>(H);
   };
   float lo = 0, hi = 0;
-  for (int t = 0; t < s.time_steps; ++t) {
+  for (int t = 0; t < points; ++t) {
     lo = std::min({lo, ref[at(t)], got[at(t)]});
     hi = std::max({hi, ref[at(t)], got[at(t)]});
   }
   if (hi <= lo) hi = lo + 1;
-  auto xpos = [&](int t) { return pad + (W - 2 * pad) * (s.time_steps > 1 ? t / double(s.time_steps - 1) : 0.0); };
+  auto xpos = [&](int t) { return pad + (W - 2 * pad) * (points > 1 ? t / double(points - 1) : 0.0); };
   auto ypos = [&](float v) { return pad + (Hh - 2 * pad) * (1.0 - (v - lo) / (hi - lo)); };
   std::string o = "<svg xmlns='http://www.w3.org/2000/svg' width='" + std::to_string(W) + "' height='" +
                   std::to_string(2 * Hh) + "' font-family='sans-serif' font-size='12'>\n";
   o += "<rect width='100%' height='100%' fill='white'/>\n<text x='" + std::to_string(pad) + "' y='20'>" + title +
-       ": sequence 0, unit 0 (blue float, red int8)</text>\n";
+       (one_step ? ": sequence 0, its outputs" : ": sequence 0, unit 0") + " (blue float, red int8)</text>\n";
   for (const auto& [v, color] : {std::pair<const std::vector<float>*, const char*>{&ref, "#1f77b4"}, {&got, "#d62728"}}) {
     o += "<polyline fill='none' stroke='" + std::string(color) + "' stroke-width='1.5' points='";
-    for (int t = 0; t < s.time_steps; ++t) o += std::to_string(xpos(t)) + "," + std::to_string(ypos((*v)[at(t)])) + " ";
+    for (int t = 0; t < points; ++t) o += std::to_string(xpos(t)) + "," + std::to_string(ypos((*v)[at(t)])) + " ";
     o += "'/>\n";
   }
   // Axis labels: the value range and the time steps.
@@ -355,8 +408,9 @@ std::string svg_plot(const std::vector<float>& ref, const std::vector<float>& go
   text(pad - 4, ypos(hi) + 4, v, "end");
   std::snprintf(v, sizeof v, "%.3g", lo);
   text(pad - 4, ypos(lo) + 4, v, "end");
-  text(xpos(0), Hh - pad + 16, "t = 0", "start");
-  text(xpos(s.time_steps - 1), Hh - pad + 16, "t = " + std::to_string(s.time_steps - 1), "end");
+  const char* axis = one_step ? "output " : "t = ";
+  text(xpos(0), Hh - pad + 16, axis + std::string("0"), "start");
+  text(xpos(points - 1), Hh - pad + 16, axis + std::to_string(points - 1), "end");
   // Error histogram.
   constexpr int kBins = 41;
   double emax = 0;
@@ -385,10 +439,14 @@ std::string svg_plot(const std::vector<float>& ref, const std::vector<float>& go
 
 int eval_command(const EvalArgs& args) {
   try {
+    if (!args.units.empty() && args.targets.empty()) {
+      throw UsageError("--units converts the forecast error against --targets: give --targets too");
+    }
+    const OutputUnits units = args.units.empty() ? OutputUnits() : read_output_units(args.units);
     const OnnxLstm onnx = import_onnx(args.onnx);
     const CompiledModel m = load_model_file(args.model);
     if (m.input_size() != onnx.program.input_size() || m.output_size() != onnx.program.output_size() ||
-        m.ops.size() != onnx.program.ops.size() || m.batch_first != onnx.batch_first) {
+        static_cast<size_t>(m.lstm_op_count()) != onnx.program.ops.size() || m.batch_first != onnx.batch_first) {
       throw CompileError(args.model + ": does not match " + args.onnx + " (sizes, layers or layout)");
     }
     if (m.initial_hidden == StateSource::kInput || m.initial_cell == StateSource::kInput) {
@@ -396,37 +454,65 @@ int eval_command(const EvalArgs& args) {
                          "as an input (use qlstm run --h0/--c0 and compare)");
     }
     const SequenceTensor x = read_sequences(args.data, m.input_size(), onnx.batch_first, false);
-    const std::vector<float> ref = run_float_program(onnx.program, x.values.data(), x.shape).output;
-    std::vector<int8_t> x8(x.values.size());
-    for (size_t k = 0; k < x8.size(); ++k) {
-      if (!std::isfinite(x.values[k])) throw CompileError(args.data + ": non-finite value at index " + std::to_string(k));
-      x8[k] = m.input_quant().quantize(x.values[k]);
+    const int32_t W = m.output_size(), B = x.shape.batch, T = x.shape.time_steps;
+    const bool one_step = m.output_is_one_step();
+    const bool classifier = one_step && W >= 2;
+    if (!args.labels.empty() && !classifier) {
+      throw UsageError("--labels: " + args.model + " is not a classifier: its output is " +
+                       (one_step ? std::string("one value per sequence")
+                                 : W == 1 ? std::string("one value per time step")
+                                          : std::to_string(W) + " values per time step") +
+                       "; labels need one row of class scores per sequence (for a forecaster give --targets)");
     }
-    const std::vector<int8_t> y8 = run_program_s8(m, x8, x.shape);
-    std::vector<float> got(y8.size());
-    for (size_t k = 0; k < y8.size(); ++k) got[k] = static_cast<float>(m.output_quant().dequantize(y8[k]));
-    const int32_t H = m.output_size(), B = x.shape.batch, T = x.shape.time_steps;
+    // Every input file is read and checked before anything runs.
+    const std::vector<int64_t> shape = output_shape(m, x);
+    const std::vector<int64_t> labels = args.labels.empty() ? std::vector<int64_t>() : read_labels(args.labels, B, W);
+    const std::vector<float> targets = args.targets.empty() ? std::vector<float>() : read_targets(args.targets, shape);
+
+    const std::vector<float> ref = run_float_program(onnx.program, x.values.data(), x.shape).output;
+    const std::vector<float> got = dequantize_output(m, run_program_s8(m, quantize_input(m, x, args.data), x.shape));
+    if (ref.size() != got.size()) {
+      throw CompileError(args.onnx + ": the float model wrote " + std::to_string(ref.size()) + " values, the int8 "
+                         "model " + std::to_string(got.size()));
+    }
     std::printf("qlstm eval: %s vs %s on %s (%d sequences x %d steps)\n", args.model.c_str(), args.onnx.c_str(),
                 args.data.c_str(), B, T);
+    std::printf("  output: %d value%s %s\n", W, W == 1 ? "" : "s", one_step ? "per sequence" : "per time step");
     std::printf("  SQNR %.2f dB, max abs error %.5f (output scale %.5f)\n", sqnr_db(ref, got),
                 max_abs_error(ref, got), m.output_quant().scale);
-    std::printf("  RMS error per time step:");
-    for (int32_t t = 0; t < T; ++t) {
-      double e = 0;
-      for (int32_t b = 0; b < B; ++b) {
-        const size_t row = x.shape.layout == Layout::kBatchMajor ? static_cast<size_t>(b) * T + t
-                                                                  : static_cast<size_t>(t) * B + b;
-        for (int32_t u = 0; u < H; ++u) {
-          const double d = double(ref[row * H + u]) - got[row * H + u];
-          e += d * d;
+    if (!one_step) {
+      std::printf("  RMS error per time step:");
+      for (int32_t t = 0; t < T; ++t) {
+        double e = 0;
+        for (int32_t b = 0; b < B; ++b) {
+          const size_t row = x.shape.layout == Layout::kBatchMajor ? static_cast<size_t>(b) * T + t
+                                                                    : static_cast<size_t>(t) * B + b;
+          for (int32_t u = 0; u < W; ++u) {
+            const double d = double(ref[row * W + u]) - got[row * W + u];
+            e += d * d;
+          }
         }
+        if (t % 10 == 0) std::printf("\n   t=%-4d", t);
+        std::printf(" %.4f", std::sqrt(e / (double(B) * W)));
       }
-      if (t % 10 == 0) std::printf("\n   t=%-4d", t);
-      std::printf(" %.4f", std::sqrt(e / (double(B) * H)));
+      std::printf("\n");
     }
-    std::printf("\n");
+    if (classifier) {
+      const ClassifierScores c = score_classifier(ref, got, W, labels);
+      const double n = static_cast<double>(c.rows);
+      if (!labels.empty()) {
+        std::printf("  top-1 accuracy on %zu labelled sequences: float %.2f %%, int8 %.2f %%\n", c.rows,
+                    100.0 * c.float_correct / n, 100.0 * c.int8_correct / n);
+      }
+      std::printf("  argmax agreement int8 vs float: %.2f %% (%zu of %zu)\n", 100.0 * c.agree / n, c.agree, c.rows);
+    }
+    if (!targets.empty()) {
+      const ForecastError f = forecast_error(ref, targets, units), q = forecast_error(got, targets, units);
+      std::printf("  forecast error against %s (%zu values), in %s: float MAE %.3f RMSE %.3f, int8 MAE %.3f RMSE "
+                  "%.3f\n", args.targets.c_str(), targets.size(), units.name.c_str(), f.mae, f.rmse, q.mae, q.rmse);
+    }
     if (!args.plot.empty()) {
-      write_file_atomically(args.plot, svg_plot(ref, got, x.shape, H, m.name));
+      write_file_atomically(args.plot, svg_plot(ref, got, x.shape, W, one_step, m.name));
       std::printf("  plot: %s\n", args.plot.c_str());
     }
     return 0;

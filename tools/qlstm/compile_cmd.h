@@ -38,8 +38,13 @@ int run_command(const RunArgs& args);
 
 struct EvalArgs {
   std::string onnx, model, data, plot;
+  std::string labels;   // a classifier's class per sequence: top-1 accuracy float vs int8
+  std::string targets;  // a forecaster's expected outputs: its error float vs int8
+  std::string units;    // a JSON file whose "output_units" convert that error (eval_metrics.h)
 };
-// int8 against float on DATA: SQNR, max abs error, the error per time step; --plot writes an SVG.
+// int8 against float on DATA: SQNR, max abs error, the error per time step (an output per step) or
+// the argmax agreement (a classifier: one row per sequence); with labels the top-1 accuracy of
+// both, with targets the forecast error of both; --plot writes an SVG.
 int eval_command(const EvalArgs& args);
 
 }  // namespace cli

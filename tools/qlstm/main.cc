@@ -322,8 +322,12 @@ int main(int argc, char** argv) {
   CLI::App* run = app.add_subcommand("run", "Run a compiled model on the host, bit-exact with the device");
   run->add_option("model", ra.model, "the .qlstm file")->required();
   run->add_option("--input", ra.input, "input .npy (int8; float32 with --float)")->required();
-  run->add_option("--output", ra.output, "output .npy")->required();
-  run->add_flag("--float", ra.float_io, "float32 in and out, quantized and dequantized at the boundaries");
+  run->add_option("--output", ra.output,
+                 "output .npy: the model's output, per step in the input's layout, or [B, W] for one row per sequence")
+      ->required();
+  run->add_flag("--float", ra.float_io,
+               "float32 in and out (the model's own graph output, e.g. a softmax's probabilities), quantized and "
+               "dequantized at the boundaries");
   run->add_option("--target", ra.target, "run on the emulated CPU instead of the host: " + cpu_list());
   run->add_option("--chunk", ra.chunk, "stream: reset, then stateful calls of N time steps each (equals one call)")
       ->check(CLI::Range(1, 1 << 30));
@@ -366,6 +370,13 @@ int main(int argc, char** argv) {
   ev->add_option("model", ea.model, "the .qlstm file compiled from it")->required();
   ev->add_option("--data", ea.data, "float32 .npy sequences in the model's layout")->required();
   ev->add_option("--plot", ea.plot, "write an SVG: float vs int8 over time, and the error histogram");
+  ev->add_option("--labels", ea.labels,
+                 "a classifier's true class per sequence, integer .npy [B]: top-1 accuracy float vs int8");
+  ev->add_option("--targets", ea.targets,
+                 "a forecaster's expected outputs, float32 .npy of the output's shape: its error float vs int8");
+  ev->add_option("--units", ea.units,
+                 "with --targets: a JSON file whose \"output_units\" {name, scale, offset} give that error in the "
+                 "user's units (v * scale + offset)");
 
   try {
     app.parse(argc, argv);

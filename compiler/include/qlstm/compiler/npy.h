@@ -1,5 +1,5 @@
 // NumPy .npy files (format versions 1.0-3.0): C-order, little-endian arrays of float32, float64,
-// int8, int16 or int32. Reading checks every header field; errors name the file and the field.
+// int8, int16, int32 or int64. Reading checks every header field; errors name the file and the field.
 #ifndef QLSTM_COMPILER_NPY_H_
 #define QLSTM_COMPILER_NPY_H_
 
@@ -16,7 +16,7 @@ class NpyError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-enum class DType { kFloat32, kFloat64, kInt8, kInt16, kInt32 };
+enum class DType { kFloat32, kFloat64, kInt8, kInt16, kInt32, kInt64 };
 const char* dtype_name(DType t);  // numpy descr, e.g. "<f4"
 
 struct NpyArray {
@@ -28,6 +28,8 @@ struct NpyArray {
   // The elements converted to float (float32/float64 only; otherwise throws NpyError).
   std::vector<float> as_float(const std::string& what) const;
   std::vector<int8_t> as_int8(const std::string& what) const;
+  // The elements of an integer array (int8 ... int64; otherwise throws NpyError).
+  std::vector<int64_t> as_integers(const std::string& what) const;
 };
 
 NpyArray read_npy(const std::string& path);
