@@ -144,7 +144,11 @@ int compile_command(const CompileArgs& args) {
     ModelCompileOptions mo;
     mo.model_origin = args.model;
     mo.calibration_files = args.calibration;
-    mo.batch = args.batch;
+    // A learned per-row initial state fixes the batch: the firmware is generated for it unless
+    // --batch says otherwise (which compile then refuses, naming the model's batch).
+    const int32_t fixed_batch = onnx.program.constant_state_batch();
+    const int32_t batch = args.batch > 0 ? args.batch : (fixed_batch > 0 ? fixed_batch : 1);
+    mo.batch = batch;
     mo.max_time_steps = args.max_time_steps;
     mo.warn = [](const std::string& w) { std::fprintf(stderr, "qlstm compile: warning: %s\n", w.c_str()); };
     CompileOptions& o = mo.quantization;
@@ -178,7 +182,7 @@ int compile_command(const CompileArgs& args) {
     const CompiledModel& m = r.model;
     const std::string& name = m.name;
     const std::string model_bytes = serialize_model(m);
-    const EmittedSource src = emit_cpp(m, name, args.batch, r.max_time_steps, fs::path(args.model).filename().string());
+    const EmittedSource src = emit_cpp(m, name, batch, r.max_time_steps, fs::path(args.model).filename().string());
 
     // Everything is computed; only now is anything written.
     std::error_code ec;
@@ -226,7 +230,7 @@ int compile_command(const CompileArgs& args) {
                 whole ? (", requantization " + std::to_string(mem.requant_bytes) + ", tables " +
                          std::to_string(mem.table_bytes)).c_str() : "");
     std::printf("  RAM    %zu bytes for batch %d (scratch %zu, state %zu, activations %zu)\n", mem.ram_bytes(),
-                args.batch, mem.scratch_bytes, mem.state_bytes(), 2 * mem.activation_bytes);
+                mo.batch, mem.scratch_bytes, mem.state_bytes(), 2 * mem.activation_bytes);
     std::printf("  SQNR   %.2f dB int8 vs float on the calibration set (%lld sequences)\n", r.sqnr_db,
                 static_cast<long long>(r.calibration_sequences));
     return 0;

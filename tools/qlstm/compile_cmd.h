@@ -14,7 +14,7 @@ struct CompileArgs {
   std::vector<std::string> calibration;
   std::string outdir = ".";
   std::string name;
-  int32_t batch = 1;
+  int32_t batch = 0;  // 0: the batch the model fixes (a learned per-row initial state), else 1
   std::string input_observer = "minmax";
   std::string output_observer = "minmax";
   std::string weights = "maxabs";

@@ -300,8 +300,10 @@ int main(int argc, char** argv) {
                                                           : "--name '" + v + "' is not a C identifier (letters, digits, '_')";
           },
           "C identifier"));
-  comp->add_option("--batch", ca.batch, "batch size the firmware source is generated for")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+  comp->add_option("--batch", ca.batch,
+                   "batch size the firmware source is generated for (default: the batch a learned per-row "
+                   "initial state fixes, else 1)")
+      ->check(CLI::PositiveNumber);
   const auto observer = parsed_by([](const std::string& v) { qlstm::compiler::parse_observer(v); }, "OBSERVER");
   comp->add_option("--input-observer", ca.input_observer, "minmax, percentile[:P], mse, kl (a candidate of the search, which starts from minmax)")
       ->capture_default_str()->check(observer);
