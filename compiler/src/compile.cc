@@ -238,6 +238,17 @@ ModelCompileResult compile_model(const OnnxLstm& onnx, const std::vector<Calibra
   for (const CalibrationTensor& t : calibration) set.add_batch(t.values, t.shape, I);
   ModelCompileResult r;
   r.warnings = calibration_warnings(set, I);
+  // Layers after one step (h_n, y[:, k]) see one value per channel and calibration sequence, so
+  // their ranges rest on as many values as there are sequences (docs/compiler.md).
+  const bool one_step_head = prog.lstm_output == LstmOutput::kFinalState ||
+                             (!prog.head.empty() && prog.head.front().kind == FloatLayerKind::kSelectStep);
+  const size_t head_layers = prog.head.size() - (prog.head.empty() || prog.head.front().kind != FloatLayerKind::kSelectStep ? 0 : 1);
+  if (one_step_head && head_layers > 0 && set.sequences.size() < kOneStepHeadCalibrationSequences) {
+    r.warnings.push_back("calibration: the layers after the LSTM read one step per sequence, so each of their "
+                         "ranges comes from only " + std::to_string(set.sequences.size()) +
+                         " values; give at least " + std::to_string(kOneStepHeadCalibrationSequences) +
+                         " calibration sequences for ranges that hold on new data");
+  }
   if (options.warn) {
     for (const std::string& w : r.warnings) options.warn(w);
   }

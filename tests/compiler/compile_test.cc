@@ -121,6 +121,30 @@ TEST(CompileModel, WarnsBeforeCompiling) {
   EXPECT_EQ(r.report.at("warnings"), seen);
 }
 
+// A head after h_n[-1] sees one value per calibration sequence: too few sequences are warned of,
+// enough are not.
+TEST(CompileModel, WarnsWhenAOneStepHeadHasFewSequences) {
+  const OnnxLstm onnx = import_onnx_bytes(read_file(kFixtures + "/whole_h_n_mlp.onnx"), "h_n head");
+  const int32_t T = declared_time_steps(onnx) > 0 ? declared_time_steps(onnx) : 8;
+  auto warnings = [&](int32_t sequences) {
+    CalibrationTensor t;
+    t.shape = {sequences, T, onnx.batch_first ? Layout::kBatchMajor : Layout::kTimeMajor};
+    std::mt19937_64 rng(9);
+    std::normal_distribution<float> n(0.0f, 1.0f);
+    t.values.resize(static_cast<size_t>(sequences) * T * onnx.program.input_size());
+    for (float& v : t.values) v = n(rng);
+    ModelCompileOptions o = fast("hn");
+    o.quantization.tuning = Tuning::kNone;
+    o.max_time_steps = T;
+    return compile_model(onnx, {t}, o).warnings;
+  };
+  const std::vector<std::string> few = warnings(32);
+  ASSERT_EQ(few.size(), 1u);
+  EXPECT_NE(few[0].find("ranges comes from only 32 values; give at least 200 calibration sequences"),
+            std::string::npos) << few[0];
+  EXPECT_TRUE(warnings(static_cast<int32_t>(kOneStepHeadCalibrationSequences)).empty());
+}
+
 // Every whole-model ONNX fixture (the layers around the LSTM, from torch) compiles and its int8
 // program tracks the float graph on held-out sequences: normal inputs, calibration on 512
 // sequences, measured on 64 others. (The fixtures' weights are torch's random initialization.)

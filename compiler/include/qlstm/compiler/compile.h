@@ -38,6 +38,11 @@ struct ModelCompileOptions {
   std::function<void(const std::string&)> warn;
 };
 
+// Fewer calibration sequences than this, with layers after one step of the LSTM (a classifier on
+// y[:, -1] or h_n): compile warns, since each of those layers' ranges rests on one value per
+// sequence (with 48 sequences a random h_n head measured 12 dB on held-out data, with 256 26 dB).
+constexpr size_t kOneStepHeadCalibrationSequences = 200;
+
 struct ModelCompileResult {
   CompiledModel model;                  // name, batch_first and report_json set
   std::vector<CalibrationStats> stats;  // per op
