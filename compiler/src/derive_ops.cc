@@ -207,6 +207,11 @@ AffineQuant softmax_output_quant() {
 DerivedSoftmax derive_softmax(int32_t row_size, const AffineQuant& input, double beta) {
   check_quant(input, "softmax: input");
   if (!(beta > 0) || !std::isfinite(beta)) throw CompileError("softmax: beta must be positive and finite");
+  if (row_size < 1 || row_size > QLSTM_SOFTMAX_S8_ROW_SIZE_MAX) {
+    // The kernel sums a row's exponentials in int32 (docs/arithmetic.md §11).
+    throw CompileError("softmax: over " + std::to_string(row_size) + " values; the int8 softmax takes 1 to " +
+                       std::to_string(QLSTM_SOFTMAX_S8_ROW_SIZE_MAX));
+  }
   DerivedSoftmax d;
   d.row_size = row_size;
   d.input = input;

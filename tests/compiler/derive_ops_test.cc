@@ -190,6 +190,14 @@ TEST(DeriveSoftmax, OutputQuantAndRefusals) {
   EXPECT_EQ(softmax_output_quant().zero_point, -128);
   EXPECT_THROW(derive_softmax(4, {1e-12, 0}, 1.0), CompileError);  // would need a right shift
   EXPECT_THROW(derive_softmax(4, {0.1, 0}, 0.0), CompileError);
+  EXPECT_NO_THROW(derive_softmax(QLSTM_SOFTMAX_S8_ROW_SIZE_MAX, {0.1, 0}, 1.0));
+  try {
+    derive_softmax(QLSTM_SOFTMAX_S8_ROW_SIZE_MAX + 1, {0.1, 0}, 1.0);
+    ADD_FAILURE() << "a row the kernel's int32 sum cannot hold was accepted";
+  } catch (const CompileError& e) {
+    EXPECT_NE(std::string(e.what()).find("over 4096 values; the int8 softmax takes 1 to 4095"), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(DeriveTable, EveryFunctionWithinHalfAnOutputStepForAll256Inputs) {
