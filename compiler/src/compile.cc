@@ -33,8 +33,19 @@ json gates_json(const DerivedLstm& d) {
 }
 
 json search_json(const CalibrationStats& st) {
-  return {{"tuning", tuning_name(st.tuning)}, {"evaluations", st.evaluations},
-          {"start_sqnr_db", st.start_sqnr_db}, {"final_sqnr_db", st.final_sqnr_db}};
+  json j = {{"tuning", tuning_name(st.tuning)}, {"evaluations", st.evaluations},
+            {"start_sqnr_db", st.start_sqnr_db}, {"final_sqnr_db", st.final_sqnr_db},
+            {"searched", st.searched}, {"fixed_by_user", st.fixed_by_user}};
+  if (st.tuning == Tuning::kSearch) {
+    // Which sequences were scored: how many, their steps, and the first and last index (an even
+    // stride over the whole set between them).
+    j["scored_sequences"] = st.scored_sequences.size();
+    j["scored_steps"] = st.scored_steps;
+    if (!st.scored_sequences.empty()) {
+      j["scored_first_last"] = {st.scored_sequences.front(), st.scored_sequences.back()};
+    }
+  }
+  return j;
 }
 
 // int8 against float on the calibration tensors, from the model's initial state. The float side

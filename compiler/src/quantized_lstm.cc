@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <sstream>
+#include <tuple>
 
 #include "qlstm/kernels.h"
 
@@ -125,6 +126,38 @@ struct Observed {
   std::vector<const std::vector<float>*> scored_float;
 };
 
+// The sequences the search scores: as many as fit `budget` MACs, at an even stride over all
+// sequences with steps (index floor(j * N / n) for j < n, so sequence 0 always), so that the
+// order of the calibration file does not decide which part of the data the search tunes on.
+std::vector<size_t> scored_indices(const std::vector<CalibrationSequence>& sequences, int64_t macs_per_step,
+                                   int64_t budget) {
+  std::vector<size_t> eligible;
+  for (size_t k = 0; k < sequences.size(); ++k) {
+    if (sequences[k].time_steps > 0) eligible.push_back(k);
+  }
+  if (eligible.empty() || budget <= 0) return {};
+  const size_t N = eligible.size();
+  auto pick = [&](size_t n) {
+    std::vector<size_t> p(n);
+    for (size_t j = 0; j < n; ++j) p[j] = eligible[j * N / n];
+    return p;
+  };
+  auto cost = [&](const std::vector<size_t>& p) {
+    int64_t steps = 0;
+    for (size_t k : p) steps += sequences[k].time_steps;
+    return steps * macs_per_step;
+  };
+  size_t n = N;
+  std::vector<size_t> p = pick(n);
+  for (int64_t c = cost(p); c > budget && n > 1; c = cost(p)) {
+    // Shrink in proportion to the excess (the lengths may differ), by at least one.
+    const auto shrunk = static_cast<size_t>(static_cast<double>(n) * static_cast<double>(budget) / static_cast<double>(c));
+    n = std::max<size_t>(1, std::min(n - 1, shrunk));
+    p = pick(n);
+  }
+  return p;
+}
+
 Observed gather(const FloatLstm& source, const OpObservation& observed, int64_t max_scored_macs,
                 CalibrationStats* stats) {
   const int32_t I = source.input_size, H = source.hidden_size;
@@ -151,12 +184,12 @@ Observed gather(const FloatLstm& source, const OpObservation& observed, int64_t 
     // state need not lie in the range the steps produce).
     o.outputs.insert(o.outputs.end(), s.h0.begin(), s.h0.end());
     stats->steps += s.time_steps;
-    if (s.time_steps > 0 && max_scored_macs > 0 &&
-        (o.scored.empty() || (scored_steps + s.time_steps) * macs_per_step <= max_scored_macs)) {
-      o.scored.push_back(&s);
-      o.scored_float.push_back(&output);
-      scored_steps += s.time_steps;
-    }
+  }
+  for (size_t k : scored_indices(sequences, macs_per_step, max_scored_macs)) {
+    o.scored.push_back(&sequences[k]);
+    o.scored_float.push_back(&observed.outputs[k]);
+    scored_steps += sequences[k].time_steps;
+    stats->scored_sequences.push_back(static_cast<int64_t>(k));
   }
   stats->sequences = static_cast<int64_t>(sequences.size());
   stats->scored_steps = scored_steps;
@@ -264,6 +297,25 @@ QuantizedLstm QuantizedLstm::compile(const FloatLstm& source, const OpObservatio
       observers.push_back(parse_observer(name));
     }
   }
+  // What the search tunes: each choice neither fixed by the program (a boundary decided outside
+  // the op) nor by the user (UserFixedChoices), who gets exactly what was asked for.
+  const UserFixedChoices& user = options.user_fixed;
+  const bool searching = options.tuning == Tuning::kSearch;
+  const bool search_input = searching && !fixed.input && !user.input_observer;
+  const bool search_output = searching && !fixed.output && !user.output_observer;
+  const bool search_headroom =
+      searching && options.cell_scale.policy == CellScalePolicy::kCalibrated && !user.cell_headroom;
+  const bool search_bias = searching && !user.bias_correction;
+  const bool search_clips = searching && !user.weights;
+  for (const auto& [name, user_set, searched] :
+       {std::tuple<const char*, bool, bool>{"input_observer", user.input_observer, search_input},
+        {"output_observer", user.output_observer, search_output},
+        {"cell_headroom", user.cell_headroom, search_headroom},
+        {"bias_correction", user.bias_correction, search_bias},
+        {"weight_clips", user.weights, search_clips}}) {
+    if (user_set) stats.fixed_by_user.push_back(name);
+    if (searched) stats.searched.push_back(name);
+  }
   std::vector<Range> in_ranges, out_ranges;
   std::vector<std::string> in_names, out_names;
   for (size_t k = 0; k < observers.size(); ++k) {
@@ -274,11 +326,11 @@ QuantizedLstm QuantizedLstm::compile(const FloatLstm& source, const OpObservatio
                  ? std::string("percentile:") + std::to_string(c.percentile).substr(0, 5)
                  : std::string(observer_name(c.kind));
     };
-    if (!fixed.input || k == 0) {
+    if (k == 0 || search_input) {
       in_ranges.push_back(fixed.input ? range_of(fixed.input->quant) : choose_range(o.inputs, in_obs));
       in_names.push_back(fixed.input ? fixed.input->source : label(in_obs));
     }
-    if (!fixed.output || k == 0) {
+    if (k == 0 || search_output) {
       out_ranges.push_back(fixed.output ? range_of(fixed.output->quant) : choose_range(o.outputs, out_obs));
       out_names.push_back(fixed.output ? fixed.output->source : label(out_obs));
     }
@@ -326,11 +378,10 @@ QuantizedLstm QuantizedLstm::compile(const FloatLstm& source, const OpObservatio
     const double clip_ratios[] = {1.0, 0.95, 0.9, 0.85, 0.8, 0.75, 0.7, 0.6};
     const double headrooms[] = {1.0, 1.25, 1.5, 2.0, 3.0, 4.0};
     constexpr int kPasses = 2;
-    const bool search_headroom = options.cell_scale.policy == CellScalePolicy::kCalibrated;
     const int64_t expected_evaluations =
         1 + kPasses * static_cast<int64_t>(in_ranges.size() + out_ranges.size() +
-                                           (search_headroom ? std::size(headrooms) : 0) + 1 +
-                                           kWeightBlocks * std::size(clip_ratios));
+                                           (search_headroom ? std::size(headrooms) : 0) + (search_bias ? 1 : 0) +
+                                           (search_clips ? kWeightBlocks * std::size(clip_ratios) : 0));
     auto score = [&](const Candidate& c) -> Score {
       try {
         const QuantizedLstm q = build(c);
@@ -391,12 +442,12 @@ QuantizedLstm QuantizedLstm::compile(const FloatLstm& source, const OpObservatio
           try_candidate(c);
         }
       }
-      {
+      if (search_bias) {
         Candidate c = best;
         c.bias_correction = !c.bias_correction;
         try_candidate(c);
       }
-      for (int32_t b = 0; b < kWeightBlocks; ++b) {
+      for (int32_t b = 0; b < kWeightBlocks && search_clips; ++b) {
         for (double r : clip_ratios) {
           Candidate c = best;
           c.clip[static_cast<size_t>(b)] = r;

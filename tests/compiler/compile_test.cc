@@ -7,10 +7,12 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <algorithm>
 #include <random>
 
 #include "qlstm/compiler/compile.h"
 #include "qlstm/compiler/file_io.h"
+#include "random_program.h"
 
 namespace {
 
@@ -208,5 +210,100 @@ TEST_P(WholeFixture, CompilesAndTracksTheFloatGraphOnHeldOutData) {
 
 INSTANTIATE_TEST_SUITE_P(Models, WholeFixture, ::testing::ValuesIn(whole_fixtures()),
                          [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
+
+// A time-ordered calibration set: the first half quiet (amplitude 0.2), the second loud (2.0),
+// as a file that covers a calm week then a stormy one. Sequence k of [steps][kInputs].
+constexpr int32_t kInputs = 3, kHidden = 16, kSteps = 20, kSequences = 120, kBudgetSequences = 12;
+CalibrationSequence ordered_sequence(int32_t k, std::mt19937_64& rng) {
+  std::normal_distribution<float> n(0.0f, k < kSequences / 2 ? 0.2f : 2.0f);
+  CalibrationSequence s;
+  s.time_steps = kSteps;
+  s.values.resize(static_cast<size_t>(kSteps) * kInputs);
+  for (float& v : s.values) v = n(rng);
+  return s;
+}
+
+TEST(Search, SamplesTheWholeCalibrationSetAtAnEvenStride) {
+  std::mt19937_64 rng(7);
+  const FloatLstm lstm = random_lstm(kInputs, kHidden, false, rng);
+  CalibrationSet ordered;
+  for (int32_t k = 0; k < kSequences; ++k) ordered.sequences.push_back(ordered_sequence(k, rng));
+  CalibrationSet shuffled = ordered;
+  std::shuffle(shuffled.sequences.begin(), shuffled.sequences.end(), std::mt19937_64(11));
+  CompileOptions o;
+  ASSERT_EQ(o.tuning, Tuning::kSearch);
+  // A budget of exactly kBudgetSequences sequences (steps x 4H(I + H) MACs each).
+  o.search_max_macs = int64_t{kBudgetSequences} * kSteps * 4 * kHidden * (kInputs + kHidden);
+
+  const QuantizedLstm q = QuantizedLstm::compile(lstm, ordered, o);
+  const std::vector<int64_t>& scored = q.calibration().scored_sequences;
+  ASSERT_EQ(scored.size(), static_cast<size_t>(kBudgetSequences));
+  EXPECT_EQ(q.calibration().scored_steps, int64_t{kBudgetSequences} * kSteps);
+  EXPECT_EQ(scored.front(), 0);
+  for (size_t j = 0; j < scored.size(); ++j) {
+    EXPECT_EQ(scored[j], static_cast<int64_t>(j) * kSequences / kBudgetSequences);  // an even stride
+  }
+  const auto quiet = std::count_if(scored.begin(), scored.end(), [](int64_t k) { return k < kSequences / 2; });
+  EXPECT_EQ(quiet, kBudgetSequences / 2);  // both halves, equally
+
+  // Held out: new sequences of both kinds. A shuffled copy of the file gives a model as good.
+  std::vector<float> x;
+  for (int32_t k = 0; k < kSequences; k += kSequences / 20) {
+    const CalibrationSequence s = ordered_sequence(k, rng);
+    x.insert(x.end(), s.values.begin(), s.values.end());
+  }
+  const SequenceShape shape{20, kSteps, Layout::kBatchMajor};
+  const std::vector<float> want = run_float(lstm, x.data(), shape).output;
+  const double ordered_db = sqnr_db(want, q.run_float(x, shape));
+  const double shuffled_db = sqnr_db(want, QuantizedLstm::compile(lstm, shuffled, o).run_float(x, shape));
+  std::printf("held out: ordered %.2f dB, shuffled %.2f dB\n", ordered_db, shuffled_db);
+  EXPECT_NEAR(ordered_db, shuffled_db, 1.0);
+  EXPECT_GT(ordered_db, 30.0);
+
+  // A budget below one sequence still scores one: the first.
+  o.search_max_macs = 1;
+  EXPECT_EQ(QuantizedLstm::compile(lstm, ordered, o).calibration().scored_sequences, std::vector<int64_t>{0});
+}
+
+// The options a user sets are kept: the search tunes only the others, and the report says which.
+TEST(Search, KeepsTheChoicesTheUserFixed) {
+  const std::string bytes = read_file(kFixtures + "/torch_two_layers.onnx");
+  const std::vector<CalibrationTensor> calib = {calibration(8, 1), calibration(4, 2)};
+  ModelCompileOptions open = fast("two");
+  open.quantization.tuning = Tuning::kSearch;
+  const ModelCompileResult searched = compile_model(bytes, calib, open);
+  const std::vector<std::string> all = {"input_observer", "output_observer", "cell_headroom", "bias_correction",
+                                        "weight_clips"};
+  EXPECT_EQ(searched.stats[0].searched, all);
+  EXPECT_TRUE(searched.stats[0].fixed_by_user.empty());
+  EXPECT_EQ(searched.report.at("ops").at(0).at("search").at("searched"), nlohmann::json(all));
+
+  ModelCompileOptions user = open;
+  CompileOptions& q = user.quantization;
+  q.output_observer = parse_observer("mse");
+  q.cell_scale = parse_cell_policy("calibrated:3");
+  q.derive.weight_method = parse_weight_method("mse");
+  q.derive.bias_correction = true;
+  q.user_fixed.output_observer = q.user_fixed.cell_headroom = q.user_fixed.weights = q.user_fixed.bias_correction = true;
+  const ModelCompileResult r = compile_model(bytes, calib, user);
+  const std::vector<std::string> fixed = {"output_observer", "cell_headroom", "bias_correction", "weight_clips"};
+  for (size_t k = 0; k < 2; ++k) {
+    const CalibrationStats& st = r.stats[k];
+    const DerivedLstm& d = r.model.ops[k].lstm;
+    EXPECT_EQ(st.fixed_by_user, fixed) << k;
+    // Layer 1's input is layer 0's output buffer: searched by neither.
+    EXPECT_EQ(st.searched, k == 0 ? std::vector<std::string>{"input_observer"} : std::vector<std::string>{}) << k;
+    EXPECT_EQ(st.output_observer, "mse") << k;
+    EXPECT_EQ(d.cell.headroom, 3.0) << k;
+    EXPECT_TRUE(d.options.bias_correction) << k;
+    EXPECT_EQ(d.options.weight_method, WeightScaleMethod::kMseClip) << k;
+    for (double c : d.options.weight_clip_ratio) EXPECT_EQ(c, 0.0) << k;  // no clip searched over mse
+    EXPECT_LT(st.evaluations, searched.stats[k].evaluations) << k;
+    const nlohmann::json& js = r.report.at("ops").at(k).at("search");
+    EXPECT_EQ(js.at("fixed_by_user"), nlohmann::json(fixed)) << k;
+    EXPECT_EQ(js.at("scored_sequences"), 12) << k;
+    EXPECT_EQ(js.at("scored_steps"), 60) << k;
+  }
+}
 
 }  // namespace

@@ -174,6 +174,7 @@ int compile_command(const CompileArgs& args) {
     o.derive.weight_method = parse_weight_method(args.weights);
     o.derive.bias_correction = args.bias_correction;
     o.tuning = args.search ? Tuning::kSearch : Tuning::kNone;
+    o.user_fixed = args.user_fixed;
     mo.name = args.name.empty() ? c_identifier(fs::path(args.model).stem().string()) : args.name;
     if (mo.name != c_identifier(mo.name)) {
       throw CompileError("--name '" + mo.name + "' is not a C identifier (letters, digits, '_')");
@@ -216,6 +217,20 @@ int compile_command(const CompileArgs& args) {
                   d.output.zero_point, r.stats[lstm].output_observer.c_str(), who.c_str());
       std::printf("  cell   2^%d (%s, observed max |c| %.4g)%s\n", d.cell.power, cell_policy_name(d.cell.policy),
                   d.cell.observed_max_abs, who.c_str());
+      const CalibrationStats& st = r.stats[lstm];
+      auto names = [](const std::vector<std::string>& v) {
+        std::string s;
+        for (const std::string& n : v) s += (s.empty() ? "" : ", ") + n;
+        return s.empty() ? std::string("none") : s;
+      };
+      if (st.tuning == Tuning::kSearch) {
+        std::printf("  search tuned: %s (scored %zu of %lld sequences, %lld steps)%s\n", names(st.searched).c_str(),
+                    st.scored_sequences.size(), static_cast<long long>(st.sequences),
+                    static_cast<long long>(st.scored_steps), who.c_str());
+        std::printf("  kept as given: %s%s\n", names(st.fixed_by_user).c_str(), who.c_str());
+      } else {
+        std::printf("  search off (--no-search): every option as given%s\n", who.c_str());
+      }
       ++lstm;
     }
     if (whole) print_op_table(m, r.report.at("op_table"));

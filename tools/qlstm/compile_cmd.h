@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "qlstm/compiler/quantized_lstm.h"
+
 namespace qlstm {
 namespace cli {
 
@@ -21,6 +23,8 @@ struct CompileArgs {
   std::string cell_scale = "calibrated:1.25";
   bool search = true;
   bool bias_correction = false;
+  // The options given on the command line: kept as given, the search tunes only the others.
+  compiler::UserFixedChoices user_fixed;
   int32_t max_time_steps = 0;  // a stacked model's activation buffers; 0 = the ONNX input's T
 };
 // Exit status: 0 written; 1 any error (nothing written).

@@ -305,17 +305,33 @@ int main(int argc, char** argv) {
                    "initial state fixes, else 1)")
       ->check(CLI::PositiveNumber);
   const auto observer = parsed_by([](const std::string& v) { qlstm::compiler::parse_observer(v); }, "OBSERVER");
-  comp->add_option("--input-observer", ca.input_observer, "minmax, percentile[:P], mse, kl (a candidate of the search, which starts from minmax)")
-      ->capture_default_str()->check(observer);
-  comp->add_option("--output-observer", ca.output_observer, "minmax, percentile[:P], mse, kl")
-      ->capture_default_str()->check(observer);
-  comp->add_option("--weights", ca.weights, "weight scales: maxabs or mse")->capture_default_str()
-      ->check(parsed_by([](const std::string& v) { qlstm::compiler::parse_weight_method(v); }, "METHOD"));
-  comp->add_option("--cell-scale", ca.cell_scale, "calibrated[:HEADROOM], sequence-bound:T, fixed:P")
-      ->capture_default_str()
-      ->check(parsed_by([](const std::string& v) { qlstm::compiler::parse_cell_policy(v); }, "POLICY"));
+  // Each of these, when given, is kept as given: the search tunes only the ones left out.
+  CLI::Option* input_observer =
+      comp->add_option("--input-observer", ca.input_observer,
+                       "minmax, percentile[:P], mse, kl (default: searched, starting from minmax)")
+          ->capture_default_str()->check(observer);
+  CLI::Option* output_observer =
+      comp->add_option("--output-observer", ca.output_observer, "minmax, percentile[:P], mse, kl (default: searched)")
+          ->capture_default_str()->check(observer);
+  CLI::Option* weights =
+      comp->add_option("--weights", ca.weights, "weight scales: maxabs or mse (default: per-block clips searched)")
+          ->capture_default_str()
+          ->check(parsed_by([](const std::string& v) { qlstm::compiler::parse_weight_method(v); }, "METHOD"));
+  CLI::Option* cell_scale =
+      comp->add_option("--cell-scale", ca.cell_scale,
+                       "calibrated[:HEADROOM], sequence-bound:T, fixed:P (default: calibrated, headroom searched)")
+          ->capture_default_str()
+          ->check(parsed_by([](const std::string& v) { qlstm::compiler::parse_cell_policy(v); }, "POLICY"));
   comp->add_flag("!--no-search", ca.search, "use exactly the options given (no accuracy search)");
-  comp->add_flag("--bias-correction", ca.bias_correction, "fold the weights' expected error into the bias");
+  CLI::Option* bias_correction = comp->add_flag(
+      "--bias-correction", ca.bias_correction, "fold the weights' expected error into the bias (default: searched)");
+  comp->callback([&ca, input_observer, output_observer, weights, cell_scale, bias_correction] {
+    ca.user_fixed.input_observer = input_observer->count() > 0;
+    ca.user_fixed.output_observer = output_observer->count() > 0;
+    ca.user_fixed.cell_headroom = cell_scale->count() > 0;
+    ca.user_fixed.bias_correction = bias_correction->count() > 0;
+    ca.user_fixed.weights = weights->count() > 0;
+  });
   comp->add_option("--max-time-steps", ca.max_time_steps,
                    "a stacked model's longest call: sizes the emitted activation buffers (default: the ONNX input's T)")
       ->check(CLI::Range(1, 1 << 20));

@@ -48,15 +48,27 @@ const char* tuning_name(Tuning t);
 // Called with a stage ("calibrating", "searching") and how far it is; may be empty.
 using ProgressFn = std::function<void(const char* stage, int64_t done, int64_t total)>;
 
+// The searched choices a user may fix (qlstm compile: the options given on the command line). A
+// fixed choice is used exactly as CompileOptions holds it; the search tunes only the others.
+struct UserFixedChoices {
+  bool input_observer = false;
+  bool output_observer = false;
+  bool cell_headroom = false;    // CompileOptions::cell_scale.headroom (calibrated policy)
+  bool bias_correction = false;  // CompileOptions::derive.bias_correction
+  bool weights = false;          // CompileOptions::derive.weight_method: no per-block clip search
+};
+
 struct CompileOptions {
   ObserverConfig input_observer{ObserverKind::kMinMax, 99.99};
   ObserverConfig output_observer{ObserverKind::kMinMax, 99.99};
   CellScaleRequest cell_scale;
   DeriveOptions derive;
   Tuning tuning = Tuning::kSearch;
-  // The search scores each candidate on the first calibration sequences whose multiply-
-  // accumulates (steps x 4H(I + H)) fit in this budget (at least one sequence).
+  // The search scores each candidate on calibration sequences whose multiply-accumulates
+  // (steps x 4H(I + H)) fit in this budget: as many as fit, taken at an even stride over the
+  // whole set (sequence 0 first, so at least one), so a time-ordered file is sampled everywhere.
   int64_t search_max_macs = int64_t{1} << 26;
+  UserFixedChoices user_fixed;
   // The Linear layers around the stack: one weight scale and multiplier per output (the
   // default, CMSIS-NN's per-channel FC) or one for the layer.
   bool fc_per_channel = true;
@@ -116,6 +128,10 @@ struct CalibrationStats {
   Tuning tuning = Tuning::kNone;
   int32_t evaluations = 0;        // candidates scored by the search
   int64_t scored_steps = 0;       // calibration steps in the search's score
+  std::vector<int64_t> scored_sequences;  // indices (into the op's observed sequences) of those steps
+  // The choices the search tuned and those the user fixed (UserFixedChoices), by report name:
+  // "input_observer", "output_observer", "cell_headroom", "bias_correction", "weight_clips".
+  std::vector<std::string> searched, fixed_by_user;
   double start_sqnr_db = 0;       // score of the starting point (upstream's choices)
   double final_sqnr_db = 0;       // score of the result
 };
