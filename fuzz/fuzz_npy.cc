@@ -1,4 +1,5 @@
-// libFuzzer target: the .npy reader must refuse or accept, never crash.
+// libFuzzer target: the .npy and .npz readers must refuse or accept, never crash (a zip signature
+// takes the .npz path, as read_npy does).
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -7,8 +8,9 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
-    const qlstm::compiler::NpyArray a =
-        qlstm::compiler::parse_npy(std::string(reinterpret_cast<const char*>(data), size), "fuzz");
+    const std::string bytes(reinterpret_cast<const char*>(data), size);
+    const qlstm::compiler::NpyArray a = qlstm::compiler::is_zip(bytes) ? qlstm::compiler::parse_npz(bytes, "fuzz")
+                                                                       : qlstm::compiler::parse_npy(bytes, "fuzz");
     if (a.dtype == qlstm::compiler::DType::kFloat32 || a.dtype == qlstm::compiler::DType::kFloat64) {
       (void)a.as_float("fuzz");
     }

@@ -10,6 +10,7 @@ packages=(
   nlohmann-json3-dev libcli11-dev      # CLI: JSON vectors, argument parsing
   libonnx-dev libprotobuf-dev          # ONNX import (the protobuf classes)
   libflatbuffers-dev flatbuffers-compiler zlib1g-dev   # the .qlstm model file (FlatBuffers, CRC-32)
+  libzip-dev                           # .npz calibration archives (zip, stored or deflated)
   python3                              # generators of the shipped table and golden vectors
   python3-torch python3-onnx python3-numpy   # end-to-end tests against torch (tests/e2e)
   python3-sklearn                      # examples/digits/train.py: the 8x8 digits (load_digits)

@@ -15,6 +15,7 @@ rm -rf "$corpus" && mkdir -p "$corpus/onnx" "$corpus/npy" "$corpus/model"
 cp tests/onnx/models/*.onnx examples/sunspots/*.onnx examples/digits/*.onnx "$corpus/onnx/"
 cp examples/sunspots/*.npy "$corpus/npy/"
 cp examples/digits/test_labels.npy "$corpus/npy/digits_test_labels.npy"  # int32; the others are float32
+cp tests/compiler/npz/*.npz tests/compiler/npz/*.npy "$corpus/npy/"  # .npz archives (stored, deflated, damaged), float64
 find tests/accuracy/fixtures -name '*.npy' -size -20k | head -20 | xargs -I{} sh -c 'cp {} "$0/npy/$(echo {} | tr / _)"' "$corpus"
 for ex in sunspots digits; do  # whole models: an FC on every step; last step, FC and softmax
   "$dir/tools/qlstm/qlstm" compile "examples/$ex/${ex}_lstm.onnx" \

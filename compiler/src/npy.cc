@@ -3,11 +3,15 @@
 #include "qlstm/compiler/file_io.h"
 #include "qlstm/compiler/float_lstm.h"
 
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <limits>
+#include <memory>
 #include <sstream>
+
+#include <zip.h>
 
 namespace qlstm {
 namespace compiler {
@@ -92,6 +96,12 @@ std::vector<float> NpyArray::as_float(const std::string& what) const {
     for (size_t k = 0; k < n; ++k) {
       double v;
       std::memcpy(&v, bytes.data() + k * sizeof(double), sizeof(double));
+      if (!std::isfinite(v) || std::fabs(v) > static_cast<double>(std::numeric_limits<float>::max())) {
+        std::ostringstream m;
+        m << what << ": float64 value [" << k << "] = " << v
+          << (std::isfinite(v) ? " does not fit float32" : " is not finite");
+        throw NpyError(m.str());
+      }
       out[k] = static_cast<float>(v);
     }
   } else {
@@ -139,7 +149,59 @@ NpyArray read_npy(const std::string& path) {
   } catch (const CompileError& e) {
     throw NpyError(e.what());
   }
-  return parse_npy(bytes, path);
+  return is_zip(bytes) ? parse_npz(bytes, path) : parse_npy(bytes, path);
+}
+
+bool is_zip(const std::string& bytes) {
+  // A local file header, or the end record of an empty archive.
+  return bytes.compare(0, 4, std::string("PK\x03\x04", 4)) == 0 || bytes.compare(0, 4, std::string("PK\x05\x06", 4)) == 0;
+}
+
+NpyArray parse_npz(const std::string& bytes, const std::string& path) {
+  zip_error_t error;
+  zip_error_init(&error);
+  auto zip_fail = [&](const std::string& what) {
+    const std::string why = what + ": " + zip_error_strerror(&error);
+    zip_error_fini(&error);
+    fail(path, why);
+  };
+  // libzip reads from our buffer (not freed by it); the source is the archive's once opened.
+  zip_source_t* source = zip_source_buffer_create(bytes.data(), bytes.size(), 0, &error);
+  if (source == nullptr) zip_fail("cannot read the .npz archive");
+  zip_t* opened = zip_open_from_source(source, ZIP_RDONLY | ZIP_CHECKCONS, &error);
+  if (opened == nullptr) {
+    zip_source_free(source);
+    zip_fail("not a readable .npz (zip) archive");
+  }
+  zip_error_fini(&error);
+  const std::unique_ptr<zip_t, void (*)(zip_t*)> archive(opened, zip_discard);
+  const zip_int64_t members = zip_get_num_entries(archive.get(), 0);
+  if (members != 1) {
+    fail(path, "a .npz archive of " + std::to_string(members) + " arrays, expected exactly one (save the array "
+               "alone with np.save or np.savez)");
+  }
+  zip_stat_t st;
+  zip_stat_init(&st);
+  if (zip_stat_index(archive.get(), 0, 0, &st) != 0 || (st.valid & ZIP_STAT_SIZE) == 0) {
+    fail(path, std::string("cannot read the .npz member: ") + zip_strerror(archive.get()));
+  }
+  const std::string member = path + " (" + ((st.valid & ZIP_STAT_NAME) != 0 && st.name ? st.name : "member 0") + ")";
+  const std::unique_ptr<zip_file_t, int (*)(zip_file_t*)> file(zip_fopen_index(archive.get(), 0, 0), zip_fclose);
+  if (!file) fail(member, std::string("cannot open the member: ") + zip_strerror(archive.get()));
+  // Read in chunks up to the size the archive declares (and one byte more, to catch a liar):
+  // nothing is allocated from the declared size alone.
+  constexpr size_t kChunk = size_t{1} << 16;
+  std::string data;
+  std::vector<char> chunk(kChunk);
+  for (;;) {
+    const zip_int64_t got = zip_fread(file.get(), chunk.data(), chunk.size());
+    if (got < 0) fail(member, std::string("damaged member: ") + zip_file_strerror(file.get()));
+    if (got == 0) break;
+    data.append(chunk.data(), static_cast<size_t>(got));
+    if (data.size() > st.size) fail(member, "the member is longer than the archive says");
+  }
+  if (data.size() != st.size) fail(member, "truncated member");
+  return parse_npy(data, member);
 }
 
 NpyArray parse_npy(const std::string& bytes, const std::string& path) {

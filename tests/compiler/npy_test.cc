@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <string>
 #include <unistd.h>
 
@@ -108,6 +109,75 @@ TEST(Npy, DamagedFilesAreRefusedWithTheReason) {
   EXPECT_THROW(read_npy(temp_path("does_not_exist.npy")), NpyError);
   std::remove(good.c_str());
   std::remove(bad.c_str());
+}
+
+// numpy's default dtype: float64, converted to float32 once; a value float32 cannot hold is
+// refused naming the file and the value's index.
+TEST(Npy, Float64IsConvertedAndCheckedToFitFloat32) {
+  const std::string p = temp_path("f64.npy");
+  const std::vector<double> v = {0.1, -2.5, 1e-3, 3.0e38};
+  write_npy(p, DType::kFloat64, {2, 2}, v.data());
+  const NpyArray a = read_npy(p);
+  EXPECT_EQ(a.dtype, DType::kFloat64);
+  EXPECT_EQ(a.as_float(p), (std::vector<float>{0.1f, -2.5f, 1e-3f, 3.0e38f}));
+  const std::pair<double, const char*> refused[] = {{1e39, "does not fit float32"},
+                                                    {-std::numeric_limits<double>::infinity(), "is not finite"},
+                                                    {std::numeric_limits<double>::quiet_NaN(), "is not finite"}};
+  for (const auto& [value, why] : refused) {
+    const std::vector<double> w = {1.0, value};
+    write_npy(p, DType::kFloat64, {2}, w.data());
+    try {
+      read_npy(p).as_float(p);
+      ADD_FAILURE() << value << " accepted";
+    } catch (const NpyError& e) {
+      const std::string m = e.what();
+      EXPECT_EQ(m.rfind(p + ": float64 value [1] = ", 0), 0u) << m;
+      EXPECT_NE(m.find(why), std::string::npos) << m;
+    }
+  }
+  std::remove(p.c_str());
+}
+
+const std::string kNpz = QLSTM_NPZ_FIXTURES;
+
+// np.savez (stored) and np.savez_compressed (deflated) archives of one array read as that array.
+TEST(Npz, OneArrayStoredOrDeflated) {
+  for (const char* name : {"one_stored.npz", "one_deflated.npz"}) {
+    const NpyArray a = read_npy(kNpz + "/" + name);
+    EXPECT_EQ(a.dtype, DType::kFloat64) << name;
+    EXPECT_EQ(a.shape, (std::vector<int64_t>{2, 5, 2})) << name;
+    const std::vector<float> x = a.as_float(name);
+    ASSERT_EQ(x.size(), 20u) << name;
+    for (size_t k = 0; k < x.size(); ++k) {
+      EXPECT_EQ(x[k], static_cast<float>(-1.0 + 2.0 * static_cast<double>(k) / 19.0)) << name << " " << k;  // np.linspace
+    }
+  }
+}
+
+TEST(Npz, OtherThanOneArrayOrDamagedIsRefusedNamingTheFile) {
+  const std::pair<const char*, const char*> refused[] = {
+      {"two.npz", "a .npz archive of 2 arrays, expected exactly one"},
+      {"none.npz", "a .npz archive of 0 arrays"},
+      {"truncated.npz", "not a readable .npz (zip) archive"},
+      {"damaged.npz", "damaged member"},
+      {"damaged_stored.npz", "damaged member"}};
+  for (const auto& [name, why] : refused) {
+    const std::string p = kNpz + "/" + name;
+    try {
+      read_npy(p);
+      ADD_FAILURE() << name << " accepted";
+    } catch (const NpyError& e) {
+      const std::string m = e.what();
+      EXPECT_EQ(m.rfind(p, 0), 0u) << m;
+      EXPECT_NE(m.find(why), std::string::npos) << m;
+    }
+  }
+  // Every prefix of a good archive is refused, never a crash.
+  std::ifstream in(kNpz + "/one_deflated.npz", std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (size_t n = 4; n < bytes.size(); ++n) {
+    EXPECT_THROW(parse_npz(bytes.substr(0, n), "prefix"), NpyError) << n;
+  }
 }
 
 }  // namespace

@@ -30,7 +30,7 @@ using namespace qlstm::compiler;
 
 constexpr size_t kLargeCalibrationSet = 256;  // sequences from which compile shows its progress
 
-// A float32 sequence tensor in the model's layout: rank 3 ([B][T][I] batch-first, [T][B][I]
+// A float32 (or float64, converted) sequence tensor in the model's layout: rank 3 ([B][T][I] batch-first, [T][B][I]
 // otherwise) or rank 2 ([T][I], one sequence).
 struct SequenceTensor {
   std::vector<float> values;
@@ -65,10 +65,11 @@ SequenceTensor read_sequences(const std::string& path, int32_t input_size, bool 
     }
     t.values_s8 = a.as_int8(path);
   } else {
-    if (a.dtype != DType::kFloat32) {
-      throw CompileError(path + ": dtype " + std::string(dtype_name(a.dtype)) + ", expected float32 ('<f4')");
+    if (a.dtype != DType::kFloat32 && a.dtype != DType::kFloat64) {
+      throw CompileError(path + ": dtype " + std::string(dtype_name(a.dtype)) +
+                         ", expected float32 ('<f4') or float64 ('<f8', numpy's default)");
     }
-    t.values = a.as_float(path);
+    t.values = a.as_float(path);  // float64 converted once, each value checked to fit float32
   }
   return t;
 }
