@@ -20,6 +20,8 @@ try:
     import torch
     import torch.nn as nn
     import onnx  # noqa: F401  (torch.onnx.export needs it)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import models  # the whole-model patterns (tests/e2e/models.py)
 except ImportError as e:
     print("skipped: %s (install python3-torch python3-onnx python3-numpy)" % e)
     sys.exit(77)
@@ -52,52 +54,19 @@ def trained_forget_bias(lstm):
                 p[H:2 * H] += 1.0
 
 
-class Classifier(nn.Module):
-    """LSTM -> y[:, -1] (or y[-1]) -> [Linear -> act] -> Linear -> Softmax."""
-
-    def __init__(self, I, H, classes, batch_first, layers=1, bidirectional=False, hidden=0, act=None, step=-1,
-                 softmax=True):
-        super().__init__()
-        self.lstm = nn.LSTM(I, H, num_layers=layers, bidirectional=bidirectional, batch_first=batch_first)
-        trained_forget_bias(self.lstm)
-        D = 2 if bidirectional else 1
-        self.mlp = nn.Sequential(nn.Linear(D * H, hidden), act) if hidden else nn.Identity()
-        self.out = nn.Linear(hidden or D * H, classes)
-        self.batch_first, self.step, self.softmax = batch_first, step, softmax
-
-    def forward(self, x):
-        y = self.lstm(x)[0]
-        last = y[:, self.step] if self.batch_first else y[self.step]
-        z = self.out(self.mlp(last))
-        return torch.softmax(z, dim=-1) if self.softmax else z
+def classifier(I, H, classes, batch_first, layers=1, bidirectional=False, hidden=0, act=None, step="last"):
+    """LSTM -> y[:, step] -> [Linear -> act] -> Linear -> Softmax (models.LstmModel)."""
+    width = H * (2 if bidirectional else 1)
+    mlp = [nn.Linear(width, hidden), act] if hidden else []
+    model = models.LstmModel(I, H, head=mlp + [nn.Linear(hidden or width, classes), nn.Softmax(dim=-1)],
+                             pick=step, num_layers=layers, bidirectional=bidirectional, batch_first=batch_first)
+    trained_forget_bias(model.lstm)
+    return model
 
 
-class FinalStateHead(nn.Module):
-    """_, (h_n, _) = lstm(x); h_n[-1] -> Linear -> ReLU -> Linear: Y unused, no sequence stored."""
-
-    def __init__(self, I, H, hidden, out, batch_first, layers=1):
-        super().__init__()
-        self.lstm = nn.LSTM(I, H, num_layers=layers, batch_first=batch_first)
-        trained_forget_bias(self.lstm)
-        self.head = nn.Sequential(nn.Linear(H, hidden), nn.ReLU(), nn.Linear(hidden, out))
-
-    def forward(self, x):
-        _, (h_n, _) = self.lstm(x)
-        return self.head(h_n[-1])
-
-
-class PerStep(nn.Module):
-    """[Linear front end ->] LSTM -> Linear on every step (a forecaster)."""
-
-    def __init__(self, I, H, out, batch_first, front=0, layers=1, front_act=None):
-        super().__init__()
-        self.front = nn.Sequential(nn.Linear(I, front), front_act or nn.Identity()) if front else nn.Identity()
-        self.lstm = nn.LSTM(front or I, H, num_layers=layers, batch_first=batch_first)
-        trained_forget_bias(self.lstm)
-        self.head = nn.Linear(H, out)
-
-    def forward(self, x):
-        return self.head(self.lstm(self.front(x))[0])
+def forget_biased(model):
+    trained_forget_bias(model.lstm)
+    return model
 
 
 def train_classifier(model, I, T, classes, batch_first, steps=150):
@@ -113,15 +82,15 @@ def train_classifier(model, I, T, classes, batch_first, steps=150):
         return (x if batch_first else x.transpose(1, 0, 2)), labels
     g = np.random.default_rng(11)
     opt = torch.optim.Adam(model.parameters(), lr=0.02)
-    softmax = model.softmax
-    model.softmax = False
+    softmax = model.head[-1]
+    model.head[-1] = nn.Identity()  # train on the logits
     for _ in range(steps):
         x, labels = batch(64, g)
         loss = nn.functional.cross_entropy(model(torch.from_numpy(x)), torch.from_numpy(labels))
         opt.zero_grad()
         loss.backward()
         opt.step()
-    model.softmax = softmax
+    model.head[-1] = softmax
     model.eval()
     return batch
 
@@ -208,18 +177,23 @@ for name, I, H, T, C, bf, opset, kw in [
     ("cls_step_k", 4, 12, 16, 4, True, 15, {"step": 11}),
 ]:
     torch.manual_seed(len(name))
-    model = Classifier(I, H, C, bf, **kw)
+    model = classifier(I, H, C, bf, **kw)
     data = train_classifier(model, I, T, C, bf)
     check(name, model, I, T, bf, opset, classifier=True, data=data)
 
 # Heads on h_n[-1], per-step heads, a Linear front end.
 torch.manual_seed(5)
-check("hn_mlp", FinalStateHead(5, 16, 12, 3, batch_first=True), 5, 24, True, 14)
-check("hn_mlp_seqfirst", FinalStateHead(5, 16, 12, 3, batch_first=False, layers=2), 5, 24, False, 17)
-check("per_step", PerStep(3, 16, 2, batch_first=True), 3, 30, True, 13, stream=True)
-check("per_step_seqfirst", PerStep(3, 16, 1, batch_first=False), 3, 30, False, 16, stream=True)
-check("front_linear", PerStep(6, 12, 2, batch_first=True, front=8), 6, 20, True, 15, stream=True)
-check("front_linear_relu", PerStep(6, 12, 2, batch_first=False, front=8, front_act=nn.ReLU()), 6, 20, False, 17)
+check("hn_mlp", forget_biased(models.h_n_mlp(5, 16, inner=12, outputs=3, batch_first=True)), 5, 24, True, 14)
+check("hn_mlp_seqfirst", forget_biased(models.h_n_mlp(5, 16, inner=12, outputs=3, batch_first=False, num_layers=2)),
+      5, 24, False, 17)
+check("per_step", forget_biased(models.forecaster(3, 16, outputs=2, batch_first=True)), 3, 30, True, 13, stream=True)
+check("per_step_seqfirst", forget_biased(models.forecaster(3, 16, outputs=1, batch_first=False)), 3, 30, False, 16,
+      stream=True)
+check("front_linear", forget_biased(models.LstmModel(6, 12, front=[nn.Linear(6, 8)], head=[nn.Linear(12, 2)])),
+      6, 20, True, 15, stream=True)
+check("front_linear_relu", forget_biased(models.LstmModel(6, 12, front=[nn.Linear(6, 8), nn.ReLU()],
+                                                          head=[nn.Linear(12, 2)], batch_first=False)),
+      6, 20, False, 17)
 
 
 # Outside the scope: refused, naming the node and what to do, with no model written.
