@@ -46,8 +46,14 @@ Result evaluate(const AccuracyFixture& f, const CompileOptions& o) {
     r.choice = b;
     for (double c : d.options.weight_clip_ratio) r.choice += " " + (c > 0 ? std::to_string(c).substr(0, 4) : std::string("-"));
     if (st.tuning == Tuning::kSearch) {
-      std::snprintf(b, sizeof b, "; calib %.1f -> %.1f dB in %d evals", st.start_sqnr_db, st.final_sqnr_db, st.evaluations);
-      r.choice += b;
+      if (st.score_method == "none") {
+        r.choice += "; not searched: " + st.score_note;
+      } else {
+        std::snprintf(b, sizeof b, "; held out (%s, %d folds) %.1f -> %.1f dB in %d evals, folds", st.score_method.c_str(),
+                      st.folds, st.start_sqnr_db, st.final_sqnr_db, st.evaluations);
+        r.choice += b;
+        for (double v : st.fold_sqnr_db) r.choice += " " + std::to_string(v).substr(0, 4);
+      }
     }
   } catch (const CompileError& e) {
     r.error = e.what();

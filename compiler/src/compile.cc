@@ -78,6 +78,24 @@ double calibration_sqnr(const QuantizedProgram& q, const CompiledModel& m,
   return sqnr_db(ref, got);
 }
 
+// The accuracy the report states: measured on sequences the derivation did not see.
+json held_out_json(const HeldOutEstimate& e, const ModelCompileOptions& options) {
+  auto db = [](double v) { return std::isfinite(v) ? json(v) : json(v > 0 ? "inf" : "-inf"); };
+  if (!e.available()) return {{"method", "none"}, {"note", e.note}};
+  json folds = json::array();
+  for (double v : e.fold_sqnr_db) folds.push_back(db(v));
+  json j = {{"method", e.method}, {"sqnr_db", db(e.sqnr_db)}, {"spread_db", e.spread_db}, {"folds", e.folds},
+            {"fold_sqnr_db", folds}, {"sequences", e.sequences}};
+  if (e.method == "validation") {
+    j["files"] = options.validation_files;
+    j["what"] = "int8 vs float on the validation set (never observed), split into groups for the spread";
+  } else {
+    j["what"] = "int8 vs float on each fold of the calibration sequences, compiled from the other folds with the "
+                "search's choices; spread: standard deviation over the folds";
+  }
+  return j;
+}
+
 json memory_json(const ProgramMemory& mem) {
   return {{"flash_bytes", mem.flash_bytes()}, {"weights_bytes", mem.weight_bytes}, {"bias_bytes", mem.bias_bytes},
           {"requant_bytes", mem.requant_bytes}, {"table_bytes", mem.table_bytes},
@@ -170,6 +188,7 @@ json build_report(const OnnxLstm& onnx, const ModelCompileOptions& options, cons
                        {"from_carried_state", m.initial_hidden == StateSource::kInput || m.initial_cell == StateSource::kInput},
                        {"sqnr_db", std::isfinite(r.sqnr_db) ? json(r.sqnr_db) : json("inf")}}},
       {"memory", memory_json(r.memory)},
+      {"held_out", held_out_json(r.held_out, options)},
   };
   if (keeps_inner_sequence(onnx.program)) report["max_time_steps"] = r.max_time_steps;
   if (declared_time_steps(onnx) > 0) report["time_steps"] = declared_time_steps(onnx);  // what bench runs
@@ -269,12 +288,28 @@ ModelCompileResult compile_model(const OnnxLstm& onnx, const std::vector<Calibra
                        "sequence between its ops (stacked layers, a front end, a per-step head or a selected step) "
                        "needs --max-time-steps N (its activation buffers hold N steps)");
   }
-  QuantizedProgram q = compile_program(prog, set, options.quantization);
+  CalibrationSet validation;
+  for (const CalibrationTensor& t : options.validation) {
+    try {
+      validation.add_batch(t.values, t.shape, I);
+    } catch (const CompileError& e) {
+      throw CompileError(std::string("validation set: ") + e.what());
+    }
+  }
+  const bool validated = !options.validation.empty();
+  QuantizedProgram q = compile_program(prog, set, options.quantization, validated ? &validation : nullptr);
   r.model = std::move(q.model);
   r.stats = std::move(q.stats);
   r.model.name = options.name;
   r.model.batch_first = onnx.batch_first;
   r.sqnr_db = calibration_sqnr(q, r.model, calibration);
+  if (!validated) {
+    r.held_out = estimate_k_fold(prog, set, options.quantization, q);
+  } else if (state_batch > 1) {
+    r.held_out.note = "a learned per-row initial state: a validation sequence has no row of its own";
+  } else {
+    r.held_out = measure_validation(prog, r.model, validation, options.quantization.search_folds);
+  }
   r.memory = program_memory(r.model, options.batch, r.max_time_steps);
   r.calibration_sequences = static_cast<int64_t>(set.sequences.size());
   int64_t calib_steps = 0;

@@ -4,6 +4,7 @@
 #include <iterator>
 #include <cmath>
 #include <limits>
+#include <numeric>
 #include <sstream>
 #include <tuple>
 
@@ -116,27 +117,64 @@ void check_output(const std::vector<float>& output, size_t k) {
   }
 }
 
-// What an observation gives the compiler, in the form the choices and the search read.
-struct Observed {
+// What a set of observed sequences gives a derivation: the values its observers read, the means
+// bias correction folds in and the largest |c| the cell scale covers.
+struct DerivationData {
   std::vector<float> inputs, outputs;
   std::vector<double> mean_x, mean_h;
   double cell_max = 0;
-  // The sequences the search scores on, with their float outputs.
-  std::vector<const CalibrationSequence*> scored;
-  std::vector<const std::vector<float>*> scored_float;
+  int64_t steps = 0;
 };
 
-// The sequences the search scores: as many as fit `budget` MACs, at an even stride over all
-// sequences with steps (index floor(j * N / n) for j < n, so sequence 0 always), so that the
-// order of the calibration file does not decide which part of the data the search tunes on.
-std::vector<size_t> scored_indices(const std::vector<CalibrationSequence>& sequences, int64_t macs_per_step,
-                                   int64_t budget) {
+// `members` of the observed sequences (the whole calibration set when `whole`, whose totals the
+// observation already keeps; otherwise a fold's complement, summed per sequence).
+DerivationData derivation_data(const FloatLstm& source, const OpObservation& observed,
+                               const std::vector<size_t>& members, bool whole) {
+  const size_t I = static_cast<size_t>(source.input_size), H = static_cast<size_t>(source.hidden_size);
+  DerivationData d;
+  d.mean_x.assign(I, 0.0);
+  d.mean_h.assign(H, 0.0);
+  for (size_t k : members) {
+    const CalibrationSequence& s = observed.inputs.sequences[k];
+    const std::vector<float>& output = observed.outputs[k];
+    for (size_t v = 0; v < s.values.size(); ++v) d.mean_x[v % I] += s.values[v];
+    d.inputs.insert(d.inputs.end(), s.values.begin(), s.values.end());
+    d.outputs.insert(d.outputs.end(), output.begin(), output.end());
+    // The hidden state shares the output's quantization: it covers h0 too (a learned initial
+    // state need not lie in the range the steps produce).
+    d.outputs.insert(d.outputs.end(), s.h0.begin(), s.h0.end());
+    d.steps += s.time_steps;
+    if (!whole) {
+      d.cell_max = std::max(d.cell_max, observed.sequence_cell_max_abs.at(k));
+      const std::vector<double>& sum_h = observed.sequence_sum_h.at(k);
+      for (size_t u = 0; u < H && u < sum_h.size(); ++u) d.mean_h[u] += sum_h[u];
+    }
+  }
+  if (whole) {
+    d.cell_max = observed.cell_max_abs;
+    d.mean_h = observed.sum_h;
+    d.mean_h.resize(H, 0.0);
+  }
+  if (d.inputs.empty()) throw CompileError("calibration: every sequence has zero time steps");
+  // Each recurrent input h_{t-1} is the previous output (h_{-1} = 0), so E[h] over the steps
+  // is close enough to the mean of the outputs.
+  for (double& m : d.mean_x) m /= static_cast<double>(d.steps);
+  for (double& m : d.mean_h) m /= static_cast<double>(d.steps);
+  return d;
+}
+
+// The sequences the search scores, among `candidates` (indices of observed sequences): as many
+// as fit `budget` MACs but at least `at_least`, at an even stride over all candidates with steps
+// (index floor(j * N / n) for j < n, so the first always), so that the order of the file does not
+// decide which part of the data the search tunes on.
+std::vector<size_t> scored_indices(const std::vector<CalibrationSequence>& sequences, const std::vector<size_t>& candidates,
+                                   int64_t macs_per_step, int64_t budget, size_t at_least) {
   std::vector<size_t> eligible;
-  for (size_t k = 0; k < sequences.size(); ++k) {
+  for (size_t k : candidates) {
     if (sequences[k].time_steps > 0) eligible.push_back(k);
   }
   if (eligible.empty() || budget <= 0) return {};
-  const size_t N = eligible.size();
+  const size_t N = eligible.size(), floor_n = std::clamp<size_t>(at_least, 1, N);
   auto pick = [&](size_t n) {
     std::vector<size_t> p(n);
     for (size_t j = 0; j < n; ++j) p[j] = eligible[j * N / n];
@@ -149,56 +187,13 @@ std::vector<size_t> scored_indices(const std::vector<CalibrationSequence>& seque
   };
   size_t n = N;
   std::vector<size_t> p = pick(n);
-  for (int64_t c = cost(p); c > budget && n > 1; c = cost(p)) {
+  for (int64_t c = cost(p); c > budget && n > floor_n; c = cost(p)) {
     // Shrink in proportion to the excess (the lengths may differ), by at least one.
     const auto shrunk = static_cast<size_t>(static_cast<double>(n) * static_cast<double>(budget) / static_cast<double>(c));
-    n = std::max<size_t>(1, std::min(n - 1, shrunk));
+    n = std::max(floor_n, std::min(n - 1, shrunk));
     p = pick(n);
   }
   return p;
-}
-
-Observed gather(const FloatLstm& source, const OpObservation& observed, int64_t max_scored_macs,
-                CalibrationStats* stats) {
-  const int32_t I = source.input_size, H = source.hidden_size;
-  Observed o;
-  o.mean_x.assign(static_cast<size_t>(I), 0.0);
-  o.mean_h = observed.sum_h;
-  o.mean_h.resize(static_cast<size_t>(H), 0.0);
-  o.cell_max = observed.cell_max_abs;
-  int64_t scored_steps = 0;
-  const int64_t macs_per_step = int64_t{4} * H * (I + H);
-  const std::vector<CalibrationSequence>& sequences = observed.inputs.sequences;
-  if (observed.outputs.size() != sequences.size()) {
-    throw CompileError("calibration: the observation has " + std::to_string(observed.outputs.size()) +
-                       " float outputs for " + std::to_string(sequences.size()) + " sequences");
-  }
-  for (size_t k = 0; k < sequences.size(); ++k) {
-    const CalibrationSequence& s = sequences[k];
-    const std::vector<float>& output = observed.outputs[k];
-    check_output(output, k);
-    for (size_t v = 0; v < s.values.size(); ++v) o.mean_x[v % static_cast<size_t>(I)] += s.values[v];
-    o.inputs.insert(o.inputs.end(), s.values.begin(), s.values.end());
-    o.outputs.insert(o.outputs.end(), output.begin(), output.end());
-    // The hidden state shares the output's quantization: it covers h0 too (a learned initial
-    // state need not lie in the range the steps produce).
-    o.outputs.insert(o.outputs.end(), s.h0.begin(), s.h0.end());
-    stats->steps += s.time_steps;
-  }
-  for (size_t k : scored_indices(sequences, macs_per_step, max_scored_macs)) {
-    o.scored.push_back(&sequences[k]);
-    o.scored_float.push_back(&observed.outputs[k]);
-    scored_steps += sequences[k].time_steps;
-    stats->scored_sequences.push_back(static_cast<int64_t>(k));
-  }
-  stats->sequences = static_cast<int64_t>(sequences.size());
-  stats->scored_steps = scored_steps;
-  if (o.inputs.empty()) throw CompileError("calibration: every sequence has zero time steps");
-  // Each recurrent input h_{t-1} is the previous output (h_{-1} = 0), so E[h] over the steps
-  // is close enough to the mean of the outputs.
-  for (double& m : o.mean_x) m /= static_cast<double>(stats->steps);
-  for (double& m : o.mean_h) m /= static_cast<double>(stats->steps);
-  return o;
 }
 
 // Appends to `to` what the search scores of one sequence's output ([T][H]): every step, or the
@@ -219,6 +214,9 @@ void append_scored(std::vector<T>& to, const std::vector<T>& output, int32_t tim
 // The real range an int8 quantization covers.
 Range range_of(const AffineQuant& q) { return {q.dequantize(-128), q.dequantize(127)}; }
 
+// Upstream's cell policy: 2 bits of headroom over the calibrated max |c|.
+constexpr double kUpstreamCellHeadroom = 4.0;
+
 // The starting point and the search space of the tuner.
 struct Candidate {
   size_t input_range = 0, output_range = 0;
@@ -227,21 +225,70 @@ struct Candidate {
   std::array<double, kWeightBlocks> clip{};
 };
 
+// Squared signal and squared error of `test` against `reference`.
+struct NoiseSums {
+  double signal = 0, noise = 0;
+  double sqnr_db() const {
+    return noise == 0 ? std::numeric_limits<double>::infinity() : 10.0 * std::log10(signal / noise);
+  }
+};
+NoiseSums noise_sums(const std::vector<float>& reference, const std::vector<float>& test) {
+  NoiseSums n;
+  for (size_t k = 0; k < reference.size() && k < test.size(); ++k) {
+    n.signal += static_cast<double>(reference[k]) * reference[k];
+    const double d = static_cast<double>(reference[k]) - test[k];
+    n.noise += d * d;
+  }
+  return n;
+}
+
+// The mean over groups of a candidate's gain in dB over the current best, and the spread of that
+// mean: its standard error, the sample standard deviation of the groups' gains over sqrt(groups)
+// (0 for one group). An exact group (+inf dB) counts as kExactDb.
+struct GainSpread {
+  double mean = 0, spread = 0;
+};
+GainSpread gain_spread(const std::vector<double>& from, const std::vector<double>& to) {
+  constexpr double kExactDb = 200;
+  std::vector<double> d;
+  for (size_t g = 0; g < from.size() && g < to.size(); ++g) d.push_back(std::min(to[g], kExactDb) - std::min(from[g], kExactDb));
+  GainSpread r;
+  if (d.empty()) return r;
+  for (double v : d) r.mean += v;
+  r.mean /= static_cast<double>(d.size());
+  if (d.size() < 2) return r;
+  double ss = 0;
+  for (double v : d) ss += (v - r.mean) * (v - r.mean);
+  r.spread = std::sqrt(ss / static_cast<double>(d.size() - 1)) / std::sqrt(static_cast<double>(d.size()));
+  return r;
+}
+
 }  // namespace
 
-FloatResult OpObservation::add(const FloatLstm& source, CalibrationSequence sequence) {
+FloatResult OpObservation::add(const FloatLstm& source, CalibrationSequence sequence, bool validation) {
   const size_t H = static_cast<size_t>(source.hidden_size);
+  if (validation && !validation_begin) validation_begin = inputs.sequences.size();
+  if (!validation && validation_begin) {
+    throw CompileError("calibration: a calibration sequence after the validation sequences");
+  }
   sum_h.resize(H, 0.0);
-  for (double c : sequence.c0) cell_max_abs = std::max(cell_max_abs, std::fabs(c));  // the cell scale covers c0
+  double seq_cell_max = 0;
+  std::vector<double> seq_sum_h(H, 0.0);
+  for (double c : sequence.c0) seq_cell_max = std::max(seq_cell_max, std::fabs(c));  // the cell scale covers c0
   FloatResult r = compiler::run_float(
       source, sequence.values.data(), {1, sequence.time_steps, Layout::kBatchMajor},
       sequence.h0.empty() ? nullptr : sequence.h0.data(), sequence.c0.empty() ? nullptr : sequence.c0.data(),
       [&](const double* c, const double* h, int32_t n) {
         for (int32_t u = 0; u < n; ++u) {
-          cell_max_abs = std::max(cell_max_abs, std::fabs(c[u]));
+          seq_cell_max = std::max(seq_cell_max, std::fabs(c[u]));
+          seq_sum_h[static_cast<size_t>(u)] += h[u];
+          if (validation) continue;
           sum_h[static_cast<size_t>(u)] += h[u];
         }
       });
+  if (!validation) cell_max_abs = std::max(cell_max_abs, seq_cell_max);
+  sequence_cell_max_abs.push_back(seq_cell_max);
+  sequence_sum_h.push_back(std::move(seq_sum_h));
   inputs.sequences.push_back(std::move(sequence));
   outputs.push_back(r.output);
   return r;
@@ -277,34 +324,101 @@ QuantizedLstm QuantizedLstm::compile(const FloatLstm& source, const CalibrationS
 QuantizedLstm QuantizedLstm::compile(const FloatLstm& source, const OpObservation& observed,
                                      const CompileOptions& options, const OpBoundaries& fixed) {
   source.validate();
-  if (observed.inputs.sequences.empty()) {
-    throw CompileError("calibration: the calibration set is empty");
+  const std::vector<CalibrationSequence>& sequences = observed.inputs.sequences;
+  const size_t calibration_count = observed.validation_begin.value_or(sequences.size());
+  if (calibration_count == 0) throw CompileError("calibration: the calibration set is empty");
+  if (observed.outputs.size() != sequences.size() || observed.sequence_sum_h.size() != sequences.size() ||
+      observed.sequence_cell_max_abs.size() != sequences.size()) {
+    throw CompileError("calibration: the observation has " + std::to_string(observed.outputs.size()) +
+                       " float outputs for " + std::to_string(sequences.size()) + " sequences");
   }
+  for (size_t k = 0; k < sequences.size(); ++k) check_output(observed.outputs[k], k);
+  const int32_t H = source.hidden_size;
+  std::vector<size_t> calibration(calibration_count);
+  std::iota(calibration.begin(), calibration.end(), size_t{0});
+
   CalibrationStats stats;
-  const int64_t scored_cap = options.tuning == Tuning::kSearch ? options.search_max_macs : 0;
-  const Observed o = gather(source, observed, scored_cap, &stats);
-  const auto [in_lo, in_hi] = std::minmax_element(o.inputs.begin(), o.inputs.end());
-  const auto [out_lo, out_hi] = std::minmax_element(o.outputs.begin(), o.outputs.end());
+  stats.tuning = options.tuning;
+  stats.sequences = static_cast<int64_t>(calibration_count);
+  // The derivation sets: [0] every calibration sequence (the result's), then each fold's complement.
+  std::vector<DerivationData> sets;
+  sets.reserve(1 + static_cast<size_t>(std::max(options.search_folds, 2)));
+  sets.push_back(derivation_data(source, observed, calibration, true));
+  const DerivationData& all = sets.front();
+  stats.steps = all.steps;
+  const auto [in_lo, in_hi] = std::minmax_element(all.inputs.begin(), all.inputs.end());
+  const auto [out_lo, out_hi] = std::minmax_element(all.outputs.begin(), all.outputs.end());
   stats.input_observed = {*in_lo, *in_hi};
   stats.output_observed = {*out_lo, *out_hi};
-  stats.cell_max_abs = o.cell_max;
-  stats.tuning = options.tuning;
+  stats.cell_max_abs = all.cell_max;
 
-  // Candidate boundary ranges, the requested observer's first.
-  std::vector<ObserverConfig> observers = {options.input_observer};
-  if (options.tuning == Tuning::kSearch) {
-    for (const char* name : {"minmax", "percentile:99.99", "percentile:99.9", "mse", "kl"}) {
-      observers.push_back(parse_observer(name));
-    }
-  }
   // What the search tunes: each choice neither fixed by the program (a boundary decided outside
   // the op) nor by the user (UserFixedChoices), who gets exactly what was asked for.
   const UserFixedChoices& user = options.user_fixed;
-  const bool searching = options.tuning == Tuning::kSearch;
-  const bool search_input = searching && !fixed.input && !user.input_observer;
-  const bool search_output = searching && !fixed.output && !user.output_observer;
-  const bool search_headroom =
-      searching && options.cell_scale.policy == CellScalePolicy::kCalibrated && !user.cell_headroom;
+  bool searching = options.tuning == Tuning::kSearch;
+  // The score groups: each scores its sequences with the op derived from sets[set]. K-fold:
+  // contiguous blocks of the calibration sequences (a time-ordered file's folds are periods, so a
+  // fold's score includes the drift between periods); with a validation set: groups of it.
+  struct Group {
+    size_t set = 0;
+    std::vector<size_t> scored;
+  };
+  std::vector<Group> groups;
+  if (searching) {
+    const int64_t macs_per_step = int64_t{4} * H * (source.input_size + H);
+    const size_t folds = static_cast<size_t>(std::max(options.search_folds, 2));
+    if (observed.validation_begin) {
+      std::vector<size_t> validation(sequences.size() - calibration_count);
+      std::iota(validation.begin(), validation.end(), calibration_count);
+      const std::vector<size_t> scored = scored_indices(sequences, validation, macs_per_step, options.search_max_macs, folds);
+      const size_t G = std::min(folds, scored.size());
+      for (size_t g = 0; g < G; ++g) {
+        groups.push_back({0, std::vector<size_t>(scored.begin() + static_cast<ptrdiff_t>(g * scored.size() / G),
+                                                 scored.begin() + static_cast<ptrdiff_t>((g + 1) * scored.size() / G))});
+      }
+      stats.score_method = "validation";
+    } else if (calibration_count >= 2) {
+      const size_t K = std::min(folds, calibration_count);
+      const std::vector<size_t> scored = scored_indices(sequences, calibration, macs_per_step, options.search_max_macs, K);
+      for (size_t f = 0; f < K; ++f) {
+        const size_t begin = f * calibration_count / K, end = (f + 1) * calibration_count / K;
+        std::vector<size_t> complement;
+        for (size_t k = 0; k < calibration_count; ++k) {
+          if (k < begin || k >= end) complement.push_back(k);
+        }
+        Group g;
+        for (size_t k : scored) {
+          if (k >= begin && k < end) g.scored.push_back(k);
+        }
+        if (g.scored.empty()) continue;
+        try {
+          sets.push_back(derivation_data(source, observed, complement, false));
+        } catch (const CompileError&) {
+          continue;  // the other folds have no steps: nothing to derive this fold's op from
+        }
+        g.set = sets.size() - 1;
+        groups.push_back(std::move(g));
+      }
+      stats.score_method = "k-fold";
+    }
+    if (groups.size() < 2) {
+      stats.score_note = observed.validation_begin
+                             ? "fewer than 2 validation sequences with steps: nothing to score on"
+                             : "fewer than 2 calibration sequences with steps: nothing to hold out";
+      stats.score_method = "none";
+      groups.clear();
+      searching = false;
+    }
+  }
+  // Upstream's observers are candidates whenever a search was asked for (its start), even if
+  // the data leaves nothing to search with.
+  const bool tuned = options.tuning == Tuning::kSearch;
+  const bool tune_input = tuned && !fixed.input && !user.input_observer;
+  const bool tune_output = tuned && !fixed.output && !user.output_observer;
+  const bool tune_headroom = tuned && options.cell_scale.policy == CellScalePolicy::kCalibrated && !user.cell_headroom;
+  const bool search_input = searching && tune_input;
+  const bool search_output = searching && tune_output;
+  const bool search_headroom = searching && tune_headroom;
   const bool search_bias = searching && !user.bias_correction;
   const bool search_clips = searching && !user.weights;
   for (const auto& [name, user_set, searched] :
@@ -316,121 +430,143 @@ QuantizedLstm QuantizedLstm::compile(const FloatLstm& source, const OpObservatio
     if (user_set) stats.fixed_by_user.push_back(name);
     if (searched) stats.searched.push_back(name);
   }
-  std::vector<Range> in_ranges, out_ranges;
-  std::vector<std::string> in_names, out_names;
-  for (size_t k = 0; k < observers.size(); ++k) {
-    const ObserverConfig in_obs = k == 0 ? options.input_observer : observers[k];
-    const ObserverConfig out_obs = k == 0 ? options.output_observer : observers[k];
-    auto label = [](const ObserverConfig& c) {
-      return c.kind == ObserverKind::kPercentile
-                 ? std::string("percentile:") + std::to_string(c.percentile).substr(0, 5)
-                 : std::string(observer_name(c.kind));
-    };
-    if (k == 0 || search_input) {
-      in_ranges.push_back(fixed.input ? range_of(fixed.input->quant) : choose_range(o.inputs, in_obs));
-      in_names.push_back(fixed.input ? fixed.input->source : label(in_obs));
+
+  // Candidate observers, the requested one first; each set's ranges by each.
+  std::vector<ObserverConfig> in_configs = {options.input_observer}, out_configs = {options.output_observer};
+  for (const char* name : {"minmax", "percentile:99.99", "percentile:99.9", "mse", "kl"}) {
+    if (tune_input && (search_input || in_configs.size() < 2)) in_configs.push_back(parse_observer(name));
+    if (tune_output && (search_output || out_configs.size() < 2)) out_configs.push_back(parse_observer(name));
+  }
+  auto label = [](const ObserverConfig& c) {
+    return c.kind == ObserverKind::kPercentile ? std::string("percentile:") + std::to_string(c.percentile).substr(0, 5)
+                                               : std::string(observer_name(c.kind));
+  };
+  std::vector<std::vector<Range>> in_ranges(sets.size()), out_ranges(sets.size());
+  for (size_t s = 0; s < sets.size(); ++s) {
+    for (const ObserverConfig& c : in_configs) {
+      in_ranges[s].push_back(fixed.input ? range_of(fixed.input->quant) : choose_range(sets[s].inputs, c));
     }
-    if (k == 0 || search_output) {
-      out_ranges.push_back(fixed.output ? range_of(fixed.output->quant) : choose_range(o.outputs, out_obs));
-      out_names.push_back(fixed.output ? fixed.output->source : label(out_obs));
+    for (const ObserverConfig& c : out_configs) {
+      out_ranges[s].push_back(fixed.output ? range_of(fixed.output->quant) : choose_range(sets[s].outputs, c));
     }
   }
 
-  DeriveOptions derive = options.derive;
-  derive.mean_x = o.mean_x;
-  derive.mean_h = o.mean_h;
-  auto build = [&](const Candidate& c) {
-    DeriveOptions d = derive;
+  auto build = [&](const Candidate& c, size_t set) {
+    DeriveOptions d = options.derive;
+    d.mean_x = sets[set].mean_x;
+    d.mean_h = sets[set].mean_h;
     d.bias_correction = c.bias_correction;
     for (int32_t b = 0; b < kWeightBlocks; ++b) {
       if (c.clip[static_cast<size_t>(b)] > 0) d.weight_clip_ratio[static_cast<size_t>(b)] = c.clip[static_cast<size_t>(b)];
     }
     CellScaleRequest cell_request = options.cell_scale;
     if (cell_request.policy == CellScalePolicy::kCalibrated) cell_request.headroom = c.headroom;
-    const Range& ir = in_ranges[c.input_range];
-    const Range& orr = out_ranges[c.output_range];
+    const Range& ir = in_ranges[set][c.input_range];
+    const Range& orr = out_ranges[set][c.output_range];
     return QuantizedLstm(source,
                          derive_params(source, fixed.input ? fixed.input->quant : affine_from_range(ir.lo, ir.hi),
                                        fixed.output ? fixed.output->quant : affine_from_range(orr.lo, orr.hi),
-                                       choose_cell_scale(cell_request, o.cell_max), d),
+                                       choose_cell_scale(cell_request, sets[set].cell_max), d),
                          stats);
   };
 
+  // The start: with a search asked for, upstream's choices (min/max boundaries, max|W| weights,
+  // 2 bits of cell headroom) where the user left them open; what is kept when nothing can be
+  // held out. Otherwise the options as given.
   Candidate best;
-  best.headroom = options.cell_scale.headroom;
+  best.headroom = tune_headroom ? kUpstreamCellHeadroom : options.cell_scale.headroom;
   best.bias_correction = options.derive.bias_correction;
-  if (options.tuning == Tuning::kSearch) {
-    // The scored sequences are split into two interleaved halves and a choice is taken only if
-    // it helps on both: that resists fitting the quirks of a few sequences.
-    std::vector<float> reference[2];
-    for (size_t k = 0; k < o.scored_float.size(); ++k) {
-      if (fixed.head) {
-        const std::vector<float>& r = fixed.head_reference.at(static_cast<size_t>(o.scored[k] - observed.inputs.sequences.data()));
-        reference[k % 2].insert(reference[k % 2].end(), r.begin(), r.end());
-      } else {
-        append_scored(reference[k % 2], *o.scored_float[k], o.scored[k]->time_steps, source.hidden_size, fixed.scored_step);
+  best.input_range = std::min<size_t>(1, in_configs.size() - 1);
+  best.output_range = std::min<size_t>(1, out_configs.size() - 1);
+  if (searching) {
+    // Each group's float reference: the op's output (the steps the head reads), or the model's.
+    std::vector<std::vector<float>> reference(groups.size());
+    for (size_t g = 0; g < groups.size(); ++g) {
+      for (size_t k : groups[g].scored) {
+        if (fixed.head) {
+          const std::vector<float>& r = fixed.head_reference.at(k);
+          reference[g].insert(reference[g].end(), r.begin(), r.end());
+        } else {
+          append_scored(reference[g], observed.outputs[k], sequences[k].time_steps, H, fixed.scored_step);
+        }
+        stats.scored_sequences.push_back(static_cast<int64_t>(k));
+        stats.scored_steps += sequences[k].time_steps;
       }
     }
-    struct Score {
-      double half[2];
-      double overall() const { return std::min(half[0], half[1]); }
-    };
     const double clip_ratios[] = {1.0, 0.95, 0.9, 0.85, 0.8, 0.75, 0.7, 0.6};
     const double headrooms[] = {1.0, 1.25, 1.5, 2.0, 3.0, 4.0};
     constexpr int kPasses = 2;
     const int64_t expected_evaluations =
-        1 + kPasses * static_cast<int64_t>(in_ranges.size() + out_ranges.size() +
+        1 + kPasses * static_cast<int64_t>(in_configs.size() + out_configs.size() +
                                            (search_headroom ? std::size(headrooms) : 0) + (search_bias ? 1 : 0) +
                                            (search_clips ? kWeightBlocks * std::size(clip_ratios) : 0));
-    auto score = [&](const Candidate& c) -> Score {
-      try {
-        const QuantizedLstm q = build(c);
-        std::vector<float> y[2];
-        std::vector<int8_t> rows[2];  // what the head reads, when the score is the model's output
-        for (size_t k = 0; k < o.scored.size(); ++k) {
-          const CalibrationSequence* s = o.scored[k];
-          const SequenceShape one = {1, s->time_steps, Layout::kBatchMajor};
-          State state = q.quantize_state(s->h0, s->c0, 1);
-          const std::vector<int8_t> ys8 = q.run_s8(q.quantize_input(s->values), one, &state);
-          if (fixed.head) {
-            append_scored(rows[k % 2], ys8, s->time_steps, source.hidden_size, fixed.scored_step);
-          } else {
-            append_scored(y[k % 2], q.dequantize_output(ys8), s->time_steps, source.hidden_size, fixed.scored_step);
-          }
-        }
-        for (int half = 0; half < 2 && fixed.head; ++half) {
-          y[half] = fixed.head(q.output_quant(), rows[half],
-                               static_cast<int32_t>(rows[half].size() / static_cast<size_t>(source.hidden_size)));
-        }
-        ++stats.evaluations;
-        if (options.progress) options.progress("searching", stats.evaluations, expected_evaluations);
-        const double a = sqnr_db(reference[0], y[0]);
-        return {{a, reference[1].empty() ? a : sqnr_db(reference[1], y[1])}};
-      } catch (const CompileError&) {
-        // e.g. an accumulator that could wrap
-        return {{-std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity()}};
-      }
+    // A candidate's score: per group and pooled over the groups (one SQNR of all held-out outputs).
+    struct Score {
+      bool ok = false;
+      std::vector<double> group;
+      double pooled = -std::numeric_limits<double>::infinity();
     };
-    // Upstream's choices as the start: min/max boundaries, max|W| weights.
-    best.input_range = std::min<size_t>(1, in_ranges.size() - 1);
-    best.output_range = std::min<size_t>(1, out_ranges.size() - 1);
+    auto score = [&](const Candidate& c) -> Score {
+      Score result;
+      try {
+        std::vector<std::optional<QuantizedLstm>> built(sets.size());
+        double signal = 0, noise = 0;
+        for (size_t g = 0; g < groups.size(); ++g) {
+          if (!built[groups[g].set]) built[groups[g].set] = build(c, groups[g].set);
+          const QuantizedLstm& q = *built[groups[g].set];
+          std::vector<float> y;
+          std::vector<int8_t> rows;  // what the head reads, when the score is the model's output
+          for (size_t k : groups[g].scored) {
+            const CalibrationSequence& s = sequences[k];
+            State state = q.quantize_state(s.h0, s.c0, 1);
+            const std::vector<int8_t> ys8 = q.run_s8(q.quantize_input(s.values), {1, s.time_steps, Layout::kBatchMajor}, &state);
+            if (fixed.head) {
+              append_scored(rows, ys8, s.time_steps, H, fixed.scored_step);
+            } else {
+              append_scored(y, q.dequantize_output(ys8), s.time_steps, H, fixed.scored_step);
+            }
+          }
+          if (fixed.head) y = fixed.head(q.output_quant(), rows, static_cast<int32_t>(rows.size() / static_cast<size_t>(H)));
+          const NoiseSums n = noise_sums(reference[g], y);
+          signal += n.signal;
+          noise += n.noise;
+          result.group.push_back(n.sqnr_db());
+        }
+        result.pooled = NoiseSums{signal, noise}.sqnr_db();
+        result.ok = true;
+      } catch (const CompileError&) {
+        // e.g. an accumulator that could wrap: not a candidate
+      }
+      ++stats.evaluations;
+      if (options.progress) options.progress("searching", stats.evaluations, expected_evaluations);
+      return result;
+    };
     Score best_score = score(best);
-    stats.start_sqnr_db = best_score.overall();
+    stats.start_sqnr_db = best_score.pooled;
+    // A change is taken when its gain, held out, averages more than both a hundredth of a dB and
+    // the spread of that average between the groups (docs/compiler.md says why the standard error).
     constexpr double kMinGainDb = 0.01;
     auto try_candidate = [&](const Candidate& c) {
       const Score s = score(c);
-      if (s.half[0] > best_score.half[0] + kMinGainDb && s.half[1] > best_score.half[1] + kMinGainDb) {
+      if (!s.ok) return;
+      if (!best_score.ok) {
+        best_score = s;
+        best = c;
+        return;
+      }
+      const GainSpread gain = gain_spread(best_score.group, s.group);
+      if (gain.mean > kMinGainDb && gain.mean > gain.spread) {
         best_score = s;
         best = c;
       }
     };
     for (int pass = 0; pass < kPasses; ++pass) {
-      for (size_t k = 0; k < in_ranges.size(); ++k) {
+      for (size_t k = 0; k < in_configs.size(); ++k) {
         Candidate c = best;
         c.input_range = k;
         try_candidate(c);
       }
-      for (size_t k = 0; k < out_ranges.size(); ++k) {
+      for (size_t k = 0; k < out_configs.size(); ++k) {
         Candidate c = best;
         c.output_range = k;
         try_candidate(c);
@@ -455,13 +591,23 @@ QuantizedLstm QuantizedLstm::compile(const FloatLstm& source, const OpObservatio
         }
       }
     }
-    stats.final_sqnr_db = best_score.overall();
+    stats.final_sqnr_db = best_score.pooled;
+    stats.fold_sqnr_db = best_score.group;
+    stats.folds = static_cast<int32_t>(groups.size());
   }
-  stats.input_range = in_ranges[best.input_range];
-  stats.output_range = out_ranges[best.output_range];
-  stats.input_observer = in_names[best.input_range];
-  stats.output_observer = out_names[best.output_range];
-  QuantizedLstm result = build(best);
+  stats.input_range = in_ranges[0][best.input_range];
+  stats.output_range = out_ranges[0][best.output_range];
+  stats.input_observer = fixed.input ? fixed.input->source : label(in_configs[best.input_range]);
+  stats.output_observer = fixed.output ? fixed.output->source : label(out_configs[best.output_range]);
+  stats.chosen.input_observer = in_configs[best.input_range];
+  stats.chosen.output_observer = out_configs[best.output_range];
+  stats.chosen.cell_headroom = best.headroom;
+  stats.chosen.bias_correction = best.bias_correction;
+  for (int32_t b = 0; b < kWeightBlocks; ++b) {
+    const size_t i = static_cast<size_t>(b);
+    stats.chosen.weight_clip[i] = best.clip[i] > 0 ? best.clip[i] : options.derive.weight_clip_ratio[i];
+  }
+  QuantizedLstm result = build(best, 0);
   result.stats_ = stats;
   return result;
 }
@@ -556,9 +702,9 @@ std::vector<LayerOp> layer_ops(const std::vector<FloatLayer>& layers) {
 std::string node_label(const FloatLayer& l) { return "node '" + l.node + "'"; }
 
 // Each entry's float values through one op (positions x width in, out), and the quantization the
-// output observer picks from all of them.
+// output observer picks from those of the first `observed` entries (the others are validation's).
 AffineQuant run_layer_op(const LayerOp& op, std::vector<std::vector<double>>& values,
-                         const std::vector<int32_t>& positions, const ObserverConfig& observer) {
+                         const std::vector<int32_t>& positions, const ObserverConfig& observer, size_t observed) {
   std::vector<float> all;
   for (size_t e = 0; e < values.size(); ++e) {
     const size_t n = static_cast<size_t>(positions[e]);
@@ -566,7 +712,7 @@ AffineQuant run_layer_op(const LayerOp& op, std::vector<std::vector<double>>& va
     if (op.clamp) values[e] = run_float_layer(*op.clamp, values[e], n);
     for (double v : values[e]) {
       if (!std::isfinite(v)) throw CompileError("calibration: " + node_label(*op.layer) + " produced a non-finite value");
-      all.push_back(static_cast<float>(v));
+      if (e < observed) all.push_back(static_cast<float>(v));
     }
   }
   if (op.layer->kind == FloatLayerKind::kSoftmax) return softmax_output_quant();
@@ -634,6 +780,20 @@ std::vector<int8_t> run_op_s8(const ProgramOp& op, const std::vector<int8_t>& x,
   return y;
 }
 
+// The options op k compiles with: the choices given for it, if any, exactly.
+CompileOptions with_choice(const CompileOptions& options, size_t k) {
+  if (k >= options.op_choices.size()) return options;
+  const OpChoice& c = options.op_choices[k];
+  CompileOptions o = options;
+  o.tuning = Tuning::kNone;
+  o.input_observer = c.input_observer;
+  o.output_observer = c.output_observer;
+  o.cell_scale.headroom = c.cell_headroom;
+  o.derive.bias_correction = c.bias_correction;
+  o.derive.weight_clip_ratio = c.weight_clip;
+  return o;
+}
+
 // Row (sequence % rows) of a constant state of one row [H] or of rows [rows][H].
 std::vector<float> state_row(const std::vector<float>& state, int32_t H, size_t sequence) {
   const size_t rows = state.size() / static_cast<size_t>(H), r = rows > 1 ? sequence % rows : 0;
@@ -652,7 +812,7 @@ bool keeps_inner_sequence(const FloatProgram& p) {
 }
 
 QuantizedProgram compile_program(const FloatProgram& program, const CalibrationSet& calibration,
-                                 const CompileOptions& options) {
+                                 const CompileOptions& options, const CalibrationSet* validation) {
   program.validate();
   for (const std::vector<FloatLayer>* part : {&program.front, &program.head}) {
     for (const FloatLayer& l : *part) l.validate();
@@ -703,6 +863,7 @@ QuantizedProgram compile_program(const FloatProgram& program, const CalibrationS
     int32_t time_steps = 0;
     std::vector<float> x;  // this layer's input [T][F]
     bool chained = false;  // starts from the state the previous chained entry left
+    bool validation = false;  // scored by the search, never observed
   };
   const bool fed = program.initial_hidden == StateSource::kInput || program.initial_cell == StateSource::kInput;
   std::vector<Entry> entries;
@@ -712,6 +873,17 @@ QuantizedProgram compile_program(const FloatProgram& program, const CalibrationS
       if (pass == 0) check_sequence(s, k, I);
       entries.push_back({s.time_steps, s.values, pass == 1});
     }
+  }
+  // The entries the observers read: the validation sequences come after them.
+  const size_t observed_entries = entries.size();
+  for (size_t k = 0; validation && k < validation->sequences.size(); ++k) {
+    const CalibrationSequence& s = validation->sequences[k];
+    try {
+      check_sequence(s, k, I);
+    } catch (const CompileError& e) {
+      throw CompileError(std::string("validation set: ") + e.what());
+    }
+    entries.push_back({s.time_steps, s.values, false, true});
   }
   QuantizedProgram result;
   result.source = program;
@@ -730,7 +902,7 @@ QuantizedProgram compile_program(const FloatProgram& program, const CalibrationS
     std::vector<std::vector<double>> values;
     for (Entry& en : entries) values.push_back(to_double(en.x));
     for (const LayerOp& lop : layer_ops(program.front)) {
-      const AffineQuant out = run_layer_op(lop, values, positions, options.output_observer);
+      const AffineQuant out = run_layer_op(lop, values, positions, options.output_observer, observed_entries);
       ProgramOp op = derive_layer_op(lop, m.buffers.back().quant, out, options);
       op.input_buffer = static_cast<int32_t>(m.buffers.size()) - 1;
       op.output_buffer = op.input_buffer + 1;
@@ -776,7 +948,7 @@ QuantizedProgram compile_program(const FloatProgram& program, const CalibrationS
       head_positions.push_back(1);
     }
     for (const LayerOp& lop : head_ops) {
-      head_quants.push_back(run_layer_op(lop, head_values, head_positions, options.output_observer));
+      head_quants.push_back(run_layer_op(lop, head_values, head_positions, options.output_observer, observed_entries));
     }
   };
   // The head in int8 on rows of the last op's output in `lstm_output` (the search's score).
@@ -808,13 +980,15 @@ QuantizedProgram compile_program(const FloatProgram& program, const CalibrationS
         const size_t k = static_cast<size_t>(l * D + d);
         std::vector<float> h0, c0;
         // A per-row constant state: calibration sequence e is row e of its batch (in order).
-        if (program.initial_hidden == StateSource::kConstant) h0 = state_row(program.h0[k], H, e % calibration.sequences.size());
-        if (program.initial_cell == StateSource::kConstant) c0 = state_row(program.c0[k], H, e % calibration.sequences.size());
+        const size_t row = en.validation ? e - observed_entries : e % calibration.sequences.size();
+        if (program.initial_hidden == StateSource::kConstant) h0 = state_row(program.h0[k], H, row);
+        if (program.initial_cell == StateSource::kConstant) c0 = state_row(program.c0[k], H, row);
         if (en.chained && program.initial_hidden == StateSource::kInput) h0 = carried_h[static_cast<size_t>(d)];
         if (en.chained && program.initial_cell == StateSource::kInput) c0 = carried_c[static_cast<size_t>(d)];
         // The last op of the layer takes the input: the layer's output replaces it below.
         const FloatResult f = observed[static_cast<size_t>(d)].add(
-            program.ops[k], {en.time_steps, d + 1 == D ? std::move(en.x) : en.x, std::move(h0), std::move(c0)});
+            program.ops[k], {en.time_steps, d + 1 == D ? std::move(en.x) : en.x, std::move(h0), std::move(c0)},
+            en.validation);
         for (int32_t t = 0; t < en.time_steps; ++t) {
           std::copy_n(f.output.begin() + static_cast<ptrdiff_t>(t) * H, H,
                       outs[e].begin() + static_cast<ptrdiff_t>(t) * W + static_cast<ptrdiff_t>(d) * H);
@@ -840,7 +1014,7 @@ QuantizedProgram compile_program(const FloatProgram& program, const CalibrationS
     }
     if (D == 2) {
       std::vector<float> all;
-      for (const auto& v : outs) all.insert(all.end(), v.begin(), v.end());
+      for (size_t e = 0; e < observed_entries; ++e) all.insert(all.end(), outs[e].begin(), outs[e].end());
       for (float v : all) {
         if (!std::isfinite(v)) throw CompileError("calibration: layer " + std::to_string(l) + " produced a non-finite output");
       }
@@ -862,7 +1036,7 @@ QuantizedProgram compile_program(const FloatProgram& program, const CalibrationS
       }
       QuantizedLstm q = [&] {
         try {
-          return QuantizedLstm::compile(program.ops[k], observed[static_cast<size_t>(d)], options, fixed);
+          return QuantizedLstm::compile(program.ops[k], observed[static_cast<size_t>(d)], with_choice(options, k), fixed);
         } catch (const CompileError& e) {
           if (ops_count == 1) throw;
           throw CompileError("layer " + std::to_string(l) + (D == 2 ? (d ? " reverse" : " forward") : "") + ": " +

@@ -143,6 +143,11 @@ int compile_command(const CompileArgs& args) {
       calibration.push_back({std::move(t.values), t.shape});
     }
     ModelCompileOptions mo;
+    for (const std::string& path : args.validation) {
+      SequenceTensor t = read_sequences(path, onnx.program.input_size(), onnx.batch_first, false);
+      mo.validation.push_back({std::move(t.values), t.shape});
+    }
+    mo.validation_files = args.validation;
     mo.model_origin = args.model;
     mo.calibration_files = args.calibration;
     // A learned per-row initial state fixes the batch: the firmware is generated for it unless
@@ -224,10 +229,13 @@ int compile_command(const CompileArgs& args) {
         for (const std::string& n : v) s += (s.empty() ? "" : ", ") + n;
         return s.empty() ? std::string("none") : s;
       };
-      if (st.tuning == Tuning::kSearch) {
-        std::printf("  search tuned: %s (scored %zu of %lld sequences, %lld steps)%s\n", names(st.searched).c_str(),
-                    st.scored_sequences.size(), static_cast<long long>(st.sequences),
-                    static_cast<long long>(st.scored_steps), who.c_str());
+      if (st.tuning == Tuning::kSearch && st.score_method == "none") {
+        std::printf("  search: %s; upstream's choices where left open%s\n", st.score_note.c_str(), who.c_str());
+        std::printf("  kept as given: %s%s\n", names(st.fixed_by_user).c_str(), who.c_str());
+      } else if (st.tuning == Tuning::kSearch) {
+        std::printf("  search tuned: %s (scored held out, %s of %d folds: %zu sequences, %lld steps)%s\n",
+                    names(st.searched).c_str(), st.score_method == "k-fold" ? "k-fold" : "validation groups", st.folds,
+                    st.scored_sequences.size(), static_cast<long long>(st.scored_steps), who.c_str());
         std::printf("  kept as given: %s%s\n", names(st.fixed_by_user).c_str(), who.c_str());
       } else {
         std::printf("  search off (--no-search): every option as given%s\n", who.c_str());
@@ -247,8 +255,17 @@ int compile_command(const CompileArgs& args) {
                          std::to_string(mem.table_bytes)).c_str() : "");
     std::printf("  RAM    %zu bytes for batch %d (scratch %zu, state %zu, activations %zu)\n", mem.ram_bytes(),
                 mo.batch, mem.scratch_bytes, mem.state_bytes(), 2 * mem.activation_bytes);
-    std::printf("  SQNR   %.2f dB int8 vs float on the calibration set (%lld sequences)\n", r.sqnr_db,
-                static_cast<long long>(r.calibration_sequences));
+    // The figure to expect on new data first; the calibration set's own is optimistic.
+    const HeldOutEstimate& h = r.held_out;
+    if (h.available()) {
+      std::printf("  SQNR   %.2f dB int8 vs float held out (%s: %d folds, %lld sequences; spread %.2f dB over "
+                  "the folds)\n", h.sqnr_db, h.method == "k-fold" ? "k-fold over the calibration set" : "validation set",
+                  h.folds, static_cast<long long>(h.sequences), h.spread_db);
+    } else {
+      std::printf("  SQNR   no held-out figure: %s\n", h.note.c_str());
+    }
+    std::printf("  SQNR   %.2f dB int8 vs float on the calibration set itself (%lld sequences; not held out)\n",
+                r.sqnr_db, static_cast<long long>(r.calibration_sequences));
     return 0;
   } catch (const std::exception& e) {
     return error_exit("compile", e);

@@ -14,6 +14,7 @@ namespace cli {
 struct CompileArgs {
   std::string model;
   std::vector<std::string> calibration;
+  std::vector<std::string> validation;  // the search's held-out data instead of k-fold; never observed
   std::string outdir = ".";
   std::string name;
   int32_t batch = 0;  // 0: the batch the model fixes (a learned per-row initial state), else 1

@@ -292,6 +292,9 @@ int main(int argc, char** argv) {
   comp->add_option("model", ca.model, "the ONNX model (LSTM layers, one or stacked, either direction)")->required();
   comp->add_option("--calibration", ca.calibration, "float32 .npy files of sequences in the model's layout")
       ->required();
+  comp->add_option("--validation", ca.validation,
+                   ".npy/.npz sequences the search scores on and the report's held-out SQNR is measured on, "
+                   "never observed (default: k-fold over the calibration sequences)");
   comp->add_option("-o,--output-dir", ca.outdir, "output folder")->capture_default_str();
   comp->add_option("--name", ca.name, "base name of the outputs (default: the model file's)")
       ->check(CLI::Validator(

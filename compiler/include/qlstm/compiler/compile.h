@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "qlstm/compiler/held_out.h"
 #include "qlstm/compiler/onnx_import.h"
 #include "qlstm/compiler/program.h"
 #include "qlstm/compiler/quantized_lstm.h"
@@ -34,6 +35,10 @@ struct ModelCompileOptions {
   // For the report only: where the model and the calibration tensors came from.
   std::string model_origin;
   std::vector<std::string> calibration_files;
+  // A validation set: the search scores on it instead of k-fold over the calibration set, and
+  // the report's held-out SQNR is measured on it. Never observed.
+  std::vector<CalibrationTensor> validation;
+  std::vector<std::string> validation_files;
   // Called with each calibration warning as soon as it is found (before the long work); may be empty.
   std::function<void(const std::string&)> warn;
 };
@@ -51,6 +56,7 @@ struct ModelCompileResult {
   int32_t max_time_steps = 0;           // as used (0: symbolic, single-layer)
   int64_t calibration_sequences = 0;
   double sqnr_db = 0;                   // int8 against float on the calibration set; +inf if equal
+  HeldOutEstimate held_out;             // the same on data the derivation did not see
   nlohmann::json report;                // what model.report_json holds (dump())
 };
 

@@ -39,9 +39,11 @@ std::vector<std::string> calibration_warnings(const CalibrationSet& calibration,
 
 // kSearch: the options below are the starting point of a coordinate-descent search over the
 // boundary observers, the cell headroom, bias correction and each weight block's clip, scored by
-// the int8 kernel's SQNR against the float model on (a bounded part of) the calibration set. It
-// starts from upstream's choices (min/max, max|W|), so on that data it is never worse than them.
-// kNone: exactly the options given.
+// the int8 kernel's SQNR against the float model on data that did not choose the candidate's
+// ranges: k-fold over the calibration sequences (derive on k-1 folds, score the held-out one), or
+// a validation set the user gives. A change from the start (upstream's choices: min/max, max|W|)
+// is taken only when its mean gain over the folds exceeds the spread of that gain between them
+// (docs/compiler.md). kNone: exactly the options given.
 enum class Tuning { kNone, kSearch };
 const char* tuning_name(Tuning t);
 
@@ -58,6 +60,15 @@ struct UserFixedChoices {
   bool weights = false;          // CompileOptions::derive.weight_method: no per-block clip search
 };
 
+// What the search chose for one LSTM op: given back in CompileOptions::op_choices, the same
+// derivation runs on other data (the held-out estimate compiles each fold this way).
+struct OpChoice {
+  ObserverConfig input_observer, output_observer;
+  double cell_headroom = 1.25;  // calibrated cell policy only
+  bool bias_correction = false;
+  std::array<double, kWeightBlocks> weight_clip{};  // 0: the weight method's scale
+};
+
 struct CompileOptions {
   ObserverConfig input_observer{ObserverKind::kMinMax, 99.99};
   ObserverConfig output_observer{ObserverKind::kMinMax, 99.99};
@@ -69,6 +80,10 @@ struct CompileOptions {
   // whole set (sequence 0 first, so at least one), so a time-ordered file is sampled everywhere.
   int64_t search_max_macs = int64_t{1} << 26;
   UserFixedChoices user_fixed;
+  // Folds of the search's held-out scoring (contiguous blocks of the calibration sequences).
+  int32_t search_folds = 4;
+  // When not empty, op k (an LSTM op, in program order) takes op_choices[k] exactly, unsearched.
+  std::vector<OpChoice> op_choices;
   // The Linear layers around the stack: one weight scale and multiplier per output (the
   // default, CMSIS-NN's per-channel FC) or one for the layer.
   bool fc_per_channel = true;
@@ -106,9 +121,15 @@ struct OpObservation {
   std::vector<std::vector<float>> outputs;  // per sequence, the float output [T][H]
   double cell_max_abs = 0;                  // max |c| over every step and every c0
   std::vector<double> sum_h;                // per hidden unit, the sum of h over every step
+  // Per sequence: max |c| (with its c0) and the per-unit sums of h, for the search's folds.
+  std::vector<double> sequence_cell_max_abs;
+  std::vector<std::vector<double>> sequence_sum_h;
+  // Sequences from this index on are a validation set: scored by the search, never observed.
+  std::optional<size_t> validation_begin;
   // Adds one sequence and the float run of `source` over it (the run's step visitor feeds
-  // cell_max_abs and sum_h); returns the run.
-  FloatResult add(const FloatLstm& source, CalibrationSequence sequence);
+  // cell_max_abs and sum_h); returns the run. A validation sequence is kept for scoring only
+  // (every one after the calibration sequences).
+  FloatResult add(const FloatLstm& source, CalibrationSequence sequence, bool validation = false);
 };
 // Runs `source` once over the calibration set, checking each sequence (its values finite, its
 // initial state of H values; the message names the sequence). progress: the "calibrating" stage.
@@ -132,8 +153,17 @@ struct CalibrationStats {
   // The choices the search tuned and those the user fixed (UserFixedChoices), by report name:
   // "input_observer", "output_observer", "cell_headroom", "bias_correction", "weight_clips".
   std::vector<std::string> searched, fixed_by_user;
-  double start_sqnr_db = 0;       // score of the starting point (upstream's choices)
-  double final_sqnr_db = 0;       // score of the result
+  // The search's score: SQNR (dB) of the op's (or, under a head, the model's) output on held-out
+  // data, pooled over the folds, of the start (upstream's choices) and of the result.
+  double start_sqnr_db = 0;
+  double final_sqnr_db = 0;
+  // How it was held out: "k-fold" (folds = k), "validation" (folds = groups of the validation
+  // sequences, all derived from the whole calibration set) or "none" (why in score_note).
+  std::string score_method = "none";
+  std::string score_note;
+  int32_t folds = 0;
+  std::vector<double> fold_sqnr_db;  // the result's, per fold
+  OpChoice chosen;                   // what the result was derived with
 };
 
 class QuantizedLstm {
@@ -213,8 +243,10 @@ struct QuantizedProgram {
   // output is one step) from the program's own initial state, kept for measuring the int8 model.
   std::vector<std::vector<float>> float_outputs;
 };
+// `validation`: sequences the search scores its candidates on instead of k-fold over the
+// calibration set; run through the float program but never observed.
 QuantizedProgram compile_program(const FloatProgram& program, const CalibrationSet& calibration,
-                                 const CompileOptions& options);
+                                 const CompileOptions& options, const CalibrationSet* validation = nullptr);
 // Whether the last LSTM op writes only its final hidden state (QLSTM_OUTPUT_FINAL): the head
 // reads h_n[-1], or y[:, -1] of a unidirectional forward last layer.
 bool writes_final_state_only(const FloatProgram& program);
