@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "qlstm/activation_s16.h"
+#include "qlstm/compiler/weight_rounding.h"
 #include "qlstm/kernels.h"
 
 namespace qlstm {
@@ -65,16 +66,54 @@ void check_accumulators(int32_t g, const char* side, const std::vector<int32_t>&
   }
 }
 
-}  // namespace
-
-const char* weight_method_name(WeightScaleMethod m) {
-  return m == WeightScaleMethod::kMaxAbs ? "maxabs" : "mse";
+// Adaptive rounding of each row [w_x ; w_h] of a gate, from the nearest rounding in dg.
+void round_gate_adaptive(const FloatGate& fg, size_t I, size_t H, const std::vector<double>& second_moment,
+                         DerivedGate* dg) {
+  const size_t n = I + H;
+  std::vector<double> w(n), s(n);
+  std::vector<int8_t> q(n);
+  std::fill(s.begin(), s.begin() + static_cast<ptrdiff_t>(I), dg->w_x_scale);
+  std::fill(s.begin() + static_cast<ptrdiff_t>(I), s.end(), dg->w_h_scale);
+  for (size_t r = 0; r < H; ++r) {
+    for (size_t j = 0; j < I; ++j) {
+      w[j] = fg.w_x[r * I + j];
+      q[j] = dg->w_x[r * I + j];
+    }
+    for (size_t j = 0; j < H; ++j) {
+      w[I + j] = fg.w_h[r * H + j];
+      q[I + j] = dg->w_h[r * H + j];
+    }
+    round_adaptive(w.data(), s.data(), second_moment.data(), static_cast<int32_t>(n), q.data());
+    std::copy(q.begin(), q.begin() + static_cast<ptrdiff_t>(I), dg->w_x.begin() + static_cast<ptrdiff_t>(r * I));
+    std::copy(q.begin() + static_cast<ptrdiff_t>(I), q.end(), dg->w_h.begin() + static_cast<ptrdiff_t>(r * H));
+  }
 }
 
+// A choice between two enumerators (the first is 0), named `first` and `second`.
+template <class E>
+const char* two_way_name(E value, const char* first, const char* second) {
+  return static_cast<int>(value) == 0 ? first : second;
+}
+
+template <class E>
+E parse_two_way(const std::string& text, const char* what, const char* first, const char* second) {
+  if (text == first) return static_cast<E>(0);
+  if (text == second) return static_cast<E>(1);
+  throw CompileError("unknown " + std::string(what) + " '" + text + "' (" + first + ", " + second + ")");
+}
+
+}  // namespace
+
+const char* weight_method_name(WeightScaleMethod m) { return two_way_name(m, "maxabs", "mse"); }
+
 WeightScaleMethod parse_weight_method(const std::string& text) {
-  if (text == "maxabs") return WeightScaleMethod::kMaxAbs;
-  if (text == "mse") return WeightScaleMethod::kMseClip;
-  throw CompileError("unknown weight-scale method '" + text + "' (maxabs, mse)");
+  return parse_two_way<WeightScaleMethod>(text, "weight-scale method", "maxabs", "mse");
+}
+
+const char* weight_rounding_name(WeightRounding r) { return two_way_name(r, "nearest", "adaptive"); }
+
+WeightRounding parse_weight_rounding(const std::string& text) {
+  return parse_two_way<WeightRounding>(text, "weight rounding", "nearest", "adaptive");
 }
 
 const char* cell_policy_name(CellScalePolicy p) {
@@ -224,9 +263,30 @@ DerivedLstm derive_params(const FloatLstm& lstm, const AffineQuant& input,
   d.options = options;
   d.options.mean_x.clear();
   d.options.mean_h.clear();
+  d.options.operand_second_moment.clear();
   if (options.bias_correction &&
       (options.mean_x.size() != static_cast<size_t>(I) || options.mean_h.size() != static_cast<size_t>(H))) {
     throw CompileError("bias correction: needs the calibration means of x [I] and h [H]");
+  }
+  const size_t operands = static_cast<size_t>(I) + static_cast<size_t>(H);
+  if (options.weight_rounding == WeightRounding::kAdaptive &&
+      options.operand_second_moment.size() != operands * operands) {
+    throw CompileError("adaptive weight rounding: operand_second_moment has " +
+                       std::to_string(options.operand_second_moment.size()) +
+                       " values, expected (I + H)^2 = " + std::to_string(operands * operands));
+  }
+  // With bias correction the bias absorbs the mean error e . E[z]: what is left, and what the
+  // rounding minimizes, is e^T (C - m m^T) e with m = [mean_x ; mean_h].
+  std::vector<double> rounding_moment;
+  if (options.weight_rounding == WeightRounding::kAdaptive) {
+    rounding_moment = options.operand_second_moment;
+    if (options.bias_correction) {
+      std::vector<double> m(options.mean_x);
+      m.insert(m.end(), options.mean_h.begin(), options.mean_h.end());
+      for (size_t a = 0; a < operands; ++a) {
+        for (size_t b = 0; b < operands; ++b) rounding_moment[a * operands + b] -= m[a] * m[b];
+      }
+    }
   }
   for (int32_t g = 0; g < QLSTM_GATE_COUNT; ++g) {
     const FloatGate& fg = lstm.gates[static_cast<size_t>(g)];
@@ -236,6 +296,9 @@ DerivedLstm derive_params(const FloatLstm& lstm, const AffineQuant& input,
                                     options.weight_clip_ratio[weight_block(g, false)], &dg.w_x);
     dg.w_h_scale = quantize_weights(fg.w_h, options.weight_method,
                                     options.weight_clip_ratio[weight_block(g, true)], &dg.w_h);
+    if (options.weight_rounding == WeightRounding::kAdaptive) {
+      round_gate_adaptive(fg, static_cast<size_t>(I), static_cast<size_t>(H), rounding_moment, &dg);
+    }
     const double bias_scale = input.scale * dg.w_x_scale;
     dg.bias_q.resize(static_cast<size_t>(H));
     dg.input_effective_bias.resize(static_cast<size_t>(H));

@@ -23,6 +23,15 @@ enum class WeightScaleMethod {
 const char* weight_method_name(WeightScaleMethod m);
 WeightScaleMethod parse_weight_method(const std::string& text);  // "maxabs" | "mse"
 
+// How each weight is rounded to int8 at its block's scale.
+enum class WeightRounding {
+  kNearest,   // q = round(w / s)
+  kAdaptive,  // floor or ceil of w / s, per gate row, minimizing the pre-activation error on the
+              // calibration operands (weight_rounding.h)
+};
+const char* weight_rounding_name(WeightRounding r);
+WeightRounding parse_weight_rounding(const std::string& text);  // "nearest" | "adaptive"
+
 // The cell-state scale 2^P.
 enum class CellScalePolicy {
   kCalibrated,     // observed max |c| times headroom fits in int16
@@ -69,6 +78,13 @@ struct DeriveOptions {
   // (W_h - W_hq) . E[h], into the bias. Needs the calibration means of x ([I]) and h ([H]).
   bool bias_correction = false;
   std::vector<double> mean_x, mean_h;
+  // kAdaptive: each gate row [w_x ; w_h] is rounded, at its two blocks' scales, to minimize
+  // e^T C e (e = w - s q), C = operand_second_moment = E[z z^T] over the calibration steps,
+  // z = [x_t ; h_{t-1}] (float, [(I+H)][(I+H)] row-major; weight_rounding.h computes it). With
+  // bias_correction the bias absorbs the mean error, so the rounding minimizes e^T (C - m m^T) e,
+  // m = [mean_x ; mean_h]. A missing or misshapen moment is a CompileError naming the field.
+  WeightRounding weight_rounding = WeightRounding::kNearest;
+  std::vector<double> operand_second_moment;
   int32_t cell_clip = 0;  // quantized clip for the kernel; 0 = none (PyTorch has none)
 };
 
@@ -91,7 +107,7 @@ struct DerivedLstm {
   int32_t cell_clip = 0;
   int32_t time_direction = QLSTM_TIME_FORWARD;  // QLSTM_TIME_REVERSE for an ONNX "reverse" LSTM
   int32_t output_steps = QLSTM_OUTPUT_ALL_STEPS;  // QLSTM_OUTPUT_FINAL: only h_n (a head reads nothing else)
-  DeriveOptions options;  // as derived (without the calibration means)
+  DeriveOptions options;  // as derived (without the calibration means and second moment)
   std::array<DerivedGate, QLSTM_GATE_COUNT> gates;
   qlstm_requant forget_times_cell_to_cell{}, input_times_cell_gate_to_cell{},
       output_times_tanh_cell_to_hidden{};
