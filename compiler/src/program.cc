@@ -192,7 +192,7 @@ std::vector<float> constant_state_rows(const std::vector<float>& s, int32_t H, i
 }  // namespace
 
 FloatProgramResult run_float_program(const FloatProgram& p, const float* x, const SequenceShape& shape,
-                                     const float* h0, const float* c0) {
+                                     const float* h0, const float* c0, const ProgramStepVisitor& visit) {
   const int32_t B = shape.batch, T = shape.time_steps, D = p.directions;
   const size_t positions = static_cast<size_t>(B) * static_cast<size_t>(T);
   std::vector<int32_t> hs;
@@ -222,7 +222,9 @@ FloatProgramResult run_float_program(const FloatProgram& p, const float* x, cons
         ck = constant_state_rows(p.c0[static_cast<size_t>(k)], op.hidden_size, B, "initial_c");
         cp = ck.data();
       }
-      const FloatResult f = run_float(op, input.data(), shape, hp, cp);
+      StepVisitor op_visit;
+      if (visit) op_visit = [&visit, k](const double* c, const double* h, int32_t n) { visit(k, c, h, n); };
+      const FloatResult f = run_float(op, input.data(), shape, hp, cp, op_visit);
       for (size_t row = 0; row < positions; ++row) {
         std::copy_n(f.output.begin() + static_cast<ptrdiff_t>(row * H), H,
                     out.begin() + static_cast<ptrdiff_t>(row * W + static_cast<size_t>(d) * H));

@@ -12,6 +12,7 @@
 #include "eval_metrics.h"
 #include "qlstm/compiler/file_io.h"
 #include "qlstm/compiler/npy.h"
+#include "qlstm/compiler/program.h"
 
 namespace {
 
@@ -136,6 +137,47 @@ TEST(EvalMetrics, ForecastErrorIsInTheUnitsScale) {
   const ForecastError e = forecast_error({1.0f, 2.0f, 3.5f, 0.0f}, {1.0f, 1.0f, 1.5f, 0.0f}, u);
   EXPECT_DOUBLE_EQ(e.mae, (0 + 10 + 20 + 0) / 4.0);
   EXPECT_DOUBLE_EQ(e.rmse, std::sqrt((0 + 100 + 400 + 0) / 4.0));
+}
+
+TEST(EvalMetrics, RmsErrorPerStepFollowsTheLayout) {
+  // B = 2, T = 2, W = 1: the error is 1 at (b 0, t 1) and 3 at (b 1, t 1), 0 elsewhere.
+  const std::vector<float> ref = {0, 0, 0, 0};
+  const std::vector<float> batch_major = {0, 1, 0, 3};  // [B][T]
+  const std::vector<float> time_major = {0, 0, 1, 3};   // [T][B]
+  const std::vector<double> want = {0.0, std::sqrt((1.0 + 9.0) / 2)};
+  EXPECT_EQ(rms_error_per_step(ref, batch_major, 2, 2, 1, false), want);
+  EXPECT_EQ(rms_error_per_step(ref, time_major, 2, 2, 1, true), want);
+}
+
+TEST(EvalMetrics, RangeCountCountsValuesOutsideAndTheFurthest) {
+  RangeCount r;
+  r.lo = -1.0;
+  r.hi = 2.0;
+  EXPECT_EQ(r.fraction(), 0.0);  // nothing counted yet
+  for (double v : {-1.0, 2.0, 0.0, 2.5, -3.0, -1.5}) r.add(v);  // the bounds themselves are inside
+  EXPECT_EQ(r.total, 6u);
+  EXPECT_EQ(r.outside, 3u);
+  EXPECT_DOUBLE_EQ(r.fraction(), 0.5);
+  EXPECT_EQ(r.furthest, -3.0);  // 2 below lo, further than 2.5's 0.5 above hi
+  r.add(5.5);                   // 3.5 above hi: now the furthest
+  EXPECT_EQ(r.furthest, 5.5);
+}
+
+TEST(EvalMetrics, Int8AndCellRangesAreWhatTheirFormsHoldWithoutClamping) {
+  qlstm::compiler::AffineQuant q;
+  q.scale = 0.5;
+  q.zero_point = -28;
+  // Half a step beyond the extreme codes: a value there rounds to -128 or 127 without a clamp.
+  const RangeCount a = int8_range(q);
+  EXPECT_DOUBLE_EQ(a.lo, 0.5 * (-128.5 + 28));
+  EXPECT_DOUBLE_EQ(a.hi, 0.5 * (127.5 + 28));
+  const RangeCount c = cell_range(-12);  // 2^-12: |c| <= 32767.5 / 4096 ~ 8
+  EXPECT_DOUBLE_EQ(c.hi, 32767.5 / 4096.0);
+  EXPECT_DOUBLE_EQ(c.lo, -c.hi);
+  // Agrees with the quantizers: the bound is the last value that does not clamp.
+  EXPECT_EQ(q.quantize(a.hi - 1e-9), 127);
+  EXPECT_EQ(q.quantize(a.lo + 1e-9), -128);
+  EXPECT_EQ(qlstm::compiler::quantize_cell(c.hi - 1e-9, -12), 32767);
 }
 
 }  // namespace

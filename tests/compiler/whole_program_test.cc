@@ -294,6 +294,30 @@ TEST(WholeProgram, ModelFileKeepsEveryOpKind) {
   }
 }
 
+// The per-op step visitor (what qlstm eval's saturation counts) sees every step of every op, batch
+// row by batch row, and each row's last step is that op's h_n and c_n.
+TEST(WholeProgram, StepVisitorSeesEveryStepOfEveryOp) {
+  std::mt19937_64 rng(41);
+  const int32_t I = 3, H = 5, T = 4, B = 2, layers = 2, directions = 2;
+  const FloatProgram p = random_program(I, H, layers, directions, rng);
+  const std::vector<float> x = sequences(B, T, I, 7);
+  const size_t ops = p.ops.size();
+  std::vector<int32_t> calls(ops, 0);
+  std::vector<float> h_last(ops * B * H), c_last(ops * B * H);
+  const FloatProgramResult r = run_float_program(
+      p, x.data(), {B, T, Layout::kBatchMajor}, nullptr, nullptr,
+      [&](int32_t op, const double* c, const double* h, int32_t n) {
+        ASSERT_EQ(n, H);
+        const int32_t k = calls[static_cast<size_t>(op)]++;
+        if (k % T != T - 1) return;  // a row's last step: its final state
+        const size_t at = (static_cast<size_t>(op) * B + static_cast<size_t>(k / T)) * H;
+        for (int32_t u = 0; u < H; ++u) h_last[at + u] = static_cast<float>(h[u]), c_last[at + u] = static_cast<float>(c[u]);
+      });
+  EXPECT_EQ(calls, std::vector<int32_t>(ops, B * T));
+  EXPECT_EQ(h_last, r.h_n);
+  EXPECT_EQ(c_last, r.c_n);
+}
+
 // h_n[-1] of a bidirectional LSTM (the reverse direction's state): both ops write their final
 // states into one [B][2H] row and the first Linear reads only the reverse half.
 TEST(WholeProgram, BidirectionalFinalStateHead) {

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdarg>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -105,6 +106,21 @@ std::vector<float> dequantize_output(const CompiledModel& m, const std::vector<i
   std::vector<float> y(y8.size());
   for (size_t k = 0; k < y8.size(); ++k) y[k] = static_cast<float>(m.output_quant().dequantize(y8[k]));
   return y;
+}
+
+// The LSTM ops of m in state order (layer-major, forward first): row k of a [ops][B][H] state.
+std::vector<const ProgramOp*> lstm_ops(const CompiledModel& m) {
+  std::vector<const ProgramOp*> ops;
+  for (const ProgramOp& op : m.ops) {
+    if (op.kind == QLSTM_OP_LSTM_S8) ops.push_back(&op);
+  }
+  return ops;
+}
+
+// "layer L forward" or "layer L reverse": LSTM op k (lstm_ops order) in the user's terms.
+std::string lstm_op_label(const CompiledModel& m, size_t k) {
+  const bool reverse = lstm_ops(m)[k]->lstm.time_direction == QLSTM_TIME_REVERSE;
+  return "layer " + std::to_string(k / static_cast<size_t>(m.directions)) + (reverse ? " reverse" : " forward");
 }
 
 // The program of a whole model, one line per op as the report's "op_table" has it: kind, shape
@@ -216,9 +232,7 @@ int compile_command(const CompileArgs& args) {
     for (const ProgramOp& op : m.ops) {
       if (op.kind != QLSTM_OP_LSTM_S8) continue;
       const DerivedLstm& d = op.lstm;
-      const std::string who = m.lstm_op_count() == 1 ? std::string("")
-                              : " [layer " + std::to_string(lstm / static_cast<size_t>(m.directions)) +
-                                    (d.time_direction == QLSTM_TIME_REVERSE ? " reverse]" : " forward]");
+      const std::string who = m.lstm_op_count() == 1 ? std::string("") : " [" + lstm_op_label(m, lstm) + "]";
       std::printf("  %s scale %.6g  zero point %d  (%s)%s\n", whole ? "hidden" : "output", d.output.scale,
                   d.output.zero_point, r.stats[lstm].output_observer.c_str(), who.c_str());
       std::printf("  cell   2^%d (%s, observed max |c| %.4g)%s\n", d.cell.power, cell_policy_name(d.cell.policy),
@@ -326,6 +340,58 @@ NpyArray read_state(const std::string& path, const CompiledModel& m, int32_t bat
   return a;
 }
 
+// A float32 [ops][B][H] state file (run --float, eval), each value finite.
+std::vector<float> read_float_state(const std::string& path, const CompiledModel& m, int32_t batch, bool cell) {
+  std::vector<float> v = read_state(path, m, batch, cell, true).as_float(path);
+  for (size_t k = 0; k < v.size(); ++k) {
+    if (!std::isfinite(v[k])) throw CompileError(path + ": non-finite state value at index " + std::to_string(k));
+  }
+  return v;
+}
+
+// The final state of every op in float ([ops][B][H]): h by each op's output quantization, c at its 2^P.
+void dequantize_state(const CompiledModel& m, const ProgramState& s, int32_t batch, std::vector<float>* h,
+                      std::vector<float>* c) {
+  size_t at = 0;
+  for (const ProgramOp* op : lstm_ops(m)) {
+    for (size_t e = 0; e < static_cast<size_t>(batch) * static_cast<size_t>(op->lstm.hidden_size); ++e, ++at) {
+      h->push_back(static_cast<float>(op->lstm.output.dequantize(s.hidden[at])));
+      c->push_back(static_cast<float>(std::ldexp(static_cast<double>(s.cell[at]), op->lstm.cell.power)));
+    }
+  }
+}
+
+// Per LSTM op, the float state values beyond what its int8 hidden (the op's output quantization)
+// or int16 cell (2^P) holds: quantizing clips them.
+std::vector<RangeCount> state_clipping(const CompiledModel& m, int32_t batch, const std::vector<float>& v, bool cell) {
+  std::vector<RangeCount> counts;
+  size_t at = 0;
+  for (const ProgramOp* op : lstm_ops(m)) {
+    RangeCount r = cell ? cell_range(op->lstm.cell.power) : int8_range(op->lstm.output);
+    for (size_t e = 0; e < static_cast<size_t>(batch) * static_cast<size_t>(op->lstm.hidden_size); ++e) r.add(v[at++]);
+    counts.push_back(r);
+  }
+  return counts;
+}
+
+// run --float: a warning per op whose given --h0 or --c0 values were clipped (an int8 or int16
+// state file is already in range: nothing to say).
+void warn_clipped_state(const CompiledModel& m, int32_t batch, const std::vector<float>& v, const std::string& path,
+                        bool cell) {
+  const std::vector<RangeCount> counts = state_clipping(m, batch, v, cell);
+  for (size_t k = 0; k < counts.size(); ++k) {
+    const RangeCount& r = counts[k];
+    if (r.outside == 0) continue;
+    char range[96];
+    if (cell) std::snprintf(range, sizeof range, "exceed the cell range |c| <= %.4g (largest |c| %.4g)", r.hi,
+                            std::fabs(r.furthest));
+    else std::snprintf(range, sizeof range, "are outside the hidden range [%.4g, %.4g] (furthest %.4g)", r.lo, r.hi,
+                       r.furthest);
+    std::fprintf(stderr, "qlstm run: warning: %s %s: %zu of %zu values of LSTM op %zu (%s) %s and were clipped\n",
+                 cell ? "--c0" : "--h0", path.c_str(), r.outside, r.total, k, lstm_op_label(m, k).c_str(), range);
+  }
+}
+
 }  // namespace
 
 int run_command(const RunArgs& args) {
@@ -348,15 +414,14 @@ int run_command(const RunArgs& args) {
     if (!args.h0.empty() || !args.c0.empty()) {
       std::vector<float> hf, cf;
       if (!args.h0.empty()) {
-        const NpyArray a = read_state(args.h0, m, B, false, args.float_io);
-        if (args.float_io) hf = a.as_float(args.h0);
-        else state.hidden = a.as_int8(args.h0);
+        if (args.float_io) hf = read_float_state(args.h0, m, B, false);
+        else state.hidden = read_state(args.h0, m, B, false, false).as_int8(args.h0);
       }
       if (!args.c0.empty()) {
-        const NpyArray a = read_state(args.c0, m, B, true, args.float_io);
         if (args.float_io) {
-          cf = a.as_float(args.c0);
+          cf = read_float_state(args.c0, m, B, true);
         } else {
+          const NpyArray a = read_state(args.c0, m, B, true, false);
           state.cell.resize(a.bytes.size() / sizeof(int16_t));
           std::memcpy(state.cell.data(), a.bytes.data(), a.bytes.size());
         }
@@ -364,8 +429,14 @@ int run_command(const RunArgs& args) {
       if (args.float_io) {
         const ProgramState q = quantize_program_state(m, B, hf.empty() ? nullptr : &hf, cf.empty() ? nullptr : &cf,
                                                       "--h0/--c0");
-        if (!hf.empty()) state.hidden = q.hidden;
-        if (!cf.empty()) state.cell = q.cell;
+        if (!hf.empty()) {
+          state.hidden = q.hidden;
+          warn_clipped_state(m, B, hf, args.h0, false);
+        }
+        if (!cf.empty()) {
+          state.cell = q.cell;
+          warn_clipped_state(m, B, cf, args.c0, true);
+        }
       }
     }
     const std::vector<int8_t> y8 = !args.target.empty() ? run_on_device(args.target, m, x8, x.shape, &state)
@@ -377,14 +448,7 @@ int run_command(const RunArgs& args) {
     std::vector<float> hn, cn;
     if (args.float_io) {
       const std::vector<float> y = dequantize_output(m, y8);
-      size_t at = 0;
-      for (const ProgramOp& op : m.ops) {
-        if (op.kind != QLSTM_OP_LSTM_S8) continue;  // the ops around the LSTMs have no state
-        for (size_t e = 0; e < static_cast<size_t>(B) * op.lstm.hidden_size; ++e, ++at) {
-          hn.push_back(static_cast<float>(op.lstm.output.dequantize(state.hidden[at])));
-          cn.push_back(static_cast<float>(std::ldexp(static_cast<double>(state.cell[at]), op.lstm.cell.power)));
-        }
-      }
+      dequantize_state(m, state, B, &hn, &cn);
       write_npy_float32(args.output, shape, y);
       if (!args.h_n.empty()) write_npy_float32(args.h_n, state_shape, hn);
       if (!args.c_n.empty()) write_npy_float32(args.c_n, state_shape, cn);
@@ -472,6 +536,239 @@ std::string svg_plot(const std::vector<float>& ref, const std::vector<float>& go
   return o + "</svg>\n";
 }
 
+// printf into a string: eval builds its whole text first and prints it once every file is written.
+__attribute__((format(printf, 2, 3))) void appendf(std::string* out, const char* format, ...) {
+  va_list args, again;
+  va_start(args, format);
+  va_copy(again, args);
+  const int n = std::vsnprintf(nullptr, 0, format, args);
+  va_end(args);
+  if (n > 0) {
+    std::string line(static_cast<size_t>(n) + 1, '\0');
+    std::vsnprintf(line.data(), line.size(), format, again);
+    out->append(line.data(), static_cast<size_t>(n));
+  }
+  va_end(again);
+}
+
+// One output of the model: float against int8, dequantized.
+struct ComparedOutput {
+  std::string name;   // "y", "h_n" or "c_n"
+  std::string label;  // what eval prints: "output y", "h_n (layer 0 forward)"
+  int32_t op = -1;    // h_n, c_n: the LSTM op (its row of the state)
+  double sqnr_db = 0, max_abs_error = 0;
+  double scale = 0;  // one step of its int8 (y, h) or int16 (c) form
+};
+
+ComparedOutput compare_output(const std::string& name, const std::string& label, int32_t op,
+                              const std::vector<float>& ref, const std::vector<float>& got, double scale) {
+  return {name, label, op, sqnr_db(ref, got), max_abs_error(ref, got), scale};
+}
+
+// h_n and c_n of every LSTM op, those the model returns, float against the final int8 state: in
+// the model's output order, every h_n before every c_n.
+std::vector<ComparedOutput> compare_state(const CompiledModel& m, int32_t batch, const FloatProgramResult& f,
+                                          const ProgramState& s) {
+  std::vector<float> h, c;
+  dequantize_state(m, s, batch, &h, &c);
+  std::vector<ComparedOutput> hs, cs;
+  const std::vector<const ProgramOp*> ops = lstm_ops(m);
+  size_t at = 0;
+  for (size_t k = 0; k < ops.size(); ++k) {
+    const DerivedLstm& d = ops[k]->lstm;
+    const auto from = static_cast<ptrdiff_t>(at), to = from + batch * d.hidden_size;
+    auto slice = [&](const std::vector<float>& v) { return std::vector<float>(v.begin() + from, v.begin() + to); };
+    const std::string who = " (" + lstm_op_label(m, k) + ")";
+    const int32_t op = static_cast<int32_t>(k);
+    if (m.hidden_output) hs.push_back(compare_output("h_n", "h_n" + who, op, slice(f.h_n), slice(h), d.output.scale));
+    if (m.cell_output) {
+      cs.push_back(compare_output("c_n", "c_n" + who, op, slice(f.c_n), slice(c), std::ldexp(1.0, d.cell.power)));
+    }
+    at = static_cast<size_t>(to);
+  }
+  hs.insert(hs.end(), cs.begin(), cs.end());
+  return hs;
+}
+
+// The float model's values outside the ranges the int8 program holds them in (RangeCount).
+struct Saturation {
+  RangeCount input;
+  bool output_fixed = false;  // a softmax's output range is fixed, not calibrated: not counted
+  RangeCount output;
+  std::vector<RangeCount> cell, hidden;  // per LSTM op, over every step
+  bool any() const {
+    bool state = false;
+    for (size_t k = 0; k < cell.size(); ++k) state = state || cell[k].outside > 0 || hidden[k].outside > 0;
+    return state || input.outside > 0 || output.outside > 0;
+  }
+};
+
+Saturation saturation_ranges(const CompiledModel& m) {
+  Saturation s;
+  s.input = int8_range(m.input_quant());
+  s.output = int8_range(m.output_quant());
+  s.output_fixed = m.ops.back().kind == QLSTM_OP_SOFTMAX_S8;
+  for (const ProgramOp* op : lstm_ops(m)) {
+    s.cell.push_back(cell_range(op->lstm.cell.power));
+    s.hidden.push_back(int8_range(op->lstm.output));
+  }
+  return s;
+}
+
+// The initial state both runs start from: --h0/--c0 (float32 [ops][B][H]) or the model's own,
+// which for a state input the user did not give is zero.
+struct EvalState {
+  std::vector<float> h0, c0;  // empty: the model's own
+  std::string line;           // what eval says about it; empty for the model's own state
+  nlohmann::json json;
+};
+
+EvalState eval_state(const EvalArgs& args, const CompiledModel& m, int32_t batch) {
+  EvalState s;
+  if (!args.h0.empty()) s.h0 = read_float_state(args.h0, m, batch, false);
+  if (!args.c0.empty()) s.c0 = read_float_state(args.c0, m, batch, true);
+  const bool zero_h = m.initial_hidden == StateSource::kInput && args.h0.empty();
+  const bool zero_c = m.initial_cell == StateSource::kInput && args.c0.empty();
+  s.json = {{"h0", args.h0.empty() ? (zero_h ? "zero" : "model") : args.h0},
+            {"c0", args.c0.empty() ? (zero_c ? "zero" : "model") : args.c0}};
+  if (zero_h && zero_c) {
+    s.line = "  state inputs not given: both run from a zero state\n";
+  } else if (zero_h || zero_c) {
+    s.line = std::string("  state input ") + (zero_h ? "h0" : "c0") + " not given: both run from a zero " +
+             (zero_h ? "hidden" : "cell") + " state\n";
+  }
+  if (!args.h0.empty() || !args.c0.empty()) {
+    s.line += "  initial state given for both runs:" + (args.h0.empty() ? "" : " --h0 " + args.h0) +
+              (args.c0.empty() ? "" : " --c0 " + args.c0) + "\n";
+  }
+  return s;
+}
+
+struct EvalRuns {
+  FloatProgramResult ref;  // the float model, from the same state
+  std::vector<float> got;  // the int8 program's output, dequantized
+  ProgramState state;      // its final state
+  Saturation saturation;
+};
+
+// Both models on x from the same initial state; the float run counts what falls outside the int8
+// ranges as it goes.
+EvalRuns run_both(const OnnxLstm& onnx, const CompiledModel& m, const SequenceTensor& x, const EvalState& st,
+                  const std::string& data_path) {
+  EvalRuns r;
+  const int32_t B = x.shape.batch;
+  r.state = quantize_program_state(m, B, st.h0.empty() ? nullptr : &st.h0, st.c0.empty() ? nullptr : &st.c0,
+                                   "--h0/--c0");
+  Saturation& sat = r.saturation;
+  sat = saturation_ranges(m);
+  for (float v : x.values) sat.input.add(v);
+  r.ref = run_float_program(onnx.program, x.values.data(), x.shape, st.h0.empty() ? nullptr : st.h0.data(),
+                            st.c0.empty() ? nullptr : st.c0.data(),
+                            [&sat](int32_t op, const double* c, const double* h, int32_t H) {
+                              for (int32_t u = 0; u < H; ++u) {
+                                sat.cell[static_cast<size_t>(op)].add(c[u]);
+                                sat.hidden[static_cast<size_t>(op)].add(h[u]);
+                              }
+                            });
+  if (!sat.output_fixed) {
+    for (float v : r.ref.output) sat.output.add(v);
+  }
+  r.got = dequantize_output(m, run_program_s8(m, quantize_input(m, x, data_path), x.shape, &r.state));
+  if (r.ref.output.size() != r.got.size()) {
+    throw CompileError(data_path + ": the float model wrote " + std::to_string(r.ref.output.size()) +
+                       " values, the int8 model " + std::to_string(r.got.size()));
+  }
+  return r;
+}
+
+void report_outputs(const std::vector<ComparedOutput>& outs, std::string* text, nlohmann::json* j) {
+  for (const ComparedOutput& o : outs) {
+    appendf(text, "  %s: SQNR %.2f dB, max abs error %.5f (scale %.5g)\n", o.label.c_str(), o.sqnr_db,
+            o.max_abs_error, o.scale);
+    nlohmann::json e = {{"name", o.name},     {"label", o.label}, {"max_abs_error", o.max_abs_error},
+                        {"scale", o.scale}};
+    // JSON has no infinity: int8 equal to float everywhere is a null SQNR.
+    e["sqnr_db"] = std::isfinite(o.sqnr_db) ? nlohmann::json(o.sqnr_db) : nlohmann::json(nullptr);
+    if (o.op >= 0) e["op"] = o.op;
+    (*j)["outputs"].push_back(e);
+  }
+}
+
+void report_per_step(const std::vector<double>& rms, std::string* text, nlohmann::json* j) {
+  constexpr size_t kStepsPerLine = 10;
+  appendf(text, "  RMS error per time step:");
+  for (size_t t = 0; t < rms.size(); ++t) {
+    if (t % kStepsPerLine == 0) appendf(text, "\n   t=%-4zu", t);
+    appendf(text, " %.4f", rms[t]);
+  }
+  appendf(text, "\n");
+  (*j)["rms_error_per_step"] = rms;
+}
+
+void report_classifier(const ClassifierScores& c, bool labelled, std::string* text, nlohmann::json* j) {
+  const double n = static_cast<double>(c.rows);
+  nlohmann::json& e = (*j)["classifier"];
+  e = {{"sequences", c.rows}, {"agree", c.agree}, {"argmax_agreement", static_cast<double>(c.agree) / n}};
+  if (labelled) {
+    appendf(text, "  top-1 accuracy on %zu labelled sequences: float %.2f %%, int8 %.2f %%\n", c.rows,
+            100.0 * c.float_correct / n, 100.0 * c.int8_correct / n);
+    e["float_top1"] = static_cast<double>(c.float_correct) / n;
+    e["int8_top1"] = static_cast<double>(c.int8_correct) / n;
+  }
+  appendf(text, "  argmax agreement int8 vs float: %.2f %% (%zu of %zu)\n", 100.0 * c.agree / n, c.agree, c.rows);
+}
+
+void report_forecast(const ForecastError& f, const ForecastError& q, const std::string& path, size_t values,
+                     const OutputUnits& units, std::string* text, nlohmann::json* j) {
+  appendf(text, "  forecast error against %s (%zu values), in %s: float MAE %.3f RMSE %.3f, int8 MAE %.3f RMSE %.3f\n",
+          path.c_str(), values, units.name.c_str(), f.mae, f.rmse, q.mae, q.rmse);
+  (*j)["forecast"] = {{"targets", path},
+                      {"values", values},
+                      {"units", units.name},
+                      {"float", {{"mae", f.mae}, {"rmse", f.rmse}}},
+                      {"int8", {{"mae", q.mae}, {"rmse", q.rmse}}}};
+}
+
+nlohmann::json range_json(const RangeCount& r) {
+  nlohmann::json j = {{"lo", r.lo}, {"hi", r.hi}, {"outside", r.outside}, {"total", r.total},
+                      {"fraction", r.fraction()}};
+  if (r.outside > 0) j["furthest"] = r.furthest;
+  return j;
+}
+
+void saturation_line(const std::string& what, const RangeCount& r, bool cell, std::string* text) {
+  char range[64];
+  if (cell) std::snprintf(range, sizeof range, "beyond |c| <= %.4g", r.hi);
+  else std::snprintf(range, sizeof range, "outside [%.4g, %.4g]", r.lo, r.hi);
+  appendf(text, "    %-28s %6.2f %% (%zu of %zu) %s\n", what.c_str(), 100.0 * r.fraction(), r.outside, r.total, range);
+}
+
+void report_saturation(const CompiledModel& m, const Saturation& s, std::string* text, nlohmann::json* j) {
+  appendf(text, "  saturation (float values outside the calibrated ranges, clipped by the int8 model):\n");
+  nlohmann::json& e = (*j)["saturation"];
+  saturation_line("input", s.input, false, text);
+  e["input"] = range_json(s.input);
+  if (s.output_fixed) {
+    appendf(text, "    %-28s not counted: a softmax's range [0, 1] is fixed, not calibrated\n", "output");
+    e["output"] = nullptr;
+  } else {
+    saturation_line("output", s.output, false, text);
+    e["output"] = range_json(s.output);
+  }
+  e["ops"] = nlohmann::json::array();
+  for (size_t k = 0; k < s.cell.size(); ++k) {
+    const std::string who = " (" + lstm_op_label(m, k) + ")";
+    saturation_line("cell" + who, s.cell[k], true, text);
+    saturation_line("hidden" + who, s.hidden[k], false, text);
+    e["ops"].push_back({{"op", k}, {"label", lstm_op_label(m, k)}, {"cell", range_json(s.cell[k])},
+                        {"hidden", range_json(s.hidden[k])}});
+  }
+  e["any"] = s.any();
+  if (s.any()) {
+    appendf(text, "  hint: the held-out data exceeds the calibration range: calibrate on data that covers it\n");
+  }
+}
+
 }  // namespace
 
 int eval_command(const EvalArgs& args) {
@@ -483,12 +780,9 @@ int eval_command(const EvalArgs& args) {
     const OnnxLstm onnx = import_onnx(args.onnx);
     const CompiledModel m = load_model_file(args.model);
     if (m.input_size() != onnx.program.input_size() || m.output_size() != onnx.program.output_size() ||
-        static_cast<size_t>(m.lstm_op_count()) != onnx.program.ops.size() || m.batch_first != onnx.batch_first) {
-      throw CompileError(args.model + ": does not match " + args.onnx + " (sizes, layers or layout)");
-    }
-    if (m.initial_hidden == StateSource::kInput || m.initial_cell == StateSource::kInput) {
-      throw CompileError(args.model + ": eval runs from the model's own initial state; this model takes its state "
-                         "as an input (use qlstm run --h0/--c0 and compare)");
+        static_cast<size_t>(m.lstm_op_count()) != onnx.program.ops.size() || m.batch_first != onnx.batch_first ||
+        m.hidden_output != onnx.program.hidden_output || m.cell_output != onnx.program.cell_output) {
+      throw CompileError(args.model + ": does not match " + args.onnx + " (sizes, layers, layout or outputs)");
     }
     const SequenceTensor x = read_sequences(args.data, m.input_size(), onnx.batch_first, false);
     const int32_t W = m.output_size(), B = x.shape.batch, T = x.shape.time_steps;
@@ -505,53 +799,40 @@ int eval_command(const EvalArgs& args) {
     const std::vector<int64_t> shape = output_shape(m, x);
     const std::vector<int64_t> labels = args.labels.empty() ? std::vector<int64_t>() : read_labels(args.labels, B, W);
     const std::vector<float> targets = args.targets.empty() ? std::vector<float>() : read_targets(args.targets, shape);
+    const EvalState st = eval_state(args, m, B);
 
-    const std::vector<float> ref = run_float_program(onnx.program, x.values.data(), x.shape).output;
-    const std::vector<float> got = dequantize_output(m, run_program_s8(m, quantize_input(m, x, args.data), x.shape));
-    if (ref.size() != got.size()) {
-      throw CompileError(args.onnx + ": the float model wrote " + std::to_string(ref.size()) + " values, the int8 "
-                         "model " + std::to_string(got.size()));
-    }
-    std::printf("qlstm eval: %s vs %s on %s (%d sequences x %d steps)\n", args.model.c_str(), args.onnx.c_str(),
-                args.data.c_str(), B, T);
-    std::printf("  output: %d value%s %s\n", W, W == 1 ? "" : "s", one_step ? "per sequence" : "per time step");
-    std::printf("  SQNR %.2f dB, max abs error %.5f (output scale %.5f)\n", sqnr_db(ref, got),
-                max_abs_error(ref, got), m.output_quant().scale);
+    const EvalRuns r = run_both(onnx, m, x, st, args.data);
+    const std::vector<float>& ref = r.ref.output;
+    std::string text;
+    nlohmann::json j = {{"model", args.model}, {"onnx", args.onnx},     {"data", args.data},
+                        {"sequences", B},      {"time_steps", T},       {"initial_state", st.json},
+                        {"output_values", W},  {"output_per", one_step ? "sequence" : "time step"}};
+    appendf(&text, "qlstm eval: %s vs %s on %s (%d sequences x %d steps)\n", args.model.c_str(), args.onnx.c_str(),
+            args.data.c_str(), B, T);
+    text += st.line;
+    appendf(&text, "  output: %d value%s %s\n", W, W == 1 ? "" : "s", one_step ? "per sequence" : "per time step");
+    std::vector<ComparedOutput> outs = {compare_output("y", "output y", -1, ref, r.got, m.output_quant().scale)};
+    for (ComparedOutput& o : compare_state(m, B, r.ref, r.state)) outs.push_back(std::move(o));
+    report_outputs(outs, &text, &j);
     if (!one_step) {
-      std::printf("  RMS error per time step:");
-      for (int32_t t = 0; t < T; ++t) {
-        double e = 0;
-        for (int32_t b = 0; b < B; ++b) {
-          const size_t row = x.shape.layout == Layout::kBatchMajor ? static_cast<size_t>(b) * T + t
-                                                                    : static_cast<size_t>(t) * B + b;
-          for (int32_t u = 0; u < W; ++u) {
-            const double d = double(ref[row * W + u]) - got[row * W + u];
-            e += d * d;
-          }
-        }
-        if (t % 10 == 0) std::printf("\n   t=%-4d", t);
-        std::printf(" %.4f", std::sqrt(e / (double(B) * W)));
-      }
-      std::printf("\n");
+      report_per_step(rms_error_per_step(ref, r.got, B, T, W, x.shape.layout == Layout::kTimeMajor), &text, &j);
     }
-    if (classifier) {
-      const ClassifierScores c = score_classifier(ref, got, W, labels);
-      const double n = static_cast<double>(c.rows);
-      if (!labels.empty()) {
-        std::printf("  top-1 accuracy on %zu labelled sequences: float %.2f %%, int8 %.2f %%\n", c.rows,
-                    100.0 * c.float_correct / n, 100.0 * c.int8_correct / n);
-      }
-      std::printf("  argmax agreement int8 vs float: %.2f %% (%zu of %zu)\n", 100.0 * c.agree / n, c.agree, c.rows);
-    }
+    if (classifier) report_classifier(score_classifier(ref, r.got, W, labels), !labels.empty(), &text, &j);
     if (!targets.empty()) {
-      const ForecastError f = forecast_error(ref, targets, units), q = forecast_error(got, targets, units);
-      std::printf("  forecast error against %s (%zu values), in %s: float MAE %.3f RMSE %.3f, int8 MAE %.3f RMSE "
-                  "%.3f\n", args.targets.c_str(), targets.size(), units.name.c_str(), f.mae, f.rmse, q.mae, q.rmse);
+      report_forecast(forecast_error(ref, targets, units), forecast_error(r.got, targets, units), args.targets,
+                      targets.size(), units, &text, &j);
     }
+    report_saturation(m, r.saturation, &text, &j);
+    // The files first: on an error nothing is printed but the error.
     if (!args.plot.empty()) {
-      write_file_atomically(args.plot, svg_plot(ref, got, x.shape, W, one_step, m.name));
-      std::printf("  plot: %s\n", args.plot.c_str());
+      write_file_atomically(args.plot, svg_plot(ref, r.got, x.shape, W, one_step, m.name));
+      appendf(&text, "  plot: %s\n", args.plot.c_str());
     }
+    if (!args.json.empty()) {
+      write_file_atomically(args.json, j.dump(1) + "\n");
+      appendf(&text, "  json: %s\n", args.json.c_str());
+    }
+    std::fputs(text.c_str(), stdout);
     return 0;
   } catch (const std::exception& e) {
     return error_exit("eval", e);

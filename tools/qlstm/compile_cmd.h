@@ -46,10 +46,15 @@ struct EvalArgs {
   std::string labels;   // a classifier's class per sequence: top-1 accuracy float vs int8
   std::string targets;  // a forecaster's expected outputs: its error float vs int8
   std::string units;    // a JSON file whose "output_units" convert that error (eval_metrics.h)
+  std::string h0, c0;   // float32 [ops][B][H] initial state of both runs; empty = the model's own (zero for an input)
+  std::string json;     // write every figure printed as JSON; empty = not written
 };
-// int8 against float on DATA: SQNR, max abs error, the error per time step (an output per step) or
-// the argmax agreement (a classifier: one row per sequence); with labels the top-1 accuracy of
-// both, with targets the forecast error of both; --plot writes an SVG.
+// int8 against float on DATA, from the same initial state: SQNR and max abs error of every model
+// output (y, and h_n / c_n per LSTM op when the model returns them), the error per time step (an
+// output per step) or the argmax agreement (a classifier: one row per sequence); with labels the
+// top-1 accuracy of both, with targets the forecast error of both; the saturation (float values
+// outside the calibrated ranges: input, output, each op's cell and hidden); --plot writes an SVG,
+// --json every figure. Files are written, and the text printed, only when everything succeeded.
 int eval_command(const EvalArgs& args);
 
 }  // namespace cli

@@ -1,7 +1,9 @@
-// qlstm eval's accuracy figures: labels, targets and units.
+// qlstm eval's accuracy figures: labels, targets and units; saturation counts.
 #include "eval_metrics.h"
 
 #include <cmath>
+#include <cstdint>
+#include <limits>
 
 #include <nlohmann/json.hpp>
 
@@ -14,6 +16,8 @@ namespace {
 
 using compiler::CompileError;
 using compiler::FileError;
+
+constexpr double kHalfStep = 0.5;  // of a quantization step: what rounding moves a value at most
 
 std::string shape_text(const std::vector<int64_t>& shape) {
   std::string s;
@@ -133,6 +137,47 @@ ForecastError forecast_error(const std::vector<float>& predicted, const std::vec
   e.mae /= n;
   e.rmse = std::sqrt(e.rmse / n);
   return e;
+}
+
+std::vector<double> rms_error_per_step(const std::vector<float>& ref, const std::vector<float>& got, int32_t batch,
+                                       int32_t time_steps, int32_t width, bool time_major) {
+  std::vector<double> rms(static_cast<size_t>(time_steps), 0.0);
+  const size_t B = static_cast<size_t>(batch), T = static_cast<size_t>(time_steps), W = static_cast<size_t>(width);
+  for (size_t t = 0; t < T; ++t) {
+    double e = 0;
+    for (size_t b = 0; b < B; ++b) {
+      const size_t row = time_major ? t * B + b : b * T + t;
+      for (size_t u = 0; u < W; ++u) {
+        const double d = static_cast<double>(ref[row * W + u]) - got[row * W + u];
+        e += d * d;
+      }
+    }
+    rms[t] = std::sqrt(e / static_cast<double>(B * W));
+  }
+  return rms;
+}
+
+void RangeCount::add(double v) {
+  ++total;
+  const double excess = v < lo ? lo - v : v > hi ? v - hi : 0.0;
+  if (excess == 0.0) return;
+  const double worst = furthest < lo ? lo - furthest : furthest > hi ? furthest - hi : 0.0;
+  if (outside == 0 || excess > worst) furthest = v;
+  ++outside;
+}
+
+RangeCount int8_range(const compiler::AffineQuant& q) {
+  RangeCount r;
+  r.lo = q.dequantize(std::numeric_limits<int8_t>::min()) - kHalfStep * q.scale;
+  r.hi = q.dequantize(std::numeric_limits<int8_t>::max()) + kHalfStep * q.scale;
+  return r;
+}
+
+RangeCount cell_range(int32_t power) {
+  RangeCount r;
+  r.hi = std::ldexp(std::numeric_limits<int16_t>::max() + kHalfStep, power);
+  r.lo = -r.hi;
+  return r;
 }
 
 }  // namespace cli

@@ -1,6 +1,7 @@
 // What qlstm eval measures besides SQNR and max error (README.md "The tool"): a classifier's top-1
 // accuracy float vs int8 and how often their argmax agree (--labels), and a forecaster's error
-// against its targets, float vs int8, in the model's own units (--targets, --units).
+// against its targets, float vs int8, in the model's own units (--targets, --units); and
+// saturation: how many float values fall outside a calibrated range, where int8 clips them.
 #ifndef QLSTM_TOOLS_EVAL_METRICS_H_
 #define QLSTM_TOOLS_EVAL_METRICS_H_
 
@@ -8,6 +9,8 @@
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "qlstm/compiler/quantize.h"
 
 namespace qlstm {
 namespace cli {
@@ -48,6 +51,28 @@ struct ForecastError {
 };
 ForecastError forecast_error(const std::vector<float>& predicted, const std::vector<float>& targets,
                              const OutputUnits& units);
+
+// The RMS error of each time step over every sequence and output value: ref and got are B x T rows
+// of `width` values, batch-major ([B][T]) or time-major ([T][B]).
+std::vector<double> rms_error_per_step(const std::vector<float>& ref, const std::vector<float>& got, int32_t batch,
+                                       int32_t time_steps, int32_t width, bool time_major);
+
+// The values of a float tensor outside the range its int8 (or int16) form represents: they clip.
+// Held-out data beyond the calibration data's range is the usual cause of a bad int8 result.
+struct RangeCount {
+  double lo = 0, hi = 0;  // the representable range; a value in [lo, hi] does not clip
+  size_t outside = 0, total = 0;
+  double furthest = 0;  // the value furthest outside [lo, hi] (when outside > 0)
+
+  void add(double v);
+  double fraction() const { return total == 0 ? 0.0 : static_cast<double>(outside) / static_cast<double>(total); }
+};
+// What an affine int8 quantization holds without clamping: [dequantize(-128), dequantize(127)]
+// widened by half a step each side, where rounding alone would reach -128 or 127 anyway.
+RangeCount int8_range(const compiler::AffineQuant& q);
+// |c| <= 32767.5 * 2^power: an int16 cell at 2^power, likewise (symmetric: one bound a message can
+// name; -32768 is held too).
+RangeCount cell_range(int32_t power);
 
 }  // namespace cli
 }  // namespace qlstm

@@ -398,6 +398,11 @@ int main(int argc, char** argv) {
   ev->add_option("--units", ea.units,
                  "with --targets: a JSON file whose \"output_units\" {name, scale, offset} give that error in the "
                  "user's units (v * scale + offset)");
+  ev->add_option("--h0", ea.h0,
+                 "initial hidden state of both runs, float32 .npy [ops, B, H] (default: the model's own; zero for a "
+                 "state input)");
+  ev->add_option("--c0", ea.c0, "initial cell state of both runs, float32 .npy [ops, B, H] (as --h0)");
+  ev->add_option("--json", ea.json, "write every figure printed (SQNR per output, saturation, ...) as JSON");
 
   try {
     app.parse(argc, argv);

@@ -8,6 +8,7 @@
 #define QLSTM_COMPILER_PROGRAM_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -87,10 +88,16 @@ struct FloatProgramResult {
   std::vector<std::vector<float>> head_outputs;   // per head layer, its output (a sequence or [B][W])
 };
 
+// Called after every step of every LSTM op with the op's index (layer-major, forward first) and
+// the new cell and hidden values of one batch row ([H] each): what qlstm eval compares with each
+// op's calibrated ranges.
+using ProgramStepVisitor = std::function<void(int32_t op, const double* cell, const double* hidden, int32_t H)>;
+
 // Double-precision evaluation. h0/c0 ([ops][B][H]) may be null for the program's own initial
 // state (zero or its constants).
 FloatProgramResult run_float_program(const FloatProgram& p, const float* x, const SequenceShape& shape,
-                                     const float* h0 = nullptr, const float* c0 = nullptr);
+                                     const float* h0 = nullptr, const float* c0 = nullptr,
+                                     const ProgramStepVisitor& visit = nullptr);
 
 // "lstm", "fully_connected", "softmax", "table", "select_step" (reports, messages).
 const char* op_kind_name(int32_t kind);
