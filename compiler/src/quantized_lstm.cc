@@ -8,6 +8,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "qlstm/compiler/weight_rounding.h"
 #include "qlstm/kernels.h"
 
 namespace qlstm {
@@ -124,6 +125,8 @@ struct DerivationData {
   std::vector<double> mean_x, mean_h;
   double cell_max = 0;
   int64_t steps = 0;
+  std::vector<double> moment;  // E[z z^T], z = [x_t; h_{t-1}]: adaptive rounding's (when needed)
+  size_t excluded_begin = 0, excluded_end = 0;  // a fold's complement: the sequences it leaves out
 };
 
 // `members` of the observed sequences (the whole calibration set when `whole`, whose totals the
@@ -223,6 +226,7 @@ struct Candidate {
   double headroom = 0;  // calibrated policy only
   bool bias_correction = false;
   std::array<double, kWeightBlocks> clip{};
+  bool adaptive_rounding = false;
 };
 
 // Squared signal and squared error of `test` against `reference`.
@@ -396,6 +400,8 @@ QuantizedLstm QuantizedLstm::compile(const FloatLstm& source, const OpObservatio
         } catch (const CompileError&) {
           continue;  // the other folds have no steps: nothing to derive this fold's op from
         }
+        sets.back().excluded_begin = begin;
+        sets.back().excluded_end = end;
         g.set = sets.size() - 1;
         groups.push_back(std::move(g));
       }
@@ -421,12 +427,14 @@ QuantizedLstm QuantizedLstm::compile(const FloatLstm& source, const OpObservatio
   const bool search_headroom = searching && tune_headroom;
   const bool search_bias = searching && !user.bias_correction;
   const bool search_clips = searching && !user.weights;
+  const bool search_rounding = searching && !user.weight_rounding;
   for (const auto& [name, user_set, searched] :
        {std::tuple<const char*, bool, bool>{"input_observer", user.input_observer, search_input},
         {"output_observer", user.output_observer, search_output},
         {"cell_headroom", user.cell_headroom, search_headroom},
         {"bias_correction", user.bias_correction, search_bias},
-        {"weight_clips", user.weights, search_clips}}) {
+        {"weight_clips", user.weights, search_clips},
+        {"weight_rounding", user.weight_rounding, search_rounding}}) {
     if (user_set) stats.fixed_by_user.push_back(name);
     if (searched) stats.searched.push_back(name);
   }
@@ -451,8 +459,43 @@ QuantizedLstm QuantizedLstm::compile(const FloatLstm& source, const OpObservatio
     }
   }
 
+  // Adaptive rounding's second moment per set: each calibration sequence's sum once, into the
+  // total and into the fold that leaves it out (a complement is the total less its fold).
+  if (search_rounding || options.derive.weight_rounding == WeightRounding::kAdaptive) {
+    std::vector<double> total;
+    int64_t total_steps = 0;
+    std::vector<std::vector<double>> left_out(sets.size());
+    std::vector<int64_t> left_out_steps(sets.size(), 0);
+    for (size_t k : calibration) {
+      const CalibrationSequence& seq = sequences[k];
+      std::vector<double> one;
+      int64_t steps = 0;
+      accumulate_operand_moment(one, steps, seq.values.data(), observed.outputs[k].data(),
+                                seq.h0.empty() ? nullptr : seq.h0.data(), seq.time_steps, source.input_size, H,
+                                source.reverse);
+      if (steps == 0) continue;
+      auto add = [&](std::vector<double>& to, int64_t& to_steps) {
+        if (to.empty()) to.assign(one.size(), 0.0);
+        for (size_t v = 0; v < one.size(); ++v) to[v] += one[v];
+        to_steps += steps;
+      };
+      add(total, total_steps);
+      for (size_t set = 1; set < sets.size(); ++set) {
+        if (k >= sets[set].excluded_begin && k < sets[set].excluded_end) add(left_out[set], left_out_steps[set]);
+      }
+    }
+    for (size_t set = 0; set < sets.size() && total_steps > 0; ++set) {
+      std::vector<double>& m = sets[set].moment;
+      m = total;
+      const int64_t steps = total_steps - left_out_steps[set];
+      for (size_t v = 0; v < m.size(); ++v) m[v] = (m[v] - (left_out[set].empty() ? 0.0 : left_out[set][v])) / static_cast<double>(steps);
+    }
+  }
+
   auto build = [&](const Candidate& c, size_t set) {
     DeriveOptions d = options.derive;
+    d.weight_rounding = c.adaptive_rounding ? WeightRounding::kAdaptive : WeightRounding::kNearest;
+    if (c.adaptive_rounding) d.operand_second_moment = sets[set].moment;
     d.mean_x = sets[set].mean_x;
     d.mean_h = sets[set].mean_h;
     d.bias_correction = c.bias_correction;
@@ -476,6 +519,7 @@ QuantizedLstm QuantizedLstm::compile(const FloatLstm& source, const OpObservatio
   Candidate best;
   best.headroom = tune_headroom ? kUpstreamCellHeadroom : options.cell_scale.headroom;
   best.bias_correction = options.derive.bias_correction;
+  best.adaptive_rounding = options.derive.weight_rounding == WeightRounding::kAdaptive;
   best.input_range = std::min<size_t>(1, in_configs.size() - 1);
   best.output_range = std::min<size_t>(1, out_configs.size() - 1);
   if (searching) {
@@ -499,7 +543,8 @@ QuantizedLstm QuantizedLstm::compile(const FloatLstm& source, const OpObservatio
     const int64_t expected_evaluations =
         1 + kPasses * static_cast<int64_t>(in_configs.size() + out_configs.size() +
                                            (search_headroom ? std::size(headrooms) : 0) + (search_bias ? 1 : 0) +
-                                           (search_clips ? kWeightBlocks * std::size(clip_ratios) : 0));
+                                           (search_clips ? kWeightBlocks * std::size(clip_ratios) : 0)) +
+        (search_rounding ? (search_bias ? 2 : 1) : 0);
     // A candidate's score: per group and pooled over the groups (one SQNR of all held-out outputs).
     struct Score {
       bool ok = false;
@@ -591,6 +636,17 @@ QuantizedLstm QuantizedLstm::compile(const FloatLstm& source, const OpObservatio
         }
       }
     }
+    // Adaptive rounding last (each of its derivations costs up to tens of ms on the largest
+    // models): on the searched result, and with bias correction toggled, which it interacts with.
+    if (search_rounding) {
+      Candidate c = best;
+      c.adaptive_rounding = !c.adaptive_rounding;
+      try_candidate(c);
+      if (search_bias) {
+        c.bias_correction = !c.bias_correction;
+        try_candidate(c);
+      }
+    }
     stats.final_sqnr_db = best_score.pooled;
     stats.fold_sqnr_db = best_score.group;
     stats.folds = static_cast<int32_t>(groups.size());
@@ -603,6 +659,7 @@ QuantizedLstm QuantizedLstm::compile(const FloatLstm& source, const OpObservatio
   stats.chosen.output_observer = out_configs[best.output_range];
   stats.chosen.cell_headroom = best.headroom;
   stats.chosen.bias_correction = best.bias_correction;
+  stats.chosen.weight_rounding = best.adaptive_rounding ? WeightRounding::kAdaptive : WeightRounding::kNearest;
   for (int32_t b = 0; b < kWeightBlocks; ++b) {
     const size_t i = static_cast<size_t>(b);
     stats.chosen.weight_clip[i] = best.clip[i] > 0 ? best.clip[i] : options.derive.weight_clip_ratio[i];
@@ -791,6 +848,7 @@ CompileOptions with_choice(const CompileOptions& options, size_t k) {
   o.cell_scale.headroom = c.cell_headroom;
   o.derive.bias_correction = c.bias_correction;
   o.derive.weight_clip_ratio = c.weight_clip;
+  o.derive.weight_rounding = c.weight_rounding;
   return o;
 }
 

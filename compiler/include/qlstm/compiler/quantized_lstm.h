@@ -58,6 +58,7 @@ struct UserFixedChoices {
   bool cell_headroom = false;    // CompileOptions::cell_scale.headroom (calibrated policy)
   bool bias_correction = false;  // CompileOptions::derive.bias_correction
   bool weights = false;          // CompileOptions::derive.weight_method: no per-block clip search
+  bool weight_rounding = false;  // CompileOptions::derive.weight_rounding
 };
 
 // What the search chose for one LSTM op: given back in CompileOptions::op_choices, the same
@@ -67,6 +68,7 @@ struct OpChoice {
   double cell_headroom = 1.25;  // calibrated cell policy only
   bool bias_correction = false;
   std::array<double, kWeightBlocks> weight_clip{};  // 0: the weight method's scale
+  WeightRounding weight_rounding = WeightRounding::kNearest;
 };
 
 struct CompileOptions {
