@@ -1,10 +1,13 @@
 // Accuracy against torch.nn.LSTM fp32 on the fixtures made by tests/accuracy/make_fixtures.py:
-// the float reference, upstream's own cases, the saturating cell, a long sequence and trained
-// models; qlstm's defaults against upstream's method on the same model and data.
+// the float reference, then qlstm's defaults against upstream's method on the same model and
+// calibration data, every figure measured on held-out sequences the compiler never saw (test_x).
+// The one exception is labelled: the reproduction of upstream's published figures under
+// upstream's own protocol (calibration = test).
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "accuracy_fixture.h"
 #include "qlstm/compiler/quantized_lstm.h"
@@ -13,8 +16,10 @@ namespace {
 
 using namespace qlstm::compiler;
 using testing_support::AccuracyFixture;
-using testing_support::upstream_options;
 using testing_support::load_accuracy_fixture;
+using testing_support::run_fixture;
+using testing_support::upstream_options;
+using testing_support::upstream_protocol;
 
 AccuracyFixture fixture(const std::string& name) {
   return load_accuracy_fixture(QLSTM_ACCURACY_FIXTURES, name);
@@ -24,18 +29,23 @@ struct Score {
   double sqnr, max_err;
   int32_t power;
 };
+// The int8 output on f's test_x against torch's.
 Score score(const AccuracyFixture& f, const CompileOptions& o) {
-  const QuantizedLstm q = QuantizedLstm::compile(f.lstm, f.calibration(), o);
-  const std::vector<float> y = q.run_float(f.test_x, f.test_shape());
-  return {sqnr_db(f.test_y, y), max_abs_error(f.test_y, y), q.derived().cell.power};
+  const testing_support::FixtureRun r = run_fixture(f, o);
+  return {sqnr_db(f.test_y, r.y), max_abs_error(f.test_y, r.y), r.derived.cell.power};
 }
 
-const char* const kAll[] = {"upstream_small", "upstream_wide", "upstream_single_step",
-                            "upstream_saturating", "long_memory", "random_large", "torch_reference",
-                            "trained_kws", "trained_forecast", "trained_gesture"};
+// Every accuracy fixture: the model calibrated on calib_x and measured on test_x.
+const char* const kHeldOut[] = {"upstream_small", "upstream_wide", "upstream_single_step",
+                                "upstream_saturating", "long_memory", "random_large", "trained_kws",
+                                "trained_forecast", "trained_gesture", "few_calib_4", "few_calib_8",
+                                "few_calib_16", "longer_test", "amplitude_120", "hidden_1",
+                                "onnx_seq_first"};
 
 TEST(FloatReference, MatchesTorchOnEveryFixture) {
-  for (const char* name : kAll) {
+  std::vector<std::string> names(std::begin(kHeldOut), std::end(kHeldOut));
+  names.push_back("torch_reference");
+  for (const std::string& name : names) {
     const AccuracyFixture f = fixture(name);
     const bool with_state = !f.h0.empty();
     const FloatResult r = run_float(f.lstm, f.test_x.data(), f.test_shape(),
@@ -62,37 +72,66 @@ TEST(FloatReference, TimeMajorLayoutAgrees) {
         ASSERT_NEAR(r.output[(t * B + b) * H + u], f.test_y[(b * T + t) * H + u], 2e-5);
 }
 
-TEST(Accuracy, UpstreamMethodReproducesItsPublishedFigures) {
-  // The upstream figures quoted in the issue, on upstream's own cases, seed 0.
-  EXPECT_NEAR(score(fixture("upstream_small"), upstream_options(fixture("upstream_small"))).sqnr, 39.3, 0.1);
-  EXPECT_NEAR(score(fixture("upstream_wide"), upstream_options(fixture("upstream_wide"))).sqnr, 41.8, 0.15);
-  EXPECT_NEAR(score(fixture("upstream_single_step"), upstream_options(fixture("upstream_single_step"))).sqnr, 53.0, 0.1);
-}
-
-TEST(Accuracy, UpstreamCasesAtLeastUpstreamFigures) {
+// A reproduction of upstream's protocol, not an accuracy claim: upstream calibrates and tests
+// on the same sequence, and its published figures (39.3 / 41.8 / 53.0 dB on its three cases,
+// 60.5 dB with 0.0024 max abs error on the saturating cell) come back with its method here.
+TEST(UpstreamProtocol, UpstreamMethodReproducesItsPublishedFigures) {
   const std::pair<const char*, double> cases[] = {
-      {"upstream_small", 39.3}, {"upstream_wide", 41.8}, {"upstream_single_step", 53.0}};
+      {"upstream_small", 39.3}, {"upstream_wide", 41.8}, {"upstream_single_step", 53.0}, {"upstream_saturating", 60.5}};
   for (const auto& [name, figure] : cases) {
-    const AccuracyFixture f = fixture(name);
-    const Score q = score(f, CompileOptions{});
+    const AccuracyFixture f = upstream_protocol(fixture(name));
     const Score up = score(f, upstream_options(f));
-    EXPECT_GE(q.sqnr, figure - 0.05) << name;
-    EXPECT_GE(q.sqnr, up.sqnr - 0.05) << name;
-    std::printf("%s: qlstm %.2f dB, upstream method %.2f dB, upstream figure %.1f dB\n", name,
-                q.sqnr, up.sqnr, figure);
+    EXPECT_NEAR(up.sqnr, figure, name == std::string("upstream_wide") ? 0.15 : 0.1) << f.name;
+    std::printf("%s: upstream method %.2f dB (published %.1f), max abs err %.4f\n", f.name.c_str(), up.sqnr,
+                figure, up.max_err);
   }
+  const AccuracyFixture saturating = upstream_protocol(fixture("upstream_saturating"));
+  EXPECT_LE(score(saturating, upstream_options(saturating)).max_err, 0.0024);
 }
 
-TEST(Accuracy, SaturatingCellWithCalibratedScale) {
+// What the per-fixture loop keeps of each fixture (held-out test_x).
+struct HeldOutResult {
+  std::string name;
+  Score qlstm, upstream;  // default options; upstream's method
+  CalibrationStats stats; // of the default compile
+  double gain() const { return qlstm.sqnr - upstream.sqnr; }
+};
+
+// The headline claim (docs/accuracy.md): on every fixture's held-out sequences the default
+// compile is at least as good as upstream's method on the same calibration data, and better by
+// at least 1 dB on average.
+TEST(Accuracy, DefaultAtLeastUpstreamOnHeldOutData) {
+  std::vector<HeldOutResult> results;
+  for (const char* name : kHeldOut) {
+    const AccuracyFixture f = fixture(name);
+    const testing_support::FixtureRun q = run_fixture(f, CompileOptions{});
+    HeldOutResult r{name, {sqnr_db(f.test_y, q.y), max_abs_error(f.test_y, q.y), q.derived.cell.power},
+                    score(f, upstream_options(f)), q.stats};
+    std::printf("%-22s held out: qlstm %6.2f dB (P=%d), upstream method %6.2f dB (P=%d), gain %+6.2f dB\n",
+                name, r.qlstm.sqnr, r.qlstm.power, r.upstream.sqnr, r.upstream.power, r.gain());
+    results.push_back(r);
+  }
+  double total_gain = 0;
+  for (const HeldOutResult& r : results) {
+    EXPECT_GE(r.qlstm.sqnr, r.upstream.sqnr) << r.name << ": the default is below upstream's method on held-out data";
+    total_gain += r.gain();
+  }
+  const double mean_gain = total_gain / static_cast<double>(results.size());
+  std::printf("mean gain over %zu fixtures: %+.2f dB\n", results.size(), mean_gain);
+  EXPECT_GE(mean_gain, 1.0);
+}
+
+TEST(Accuracy, SaturatingCellFixedScaleClips) {
+  // The cell exceeds 8 on every held-out ramp: a fixed P = -12 (range +-8) clips it, everything
+  // else as upstream (whose sequence bound does not clip; its error there is the boundaries').
   const AccuracyFixture f = fixture("upstream_saturating");
-  const Score q = score(f, CompileOptions{});
-  EXPECT_LE(q.max_err, 0.0024);
-  EXPECT_GE(q.sqnr, 60.5 - 0.05);
-  // A fixed P = -12 (range +-8) clips this cell (everything else as upstream).
   CompileOptions fixed = upstream_options(f);
   fixed.cell_scale = parse_cell_policy("fixed:-12");
-  EXPECT_GT(score(f, fixed).max_err, 0.5);
-  std::printf("saturating: qlstm max abs err %.4f (P=%d), SQNR %.2f dB\n", q.max_err, q.power, q.sqnr);
+  const Score clipped = score(f, fixed), up = score(f, upstream_options(f));
+  EXPECT_GT(clipped.max_err, 0.5);
+  EXPECT_GT(clipped.max_err, 5 * up.max_err);
+  std::printf("saturating, held out: fixed:-12 max abs err %.4f, upstream %.4f (P=%d)\n", clipped.max_err,
+              up.max_err, up.power);
 }
 
 TEST(Accuracy, LongSequenceCalibratedBeatsSequenceBound) {
@@ -110,40 +149,16 @@ TEST(Accuracy, LongSequenceCalibratedBeatsSequenceBound) {
               calibrated.sqnr, calibrated.power, sequence_bound.sqnr, sequence_bound.power);
 }
 
-TEST(Accuracy, TrainedAndLargeModelsAtLeastUpstream) {
-  for (const char* name : {"trained_kws", "trained_forecast", "trained_gesture", "random_large"}) {
-    const AccuracyFixture f = fixture(name);
-    const Score q = score(f, CompileOptions{});
-    const Score up = score(f, upstream_options(f));
-    EXPECT_GE(q.sqnr, up.sqnr) << name;
-    EXPECT_GE(q.sqnr, 34.0) << name;
-    std::printf("%s: qlstm %.2f dB (P=%d), upstream method %.2f dB (P=%d)\n", name, q.sqnr,
-                q.power, up.sqnr, up.power);
-  }
-}
-
-TEST(Accuracy, SearchGainsItsDocumentedFiguresOverItsUpstreamStart) {
-  // docs/accuracy.md, "Choices of the search": the calibration score of upstream's choices (the
-  // start) and of the search's result, to the 0.1 dB printed there. The search takes only strict
-  // improvements, so final >= start holds by construction; what it must show is a gain, here at
-  // least 0.5 dB on each of these models (documented: +3.4, +0.8 and +3.8 dB).
-  struct Figures {
-    const char* name;
-    double start, final;
-  };
-  for (const Figures& d : {Figures{"upstream_small", 39.3, 42.7}, Figures{"trained_kws", 41.7, 42.5},
-                           Figures{"long_memory", 40.8, 44.6}}) {
-    const AccuracyFixture f = fixture(d.name);
-    const QuantizedLstm q = QuantizedLstm::compile(f.lstm, f.calibration(), CompileOptions{});
-    const CalibrationStats& c = q.calibration();
-    EXPECT_EQ(c.tuning, Tuning::kSearch);
-    EXPECT_GT(c.evaluations, 10);
-    EXPECT_NEAR(c.start_sqnr_db, d.start, 0.05) << d.name;
-    EXPECT_NEAR(c.final_sqnr_db, d.final, 0.05) << d.name;
-    EXPECT_GT(c.final_sqnr_db, c.start_sqnr_db + 0.5) << d.name;
-    std::printf("%s: search %.2f -> %.2f dB in %d evaluations\n", d.name, c.start_sqnr_db,
-                c.final_sqnr_db, c.evaluations);
-  }
+TEST(Accuracy, DefaultSearchesAndReportsItsChoices) {
+  // The default is a search (docs/compiler.md); what it scores and finds on the calibration data
+  // is the report's, not asserted here: the accuracy claims are the held-out ones above.
+  const AccuracyFixture f = fixture("upstream_small");
+  const testing_support::FixtureRun r = run_fixture(f, CompileOptions{});
+  EXPECT_EQ(r.stats.tuning, Tuning::kSearch);
+  EXPECT_GT(r.stats.evaluations, 10);
+  EXPECT_FALSE(r.stats.searched.empty());
+  EXPECT_TRUE(r.stats.fixed_by_user.empty());
+  EXPECT_GT(r.stats.scored_steps, 0);
 }
 
 }  // namespace
