@@ -32,10 +32,20 @@ json gates_json(const DerivedLstm& d) {
   return gates;
 }
 
+json weights_json(const DerivedLstm& d) {
+  json clips = json::array();
+  for (double c : d.options.weight_clip_ratio) clips.push_back(c);
+  return {{"method", weight_method_name(d.options.weight_method)}, {"bias_correction", d.options.bias_correction},
+          {"rounding", weight_rounding_name(d.options.weight_rounding)}, {"clip_ratio", clips}};
+}
+
 json search_json(const CalibrationStats& st) {
+  auto db = [](double v) { return std::isfinite(v) ? json(v) : json(v > 0 ? "inf" : "-inf"); };
   json j = {{"tuning", tuning_name(st.tuning)}, {"evaluations", st.evaluations},
-            {"start_sqnr_db", st.start_sqnr_db}, {"final_sqnr_db", st.final_sqnr_db},
-            {"searched", st.searched}, {"fixed_by_user", st.fixed_by_user}};
+            {"scored_on", st.score_method}, {"start_sqnr_db", db(st.start_sqnr_db)},
+            {"final_sqnr_db", db(st.final_sqnr_db)}, {"searched", st.searched}, {"fixed_by_user", st.fixed_by_user}};
+  if (!st.score_note.empty()) j["note"] = st.score_note;
+  if (st.folds > 0) j["folds"] = st.folds;
   if (st.tuning == Tuning::kSearch) {
     // Which sequences were scored: how many, their steps, and the first and last index (an even
     // stride over the whole set between them).
@@ -84,8 +94,9 @@ json held_out_json(const HeldOutEstimate& e, const ModelCompileOptions& options)
   if (!e.available()) return {{"method", "none"}, {"note", e.note}};
   json folds = json::array();
   for (double v : e.fold_sqnr_db) folds.push_back(db(v));
-  json j = {{"method", e.method}, {"sqnr_db", db(e.sqnr_db)}, {"spread_db", e.spread_db}, {"folds", e.folds},
-            {"fold_sqnr_db", folds}, {"sequences", e.sequences}};
+  json j = {{"method", e.method}, {"sqnr_db", db(e.sqnr_db)}, {"standard_error_db", e.standard_error_db},
+            {"spread_db", e.spread_db}, {"folds", e.folds}, {"fold_sqnr_db", folds}, {"sequences", e.sequences}};
+  if (!e.caution.empty()) j["caution"] = e.caution;
   if (e.method == "validation") {
     j["files"] = options.validation_files;
     j["what"] = "int8 vs float on the validation set (never observed), split into groups for the spread";
@@ -221,8 +232,7 @@ json build_report(const OnnxLstm& onnx, const ModelCompileOptions& options, cons
                    {"input", quant_json(d.input)}, {"output", quant_json(d.output)},
                    {"input_observer", r.stats[k].input_observer}, {"output_observer", r.stats[k].output_observer},
                    {"cell", cell_json(d)},
-                   {"weights", {{"method", weight_method_name(d.options.weight_method)},
-                                {"bias_correction", d.options.bias_correction}}},
+                   {"weights", weights_json(d)},
                    {"search", search_json(r.stats[k])}, {"gates", gates_json(d)}});
     ++k;
   }
@@ -235,8 +245,7 @@ json build_report(const OnnxLstm& onnx, const ModelCompileOptions& options, cons
   if (m.ops.size() == 1) {  // one LSTM alone: its details at the top, as before
     const DerivedLstm& d = m.ops[0].lstm;
     report["cell"] = cell_json(d);
-    report["weights"] = {{"method", weight_method_name(d.options.weight_method)},
-                         {"bias_correction", d.options.bias_correction}};
+    report["weights"] = weights_json(d);
     report["search"] = search_json(first);
     report["gates"] = gates_json(d);
   }

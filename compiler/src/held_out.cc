@@ -48,6 +48,7 @@ void finish(HeldOutEstimate& e, const std::vector<Tally>& folds) {
   double ss = 0;
   for (double v : e.fold_sqnr_db) ss += (v - mean) * (v - mean);
   e.spread_db = e.fold_sqnr_db.size() > 1 && std::isfinite(ss) ? std::sqrt(ss / static_cast<double>(e.fold_sqnr_db.size() - 1)) : 0;
+  e.standard_error_db = e.spread_db / std::sqrt(static_cast<double>(e.fold_sqnr_db.size()));
 }
 
 }  // namespace
@@ -99,6 +100,11 @@ HeldOutEstimate estimate_k_fold(const FloatProgram& program, const CalibrationSe
   }
   e.method = "k-fold";
   finish(e, folds);
+  if (static_cast<int64_t>(with_steps.size()) < kHeldOutReliableSequences) {
+    e.caution = "only " + std::to_string(with_steps.size()) + " calibration sequences: so few rarely span the range "
+                "new data takes, and new data beyond it scores lower than this; calibrate on at least " +
+                std::to_string(kHeldOutReliableSequences);
+  }
   return e;
 }
 
@@ -123,6 +129,9 @@ HeldOutEstimate measure_validation(const FloatProgram& program, const CompiledMo
   }
   e.method = "validation";
   finish(e, folds);
+  if (e.sequences < kHeldOutReliableSequences) {
+    e.caution = "only " + std::to_string(e.sequences) + " validation sequences: a noisy figure";
+  }
   return e;
 }
 

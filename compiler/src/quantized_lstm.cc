@@ -247,8 +247,8 @@ NoiseSums noise_sums(const std::vector<float>& reference, const std::vector<floa
 }
 
 // The mean over groups of a candidate's gain in dB over the current best, and the spread of that
-// mean: its standard error, the sample standard deviation of the groups' gains over sqrt(groups)
-// (0 for one group). An exact group (+inf dB) counts as kExactDb.
+// gain between the groups: its sample standard deviation (0 for one group). An exact group
+// (+inf dB) counts as kExactDb.
 struct GainSpread {
   double mean = 0, spread = 0;
 };
@@ -263,7 +263,7 @@ GainSpread gain_spread(const std::vector<double>& from, const std::vector<double
   if (d.size() < 2) return r;
   double ss = 0;
   for (double v : d) ss += (v - r.mean) * (v - r.mean);
-  r.spread = std::sqrt(ss / static_cast<double>(d.size() - 1)) / std::sqrt(static_cast<double>(d.size()));
+  r.spread = std::sqrt(ss / static_cast<double>(d.size() - 1));
   return r;
 }
 
@@ -589,7 +589,7 @@ QuantizedLstm QuantizedLstm::compile(const FloatLstm& source, const OpObservatio
     Score best_score = score(best);
     stats.start_sqnr_db = best_score.pooled;
     // A change is taken when its gain, held out, averages more than both a hundredth of a dB and
-    // the spread of that average between the groups (docs/compiler.md says why the standard error).
+    // the spread of that gain between the groups (with 4 folds, twice its standard error).
     constexpr double kMinGainDb = 0.01;
     auto try_candidate = [&](const Candidate& c) {
       const Score s = score(c);

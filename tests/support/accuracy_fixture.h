@@ -121,6 +121,7 @@ struct FixtureRun {
   std::vector<float> y;  // the dequantized int8 output, in the fixture's layout (as test_y)
   qlstm::compiler::DerivedLstm derived;  // the LSTM op's parameters
   qlstm::compiler::CalibrationStats stats;
+  qlstm::compiler::HeldOutEstimate held_out;  // what the compile report states for new data
 };
 
 // As a user compiles the fixture: an ONNX fixture through the library's entry point
@@ -134,6 +135,16 @@ inline FixtureRun run_fixture(const AccuracyFixture& f, const qlstm::compiler::C
     run.y = q.run_float(f.test_x, f.test_shape());
     run.derived = q.derived();
     run.stats = q.calibration();
+    // The report's held-out estimate, as compile_model makes it for this one-op program.
+    FloatProgram program;
+    program.ops = {f.lstm};
+    QuantizedProgram compiled;
+    compiled.stats = {run.stats};
+    const CalibrationSet calibration = f.calibration();
+    for (const CalibrationSequence& s : calibration.sequences) {
+      compiled.float_outputs.push_back(run_float(f.lstm, s.values.data(), {1, s.time_steps, Layout::kBatchMajor}).output);
+    }
+    run.held_out = estimate_k_fold(program, calibration, options, compiled);
     return run;
   }
   ModelCompileOptions o;
@@ -148,6 +159,7 @@ inline FixtureRun run_fixture(const AccuracyFixture& f, const qlstm::compiler::C
   }
   run.derived = r.model.ops.front().lstm;
   run.stats = r.stats.front();
+  run.held_out = r.held_out;
   return run;
 }
 

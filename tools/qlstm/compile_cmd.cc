@@ -195,6 +195,7 @@ int compile_command(const CompileArgs& args) {
     o.cell_scale = parse_cell_policy(args.cell_scale);
     o.derive.weight_method = parse_weight_method(args.weights);
     o.derive.bias_correction = args.bias_correction;
+    o.derive.weight_rounding = parse_weight_rounding(args.weight_rounding);
     o.tuning = args.search ? Tuning::kSearch : Tuning::kNone;
     o.user_fixed = args.user_fixed;
     mo.name = args.name.empty() ? c_identifier(fs::path(args.model).stem().string()) : args.name;
@@ -272,9 +273,11 @@ int compile_command(const CompileArgs& args) {
     // The figure to expect on new data first; the calibration set's own is optimistic.
     const HeldOutEstimate& h = r.held_out;
     if (h.available()) {
-      std::printf("  SQNR   %.2f dB int8 vs float held out (%s: %d folds, %lld sequences; spread %.2f dB over "
-                  "the folds)\n", h.sqnr_db, h.method == "k-fold" ? "k-fold over the calibration set" : "validation set",
-                  h.folds, static_cast<long long>(h.sequences), h.spread_db);
+      std::printf("  SQNR   %.2f dB +- %.2f int8 vs float held out (%s: %d folds, %lld sequences; the folds "
+                  "spread %.2f dB)\n", h.sqnr_db, h.standard_error_db,
+                  h.method == "k-fold" ? "k-fold over the calibration set" : "validation set", h.folds,
+                  static_cast<long long>(h.sequences), h.spread_db);
+      if (!h.caution.empty()) std::printf("  caution: %s\n", h.caution.c_str());
     } else {
       std::printf("  SQNR   no held-out figure: %s\n", h.note.c_str());
     }

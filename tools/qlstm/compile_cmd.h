@@ -21,6 +21,7 @@ struct CompileArgs {
   std::string input_observer = "minmax";
   std::string output_observer = "minmax";
   std::string weights = "maxabs";
+  std::string weight_rounding = "nearest";
   std::string cell_scale = "calibrated:1.25";
   bool search = true;
   bool bias_correction = false;

@@ -326,9 +326,16 @@ int main(int argc, char** argv) {
           ->capture_default_str()
           ->check(parsed_by([](const std::string& v) { qlstm::compiler::parse_cell_policy(v); }, "POLICY"));
   comp->add_flag("!--no-search", ca.search, "use exactly the options given (no accuracy search)");
+  CLI::Option* weight_rounding =
+      comp->add_option("--weight-rounding", ca.weight_rounding,
+                       "nearest, or adaptive: each weight rounded up or down for the least gate error on the "
+                       "calibration data (default: searched, starting from nearest)")
+          ->capture_default_str()
+          ->check(parsed_by([](const std::string& v) { qlstm::compiler::parse_weight_rounding(v); }, "ROUNDING"));
   CLI::Option* bias_correction = comp->add_flag(
       "--bias-correction", ca.bias_correction, "fold the weights' expected error into the bias (default: searched)");
-  comp->callback([&ca, input_observer, output_observer, weights, cell_scale, bias_correction] {
+  comp->callback([&ca, input_observer, output_observer, weights, weight_rounding, cell_scale, bias_correction] {
+    ca.user_fixed.weight_rounding = weight_rounding->count() > 0;
     ca.user_fixed.input_observer = input_observer->count() > 0;
     ca.user_fixed.output_observer = output_observer->count() > 0;
     ca.user_fixed.cell_headroom = cell_scale->count() > 0;

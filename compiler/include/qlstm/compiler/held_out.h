@@ -14,6 +14,11 @@
 namespace qlstm {
 namespace compiler {
 
+// Fewer calibration sequences than this: the estimate carries a caution. A few sequences rarely
+// span the range new data takes (few_calib_4 in docs/accuracy.md: 43.5 dB estimated from 4
+// sequences, 31.0 dB on 64 new ones, 5.7% of whose inputs lie beyond the 4's range).
+constexpr int64_t kHeldOutReliableSequences = 16;
+
 struct HeldOutEstimate {
   std::string method = "none";  // "k-fold", "validation" or "none" (note says why)
   std::string note;
@@ -21,7 +26,9 @@ struct HeldOutEstimate {
   int64_t sequences = 0;         // held-out sequences measured
   double sqnr_db = 0;            // int8 vs float over every held-out output value (+inf if equal)
   double spread_db = 0;          // sample standard deviation of the folds' SQNRs
+  double standard_error_db = 0;  // of sqnr_db: spread_db / sqrt(folds)
   std::vector<double> fold_sqnr_db;
+  std::string caution;           // why the figure may not hold on new data (too few sequences)
   bool available() const { return method != "none"; }
 };
 
