@@ -307,16 +307,16 @@ ModelCompileResult compile_model(const OnnxLstm& onnx, const std::vector<Calibra
   }
   const bool validated = !options.validation.empty();
   QuantizedProgram q = compile_program(prog, set, options.quantization, validated ? &validation : nullptr);
+  // The held-out estimate first: it replays q.stats' choices.
+  if (!validated) r.held_out = estimate_k_fold(prog, set, options.quantization, q);
   r.model = std::move(q.model);
   r.stats = std::move(q.stats);
   r.model.name = options.name;
   r.model.batch_first = onnx.batch_first;
   r.sqnr_db = calibration_sqnr(q, r.model, calibration);
-  if (!validated) {
-    r.held_out = estimate_k_fold(prog, set, options.quantization, q);
-  } else if (state_batch > 1) {
+  if (validated && state_batch > 1) {
     r.held_out.note = "a learned per-row initial state: a validation sequence has no row of its own";
-  } else {
+  } else if (validated) {
     r.held_out = measure_validation(prog, r.model, validation, options.quantization.search_folds);
   }
   r.memory = program_memory(r.model, options.batch, r.max_time_steps);

@@ -73,6 +73,10 @@ HeldOutEstimate estimate_k_fold(const FloatProgram& program, const CalibrationSe
   CompileOptions fold_options = options;
   fold_options.progress = nullptr;
   for (const CalibrationStats& st : compiled.stats) fold_options.op_choices.push_back(st.chosen);
+  if (fold_options.op_choices.size() != program.ops.size()) {
+    throw CompileError("held-out estimate: " + std::to_string(compiled.stats.size()) + " ops' choices for " +
+                       std::to_string(program.ops.size()) + " LSTM ops");
+  }
   std::vector<Tally> folds;
   for (size_t f = 0; f < K; ++f) {
     // The search's folds: contiguous blocks.

@@ -129,10 +129,11 @@ struct DerivationData {
   size_t excluded_begin = 0, excluded_end = 0;  // a fold's complement: the sequences it leaves out
 };
 
-// `members` of the observed sequences (the whole calibration set when `whole`, whose totals the
-// observation already keeps; otherwise a fold's complement, summed per sequence).
+// `members` of the observed sequences (the calibration set, or a fold's complement), summed per
+// sequence in order: a fold's complement here and the same sequences compiled alone (the
+// held-out estimate) derive the same parameters.
 DerivationData derivation_data(const FloatLstm& source, const OpObservation& observed,
-                               const std::vector<size_t>& members, bool whole) {
+                               const std::vector<size_t>& members) {
   const size_t I = static_cast<size_t>(source.input_size), H = static_cast<size_t>(source.hidden_size);
   DerivationData d;
   d.mean_x.assign(I, 0.0);
@@ -147,16 +148,9 @@ DerivationData derivation_data(const FloatLstm& source, const OpObservation& obs
     // state need not lie in the range the steps produce).
     d.outputs.insert(d.outputs.end(), s.h0.begin(), s.h0.end());
     d.steps += s.time_steps;
-    if (!whole) {
-      d.cell_max = std::max(d.cell_max, observed.sequence_cell_max_abs.at(k));
-      const std::vector<double>& sum_h = observed.sequence_sum_h.at(k);
-      for (size_t u = 0; u < H && u < sum_h.size(); ++u) d.mean_h[u] += sum_h[u];
-    }
-  }
-  if (whole) {
-    d.cell_max = observed.cell_max_abs;
-    d.mean_h = observed.sum_h;
-    d.mean_h.resize(H, 0.0);
+    d.cell_max = std::max(d.cell_max, observed.sequence_cell_max_abs.at(k));
+    const std::vector<double>& sum_h = observed.sequence_sum_h.at(k);
+    for (size_t u = 0; u < H && u < sum_h.size(); ++u) d.mean_h[u] += sum_h[u];
   }
   if (d.inputs.empty()) throw CompileError("calibration: every sequence has zero time steps");
   // Each recurrent input h_{t-1} is the previous output (h_{-1} = 0), so E[h] over the steps
@@ -347,7 +341,7 @@ QuantizedLstm QuantizedLstm::compile(const FloatLstm& source, const OpObservatio
   // The derivation sets: [0] every calibration sequence (the result's), then each fold's complement.
   std::vector<DerivationData> sets;
   sets.reserve(1 + static_cast<size_t>(std::max(options.search_folds, 2)));
-  sets.push_back(derivation_data(source, observed, calibration, true));
+  sets.push_back(derivation_data(source, observed, calibration));
   const DerivationData& all = sets.front();
   stats.steps = all.steps;
   const auto [in_lo, in_hi] = std::minmax_element(all.inputs.begin(), all.inputs.end());
@@ -396,7 +390,7 @@ QuantizedLstm QuantizedLstm::compile(const FloatLstm& source, const OpObservatio
         }
         if (g.scored.empty()) continue;
         try {
-          sets.push_back(derivation_data(source, observed, complement, false));
+          sets.push_back(derivation_data(source, observed, complement));
         } catch (const CompileError&) {
           continue;  // the other folds have no steps: nothing to derive this fold's op from
         }
@@ -459,13 +453,11 @@ QuantizedLstm QuantizedLstm::compile(const FloatLstm& source, const OpObservatio
     }
   }
 
-  // Adaptive rounding's second moment per set: each calibration sequence's sum once, into the
-  // total and into the fold that leaves it out (a complement is the total less its fold).
+  // Adaptive rounding's second moment per set: each calibration sequence's sum computed once and
+  // added, in order, to every set that holds it.
   if (search_rounding || options.derive.weight_rounding == WeightRounding::kAdaptive) {
-    std::vector<double> total;
-    int64_t total_steps = 0;
-    std::vector<std::vector<double>> left_out(sets.size());
-    std::vector<int64_t> left_out_steps(sets.size(), 0);
+    std::vector<std::vector<double>> sums(sets.size());
+    std::vector<int64_t> sum_steps(sets.size(), 0);
     for (size_t k : calibration) {
       const CalibrationSequence& seq = sequences[k];
       std::vector<double> one;
@@ -479,16 +471,14 @@ QuantizedLstm QuantizedLstm::compile(const FloatLstm& source, const OpObservatio
         for (size_t v = 0; v < one.size(); ++v) to[v] += one[v];
         to_steps += steps;
       };
-      add(total, total_steps);
-      for (size_t set = 1; set < sets.size(); ++set) {
-        if (k >= sets[set].excluded_begin && k < sets[set].excluded_end) add(left_out[set], left_out_steps[set]);
+      for (size_t set = 0; set < sets.size(); ++set) {
+        if (k < sets[set].excluded_begin || k >= sets[set].excluded_end) add(sums[set], sum_steps[set]);
       }
     }
-    for (size_t set = 0; set < sets.size() && total_steps > 0; ++set) {
-      std::vector<double>& m = sets[set].moment;
-      m = total;
-      const int64_t steps = total_steps - left_out_steps[set];
-      for (size_t v = 0; v < m.size(); ++v) m[v] = (m[v] - (left_out[set].empty() ? 0.0 : left_out[set][v])) / static_cast<double>(steps);
+    for (size_t set = 0; set < sets.size(); ++set) {
+      if (sum_steps[set] == 0) continue;
+      sets[set].moment = std::move(sums[set]);
+      for (double& v : sets[set].moment) v /= static_cast<double>(sum_steps[set]);
     }
   }
 

@@ -275,7 +275,7 @@ TEST(Search, KeepsTheChoicesTheUserFixed) {
   open.quantization.tuning = Tuning::kSearch;
   const ModelCompileResult searched = compile_model(bytes, calib, open);
   const std::vector<std::string> all = {"input_observer", "output_observer", "cell_headroom", "bias_correction",
-                                        "weight_clips"};
+                                        "weight_clips", "weight_rounding"};
   EXPECT_EQ(searched.stats[0].searched, all);
   EXPECT_TRUE(searched.stats[0].fixed_by_user.empty());
   EXPECT_EQ(searched.report.at("ops").at(0).at("search").at("searched"), nlohmann::json(all));
@@ -294,7 +294,9 @@ TEST(Search, KeepsTheChoicesTheUserFixed) {
     const DerivedLstm& d = r.model.ops[k].lstm;
     EXPECT_EQ(st.fixed_by_user, fixed) << k;
     // Layer 1's input is layer 0's output buffer: searched by neither.
-    EXPECT_EQ(st.searched, k == 0 ? std::vector<std::string>{"input_observer"} : std::vector<std::string>{}) << k;
+    const std::vector<std::string> searched_here =
+        k == 0 ? std::vector<std::string>{"input_observer", "weight_rounding"} : std::vector<std::string>{"weight_rounding"};
+    EXPECT_EQ(st.searched, searched_here) << k;
     EXPECT_EQ(st.output_observer, "mse") << k;
     EXPECT_EQ(d.cell.headroom, 3.0) << k;
     EXPECT_TRUE(d.options.bias_correction) << k;
@@ -306,6 +308,60 @@ TEST(Search, KeepsTheChoicesTheUserFixed) {
     EXPECT_EQ(js.at("scored_sequences"), 12) << k;
     EXPECT_EQ(js.at("scored_steps"), 60) << k;
   }
+}
+
+// k-fold: the report's estimate for a one-op model is the search's held-out score of its result
+// (the same folds, every sequence scored), and each fold's figure is the search's.
+TEST(HeldOut, KFoldEstimateIsTheSearchsScoreOfItsResult) {
+  const std::string bytes = read_file(kFixtures + "/torch_h_n_output.onnx");
+  ModelCompileOptions o = fast("one");
+  o.quantization.tuning = Tuning::kSearch;
+  const ModelCompileResult r = compile_model(bytes, {calibration(12, 3)}, o);
+  ASSERT_EQ(r.stats.size(), 1u);
+  const CalibrationStats& st = r.stats[0];
+  ASSERT_EQ(st.score_method, "k-fold");
+  ASSERT_EQ(st.scored_sequences.size(), 12u);
+  EXPECT_EQ(r.held_out.method, "k-fold");
+  EXPECT_EQ(r.held_out.folds, 4);
+  EXPECT_EQ(r.held_out.sequences, 12);
+  EXPECT_NEAR(r.held_out.sqnr_db, st.final_sqnr_db, 1e-9);
+  ASSERT_EQ(r.held_out.fold_sqnr_db.size(), st.fold_sqnr_db.size());
+  for (size_t f = 0; f < st.fold_sqnr_db.size(); ++f) EXPECT_NEAR(r.held_out.fold_sqnr_db[f], st.fold_sqnr_db[f], 1e-9) << f;
+  EXPECT_FALSE(r.held_out.caution.empty());  // 12 < kHeldOutReliableSequences
+  const nlohmann::json& h = r.report.at("held_out");
+  EXPECT_EQ(h.at("method"), "k-fold");
+  EXPECT_NEAR(h.at("sqnr_db").get<double>(), r.held_out.sqnr_db, 1e-9);
+  EXPECT_TRUE(h.contains("caution"));
+}
+
+// A validation set is scored, never observed: values far beyond the calibration range change no
+// boundary, and the report measures on it.
+TEST(HeldOut, ValidationSetIsNeverObserved) {
+  const std::string bytes = read_file(kFixtures + "/torch_two_layers.onnx");
+  ModelCompileOptions o = fast("two");
+  o.quantization.tuning = Tuning::kSearch;
+  o.quantization.user_fixed.input_observer = o.quantization.user_fixed.output_observer = true;
+  const std::vector<CalibrationTensor> calib = {calibration(16, 1)};
+  const ModelCompileResult plain = compile_model(bytes, calib, o);
+  CalibrationTensor wild = calibration(8, 9);
+  for (float& v : wild.values) v *= 10;
+  o.validation = {wild};
+  o.validation_files = {"wild.npy"};
+  const ModelCompileResult r = compile_model(bytes, calib, o);
+  for (size_t k = 0; k < r.model.buffers.size(); ++k) {
+    EXPECT_EQ(r.model.buffers[k].quant.scale, plain.model.buffers[k].quant.scale) << k;
+    EXPECT_EQ(r.model.buffers[k].quant.zero_point, plain.model.buffers[k].quant.zero_point) << k;
+  }
+  EXPECT_EQ(r.stats[0].score_method, "validation");
+  EXPECT_EQ(r.held_out.method, "validation");
+  EXPECT_EQ(r.held_out.sequences, 8);
+  EXPECT_EQ(r.report.at("held_out").at("files"), nlohmann::json({"wild.npy"}));
+  // The inputs saturate: the validation figure says so, below the k-fold one on calibration data.
+  EXPECT_LT(r.held_out.sqnr_db, plain.held_out.sqnr_db);
+  CalibrationTensor wrong = calibration(2, 4);
+  wrong.values.pop_back();
+  o.validation = {wrong};
+  EXPECT_THROW(compile_model(bytes, calib, o), CompileError);
 }
 
 }  // namespace

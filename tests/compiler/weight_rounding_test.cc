@@ -313,7 +313,8 @@ TEST(AdaptiveRounding, NamesParse) {
   EXPECT_THROW(parse_weight_rounding("ada"), CompileError);
 }
 
-// QuantizedLstm::compile passes the moment through to derive_params (it would throw without it).
+// QuantizedLstm::compile passes a given moment through to derive_params, and computes it from its
+// own float pass when none is given: the same weights either way.
 TEST(AdaptiveRounding, ThroughCompile) {
   const int32_t I = 6, H = 8;
   const FloatLstm lstm = random_lstm(I, H, 5);
@@ -325,7 +326,12 @@ TEST(AdaptiveRounding, ThroughCompile) {
   const QuantizedLstm q = QuantizedLstm::compile(lstm, cal, o);
   EXPECT_EQ(q.derived().options.weight_rounding, WeightRounding::kAdaptive);
   o.derive.operand_second_moment.clear();
-  EXPECT_THROW(QuantizedLstm::compile(lstm, cal, o), CompileError);
+  const QuantizedLstm own = QuantizedLstm::compile(lstm, cal, o);
+  EXPECT_EQ(own.derived().options.weight_rounding, WeightRounding::kAdaptive);
+  for (int32_t g = 0; g < QLSTM_GATE_COUNT; ++g) {
+    EXPECT_EQ(own.derived().gates[static_cast<size_t>(g)].w_x, q.derived().gates[static_cast<size_t>(g)].w_x) << g;
+    EXPECT_EQ(own.derived().gates[static_cast<size_t>(g)].w_h, q.derived().gates[static_cast<size_t>(g)].w_h) << g;
+  }
 }
 
 }  // namespace
