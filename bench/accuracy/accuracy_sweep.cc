@@ -44,18 +44,28 @@ Result evaluate(const AccuracyFixture& f, const CompileOptions& o) {
     const auto& st = q.stats;
     const auto& d = q.derived;
     char b[256];
-    std::snprintf(b, sizeof b, "in %s, out %s, headroom %.2f, bias corr %s, clip", st.input_observer.c_str(),
-                  st.output_observer.c_str(), d.cell.headroom, d.options.bias_correction ? "on" : "off");
+    std::snprintf(b, sizeof b, "in %s, out %s, headroom %.2f, bias corr %s, rounding %s, clip", st.input_observer.c_str(),
+                  st.output_observer.c_str(), d.cell.headroom, d.options.bias_correction ? "on" : "off",
+                  weight_rounding_name(d.options.weight_rounding));
     r.choice = b;
     for (double c : d.options.weight_clip_ratio) r.choice += " " + (c > 0 ? std::to_string(c).substr(0, 4) : std::string("-"));
     if (st.tuning == Tuning::kSearch) {
       if (st.score_method == "none") {
         r.choice += "; not searched: " + st.score_note;
       } else {
-        std::snprintf(b, sizeof b, "; held out (%s, %d folds) %.1f -> %.1f dB in %d evals, folds", st.score_method.c_str(),
+        std::snprintf(b, sizeof b, "; search score (%s, %d folds) %.1f -> %.1f dB in %d evals", st.score_method.c_str(),
                       st.folds, st.start_sqnr_db, st.final_sqnr_db, st.evaluations);
         r.choice += b;
-        for (double v : st.fold_sqnr_db) r.choice += " " + std::to_string(v).substr(0, 4);
+      }
+      const HeldOutEstimate& h = q.held_out;
+      if (h.available()) {
+        std::snprintf(b, sizeof b, "; report %.1f +- %.1f dB (folds", h.sqnr_db, h.standard_error_db);
+        r.choice += b;
+        for (double v : h.fold_sqnr_db) r.choice += " " + std::to_string(v).substr(0, 4);
+        std::snprintf(b, sizeof b, "), test %.1f dB%s", r.sqnr, h.caution.empty() ? "" : ", with a caution");
+        r.choice += b;
+      } else {
+        r.choice += "; report: no held-out figure";
       }
     }
   } catch (const CompileError& e) {
@@ -164,13 +174,14 @@ int main(int argc, char** argv) {
     std::printf("\n");
   }
 
-  std::printf("\n### Weight scales and bias correction; no search\n\n| fixture | maxabs | mse (weight error) | maxabs + bias correction | mse + bias correction |\n|---|---|---|---|---|\n");
+  std::printf("\n### Weight scales, bias correction and adaptive rounding; no search\n\n| fixture | maxabs | mse (weight error) | maxabs + bias correction | mse + bias correction | maxabs, adaptive rounding | maxabs + bias correction, adaptive rounding |\n|---|---|---|---|---|---|---|\n");
   for (const auto& f : fixtures) {
     std::printf("| %s |", f.name.c_str());
-    for (int k = 0; k < 4; ++k) {
+    for (int k = 0; k < 6; ++k) {
       CompileOptions o = fixed();
-      o.derive.weight_method = k % 2 == 0 ? WeightScaleMethod::kMaxAbs : WeightScaleMethod::kMseClip;
-      o.derive.bias_correction = k >= 2;
+      o.derive.weight_method = k % 2 == 0 || k >= 4 ? WeightScaleMethod::kMaxAbs : WeightScaleMethod::kMseClip;
+      o.derive.bias_correction = k == 2 || k == 3 || k == 5;
+      if (k >= 4) o.derive.weight_rounding = WeightRounding::kAdaptive;
       std::printf(" %s |", cell(evaluate(f, o)).c_str());
     }
     std::printf("\n");
