@@ -11,6 +11,7 @@ same bytes as one call. Also: models outside the scope are refused naming the no
 
 Usage: torch_whole_models.py QLSTM_BINARY WORKDIR   (exit 77 = skipped: torch, onnx or numpy missing)
 """
+import json
 import os
 import subprocess
 import sys
@@ -141,6 +142,14 @@ def check(name, model, I, T, batch_first, opset, classifier=False, data=None, st
     s = sqnr(ref, got) if ok else float("nan")
     ok = ok and s >= SQNR_MIN_DB
     detail = "SQNR %.2f dB vs torch fp32, output %s" % (s, "x".join(map(str, got.shape)))
+    # The compile report's held-out estimate of the model output (k-fold over the calibration set).
+    with open(os.path.join(base, name + "_report.json")) as f:
+        held = json.load(f)["held_out"]
+    if held.get("method") != "k-fold":
+        ok = False
+        detail += "; the report has no held-out estimate (%s)" % held.get("note")
+    else:
+        detail += "; report held out %.2f +- %.2f dB" % (held["sqnr_db"], held["standard_error_db"])
     if classifier and got.shape == ref.shape:
         agree = float(np.mean(np.argmax(ref, -1) == np.argmax(got, -1)))
         ok = ok and agree >= ARGMAX_AGREEMENT_MIN
