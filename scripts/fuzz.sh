@@ -16,7 +16,10 @@ cp tests/onnx/models/*.onnx examples/sunspots/*.onnx examples/digits/*.onnx "$co
 cp examples/sunspots/*.npy "$corpus/npy/"
 cp examples/digits/test_labels.npy "$corpus/npy/digits_test_labels.npy"  # int32; the others are float32
 cp tests/compiler/npz/*.npz tests/compiler/npz/*.npy "$corpus/npy/"  # .npz archives (stored, deflated, damaged), float64
-find tests/accuracy/fixtures -name '*.npy' -size -20k | head -20 | xargs -I{} sh -c 'cp {} "$0/npy/$(echo {} | tr / _)"' "$corpus"
+# The first 20 small fixture arrays, in a stable order (a list, not a pipe into head: with
+# pipefail, find would die of SIGPIPE once there are more than 20).
+mapfile -t small < <(find tests/accuracy/fixtures -name '*.npy' -size -20k | LC_ALL=C sort)
+for f in "${small[@]:0:20}"; do cp "$f" "$corpus/npy/$(echo "$f" | tr / _)"; done
 for ex in sunspots digits; do  # whole models: an FC on every step; last step, FC and softmax
   "$dir/tools/qlstm/qlstm" compile "examples/$ex/${ex}_lstm.onnx" \
     --calibration "examples/$ex/calibration.npy" -o "$corpus/model" --no-search >/dev/null
