@@ -1,5 +1,6 @@
 #include "qlstm/compiler/float_lstm.h"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -14,11 +15,11 @@ constexpr int32_t kTorchStackIndex[QLSTM_GATE_COUNT] = {
     /* QLSTM_GATE_FORGET */ 1, /* QLSTM_GATE_INPUT */ 0, /* QLSTM_GATE_CELL */ 2,
     /* QLSTM_GATE_OUTPUT */ 3};
 
-void check_finite(const std::vector<float>& v, int32_t gate, const char* quantity, int32_t cols) {
+void check_finite(const std::vector<float>& v, const char* gate, const char* quantity, int32_t cols) {
   for (size_t k = 0; k < v.size(); ++k) {
     if (!std::isfinite(v[k])) {
       std::ostringstream s;
-      s << "gate '" << gate_name(gate) << "': " << quantity << " is not finite (" << v[k]
+      s << "gate '" << gate << "': " << quantity << " is not finite (" << v[k]
         << ") at [" << k / static_cast<size_t>(cols) << "][" << k % static_cast<size_t>(cols) << "]";
       throw CompileError(s.str());
     }
@@ -31,72 +32,86 @@ double sigmoid(double v) { return 1.0 / (1.0 + std::exp(-v)); }
 
 int32_t torch_stack_index(int32_t kernel_gate) { return kTorchStackIndex[kernel_gate]; }
 
-FloatLstm FloatLstm::from_torch(int32_t input_size, int32_t hidden_size,
-                                const std::vector<float>& weight_ih,
-                                const std::vector<float>& weight_hh,
-                                const std::vector<float>& bias_ih,
-                                const std::vector<float>& bias_hh) {
+std::vector<FloatGate> split_torch_gates(const char* what, const int32_t* stack_index, int32_t gates,
+                                         int32_t input_size, int32_t hidden_size, const std::vector<float>& weight_ih,
+                                         const std::vector<float>& weight_hh, const std::vector<float>& bias_ih,
+                                         const std::vector<float>& bias_hh) {
   if (input_size < 1 || hidden_size < 1) {
-    throw CompileError("LSTM: input_size and hidden_size must be >= 1 (got " +
+    throw CompileError(std::string(what) + ": input_size and hidden_size must be >= 1 (got " +
                        std::to_string(input_size) + ", " + std::to_string(hidden_size) + ")");
   }
   const size_t I = static_cast<size_t>(input_size), H = static_cast<size_t>(hidden_size);
-  auto expect = [](const std::vector<float>& v, size_t n, const char* name, bool optional) {
+  const size_t G = static_cast<size_t>(gates);
+  const std::string g = std::to_string(gates);
+  auto expect = [&](const std::vector<float>& v, size_t n, const std::string& name, bool optional) {
     if (optional && v.empty()) return;
     if (v.size() != n) {
-      throw CompileError(std::string("LSTM: ") + name + " has " + std::to_string(v.size()) +
+      throw CompileError(std::string(what) + ": " + name + " has " + std::to_string(v.size()) +
                          " values, expected " + std::to_string(n));
     }
   };
-  expect(weight_ih, 4 * H * I, "weight_ih [4H][I]", false);
-  expect(weight_hh, 4 * H * H, "weight_hh [4H][H]", false);
-  expect(bias_ih, 4 * H, "bias_ih [4H]", true);
-  expect(bias_hh, 4 * H, "bias_hh [4H]", true);
-  FloatLstm l;
-  l.input_size = input_size;
-  l.hidden_size = hidden_size;
-  for (int32_t g = 0; g < QLSTM_GATE_COUNT; ++g) {
-    const size_t s = static_cast<size_t>(kTorchStackIndex[g]);
-    FloatGate& fg = l.gates[static_cast<size_t>(g)];
-    fg.w_x.assign(weight_ih.begin() + static_cast<ptrdiff_t>(s * H * I),
-                  weight_ih.begin() + static_cast<ptrdiff_t>((s + 1) * H * I));
-    fg.w_h.assign(weight_hh.begin() + static_cast<ptrdiff_t>(s * H * H),
-                  weight_hh.begin() + static_cast<ptrdiff_t>((s + 1) * H * H));
-    fg.bias_x = bias_ih.empty() ? std::vector<float>(H, 0.0f)
-                                : std::vector<float>(bias_ih.begin() + static_cast<ptrdiff_t>(s * H),
-                                                     bias_ih.begin() + static_cast<ptrdiff_t>((s + 1) * H));
-    fg.bias_h = bias_hh.empty() ? std::vector<float>(H, 0.0f)
-                                : std::vector<float>(bias_hh.begin() + static_cast<ptrdiff_t>(s * H),
-                                                     bias_hh.begin() + static_cast<ptrdiff_t>((s + 1) * H));
+  expect(weight_ih, G * H * I, "weight_ih [" + g + "H][I]", false);
+  expect(weight_hh, G * H * H, "weight_hh [" + g + "H][H]", false);
+  expect(bias_ih, G * H, "bias_ih [" + g + "H]", true);
+  expect(bias_hh, G * H, "bias_hh [" + g + "H]", true);
+  auto block = [](const std::vector<float>& v, size_t s, size_t n) {
+    return v.empty() ? std::vector<float>(n, 0.0f)
+                     : std::vector<float>(v.begin() + static_cast<ptrdiff_t>(s * n),
+                                          v.begin() + static_cast<ptrdiff_t>((s + 1) * n));
+  };
+  std::vector<FloatGate> out(G);
+  for (size_t k = 0; k < G; ++k) {
+    const size_t s = static_cast<size_t>(stack_index[k]);
+    out[k] = {block(weight_ih, s, H * I), block(weight_hh, s, H * H), block(bias_ih, s, H), block(bias_hh, s, H)};
   }
-  l.validate();
-  return l;
+  return out;
 }
 
-void FloatLstm::validate() const {
+void validate_gates(const char* what, const FloatGate* gates, const char* const* names, int32_t count,
+                    int32_t input_size, int32_t hidden_size) {
   if (input_size < 1 || hidden_size < 1) {
-    throw CompileError("LSTM: input_size and hidden_size must be >= 1");
+    throw CompileError(std::string(what) + ": input_size and hidden_size must be >= 1");
   }
   const size_t I = static_cast<size_t>(input_size), H = static_cast<size_t>(hidden_size);
-  for (int32_t g = 0; g < QLSTM_GATE_COUNT; ++g) {
-    const FloatGate& fg = gates[static_cast<size_t>(g)];
+  for (int32_t g = 0; g < count; ++g) {
+    const FloatGate& fg = gates[g];
     const std::pair<const std::vector<float>*, std::pair<const char*, size_t>> parts[] = {
         {&fg.w_x, {"input weights [H][I]", H * I}},
         {&fg.w_h, {"recurrent weights [H][H]", H * H}},
         {&fg.bias_x, {"input bias [H]", H}},
         {&fg.bias_h, {"recurrent bias [H]", H}}};
-    for (const auto& [v, what] : parts) {
-      if (v->size() != what.second) {
-        throw CompileError(std::string("gate '") + gate_name(g) + "': " + what.first + " has " +
-                           std::to_string(v->size()) + " values, expected " +
-                           std::to_string(what.second));
+    for (const auto& [v, part] : parts) {
+      if (v->size() != part.second) {
+        throw CompileError(std::string("gate '") + names[g] + "': " + part.first + " has " +
+                           std::to_string(v->size()) + " values, expected " + std::to_string(part.second));
       }
     }
-    check_finite(fg.w_x, g, "input weight", input_size);
-    check_finite(fg.w_h, g, "recurrent weight", hidden_size);
-    check_finite(fg.bias_x, g, "input bias", 1);
-    check_finite(fg.bias_h, g, "recurrent bias", 1);
+    check_finite(fg.w_x, names[g], "input weight", input_size);
+    check_finite(fg.w_h, names[g], "recurrent weight", hidden_size);
+    check_finite(fg.bias_x, names[g], "input bias", 1);
+    check_finite(fg.bias_h, names[g], "recurrent bias", 1);
   }
+}
+
+FloatLstm FloatLstm::from_torch(int32_t input_size, int32_t hidden_size,
+                                const std::vector<float>& weight_ih,
+                                const std::vector<float>& weight_hh,
+                                const std::vector<float>& bias_ih,
+                                const std::vector<float>& bias_hh) {
+  const std::vector<FloatGate> g = split_torch_gates("LSTM", kTorchStackIndex, QLSTM_GATE_COUNT, input_size,
+                                                     hidden_size, weight_ih, weight_hh, bias_ih, bias_hh);
+  FloatLstm l;
+  l.input_size = input_size;
+  l.hidden_size = hidden_size;
+  std::copy(g.begin(), g.end(), l.gates.begin());
+  l.validate();
+  return l;
+}
+
+void FloatLstm::validate() const {
+  const char* names[QLSTM_GATE_COUNT];
+  for (int32_t g = 0; g < QLSTM_GATE_COUNT; ++g) names[g] = gate_name(g);
+  validate_gates("LSTM", gates.data(), names, QLSTM_GATE_COUNT, input_size, hidden_size);
 }
 
 FloatResult run_float(const FloatLstm& lstm, const float* x, const SequenceShape& shape,

@@ -50,6 +50,17 @@ struct FloatLstm {
   void validate() const;
 };
 
+// PyTorch's stacked weight_ih [G·H][I], weight_hh [G·H][H], bias_ih / bias_hh [G·H] (a bias may be
+// empty for none) split into G gates, gate k from stack block stack_index[k]; `what` ("LSTM",
+// "GRU") names the layer in messages. Shapes only: validate_gates checks the values.
+std::vector<FloatGate> split_torch_gates(const char* what, const int32_t* stack_index, int32_t gates,
+                                         int32_t input_size, int32_t hidden_size, const std::vector<float>& weight_ih,
+                                         const std::vector<float>& weight_hh, const std::vector<float>& bias_ih,
+                                         const std::vector<float>& bias_hh);
+// Throws CompileError for a gate of the wrong shape or with a non-finite value, naming it.
+void validate_gates(const char* what, const FloatGate* gates, const char* const* names, int32_t count,
+                    int32_t input_size, int32_t hidden_size);
+
 // PyTorch's position of each kernel gate in its i, f, g, o stacking.
 int32_t torch_stack_index(int32_t kernel_gate);
 
