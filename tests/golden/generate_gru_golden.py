@@ -1,0 +1,190 @@
+#!/usr/bin/python3
+"""Generates the GRU kernel's golden vectors (tests/golden/qlstm_gru_golden_v1.json).
+
+The expected values come from an independent model of docs/arithmetic.md §13 written here in
+plain Python integers, on the primitives of generate_golden.py (the LSTM's model: SRDHM, RDBPOT,
+RQ, sigmoid and tanh on int16). It shares no code with the C++ runtime.
+
+Usage:
+  generate_gru_golden.py [--output FILE]     write the golden file (default: stdout)
+  generate_gru_golden.py --check FILE        run the file's cases through this model,
+                                             print 'N passed, N failed', exit 1 on a mismatch
+Deterministic: the splitmix64 generator of generate_golden.py.
+"""
+import argparse
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from generate_golden import SplitMix64, activation, clamp, dump, requant, requantize, wrap32  # noqa: E402
+
+GENERATOR = "tests/golden/generate_gru_golden.py"
+FORMAT = "gru-s8-kernel-vectors/1"
+SEED = 0x47_52_55_2026
+GATES = ("reset", "update", "new")
+INT16 = (-32768, 32767)
+# QM(2^-15): the standard multiplier of the reset product and of the update (§13).
+Q15_PRODUCT = {"multiplier": 1 << 30, "shift": -14}
+
+
+def rq(x, q):
+    return requantize(x, q["multiplier"], q["shift"])
+
+
+def matmul_row(side, r, v):
+    n = len(v)
+    w = side["weights"][r * n:(r + 1) * n]
+    return wrap32(side["effective_bias"][r] + sum(p * q for p, q in zip(v, w)))
+
+
+def run_case(c):
+    """Returns (output, final_hidden_q0_15) for a case dict in the vector format."""
+    B, T, I, H = c["batch"], c["time_steps"], c["input_size"], c["hidden_size"]
+    tm, reverse, final_only = c["time_major"], c["reverse"], c["output_final"]
+    zp = c["output_zero_point"]
+    to_out = c["hidden_q0_15_to_output"]
+    g = c["gates"]
+    out = [0] * (B * (1 if final_only else T) * H)
+    final = []
+    state = c["initial_hidden_q0_15"]
+
+    def h8(h16):
+        return [clamp(wrap32(rq(v, to_out) + zp), -128, 127) for v in h16]
+
+    for b in range(B):
+        h16 = [0] * H if state is None else state[b * H:(b + 1) * H]
+        for s in range(T):
+            t = T - 1 - s if reverse else s
+            base = ((t * B + b) if tm else (b * T + t)) * I
+            xv = c["input"][base:base + I]
+            hv = h8(h16)
+            act = {}
+            for name in ("reset", "update"):
+                gd = g[name]
+                vals = []
+                for r in range(H):
+                    pre = clamp(rq(matmul_row(gd["input"], r, xv), gd["input"]), *INT16)
+                    pre = clamp(wrap32(pre + rq(matmul_row(gd["hidden"], r, hv), gd["hidden"])), *INT16)
+                    vals.append(activation(pre, 0, False))
+                act[name] = vals
+            gn = g["new"]
+            new = []
+            for r in range(H):
+                x_part = clamp(rq(matmul_row(gn["input"], r, xv), gn["input"]), *INT16)
+                h_part = clamp(rq(matmul_row(gn["hidden"], r, hv), gn["hidden"]), *INT16)
+                gated = rq(act["reset"][r] * h_part, c["reset_times_hidden_to_q3_12"])
+                n = activation(clamp(wrap32(x_part + gated), *INT16), 0, True)
+                diff = h16[r] - n
+                new.append(clamp(wrap32(n + rq(act["update"][r] * diff, c["update_times_difference_to_q0_15"])),
+                                 *INT16))
+            h16 = new
+            if not final_only:
+                obase = ((t * B + b) if tm else (b * T + t)) * H
+                out[obase:obase + H] = h8(h16)
+        if final_only:
+            out[b * H:(b + 1) * H] = h8(h16)
+        final += h16
+    return out, final
+
+
+def make_case(rng, index, regime, dims=None):
+    B, T, I, H = dims or (rng.int(1, 3), rng.pick([0, 1, 1, 2, 3, 4, 5, 6, 12]),
+                          rng.pick([1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17]),
+                          rng.pick([1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17]))
+    tm, reverse = rng.int(0, 1) == 1, rng.int(0, 3) == 0
+    final_only, stateful = rng.int(0, 4) == 0, rng.int(0, 1) == 1
+    extreme = regime == "extreme"
+    zp_x, zp_h = rng.int(-128, 127), rng.int(-128, 127)
+    c = {"name": "", "time_major": tm, "reverse": reverse, "output_final": final_only, "batch": B,
+         "time_steps": T, "input_size": I, "hidden_size": H, "input_zero_point": zp_x,
+         "output_zero_point": zp_h}
+    if regime == "typical":
+        c["reset_times_hidden_to_q3_12"] = dict(Q15_PRODUCT)
+        c["update_times_difference_to_q0_15"] = dict(Q15_PRODUCT)
+        c["hidden_q0_15_to_output"] = requant(rng, -24, -14)
+    else:
+        c["reset_times_hidden_to_q3_12"] = requant(rng, -31 if extreme else -20, 10 if extreme else -10)
+        c["update_times_difference_to_q0_15"] = requant(rng, -31 if extreme else -20, 10 if extreme else -10)
+        c["hidden_q0_15_to_output"] = requant(rng, -31, 31) if extreme else requant(rng, -24, -10)
+    gates = {}
+    for name in GATES:
+        wx = [rng.int(-128, 127) for _ in range(H * I)]
+        wh = [rng.int(-128, 127) for _ in range(H * H)]
+        if extreme:
+            bx = [rng.int(-(1 << 31), (1 << 31) - 1) for _ in range(H)]
+            bh = [rng.int(-(1 << 31), (1 << 31) - 1) for _ in range(H)]
+            qi, qh = requant(rng, -31, 31), requant(rng, -31, 31)
+        else:
+            # As a converter folds them: bias - zp * rowsum(W); only n keeps a recurrent bias.
+            bx = [wrap32(rng.int(-20000, 20000) - zp_x * sum(wx[r * I:(r + 1) * I])) for r in range(H)]
+            bn = [rng.int(-2000, 2000) if name == "new" else 0 for _ in range(H)]
+            bh = [wrap32(bn[r] - zp_h * sum(wh[r * H:(r + 1) * H])) for r in range(H)]
+            qi, qh = requant(rng, -12, -5), requant(rng, -12, -5)
+        gates[name] = {"input": dict(qi, weights=wx, effective_bias=bx),
+                       "hidden": dict(qh, weights=wh, effective_bias=bh)}
+    c["gates"] = gates
+    c["input"] = [rng.int(-128, 127) for _ in range(B * T * I)]
+    c["initial_hidden_q0_15"] = [rng.int(-32768, 32767) for _ in range(B * H)] if stateful else None
+    c["name"] = "gru_%04d_%s_%s_%s%s%s" % (index, regime, "tm" if tm else "bm",
+                                          "stateful" if stateful else "stateless",
+                                          "_reverse" if reverse else "", "_final" if final_only else "")
+    out, final = run_case(c)
+    c["expected"] = {"output": out, "final_hidden_q0_15": final}
+    return c
+
+
+def generate():
+    rng = SplitMix64(SEED)
+    cases = []
+    for regime, count in (("typical", 40), ("wide", 25), ("extreme", 25)):
+        for _ in range(count):
+            cases.append(make_case(rng, len(cases), regime))
+    # Edge shapes: a one-unit GRU, a wide input, a longer sequence, many batch rows.
+    for dims in ((1, 8, 1, 1), (1, 3, 64, 2), (2, 24, 3, 5), (4, 2, 5, 3)):
+        for regime in ("typical", "extreme"):
+            cases.append(make_case(rng, len(cases), regime, dims))
+    return {"format": FORMAT,
+            "description": ("GENERATED by %s (seed 0x%X): %d cases from the project's own "
+                            "independent Python model of docs/arithmetic.md §13; regimes typical, "
+                            "wide, extreme; both layouts, both directions, every step or the final "
+                            "one, stateless and stateful. Do not edit: regenerate with the script."
+                            % (GENERATOR, SEED, len(cases))),
+            "cases": cases}
+
+
+def check(path):
+    with open(path) as f:
+        doc = json.load(f)
+    passed = failed = 0
+    for c in doc["cases"]:
+        out, final = run_case(c)
+        if out == c["expected"]["output"] and final == c["expected"]["final_hidden_q0_15"]:
+            passed += 1
+        else:
+            failed += 1
+            print("FAIL %s" % c["name"])
+    print("%d passed, %d failed" % (passed, failed))
+    return 0 if failed == 0 and passed > 0 else 1
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--output", help="write the golden file here (default: stdout)")
+    ap.add_argument("--check", metavar="FILE", help="check a vector file with the model")
+    args = ap.parse_args()
+    if args.check:
+        return check(args.check)
+    text = dump(generate())
+    if args.output:
+        tmp = args.output + ".tmp"
+        with open(tmp, "w") as f:
+            f.write(text)
+        os.replace(tmp, args.output)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
