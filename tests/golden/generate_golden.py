@@ -274,14 +274,15 @@ def check(paths):
     return 0 if failed == 0 and passed > 0 else 1
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def run_cli(doc, generate_fn, check_fn):
+    """The generators' command line: --output FILE (default stdout) or --check PATH..."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
     ap.add_argument("--output", help="write the golden file here (default: stdout)")
     ap.add_argument("--check", nargs="+", metavar="PATH", help="check vector files with the model")
     args = ap.parse_args()
     if args.check:
-        return check(args.check)
-    text = dump(generate())
+        return check_fn(args.check)
+    text = dump(generate_fn())
     if args.output:
         tmp = args.output + ".tmp"
         with open(tmp, "w") as f:
@@ -290,6 +291,10 @@ def main():
     else:
         sys.stdout.write(text)
     return 0
+
+
+def main():
+    return run_cli(__doc__, generate, check)
 
 
 if __name__ == "__main__":

@@ -1,25 +1,25 @@
 #!/usr/bin/python3
-"""Generates the GRU kernel's golden vectors (tests/golden/qlstm_gru_golden_v1.json).
+"""Generates the GRU kernel's golden vectors (tests/gru_golden/qlstm_gru_golden_v1.json).
 
 The expected values come from an independent model of docs/arithmetic.md §13 written here in
-plain Python integers, on the primitives of generate_golden.py (the LSTM's model: SRDHM, RDBPOT,
+plain Python integers, on the primitives of tests/golden/generate_golden.py (the LSTM's model: SRDHM, RDBPOT,
 RQ, sigmoid and tanh on int16). It shares no code with the C++ runtime.
 
 Usage:
   generate_gru_golden.py [--output FILE]     write the golden file (default: stdout)
-  generate_gru_golden.py --check FILE        run the file's cases through this model,
+  generate_gru_golden.py --check FILE...     run the files' cases through this model,
                                              print 'N passed, N failed', exit 1 on a mismatch
-Deterministic: the splitmix64 generator of generate_golden.py.
+Deterministic: the splitmix64 generator of generate_golden.py. Its own folder, because the
+LSTM tools read every vector file in tests/golden.
 """
-import argparse
 import json
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from generate_golden import SplitMix64, activation, clamp, dump, requant, requantize, wrap32  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "golden"))
+from generate_golden import SplitMix64, activation, clamp, requant, requantize, run_cli, wrap32  # noqa: E402
 
-GENERATOR = "tests/golden/generate_gru_golden.py"
+GENERATOR = "tests/gru_golden/generate_gru_golden.py"
 FORMAT = "gru-s8-kernel-vectors/1"
 SEED = 0x47_52_55_2026
 GATES = ("reset", "update", "new")
@@ -153,38 +153,21 @@ def generate():
             "cases": cases}
 
 
-def check(path):
-    with open(path) as f:
-        doc = json.load(f)
+def check(paths):
     passed = failed = 0
-    for c in doc["cases"]:
-        out, final = run_case(c)
-        if out == c["expected"]["output"] and final == c["expected"]["final_hidden_q0_15"]:
-            passed += 1
-        else:
-            failed += 1
-            print("FAIL %s" % c["name"])
+    for path in paths:
+        with open(path) as f:
+            doc = json.load(f)
+        for c in doc["cases"]:
+            out, final = run_case(c)
+            if out == c["expected"]["output"] and final == c["expected"]["final_hidden_q0_15"]:
+                passed += 1
+            else:
+                failed += 1
+                print("FAIL %s: %s" % (path, c["name"]))
     print("%d passed, %d failed" % (passed, failed))
     return 0 if failed == 0 and passed > 0 else 1
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--output", help="write the golden file here (default: stdout)")
-    ap.add_argument("--check", metavar="FILE", help="check a vector file with the model")
-    args = ap.parse_args()
-    if args.check:
-        return check(args.check)
-    text = dump(generate())
-    if args.output:
-        tmp = args.output + ".tmp"
-        with open(tmp, "w") as f:
-            f.write(text)
-        os.replace(tmp, args.output)
-    else:
-        sys.stdout.write(text)
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_cli(__doc__, generate, check))
