@@ -161,6 +161,23 @@ def requant(rng, lo, hi):
     return {"multiplier": rng.int(1 << 30, (1 << 31) - 1), "shift": rng.int(lo, hi)}
 
 
+def random_gate(rng, I, H, zp_x, zp_h, extreme, hidden_bias=lambda rng: 0):
+    """One gate's input and recurrent sides: int8 weights, effective biases (random int32 when
+    extreme, else as a converter folds them: bias - zp * rowsum(W), the recurrent bias from
+    hidden_bias) and requantizations."""
+    wx = [rng.int(-128, 127) for _ in range(H * I)]
+    wh = [rng.int(-128, 127) for _ in range(H * H)]
+    if extreme:
+        bx = [rng.int(-(1 << 31), (1 << 31) - 1) for _ in range(H)]
+        bh = [rng.int(-(1 << 31), (1 << 31) - 1) for _ in range(H)]
+        qi, qh = requant(rng, -31, 31), requant(rng, -31, 31)
+    else:
+        bx = [wrap32(rng.int(-20000, 20000) - zp_x * sum(wx[r * I:(r + 1) * I])) for r in range(H)]
+        bh = [wrap32(hidden_bias(rng) - zp_h * sum(wh[r * H:(r + 1) * H])) for r in range(H)]
+        qi, qh = requant(rng, -12, -5), requant(rng, -12, -5)
+    return {"input": dict(qi, weights=wx, effective_bias=bx), "hidden": dict(qh, weights=wh, effective_bias=bh)}
+
+
 def make_case(rng, index, regime, dims=None):
     B, T, I, H = dims or (rng.int(1, 3), rng.pick([0, 1, 1, 2, 3, 4, 5, 6, 12]),
                           rng.pick([1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17]),
@@ -186,23 +203,11 @@ def make_case(rng, index, regime, dims=None):
     c["output"] = requant(rng, -31, 31) if extreme else requant(rng, -24, -14)
     gates = {}
     for g in GATES:
-        wx = [rng.int(-128, 127) for _ in range(H * I)]
-        wh = [rng.int(-128, 127) for _ in range(H * H)]
-        if extreme:
-            bx = [rng.int(-(1 << 31), (1 << 31) - 1) for _ in range(H)]
-            bh = [rng.int(-(1 << 31), (1 << 31) - 1) for _ in range(H)]
-            qi, qh = requant(rng, -31, 31), requant(rng, -31, 31)
-        else:
-            # Effective biases as a converter folds them: bias - zp * rowsum(W).
-            bx = [wrap32(rng.int(-20000, 20000) - zp_x * sum(wx[r * I:(r + 1) * I])) for r in range(H)]
-            bh = [wrap32(-zp_h * sum(wh[r * H:(r + 1) * H])) for r in range(H)]
-            qi, qh = requant(rng, -12, -5), requant(rng, -12, -5)
+        gates[g] = random_gate(rng, I, H, zp_x, zp_h, extreme)
         act = "tanh" if g == "cell" else "sigmoid"
         if g == "cell" and rng.int(0, 9) == 0:
             act = "sigmoid"
-        gates[g] = {"activation": act,
-                    "input": dict(qi, weights=wx, effective_bias=bx),
-                    "hidden": dict(qh, weights=wh, effective_bias=bh)}
+        gates[g] = dict({"activation": act}, **gates[g])
     c["gates"] = gates
     c["input"] = [rng.int(-128, 127) for _ in range(B * T * I)]
     if stateful:

@@ -17,7 +17,8 @@ import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "golden"))
-from generate_golden import SplitMix64, activation, clamp, requant, requantize, run_cli, wrap32  # noqa: E402
+from generate_golden import (SplitMix64, activation, clamp, random_gate, requant, requantize,  # noqa: E402
+                             run_cli, wrap32)
 
 GENERATOR = "tests/gru_golden/generate_gru_golden.py"
 FORMAT = "gru-s8-kernel-vectors/1"
@@ -107,22 +108,10 @@ def make_case(rng, index, regime, dims=None):
         c["reset_times_hidden_to_q3_12"] = requant(rng, -31 if extreme else -20, 10 if extreme else -10)
         c["update_times_difference_to_q0_15"] = requant(rng, -31 if extreme else -20, 10 if extreme else -10)
         c["hidden_q0_15_to_output"] = requant(rng, -31, 31) if extreme else requant(rng, -24, -10)
-    gates = {}
-    for name in GATES:
-        wx = [rng.int(-128, 127) for _ in range(H * I)]
-        wh = [rng.int(-128, 127) for _ in range(H * H)]
-        if extreme:
-            bx = [rng.int(-(1 << 31), (1 << 31) - 1) for _ in range(H)]
-            bh = [rng.int(-(1 << 31), (1 << 31) - 1) for _ in range(H)]
-            qi, qh = requant(rng, -31, 31), requant(rng, -31, 31)
-        else:
-            # As a converter folds them: bias - zp * rowsum(W); only n keeps a recurrent bias.
-            bx = [wrap32(rng.int(-20000, 20000) - zp_x * sum(wx[r * I:(r + 1) * I])) for r in range(H)]
-            bn = [rng.int(-2000, 2000) if name == "new" else 0 for _ in range(H)]
-            bh = [wrap32(bn[r] - zp_h * sum(wh[r * H:(r + 1) * H])) for r in range(H)]
-            qi, qh = requant(rng, -12, -5), requant(rng, -12, -5)
-        gates[name] = {"input": dict(qi, weights=wx, effective_bias=bx),
-                       "hidden": dict(qh, weights=wh, effective_bias=bh)}
+    # Only the new gate keeps a recurrent bias of its own (b_hn, inside the reset product).
+    gates = {name: random_gate(rng, I, H, zp_x, zp_h, extreme,
+                               (lambda r: r.int(-2000, 2000)) if name == "new" else (lambda r: 0))
+             for name in GATES}
     c["gates"] = gates
     c["input"] = [rng.int(-128, 127) for _ in range(B * T * I)]
     c["initial_hidden_q0_15"] = [rng.int(-32768, 32767) for _ in range(B * H)] if stateful else None
