@@ -77,7 +77,8 @@ size_t qlstm_gru_s8_scratch_bytes(const qlstm_gru_dims* dims);
  * offending field (a static string such as "gates[new].hidden_to_q3_12.shift"). */
 qlstm_status qlstm_gru_s8_validate(const qlstm_gru_s8_params* params, const char** field);
 
-/* Sets the state to the start of a sequence: hidden_q0_15 = 0. A stateful call after a reset
+/* Sets the state to the start of a sequence: hidden_q0_15 = 0 (QLSTM_ERROR_NULL_POINTER when ctx
+ * or ctx->hidden_q0_15 is NULL; the scratch is not needed). A stateful call after a reset
  * computes exactly what a stateless call computes. */
 qlstm_status qlstm_gru_s8_reset_state(const qlstm_gru_s8_params* params, qlstm_gru_s8_context* ctx);
 
