@@ -4,6 +4,7 @@
 #include "qlstm/activation_s16.h"
 #include "qlstm/fixed_point.h"
 #include "qlstm/kernels.h"
+#include "sequence_common.h"
 
 namespace qlstm {
 namespace {
@@ -11,21 +12,12 @@ namespace {
 // Scratch: three int16 [B][H] gate buffers (forget, later reused for output; input; cell gate).
 constexpr int64_t kGateBuffers = 3;
 
-struct Failure {
-  qlstm_status status;
-  const char* field;
-};
-constexpr Failure kNoFailure = {QLSTM_OK, nullptr};
+using Failure = FieldFailure;
+constexpr Failure kNoFailure = kNoFieldFailure;
 
 bool dims_ok(const qlstm_lstm_dims& d) {
-  if (d.batch < 1 || d.time_steps < 0 || d.input_size < 1 || d.hidden_size < 1) return false;
-  // Every element count (and the scratch size) must fit int32, so that indexing never overflows
-  // on a 32-bit MCU.
-  const int64_t b = d.batch, t = d.time_steps, i = d.input_size, h = d.hidden_size;
-  const int64_t biggest_io = b * t * (i > h ? i : h);
-  const int64_t weights = h * (i > h ? i : h);
-  const int64_t scratch = kGateBuffers * b * h * static_cast<int64_t>(sizeof(int16_t));
-  return biggest_io <= fxp::kInt32Max && weights <= fxp::kInt32Max && scratch <= fxp::kInt32Max;
+  return sequence_dims_ok(d.batch, d.time_steps, d.input_size, d.hidden_size,
+                          kGateBuffers * static_cast<int64_t>(sizeof(int16_t)));
 }
 
 #define QLSTM_GATE_FIELDS(g)                                                              \
@@ -36,55 +28,22 @@ bool dims_ok(const qlstm_lstm_dims& d) {
         "gates[" g "].hidden_to_q3_12.multiplier", "gates[" g "].hidden_to_q3_12.shift",  \
         "gates[" g "].activation"                                                         \
   }
-enum GateField {
-  kInputWeights, kInputBias, kHiddenWeights, kHiddenBias, kInputMultiplier, kInputShift,
-  kHiddenMultiplier, kHiddenShift, kActivation, kGateFieldCount
-};
+enum LstmGateField { kActivation = kGateMatmulFieldCount, kGateFieldCount };
 const char* const kGateFieldNames[QLSTM_GATE_COUNT][kGateFieldCount] = {
     QLSTM_GATE_FIELDS("forget"), QLSTM_GATE_FIELDS("input"), QLSTM_GATE_FIELDS("cell"),
     QLSTM_GATE_FIELDS("output")};
 #undef QLSTM_GATE_FIELDS
 
-Failure check_requant(const qlstm_requant& q, const char* multiplier_field,
-                      const char* shift_field) {
-  if (q.multiplier < 0) return {QLSTM_ERROR_BAD_MULTIPLIER, multiplier_field};
-  if (q.shift < QLSTM_SHIFT_MIN || q.shift > QLSTM_SHIFT_MAX) {
-    return {QLSTM_ERROR_BAD_SHIFT, shift_field};
-  }
-  return kNoFailure;
-}
-
 Failure check_params(const qlstm_lstm_s8_params* p) {
   if (p == nullptr) return {QLSTM_ERROR_NULL_POINTER, "params"};
   if (!dims_ok(p->dims)) return {QLSTM_ERROR_BAD_DIMS, "dims"};
-  if (p->layout != QLSTM_LAYOUT_BATCH_MAJOR && p->layout != QLSTM_LAYOUT_TIME_MAJOR) {
-    return {QLSTM_ERROR_BAD_LAYOUT, "layout"};
-  }
-  if (p->time_direction != QLSTM_TIME_FORWARD && p->time_direction != QLSTM_TIME_REVERSE) {
-    return {QLSTM_ERROR_BAD_DIRECTION, "time_direction"};
-  }
-  if (p->output_steps != QLSTM_OUTPUT_ALL_STEPS && p->output_steps != QLSTM_OUTPUT_FINAL) {
-    return {QLSTM_ERROR_BAD_OUTPUT_STEPS, "output_steps"};
-  }
-  if (p->output_width != 0) {
-    const int64_t positions = static_cast<int64_t>(p->dims.batch) *
-                              (p->output_steps == QLSTM_OUTPUT_FINAL ? 1 : p->dims.time_steps);
-    if (p->output_width < p->dims.hidden_size || positions * p->output_width > fxp::kInt32Max) {
-      return {QLSTM_ERROR_BAD_OUTPUT_WIDTH, "output_width"};
-    }
-  }
+  const Failure options = check_sequence_options(p->layout, p->time_direction, p->output_steps, p->output_width,
+                                                 p->dims.batch, p->dims.time_steps, p->dims.hidden_size);
+  if (options.status != QLSTM_OK) return options;
   for (int32_t g = 0; g < QLSTM_GATE_COUNT; ++g) {
     const qlstm_gate_s8_params& gate = p->gates[g];
     const char* const* names = kGateFieldNames[g];
-    if (gate.input_weights == nullptr) return {QLSTM_ERROR_NULL_POINTER, names[kInputWeights]};
-    if (gate.input_effective_bias == nullptr) return {QLSTM_ERROR_NULL_POINTER, names[kInputBias]};
-    if (gate.hidden_weights == nullptr) return {QLSTM_ERROR_NULL_POINTER, names[kHiddenWeights]};
-    if (gate.hidden_effective_bias == nullptr) {
-      return {QLSTM_ERROR_NULL_POINTER, names[kHiddenBias]};
-    }
-    Failure f = check_requant(gate.input_to_q3_12, names[kInputMultiplier], names[kInputShift]);
-    if (f.status != QLSTM_OK) return f;
-    f = check_requant(gate.hidden_to_q3_12, names[kHiddenMultiplier], names[kHiddenShift]);
+    const Failure f = check_gate_matmuls(gate, names);
     if (f.status != QLSTM_OK) return f;
     if (gate.activation != QLSTM_ACTIVATION_SIGMOID && gate.activation != QLSTM_ACTIVATION_TANH) {
       return {QLSTM_ERROR_BAD_ACTIVATION, names[kActivation]};
@@ -105,18 +64,11 @@ Failure check_params(const qlstm_lstm_s8_params* p) {
     return {QLSTM_ERROR_BAD_CELL_SCALE, "cell_scale_power"};
   }
   if (p->cell_clip > QLSTM_CELL_CLIP_MAX) return {QLSTM_ERROR_BAD_CELL_CLIP, "cell_clip"};
-  if (p->output_zero_point < fxp::kInt8Min || p->output_zero_point > fxp::kInt8Max) {
-    return {QLSTM_ERROR_BAD_ZERO_POINT, "output_zero_point"};
-  }
-  return kNoFailure;
+  return check_output_zero_point(p->output_zero_point);
 }
 
 size_t scratch_bytes_for(const qlstm_lstm_dims& d) {
   return static_cast<size_t>(kGateBuffers * d.batch * d.hidden_size) * sizeof(int16_t);
-}
-
-bool is_aligned(const void* p) {
-  return reinterpret_cast<uintptr_t>(p) % QLSTM_SCRATCH_ALIGNMENT == 0;
 }
 
 // The parameters, the context, the buffers: everything but the choice of variant.
@@ -124,18 +76,9 @@ qlstm_status check_call(const qlstm_lstm_s8_params* params, const qlstm_lstm_s8_
                         const int8_t* input, const int8_t* output) {
   const Failure f = check_params(params);
   if (f.status != QLSTM_OK) return f.status;
-  if (ctx == nullptr || ctx->cell_state == nullptr || ctx->scratch == nullptr) {
-    return QLSTM_ERROR_NULL_POINTER;
-  }
-  const qlstm_lstm_dims& d = params->dims;
-  if (d.time_steps > 0 && input == nullptr) return QLSTM_ERROR_NULL_POINTER;
-  // The final state is written even when T == 0.
-  if ((d.time_steps > 0 || params->output_steps == QLSTM_OUTPUT_FINAL) && output == nullptr) {
-    return QLSTM_ERROR_NULL_POINTER;
-  }
-  if (ctx->scratch_bytes < scratch_bytes_for(d)) return QLSTM_ERROR_SCRATCH_TOO_SMALL;
-  if (!is_aligned(ctx->scratch)) return QLSTM_ERROR_SCRATCH_MISALIGNED;
-  return QLSTM_OK;
+  if (ctx == nullptr || ctx->cell_state == nullptr) return QLSTM_ERROR_NULL_POINTER;
+  return check_sequence_buffers(params->dims.time_steps, params->output_steps, input, output, ctx->scratch,
+                                ctx->scratch_bytes, scratch_bytes_for(params->dims));
 }
 
 // A checked call with a variant that supports it: its whole sequence, or its stages in the shared
@@ -157,13 +100,11 @@ qlstm_status run_checked(const LstmS8Variant& variant, const qlstm_lstm_s8_param
   // output position. Only the final state: one [B][W] output that every step overwrites (time
   // stride 0). A step reads its recurrent input, the previous h, in every gate stage before the
   // hidden stage writes the new one, so the in-place update is the same computation.
-  const bool time_major = params->layout == QLSTM_LAYOUT_TIME_MAJOR;
   const bool final_only = params->output_steps == QLSTM_OUTPUT_FINAL;
-  const ptrdiff_t W = params->output_width > 0 ? params->output_width : H;
-  const ptrdiff_t x_step = time_major ? static_cast<ptrdiff_t>(B) * I : I;
-  const ptrdiff_t x_row = time_major ? I : static_cast<ptrdiff_t>(T) * I;
-  const ptrdiff_t y_step = final_only ? 0 : (time_major ? B * W : W);
-  const ptrdiff_t y_row = final_only || time_major ? W : static_cast<ptrdiff_t>(T) * W;
+  const SequenceStrides strides =
+      sequence_strides(params->layout, params->output_steps, params->output_width, B, T, I, H);
+  const ptrdiff_t x_step = strides.x_step, x_row = strides.x_row;
+  const ptrdiff_t y_step = strides.y_step, y_row = strides.y_row;
   if (final_only && T == 0) {
     // No step: the final state is the initial one (the carried state, or h = zero point).
     for (int32_t b = 0; b < B; ++b) {

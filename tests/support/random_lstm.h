@@ -38,6 +38,40 @@ inline qlstm_requant random_requant(std::mt19937_64& rng, int shift_lo, int shif
   return {m(rng), s(rng)};
 }
 
+// One gate's random weights, biases and requantizations (qlstm_gate_s8_params or
+// qlstm_gru_gate_s8_params), stored in `og` and pointed to by `gp`. Not extreme: the recurrent
+// bias is -zp_h * rowsum(W_h), as a converter folds it.
+template <class GateParams>
+void fill_random_gate(OwnedGate& og, GateParams& gp, std::mt19937_64& rng, size_t I, size_t H,
+                      int32_t output_zero_point, bool extreme) {
+  std::uniform_int_distribution<int> s8(-128, 127);
+  og.wx.resize(H * I);
+  og.wh.resize(H * H);
+  for (auto& w : og.wx) w = static_cast<int8_t>(s8(rng));
+  for (auto& w : og.wh) w = static_cast<int8_t>(s8(rng));
+  og.bx.resize(H);
+  og.bh.resize(H);
+  std::uniform_int_distribution<int32_t> small_bias(-20000, 20000);
+  std::uniform_int_distribution<int32_t> any_bias(INT32_MIN, INT32_MAX);
+  for (auto& b : og.bx) b = extreme ? any_bias(rng) : small_bias(rng);
+  if (extreme) {
+    for (auto& b : og.bh) b = any_bias(rng);
+  } else {
+    // Only then is a hidden state of all zp_h the same as "no recurrent term".
+    for (size_t r = 0; r < H; ++r) {
+      int64_t rowsum = 0;
+      for (size_t j = 0; j < H; ++j) rowsum += og.wh[r * H + j];
+      og.bh[r] = static_cast<int32_t>(-output_zero_point * rowsum);
+    }
+  }
+  gp.input_to_q3_12 = extreme ? random_requant(rng, -31, 31) : random_requant(rng, -12, -5);
+  gp.hidden_to_q3_12 = extreme ? random_requant(rng, -31, 31) : random_requant(rng, -12, -5);
+  gp.input_weights = og.wx.data();
+  gp.hidden_weights = og.wh.data();
+  gp.input_effective_bias = og.bx.data();
+  gp.hidden_effective_bias = og.bh.data();
+}
+
 // Fills `out` (default-constructed) for the given dims/layout.
 inline void make_random_lstm(RandomLstm& out, std::mt19937_64& rng, qlstm_lstm_dims dims,
                              bool time_major, Regime regime) {
@@ -50,34 +84,8 @@ inline void make_random_lstm(RandomLstm& out, std::mt19937_64& rng, qlstm_lstm_d
   const bool extreme = regime == Regime::kExtreme;
   p.output_zero_point = s8(rng);
   for (int g = 0; g < QLSTM_GATE_COUNT; ++g) {
-    OwnedGate& og = out.gates[static_cast<size_t>(g)];
-    og.wx.resize(H * I);
-    og.wh.resize(H * H);
-    for (auto& w : og.wx) w = static_cast<int8_t>(s8(rng));
-    for (auto& w : og.wh) w = static_cast<int8_t>(s8(rng));
-    og.bx.resize(H);
-    og.bh.resize(H);
-    std::uniform_int_distribution<int32_t> small_bias(-20000, 20000);
-    std::uniform_int_distribution<int32_t> any_bias(INT32_MIN, INT32_MAX);
-    for (auto& b : og.bx) b = extreme ? any_bias(rng) : small_bias(rng);
-    if (extreme) {
-      for (auto& b : og.bh) b = any_bias(rng);
-    } else {
-      // As a converter folds it: -zp_h * rowsum(W_h). Only then is a hidden state of all zp_h
-      // the same as "no recurrent term".
-      for (size_t r = 0; r < H; ++r) {
-        int64_t rowsum = 0;
-        for (size_t j = 0; j < H; ++j) rowsum += og.wh[r * H + j];
-        og.bh[r] = static_cast<int32_t>(-p.output_zero_point * rowsum);
-      }
-    }
     qlstm_gate_s8_params& gp = p.gates[g];
-    gp.input_to_q3_12 = extreme ? random_requant(rng, -31, 31) : random_requant(rng, -12, -5);
-    gp.hidden_to_q3_12 = extreme ? random_requant(rng, -31, 31) : random_requant(rng, -12, -5);
-    gp.input_weights = og.wx.data();
-    gp.hidden_weights = og.wh.data();
-    gp.input_effective_bias = og.bx.data();
-    gp.hidden_effective_bias = og.bh.data();
+    fill_random_gate(out.gates[static_cast<size_t>(g)], gp, rng, I, H, p.output_zero_point, extreme);
     gp.activation = g == QLSTM_GATE_CELL ? (coin(rng) == 0 ? QLSTM_ACTIVATION_SIGMOID
                                                            : QLSTM_ACTIVATION_TANH)
                                          : QLSTM_ACTIVATION_SIGMOID;

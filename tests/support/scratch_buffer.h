@@ -11,8 +11,9 @@ namespace testing_support {
 
 class ScratchBuffer {
  public:
-  explicit ScratchBuffer(const qlstm_lstm_dims& dims)
-      : blocks_(qlstm_lstm_s8_scratch_bytes(&dims) / sizeof(Block) + 1) {}
+  explicit ScratchBuffer(const qlstm_lstm_dims& dims) : ScratchBuffer(qlstm_lstm_s8_scratch_bytes(&dims)) {}
+  // At least `min_bytes` (another op's scratch size).
+  explicit ScratchBuffer(size_t min_bytes) : blocks_(min_bytes / sizeof(Block) + 1) {}
   void* data() { return blocks_.data(); }
   size_t bytes() const { return blocks_.size() * sizeof(Block); }
   // A context over this scratch; hidden_state == nullptr means stateless.

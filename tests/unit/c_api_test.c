@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "qlstm/fully_connected_s8.h"
+#include "qlstm/gru_s8.h"
 #include "qlstm/lstm_s8.h"
 #include "qlstm/program_s8.h"
 #include "qlstm/softmax_s8.h"
@@ -149,6 +150,17 @@ int main(void) {
   p.gates[QLSTM_GATE_OUTPUT].hidden_to_q3_12.shift = 99;
   if (qlstm_lstm_s8_validate(&p, &field) != QLSTM_ERROR_BAD_SHIFT) return fail("bad shift accepted");
   if (field == NULL || strcmp(field, "gates[output].hidden_to_q3_12.shift") != 0) return fail("field name");
+
+  /* The GRU's header is C too: its sizes, and an unset parameter block names its first field. */
+  {
+    qlstm_gru_s8_params g;
+    const qlstm_gru_dims gd = {B, T, I, H};
+    memset(&g, 0, sizeof g);
+    g.dims = gd;
+    if (qlstm_gru_s8_scratch_bytes(&gd) < 4u * B * H * sizeof(int16_t)) return fail("gru scratch bytes");
+    if (qlstm_gru_s8_validate(&g, &field) != QLSTM_ERROR_NULL_POINTER) return fail("gru null weights accepted");
+    if (field == NULL || strcmp(field, "gates[reset].input_weights") != 0) return fail("gru field name");
+  }
   printf("c_api_test: ok (%s)\n", qlstm_status_string(QLSTM_OK));
   return 0;
 }

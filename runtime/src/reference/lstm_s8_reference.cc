@@ -12,9 +12,6 @@ using fxp::requantize_double_rounding;
 using fxp::saturate_to_s16;
 using fxp::wrapping_add;
 
-namespace {
-
-// bias[r] + sum_j v[j] * w[r][j], modulo 2^32 (the Arm accumulate wraps).
 int32_t dot_s8_plus_bias(const int8_t* v, const int8_t* w_row, int32_t n, int32_t bias) {
   uint32_t acc = static_cast<uint32_t>(bias);
   for (int32_t j = 0; j < n; ++j) {
@@ -22,8 +19,6 @@ int32_t dot_s8_plus_bias(const int8_t* v, const int8_t* w_row, int32_t n, int32_
   }
   return fxp::bits_to_s32(acc);
 }
-
-}  // namespace
 
 void gate(const qlstm_gate_s8_params& g, const GateArgs& a, int16_t* out_q0_15) {
   const int32_t is_tanh = g.activation == QLSTM_ACTIVATION_TANH;

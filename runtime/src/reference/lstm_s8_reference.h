@@ -7,6 +7,8 @@
 namespace qlstm {
 namespace reference {
 
+// bias + sum_j v[j] * w_row[j], modulo 2^32 (the Arm accumulate wraps): one matmul row (§3).
+int32_t dot_s8_plus_bias(const int8_t* v, const int8_t* w_row, int32_t n, int32_t bias);
 void gate(const qlstm_gate_s8_params& g, const GateArgs& a, int16_t* out_q0_15);
 void cell_update(const CellUpdateParams& p, int32_t count, const int16_t* f_q0_15,
                  const int16_t* i_q0_15, const int16_t* g_q0_15, int16_t* cell);

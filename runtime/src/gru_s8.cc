@@ -1,0 +1,132 @@
+// The GRU's argument checks, buffer sizes and sequence driver (docs/arithmetic.md §13, §7).
+#include "qlstm/gru_s8.h"
+
+#include "qlstm/fixed_point.h"
+#include "qlstm/kernels.h"
+#include "reference/gru_s8_reference.h"
+#include "sequence_common.h"
+
+namespace qlstm {
+namespace {
+
+// Scratch: the int16 [B][H] buffers r, z, n and the state of a stateless call, then the int8
+// [B][H] recurrent operand of the first step (h8 of the initial state).
+constexpr int64_t kInt16Buffers = 4;
+constexpr int64_t kScratchBytesPerUnit =
+    kInt16Buffers * static_cast<int64_t>(sizeof(int16_t)) + static_cast<int64_t>(sizeof(int8_t));
+
+bool dims_ok(const qlstm_gru_dims& d) {
+  return sequence_dims_ok(d.batch, d.time_steps, d.input_size, d.hidden_size, kScratchBytesPerUnit);
+}
+
+size_t scratch_bytes_for(const qlstm_gru_dims& d) {
+  return static_cast<size_t>(kScratchBytesPerUnit * d.batch * d.hidden_size);
+}
+
+#define QLSTM_GRU_GATE_FIELDS(g)                                                                   \
+  {                                                                                                \
+    "gates[" g "].input_weights", "gates[" g "].input_effective_bias", "gates[" g "].hidden_weights", \
+        "gates[" g "].hidden_effective_bias", "gates[" g "].input_to_q3_12.multiplier",            \
+        "gates[" g "].input_to_q3_12.shift", "gates[" g "].hidden_to_q3_12.multiplier",            \
+        "gates[" g "].hidden_to_q3_12.shift"                                                       \
+  }
+const char* const kGruGateFieldNames[QLSTM_GRU_GATE_COUNT][kGateMatmulFieldCount] = {
+    QLSTM_GRU_GATE_FIELDS("reset"), QLSTM_GRU_GATE_FIELDS("update"), QLSTM_GRU_GATE_FIELDS("new")};
+#undef QLSTM_GRU_GATE_FIELDS
+
+FieldFailure check_params(const qlstm_gru_s8_params* p) {
+  if (p == nullptr) return {QLSTM_ERROR_NULL_POINTER, "params"};
+  if (!dims_ok(p->dims)) return {QLSTM_ERROR_BAD_DIMS, "dims"};
+  FieldFailure f = check_sequence_options(p->layout, p->time_direction, p->output_steps, p->output_width,
+                                          p->dims.batch, p->dims.time_steps, p->dims.hidden_size);
+  if (f.status != QLSTM_OK) return f;
+  for (int32_t g = 0; g < QLSTM_GRU_GATE_COUNT; ++g) {
+    f = check_gate_matmuls(p->gates[g], kGruGateFieldNames[g]);
+    if (f.status != QLSTM_OK) return f;
+  }
+  f = check_requant(p->reset_times_hidden_to_q3_12, "reset_times_hidden_to_q3_12.multiplier",
+                    "reset_times_hidden_to_q3_12.shift");
+  if (f.status != QLSTM_OK) return f;
+  f = check_requant(p->update_times_difference_to_q0_15, "update_times_difference_to_q0_15.multiplier",
+                    "update_times_difference_to_q0_15.shift");
+  if (f.status != QLSTM_OK) return f;
+  f = check_requant(p->hidden_q0_15_to_output, "hidden_q0_15_to_output.multiplier", "hidden_q0_15_to_output.shift");
+  if (f.status != QLSTM_OK) return f;
+  return check_output_zero_point(p->output_zero_point);
+}
+
+qlstm_status check_call(const qlstm_gru_s8_params* params, const qlstm_gru_s8_context* ctx, const int8_t* input,
+                        const int8_t* output) {
+  const FieldFailure f = check_params(params);
+  if (f.status != QLSTM_OK) return f.status;
+  if (ctx == nullptr) return QLSTM_ERROR_NULL_POINTER;
+  return check_sequence_buffers(params->dims.time_steps, params->output_steps, input, output, ctx->scratch,
+                                ctx->scratch_bytes, scratch_bytes_for(params->dims));
+}
+
+// The sequence of a checked call (§7's walk; §13's step).
+void run_checked(const qlstm_gru_s8_params& p, qlstm_gru_s8_context& ctx, const int8_t* input, int8_t* output) {
+  const qlstm_gru_dims& d = p.dims;
+  const int32_t B = d.batch, T = d.time_steps, I = d.input_size, H = d.hidden_size;
+  const ptrdiff_t BH = static_cast<ptrdiff_t>(B) * H;
+
+  int16_t* const scratch_q0_15 = static_cast<int16_t*>(ctx.scratch);
+  const gru_reference::StepBuffers buffers = {scratch_q0_15, scratch_q0_15 + BH, scratch_q0_15 + 2 * BH};
+  int16_t* hidden_q0_15 = ctx.hidden_q0_15;
+  if (hidden_q0_15 == nullptr) {  // stateless: h = 0
+    hidden_q0_15 = scratch_q0_15 + 3 * BH;
+    for (ptrdiff_t k = 0; k < BH; ++k) hidden_q0_15[k] = 0;
+  }
+  int8_t* const initial_h8 = reinterpret_cast<int8_t*>(scratch_q0_15 + kInt16Buffers * BH);
+  gru_reference::output(p.hidden_q0_15_to_output, p.output_zero_point, B, H, hidden_q0_15, initial_h8, H);
+
+  const SequenceStrides s = sequence_strides(p.layout, p.output_steps, p.output_width, B, T, I, H);
+  if (p.output_steps == QLSTM_OUTPUT_FINAL && T == 0) {
+    // No step: the final state is the initial one.
+    gru_reference::output(p.hidden_q0_15_to_output, p.output_zero_point, B, H, hidden_q0_15, output, s.y_row);
+  }
+  // Reverse: step k processes time T-1-k, and its recurrent operand is the row it wrote at k-1.
+  const bool reverse = p.time_direction == QLSTM_TIME_REVERSE;
+  for (int32_t k = 0; k < T; ++k) {
+    const int32_t t = reverse ? T - 1 - k : k;
+    GateArgs args = {B, I, H, input + t * s.x_step, s.x_row, initial_h8, H};
+    if (k > 0) {
+      args.h = output + (reverse ? t + 1 : t - 1) * s.y_step;
+      args.h_row_stride = s.y_row;
+    }
+    gru_reference::step(p, args, buffers, hidden_q0_15, output + t * s.y_step, s.y_row);
+  }
+}
+
+}  // namespace
+}  // namespace qlstm
+
+extern "C" {
+
+size_t qlstm_gru_s8_scratch_bytes(const qlstm_gru_dims* dims) {
+  if (dims == nullptr || !qlstm::dims_ok(*dims)) return 0;
+  return qlstm::scratch_bytes_for(*dims);
+}
+
+qlstm_status qlstm_gru_s8_validate(const qlstm_gru_s8_params* params, const char** field) {
+  return qlstm::report(qlstm::check_params(params), field);
+}
+
+qlstm_status qlstm_gru_s8_reset_state(const qlstm_gru_s8_params* params, qlstm_gru_s8_context* ctx) {
+  const qlstm::FieldFailure f = qlstm::check_params(params);
+  if (f.status != QLSTM_OK) return f.status;
+  if (ctx == nullptr || ctx->hidden_q0_15 == nullptr) return QLSTM_ERROR_NULL_POINTER;
+  const int32_t count = params->dims.batch * params->dims.hidden_size;
+  for (int32_t k = 0; k < count; ++k) ctx->hidden_q0_15[k] = 0;
+  return QLSTM_OK;
+}
+
+qlstm_status qlstm_gru_s8(const qlstm_gru_s8_params* params, qlstm_gru_s8_context* ctx, const int8_t* input,
+                          int8_t* output) {
+  const qlstm_status st = qlstm::check_call(params, ctx, input, output);
+  if (st != QLSTM_OK) return st;
+  qlstm::run_checked(*params, *ctx, input, output);
+  return QLSTM_OK;
+}
+
+}  // extern "C"

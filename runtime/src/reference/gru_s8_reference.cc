@@ -1,0 +1,107 @@
+// The GRU's portable reference kernel: docs/arithmetic.md §13 in code.
+#include "reference/gru_s8_reference.h"
+
+#include "qlstm/activation_s16.h"
+#include "qlstm/fixed_point.h"
+#include "reference/lstm_s8_reference.h"
+
+namespace qlstm {
+namespace gru_reference {
+
+using fxp::requantize_double_rounding;
+using fxp::saturate_to_s16;
+using fxp::wrapping_add;
+
+namespace {
+
+constexpr int32_t kGateLeftShift = 0;  // the pre-activations are already Q3.12
+
+int32_t requantize(int32_t x, const qlstm_requant& q) {
+  return requantize_double_rounding(x, q.multiplier, q.shift);
+}
+
+// sat16(RQ(bias + v . w_row)): one matmul's part of a pre-activation, saturated on its own.
+int16_t matmul_part_q3_12(const int8_t* v, const int8_t* w_row, int32_t n, int32_t bias,
+                          const qlstm_requant& to_q3_12) {
+  return saturate_to_s16(requantize(reference::dot_s8_plus_bias(v, w_row, n, bias), to_q3_12));
+}
+
+}  // namespace
+
+int32_t reset_product_q3_12(int16_t reset_q0_15, int16_t h_part_q3_12, const qlstm_requant& reset_times_hidden) {
+  // |r * h_part| <= 2^30: exact in int32.
+  return requantize(static_cast<int32_t>(reset_q0_15) * h_part_q3_12, reset_times_hidden);
+}
+
+int16_t new_gate_q0_15(int16_t x_part_q3_12, int32_t gated_q3_12) {
+  return tanh_q0_15(saturate_to_s16(wrapping_add(x_part_q3_12, gated_q3_12)), kGateLeftShift);
+}
+
+int16_t updated_hidden_q0_15(int16_t update_q0_15, int16_t new_q0_15, int16_t hidden_q0_15,
+                             const qlstm_requant& update_times_difference) {
+  // |diff| <= 65535 and |z| <= 32768, so |z * diff| < 2^31: exact in int32.
+  const int32_t difference_q0_15 = static_cast<int32_t>(hidden_q0_15) - new_q0_15;
+  const int32_t scaled_q0_15 = requantize(static_cast<int32_t>(update_q0_15) * difference_q0_15,
+                                          update_times_difference);
+  return saturate_to_s16(wrapping_add(new_q0_15, scaled_q0_15));
+}
+
+int8_t hidden_to_output_s8(int16_t hidden_q0_15, const qlstm_requant& hidden_to_output, int32_t zero_point) {
+  return fxp::saturate_to_s8(wrapping_add(requantize(hidden_q0_15, hidden_to_output), zero_point));
+}
+
+void sigmoid_gate(const qlstm_gru_gate_s8_params& g, const GateArgs& args, int16_t* out_q0_15) {
+  const qlstm_gate_s8_params as_lstm_gate = {g.input_to_q3_12,  g.input_weights,  g.input_effective_bias,
+                                             g.hidden_to_q3_12, g.hidden_weights, g.hidden_effective_bias,
+                                             QLSTM_ACTIVATION_SIGMOID};
+  reference::gate(as_lstm_gate, args, out_q0_15);
+}
+
+void new_gate(const qlstm_gru_gate_s8_params& g, const qlstm_requant& reset_times_hidden, const GateArgs& args,
+              const int16_t* reset_q0_15, int16_t* new_q0_15) {
+  for (int32_t b = 0; b < args.rows; ++b) {
+    const int8_t* x = args.x + b * args.x_row_stride;
+    const int8_t* h = args.h + b * args.h_row_stride;
+    const ptrdiff_t base = static_cast<ptrdiff_t>(b) * args.hidden_size;
+    for (int32_t r = 0; r < args.hidden_size; ++r) {
+      const int16_t x_part_q3_12 =
+          matmul_part_q3_12(x, g.input_weights + static_cast<ptrdiff_t>(r) * args.input_size, args.input_size,
+                            g.input_effective_bias[r], g.input_to_q3_12);
+      const int16_t h_part_q3_12 =
+          matmul_part_q3_12(h, g.hidden_weights + static_cast<ptrdiff_t>(r) * args.hidden_size, args.hidden_size,
+                            g.hidden_effective_bias[r], g.hidden_to_q3_12);
+      const int32_t gated_q3_12 = reset_product_q3_12(reset_q0_15[base + r], h_part_q3_12, reset_times_hidden);
+      new_q0_15[base + r] = new_gate_q0_15(x_part_q3_12, gated_q3_12);
+    }
+  }
+}
+
+void update(const qlstm_requant& update_times_difference, int32_t count, const int16_t* update_q0_15,
+            const int16_t* new_q0_15, int16_t* hidden_q0_15) {
+  for (int32_t k = 0; k < count; ++k) {
+    hidden_q0_15[k] = updated_hidden_q0_15(update_q0_15[k], new_q0_15[k], hidden_q0_15[k], update_times_difference);
+  }
+}
+
+void output(const qlstm_requant& hidden_to_output, int32_t zero_point, int32_t rows, int32_t hidden_size,
+            const int16_t* hidden_q0_15, int8_t* y, ptrdiff_t y_row_stride) {
+  for (int32_t b = 0; b < rows; ++b) {
+    const int16_t* h = hidden_q0_15 + static_cast<ptrdiff_t>(b) * hidden_size;
+    int8_t* row = y + b * y_row_stride;
+    for (int32_t r = 0; r < hidden_size; ++r) row[r] = hidden_to_output_s8(h[r], hidden_to_output, zero_point);
+  }
+}
+
+void step(const qlstm_gru_s8_params& p, const GateArgs& args, const StepBuffers& buffers, int16_t* hidden_q0_15,
+          int8_t* y, ptrdiff_t y_row_stride) {
+  sigmoid_gate(p.gates[QLSTM_GRU_GATE_RESET], args, buffers.reset_q0_15);
+  sigmoid_gate(p.gates[QLSTM_GRU_GATE_UPDATE], args, buffers.update_q0_15);
+  new_gate(p.gates[QLSTM_GRU_GATE_NEW], p.reset_times_hidden_to_q3_12, args, buffers.reset_q0_15,
+           buffers.new_q0_15);
+  update(p.update_times_difference_to_q0_15, args.rows * args.hidden_size, buffers.update_q0_15, buffers.new_q0_15,
+         hidden_q0_15);
+  output(p.hidden_q0_15_to_output, p.output_zero_point, args.rows, args.hidden_size, hidden_q0_15, y, y_row_stride);
+}
+
+}  // namespace gru_reference
+}  // namespace qlstm

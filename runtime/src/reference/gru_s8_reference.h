@@ -1,0 +1,55 @@
+// The GRU's reference stages (docs/arithmetic.md §13), each exposed for its own tests: the
+// elementwise arithmetic, the row stages built from it, and one time step.
+#ifndef QLSTM_SRC_REFERENCE_GRU_S8_REFERENCE_H_
+#define QLSTM_SRC_REFERENCE_GRU_S8_REFERENCE_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "qlstm/gru_s8.h"
+#include "qlstm/kernels.h"
+
+namespace qlstm {
+namespace gru_reference {
+
+// ---- Elementwise.
+// gated = RQ(r * h_part, reset_times_hidden): Q0.15 x Q3.12 -> Q3.12, not saturated.
+int32_t reset_product_q3_12(int16_t reset_q0_15, int16_t h_part_q3_12, const qlstm_requant& reset_times_hidden);
+// n = tanh_q0_15(sat16(x_part + gated), 0), the add wrapping in int32.
+int16_t new_gate_q0_15(int16_t x_part_q3_12, int32_t gated_q3_12);
+// h' = sat16(n + RQ(z * (h - n), update_times_difference)), the add wrapping in int32.
+int16_t updated_hidden_q0_15(int16_t update_q0_15, int16_t new_q0_15, int16_t hidden_q0_15,
+                             const qlstm_requant& update_times_difference);
+// h8 = sat8(RQ(h, hidden_to_output) + zero_point), the add wrapping in int32.
+int8_t hidden_to_output_s8(int16_t hidden_q0_15, const qlstm_requant& hidden_to_output, int32_t zero_point);
+
+// ---- Row stages, for args.rows batch rows of args.hidden_size units; args.h (the int8
+// recurrent operand) is never null: the GRU always has its recurrent term.
+// r or z: the LSTM's gate (§3) with sigmoid, out[rows][H].
+void sigmoid_gate(const qlstm_gru_gate_s8_params& g, const GateArgs& args, int16_t* out_q0_15);
+// n from its two matmuls and r[rows][H]: new_q0_15[rows][H].
+void new_gate(const qlstm_gru_gate_s8_params& g, const qlstm_requant& reset_times_hidden, const GateArgs& args,
+              const int16_t* reset_q0_15, int16_t* new_q0_15);
+// hidden_q0_15[k] = updated_hidden_q0_15(z[k], n[k], hidden_q0_15[k]), k < count.
+void update(const qlstm_requant& update_times_difference, int32_t count, const int16_t* update_q0_15,
+            const int16_t* new_q0_15, int16_t* hidden_q0_15);
+// y[b][r] = hidden_to_output_s8(hidden_q0_15[b][r]); row b of y at y + b * y_row_stride.
+void output(const qlstm_requant& hidden_to_output, int32_t zero_point, int32_t rows, int32_t hidden_size,
+            const int16_t* hidden_q0_15, int8_t* y, ptrdiff_t y_row_stride);
+
+// The three int16 [rows][H] gate buffers of a step.
+struct StepBuffers {
+  int16_t* reset_q0_15;
+  int16_t* update_q0_15;
+  int16_t* new_q0_15;
+};
+// One time step: r, z, n from x and the recurrent operand args.h, then hidden_q0_15[rows][H] in
+// place, then its int8 rows y. All three gates read args.h before y is written, so y may be
+// args.h (the final-state-only walk).
+void step(const qlstm_gru_s8_params& p, const GateArgs& args, const StepBuffers& buffers, int16_t* hidden_q0_15,
+          int8_t* y, ptrdiff_t y_row_stride);
+
+}  // namespace gru_reference
+}  // namespace qlstm
+
+#endif  // QLSTM_SRC_REFERENCE_GRU_S8_REFERENCE_H_
