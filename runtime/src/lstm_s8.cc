@@ -13,7 +13,6 @@ namespace {
 constexpr int64_t kGateBuffers = 3;
 
 using Failure = FieldFailure;
-constexpr Failure kNoFailure = kNoFieldFailure;
 
 bool dims_ok(const qlstm_lstm_dims& d) {
   return sequence_dims_ok(d.batch, d.time_steps, d.input_size, d.hidden_size,
