@@ -362,6 +362,10 @@ std::vector<float> block_rows(const std::vector<float>& stacked, int32_t block, 
 
 namespace {
 
+// The largest hidden or input size read from a model: 8H and 4H x I stay far inside int64 and
+// every size the compiler derives fits its int32 fields.
+constexpr int64_t kMaxLayerSize = int64_t{1} << 20;
+
 // One LSTM node, checked and read.
 struct NodeInfo {
   const onnx::NodeProto* node = nullptr;
@@ -429,12 +433,23 @@ bool read_node(const Graph& g, const onnx::NodeProto& lstm, NodeInfo* info, std:
     return false;
   }
   if (info->hidden < 1) problems->push_back(label + ": attribute hidden_size missing or < 1");
+  // A damaged file may hold any int64: sizes are bounded before the shape arithmetic (8H, 4H x I)
+  // and the compiler's int32 sizes use them.
+  if (info->hidden > kMaxLayerSize) {
+    problems->push_back(label + ": attribute hidden_size " + std::to_string(info->hidden) + " is above " +
+                        std::to_string(kMaxLayerSize));
+    info->hidden = -1;
+  }
   // Shapes: W [D][4H][I] fixes I; R [D][4H][H]; B [D][8H].
   const int64_t D = info->directions, H = info->hidden;
   const onnx::TensorProto* w = constant_tensor(g, lstm.input(kW));
   if (w != nullptr && w->dims_size() == 3) info->input_size = w->dims(2);
   if (weights_readable && w != nullptr && (w->dims_size() != 3 || info->input_size < 1)) {
     problems->push_back(label + ": W must have shape [num_directions, 4*hidden_size, input_size]");
+  } else if (info->input_size > kMaxLayerSize) {
+    problems->push_back(label + ": input_size " + std::to_string(info->input_size) + " (W's last axis) is above " +
+                        std::to_string(kMaxLayerSize));
+    info->input_size = -1;
   }
   if (!weights_readable) {
     // reported above

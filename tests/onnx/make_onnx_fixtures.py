@@ -207,6 +207,9 @@ def refused_plain():
     bad = numpy_helper.from_array(np.ones((1, 12, 3), np.float32), "R2")
     plain("plain_wrong_initializer_shape", extra_inits=[bad], inputs=["X", "W", "R2", "B"])
     expect("plain_wrong_initializer_shape", error="R has shape [1, 12, 3], expected [1, 16, 4]")
+    # A damaged size must be refused before the shape arithmetic 4H x I can overflow int64.
+    plain("plain_huge_hidden_size", attrs={"hidden_size": 2**62})
+    expect("plain_huge_hidden_size", error="attribute hidden_size 4611686018427387904 is above 1048576")
     relu = helper.make_node("Relu", ["X_src"], ["X"], name="relu0")
     plain("plain_lstm_input_not_graph_input", pre_nodes=[relu], x_is_input=False)
     expect("plain_lstm_input_not_graph_input", input_size=3, front=["Relu"],
