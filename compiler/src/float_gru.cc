@@ -40,6 +40,26 @@ FloatGru FloatGru::from_torch(int32_t input_size, int32_t hidden_size, const std
   return gru;
 }
 
+FloatLstm as_layer(const FloatGru& gru) {
+  FloatLstm l;
+  l.cell = CellKind::kGru;
+  l.input_size = gru.input_size;
+  l.hidden_size = gru.hidden_size;
+  l.reverse = gru.reverse;
+  std::copy(gru.gates.begin(), gru.gates.end(), l.gates.begin());
+  return l;
+}
+
+FloatGru gru_of(const FloatLstm& layer) {
+  if (layer.cell != CellKind::kGru) throw CompileError("an LSTM layer where a GRU was expected");
+  FloatGru gru;
+  gru.input_size = layer.input_size;
+  gru.hidden_size = layer.hidden_size;
+  gru.reverse = layer.reverse;
+  std::copy(layer.gates.begin(), layer.gates.begin() + kGruGateCount, gru.gates.begin());
+  return gru;
+}
+
 void FloatGru::validate() const {
   validate_gates("GRU", gates.data(), kGruGateNames, kGruGateCount, input_size, hidden_size);
 }

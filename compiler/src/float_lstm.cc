@@ -4,6 +4,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "qlstm/compiler/float_gru.h"
 #include "qlstm/kernels.h"
 
 namespace qlstm {
@@ -108,7 +109,10 @@ FloatLstm FloatLstm::from_torch(int32_t input_size, int32_t hidden_size,
   return l;
 }
 
+const char* cell_kind_name(CellKind k) { return k == CellKind::kGru ? "GRU" : "LSTM"; }
+
 void FloatLstm::validate() const {
+  if (cell == CellKind::kGru) return gru_of(*this).validate();
   const char* names[QLSTM_GATE_COUNT];
   for (int32_t g = 0; g < QLSTM_GATE_COUNT; ++g) names[g] = gate_name(g);
   validate_gates("LSTM", gates.data(), names, QLSTM_GATE_COUNT, input_size, hidden_size);
@@ -116,6 +120,10 @@ void FloatLstm::validate() const {
 
 FloatResult run_float(const FloatLstm& lstm, const float* x, const SequenceShape& shape,
                       const float* h0, const float* c0, const StepVisitor& visit) {
+  if (lstm.cell == CellKind::kGru) {
+    FloatGruResult g = run_float_gru(gru_of(lstm), x, shape, h0, visit);
+    return {std::move(g.output), std::move(g.h_n), std::vector<float>(g.h_n.size(), 0.0f)};
+  }
   const int32_t B = shape.batch, T = shape.time_steps, I = lstm.input_size, H = lstm.hidden_size;
   const bool tm = shape.layout == Layout::kTimeMajor;
   FloatResult r;

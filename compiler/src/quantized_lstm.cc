@@ -278,7 +278,7 @@ FloatResult OpObservation::add(const FloatLstm& source, CalibrationSequence sequ
       sequence.h0.empty() ? nullptr : sequence.h0.data(), sequence.c0.empty() ? nullptr : sequence.c0.data(),
       [&](const double* c, const double* h, int32_t n) {
         for (int32_t u = 0; u < n; ++u) {
-          seq_cell_max = std::max(seq_cell_max, std::fabs(c[u]));
+          if (c != nullptr) seq_cell_max = std::max(seq_cell_max, std::fabs(c[u]));  // a GRU has no cell
           seq_sum_h[static_cast<size_t>(u)] += h[u];
           if (validation) continue;
           sum_h[static_cast<size_t>(u)] += h[u];

@@ -669,7 +669,7 @@ EvalRuns run_both(const OnnxLstm& onnx, const CompiledModel& m, const SequenceTe
                             st.c0.empty() ? nullptr : st.c0.data(),
                             [&sat](int32_t op, const double* c, const double* h, int32_t H) {
                               for (int32_t u = 0; u < H; ++u) {
-                                sat.cell[static_cast<size_t>(op)].add(c[u]);
+                                if (c != nullptr) sat.cell[static_cast<size_t>(op)].add(c[u]);  // a GRU has none
                                 sat.hidden[static_cast<size_t>(op)].add(h[u]);
                               }
                             });

@@ -31,6 +31,11 @@ struct FloatGru {
   void validate() const;
 };
 
+// The GRU as a program layer (FloatLstm with cell kGru) and back; gru_of throws CompileError for
+// a layer that is not a GRU.
+FloatLstm as_layer(const FloatGru& gru);
+FloatGru gru_of(const FloatLstm& layer);
+
 struct FloatGruResult {
   std::vector<float> output;  // [B][T][H] or [T][B][H], as the input
   std::vector<float> h_n;     // [B][H]

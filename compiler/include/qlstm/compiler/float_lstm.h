@@ -29,6 +29,17 @@ struct FloatGate {
   std::vector<float> bias_h;  // [H] (PyTorch bias_hh block)
 };
 
+// The recurrent cell of a layer.
+enum class CellKind {
+  kLstm,  // four gates, by qlstm_gate_index
+  kGru,   // three gates, by GruGate (reset, update, new) in gates[0..2]; gates[3] unused (float_gru.h)
+};
+const char* cell_kind_name(CellKind k);  // "LSTM", "GRU"
+
+// One recurrent layer of a program (one direction). Its cell is an LSTM unless `cell` says GRU:
+// the program, its importer and its compiler handle stacking, directions and state once for
+// both; what differs (the gates, the float run, the derivation) dispatches on `cell`
+// (float_gru.h converts to and from FloatGru).
 // Gates are stored by name, indexed by qlstm_gate_index (forget, input, cell, output). Each
 // importer translates its framework's stacking order into this, once: from_torch() for
 // PyTorch's i, f, g, o.
@@ -37,6 +48,8 @@ struct FloatLstm {
   int32_t hidden_size = 0;
   std::array<FloatGate, QLSTM_GATE_COUNT> gates;
   bool reverse = false;  // ONNX direction "reverse": time runs from the last step to the first
+  CellKind cell = CellKind::kLstm;
+  int32_t gate_count() const { return cell == CellKind::kGru ? 3 : QLSTM_GATE_COUNT; }
 
   // weight_ih [4H][I], weight_hh [4H][H], bias_ih [4H], bias_hh [4H] (either bias may be empty
   // for "no bias"), stacked in PyTorch's order i, f, g, o.
@@ -75,13 +88,15 @@ struct SequenceShape {
 struct FloatResult {
   std::vector<float> output;  // [B][T][H] or [T][B][H], as the input
   std::vector<float> h_n;     // [B][H]
-  std::vector<float> c_n;     // [B][H]
+  std::vector<float> c_n;     // [B][H]; a GRU's: zeros (it has no cell)
 };
 
-// Called after every step with the new cell and hidden values of one batch row ([H] each).
+// Called after every step with the new cell and hidden values of one batch row ([H] each; cell
+// null for a GRU).
 using StepVisitor = std::function<void(const double* cell, const double* hidden, int32_t H)>;
 
-// Evaluates the LSTM in double precision. h0/c0 ([B][H]) may be null for a zero state.
+// Evaluates the layer (LSTM or GRU) in double precision. h0/c0 ([B][H]) may be null for a zero
+// state; a GRU ignores c0.
 FloatResult run_float(const FloatLstm& lstm, const float* x, const SequenceShape& shape,
                       const float* h0 = nullptr, const float* c0 = nullptr,
                       const StepVisitor& visit = nullptr);
