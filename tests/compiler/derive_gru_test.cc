@@ -268,6 +268,10 @@ TEST(DeriveGru, RefusalsNameTheGateAndTheQuantity) {
                {"gate 'reset': input-to-Q3.12 multiplier"});
   expect_error([&] { derive_gru_params(gru, AffineQuant{1e5, 0}, out, {}); },
                {"gate 'reset': input accumulator of row 0 can reach"});
+  // An output scale below 2^-30: QM(2^-15 / s_out) needs a left shift beyond 15, which wraps
+  // h_q0_15 (|h| <= 2^15) in the kernel's 32-bit pre-shift. (No biases: b_hn would overflow first.)
+  expect_error([&] { derive_gru_params(random_gru(I, H, 5, false, false), in, AffineQuant{1e-10, 0}, {}); },
+               {"output: scale", "too fine for the Q0.15 hidden state"});
   DeriveOptions adaptive;
   adaptive.weight_rounding = WeightRounding::kAdaptive;
   expect_error([&] { derive_gru_params(gru, in, out, adaptive); }, {"weight_rounding adaptive", "new gate"});
