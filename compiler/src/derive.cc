@@ -29,6 +29,37 @@ const double kActivationScale = std::ldexp(1.0, -kQ0_15FractionalBits);  // Q0.1
 
 std::string gate_label(int32_t g) { return std::string("gate '") + gate_name(g) + "'"; }
 
+// Rounds a float bias to int32 at `scale`; `what` names the bias and `scale_what` its scale.
+int32_t quantize_bias(double b, double scale, const std::string& label, const char* what, int32_t row,
+                      const char* scale_what) {
+  const double bq = std::nearbyint(b / scale);
+  if (!(std::fabs(bq) <= static_cast<double>(kInt32Max))) {
+    std::ostringstream s;
+    s << label << ": " << what << "[" << row << "] = " << b << " overflows int32 at its scale " << scale << " ("
+      << scale_what << ")";
+    throw CompileError(s.str());
+  }
+  return static_cast<int32_t>(bq);
+}
+
+// bias_q - zero_point * rowsum(w), the zero point folded into the bias (docs/arithmetic.md §1).
+int32_t effective_bias(int32_t bias_q, int32_t zero_point, const int8_t* w, int32_t n, const std::string& label,
+                       const char* side, const char* zero_point_name, int32_t row) {
+  int64_t rowsum = 0;
+  for (int32_t j = 0; j < n; ++j) rowsum += w[j];
+  const int64_t eff = static_cast<int64_t>(bias_q) - zero_point * rowsum;
+  if (std::llabs(eff) > kInt32Max) {
+    throw CompileError(label + ": " + side + " effective bias of row " + std::to_string(row) + " overflows int32 (bias plus " +
+                       zero_point_name + " zero point times row sum)");
+  }
+  return static_cast<int32_t>(eff);
+}
+
+// Bias correction: adds (W - s W_q) . mean, one product at a time, to `b`.
+void add_weight_error(double* b, const float* w, const int8_t* q, double scale, const double* mean, int32_t n) {
+  for (int32_t j = 0; j < n; ++j) *b += (w[j] - scale * q[j]) * mean[j];
+}
+
 int8_t quantize_weight(double w, double scale) {
   return static_cast<int8_t>(std::clamp(std::nearbyint(w / scale), static_cast<double>(kWeightQMin),
                                         static_cast<double>(kWeightQMax)));
@@ -50,14 +81,14 @@ int64_t accumulator_bound(int32_t bias, const int8_t* w, int32_t n) {
   return std::abs(static_cast<int64_t>(bias)) + kMaxAbsActivation * s;
 }
 
-void check_accumulators(int32_t g, const char* side, const std::vector<int32_t>& bias,
+void check_accumulators(const std::string& label, const char* side, const std::vector<int32_t>& bias,
                         const std::vector<int8_t>& w, int32_t cols, const qlstm_requant& q) {
   const int32_t left = std::max(q.shift, 0);
   for (size_t r = 0; r < bias.size(); ++r) {
     const int64_t bound = accumulator_bound(bias[r], w.data() + r * static_cast<size_t>(cols), cols);
     if ((bound << left) > kInt32Max) {
       std::ostringstream s;
-      s << gate_label(g) << ": " << side << " accumulator of row " << r << " can reach " << bound
+      s << label << ": " << side << " accumulator of row " << r << " can reach " << bound
         << (left > 0 ? " before a left shift of " + std::to_string(left) : std::string())
         << ", beyond int32: the kernel would wrap. Reduce the bias or the weights' range, or "
            "widen the boundary scale";
@@ -236,16 +267,68 @@ double quantize_weights(const std::vector<float>& w, WeightScaleMethod method, d
   return scale;
 }
 
-DerivedLstm derive_params(const FloatLstm& lstm, const AffineQuant& input,
-                          const AffineQuant& output, const CellScaleChoice& cell,
-                          const DeriveOptions& options) {
-  lstm.validate();
+void check_derive_inputs(const AffineQuant& input, const AffineQuant& output, const DeriveOptions& options,
+                         int32_t input_size, int32_t hidden_size) {
   if (!(input.scale > 0) || !std::isfinite(input.scale)) {
     throw CompileError("input: scale must be positive and finite");
   }
   if (!(output.scale > 0) || !std::isfinite(output.scale)) {
     throw CompileError("output: scale must be positive and finite");
   }
+  if (options.bias_correction && (options.mean_x.size() != static_cast<size_t>(input_size) ||
+                                  options.mean_h.size() != static_cast<size_t>(hidden_size))) {
+    throw CompileError("bias correction: needs the calibration means of x [I] and h [H]");
+  }
+}
+
+void derive_gate(const FloatGate& fg, int32_t I, int32_t H, const AffineQuant& input, const AffineQuant& output,
+                 const DeriveOptions& options, int32_t block_gate, RecurrentBias recurrent_bias,
+                 const std::vector<double>* rounding_moment, const std::string& label, DerivedGate* dg) {
+  dg->w_x_scale = quantize_weights(fg.w_x, options.weight_method,
+                                   options.weight_clip_ratio[weight_block(block_gate, false)], &dg->w_x);
+  dg->w_h_scale = quantize_weights(fg.w_h, options.weight_method,
+                                   options.weight_clip_ratio[weight_block(block_gate, true)], &dg->w_h);
+  if (rounding_moment) {
+    round_gate_adaptive(fg, static_cast<size_t>(I), static_cast<size_t>(H), *rounding_moment, dg);
+  }
+  const bool folded = recurrent_bias == RecurrentBias::kFolded;
+  const double input_bias_scale = input.scale * dg->w_x_scale;
+  const double recurrent_bias_scale = output.scale * dg->w_h_scale;
+  dg->bias_q.resize(static_cast<size_t>(H));
+  dg->input_effective_bias.resize(static_cast<size_t>(H));
+  dg->hidden_effective_bias.resize(static_cast<size_t>(H));
+  for (int32_t r = 0; r < H; ++r) {
+    const size_t row_x = static_cast<size_t>(r) * I, row_h = static_cast<size_t>(r) * H;
+    double b = folded ? static_cast<double>(fg.bias_x[r]) + fg.bias_h[r] : static_cast<double>(fg.bias_x[r]);
+    double b_recurrent = folded ? 0.0 : static_cast<double>(fg.bias_h[r]);
+    if (options.bias_correction) {
+      add_weight_error(&b, &fg.w_x[row_x], &dg->w_x[row_x], dg->w_x_scale, options.mean_x.data(), I);
+      add_weight_error(folded ? &b : &b_recurrent, &fg.w_h[row_h], &dg->w_h[row_h], dg->w_h_scale,
+                       options.mean_h.data(), H);
+    }
+    dg->bias_q[r] = quantize_bias(b, input_bias_scale, label, folded ? "bias" : "input bias", r,
+                                  "input scale x input weight scale");
+    const int32_t recurrent_q =
+        folded ? 0 : quantize_bias(b_recurrent, recurrent_bias_scale, label, "recurrent bias", r,
+                                   "output scale x recurrent weight scale");
+    dg->input_effective_bias[r] =
+        effective_bias(dg->bias_q[r], input.zero_point, &dg->w_x[row_x], I, label, "input", "input", r);
+    dg->hidden_effective_bias[r] =
+        effective_bias(recurrent_q, output.zero_point, &dg->w_h[row_h], H, label, "recurrent", "output", r);
+  }
+  dg->input_to_q3_12 = quantize_multiplier(input.scale * dg->w_x_scale / kGateScale,
+                                           label + ": input-to-Q3.12 multiplier");
+  dg->hidden_to_q3_12 = quantize_multiplier(output.scale * dg->w_h_scale / kGateScale,
+                                            label + ": recurrent-to-Q3.12 multiplier");
+  check_accumulators(label, "input", dg->input_effective_bias, dg->w_x, I, dg->input_to_q3_12);
+  check_accumulators(label, "recurrent", dg->hidden_effective_bias, dg->w_h, H, dg->hidden_to_q3_12);
+}
+
+DerivedLstm derive_params(const FloatLstm& lstm, const AffineQuant& input,
+                          const AffineQuant& output, const CellScaleChoice& cell,
+                          const DeriveOptions& options) {
+  lstm.validate();
+  check_derive_inputs(input, output, options, lstm.input_size, lstm.hidden_size);
   if (cell.power < kCellScalePowerMin || cell.power > kCellScalePowerMax) {
     throw CompileError("cell scale power " + std::to_string(cell.power) + " outside [-15, 2]");
   }
@@ -253,21 +336,10 @@ DerivedLstm derive_params(const FloatLstm& lstm, const AffineQuant& input,
     throw CompileError("cell clip " + std::to_string(options.cell_clip) + " outside [0, 32767]");
   }
   const int32_t I = lstm.input_size, H = lstm.hidden_size;
-  DerivedLstm d;
-  d.input_size = I;
-  d.hidden_size = H;
-  d.input = input;
-  d.output = output;
+  DerivedLstm d = derived_layer<DerivedLstm>(I, H, input, output);
   d.cell = cell;
   d.cell_clip = options.cell_clip;
-  d.options = options;
-  d.options.mean_x.clear();
-  d.options.mean_h.clear();
-  d.options.operand_second_moment.clear();
-  if (options.bias_correction &&
-      (options.mean_x.size() != static_cast<size_t>(I) || options.mean_h.size() != static_cast<size_t>(H))) {
-    throw CompileError("bias correction: needs the calibration means of x [I] and h [H]");
-  }
+  d.options = options_as_derived(options);
   const size_t operands = static_cast<size_t>(I) + static_cast<size_t>(H);
   if (options.weight_rounding == WeightRounding::kAdaptive &&
       options.operand_second_moment.size() != operands * operands) {
@@ -288,59 +360,12 @@ DerivedLstm derive_params(const FloatLstm& lstm, const AffineQuant& input,
       }
     }
   }
+  const bool adaptive = options.weight_rounding == WeightRounding::kAdaptive;
   for (int32_t g = 0; g < QLSTM_GATE_COUNT; ++g) {
-    const FloatGate& fg = lstm.gates[static_cast<size_t>(g)];
     DerivedGate& dg = d.gates[static_cast<size_t>(g)];
     dg.activation = g == QLSTM_GATE_CELL ? QLSTM_ACTIVATION_TANH : QLSTM_ACTIVATION_SIGMOID;
-    dg.w_x_scale = quantize_weights(fg.w_x, options.weight_method,
-                                    options.weight_clip_ratio[weight_block(g, false)], &dg.w_x);
-    dg.w_h_scale = quantize_weights(fg.w_h, options.weight_method,
-                                    options.weight_clip_ratio[weight_block(g, true)], &dg.w_h);
-    if (options.weight_rounding == WeightRounding::kAdaptive) {
-      round_gate_adaptive(fg, static_cast<size_t>(I), static_cast<size_t>(H), rounding_moment, &dg);
-    }
-    const double bias_scale = input.scale * dg.w_x_scale;
-    dg.bias_q.resize(static_cast<size_t>(H));
-    dg.input_effective_bias.resize(static_cast<size_t>(H));
-    dg.hidden_effective_bias.resize(static_cast<size_t>(H));
-    for (int32_t r = 0; r < H; ++r) {
-      double b = static_cast<double>(fg.bias_x[r]) + fg.bias_h[r];
-      if (options.bias_correction) {
-        for (int32_t j = 0; j < I; ++j) {
-          const size_t k = static_cast<size_t>(r) * I + j;
-          b += (fg.w_x[k] - dg.w_x_scale * dg.w_x[k]) * options.mean_x[j];
-        }
-        for (int32_t j = 0; j < H; ++j) {
-          const size_t k = static_cast<size_t>(r) * H + j;
-          b += (fg.w_h[k] - dg.w_h_scale * dg.w_h[k]) * options.mean_h[j];
-        }
-      }
-      const double bq = std::nearbyint(b / bias_scale);
-      if (!(std::fabs(bq) <= static_cast<double>(kInt32Max))) {
-        std::ostringstream s;
-        s << gate_label(g) << ": bias[" << r << "] = " << b << " overflows int32 at its scale "
-          << bias_scale << " (input scale x input weight scale)";
-        throw CompileError(s.str());
-      }
-      dg.bias_q[r] = static_cast<int32_t>(bq);
-      int64_t rowsum_x = 0, rowsum_h = 0;
-      for (int32_t j = 0; j < I; ++j) rowsum_x += dg.w_x[static_cast<size_t>(r) * I + j];
-      for (int32_t j = 0; j < H; ++j) rowsum_h += dg.w_h[static_cast<size_t>(r) * H + j];
-      const int64_t eff_x = static_cast<int64_t>(dg.bias_q[r]) - input.zero_point * rowsum_x;
-      const int64_t eff_h = -static_cast<int64_t>(output.zero_point) * rowsum_h;
-      if (std::llabs(eff_x) > kInt32Max) {
-        throw CompileError(gate_label(g) + ": input effective bias of row " + std::to_string(r) +
-                           " overflows int32 (bias plus input zero point times row sum)");
-      }
-      dg.input_effective_bias[r] = static_cast<int32_t>(eff_x);
-      dg.hidden_effective_bias[r] = static_cast<int32_t>(eff_h);  // |eff_h| <= 128 * 128 * H
-    }
-    dg.input_to_q3_12 = quantize_multiplier(input.scale * dg.w_x_scale / kGateScale,
-                                            gate_label(g) + ": input-to-Q3.12 multiplier");
-    dg.hidden_to_q3_12 = quantize_multiplier(output.scale * dg.w_h_scale / kGateScale,
-                                             gate_label(g) + ": recurrent-to-Q3.12 multiplier");
-    check_accumulators(g, "input", dg.input_effective_bias, dg.w_x, I, dg.input_to_q3_12);
-    check_accumulators(g, "recurrent", dg.hidden_effective_bias, dg.w_h, H, dg.hidden_to_q3_12);
+    derive_gate(lstm.gates[static_cast<size_t>(g)], I, H, input, output, options, g, RecurrentBias::kFolded,
+                adaptive ? &rounding_moment : nullptr, gate_label(g), &dg);
   }
   const double cell_scale = std::ldexp(1.0, cell.power);
   d.forget_times_cell_to_cell = quantize_multiplier(kActivationScale, "forget-times-cell multiplier");
@@ -357,64 +382,59 @@ DerivedLstm derive_params(const FloatLstm& lstm, const AffineQuant& input,
   return d;
 }
 
-qlstm_lstm_s8_params DerivedLstm::kernel_params(int32_t batch, int32_t time_steps,
-                                                Layout layout) const {
-  qlstm_lstm_s8_params p{};
-  p.dims = {batch, time_steps, input_size, hidden_size};
-  p.layout = layout == Layout::kTimeMajor ? QLSTM_LAYOUT_TIME_MAJOR : QLSTM_LAYOUT_BATCH_MAJOR;
-  for (size_t g = 0; g < gates.size(); ++g) {
-    const DerivedGate& dg = gates[g];
-    p.gates[g] = {dg.input_to_q3_12, dg.w_x.data(), dg.input_effective_bias.data(),
-                  dg.hidden_to_q3_12, dg.w_h.data(), dg.hidden_effective_bias.data(),
-                  dg.activation};
-  }
-  p.forget_times_cell_to_cell = forget_times_cell_to_cell;
-  p.input_times_cell_gate_to_cell = input_times_cell_gate_to_cell;
-  p.output_times_tanh_cell_to_hidden = output_times_tanh_cell_to_hidden;
-  p.cell_scale_power = cell.power;
-  p.cell_clip = cell_clip;
-  p.output_zero_point = output.zero_point;
-  p.time_direction = time_direction;
-  p.output_steps = output_steps;
-  return p;
-}
-
-DerivedLstm DerivedLstm::from_kernel_params(const qlstm_lstm_s8_params& p, const AffineQuant& input,
-                                            const AffineQuant& output) {
-  if (p.output_zero_point != output.zero_point) {
-    throw CompileError("output_zero_point " + std::to_string(p.output_zero_point) +
-                       " is not the output quantization's zero point " + std::to_string(output.zero_point));
-  }
-  DerivedLstm d;
-  d.input_size = p.dims.input_size;
-  d.hidden_size = p.dims.hidden_size;
-  d.input = input;
-  d.output = output;
-  const size_t I = static_cast<size_t>(std::max(p.dims.input_size, 0));
-  const size_t H = static_cast<size_t>(std::max(p.dims.hidden_size, 0));
+void copy_kernel_gate_arrays(const int8_t* input_weights, const int32_t* input_effective_bias,
+                             const int8_t* hidden_weights, const int32_t* hidden_effective_bias,
+                             int32_t input_size, int32_t hidden_size, DerivedGate* dg) {
+  const size_t I = static_cast<size_t>(std::max(input_size, 0));
+  const size_t H = static_cast<size_t>(std::max(hidden_size, 0));
   // The arrays may sit unaligned in a file's bytes: copied bytewise.
   auto copy = [](auto& v, const void* from, size_t n) {
     v.resize(n);
     if (n > 0) std::memcpy(v.data(), from, n * sizeof(v[0]));
   };
-  for (size_t g = 0; g < d.gates.size(); ++g) {
-    const qlstm_gate_s8_params& pg = p.gates[g];
-    DerivedGate& dg = d.gates[g];
-    dg.input_to_q3_12 = pg.input_to_q3_12;
-    dg.hidden_to_q3_12 = pg.hidden_to_q3_12;
-    dg.activation = pg.activation;
-    copy(dg.w_x, pg.input_weights, H * I);
-    copy(dg.input_effective_bias, pg.input_effective_bias, H);
-    copy(dg.w_h, pg.hidden_weights, H * H);
-    copy(dg.hidden_effective_bias, pg.hidden_effective_bias, H);
+  copy(dg->w_x, input_weights, H * I);
+  copy(dg->input_effective_bias, input_effective_bias, H);
+  copy(dg->w_h, hidden_weights, H * H);
+  copy(dg->hidden_effective_bias, hidden_effective_bias, H);
+}
+
+DeriveOptions options_as_derived(const DeriveOptions& options) {
+  DeriveOptions o = options;
+  o.mean_x.clear();
+  o.mean_h.clear();
+  o.operand_second_moment.clear();
+  return o;
+}
+
+void check_output_zero_point(int32_t output_zero_point, const AffineQuant& output) {
+  if (output_zero_point != output.zero_point) {
+    throw CompileError("output_zero_point " + std::to_string(output_zero_point) +
+                       " is not the output quantization's zero point " + std::to_string(output.zero_point));
   }
+}
+
+qlstm_lstm_s8_params DerivedLstm::kernel_params(int32_t batch, int32_t time_steps,
+                                                Layout layout) const {
+  qlstm_lstm_s8_params p{};
+  common_kernel_params(*this, batch, time_steps, layout, &p);
+  for (size_t g = 0; g < gates.size(); ++g) p.gates[g].activation = gates[g].activation;
+  p.forget_times_cell_to_cell = forget_times_cell_to_cell;
+  p.input_times_cell_gate_to_cell = input_times_cell_gate_to_cell;
+  p.output_times_tanh_cell_to_hidden = output_times_tanh_cell_to_hidden;
+  p.cell_scale_power = cell.power;
+  p.cell_clip = cell_clip;
+  return p;
+}
+
+DerivedLstm DerivedLstm::from_kernel_params(const qlstm_lstm_s8_params& p, const AffineQuant& input,
+                                            const AffineQuant& output) {
+  DerivedLstm d = common_from_kernel_params<DerivedLstm>(p, input, output);
+  for (size_t g = 0; g < d.gates.size(); ++g) d.gates[g].activation = p.gates[g].activation;
   d.forget_times_cell_to_cell = p.forget_times_cell_to_cell;
   d.input_times_cell_gate_to_cell = p.input_times_cell_gate_to_cell;
   d.output_times_tanh_cell_to_hidden = p.output_times_tanh_cell_to_hidden;
   d.cell.power = p.cell_scale_power;
   d.cell_clip = p.cell_clip;
-  d.time_direction = p.time_direction;
-  d.output_steps = p.output_steps;
   return d;
 }
 

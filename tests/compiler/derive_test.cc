@@ -7,6 +7,7 @@
 #include <string>
 
 #include "naive_lstm.h"
+#include "zero_point_folding.h"
 #include "qlstm/activation_s16.h"
 #include "qlstm/compiler/derive.h"
 #include "qlstm/compiler/quantized_lstm.h"
@@ -87,25 +88,8 @@ TEST(Derive, ZeroPointFoldingIdentity) {
   std::mt19937_64 rng(9);
   for (int g = 0; g < QLSTM_GATE_COUNT; ++g) {
     const DerivedGate& dg = d.gates[static_cast<size_t>(g)];
-    for (int trial = 0; trial < 50; ++trial) {
-      std::vector<int8_t> x(I), h(H);
-      for (auto& v : x) v = static_cast<int8_t>(rng());
-      for (auto& v : h) v = static_cast<int8_t>(rng());
-      for (int r = 0; r < H; ++r) {
-        int64_t with_zp = dg.bias_q[r], folded = dg.input_effective_bias[r];
-        int64_t h_with_zp = 0, h_folded = dg.hidden_effective_bias[r];
-        for (int j = 0; j < I; ++j) {
-          with_zp += (x[j] - in.zero_point) * dg.w_x[r * I + j];
-          folded += x[j] * dg.w_x[r * I + j];
-        }
-        for (int j = 0; j < H; ++j) {
-          h_with_zp += (h[j] - out.zero_point) * dg.w_h[r * H + j];
-          h_folded += h[j] * dg.w_h[r * H + j];
-        }
-        ASSERT_EQ(with_zp, folded);
-        ASSERT_EQ(h_with_zp, h_folded);
-      }
-    }
+    const std::vector<int64_t> bias_x(dg.bias_q.begin(), dg.bias_q.end()), bias_h(H, 0);
+    testing_support::expect_zero_point_folding(dg, I, H, in, out, bias_x, bias_h, rng);
   }
   EXPECT_EQ(d.forget_times_cell_to_cell.multiplier, 1 << 30);
   EXPECT_EQ(d.forget_times_cell_to_cell.shift, -14);

@@ -133,6 +133,84 @@ DerivedLstm derive_params(const FloatLstm& lstm, const AffineQuant& input,
 double quantize_weights(const std::vector<float>& w, WeightScaleMethod method, double clip_ratio,
                         std::vector<int8_t>* q);
 
+// ---- Shared by derive_params and derive_gru_params (derive_gru.h).
+
+// Where a gate's float recurrent bias b_h goes: folded into the input side's bias (the LSTM's
+// gates, the GRU's r and z), or kept on the recurrent side at scale s_h * s_Wh (the GRU's n, whose
+// b_hn is multiplied by r: docs/arithmetic.md §13).
+enum class RecurrentBias { kFolded, kRecurrentSide };
+
+// Throws CompileError for a boundary scale that is not positive and finite, or bias correction
+// without calibration means of x [I] and h [H].
+void check_derive_inputs(const AffineQuant& input, const AffineQuant& output, const DeriveOptions& options,
+                         int32_t input_size, int32_t hidden_size);
+
+// One gate: int8 weights of both blocks (`block_gate`'s clip ratios in options.weight_clip_ratio),
+// then, when rounding_moment is set, adaptive rounding of each row against it; the effective
+// biases (bias-corrected if options say so), the Q3.12 multipliers, the accumulator checks.
+// `label` ("gate 'forget'") starts every error message. dg->activation is left to the caller.
+void derive_gate(const FloatGate& fg, int32_t input_size, int32_t hidden_size, const AffineQuant& input,
+                 const AffineQuant& output, const DeriveOptions& options, int32_t block_gate,
+                 RecurrentBias recurrent_bias, const std::vector<double>* rounding_moment,
+                 const std::string& label, DerivedGate* dg);
+
+// The options as a derived object records them: without the calibration means and second moment.
+DeriveOptions options_as_derived(const DeriveOptions& options);
+
+// A derived layer (DerivedLstm, DerivedGru) with its sizes and boundary quantizations set.
+template <class Derived>
+Derived derived_layer(int32_t input_size, int32_t hidden_size, const AffineQuant& input, const AffineQuant& output) {
+  Derived d;
+  d.input_size = input_size;
+  d.hidden_size = hidden_size;
+  d.input = input;
+  d.output = output;
+  return d;
+}
+
+// A kernel gate's arrays (they may sit unaligned in a file's bytes) copied bytewise.
+void copy_kernel_gate_arrays(const int8_t* input_weights, const int32_t* input_effective_bias,
+                             const int8_t* hidden_weights, const int32_t* hidden_effective_bias,
+                             int32_t input_size, int32_t hidden_size, DerivedGate* dg);
+
+// The fields the LSTM's and the GRU's parameter blocks share (dims, layout, the gates' matmuls,
+// output zero point, direction, output steps), from a derived layer and back; each layer's
+// kernel_params / from_kernel_params adds its own.
+template <class Derived, class Params>
+void common_kernel_params(const Derived& d, int32_t batch, int32_t time_steps, Layout layout, Params* p) {
+  p->dims = {batch, time_steps, d.input_size, d.hidden_size};
+  p->layout = layout == Layout::kTimeMajor ? QLSTM_LAYOUT_TIME_MAJOR : QLSTM_LAYOUT_BATCH_MAJOR;
+  for (size_t g = 0; g < d.gates.size(); ++g) {
+    const DerivedGate& dg = d.gates[g];
+    p->gates[g].input_to_q3_12 = dg.input_to_q3_12;
+    p->gates[g].input_weights = dg.w_x.data();
+    p->gates[g].input_effective_bias = dg.input_effective_bias.data();
+    p->gates[g].hidden_to_q3_12 = dg.hidden_to_q3_12;
+    p->gates[g].hidden_weights = dg.w_h.data();
+    p->gates[g].hidden_effective_bias = dg.hidden_effective_bias.data();
+  }
+  p->output_zero_point = d.output.zero_point;
+  p->time_direction = d.time_direction;
+  p->output_steps = d.output_steps;
+}
+// Throws CompileError when a parameter block's output zero point is not `output`'s.
+void check_output_zero_point(int32_t output_zero_point, const AffineQuant& output);
+template <class Derived, class Params>
+Derived common_from_kernel_params(const Params& p, const AffineQuant& input, const AffineQuant& output) {
+  check_output_zero_point(p.output_zero_point, output);
+  Derived d = derived_layer<Derived>(p.dims.input_size, p.dims.hidden_size, input, output);
+  for (size_t g = 0; g < d.gates.size(); ++g) {
+    DerivedGate& dg = d.gates[g];
+    dg.input_to_q3_12 = p.gates[g].input_to_q3_12;
+    dg.hidden_to_q3_12 = p.gates[g].hidden_to_q3_12;
+    copy_kernel_gate_arrays(p.gates[g].input_weights, p.gates[g].input_effective_bias, p.gates[g].hidden_weights,
+                            p.gates[g].hidden_effective_bias, p.dims.input_size, p.dims.hidden_size, &dg);
+  }
+  d.time_direction = p.time_direction;
+  d.output_steps = p.output_steps;
+  return d;
+}
+
 }  // namespace compiler
 }  // namespace qlstm
 
