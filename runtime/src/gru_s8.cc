@@ -1,9 +1,9 @@
-// The GRU's argument checks, buffer sizes and sequence driver (docs/arithmetic.md §13, §7).
+// The GRU's argument checks, buffer sizes, sequence driver (docs/arithmetic.md §13, §7) and
+// dispatch over its variants (kernels.h), each run by the same driver stage by stage.
 #include "qlstm/gru_s8.h"
 
 #include "qlstm/fixed_point.h"
 #include "qlstm/kernels.h"
-#include "reference/gru_s8_reference.h"
 #include "sequence_common.h"
 
 namespace qlstm {
@@ -64,26 +64,45 @@ qlstm_status check_call(const qlstm_gru_s8_params* params, const qlstm_gru_s8_co
                                 ctx->scratch_bytes, scratch_bytes_for(params->dims));
 }
 
-// The sequence of a checked call (§7's walk; §13's step).
-void run_checked(const qlstm_gru_s8_params& p, qlstm_gru_s8_context& ctx, const int8_t* input, int8_t* output) {
+// One time step (§13): r, z, n from x and the recurrent operand args.h, then hidden_q0_15[rows][H]
+// in place, then its int8 rows y. All three gates read args.h before y is written, so y may be
+// args.h (the final-state-only walk).
+struct StepBuffers {
+  int16_t* reset_q0_15;
+  int16_t* update_q0_15;
+  int16_t* new_q0_15;
+};
+void step(const GruS8Variant& v, const qlstm_gru_s8_params& p, const GateArgs& args, const StepBuffers& buffers,
+          int16_t* hidden_q0_15, int8_t* y, ptrdiff_t y_row_stride) {
+  v.sigmoid_gate(p.gates[QLSTM_GRU_GATE_RESET], args, buffers.reset_q0_15);
+  v.sigmoid_gate(p.gates[QLSTM_GRU_GATE_UPDATE], args, buffers.update_q0_15);
+  v.new_gate(p.gates[QLSTM_GRU_GATE_NEW], p.reset_times_hidden_to_q3_12, args, buffers.reset_q0_15, buffers.new_q0_15);
+  v.update(p.update_times_difference_to_q0_15, args.rows * args.hidden_size, buffers.update_q0_15, buffers.new_q0_15,
+           hidden_q0_15);
+  v.output(p.hidden_q0_15_to_output, p.output_zero_point, args.rows, args.hidden_size, hidden_q0_15, y, y_row_stride);
+}
+
+// The sequence of a checked call with a variant that supports it (§7's walk; §13's step).
+qlstm_status run_checked(const GruS8Variant& v, const qlstm_gru_s8_params& p, qlstm_gru_s8_context& ctx,
+                         const int8_t* input, int8_t* output) {
   const qlstm_gru_dims& d = p.dims;
   const int32_t B = d.batch, T = d.time_steps, I = d.input_size, H = d.hidden_size;
   const ptrdiff_t BH = static_cast<ptrdiff_t>(B) * H;
 
   int16_t* const scratch_q0_15 = static_cast<int16_t*>(ctx.scratch);
-  const gru_reference::StepBuffers buffers = {scratch_q0_15, scratch_q0_15 + BH, scratch_q0_15 + 2 * BH};
+  const StepBuffers buffers = {scratch_q0_15, scratch_q0_15 + BH, scratch_q0_15 + 2 * BH};
   int16_t* hidden_q0_15 = ctx.hidden_q0_15;
   if (hidden_q0_15 == nullptr) {  // stateless: h = 0
     hidden_q0_15 = scratch_q0_15 + 3 * BH;
     for (ptrdiff_t k = 0; k < BH; ++k) hidden_q0_15[k] = 0;
   }
   int8_t* const initial_h8 = reinterpret_cast<int8_t*>(scratch_q0_15 + kInt16Buffers * BH);
-  gru_reference::output(p.hidden_q0_15_to_output, p.output_zero_point, B, H, hidden_q0_15, initial_h8, H);
+  v.output(p.hidden_q0_15_to_output, p.output_zero_point, B, H, hidden_q0_15, initial_h8, H);
 
   const SequenceStrides s = sequence_strides(p.layout, p.output_steps, p.output_width, B, T, I, H);
   if (p.output_steps == QLSTM_OUTPUT_FINAL && T == 0) {
     // No step: the final state is the initial one.
-    gru_reference::output(p.hidden_q0_15_to_output, p.output_zero_point, B, H, hidden_q0_15, output, s.y_row);
+    v.output(p.hidden_q0_15_to_output, p.output_zero_point, B, H, hidden_q0_15, output, s.y_row);
   }
   // Reverse: step k processes time T-1-k, and its recurrent operand is the row it wrote at k-1.
   const bool reverse = p.time_direction == QLSTM_TIME_REVERSE;
@@ -94,11 +113,49 @@ void run_checked(const qlstm_gru_s8_params& p, qlstm_gru_s8_context& ctx, const 
       args.h = output + (reverse ? t + 1 : t - 1) * s.y_step;
       args.h_row_stride = s.y_row;
     }
-    gru_reference::step(p, args, buffers, hidden_q0_15, output + t * s.y_step, s.y_row);
+    step(v, p, args, buffers, hidden_q0_15, output + t * s.y_step, s.y_row);
   }
+  return QLSTM_OK;
+}
+
+// A checked call, run by the best variant of gru_s8_variants() that accepts it.
+qlstm_status run_default(const qlstm_gru_s8_params& p, qlstm_gru_s8_context& ctx, const int8_t* input,
+                         int8_t* output) {
+  size_t count = 0;
+  const GruS8Variant* const* all = gru_s8_variants(&count);
+  const GruS8Variant* v = select_gru_s8_variant(all, count, p);
+  if (v == nullptr) return QLSTM_ERROR_NO_VARIANT;
+  return run_checked(*v, p, ctx, input, output);
+}
+
+// A checked call with the given variant, if this CPU has it and it accepts the call.
+qlstm_status run_if_supported(const GruS8Variant& v, const qlstm_gru_s8_params& p, qlstm_gru_s8_context& ctx,
+                              const int8_t* input, int8_t* output) {
+  if (v.is_supported != nullptr && !v.is_supported()) return QLSTM_ERROR_UNSUPPORTED;
+  if (v.can_run != nullptr && !v.can_run(p)) return QLSTM_ERROR_NO_VARIANT;
+  return run_checked(v, p, ctx, input, output);
 }
 
 }  // namespace
+
+const GruS8Variant* select_gru_s8_variant(const GruS8Variant* const* list, size_t count,
+                                          const qlstm_gru_s8_params& params) {
+  return first_runnable_variant(list, count, params);
+}
+
+qlstm_status run_gru_s8(const GruS8Variant& variant, const qlstm_gru_s8_params* params, qlstm_gru_s8_context* ctx,
+                        const int8_t* input, int8_t* output) {
+  const qlstm_status st = check_call(params, ctx, input, output);
+  if (st != QLSTM_OK) return st;
+  return run_if_supported(variant, *params, *ctx, input, output);
+}
+
+qlstm_status run_gru_s8_prechecked(const GruS8Variant* variant, const qlstm_gru_s8_params& params,
+                                   qlstm_gru_s8_context& ctx, const int8_t* input, int8_t* output) {
+  if (variant == nullptr) return run_default(params, ctx, input, output);
+  return run_if_supported(*variant, params, ctx, input, output);
+}
+
 }  // namespace qlstm
 
 extern "C" {
@@ -125,8 +182,7 @@ qlstm_status qlstm_gru_s8(const qlstm_gru_s8_params* params, qlstm_gru_s8_contex
                           int8_t* output) {
   const qlstm_status st = qlstm::check_call(params, ctx, input, output);
   if (st != QLSTM_OK) return st;
-  qlstm::run_checked(*params, *ctx, input, output);
-  return QLSTM_OK;
+  return qlstm::run_default(*params, *ctx, input, output);
 }
 
 }  // extern "C"

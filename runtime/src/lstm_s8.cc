@@ -189,13 +189,7 @@ qlstm_status run_lstm_s8(const LstmS8Variant& variant, const qlstm_lstm_s8_param
 
 const LstmS8Variant* select_lstm_s8_variant(const LstmS8Variant* const* list, size_t count,
                                             const qlstm_lstm_s8_params& params) {
-  for (size_t k = 0; k < count; ++k) {
-    const LstmS8Variant& v = *list[k];
-    if ((v.is_supported == nullptr || v.is_supported()) && (v.can_run == nullptr || v.can_run(params))) {
-      return list[k];
-    }
-  }
-  return nullptr;
+  return first_runnable_variant(list, count, params);
 }
 
 qlstm_status run_lstm_s8_dispatch(const LstmS8Variant* const* list, size_t count,

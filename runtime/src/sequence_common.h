@@ -113,6 +113,19 @@ inline SequenceStrides sequence_strides(int32_t layout, int32_t output_steps, in
   return s;
 }
 
+// Dispatch (LstmS8Variant, GruS8Variant): the first entry of list[0, count) that this CPU
+// supports and that can run the valid call, or null.
+template <class Variant, class Params>
+const Variant* first_runnable_variant(const Variant* const* list, size_t count, const Params& params) {
+  for (size_t k = 0; k < count; ++k) {
+    const Variant& v = *list[k];
+    if ((v.is_supported == nullptr || v.is_supported()) && (v.can_run == nullptr || v.can_run(params))) {
+      return list[k];
+    }
+  }
+  return nullptr;
+}
+
 }  // namespace qlstm
 
 #endif  // QLSTM_RUNTIME_SEQUENCE_COMMON_H_

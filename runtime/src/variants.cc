@@ -94,4 +94,43 @@ const FcS8Variant* const* fc_s8_variants(size_t* count) {
   return kVariants;
 }
 
+extern const GruS8Variant kGruS8ScalarVariant;
+#if defined(__x86_64__) && defined(__GNUC__)
+extern const GruS8Variant kGruS8X86Avx512VnniVariant;
+extern const GruS8Variant kGruS8X86Avx2Variant;
+#endif
+#if defined(QLSTM_HAVE_ARM_M)
+extern const GruS8Variant kGruS8ArmThumb2Variant;
+#if defined(__ARM_FEATURE_DSP)
+extern const GruS8Variant kGruS8ArmDspVariant;
+#endif
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+extern const GruS8Variant kGruS8ArmMveVariant;
+#endif
+#endif
+
+// The LSTM's order (no CMSIS-NN: it has no GRU); each GRU variant shares the dot products of the
+// LSTM variant of its name.
+const GruS8Variant* const* gru_s8_variants(size_t* count) {
+  static const GruS8Variant* const kVariants[] = {
+#if defined(QLSTM_HAVE_ARM_M) && defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+      &kGruS8ArmMveVariant,
+#endif
+#if defined(QLSTM_HAVE_ARM_M) && defined(__ARM_FEATURE_DSP)
+      &kGruS8ArmDspVariant,
+#endif
+#if defined(QLSTM_HAVE_ARM_M)
+      &kGruS8ArmThumb2Variant,
+#endif
+#if defined(__x86_64__) && defined(__GNUC__)
+      &kGruS8X86Avx512VnniVariant,
+      &kGruS8X86Avx2Variant,
+#endif
+      &kGruS8ScalarVariant,
+      &kGruS8ReferenceVariant,
+  };
+  if (count != nullptr) *count = sizeof(kVariants) / sizeof(kVariants[0]);
+  return kVariants;
+}
+
 }  // namespace qlstm

@@ -58,6 +58,21 @@ inline void make_random_gru(RandomGru& out, std::mt19937_64& rng, qlstm_gru_dims
   for (auto& x : out.input) x = static_cast<int8_t>(s8(rng));
 }
 
+// The bytes a call with `p` writes into its output (p.output_steps, p.output_width).
+inline size_t gru_output_size(const qlstm_gru_s8_params& p) {
+  const size_t W = static_cast<size_t>(p.output_width > 0 ? p.output_width : p.dims.hidden_size);
+  const size_t steps = p.output_steps == QLSTM_OUTPUT_FINAL ? 1 : static_cast<size_t>(p.dims.time_steps);
+  return static_cast<size_t>(p.dims.batch) * steps * W;
+}
+
+// A random Q0.15 state [B][H] over all of int16.
+inline std::vector<int16_t> random_gru_state(std::mt19937_64& rng, const qlstm_gru_dims& d) {
+  std::uniform_int_distribution<int32_t> any(INT16_MIN, INT16_MAX);
+  std::vector<int16_t> s(static_cast<size_t>(d.batch * d.hidden_size));
+  for (auto& v : s) v = static_cast<int16_t>(any(rng));
+  return s;
+}
+
 }  // namespace testing_support
 
 #endif  // QLSTM_TESTS_RANDOM_GRU_H_

@@ -17,7 +17,9 @@
 
 namespace {
 
+using testing_support::gru_output_size;
 using testing_support::make_random_gru;
+using testing_support::random_gru_state;
 using testing_support::random_requant;
 using testing_support::RandomGru;
 using testing_support::Regime;
@@ -148,27 +150,14 @@ struct Call {
   qlstm_status status;
 };
 
-size_t output_size(const qlstm_gru_s8_params& p) {
-  const size_t W = static_cast<size_t>(p.output_width > 0 ? p.output_width : p.dims.hidden_size);
-  const size_t steps = p.output_steps == QLSTM_OUTPUT_FINAL ? 1 : static_cast<size_t>(p.dims.time_steps);
-  return static_cast<size_t>(p.dims.batch) * steps * W;
-}
-
 // One call; state nullptr: stateless.
 Call run_gru(const qlstm_gru_s8_params& p, const int8_t* input, std::vector<int16_t>* state) {
   ScratchBuffer scratch(qlstm_gru_s8_scratch_bytes(&p.dims));
   qlstm_gru_s8_context ctx = {scratch.data(), scratch.bytes(), state != nullptr ? state->data() : nullptr};
   Call c;
-  c.output.assign(output_size(p), kUntouched);
+  c.output.assign(gru_output_size(p), kUntouched);
   c.status = qlstm_gru_s8(&p, &ctx, input, c.output.data());
   return c;
-}
-
-std::vector<int16_t> random_state(std::mt19937_64& rng, const qlstm_gru_dims& d) {
-  std::uniform_int_distribution<int32_t> any(kS16Min, kS16Max);
-  std::vector<int16_t> s(static_cast<size_t>(d.batch * d.hidden_size));
-  for (auto& v : s) v = static_cast<int16_t>(any(rng));
-  return s;
 }
 
 std::string describe(const qlstm_gru_s8_params& p, int regime, bool stateful) {
@@ -197,7 +186,7 @@ TEST(GruKernel, MatchesNaiveModelOverEdgeShapes) {
             p.output_steps = (variant & 4) != 0 ? QLSTM_OUTPUT_FINAL : QLSTM_OUTPUT_ALL_STEPS;
             p.output_width = case_index % 5 == 0 ? H + 3 : 0;
             const bool stateful = case_index % 2 == 0;
-            std::vector<int16_t> state = random_state(rng, p.dims), model_state = state;
+            std::vector<int16_t> state = random_gru_state(rng, p.dims), model_state = state;
             const Call got = run_gru(p, gru.input.data(), stateful ? &state : nullptr);
             ASSERT_EQ(got.status, QLSTM_OK) << describe(p, regime, stateful);
             const std::vector<int8_t> want = naive_gru::run(p, gru.input.data(), stateful ? &model_state : nullptr,
@@ -235,7 +224,7 @@ TEST(GruKernel, StreamedChunksEqualOneCall) {
     make_random_gru(gru, rng, {B, T, I, H}, time_major, trial % 3 == 0 ? Regime::kExtreme : Regime::kTypical);
     qlstm_gru_s8_params& p = gru.params;
     p.time_direction = reverse ? QLSTM_TIME_REVERSE : QLSTM_TIME_FORWARD;
-    const std::vector<int16_t> start = random_state(rng, p.dims);
+    const std::vector<int16_t> start = random_gru_state(rng, p.dims);
     std::vector<int16_t> whole_state = start;
     const Call whole = run_gru(p, gru.input.data(), &whole_state);
     ASSERT_EQ(whole.status, QLSTM_OK);
@@ -266,7 +255,7 @@ TEST(GruKernel, ResetThenStatefulEqualsStateless) {
     make_random_gru(gru, rng, {2, 6, 5, 4}, trial % 2 == 0, trial % 3 == 0 ? Regime::kExtreme : Regime::kTypical);
     gru.params.output_steps = trial % 4 < 2 ? QLSTM_OUTPUT_ALL_STEPS : QLSTM_OUTPUT_FINAL;
     const Call stateless = run_gru(gru.params, gru.input.data(), nullptr);
-    std::vector<int16_t> state = random_state(rng, gru.params.dims);
+    std::vector<int16_t> state = random_gru_state(rng, gru.params.dims);
     qlstm_gru_s8_context ctx = {nullptr, 0, state.data()};
     ASSERT_EQ(qlstm_gru_s8_reset_state(&gru.params, &ctx), QLSTM_OK);
     for (int16_t v : state) ASSERT_EQ(v, 0);
@@ -293,7 +282,7 @@ TEST(GruKernel, NoStepFinalOutputIsInitialState) {
   // Stateful from a zero state: the same; from another state: its h8, and the state untouched.
   std::vector<int16_t> zero(15, 0);
   EXPECT_EQ(run_gru(p, nullptr, &zero).output, stateless.output);
-  std::vector<int16_t> state = random_state(rng, p.dims), before = state;
+  std::vector<int16_t> state = random_gru_state(rng, p.dims), before = state;
   const Call carried = run_gru(p, nullptr, &state);
   ASSERT_EQ(carried.status, QLSTM_OK);
   EXPECT_EQ(state, before);
@@ -325,7 +314,7 @@ class GruValidation : public ::testing::Test {
     EXPECT_EQ(std::string(name), field);
     // The call and the reset refuse the same parameters (with the valid call's buffers).
     std::vector<int16_t> state(8, 0);
-    std::vector<int8_t> out(output_size(gru_.params));
+    std::vector<int8_t> out(gru_output_size(gru_.params));
     ScratchBuffer scratch(qlstm_gru_s8_scratch_bytes(&gru_.params.dims));
     qlstm_gru_s8_context ctx = {scratch.data(), scratch.bytes(), state.data()};
     EXPECT_EQ(qlstm_gru_s8(&p, &ctx, gru_.input.data(), out.data()), status) << field;
@@ -448,7 +437,7 @@ TEST_F(GruValidation, CallBuffersAndScratch) {
   const qlstm_gru_s8_params& p = gru_.params;
   ScratchBuffer scratch(qlstm_gru_s8_scratch_bytes(&p.dims));
   ASSERT_GE(qlstm_gru_s8_scratch_bytes(&p.dims), 2u * 4u * 2u * 4u);  // four int16 [B][H] buffers at least
-  std::vector<int8_t> out(output_size(p));
+  std::vector<int8_t> out(gru_output_size(p));
   const int8_t* x = gru_.input.data();
   qlstm_gru_s8_context ctx = {scratch.data(), scratch.bytes(), nullptr};
   EXPECT_EQ(qlstm_gru_s8(&p, nullptr, x, out.data()), QLSTM_ERROR_NULL_POINTER);

@@ -82,7 +82,8 @@ qlstm_status qlstm_gru_s8_validate(const qlstm_gru_s8_params* params, const char
  * computes exactly what a stateless call computes. */
 qlstm_status qlstm_gru_s8_reset_state(const qlstm_gru_s8_params* params, qlstm_gru_s8_context* ctx);
 
-/* Runs the GRU over the whole input (the portable reference kernel).
+/* Runs the GRU over the whole input, by the best variant this CPU has (qlstm/kernels.h; each
+ * equal to the portable reference bit for bit).
  * input: B*T*I int8 values, output: B*T*W int8 values (W = output_width, or H), in
  * params->layout; with output_steps QLSTM_OUTPUT_FINAL, output: B*W values [B][W]. The input may
  * be NULL when T == 0, and so may the output unless output_steps is QLSTM_OUTPUT_FINAL. */

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "qlstm/fully_connected_s8.h"
+#include "qlstm/gru_s8.h"
 #include "qlstm/lstm_s8.h"
 #include "qlstm/program_s8.h"
 
@@ -103,6 +104,44 @@ qlstm_status run_lstm_s8(const LstmS8Variant& variant, const qlstm_lstm_s8_param
 // qlstm_program_validate), so they are not checked twice. variant nullptr: per-call dispatch.
 qlstm_status run_lstm_s8_prechecked(const LstmS8Variant* variant, const qlstm_lstm_s8_params& params,
                                     qlstm_lstm_s8_context& ctx, const int8_t* input, int8_t* output);
+
+// ---- The GRU's variants (include/qlstm/gru_s8.h, docs/arithmetic.md §13). A step is four stages,
+// ordered by the shared sequence driver (gru_s8.cc) as the LSTM's are; GateArgs as above, with
+// args.h never null (the GRU always has its recurrent term).
+//   sigmoid_gate: x, h -> r or z, Q0.15 [rows][H] (the LSTM's gate with sigmoid: §3)
+//   new_gate:     x, h, r -> n = tanh(x part + RQ(r * h part)), Q0.15 [rows][H]
+//   update:       z, n, h -> h' = sat16(n + RQ(z * (h - n))), count elements, h in place
+//   output:       h -> int8 rows y[b][r] = sat8(RQ(h) + zero_point), row b at y + b * y_row_stride
+using GruGateFn = void (*)(const qlstm_gru_gate_s8_params& gate, const GateArgs& args, int16_t* out_q0_15);
+using GruNewGateFn = void (*)(const qlstm_gru_gate_s8_params& gate, const qlstm_requant& reset_times_hidden,
+                              const GateArgs& args, const int16_t* reset_q0_15, int16_t* new_q0_15);
+using GruUpdateFn = void (*)(const qlstm_requant& update_times_difference, int32_t count, const int16_t* update_q0_15,
+                             const int16_t* new_q0_15, int16_t* hidden_q0_15);
+using GruOutputFn = void (*)(const qlstm_requant& hidden_to_output, int32_t zero_point, int32_t rows,
+                             int32_t hidden_size, const int16_t* hidden_q0_15, int8_t* y, ptrdiff_t y_row_stride);
+
+struct GruS8Variant {
+  const char* name;        // the LSTM variant's name for the same ISA
+  bool (*is_supported)();  // null: any CPU
+  bool (*can_run)(const qlstm_gru_s8_params& params);  // null: every valid call
+  GruGateFn sigmoid_gate;
+  GruNewGateFn new_gate;
+  GruUpdateFn update;
+  GruOutputFn output;
+};
+// Best first, the reference last (runs every call); *count receives the number of entries.
+const GruS8Variant* const* gru_s8_variants(size_t* count);
+extern const GruS8Variant kGruS8ReferenceVariant;
+// The first entry of list[0, count) this CPU supports and that can run the valid call, or null.
+const GruS8Variant* select_gru_s8_variant(const GruS8Variant* const* list, size_t count,
+                                          const qlstm_gru_s8_params& params);
+// As qlstm_gru_s8() (which dispatches over gru_s8_variants()) with the given variant, e.g. the
+// reference: QLSTM_ERROR_UNSUPPORTED / QLSTM_ERROR_NO_VARIANT as run_lstm_s8.
+qlstm_status run_gru_s8(const GruS8Variant& variant, const qlstm_gru_s8_params* params, qlstm_gru_s8_context* ctx,
+                        const int8_t* input, int8_t* output);
+// Validated params and context (qlstm_program_validate); variant nullptr: per-call dispatch.
+qlstm_status run_gru_s8_prechecked(const GruS8Variant* variant, const qlstm_gru_s8_params& params,
+                                   qlstm_gru_s8_context& ctx, const int8_t* input, int8_t* output);
 
 // ---- The fully connected op's variants (include/qlstm/fully_connected_s8.h): one function for
 // the whole call, each equal to the reference bit for bit (tests/variants).

@@ -38,30 +38,8 @@ namespace {
 // leaves [-2^15, 2^15 - 1].
 inline int32x4_t saturate_s16(int32x4_t x) { return vshrq_n_s32(vqshlq_n_s32(x, 16), 16); }
 
-// Table interpolation of |v| (activation_s16.h, detail::interpolate) in every lane. The gathers
-// are predicated on the index being inside the table; the other lanes take `saturated`.
-template <int32_t kStepBits>
-inline int32x4_t interpolate(int32x4_t abs_v, int32_t saturated) {
-  using namespace detail;
-  const uint32x4_t u = vreinterpretq_u32_s32(abs_v);
-  const uint32x4_t index = vshrq_n_u32(u, kStepBits);
-  const mve_pred16_t in_table = vcmpltq_n_s32(vreinterpretq_s32_u32(index), kTableLastIndex);
-  const uint32x4_t lo = vldrhq_gather_shifted_offset_z_u32(kSigmoidTableU16, index, in_table);
-  const uint32x4_t hi = vldrhq_gather_shifted_offset_z_u32(kSigmoidTableU16 + 1, index, in_table);
-  const uint32x4_t frac = vshrq_n_u32(vshlq_n_u32(u, 32 - kStepBits), 32 - kStepBits);
-  const uint32x4_t r = vaddq_u32(vshlq_n_u32(lo, kStepBits), vmulq_u32(vsubq_u32(hi, lo), frac));
-  return vpselq_s32(vreinterpretq_s32_u32(r), vdupq_n_s32(saturated), in_table);
-}
-
-inline int32x4_t prescale(int32x4_t x, int32_t left_shift) {
-  using namespace detail;
-  if (left_shift >= 0) return vmulq_n_s32(x, kPrescaleFactor << left_shift);
-  const int32_t right = -left_shift;
-  return vshlq_r_s32(vaddq_n_s32(vmulq_n_s32(x, kPrescaleFactor), 1 << (right - 1)), -right);
-}
-
 // The negative half in one step from the positive one (docs/arithmetic.md §4): with the same r,
-// the reference's negative-input results are exactly 2^15 - y (sigmoid) and -y (tanh).
+// the reference's negative-input results are exactly 2^15 - y (sigmoid; tanh: arm/mve_s8.h).
 inline int32x4_t sigmoid_of_prescaled(int32x4_t v) {
   using namespace detail;
   constexpr int32_t kSaturated = INT16_MAX << kSigmoidDropBits;
@@ -72,18 +50,7 @@ inline int32x4_t sigmoid_of_prescaled(int32x4_t v) {
   return vaddq_m_n_s32(y, vnegq_s32(y), kOneQ0_15, vcmpltq_n_s32(v, 0));
 }
 
-inline int32x4_t tanh_of_prescaled(int32x4_t v) {
-  using namespace detail;
-  constexpr int32_t kSaturated = UINT16_MAX << kTanhStepBits;
-  constexpr int32_t kHalf = 1 << (16 + kTanhStepBits - 1);
-  constexpr int32_t kRound = 1 << (kTanhDropBits - 1);
-  const int32x4_t r = interpolate<kTanhStepBits>(vabsq_s32(v), kSaturated);
-  const int32x4_t y = vshrq_n_s32(vaddq_n_s32(r, kRound - kHalf), kTanhDropBits);
-  return vnegq_m_s32(y, y, vcmpltq_n_s32(v, 0));
-}
-
 inline int32x4_t sigmoid(int32x4_t x, int32_t left_shift) { return sigmoid_of_prescaled(prescale(x, left_shift)); }
-inline int32x4_t tanh(int32x4_t x, int32_t left_shift) { return tanh_of_prescaled(prescale(x, left_shift)); }
 
 struct Kernel : MveDot {
   // In assembly (dot4_s8_arm.S): with every constant in a register, the loop is 39 instructions

@@ -1,6 +1,7 @@
-// Helium (MVE) building blocks shared by the LSTM (lstm_s8_arm_mve.cc) and the fully connected
-// op (fc_s8_arm_mve.cc): the requantization in four int32 lanes and the dot products of whole
-// four-row blocks (qlstm_arm_rows4_s8_mve in dot4_s8_arm.S: VMLADAVA in a tail-predicated loop).
+// Helium (MVE) building blocks shared by the LSTM (lstm_s8_arm_mve.cc), the fully connected op
+// (fc_s8_arm_mve.cc) and the GRU (gru_s8_arm_mve.cc): the requantization and the table tanh in
+// four int32 lanes and the dot products of whole four-row blocks (qlstm_arm_rows4_s8_mve in
+// dot4_s8_arm.S: VMLADAVA in a tail-predicated loop).
 #ifndef QLSTM_SRC_ARM_MVE_S8_H_
 #define QLSTM_SRC_ARM_MVE_S8_H_
 
@@ -9,6 +10,7 @@
 #include <stdint.h>
 
 #include "blocked/gate_rows.h"
+#include "qlstm/activation_s16.h"
 #include "qlstm/fixed_point.h"
 
 extern "C" void qlstm_arm_rows4_s8_mve(const int8_t* v, const int8_t* w, int32_t n, int32_t blocks,
@@ -37,6 +39,42 @@ struct Requant {
 inline int32x4_t saturate(int32x4_t x, int32_t lo, int32_t hi) {
   return vminq_s32(vmaxq_s32(x, vdupq_n_s32(lo)), vdupq_n_s32(hi));
 }
+
+// Table interpolation of |v| (activation_s16.h, detail::interpolate) in every lane. The gathers
+// are predicated on the index being inside the table; the other lanes take `saturated`.
+template <int32_t kStepBits>
+inline int32x4_t interpolate(int32x4_t abs_v, int32_t saturated) {
+  using namespace detail;
+  const uint32x4_t u = vreinterpretq_u32_s32(abs_v);
+  const uint32x4_t index = vshrq_n_u32(u, kStepBits);
+  const mve_pred16_t in_table = vcmpltq_n_s32(vreinterpretq_s32_u32(index), kTableLastIndex);
+  const uint32x4_t lo = vldrhq_gather_shifted_offset_z_u32(kSigmoidTableU16, index, in_table);
+  const uint32x4_t hi = vldrhq_gather_shifted_offset_z_u32(kSigmoidTableU16 + 1, index, in_table);
+  const uint32x4_t frac = vshrq_n_u32(vshlq_n_u32(u, 32 - kStepBits), 32 - kStepBits);
+  const uint32x4_t r = vaddq_u32(vshlq_n_u32(lo, kStepBits), vmulq_u32(vsubq_u32(hi, lo), frac));
+  return vpselq_s32(vreinterpretq_s32_u32(r), vdupq_n_s32(saturated), in_table);
+}
+
+inline int32x4_t prescale(int32x4_t x, int32_t left_shift) {
+  using namespace detail;
+  if (left_shift >= 0) return vmulq_n_s32(x, kPrescaleFactor << left_shift);
+  const int32_t right = -left_shift;
+  return vshlq_r_s32(vaddq_n_s32(vmulq_n_s32(x, kPrescaleFactor), 1 << (right - 1)), -right);
+}
+
+// The negative half from the positive one (docs/arithmetic.md §4): with the same r, the
+// reference's tanh of a negative input is exactly -y.
+inline int32x4_t tanh_of_prescaled(int32x4_t v) {
+  using namespace detail;
+  constexpr int32_t kSaturated = UINT16_MAX << kTanhStepBits;
+  constexpr int32_t kHalf = 1 << (16 + kTanhStepBits - 1);
+  constexpr int32_t kRound = 1 << (kTanhDropBits - 1);
+  const int32x4_t r = interpolate<kTanhStepBits>(vabsq_s32(v), kSaturated);
+  const int32x4_t y = vshrq_n_s32(vaddq_n_s32(r, kRound - kHalf), kTanhDropBits);
+  return vnegq_m_s32(y, y, vcmpltq_n_s32(v, 0));
+}
+
+inline int32x4_t tanh(int32x4_t x, int32_t left_shift) { return tanh_of_prescaled(prescale(x, left_shift)); }
 
 // acc + sum_{j<n} v[j] * w[j], sixteen products per VMLADAVA, the last pass predicated. Out of
 // line: inlined, its loop costs the LSTM gate's chunk loop about 20 instructions per call.

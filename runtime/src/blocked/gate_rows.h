@@ -1,6 +1,7 @@
-// The gate stage of the optimized variants, shared: rows are taken four at a time so that each
-// x (and h) value is loaded once for four weight rows, then requantized, added, saturated and
-// activated exactly as the reference does (reference/lstm_s8_reference.cc, docs/arithmetic.md).
+// The gate stage of the optimized variants (the LSTM's gates, the GRU's r, z and new gate), shared:
+// rows are taken four at a time so that each x (and h) value is loaded once for four weight rows,
+// then requantized, added, saturated and activated exactly as the reference does
+// (reference/lstm_s8_reference.cc, reference/gru_s8_reference.cc, docs/arithmetic.md).
 // A variant supplies a Kernel with
 //   static void dot4(const int8_t* v, const int8_t* w, ptrdiff_t w_row_stride, int32_t n, int32_t acc[4]);
 //     acc[k] += sum_j v[j] * w[k * w_row_stride + j]   (modulo 2^32), k < 4
@@ -14,6 +15,7 @@
 #include "qlstm/activation_s16.h"
 #include "qlstm/fixed_point.h"
 #include "qlstm/kernels.h"
+#include "reference/gru_s8_reference.h"
 
 namespace qlstm {
 namespace blocked {
@@ -94,6 +96,20 @@ struct PlainOperand {
   void prepare(const int8_t* p, int32_t) { v = p; }
 };
 
+// acc[r] = bias[c0 + r] + v . w[c0 + r], r < n: rows [c0, c0 + n) of a [rows][cols] matmul, the
+// whole blocks of four by rows4 (vo: v prepared), the rest by dot1.
+template <typename Kernel>
+void chunk_dots(const typename Kernel::Operand& vo, const int8_t* v, const int8_t* w, int32_t cols, int32_t c0,
+                int32_t n, const int32_t* bias, int32_t* acc) {
+  const int32_t blocks = n / kRowsPerPass;
+  w += static_cast<ptrdiff_t>(c0) * cols;
+  bias += c0;
+  Kernel::rows4(vo, w, cols, blocks, bias, acc);
+  for (int32_t r = blocks * kRowsPerPass; r < n; ++r) {
+    acc[r] = Kernel::dot1(v, w + static_cast<ptrdiff_t>(r) * cols, cols, bias[r]);
+  }
+}
+
 template <typename Kernel>
 void gate_chunked(const qlstm_gate_s8_params& g, const GateArgs& a, int16_t* out_q0_15) {
   const int32_t I = a.input_size, H = a.hidden_size;
@@ -115,22 +131,83 @@ void gate_chunked(const qlstm_gate_s8_params& g, const GateArgs& a, int16_t* out
     if (h != nullptr) ho.prepare(h, H);
     for (int32_t c0 = 0; c0 < H; c0 += kChunkRows) {
       const int32_t n = H - c0 < kChunkRows ? H - c0 : kChunkRows;
-      const int32_t blocks = n / kRowsPerPass;
-      const int8_t* wx = g.input_weights + static_cast<ptrdiff_t>(c0) * I;
-      Kernel::rows4(xo, wx, I, blocks, g.input_effective_bias + c0, ax);
-      for (int32_t r = blocks * kRowsPerPass; r < n; ++r) {
-        ax[r] = Kernel::dot1(x, wx + static_cast<ptrdiff_t>(r) * I, I, g.input_effective_bias[c0 + r]);
-      }
-      if (h != nullptr) {
-        const int8_t* wh = g.hidden_weights + static_cast<ptrdiff_t>(c0) * H;
-        Kernel::rows4(ho, wh, H, blocks, g.hidden_effective_bias + c0, ah);
-        for (int32_t r = blocks * kRowsPerPass; r < n; ++r) {
-          ah[r] = Kernel::dot1(h, wh + static_cast<ptrdiff_t>(r) * H, H, g.hidden_effective_bias[c0 + r]);
-        }
-      }
+      chunk_dots<Kernel>(xo, x, g.input_weights, I, c0, n, g.input_effective_bias, ax);
+      if (h != nullptr) chunk_dots<Kernel>(ho, h, g.hidden_weights, H, c0, n, g.hidden_effective_bias, ah);
       finish(ax, ah, n, out + c0);
     }
   }
+}
+
+// The GRU's new gate (docs/arithmetic.md §13) in the same chunks, its input and recurrent
+// accumulators kept apart (r multiplies the recurrent part alone). The kernel supplies, besides
+// Operand, rows4 and dot1,
+//   struct NewGateFinish { NewGateFinish(const qlstm_gru_gate_s8_params& g, const qlstm_requant& reset_times_hidden);
+//                          void operator()(const int32_t* ax, const int32_t* ah, int32_t n, const int16_t* reset_q0_15,
+//                                          int16_t* new_q0_15) const; };   n rows to Q0.15
+// The GRU always has its recurrent operand: a.h is never null.
+template <typename Kernel>
+void gru_new_gate_chunked(const qlstm_gru_gate_s8_params& g, const qlstm_requant& reset_times_hidden,
+                          const GateArgs& a, const int16_t* reset_q0_15, int16_t* new_q0_15) {
+  const int32_t I = a.input_size, H = a.hidden_size;
+  int32_t ax[kChunkRows], ah[kChunkRows];
+  const typename Kernel::NewGateFinish finish(g, reset_times_hidden);
+  typename Kernel::Operand xo, ho;
+  for (int32_t b = 0; b < a.rows; ++b) {
+    const int8_t* x = a.x + b * a.x_row_stride;
+    const int8_t* h = a.h + b * a.h_row_stride;
+    const ptrdiff_t base = static_cast<ptrdiff_t>(b) * H;
+    xo.prepare(x, I);
+    ho.prepare(h, H);
+    for (int32_t c0 = 0; c0 < H; c0 += kChunkRows) {
+      const int32_t n = H - c0 < kChunkRows ? H - c0 : kChunkRows;
+      chunk_dots<Kernel>(xo, x, g.input_weights, I, c0, n, g.input_effective_bias, ax);
+      chunk_dots<Kernel>(ho, h, g.hidden_weights, H, c0, n, g.hidden_effective_bias, ah);
+      finish(ax, ah, n, reset_q0_15 + base + c0, new_q0_15 + base + c0);
+    }
+  }
+}
+
+// The GRU's new gate one row at a time, portable: the reference's elementwise arithmetic on the
+// accumulators of the kernel's dot products.
+class ScalarNewGateFinish {
+ public:
+  ScalarNewGateFinish(const qlstm_gru_gate_s8_params& g, const qlstm_requant& reset_times_hidden)
+      : input_(fxp::RequantDoubleRounding::make(g.input_to_q3_12.multiplier, g.input_to_q3_12.shift)),
+        hidden_(fxp::RequantDoubleRounding::make(g.hidden_to_q3_12.multiplier, g.hidden_to_q3_12.shift)),
+        reset_times_hidden_(reset_times_hidden) {}
+  void operator()(const int32_t* ax, const int32_t* ah, int32_t n, const int16_t* reset_q0_15,
+                  int16_t* new_q0_15) const {
+    for (int32_t k = 0; k < n; ++k) {
+      const int16_t x_part_q3_12 = fxp::saturate_to_s16(input_(ax[k]));
+      const int16_t h_part_q3_12 = fxp::saturate_to_s16(hidden_(ah[k]));
+      new_q0_15[k] = gru_reference::new_gate_q0_15(
+          x_part_q3_12, gru_reference::reset_product_q3_12(reset_q0_15[k], h_part_q3_12, reset_times_hidden_));
+    }
+  }
+
+ private:
+  fxp::RequantDoubleRounding input_, hidden_;
+  qlstm_requant reset_times_hidden_;
+};
+
+// A kernel of dot products (Operand, rows4, dot1) with the portable new-gate finish.
+template <typename Dot>
+struct WithScalarNewGateFinish : Dot {
+  using NewGateFinish = ScalarNewGateFinish;
+};
+
+// The GRU variant of an ISA built from its blocks: r and z by the gate stage of kLstm (the LSTM
+// variant of the same ISA), the new gate's matmuls by Kernel in chunks, update and output
+// portable (the reference's). Chosen at compile time: is_supported null.
+template <const LstmS8Variant& kLstm, typename Kernel>
+constexpr GruS8Variant gru_variant(const char* name) {
+  return {name,
+          nullptr,
+          nullptr,
+          gru_reference::sigmoid_gate_of<kLstm>,
+          gru_new_gate_chunked<Kernel>,
+          gru_reference::update,
+          gru_reference::output};
 }
 
 }  // namespace blocked

@@ -50,13 +50,6 @@ int8_t hidden_to_output_s8(int16_t hidden_q0_15, const qlstm_requant& hidden_to_
   return fxp::saturate_to_s8(wrapping_add(requantize(hidden_q0_15, hidden_to_output), zero_point));
 }
 
-void sigmoid_gate(const qlstm_gru_gate_s8_params& g, const GateArgs& args, int16_t* out_q0_15) {
-  const qlstm_gate_s8_params as_lstm_gate = {g.input_to_q3_12,  g.input_weights,  g.input_effective_bias,
-                                             g.hidden_to_q3_12, g.hidden_weights, g.hidden_effective_bias,
-                                             QLSTM_ACTIVATION_SIGMOID};
-  reference::gate(as_lstm_gate, args, out_q0_15);
-}
-
 void new_gate(const qlstm_gru_gate_s8_params& g, const qlstm_requant& reset_times_hidden, const GateArgs& args,
               const int16_t* reset_q0_15, int16_t* new_q0_15) {
   for (int32_t b = 0; b < args.rows; ++b) {
@@ -92,16 +85,11 @@ void output(const qlstm_requant& hidden_to_output, int32_t zero_point, int32_t r
   }
 }
 
-void step(const qlstm_gru_s8_params& p, const GateArgs& args, const StepBuffers& buffers, int16_t* hidden_q0_15,
-          int8_t* y, ptrdiff_t y_row_stride) {
-  sigmoid_gate(p.gates[QLSTM_GRU_GATE_RESET], args, buffers.reset_q0_15);
-  sigmoid_gate(p.gates[QLSTM_GRU_GATE_UPDATE], args, buffers.update_q0_15);
-  new_gate(p.gates[QLSTM_GRU_GATE_NEW], p.reset_times_hidden_to_q3_12, args, buffers.reset_q0_15,
-           buffers.new_q0_15);
-  update(p.update_times_difference_to_q0_15, args.rows * args.hidden_size, buffers.update_q0_15, buffers.new_q0_15,
-         hidden_q0_15);
-  output(p.hidden_q0_15_to_output, p.output_zero_point, args.rows, args.hidden_size, hidden_q0_15, y, y_row_stride);
-}
-
 }  // namespace gru_reference
+
+extern const GruS8Variant kGruS8ReferenceVariant = {"reference", nullptr, nullptr,
+                                                    gru_reference::sigmoid_gate_of<kLstmS8ReferenceVariant>,
+                                                    gru_reference::new_gate, gru_reference::update,
+                                                    gru_reference::output};
+
 }  // namespace qlstm

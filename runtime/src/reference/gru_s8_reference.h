@@ -1,5 +1,6 @@
 // The GRU's reference stages (docs/arithmetic.md §13), each exposed for its own tests: the
-// elementwise arithmetic, the row stages built from it, and one time step.
+// elementwise arithmetic and the row stages built from it (the reference variant's, which the
+// optimized variants equal bit for bit; the step's order is the sequence driver's, gru_s8.cc).
 #ifndef QLSTM_SRC_REFERENCE_GRU_S8_REFERENCE_H_
 #define QLSTM_SRC_REFERENCE_GRU_S8_REFERENCE_H_
 
@@ -23,10 +24,18 @@ int16_t updated_hidden_q0_15(int16_t update_q0_15, int16_t new_q0_15, int16_t hi
 // h8 = sat8(RQ(h, hidden_to_output) + zero_point), the add wrapping in int32.
 int8_t hidden_to_output_s8(int16_t hidden_q0_15, const qlstm_requant& hidden_to_output, int32_t zero_point);
 
-// ---- Row stages, for args.rows batch rows of args.hidden_size units; args.h (the int8
-// recurrent operand) is never null: the GRU always has its recurrent term.
-// r or z: the LSTM's gate (§3) with sigmoid, out[rows][H].
-void sigmoid_gate(const qlstm_gru_gate_s8_params& g, const GateArgs& args, int16_t* out_q0_15);
+// ---- Row stages (kernels.h's GruS8Variant), for args.rows batch rows of args.hidden_size units;
+// args.h (the int8 recurrent operand) is never null: the GRU always has its recurrent term.
+// r or z is the LSTM's gate (§3) with sigmoid, so an LSTM variant's gate stage computes it: the
+// GRU variant of an ISA takes the LSTM variant's (out[rows][H]).
+inline qlstm_gate_s8_params as_sigmoid_lstm_gate(const qlstm_gru_gate_s8_params& g) {
+  return {g.input_to_q3_12,  g.input_weights,  g.input_effective_bias, g.hidden_to_q3_12,
+          g.hidden_weights, g.hidden_effective_bias, QLSTM_ACTIVATION_SIGMOID};
+}
+template <const LstmS8Variant& kLstm>
+void sigmoid_gate_of(const qlstm_gru_gate_s8_params& g, const GateArgs& args, int16_t* out_q0_15) {
+  kLstm.gate(as_sigmoid_lstm_gate(g), args, out_q0_15);
+}
 // n from its two matmuls and r[rows][H]: new_q0_15[rows][H].
 void new_gate(const qlstm_gru_gate_s8_params& g, const qlstm_requant& reset_times_hidden, const GateArgs& args,
               const int16_t* reset_q0_15, int16_t* new_q0_15);
@@ -36,18 +45,6 @@ void update(const qlstm_requant& update_times_difference, int32_t count, const i
 // y[b][r] = hidden_to_output_s8(hidden_q0_15[b][r]); row b of y at y + b * y_row_stride.
 void output(const qlstm_requant& hidden_to_output, int32_t zero_point, int32_t rows, int32_t hidden_size,
             const int16_t* hidden_q0_15, int8_t* y, ptrdiff_t y_row_stride);
-
-// The three int16 [rows][H] gate buffers of a step.
-struct StepBuffers {
-  int16_t* reset_q0_15;
-  int16_t* update_q0_15;
-  int16_t* new_q0_15;
-};
-// One time step: r, z, n from x and the recurrent operand args.h, then hidden_q0_15[rows][H] in
-// place, then its int8 rows y. All three gates read args.h before y is written, so y may be
-// args.h (the final-state-only walk).
-void step(const qlstm_gru_s8_params& p, const GateArgs& args, const StepBuffers& buffers, int16_t* hidden_q0_15,
-          int8_t* y, ptrdiff_t y_row_stride);
 
 }  // namespace gru_reference
 }  // namespace qlstm

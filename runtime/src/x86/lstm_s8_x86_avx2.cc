@@ -17,6 +17,7 @@
 #include "qlstm/activation_s16.h"
 #include "qlstm/fixed_point.h"
 #include "qlstm/kernels.h"
+#include "reference/gru_s8_reference.h"
 #include "reference/lstm_s8_reference.h"
 
 namespace qlstm {
@@ -69,6 +70,7 @@ __m256i dot8(const int8_t* v, const int8_t* w, ptrdiff_t stride, int32_t n, cons
 }
 
 #include "x86/fc_s8_x86_lanes.inc"
+#include "x86/gru_s8_x86_lanes.inc"
 
 #if defined(__clang__)
 #pragma clang attribute pop
@@ -83,6 +85,9 @@ extern const LstmS8Variant kLstmS8X86Avx2Variant = {"x86_avx2", x86::is_supporte
                                                     x86::hidden_update, nullptr};
 
 extern const FcS8Variant kFcS8X86Avx2Variant = {"x86_avx2", x86::is_supported, nullptr, x86::fc};
+
+extern const GruS8Variant kGruS8X86Avx2Variant = {"x86_avx2", x86::is_supported, nullptr, x86::gru_sigmoid_gate,
+    x86::gru_new_gate, x86::gru_update, x86::gru_output};
 
 }  // namespace qlstm
 

@@ -14,6 +14,7 @@
 #include "qlstm/activation_s16.h"
 #include "qlstm/fixed_point.h"
 #include "qlstm/kernels.h"
+#include "reference/gru_s8_reference.h"
 #include "reference/lstm_s8_reference.h"
 
 namespace qlstm {
@@ -70,6 +71,7 @@ __m256i dot8(const int8_t* v, const int8_t* w, ptrdiff_t stride, int32_t n, cons
 }
 
 #include "x86/fc_s8_x86_lanes.inc"
+#include "x86/gru_s8_x86_lanes.inc"
 
 #if defined(__clang__)
 #pragma clang attribute pop
@@ -84,6 +86,9 @@ extern const LstmS8Variant kLstmS8X86Avx512VnniVariant = {"x86_avx512vnni", x86_
                                                           x86_vnni::cell_update, x86_vnni::hidden_update, nullptr};
 
 extern const FcS8Variant kFcS8X86Avx512VnniVariant = {"x86_avx512vnni", x86_vnni::is_supported, nullptr, x86_vnni::fc};
+
+extern const GruS8Variant kGruS8X86Avx512VnniVariant = {"x86_avx512vnni", x86_vnni::is_supported, nullptr, x86_vnni::gru_sigmoid_gate,
+    x86_vnni::gru_new_gate, x86_vnni::gru_update, x86_vnni::gru_output};
 
 }  // namespace qlstm
 

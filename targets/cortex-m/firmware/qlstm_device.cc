@@ -9,7 +9,8 @@
 //                                             one FC call between the instruction-count markers
 //   qlstm_device icount-self-test              a known count of instructions between the markers
 //   qlstm_device variant-test [CASES]          every variant against the reference on random cases
-//                                             (LSTM), then every FC variant over its edge sizes
+//                                             (LSTM), then every FC variant over its edge sizes, then
+//                                             every GRU variant on random cases
 //   qlstm_device --fault                       writes to an unmapped address (a fault fails the run)
 // BUNDLE is written by the host (tools/qlstm/device.cc; layout in bundle_format.h and docs/targets.md):
 // every case is a program (a kernel vector is a one-op program), validated and run by the runtime's
@@ -22,6 +23,7 @@
 #include <string.h>
 
 #include "bundle_format.h"
+#include "qlstm/gru_s8.h"
 #include "qlstm/kernels.h"
 #include "qlstm/lstm_s8.h"
 #include "qlstm/params_codec.h"
@@ -32,6 +34,7 @@ namespace {
 constexpr int kExitMismatch = 1;
 constexpr int kExitBadInput = 2;
 constexpr int kExitKernelError = 3;
+constexpr int32_t kGruVariantCases = 600;  // variant-test's GRU cases
 
 // All per-case memory comes from one arena, reset for every case: the record as read, then the
 // scratch, the state and the output.
@@ -424,6 +427,33 @@ qlstm_requant random_requant(Rng& r, int32_t lo, int32_t hi) {
   return {static_cast<int32_t>((1u << 30) + (r.next() & 0x3FFFFFFFu)), r.range(lo, hi)};
 }
 
+// A gate's two matmuls (qlstm_gate_s8_params, qlstm_gru_gate_s8_params): random weights, biases
+// (not extreme: the recurrent bias -zp_h * rowsum, as a converter folds it) and requantizations,
+// in the arena. false: they do not fit.
+template <class Gate>
+bool random_gate_matmuls(Rng& r, int32_t I, int32_t H, int32_t output_zero_point, bool extreme, Gate* gp) {
+  int8_t* wx = static_cast<int8_t*>(arena_take(static_cast<uint32_t>(H * I)));
+  int8_t* wh = static_cast<int8_t*>(arena_take(static_cast<uint32_t>(H * H)));
+  int32_t* bx = static_cast<int32_t*>(arena_take(static_cast<uint32_t>(H) * 4u));
+  int32_t* bh = static_cast<int32_t*>(arena_take(static_cast<uint32_t>(H) * 4u));
+  if (!wx || !wh || !bx || !bh) return false;
+  for (int32_t j = 0; j < H * I; ++j) wx[j] = r.s8();
+  for (int32_t j = 0; j < H * H; ++j) wh[j] = r.s8();
+  for (int32_t j = 0; j < H; ++j) {
+    bx[j] = extreme ? static_cast<int32_t>(r.next()) : r.range(-20000, 20000);
+    int32_t rowsum = 0;
+    for (int32_t c = 0; c < H; ++c) rowsum += wh[j * H + c];
+    bh[j] = extreme ? static_cast<int32_t>(r.next()) : -output_zero_point * rowsum;
+  }
+  gp->input_to_q3_12 = extreme ? random_requant(r, -31, 31) : random_requant(r, -12, -5);
+  gp->hidden_to_q3_12 = extreme ? random_requant(r, -31, 31) : random_requant(r, -12, -5);
+  gp->input_weights = wx;
+  gp->hidden_weights = wh;
+  gp->input_effective_bias = bx;
+  gp->hidden_effective_bias = bh;
+  return true;
+}
+
 // Random parameters and input for dims, in the arena. false: it does not fit.
 bool make_random_case(Rng& r, const qlstm_lstm_dims& d, bool time_major, Regime regime, Case* k) {
   memset(k, 0, sizeof *k);
@@ -434,26 +464,8 @@ bool make_random_case(Rng& r, const qlstm_lstm_dims& d, bool time_major, Regime 
   const bool extreme = regime == kExtreme;
   p.output_zero_point = r.s8();
   for (int g = 0; g < QLSTM_GATE_COUNT; ++g) {
-    int8_t* wx = static_cast<int8_t*>(arena_take(static_cast<uint32_t>(H * I)));
-    int8_t* wh = static_cast<int8_t*>(arena_take(static_cast<uint32_t>(H * H)));
-    int32_t* bx = static_cast<int32_t*>(arena_take(static_cast<uint32_t>(H) * 4u));
-    int32_t* bh = static_cast<int32_t*>(arena_take(static_cast<uint32_t>(H) * 4u));
-    if (!wx || !wh || !bx || !bh) return false;
-    for (int32_t j = 0; j < H * I; ++j) wx[j] = r.s8();
-    for (int32_t j = 0; j < H * H; ++j) wh[j] = r.s8();
-    for (int32_t j = 0; j < H; ++j) {
-      bx[j] = extreme ? static_cast<int32_t>(r.next()) : r.range(-20000, 20000);
-      int32_t rowsum = 0;
-      for (int32_t c = 0; c < H; ++c) rowsum += wh[j * H + c];
-      bh[j] = extreme ? static_cast<int32_t>(r.next()) : -p.output_zero_point * rowsum;
-    }
     qlstm_gate_s8_params& gp = p.gates[g];
-    gp.input_to_q3_12 = extreme ? random_requant(r, -31, 31) : random_requant(r, -12, -5);
-    gp.hidden_to_q3_12 = extreme ? random_requant(r, -31, 31) : random_requant(r, -12, -5);
-    gp.input_weights = wx;
-    gp.hidden_weights = wh;
-    gp.input_effective_bias = bx;
-    gp.hidden_effective_bias = bh;
+    if (!random_gate_matmuls(r, I, H, p.output_zero_point, extreme, &gp)) return false;
     gp.activation = g == QLSTM_GATE_CELL && r.range(0, 9) != 0 ? QLSTM_ACTIVATION_TANH : QLSTM_ACTIVATION_SIGMOID;
   }
   p.cell_scale_power = r.range(-16, -8);
@@ -549,6 +561,138 @@ int variant_test(int32_t cases) {
   printf("variant-test: %ld cases, %ld variant runs against the reference, %ld mismatches\n", (long)cases, runs,
          mismatches);
   return mismatches == 0 ? 0 : kExitMismatch;
+}
+
+// The GRU variants the same way (tests/support/random_gru.h's regimes): every input and hidden
+// size from 1 to 33 and larger ones, 1 to 5 batch rows, both layouts, both directions, every step
+// or only the final state, dense or wider output rows, stateless and stateful; the output buffer
+// (with the positions the call does not write) and the final state equal the reference's.
+constexpr qlstm_requant kQ0_15ProductRequant = {1 << 30, -14};  // a Q0.15 product back to the other format
+
+struct GruCase {
+  qlstm_gru_s8_params params;
+  const int8_t* input;
+  const int16_t* h0;  // nullptr: stateless
+};
+
+bool make_random_gru(Rng& r, const qlstm_gru_dims& d, Regime regime, GruCase* k) {
+  memset(k, 0, sizeof *k);
+  qlstm_gru_s8_params& p = k->params;
+  p.dims = d;
+  p.layout = r.range(0, 1) != 0 ? QLSTM_LAYOUT_TIME_MAJOR : QLSTM_LAYOUT_BATCH_MAJOR;
+  const int32_t B = d.batch, T = d.time_steps, I = d.input_size, H = d.hidden_size;
+  const bool extreme = regime == kExtreme;
+  p.output_zero_point = r.s8();
+  for (int g = 0; g < QLSTM_GRU_GATE_COUNT; ++g) {
+    if (!random_gate_matmuls(r, I, H, p.output_zero_point, extreme, &p.gates[g])) return false;
+  }
+  if (!extreme) {  // b_hn on the recurrent side of n (multiplied by r)
+    int32_t* bh = const_cast<int32_t*>(p.gates[QLSTM_GRU_GATE_NEW].hidden_effective_bias);
+    for (int32_t j = 0; j < H; ++j) bh[j] += r.range(-20000, 20000);
+  }
+  if (regime == kTypical) {
+    p.reset_times_hidden_to_q3_12 = kQ0_15ProductRequant;
+    p.update_times_difference_to_q0_15 = kQ0_15ProductRequant;
+    p.hidden_q0_15_to_output = random_requant(r, -9, -6);
+  } else {
+    p.reset_times_hidden_to_q3_12 = random_requant(r, extreme ? -31 : -16, extreme ? 31 : -12);
+    p.update_times_difference_to_q0_15 = random_requant(r, extreme ? -31 : -16, extreme ? 31 : -12);
+    p.hidden_q0_15_to_output = extreme ? random_requant(r, -31, 31) : random_requant(r, -12, -4);
+  }
+  int8_t* x = static_cast<int8_t*>(arena_take(static_cast<uint32_t>(B * T * I)));
+  int16_t* h0 = static_cast<int16_t*>(arena_take(static_cast<uint32_t>(B * H) * 2u));
+  if (!x || !h0) return false;
+  for (int32_t j = 0; j < B * T * I; ++j) x[j] = r.s8();
+  for (int32_t j = 0; j < B * H; ++j) h0[j] = static_cast<int16_t>(r.next());
+  k->input = x;
+  k->h0 = r.range(0, 1) != 0 ? h0 : nullptr;
+  return true;
+}
+
+// One GRU call into fresh arena memory: the output (filled with kGruUntouched first) and the
+// final state. false: it does not fit.
+constexpr int8_t kGruUntouched = 0x5A;
+struct GruRun {
+  qlstm_status status;
+  int8_t* output;
+  int16_t* state;
+};
+bool run_gru(const qlstm::GruS8Variant& v, const GruCase& k, uint32_t output_bytes, GruRun* run) {
+  const qlstm_gru_dims& d = k.params.dims;
+  const uint32_t state_bytes = static_cast<uint32_t>(d.batch * d.hidden_size) * 2u;
+  const uint32_t scratch_bytes = static_cast<uint32_t>(qlstm_gru_s8_scratch_bytes(&d));
+  void* scratch = arena_take(scratch_bytes);
+  run->output = static_cast<int8_t*>(arena_take(output_bytes));
+  run->state = static_cast<int16_t*>(arena_take(state_bytes));
+  if (!scratch || !run->output || !run->state) return false;
+  memset(run->output, kGruUntouched, output_bytes);
+  if (k.h0 != nullptr) memcpy(run->state, k.h0, state_bytes);
+  qlstm_gru_s8_context ctx{scratch, scratch_bytes, k.h0 != nullptr ? run->state : nullptr};
+  run->status = qlstm::run_gru_s8(v, &k.params, &ctx, k.input, run->output);
+  return true;
+}
+
+// Returns the mismatches (-1: a case does not fit the arena), after a FAIL line for each and the
+// summary.
+long gru_variant_test(int32_t cases) {
+  static const int32_t kLarge[] = {63, 64, 65, 127, 128, 129};
+  constexpr int32_t kSmallMax = 33;
+  constexpr int32_t kLargeCount = sizeof kLarge / sizeof kLarge[0];
+  size_t nvar = 0;
+  const qlstm::GruS8Variant* const* all = qlstm::gru_s8_variants(&nvar);
+  const qlstm::GruS8Variant& ref = qlstm::kGruS8ReferenceVariant;
+  Rng r{0xA0761D6478BD642Full};
+  const auto size = [&r]() { return r.range(0, 3) == 0 ? kLarge[r.range(0, kLargeCount - 1)] : r.range(1, kSmallMax); };
+  long runs = 0, mismatches = 0, declined = 0;
+  for (int32_t n = 0; n < cases; ++n) {
+    g_arena_used = 0;
+    // Every size from 1 to 33 in turn for I (even cases) or H (odd cases), the other random.
+    const int32_t swept = 1 + (n / 2) % kSmallMax;
+    const qlstm_gru_dims d = {r.range(1, 5), r.range(0, 4), n % 2 == 0 ? swept : size(), n % 2 == 1 ? swept : size()};
+    GruCase k;
+    if (!make_random_gru(r, d, static_cast<Regime>(n % 3), &k)) return -1;
+    qlstm_gru_s8_params& p = k.params;
+    const bool reverse = n % 4 == 3, final_only = n % 5 == 2;
+    p.time_direction = reverse ? QLSTM_TIME_REVERSE : QLSTM_TIME_FORWARD;
+    p.output_steps = final_only ? QLSTM_OUTPUT_FINAL : QLSTM_OUTPUT_ALL_STEPS;
+    p.output_width = n % 7 == 1 ? d.hidden_size + r.range(1, 7) : 0;
+    const int32_t W = p.output_width > 0 ? p.output_width : d.hidden_size;
+    const uint32_t output_bytes = static_cast<uint32_t>(d.batch * (final_only ? 1 : d.time_steps) * W);
+    const uint32_t state_bytes = static_cast<uint32_t>(d.batch * d.hidden_size) * 2u;
+    GruRun want;
+    if (!run_gru(ref, k, output_bytes, &want)) return -1;
+    const uint32_t after_ref = g_arena_used;
+    for (size_t v = 0; v < nvar; ++v) {
+      if (all[v] == &ref) continue;
+      g_arena_used = after_ref;
+      GruRun got;
+      if (!run_gru(*all[v], k, output_bytes, &got)) return -1;
+      if (all[v]->can_run != nullptr && !all[v]->can_run(p)) {
+        ++declined;
+        if (got.status == QLSTM_ERROR_NO_VARIANT) continue;
+        ++mismatches;
+        printf("FAIL GRU variant %s, case %ld: declined the call but returned %s\n", all[v]->name, (long)n,
+               qlstm_status_string(got.status));
+        continue;
+      }
+      ++runs;
+      const bool same = got.status == QLSTM_OK && want.status == QLSTM_OK &&
+                        memcmp(got.output, want.output, output_bytes) == 0 &&
+                        (k.h0 == nullptr || memcmp(got.state, want.state, state_bytes) == 0);
+      if (!same) {
+        ++mismatches;
+        printf("FAIL GRU variant %s, case %ld: B=%ld T=%ld I=%ld H=%ld W=%ld %s %s %s%s regime %ld (status %s)\n",
+               all[v]->name, (long)n, (long)d.batch, (long)d.time_steps, (long)d.input_size, (long)d.hidden_size,
+               (long)W, p.layout == QLSTM_LAYOUT_TIME_MAJOR ? "time-major" : "batch-major",
+               k.h0 != nullptr ? "stateful" : "stateless", reverse ? "reverse" : "forward",
+               final_only ? " final-state" : "", (long)(n % 3), qlstm_status_string(got.status));
+      }
+    }
+  }
+  if (declined > 0) printf("variant-test: gru: %ld calls declined by a variant (can_run), each with QLSTM_ERROR_NO_VARIANT\n", declined);
+  printf("variant-test: gru: %ld cases, %ld variant runs against the reference, %ld mismatches\n", (long)cases, runs,
+         mismatches);
+  return mismatches;
 }
 
 // The fully connected variants the same way: every one built for this CPU against the
@@ -718,7 +862,9 @@ int main(int argc, char** argv) {
     const int lstm = variant_test(argc == 3 ? static_cast<int32_t>(strtol(argv[2], nullptr, 10)) : 300);
     if (lstm == kExitBadInput) return lstm;
     const long fc = fc_variant_test();
-    return lstm == 0 && fc == 0 ? 0 : kExitMismatch;
+    const long gru = gru_variant_test(kGruVariantCases);
+    if (gru < 0) return kExitBadInput;
+    return lstm == 0 && fc == 0 && gru == 0 ? 0 : kExitMismatch;
   }
   if (strcmp(cmd, "fc-bench") == 0 && argc == 6) {
     return fc_bench(static_cast<int32_t>(strtol(argv[2], nullptr, 10)), static_cast<int32_t>(strtol(argv[3], nullptr, 10)),
