@@ -379,34 +379,21 @@ qlstm_lstm_s8_params DerivedLstm::kernel_params(int32_t batch, int32_t time_step
   return p;
 }
 
-DerivedLstm DerivedLstm::from_kernel_params(const qlstm_lstm_s8_params& p, const AffineQuant& input,
-                                            const AffineQuant& output) {
-  if (p.output_zero_point != output.zero_point) {
-    throw CompileError("output_zero_point " + std::to_string(p.output_zero_point) +
+void require_output_zero_point(int32_t block_zero_point, const AffineQuant& output) {
+  if (block_zero_point != output.zero_point) {
+    throw CompileError("output_zero_point " + std::to_string(block_zero_point) +
                        " is not the output quantization's zero point " + std::to_string(output.zero_point));
   }
+}
+
+DerivedLstm DerivedLstm::from_kernel_params(const qlstm_lstm_s8_params& p, const AffineQuant& input,
+                                            const AffineQuant& output) {
   DerivedLstm d;
-  d.input_size = p.dims.input_size;
-  d.hidden_size = p.dims.hidden_size;
-  d.input = input;
-  d.output = output;
-  const size_t I = static_cast<size_t>(std::max(p.dims.input_size, 0));
-  const size_t H = static_cast<size_t>(std::max(p.dims.hidden_size, 0));
-  // The arrays may sit unaligned in a file's bytes: copied bytewise.
-  auto copy = [](auto& v, const void* from, size_t n) {
-    v.resize(n);
-    if (n > 0) std::memcpy(v.data(), from, n * sizeof(v[0]));
-  };
+  size_t I = 0, H = 0;
+  start_from_kernel_params(d, p, input, output, &I, &H);
   for (size_t g = 0; g < d.gates.size(); ++g) {
-    const qlstm_gate_s8_params& pg = p.gates[g];
-    DerivedGate& dg = d.gates[g];
-    dg.input_to_q3_12 = pg.input_to_q3_12;
-    dg.hidden_to_q3_12 = pg.hidden_to_q3_12;
-    dg.activation = pg.activation;
-    copy(dg.w_x, pg.input_weights, H * I);
-    copy(dg.input_effective_bias, pg.input_effective_bias, H);
-    copy(dg.w_h, pg.hidden_weights, H * H);
-    copy(dg.hidden_effective_bias, pg.hidden_effective_bias, H);
+    copy_gate_matmuls(p.gates[g], I, H, d.gates[g]);
+    d.gates[g].activation = p.gates[g].activation;
   }
   d.forget_times_cell_to_cell = p.forget_times_cell_to_cell;
   d.input_times_cell_gate_to_cell = p.input_times_cell_gate_to_cell;

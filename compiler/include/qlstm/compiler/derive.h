@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -98,6 +99,40 @@ struct DerivedGate {
   qlstm_requant input_to_q3_12{}, hidden_to_q3_12{};
   int32_t activation = QLSTM_ACTIVATION_SIGMOID;
 };
+
+// What the LSTM's and the GRU's from_kernel_params share. Throws CompileError unless a block's
+// output zero point is its output quantization's.
+void require_output_zero_point(int32_t block_zero_point, const AffineQuant& output);
+// A kernel gate's matmuls (G: qlstm_gate_s8_params or qlstm_gru_gate_s8_params) into dg, the
+// arrays ([H][I], [H][H], [H], [H]) copied bytewise: in a file's bytes they may sit unaligned.
+template <class G>
+void copy_gate_matmuls(const G& pg, size_t I, size_t H, DerivedGate& dg) {
+  auto copy = [](auto& v, const void* from, size_t n) {
+    v.resize(n);
+    if (n > 0) std::memcpy(v.data(), from, n * sizeof(v[0]));
+  };
+  dg.input_to_q3_12 = pg.input_to_q3_12;
+  dg.hidden_to_q3_12 = pg.hidden_to_q3_12;
+  copy(dg.w_x, pg.input_weights, H * I);
+  copy(dg.input_effective_bias, pg.input_effective_bias, H);
+  copy(dg.w_h, pg.hidden_weights, H * H);
+  copy(dg.hidden_effective_bias, pg.hidden_effective_bias, H);
+}
+
+// The start of a recurrent op's from_kernel_params (D: DerivedLstm or DerivedGru, P its kernel
+// block): the output zero point checked, the sizes and boundary quantizations set; the array
+// extents I and H (0 for negative dims, which the record then held no arrays for).
+template <class D, class P>
+void start_from_kernel_params(D& d, const P& p, const AffineQuant& input, const AffineQuant& output, size_t* I,
+                              size_t* H) {
+  require_output_zero_point(p.output_zero_point, output);
+  d.input_size = p.dims.input_size;
+  d.hidden_size = p.dims.hidden_size;
+  d.input = input;
+  d.output = output;
+  *I = static_cast<size_t>(p.dims.input_size > 0 ? p.dims.input_size : 0);
+  *H = static_cast<size_t>(p.dims.hidden_size > 0 ? p.dims.hidden_size : 0);
+}
 
 // Everything the kernel needs, owned, plus what it was derived from.
 struct DerivedLstm {
