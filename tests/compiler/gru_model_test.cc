@@ -132,6 +132,23 @@ TEST(GruModel, ModelFileRoundTripIsExact) {
   }
 }
 
+// A forward GRU alone streams: calls of a few steps on one state equal one call (its Q0.15 state
+// carried in the cell rows); a program with a reverse GRU cannot stream and says so.
+TEST(GruModel, ForwardGruStreamsAsOneCall) {
+  std::mt19937_64 rng(606);
+  const CompiledModel both = gru_model(rng, {false, true});
+  ProgramOp forward = both.ops[0];
+  CompiledModel m = assemble_program({forward}, 1);
+  m.initial_hidden = StateSource::kConstant;
+  m.validate("forward");
+  EXPECT_EQ(m.streaming_refusal(), "");
+  const SequenceShape s{kB, 7, Layout::kTimeMajor};
+  const std::vector<int8_t> x = random_s8(static_cast<size_t>(kB * 7 * m.input_size()), rng);
+  const std::vector<int8_t> whole = run_program_s8(m, x, s);
+  for (const int32_t chunk : {1, 2, 3, 7}) EXPECT_EQ(run_program_s8_streamed(m, x, s, chunk), whole) << chunk;
+  EXPECT_THROW(run_program_s8_streamed(both, x, s, 2), CompileError);
+}
+
 // A model file of m at `version` whose op records pass through `edit` (op index, record).
 std::string crafted_file(const CompiledModel& m, uint32_t version,
                          const std::function<void(size_t, std::vector<uint8_t>&)>& edit) {
