@@ -143,8 +143,12 @@ P decode_record(const fb::Op* o, std::vector<uint32_t>& aligned, const std::stri
   return p;
 }
 
+// Copied bytewise: a mutated file may place the vector off its 8-byte alignment (little-endian, as
+// FlatBuffers and every host qlstm runs on).
 std::vector<double> doubles(const flatbuffers::Vector<double>* v) {
-  return v ? std::vector<double>(v->begin(), v->end()) : std::vector<double>();
+  std::vector<double> out(v ? v->size() : 0);
+  if (!out.empty()) std::memcpy(out.data(), v->Data(), out.size() * sizeof(double));
+  return out;
 }
 
 // A recurrent op's float weight scales, per gate the input side's then the hidden side's (reports only).
