@@ -134,8 +134,9 @@ json op_table_row(const CompiledModel& m, size_t k, const ProgramMemory::Op& mem
               {"flash_bytes", mem.flash_bytes}, {"ram_bytes", mem.output_bytes}};
   switch (op.kind) {
     case QLSTM_OP_LSTM_S8:
-      row["direction"] = op.lstm.time_direction == QLSTM_TIME_REVERSE ? "reverse" : "forward";
-      row["output_steps"] = op.lstm.output_steps == QLSTM_OUTPUT_FINAL ? "final" : "all";
+    case QLSTM_OP_GRU_S8:
+      row["direction"] = op.time_direction() == QLSTM_TIME_REVERSE ? "reverse" : "forward";
+      row["output_steps"] = op.output_steps() == QLSTM_OUTPUT_FINAL ? "final" : "all";
       break;
     case QLSTM_OP_FULLY_CONNECTED_S8:
       row["fused_activation"] = op.fc.fused_activation.empty() ? "none" : op.fc.fused_activation;

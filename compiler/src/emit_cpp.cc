@@ -48,6 +48,7 @@ const char* kind_symbol(int32_t kind) {
     case QLSTM_OP_SOFTMAX_S8: return "QLSTM_OP_SOFTMAX_S8";
     case QLSTM_OP_TABLE_S8: return "QLSTM_OP_TABLE_S8";
     case QLSTM_OP_SELECT_STEP: return "QLSTM_OP_SELECT_STEP";
+    case QLSTM_OP_GRU_S8: return "QLSTM_OP_GRU_S8";
     default: return nullptr;
   }
 }
@@ -140,13 +141,21 @@ EmittedSource emit_program(const CompiledModel& m, const std::string& name, int3
 
 }  // namespace
 
+namespace {
+// "LSTM 4 -> 8, forward": a recurrent op's block P (LSTM or GRU) in one line.
+template <class P>
+std::string describe_recurrent(const char* what, const P& p) {
+  return std::string(what) + " " + std::to_string(p.dims.input_size) + " -> " + std::to_string(p.dims.hidden_size) +
+         (p.time_direction == QLSTM_TIME_REVERSE ? ", reverse" : ", forward") +
+         (p.output_steps == QLSTM_OUTPUT_FINAL ? ", final hidden state only" : "");
+}
+}  // namespace
+
 std::string describe_op(const qlstm_op& o, const ProgramOp& op) {
   const auto n = [](int64_t v) { return std::to_string(v); };
   switch (o.kind) {
-    case QLSTM_OP_LSTM_S8:
-      return "LSTM " + n(o.lstm.dims.input_size) + " -> " + n(o.lstm.dims.hidden_size) +
-             (o.lstm.time_direction == QLSTM_TIME_REVERSE ? ", reverse" : ", forward") +
-             (o.lstm.output_steps == QLSTM_OUTPUT_FINAL ? ", final hidden state only" : "");
+    case QLSTM_OP_LSTM_S8: return describe_recurrent("LSTM", o.lstm);
+    case QLSTM_OP_GRU_S8: return describe_recurrent("GRU", o.gru);
     case QLSTM_OP_FULLY_CONNECTED_S8:
       return "fully connected " + n(o.fc.input_size) + " -> " + n(o.fc.output_size) +
              (o.fc.per_channel != 0 ? ", one multiplier per output" : ", one multiplier") +
@@ -211,14 +220,15 @@ EmittedSource emit_program(const CompiledModel& m, const std::string& name, int3
   const std::string no_stream = m.streaming_refusal();  // "": chunks give the output of one call
   const bool can_stream = no_stream.empty();
   const bool per_step = !m.output_is_one_step();
-  std::vector<int32_t> lstm_ops;
+  std::vector<int32_t> lstm_ops;  // the recurrent ops (LSTM and GRU): the ones with state
   for (int32_t k = 0; k < n_ops; ++k) {
-    if (ops[static_cast<size_t>(k)].kind == QLSTM_OP_LSTM_S8) lstm_ops.push_back(k);
+    if (qlstm_op_state_size(&ops[static_cast<size_t>(k)]) > 0) lstm_ops.push_back(k);
   }
   const bool has_state = !lstm_ops.empty() && (stateful || constant_state || can_stream);
-  const int32_t last_h = lstm_ops.empty() ? 0 : ops[static_cast<size_t>(lstm_ops.back())].lstm.dims.hidden_size;
-  // What a one-step output holds: the head on a selected step or on the LSTM's final state.
-  std::string one_row = "the LSTM's final hidden state";
+  const int32_t last_h = lstm_ops.empty() ? 0 : qlstm_op_state_size(&ops[static_cast<size_t>(lstm_ops.back())]);
+  const char* last_kind = !lstm_ops.empty() && ops[static_cast<size_t>(lstm_ops.back())].kind == QLSTM_OP_GRU_S8 ? "GRU" : "LSTM";
+  // What a one-step output holds: the head on a selected step or on the last recurrent op's final state.
+  std::string one_row = std::string("the ") + last_kind + "'s final hidden state";
   for (const qlstm_op& o : ops) {
     if (o.kind != QLSTM_OP_SELECT_STEP) continue;
     one_row = o.select.step == -1 ? std::string("the last time step") : "time step " + std::to_string(o.select.step);
@@ -240,7 +250,7 @@ EmittedSource emit_program(const CompiledModel& m, const std::string& name, int3
     << "#include \"qlstm/program_s8.h\"\n\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n"
     << "#define " << upper << "_BATCH " << batch << "\n"
     << "#define " << upper << "_INPUT_SIZE " << m.input_size() << " /* int8 per input position (time step) */\n"
-    << "#define " << upper << "_HIDDEN_SIZE " << last_h << " /* of the last LSTM */\n"
+    << "#define " << upper << "_HIDDEN_SIZE " << last_h << " /* of the last " << last_kind << " */\n"
     << "#define " << upper << "_OUTPUT_SIZE " << m.output_size() << " /* int8 per output position */\n"
     << "#define " << upper << "_OUTPUT_PER_STEP " << (per_step ? 1 : 0)
     << " /* 1: an output position per time step; 0: one per batch row */\n"
@@ -251,7 +261,7 @@ EmittedSource emit_program(const CompiledModel& m, const std::string& name, int3
     << "#define " << upper << "_TIME_MAJOR " << (m.batch_first ? 0 : 1) << "\n"
     << "#define " << upper << "_OPS " << n_ops << "\n"
     << "#define " << upper << "_STATE_SIZE " << (batch > 0 ? state / static_cast<size_t>(batch) : 0)
-    << " /* per batch row: the state is [LSTM ops][BATCH][H] in op order, hidden int8 and cell int16 */\n";
+    << " /* per batch row: the state is [recurrent ops][BATCH][H] in op order, hidden int8 and cell int16 */\n";
   if (sequence_between_ops) {
     h << "#define " << upper << "_MAX_TIME_STEPS " << max_time_steps
       << " /* per call: the activations between ops are static */\n";
@@ -265,8 +275,14 @@ EmittedSource emit_program(const CompiledModel& m, const std::string& name, int3
     << "#define " << upper << "_OUTPUT_SCALE " << m.output_quant().scale << "f\n"
     << "#define " << upper << "_OUTPUT_ZERO_POINT " << m.output_quant().zero_point << "\n";
   for (int32_t k : lstm_ops) {
-    const DerivedLstm& d = m.ops[static_cast<size_t>(k)].lstm;
+    const ProgramOp& rop = m.ops[static_cast<size_t>(k)];
     const std::string op = upper + "_OP" + std::to_string(k);
+    if (rop.gru_op()) {
+      h << "#define " << op << "_GRU_HIDDEN_Q0_15 1 /* its state: h in Q0.15 in its cell (int16) rows; its hidden\n"
+        << "   (int8) rows are unused */\n";
+      continue;
+    }
+    const DerivedLstm& d = rop.lstm;
     h << "#define " << op << "_HIDDEN_SCALE " << d.output.scale << "f /* its state rows: h, and c at 2^P */\n"
       << "#define " << op << "_HIDDEN_ZERO_POINT " << d.output.zero_point << "\n"
       << "#define " << op << "_CELL_SCALE_POWER " << d.cell.power << "\n";
@@ -303,10 +319,10 @@ EmittedSource emit_program(const CompiledModel& m, const std::string& name, int3
     << "   (sized by the defines above; qlstm_program_validate checks a context against the table). */\n"
     << "const qlstm_program* " << name << "_program(void);\n\n";
   if (stateful) {
-    h << "/* The model's initial state into hidden / cell ([LSTM ops][BATCH][H] each). */\n"
+    h << "/* The model's initial state into hidden / cell ([recurrent ops][BATCH][H] each). */\n"
       << "void " << name << "_initial_state(int8_t* hidden, int16_t* cell);\n"
-      << "/* As " << name << "_run, from the state in hidden / cell (h0, c0: row k of LSTM op k in its\n"
-      << "   quantization), which receives the final state (h_n, c_n). */\n"
+      << "/* As " << name << "_run, from the state in hidden / cell (h0, c0: row k of recurrent op k in its\n"
+      << "   quantization; a GRU's h0 in Q0.15 in cell), which receives the final state (h_n, c_n). */\n"
       << "qlstm_status " << name << "_run_state(const int8_t* input, int8_t* output, int32_t time_steps,\n"
       << "    int8_t* hidden, int16_t* cell);\n\n";
   }
@@ -335,7 +351,7 @@ EmittedSource emit_program(const CompiledModel& m, const std::string& name, int3
     const std::string prefix = "kOp" + std::to_string(k) + "_";
     ArrayDeclarations decl(s, prefix);
     visit_op_fields(ops[static_cast<size_t>(k)], decl);
-    if (ops[static_cast<size_t>(k)].kind != QLSTM_OP_LSTM_S8) continue;
+    if (!op.recurrent()) continue;
     if (!op.initial_hidden.empty()) emit_array(s, c_type<int8_t>(), prefix + "initial_hidden", op.initial_hidden);
     if (!op.initial_cell.empty()) emit_array(s, c_type<int16_t>(), prefix + "initial_cell", op.initial_cell);
   }
@@ -382,12 +398,12 @@ EmittedSource emit_program(const CompiledModel& m, const std::string& name, int3
     for (int32_t k : lstm_ops) {
       const ProgramOp& op = m.ops[static_cast<size_t>(k)];
       const qlstm_op& o = ops[static_cast<size_t>(k)];
-      const size_t rows = static_cast<size_t>(batch) * static_cast<size_t>(o.lstm.dims.hidden_size);
+      const size_t rows = static_cast<size_t>(batch) * static_cast<size_t>(qlstm_op_state_size(&o));
       const std::string prefix = "kOp" + std::to_string(k) + "_";
       // A constant of H values repeats for every batch row; one of B x H gives each row its own.
       s << "  for (int32_t e = 0; e < " << rows << "; ++e) {\n"
         << "    hidden[" << o.state_offset << " + e] = "
-        << (op.initial_hidden.empty() ? std::to_string(o.lstm.output_zero_point)
+        << (op.initial_hidden.empty() ? std::to_string(op.recurrent_output().zero_point)
                                       : prefix + "initial_hidden[e % " + std::to_string(op.initial_hidden.size()) + "]")
         << ";\n    cell[" << o.state_offset << " + e] = "
         << (op.initial_cell.empty() ? std::string("0")

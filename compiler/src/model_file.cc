@@ -143,14 +143,43 @@ P decode_record(const fb::Op* o, std::vector<uint32_t>& aligned, const std::stri
   return p;
 }
 
+// Copied bytewise: a mutated file may place the vector off its 8-byte alignment (little-endian, as
+// FlatBuffers and every host qlstm runs on).
 std::vector<double> doubles(const flatbuffers::Vector<double>* v) {
-  return v ? std::vector<double>(v->begin(), v->end()) : std::vector<double>();
+  std::vector<double> out(v ? v->size() : 0);
+  if (!out.empty()) std::memcpy(out.data(), v->Data(), out.size() * sizeof(double));
+  return out;
 }
 
-// A version-3 or -4 op: its parameter record decoded by the runtime's description of its kind's block.
+// A recurrent op's float weight scales, per gate the input side's then the hidden side's (reports only).
+template <class Gates>
+void set_weight_scales(Gates& gates, const std::vector<double>& scales) {
+  if (scales.size() != 2 * gates.size()) return;
+  for (size_t g = 0; g < gates.size(); ++g) {
+    gates[g].w_x_scale = scales[2 * g];
+    gates[g].w_h_scale = scales[2 * g + 1];
+  }
+}
+template <class Gates>
+std::vector<double> weight_scales_of(const Gates& gates) {
+  std::vector<double> scales;
+  for (const DerivedGate& g : gates) {
+    scales.push_back(g.w_x_scale);
+    scales.push_back(g.w_h_scale);
+  }
+  return scales;
+}
+
+// The op kinds each version knows: 3 the LSTM, 4 the kinds around it, 5 the GRU too.
+bool known_kind(int32_t kind, uint32_t version) {
+  if (version == 3) return kind == QLSTM_OP_LSTM_S8;
+  return kind >= 0 && kind < (version == 4 ? QLSTM_OP_GRU_S8 : QLSTM_OP_KIND_COUNT);
+}
+
+// A version-3 or later op: its parameter record decoded by the runtime's description of its kind's block.
 ProgramOp read_op(const fb::Op* o, uint32_t version, const std::string& origin, const std::string& where) {
   const int32_t kind = o->kind();
-  const bool known = version == 3 ? kind == QLSTM_OP_LSTM_S8 : kind >= 0 && kind < QLSTM_OP_KIND_COUNT;
+  const bool known = known_kind(kind, version);
   if (!known) bad(origin, "field '" + where + ".kind': " + std::to_string(kind) + " is not an op kind this qlstm knows");
   const AffineQuant in = read_quant(o->input(), origin, where + ".input");
   const AffineQuant out = read_quant(o->output(), origin, where + ".output");
@@ -161,6 +190,12 @@ ProgramOp read_op(const fb::Op* o, uint32_t version, const std::string& origin, 
   auto rows_zero = [&](int32_t rows) {
     if (rows != 0) bad(origin, "field '" + w + ".rows': must be 0 in a model file");
   };
+  // A recurrent op's dims hold the call's batch and time steps: 1 and 0 in a file.
+  auto no_call_dims = [&](int32_t batch, int32_t time_steps) {
+    if (batch != 1 || time_steps != 0) {
+      bad(origin, "field '" + w + ".dims': batch must be 1 and time_steps 0 in a model file");
+    }
+  };
   try {
     switch (kind) {
       case QLSTM_OP_LSTM_S8: {
@@ -168,17 +203,17 @@ ProgramOp read_op(const fb::Op* o, uint32_t version, const std::string& origin, 
         const qlstm_lstm_s8_params p =
             version == 3 ? decode_record<Version3LstmReader, qlstm_lstm_s8_params>(o, aligned, origin, where, visit)
                          : decode_record<RecordReader, qlstm_lstm_s8_params>(o, aligned, origin, where, visit);
-        if (p.dims.batch != 1 || p.dims.time_steps != 0) {
-          bad(origin, "field '" + w + ".dims': batch must be 1 and time_steps 0 in a model file");
-        }
+        no_call_dims(p.dims.batch, p.dims.time_steps);
         op.lstm = DerivedLstm::from_kernel_params(p, in, out);
-        const std::vector<double> scales = doubles(o->weight_scales());
-        if (scales.size() == 2 * op.lstm.gates.size()) {
-          for (size_t g = 0; g < op.lstm.gates.size(); ++g) {
-            op.lstm.gates[g].w_x_scale = scales[2 * g];
-            op.lstm.gates[g].w_h_scale = scales[2 * g + 1];
-          }
-        }
+        set_weight_scales(op.lstm.gates, doubles(o->weight_scales()));
+        break;
+      }
+      case QLSTM_OP_GRU_S8: {
+        const auto p = decode_record<RecordReader, qlstm_gru_s8_params>(
+            o, aligned, origin, where, [](qlstm_gru_s8_params& q, RecordReader& r) { visit_gru_s8_fields(q, r); });
+        no_call_dims(p.dims.batch, p.dims.time_steps);
+        op.gru = DerivedGru::from_kernel_params(p, in, out);
+        set_weight_scales(op.gru.gates, doubles(o->weight_scales()));
         break;
       }
       case QLSTM_OP_FULLY_CONNECTED_S8: {
@@ -238,6 +273,7 @@ std::vector<uint8_t> op_record(const qlstm_op& o, size_t k) {
     case QLSTM_OP_SOFTMAX_S8: visit_softmax_s8_fields(o.softmax, w); break;
     case QLSTM_OP_TABLE_S8: visit_table_s8_fields(o.table, w); break;
     case QLSTM_OP_SELECT_STEP: visit_select_step_fields(o.select, w); break;
+    case QLSTM_OP_GRU_S8: visit_gru_s8_fields(o.gru, w); break;
     default:
       throw CompileError("serialize_model: field 'ops[" + std::to_string(k) + "].kind': " + std::to_string(o.kind) +
                          " is not an op kind this qlstm knows");
@@ -254,17 +290,26 @@ void check_array(size_t k, const std::string& name, size_t have, size_t want) {
   }
 }
 
+// A recurrent op's gate arrays; `block` names it ("lstm", "gru"), gate_label each gate.
+template <class Gates, class Label>
+void check_gate_arrays(size_t k, const char* block, const Gates& gates, int32_t input_size, int32_t hidden_size,
+                       Label gate_label) {
+  const size_t I = static_cast<size_t>(std::max(input_size, 0)), H = static_cast<size_t>(std::max(hidden_size, 0));
+  for (size_t g = 0; g < gates.size(); ++g) {
+    const DerivedGate& dg = gates[g];
+    const std::string at = std::string(block) + ".gates[" + gate_label(static_cast<int32_t>(g)) + "].";
+    check_array(k, at + "input_weights", dg.w_x.size(), H * I);
+    check_array(k, at + "input_effective_bias", dg.input_effective_bias.size(), H);
+    check_array(k, at + "hidden_weights", dg.w_h.size(), H * H);
+    check_array(k, at + "hidden_effective_bias", dg.hidden_effective_bias.size(), H);
+  }
+}
+
 void check_arrays(size_t k, const ProgramOp& op) {
   if (op.kind == QLSTM_OP_LSTM_S8) {
-    const size_t I = static_cast<size_t>(std::max(op.lstm.input_size, 0)), H = static_cast<size_t>(std::max(op.lstm.hidden_size, 0));
-    for (size_t g = 0; g < op.lstm.gates.size(); ++g) {
-      const DerivedGate& dg = op.lstm.gates[g];
-      const std::string at = std::string("lstm.gates[") + gate_name(static_cast<int32_t>(g)) + "].";
-      check_array(k, at + "input_weights", dg.w_x.size(), H * I);
-      check_array(k, at + "input_effective_bias", dg.input_effective_bias.size(), H);
-      check_array(k, at + "hidden_weights", dg.w_h.size(), H * H);
-      check_array(k, at + "hidden_effective_bias", dg.hidden_effective_bias.size(), H);
-    }
+    check_gate_arrays(k, "lstm", op.lstm.gates, op.lstm.input_size, op.lstm.hidden_size, gate_name);
+  } else if (op.kind == QLSTM_OP_GRU_S8) {
+    check_gate_arrays(k, "gru", op.gru.gates, op.gru.input_size, op.gru.hidden_size, gru_gate_name);
   } else if (op.kind == QLSTM_OP_FULLY_CONNECTED_S8) {
     const size_t I = static_cast<size_t>(std::max(op.fc.input_size, 0)), O = static_cast<size_t>(std::max(op.fc.output_size, 0));
     const size_t requants = op.fc.per_channel ? O : 1;
@@ -308,10 +353,11 @@ std::string serialize_model(const CompiledModel& m) {
     switch (op.kind) {
       case QLSTM_OP_LSTM_S8:
         qi = op.lstm.input, qo = op.lstm.output;
-        for (const DerivedGate& g : op.lstm.gates) {
-          weight_scales.push_back(g.w_x_scale);
-          weight_scales.push_back(g.w_h_scale);
-        }
+        weight_scales = weight_scales_of(op.lstm.gates);
+        break;
+      case QLSTM_OP_GRU_S8:
+        qi = op.gru.input, qo = op.gru.output;
+        weight_scales = weight_scales_of(op.gru.gates);
         break;
       case QLSTM_OP_FULLY_CONNECTED_S8:
         qi = op.fc.input, qo = op.fc.output;

@@ -19,7 +19,8 @@ std::string program_field(const char* field, int32_t op_index) {
   return (op_index >= 0 ? "ops[" + std::to_string(op_index) + "]." : std::string()) + (field ? field : "?");
 }
 
-bool is_lstm(const ProgramOp& op) { return op.kind == QLSTM_OP_LSTM_S8; }
+// A GRU's hidden state is Q0.15: a value at 2^-15, as a cell at 2^P.
+constexpr int32_t kGruHiddenPower = -15;
 
 bool same_quant(const AffineQuant& a, const AffineQuant& b) { return a.scale == b.scale && a.zero_point == b.zero_point; }
 
@@ -32,6 +33,7 @@ const char* op_kind_name(int32_t kind) {
     case QLSTM_OP_SOFTMAX_S8: return "softmax";
     case QLSTM_OP_TABLE_S8: return "table";
     case QLSTM_OP_SELECT_STEP: return "select_step";
+    case QLSTM_OP_GRU_S8: return "gru";
   }
   return "?";
 }
@@ -268,13 +270,13 @@ FloatProgramResult run_float_program(const FloatProgram& p, const float* x, cons
 }
 
 int32_t CompiledModel::lstm_op_count() const {
-  return static_cast<int32_t>(std::count_if(ops.begin(), ops.end(), [](const ProgramOp& op) { return is_lstm(op); }));
+  return static_cast<int32_t>(std::count_if(ops.begin(), ops.end(), [](const ProgramOp& op) { return op.recurrent(); }));
 }
 
 std::vector<int32_t> CompiledModel::hidden_sizes() const {
   std::vector<int32_t> hs;
   for (const ProgramOp& op : ops) {
-    if (is_lstm(op)) hs.push_back(op.lstm.hidden_size);
+    if (op.recurrent()) hs.push_back(op.hidden_size());
   }
   return hs;
 }
@@ -287,14 +289,22 @@ int32_t CompiledModel::state_size() const {
 
 bool CompiledModel::all_forward() const {
   for (const ProgramOp& op : ops) {
-    if (is_lstm(op) && op.lstm.time_direction != QLSTM_TIME_FORWARD) return false;
+    if (op.recurrent() && op.time_direction() != QLSTM_TIME_FORWARD) return false;
   }
   return true;
 }
 
+namespace {
+bool any_reverse_gru(const CompiledModel& m) {
+  return std::any_of(m.ops.begin(), m.ops.end(),
+                     [](const ProgramOp& op) { return op.gru_op() && op.time_direction() != QLSTM_TIME_FORWARD; });
+}
+}  // namespace
+
 std::string CompiledModel::streaming_refusal() const {
   if (!all_forward()) {
-    return "the model has a reverse LSTM, which starts from the last time step; it cannot be streamed in chunks";
+    return std::string("the model has a reverse ") + (any_reverse_gru(*this) ? "GRU" : "LSTM") +
+           ", which starts from the last time step; it cannot be streamed in chunks";
   }
   for (size_t k = 0; k < ops.size(); ++k) {
     if (ops[k].kind == QLSTM_OP_SELECT_STEP && ops[k].select.step != -1) {
@@ -349,40 +359,57 @@ void CompiledModel::validate(const std::string& origin) const {
     const ProgramBuffer& out = buffers[static_cast<size_t>(op.output_buffer)];
     // Op k reads the buffer before the one it writes, the next buffer; the second direction of a
     // layer reads and writes the first's.
-    const bool second_direction = is_lstm(op) && lstm_seen % directions == 1;
+    const bool second_direction = op.recurrent() && lstm_seen % directions == 1;
     const int32_t want_out = second_direction ? ops[k - 1].output_buffer : (k == 0 ? 1 : ops[k - 1].output_buffer + 1);
     if (op.output_buffer != want_out || op.input_buffer != op.output_buffer - 1) {
       bad(w + "': buffers out of program order");
     }
-    if (is_lstm(op)) {
-      if (after_lstm && prev_kind != QLSTM_OP_LSTM_S8) bad(w + "': an LSTM op after the head");
-      const DerivedLstm& d = op.lstm;
+    if (op.recurrent()) {
+      // "LSTM" here and below: any recurrent op (a layer of GRUs is a layer as well).
+      if (after_lstm && prev_kind != QLSTM_OP_LSTM_S8 && prev_kind != QLSTM_OP_GRU_S8) {
+        bad(w + "': a recurrent op after the head");
+      }
       const int32_t dir = lstm_seen % directions;
+      const int32_t hidden = op.hidden_size(), steps = op.output_steps();
       ++lstm_seen;
       after_lstm = true;
-      if (op.output_offset != dir * d.hidden_size) bad(w + ".output_offset' is not its direction's half");
-      if (directions * d.hidden_size != out.width) bad(w + "': hidden_size does not fill its output buffer");
-      if (!same_quant(d.input, in.quant)) bad(w + "': input quantization differs from its input buffer's");
-      if (!same_quant(d.output, out.quant)) bad(w + "': output quantization differs from its output buffer's");
-      if (in.steps != QLSTM_BUFFER_EVERY_STEP) bad(w + "': an LSTM reads a sequence, not a one-step buffer");
-      const int32_t want_steps = d.output_steps == QLSTM_OUTPUT_FINAL ? QLSTM_BUFFER_ONE_STEP : QLSTM_BUFFER_EVERY_STEP;
+      if (op.output_offset != dir * hidden) bad(w + ".output_offset' is not its direction's half");
+      if (directions * hidden != out.width) bad(w + "': hidden_size does not fill its output buffer");
+      if (!same_quant(op.recurrent_input(), in.quant)) bad(w + "': input quantization differs from its input buffer's");
+      if (!same_quant(op.recurrent_output(), out.quant)) {
+        bad(w + "': output quantization differs from its output buffer's");
+      }
+      if (in.steps != QLSTM_BUFFER_EVERY_STEP) {
+        bad(w + "': " + (op.gru_op() ? "a GRU" : "an LSTM") + " reads a sequence, not a one-step buffer");
+      }
+      const int32_t want_steps = steps == QLSTM_OUTPUT_FINAL ? QLSTM_BUFFER_ONE_STEP : QLSTM_BUFFER_EVERY_STEP;
       if (out.steps != want_steps) bad(w + ".output_steps' does not match its output buffer's steps");
-      if (d.output_steps == QLSTM_OUTPUT_FINAL && lstm_seen <= lstm_ops - directions) {
+      if (steps == QLSTM_OUTPUT_FINAL && lstm_seen <= lstm_ops - directions) {
         bad(w + ".output_steps': only the last layer's ops may write their final states alone");
       }
-      if ((d.time_direction == QLSTM_TIME_REVERSE) != (dir == 1) && directions == 2) {
+      if ((op.time_direction() == QLSTM_TIME_REVERSE) != (dir == 1) && directions == 2) {
         bad(w + ".time_direction' does not match its half of the layer");
       }
       // [H] for every batch row, or [B][H] of the batch the model fixes (the same B for every op).
-      const size_t H = static_cast<size_t>(d.hidden_size);
+      const size_t H = static_cast<size_t>(hidden);
       const size_t rows = static_cast<size_t>(std::max(constant_state_batch(), 1));
       auto state_ok = [&](StateSource source, size_t n) {
         return (source == StateSource::kConstant) == (n != 0) && (n == 0 || n == H || n == rows * H);
       };
-      if (!state_ok(initial_hidden, op.initial_hidden.size())) {
-        bad(w + ".initial_hidden' does not match the model's initial state");
+      if (op.gru_op()) {
+        // A GRU's h0 is Q0.15 in its int16 state row: initial_cell, from the initial_hidden source.
+        if (!op.initial_hidden.empty()) bad(w + ".initial_hidden': a GRU keeps its initial state in initial_cell");
+        if (!state_ok(initial_hidden, op.initial_cell.size())) {
+          bad(w + ".initial_cell' does not match the model's initial hidden state");
+        }
+      } else {
+        if (!state_ok(initial_hidden, op.initial_hidden.size())) {
+          bad(w + ".initial_hidden' does not match the model's initial state");
+        }
+        if (!state_ok(initial_cell, op.initial_cell.size())) {
+          bad(w + ".initial_cell' does not match the model's initial state");
+        }
       }
-      if (!state_ok(initial_cell, op.initial_cell.size())) bad(w + ".initial_cell' does not match the model's initial state");
     } else {
       if (op.output_offset != 0) bad(w + ".output_offset' must be 0 for a " + op_kind_name(op.kind) + " op");
       const AffineQuant* op_in = nullptr;
@@ -427,15 +454,17 @@ CompiledModel assemble_program(std::vector<ProgramOp> ops, int32_t directions) {
   CompiledModel m;
   m.directions = directions;
   const int32_t layers = static_cast<int32_t>(ops.size()) / directions;
-  m.buffers.push_back({ops.front().lstm.input_size, ops.front().lstm.input});
+  const ProgramOp& first = ops.front();
+  m.buffers.push_back({first.gru_op() ? first.gru.input_size : first.lstm.input_size, first.recurrent_input()});
   for (int32_t l = 0; l < layers; ++l) {
-    const DerivedLstm& d = ops[static_cast<size_t>(l * directions)].lstm;
-    m.buffers.push_back({directions * d.hidden_size, d.output});
+    const ProgramOp& layer = ops[static_cast<size_t>(l * directions)];
+    const int32_t H = layer.hidden_size();
+    m.buffers.push_back({directions * H, layer.recurrent_output()});
     for (int32_t dir = 0; dir < directions; ++dir) {
       ProgramOp& op = ops[static_cast<size_t>(l * directions + dir)];
       op.input_buffer = l;
       op.output_buffer = l + 1;
-      op.output_offset = dir * d.hidden_size;
+      op.output_offset = dir * H;
     }
   }
   m.ops = std::move(ops);
@@ -453,8 +482,8 @@ CompiledModel single_op_model(const DerivedLstm& d, const std::string& name, boo
 
 int32_t CompiledModel::constant_state_batch() const {
   for (const ProgramOp& op : ops) {
-    const size_t H = static_cast<size_t>(std::max(op.lstm.hidden_size, 1));
-    if (is_lstm(op) && std::max(op.initial_hidden.size(), op.initial_cell.size()) > H) {
+    const size_t H = static_cast<size_t>(std::max(op.hidden_size(), 1));
+    if (op.recurrent() && std::max(op.initial_hidden.size(), op.initial_cell.size()) > H) {
       return static_cast<int32_t>(std::max(op.initial_hidden.size(), op.initial_cell.size()) / H);
     }
   }
@@ -484,9 +513,9 @@ void append_state_rows(std::vector<T>& to, const std::vector<T>& constant, size_
 ProgramState initial_program_state(const CompiledModel& m, int32_t batch) {
   ProgramState s;
   for (const ProgramOp& op : m.ops) {
-    if (!is_lstm(op)) continue;
-    const size_t H = static_cast<size_t>(op.lstm.hidden_size);
-    append_state_rows(s.hidden, op.initial_hidden, H, batch, static_cast<int8_t>(op.lstm.output.zero_point));
+    if (!op.recurrent()) continue;
+    const size_t H = static_cast<size_t>(op.hidden_size());
+    append_state_rows(s.hidden, op.initial_hidden, H, batch, static_cast<int8_t>(op.recurrent_output().zero_point));
     append_state_rows(s.cell, op.initial_cell, H, batch, int16_t{0});
   }
   return s;
@@ -504,12 +533,16 @@ ProgramState quantize_program_state(const CompiledModel& m, int32_t batch, const
   }
   size_t at = 0;
   for (const ProgramOp& op : m.ops) {
-    if (!is_lstm(op)) continue;
-    for (size_t e = 0; e < static_cast<size_t>(batch) * static_cast<size_t>(op.lstm.hidden_size); ++e, ++at) {
+    if (!op.recurrent()) continue;
+    for (size_t e = 0; e < static_cast<size_t>(batch) * static_cast<size_t>(op.hidden_size()); ++e, ++at) {
       for (const std::vector<float>* v : {h, c}) {
         if (v != nullptr && !std::isfinite((*v)[at])) {
           throw CompileError(what + ": non-finite state value at index " + std::to_string(at));
         }
+      }
+      if (op.gru_op()) {
+        if (h) s.cell[at] = quantize_cell((*h)[at], kGruHiddenPower);  // Q0.15
+        continue;
       }
       if (h) s.hidden[at] = op.lstm.output.quantize((*h)[at]);
       if (c) s.cell[at] = quantize_cell((*c)[at], op.lstm.cell.power);
@@ -524,6 +557,21 @@ size_t buffer_bytes(const CompiledModel& m, size_t b, int32_t batch, int32_t tim
   return static_cast<size_t>(std::max(batch, 0)) * steps * static_cast<size_t>(std::max(buf.width, 0));
 }
 
+namespace {
+// A recurrent op of `gates` gates, I -> H, whose kernel needs `scratch` bytes: its flash (int8
+// weights [gates][H][I + H], two int32 biases per gate and unit) and its B x H state rows.
+void add_recurrent(ProgramMemory& mem, ProgramMemory::Op& om, size_t B, int32_t gates, int32_t I, int32_t H,
+                   size_t scratch) {
+  mem.scratch_bytes = std::max(mem.scratch_bytes, scratch);
+  mem.state_values += B * static_cast<size_t>(H);
+  const size_t weights = static_cast<size_t>(gates) * static_cast<size_t>(H) * static_cast<size_t>(I + H);
+  const size_t biases = static_cast<size_t>(2 * gates) * static_cast<size_t>(H) * sizeof(int32_t);
+  mem.weight_bytes += weights;
+  mem.bias_bytes += biases;
+  om.flash_bytes = weights + biases;
+}
+}  // namespace
+
 ProgramMemory program_memory(const CompiledModel& m, int32_t batch, int32_t max_time_steps) {
   ProgramMemory mem;
   const size_t B = static_cast<size_t>(std::max(batch, 0));
@@ -533,14 +581,8 @@ ProgramMemory program_memory(const CompiledModel& m, int32_t batch, int32_t max_
       case QLSTM_OP_LSTM_S8: {
         const int32_t I = op.lstm.input_size, H = op.lstm.hidden_size;
         const qlstm_lstm_dims dims = {std::max(batch, 1), 1, I, H};
-        mem.scratch_bytes = std::max(mem.scratch_bytes, qlstm_lstm_s8_scratch_bytes(&dims));
-        mem.cell_values = std::max(mem.cell_values, B * static_cast<size_t>(H));
-        mem.state_values += B * static_cast<size_t>(H);
-        const size_t weights = static_cast<size_t>(QLSTM_GATE_COUNT) * static_cast<size_t>(H) * static_cast<size_t>(I + H);
-        const size_t biases = static_cast<size_t>(2 * QLSTM_GATE_COUNT) * static_cast<size_t>(H) * sizeof(int32_t);
-        mem.weight_bytes += weights;
-        mem.bias_bytes += biases;
-        om.flash_bytes = weights + biases;
+        add_recurrent(mem, om, B, QLSTM_GATE_COUNT, I, H, qlstm_lstm_s8_scratch_bytes(&dims));
+        mem.cell_values = std::max(mem.cell_values, B * static_cast<size_t>(H));  // a stateless LSTM's cell
         break;
       }
       case QLSTM_OP_FULLY_CONNECTED_S8: {
@@ -550,6 +592,12 @@ ProgramMemory program_memory(const CompiledModel& m, int32_t batch, int32_t max_
         mem.bias_bytes += biases;
         mem.requant_bytes += requants;
         om.flash_bytes = weights + biases + requants;
+        break;
+      }
+      case QLSTM_OP_GRU_S8: {  // its state rows: its Q0.15 hidden, in the cell array
+        const int32_t I = op.gru.input_size, H = op.gru.hidden_size;
+        const qlstm_gru_dims dims = {std::max(batch, 1), 1, I, H};
+        add_recurrent(mem, om, B, QLSTM_GRU_GATE_COUNT, I, H, qlstm_gru_s8_scratch_bytes(&dims));
         break;
       }
       case QLSTM_OP_TABLE_S8:
@@ -583,15 +631,21 @@ RuntimeProgram runtime_program(const CompiledModel& m, int32_t B, int32_t T, Lay
   for (const ProgramOp& op : m.ops) {
     qlstm_op o{};
     o.kind = op.kind;
+    // A recurrent op's output buffer width (an index out of range is left for the validation to name).
+    int32_t output_width = 0;
+    if (op.output_buffer >= 0 && static_cast<size_t>(op.output_buffer) < m.buffers.size()) {
+      const int32_t width = m.buffers[static_cast<size_t>(op.output_buffer)].width;
+      output_width = width == op.hidden_size() ? 0 : width;
+    }
+    if (op.recurrent()) o.state_offset = state_offset(hs, lstm_index++, B);
     switch (op.kind) {
       case QLSTM_OP_LSTM_S8:
         o.lstm = op.lstm.kernel_params(B, T, layout);
-        // The output buffer's width (an index out of range is left for the validation to name).
-        if (op.output_buffer >= 0 && static_cast<size_t>(op.output_buffer) < m.buffers.size()) {
-          const int32_t width = m.buffers[static_cast<size_t>(op.output_buffer)].width;
-          o.lstm.output_width = width == op.lstm.hidden_size ? 0 : width;
-        }
-        o.state_offset = state_offset(hs, lstm_index++, B);
+        o.lstm.output_width = output_width;
+        break;
+      case QLSTM_OP_GRU_S8:
+        o.gru = op.gru.kernel_params(B, T, layout);
+        o.gru.output_width = output_width;
         break;
       // rows: the runner sets them from the input buffer's positions.
       case QLSTM_OP_FULLY_CONNECTED_S8: o.fc = op.fc.kernel_params(0); break;

@@ -40,14 +40,35 @@ int32_t selected_step(const qlstm_select_step_params& s, int32_t time_steps) {
   return s.step < 0 ? time_steps + s.step : s.step;
 }
 
-// An LSTM op's params as the runner hands them to the kernel: the call's time steps, the row
-// width of its output buffer. Only for an op whose output buffer index is valid.
-qlstm_lstm_s8_params lstm_call_params(const qlstm_program& program, const qlstm_op& op, int32_t time_steps) {
-  qlstm_lstm_s8_params p = op.lstm;
+bool is_recurrent(int32_t kind) { return kind == QLSTM_OP_LSTM_S8 || kind == QLSTM_OP_GRU_S8; }
+
+// A recurrent op's params (P: its LSTM or GRU block) as the runner hands them to the kernel: the
+// call's time steps, the row width of its output buffer. Only for an op whose output buffer index
+// is valid.
+template <class P>
+P recurrent_call_params(const qlstm_program& program, const qlstm_op& op, const P& block, int32_t time_steps) {
+  P p = block;
   p.dims.time_steps = time_steps;
   const int32_t width = program.buffer_widths[op.output_buffer];
   p.output_width = width == p.dims.hidden_size ? 0 : width;
   return p;
+}
+qlstm_lstm_s8_params lstm_call_params(const qlstm_program& program, const qlstm_op& op, int32_t time_steps) {
+  return recurrent_call_params(program, op, op.lstm, time_steps);
+}
+qlstm_gru_s8_params gru_call_params(const qlstm_program& program, const qlstm_op& op, int32_t time_steps) {
+  return recurrent_call_params(program, op, op.gru, time_steps);
+}
+
+qlstm_status validate_block(const qlstm_lstm_s8_params& p, const char** field) { return qlstm_lstm_s8_validate(&p, field); }
+qlstm_status validate_block(const qlstm_gru_s8_params& p, const char** field) { return qlstm_gru_s8_validate(&p, field); }
+
+// The scratch of a recurrent op's call (0: another kind).
+size_t call_scratch_bytes(const qlstm_op& op, int32_t time_steps) {
+  qlstm_op call = op;
+  call.lstm.dims.time_steps = time_steps;
+  call.gru.dims.time_steps = time_steps;
+  return qlstm_op_scratch_bytes(&call);
 }
 
 // The other kinds' params with rows set to the input buffer's positions.
@@ -67,24 +88,25 @@ qlstm_table_s8_params table_call_params(const qlstm_program& program, const qlst
   return p;
 }
 
-// An LSTM op: reads a sequence, writes a sequence or (FINAL) a one-step buffer; its width, batch,
-// layout, params and state rows.
-Failure check_lstm(const qlstm_program& program, int32_t k, int32_t time_steps) {
+// A recurrent op (block: its LSTM or GRU params): reads a sequence, writes a sequence or (FINAL) a
+// one-step buffer; its width, batch, layout, params and state rows.
+template <class P>
+Failure check_recurrent(const qlstm_program& program, int32_t k, const P& block, int32_t time_steps) {
   const qlstm_op& op = program.ops[k];
-  const qlstm_lstm_dims& d = op.lstm.dims;
+  const auto& d = block.dims;
   if (one_step(program, op.input_buffer)) return bad_op("input_buffer", k);
-  const bool final_only = op.lstm.output_steps == QLSTM_OUTPUT_FINAL;
+  const bool final_only = block.output_steps == QLSTM_OUTPUT_FINAL;
   if (one_step(program, op.output_buffer) != final_only) return bad_op("output_steps", k);
   if (d.batch != program.batch) return bad_op("dims.batch", k);
-  if (op.lstm.layout != program.layout) return bad_op("layout", k);
+  if (block.layout != program.layout) return bad_op("layout", k);
   if (d.input_size != program.buffer_widths[op.input_buffer]) return bad_op("dims.input_size", k);
   if (op.output_offset < 0 ||
       static_cast<int64_t>(op.output_offset) + d.hidden_size > program.buffer_widths[op.output_buffer]) {
     return bad_op("output_offset", k);
   }
-  const qlstm_lstm_s8_params p = lstm_call_params(program, op, time_steps);
+  const P p = recurrent_call_params(program, op, block, time_steps);
   const char* field = nullptr;
-  const qlstm_status st = qlstm_lstm_s8_validate(&p, &field);
+  const qlstm_status st = validate_block(p, &field);
   if (st != QLSTM_OK) return {st, field, k};
   // B x H fits int32 once the params are valid.
   const size_t rows = static_cast<size_t>(d.batch) * static_cast<size_t>(d.hidden_size);
@@ -108,7 +130,7 @@ Failure check_row_op(const qlstm_program& program, int32_t k, int32_t time_steps
   }
   if (op.output_offset != 0) return bad_op("output_offset", k);
   if (op.state_offset != 0) return bad_op("state_offset", k);
-  // Every element of both buffers must be addressable in int32 (an LSTM checks its own).
+  // Every element of both buffers must be addressable in int32 (a recurrent op checks its own).
   const int64_t rows = one_step(program, op.input_buffer) ? program.batch : static_cast<int64_t>(program.batch) * time_steps;
   if (rows * (in_width > out_width ? in_width : out_width) > INT32_MAX) return {QLSTM_ERROR_BAD_DIMS, "rows", k};
   const char* field = nullptr;
@@ -160,8 +182,9 @@ Failure check_op(const qlstm_program& program, int32_t k, int32_t time_steps, in
   if (reads_area && writes_area && area_of(op.input_buffer) == area_of(op.output_buffer)) {
     return bad_op("output_buffer", k);  // would overwrite the area it reads
   }
-  const Failure f = op.kind == QLSTM_OP_LSTM_S8 ? check_lstm(program, k, time_steps)
-                                                : check_row_op(program, k, time_steps);
+  const Failure f = op.kind == QLSTM_OP_LSTM_S8  ? check_recurrent(program, k, op.lstm, time_steps)
+                    : op.kind == QLSTM_OP_GRU_S8 ? check_recurrent(program, k, op.gru, time_steps)
+                                                 : check_row_op(program, k, time_steps);
   if (f.status != QLSTM_OK) return f;
   if (writes_area) holds[area_of(op.output_buffer)] = op.output_buffer;
   return kNoFailure;
@@ -169,24 +192,24 @@ Failure check_op(const qlstm_program& program, int32_t k, int32_t time_steps, in
 
 // The context of a valid program.
 Failure check_context(const qlstm_program& program, const qlstm_program_context& ctx, int32_t time_steps) {
-  bool has_lstm = false;
-  for (int32_t k = 0; k < program.op_count; ++k) has_lstm = has_lstm || program.ops[k].kind == QLSTM_OP_LSTM_S8;
-  // What the LSTM kernel would check of its context, once for every op: the runner does not ask
-  // again. The other kinds need no scratch.
-  if (has_lstm) {
+  bool has_lstm = false, has_recurrent = false;
+  for (int32_t k = 0; k < program.op_count; ++k) {
+    has_lstm = has_lstm || program.ops[k].kind == QLSTM_OP_LSTM_S8;
+    has_recurrent = has_recurrent || is_recurrent(program.ops[k].kind);
+  }
+  // What the recurrent kernels would check of their context, once for every op: the runner does
+  // not ask again. The other kinds need no scratch; a stateless GRU keeps its hidden in its scratch.
+  if (has_recurrent) {
     if (ctx.scratch == nullptr) return {QLSTM_ERROR_NULL_POINTER, "scratch", -1};
     if (reinterpret_cast<uintptr_t>(ctx.scratch) % QLSTM_SCRATCH_ALIGNMENT != 0) {
       return {QLSTM_ERROR_SCRATCH_MISALIGNED, "scratch", -1};
     }
-    if (ctx.cell == nullptr) return {QLSTM_ERROR_NULL_POINTER, "cell", -1};
   }
+  if (has_lstm && ctx.cell == nullptr) return {QLSTM_ERROR_NULL_POINTER, "cell", -1};
   for (int32_t k = 0; k < program.op_count; ++k) {
     const qlstm_op& op = program.ops[k];
-    if (op.kind == QLSTM_OP_LSTM_S8) {
-      const qlstm_lstm_s8_params p = lstm_call_params(program, op, time_steps);
-      if (ctx.scratch_bytes < qlstm_lstm_s8_scratch_bytes(&p.dims)) {
-        return {QLSTM_ERROR_SCRATCH_TOO_SMALL, "scratch_bytes", -1};
-      }
+    if (ctx.scratch_bytes < call_scratch_bytes(op, time_steps)) {
+      return {QLSTM_ERROR_SCRATCH_TOO_SMALL, "scratch_bytes", -1};
     }
     if (!is_intermediate(program, op.output_buffer)) continue;
     if (ctx.activations[area_of(op.output_buffer)] == nullptr) return {QLSTM_ERROR_NULL_POINTER, "activations", -1};
@@ -261,7 +284,7 @@ qlstm_status qlstm::run_program_s8(const qlstm_program* program, qlstm_program_c
   const qlstm_status valid = qlstm_program_validate(program, ctx, time_steps, nullptr, nullptr);
   if (valid != QLSTM_OK) return valid;
   const int32_t last = program->buffer_count - 1;
-  // A one-step output is written even when T == 0 (an LSTM's final state is then its initial one).
+  // A one-step output is written even when T == 0 (a recurrent op's final state is then its initial one).
   if (time_steps > 0 && input == nullptr) return QLSTM_ERROR_NULL_POINTER;
   if ((time_steps > 0 || one_step(*program, last)) && output == nullptr) return QLSTM_ERROR_NULL_POINTER;
   for (int32_t k = 0; k < program->op_count; ++k) {
@@ -278,6 +301,14 @@ qlstm_status qlstm::run_program_s8(const qlstm_program* program, qlstm_program_c
         st = run_lstm_s8_prechecked(options.variant, p, c, in, out != nullptr ? out + op.output_offset : nullptr);
         break;
       }
+      case QLSTM_OP_GRU_S8: {
+        // Its state is the int16 Q0.15 hidden in the caller's cell array; stateless: NULL, the
+        // kernel's own zero state in its scratch.
+        const qlstm_gru_s8_params p = gru_call_params(*program, op, time_steps);
+        qlstm_gru_s8_context c = {ctx->scratch, ctx->scratch_bytes, hidden ? cell + op.state_offset : nullptr};
+        st = qlstm_gru_s8(&p, &c, in, out != nullptr ? out + op.output_offset : nullptr);
+        break;
+      }
       case QLSTM_OP_FULLY_CONNECTED_S8:
         st = run_fc_s8_prechecked(options.fc_variant, fc_call_params(*program, op, time_steps), in, out);
         break;
@@ -289,4 +320,18 @@ qlstm_status qlstm::run_program_s8(const qlstm_program* program, qlstm_program_c
     if (st != QLSTM_OK) return st;
   }
   return QLSTM_OK;
+}
+
+extern "C" int32_t qlstm_op_state_size(const qlstm_op* op) {
+  if (op == nullptr) return 0;
+  if (op->kind == QLSTM_OP_LSTM_S8) return op->lstm.dims.hidden_size;
+  if (op->kind == QLSTM_OP_GRU_S8) return op->gru.dims.hidden_size;
+  return 0;
+}
+
+extern "C" size_t qlstm_op_scratch_bytes(const qlstm_op* op) {
+  if (op == nullptr) return 0;
+  if (op->kind == QLSTM_OP_LSTM_S8) return qlstm_lstm_s8_scratch_bytes(&op->lstm.dims);
+  if (op->kind == QLSTM_OP_GRU_S8) return qlstm_gru_s8_scratch_bytes(&op->gru.dims);
+  return 0;
 }

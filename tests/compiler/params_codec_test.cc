@@ -24,6 +24,8 @@
 #include "qlstm/compiler/model_file.h"
 #include "qlstm/params_codec.h"
 #include "emitted_build.h"
+#include "gru_model.h"
+#include "op_fields.h"
 #include "random_program.h"
 #include "whole_program.h"
 
@@ -31,44 +33,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using namespace qlstm::compiler;
-
-struct Field {
-  std::string name;
-  std::vector<int64_t> values;
-};
-
-// The op flattened by the description itself: a field the description names is compared.
-struct FieldList {
-  std::vector<Field> fields;
-  void open(const char*) {}
-  void close() {}
-  void unused(const char*) {}
-  void i32(const char* name, int32_t v) { fields.push_back({name, {v}}); }
-  template <class T>
-  void array(const char* name, const T* data, int64_t count) {
-    Field f{name, {}};
-    for (int64_t k = 0; k < count; ++k) f.values.push_back(data[k]);
-    fields.push_back(f);
-  }
-};
-
-std::vector<Field> fields_of(const qlstm_op& op) {
-  FieldList f;
-  qlstm::visit_op_fields(op, f);
-  return f.fields;
-}
-
-void expect_same_ops(const std::vector<qlstm_op>& want, const std::vector<qlstm_op>& got, const std::string& form) {
-  ASSERT_EQ(want.size(), got.size()) << form;
-  for (size_t k = 0; k < want.size(); ++k) {
-    const std::vector<Field> a = fields_of(want[k]), b = fields_of(got[k]);
-    ASSERT_EQ(a.size(), b.size()) << form << ": op " << k;
-    for (size_t i = 0; i < a.size(); ++i) {
-      ASSERT_EQ(a[i].name, b[i].name) << form << ": op " << k;
-      EXPECT_EQ(a[i].values, b[i].values) << form << ": ops[" << k << "]." << a[i].name;
-    }
-  }
-}
+using testing_support::expect_same_ops;
 
 // Ops (and buffer widths) as records, written by the description.
 std::string records_of(const std::vector<qlstm_op>& ops, const std::vector<int32_t>& widths) {
@@ -324,6 +289,37 @@ TEST(ParamsCodec, EmittedWholeProgramHoldsEveryFieldAndRunsAsTheHost) {
   int status = -1;
   probe.run("run " + probe.path("long.bin") + " " + std::to_string(kSteps + 1), "y_long.bin", &status);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 3) << status;
+}
+
+// A program of GRU ops (a bidirectional layer from a constant Q0.15 h0, then an FC head; every
+// step and FINAL): the emitted table equals the compiler's field by field, NAME_run equals the
+// host's run_program_s8 byte for byte, and the records the bundle and the file hold read back equal.
+TEST(ParamsCodec, EmittedGruProgramHoldsEveryFieldAndRunsAsTheHost) {
+  std::mt19937_64 rng(53);
+  constexpr int32_t kSteps = 6;
+  for (const bool final_state : {false, true}) {
+    SCOPED_TRACE(final_state ? "final" : "every step");
+    const CompiledModel m = testing_support::gru_model(rng, {final_state, true});
+    const std::string name = final_state ? "gf" : "gs";
+    const EmittedProbe probe(m, name, kBatch, kSteps);
+    ASSERT_TRUE(probe.build().ok) << probe.build().log;
+    const RuntimeProgram p = runtime_program(m, kBatch, 0, Layout::kBatchMajor);
+    ASSERT_EQ(p.ops[0].kind, QLSTM_OP_GRU_S8);
+    expect_emitted_table(probe, p);
+    const DecodedOps d = read_ops(records_of(p.ops, p.widths), p.ops.size(), p.widths.size());
+    expect_same_ops(p.ops, d.ops, "records");
+    for (int32_t T : {1, kSteps}) {
+      std::vector<int8_t> x(static_cast<size_t>(kBatch) * T * m.input_size());
+      for (int8_t& v : x) v = static_cast<int8_t>(rng());
+      std::ofstream(probe.path("x.bin"), std::ios::binary).write(reinterpret_cast<const char*>(x.data()), x.size());
+      int status = -1;
+      const std::string y = probe.run("run " + probe.path("x.bin") + " " + std::to_string(T), "y.bin", &status);
+      ASSERT_EQ(status, 0) << "T = " << T;
+      const std::vector<int8_t> want = run_program_s8(m, x, {kBatch, T, Layout::kBatchMajor});
+      EXPECT_EQ(want.size(), static_cast<size_t>(kBatch) * (final_state ? 1 : T) * m.output_size());
+      EXPECT_EQ(std::vector<int8_t>(y.begin(), y.end()), want) << "T = " << T;
+    }
+  }
 }
 
 // A learned initial state with one row per batch row ([L, B, H]) is emitted as it is: NAME_run at

@@ -17,6 +17,7 @@
 #include "qlstm/params_codec.h"
 #include "qlstm/program_s8.h"
 #include "qlstm_model_generated.h"
+#include "op_fields.h"
 #include "program_ops.h"
 #include "random_program.h"
 
@@ -248,13 +249,8 @@ TEST(Program, VersionThreeFileWithoutOutputStepsStillLoads) {
   const RuntimeProgram r = runtime_program(m, 1, 0, Layout::kTimeMajor);
   std::vector<flatbuffers::Offset<fb::Op>> ops;
   for (size_t k = 0; k < m.ops.size(); ++k) {
-    std::vector<uint8_t> record;
-    struct Sink {
-      std::vector<uint8_t>* out;
-      void put(const uint8_t* p, size_t n) { out->insert(out->end(), p, p + n); }
-    } sink{&record};
-    qlstm::RecordWriter<Sink> w(sink);
-    qlstm::visit_lstm_s8_fields(r.ops[k].lstm, w);
+    std::vector<uint8_t> record =
+        testing_support::record_of(r.ops[k].lstm, [](const auto& p, auto& w) { qlstm::visit_lstm_s8_fields(p, w); });
     ASSERT_EQ(r.ops[k].lstm.output_steps, QLSTM_OUTPUT_ALL_STEPS);
     record.resize(record.size() - sizeof(int32_t));  // version 3's record ends before output_steps
     const ProgramOp& op = m.ops[k];

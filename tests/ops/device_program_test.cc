@@ -1,6 +1,6 @@
 // Hand-built programs with the kinds around the LSTM and one-step buffers (LSTM -> select -> FC
-// -> softmax, LSTM final state -> FC -> table, FC -> LSTM -> FC; both layouts, stateless and
-// stateful, T = 0) on the emulated CPU named by $QLSTM_DEVICE_CPU: the firmware runs them with
+// -> softmax, LSTM final state -> FC -> table, FC -> LSTM -> FC; GRU -> FC, a bidirectional GRU
+// layer; both layouts, stateless and stateful, T = 0) on the emulated CPU named by $QLSTM_DEVICE_CPU: the firmware runs them with
 // every LSTM variant it has and compares with the host runner's output and final state, byte
 // for byte. Registered per CPU in tests/target/CMakeLists.txt.
 #include <gtest/gtest.h>
@@ -92,7 +92,24 @@ TEST(DevicePrograms, EqualTheHostRunner) {
     build_front(c.program, time_major, rng);
     c.time_steps = T;
     c.stateful = true;
-    names.push_back("front_fc" + layout);
+    names.push_back("front_fc" + layout);    // GRU ops: one with an FC head, a bidirectional layer (every step and FINAL), with and
+    // without state (its Q0.15 hidden in c0), T = 0 included.
+    for (const bool stateful : {false, true}) {
+      for (const int32_t steps : {QLSTM_OUTPUT_ALL_STEPS, QLSTM_OUTPUT_FINAL}) {
+        const std::string what = std::string(steps == QLSTM_OUTPUT_FINAL ? "_final" : "_seq") +
+                                 (stateful ? "_stateful" : "") + layout;
+        HostCall& head = calls.emplace_back();
+        build_gru(head.program, time_major, steps, true, rng);
+        head.time_steps = T;
+        head.stateful = stateful;
+        names.push_back("gru_fc" + what);
+        HostCall& bi = calls.emplace_back();
+        build_bidirectional_gru(bi.program, time_major, steps, rng);
+        bi.time_steps = steps == QLSTM_OUTPUT_FINAL && stateful ? 0 : T;
+        bi.stateful = stateful;
+        names.push_back("gru_bidirectional_T" + std::to_string(bi.time_steps) + what);
+      }
+    }
   }
   std::vector<qlstm::device::BundleCase> cases;
   for (size_t k = 0; k < calls.size(); ++k) {

@@ -42,13 +42,6 @@ std::vector<int8_t> lstm_alone(const qlstm_lstm_s8_params& params, int32_t T, co
   EXPECT_EQ(qlstm_lstm_s8(&p, &c, x.data(), y.data()), QLSTM_OK);
   return y;
 }
-std::vector<int8_t> fc_alone(const qlstm_fc_s8_params& params, const std::vector<int8_t>& x) {
-  qlstm_fc_s8_params p = params;
-  p.rows = static_cast<int32_t>(x.size()) / p.input_size;
-  std::vector<int8_t> y(static_cast<size_t>(p.rows * p.output_size));
-  EXPECT_EQ(qlstm_fc_s8(&p, x.data(), y.data()), QLSTM_OK);
-  return y;
-}
 std::vector<int8_t> softmax_alone(const qlstm_softmax_s8_params& params, const std::vector<int8_t>& x) {
   qlstm_softmax_s8_params p = params;
   p.rows = static_cast<int32_t>(x.size()) / p.row_size;

@@ -1,7 +1,8 @@
 // Hand-built mixed programs for tests of the program runner (host and device): their owned
 // parameters, a context sized for T steps, and three shapes of model: LSTM -> select step -> FC
 // -> softmax (a classifier on y[:, step]), LSTM final state -> FC (ReLU) -> table (a head on
-// h_n), and FC -> LSTM -> FC on every step (an input projection and a per-step head).
+// h_n), and FC -> LSTM -> FC on every step (an input projection and a per-step head); and GRU
+// programs: a GRU -> FC head, a bidirectional GRU layer (two ops writing the halves of each row).
 #ifndef QLSTM_TESTS_HAND_PROGRAMS_H_
 #define QLSTM_TESTS_HAND_PROGRAMS_H_
 
@@ -12,8 +13,11 @@
 #include <random>
 #include <vector>
 
+#include <gtest/gtest.h>
+
 #include "program_ops.h"
 #include "qlstm/program_s8.h"
+#include "random_gru.h"
 #include "random_lstm.h"
 
 namespace testing_support {
@@ -63,6 +67,7 @@ inline void make_table(Table& t, int32_t row_size, std::mt19937_64& rng) {
 // A hand-built program with its owned parameters and a context sized for T steps.
 struct Built {
   std::deque<RandomLstm> lstms;
+  std::deque<RandomGru> grus;
   std::deque<Fc> fcs;
   std::deque<Table> tables;
   std::vector<qlstm_op> ops;
@@ -80,11 +85,11 @@ struct Built {
                state_values, steps.data(), B, layout};
     size_t scratch = 0, largest_h = 1, area = 1;
     for (const qlstm_op& op : ops) {
-      if (op.kind != QLSTM_OP_LSTM_S8) continue;
-      qlstm_lstm_dims d = op.lstm.dims;
-      d.time_steps = T;
-      scratch = std::max(scratch, qlstm_lstm_s8_scratch_bytes(&d));
-      largest_h = std::max(largest_h, static_cast<size_t>(d.hidden_size));
+      qlstm_op call = op;
+      call.lstm.dims.time_steps = T;
+      call.gru.dims.time_steps = T;
+      scratch = std::max(scratch, qlstm_op_scratch_bytes(&call));
+      if (op.kind == QLSTM_OP_LSTM_S8) largest_h = std::max(largest_h, static_cast<size_t>(op.lstm.dims.hidden_size));
     }
     for (size_t b = 1; b + 1 < widths.size(); ++b) {
       area = std::max(area, static_cast<size_t>(widths[b]) * static_cast<size_t>(steps[b] == kOne ? B : B * T));
@@ -104,6 +109,28 @@ struct Built {
 };
 
 inline constexpr int32_t B = 3, T = 5, I = 4, H = 6, O = 5;
+
+// The FC alone, as qlstm_fc_s8 runs it, on every position of x.
+inline std::vector<int8_t> fc_alone(const qlstm_fc_s8_params& params, const std::vector<int8_t>& x) {
+  qlstm_fc_s8_params p = params;
+  p.rows = static_cast<int32_t>(x.size()) / p.input_size;
+  std::vector<int8_t> y(static_cast<size_t>(p.rows * p.output_size));
+  EXPECT_EQ(qlstm_fc_s8(&p, x.data(), y.data()), QLSTM_OK);
+  return y;
+}
+
+inline qlstm_op fc_op(const qlstm_fc_s8_params& p, int32_t input_buffer, int32_t output_buffer) {
+  qlstm_op op = program_op(QLSTM_OP_FULLY_CONNECTED_S8, input_buffer, output_buffer);
+  op.fc = p;
+  return op;
+}
+
+// A program of B rows, T steps, in the layout asked for.
+inline void start(Built& b, bool time_major) {
+  b.B = B;
+  b.T = T;
+  b.layout = time_major ? QLSTM_LAYOUT_TIME_MAJOR : QLSTM_LAYOUT_BATCH_MAJOR;
+}
 
 // LSTM (every step) -> select step -> FC -> softmax: a classifier on y[:, step].
 inline void build_classifier(Built& b, bool time_major, int32_t step, std::mt19937_64& rng) {
@@ -169,6 +196,45 @@ inline void build_front(Built& b, bool time_major, std::mt19937_64& rng) {
   head.fc = b.fcs[1].params;
   b.ops.push_back(head);
   b.state_values = static_cast<size_t>(B * H);
+  b.finish();
+}
+
+// A GRU (output_steps as given: every step into a sequence, or FINAL into a one-step buffer),
+// then, if with_head, an FC on each of its positions.
+inline void build_gru(Built& b, bool time_major, int32_t output_steps, bool with_head, std::mt19937_64& rng) {
+  start(b, time_major);
+  make_random_gru(b.grus.emplace_back(), rng, {B, T, I, H}, time_major, Regime::kTypical);
+  b.grus[0].params.output_steps = output_steps;
+  const int32_t steps = output_steps == QLSTM_OUTPUT_FINAL ? kOne : kEvery;
+  b.widths = {I, H};
+  b.steps = {kEvery, steps};
+  b.ops.push_back(gru_op(b.grus[0].params, 0, 1, 0));
+  if (with_head) {
+    make_fc(b.fcs.emplace_back(), H, O, true, false, rng);
+    b.widths.push_back(O);
+    b.steps.push_back(steps);
+    b.ops.push_back(fc_op(b.fcs[0].params, 1, 2));
+  }
+  b.state_values = static_cast<size_t>(B * H);
+  b.finish();
+}
+
+// A bidirectional GRU layer: a forward and a reverse GRU op reading the input and writing the two
+// halves of each [2H] row (FINAL: of each batch row's final states), their states one after the other.
+inline void build_bidirectional_gru(Built& b, bool time_major, int32_t output_steps, std::mt19937_64& rng) {
+  start(b, time_major);
+  b.widths = {I, 2 * H};
+  b.steps = {kEvery, output_steps == QLSTM_OUTPUT_FINAL ? kOne : kEvery};
+  for (int32_t d = 0; d < 2; ++d) {
+    RandomGru& g = b.grus.emplace_back();
+    make_random_gru(g, rng, {B, T, I, H}, time_major, Regime::kTypical);
+    g.params.output_steps = output_steps;
+    g.params.time_direction = d == 0 ? QLSTM_TIME_FORWARD : QLSTM_TIME_REVERSE;
+    qlstm_op op = gru_op(g.params, 0, 1, static_cast<size_t>(d * B * H));
+    op.output_offset = d * H;
+    b.ops.push_back(op);
+  }
+  b.state_values = static_cast<size_t>(2 * B * H);
   b.finish();
 }
 

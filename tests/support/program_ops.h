@@ -1,4 +1,4 @@
-// Hand-built programs for tests: an LSTM op, an op of another kind whose parameter block the
+// Hand-built programs for tests: an LSTM or GRU op, an op of another kind whose parameter block the
 // test fills in, and what qlstm_program_validate says of a program.
 #ifndef QLSTM_TESTS_PROGRAM_OPS_H_
 #define QLSTM_TESTS_PROGRAM_OPS_H_
@@ -24,6 +24,14 @@ inline qlstm_op lstm_op(const qlstm_lstm_s8_params& p, int32_t input_buffer, int
   qlstm_op op = program_op(QLSTM_OP_LSTM_S8, input_buffer, output_buffer);
   op.lstm = p;
   op.state_offset = state_offset;
+  return op;
+}
+
+inline qlstm_op gru_op(const qlstm_gru_s8_params& p, int32_t input_buffer, int32_t output_buffer,
+                       size_t state_offset) {
+  qlstm_op op = lstm_op(qlstm_lstm_s8_params{}, input_buffer, output_buffer, state_offset);
+  op.kind = QLSTM_OP_GRU_S8;  // its block instead of the (unused) LSTM one
+  op.gru = p;
   return op;
 }
 

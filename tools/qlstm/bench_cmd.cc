@@ -235,6 +235,9 @@ std::vector<int64_t> op_macs(const RuntimeProgram& p, int64_t B, int64_t T) {
     if (o.kind == QLSTM_OP_LSTM_S8) {
       macs.push_back(B * T * QLSTM_GATE_COUNT * o.lstm.dims.hidden_size *
                      (o.lstm.dims.input_size + o.lstm.dims.hidden_size));
+    } else if (o.kind == QLSTM_OP_GRU_S8) {
+      macs.push_back(B * T * QLSTM_GRU_GATE_COUNT * o.gru.dims.hidden_size *
+                     (o.gru.dims.input_size + o.gru.dims.hidden_size));
     } else if (o.kind == QLSTM_OP_FULLY_CONNECTED_S8) {
       macs.push_back(in_positions * o.fc.input_size * o.fc.output_size);
     } else {
@@ -269,7 +272,7 @@ int bench_program(const CompiledModel& m, const ShapeSpec& s, const std::string&
   const ProgramMemory mem = program_memory(m, s.batch, s.time_steps);
   const size_t call_ram = mem.scratch_bytes + mem.cell_values * sizeof(int16_t) + 2 * mem.activation_bytes;
   int32_t last_h = 0;
-  for (const qlstm_op& o : program.ops) last_h = o.kind == QLSTM_OP_LSTM_S8 ? o.lstm.dims.hidden_size : last_h;
+  for (const qlstm_op& o : program.ops) last_h = qlstm_op_state_size(&o) > 0 ? qlstm_op_state_size(&o) : last_h;
   // Op k's line: what it computes, on which sizes.
   const auto op_line = [&](size_t k) {
     return "op " + std::to_string(k) + " (" + describe_op(program.ops[k], m.ops[k]) + ")";
@@ -395,11 +398,11 @@ int bench_command(const BenchArgs& args) {
   std::mt19937_64 rng(kBenchSeed);
   if (!args.model.empty()) {
     const CompiledModel m = load_model_file(args.model);
-    // I is the program's input width, H the first LSTM's hidden size (the op a synthetic shape is).
+    // I is the program's input width, H the first recurrent op's hidden size (the op a synthetic shape is).
     int32_t first_h = 0;
     for (const ProgramOp& op : m.ops) {
-      if (op.kind == QLSTM_OP_LSTM_S8) {
-        first_h = op.lstm.hidden_size;
+      if (op.recurrent()) {
+        first_h = op.hidden_size();
         break;
       }
     }

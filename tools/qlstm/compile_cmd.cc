@@ -108,18 +108,22 @@ std::vector<float> dequantize_output(const CompiledModel& m, const std::vector<i
   return y;
 }
 
-// The LSTM ops of m in state order (layer-major, forward first): row k of a [ops][B][H] state.
+// The recurrent (LSTM and GRU) ops of m in state order (layer-major, forward first): row k of a
+// [ops][B][H] state.
 std::vector<const ProgramOp*> lstm_ops(const CompiledModel& m) {
   std::vector<const ProgramOp*> ops;
   for (const ProgramOp& op : m.ops) {
-    if (op.kind == QLSTM_OP_LSTM_S8) ops.push_back(&op);
+    if (op.recurrent()) ops.push_back(&op);
   }
   return ops;
 }
 
+// A GRU's hidden state is Q0.15, in the int16 (cell) state rows.
+constexpr int32_t kGruHiddenPower = -15;
+
 // "layer L forward" or "layer L reverse": LSTM op k (lstm_ops order) in the user's terms.
 std::string lstm_op_label(const CompiledModel& m, size_t k) {
-  const bool reverse = lstm_ops(m)[k]->lstm.time_direction == QLSTM_TIME_REVERSE;
+  const bool reverse = lstm_ops(m)[k]->time_direction() == QLSTM_TIME_REVERSE;
   return "layer " + std::to_string(k / static_cast<size_t>(m.directions)) + (reverse ? " reverse" : " forward");
 }
 
@@ -352,12 +356,18 @@ std::vector<float> read_float_state(const std::string& path, const CompiledModel
   return v;
 }
 
-// The final state of every op in float ([ops][B][H]): h by each op's output quantization, c at its 2^P.
+// The final state of every op in float ([ops][B][H]): h by each op's output quantization, c at its 2^P;
+// a GRU's h from its Q0.15 cell rows, its c 0.
 void dequantize_state(const CompiledModel& m, const ProgramState& s, int32_t batch, std::vector<float>* h,
                       std::vector<float>* c) {
   size_t at = 0;
   for (const ProgramOp* op : lstm_ops(m)) {
-    for (size_t e = 0; e < static_cast<size_t>(batch) * static_cast<size_t>(op->lstm.hidden_size); ++e, ++at) {
+    for (size_t e = 0; e < static_cast<size_t>(batch) * static_cast<size_t>(op->hidden_size()); ++e, ++at) {
+      if (op->gru_op()) {
+        h->push_back(static_cast<float>(std::ldexp(static_cast<double>(s.cell[at]), kGruHiddenPower)));
+        c->push_back(0.0f);
+        continue;
+      }
       h->push_back(static_cast<float>(op->lstm.output.dequantize(s.hidden[at])));
       c->push_back(static_cast<float>(std::ldexp(static_cast<double>(s.cell[at]), op->lstm.cell.power)));
     }
@@ -370,8 +380,14 @@ std::vector<RangeCount> state_clipping(const CompiledModel& m, int32_t batch, co
   std::vector<RangeCount> counts;
   size_t at = 0;
   for (const ProgramOp* op : lstm_ops(m)) {
-    RangeCount r = cell ? cell_range(op->lstm.cell.power) : int8_range(op->lstm.output);
-    for (size_t e = 0; e < static_cast<size_t>(batch) * static_cast<size_t>(op->lstm.hidden_size); ++e) r.add(v[at++]);
+    // A GRU's h is Q0.15 (its c unused: nothing clipped).
+    RangeCount r = op->gru_op() ? cell_range(kGruHiddenPower)
+                   : cell       ? cell_range(op->lstm.cell.power)
+                                : int8_range(op->lstm.output);
+    const size_t n = static_cast<size_t>(batch) * static_cast<size_t>(op->hidden_size());
+    for (size_t e = 0; e < n; ++e, ++at) {
+      if (!(op->gru_op() && cell)) r.add(v[at]);
+    }
     counts.push_back(r);
   }
   return counts;
@@ -579,11 +595,12 @@ std::vector<ComparedOutput> compare_state(const CompiledModel& m, int32_t batch,
   size_t at = 0;
   for (size_t k = 0; k < ops.size(); ++k) {
     const DerivedLstm& d = ops[k]->lstm;
-    const auto from = static_cast<ptrdiff_t>(at), to = from + batch * d.hidden_size;
+    const auto from = static_cast<ptrdiff_t>(at), to = from + batch * ops[k]->hidden_size();
     auto slice = [&](const std::vector<float>& v) { return std::vector<float>(v.begin() + from, v.begin() + to); };
     const std::string who = " (" + lstm_op_label(m, k) + ")";
     const int32_t op = static_cast<int32_t>(k);
-    if (m.hidden_output) hs.push_back(compare_output("h_n", "h_n" + who, op, slice(f.h_n), slice(h), d.output.scale));
+    const double h_step = ops[k]->gru_op() ? std::ldexp(1.0, kGruHiddenPower) : d.output.scale;
+    if (m.hidden_output) hs.push_back(compare_output("h_n", "h_n" + who, op, slice(f.h_n), slice(h), h_step));
     if (m.cell_output) {
       cs.push_back(compare_output("c_n", "c_n" + who, op, slice(f.c_n), slice(c), std::ldexp(1.0, d.cell.power)));
     }

@@ -1,6 +1,7 @@
 // The one description of each op's parameter block (C++, freestanding, header only).
 //
-// visit_lstm_s8_fields() names every field of qlstm_lstm_s8_params once, in declaration order;
+// visit_lstm_s8_fields() names every field of qlstm_lstm_s8_params once, in declaration order
+// (visit_gru_s8_fields those of qlstm_gru_s8_params, and so on for every kind);
 // everything that moves a parameter block between forms is a visitor of it: the record codec
 // below (the device bundle, the model file's op records), the emitted C initializer, the
 // field-by-field comparison of the tests. Adding a field to an op is one line here plus its use.
@@ -19,6 +20,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "qlstm/gru_s8.h"
 #include "qlstm/lstm_s8.h"
 #include "qlstm/program_s8.h"
 
@@ -34,10 +36,10 @@ void requant(V& v, const char* name, const char* multiplier, const char* shift, 
   v.close();
 }
 
-// One gate's fields; N is the gate's path prefix as a literal ("gates[forget]").
-#define QLSTM_VISIT_GATE(v, g, N, H, I)                                                                 \
+// A gate's two matmuls, the fields an LSTM gate and a GRU gate share; N is the gate's path prefix
+// as a literal ("gates[forget]"). The gate macros below add what differs.
+#define QLSTM_VISIT_GATE_MATMULS(v, g, N, H, I)                                                         \
   do {                                                                                                  \
-    (v).open(N);                                                                                        \
     codec_detail::requant(v, N ".input_to_q3_12", N ".input_to_q3_12.multiplier",                       \
                           N ".input_to_q3_12.shift", (g).input_to_q3_12);                               \
     (v).array(N ".input_weights", (g).input_weights, (H) < 0 || (I) < 0 ? -1 : (H) * (I));              \
@@ -46,9 +48,47 @@ void requant(V& v, const char* name, const char* multiplier, const char* shift, 
                           N ".hidden_to_q3_12.shift", (g).hidden_to_q3_12);                             \
     (v).array(N ".hidden_weights", (g).hidden_weights, (H) < 0 ? -1 : (H) * (H));                       \
     (v).array(N ".hidden_effective_bias", (g).hidden_effective_bias, (H));                              \
+  } while (0)
+
+// An LSTM gate: its matmuls and its activation.
+#define QLSTM_VISIT_GATE(v, g, N, H, I)                                                                 \
+  do {                                                                                                  \
+    (v).open(N);                                                                                        \
+    QLSTM_VISIT_GATE_MATMULS(v, g, N, H, I);                                                            \
     (v).i32(N ".activation", (g).activation);                                                           \
     (v).close();                                                                                        \
   } while (0)
+
+// A GRU gate: its matmuls only (its activation is fixed by its index).
+#define QLSTM_VISIT_GRU_GATE(v, g, N, H, I)                                                             \
+  do {                                                                                                  \
+    (v).open(N);                                                                                        \
+    QLSTM_VISIT_GATE_MATMULS(v, g, N, H, I);                                                            \
+    (v).close();                                                                                        \
+  } while (0)
+
+// The first fields of a recurrent op's block (P: qlstm_lstm_s8_params or qlstm_gru_s8_params,
+// maybe const), the same in the LSTM and the GRU: opens the block, visits its dims and layout.
+template <class V, class P>
+void recurrent_head(V& v, const char* block, P& p) {
+  v.open(block);
+  v.open("dims");
+  v.i32("dims.batch", p.dims.batch);
+  v.i32("dims.time_steps", p.dims.time_steps);
+  v.i32("dims.input_size", p.dims.input_size);
+  v.i32("dims.hidden_size", p.dims.hidden_size);
+  v.close();
+  v.i32("layout", p.layout);
+}
+
+// The last fields of a recurrent op's block, the same in the LSTM and the GRU.
+template <class V, class P>
+void sequence_tail(V& v, P& p) {
+  v.i32("output_zero_point", p.output_zero_point);
+  v.i32("time_direction", p.time_direction);
+  v.i32("output_width", p.output_width);
+  v.i32("output_steps", p.output_steps);
+}
 
 inline int64_t extent(int32_t n) { return n < 0 ? -1 : static_cast<int64_t>(n); }
 
@@ -57,14 +97,7 @@ inline int64_t extent(int32_t n) { return n < 0 ? -1 : static_cast<int64_t>(n); 
 // P is qlstm_lstm_s8_params or const qlstm_lstm_s8_params.
 template <class P, class V>
 void visit_lstm_s8_fields(P& p, V& v) {
-  v.open("lstm");
-  v.open("dims");
-  v.i32("dims.batch", p.dims.batch);
-  v.i32("dims.time_steps", p.dims.time_steps);
-  v.i32("dims.input_size", p.dims.input_size);
-  v.i32("dims.hidden_size", p.dims.hidden_size);
-  v.close();
-  v.i32("layout", p.layout);
+  codec_detail::recurrent_head(v, "lstm", p);
   const int64_t H = codec_detail::extent(p.dims.hidden_size), I = codec_detail::extent(p.dims.input_size);
   v.open("gates");
   QLSTM_VISIT_GATE(v, p.gates[QLSTM_GATE_FORGET], "gates[forget]", H, I);
@@ -80,10 +113,27 @@ void visit_lstm_s8_fields(P& p, V& v) {
                         "output_times_tanh_cell_to_hidden.shift", p.output_times_tanh_cell_to_hidden);
   v.i32("cell_scale_power", p.cell_scale_power);
   v.i32("cell_clip", p.cell_clip);
-  v.i32("output_zero_point", p.output_zero_point);
-  v.i32("time_direction", p.time_direction);
-  v.i32("output_width", p.output_width);
-  v.i32("output_steps", p.output_steps);
+  codec_detail::sequence_tail(v, p);
+  v.close();
+}
+
+// P is qlstm_gru_s8_params or const qlstm_gru_s8_params.
+template <class P, class V>
+void visit_gru_s8_fields(P& p, V& v) {
+  codec_detail::recurrent_head(v, "gru", p);
+  const int64_t H = codec_detail::extent(p.dims.hidden_size), I = codec_detail::extent(p.dims.input_size);
+  v.open("gates");
+  QLSTM_VISIT_GRU_GATE(v, p.gates[QLSTM_GRU_GATE_RESET], "gates[reset]", H, I);
+  QLSTM_VISIT_GRU_GATE(v, p.gates[QLSTM_GRU_GATE_UPDATE], "gates[update]", H, I);
+  QLSTM_VISIT_GRU_GATE(v, p.gates[QLSTM_GRU_GATE_NEW], "gates[new]", H, I);
+  v.close();
+  codec_detail::requant(v, "reset_times_hidden_to_q3_12", "reset_times_hidden_to_q3_12.multiplier",
+                        "reset_times_hidden_to_q3_12.shift", p.reset_times_hidden_to_q3_12);
+  codec_detail::requant(v, "update_times_difference_to_q0_15", "update_times_difference_to_q0_15.multiplier",
+                        "update_times_difference_to_q0_15.shift", p.update_times_difference_to_q0_15);
+  codec_detail::requant(v, "hidden_q0_15_to_output", "hidden_q0_15_to_output.multiplier",
+                        "hidden_q0_15_to_output.shift", p.hidden_q0_15_to_output);
+  codec_detail::sequence_tail(v, p);
   v.close();
 }
 
@@ -135,7 +185,9 @@ void visit_select_step_fields(P& p, V& v) {
   v.close();
 }
 
+#undef QLSTM_VISIT_GRU_GATE
 #undef QLSTM_VISIT_GATE
+#undef QLSTM_VISIT_GATE_MATMULS
 
 namespace codec_detail {
 // state_offset is a size_t in qlstm_op; on the wire (and in a visitor) an int32.
@@ -164,6 +216,7 @@ void visit_op_fields(Op& op, V& v) {
   if (op.kind == QLSTM_OP_SOFTMAX_S8) visit_softmax_s8_fields(op.softmax, v); else v.unused("softmax");
   if (op.kind == QLSTM_OP_TABLE_S8) visit_table_s8_fields(op.table, v); else v.unused("table");
   if (op.kind == QLSTM_OP_SELECT_STEP) visit_select_step_fields(op.select, v); else v.unused("select");
+  if (op.kind == QLSTM_OP_GRU_S8) visit_gru_s8_fields(op.gru, v); else v.unused("gru");
   v.i32("input_buffer", op.input_buffer);
   v.i32("output_buffer", op.output_buffer);
   v.i32("output_offset", op.output_offset);

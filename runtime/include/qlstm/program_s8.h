@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "qlstm/fully_connected_s8.h"
+#include "qlstm/gru_s8.h"
 #include "qlstm/lstm_s8.h"
 #include "qlstm/softmax_s8.h"
 #include "qlstm/status.h"
@@ -25,18 +26,20 @@ typedef enum qlstm_op_kind {
   QLSTM_OP_SOFTMAX_S8 = 2,         /* qlstm_softmax_s8 on every position */
   QLSTM_OP_TABLE_S8 = 3,           /* qlstm_table_s8 on every position */
   QLSTM_OP_SELECT_STEP = 4,        /* one time step of a sequence buffer into a one-step buffer */
-  QLSTM_OP_KIND_COUNT = 5
+  QLSTM_OP_GRU_S8 = 5,             /* qlstm_gru_s8 over the whole input buffer */
+  QLSTM_OP_KIND_COUNT = 6
 } qlstm_op_kind;
 
 /* How many positions a buffer holds per batch row. */
 typedef enum qlstm_buffer_steps {
   QLSTM_BUFFER_EVERY_STEP = 0, /* T: a sequence, in the program's layout */
-  QLSTM_BUFFER_ONE_STEP = 1    /* 1: [B][width] (an LSTM's final state, a selected step, a head) */
+  QLSTM_BUFFER_ONE_STEP = 1    /* 1: [B][width] (a recurrent op's final state, a selected step, a head) */
 } qlstm_buffer_steps;
 
 /* One op: its kind and that kind's parameter block (the other blocks are unused). Every op reads
- * its input buffer's positions and writes as many to its output buffer (an LSTM with
- * output_steps QLSTM_OUTPUT_FINAL and a step selection write one per batch row). */
+ * its input buffer's positions and writes as many to its output buffer (an LSTM or GRU with
+ * output_steps QLSTM_OUTPUT_FINAL and a step selection write one per batch row). The LSTM and the
+ * GRU are the recurrent ops: the ones with state. */
 typedef struct qlstm_op {
   int32_t kind;                /* a qlstm_op_kind */
   /* dims.batch and layout the program's, dims.input_size its input buffer's width. The runner
@@ -48,10 +51,14 @@ typedef struct qlstm_op {
   qlstm_softmax_s8_params softmax;
   qlstm_table_s8_params table;
   qlstm_select_step_params select;
+  /* As lstm: dims.batch and layout the program's, dims.input_size its input buffer's width; the
+   * runner sets dims.time_steps and output_width. */
+  qlstm_gru_s8_params gru;
   int32_t input_buffer;        /* 0 ... buffer_count - 2 */
   int32_t output_buffer;       /* 1 ... buffer_count - 1, not in the input buffer's area */
   int32_t output_offset;       /* elements into each output position's row: offset + H <= width */
-  size_t state_offset;         /* elements into the caller's state: offset + B x H <= state_values */
+  size_t state_offset;         /* a recurrent op's elements into the caller's state: offset + B x H
+                                  <= state_values (0 for another kind) */
 } qlstm_op;
 
 typedef struct qlstm_program {
@@ -59,17 +66,19 @@ typedef struct qlstm_program {
   int32_t op_count;     /* >= 1 */
   int32_t buffer_count; /* >= 2 */
   const int32_t* buffer_widths; /* [buffer_count]: elements per position (batch row, step) */
-  size_t state_values;  /* elements of the caller's hidden (int8) and cell (int16) state */
+  size_t state_values;  /* elements of the caller's hidden (int8) and cell (int16) state arrays */
   const int32_t* buffer_steps;  /* [buffer_count]: a qlstm_buffer_steps each; buffer 0 every step */
   int32_t batch;        /* B >= 1, of every buffer and every op */
   int32_t layout;       /* a qlstm_layout, of every sequence buffer */
 } qlstm_program;
 
 typedef struct qlstm_program_context {
-  void* scratch;        /* the largest LSTM op's qlstm_lstm_s8_scratch_bytes(), aligned (may be
-                           NULL, with cell, for a program without an LSTM op) */
+  void* scratch;        /* the largest recurrent op's qlstm_op_scratch_bytes(), aligned (may be
+                           NULL for a program without a recurrent op) */
   size_t scratch_bytes;
-  int16_t* cell;        /* B x the largest H: the cell of an LSTM op run statelessly */
+  int16_t* cell;        /* B x the largest LSTM H: the cell of an LSTM op run statelessly (may be
+                           NULL for a program without an LSTM op; a GRU op run statelessly keeps
+                           its hidden in the scratch) */
   int8_t* activations[2]; /* the buffers between the input and the output (NULL if none) */
   size_t activation_bytes; /* bytes of each area: the largest buffer in it, B x T (or B for a
                               one-step buffer) x its width */
@@ -80,43 +89,55 @@ typedef struct qlstm_program_context {
  * batch >= 1, layout a qlstm_layout, buffer 0 every step and every buffer_steps a
  * qlstm_buffer_steps. Each op: its kind; its buffer indices; that it does not read and write the
  * same activation area nor read an intermediate buffer its area does not hold (not yet written, or
- * since overwritten); the steps of its buffers (an LSTM and a selection read a sequence; an LSTM
- * writes a sequence, or a one-step buffer exactly when its output_steps is QLSTM_OUTPUT_FINAL; a
- * selection writes a one-step buffer; a fully connected, softmax or table op writes a buffer of
- * the same steps as it reads); the widths (an LSTM's dims.input_size is its input buffer's width
- * and output_offset + H <= its output buffer's, its dims.batch and layout the program's; a fully
- * connected op's input_size / output_size and a softmax's, table's or selection's row_size are
- * its buffers' widths, with output_offset 0); that only an LSTM has state, its rows within
- * state_values (another kind's state_offset is 0); a selection's step within [-T, T) for
- * T = max_time_steps; and each kernel's own validation with the rows of that call (B x T
- * positions of a sequence buffer, B of a one-step one).
- * If ctx is not NULL, also: when the program has an LSTM op, that ctx's scratch serves every
- * LSTM op and ctx->cell is set; that each intermediate buffer (B x T or B positions of its width
- * at max_time_steps) fits activation_bytes in a non-NULL area. The caller's input, output, state
- * and ctx->cell are sized by the program: B x T x the first buffer's width, B x T (or B, one
- * step) x the last buffer's width, state_values, B x the largest H.
+ * since overwritten); the steps of its buffers (a recurrent op and a selection read a sequence; a
+ * recurrent op writes a sequence, or a one-step buffer exactly when its output_steps is
+ * QLSTM_OUTPUT_FINAL; a selection writes a one-step buffer; a fully connected, softmax or table op
+ * writes a buffer of the same steps as it reads); the widths (a recurrent op's dims.input_size is
+ * its input buffer's width and output_offset + H <= its output buffer's, its dims.batch and layout
+ * the program's; a fully connected op's input_size / output_size and a softmax's, table's or
+ * selection's row_size are its buffers' widths, with output_offset 0); that only a recurrent op
+ * has state, its B x H rows within state_values (another kind's state_offset is 0); a selection's
+ * step within [-T, T) for T = max_time_steps; and each kernel's own validation with the rows of
+ * that call (B x T positions of a sequence buffer, B of a one-step one).
+ * If ctx is not NULL, also: when the program has a recurrent op, that ctx's scratch is set,
+ * aligned and serves every recurrent op (qlstm_op_scratch_bytes at max_time_steps); when it has
+ * an LSTM op, that ctx->cell is set; that each intermediate buffer (B x T or B positions of its
+ * width at max_time_steps) fits activation_bytes in a non-NULL area. The caller's input, output,
+ * state and ctx->cell are sized by the program: B x T x the first buffer's width, B x T (or B, one
+ * step) x the last buffer's width, state_values, B x the largest LSTM H.
  * On failure, if not NULL: *field names the offending field (a static string: a field of the
  * program or of ctx such as "op_count", "buffer_steps" or "activation_bytes", or, when *op_index
  * >= 0, a field of op *op_index: "kind", "input_buffer", "output_buffer", "output_offset",
  * "state_offset", "output_steps", "step", "row_size", "input_size", ... or one of its kernel's
  * params as that kernel's validation names it: "dims.input_size", "cell_clip", "shifts",
- * "diff_min", "table", ...) and *op_index the op (-1 for a field that is not an op's).
+ * "diff_min", "table", "gates[reset].input_to_q3_12.shift", ...) and *op_index the op (-1 for a
+ * field that is not an op's).
  * QLSTM_ERROR_BAD_PROGRAM for an inconsistent table, QLSTM_ERROR_SCRATCH_TOO_SMALL for too small
  * a context, the kernel's status for bad params. */
 qlstm_status qlstm_program_validate(const qlstm_program* program, const qlstm_program_context* ctx,
                                     int32_t max_time_steps, const char** field, int32_t* op_index);
 
-/* Runs every op over time_steps steps. hidden / cell NULL: every LSTM op starts from a zero
+/* Runs every op over time_steps steps. hidden / cell NULL: every recurrent op starts from a zero
  * state (stateless). Otherwise every LSTM op starts from hidden + state_offset / cell +
- * state_offset and writes its final state back there, so calls on the same state continue one
- * sequence. input may be NULL when time_steps is 0, and so may output unless the last buffer is
- * one step (an LSTM's final state at T = 0 is its initial state). Fully connected ops run
- * with the per-call dispatch of qlstm_fc_s8, the LSTM ops with that of qlstm_lstm_s8.
+ * state_offset, and every GRU op from its int16 Q0.15 hidden at cell + state_offset (its rows of
+ * hidden are unused, left as they are); each writes its final state back there, so calls on the
+ * same state continue one sequence. input may be NULL when time_steps is 0, and so may output
+ * unless the last buffer is one step (a recurrent op's final state at T = 0 is its initial
+ * state). Fully connected ops run with the per-call dispatch of qlstm_fc_s8, the LSTM ops with
+ * that of qlstm_lstm_s8, the GRU ops as qlstm_gru_s8.
  * Validates first (qlstm_program_validate with ctx at time_steps), so a refused program runs no op
  * and leaves the output and the state untouched. */
 qlstm_status qlstm_program_run(const qlstm_program* program, qlstm_program_context* ctx,
                                const int8_t* input, int8_t* output, int32_t time_steps,
                                int8_t* hidden, int16_t* cell);
+
+/* H of a recurrent op (its state holds B x H elements per array), 0 for another kind or NULL. */
+int32_t qlstm_op_state_size(const qlstm_op* op);
+
+/* The scratch bytes op's kernel needs with its block's dims (time_steps as set): that of
+ * qlstm_lstm_s8_scratch_bytes or qlstm_gru_s8_scratch_bytes, 0 for another kind, for NULL or for
+ * invalid dims. */
+size_t qlstm_op_scratch_bytes(const qlstm_op* op);
 
 #ifdef __cplusplus
 }

@@ -14,7 +14,7 @@
 namespace qlstm {
 namespace bundle {
 
-constexpr uint32_t kBundleVersion = 4;
+constexpr uint32_t kBundleVersion = 5;  // 5: GRU ops
 constexpr int32_t kFlagStateful = 1;  // the call starts from the case's state and returns the final one
 constexpr int32_t kFlagExpected = 2;  // the case carries the expected output (and final state)
 
@@ -32,7 +32,7 @@ struct CaseView {
   const int32_t* buffer_steps;  // a qlstm_buffer_steps per buffer
   int32_t layout;               // a qlstm_layout
   const int8_t* input;     // [B][T][widths[0]] in the ops' layout
-  const int8_t* h0;        // stateful: [ops][B][H]
+  const int8_t* h0;        // stateful: [recurrent ops][B][H] (a GRU's rows unused: its h is in c0)
   const int16_t* c0;
   const int8_t* expected;  // [B][T][widths[last]], or [B][widths[last]] for a one-step output
   const int8_t* final_h;   // stateful and expected
@@ -42,7 +42,7 @@ struct CaseView {
 // Element counts of a case's data (-1 when the header is out of range).
 struct CaseSizes {
   int64_t input;
-  int64_t state;  // sum over the ops of B x H
+  int64_t state;  // sum over the recurrent ops of B x H
   int64_t output;
 };
 
@@ -90,8 +90,7 @@ inline CaseSizes case_sizes(const CaseView& c, const qlstm_op* ops) {
   if (in_w < 0 || out_w < 0 || positions > limit || in_w > limit || out_w > limit) return bad;
   CaseSizes n = {positions * in_w, 0, out_positions * out_w};
   for (int32_t k = 0; k < c.op_count; ++k) {
-    if (ops[k].kind != QLSTM_OP_LSTM_S8) continue;  // only an LSTM has state
-    const int64_t h = ops[k].lstm.dims.hidden_size;
+    const int64_t h = qlstm_op_state_size(&ops[k]);  // 0: no state
     if (h < 0 || h > limit) return bad;
     n.state += c.batch * h;
     if (n.state > limit) return bad;

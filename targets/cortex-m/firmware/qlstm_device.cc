@@ -217,16 +217,16 @@ struct ProgramMemory {
   int16_t* cell;
 };
 
-// For a validated program: only LSTM ops have scratch and a cell; an intermediate buffer holds
+// For a validated program: only recurrent ops have scratch, only LSTM ops a cell; an intermediate buffer holds
 // B x T positions of its width, or B for a one-step buffer.
 bool alloc_program(const ProgramCase& k, ProgramMemory* m) {
   const qlstm::bundle::CaseView& v = k.view;
   size_t scratch = 0;
   int32_t max_h = 0;
   for (int32_t o = 0; o < v.op_count; ++o) {
-    if (k.ops[o].kind != QLSTM_OP_LSTM_S8) continue;
-    const size_t s = qlstm_lstm_s8_scratch_bytes(&k.ops[o].lstm.dims);
+    const size_t s = qlstm_op_scratch_bytes(&k.ops[o]);
     scratch = s > scratch ? s : scratch;
+    if (k.ops[o].kind != QLSTM_OP_LSTM_S8) continue;  // only an LSTM op run statelessly needs a cell
     max_h = k.ops[o].lstm.dims.hidden_size > max_h ? k.ops[o].lstm.dims.hidden_size : max_h;
   }
   uint64_t area = 0;

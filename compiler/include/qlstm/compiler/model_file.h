@@ -13,11 +13,11 @@
 namespace qlstm {
 namespace compiler {
 
-// 4: a program of every op kind (FC, softmax, table, step selection around the LSTM), one-step
-// buffers, the LSTM's output_steps; each op's parameters as the runtime's record of its kind
-// (params_codec.h). Versions 1 (one LSTM), 2 (a program of typed LSTM tables) and 3 (LSTM
-// records without output_steps) are still read.
-constexpr uint32_t kModelFormatVersion = 4;
+// 5: version 4 with GRU ops (QLSTM_OP_GRU_S8). 4: a program of every op kind (FC, softmax, table,
+// step selection around the LSTM), one-step buffers, the LSTM's output_steps; each op's parameters
+// as the runtime's record of its kind (params_codec.h). Versions 1 (one LSTM), 2 (a program of
+// typed LSTM tables), 3 (LSTM records without output_steps) and 4 (no GRU) are still read.
+constexpr uint32_t kModelFormatVersion = 5;
 
 std::string serialize_model(const CompiledModel& m);
 // The file around the (FlatBuffers) model bytes: the current format_version and their CRC-32.

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "qlstm/compiler/derive.h"
+#include "qlstm/compiler/derive_gru.h"
 #include "qlstm/compiler/derive_ops.h"
 #include "qlstm/compiler/float_layers.h"
 #include "qlstm/compiler/float_lstm.h"
@@ -99,10 +100,13 @@ FloatProgramResult run_float_program(const FloatProgram& p, const float* x, cons
                                      const float* h0 = nullptr, const float* c0 = nullptr,
                                      const ProgramStepVisitor& visit = nullptr);
 
-// "lstm", "fully_connected", "softmax", "table", "select_step" (reports, messages).
+// "lstm", "fully_connected", "softmax", "table", "select_step", "gru" (reports, messages).
 const char* op_kind_name(int32_t kind);
 
 // One fused op of a compiled program: its kind (a qlstm_op_kind) and that kind's parameters.
+// The LSTM and the GRU ops are the recurrent ops: the ones with state, B x H elements of each
+// state array in op order ([recurrent ops][B][H]). Where this file and CompiledModel say "LSTM
+// op" of the state, the layers or the direction, they mean a recurrent op.
 struct ProgramOp {
   int32_t kind = QLSTM_OP_LSTM_S8;
   DerivedLstm lstm;  // input/output quantization = those of its input and output buffers
@@ -110,12 +114,25 @@ struct ProgramOp {
   DerivedSoftmax softmax;
   DerivedTable table;
   DerivedSelect select;
+  DerivedGru gru;  // kind QLSTM_OP_GRU_S8; input/output quantization as lstm's
   int32_t input_buffer = 0, output_buffer = 1;
   int32_t output_offset = 0;  // first element of the op's part of each output row
   // StateSource::kConstant: [H], the same for every batch row, or [B][H], one per row of the
   // batch the model then fixes (CompiledModel::constant_state_batch); empty otherwise.
+  // An LSTM: h0 int8 at its output quantization, c0 int16 at 2^P. A GRU: its state is one int16
+  // Q0.15 hidden, kept in the int16 (cell) state array, so its h0 (from the model's
+  // initial_hidden source) is initial_cell, Q0.15, and initial_hidden stays empty.
   std::vector<int8_t> initial_hidden;
   std::vector<int16_t> initial_cell;
+
+  bool recurrent() const { return kind == QLSTM_OP_LSTM_S8 || kind == QLSTM_OP_GRU_S8; }
+  // Of a recurrent op's block (the LSTM's for another kind).
+  bool gru_op() const { return kind == QLSTM_OP_GRU_S8; }
+  int32_t hidden_size() const { return gru_op() ? gru.hidden_size : lstm.hidden_size; }
+  int32_t time_direction() const { return gru_op() ? gru.time_direction : lstm.time_direction; }
+  int32_t output_steps() const { return gru_op() ? gru.output_steps : lstm.output_steps; }
+  const AffineQuant& recurrent_input() const { return gru_op() ? gru.input : lstm.input; }
+  const AffineQuant& recurrent_output() const { return gru_op() ? gru.output : lstm.output; }
 };
 
 struct ProgramBuffer {
@@ -138,19 +155,19 @@ struct CompiledModel {
   std::string report_json;
 
   int32_t layers() const { return lstm_op_count() / directions; }
-  int32_t lstm_op_count() const;  // the ops of kind QLSTM_OP_LSTM_S8 (the state's rows)
+  int32_t lstm_op_count() const;  // the recurrent ops, LSTM and GRU (the state's rows)
   int32_t input_size() const { return buffers.front().width; }
   int32_t output_size() const { return buffers.back().width; }
   const AffineQuant& input_quant() const { return buffers.front().quant; }
   const AffineQuant& output_quant() const { return buffers.back().quant; }
-  std::vector<int32_t> hidden_sizes() const;  // of the LSTM ops, in order
-  int32_t state_size() const;  // sum of the LSTM ops' H
+  std::vector<int32_t> hidden_sizes() const;  // of the recurrent ops, in order
+  int32_t state_size() const;  // sum of the recurrent ops' H
   // The batch a per-row constant initial state fixes; 0 when there is none (any batch).
   int32_t constant_state_batch() const;
-  bool all_forward() const;    // every LSTM op walks time forwards
+  bool all_forward() const;    // every recurrent op walks time forwards
   // The output holds one position per batch row (a last-step or h_n head): buffers.back().steps.
   bool output_is_one_step() const { return buffers.back().steps == QLSTM_BUFFER_ONE_STEP; }
-  // Why the model cannot be streamed in chunks (a reverse LSTM, a selection of a fixed step), or
+  // Why the model cannot be streamed in chunks (a reverse recurrent op, a selection of a fixed step), or
   // "" when it can.
   std::string streaming_refusal() const;
   // Throws CompileError (naming `origin` and the field) for an inconsistent program.
@@ -160,8 +177,8 @@ struct CompiledModel {
 // Bytes of buffer b for `batch` rows of `time_steps` steps (one step for a one-step buffer).
 size_t buffer_bytes(const CompiledModel& m, size_t b, int32_t batch, int32_t time_steps);
 
-// The builder's layout: buffers and ops for a program of DerivedLstm ops (layer-major, forward
-// first), each with its initial-state constants.
+// The builder's layout: buffers and ops for a program of recurrent ops (DerivedLstm or DerivedGru,
+// layer-major, forward first), each with its initial-state constants.
 CompiledModel assemble_program(std::vector<ProgramOp> ops, int32_t directions);
 // A program of one LSTM from a zero state.
 CompiledModel single_op_model(const DerivedLstm& d, const std::string& name = "", bool batch_first = false);
@@ -169,9 +186,9 @@ CompiledModel single_op_model(const DerivedLstm& d, const std::string& name = ""
 // What a program needs on the device for `batch` rows and calls of at most `max_time_steps`
 // steps: the one place that sizes it (the report, the emitted source, the host run, bench).
 struct ProgramMemory {
-  size_t scratch_bytes = 0;     // the largest op's qlstm_lstm_s8_scratch_bytes()
-  size_t cell_values = 0;       // B x the largest H: the int16 cell of an op run statelessly
-  size_t state_values = 0;      // B x the sum of the ops' H: one [ops][B][H] state, hidden or cell
+  size_t scratch_bytes = 0;     // the largest recurrent op's qlstm_op_scratch_bytes()
+  size_t cell_values = 0;       // B x the largest LSTM H: the int16 cell of an LSTM op run statelessly
+  size_t state_values = 0;      // B x the sum of the recurrent ops' H: one [ops][B][H] state, hidden or cell
   // Each of the two activation areas: the largest inner buffer it holds, B x T x width (B x width
   // for a one-step buffer).
   size_t activation_bytes = 0;
@@ -214,15 +231,17 @@ class ProgramContextStorage {
   std::vector<int8_t> areas_[2];
 };
 
-// The state of every op: [ops][B][H], hidden int8 (in each op's output quantization), cell
-// int16 (at each op's 2^P).
+// The state of every recurrent op: [ops][B][H], hidden int8 (in each LSTM op's output
+// quantization), cell int16 (at each LSTM op's 2^P; a GRU op's Q0.15 hidden, its hidden rows
+// unused: the output zero point).
 struct ProgramState {
   std::vector<int8_t> hidden;
   std::vector<int16_t> cell;
 };
 // The model's own initial state (zeros: cell 0, hidden = the zero point; or its constants).
 ProgramState initial_program_state(const CompiledModel& m, int32_t batch);
-// Float state [ops][B][H] to the kernel's formats; throws for non-finite values.
+// Float state [ops][B][H] to the kernel's formats (a GRU op's h to Q0.15 in cell; its c is
+// ignored); throws for non-finite values.
 ProgramState quantize_program_state(const CompiledModel& m, int32_t batch, const std::vector<float>* h,
                                     const std::vector<float>* c, const std::string& what);
 
