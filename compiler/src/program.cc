@@ -19,9 +19,6 @@ std::string program_field(const char* field, int32_t op_index) {
   return (op_index >= 0 ? "ops[" + std::to_string(op_index) + "]." : std::string()) + (field ? field : "?");
 }
 
-// A GRU's hidden state is Q0.15: a value at 2^-15, as a cell at 2^P.
-constexpr int32_t kGruHiddenPower = -15;
-
 bool same_quant(const AffineQuant& a, const AffineQuant& b) { return a.scale == b.scale && a.zero_point == b.zero_point; }
 
 }  // namespace
@@ -471,13 +468,29 @@ CompiledModel assemble_program(std::vector<ProgramOp> ops, int32_t directions) {
   return m;
 }
 
-CompiledModel single_op_model(const DerivedLstm& d, const std::string& name, bool batch_first) {
-  std::vector<ProgramOp> ops(1);
-  ops[0].lstm = d;
+namespace {
+
+CompiledModel single_op_model(ProgramOp op, const std::string& name, bool batch_first) {
+  std::vector<ProgramOp> ops(1, std::move(op));
   CompiledModel m = assemble_program(std::move(ops), 1);
   m.name = name;
   m.batch_first = batch_first;
   return m;
+}
+
+}  // namespace
+
+CompiledModel single_op_model(const DerivedLstm& d, const std::string& name, bool batch_first) {
+  ProgramOp op;
+  op.lstm = d;
+  return single_op_model(std::move(op), name, batch_first);
+}
+
+CompiledModel single_op_model(const DerivedGru& d, const std::string& name, bool batch_first) {
+  ProgramOp op;
+  op.kind = QLSTM_OP_GRU_S8;
+  op.gru = d;
+  return single_op_model(std::move(op), name, batch_first);
 }
 
 int32_t CompiledModel::constant_state_batch() const {

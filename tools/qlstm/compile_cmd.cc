@@ -227,7 +227,8 @@ int compile_command(const CompileArgs& args) {
     std::string nodes;
     for (const std::string& n : onnx.node_names) nodes += (nodes.empty() ? "'" : ", '") + n + "'";
     const bool whole = m.lstm_op_count() != static_cast<int32_t>(m.ops.size());  // layers around the LSTMs
-    std::printf("  LSTM %s: %d layer%s%s, input %d, output %d, %s\n", nodes.c_str(), m.layers(),
+    std::printf("  %s %s: %d layer%s%s, input %d, output %d, %s\n", cell_kind_name(onnx.program.ops.front().cell),
+                nodes.c_str(), m.layers(),
                 m.layers() > 1 ? "s" : "", m.directions == 2 ? " bidirectional" : "", onnx.program.ops.front().input_size,
                 m.directions * m.hidden_sizes().back(),
                 onnx.unbatched ? "unbatched [T, F]" : onnx.batch_first ? "batch_first" : "sequence-first");
@@ -235,13 +236,17 @@ int compile_command(const CompileArgs& args) {
                 r.stats.front().input_observer.c_str());
     size_t lstm = 0;  // the LSTM ops': the calibration stats
     for (const ProgramOp& op : m.ops) {
-      if (op.kind != QLSTM_OP_LSTM_S8) continue;
-      const DerivedLstm& d = op.lstm;
+      if (!op.recurrent()) continue;
       const std::string who = m.lstm_op_count() == 1 ? std::string("") : " [" + lstm_op_label(m, lstm) + "]";
-      std::printf("  %s scale %.6g  zero point %d  (%s)%s\n", whole ? "hidden" : "output", d.output.scale,
-                  d.output.zero_point, r.stats[lstm].output_observer.c_str(), who.c_str());
-      std::printf("  cell   2^%d (%s, observed max |c| %.4g)%s\n", d.cell.power, cell_policy_name(d.cell.policy),
-                  d.cell.observed_max_abs, who.c_str());
+      std::printf("  %s scale %.6g  zero point %d  (%s)%s\n", whole ? "hidden" : "output", op.recurrent_output().scale,
+                  op.recurrent_output().zero_point, r.stats[lstm].output_observer.c_str(), who.c_str());
+      if (op.gru_op()) {
+        std::printf("  state  Q0.15 hidden (a GRU has no cell)%s\n", who.c_str());
+      } else {
+        const DerivedLstm& d = op.lstm;
+        std::printf("  cell   2^%d (%s, observed max |c| %.4g)%s\n", d.cell.power, cell_policy_name(d.cell.policy),
+                    d.cell.observed_max_abs, who.c_str());
+      }
       const CalibrationStats& st = r.stats[lstm];
       auto names = [](const std::vector<std::string>& v) {
         std::string s;
