@@ -364,9 +364,9 @@ int main(int argc, char** argv) {
   run->add_option("--target", ra.target, "run on the emulated CPU instead of the host: " + cpu_list());
   run->add_option("--chunk", ra.chunk, "stream: reset, then stateful calls of N time steps each (equals one call)")
       ->check(CLI::Range(1, 1 << 30));
-  run->add_option("--h0", ra.h0, "initial hidden state .npy [ops, B, H] (int8; float32 with --float)");
+  run->add_option("--h0", ra.h0, "initial hidden state .npy [ops, B, H] (int8, a GRU model's int16 Q0.15; float32 with --float)");
   run->add_option("--c0", ra.c0, "initial cell state .npy [ops, B, H] (int16 at 2^P; float32 with --float)");
-  run->add_option("--h-n", ra.h_n, "write the final hidden state .npy [ops, B, H]");
+  run->add_option("--h-n", ra.h_n, "write the final hidden state .npy [ops, B, H] (as --h0)");
   run->add_option("--c-n", ra.c_n, "write the final cell state .npy [ops, B, H]");
 
   qlstm::cli::BenchArgs ba;
