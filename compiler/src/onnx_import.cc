@@ -650,7 +650,7 @@ bool trace_final_state(const Graph& g, const std::vector<NodeInfo>& nodes, int k
   for (const NodeInfo& n : nodes) count += used(g, *n.node, k) ? 1 : 0;
   if (count == 0) return true;
   if (count != nodes.size()) {
-    problems->push_back(std::string("graph: ") + what + " of only some LSTM layers is used (the final state is "
+    problems->push_back(std::string("graph: ") + what + " of only some " + nodes[0].spec->op + " layers is used (the final state is "
                         "an output of all layers or of none)");
     return false;
   }
@@ -700,6 +700,7 @@ bool trace_final_state(const Graph& g, const std::vector<NodeInfo>& nodes, int k
 // '1' an inserted axis, both of size 1) and sizes.
 struct PathContext {
   const Graph* g = nullptr;
+  const char* cell = "LSTM";  // the stack's op, for messages
   int64_t opset = 0;
   int32_t directions = 1;
   bool unbatched = false;
@@ -824,7 +825,7 @@ bool is_binary_with_const(const Graph& g, const onnx::NodeProto* n, const char* 
 }
 
 // What an op is, for a refusal of a node the walk cannot take (or that is not on its path).
-std::string what_it_is(const Graph& g, const onnx::NodeProto& n) {
+std::string what_it_is(const Graph& g, const onnx::NodeProto& n, const char* cell) {
   const std::string& op = n.op_type();
   if (op == "LayerNormalization" || op == "ReduceMean") {
     return "a LayerNorm (each vector normalized by its own mean and variance; torch exports it as "
@@ -851,7 +852,7 @@ std::string what_it_is(const Graph& g, const onnx::NodeProto& n) {
   }
   if (op == "BatchNormalization" || op == "InstanceNormalization") return "a normalization (" + op + "): not supported";
   if (op == "Concat") return "a Concat on the data path (a branch or a skip connection): not supported";
-  return "op '" + op + "' is not supported around the LSTM";
+  return "op '" + op + "' is not supported around the " + cell;
 }
 
 // The ops a walk takes (some only in some forms); past a refusal they are not reported again.
@@ -880,7 +881,7 @@ class PathWalker {
       }
       const auto cs = g_.data_consumers(s->value);
       if (cs.empty()) {
-        problem(nullptr, "'" + s->value + "' on the data path reaches no " + (stop.empty() ? "graph output" : "LSTM"));
+        problem(nullptr, "'" + s->value + "' on the data path reaches no " + (stop.empty() ? "graph output" : c_.cell));
         return false;
       }
       if (cs.size() > 1 || g_.is_graph_output(s->value)) {
@@ -900,7 +901,7 @@ class PathWalker {
       used_->insert(&n);
       if (s->failed) {
         // Past a refused node the shapes are unknown: report only ops refused whatever their shape.
-        if (!kPathOps.count(n.op_type())) problem(&n, what_it_is(g_, n));
+        if (!kPathOps.count(n.op_type())) problem(&n, what_it_is(g_, n, c_.cell));
       } else if (!take(n, s)) {
         s->failed = true;
       }
@@ -919,14 +920,14 @@ class PathWalker {
   // The value `n` reads on the data path must be its input `k`.
   bool reads_at(const onnx::NodeProto& n, const PathState& s, int k) {
     if (n.input_size() > k && n.input(k) == s.value) return true;
-    problem(&n, what_it_is(g_, n));
+    problem(&n, what_it_is(g_, n, c_.cell));
     return false;
   }
 
   bool features_last(const onnx::NodeProto& n, const PathState& s, const char* what) {
     const Labels d = data_axes(c_, s.labels);
     if (d.find('D') != std::string::npos) {
-      problem(&n, std::string(what) + " on the LSTM's output before its two directions are merged into the features");
+      problem(&n, std::string(what) + " on the " + c_.cell + "'s output before its two directions are merged into the features");
       return false;
     }
     if (d.empty() || d.back() != 'F' || s.labels.back() != 'F') {
@@ -998,7 +999,7 @@ class PathWalker {
       add_layer(s, std::move(l), false);
       return true;
     }
-    problem(&n, what_it_is(g_, n));
+    problem(&n, what_it_is(g_, n, c_.cell));
     return false;
   }
 
@@ -1193,7 +1194,7 @@ class PathWalker {
   // One step of the time axis as the selection; false (reported) otherwise.
   bool select_step(const onnx::NodeProto& n, PathState* s, int64_t step, size_t axis, bool keep_axis) {
     if (front_) {
-      problem(&n, "a selection of one time step before the LSTM: not supported");
+      problem(&n, std::string("a selection of one time step before the ") + c_.cell + ": not supported");
       return false;
     }
     if (s->selected) {
@@ -1238,7 +1239,7 @@ class PathWalker {
       return true;
     }
     if (label == 'D') {
-      problem(&n, "a Gather of one direction of the bidirectional LSTM's output: not supported (read both "
+      problem(&n, std::string("a Gather of one direction of the bidirectional ") + c_.cell + "'s output: not supported (read both "
                   "directions, or h_n)");
     } else if (label == 'B') {
       problem(&n, "a Gather of one batch row: not supported");
@@ -1290,7 +1291,7 @@ class PathWalker {
     std::vector<double> w;
     std::vector<int64_t> dims;
     if (!constant_values(g_, w_name, &w, &dims)) {
-      problem(&n, what_it_is(g_, n));
+      problem(&n, what_it_is(g_, n, c_.cell));
       return false;
     }
     // [K][N] (or [N][K] transposed): K inputs, N outputs.
@@ -1334,7 +1335,7 @@ class PathWalker {
 
   bool gemm(const onnx::NodeProto& n, PathState* s) {
     if (n.input_size() < 2 || int_attribute(n, "transA", 0) != 0) {
-      problem(&n, what_it_is(g_, n));
+      problem(&n, what_it_is(g_, n, c_.cell));
       return false;
     }
     if (s->labels.size() != 2) {
@@ -1367,7 +1368,7 @@ class PathWalker {
     const std::string other = other_input(n, s->value);
     if (other.empty() || !is_const(g_, other)) {
       problem(&n, other.empty() || n.input(0) == n.input(1)
-                      ? what_it_is(g_, n)
+                      ? what_it_is(g_, n, c_.cell)
                       : "an Add of two activations (a residual or skip connection): not supported");
       return false;
     }
@@ -1574,7 +1575,7 @@ OnnxLstm import_onnx_bytes(const std::string& bytes, const std::string& origin) 
   }
   if (r.opset < 7) {
     throw CompileError(origin + ": default-domain opset " + std::to_string(r.opset) +
-                       " is too old (LSTM as supported needs opset 7 or newer)");
+                       " is too old (LSTM and GRU as supported need opset 7 or newer)");
   }
   const Graph g(model.graph());
   std::vector<std::string> problems;
@@ -1657,6 +1658,7 @@ OnnxLstm import_onnx_bytes(const std::string& bytes, const std::string& origin) 
   PathContext ctx;
   ctx.g = &g;
   ctx.opset = r.opset;
+  ctx.cell = first.spec->op;
   ctx.directions = first.directions;
   const Labels want_x = first.layout == 0 ? "TBF" : "BTF";
   std::vector<Labels> candidates = r.input_shape.size() == 2 ? std::vector<Labels>{"TF"} : std::vector<Labels>{"BTF", "TBF"};
@@ -1866,7 +1868,7 @@ OnnxLstm import_onnx_bytes(const std::string& bytes, const std::string& origin) 
         (kPathOps.count(n.op_type()) && !two_activations)) {
       continue;
     }
-    if (!named.count(node_label(n))) problems.push_back(node_label(n) + ": " + what_it_is(g, n));
+    if (!named.count(node_label(n))) problems.push_back(node_label(n) + ": " + what_it_is(g, n, ctx.cell));
   }
   if (!problems.empty()) refuse(origin, problems);
 

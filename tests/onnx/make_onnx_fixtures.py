@@ -570,6 +570,15 @@ class LstmThenGru(nn.Module):
         return self.gru(self.lstm(x)[0])[0]
 
 
+class GruCos(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.gru = nn.GRU(3, 4, batch_first=True)
+
+    def forward(self, x):
+        return torch.cos(self.gru(x)[0])
+
+
 def gru_models():
     """nn.GRU exported by torch (every pattern the LSTM has that a GRU can have: no cell state), hand-made
     GRU graphs (reverse, layout 1) and the refused forms."""
@@ -610,6 +619,8 @@ def gru_models():
         expect(name, error=error)
     refused("gru_refused_lstm_then_gru", LstmThenGru(), 14,
             ["node '/gru/GRU' (GRU): a GRU layer on node '/lstm/LSTM' (LSTM) is not supported"])
+    refused("gru_refused_cos_head", GruCos(), 14,
+            ["(Cos): op 'Cos' is not supported around the GRU", "what to do: the model up to '"])
 
 
 GROUPS = {"lstm": [accepted_torch, refused_torch, accepted_plain, refused_plain, programs_torch, whole_models,
