@@ -478,10 +478,10 @@ bool read_node(const Graph& g, const onnx::NodeProto& lstm, NodeInfo* info, std:
                         "b_hn)), which is linear_before_reset = 1, as torch.onnx.export writes nn.GRU)");
   }
   for (int k = spec.inputs; k < lstm.input_size(); ++k) {
-    if (present(lstm, k)) problems->push_back(label + ": input " + std::to_string(k) + " ('" + lstm.input(k) + "') is beyond the " + spec.op + " operator's " + std::to_string(spec.inputs));
+    if (present(lstm, k)) problems->push_back(label + ": input " + std::to_string(k) + " ('" + lstm.input(k) + "') is not one of the " + std::to_string(spec.inputs) + " inputs of " + spec.op);
   }
   for (int k = spec.outputs; k < lstm.output_size(); ++k) {
-    if (!lstm.output(k).empty()) problems->push_back(label + ": output " + std::to_string(k) + " ('" + lstm.output(k) + "') is beyond the " + spec.op + " operator's " + std::to_string(spec.outputs));
+    if (!lstm.output(k).empty()) problems->push_back(label + ": output " + std::to_string(k) + " ('" + lstm.output(k) + "') is not one of the " + std::to_string(spec.outputs) + " outputs of " + spec.op);
   }
   if (present(lstm, kSequenceLens)) problems->push_back(label + ": input sequence_lens is not supported (all sequences run to T)");
   if (spec.cell == CellKind::kLstm && present(lstm, kP)) problems->push_back(label + ": peephole weights (input P) are not supported (the kernel has no peephole path)");

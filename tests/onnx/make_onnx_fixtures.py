@@ -614,7 +614,7 @@ def gru_models():
              "node 'gru0' (GRU): input sequence_lens is not supported"),
             ("gru_plain_initial_c", dict(inputs=["X", "W", "R", "B", "", "", "c0"], extra_inits=[
                 numpy_helper.from_array(np.zeros((1, 2, 4), np.float32), "c0")]),
-             "node 'gru0' (GRU): input 6 ('c0') is beyond the GRU operator's 6")]:
+             "node 'gru0' (GRU): input 6 ('c0') is not one of the 6 inputs of GRU")]:
         plain_gru(name, expected=False, **kw)
         expect(name, error=error)
     refused("gru_refused_lstm_then_gru", LstmThenGru(), 14,
