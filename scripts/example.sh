@@ -2,7 +2,7 @@
 # The main job on the two bundled examples, each a whole model (the LSTM and the layers after it
 # compiled into one int8 program), exported to ONNX and committed with the script that trained it:
 #   examples/digits    a classifier: LSTM -> last step -> Linear -> Softmax, reading an 8x8
-#                      handwritten digit row by row
+#                      handwritten digit row by row; and the same classifier with a GRU
 #   examples/sunspots  a forecaster: LSTM -> Linear on every step, next year's sunspot number
 # Compile each, run it on held-out data it never saw, and report memory and accuracy float vs
 # int8; run the classifier on the emulated Cortex-M55 against the host. Nothing is trained or
@@ -36,18 +36,25 @@ example() {
   echo
 }
 
+# on_device NAME OUTPUT CPU CAPTION: run $out/NAME.qlstm on the emulated CPU (when the build has the
+# device tools), compare with the host's $out/OUTPUT.npy byte for byte, and count its instructions.
+on_device() {
+  local name=$1 output=$2 cpu=$3 caption=$4
+  [ ${#targets[@]} -gt 1 ] || return 0
+  echo "== on the device: $caption on the emulated $cpu, compared with the host"
+  "$qlstm" run "$out/$name.qlstm" --input "$digits/test.npy" --output "$out/${output}_$cpu.npy" --float --target "$cpu"
+  cmp "$out/$output.npy" "$out/${output}_$cpu.npy" && echo "device output == host output, byte for byte"
+  "$qlstm" bench "$out/$name.qlstm" --target "$cpu" | grep -E "^(output:|op [0-9]|instructions)"
+  echo
+}
+
 digits=examples/digits
 example "$digits" digits_lstm "LSTM -> last step -> Linear -> Softmax" digits_probabilities \
   "the held-out digits (class probabilities)" --labels "$digits/test_labels.npy"
-if [ ${#targets[@]} -gt 1 ]; then
-  echo "== on the device: the digits classifier on the emulated Cortex-M55 (QEMU mps3-an547), compared with the host"
-  "$qlstm" run "$out/digits_lstm.qlstm" --input "$digits/test.npy" --output "$out/digits_probabilities_m55.npy" \
-    --float --target cortex-m55
-  cmp "$out/digits_probabilities.npy" "$out/digits_probabilities_m55.npy" &&
-    echo "device output == host output, byte for byte"
-  "$qlstm" bench "$out/digits_lstm.qlstm" --target cortex-m55 | grep -E "^(output:|op [0-9]|instructions)"
-  echo
-fi
+on_device digits_lstm digits_probabilities cortex-m55 "the digits classifier (QEMU mps3-an547, Helium)"
+example "$digits" digits_gru "GRU -> last step -> Linear -> Softmax" digits_gru_probabilities \
+  "the held-out digits (class probabilities)" --labels "$digits/test_labels.npy"
+on_device digits_gru digits_gru_probabilities cortex-m4 "the GRU digits classifier (DSP)"
 
 sunspots=examples/sunspots
 example "$sunspots" sunspots_lstm "LSTM -> Linear on every step" sunspots_forecast \
@@ -60,5 +67,5 @@ if [ -d ../shared/conformance ]; then
   "$qlstm" verify-vectors --variant all ../shared/conformance | tail -1
 fi
 echo
-echo "Firmware source: $out/NAME_model.h and .cc (NAME digits_lstm, sunspots_lstm; build them with runtime/);" \
+echo "Firmware source: $out/NAME_model.h and .cc (NAME digits_lstm, digits_gru, sunspots_lstm; build them with runtime/);" \
   "reports: $out/NAME_report.json"

@@ -45,7 +45,10 @@ class LstmModel(nn.Module):
 
     def forward(self, x):
         x = self.front(x)
-        y, (h, _) = self.lstm(x, (self.h0, self.c0)) if self.learned else self.lstm(x)
+        gru = isinstance(self.lstm, nn.GRU)  # lstm_class=nn.GRU: no cell state
+        state = (self.h0 if gru else (self.h0, self.c0)) if self.learned else None
+        y, hc = self.lstm(x, state) if self.learned else self.lstm(x)
+        h = hc if gru else hc[0]
         if self.pick == "h_n":
             z = h[-1]
         elif self.pick == "seq":

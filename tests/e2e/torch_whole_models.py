@@ -7,7 +7,8 @@ and bidirectional stacks — exported with torch.onnx.export (both layouts, opse
 compiled with `qlstm compile`, run with `qlstm run --float` on held-out data the compiler never
 saw, and compared with torch's own fp32 output: SQNR >= 30 dB; a classifier's argmax agrees with
 torch's on >= 97% of the held-out sequences; a per-step head streamed in random chunks gives the
-same bytes as one call. Also: models outside the scope are refused naming the node.
+same bytes as one call. The gru_* cases are the same patterns with an nn.GRU (issue 16). Also:
+models outside the scope are refused naming the node.
 
 Usage: torch_whole_models.py QLSTM_BINARY WORKDIR   (exit 77 = skipped: torch, onnx or numpy missing)
 """
@@ -47,7 +48,8 @@ def sqnr(ref, got):
 
 
 def trained_forget_bias(lstm):
-    """A trained-looking LSTM: a memory-keeping forget bias in every layer and direction."""
+    """A trained-looking LSTM: a memory-keeping forget bias in every layer and direction (a GRU's
+    update gate, the same rows [H:2H] of its biases)."""
     H = lstm.hidden_size
     with torch.no_grad():
         for name, p in lstm.named_parameters():
@@ -55,12 +57,14 @@ def trained_forget_bias(lstm):
                 p[H:2 * H] += 1.0
 
 
-def classifier(I, H, classes, batch_first, layers=1, bidirectional=False, hidden=0, act=None, step="last"):
-    """LSTM -> y[:, step] -> [Linear -> act] -> Linear -> Softmax (models.LstmModel)."""
+def classifier(I, H, classes, batch_first, layers=1, bidirectional=False, hidden=0, act=None, step="last",
+               cell=nn.LSTM):
+    """LSTM (or GRU) -> y[:, step] -> [Linear -> act] -> Linear -> Softmax (models.LstmModel)."""
     width = H * (2 if bidirectional else 1)
     mlp = [nn.Linear(width, hidden), act] if hidden else []
     model = models.LstmModel(I, H, head=mlp + [nn.Linear(hidden or width, classes), nn.Softmax(dim=-1)],
-                             pick=step, num_layers=layers, bidirectional=bidirectional, batch_first=batch_first)
+                             pick=step, num_layers=layers, bidirectional=bidirectional, batch_first=batch_first,
+                             lstm_class=cell)
     trained_forget_bias(model.lstm)
     return model
 
@@ -184,6 +188,12 @@ for name, I, H, T, C, bf, opset, kw in [
     ("cls_stacked", 4, 12, 16, 4, True, 16, {"layers": 2}),
     ("cls_bidirectional", 4, 10, 16, 4, True, 17, {"bidirectional": True}),
     ("cls_step_k", 4, 12, 16, 4, True, 15, {"step": 11}),
+    # The same patterns with an nn.GRU (issue 16).
+    ("gru_cls_last", 4, 16, 20, 4, True, 13, {"cell": nn.GRU}),
+    ("gru_cls_last_seqfirst", 4, 16, 20, 4, False, 14, {"cell": nn.GRU}),
+    ("gru_cls_relu_mlp", 3, 12, 16, 3, True, 15, {"hidden": 16, "act": nn.ReLU(), "cell": nn.GRU}),
+    ("gru_cls_stacked", 4, 12, 16, 4, True, 16, {"layers": 2, "cell": nn.GRU}),
+    ("gru_cls_bidirectional", 4, 10, 16, 4, True, 17, {"bidirectional": True, "cell": nn.GRU}),
 ]:
     torch.manual_seed(len(name))
     model = classifier(I, H, C, bf, **kw)
@@ -200,6 +210,14 @@ check("per_step_seqfirst", forget_biased(models.forecaster(3, 16, outputs=1, bat
       stream=True)
 check("front_linear", forget_biased(models.LstmModel(6, 12, front=[nn.Linear(6, 8)], head=[nn.Linear(12, 2)])),
       6, 20, True, 15, stream=True)
+check("gru_hn_mlp", forget_biased(models.h_n_mlp(5, 16, inner=12, outputs=3, batch_first=True, lstm_class=nn.GRU)),
+      5, 24, True, 14)
+check("gru_hn_mlp_seqfirst", forget_biased(models.h_n_mlp(5, 16, inner=12, outputs=3, batch_first=False, num_layers=2,
+                                                          lstm_class=nn.GRU)), 5, 24, False, 17)
+check("gru_per_step", forget_biased(models.forecaster(3, 16, outputs=2, batch_first=True, lstm_class=nn.GRU)), 3, 30,
+      True, 13, stream=True)
+check("gru_front_linear", forget_biased(models.LstmModel(6, 12, front=[nn.Linear(6, 8)], head=[nn.Linear(12, 2)],
+                                                         lstm_class=nn.GRU)), 6, 20, True, 15, stream=True)
 check("front_linear_relu", forget_biased(models.LstmModel(6, 12, front=[nn.Linear(6, 8), nn.ReLU()],
                                                           head=[nn.Linear(12, 2)], batch_first=False)),
       6, 20, False, 17)

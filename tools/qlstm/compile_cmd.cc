@@ -642,7 +642,8 @@ struct Saturation {
   RangeCount input;
   bool output_fixed = false;  // a softmax's output range is fixed, not calibrated: not counted
   RangeCount output;
-  std::vector<RangeCount> cell, hidden;  // per LSTM op, over every step
+  std::vector<RangeCount> cell, hidden;  // per recurrent op, over every step (a GRU's cell: none, empty)
+  std::vector<bool> has_cell;            // per recurrent op: an LSTM
   bool any() const {
     bool state = false;
     for (size_t k = 0; k < cell.size(); ++k) state = state || cell[k].outside > 0 || hidden[k].outside > 0;
@@ -656,8 +657,9 @@ Saturation saturation_ranges(const CompiledModel& m) {
   s.output = int8_range(m.output_quant());
   s.output_fixed = m.ops.back().kind == QLSTM_OP_SOFTMAX_S8;
   for (const ProgramOp* op : lstm_ops(m)) {
-    s.cell.push_back(cell_range(op->lstm.cell.power));
-    s.hidden.push_back(int8_range(op->lstm.output));
+    s.has_cell.push_back(!op->gru_op());
+    s.cell.push_back(op->gru_op() ? RangeCount{} : cell_range(op->lstm.cell.power));
+    s.hidden.push_back(int8_range(op->recurrent_output()));
   }
   return s;
 }
@@ -808,9 +810,10 @@ void report_saturation(const CompiledModel& m, const Saturation& s, std::string*
   e["ops"] = nlohmann::json::array();
   for (size_t k = 0; k < s.cell.size(); ++k) {
     const std::string who = " (" + lstm_op_label(m, k) + ")";
-    saturation_line("cell" + who, s.cell[k], true, text);
+    if (s.has_cell[k]) saturation_line("cell" + who, s.cell[k], true, text);
     saturation_line("hidden" + who, s.hidden[k], false, text);
-    e["ops"].push_back({{"op", k}, {"label", lstm_op_label(m, k)}, {"cell", range_json(s.cell[k])},
+    e["ops"].push_back({{"op", k}, {"label", lstm_op_label(m, k)},
+                        {"cell", s.has_cell[k] ? range_json(s.cell[k]) : nlohmann::json(nullptr)},
                         {"hidden", range_json(s.hidden[k])}});
   }
   e["any"] = s.any();
@@ -833,6 +836,17 @@ int eval_command(const EvalArgs& args) {
         static_cast<size_t>(m.lstm_op_count()) != onnx.program.ops.size() || m.batch_first != onnx.batch_first ||
         m.hidden_output != onnx.program.hidden_output || m.cell_output != onnx.program.cell_output) {
       throw CompileError(args.model + ": does not match " + args.onnx + " (sizes, layers, layout or outputs)");
+    }
+    size_t k = 0;  // the recurrent ops, in the ONNX program's order
+    for (const ProgramOp& op : m.ops) {
+      if (!op.recurrent()) continue;
+      const CellKind cell = onnx.program.ops[k].cell;
+      if (op.gru_op() != (cell == CellKind::kGru)) {
+        throw CompileError(args.model + ": recurrent op " + std::to_string(k) + " is " +
+                           (op.gru_op() ? "a GRU" : "an LSTM") + ", in " + args.onnx + " it is " +
+                           (cell == CellKind::kGru ? "a GRU" : "an LSTM"));
+      }
+      ++k;
     }
     const SequenceTensor x = read_sequences(args.data, m.input_size(), onnx.batch_first, false);
     const int32_t W = m.output_size(), B = x.shape.batch, T = x.shape.time_steps;
