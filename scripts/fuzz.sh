@@ -30,6 +30,11 @@ np.save(sys.argv[1], np.random.default_rng(0).standard_normal((6, 3, 3)).astype(
 PY
 "$dir/tools/qlstm/qlstm" compile tests/onnx/models/torch_bi2_state.onnx --calibration "$corpus/model/state_cal.npy" \
   -o "$corpus/model" --name bi2_state --no-search >/dev/null
+# GRU ops: the digits classifier with a GRU; a bidirectional GRU stack with a state input.
+"$dir/tools/qlstm/qlstm" compile examples/digits/digits_gru.onnx --calibration examples/digits/calibration.npy \
+  -o "$corpus/model" --no-search >/dev/null
+"$dir/tools/qlstm/qlstm" compile tests/onnx/models/gru_torch_bi2_state.onnx --calibration "$corpus/model/state_cal.npy" \
+  -o "$corpus/model" --name gru_bi2_state --no-search >/dev/null
 rm -f "$corpus/model/"*.h "$corpus/model/"*.cc "$corpus/model/"*.json "$corpus/model/"*.npy
 # fuzz_model mutates the model bytes inside the file (it seals them with a fresh checksum itself):
 # its seeds are those bytes, the ModelFile's `model` vector, read here with the FlatBuffers layout.
