@@ -471,13 +471,29 @@ CompiledModel assemble_program(std::vector<ProgramOp> ops, int32_t directions) {
   return m;
 }
 
-CompiledModel single_op_model(const DerivedLstm& d, const std::string& name, bool batch_first) {
-  std::vector<ProgramOp> ops(1);
-  ops[0].lstm = d;
+namespace {
+
+CompiledModel single_op_program(ProgramOp op, const std::string& name, bool batch_first) {
+  std::vector<ProgramOp> ops(1, std::move(op));
   CompiledModel m = assemble_program(std::move(ops), 1);
   m.name = name;
   m.batch_first = batch_first;
   return m;
+}
+
+}  // namespace
+
+CompiledModel single_op_model(const DerivedLstm& d, const std::string& name, bool batch_first) {
+  ProgramOp op;
+  op.lstm = d;
+  return single_op_program(std::move(op), name, batch_first);
+}
+
+CompiledModel single_op_model(const DerivedGru& d, const std::string& name, bool batch_first) {
+  ProgramOp op;
+  op.kind = QLSTM_OP_GRU_S8;
+  op.gru = d;
+  return single_op_program(std::move(op), name, batch_first);
 }
 
 int32_t CompiledModel::constant_state_batch() const {

@@ -180,8 +180,9 @@ size_t buffer_bytes(const CompiledModel& m, size_t b, int32_t batch, int32_t tim
 // The builder's layout: buffers and ops for a program of recurrent ops (DerivedLstm or DerivedGru,
 // layer-major, forward first), each with its initial-state constants.
 CompiledModel assemble_program(std::vector<ProgramOp> ops, int32_t directions);
-// A program of one LSTM from a zero state.
+// A program of one LSTM (or GRU) from a zero state.
 CompiledModel single_op_model(const DerivedLstm& d, const std::string& name = "", bool batch_first = false);
+CompiledModel single_op_model(const DerivedGru& d, const std::string& name = "", bool batch_first = false);
 
 // What a program needs on the device for `batch` rows and calls of at most `max_time_steps`
 // steps: the one place that sizes it (the report, the emitted source, the host run, bench).
