@@ -293,15 +293,15 @@ GRU_ANALYSIS = """Where the GRU's instructions per MAC differ from the LSTM's (p
   under the reset gate (docs/arithmetic.md §13), so its first step's recurrent accumulators are
   that bias plus the zero point times each weight row's sum, which the parameter block does not
   hold: the first step runs the H x H matmul on the zero state. That is H / (I + H) / T of the
-  recurrent MACs, counted in both MAC totals but executed only by the GRU, about 3.5% of the dot
-  products at `large` (T = 25) and 6% at `tiny` (T = 16).
+  MACs, counted in both MAC totals but executed only by the GRU: 1.8% of the MACs at `kws`, 2.5% at
+  `medium`, 3.5% at `large` and 4.2% at `tiny` and `batch4`.
 - **Per unit and step**, the GRU has three gate finishes (r and z: the LSTM's sigmoid finish; n:
   the LSTM's tanh finish, after the reset product r * sat16(RQ(h part)) replaces the recurrent
   accumulator, so that the same assembly computes tanh(sat16(sat16(RQ(x part)) + RQ(r * h
   part)))), then the update and the output; the LSTM has four finishes, the cell and the hidden
-  update. On Cortex-M4 that is about 2 x 48 + 51 + 22 (the reset product, in C) + 21 (update) + 17
-  (output) = 207 instructions per unit against the LSTM's 3 x 48 + 51 + 43 + 41 = 279, for 3/4 of
-  its MACs: 207 / 279 = 0.74, at par. On Cortex-M55 the same structure runs four lanes at a time.
+  update. On Cortex-M4 that is about 2 x 48 + 51 + 25 (the reset product, in C) + 21 (update) + 17
+  (output) = 210 instructions per unit against the LSTM's 3 x 48 + 51 + 43 + 41 = 279, for 3/4 of
+  its MACs: 210 / 279 = 0.75, at par, before each stage's per-call and per-chunk overhead. On Cortex-M55 the same structure runs four lanes at a time.
 - The bar, from the table: {verdict} Where the GRU is above, it is by about the first step's
   recurrent matmul (Cortex-M55) or by that and the reset product's pass in C with its share of
   per-chunk overhead (Cortex-M4). Closing the rest needs the recurrent bias and the row sums in
