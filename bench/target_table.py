@@ -290,9 +290,10 @@ GRU_ANALYSIS = """Where the GRU's instructions per MAC differ from the LSTM's (p
   MAC, with one difference the per-MAC figure does not hide: a stateless LSTM's first step skips
   its recurrent matmul (a zero hidden state contributes nothing, and its recurrent bias is folded
   on the input side), while the GRU's cannot. The GRU's new gate keeps its recurrent bias b_hn
-  under the reset gate (docs/arithmetic.md §13), so its first step's recurrent accumulators are
-  that bias plus the zero point times each weight row's sum, which the parameter block does not
-  hold: the first step runs the H x H matmul on the zero state. That is H / (I + H) / T of the
+  under the reset gate (docs/arithmetic.md §13), and its zero state is the int8 zero point: the
+  first step's recurrent accumulators are the quantized biases, which the parameter block holds
+  only folded with the zero point times each weight row's sum (the effective bias), so the first
+  step runs the H x H matmuls on the zero state, as the reference does. That is H / (I + H) / T of the
   MACs, counted in both MAC totals but executed only by the GRU: 1.8% of the MACs at `kws`, 2.5% at
   `medium`, 3.5% at `large` and 4.2% at `tiny` and `batch4`.
 - **Per unit and step**, the GRU has three gate finishes (r and z: the LSTM's sigmoid finish; n:
