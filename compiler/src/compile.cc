@@ -21,22 +21,37 @@ json cell_json(const DerivedLstm& d) {
           {"clamped_to_min", d.cell.clamped_to_min}, {"clip", d.cell_clip}};
 }
 
-json gates_json(const DerivedLstm& d) {
-  json gates = json::object();
-  for (int32_t g = 0; g < QLSTM_GATE_COUNT; ++g) {
-    const DerivedGate& dg = d.gates[static_cast<size_t>(g)];
-    gates[gate_name(g)] = {{"input_weight_scale", dg.w_x_scale}, {"hidden_weight_scale", dg.w_h_scale},
-                           {"input_to_q3_12", requant_json(dg.input_to_q3_12)},
-                           {"hidden_to_q3_12", requant_json(dg.hidden_to_q3_12)}};
+// A recurrent op's gates by name (an LSTM's four, a GRU's three).
+template <size_t N>
+json gates_json(const std::array<DerivedGate, N>& gates, const char* (*name)(int32_t)) {
+  json j = json::object();
+  for (size_t g = 0; g < N; ++g) {
+    const DerivedGate& dg = gates[g];
+    j[name(static_cast<int32_t>(g))] = {{"input_weight_scale", dg.w_x_scale}, {"hidden_weight_scale", dg.w_h_scale},
+                                        {"input_to_q3_12", requant_json(dg.input_to_q3_12)},
+                                        {"hidden_to_q3_12", requant_json(dg.hidden_to_q3_12)}};
   }
-  return gates;
+  return j;
+}
+json gates_json(const ProgramOp& op) {
+  return op.gru_op() ? gates_json(op.gru.gates, gru_gate_name) : gates_json(op.lstm.gates, gate_name);
 }
 
-json weights_json(const DerivedLstm& d) {
+// The weight blocks' clip ratios: 2 per gate (input side, recurrent side), in gate order.
+json weights_json(const DeriveOptions& o, int32_t gate_count) {
   json clips = json::array();
-  for (double c : d.options.weight_clip_ratio) clips.push_back(c);
-  return {{"method", weight_method_name(d.options.weight_method)}, {"bias_correction", d.options.bias_correction},
-          {"rounding", weight_rounding_name(d.options.weight_rounding)}, {"clip_ratio", clips}};
+  for (int32_t b = 0; b < 2 * gate_count; ++b) clips.push_back(o.weight_clip_ratio[static_cast<size_t>(b)]);
+  return {{"method", weight_method_name(o.weight_method)}, {"bias_correction", o.bias_correction},
+          {"rounding", weight_rounding_name(o.weight_rounding)}, {"clip_ratio", clips}};
+}
+json weights_json(const ProgramOp& op) {
+  return op.gru_op() ? weights_json(op.gru.options, QLSTM_GRU_GATE_COUNT) : weights_json(op.lstm.options, QLSTM_GATE_COUNT);
+}
+
+// An LSTM's cell scale; a GRU has no cell, its hidden state is Q0.15.
+json cell_json(const ProgramOp& op) {
+  if (op.gru_op()) return {{"none", "a GRU has no cell; its hidden state is kept in Q0.15"}};
+  return cell_json(op.lstm);
 }
 
 json search_json(const CalibrationStats& st) {
@@ -159,7 +174,7 @@ json output_json(const CompiledModel& m, const CalibrationStats& last_lstm, cons
   json out = {{"scale", m.output_quant().scale}, {"zero_point", m.output_quant().zero_point},
               {"steps", m.output_is_one_step() ? "one per batch row" : "every step"}};
   const ProgramOp& op = m.ops.back();
-  if (op.kind == QLSTM_OP_LSTM_S8) {
+  if (op.recurrent()) {
     out["observer"] = last_lstm.output_observer;
     out["observed"] = {last_lstm.output_observed.lo, last_lstm.output_observed.hi};
     out["range"] = {last_lstm.output_range.lo, last_lstm.output_range.hi};
@@ -223,32 +238,37 @@ json build_report(const OnnxLstm& onnx, const ModelCompileOptions& options, cons
   report["buffers"] = buffers;
   size_t k = 0;  // the LSTM ops': the state's rows and the calibration stats
   for (const ProgramOp& op : m.ops) {
-    if (op.kind != QLSTM_OP_LSTM_S8) continue;
-    const DerivedLstm& d = op.lstm;
+    if (!op.recurrent()) continue;
     const int32_t layer = static_cast<int32_t>(k) / m.directions;
-    const char* dir = d.time_direction == QLSTM_TIME_REVERSE ? "reverse" : "forward";
-    rows.push_back({{"op", k}, {"layer", layer}, {"direction", dir}, {"hidden", quant_json(d.output)},
-                    {"cell_scale_power", d.cell.power}});
-    ops.push_back({{"layer", layer}, {"direction", dir}, {"input_size", d.input_size}, {"hidden_size", d.hidden_size},
-                   {"input", quant_json(d.input)}, {"output", quant_json(d.output)},
+    const char* dir = op.time_direction() == QLSTM_TIME_REVERSE ? "reverse" : "forward";
+    json row = {{"op", k}, {"kind", op_kind_name(op.kind)}, {"layer", layer}, {"direction", dir},
+                {"hidden", quant_json(op.recurrent_output())}};
+    if (op.gru_op()) {
+      row["hidden_state"] = "q0_15 in the int16 row (c), its int8 row (h) unused";
+    } else {
+      row["cell_scale_power"] = op.lstm.cell.power;
+    }
+    rows.push_back(row);
+    ops.push_back({{"kind", op_kind_name(op.kind)}, {"layer", layer}, {"direction", dir},
+                   {"input_size", op.gru_op() ? op.gru.input_size : op.lstm.input_size}, {"hidden_size", op.hidden_size()},
+                   {"input", quant_json(op.recurrent_input())}, {"output", quant_json(op.recurrent_output())},
                    {"input_observer", r.stats[k].input_observer}, {"output_observer", r.stats[k].output_observer},
-                   {"cell", cell_json(d)},
-                   {"weights", weights_json(d)},
-                   {"search", search_json(r.stats[k])}, {"gates", gates_json(d)}});
+                   {"cell", cell_json(op)},
+                   {"weights", weights_json(op)},
+                   {"search", search_json(r.stats[k])}, {"gates", gates_json(op)}});
     ++k;
   }
   report["ops"] = ops;
   report["state"] = {{"initial_h", state_source_name(m.initial_hidden)}, {"initial_c", state_source_name(m.initial_cell)},
                      {"initial_h_input", onnx.initial_h_name}, {"initial_c_input", onnx.initial_c_name},
                      {"h_n_output", onnx.h_n_name}, {"c_n_output", onnx.c_n_name},
-                     {"layout", "[ops, B, H]: h int8 in each op's hidden quantization, c int16 at each op's 2^P"},
+                     {"layout", "[ops, B, H]: h int8 in each op's hidden quantization, c int16 at each op's 2^P (a GRU op: its q0_15 hidden in c, h unused)"},
                      {"rows", rows}};
-  if (m.ops.size() == 1) {  // one LSTM alone: its details at the top, as before
-    const DerivedLstm& d = m.ops[0].lstm;
-    report["cell"] = cell_json(d);
-    report["weights"] = weights_json(d);
+  if (m.ops.size() == 1) {  // one recurrent op alone: its details at the top, as before
+    report["cell"] = cell_json(m.ops[0]);
+    report["weights"] = weights_json(m.ops[0]);
     report["search"] = search_json(first);
-    report["gates"] = gates_json(d);
+    report["gates"] = gates_json(m.ops[0]);
   }
   return report;
 }

@@ -327,6 +327,11 @@ void derive_gate(const FloatGate& fg, int32_t I, int32_t H, const AffineQuant& i
 DerivedLstm derive_params(const FloatLstm& lstm, const AffineQuant& input,
                           const AffineQuant& output, const CellScaleChoice& cell,
                           const DeriveOptions& options) {
+  // Its gates are an LSTM's: a GRU layer (three gates, gates[3] empty) would be read past them.
+  if (lstm.cell != CellKind::kLstm) {
+    throw CompileError(std::string("a ") + cell_kind_name(lstm.cell) + " layer: the LSTM derivation cannot "
+                       "derive it (derive_gru_params does)");
+  }
   lstm.validate();
   check_derive_inputs(input, output, options, lstm.input_size, lstm.hidden_size);
   if (cell.power < kCellScalePowerMin || cell.power > kCellScalePowerMax) {

@@ -3,6 +3,7 @@
 #include <onnx/onnx_pb.h>
 
 #include "qlstm/compiler/file_io.h"
+#include "qlstm/compiler/float_gru.h"
 
 #include <algorithm>
 #include <cmath>
@@ -16,14 +17,39 @@ namespace qlstm {
 namespace compiler {
 namespace {
 
-// ONNX stacks the gates i, o, f, c. The one place that knows it: the ONNX block of each kernel gate.
+// ONNX stacks the LSTM gates i, o, f, c. The one place that knows it: the ONNX block of each kernel gate.
 constexpr int32_t kOnnxStackIndex[QLSTM_GATE_COUNT] = {
     /* QLSTM_GATE_FORGET */ 2, /* QLSTM_GATE_INPUT */ 0, /* QLSTM_GATE_CELL */ 3,
     /* QLSTM_GATE_OUTPUT */ 1};
+// ONNX stacks the GRU gates z, r, h (update, reset, hidden); FloatGru's are reset, update, new.
+constexpr int32_t kOnnxGruStackIndex[kGruGateCount] = {/* kGruReset */ 1, /* kGruUpdate */ 0, /* kGruNew */ 2};
 
-// LSTM input and output positions (ONNX operator spec).
+// LSTM and GRU input and output positions (ONNX operator spec; a GRU's stop at initial_h and Y_h).
 enum LstmInput { kX = 0, kW, kR, kB, kSequenceLens, kInitialH, kInitialC, kP };
 enum LstmOutputIndex { kY = 0, kYH, kYC };
+
+// What the importer needs to know of each recurrent op; everything else is shared.
+struct CellSpec {
+  CellKind cell;
+  const char* op;              // its op_type
+  int32_t gates;               // blocks stacked in W and R (B holds 2 x gates: Wb, then Rb)
+  const int32_t* stack_index;  // the ONNX block of each FloatLstm gate
+  int inputs, outputs;         // how many the operator has
+  std::vector<std::string> activations;  // the default per direction: the kernel's only ones
+};
+
+const CellSpec kLstmSpec{CellKind::kLstm, "LSTM", QLSTM_GATE_COUNT, kOnnxStackIndex, kP + 1, kYC + 1,
+                         {"Sigmoid", "Tanh", "Tanh"}};
+const CellSpec kGruSpec{CellKind::kGru, "GRU", kGruGateCount, kOnnxGruStackIndex, kInitialH + 1, kYH + 1,
+                        {"Sigmoid", "Tanh"}};
+
+// The spec of an LSTM or GRU node; null for any other op.
+const CellSpec* cell_spec(const onnx::NodeProto& n) {
+  if (n.op_type() == "LSTM") return &kLstmSpec;
+  if (n.op_type() == "GRU") return &kGruSpec;
+  return nullptr;
+}
+bool recurrent(const onnx::NodeProto& n) { return cell_spec(n) != nullptr; }
 
 // Ops that only move data (the layout around the LSTM) or build constants (the initial state).
 const std::set<std::string> kStructuralOps = {
@@ -274,9 +300,9 @@ bool follow_output(const Graph& g, std::string value, Labels labels, bool unbatc
   *next_lstm = nullptr;
   for (int guard = 0; guard < 16; ++guard) {
     const auto next = g.data_consumers(value);
-    if (next.size() == 1 && next[0]->op_type() == "LSTM" && !g.is_graph_output(value)) {
+    if (next.size() == 1 && recurrent(*next[0]) && !g.is_graph_output(value)) {
       if (next[0]->input_size() < 1 || next[0]->input(0) != value) {
-        problems->push_back(node_label(*next[0]) + ": an LSTM output feeds an input other than X");
+        problems->push_back(node_label(*next[0]) + ": a recurrent layer's output feeds an input other than X");
         return false;
       }
       *next_lstm = next[0];
@@ -345,7 +371,7 @@ bool read_weight(const Graph& g, const onnx::NodeProto& lstm, int index, const c
   return true;
 }
 
-// Rows [block * H, (block + 1) * H) of a [4H][cols] stack.
+// Rows [block * H, (block + 1) * H) of a [G·H][cols] stack.
 std::vector<float> block_rows(const std::vector<float>& stacked, int32_t block, int32_t H, int32_t cols) {
   const size_t n = static_cast<size_t>(H) * static_cast<size_t>(cols);
   return std::vector<float>(stacked.begin() + static_cast<ptrdiff_t>(block * n),
@@ -366,9 +392,10 @@ namespace {
 // every size the compiler derives fits its int32 fields.
 constexpr int64_t kMaxLayerSize = int64_t{1} << 20;
 
-// One LSTM node, checked and read.
+// One LSTM or GRU node, checked and read.
 struct NodeInfo {
   const onnx::NodeProto* node = nullptr;
+  const CellSpec* spec = &kLstmSpec;
   std::string label;
   int64_t hidden = -1, layout = 0, input_size = -1;
   int32_t directions = 1;
@@ -382,13 +409,31 @@ bool used(const Graph& g, const onnx::NodeProto& n, int k) {
          (g.is_graph_output(n.output(k)) || !g.consumers(n.output(k)).empty());
 }
 
+// The attributes only one of the cells has; false for an attribute neither has.
+bool read_cell_attribute(const onnx::AttributeProto& a, const NodeInfo& info, int64_t* linear_before_reset,
+                         std::vector<std::string>* problems) {
+  const std::string& an = a.name();
+  if (info.spec->cell == CellKind::kLstm && an == "input_forget") {
+    if (a.i() != 0) problems->push_back(info.label + ": attribute 'input_forget' = " + std::to_string(a.i()) + " is not supported (the kernel has independent input and forget gates)");
+    return true;
+  }
+  if (info.spec->cell == CellKind::kGru && an == "linear_before_reset") {
+    *linear_before_reset = a.i();
+    return true;
+  }
+  return false;
+}
+
 // Attributes, inputs and weights of one node; false (with problems) when it cannot be read.
 bool read_node(const Graph& g, const onnx::NodeProto& lstm, NodeInfo* info, std::vector<std::string>* problems) {
   const size_t before = problems->size();
   info->node = &lstm;
+  info->spec = cell_spec(lstm);
   info->label = node_label(lstm);
+  const CellSpec& spec = *info->spec;
   const std::string& label = info->label;
   bool weights_readable = true;
+  int64_t linear_before_reset = 0;  // ONNX's default
   for (const auto& a : lstm.attribute()) {
     const std::string& an = a.name();
     if (an == "hidden_size") {
@@ -407,27 +452,39 @@ bool read_node(const Graph& g, const onnx::NodeProto& lstm, NodeInfo* info, std:
       }
     } else if (an == "clip") {
       problems->push_back(label + ": attribute 'clip' is not supported (the kernel has no pre-activation clip)");
-    } else if (an == "input_forget") {
-      if (a.i() != 0) problems->push_back(label + ": attribute 'input_forget' = " + std::to_string(a.i()) + " is not supported (the kernel has independent input and forget gates)");
     } else if (an == "activations") {
       std::vector<std::string> acts(a.strings().begin(), a.strings().end());
+      const int32_t per_direction = static_cast<int32_t>(spec.activations.size());
       std::vector<std::string> want;
-      for (int32_t d = 0; d < info->directions || d < static_cast<int32_t>(acts.size()) / 3; ++d) {
-        want.insert(want.end(), {"Sigmoid", "Tanh", "Tanh"});
+      for (int32_t d = 0; d < info->directions || d < static_cast<int32_t>(acts.size()) / per_direction; ++d) {
+        want.insert(want.end(), spec.activations.begin(), spec.activations.end());
       }
       if (acts != want) {
-        std::string s;
+        std::string s, w;
         for (const auto& x : acts) s += (s.empty() ? "" : ", ") + x;
-        problems->push_back(label + ": activations " + s + " are not supported (only Sigmoid, Tanh, Tanh: the kernel's tables)");
+        for (const auto& x : spec.activations) w += (w.empty() ? "" : ", ") + x;
+        problems->push_back(label + ": activations " + s + " are not supported (only " + w + ": the kernel's tables)");
       }
     } else if (an == "activation_alpha" || an == "activation_beta") {
       problems->push_back(label + ": attribute '" + an + "' is not supported (the kernel's activations have no parameters)");
-    } else {
+    } else if (!read_cell_attribute(a, *info, &linear_before_reset, problems)) {
       problems->push_back(label + ": unknown attribute '" + an + "'");
     }
   }
+  if (spec.cell == CellKind::kGru && linear_before_reset != 1) {
+    problems->push_back(label + ": linear_before_reset = " + std::to_string(linear_before_reset) +
+                        (attribute(lstm, "linear_before_reset") ? "" : " (the default: attribute absent)") +
+                        " is not supported (the kernel computes PyTorch's new gate tanh(W_in x + b_in + r * (W_hn h + "
+                        "b_hn)), which is linear_before_reset = 1, as torch.onnx.export writes nn.GRU)");
+  }
+  for (int k = spec.inputs; k < lstm.input_size(); ++k) {
+    if (present(lstm, k)) problems->push_back(label + ": input " + std::to_string(k) + " ('" + lstm.input(k) + "') is not one of the " + std::to_string(spec.inputs) + " inputs of " + spec.op);
+  }
+  for (int k = spec.outputs; k < lstm.output_size(); ++k) {
+    if (!lstm.output(k).empty()) problems->push_back(label + ": output " + std::to_string(k) + " ('" + lstm.output(k) + "') is not one of the " + std::to_string(spec.outputs) + " outputs of " + spec.op);
+  }
   if (present(lstm, kSequenceLens)) problems->push_back(label + ": input sequence_lens is not supported (all sequences run to T)");
-  if (present(lstm, kP)) problems->push_back(label + ": peephole weights (input P) are not supported (the kernel has no peephole path)");
+  if (spec.cell == CellKind::kLstm && present(lstm, kP)) problems->push_back(label + ": peephole weights (input P) are not supported (the kernel has no peephole path)");
   if (!present(lstm, kX) || !present(lstm, kW) || !present(lstm, kR)) {
     problems->push_back(label + ": inputs X, W and R are required");
     return false;
@@ -440,12 +497,12 @@ bool read_node(const Graph& g, const onnx::NodeProto& lstm, NodeInfo* info, std:
                         std::to_string(kMaxLayerSize));
     info->hidden = -1;
   }
-  // Shapes: W [D][4H][I] fixes I; R [D][4H][H]; B [D][8H].
-  const int64_t D = info->directions, H = info->hidden;
+  // Shapes (G gates): W [D][G·H][I] fixes I; R [D][G·H][H]; B [D][2·G·H].
+  const int64_t D = info->directions, H = info->hidden, G = spec.gates;
   const onnx::TensorProto* w = constant_tensor(g, lstm.input(kW));
   if (w != nullptr && w->dims_size() == 3) info->input_size = w->dims(2);
   if (weights_readable && w != nullptr && (w->dims_size() != 3 || info->input_size < 1)) {
-    problems->push_back(label + ": W must have shape [num_directions, 4*hidden_size, input_size]");
+    problems->push_back(label + ": W must have shape [num_directions, " + std::to_string(G) + "*hidden_size, input_size]");
   } else if (info->input_size > kMaxLayerSize) {
     problems->push_back(label + ": input_size " + std::to_string(info->input_size) + " (W's last axis) is above " +
                         std::to_string(kMaxLayerSize));
@@ -454,30 +511,29 @@ bool read_node(const Graph& g, const onnx::NodeProto& lstm, NodeInfo* info, std:
   if (!weights_readable) {
     // reported above
   } else if (H >= 1 && info->input_size >= 1) {
-    read_weight(g, lstm, kW, "W", {D, 4 * H, info->input_size}, &info->W, problems);
-    read_weight(g, lstm, kR, "R", {D, 4 * H, H}, &info->R, problems);
-    if (present(lstm, kB)) read_weight(g, lstm, kB, "B", {D, 8 * H}, &info->B, problems);
+    read_weight(g, lstm, kW, "W", {D, G * H, info->input_size}, &info->W, problems);
+    read_weight(g, lstm, kR, "R", {D, G * H, H}, &info->R, problems);
+    if (present(lstm, kB)) read_weight(g, lstm, kB, "B", {D, 2 * G * H}, &info->B, problems);
   } else if (w == nullptr) {
     read_weight(g, lstm, kW, "W", {}, &info->W, problems);
   }
   return problems->size() == before;
 }
 
-// One op's float LSTM: direction d of the node's weights.
+// One op's float layer: direction d of the node's weights, gates from the ONNX stacking order.
 FloatLstm node_op(const NodeInfo& n, int32_t d) {
   const int32_t I = static_cast<int32_t>(n.input_size), H = static_cast<int32_t>(n.hidden);
-  FloatLstm f;
-  f.input_size = I;
-  f.hidden_size = H;
-  f.reverse = n.directions == 2 ? d == 1 : n.reverse;
-  const size_t w_size = static_cast<size_t>(4) * H * I, r_size = static_cast<size_t>(4) * H * H, b_size = static_cast<size_t>(8) * H;
+  const int32_t G = n.spec->gates;
+  const size_t w_size = static_cast<size_t>(G) * H * I, r_size = static_cast<size_t>(G) * H * H,
+               b_size = static_cast<size_t>(2 * G) * H;
   const std::vector<float> W(n.W.begin() + static_cast<ptrdiff_t>(d * w_size), n.W.begin() + static_cast<ptrdiff_t>((d + 1) * w_size));
   const std::vector<float> R(n.R.begin() + static_cast<ptrdiff_t>(d * r_size), n.R.begin() + static_cast<ptrdiff_t>((d + 1) * r_size));
   std::vector<float> B;
   if (!n.B.empty()) B.assign(n.B.begin() + static_cast<ptrdiff_t>(d * b_size), n.B.begin() + static_cast<ptrdiff_t>((d + 1) * b_size));
-  for (int32_t gate = 0; gate < QLSTM_GATE_COUNT; ++gate) {
-    const int32_t blk = kOnnxStackIndex[gate];
-    FloatGate& fg = f.gates[static_cast<size_t>(gate)];
+  std::array<FloatGate, QLSTM_GATE_COUNT> gates;
+  for (int32_t gate = 0; gate < G; ++gate) {
+    const int32_t blk = n.spec->stack_index[gate];
+    FloatGate& fg = gates[static_cast<size_t>(gate)];
     fg.w_x = block_rows(W, blk, H, I);
     fg.w_h = block_rows(R, blk, H, H);
     if (B.empty()) {
@@ -485,9 +541,23 @@ FloatLstm node_op(const NodeInfo& n, int32_t d) {
       fg.bias_h.assign(static_cast<size_t>(H), 0.0f);
     } else {
       fg.bias_x = block_rows(B, blk, H, 1);
-      fg.bias_h = block_rows(B, 4 + blk, H, 1);
+      fg.bias_h = block_rows(B, G + blk, H, 1);  // Rb; a GRU's new gate applies it inside r * (...)
     }
   }
+  const bool reverse = n.directions == 2 ? d == 1 : n.reverse;
+  if (n.spec->cell == CellKind::kGru) {
+    FloatGru gru;
+    gru.input_size = I;
+    gru.hidden_size = H;
+    gru.reverse = reverse;
+    std::copy(gates.begin(), gates.begin() + kGruGateCount, gru.gates.begin());
+    return as_layer(gru);
+  }
+  FloatLstm f;
+  f.input_size = I;
+  f.hidden_size = H;
+  f.reverse = reverse;
+  f.gates = gates;
   return f;
 }
 
@@ -580,7 +650,7 @@ bool trace_final_state(const Graph& g, const std::vector<NodeInfo>& nodes, int k
   for (const NodeInfo& n : nodes) count += used(g, *n.node, k) ? 1 : 0;
   if (count == 0) return true;
   if (count != nodes.size()) {
-    problems->push_back(std::string("graph: ") + what + " of only some LSTM layers is used (the final state is "
+    problems->push_back(std::string("graph: ") + what + " of only some " + nodes[0].spec->op + " layers is used (the final state is "
                         "an output of all layers or of none)");
     return false;
   }
@@ -630,6 +700,7 @@ bool trace_final_state(const Graph& g, const std::vector<NodeInfo>& nodes, int k
 // '1' an inserted axis, both of size 1) and sizes.
 struct PathContext {
   const Graph* g = nullptr;
+  const char* cell = "LSTM";  // the stack's op, for messages
   int64_t opset = 0;
   int32_t directions = 1;
   bool unbatched = false;
@@ -754,7 +825,7 @@ bool is_binary_with_const(const Graph& g, const onnx::NodeProto* n, const char* 
 }
 
 // What an op is, for a refusal of a node the walk cannot take (or that is not on its path).
-std::string what_it_is(const Graph& g, const onnx::NodeProto& n) {
+std::string what_it_is(const Graph& g, const onnx::NodeProto& n, const char* cell) {
   const std::string& op = n.op_type();
   if (op == "LayerNormalization" || op == "ReduceMean") {
     return "a LayerNorm (each vector normalized by its own mean and variance; torch exports it as "
@@ -781,7 +852,7 @@ std::string what_it_is(const Graph& g, const onnx::NodeProto& n) {
   }
   if (op == "BatchNormalization" || op == "InstanceNormalization") return "a normalization (" + op + "): not supported";
   if (op == "Concat") return "a Concat on the data path (a branch or a skip connection): not supported";
-  return "op '" + op + "' is not supported around the LSTM";
+  return "op '" + op + "' is not supported around the " + cell;
 }
 
 // The ops a walk takes (some only in some forms); past a refusal they are not reported again.
@@ -810,7 +881,7 @@ class PathWalker {
       }
       const auto cs = g_.data_consumers(s->value);
       if (cs.empty()) {
-        problem(nullptr, "'" + s->value + "' on the data path reaches no " + (stop.empty() ? "graph output" : "LSTM"));
+        problem(nullptr, "'" + s->value + "' on the data path reaches no " + (stop.empty() ? "graph output" : c_.cell));
         return false;
       }
       if (cs.size() > 1 || g_.is_graph_output(s->value)) {
@@ -830,7 +901,7 @@ class PathWalker {
       used_->insert(&n);
       if (s->failed) {
         // Past a refused node the shapes are unknown: report only ops refused whatever their shape.
-        if (!kPathOps.count(n.op_type())) problem(&n, what_it_is(g_, n));
+        if (!kPathOps.count(n.op_type())) problem(&n, what_it_is(g_, n, c_.cell));
       } else if (!take(n, s)) {
         s->failed = true;
       }
@@ -849,14 +920,14 @@ class PathWalker {
   // The value `n` reads on the data path must be its input `k`.
   bool reads_at(const onnx::NodeProto& n, const PathState& s, int k) {
     if (n.input_size() > k && n.input(k) == s.value) return true;
-    problem(&n, what_it_is(g_, n));
+    problem(&n, what_it_is(g_, n, c_.cell));
     return false;
   }
 
   bool features_last(const onnx::NodeProto& n, const PathState& s, const char* what) {
     const Labels d = data_axes(c_, s.labels);
     if (d.find('D') != std::string::npos) {
-      problem(&n, std::string(what) + " on the LSTM's output before its two directions are merged into the features");
+      problem(&n, std::string(what) + " on the " + c_.cell + "'s output before its two directions are merged into the features");
       return false;
     }
     if (d.empty() || d.back() != 'F' || s.labels.back() != 'F') {
@@ -928,7 +999,7 @@ class PathWalker {
       add_layer(s, std::move(l), false);
       return true;
     }
-    problem(&n, what_it_is(g_, n));
+    problem(&n, what_it_is(g_, n, c_.cell));
     return false;
   }
 
@@ -1123,7 +1194,7 @@ class PathWalker {
   // One step of the time axis as the selection; false (reported) otherwise.
   bool select_step(const onnx::NodeProto& n, PathState* s, int64_t step, size_t axis, bool keep_axis) {
     if (front_) {
-      problem(&n, "a selection of one time step before the LSTM: not supported");
+      problem(&n, std::string("a selection of one time step before the ") + c_.cell + ": not supported");
       return false;
     }
     if (s->selected) {
@@ -1168,7 +1239,7 @@ class PathWalker {
       return true;
     }
     if (label == 'D') {
-      problem(&n, "a Gather of one direction of the bidirectional LSTM's output: not supported (read both "
+      problem(&n, std::string("a Gather of one direction of the bidirectional ") + c_.cell + "'s output: not supported (read both "
                   "directions, or h_n)");
     } else if (label == 'B') {
       problem(&n, "a Gather of one batch row: not supported");
@@ -1220,7 +1291,7 @@ class PathWalker {
     std::vector<double> w;
     std::vector<int64_t> dims;
     if (!constant_values(g_, w_name, &w, &dims)) {
-      problem(&n, what_it_is(g_, n));
+      problem(&n, what_it_is(g_, n, c_.cell));
       return false;
     }
     // [K][N] (or [N][K] transposed): K inputs, N outputs.
@@ -1264,7 +1335,7 @@ class PathWalker {
 
   bool gemm(const onnx::NodeProto& n, PathState* s) {
     if (n.input_size() < 2 || int_attribute(n, "transA", 0) != 0) {
-      problem(&n, what_it_is(g_, n));
+      problem(&n, what_it_is(g_, n, c_.cell));
       return false;
     }
     if (s->labels.size() != 2) {
@@ -1297,7 +1368,7 @@ class PathWalker {
     const std::string other = other_input(n, s->value);
     if (other.empty() || !is_const(g_, other)) {
       problem(&n, other.empty() || n.input(0) == n.input(1)
-                      ? what_it_is(g_, n)
+                      ? what_it_is(g_, n, c_.cell)
                       : "an Add of two activations (a residual or skip connection): not supported");
       return false;
     }
@@ -1504,13 +1575,13 @@ OnnxLstm import_onnx_bytes(const std::string& bytes, const std::string& origin) 
   }
   if (r.opset < 7) {
     throw CompileError(origin + ": default-domain opset " + std::to_string(r.opset) +
-                       " is too old (LSTM as supported needs opset 7 or newer)");
+                       " is too old (LSTM and GRU as supported need opset 7 or newer)");
   }
   const Graph g(model.graph());
   std::vector<std::string> problems;
   std::vector<const onnx::NodeProto*> lstms;
   for (const auto& n : g.proto().node()) {
-    if (n.op_type() == "LSTM") lstms.push_back(&n);
+    if (recurrent(n)) lstms.push_back(&n);
   }
   if (lstms.empty()) {
     if (const onnx::NodeProto* q = quantizable_lstm_node(g)) {
@@ -1518,7 +1589,7 @@ OnnxLstm import_onnx_bytes(const std::string& bytes, const std::string& origin) 
                          "exported cell by cell (its 'igates'/'hgates' Linear layers); export torch.nn.LSTM instead "
                          "(load the same weights into it: it exports one ONNX LSTM node per layer)");
     } else {
-      problems.push_back("graph: no LSTM node");
+      problems.push_back("graph: no LSTM or GRU node");
     }
     refuse(origin, problems);
   }
@@ -1537,7 +1608,7 @@ OnnxLstm import_onnx_bytes(const std::string& bytes, const std::string& origin) 
     const onnx::NodeProto* p = g.producer(n->input(kX));
     bool from_lstm = false;
     for (int guard = 0; p != nullptr && guard < 16; ++guard) {
-      if (p->op_type() == "LSTM") {
+      if (recurrent(*p)) {
         from_lstm = true;
         break;
       }
@@ -1546,14 +1617,14 @@ OnnxLstm import_onnx_bytes(const std::string& bytes, const std::string& origin) 
     if (!from_lstm) {
       if (head != nullptr) {
         problems.push_back("graph: " + info[head].label + " and " + info[n].label +
-                           " both read the graph input (only a chain of LSTM layers is supported)");
+                           " both read the graph input (only a chain of LSTM or GRU layers is supported)");
         refuse(origin, problems);
       }
       head = n;
     }
   }
   if (head == nullptr) {
-    problems.push_back("graph: no LSTM node reads the graph input");
+    problems.push_back("graph: no LSTM or GRU node reads the graph input");
     refuse(origin, problems);
   }
   const NodeInfo& first = info[head];
@@ -1587,6 +1658,7 @@ OnnxLstm import_onnx_bytes(const std::string& bytes, const std::string& origin) 
   PathContext ctx;
   ctx.g = &g;
   ctx.opset = r.opset;
+  ctx.cell = first.spec->op;
   ctx.directions = first.directions;
   const Labels want_x = first.layout == 0 ? "TBF" : "BTF";
   std::vector<Labels> candidates = r.input_shape.size() == 2 ? std::vector<Labels>{"TF"} : std::vector<Labels>{"BTF", "TBF"};
@@ -1677,11 +1749,15 @@ OnnxLstm import_onnx_bytes(const std::string& bytes, const std::string& origin) 
     } else if (nn.directions != ni.directions) {
       problems.push_back(nn.label + ": layers with different directions are not supported");
       chain_ok = false;
+    } else if (nn.spec != ni.spec) {
+      problems.push_back(nn.label + ": a " + nn.spec->op + " layer on " + ni.label + " is not supported (a stack's "
+                         "layers are all LSTM or all GRU: the state inputs and outputs are per stack)");
+      chain_ok = false;
     }
     n = nx;
   }
   if (chain_ok && chain.size() != lstms.size()) {
-    problems.push_back("graph: " + std::to_string(lstms.size()) + " LSTM nodes, of which " + std::to_string(chain.size()) +
+    problems.push_back("graph: " + std::to_string(lstms.size()) + " LSTM/GRU nodes, of which " + std::to_string(chain.size()) +
                        " form a chain from the graph input to the output (only a chain of layers is supported)");
     chain_ok = false;
   }
@@ -1788,11 +1864,11 @@ OnnxLstm import_onnx_bytes(const std::string& bytes, const std::string& origin) 
     // (a product of two activations).
     const bool two_activations = (n.op_type() == "MatMul" || n.op_type() == "Gemm") && n.input_size() >= 2 &&
                                  !is_const(g, n.input(0)) && !is_const(g, n.input(1));
-    if (n.op_type() == "LSTM" || taken.count(&n) || kStructuralOps.count(n.op_type()) ||
+    if (recurrent(n) || taken.count(&n) || kStructuralOps.count(n.op_type()) ||
         (kPathOps.count(n.op_type()) && !two_activations)) {
       continue;
     }
-    if (!named.count(node_label(n))) problems.push_back(node_label(n) + ": " + what_it_is(g, n));
+    if (!named.count(node_label(n))) problems.push_back(node_label(n) + ": " + what_it_is(g, n, ctx.cell));
   }
   if (!problems.empty()) refuse(origin, problems);
 

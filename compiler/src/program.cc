@@ -19,9 +19,6 @@ std::string program_field(const char* field, int32_t op_index) {
   return (op_index >= 0 ? "ops[" + std::to_string(op_index) + "]." : std::string()) + (field ? field : "?");
 }
 
-// A GRU's hidden state is Q0.15: a value at 2^-15, as a cell at 2^P.
-constexpr int32_t kGruHiddenPower = -15;
-
 bool same_quant(const AffineQuant& a, const AffineQuant& b) { return a.scale == b.scale && a.zero_point == b.zero_point; }
 
 }  // namespace
@@ -473,7 +470,7 @@ CompiledModel assemble_program(std::vector<ProgramOp> ops, int32_t directions) {
 
 namespace {
 
-CompiledModel single_op_program(ProgramOp op, const std::string& name, bool batch_first) {
+CompiledModel single_op_model(ProgramOp op, const std::string& name, bool batch_first) {
   std::vector<ProgramOp> ops(1, std::move(op));
   CompiledModel m = assemble_program(std::move(ops), 1);
   m.name = name;
@@ -486,14 +483,14 @@ CompiledModel single_op_program(ProgramOp op, const std::string& name, bool batc
 CompiledModel single_op_model(const DerivedLstm& d, const std::string& name, bool batch_first) {
   ProgramOp op;
   op.lstm = d;
-  return single_op_program(std::move(op), name, batch_first);
+  return single_op_model(std::move(op), name, batch_first);
 }
 
 CompiledModel single_op_model(const DerivedGru& d, const std::string& name, bool batch_first) {
   ProgramOp op;
   op.kind = QLSTM_OP_GRU_S8;
   op.gru = d;
-  return single_op_program(std::move(op), name, batch_first);
+  return single_op_model(std::move(op), name, batch_first);
 }
 
 int32_t CompiledModel::constant_state_batch() const {

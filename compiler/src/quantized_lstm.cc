@@ -363,7 +363,7 @@ QuantizedLstm QuantizedLstm::compile(const FloatLstm& source, const OpObservatio
   };
   std::vector<Group> groups;
   if (searching) {
-    const int64_t macs_per_step = int64_t{4} * H * (source.input_size + H);
+    const int64_t macs_per_step = int64_t{source.gate_count()} * H * (source.input_size + H);
     const size_t folds = static_cast<size_t>(std::max(options.search_folds, 2));
     if (observed.validation_begin) {
       std::vector<size_t> validation(sequences.size() - calibration_count);
@@ -413,15 +413,20 @@ QuantizedLstm QuantizedLstm::compile(const FloatLstm& source, const OpObservatio
   // Upstream's observers are candidates whenever a search was asked for (its start), even if
   // the data leaves nothing to search with.
   const bool tuned = options.tuning == Tuning::kSearch;
+  // A GRU has no cell to scale, and adaptive rounding does not describe its new gate's recurrent
+  // operand r * h (derive_gru.h): neither is a choice for it.
+  const bool gru = source.cell == CellKind::kGru;
+  const int32_t weight_blocks = 2 * source.gate_count();
   const bool tune_input = tuned && !fixed.input && !user.input_observer;
   const bool tune_output = tuned && !fixed.output && !user.output_observer;
-  const bool tune_headroom = tuned && options.cell_scale.policy == CellScalePolicy::kCalibrated && !user.cell_headroom;
+  const bool tune_headroom =
+      tuned && !gru && options.cell_scale.policy == CellScalePolicy::kCalibrated && !user.cell_headroom;
   const bool search_input = searching && tune_input;
   const bool search_output = searching && tune_output;
   const bool search_headroom = searching && tune_headroom;
   const bool search_bias = searching && !user.bias_correction;
   const bool search_clips = searching && !user.weights;
-  const bool search_rounding = searching && !user.weight_rounding;
+  const bool search_rounding = searching && !gru && !user.weight_rounding;
   for (const auto& [name, user_set, searched] :
        {std::tuple<const char*, bool, bool>{"input_observer", user.input_observer, search_input},
         {"output_observer", user.output_observer, search_output},
@@ -492,14 +497,14 @@ QuantizedLstm QuantizedLstm::compile(const FloatLstm& source, const OpObservatio
     for (int32_t b = 0; b < kWeightBlocks; ++b) {
       if (c.clip[static_cast<size_t>(b)] > 0) d.weight_clip_ratio[static_cast<size_t>(b)] = c.clip[static_cast<size_t>(b)];
     }
-    CellScaleRequest cell_request = options.cell_scale;
-    if (cell_request.policy == CellScalePolicy::kCalibrated) cell_request.headroom = c.headroom;
     const Range& ir = in_ranges[set][c.input_range];
     const Range& orr = out_ranges[set][c.output_range];
-    return QuantizedLstm(source,
-                         derive_params(source, fixed.input ? fixed.input->quant : affine_from_range(ir.lo, ir.hi),
-                                       fixed.output ? fixed.output->quant : affine_from_range(orr.lo, orr.hi),
-                                       choose_cell_scale(cell_request, sets[set].cell_max), d),
+    const AffineQuant in = fixed.input ? fixed.input->quant : affine_from_range(ir.lo, ir.hi);
+    const AffineQuant out = fixed.output ? fixed.output->quant : affine_from_range(orr.lo, orr.hi);
+    if (gru) return QuantizedLstm(source, derive_gru_params(gru_of(source), in, out, d), stats);
+    CellScaleRequest cell_request = options.cell_scale;
+    if (cell_request.policy == CellScalePolicy::kCalibrated) cell_request.headroom = c.headroom;
+    return QuantizedLstm(source, derive_params(source, in, out, choose_cell_scale(cell_request, sets[set].cell_max), d),
                          stats);
   };
 
@@ -533,7 +538,7 @@ QuantizedLstm QuantizedLstm::compile(const FloatLstm& source, const OpObservatio
     const int64_t expected_evaluations =
         1 + kPasses * static_cast<int64_t>(in_configs.size() + out_configs.size() +
                                            (search_headroom ? std::size(headrooms) : 0) + (search_bias ? 1 : 0) +
-                                           (search_clips ? kWeightBlocks * std::size(clip_ratios) : 0)) +
+                                           (search_clips ? weight_blocks * std::size(clip_ratios) : 0)) +
         (search_rounding ? (search_bias ? 2 : 1) : 0);
     // A candidate's score: per group and pooled over the groups (one SQNR of all held-out outputs).
     struct Score {
@@ -618,7 +623,7 @@ QuantizedLstm QuantizedLstm::compile(const FloatLstm& source, const OpObservatio
         c.bias_correction = !c.bias_correction;
         try_candidate(c);
       }
-      for (int32_t b = 0; b < kWeightBlocks && search_clips; ++b) {
+      for (int32_t b = 0; b < weight_blocks && search_clips; ++b) {
         for (double r : clip_ratios) {
           Candidate c = best;
           c.clip[static_cast<size_t>(b)] = r;
@@ -660,27 +665,59 @@ QuantizedLstm QuantizedLstm::compile(const FloatLstm& source, const OpObservatio
 }
 
 QuantizedLstm::QuantizedLstm(FloatLstm source, DerivedLstm derived, CalibrationStats stats)
-    : source_(std::move(source)), derived_(std::move(derived)), stats_(stats) {}
+    : source_(std::move(source)), derived_(std::move(derived)), stats_(stats) {
+  if (is_gru()) throw CompileError("a GRU layer given LSTM parameters");
+}
+
+QuantizedLstm::QuantizedLstm(FloatLstm source, DerivedGru derived, CalibrationStats stats)
+    : source_(std::move(source)), gru_(std::move(derived)), stats_(stats) {
+  if (!is_gru()) throw CompileError("an LSTM layer given GRU parameters");
+}
+
+const DerivedLstm& QuantizedLstm::derived() const {
+  if (is_gru()) throw CompileError("a GRU layer has no LSTM parameters");
+  return derived_;
+}
+
+const DerivedGru& QuantizedLstm::derived_gru() const {
+  if (!is_gru()) throw CompileError("an LSTM layer has no GRU parameters");
+  return gru_;
+}
+
+ProgramOp QuantizedLstm::program_op() const {
+  ProgramOp op;
+  if (is_gru()) {
+    op.kind = QLSTM_OP_GRU_S8;
+    op.gru = gru_;
+  } else {
+    op.lstm = derived_;
+  }
+  return op;
+}
 
 QuantizedLstm::State QuantizedLstm::initial_state(int32_t batch) const {
-  const size_t n = static_cast<size_t>(batch) * static_cast<size_t>(derived_.hidden_size);
-  return {std::vector<int8_t>(n, static_cast<int8_t>(derived_.output.zero_point)),
-          std::vector<int16_t>(n, 0)};
+  const size_t n = static_cast<size_t>(batch) * static_cast<size_t>(source_.hidden_size);
+  return {std::vector<int8_t>(n, static_cast<int8_t>(output_quant().zero_point)), std::vector<int16_t>(n, 0)};
 }
 
 QuantizedLstm::State QuantizedLstm::quantize_state(const std::vector<float>& h, const std::vector<float>& c,
                                                   int32_t batch) const {
   State s = initial_state(batch);
+  if (is_gru()) {  // its Q0.15 hidden in the int16 row, as the program keeps it
+    for (size_t k = 0; k < h.size() && k < s.cell.size(); ++k) s.cell[k] = quantize_cell(h[k], kGruHiddenPower);
+    return s;
+  }
   for (size_t k = 0; k < h.size() && k < s.hidden.size(); ++k) s.hidden[k] = derived_.output.quantize(h[k]);
   for (size_t k = 0; k < c.size() && k < s.cell.size(); ++k) s.cell[k] = quantize_cell(c[k], derived_.cell.power);
   return s;
 }
 
-std::vector<int8_t> run_kernel_s8(const DerivedLstm& d, const std::vector<int8_t>& x,
-                                  const SequenceShape& shape, QuantizedLstm::State* state) {
-  // A one-op program: the one path every model takes to the runtime.
-  check_shape(shape, x.size(), d.input_size, "input");
-  const CompiledModel m = single_op_model(d);
+namespace {
+
+// A one-op program: the one path every model takes to the runtime.
+std::vector<int8_t> run_single_op(const CompiledModel& m, const std::vector<int8_t>& x, const SequenceShape& shape,
+                                  QuantizedLstm::State* state) {
+  check_shape(shape, x.size(), m.input_size(), "input");
   if (state == nullptr) return run_program_s8(m, x, shape);
   ProgramState s{std::move(state->hidden), std::move(state->cell)};
   struct PutBack {  // the state goes back to the caller whatever happens
@@ -694,6 +731,18 @@ std::vector<int8_t> run_kernel_s8(const DerivedLstm& d, const std::vector<int8_t
   return run_program_s8(m, x, shape, &s);
 }
 
+}  // namespace
+
+std::vector<int8_t> run_kernel_s8(const DerivedLstm& d, const std::vector<int8_t>& x,
+                                  const SequenceShape& shape, QuantizedLstm::State* state) {
+  return run_single_op(single_op_model(d), x, shape, state);
+}
+
+std::vector<int8_t> run_kernel_s8(const DerivedGru& d, const std::vector<int8_t>& x,
+                                  const SequenceShape& shape, QuantizedLstm::State* state) {
+  return run_single_op(single_op_model(d), x, shape, state);
+}
+
 std::vector<int8_t> run_kernel_s8_streamed(const DerivedLstm& d, const std::vector<int8_t>& x,
                                            const SequenceShape& shape, int32_t chunk) {
   return run_program_s8_streamed(single_op_model(d), x, shape, chunk);
@@ -701,7 +750,7 @@ std::vector<int8_t> run_kernel_s8_streamed(const DerivedLstm& d, const std::vect
 
 std::vector<int8_t> QuantizedLstm::run_s8(const std::vector<int8_t>& x, const SequenceShape& shape,
                                           State* state) const {
-  return run_kernel_s8(derived_, x, shape, state);
+  return is_gru() ? run_kernel_s8(gru_, x, shape, state) : run_kernel_s8(derived_, x, shape, state);
 }
 
 std::vector<int8_t> QuantizedLstm::quantize_input(const std::vector<float>& x) const {
@@ -710,14 +759,14 @@ std::vector<int8_t> QuantizedLstm::quantize_input(const std::vector<float>& x) c
     if (!std::isfinite(x[k])) {
       throw CompileError("input: non-finite value at index " + std::to_string(k));
     }
-    q[k] = derived_.input.quantize(x[k]);
+    q[k] = input_quant().quantize(x[k]);
   }
   return q;
 }
 
 std::vector<float> QuantizedLstm::dequantize_output(const std::vector<int8_t>& y) const {
   std::vector<float> f(y.size());
-  for (size_t k = 0; k < y.size(); ++k) f[k] = static_cast<float>(derived_.output.dequantize(y[k]));
+  for (size_t k = 0; k < y.size(); ++k) f[k] = static_cast<float>(output_quant().dequantize(y[k]));
   return f;
 }
 
@@ -1049,7 +1098,9 @@ QuantizedProgram compile_program(const FloatProgram& program, const CalibrationS
       if (options.progress) options.progress("calibrating", static_cast<int64_t>(e + 1), static_cast<int64_t>(entries.size()));
     }
     OpBoundaries fixed;
-    if (l > 0) fixed.input = BoundaryQuant{lstm_ops.back().lstm.output, "the output of layer " + std::to_string(l - 1)};
+    if (l > 0) {
+      fixed.input = BoundaryQuant{lstm_ops.back().recurrent_output(), "the output of layer " + std::to_string(l - 1)};
+    }
     if (l == 0 && lstm_input) fixed.input = lstm_input;
     if (l + 1 == program.layers()) {
       fixed.scored_step = head_step;
@@ -1074,10 +1125,10 @@ QuantizedProgram compile_program(const FloatProgram& program, const CalibrationS
     for (int32_t d = 0; d < D; ++d) {
       const size_t k = static_cast<size_t>(l * D + d);
       if (d == 1 && !fixed.input) {  // both directions read the same buffer
-        fixed.input = BoundaryQuant{lstm_ops.back().lstm.input,
+        fixed.input = BoundaryQuant{lstm_ops.back().recurrent_input(),
                                     "the forward direction's choice (" + result.stats.back().input_observer + ")"};
       } else if (d == 1) {
-        fixed.input->quant = lstm_ops.back().lstm.input;
+        fixed.input->quant = lstm_ops.back().recurrent_input();
       }
       if (l + 1 == program.layers() && program.lstm_output == LstmOutput::kFinalState) {
         fixed.scored_step = final_step(k);  // what the op writes
@@ -1091,12 +1142,14 @@ QuantizedProgram compile_program(const FloatProgram& program, const CalibrationS
                              e.what());
         }
       }();
-      ProgramOp op;
-      op.lstm = q.derived();
-      if (program.initial_hidden == StateSource::kConstant) {
+      ProgramOp op = q.program_op();
+      if (program.initial_hidden == StateSource::kConstant && op.gru_op()) {
+        // A GRU's h0 is its Q0.15 state row (ProgramOp::initial_cell).
+        for (float v : program.h0[k]) op.initial_cell.push_back(quantize_cell(v, kGruHiddenPower));
+      } else if (program.initial_hidden == StateSource::kConstant) {
         for (float v : program.h0[k]) op.initial_hidden.push_back(op.lstm.output.quantize(v));
       }
-      if (program.initial_cell == StateSource::kConstant) {
+      if (program.initial_cell == StateSource::kConstant && !op.gru_op()) {
         for (float v : program.c0[k]) op.initial_cell.push_back(quantize_cell(v, op.lstm.cell.power));
       }
       lstm_ops.push_back(std::move(op));
@@ -1109,6 +1162,7 @@ QuantizedProgram compile_program(const FloatProgram& program, const CalibrationS
     for (size_t k = lstm_ops.size() - static_cast<size_t>(program.lstm_output == LstmOutput::kFinalState ? D : 1);
          k < lstm_ops.size(); ++k) {
       lstm_ops[k].lstm.output_steps = QLSTM_OUTPUT_FINAL;
+      lstm_ops[k].gru.output_steps = QLSTM_OUTPUT_FINAL;
     }
   }
   {

@@ -10,9 +10,12 @@ python3-sklearn), with a Linear + Softmax head on the last step, and writes what
                        used for training or calibration)
   test_labels.npy      int32 [M]: their digits
   model.json           provenance, sizes and the float accuracy on the held-out split
+With --cell gru it trains the same classifier with an nn.GRU instead and writes digits_gru.onnx
+and model_gru.json only (the data files are the same split).
 Pixels are scaled from 0..16 to 0..1. Deterministic (seeded, one thread, CPU); trains in seconds.
 Needs python3-torch, python3-onnx and python3-sklearn.
 """
+import argparse
 import json
 import os
 
@@ -21,6 +24,9 @@ import torch
 import torch.nn as nn
 from sklearn.datasets import load_digits
 
+parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+parser.add_argument("--cell", choices=["lstm", "gru"], default="lstm")
+CELL = parser.parse_args().cell
 HERE = os.path.dirname(os.path.abspath(__file__))
 T, I, H, CLASSES = 8, 8, 32, 10
 CALIBRATION = 200  # below the size from which qlstm compile shows its progress
@@ -41,7 +47,7 @@ calibration = x_train[np.sort(np.random.default_rng(1).choice(len(x_train), CALI
 class DigitClassifier(nn.Module):
     def __init__(self):
         super().__init__()
-        self.lstm = nn.LSTM(I, H, batch_first=True)
+        self.lstm = (nn.GRU if CELL == "gru" else nn.LSTM)(I, H, batch_first=True)
         self.head = nn.Linear(H, CLASSES)
 
     def logits(self, x):
@@ -67,13 +73,15 @@ with torch.no_grad():
     train_acc = float((model(xt).argmax(-1) == yt).float().mean())
     test_acc = float((model(torch.tensor(x_test)).argmax(-1).numpy() == y_test).mean())
 
-torch.onnx.export(model, xt[:1], os.path.join(HERE, "digits_lstm.onnx"), opset_version=14,
+torch.onnx.export(model, xt[:1], os.path.join(HERE, "digits_%s.onnx" % CELL), opset_version=14,
                   input_names=["x"], output_names=["probabilities"])
-np.save(os.path.join(HERE, "calibration.npy"), calibration)
-np.save(os.path.join(HERE, "test.npy"), x_test)
-np.save(os.path.join(HERE, "test_labels.npy"), y_test)
-with open(os.path.join(HERE, "model.json"), "w") as f:
-    json.dump({"generator": "examples/digits/train.py", "torch_version": torch.__version__,
+if CELL == "lstm":
+    np.save(os.path.join(HERE, "calibration.npy"), calibration)
+    np.save(os.path.join(HERE, "test.npy"), x_test)
+    np.save(os.path.join(HERE, "test_labels.npy"), y_test)
+with open(os.path.join(HERE, "model.json" if CELL == "lstm" else "model_gru.json"), "w") as f:
+    json.dump({"generator": "examples/digits/train.py" + (" --cell gru" if CELL == "gru" else ""),
+               "torch_version": torch.__version__, "cell": CELL,
                "task": "classification", "classes": CLASSES, "time_steps": T, "input_size": I, "hidden_size": H,
                "pixel_scale": 1 / 16, "train_samples": int(len(x_train)), "test_samples": int(len(x_test)),
                "calibration_samples": CALIBRATION, "train_accuracy": train_acc, "test_accuracy": test_acc}, f,

@@ -282,6 +282,11 @@ TEST(DeriveGru, RefusalsNameTheGateAndTheQuantity) {
   corrected.bias_correction = true;
   expect_error([&] { derive_gru_params(gru, in, out, corrected); }, {"bias correction: needs the calibration means"});
   expect_error([&] { derive_gru_params(gru, AffineQuant{0.0, 0}, out, {}); }, {"input: scale"});
+  // A GRU program layer (as the ONNX importer makes it) given to the LSTM derivation.
+  CellScaleChoice cell;
+  cell.policy = CellScalePolicy::kFixed;
+  expect_error([&] { derive_params(as_layer(gru), in, out, cell, {}); },
+               {"a GRU layer: the LSTM derivation cannot derive it"});
 }
 
 TEST(DeriveGru, KernelParamsRoundTrip) {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -42,9 +43,31 @@ std::vector<std::string> layer_names(const std::vector<FloatLayer>& layers) {
   return names;
 }
 
+// The fixture input's shape, as the imported model reads it.
+SequenceShape input_shape(const OnnxLstm& m, const nlohmann::json& e) {
+  const std::vector<int64_t> xs = e["input_shape"].get<std::vector<int64_t>>();
+  if (m.unbatched) return {1, static_cast<int32_t>(xs[0]), Layout::kBatchMajor};
+  if (m.batch_first) return {static_cast<int32_t>(xs[0]), static_cast<int32_t>(xs[1]), Layout::kBatchMajor};
+  return {static_cast<int32_t>(xs[1]), static_cast<int32_t>(xs[0]), Layout::kTimeMajor};
+}
+
+// max |got - torch's| over `want`, checked against torch's float32 rounding relative to its magnitude.
+double expect_torch_agreement(const std::vector<float>& got, const nlohmann::json& want_json, const char* what) {
+  const std::vector<float> want = want_json.get<std::vector<float>>();
+  EXPECT_EQ(got.size(), want.size()) << what;
+  if (got.size() != want.size()) return INFINITY;
+  double scale = 1.0, worst = 0.0;
+  for (float v : want) scale = std::max(scale, std::fabs(static_cast<double>(v)));
+  for (size_t k = 0; k < want.size(); ++k) worst = std::max(worst, std::fabs(static_cast<double>(got[k]) - want[k]));
+  constexpr double kFloatAgreement = 1e-5;
+  EXPECT_LE(worst, kFloatAgreement * scale) << "max abs error of " << what << " vs torch";
+  return worst;
+}
+
 // A whole model: its structure, and run_float_program of the imported program equals torch's
-// float output on the fixture's input to float precision.
-void check_whole_model(const OnnxLstm& m, const nlohmann::json& e) {
+// float output on the fixture's input (and h0, for a model that reads one) to float precision.
+// Returns the max abs error.
+double check_whole_model(const OnnxLstm& m, const nlohmann::json& e, FloatProgramResult* result = nullptr) {
   const FloatProgram& p = m.program;
   EXPECT_EQ(layer_names(p.front), e["front"].get<std::vector<std::string>>());
   EXPECT_EQ(layer_names(p.head), e["head"].get<std::vector<std::string>>());
@@ -54,27 +77,43 @@ void check_whole_model(const OnnxLstm& m, const nlohmann::json& e) {
   EXPECT_EQ(m.opset, e["opset"].get<int64_t>());
   EXPECT_EQ(p.constant_state_batch(), e.value("state_batch", 0));
   const std::vector<float> x = e["input"].get<std::vector<float>>();
-  const std::vector<int64_t> xs = e["input_shape"].get<std::vector<int64_t>>();
-  SequenceShape shape;
-  if (m.unbatched) {
-    shape = {1, static_cast<int32_t>(xs[0]), Layout::kBatchMajor};
-  } else if (m.batch_first) {
-    shape = {static_cast<int32_t>(xs[0]), static_cast<int32_t>(xs[1]), Layout::kBatchMajor};
-  } else {
-    shape = {static_cast<int32_t>(xs[1]), static_cast<int32_t>(xs[0]), Layout::kTimeMajor};
-  }
-  ASSERT_EQ(x.size(), static_cast<size_t>(shape.batch) * shape.time_steps * p.input_size());
-  const FloatProgramResult r = run_float_program(p, x.data(), shape);
-  const std::vector<float> want = e["output"].get<std::vector<float>>();
-  ASSERT_EQ(r.output.size(), want.size());
+  const std::vector<float> h0 = e.value("h0", std::vector<float>{});
+  const SequenceShape shape = input_shape(m, e);
+  EXPECT_EQ(x.size(), static_cast<size_t>(shape.batch) * shape.time_steps * p.input_size());
+  if (x.size() != static_cast<size_t>(shape.batch) * shape.time_steps * p.input_size()) return INFINITY;
+  const FloatProgramResult r = run_float_program(p, x.data(), shape, h0.empty() ? nullptr : h0.data());
   EXPECT_EQ(r.front_outputs.size(), p.front.size());
   EXPECT_EQ(r.head_outputs.size(), p.head.size());
-  double scale = 1.0, worst = 0.0;
-  for (float v : want) scale = std::max(scale, std::fabs(static_cast<double>(v)));
-  for (size_t k = 0; k < want.size(); ++k) worst = std::max(worst, std::fabs(static_cast<double>(r.output[k]) - want[k]));
-  // torch computes in float32: its rounding, relative to the output's magnitude.
-  constexpr double kFloatAgreement = 1e-5;
-  EXPECT_LE(worst, kFloatAgreement * scale) << "max abs error vs torch";
+  if (result != nullptr) *result = r;
+  return expect_torch_agreement(r.output, e["output"], "the output");
+}
+
+// An exported nn.GRU (or a hand-made ONNX GRU graph): every op a GRU, the program's structure
+// and state, and run_float_program (given the fixture's h0 when the model reads one) equals
+// torch's output, and its h_n when the model returns it.
+void check_gru_model(const OnnxLstm& m, const nlohmann::json& e) {
+  const FloatProgram& p = m.program;
+  const nlohmann::json& want = e["program"];
+  ASSERT_EQ(p.ops.size(), want["ops"].get<size_t>());
+  EXPECT_EQ(p.directions, want["directions"].get<int>());
+  for (size_t k = 0; k < p.ops.size(); ++k) {
+    EXPECT_EQ(p.ops[k].cell, CellKind::kGru) << "op " << k;
+    EXPECT_EQ(p.ops[k].reverse, p.directions == 2 ? k % 2 == 1 : e.value("reverse", false)) << "op " << k;
+  }
+  EXPECT_EQ(state_source_name(p.initial_hidden), want["initial_h"].get<std::string>());
+  EXPECT_EQ(p.initial_cell, StateSource::kZero);
+  EXPECT_EQ(p.hidden_output, want["h_n"].get<bool>());
+  EXPECT_FALSE(p.cell_output);
+  EXPECT_EQ(m.initial_h_name.empty(), p.initial_hidden != StateSource::kInput);
+  EXPECT_TRUE(m.initial_c_name.empty());
+  EXPECT_EQ(m.h_n_name.empty(), !p.hidden_output);
+  EXPECT_TRUE(m.c_n_name.empty());
+  FloatProgramResult r;
+  const double y_error = check_whole_model(m, e, &r);
+  std::printf("%s: max |torch - run_float_program| output %.3g",
+              ::testing::UnitTest::GetInstance()->current_test_info()->name(), y_error);
+  if (e.contains("h_n")) std::printf(", h_n %.3g", expect_torch_agreement(r.h_n, e["h_n"], "h_n"));
+  std::printf("\n");
 }
 
 class OnnxFixture : public ::testing::TestWithParam<std::string> {};
@@ -107,6 +146,10 @@ TEST_P(OnnxFixture, ImportsOrRefusesAsExpected) {
     return;
   }
   const OnnxLstm m = import_onnx(base + ".onnx");
+  if (e.contains("cell")) {
+    check_gru_model(m, e);
+    return;
+  }
   if (e.contains("output")) {
     check_whole_model(m, e);
     return;
@@ -158,10 +201,11 @@ TEST(OnnxImport, ExportedTorchModelsRecognizeTheirLayout) {
 
 class DamagedModel : public ::testing::TestWithParam<std::string> {};
 
-// An LSTM alone and whole models (the walk around the stack, the GELU subgraph).
+// An LSTM alone, whole models (the walk around the stack, the GELU subgraph) and GRU stacks.
 INSTANTIATE_TEST_SUITE_P(Models, DamagedModel,
                          ::testing::Values("torch_batch_first_opset14", "whole_classifier_opset17",
-                                           "whole_mlp_gelu_tanh", "whole_h_n_mlp_stacked"));
+                                           "whole_mlp_gelu_tanh", "whole_h_n_mlp_stacked", "gru_torch_bi2_state",
+                                           "gru_torch_h_n_linear_stack2"));
 
 TEST_P(DamagedModel, DamagedBytesAreRefusedNeverCrash) {
   const std::string path = std::string(QLSTM_ONNX_FIXTURES) + "/" + GetParam() + ".onnx";

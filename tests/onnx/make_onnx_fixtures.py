@@ -21,7 +21,9 @@ with each activation, y[:, k], stacked, bidirectional, both layouts, unbatched, 
 learned per-row initial state; a Gemm rewritten with transB = 0, alpha, beta, a Constant weight
 or its bias as an Add; an opset-10 form with Clip bounds as attributes). Refused whole models, each with every line its refusal must
 contain (key "errors"): refused_*.
-Usage: make_onnx_fixtures.py [OUTDIR]
+GRU models (gru_*, group "gru"): nn.GRU exported by torch (key "cell": "GRU", torch's output and,
+when the model returns it, h_n on a fixed input and h0), hand-made GRU graphs, and the refused forms.
+Usage: make_onnx_fixtures.py [OUTDIR] [--only lstm|gru ...]
 """
 import json
 import os
@@ -38,7 +40,11 @@ import models  # noqa: E402  (tests/e2e/models.py: the whole-model classes)
 
 GENERATOR = "tests/onnx/make_onnx_fixtures.py"
 torch.set_num_threads(1)
-OUT = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "models")
+# --only GROUP (lstm, gru; repeatable) makes one group's fixtures and leaves the others' files alone.
+ARGS = sys.argv[1:]
+ONLY = [ARGS[k + 1] for k in range(len(ARGS) - 1) if ARGS[k] == "--only"]
+POSITIONAL = [a for k, a in enumerate(ARGS) if a != "--only" and (k == 0 or ARGS[k - 1] != "--only")]
+OUT = POSITIONAL[0] if POSITIONAL else os.path.join(os.path.dirname(__file__), "models")
 
 
 def expect(name, **kw):
@@ -453,15 +459,180 @@ def refused_whole():
             ["the graph has no LSTM node: it is a torch.ao.nn.quantizable.LSTM", "export torch.nn.LSTM instead"])
 
 
+# ----------------------------------------------------------------------------- GRU models
+class GruModel(nn.Module):
+    """An nn.GRU as users write it. pick: "seq" (y), "last" (y[:, -1] / y[-1]) or "h_n" (h_n[-1]);
+    head: the width of a Linear after it (0: none); state: None, "input" (h0 a second model input)
+    or "learned" (a [L x D, state_batch, H] parameter whose rows differ); with_h_n: h_n is a second
+    output."""
+
+    def __init__(self, input_size, hidden, num_layers=1, bidirectional=False, batch_first=True, bias=True,
+                 unbatched=False, pick="seq", head=0, state=None, state_batch=2, with_h_n=False):
+        super().__init__()
+        self.gru = nn.GRU(input_size, hidden, num_layers=num_layers, bidirectional=bidirectional,
+                          batch_first=batch_first, bias=bias)
+        width = hidden * (2 if bidirectional and pick != "h_n" else 1)
+        self.head = nn.Linear(width, head) if head else nn.Identity()
+        self.rows = num_layers * (2 if bidirectional else 1)
+        self.input_size, self.hidden, self.pick, self.state = input_size, hidden, pick, state
+        self.batch_first, self.unbatched, self.with_h_n = batch_first, unbatched, with_h_n
+        self.state_batch = state_batch if state == "learned" else 0
+        if state == "learned":
+            self.h0 = nn.Parameter(0.5 * torch.randn(self.rows, state_batch, hidden))
+
+    def forward(self, x, *h0):
+        y, h = self.gru(x, h0[0] if h0 else (self.h0 if self.state == "learned" else None))
+        seq_first = self.unbatched or not self.batch_first
+        z = h[-1] if self.pick == "h_n" else (y[-1] if seq_first else y[:, -1]) if self.pick == "last" else y
+        out = self.head(z)
+        return (out, h) if self.with_h_n else out
+
+
+def gru_torch(name, model, opset, batch=2, steps=5):
+    """Exports `model` and writes torch's output (and h_n) on a fixed input (and h0)."""
+    model.eval()
+    g = torch.Generator().manual_seed(16)
+    batch = model.state_batch or batch
+    shape = (steps, model.input_size) if model.unbatched else \
+        (batch, steps, model.input_size) if model.batch_first else (steps, batch, model.input_size)
+    x = torch.randn(*shape, generator=g)
+    args = (x,)
+    if model.state == "input":
+        args += (0.5 * torch.randn(model.rows, batch, model.hidden, generator=g),)
+    with torch.no_grad():
+        outs = model(*args)
+        torch.onnx.export(model, args, os.path.join(OUT, name + ".onnx"), opset_version=opset,
+                          input_names=["x", "h0"][:len(args)], output_names=["y", "h_n"][:1 + model.with_h_n])
+    y, h = outs if model.with_h_n else (outs, None)
+    head = ([] if model.pick != "last" else ["select"]) + (["Linear"] if isinstance(model.head, nn.Linear) else [])
+    extra = {"h0": rounded(args[1])} if model.state == "input" else {}
+    if h is not None:
+        extra["h_n"] = rounded(h)
+    expect(name, cell="GRU", input=rounded(x), input_shape=list(x.shape), output=rounded(y), output_shape=list(y.shape),
+           batch_first=bool(model.batch_first or model.unbatched), unbatched=bool(model.unbatched), opset=opset,
+           lstm_output="final_state" if model.pick == "h_n" else "sequence", front=[], head=head,
+           state_batch=model.state_batch,
+           program=dict(ops=model.rows, directions=2 if model.gru.bidirectional else 1,
+                        initial_h={None: "zero", "input": "input", "learned": "constant"}[model.state],
+                        initial_c="zero", h_n=h is not None, c_n=False), **extra)
+
+
+def onnx_gru_weights(gru):
+    """A one-layer nn.GRU's weights in ONNX's stacking (z, r, h; torch's is r, z, n), W, R and B."""
+    def onnx_order(a):
+        r, z, n = np.split(a.detach().numpy(), 3)
+        return np.concatenate([z, r, n])[None]
+    W, R = onnx_order(gru.weight_ih_l0), onnx_order(gru.weight_hh_l0)
+    B = np.concatenate([onnx_order(gru.bias_ih_l0), onnx_order(gru.bias_hh_l0)], axis=1) if gru.bias else None
+    return W.astype(np.float32), R.astype(np.float32), None if B is None else B.astype(np.float32)
+
+
+def plain_gru(name, I=3, H=4, T=5, N=2, layout=0, reverse=False, attrs=None, inputs=None, W=None, extra_inits=(),
+              expected=True):
+    """A hand-made ONNX GRU graph from a torch nn.GRU's weights; for an accepted one (expected) its
+    output is torch's on a fixed input (time reversed around torch for direction "reverse")."""
+    torch.manual_seed(17)
+    gru = nn.GRU(I, H, batch_first=layout == 1).eval()
+    w, r, b = onnx_gru_weights(gru)
+    inits = [numpy_helper.from_array(w if W is None else W, "W"), numpy_helper.from_array(r, "R"),
+             numpy_helper.from_array(b, "B")] + list(extra_inits)
+    node_attrs = {"hidden_size": H, "linear_before_reset": 1}
+    if layout:
+        node_attrs["layout"] = layout
+    if reverse:
+        node_attrs["direction"] = "reverse"
+    node_attrs.update(attrs or {})
+    node_attrs = {k: v for k, v in node_attrs.items() if v is not None}  # None: the attribute absent
+    node = helper.make_node("GRU", inputs or ["X", "W", "R", "B"], ["Y"], name="gru0", **node_attrs)
+    x_shape = [T, N, I] if layout == 0 else [N, T, I]
+    y_shape = [T, 1, N, H] if layout == 0 else [N, T, 1, H]
+    graph = helper.make_graph([node], name, [helper.make_tensor_value_info("X", TensorProto.FLOAT, x_shape)],
+                              [helper.make_tensor_value_info("Y", TensorProto.FLOAT, y_shape)], inits)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)]), os.path.join(OUT, name + ".onnx"))
+    if not expected:
+        return
+    x = torch.randn(*x_shape, generator=torch.Generator().manual_seed(18))
+    t = 1 if layout else 0
+    with torch.no_grad():
+        y = gru(x.flip(t) if reverse else x)[0]
+    y = y.flip(t) if reverse else y
+    expect(name, cell="GRU", input=rounded(x), input_shape=x_shape, output=rounded(y), output_shape=list(y.shape),
+           batch_first=layout == 1, unbatched=False, opset=14, lstm_output="sequence", front=[], head=[], reverse=reverse,
+           program=dict(ops=1, directions=1, initial_h="zero", initial_c="zero", h_n=False, c_n=False))
+
+
+class LstmThenGru(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lstm, self.gru = nn.LSTM(3, 4, batch_first=True), nn.GRU(4, 4, batch_first=True)
+
+    def forward(self, x):
+        return self.gru(self.lstm(x)[0])[0]
+
+
+class GruCos(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.gru = nn.GRU(3, 4, batch_first=True)
+
+    def forward(self, x):
+        return torch.cos(self.gru(x)[0])
+
+
+def gru_models():
+    """nn.GRU exported by torch (every pattern the LSTM has that a GRU can have: no cell state), hand-made
+    GRU graphs (reverse, layout 1) and the refused forms."""
+    torch.manual_seed(16)
+    gru_torch("gru_torch_seq_first", GruModel(3, 4, batch_first=False), 13)
+    gru_torch("gru_torch_no_bias", GruModel(4, 3, bias=False), 14)
+    gru_torch("gru_torch_unbatched", GruModel(3, 4, unbatched=True), 15)
+    gru_torch("gru_torch_last_linear", GruModel(4, 6, pick="last", head=3), 14)
+    gru_torch("gru_torch_last_linear_seq_first", GruModel(4, 6, pick="last", head=3, batch_first=False), 17)
+    gru_torch("gru_torch_h_n_linear_stack2", GruModel(3, 5, num_layers=2, pick="h_n", head=2), 17)
+    gru_torch("gru_torch_bidirectional", GruModel(3, 4, bidirectional=True, batch_first=False), 15)
+    gru_torch("gru_torch_bidirectional_last_linear", GruModel(3, 4, bidirectional=True, pick="last", head=2), 16)
+    gru_torch("gru_torch_stack3_state", GruModel(3, 6, num_layers=3, state="input", with_h_n=True), 14)
+    gru_torch("gru_torch_bi2_state", GruModel(3, 5, num_layers=2, bidirectional=True, batch_first=False,
+                                              state="input", with_h_n=True), 14)
+    gru_torch("gru_torch_learned_state", GruModel(3, 4, pick="last", head=2, state="learned"), 16)
+    plain_gru("gru_plain_reverse", reverse=True)
+    plain_gru("gru_plain_layout1", layout=1)
+    for name, kw, error in [
+            ("gru_plain_linear_before_reset0", dict(attrs={"linear_before_reset": 0}),
+             "node 'gru0' (GRU): linear_before_reset = 0 is not supported (the kernel computes PyTorch's new gate"),
+            ("gru_plain_linear_before_reset_absent", dict(attrs={"linear_before_reset": None}),
+             "node 'gru0' (GRU): linear_before_reset = 0 (the default: attribute absent) is not supported"),
+            ("gru_plain_clip", dict(attrs={"clip": 3.0}), "node 'gru0' (GRU): attribute 'clip' is not supported"),
+            ("gru_plain_activations", dict(attrs={"activations": ["Sigmoid", "Relu"]}),
+             "node 'gru0' (GRU): activations Sigmoid, Relu are not supported (only Sigmoid, Tanh"),
+            ("gru_plain_activation_alpha", dict(attrs={"activation_alpha": [1.0, 1.0]}),
+             "node 'gru0' (GRU): attribute 'activation_alpha' is not supported"),
+            ("gru_plain_wrong_w_shape", dict(W=np.ones((1, 16, 3), np.float32)),
+             "node 'gru0' (GRU): W has shape [1, 16, 3], expected [1, 12, 3]"),
+            ("gru_plain_sequence_lens", dict(inputs=["X", "W", "R", "B", "lens"], extra_inits=[
+                numpy_helper.from_array(np.array([5, 5], np.int32), "lens")]),
+             "node 'gru0' (GRU): input sequence_lens is not supported"),
+            ("gru_plain_initial_c", dict(inputs=["X", "W", "R", "B", "", "", "c0"], extra_inits=[
+                numpy_helper.from_array(np.zeros((1, 2, 4), np.float32), "c0")]),
+             "node 'gru0' (GRU): input 6 ('c0') is not one of the 6 inputs of GRU")]:
+        plain_gru(name, expected=False, **kw)
+        expect(name, error=error)
+    refused("gru_refused_lstm_then_gru", LstmThenGru(), 14,
+            ["node '/gru/GRU' (GRU): a GRU layer on node '/lstm/LSTM' (LSTM) is not supported"])
+    refused("gru_refused_cos_head", GruCos(), 14,
+            ["(Cos): op 'Cos' is not supported around the GRU", "what to do: the model up to '"])
+
+
+GROUPS = {"lstm": [accepted_torch, refused_torch, accepted_plain, refused_plain, programs_torch, whole_models,
+                   refused_whole],
+          "gru": [gru_models]}
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
-    accepted_torch()
-    refused_torch()
-    accepted_plain()
-    refused_plain()
-    programs_torch()
-    whole_models()
-    refused_whole()
+    for group in ONLY or GROUPS:
+        for make in GROUPS[group]:
+            make()
     print("wrote", len([f for f in os.listdir(OUT) if f.endswith(".onnx")]), "models to", OUT)
 
 

@@ -7,29 +7,45 @@
 #include <random>
 #include <vector>
 
+#include "qlstm/compiler/float_gru.h"
 #include "qlstm/compiler/program.h"
 #include "qlstm/compiler/quantized_lstm.h"
 
 namespace qlstm {
 namespace compiler {
 
-inline FloatLstm random_lstm(int32_t I, int32_t H, bool reverse, std::mt19937_64& rng) {
+// `count` normal(0, 0.4) values.
+inline std::vector<float> random_weights(size_t count, std::mt19937_64& rng) {
   std::normal_distribution<float> n(0.0f, 0.4f);
-  auto v = [&](size_t count) {
-    std::vector<float> out(count);
-    for (float& x : out) x = n(rng);
-    return out;
-  };
+  std::vector<float> out(count);
+  for (float& x : out) x = n(rng);
+  return out;
+}
+
+inline FloatLstm random_lstm(int32_t I, int32_t H, bool reverse, std::mt19937_64& rng) {
+  auto v = [&](size_t count) { return random_weights(count, rng); };
   FloatLstm l = FloatLstm::from_torch(I, H, v(4u * H * I), v(4u * H * H), v(4u * H), v(4u * H));
   l.reverse = reverse;
   return l;
 }
 
-inline FloatProgram random_program(int32_t I, int32_t H, int32_t layers, int32_t directions, std::mt19937_64& rng) {
+// A GRU layer drawn the same way (PyTorch's r, z, n blocks).
+inline FloatLstm random_gru_layer(int32_t I, int32_t H, bool reverse, std::mt19937_64& rng) {
+  auto v = [&](size_t count) { return random_weights(count, rng); };
+  FloatGru g = FloatGru::from_torch(I, H, v(3u * H * I), v(3u * H * H), v(3u * H), v(3u * H));
+  g.reverse = reverse;
+  return as_layer(g);
+}
+
+inline FloatProgram random_program(int32_t I, int32_t H, int32_t layers, int32_t directions, std::mt19937_64& rng,
+                                   CellKind cell = CellKind::kLstm) {
   FloatProgram p;
   p.directions = directions;
   for (int32_t l = 0; l < layers; ++l) {
-    for (int32_t d = 0; d < directions; ++d) p.ops.push_back(random_lstm(l ? directions * H : I, H, d == 1, rng));
+    for (int32_t d = 0; d < directions; ++d) {
+      const int32_t in = l ? directions * H : I;
+      p.ops.push_back(cell == CellKind::kGru ? random_gru_layer(in, H, d == 1, rng) : random_lstm(in, H, d == 1, rng));
+    }
   }
   return p;
 }

@@ -118,9 +118,6 @@ std::vector<const ProgramOp*> lstm_ops(const CompiledModel& m) {
   return ops;
 }
 
-// A GRU's hidden state is Q0.15, in the int16 (cell) state rows.
-constexpr int32_t kGruHiddenPower = -15;
-
 // "layer L forward" or "layer L reverse": LSTM op k (lstm_ops order) in the user's terms.
 std::string lstm_op_label(const CompiledModel& m, size_t k) {
   const bool reverse = lstm_ops(m)[k]->time_direction() == QLSTM_TIME_REVERSE;
@@ -227,7 +224,8 @@ int compile_command(const CompileArgs& args) {
     std::string nodes;
     for (const std::string& n : onnx.node_names) nodes += (nodes.empty() ? "'" : ", '") + n + "'";
     const bool whole = m.lstm_op_count() != static_cast<int32_t>(m.ops.size());  // layers around the LSTMs
-    std::printf("  LSTM %s: %d layer%s%s, input %d, output %d, %s\n", nodes.c_str(), m.layers(),
+    std::printf("  %s %s: %d layer%s%s, input %d, output %d, %s\n", cell_kind_name(onnx.program.ops.front().cell),
+                nodes.c_str(), m.layers(),
                 m.layers() > 1 ? "s" : "", m.directions == 2 ? " bidirectional" : "", onnx.program.ops.front().input_size,
                 m.directions * m.hidden_sizes().back(),
                 onnx.unbatched ? "unbatched [T, F]" : onnx.batch_first ? "batch_first" : "sequence-first");
@@ -235,13 +233,17 @@ int compile_command(const CompileArgs& args) {
                 r.stats.front().input_observer.c_str());
     size_t lstm = 0;  // the LSTM ops': the calibration stats
     for (const ProgramOp& op : m.ops) {
-      if (op.kind != QLSTM_OP_LSTM_S8) continue;
-      const DerivedLstm& d = op.lstm;
+      if (!op.recurrent()) continue;
       const std::string who = m.lstm_op_count() == 1 ? std::string("") : " [" + lstm_op_label(m, lstm) + "]";
-      std::printf("  %s scale %.6g  zero point %d  (%s)%s\n", whole ? "hidden" : "output", d.output.scale,
-                  d.output.zero_point, r.stats[lstm].output_observer.c_str(), who.c_str());
-      std::printf("  cell   2^%d (%s, observed max |c| %.4g)%s\n", d.cell.power, cell_policy_name(d.cell.policy),
-                  d.cell.observed_max_abs, who.c_str());
+      std::printf("  %s scale %.6g  zero point %d  (%s)%s\n", whole ? "hidden" : "output", op.recurrent_output().scale,
+                  op.recurrent_output().zero_point, r.stats[lstm].output_observer.c_str(), who.c_str());
+      if (op.gru_op()) {
+        std::printf("  state  Q0.15 hidden (a GRU has no cell)%s\n", who.c_str());
+      } else {
+        const DerivedLstm& d = op.lstm;
+        std::printf("  cell   2^%d (%s, observed max |c| %.4g)%s\n", d.cell.power, cell_policy_name(d.cell.policy),
+                    d.cell.observed_max_abs, who.c_str());
+      }
       const CalibrationStats& st = r.stats[lstm];
       auto names = [](const std::vector<std::string>& v) {
         std::string s;
@@ -328,7 +330,20 @@ std::vector<int8_t> run_on_device(const std::string& cpu, const CompiledModel& m
   return y;
 }
 
-// A [ops][B][H] state file: float32 with --float, else int8 (hidden) or int16 (cell).
+// What the recurrent ops' states are: LSTMs' (hidden and cell), GRUs' (a hidden state only, Q0.15
+// int16 in the cell rows), or both kinds.
+enum class StateCells { kLstm, kGru, kMixed };
+StateCells state_cells(const CompiledModel& m) {
+  bool lstm = false, gru = false;
+  for (const ProgramOp& op : m.ops) {
+    lstm = lstm || op.kind == QLSTM_OP_LSTM_S8;
+    gru = gru || op.gru_op();
+  }
+  return gru ? (lstm ? StateCells::kMixed : StateCells::kGru) : StateCells::kLstm;
+}
+
+// A [ops][B][H] state file: float32 with --float, else int8 (hidden) or int16 (cell, or a GRU's
+// Q0.15 hidden).
 NpyArray read_state(const std::string& path, const CompiledModel& m, int32_t batch, bool cell, bool float_io) {
   const NpyArray a = read_npy(path);
   const int64_t ops = m.lstm_op_count();
@@ -426,6 +441,17 @@ int run_command(const RunArgs& args) {
     if (m.initial_cell == StateSource::kInput && args.c0.empty()) {
       throw UsageError(args.model + ": the model takes its initial cell state as an input: give --c0");
     }
+    // A GRU has no cell; its state is the Q0.15 hidden, int16 in an int state file.
+    const StateCells cells = state_cells(m);
+    if (cells != StateCells::kLstm && !(args.c0.empty() && args.c_n.empty())) {
+      throw UsageError(args.model + ": " + (args.c0.empty() ? "--c-n" : "--c0") +
+                       ": the model's recurrent ops are GRUs, which have no cell state");
+    }
+    if (cells == StateCells::kMixed && !args.float_io && !(args.h0.empty() && args.h_n.empty())) {
+      throw UsageError(args.model + ": --h0/--h-n: the model mixes LSTM and GRU ops, whose int states differ "
+                       "(int8, Q0.15 int16): use --float");
+    }
+    const bool gru_state = cells == StateCells::kGru;
     const SequenceTensor x = read_sequences(args.input, m.input_size(), m.batch_first, !args.float_io);
     const std::vector<int8_t> x8 = args.float_io ? quantize_input(m, x, args.input) : x.values_s8;
     const int32_t B = x.shape.batch;
@@ -433,8 +459,14 @@ int run_command(const RunArgs& args) {
     if (!args.h0.empty() || !args.c0.empty()) {
       std::vector<float> hf, cf;
       if (!args.h0.empty()) {
-        if (args.float_io) hf = read_float_state(args.h0, m, B, false);
-        else state.hidden = read_state(args.h0, m, B, false, false).as_int8(args.h0);
+        if (args.float_io) {
+          hf = read_float_state(args.h0, m, B, false);
+        } else if (gru_state) {  // Q0.15 int16, the GRU ops' state rows
+          const NpyArray a = read_state(args.h0, m, B, true, false);
+          std::memcpy(state.cell.data(), a.bytes.data(), a.bytes.size());
+        } else {
+          state.hidden = read_state(args.h0, m, B, false, false).as_int8(args.h0);
+        }
       }
       if (!args.c0.empty()) {
         if (args.float_io) {
@@ -446,16 +478,10 @@ int run_command(const RunArgs& args) {
         }
       }
       if (args.float_io) {
-        const ProgramState q = quantize_program_state(m, B, hf.empty() ? nullptr : &hf, cf.empty() ? nullptr : &cf,
-                                                      "--h0/--c0");
-        if (!hf.empty()) {
-          state.hidden = q.hidden;
-          warn_clipped_state(m, B, hf, args.h0, false);
-        }
-        if (!cf.empty()) {
-          state.cell = q.cell;
-          warn_clipped_state(m, B, cf, args.c0, true);
-        }
+        // The given values over the model's own initial state (a GRU op's h is in the cell rows).
+        state = quantize_program_state(m, B, hf.empty() ? nullptr : &hf, cf.empty() ? nullptr : &cf, "--h0/--c0");
+        if (!hf.empty()) warn_clipped_state(m, B, hf, args.h0, false);
+        if (!cf.empty()) warn_clipped_state(m, B, cf, args.c0, true);
       }
     }
     const std::vector<int8_t> y8 = !args.target.empty() ? run_on_device(args.target, m, x8, x.shape, &state)
@@ -473,7 +499,8 @@ int run_command(const RunArgs& args) {
       if (!args.c_n.empty()) write_npy_float32(args.c_n, state_shape, cn);
     } else {
       write_npy_int8(args.output, shape, y8);
-      if (!args.h_n.empty()) write_npy_int8(args.h_n, state_shape, state.hidden);
+      if (!args.h_n.empty() && gru_state) write_npy(args.h_n, DType::kInt16, state_shape, state.cell.data());
+      if (!args.h_n.empty() && !gru_state) write_npy_int8(args.h_n, state_shape, state.hidden);
       if (!args.c_n.empty()) write_npy(args.c_n, DType::kInt16, state_shape, state.cell.data());
     }
     std::string dims;
@@ -645,6 +672,9 @@ struct EvalState {
 
 EvalState eval_state(const EvalArgs& args, const CompiledModel& m, int32_t batch) {
   EvalState s;
+  if (!args.c0.empty() && state_cells(m) != StateCells::kLstm) {
+    throw UsageError(args.c0 + ": --c0: the model's recurrent ops are GRUs, which have no cell state");
+  }
   if (!args.h0.empty()) s.h0 = read_float_state(args.h0, m, batch, false);
   if (!args.c0.empty()) s.c0 = read_float_state(args.c0, m, batch, true);
   const bool zero_h = m.initial_hidden == StateSource::kInput && args.h0.empty();

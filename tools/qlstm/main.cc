@@ -244,21 +244,26 @@ int verify_vectors_on_target(const std::vector<std::string>& paths, const std::s
   return kExitRefused;
 }
 
-int list_variants() {
-  size_t count = 0;
-  const qlstm::LstmS8Variant* const* all = qlstm::lstm_s8_variants(&count);
+// One op's variant list (LstmS8Variant, FcS8Variant, GruS8Variant: the same fields).
+template <class V>
+void print_variants(const V* const* all, size_t count, const char* declines) {
   for (size_t k = 0; k < count; ++k) {
     const bool supported = all[k]->is_supported == nullptr || all[k]->is_supported();
     std::printf("%-16s %s%s\n", all[k]->name, supported ? "supported" : "not supported",
-                all[k]->can_run != nullptr ? ", declines some calls (e.g. reverse time)" : "");
+                all[k]->can_run != nullptr ? declines : "");
   }
+}
+
+int list_variants() {
+  size_t count = 0;
+  const qlstm::LstmS8Variant* const* lstm = qlstm::lstm_s8_variants(&count);
+  print_variants(lstm, count, ", declines some calls (e.g. reverse time)");
   std::printf("fully connected op:\n");
   const qlstm::FcS8Variant* const* fc = qlstm::fc_s8_variants(&count);
-  for (size_t k = 0; k < count; ++k) {
-    const bool supported = fc[k]->is_supported == nullptr || fc[k]->is_supported();
-    std::printf("%-16s %s%s\n", fc[k]->name, supported ? "supported" : "not supported",
-                fc[k]->can_run != nullptr ? ", declines some calls" : "");
-  }
+  print_variants(fc, count, ", declines some calls");
+  std::printf("GRU op:\n");
+  const qlstm::GruS8Variant* const* gru = qlstm::gru_s8_variants(&count);
+  print_variants(gru, count, ", declines some calls");
   std::printf("default: per call, the first supported variant above that can run the call\n");
   return 0;
 }
@@ -359,9 +364,9 @@ int main(int argc, char** argv) {
   run->add_option("--target", ra.target, "run on the emulated CPU instead of the host: " + cpu_list());
   run->add_option("--chunk", ra.chunk, "stream: reset, then stateful calls of N time steps each (equals one call)")
       ->check(CLI::Range(1, 1 << 30));
-  run->add_option("--h0", ra.h0, "initial hidden state .npy [ops, B, H] (int8; float32 with --float)");
+  run->add_option("--h0", ra.h0, "initial hidden state .npy [ops, B, H] (int8, a GRU model's int16 Q0.15; float32 with --float)");
   run->add_option("--c0", ra.c0, "initial cell state .npy [ops, B, H] (int16 at 2^P; float32 with --float)");
-  run->add_option("--h-n", ra.h_n, "write the final hidden state .npy [ops, B, H]");
+  run->add_option("--h-n", ra.h_n, "write the final hidden state .npy [ops, B, H] (as --h0)");
   run->add_option("--c-n", ra.c_n, "write the final cell state .npy [ops, B, H]");
 
   qlstm::cli::BenchArgs ba;

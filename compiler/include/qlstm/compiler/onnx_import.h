@@ -1,5 +1,5 @@
-// ONNX import: finds the chain of LSTM nodes of a graph exported from nn.LSTM (one per layer; or a
-// plain ONNX LSTM graph) and the layers around it as torch.onnx.export writes them (per-step
+// ONNX import: finds the chain of LSTM (or GRU) nodes of a graph exported from nn.LSTM or nn.GRU
+// (one per layer; or a plain ONNX LSTM / GRU graph) and the layers around it as torch.onnx.export writes them (per-step
 // layers in front; a step selection or h_n[-1], Linear layers, activations and a softmax after),
 // checks that it is inside the compiler's scope, and returns it as a FloatProgram. Host only.
 #ifndef QLSTM_COMPILER_ONNX_IMPORT_H_
@@ -16,10 +16,11 @@ namespace qlstm {
 namespace compiler {
 
 struct OnnxLstm {
-  // One op per LSTM node and direction, in chain order; weights translated from ONNX's i, o, f, c
-  // gate order; the initial state's source and constants; whether Y_h / Y_c are outputs.
+  // One op per LSTM (or GRU) node and direction, in chain order; weights translated from ONNX's
+  // i, o, f, c gate order (a GRU's z, r, h: a layer of cell kGru); the initial state's source and
+  // constants; whether Y_h / Y_c are outputs (a GRU has no c).
   FloatProgram program;
-  std::vector<std::string> node_names;  // the LSTM nodes, layer by layer
+  std::vector<std::string> node_names;  // the LSTM or GRU nodes, layer by layer
   std::string input_name;   // graph input the first X is computed from (through the front layers)
   std::string output_name;  // graph output carrying the model's output (the head's, or the last hidden sequence)
   std::string initial_h_name, initial_c_name;  // graph inputs of a state the caller feeds

@@ -75,6 +75,8 @@ struct FloatProgram {
 
 // A float cell value at scale 2^power, rounded to nearest and saturated to int16.
 int16_t quantize_cell(double c, int32_t power);
+// A GRU's hidden state is Q0.15: kept in the int16 state row as a cell at 2^kGruHiddenPower.
+constexpr int32_t kGruHiddenPower = -15;
 
 // Offset of op k's rows in a [ops][B][H] state of `batch` rows per op.
 size_t state_offset(const std::vector<int32_t>& hidden_sizes, int32_t op, int32_t batch);
@@ -180,7 +182,7 @@ size_t buffer_bytes(const CompiledModel& m, size_t b, int32_t batch, int32_t tim
 // The builder's layout: buffers and ops for a program of recurrent ops (DerivedLstm or DerivedGru,
 // layer-major, forward first), each with its initial-state constants.
 CompiledModel assemble_program(std::vector<ProgramOp> ops, int32_t directions);
-// A program of one LSTM (or GRU) from a zero state.
+// A program of one LSTM, or one GRU, from a zero state.
 CompiledModel single_op_model(const DerivedLstm& d, const std::string& name = "", bool batch_first = false);
 CompiledModel single_op_model(const DerivedGru& d, const std::string& name = "", bool batch_first = false);
 

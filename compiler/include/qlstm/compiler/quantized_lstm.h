@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "qlstm/compiler/derive.h"
+#include "qlstm/compiler/derive_gru.h"
 #include "qlstm/compiler/float_lstm.h"
 #include "qlstm/compiler/program.h"
 #include "qlstm/compiler/quantize.h"
@@ -180,19 +181,29 @@ class QuantizedLstm {
                                const CompileOptions& options, const OpBoundaries& fixed = {});
   // From already chosen boundary quantization and cell scale.
   QuantizedLstm(FloatLstm source, DerivedLstm derived, CalibrationStats stats = {});
+  // A GRU layer (source.cell == CellKind::kGru) from its derived parameters.
+  QuantizedLstm(FloatLstm source, DerivedGru derived, CalibrationStats stats = {});
 
   const FloatLstm& source() const { return source_; }
-  const DerivedLstm& derived() const { return derived_; }
+  bool is_gru() const { return source_.cell == CellKind::kGru; }
+  // The derived parameters of an LSTM layer, or of a GRU layer; each throws CompileError for the
+  // other cell.
+  const DerivedLstm& derived() const;
+  const DerivedGru& derived_gru() const;
+  // The op of a program this layer runs as (its kind and parameter block); the buffers and the
+  // initial state are the program's to set.
+  ProgramOp program_op() const;
   const CalibrationStats& calibration() const { return stats_; }
-  const AffineQuant& input_quant() const { return derived_.input; }
-  const AffineQuant& output_quant() const { return derived_.output; }
+  const AffineQuant& input_quant() const { return is_gru() ? gru_.input : derived_.input; }
+  const AffineQuant& output_quant() const { return is_gru() ? gru_.output : derived_.output; }
 
   qlstm_lstm_s8_params kernel_params(const SequenceShape& shape) const {
-    return derived_.kernel_params(shape.batch, shape.time_steps, shape.layout);
+    return derived().kernel_params(shape.batch, shape.time_steps, shape.layout);
   }
 
   // int8 in, int8 out, through the runtime kernel. With state == nullptr the run is stateless;
-  // otherwise it starts from and updates *state (hidden int8, cell int16; [B][H] each).
+  // otherwise it starts from and updates *state ([B][H] each: an LSTM's hidden int8 and cell
+  // int16; a GRU's Q0.15 hidden in `cell`, its `hidden` unused, as a program's state rows).
   struct State {
     std::vector<int8_t> hidden;
     std::vector<int16_t> cell;
@@ -201,7 +212,8 @@ class QuantizedLstm {
                              State* state = nullptr) const;
   // A stateful start: cell 0, hidden = output zero point.
   State initial_state(int32_t batch) const;
-  // A float state ([B][H] each; either may be empty for zero) in the kernel's formats.
+  // A float state ([B][H] each; either may be empty for zero) in the kernel's formats (a GRU
+  // ignores c).
   State quantize_state(const std::vector<float>& h, const std::vector<float>& c, int32_t batch) const;
 
   // float in, float out: quantize the input, run_s8, dequantize the output.
@@ -211,13 +223,16 @@ class QuantizedLstm {
 
  private:
   FloatLstm source_;
-  DerivedLstm derived_;
+  DerivedLstm derived_;  // an LSTM's
+  DerivedGru gru_;       // a GRU's
   CalibrationStats stats_;
 };
 
 // int8 in, int8 out through the runtime kernel for any derived parameter set (a compiled model
 // loaded from a file has no float source). state: as QuantizedLstm::run_s8.
 std::vector<int8_t> run_kernel_s8(const DerivedLstm& d, const std::vector<int8_t>& x,
+                                  const SequenceShape& shape, QuantizedLstm::State* state = nullptr);
+std::vector<int8_t> run_kernel_s8(const DerivedGru& d, const std::vector<int8_t>& x,
                                   const SequenceShape& shape, QuantizedLstm::State* state = nullptr);
 
 // The same sequence streamed: reset state, then stateful calls of `chunk` steps (the last one
