@@ -306,7 +306,7 @@ qlstm_status qlstm::run_program_s8(const qlstm_program* program, qlstm_program_c
         // kernel's own zero state in its scratch.
         const qlstm_gru_s8_params p = gru_call_params(*program, op, time_steps);
         qlstm_gru_s8_context c = {ctx->scratch, ctx->scratch_bytes, hidden ? cell + op.state_offset : nullptr};
-        st = qlstm_gru_s8(&p, &c, in, out != nullptr ? out + op.output_offset : nullptr);
+        st = run_gru_s8_prechecked(options.gru_variant, p, c, in, out != nullptr ? out + op.output_offset : nullptr);
         break;
       }
       case QLSTM_OP_FULLY_CONNECTED_S8:

@@ -13,8 +13,10 @@
 
 #include "device.h"
 #include "exit_status.h"
+#include "qlstm/compiler/derive_gru.h"
 #include "qlstm/compiler/emit_cpp.h"
 #include "qlstm/compiler/file_io.h"
+#include "qlstm/compiler/float_gru.h"
 #include "qlstm/compiler/model_file.h"
 #include "qlstm/compiler/quantized_lstm.h"
 #include "qlstm/kernels.h"
@@ -66,10 +68,12 @@ ShapeSpec parse_shape(const std::string& text) {
   return s;
 }
 
-// A float LSTM with PyTorch's default initialization (uniform in +-1/sqrt(H)), calibrated on
-// standard-normal inputs: typical scales, as a trained model would have them.
-DerivedLstm synthetic_model(const ShapeSpec& s, std::mt19937_64& rng) {
+// A float LSTM (or GRU) with PyTorch's default initialization (uniform in +-1/sqrt(H)),
+// calibrated on standard-normal inputs: typical scales, as a trained model would have them. The
+// GRU's boundary ranges come from the same observers as the LSTM's compile, without its search.
+CompiledModel synthetic_model(const ShapeSpec& s, bool gru, std::mt19937_64& rng) {
   const size_t I = static_cast<size_t>(s.input_size), H = static_cast<size_t>(s.hidden_size);
+  const size_t G = gru ? size_t{QLSTM_GRU_GATE_COUNT} : size_t{QLSTM_GATE_COUNT};
   const float k = 1.0f / std::sqrt(static_cast<float>(H));
   std::uniform_real_distribution<float> u(-k, k);
   auto fill = [&](size_t n) {
@@ -77,23 +81,31 @@ DerivedLstm synthetic_model(const ShapeSpec& s, std::mt19937_64& rng) {
     for (float& x : v) x = u(rng);
     return v;
   };
-  const std::vector<float> w_ih = fill(4 * H * I), w_hh = fill(4 * H * H), b_ih = fill(4 * H), b_hh = fill(4 * H);
-  const FloatLstm f = FloatLstm::from_torch(s.input_size, s.hidden_size, w_ih, w_hh, b_ih, b_hh);
+  const std::vector<float> w_ih = fill(G * H * I), w_hh = fill(G * H * H), b_ih = fill(G * H), b_hh = fill(G * H);
   std::normal_distribution<float> n01(0.0f, 1.0f);
-  CalibrationSet cal;
   const SequenceShape cal_shape{4, s.time_steps, Layout::kBatchMajor};
   std::vector<float> x(4 * static_cast<size_t>(s.time_steps) * I);
   for (float& v : x) v = n01(rng);
-  cal.add_batch(x, cal_shape, s.input_size);
   CompileOptions options;
   options.tuning = Tuning::kNone;
-  return QuantizedLstm::compile(f, cal, options).derived();
+  const std::string name = "synthetic";
+  if (gru) {
+    const FloatGru f = FloatGru::from_torch(s.input_size, s.hidden_size, w_ih, w_hh, b_ih, b_hh);
+    const std::vector<float> y = run_float_gru(f, x.data(), cal_shape).output;
+    const Range in = choose_range(x, options.input_observer), out = choose_range(y, options.output_observer);
+    const DerivedGru d = derive_gru_params(f, affine_from_range(in.lo, in.hi), affine_from_range(out.lo, out.hi),
+                                           options.derive);
+    return single_op_model(d, name, !s.time_major);
+  }
+  const FloatLstm f = FloatLstm::from_torch(s.input_size, s.hidden_size, w_ih, w_hh, b_ih, b_hh);
+  CalibrationSet cal;
+  cal.add_batch(x, cal_shape, s.input_size);
+  return single_op_model(QuantizedLstm::compile(f, cal, options).derived(), name, !s.time_major);
 }
 
-const LstmS8Variant* host_variant(const std::string& name) {
-  if (name == "default") return &lstm_s8_default_variant();
-  size_t n = 0;
-  const LstmS8Variant* const* all = lstm_s8_variants(&n);
+// The entry of a variant list named `name`, or null; throws UsageError when this CPU lacks it.
+template <class Variant>
+const Variant* named_variant(const Variant* const* all, size_t n, const std::string& name) {
   for (size_t k = 0; k < n; ++k) {
     if (name == all[k]->name) {
       if (all[k]->is_supported != nullptr && !all[k]->is_supported()) {
@@ -102,7 +114,23 @@ const LstmS8Variant* host_variant(const std::string& name) {
       return all[k];
     }
   }
-  throw UsageError("unknown variant '" + name + "' (see 'qlstm variants')");
+  return nullptr;
+}
+
+// What `--variant NAME` runs on the host: the LSTM ops through that LSTM variant, the GRU ops
+// through the GRU variant of the same name (both nullptr for "default": the per-call dispatch).
+ProgramRunOptions host_variants(const std::string& name) {
+  ProgramRunOptions o;
+  if (name == "default") return o;
+  size_t n = 0;
+  const LstmS8Variant* const* lstm = lstm_s8_variants(&n);
+  o.variant = named_variant(lstm, n, name);
+  const GruS8Variant* const* gru = gru_s8_variants(&n);
+  o.gru_variant = named_variant(gru, n, name);
+  if (o.variant == nullptr && o.gru_variant == nullptr) {
+    throw UsageError("unknown variant '" + name + "' (see 'qlstm variants')");
+  }
+  return o;
 }
 
 // The sequence length a compiled model is benchmarked at, and where it comes from: its report's
@@ -156,15 +184,16 @@ struct HostProgram {
       : program(runtime_program(m, shape.batch, shape.time_steps, shape.layout)),
         storage(program_memory(m, shape.batch, shape.time_steps)) {}
 
-  // One stateless call of the whole program with `variant` for every LSTM op and `fc` for every
-  // fully connected op (nullptr: dispatch); timed: each op's microseconds into g_op_us.
-  qlstm_status run(const LstmS8Variant* variant, const FcS8Variant* fc, const std::vector<int8_t>& x,
-                   std::vector<int8_t>* y, int32_t time_steps, bool timed = false) {
+  // One stateless call of the whole program with the variants of `variants` (nullptr: dispatch;
+  // its hooks unused); timed: each op's microseconds into g_op_us.
+  qlstm_status run(const ProgramRunOptions& variants, const std::vector<int8_t>& x, std::vector<int8_t>* y,
+                   int32_t time_steps, bool timed = false) {
     qlstm_program_context ctx = storage.context();
     const qlstm_program table = program.table();
     ProgramRunOptions options;
-    options.variant = variant;
-    options.fc_variant = fc;
+    options.variant = variants.variant;
+    options.gru_variant = variants.gru_variant;
+    options.fc_variant = variants.fc_variant;
     if (timed) {
       g_op_started.resize(program.ops.size());
       g_op_us.assign(program.ops.size(), 0.0);
@@ -197,31 +226,56 @@ bool report_variant(const char* what, const char* name, qlstm_status st, const s
   return false;
 }
 
-// Every LSTM variant built in and supported on this CPU against the reference variant, and every
-// fully connected variant against its reference when the program has such an op, on the
-// benchmark's input: one line each. Returns whether all are bit-exact.
-bool variants_match_reference(HostProgram& p, const std::vector<int8_t>& x, size_t out_size, int32_t T) {
-  const LstmS8Variant& ref = lstm_s8_reference_variant();
-  std::vector<int8_t> want(out_size);
-  const qlstm_status rs = p.run(&ref, &kFcS8ReferenceVariant, x, &want, T);
-  if (rs != QLSTM_OK) throw CompileError(std::string("reference kernel error: ") + qlstm_status_string(rs));
-  size_t n = 0;
-  const LstmS8Variant* const* all = lstm_s8_variants(&n);
+bool has_op(const RuntimeProgram& p, int32_t kind) {
+  for (const qlstm_op& o : p.ops) {
+    if (o.kind == kind) return true;
+  }
+  return false;
+}
+
+// Each variant of one op kind's list (`field` of the run options), built in and supported on this
+// CPU, in place of its reference in `reference`: one line each ("what NAME: ..."). Returns whether
+// all are bit-exact with `want`.
+template <class Variant>
+bool kind_matches_reference(HostProgram& p, const char* what, const Variant* const* all, size_t n,
+                            const Variant* ProgramRunOptions::*field, const ProgramRunOptions& reference,
+                            const std::vector<int8_t>& x, const std::vector<int8_t>& want, int32_t T) {
   bool ok = true;
   for (size_t k = 0; k < n; ++k) {
-    const LstmS8Variant& v = *all[k];
-    if (&v == &ref || (v.is_supported != nullptr && !v.is_supported())) continue;
-    std::vector<int8_t> got(out_size);
-    ok = report_variant("variant", v.name, p.run(&v, &kFcS8ReferenceVariant, x, &got, T), want, got) && ok;
+    const Variant& v = *all[k];
+    if (&v == reference.*field || (v.is_supported != nullptr && !v.is_supported())) continue;
+    ProgramRunOptions options = reference;
+    options.*field = &v;
+    std::vector<int8_t> got(want.size());
+    ok = report_variant(what, v.name, p.run(options, x, &got, T), want, got) && ok;
   }
-  bool has_fc = false;
-  for (const qlstm_op& o : p.program.ops) has_fc = has_fc || o.kind == QLSTM_OP_FULLY_CONNECTED_S8;
-  const FcS8Variant* const* fcs = fc_s8_variants(&n);
-  for (size_t k = 0; k < n && has_fc; ++k) {
-    const FcS8Variant& v = *fcs[k];
-    if (&v == &kFcS8ReferenceVariant || (v.is_supported != nullptr && !v.is_supported())) continue;
-    std::vector<int8_t> got(out_size);
-    ok = report_variant("fc variant", v.name, p.run(&ref, &v, x, &got, T), want, got) && ok;
+  return ok;
+}
+
+// Every LSTM, GRU and fully connected variant built in and supported on this CPU against its
+// reference, for each kind the program has, on the benchmark's input: one line each. Returns
+// whether all are bit-exact.
+bool variants_match_reference(HostProgram& p, const std::vector<int8_t>& x, size_t out_size, int32_t T) {
+  ProgramRunOptions ref;
+  ref.variant = &lstm_s8_reference_variant();
+  ref.gru_variant = &kGruS8ReferenceVariant;
+  ref.fc_variant = &kFcS8ReferenceVariant;
+  std::vector<int8_t> want(out_size);
+  const qlstm_status rs = p.run(ref, x, &want, T);
+  if (rs != QLSTM_OK) throw CompileError(std::string("reference kernel error: ") + qlstm_status_string(rs));
+  size_t n = 0;
+  bool ok = true;
+  if (has_op(p.program, QLSTM_OP_LSTM_S8)) {
+    const LstmS8Variant* const* all = lstm_s8_variants(&n);
+    ok = kind_matches_reference(p, "variant", all, n, &ProgramRunOptions::variant, ref, x, want, T) && ok;
+  }
+  if (has_op(p.program, QLSTM_OP_GRU_S8)) {
+    const GruS8Variant* const* all = gru_s8_variants(&n);
+    ok = kind_matches_reference(p, "gru variant", all, n, &ProgramRunOptions::gru_variant, ref, x, want, T) && ok;
+  }
+  if (has_op(p.program, QLSTM_OP_FULLY_CONNECTED_S8)) {
+    const FcS8Variant* const* all = fc_s8_variants(&n);
+    ok = kind_matches_reference(p, "fc variant", all, n, &ProgramRunOptions::fc_variant, ref, x, want, T) && ok;
   }
   return ok;
 }
@@ -292,18 +346,17 @@ int bench_program(const CompiledModel& m, const ShapeSpec& s, const std::string&
               mem.scratch_bytes, mem.cell_values * sizeof(int16_t), 2 * mem.activation_bytes);
 
   if (args.target.empty()) {
-    const LstmS8Variant& v = *host_variant(args.variant);
-    const LstmS8Variant* forced = &v == &lstm_s8_default_variant() ? nullptr : &v;
+    const ProgramRunOptions forced = host_variants(args.variant);
     HostProgram host(m, shape);
     std::vector<int8_t> y(expected.size());
     std::vector<double> us;
     std::vector<std::vector<double>> op_us(m.ops.size());
     const auto run_once = [&] {
       const auto t0 = std::chrono::steady_clock::now();
-      const qlstm_status st = host.run(forced, nullptr, x, &y, s.time_steps, true);
+      const qlstm_status st = host.run(forced, x, &y, s.time_steps, true);
       const auto t1 = std::chrono::steady_clock::now();
       if (st != QLSTM_OK) {
-        throw CompileError(std::string("kernel error (variant ") + v.name + "): " + qlstm_status_string(st));
+        throw CompileError("kernel error (variant " + args.variant + "): " + qlstm_status_string(st));
       }
       for (size_t k = 0; k < op_us.size(); ++k) op_us[k].push_back(g_op_us[k]);
       return std::chrono::duration<double, std::micro>(t1 - t0).count();
@@ -315,15 +368,27 @@ int bench_program(const CompiledModel& m, const ShapeSpec& s, const std::string&
       us.push_back(run_once());
     }
     std::sort(us.begin(), us.end());
-    size_t n = 0;
-    const LstmS8Variant* const* all = lstm_s8_variants(&n);
-    const qlstm_op* first_lstm = nullptr;
-    for (const qlstm_op& o : host.program.ops) first_lstm = first_lstm ? first_lstm : o.kind == QLSTM_OP_LSTM_S8 ? &o : nullptr;
-    const LstmS8Variant* chosen = first_lstm ? select_lstm_s8_variant(all, n, first_lstm->lstm) : nullptr;
-    if (forced == nullptr && chosen != nullptr) {
-      std::printf("host variant: %s (dispatched: %s)\n", v.name, chosen->name);
+    // What dispatch picks for the first recurrent op (LSTM or GRU).
+    const char* chosen = nullptr;
+    for (const qlstm_op& o : host.program.ops) {
+      size_t n = 0;
+      if (o.kind == QLSTM_OP_LSTM_S8) {
+        const LstmS8Variant* const* all = lstm_s8_variants(&n);
+        const LstmS8Variant* c = select_lstm_s8_variant(all, n, o.lstm);
+        chosen = c != nullptr ? c->name : nullptr;
+      } else if (o.kind == QLSTM_OP_GRU_S8) {
+        const GruS8Variant* const* all = gru_s8_variants(&n);
+        const GruS8Variant* c = select_gru_s8_variant(all, n, o.gru);
+        chosen = c != nullptr ? c->name : nullptr;
+      } else {
+        continue;
+      }
+      break;
+    }
+    if (args.variant == "default" && chosen != nullptr) {
+      std::printf("host variant: default (dispatched: %s)\n", chosen);
     } else {
-      std::printf("host variant: %s\n", v.name);
+      std::printf("host variant: %s\n", args.variant.c_str());
     }
     const bool exact = y == expected && variants_match_reference(host, x, y.size(), s.time_steps);
     if (m.ops.size() > 1) {
@@ -367,12 +432,16 @@ int bench_program(const CompiledModel& m, const ShapeSpec& s, const std::string&
   }
   uint64_t total = 0;
   for (uint64_t k : n) total += k;
-  const device::KernelSize k = device::kernel_size(target, variant);
   std::printf("target: %s (QEMU %s, -cpu %s), variant: %s\n", target.cpu.c_str(), target.qemu_machine.c_str(),
               target.qemu_cpu.c_str(), variant.c_str());
   std::printf("output: bit-exact with the host simulation\n");
-  std::printf("kernel flash: %lld bytes (code and tables), static RAM: %lld bytes\n",
-              static_cast<long long>(k.flash_bytes), static_cast<long long>(k.ram_bytes));
+  if (has_op(program, QLSTM_OP_LSTM_S8)) {
+    const device::KernelSize k = device::kernel_size(target, variant);
+    std::printf("kernel flash: %lld bytes (code and tables), static RAM: %lld bytes\n",
+                static_cast<long long>(k.flash_bytes), static_cast<long long>(k.ram_bytes));
+  } else {
+    std::printf("kernel flash: not measured (the size probes hold the LSTM variants only)\n");
+  }
   if (args.profile) {
     std::printf("instructions per function (blocks starting in it):\n");
     for (const auto& [name, count] : device::read_profile(counts.path())) {
@@ -394,6 +463,8 @@ int bench_command(const BenchArgs& args) {
   if (args.model.empty() && args.shape.empty()) {
     throw UsageError("give a compiled model or --shape B=..,T=..,I=..,H=..[,time_major]");
   }
+  if (args.cell != "lstm" && args.cell != "gru") throw UsageError("--cell: '" + args.cell + "' is not lstm or gru");
+  if (!args.model.empty() && args.cell != "lstm") throw UsageError("--cell is for --shape without a model");
   ShapeSpec s = args.shape.empty() ? ShapeSpec{} : parse_shape(args.shape);
   std::mt19937_64 rng(kBenchSeed);
   if (!args.model.empty()) {
@@ -420,8 +491,10 @@ int bench_command(const BenchArgs& args) {
   if (s.time_steps == 0 || s.input_size == 0 || s.hidden_size == 0) {
     throw UsageError("--shape needs T=, I= and H= (B= defaults to 1)");
   }
-  const CompiledModel m = single_op_model(synthetic_model(s, rng), "synthetic", !s.time_major);
-  return bench_program(m, s, "synthetic (PyTorch-initialized weights, calibrated on N(0,1))", args, rng);
+  const bool gru = args.cell == "gru";
+  const CompiledModel m = synthetic_model(s, gru, rng);
+  return bench_program(m, s, std::string("synthetic ") + (gru ? "GRU" : "LSTM") +
+                                 " (PyTorch-initialized weights, calibrated on N(0,1))", args, rng);
 }
 
 }  // namespace cli

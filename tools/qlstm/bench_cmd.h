@@ -14,6 +14,7 @@ inline constexpr int32_t kDefaultBenchSteps = 32;
 struct BenchArgs {
   std::string model;    // a .qlstm file, or empty with --shape
   std::string shape;    // "B=1,T=49,I=10,H=64[,time_major]"
+  std::string cell = "lstm";  // --shape without a model: the synthetic layer, "lstm" or "gru"
   std::string target;   // empty: time the host kernel
   std::string variant = "default";
   bool profile = false;  // target: instructions per function as well

@@ -173,6 +173,7 @@ void table_s8_prechecked(const qlstm_table_s8_params& params, const int8_t* inpu
 // is this with the defaults.
 struct ProgramRunOptions {
   const LstmS8Variant* variant = nullptr;
+  const GruS8Variant* gru_variant = nullptr;  // nullptr: the per-call dispatch of qlstm_gru_s8
   const FcS8Variant* fc_variant = nullptr;  // nullptr: the per-call dispatch of qlstm_fc_s8
   void (*before_op)(int32_t op) = nullptr;
   void (*after_op)(int32_t op) = nullptr;

@@ -1,7 +1,7 @@
 @ The Arm gate stages (lstm_s8_arm.cc, lstm_s8_arm_mve.cc; blocked::gate_chunked): the dot
 @ products of whole blocks of four rows sharing one vector, then the requantization and the
 @ activation of a chunk of rows. The fully connected op (fc_s8_arm*.cc) shares the dot products
-@ and has its own finish here.
+@ and has its own finish here; the GRU (gru_s8_arm*.cc) shares both and has its update and output.
 @ In assembly because the instruction count is the product: GCC 12 spills and re-associates
 @ these loops. No alignment is required (unaligned LDR is architectural on Armv7-M and
 @ Armv8-M Mainline for normal memory).
@@ -315,6 +315,59 @@
     bne     1b
     TANH_EPILOGUE r4
     .size qlstm_arm_hidden_update_thumb2, . - qlstm_arm_hidden_update_thumb2
+
+@ The GRU's update and output (docs/arithmetic.md §13; gru_s8_arm.cc), one unit per pass:
+@   h = sat16(n + rq(z * (h - n)))   in place (|z * (h - n)| < 2^31, the add wrapping)
+@   y = sat8(rq(h) + zero point)     (the add wrapping)
+@ void qlstm_arm_gru_update_thumb2(int32_t count, const int16_t* z, const int16_t* n, int16_t* h,
+@                                  const qlstm_arm_requant_params* q);
+@ void qlstm_arm_gru_output_thumb2(int32_t count, const int16_t* h, int8_t* y,
+@                                  const qlstm_arm_gru_output_params* p);
+@ q: the requantization (5 words, as the gate's); p: the same, then the output zero point.
+
+@ The end of a unit and of the loop: out = sat(rq(r9) + r11) stored at out_ptr (advanced), until
+@ end_ptr reaches lr; then the return.
+.macro GRU_UNIT_END bits, store, out_ptr, size, end_ptr=
+    REQUANT_SCALAR
+    add     r9, r9, r11
+    ssat    r9, #\bits, r9
+    \store  r9, [\out_ptr], #\size
+    .ifb \end_ptr
+    cmp     \out_ptr, lr
+    .else
+    cmp     \end_ptr, lr
+    .endif
+    bne     1b
+9:
+    pop     {r4-r11, pc}
+.endm
+
+    FUNCTION qlstm_arm_gru_update_thumb2
+    push    {r4-r11, lr}
+    cmp     r0, #0
+    beq     9f
+    ldr     r12, [sp, #36]          @ q
+    ldm     r12, {r4-r8}
+    add     lr, r3, r0, lsl #1      @ the end of h
+1:
+    ldrsh   r11, [r2], #2           @ n
+    ldrsh   r9, [r3]                @ h
+    ldrsh   r12, [r1], #2           @ z
+    sub     r9, r9, r11
+    mul     r9, r9, r12
+    GRU_UNIT_END 16, strh, r3, 2
+    .size qlstm_arm_gru_update_thumb2, . - qlstm_arm_gru_update_thumb2
+
+    FUNCTION qlstm_arm_gru_output_thumb2
+    push    {r4-r11, lr}
+    cmp     r0, #0
+    beq     9f
+    ldm     r3, {r4-r8, r11}        @ the requantization, the zero point
+    add     lr, r1, r0, lsl #1      @ the end of h
+1:
+    ldrsh   r9, [r1], #2
+    GRU_UNIT_END 8, strb, r2, 1, r1
+    .size qlstm_arm_gru_output_thumb2, . - qlstm_arm_gru_output_thumb2
 
 @ The fully connected op's finish (fc_s8_arm.cc, blocked/fc_rows.h), one output per pass, any
 @ Thumb-2 core: y[k] = clamp(requantize(acc[k]) + zero point, min, max), k < n, the add wrapping

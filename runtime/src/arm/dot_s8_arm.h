@@ -18,7 +18,24 @@ struct qlstm_arm_requant_params {
   int32_t left, multiplier, right, mask, half;
 };
 
+// The requantization and table parameters of the assembly gate finish, in its load order.
+struct qlstm_arm_gate_finish_t2_params {
+  qlstm_arm_requant_params x, h;
+  const uint16_t* table;
+  const uint16_t* table_from_1;
+};
+static_assert(offsetof(qlstm_arm_gate_finish_t2_params, h) == 20 &&
+                  offsetof(qlstm_arm_gate_finish_t2_params, table) == 40,
+              "dot4_s8_arm.S loads these offsets");
+static_assert(qlstm::blocked::kChunkRows == 32, "dot4_s8_arm.S finds ah at ax + 32");
+
 extern "C" {
+// out[r] = act(sat16(sat16(rq_x(ax[r])) + rq_h(ah[r]))), ah = ax + kChunkRows (the LSTM gate's
+// finish, dot4_s8_arm.S; the GRU's new gate reuses the tanh one).
+void qlstm_arm_gate_finish_sigmoid_thumb2(const int32_t* ax, int32_t n, int16_t* out,
+                                          const qlstm_arm_gate_finish_t2_params* p);
+void qlstm_arm_gate_finish_tanh_thumb2(const int32_t* ax, int32_t n, int16_t* out,
+                                       const qlstm_arm_gate_finish_t2_params* p);
 void qlstm_arm_rows4_s8_thumb2(const int8_t* v, const int8_t* w, int32_t n, int32_t blocks, const int32_t* bias,
                                int32_t* acc);
 #if defined(__ARM_FEATURE_DSP)

@@ -1,8 +1,9 @@
 // "arm_mve" GRU: Helium (Cortex-M55). r and z by the arm_mve LSTM variant's gate; the new gate's
 // two matmuls in chunks of rows by the same VMLADAVA blocks (arm/mve_s8.h,
-// blocked::gru_new_gate_chunked), then its elementwise finish, the update and the output in four
-// int32 lanes as the LSTM's cell and hidden updates (VQRDMULH is the SRDHM, VRSHL the rounding
-// divide, the tanh two gathers and a multiply-add per lane), the last partial vector predicated.
+// blocked::gru_new_gate_chunked), then the reset product in four int32 lanes and the LSTM's
+// assembly tanh gate finish (NewGateFinish), the update and the output in four int32 lanes as the
+// LSTM's cell and hidden updates (VQRDMULH is the SRDHM, VRSHL the rounding divide), the last
+// partial vector predicated.
 // Each is the reference's arithmetic lane by lane (reference/gru_s8_reference.cc); tests/variants
 // and the device's variant-test check it bit for bit.
 #if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
@@ -18,30 +19,28 @@ extern const LstmS8Variant kLstmS8ArmMveVariant;
 namespace arm_mve {
 namespace {
 
-constexpr int32_t kGateLeftShift = 0;  // the new gate's pre-activation is Q3.12 already
-
 Requant requant(const qlstm_requant& q) { return Requant(fxp::RequantDoubleRounding::make(q.multiplier, q.shift)); }
 
-// n = tanh(sat16(sat16(RQ(ax)) + RQ(r * sat16(RQ(ah))))), four rows per pass.
+// n = tanh(sat16(sat16(RQ_x(ax)) + RQ_r(r * sat16(RQ_h(ah))))), four rows per pass: the product
+// r * sat16(RQ_h(ah)) (|.| <= 2^30, exact in int32) replaces ah, and the LSTM's tanh gate finish
+// in assembly, tanh(sat16(sat16(RQ_x(ax)) + RQ_h'(ah))), with RQ_r as its h side, does the rest.
 class NewGateFinish {
  public:
   NewGateFinish(const qlstm_gru_gate_s8_params& g, const qlstm_requant& reset_times_hidden)
-      : input_(requant(g.input_to_q3_12)), hidden_(requant(g.hidden_to_q3_12)), reset_(requant(reset_times_hidden)) {}
-  void operator()(const int32_t* ax, const int32_t* ah, int32_t n, const int16_t* reset_q0_15,
-                  int16_t* new_q0_15) const {
+      : hidden_(requant(g.hidden_to_q3_12)),
+        p_(gate_finish_params(requant(g.input_to_q3_12), requant(reset_times_hidden))) {}
+  void operator()(const int32_t* ax, int32_t* ah, int32_t n, const int16_t* reset_q0_15, int16_t* new_q0_15) const {
     for (int32_t k = 0; k < n; k += kLanes) {
       const mve_pred16_t pr = vctp32q(static_cast<uint32_t>(n - k));
-      const int32x4_t x_part_q3_12 = saturate(input_(vldrwq_z_s32(ax + k, pr)), fxp::kInt16Min, fxp::kInt16Max);
       const int32x4_t h_part_q3_12 = saturate(hidden_(vldrwq_z_s32(ah + k, pr)), fxp::kInt16Min, fxp::kInt16Max);
-      // |r * h part| <= 2^30: exact in int32.
-      const int32x4_t gated_q3_12 = reset_(vmulq_s32(vldrhq_z_s32(reset_q0_15 + k, pr), h_part_q3_12));
-      const int32x4_t pre_q3_12 = saturate(vaddq_s32(x_part_q3_12, gated_q3_12), fxp::kInt16Min, fxp::kInt16Max);
-      vstrhq_p_s32(new_q0_15 + k, tanh(pre_q3_12, kGateLeftShift), pr);
+      vstrwq_p_s32(ah + k, vmulq_s32(vldrhq_z_s32(reset_q0_15 + k, pr), h_part_q3_12), pr);
     }
+    qlstm_arm_gate_finish_tanh_mve(ax, ah, n, new_q0_15, &p_);
   }
 
  private:
-  Requant input_, hidden_, reset_;
+  Requant hidden_;
+  qlstm_arm_gate_finish_params p_;
 };
 
 struct GruKernel : MveDot {

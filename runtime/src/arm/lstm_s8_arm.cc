@@ -11,16 +11,6 @@
 
 #include <stddef.h>
 
-// The requantization and table parameters of the assembly gate finish, in its load order.
-struct qlstm_arm_gate_finish_t2_params {
-  qlstm_arm_requant_params x, h;
-  const uint16_t* table;
-  const uint16_t* table_from_1;
-};
-static_assert(offsetof(qlstm_arm_gate_finish_t2_params, h) == 20 &&
-                  offsetof(qlstm_arm_gate_finish_t2_params, table) == 40,
-              "dot4_s8_arm.S loads these offsets");
-static_assert(qlstm::blocked::kChunkRows == 32, "dot4_s8_arm.S finds ah at ax + 32");
 struct qlstm_arm_cell_params {
   qlstm_arm_requant_params forget_times_cell, input_times_cell_gate;
   int32_t clip_min, clip_max;
@@ -38,10 +28,6 @@ static_assert(offsetof(qlstm_arm_cell_params, clip_min) == 40 &&
               "dot4_s8_arm.S loads these offsets");
 
 extern "C" {
-void qlstm_arm_gate_finish_sigmoid_thumb2(const int32_t* ax, int32_t n, int16_t* out,
-                                          const qlstm_arm_gate_finish_t2_params* p);
-void qlstm_arm_gate_finish_tanh_thumb2(const int32_t* ax, int32_t n, int16_t* out,
-                                       const qlstm_arm_gate_finish_t2_params* p);
 void qlstm_arm_cell_update_thumb2(int32_t count, const int16_t* f, const int16_t* i, const int16_t* g, int16_t* cell,
                                   const qlstm_arm_cell_params* p);
 void qlstm_arm_hidden_update_thumb2(int32_t count, const int16_t* o, const int16_t* cell, int8_t* h,

@@ -15,21 +15,6 @@
 #include "blocked/gate_rows.h"
 #include "qlstm/activation_s16.h"
 
-// The parameters of the assembly gate finish, in the order it loads them.
-struct qlstm_arm_gate_finish_params {
-  int32_t x_left, x_multiplier, x_minus_right;
-  int32_t h_left, h_multiplier, h_minus_right;
-  int32_t x_negative_fix, h_negative_fix;
-  const uint16_t* table;
-};
-static_assert(offsetof(qlstm_arm_gate_finish_params, x_negative_fix) == 24 &&
-                  offsetof(qlstm_arm_gate_finish_params, table) == 32,
-              "dot4_s8_arm.S loads these offsets");
-extern "C" void qlstm_arm_gate_finish_sigmoid_mve(const int32_t* ax, const int32_t* ah, int32_t n, int16_t* out,
-                                                  const qlstm_arm_gate_finish_params* p);
-extern "C" void qlstm_arm_gate_finish_tanh_mve(const int32_t* ax, const int32_t* ah, int32_t n, int16_t* out,
-                                               const qlstm_arm_gate_finish_params* p);
-
 namespace qlstm {
 namespace arm_mve {
 namespace {
@@ -59,13 +44,8 @@ struct Kernel : MveDot {
     qlstm_arm_gate_finish_params p;
     void (*activate)(const int32_t*, const int32_t*, int32_t, int16_t*, const qlstm_arm_gate_finish_params*);
     Finish(const blocked::GateRequant& rq, bool is_tanh)
-        : p(params(Requant(rq.input), Requant(rq.hidden))),
+        : p(gate_finish_params(Requant(rq.input), Requant(rq.hidden))),
           activate(is_tanh ? qlstm_arm_gate_finish_tanh_mve : qlstm_arm_gate_finish_sigmoid_mve) {}
-    static qlstm_arm_gate_finish_params params(const Requant& qx, const Requant& qh) {
-      return {qx.left,         qx.multiplier,   qx.minus_right,
-              qh.left,         qh.multiplier,   qh.minus_right,
-              qx.negative_fix, qh.negative_fix, kSigmoidTableU16};
-    }
     void operator()(const int32_t* ax, const int32_t* ah, int32_t n, int16_t* out) const {
       activate(ax, ah, n, out, &p);
     }

@@ -16,6 +16,23 @@
 extern "C" void qlstm_arm_rows4_s8_mve(const int8_t* v, const int8_t* w, int32_t n, int32_t blocks,
                                        const int32_t* bias, int32_t* acc);
 
+// The parameters of the assembly gate finish, in the order it loads them.
+struct qlstm_arm_gate_finish_params {
+  int32_t x_left, x_multiplier, x_minus_right;
+  int32_t h_left, h_multiplier, h_minus_right;
+  int32_t x_negative_fix, h_negative_fix;
+  const uint16_t* table;
+};
+static_assert(offsetof(qlstm_arm_gate_finish_params, x_negative_fix) == 24 &&
+                  offsetof(qlstm_arm_gate_finish_params, table) == 32,
+              "dot4_s8_arm.S loads these offsets");
+// out[r] = act(sat16(sat16(rq_x(ax[r])) + rq_h(ah[r]))), four lanes per pass (the LSTM gate's
+// finish, dot4_s8_arm.S; the GRU's new gate reuses the tanh one).
+extern "C" void qlstm_arm_gate_finish_sigmoid_mve(const int32_t* ax, const int32_t* ah, int32_t n, int16_t* out,
+                                                  const qlstm_arm_gate_finish_params* p);
+extern "C" void qlstm_arm_gate_finish_tanh_mve(const int32_t* ax, const int32_t* ah, int32_t n, int16_t* out,
+                                               const qlstm_arm_gate_finish_params* p);
+
 namespace qlstm {
 namespace arm_mve {
 
@@ -98,6 +115,13 @@ struct MveDot {
   }
   static int32_t dot1(const int8_t* v, const int8_t* w, int32_t n, int32_t acc) { return arm_mve::dot1(v, w, n, acc); }
 };
+
+// The assembly gate finish's parameters for x's and h's requantizations.
+inline qlstm_arm_gate_finish_params gate_finish_params(const Requant& qx, const Requant& qh) {
+  return {qx.left,         qx.multiplier,   qx.minus_right,
+          qh.left,         qh.multiplier,   qh.minus_right,
+          qx.negative_fix, qh.negative_fix, kSigmoidTableU16};
+}
 
 }  // namespace arm_mve
 }  // namespace qlstm

@@ -142,14 +142,17 @@ void gate_chunked(const qlstm_gate_s8_params& g, const GateArgs& a, int16_t* out
 // accumulators kept apart (r multiplies the recurrent part alone). The kernel supplies, besides
 // Operand, rows4 and dot1,
 //   struct NewGateFinish { NewGateFinish(const qlstm_gru_gate_s8_params& g, const qlstm_requant& reset_times_hidden);
-//                          void operator()(const int32_t* ax, const int32_t* ah, int32_t n, const int16_t* reset_q0_15,
+//                          void operator()(const int32_t* ax, int32_t* ah, int32_t n, const int16_t* reset_q0_15,
 //                                          int16_t* new_q0_15) const; };   n rows to Q0.15
+// ah sits at ax + kChunkRows (as the LSTM gate's), and the finish may overwrite it.
 // The GRU always has its recurrent operand: a.h is never null.
 template <typename Kernel>
 void gru_new_gate_chunked(const qlstm_gru_gate_s8_params& g, const qlstm_requant& reset_times_hidden,
                           const GateArgs& a, const int16_t* reset_q0_15, int16_t* new_q0_15) {
   const int32_t I = a.input_size, H = a.hidden_size;
-  int32_t ax[kChunkRows], ah[kChunkRows];
+  int32_t acc[2 * kChunkRows];
+  int32_t* const ax = acc;
+  int32_t* const ah = acc + kChunkRows;
   const typename Kernel::NewGateFinish finish(g, reset_times_hidden);
   typename Kernel::Operand xo, ho;
   for (int32_t b = 0; b < a.rows; ++b) {
@@ -174,21 +177,33 @@ class ScalarNewGateFinish {
   ScalarNewGateFinish(const qlstm_gru_gate_s8_params& g, const qlstm_requant& reset_times_hidden)
       : input_(fxp::RequantDoubleRounding::make(g.input_to_q3_12.multiplier, g.input_to_q3_12.shift)),
         hidden_(fxp::RequantDoubleRounding::make(g.hidden_to_q3_12.multiplier, g.hidden_to_q3_12.shift)),
-        reset_times_hidden_(reset_times_hidden) {}
+        reset_(fxp::RequantDoubleRounding::make(reset_times_hidden.multiplier, reset_times_hidden.shift)) {}
   void operator()(const int32_t* ax, const int32_t* ah, int32_t n, const int16_t* reset_q0_15,
                   int16_t* new_q0_15) const {
     for (int32_t k = 0; k < n; ++k) {
       const int16_t x_part_q3_12 = fxp::saturate_to_s16(input_(ax[k]));
       const int16_t h_part_q3_12 = fxp::saturate_to_s16(hidden_(ah[k]));
-      new_q0_15[k] = gru_reference::new_gate_q0_15(
-          x_part_q3_12, gru_reference::reset_product_q3_12(reset_q0_15[k], h_part_q3_12, reset_times_hidden_));
+      new_q0_15[k] = gru_reference::new_gate_from_parts_q0_15(
+          x_part_q3_12, gru_reference::reset_product_q3_12_with(reset_q0_15[k], h_part_q3_12, reset_));
     }
   }
 
  private:
-  fxp::RequantDoubleRounding input_, hidden_;
-  qlstm_requant reset_times_hidden_;
+  fxp::RequantDoubleRounding input_, hidden_, reset_;
 };
+
+// The GRU's update and output stages, portable: the reference's arithmetic inlined, each
+// requantization precomputed once per call.
+inline void gru_update(const qlstm_requant& q, int32_t count, const int16_t* update_q0_15, const int16_t* new_q0_15,
+                       int16_t* hidden_q0_15) {
+  gru_reference::update_with(fxp::RequantDoubleRounding::make(q.multiplier, q.shift), count, update_q0_15, new_q0_15,
+                             hidden_q0_15);
+}
+inline void gru_output(const qlstm_requant& q, int32_t zero_point, int32_t rows, int32_t hidden_size,
+                       const int16_t* hidden_q0_15, int8_t* y, ptrdiff_t y_row_stride) {
+  gru_reference::output_with(fxp::RequantDoubleRounding::make(q.multiplier, q.shift), zero_point, rows, hidden_size,
+                             hidden_q0_15, y, y_row_stride);
+}
 
 // A kernel of dot products (Operand, rows4, dot1) with the portable new-gate finish.
 template <typename Dot>
@@ -198,7 +213,7 @@ struct WithScalarNewGateFinish : Dot {
 
 // The GRU variant of an ISA built from its blocks: r and z by the gate stage of kLstm (the LSTM
 // variant of the same ISA), the new gate's matmuls by Kernel in chunks, update and output
-// portable (the reference's). Chosen at compile time: is_supported null.
+// portable (the reference's arithmetic, inlined). Chosen at compile time: is_supported null.
 template <const LstmS8Variant& kLstm, typename Kernel>
 constexpr GruS8Variant gru_variant(const char* name) {
   return {name,
@@ -206,8 +221,8 @@ constexpr GruS8Variant gru_variant(const char* name) {
           nullptr,
           gru_reference::sigmoid_gate_of<kLstm>,
           gru_new_gate_chunked<Kernel>,
-          gru_reference::update,
-          gru_reference::output};
+          gru_update,
+          gru_output};
 }
 
 }  // namespace blocked

@@ -10,15 +10,18 @@ namespace gru_reference {
 
 using fxp::requantize_double_rounding;
 using fxp::saturate_to_s16;
-using fxp::wrapping_add;
 
 namespace {
-
-constexpr int32_t kGateLeftShift = 0;  // the pre-activations are already Q3.12
 
 int32_t requantize(int32_t x, const qlstm_requant& q) {
   return requantize_double_rounding(x, q.multiplier, q.shift);
 }
+
+// RQ of a qlstm_requant as the elementwise templates take it.
+struct Requantize {
+  const qlstm_requant& q;
+  int32_t operator()(int32_t x) const { return requantize(x, q); }
+};
 
 // sat16(RQ(bias + v . w_row)): one matmul's part of a pre-activation, saturated on its own.
 int16_t matmul_part_q3_12(const int8_t* v, const int8_t* w_row, int32_t n, int32_t bias,
@@ -29,25 +32,20 @@ int16_t matmul_part_q3_12(const int8_t* v, const int8_t* w_row, int32_t n, int32
 }  // namespace
 
 int32_t reset_product_q3_12(int16_t reset_q0_15, int16_t h_part_q3_12, const qlstm_requant& reset_times_hidden) {
-  // |r * h_part| <= 2^30: exact in int32.
-  return requantize(static_cast<int32_t>(reset_q0_15) * h_part_q3_12, reset_times_hidden);
+  return reset_product_q3_12_with(reset_q0_15, h_part_q3_12, Requantize{reset_times_hidden});
 }
 
 int16_t new_gate_q0_15(int16_t x_part_q3_12, int32_t gated_q3_12) {
-  return tanh_q0_15(saturate_to_s16(wrapping_add(x_part_q3_12, gated_q3_12)), kGateLeftShift);
+  return new_gate_from_parts_q0_15(x_part_q3_12, gated_q3_12);
 }
 
 int16_t updated_hidden_q0_15(int16_t update_q0_15, int16_t new_q0_15, int16_t hidden_q0_15,
                              const qlstm_requant& update_times_difference) {
-  // |diff| <= 65535 and |z| <= 32768, so |z * diff| < 2^31: exact in int32.
-  const int32_t difference_q0_15 = static_cast<int32_t>(hidden_q0_15) - new_q0_15;
-  const int32_t scaled_q0_15 = requantize(static_cast<int32_t>(update_q0_15) * difference_q0_15,
-                                          update_times_difference);
-  return saturate_to_s16(wrapping_add(new_q0_15, scaled_q0_15));
+  return updated_hidden_q0_15_with(update_q0_15, new_q0_15, hidden_q0_15, Requantize{update_times_difference});
 }
 
 int8_t hidden_to_output_s8(int16_t hidden_q0_15, const qlstm_requant& hidden_to_output, int32_t zero_point) {
-  return fxp::saturate_to_s8(wrapping_add(requantize(hidden_q0_15, hidden_to_output), zero_point));
+  return hidden_to_output_s8_with(hidden_q0_15, Requantize{hidden_to_output}, zero_point);
 }
 
 void new_gate(const qlstm_gru_gate_s8_params& g, const qlstm_requant& reset_times_hidden, const GateArgs& args,
@@ -71,18 +69,12 @@ void new_gate(const qlstm_gru_gate_s8_params& g, const qlstm_requant& reset_time
 
 void update(const qlstm_requant& update_times_difference, int32_t count, const int16_t* update_q0_15,
             const int16_t* new_q0_15, int16_t* hidden_q0_15) {
-  for (int32_t k = 0; k < count; ++k) {
-    hidden_q0_15[k] = updated_hidden_q0_15(update_q0_15[k], new_q0_15[k], hidden_q0_15[k], update_times_difference);
-  }
+  update_with(Requantize{update_times_difference}, count, update_q0_15, new_q0_15, hidden_q0_15);
 }
 
 void output(const qlstm_requant& hidden_to_output, int32_t zero_point, int32_t rows, int32_t hidden_size,
             const int16_t* hidden_q0_15, int8_t* y, ptrdiff_t y_row_stride) {
-  for (int32_t b = 0; b < rows; ++b) {
-    const int16_t* h = hidden_q0_15 + static_cast<ptrdiff_t>(b) * hidden_size;
-    int8_t* row = y + b * y_row_stride;
-    for (int32_t r = 0; r < hidden_size; ++r) row[r] = hidden_to_output_s8(h[r], hidden_to_output, zero_point);
-  }
+  output_with(Requantize{hidden_to_output}, zero_point, rows, hidden_size, hidden_q0_15, y, y_row_stride);
 }
 
 }  // namespace gru_reference

@@ -7,13 +7,53 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "qlstm/activation_s16.h"
+#include "qlstm/fixed_point.h"
 #include "qlstm/gru_s8.h"
 #include "qlstm/kernels.h"
 
 namespace qlstm {
 namespace gru_reference {
 
-// ---- Elementwise.
+// ---- Elementwise, each with its requantization RQ a callable int32 -> int32 (the reference's
+// fxp::requantize_double_rounding of a qlstm_requant, or the same precomputed,
+// fxp::RequantDoubleRounding, in the optimized variants' inner loops): one definition of each.
+template <class Rq>
+inline int32_t reset_product_q3_12_with(int16_t reset_q0_15, int16_t h_part_q3_12, const Rq& rq) {
+  return rq(static_cast<int32_t>(reset_q0_15) * h_part_q3_12);  // |r * h_part| <= 2^30: exact in int32
+}
+inline int16_t new_gate_from_parts_q0_15(int16_t x_part_q3_12, int32_t gated_q3_12) {
+  return tanh_q0_15(fxp::saturate_to_s16(fxp::wrapping_add(x_part_q3_12, gated_q3_12)), 0);  // Q3.12 already
+}
+template <class Rq>
+inline int16_t updated_hidden_q0_15_with(int16_t update_q0_15, int16_t new_q0_15, int16_t hidden_q0_15, const Rq& rq) {
+  // |diff| <= 65535 and |z| <= 32768, so |z * diff| < 2^31: exact in int32.
+  const int32_t difference_q0_15 = static_cast<int32_t>(hidden_q0_15) - new_q0_15;
+  return fxp::saturate_to_s16(fxp::wrapping_add(new_q0_15, rq(static_cast<int32_t>(update_q0_15) * difference_q0_15)));
+}
+template <class Rq>
+inline int8_t hidden_to_output_s8_with(int16_t hidden_q0_15, const Rq& rq, int32_t zero_point) {
+  return fxp::saturate_to_s8(fxp::wrapping_add(rq(hidden_q0_15), zero_point));
+}
+// The update and output row stages (below) with RQ a callable.
+template <class Rq>
+inline void update_with(const Rq& rq, int32_t count, const int16_t* update_q0_15, const int16_t* new_q0_15,
+                        int16_t* hidden_q0_15) {
+  for (int32_t k = 0; k < count; ++k) {
+    hidden_q0_15[k] = updated_hidden_q0_15_with(update_q0_15[k], new_q0_15[k], hidden_q0_15[k], rq);
+  }
+}
+template <class Rq>
+inline void output_with(const Rq& rq, int32_t zero_point, int32_t rows, int32_t hidden_size,
+                        const int16_t* hidden_q0_15, int8_t* y, ptrdiff_t y_row_stride) {
+  for (int32_t b = 0; b < rows; ++b) {
+    const int16_t* h = hidden_q0_15 + static_cast<ptrdiff_t>(b) * hidden_size;
+    int8_t* row = y + b * y_row_stride;
+    for (int32_t r = 0; r < hidden_size; ++r) row[r] = hidden_to_output_s8_with(h[r], rq, zero_point);
+  }
+}
+
+// The same with a qlstm_requant.
 // gated = RQ(r * h_part, reset_times_hidden): Q0.15 x Q3.12 -> Q3.12, not saturated.
 int32_t reset_product_q3_12(int16_t reset_q0_15, int16_t h_part_q3_12, const qlstm_requant& reset_times_hidden);
 // n = tanh_q0_15(sat16(x_part + gated), 0), the add wrapping in int32.

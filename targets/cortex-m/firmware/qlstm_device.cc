@@ -133,30 +133,41 @@ extern "C" __attribute__((noinline, noipa, used)) void qlstm_bench_end(void) { _
 
 namespace {
 
-const qlstm::LstmS8Variant* find_variant(const char* name) {
-  size_t n = 0;
-  const qlstm::LstmS8Variant* const* all = qlstm::lstm_s8_variants(&n);
-  if (strcmp(name, "default") == 0) return &qlstm::lstm_s8_default_variant();
+// The entry of a variant list with that name, or null.
+template <class Variant>
+const Variant* find_named(const Variant* const* all, size_t n, const char* name) {
   for (size_t i = 0; i < n; ++i) {
     if (strcmp(all[i]->name, name) == 0) return all[i];
   }
   return nullptr;
+}
+
+const qlstm::LstmS8Variant* find_variant(const char* name) {
+  size_t n = 0;
+  const qlstm::LstmS8Variant* const* all = qlstm::lstm_s8_variants(&n);
+  if (strcmp(name, "default") == 0) return &qlstm::lstm_s8_default_variant();
+  return find_named(all, n, name);
 }
 
 // The fully connected variant of that name, or null.
 const qlstm::FcS8Variant* find_fc_variant(const char* name) {
   size_t n = 0;
   const qlstm::FcS8Variant* const* all = qlstm::fc_s8_variants(&n);
-  for (size_t i = 0; i < n; ++i) {
-    if (strcmp(all[i]->name, name) == 0) return all[i];
-  }
-  return nullptr;
+  return find_named(all, n, name);
 }
 
-// One run of a case: the LSTM and FC variants (nullptr: the runner's per-call dispatch), and the
-// name it is reported (and, by bench, sized) as.
+// The GRU variant of that name (the LSTM variant's name for the same ISA), or null.
+const qlstm::GruS8Variant* find_gru_variant(const char* name) {
+  size_t n = 0;
+  const qlstm::GruS8Variant* const* all = qlstm::gru_s8_variants(&n);
+  return find_named(all, n, name);
+}
+
+// One run of a case: the LSTM, GRU and FC variants (nullptr: the runner's per-call dispatch), and
+// the name it is reported (and, by bench, sized) as.
 struct Run {
   const qlstm::LstmS8Variant* lstm;
+  const qlstm::GruS8Variant* gru;
   const qlstm::FcS8Variant* fc;
   const char* name;
 };
@@ -165,46 +176,60 @@ constexpr size_t kMaxRuns = 16;
 constexpr const char* kOnlyImplementation = "reference";
 
 // The runs of a case for `variant_name`: a program with an LSTM op runs the LSTM variants asked
-// for (its FC ops by dispatch), one with FC ops and no LSTM the FC variants, any other once
-// (whatever the name).
-// "default" is one run by dispatch, named as what it picks for the first LSTM (or FC) op. 0: the
-// name is not a variant of the case's ops.
+// for (its GRU ops the GRU variant of the same name, its FC ops the FC one, else by dispatch), one
+// with GRU ops and no LSTM the GRU variants, one with FC ops and no recurrent op the FC variants,
+// any other once (whatever the name).
+// "default" is one run by dispatch, named as what it picks for the first LSTM (or GRU, or FC) op.
+// 0: the name is not a variant of the case's ops.
 size_t case_runs(const ProgramCase& k, const char* variant_name, Run runs[kMaxRuns]) {
   const qlstm_op* lstm_op = nullptr;
+  const qlstm_op* gru_op = nullptr;
   const qlstm_op* fc_op = nullptr;
   for (int32_t o = k.view.op_count - 1; o >= 0; --o) {
     if (k.ops[o].kind == QLSTM_OP_LSTM_S8) lstm_op = &k.ops[o];
+    if (k.ops[o].kind == QLSTM_OP_GRU_S8) gru_op = &k.ops[o];
     if (k.ops[o].kind == QLSTM_OP_FULLY_CONNECTED_S8) fc_op = &k.ops[o];
   }
-  size_t nlstm = 0, nfc = 0;
+  size_t nlstm = 0, ngru = 0, nfc = 0;
   const qlstm::LstmS8Variant* const* lstm = qlstm::lstm_s8_variants(&nlstm);
+  const qlstm::GruS8Variant* const* gru = qlstm::gru_s8_variants(&ngru);
   const qlstm::FcS8Variant* const* fc = qlstm::fc_s8_variants(&nfc);
   size_t n = 0;
   if (strcmp(variant_name, "default") == 0) {
-    runs[0] = {nullptr, nullptr, kOnlyImplementation};
+    runs[0] = {nullptr, nullptr, nullptr, kOnlyImplementation};
+    const char* picked = nullptr;
     if (lstm_op != nullptr) {
-      const qlstm::LstmS8Variant* picked = qlstm::select_lstm_s8_variant(lstm, nlstm, lstm_op->lstm);
-      if (picked != nullptr) runs[0].name = picked->name;
+      const qlstm::LstmS8Variant* v = qlstm::select_lstm_s8_variant(lstm, nlstm, lstm_op->lstm);
+      picked = v != nullptr ? v->name : nullptr;
+    } else if (gru_op != nullptr) {
+      const qlstm::GruS8Variant* v = qlstm::select_gru_s8_variant(gru, ngru, gru_op->gru);
+      picked = v != nullptr ? v->name : nullptr;
     } else if (fc_op != nullptr) {
-      const qlstm::FcS8Variant* picked = qlstm::select_fc_s8_variant(fc, nfc, fc_op->fc);
-      if (picked != nullptr) runs[0].name = picked->name;
+      const qlstm::FcS8Variant* v = qlstm::select_fc_s8_variant(fc, nfc, fc_op->fc);
+      picked = v != nullptr ? v->name : nullptr;
     }
+    if (picked != nullptr) runs[0].name = picked;
     return 1;
   }
   const bool all = strcmp(variant_name, "all") == 0;
   if (lstm_op != nullptr) {
     for (size_t i = 0; i < nlstm && n < kMaxRuns; ++i) {
-      // The program's FC ops run the FC variant of the same name (null: per-call dispatch).
       if (all || strcmp(lstm[i]->name, variant_name) == 0) {
-        runs[n++] = {lstm[i], find_fc_variant(lstm[i]->name), lstm[i]->name};
+        runs[n++] = {lstm[i], find_gru_variant(lstm[i]->name), find_fc_variant(lstm[i]->name), lstm[i]->name};
+      }
+    }
+  } else if (gru_op != nullptr) {
+    for (size_t i = 0; i < ngru && n < kMaxRuns; ++i) {
+      if (all || strcmp(gru[i]->name, variant_name) == 0) {
+        runs[n++] = {nullptr, gru[i], find_fc_variant(gru[i]->name), gru[i]->name};
       }
     }
   } else if (fc_op != nullptr) {
     for (size_t i = 0; i < nfc && n < kMaxRuns; ++i) {
-      if (all || strcmp(fc[i]->name, variant_name) == 0) runs[n++] = {nullptr, fc[i], fc[i]->name};
+      if (all || strcmp(fc[i]->name, variant_name) == 0) runs[n++] = {nullptr, nullptr, fc[i], fc[i]->name};
     }
   } else {
-    runs[n++] = {nullptr, nullptr, kOnlyImplementation};  // softmax, table, selection
+    runs[n++] = {nullptr, nullptr, nullptr, kOnlyImplementation};  // softmax, table, selection
   }
   return n;
 }
@@ -298,10 +323,10 @@ int run_bundle(Mode mode, const char* path, const char* out_path, const char* va
     fclose(f);
     return kExitBadInput;
   }
-  // The variants to run: one by name (an LSTM or a fully connected one), or every one built for
+  // The variants to run: one by name (an LSTM, GRU or fully connected one), or every one built for
   // this CPU; case_runs picks them for each case.
   if (strcmp(variant_name, "all") != 0 && find_variant(variant_name) == nullptr &&
-      find_fc_variant(variant_name) == nullptr) {
+      find_gru_variant(variant_name) == nullptr && find_fc_variant(variant_name) == nullptr) {
     printf("qlstm_device: no variant '%s' in this firmware\n", variant_name);
     fclose(f);
     return kExitBadInput;
@@ -364,6 +389,7 @@ int run_bundle(Mode mode, const char* path, const char* out_path, const char* va
       }
       qlstm::ProgramRunOptions options;
       options.variant = run.lstm;
+      options.gru_variant = run.gru;
       options.fc_variant = run.fc;
       if (mode == Mode::kBench) {
         printf("variant: %s\n", run.name);
