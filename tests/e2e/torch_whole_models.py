@@ -210,6 +210,10 @@ check("per_step_seqfirst", forget_biased(models.forecaster(3, 16, outputs=1, bat
       stream=True)
 check("front_linear", forget_biased(models.LstmModel(6, 12, front=[nn.Linear(6, 8)], head=[nn.Linear(12, 2)])),
       6, 20, True, 15, stream=True)
+check("front_linear_relu", forget_biased(models.LstmModel(6, 12, front=[nn.Linear(6, 8), nn.ReLU()],
+                                                          head=[nn.Linear(12, 2)], batch_first=False)),
+      6, 20, False, 17)
+# GRU heads after the LSTM cases (they draw from the same torch generator).
 check("gru_hn_mlp", forget_biased(models.h_n_mlp(5, 16, inner=12, outputs=3, batch_first=True, lstm_class=nn.GRU)),
       5, 24, True, 14)
 check("gru_hn_mlp_seqfirst", forget_biased(models.h_n_mlp(5, 16, inner=12, outputs=3, batch_first=False, num_layers=2,
@@ -218,9 +222,6 @@ check("gru_per_step", forget_biased(models.forecaster(3, 16, outputs=2, batch_fi
       True, 13, stream=True)
 check("gru_front_linear", forget_biased(models.LstmModel(6, 12, front=[nn.Linear(6, 8)], head=[nn.Linear(12, 2)],
                                                          lstm_class=nn.GRU)), 6, 20, True, 15, stream=True)
-check("front_linear_relu", forget_biased(models.LstmModel(6, 12, front=[nn.Linear(6, 8), nn.ReLU()],
-                                                          head=[nn.Linear(12, 2)], batch_first=False)),
-      6, 20, False, 17)
 
 
 # Outside the scope: refused, naming the node and what to do, with no model written.
