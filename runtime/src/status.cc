@@ -7,7 +7,7 @@ extern "C" const char* qlstm_status_string(qlstm_status status) {
     case QLSTM_ERROR_BAD_DIMS: return "dimensions out of range (need B, I, H >= 1, T >= 0, sizes within int32)";
     case QLSTM_ERROR_BAD_LAYOUT: return "layout is neither batch-major nor time-major";
     case QLSTM_ERROR_BAD_MULTIPLIER: return "requantization multiplier is negative";
-    case QLSTM_ERROR_BAD_SHIFT: return "requantization shift outside [-31, 31]";
+    case QLSTM_ERROR_BAD_SHIFT: return "requantization shift outside [-31, 31] ([-31, 14] for a 16x8 kernel)";
     case QLSTM_ERROR_BAD_ACTIVATION: return "gate activation is neither sigmoid nor tanh";
     case QLSTM_ERROR_BAD_CELL_SCALE: return "cell_scale_power outside [-43, 2]";
     case QLSTM_ERROR_BAD_CELL_CLIP: return "cell_clip above 32767";

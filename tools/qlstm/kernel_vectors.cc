@@ -79,10 +79,10 @@ class Node {
       const json& e = value_[k];
       const std::string at = "[" + std::to_string(k) + "]";
       if (!e.is_number_integer()) fail("element " + at + " is not an integer: " + describe(e));
-      const int64_t v = e.is_number_unsigned() && e.get<uint64_t>() > INT64_MAX
-                            ? INT64_MAX
-                            : e.get<int64_t>();
-      if (v < std::numeric_limits<T>::min() || v > std::numeric_limits<T>::max()) {
+      // An unsigned value above INT64_MAX is out of range for every T (int64_t included).
+      const bool above_int64 = e.is_number_unsigned() && e.get<uint64_t>() > INT64_MAX;
+      const int64_t v = above_int64 ? INT64_MAX : e.get<int64_t>();
+      if (above_int64 || v < std::numeric_limits<T>::min() || v > std::numeric_limits<T>::max()) {
         fail("element " + at + " = " + e.dump() + " out of range [" +
              std::to_string(std::numeric_limits<T>::min()) + ", " +
              std::to_string(std::numeric_limits<T>::max()) + "]");
@@ -216,17 +216,33 @@ std::string op_file_key(const std::string& field) {
                     "': value out of the kernel's range: " + qlstm_status_string(st));
 }
 
+// The kernel's validation of a case's parameters; a refusal is a format error naming the key.
+template <typename Params>
+void check_case_params(qlstm_status (*validate)(const Params*, const char**), const Params& params,
+                       const std::string& where) {
+  const char* field = nullptr;
+  const qlstm_status st = validate(&params, &field);
+  if (st != QLSTM_OK) refuse_params(where, field, st);
+}
+
+// An FC case's shape (both formats): batch, input_size, output_size, their products within int32.
+template <typename Params>
+void read_fc_shape(const Node& n, Params& p) {
+  p.rows = static_cast<int32_t>(n.at("batch").integer(1, INT32_MAX));
+  p.input_size = static_cast<int32_t>(n.at("input_size").integer(1, INT32_MAX));
+  p.output_size = static_cast<int32_t>(n.at("output_size").integer(1, INT32_MAX));
+  const int64_t B = p.rows, I = p.input_size, O = p.output_size;
+  if (B * I > INT32_MAX || B * O > INT32_MAX || O * I > INT32_MAX) n.fail("batch/input_size/output_size: sizes too large");
+}
+
 FcCase read_fc_case(const json& j, const std::string& where) {
   const Node n(j, where, "");
   if (!j.is_object()) n.fail("a case must be an object");
   FcCase c;
   c.name = n.at("name").string();
   qlstm_fc_s8_params& p = c.block;
-  p.rows = static_cast<int32_t>(n.at("batch").integer(1, INT32_MAX));
-  p.input_size = static_cast<int32_t>(n.at("input_size").integer(1, INT32_MAX));
-  p.output_size = static_cast<int32_t>(n.at("output_size").integer(1, INT32_MAX));
+  read_fc_shape(n, p);
   const int64_t B = p.rows, I = p.input_size, O = p.output_size;
-  if (B * I > INT32_MAX || B * O > INT32_MAX || O * I > INT32_MAX) n.fail("batch/input_size/output_size: sizes too large");
   c.input_zero_point = static_cast<int32_t>(n.at("input_zero_point").integer(INT8_MIN, INT8_MAX));
   p.output_zero_point = static_cast<int32_t>(n.at("output_zero_point").integer(INT8_MIN, INT8_MAX));
   p.activation_min = static_cast<int32_t>(n.at("activation_min").integer(INT8_MIN, INT8_MAX));
@@ -248,10 +264,28 @@ FcCase read_fc_case(const json& j, const std::string& where) {
                              p.input_size, p.output_size, c.effective_bias.data());
   c.input = n.at("input").int_array<int8_t>(static_cast<size_t>(B * I));
   c.expected_output = n.at("expected").at("output").int_array<int8_t>(static_cast<size_t>(B * O));
-  const qlstm_fc_s8_params params = c.params();
-  const char* field = nullptr;
-  const qlstm_status st = qlstm_fc_s8_validate(&params, &field);
-  if (st != QLSTM_OK) refuse_params(where, field, st);
+  check_case_params(qlstm_fc_s8_validate, c.params(), where);
+  return c;
+}
+
+FcS16Case read_fc_s16_case(const json& j, const std::string& where) {
+  const Node n(j, where, "");
+  if (!j.is_object()) n.fail("a case must be an object");
+  FcS16Case c;
+  c.name = n.at("name").string();
+  qlstm_fc_s16_params& p = c.block;
+  read_fc_shape(n, p);
+  const int64_t B = p.rows, I = p.input_size, O = p.output_size;
+  p.activation_min = static_cast<int32_t>(n.at("activation_min").integer(INT16_MIN, INT16_MAX));
+  p.activation_max = static_cast<int32_t>(n.at("activation_max").integer(INT16_MIN, INT16_MAX));
+  p.multiplier = n.at("multiplier").int32();
+  p.shift = n.at("shift").int32();
+  c.weights = n.at("weights").int_array<int8_t>(static_cast<size_t>(O * I));
+  const Node bias = n.at("bias");
+  if (!bias.is_null()) c.bias = bias.int_array<int64_t>(static_cast<size_t>(O));
+  c.input = n.at("input").int_array<int16_t>(static_cast<size_t>(B * I));
+  c.expected_output = n.at("expected").at("output").int_array<int16_t>(static_cast<size_t>(B * O));
+  check_case_params(qlstm_fc_s16_validate, c.params(), where);
   return c;
 }
 
@@ -272,14 +306,13 @@ SoftmaxCase read_softmax_case(const json& j, const std::string& where) {
   p.diff_min = n.at("diff_min").int32();
   c.input = n.at("input").int_array<int8_t>(static_cast<size_t>(count));
   c.expected_output = n.at("expected").at("output").int_array<int8_t>(static_cast<size_t>(count));
-  const char* field = nullptr;
-  const qlstm_status st = qlstm_softmax_s8_validate(&p, &field);
-  if (st != QLSTM_OK) refuse_params(where, field, st);
+  check_case_params(qlstm_softmax_s8_validate, p, where);
   return c;
 }
 
 // The first differing value of a [rows][row_size] output, as "output[k] (row=r col=c): ...".
-std::string first_row_mismatch(const std::vector<int8_t>& expected, const std::vector<int8_t>& got, int32_t row_size,
+template <typename Value>
+std::string first_row_mismatch(const std::vector<Value>& expected, const std::vector<Value>& got, int32_t row_size,
                                const char* row, const char* col) {
   for (size_t k = 0; k < expected.size(); ++k) {
     if (expected[k] == got[k]) continue;
@@ -333,6 +366,13 @@ qlstm_lstm_s8_params KernelCase::params() const {
   return p;
 }
 
+qlstm_fc_s16_params FcS16Case::params() const {
+  qlstm_fc_s16_params p = block;
+  p.weights = weights.data();
+  p.bias = bias.empty() ? nullptr : bias.data();
+  return p;
+}
+
 qlstm_fc_s8_params FcCase::params() const {
   qlstm_fc_s8_params p = block;
   p.multipliers = multipliers.data();
@@ -354,9 +394,9 @@ VectorFile load_vector_file(const std::string& path) {
   const Node root(doc, path, "");
   if (!doc.is_object()) root.fail("the file must hold a JSON object");
   const std::string format = root.at("format").string();
-  if (format != kFormat && format != kFcFormat && format != kSoftmaxFormat) {
+  if (format != kFormat && format != kFcFormat && format != kSoftmaxFormat && format != kFcS16Format) {
     root.at("format").fail("unsupported format \"" + format + "\" (expected \"" + kFormat + "\", \"" + kFcFormat +
-                           "\" or \"" + kSoftmaxFormat + "\")");
+                           "\", \"" + kSoftmaxFormat + "\" or \"" + kFcS16Format + "\")");
   }
   VectorFile file;
   file.path = path;
@@ -375,6 +415,9 @@ VectorFile load_vector_file(const std::string& path) {
     if (format == kFcFormat) {
       file.fc_cases.push_back(read_fc_case(cases[k], where));
       name = file.fc_cases.back().name;
+    } else if (format == kFcS16Format) {
+      file.fc_s16_cases.push_back(read_fc_s16_case(cases[k], where));
+      name = file.fc_s16_cases.back().name;
     } else if (format == kSoftmaxFormat) {
       file.softmax_cases.push_back(read_softmax_case(cases[k], where));
       name = file.softmax_cases.back().name;
@@ -427,6 +470,9 @@ std::string device_bundle(const std::vector<VectorFile>& files) {
     out.push_back(std::move(b));
   };
   for (const VectorFile& f : files) {
+    if (!f.fc_s16_cases.empty()) {
+      throw FormatError(f.path + ": the 16x8 (" + f.format + ") cases run on the host only so far");
+    }
     for (const KernelCase& c : f.cases) {
       device::BundleCase b = device::single_op_case(c.name, c.params());
       b.input = c.input.data();
@@ -470,6 +516,20 @@ CaseResult run_fc_case(const FcCase& c, const FcS8Variant* variant) {
     return r;
   }
   r.mismatch = first_row_mismatch(c.expected_output, r.output, params.output_size, "b", "o");
+  r.passed = r.mismatch.empty();
+  return r;
+}
+
+CaseResult run_fc_s16_case(const FcS16Case& c) {
+  CaseResult r;
+  const qlstm_fc_s16_params params = c.params();
+  r.output_s16.assign(c.expected_output.size(), 0);
+  r.status = qlstm_fc_s16(&params, c.input.data(), r.output_s16.data());
+  if (r.status != QLSTM_OK) {
+    r.mismatch = std::string("kernel returned an error: ") + qlstm_status_string(r.status);
+    return r;
+  }
+  r.mismatch = first_row_mismatch(c.expected_output, r.output_s16, params.output_size, "b", "o");
   r.passed = r.mismatch.empty();
   return r;
 }

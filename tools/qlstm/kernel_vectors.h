@@ -1,6 +1,7 @@
 // Kernel conformance vectors: reading, checking, running. Host only. Formats:
 // "lstm-s8-kernel-vectors/1" (docs/kernel-vectors.md), and for the ops around the LSTM
-// "fc-s8-vectors/1" and "softmax-s8-vectors/1" (../shared/op-vectors/FORMAT.md).
+// "fc-s8-vectors/1", "softmax-s8-vectors/1" and the 16x8 "fc-s16-vectors/1"
+// (../shared/op-vectors/FORMAT.md).
 #ifndef QLSTM_TOOLS_KERNEL_VECTORS_H_
 #define QLSTM_TOOLS_KERNEL_VECTORS_H_
 
@@ -9,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "qlstm/fully_connected_s16.h"
 #include "qlstm/fully_connected_s8.h"
 #include "qlstm/kernels.h"
 #include "qlstm/lstm_s8.h"
@@ -20,6 +22,7 @@ namespace vectors {
 inline constexpr const char* kFormat = "lstm-s8-kernel-vectors/1";
 inline constexpr const char* kFcFormat = "fc-s8-vectors/1";
 inline constexpr const char* kSoftmaxFormat = "softmax-s8-vectors/1";
+inline constexpr const char* kFcS16Format = "fc-s16-vectors/1";
 
 // One gate's arrays (its scalars live in KernelCase::block).
 struct GateData {
@@ -66,6 +69,17 @@ struct FcCase {
   qlstm_fc_s8_params params() const;
 };
 
+// A 16x8 fully connected case: `batch` rows of input_size int16 values.
+struct FcS16Case {
+  std::string name;
+  qlstm_fc_s16_params block{};          // the scalars (rows = batch); params() sets the arrays
+  std::vector<int8_t> weights;          // [O][I]
+  std::vector<int64_t> bias;            // [O], or empty: null in the file (no bias)
+  std::vector<int16_t> input;           // [B][I]
+  std::vector<int16_t> expected_output; // [B][O]
+  qlstm_fc_s16_params params() const;
+};
+
 // A softmax case: rows of row_size values.
 struct SoftmaxCase {
   std::string name;
@@ -83,7 +97,8 @@ struct VectorFile {
   std::vector<KernelCase> cases;           // lstm-s8-kernel-vectors/1
   std::vector<FcCase> fc_cases;            // fc-s8-vectors/1
   std::vector<SoftmaxCase> softmax_cases;  // softmax-s8-vectors/1
-  size_t case_count() const { return cases.size() + fc_cases.size() + softmax_cases.size(); }
+  std::vector<FcS16Case> fc_s16_cases;     // fc-s16-vectors/1
+  size_t case_count() const { return cases.size() + fc_cases.size() + softmax_cases.size() + fc_s16_cases.size(); }
 };
 
 // Thrown for unreadable or malformed files; what() names the file, the case and the key.
@@ -105,11 +120,13 @@ struct CaseResult {
   std::vector<int8_t> output;
   std::vector<int8_t> final_hidden;
   std::vector<int16_t> final_cell;
+  std::vector<int16_t> output_s16;  // a 16x8 case's output
 };
 
 // Every case of the files, with its expected values, as a bundle for the device firmware
 // (device::bundle): an LSTM case as a one-op program over its call, an FC case as a one-op
-// program over B positions of one step (T = 1), a softmax case likewise over its rows.
+// program over B positions of one step (T = 1), a softmax case likewise over its rows. The 16x8
+// cases do not run on the device yet: a file with them throws FormatError.
 std::string device_bundle(const std::vector<VectorFile>& files);
 
 // Runs the case through `variant` and compares every output (and final-state) value.
@@ -117,6 +134,8 @@ CaseResult run_case(const KernelCase& c, const LstmS8Variant& variant);
 // The FC case through `variant` (nullptr: qlstm_fc_s8's dispatch); the softmax case.
 CaseResult run_fc_case(const FcCase& c, const FcS8Variant* variant);
 CaseResult run_softmax_case(const SoftmaxCase& c);
+// The 16x8 FC case through the reference kernel (qlstm_fc_s16).
+CaseResult run_fc_s16_case(const FcS16Case& c);
 
 }  // namespace vectors
 }  // namespace qlstm

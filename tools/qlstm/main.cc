@@ -168,6 +168,11 @@ bool verify_file(const qlstm::vectors::VectorFile& file, const SelectedVariants&
       count(c.name, v != nullptr ? v->name : "default", qlstm::vectors::run_fc_case(c, v), detail);
     }
   }
+  for (const auto& c : file.fc_s16_cases) {
+    char detail[160];
+    std::snprintf(detail, sizeof detail, "B=%d I=%d O=%d 16x8", c.block.rows, c.block.input_size, c.block.output_size);
+    count(c.name, "reference", qlstm::vectors::run_fc_s16_case(c), detail);
+  }
   for (const auto& c : file.softmax_cases) {
     const std::string detail = "rows=" + std::to_string(c.params.rows) + " row_size=" + std::to_string(c.params.row_size);
     count(c.name, "reference", qlstm::vectors::run_softmax_case(c), detail);

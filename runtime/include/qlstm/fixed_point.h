@@ -24,6 +24,25 @@ constexpr int32_t bits_to_s32(uint32_t bits) {
              : -static_cast<int32_t>(~bits) - 1;
 }
 
+// Two's-complement conversion of a uint64 bit pattern to int64.
+constexpr int64_t bits_to_s64(uint64_t bits) {
+  return bits <= static_cast<uint64_t>(INT64_MAX) ? static_cast<int64_t>(bits)
+                                                   : -static_cast<int64_t>(~bits) - 1;
+}
+
+// x modulo 2^32 as int32 (C's conversion of an int64 to int32 on every compiler the project uses).
+constexpr int32_t truncate_to_s32(int64_t x) {
+  return bits_to_s32(static_cast<uint32_t>(static_cast<uint64_t>(x)));
+}
+
+// a + b and a * b modulo 2^64.
+constexpr int64_t wrapping_add_s64(int64_t a, int64_t b) {
+  return bits_to_s64(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+}
+constexpr int64_t wrapping_mul_s64(int64_t a, int64_t b) {
+  return bits_to_s64(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
+}
+
 // a + b modulo 2^32, as the Arm ADD instruction and the upstream C code on Arm compute it.
 constexpr int32_t wrapping_add(int32_t a, int32_t b) {
   return bits_to_s32(static_cast<uint32_t>(a) + static_cast<uint32_t>(b));
@@ -114,6 +133,31 @@ struct RequantDoubleRounding {
     return shift_right_floor(high, right) + (remainder > threshold + (high < 0 ? 1 : 0) ? 1 : 0);
   }
 };
+
+// ---- The 16x8 kernels' requantization (docs/arithmetic.md §14).
+
+// A Q31 multiplier rounded half up to Q15, saturated to 0x7FFF from 0x7FFF0000 on (where the
+// rounding would reach 2^15): CMSIS-NN's REDUCE_MULTIPLIER. Multipliers are >= 0 (validated), but
+// every input is defined: below 0x7FFF0000 the sum cannot overflow.
+constexpr int32_t reduce_multiplier_q31_to_q15(int32_t multiplier_q31) {
+  constexpr int32_t kSaturatesFrom = 0x7FFF0000;
+  constexpr int32_t kQ15Max = 0x7FFF;
+  constexpr int32_t kHalf = int32_t{1} << 15;
+  constexpr int32_t kShift = 16;
+  return multiplier_q31 < kSaturatesFrom ? shift_right_floor(multiplier_q31 + kHalf, kShift) : kQ15Max;
+}
+
+// The 64-bit requantization with a Q15 multiplier (CMSIS-NN's arm_nn_requantize_s64):
+//   high = floor(x * multiplier_q15 / 2^(14 - shift)) mod 2^32   (the product exact modulo 2^64)
+//   result = floor((high + 1) / 2)                                (the +1 modulo 2^32)
+// that is round_half_up(x * multiplier_q15 / 2^(15 - shift)) while the product fits int64 and high
+// fits int32; outside that the wrap-arounds are those of upstream's C on Arm. shift in [-49, 14].
+constexpr int32_t requantize_s64_round_half_up(int64_t x, int32_t multiplier_q15, int32_t shift) {
+  constexpr int32_t kFirstShift = 14;
+  const int64_t product = wrapping_mul_s64(x, multiplier_q15);
+  const int32_t high = truncate_to_s32(shift_right_floor(product, kFirstShift - shift));
+  return shift_right_floor(wrapping_add(high, 1), 1);
+}
 
 // ---- The softmax's primitives (docs/arithmetic.md §11): gemmlowp's fixed-point exp and
 // reciprocal as CMSIS-NN's arm_softmax_s8 computes them, every rounding that of SRDHM or RDBPOT.

@@ -1,6 +1,7 @@
 // The fully connected op: validation, the effective bias, dispatch over its variants.
 #include "qlstm/fully_connected_s8.h"
 
+#include "fully_connected/fc_checks.h"
 #include "qlstm/fixed_point.h"
 #include "qlstm/kernels.h"
 #include "qlstm/lstm_s8.h"
@@ -8,21 +9,13 @@
 namespace qlstm {
 namespace {
 
-struct Failure {
-  qlstm_status status;
-  const char* field;
-};
-constexpr Failure kNoFailure = {QLSTM_OK, nullptr};
+using fc::Failure;
+using fc::kNoFailure;
 
 Failure check_params(const qlstm_fc_s8_params* p) {
   if (p == nullptr) return {QLSTM_ERROR_NULL_POINTER, "params"};
-  if (p->rows < 0) return {QLSTM_ERROR_BAD_DIMS, "rows"};
-  if (p->input_size < 1) return {QLSTM_ERROR_BAD_DIMS, "input_size"};
-  if (p->output_size < 1) return {QLSTM_ERROR_BAD_DIMS, "output_size"};
-  // Every element count must fit int32 (indexing on a 32-bit MCU).
-  const int64_t R = p->rows, I = p->input_size, O = p->output_size;
-  if (O * I > fxp::kInt32Max) return {QLSTM_ERROR_BAD_DIMS, "output_size"};
-  if (R * I > fxp::kInt32Max || R * O > fxp::kInt32Max) return {QLSTM_ERROR_BAD_DIMS, "rows"};
+  const Failure shape = fc::check_shape(p->rows, p->input_size, p->output_size);
+  if (shape.status != QLSTM_OK) return shape;
   if (p->per_channel != 0 && p->per_channel != 1) return {QLSTM_ERROR_BAD_DIMS, "per_channel"};
   if (p->multipliers == nullptr) return {QLSTM_ERROR_NULL_POINTER, "multipliers"};
   if (p->shifts == nullptr) return {QLSTM_ERROR_NULL_POINTER, "shifts"};
@@ -36,13 +29,7 @@ Failure check_params(const qlstm_fc_s8_params* p) {
   if (p->output_zero_point < fxp::kInt8Min || p->output_zero_point > fxp::kInt8Max) {
     return {QLSTM_ERROR_BAD_ZERO_POINT, "output_zero_point"};
   }
-  if (p->activation_min < fxp::kInt8Min || p->activation_min > fxp::kInt8Max) {
-    return {QLSTM_ERROR_BAD_DIMS, "activation_min"};
-  }
-  if (p->activation_max < p->activation_min || p->activation_max > fxp::kInt8Max) {
-    return {QLSTM_ERROR_BAD_DIMS, "activation_max"};
-  }
-  return kNoFailure;
+  return fc::check_clamp(p->activation_min, p->activation_max, fxp::kInt8Min, fxp::kInt8Max);
 }
 
 // The specification in code: one output at a time, in the order of the formula.
@@ -100,7 +87,7 @@ qlstm_status run_fc_s8(const FcS8Variant& variant, const qlstm_fc_s8_params* par
 }  // namespace qlstm
 
 extern "C" qlstm_status qlstm_fc_s8_validate(const qlstm_fc_s8_params* params, const char** field) {
-  const qlstm::Failure f = qlstm::check_params(params);
+  const qlstm::fc::Failure f = qlstm::check_params(params);
   if (field != nullptr) *field = f.field;
   return f.status;
 }
