@@ -4,6 +4,7 @@
 #include "qlstm/activation_s16.h"
 #include "qlstm/fixed_point.h"
 #include "qlstm/kernels.h"
+#include "lstm_sequence.h"
 #include "sequence_common.h"
 
 namespace qlstm {
@@ -19,50 +20,11 @@ bool dims_ok(const qlstm_lstm_dims& d) {
                           kGateBuffers * static_cast<int64_t>(sizeof(int16_t)));
 }
 
-#define QLSTM_GATE_FIELDS(g)                                                              \
-  {                                                                                       \
-    "gates[" g "].input_weights", "gates[" g "].input_effective_bias",                    \
-        "gates[" g "].hidden_weights", "gates[" g "].hidden_effective_bias",              \
-        "gates[" g "].input_to_q3_12.multiplier", "gates[" g "].input_to_q3_12.shift",    \
-        "gates[" g "].hidden_to_q3_12.multiplier", "gates[" g "].hidden_to_q3_12.shift",  \
-        "gates[" g "].activation"                                                         \
-  }
-enum LstmGateField { kActivation = kGateMatmulFieldCount, kGateFieldCount };
-const char* const kGateFieldNames[QLSTM_GATE_COUNT][kGateFieldCount] = {
-    QLSTM_GATE_FIELDS("forget"), QLSTM_GATE_FIELDS("input"), QLSTM_GATE_FIELDS("cell"),
-    QLSTM_GATE_FIELDS("output")};
-#undef QLSTM_GATE_FIELDS
-
 Failure check_params(const qlstm_lstm_s8_params* p) {
   if (p == nullptr) return {QLSTM_ERROR_NULL_POINTER, "params"};
   if (!dims_ok(p->dims)) return {QLSTM_ERROR_BAD_DIMS, "dims"};
-  const Failure options = check_sequence_options(p->layout, p->time_direction, p->output_steps, p->output_width,
-                                                 p->dims.batch, p->dims.time_steps, p->dims.hidden_size);
-  if (options.status != QLSTM_OK) return options;
-  for (int32_t g = 0; g < QLSTM_GATE_COUNT; ++g) {
-    const qlstm_gate_s8_params& gate = p->gates[g];
-    const char* const* names = kGateFieldNames[g];
-    const Failure f = check_gate_matmuls(gate, names);
-    if (f.status != QLSTM_OK) return f;
-    if (gate.activation != QLSTM_ACTIVATION_SIGMOID && gate.activation != QLSTM_ACTIVATION_TANH) {
-      return {QLSTM_ERROR_BAD_ACTIVATION, names[kActivation]};
-    }
-  }
-  Failure f = check_requant(p->forget_times_cell_to_cell, "forget_times_cell_to_cell.multiplier",
-                            "forget_times_cell_to_cell.shift");
+  const Failure f = check_lstm_fields(*p);
   if (f.status != QLSTM_OK) return f;
-  f = check_requant(p->input_times_cell_gate_to_cell, "input_times_cell_gate_to_cell.multiplier",
-                    "input_times_cell_gate_to_cell.shift");
-  if (f.status != QLSTM_OK) return f;
-  f = check_requant(p->output_times_tanh_cell_to_hidden,
-                    "output_times_tanh_cell_to_hidden.multiplier",
-                    "output_times_tanh_cell_to_hidden.shift");
-  if (f.status != QLSTM_OK) return f;
-  if (p->cell_scale_power < QLSTM_CELL_SCALE_POWER_MIN ||
-      p->cell_scale_power > QLSTM_CELL_SCALE_POWER_MAX) {
-    return {QLSTM_ERROR_BAD_CELL_SCALE, "cell_scale_power"};
-  }
-  if (p->cell_clip > QLSTM_CELL_CLIP_MAX) return {QLSTM_ERROR_BAD_CELL_CLIP, "cell_clip"};
   return check_output_zero_point(p->output_zero_point);
 }
 
@@ -86,74 +48,29 @@ qlstm_status run_checked(const LstmS8Variant& variant, const qlstm_lstm_s8_param
                          qlstm_lstm_s8_context* ctx, const int8_t* input, int8_t* output) {
   if (variant.sequence != nullptr) return variant.sequence(*params, *ctx, input, output);
 
-  const qlstm_lstm_dims& d = params->dims;
-  const int32_t B = d.batch, T = d.time_steps, I = d.input_size, H = d.hidden_size;
-  const ptrdiff_t BH = static_cast<ptrdiff_t>(B) * H;
-  const bool stateful = ctx->hidden_state != nullptr;
-  int16_t* const cell = ctx->cell_state;
-  if (!stateful) {
-    for (ptrdiff_t k = 0; k < BH; ++k) cell[k] = 0;
-  }
-
-  // Element strides between consecutive time steps and between batch rows; W elements per
-  // output position. Only the final state: one [B][W] output that every step overwrites (time
-  // stride 0). A step reads its recurrent input, the previous h, in every gate stage before the
-  // hidden stage writes the new one, so the in-place update is the same computation.
-  const bool final_only = params->output_steps == QLSTM_OUTPUT_FINAL;
-  const SequenceStrides strides =
-      sequence_strides(params->layout, params->output_steps, params->output_width, B, T, I, H);
-  const ptrdiff_t x_step = strides.x_step, x_row = strides.x_row;
-  const ptrdiff_t y_step = strides.y_step, y_row = strides.y_row;
-  if (final_only && T == 0) {
-    // No step: the final state is the initial one (the carried state, or h = zero point).
-    for (int32_t b = 0; b < B; ++b) {
-      for (int32_t r = 0; r < H; ++r) {
-        output[b * y_row + r] =
-            stateful ? ctx->hidden_state[b * H + r] : static_cast<int8_t>(params->output_zero_point);
-      }
+  // The variant's stages in the shared walk.
+  struct Stages {
+    const LstmS8Variant& variant;
+    const qlstm_gate_s8_params* gates;
+    CellUpdateParams cell;
+    HiddenUpdateParams hidden;
+    int32_t H;
+    void gate(int32_t g, const GateArgs& args, int16_t* out) const { variant.gate(gates[g], args, out); }
+    void cell_update(int32_t count, const int16_t* f, const int16_t* i, const int16_t* g, int16_t* c) const {
+      variant.cell_update(cell, count, f, i, g, c);
     }
-  }
-  // Reverse: step s processes time T-1-s, and its recurrent input is the h it wrote at step s-1.
-  const bool reverse = params->time_direction == QLSTM_TIME_REVERSE;
-
-  int16_t* const forget_q0_15 = static_cast<int16_t*>(ctx->scratch);
-  int16_t* const input_q0_15 = forget_q0_15 + BH;
-  int16_t* const cell_gate_q0_15 = input_q0_15 + BH;
-  int16_t* const output_q0_15 = forget_q0_15;  // the forget gate is dead after the cell update
-
-  const CellUpdateParams cell_params = {
-      params->forget_times_cell_to_cell, params->input_times_cell_gate_to_cell,
-      params->cell_clip > 0 ? -params->cell_clip : fxp::kInt16Min,
-      params->cell_clip > 0 ? params->cell_clip : fxp::kInt16Max};
-  const HiddenUpdateParams hidden_params = {params->output_times_tanh_cell_to_hidden,
-                                            params->output_zero_point,
-                                            params->cell_scale_power + kQ3_12FractionalBits};
-  const qlstm_gate_s8_params* const gates = params->gates;
-
-  for (int32_t s = 0; s < T; ++s) {
-    const int32_t t = reverse ? T - 1 - s : s;
-    GateArgs args = {B, I, H, input + t * x_step, x_row, nullptr, H};
-    if (s > 0) {
-      args.h = output + (reverse ? t + 1 : t - 1) * y_step;
-      args.h_row_stride = y_row;
-    } else if (stateful) {
-      args.h = ctx->hidden_state;
+    void hidden_update(int32_t rows, const int16_t* o, const int16_t* c, int8_t* h, ptrdiff_t stride) const {
+      variant.hidden_update(hidden, rows, H, o, c, h, stride);
     }
-    variant.gate(gates[QLSTM_GATE_FORGET], args, forget_q0_15);
-    variant.gate(gates[QLSTM_GATE_INPUT], args, input_q0_15);
-    variant.gate(gates[QLSTM_GATE_CELL], args, cell_gate_q0_15);
-    variant.cell_update(cell_params, static_cast<int32_t>(BH), forget_q0_15, input_q0_15,
-                        cell_gate_q0_15, cell);
-    variant.gate(gates[QLSTM_GATE_OUTPUT], args, output_q0_15);
-    variant.hidden_update(hidden_params, B, H, output_q0_15, cell, output + t * y_step, y_row);
-  }
-
-  if (stateful && T > 0) {
-    const int8_t* last = output + (reverse ? 0 : T - 1) * y_step;
-    for (int32_t b = 0; b < B; ++b) {
-      for (int32_t r = 0; r < H; ++r) ctx->hidden_state[b * H + r] = last[b * y_row + r];
-    }
-  }
+  };
+  const Stages stages = {
+      variant, params->gates,
+      cell_update_params(params->forget_times_cell_to_cell, params->input_times_cell_gate_to_cell, params->cell_clip),
+      {params->output_times_tanh_cell_to_hidden, params->output_zero_point,
+       params->cell_scale_power + kQ3_12FractionalBits},
+      params->dims.hidden_size};
+  run_lstm_sequence(lstm_sequence_of(*params), stages, static_cast<int8_t>(params->output_zero_point),
+                    static_cast<int16_t*>(ctx->scratch), ctx->cell_state, ctx->hidden_state, input, output);
   return QLSTM_OK;
 }
 

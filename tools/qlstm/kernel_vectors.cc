@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
+#include <type_traits>
 
 namespace qlstm {
 namespace vectors {
@@ -126,12 +127,17 @@ std::string file_key_for_kernel_field(std::string field) {
   return field;
 }
 
-KernelCase read_case(const json& j, const std::string& where) {
+// An LSTM case of either format: KernelCase (lstm-s8-kernel-vectors/1) or LstmS16Case (its 16x8
+// form: no zero points, int16 activations, int64 effective biases).
+template <class Case>
+Case read_lstm_case(const json& j, const std::string& where) {
+  using Elem = typename Case::Elem;
+  constexpr bool kS16 = std::is_same_v<Elem, int16_t>;
   const Node n(j, where, "");
   if (!j.is_object()) n.fail("a case must be an object");
-  KernelCase c;
+  Case c;
   c.name = n.at("name").string();
-  qlstm_lstm_s8_params& p = c.block;
+  auto& p = c.block;
   p.layout = n.at("time_major").boolean() ? QLSTM_LAYOUT_TIME_MAJOR : QLSTM_LAYOUT_BATCH_MAJOR;
   p.dims.batch = static_cast<int32_t>(n.at("batch").integer(1, INT32_MAX));
   p.dims.time_steps = static_cast<int32_t>(n.at("time_steps").integer(0, INT32_MAX));
@@ -140,8 +146,10 @@ KernelCase read_case(const json& j, const std::string& where) {
   if (qlstm_lstm_s8_scratch_bytes(&p.dims) == 0) {
     n.fail("batch/time_steps/input_size/hidden_size: sizes too large");
   }
-  c.input_zero_point = static_cast<int32_t>(n.at("input_zero_point").integer(INT8_MIN, INT8_MAX));
-  p.output_zero_point = static_cast<int32_t>(n.at("output_zero_point").integer(INT8_MIN, INT8_MAX));
+  if constexpr (!kS16) {
+    c.input_zero_point = static_cast<int32_t>(n.at("input_zero_point").integer(INT8_MIN, INT8_MAX));
+    p.output_zero_point = static_cast<int32_t>(n.at("output_zero_point").integer(INT8_MIN, INT8_MAX));
+  }
   p.cell_scale_power = n.at("cell_scale_power").int32();
   p.cell_clip = n.at("cell_clip").int32();
   p.forget_times_cell_to_cell = read_requant(n.at("forget_to_cell"));
@@ -155,8 +163,9 @@ KernelCase read_case(const json& j, const std::string& where) {
   const Node gates = n.at("gates");
   for (int g = 0; g < QLSTM_GATE_COUNT; ++g) {
     const Node gn = gates.at(kGateKeys[g]);
-    GateData& gd = c.gates[static_cast<size_t>(g)];
-    qlstm_gate_s8_params& gp = p.gates[g];
+    auto& gd = c.gates[static_cast<size_t>(g)];
+    using Bias = typename std::decay_t<decltype(gd.input_effective_bias)>::value_type;
+    auto& gp = p.gates[g];
     const Node act = gn.at("activation");
     const std::string a = act.string();
     if (a == "sigmoid") {
@@ -169,29 +178,34 @@ KernelCase read_case(const json& j, const std::string& where) {
     const Node in = gn.at("input");
     gp.input_to_q3_12 = read_requant(in);
     gd.input_weights = in.at("weights").int_array<int8_t>(H * I);
-    gd.input_effective_bias = in.at("effective_bias").int_array<int32_t>(H);
+    gd.input_effective_bias = in.at("effective_bias").int_array<Bias>(H);
     const Node hid = gn.at("hidden");
     gp.hidden_to_q3_12 = read_requant(hid);
     gd.hidden_weights = hid.at("weights").int_array<int8_t>(H * H);
-    gd.hidden_effective_bias = hid.at("effective_bias").int_array<int32_t>(H);
+    gd.hidden_effective_bias = hid.at("effective_bias").int_array<Bias>(H);
   }
-  c.input = n.at("input").int_array<int8_t>(B * T * I);
+  c.input = n.at("input").int_array<Elem>(B * T * I);
   const Node state = n.at("initial_state");
   c.stateful = !state.is_null();
   if (c.stateful) {
-    c.initial_hidden = state.at("hidden").int_array<int8_t>(B * H);
+    c.initial_hidden = state.at("hidden").int_array<Elem>(B * H);
     c.initial_cell = state.at("cell").int_array<int16_t>(B * H);
   }
   const Node expected = n.at("expected");
-  c.expected_output = expected.at("output").int_array<int8_t>(B * T * H);
+  c.expected_output = expected.at("output").int_array<Elem>(B * T * H);
   if (c.stateful) {
-    c.expected_final_hidden = expected.at("final_hidden").int_array<int8_t>(B * H);
+    c.expected_final_hidden = expected.at("final_hidden").int_array<Elem>(B * H);
     c.expected_final_cell = expected.at("final_cell").int_array<int16_t>(B * H);
   }
 
-  const qlstm_lstm_s8_params params = c.params();
+  const auto params = c.params();
   const char* field = nullptr;
-  const qlstm_status st = qlstm_lstm_s8_validate(&params, &field);
+  qlstm_status st;
+  if constexpr (kS16) {
+    st = qlstm_lstm_s16_validate(&params, &field);
+  } else {
+    st = qlstm_lstm_s8_validate(&params, &field);
+  }
   if (st != QLSTM_OK) {
     throw FormatError(where + ": key '" + file_key_for_kernel_field(field ? field : "?") +
                       "': value out of the kernel's range: " + qlstm_status_string(st));
@@ -325,9 +339,9 @@ std::string first_row_mismatch(const std::vector<Value>& expected, const std::ve
   return {};
 }
 
-template <typename Value>
+template <typename Value, class Case>
 std::string first_mismatch(const char* what, const std::vector<Value>& expected,
-                           const std::vector<Value>& got, const KernelCase& c, bool sequence) {
+                           const std::vector<Value>& got, const Case& c, bool sequence) {
   for (size_t k = 0; k < expected.size(); ++k) {
     if (expected[k] == got[k]) continue;
     std::ostringstream s;
@@ -355,8 +369,10 @@ struct alignas(QLSTM_SCRATCH_ALIGNMENT) ScratchBlock {
 
 }  // namespace
 
-qlstm_lstm_s8_params KernelCase::params() const {
-  qlstm_lstm_s8_params p = block;
+namespace {
+// An LSTM case's block with its gates' arrays pointing into the case.
+template <class Params, class Gates>
+Params with_gate_arrays(Params p, const Gates& gates) {
   for (size_t g = 0; g < gates.size(); ++g) {
     p.gates[g].input_weights = gates[g].input_weights.data();
     p.gates[g].input_effective_bias = gates[g].input_effective_bias.data();
@@ -365,6 +381,23 @@ qlstm_lstm_s8_params KernelCase::params() const {
   }
   return p;
 }
+
+// The first differing value of an LSTM call: the output, then (stateful) the final state.
+template <class Case, class Elem>
+std::string lstm_mismatch(const Case& c, const std::vector<Elem>& output, const std::vector<Elem>& final_hidden,
+                          const std::vector<int16_t>& final_cell) {
+  std::string m = first_mismatch("output", c.expected_output, output, c, true);
+  if (m.empty() && c.stateful) {
+    m = first_mismatch("final_hidden", c.expected_final_hidden, final_hidden, c, false);
+    if (m.empty()) m = first_mismatch("final_cell", c.expected_final_cell, final_cell, c, false);
+  }
+  return m;
+}
+}  // namespace
+
+qlstm_lstm_s8_params KernelCase::params() const { return with_gate_arrays(block, gates); }
+
+qlstm_lstm_s16_params LstmS16Case::params() const { return with_gate_arrays(block, gates); }
 
 qlstm_fc_s16_params FcS16Case::params() const {
   qlstm_fc_s16_params p = block;
@@ -394,9 +427,11 @@ VectorFile load_vector_file(const std::string& path) {
   const Node root(doc, path, "");
   if (!doc.is_object()) root.fail("the file must hold a JSON object");
   const std::string format = root.at("format").string();
-  if (format != kFormat && format != kFcFormat && format != kSoftmaxFormat && format != kFcS16Format) {
+  if (format != kFormat && format != kFcFormat && format != kSoftmaxFormat && format != kFcS16Format &&
+      format != kLstmS16Format) {
     root.at("format").fail("unsupported format \"" + format + "\" (expected \"" + kFormat + "\", \"" + kFcFormat +
-                           "\", \"" + kSoftmaxFormat + "\" or \"" + kFcS16Format + "\")");
+                           "\", \"" + kSoftmaxFormat + "\", \"" + kFcS16Format + "\" or \"" + kLstmS16Format +
+                           "\")");
   }
   VectorFile file;
   file.path = path;
@@ -415,6 +450,9 @@ VectorFile load_vector_file(const std::string& path) {
     if (format == kFcFormat) {
       file.fc_cases.push_back(read_fc_case(cases[k], where));
       name = file.fc_cases.back().name;
+    } else if (format == kLstmS16Format) {
+      file.lstm_s16_cases.push_back(read_lstm_case<LstmS16Case>(cases[k], where));
+      name = file.lstm_s16_cases.back().name;
     } else if (format == kFcS16Format) {
       file.fc_s16_cases.push_back(read_fc_s16_case(cases[k], where));
       name = file.fc_s16_cases.back().name;
@@ -422,7 +460,7 @@ VectorFile load_vector_file(const std::string& path) {
       file.softmax_cases.push_back(read_softmax_case(cases[k], where));
       name = file.softmax_cases.back().name;
     } else {
-      file.cases.push_back(read_case(cases[k], where));
+      file.cases.push_back(read_lstm_case<KernelCase>(cases[k], where));
       name = file.cases.back().name;
     }
     if (!names.insert(name).second) {
@@ -470,7 +508,7 @@ std::string device_bundle(const std::vector<VectorFile>& files) {
     out.push_back(std::move(b));
   };
   for (const VectorFile& f : files) {
-    if (!f.fc_s16_cases.empty()) {
+    if (!f.fc_s16_cases.empty() || !f.lstm_s16_cases.empty()) {
       throw FormatError(f.path + ": the 16x8 (" + f.format + ") cases run on the host only so far");
     }
     for (const KernelCase& c : f.cases) {
@@ -547,6 +585,26 @@ CaseResult run_softmax_case(const SoftmaxCase& c) {
   return r;
 }
 
+CaseResult run_lstm_s16_case(const LstmS16Case& c) {
+  CaseResult r;
+  const qlstm_lstm_s16_params params = c.params();
+  const size_t BH = static_cast<size_t>(c.dims().batch) * static_cast<size_t>(c.dims().hidden_size);
+  std::vector<ScratchBlock> scratch(qlstm_lstm_s16_scratch_bytes(&c.dims()) / sizeof(ScratchBlock) + 1);
+  r.output_s16.assign(c.expected_output.size(), 0);
+  r.final_cell = c.stateful ? c.initial_cell : std::vector<int16_t>(BH, 0);
+  r.final_hidden_s16 = c.initial_hidden;
+  qlstm_lstm_s16_context ctx{scratch.data(), scratch.size() * sizeof(ScratchBlock), r.final_cell.data(),
+                             c.stateful ? r.final_hidden_s16.data() : nullptr};
+  r.status = qlstm_lstm_s16(&params, &ctx, c.input.data(), r.output_s16.data());
+  if (r.status != QLSTM_OK) {
+    r.mismatch = std::string("kernel returned an error: ") + qlstm_status_string(r.status);
+    return r;
+  }
+  r.mismatch = lstm_mismatch(c, r.output_s16, r.final_hidden_s16, r.final_cell);
+  r.passed = r.mismatch.empty();
+  return r;
+}
+
 CaseResult run_case(const KernelCase& c, const LstmS8Variant& variant) {
   CaseResult r;
   const qlstm_lstm_s8_params params = c.params();
@@ -563,13 +621,7 @@ CaseResult run_case(const KernelCase& c, const LstmS8Variant& variant) {
     r.mismatch = std::string("kernel returned an error: ") + qlstm_status_string(r.status);
     return r;
   }
-  r.mismatch = first_mismatch("output", c.expected_output, r.output, c, true);
-  if (r.mismatch.empty() && c.stateful) {
-    r.mismatch = first_mismatch("final_hidden", c.expected_final_hidden, r.final_hidden, c, false);
-    if (r.mismatch.empty()) {
-      r.mismatch = first_mismatch("final_cell", c.expected_final_cell, r.final_cell, c, false);
-    }
-  }
+  r.mismatch = lstm_mismatch(c, r.output, r.final_hidden, r.final_cell);
   r.passed = r.mismatch.empty();
   return r;
 }

@@ -13,6 +13,7 @@
 #include "qlstm/fully_connected_s16.h"
 #include "qlstm/fully_connected_s8.h"
 #include "qlstm/kernels.h"
+#include "qlstm/lstm_s16.h"
 #include "qlstm/lstm_s8.h"
 #include "qlstm/softmax_s8.h"
 
@@ -23,16 +24,20 @@ inline constexpr const char* kFormat = "lstm-s8-kernel-vectors/1";
 inline constexpr const char* kFcFormat = "fc-s8-vectors/1";
 inline constexpr const char* kSoftmaxFormat = "softmax-s8-vectors/1";
 inline constexpr const char* kFcS16Format = "fc-s16-vectors/1";
+inline constexpr const char* kLstmS16Format = "lstm-s16-kernel-vectors/1";
 
-// One gate's arrays (its scalars live in KernelCase::block).
-struct GateData {
+// One gate's arrays (its scalars live in the case's block); Bias: int32_t, int64_t for 16x8.
+template <class Bias>
+struct GateDataOf {
   std::vector<int8_t> input_weights;
-  std::vector<int32_t> input_effective_bias;
+  std::vector<Bias> input_effective_bias;
   std::vector<int8_t> hidden_weights;
-  std::vector<int32_t> hidden_effective_bias;
+  std::vector<Bias> hidden_effective_bias;
 };
+using GateData = GateDataOf<int32_t>;
 
 struct KernelCase {
+  using Elem = int8_t;  // input, output and hidden state
   std::string name;
   // Every scalar field of the kernel's parameter block, each set by the reader (the format has no
   // time direction or output width: CMSIS-NN walks time forwards into a dense output); the array
@@ -52,6 +57,26 @@ struct KernelCase {
   bool time_major() const { return block.layout == QLSTM_LAYOUT_TIME_MAJOR; }
   // The block with its arrays pointing into this case (valid while the case lives).
   qlstm_lstm_s8_params params() const;
+};
+
+// A 16x8 LSTM case (lstm-s16-kernel-vectors/1): as KernelCase without zero points, int16 input,
+// output and hidden state, int64 effective biases.
+struct LstmS16Case {
+  using Elem = int16_t;
+  std::string name;
+  qlstm_lstm_s16_params block{};  // the scalars; params() sets the arrays
+  std::array<GateDataOf<int64_t>, QLSTM_GATE_COUNT> gates;
+  std::vector<int16_t> input;
+  bool stateful = false;
+  std::vector<int16_t> initial_hidden;
+  std::vector<int16_t> initial_cell;
+  std::vector<int16_t> expected_output;
+  std::vector<int16_t> expected_final_hidden;
+  std::vector<int16_t> expected_final_cell;
+
+  const qlstm_lstm_dims& dims() const { return block.dims; }
+  bool time_major() const { return block.layout == QLSTM_LAYOUT_TIME_MAJOR; }
+  qlstm_lstm_s16_params params() const;
 };
 
 // A fully connected case: `batch` rows of input_size values (per tensor or per channel).
@@ -98,7 +123,10 @@ struct VectorFile {
   std::vector<FcCase> fc_cases;            // fc-s8-vectors/1
   std::vector<SoftmaxCase> softmax_cases;  // softmax-s8-vectors/1
   std::vector<FcS16Case> fc_s16_cases;     // fc-s16-vectors/1
-  size_t case_count() const { return cases.size() + fc_cases.size() + softmax_cases.size() + fc_s16_cases.size(); }
+  std::vector<LstmS16Case> lstm_s16_cases; // lstm-s16-kernel-vectors/1
+  size_t case_count() const {
+    return cases.size() + fc_cases.size() + softmax_cases.size() + fc_s16_cases.size() + lstm_s16_cases.size();
+  }
 };
 
 // Thrown for unreadable or malformed files; what() names the file, the case and the key.
@@ -120,7 +148,8 @@ struct CaseResult {
   std::vector<int8_t> output;
   std::vector<int8_t> final_hidden;
   std::vector<int16_t> final_cell;
-  std::vector<int16_t> output_s16;  // a 16x8 case's output
+  std::vector<int16_t> output_s16;  // a 16x8 case's output (and an LSTM's final hidden state)
+  std::vector<int16_t> final_hidden_s16;
 };
 
 // Every case of the files, with its expected values, as a bundle for the device firmware
@@ -136,6 +165,8 @@ CaseResult run_fc_case(const FcCase& c, const FcS8Variant* variant);
 CaseResult run_softmax_case(const SoftmaxCase& c);
 // The 16x8 FC case through the reference kernel (qlstm_fc_s16).
 CaseResult run_fc_s16_case(const FcS16Case& c);
+// The 16x8 LSTM case through the reference kernel (qlstm_lstm_s16); the results in *_s16.
+CaseResult run_lstm_s16_case(const LstmS16Case& c);
 
 }  // namespace vectors
 }  // namespace qlstm

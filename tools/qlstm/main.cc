@@ -168,6 +168,13 @@ bool verify_file(const qlstm::vectors::VectorFile& file, const SelectedVariants&
       count(c.name, v != nullptr ? v->name : "default", qlstm::vectors::run_fc_case(c, v), detail);
     }
   }
+  for (const auto& c : file.lstm_s16_cases) {
+    char detail[160];
+    std::snprintf(detail, sizeof detail, "B=%d T=%d I=%d H=%d %s %s P=%d 16x8", c.dims().batch, c.dims().time_steps,
+                  c.dims().input_size, c.dims().hidden_size, c.time_major() ? "time-major" : "batch-major",
+                  c.stateful ? "stateful" : "stateless", c.block.cell_scale_power);
+    count(c.name, "reference", qlstm::vectors::run_lstm_s16_case(c), detail);
+  }
   for (const auto& c : file.fc_s16_cases) {
     char detail[160];
     std::snprintf(detail, sizeof detail, "B=%d I=%d O=%d 16x8", c.block.rows, c.block.input_size, c.block.output_size);

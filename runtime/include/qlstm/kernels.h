@@ -22,15 +22,18 @@ namespace qlstm {
 
 // `rows` batch rows; row b of x is at x + b * x_row_stride (likewise h). h == nullptr means "no
 // recurrent term" (first step of a stateless call). Output: out_q0_15[rows][hidden_size].
-struct GateArgs {
+// (GateArgsOf<int16_t>: the same for the 16x8 LSTM's int16 input and hidden state.)
+template <class Elem>
+struct GateArgsOf {
   int32_t rows;
   int32_t input_size;
   int32_t hidden_size;
-  const int8_t* x;
+  const Elem* x;
   ptrdiff_t x_row_stride;
-  const int8_t* h;
+  const Elem* h;
   ptrdiff_t h_row_stride;
 };
+using GateArgs = GateArgsOf<int8_t>;
 using GateFn = void (*)(const qlstm_gate_s8_params& gate, const GateArgs& args,
                         int16_t* out_q0_15);
 

@@ -60,6 +60,12 @@ void cell_update(const CellUpdateParams& p, int32_t count, const int16_t* f_q0_1
   }
 }
 
+int32_t output_times_tanh_cell(const HiddenUpdateParams& p, int16_t o_q0_15, int16_t cell) {
+  const int32_t tanh_cell_q0_15 = tanh_q0_15(cell, p.tanh_left_shift);
+  return requantize_double_rounding(static_cast<int32_t>(o_q0_15) * tanh_cell_q0_15,
+                                    p.output_times_tanh_cell.multiplier, p.output_times_tanh_cell.shift);
+}
+
 void hidden_update(const HiddenUpdateParams& p, int32_t rows, int32_t hidden_size,
                    const int16_t* o_q0_15, const int16_t* cell, int8_t* h_out,
                    ptrdiff_t h_row_stride) {
@@ -67,10 +73,7 @@ void hidden_update(const HiddenUpdateParams& p, int32_t rows, int32_t hidden_siz
     const ptrdiff_t base = static_cast<ptrdiff_t>(b) * hidden_size;
     int8_t* h = h_out + b * h_row_stride;
     for (int32_t r = 0; r < hidden_size; ++r) {
-      const int32_t tanh_cell_q0_15 = tanh_q0_15(cell[base + r], p.tanh_left_shift);
-      const int32_t scaled = requantize_double_rounding(
-          static_cast<int32_t>(o_q0_15[base + r]) * tanh_cell_q0_15,
-          p.output_times_tanh_cell.multiplier, p.output_times_tanh_cell.shift);
+      const int32_t scaled = output_times_tanh_cell(p, o_q0_15[base + r], cell[base + r]);
       h[r] = fxp::saturate_to_s8(wrapping_add(scaled, p.output_zero_point));
     }
   }
