@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 bash scripts/deps.sh
 jobs=$(nproc 2>/dev/null || echo 2)
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-targets=(qlstm)
+targets=(qlstm qlstm_python)  # the CLI, and the Python module (build/python: README.md)
 # The device steps need the Arm toolchain and QEMU (installed by scripts/deps.sh).
 command -v arm-none-eabi-gcc >/dev/null && command -v qemu-system-arm >/dev/null && targets+=(firmware qlstm_icount)
 cmake --build build -j "$jobs" --target "${targets[@]}" >/dev/null
