@@ -5,7 +5,8 @@
 #                      handwritten digit row by row; and the same classifier with a GRU
 #   examples/sunspots  a forecaster: LSTM -> Linear on every step, next year's sunspot number
 # Compile each, run it on held-out data it never saw, and report memory and accuracy float vs
-# int8; run the classifier on the emulated Cortex-M55 against the host. Nothing is trained or
+# int8; run the classifier on the emulated Cortex-M55 against the host. Then the Python
+# quickstart: a small torch classifier trained (seconds) and compiled in-process. Nothing is
 # downloaded.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -66,6 +67,9 @@ echo "== kernel conformance: bundled golden vectors$( [ -d ../shared/conformance
 if [ -d ../shared/conformance ]; then
   "$qlstm" verify-vectors --variant all ../shared/conformance | tail -1
 fi
+echo
+echo "== Python: a torch module trained and compiled in-process (examples/python_quickstart.py, docs/python.md)"
+PYTHONPATH=build/python /usr/bin/python3 examples/python_quickstart.py "$out/python_quickstart"
 echo
 echo "Firmware source: $out/NAME_model.h and .cc (NAME digits_lstm, digits_gru, sunspots_lstm; build them with runtime/);" \
   "reports: $out/NAME_report.json"
