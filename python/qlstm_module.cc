@@ -118,7 +118,9 @@ struct Model {
   std::vector<std::string> warnings;
 
   qlstm::cli::ModelFiles files(const std::string& name) const {
-    if (name.empty() || name == model.name) return qlstm::cli::model_files(model, report, batch, max_time_steps, model_path);
+    if (name.empty() || name == model.name) {
+      return qlstm::cli::model_files(model, report, batch, max_time_steps, model_path);
+    }
     if (name != c_identifier(name)) {
       throw CompileError("--name '" + name + "' is not a C identifier (letters, digits, '_')");
     }
@@ -181,8 +183,8 @@ qlstm::cli::CompileArgs compile_args(const py::dict& options, const std::vector<
   return a;
 }
 
-Model compile(const std::string& path, const py::bytes& onnx_bytes, const std::string& origin, const py::list& calibration,
-              const std::vector<std::string>& calibration_names, const py::list& validation,
+Model compile(const std::string& path, const py::bytes& onnx_bytes, const std::string& origin,
+              const py::list& calibration, const std::vector<std::string>& calibration_names, const py::list& validation,
               const std::vector<std::string>& validation_names, const py::dict& options,
               const std::vector<std::string>& given) {
   const OnnxLstm onnx = import_model(path, onnx_bytes, origin);
@@ -210,6 +212,8 @@ Model compile(const std::string& path, const py::bytes& onnx_bytes, const std::s
   m.warnings = std::move(r.warnings);
   return m;
 }
+
+py::tuple quant_tuple(const AffineQuant& q) { return py::make_tuple(q.scale, q.zero_point); }
 
 Model model_from_file(const CompiledModel& cm, const std::string& origin) {
   Model m;
@@ -277,10 +281,8 @@ PYBIND11_MODULE(_qlstm, mod) {
       .def_property_readonly("batch_first", [](const Model& m) { return m.model.batch_first; })
       .def_property_readonly("input_size", [](const Model& m) { return m.model.input_size(); })
       .def_property_readonly("output_size", [](const Model& m) { return m.model.output_size(); })
-      .def_property_readonly("input_quant",
-                             [](const Model& m) { return py::make_tuple(m.model.input_quant().scale, m.model.input_quant().zero_point); })
-      .def_property_readonly("output_quant",
-                             [](const Model& m) { return py::make_tuple(m.model.output_quant().scale, m.model.output_quant().zero_point); })
+      .def_property_readonly("input_quant", [](const Model& m) { return quant_tuple(m.model.input_quant()); })
+      .def_property_readonly("output_quant", [](const Model& m) { return quant_tuple(m.model.output_quant()); })
       .def_readonly("warnings", &Model::warnings)
       .def("run", [](const Model& m, const py::array& x) { return m.run(x, false); })
       .def("run_int8", [](const Model& m, const py::array& x) { return m.run(x, true); })

@@ -69,12 +69,21 @@ def _describe(a: np.ndarray) -> str:
     return "<%s array [%s]>" % (a.dtype, ", ".join(str(d) for d in a.shape))
 
 
+def _is_array(x: Any) -> bool:
+    return isinstance(x, np.ndarray) or (hasattr(x, "detach") and hasattr(x, "cpu"))
+
+
 def _tensors(data: Any, what: str) -> Tuple[List[Any], List[str]]:
     """Calibration or validation data as the extension takes it: paths (read as the CLI reads
-    them, named by themselves in the report) and arrays (named by dtype and shape)."""
+    them, named by themselves in the report) and arrays (named by dtype and shape). data: one
+    array, tensor or path, or an iterable of them (a list, or a DataLoader's batches, of which an
+    (inputs, targets) pair gives its inputs)."""
     if data is None:
         return [], []
-    items = list(data) if isinstance(data, (list, tuple)) else [data]
+    if _is_array(data) or isinstance(data, (str, os.PathLike)):
+        items = [data]
+    else:
+        items = [b[0] if isinstance(b, (tuple, list)) and b and _is_array(b[0]) else b for b in data]
     out: List[Any] = []
     names: List[str] = []
     for k, item in enumerate(items):
@@ -203,6 +212,24 @@ class CompiledModel:
         return {k: os.path.join(outdir, k) for k in (written + ".qlstm", written + "_model.h",
                                                      written + "_model.cc", written + "_report.json")}
 
+    def as_torch_module(self) -> Any:
+        """A torch.nn.Module whose forward(x) is run(x) (as a float32 tensor on x's device): the
+        int8 simulation dropped into an existing evaluation loop. It has no parameters."""
+        import torch
+
+        compiled = self
+
+        class Int8Module(torch.nn.Module):
+            def forward(self, x: Any) -> Any:
+                device = x.device if isinstance(x, torch.Tensor) else None
+                y = torch.from_numpy(compiled.run(x))
+                return y.to(device) if device is not None else y
+
+            def extra_repr(self) -> str:
+                return compiled.name
+
+        return Int8Module()
+
     def __repr__(self) -> str:
         return "<qlstm.CompiledModel %s: %d ops>" % (self.name, len(self.ops))
 
@@ -216,8 +243,9 @@ def compile(model: Any, calibration: Any, *, name: Optional[str] = None, validat
     in the layout of its nn.LSTM / nn.GRU unless batch_first= says; the example input is
     example_input= or the first sequence of the calibration data), an onnx.ModelProto, ONNX bytes
     or the path of an .onnx file.
-    calibration: float sequences in the model's layout, a numpy array or torch tensor (or a .npy
-    path, or a list of these); validation: the same, the search's held-out data (never observed).
+    calibration: float sequences in the model's layout, a numpy array or torch tensor, a .npy
+    path, or an iterable of these (a list, or a DataLoader's batches: of an (inputs, targets)
+    batch the inputs); validation: the same, the search's held-out data (never observed).
     name: the model's C identifier (default: the file's stem for a path, else the module's class
     name, else "model").
     options: `qlstm compile`'s, with '_' for '-' and the same defaults: input_observer,

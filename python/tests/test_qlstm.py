@@ -118,7 +118,8 @@ def test_model_as_bytes_and_modelproto_and_arrays(digits_lstm):
     for m in (from_bytes, from_proto):
         assert m.run(x).tobytes() == expected.tobytes()  # the same data from an array: the same program
         assert m.ops == digits_lstm.ops
-    assert from_bytes.report["calibration"]["files"] == ["<float32 array [%s]>" % ", ".join(map(str, calibration.shape))]
+    shape = ", ".join(map(str, calibration.shape))
+    assert from_bytes.report["calibration"]["files"] == ["<float32 array [%s]>" % shape]
 
 
 def test_save_load_and_rename(tmp_path, digits_lstm):
@@ -188,6 +189,25 @@ def test_torch_classifier_module_with_example_input():
     assert got.shape == (64, 5)
     assert (got.argmax(1) == ref.argmax(1)).mean() > 0.9
     assert net.training  # the module's mode is restored after the export
+
+
+def test_dataloader_calibration_and_as_torch_module(digits_lstm):
+    torch = pytest.importorskip("torch")
+    calibration = np.load(os.path.join(DIGITS, "calibration.npy"))
+    labels = torch.zeros(len(calibration), dtype=torch.long)
+    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.from_numpy(calibration), labels),
+                                         batch_size=64)
+    compiled = qlstm.compile(os.path.join(DIGITS, "digits_lstm.onnx"), loader)
+    assert compiled.report["calibration"]["sequences"] == len(calibration)
+    assert len(compiled.report["calibration"]["files"]) == len(loader)
+    x = np.load(os.path.join(DIGITS, "test.npy"))
+    module = digits_lstm.as_torch_module()
+    with torch.no_grad():
+        y = module(torch.from_numpy(x))
+    assert isinstance(y, torch.Tensor) and y.numpy().tobytes() == digits_lstm.run(x).tobytes()
+    # The batches are the same sequences in the same order as the whole array: the same program.
+    whole = qlstm.compile(os.path.join(DIGITS, "digits_lstm.onnx"), calibration)
+    assert compiled.run(x).tobytes() == whole.run(x).tobytes()
 
 
 # --- errors -------------------------------------------------------------------------------------

@@ -61,7 +61,8 @@ SequenceTensor read_sequences(const std::string& path, int32_t input_size, bool 
 // input: one sequence), else the sequence in the input's layout ([T][W] for a rank-2 input).
 std::vector<int64_t> output_shape(const compiler::CompiledModel& m, const SequenceTensor& x);
 // Float input to the model's int8 input; throws naming `origin` for a non-finite value.
-std::vector<int8_t> quantize_input(const compiler::CompiledModel& m, const SequenceTensor& x, const std::string& origin);
+std::vector<int8_t> quantize_input(const compiler::CompiledModel& m, const SequenceTensor& x,
+                                   const std::string& origin);
 std::vector<float> dequantize_output(const compiler::CompiledModel& m, const std::vector<int8_t>& y8);
 
 // The four files of `qlstm compile`: NAME.qlstm, NAME_model.h, NAME_model.cc, NAME_report.json.
