@@ -186,7 +186,7 @@ qlstm::cli::CompileArgs compile_args(const py::dict& options, const std::vector<
 Model compile(const std::string& path, const py::bytes& onnx_bytes, const std::string& origin,
               const py::list& calibration, const std::vector<std::string>& calibration_names, const py::list& validation,
               const std::vector<std::string>& validation_names, const py::dict& options,
-              const std::vector<std::string>& given) {
+              const std::vector<std::string>& given, const py::object& progress, bool progress_auto) {
   const OnnxLstm onnx = import_model(path, onnx_bytes, origin);
   qlstm::cli::CompileArgs args = compile_args(options, given);
   args.model = origin;
@@ -202,6 +202,15 @@ Model compile(const std::string& path, const py::bytes& onnx_bytes, const std::s
     mo.validation.push_back({std::move(t.values), t.shape});
   }
   mo.validation_files = validation_names;
+  // progress(stage, done, total) on each step of each stage (None: none); progress_auto: only for a
+  // large calibration set, as the CLI.
+  size_t sequences = 0;
+  for (const CalibrationTensor& t : calib) sequences += static_cast<size_t>(t.shape.batch);
+  if (!progress.is_none() && (!progress_auto || sequences >= qlstm::cli::kLargeCalibrationSet)) {
+    mo.quantization.progress = [progress](const char* stage, int64_t done, int64_t total) {
+      progress(stage, done, total);
+    };
+  }
   ModelCompileResult r = compile_model(onnx, calib, mo);
   Model m;
   m.model = std::move(r.model);

@@ -140,6 +140,25 @@ def _export_module(module: Any, example_input: Any, calibration: List[Any], batc
     return buf.getvalue()
 
 
+class _Progress:
+    """A text progress bar on sys.stderr (a terminal or a notebook's cell): each stage of the
+    compile redrawn in place, in tenths."""
+
+    def __init__(self) -> None:
+        import sys
+        self._stream = sys.stderr
+        self._last: Tuple[str, int] = ("", -1)
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        tenth = min(10, done * 10 // total) if total > 0 else 10
+        if (stage, tenth) == self._last:
+            return
+        self._last = (stage, tenth)
+        self._stream.write("\rqlstm compile: %-40s [%-10s] %3d%%%s" % (
+            stage, "#" * tenth, tenth * 10, "\n" if tenth == 10 else ""))
+        self._stream.flush()
+
+
 class CompiledModel:
     """A compiled int8 program: run it on the host (bit-exact with the device), read its report,
     write its files."""
@@ -236,7 +255,7 @@ class CompiledModel:
 
 def compile(model: Any, calibration: Any, *, name: Optional[str] = None, validation: Any = None,
             example_input: Any = None, batch_first: Optional[bool] = None, opset: int = 14,
-            **options: Any) -> CompiledModel:
+            progress: Optional[bool] = None, **options: Any) -> CompiledModel:
     """Compile a recurrent model into an int8 program, as `qlstm compile` does.
 
     model: a torch.nn.Module (exported in memory with torch.onnx.export, the batch axis dynamic,
@@ -253,6 +272,8 @@ def compile(model: Any, calibration: Any, *, name: Optional[str] = None, validat
     weight_rounding ("nearest", "adaptive"), cell_scale ("calibrated[:HEADROOM]",
     "sequence-bound:T", "fixed:P"), bias_correction, search (False is --no-search), batch,
     max_time_steps. Those given are kept as given; the search tunes the others.
+    progress: a progress bar on sys.stderr for each stage (default: from as many calibration
+    sequences on as `qlstm compile` shows its progress from, 256).
 
     Raises UnsupportedModelError, CompileError or ModelFileError (all qlstm.Error).
     """
@@ -284,8 +305,10 @@ def compile(model: Any, calibration: Any, *, name: Optional[str] = None, validat
         opts["name"] = name
     elif default_name is not None:
         opts["name"] = default_name
+    # None: the extension shows it from the CLI's number of calibration sequences on.
     compiled = CompiledModel(_qlstm.compile(path, onnx_bytes, origin, calib, calib_names, valid, valid_names, opts,
-                                            list(options)))
+                                            list(options), None if progress is False else _Progress(),
+                                            progress is None))
     for w in compiled.warnings:
         warnings.warn("qlstm compile: " + w, stacklevel=2)
     return compiled

@@ -210,6 +210,15 @@ def test_dataloader_calibration_and_as_torch_module(digits_lstm):
     assert compiled.run(x).tobytes() == whole.run(x).tobytes()
 
 
+def test_progress(capsys):
+    path, calibration = os.path.join(DIGITS, "digits_lstm.onnx"), os.path.join(DIGITS, "calibration.npy")
+    qlstm.compile(path, calibration, search=False)
+    assert capsys.readouterr().err == ""  # 200 sequences: below the CLI's threshold
+    qlstm.compile(path, calibration, search=False, progress=True)
+    err = capsys.readouterr().err
+    assert "qlstm compile: calibrating" in err and err.endswith("100%\n")
+
+
 # --- errors -------------------------------------------------------------------------------------
 
 def compile_fails_as_the_cli(tmp_path, onnx_path, calibration, error):

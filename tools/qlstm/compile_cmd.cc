@@ -29,8 +29,6 @@ namespace {
 namespace fs = std::filesystem;
 using namespace qlstm::compiler;
 
-constexpr size_t kLargeCalibrationSet = 256;  // sequences from which compile shows its progress
-
 // The recurrent (LSTM and GRU) ops of m in state order (layer-major, forward first): row k of a
 // [ops][B][H] state.
 std::vector<const ProgramOp*> lstm_ops(const CompiledModel& m) {

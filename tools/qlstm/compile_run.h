@@ -37,6 +37,8 @@ struct CompileArgs {
   int32_t max_time_steps = 0;  // a stacked model's activation buffers; 0 = the ONNX input's T
 };
 
+constexpr size_t kLargeCalibrationSet = 256;  // sequences from which compile shows its progress
+
 // The compile options of `args` for `onnx`: the batch (args.batch, else the one a learned per-row
 // initial state fixes, else 1), the parsed observers and policies, the search, the name (args.name,
 // else the model file's stem as a C identifier; throws CompileError for one that is not), the
