@@ -14,6 +14,7 @@ packages=(
   python3                              # generators of the shipped table and golden vectors
   python3-torch python3-onnx python3-numpy   # end-to-end tests against torch (tests/e2e)
   python3-sklearn                      # examples/digits/train.py: the 8x8 digits (load_digits)
+  pybind11-dev python3-pybind11 python3-pytest   # the Python module (python/) and its tests
   binutils                             # nm, for the freestanding-runtime check
   clang libclang-rt-14-dev             # the libFuzzer targets (scripts/fuzz.sh)
   gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm   # Cortex-M builds, run under QEMU

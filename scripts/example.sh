@@ -5,14 +5,15 @@
 #                      handwritten digit row by row; and the same classifier with a GRU
 #   examples/sunspots  a forecaster: LSTM -> Linear on every step, next year's sunspot number
 # Compile each, run it on held-out data it never saw, and report memory and accuracy float vs
-# int8; run the classifier on the emulated Cortex-M55 against the host. Nothing is trained or
+# int8; run the classifier on the emulated Cortex-M55 against the host. Then the Python
+# quickstart: a small torch classifier trained (seconds) and compiled in-process. Nothing is
 # downloaded.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh
 jobs=$(nproc 2>/dev/null || echo 2)
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-targets=(qlstm)
+targets=(qlstm qlstm_python)  # the CLI, and the Python module (build/python: README.md)
 # The device steps need the Arm toolchain and QEMU (installed by scripts/deps.sh).
 command -v arm-none-eabi-gcc >/dev/null && command -v qemu-system-arm >/dev/null && targets+=(firmware qlstm_icount)
 cmake --build build -j "$jobs" --target "${targets[@]}" >/dev/null
@@ -66,6 +67,9 @@ echo "== kernel conformance: bundled golden vectors$( [ -d ../shared/conformance
 if [ -d ../shared/conformance ]; then
   "$qlstm" verify-vectors --variant all ../shared/conformance | tail -1
 fi
+echo
+echo "== Python: a torch module trained and compiled in-process (examples/python_quickstart.py, docs/python.md)"
+PYTHONPATH=build/python /usr/bin/python3 examples/python_quickstart.py "$out/python_quickstart"
 echo
 echo "Firmware source: $out/NAME_model.h and .cc (NAME digits_lstm, digits_gru, sunspots_lstm; build them with runtime/);" \
   "reports: $out/NAME_report.json"

@@ -29,85 +29,6 @@ namespace {
 namespace fs = std::filesystem;
 using namespace qlstm::compiler;
 
-constexpr size_t kLargeCalibrationSet = 256;  // sequences from which compile shows its progress
-
-// A float32 (or float64, converted) sequence tensor in the model's layout: rank 3 ([B][T][I] batch-first, [T][B][I]
-// otherwise) or rank 2 ([T][I], one sequence).
-struct SequenceTensor {
-  std::vector<float> values;
-  std::vector<int8_t> values_s8;
-  SequenceShape shape;
-  size_t rank = 3;
-};
-
-SequenceTensor read_sequences(const std::string& path, int32_t input_size, bool batch_first, bool int8) {
-  const NpyArray a = read_npy(path);
-  SequenceTensor t;
-  t.rank = a.shape.size();
-  if (a.shape.size() == 2) {
-    t.shape = {1, static_cast<int32_t>(a.shape[0]), Layout::kBatchMajor};
-  } else if (a.shape.size() == 3) {
-    const int64_t b = batch_first ? a.shape[0] : a.shape[1];
-    const int64_t s = batch_first ? a.shape[1] : a.shape[0];
-    t.shape = {static_cast<int32_t>(b), static_cast<int32_t>(s),
-               batch_first ? Layout::kBatchMajor : Layout::kTimeMajor};
-  } else {
-    throw CompileError(path + ": rank " + std::to_string(a.shape.size()) + ", expected 3 (" +
-                       (batch_first ? "[B, T, I]" : "[T, B, I]") + ") or 2 ([T, I])");
-  }
-  if (a.shape.back() != input_size) {
-    throw CompileError(path + ": feature size " + std::to_string(a.shape.back()) +
-                       " does not match the model's input_size " + std::to_string(input_size));
-  }
-  if (t.shape.batch < 1) throw CompileError(path + ": the batch dimension is 0");
-  if (int8) {
-    if (a.dtype != DType::kInt8) {
-      throw CompileError(path + ": dtype " + dtype_name(a.dtype) + ", expected int8 ('|i1'; use --float for float32)");
-    }
-    t.values_s8 = a.as_int8(path);
-  } else {
-    if (a.dtype != DType::kFloat32 && a.dtype != DType::kFloat64) {
-      throw CompileError(path + ": dtype " + std::string(dtype_name(a.dtype)) +
-                         ", expected float32 ('<f4') or float64 ('<f8', numpy's default)");
-    }
-    t.values = a.as_float(path);  // float64 converted once, each value checked to fit float32
-  }
-  return t;
-}
-
-std::vector<int64_t> npy_shape(const SequenceShape& s, int32_t features) {
-  if (s.layout == Layout::kBatchMajor) return {s.batch, s.time_steps, features};
-  return {s.time_steps, s.batch, features};
-}
-
-// The model's output for input x, as .npy: [B][W] for one row per sequence ([W] for a rank-2
-// input: one sequence), else the sequence in the input's layout ([T][W] for a rank-2 input).
-std::vector<int64_t> output_shape(const CompiledModel& m, const SequenceTensor& x) {
-  const int32_t W = m.output_size();
-  if (m.output_is_one_step()) {
-    if (x.rank == 2) return {W};
-    return {x.shape.batch, W};
-  }
-  if (x.rank == 2) return {x.shape.time_steps, W};
-  return npy_shape(x.shape, W);
-}
-
-// Float input to the model's int8 input; throws naming `path` for a non-finite value.
-std::vector<int8_t> quantize_input(const CompiledModel& m, const SequenceTensor& x, const std::string& path) {
-  std::vector<int8_t> x8(x.values.size());
-  for (size_t k = 0; k < x.values.size(); ++k) {
-    if (!std::isfinite(x.values[k])) throw CompileError(path + ": non-finite value at index " + std::to_string(k));
-    x8[k] = m.input_quant().quantize(x.values[k]);
-  }
-  return x8;
-}
-
-std::vector<float> dequantize_output(const CompiledModel& m, const std::vector<int8_t>& y8) {
-  std::vector<float> y(y8.size());
-  for (size_t k = 0; k < y8.size(); ++k) y[k] = static_cast<float>(m.output_quant().dequantize(y8[k]));
-  return y;
-}
-
 // The recurrent (LSTM and GRU) ops of m in state order (layer-major, forward first): row k of a
 // [ops][B][H] state.
 std::vector<const ProgramOp*> lstm_ops(const CompiledModel& m) {
@@ -159,20 +80,7 @@ int compile_command(const CompileArgs& args) {
       SequenceTensor t = read_sequences(path, onnx.program.input_size(), onnx.batch_first, false);
       calibration.push_back({std::move(t.values), t.shape});
     }
-    ModelCompileOptions mo;
-    for (const std::string& path : args.validation) {
-      SequenceTensor t = read_sequences(path, onnx.program.input_size(), onnx.batch_first, false);
-      mo.validation.push_back({std::move(t.values), t.shape});
-    }
-    mo.validation_files = args.validation;
-    mo.model_origin = args.model;
-    mo.calibration_files = args.calibration;
-    // A learned per-row initial state fixes the batch: the firmware is generated for it unless
-    // --batch says otherwise (which compile then refuses, naming the model's batch).
-    const int32_t fixed_batch = onnx.program.constant_state_batch();
-    const int32_t batch = args.batch > 0 ? args.batch : (fixed_batch > 0 ? fixed_batch : 1);
-    mo.batch = batch;
-    mo.max_time_steps = args.max_time_steps;
+    ModelCompileOptions mo = model_compile_options(args, onnx);
     mo.warn = [](const std::string& w) { std::fprintf(stderr, "qlstm compile: warning: %s\n", w.c_str()); };
     CompileOptions& o = mo.quantization;
     // A progress indicator on stderr when the set is large: each stage in tenths, redrawn in place
@@ -191,33 +99,11 @@ int compile_command(const CompileArgs& args) {
         std::fflush(stderr);
       };
     }
-    o.input_observer = parse_observer(args.input_observer);
-    o.output_observer = parse_observer(args.output_observer);
-    o.cell_scale = parse_cell_policy(args.cell_scale);
-    o.derive.weight_method = parse_weight_method(args.weights);
-    o.derive.bias_correction = args.bias_correction;
-    o.derive.weight_rounding = parse_weight_rounding(args.weight_rounding);
-    o.tuning = args.search ? Tuning::kSearch : Tuning::kNone;
-    o.user_fixed = args.user_fixed;
-    mo.name = args.name.empty() ? c_identifier(fs::path(args.model).stem().string()) : args.name;
-    if (mo.name != c_identifier(mo.name)) {
-      throw CompileError("--name '" + mo.name + "' is not a C identifier (letters, digits, '_')");
-    }
     const ModelCompileResult r = compile_model(onnx, calibration, mo);
     const CompiledModel& m = r.model;
     const std::string& name = m.name;
-    const std::string model_bytes = serialize_model(m);
-    const EmittedSource src = emit_cpp(m, name, batch, r.max_time_steps, fs::path(args.model).filename().string());
-
     // Everything is computed; only now is anything written.
-    std::error_code ec;
-    fs::create_directories(args.outdir, ec);
-    if (ec) throw CompileError(args.outdir + ": cannot create the output folder: " + ec.message());
-    const fs::path out(args.outdir);
-    write_file_atomically((out / (name + ".qlstm")).string(), model_bytes);
-    write_file_atomically((out / (name + "_model.h")).string(), src.header);
-    write_file_atomically((out / (name + "_model.cc")).string(), src.source);
-    write_file_atomically((out / (name + "_report.json")).string(), r.report.dump(1) + "\n");
+    write_model_files(model_files(m, r.report, mo.batch, r.max_time_steps, args.model), args.outdir);
 
     std::printf("qlstm compile: %s -> %s/%s.{qlstm, _model.h, _model.cc, _report.json}\n",
                 args.model.c_str(), args.outdir.c_str(), name.c_str());

@@ -6,29 +6,12 @@
 #include <string>
 #include <vector>
 
-#include "qlstm/compiler/quantized_lstm.h"
+#include "compile_run.h"
 
 namespace qlstm {
 namespace cli {
 
-struct CompileArgs {
-  std::string model;
-  std::vector<std::string> calibration;
-  std::vector<std::string> validation;  // the search's held-out data instead of k-fold; never observed
-  std::string outdir = ".";
-  std::string name;
-  int32_t batch = 0;  // 0: the batch the model fixes (a learned per-row initial state), else 1
-  std::string input_observer = "minmax";
-  std::string output_observer = "minmax";
-  std::string weights = "maxabs";
-  std::string weight_rounding = "nearest";
-  std::string cell_scale = "calibrated:1.25";
-  bool search = true;
-  bool bias_correction = false;
-  // The options given on the command line: kept as given, the search tunes only the others.
-  compiler::UserFixedChoices user_fixed;
-  int32_t max_time_steps = 0;  // a stacked model's activation buffers; 0 = the ONNX input's T
-};
+// CompileArgs: compile_run.h.
 // Exit status: 0 written; 1 any error (nothing written).
 int compile_command(const CompileArgs& args);
 

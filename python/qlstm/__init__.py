@@ -1,0 +1,324 @@
+"""qlstm: compile a PyTorch recurrent model into one int8 program for Cortex-M, in-process.
+
+The same C++ compiler and bit-exact simulation as the ``qlstm`` command line (the ``_qlstm``
+extension; no subprocess), with torch and numpy in and out::
+
+    import qlstm
+    compiled = qlstm.compile(model, calibration)   # an nn.Module, ONNX (bytes, ModelProto, path)
+    y = compiled.run(x)                            # float in, float out through the int8 program
+    compiled.save("out")                           # NAME.qlstm, NAME_model.h/.cc, NAME_report.json
+
+Errors are :class:`Error` subclasses carrying the CLI's messages: :class:`UnsupportedModelError`
+(the model is outside what qlstm compiles; ``.problems`` names each node and reason),
+:class:`CompileError` and :class:`ModelFileError`. See docs/python.md.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import warnings
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from . import _qlstm
+
+Error = _qlstm.Error
+UnsupportedModelError = _qlstm.UnsupportedModelError
+CompileError = _qlstm.CompileError
+ModelFileError = _qlstm.ModelFileError
+
+__all__ = ["compile", "load", "CompiledModel", "Error", "UnsupportedModelError", "CompileError",
+           "ModelFileError"]
+
+# `qlstm compile`'s options: keyword (the CLI's flag with '_' for '-') -> its default. `search`
+# is the CLI's --no-search inverted.
+OPTIONS: Dict[str, Any] = {
+    "input_observer": "minmax",
+    "output_observer": "minmax",
+    "weights": "maxabs",
+    "weight_rounding": "nearest",
+    "cell_scale": "calibrated:1.25",
+    "search": True,
+    "bias_correction": False,
+    "batch": 0,
+    "max_time_steps": 0,
+}
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+def _is_torch_module(obj: Any) -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return isinstance(obj, torch.nn.Module)
+
+
+def _as_array(x: Any) -> np.ndarray:
+    """A numpy array of x (a numpy array, a torch tensor or anything np.asarray takes), C-ordered."""
+    if hasattr(x, "detach") and hasattr(x, "cpu"):  # a torch tensor
+        x = x.detach().cpu().numpy()
+    return np.ascontiguousarray(np.asarray(x))
+
+
+def _describe(a: np.ndarray) -> str:
+    return "<%s array [%s]>" % (a.dtype, ", ".join(str(d) for d in a.shape))
+
+
+def _is_array(x: Any) -> bool:
+    return isinstance(x, np.ndarray) or (hasattr(x, "detach") and hasattr(x, "cpu"))
+
+
+def _tensors(data: Any, what: str) -> Tuple[List[Any], List[str]]:
+    """Calibration or validation data as the extension takes it: paths (read as the CLI reads
+    them, named by themselves in the report) and arrays (named by dtype and shape). data: one
+    array, tensor or path, or an iterable of them (a list, or a DataLoader's batches, of which an
+    (inputs, targets) pair gives its inputs)."""
+    if data is None:
+        return [], []
+    if _is_array(data) or isinstance(data, (str, os.PathLike)):
+        items = [data]
+    else:
+        items = [b[0] if isinstance(b, (tuple, list)) and b and _is_array(b[0]) else b for b in data]
+    out: List[Any] = []
+    names: List[str] = []
+    for k, item in enumerate(items):
+        if isinstance(item, (str, os.PathLike)):
+            out.append(os.fspath(item))
+            names.append(os.fspath(item))
+        else:
+            a = _as_array(item)
+            out.append(a)
+            names.append(_describe(a) if len(items) == 1 else "%s %d %s" % (what, k, _describe(a)))
+    return out, names
+
+
+def _module_batch_first(module: Any) -> bool:
+    """The layout of a torch module's input: the batch_first of its first nn.LSTM / nn.GRU (or of
+    the module itself), else batch-first."""
+    import torch
+    if hasattr(module, "batch_first"):
+        return bool(module.batch_first)
+    for sub in module.modules():
+        if isinstance(sub, torch.nn.RNNBase):
+            return bool(sub.batch_first)
+    return True
+
+
+def _export_module(module: Any, example_input: Any, calibration: List[Any], batch_first: Optional[bool],
+                   opset: int) -> bytes:
+    """torch.onnx.export in memory, in eval mode, the batch axis dynamic."""
+    import torch
+    if batch_first is None:
+        batch_first = _module_batch_first(module)
+    batch_axis = 0 if batch_first else 1
+    if example_input is None:
+        arrays = [c for c in calibration if isinstance(c, np.ndarray)]
+        if not arrays:
+            raise TypeError("compile(): a torch module needs example_input= or array calibration data")
+        first = arrays[0]
+        example_input = first[:1] if first.ndim == 2 or batch_first else first[:, :1]
+    if not isinstance(example_input, torch.Tensor):
+        example_input = torch.from_numpy(np.ascontiguousarray(np.asarray(example_input, dtype=np.float32)))
+    example_input = example_input.float()
+    dynamic = {"x": {batch_axis: "batch"}} if example_input.dim() == 3 else None
+    buf = io.BytesIO()
+    training = module.training
+    module.eval()
+    try:
+        # torch's export notes (about its own shape inference of RNNs) are not the caller's concern.
+        with torch.no_grad(), warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            torch.onnx.export(module, (example_input,), buf, opset_version=opset, input_names=["x"],
+                              output_names=["y"], dynamic_axes=dynamic)
+    finally:
+        module.train(training)
+    return buf.getvalue()
+
+
+class _Progress:
+    """A text progress bar on sys.stderr (a terminal or a notebook's cell): each stage of the
+    compile redrawn in place, in tenths."""
+
+    def __init__(self) -> None:
+        import sys
+        self._stream = sys.stderr
+        self._last: Tuple[str, int] = ("", -1)
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        tenth = min(10, done * 10 // total) if total > 0 else 10
+        if (stage, tenth) == self._last:
+            return
+        self._last = (stage, tenth)
+        self._stream.write("\rqlstm compile: %-40s [%-10s] %3d%%%s" % (
+            stage, "#" * tenth, tenth * 10, "\n" if tenth == 10 else ""))
+        self._stream.flush()
+
+
+class CompiledModel:
+    """A compiled int8 program: run it on the host (bit-exact with the device), read its report,
+    write its files."""
+
+    def __init__(self, model: "_qlstm.Model") -> None:
+        self._model = model
+        self._report: Optional[Dict[str, Any]] = None
+
+    @property
+    def name(self) -> str:
+        """The model's C identifier: the prefix of its files and of the firmware's symbols."""
+        return self._model.name
+
+    @property
+    def report(self) -> Dict[str, Any]:
+        """The JSON report of `qlstm compile` (NAME_report.json) as a dict."""
+        if self._report is None:
+            self._report = json.loads(self._model.report_json)
+        return self._report
+
+    @property
+    def ops(self) -> List[Dict[str, Any]]:
+        """The op table: one dict per op of the program (kind, shape, output quantization, flash
+        and RAM bytes), as the report's "op_table"."""
+        return list(self.report.get("op_table", []))
+
+    @property
+    def batch_first(self) -> bool:
+        """The input's layout: [B, T, I] (True) or [T, B, I]."""
+        return self._model.batch_first
+
+    @property
+    def input_quant(self) -> Tuple[float, int]:
+        """The int8 input's (scale, zero point): x ~= scale * (q - zero_point)."""
+        return self._model.input_quant
+
+    @property
+    def output_quant(self) -> Tuple[float, int]:
+        """The int8 output's (scale, zero point)."""
+        return self._model.output_quant
+
+    @property
+    def warnings(self) -> List[str]:
+        """The calibration warnings of the compile (also issued as Python warnings)."""
+        return list(self._model.warnings)
+
+    def run(self, x: Any) -> np.ndarray:
+        """Float in, float out through the int8 program, as `qlstm run --float` (bit for bit).
+
+        x: [B, T, I] (batch-first models), [T, B, I] (sequence-first) or one sequence [T, I];
+        float32 or float64 (numpy or torch). Returns float32: [B, W] for a model with one output
+        row per sequence ([W] for one sequence), else the sequence in the input's layout.
+        """
+        return self._model.run(_as_array(x))
+
+    def run_int8(self, x: Any) -> np.ndarray:
+        """int8 in, int8 out, as `qlstm run` without --float; x quantized by input_quant."""
+        return self._model.run_int8(_as_array(x))
+
+    def files(self, name: Optional[str] = None) -> Dict[str, bytes]:
+        """The four files `save` writes, by file name, without writing them."""
+        return self._model.files(name or "")
+
+    def save(self, outdir: PathLike, name: Optional[str] = None) -> Dict[str, str]:
+        """Write exactly the files of `qlstm compile` into outdir (created if needed): NAME.qlstm,
+        NAME_model.h, NAME_model.cc, NAME_report.json. name: another C identifier than the
+        model's. Returns the paths written, by file name."""
+        outdir = os.fspath(outdir)
+        written = self._model.save(outdir, name or "")
+        return {k: os.path.join(outdir, k) for k in (written + ".qlstm", written + "_model.h",
+                                                     written + "_model.cc", written + "_report.json")}
+
+    def as_torch_module(self) -> Any:
+        """A torch.nn.Module whose forward(x) is run(x) (as a float32 tensor on x's device): the
+        int8 simulation dropped into an existing evaluation loop. It has no parameters."""
+        import torch
+
+        compiled = self
+
+        class Int8Module(torch.nn.Module):
+            def forward(self, x: Any) -> Any:
+                device = x.device if isinstance(x, torch.Tensor) else None
+                y = torch.from_numpy(compiled.run(x))
+                return y.to(device) if device is not None else y
+
+            def extra_repr(self) -> str:
+                return compiled.name
+
+        return Int8Module()
+
+    def __repr__(self) -> str:
+        return "<qlstm.CompiledModel %s: %d ops>" % (self.name, len(self.ops))
+
+
+def compile(model: Any, calibration: Any, *, name: Optional[str] = None, validation: Any = None,
+            example_input: Any = None, batch_first: Optional[bool] = None, opset: int = 14,
+            progress: Optional[bool] = None, **options: Any) -> CompiledModel:
+    """Compile a recurrent model into an int8 program, as `qlstm compile` does.
+
+    model: a torch.nn.Module (exported in memory with torch.onnx.export, the batch axis dynamic,
+    in the layout of its nn.LSTM / nn.GRU unless batch_first= says; the example input is
+    example_input= or the first sequence of the calibration data), an onnx.ModelProto, ONNX bytes
+    or the path of an .onnx file.
+    calibration: float sequences in the model's layout, a numpy array or torch tensor, a .npy
+    path, or an iterable of these (a list, or a DataLoader's batches: of an (inputs, targets)
+    batch the inputs); validation: the same, the search's held-out data (never observed).
+    name: the model's C identifier (default: the file's stem for a path, else the module's class
+    name, else "model").
+    options: `qlstm compile`'s, with '_' for '-' and the same defaults: input_observer,
+    output_observer ("minmax", "percentile[:P]", "mse", "kl"), weights ("maxabs", "mse"),
+    weight_rounding ("nearest", "adaptive"), cell_scale ("calibrated[:HEADROOM]",
+    "sequence-bound:T", "fixed:P"), bias_correction, search (False is --no-search), batch,
+    max_time_steps. Those given are kept as given; the search tunes the others.
+    progress: a progress bar on sys.stderr for each stage (default: from as many calibration
+    sequences on as `qlstm compile` shows its progress from, 256).
+
+    Raises UnsupportedModelError, CompileError or ModelFileError (all qlstm.Error).
+    """
+    unknown = sorted(set(options) - set(OPTIONS))
+    if unknown:
+        raise TypeError("compile() got an unexpected keyword argument '%s'" % unknown[0])
+    calib, calib_names = _tensors(calibration, "calibration")
+    if not calib:
+        raise CompileError("no calibration data")
+    valid, valid_names = _tensors(validation, "validation")
+    path, onnx_bytes, origin, default_name = "", b"", "", "model"
+    if isinstance(model, (str, os.PathLike)):
+        path = origin = os.fspath(model)
+        default_name = None  # the CLI's: the file's stem
+    elif isinstance(model, (bytes, bytearray)):
+        onnx_bytes, origin = bytes(model), "<onnx bytes>"
+    elif hasattr(model, "SerializeToString"):  # an onnx.ModelProto
+        onnx_bytes = model.SerializeToString()
+        origin = "<onnx.ModelProto %s>" % (model.graph.name or "model")
+    elif _is_torch_module(model):
+        onnx_bytes = _export_module(model, example_input, calib, batch_first, opset)
+        origin = "<torch %s>" % type(model).__name__
+        default_name = _qlstm.c_identifier(type(model).__name__.lower())
+    else:
+        raise TypeError("compile(): model must be a torch.nn.Module, an onnx.ModelProto, ONNX bytes or a path, "
+                        "not %s" % type(model).__name__)
+    opts = dict(options)
+    if name is not None:
+        opts["name"] = name
+    elif default_name is not None:
+        opts["name"] = default_name
+    # None: the extension shows it from the CLI's number of calibration sequences on.
+    compiled = CompiledModel(_qlstm.compile(path, onnx_bytes, origin, calib, calib_names, valid, valid_names, opts,
+                                            list(options), None if progress is False else _Progress(),
+                                            progress is None))
+    for w in compiled.warnings:
+        warnings.warn("qlstm compile: " + w, stacklevel=2)
+    return compiled
+
+
+def load(path: PathLike) -> CompiledModel:
+    """A compiled model from its .qlstm file (checked as `qlstm run` checks it: ModelFileError)."""
+    return CompiledModel(_qlstm.load(os.fspath(path)))
+
+
+def from_bytes(data: bytes, origin: str = "<bytes>") -> CompiledModel:
+    """A compiled model from the bytes of a .qlstm file."""
+    return CompiledModel(_qlstm.from_bytes(bytes(data), origin))

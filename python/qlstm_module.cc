@@ -1,0 +1,317 @@
+// _qlstm: the Python extension under `import qlstm` (python/qlstm/__init__.py is its typed,
+// documented face). The compiler, the model file and the int8 program run exactly as `qlstm compile`
+// and `qlstm run` do them (tools/qlstm/compile_run.h), in-process: no subprocess, no second
+// implementation. Errors become the exceptions qlstm.Error, UnsupportedModelError, CompileError and
+// ModelFileError, with the CLI's messages.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "compile_run.h"
+#include "qlstm/compiler/compile.h"
+#include "qlstm/compiler/emit_cpp.h"
+#include "qlstm/compiler/file_io.h"
+#include "qlstm/compiler/model_file.h"
+#include "qlstm/compiler/npy.h"
+#include "qlstm/compiler/onnx_import.h"
+#include "qlstm/compiler/program.h"
+
+namespace py = pybind11;
+using namespace qlstm::compiler;
+using qlstm::cli::SequenceTensor;
+
+namespace {
+
+// The exception types (set when the module loads).
+PyObject* g_error = nullptr;
+PyObject* g_unsupported = nullptr;
+PyObject* g_compile_error = nullptr;
+PyObject* g_model_file_error = nullptr;
+
+// Thrown inside the module and translated to the Python exception of the same name.
+struct UnsupportedModel : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+struct ModelFileProblem : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// UnsupportedModelError(message) with .problems: one entry per node and reason (the importer's
+// message has a header line, then one indented line per problem).
+void raise_unsupported(const std::string& message) {
+  py::list problems;
+  const size_t first = message.find('\n');
+  if (first == std::string::npos) {
+    problems.append(message);
+  } else {
+    size_t at = first + 1;
+    while (at <= message.size()) {
+      size_t end = message.find('\n', at);
+      if (end == std::string::npos) end = message.size();
+      std::string line = message.substr(at, end - at);
+      line.erase(0, line.find_first_not_of(' '));
+      if (!line.empty()) problems.append(line);
+      at = end + 1;
+    }
+  }
+  py::object exc = py::reinterpret_borrow<py::object>(g_unsupported)(message);
+  exc.attr("problems") = problems;
+  PyErr_SetObject(g_unsupported, exc.ptr());
+}
+
+// The ONNX model imported: the importer's refusals as UnsupportedModel, a file that cannot be
+// read or parsed as ModelFileProblem. `path` set: read from that file (as the CLI does).
+OnnxLstm import_model(const std::string& path, const std::string& bytes, const std::string& origin) {
+  try {
+    return path.empty() ? import_onnx_bytes(bytes, origin) : import_onnx(path);
+  } catch (const FileError& e) {
+    throw ModelFileProblem(e.what());
+  } catch (const CompileError& e) {
+    throw UnsupportedModel(e.what());
+  }
+}
+
+// A C-contiguous numpy array as the .npy reader's NpyArray (its dtype checked by the caller's
+// conversion, with the CLI's messages).
+NpyArray npy_array(const py::array& a, const std::string& origin) {
+  const py::dtype dt = a.dtype();
+  const char kind = dt.kind();
+  const size_t size = static_cast<size_t>(dt.itemsize());
+  NpyArray n;
+  if (kind == 'f' && size == 4) n.dtype = DType::kFloat32;
+  else if (kind == 'f' && size == 8) n.dtype = DType::kFloat64;
+  else if (kind == 'i' && size == 1) n.dtype = DType::kInt8;
+  else if (kind == 'i' && size == 2) n.dtype = DType::kInt16;
+  else if (kind == 'i' && size == 4) n.dtype = DType::kInt32;
+  else if (kind == 'i' && size == 8) n.dtype = DType::kInt64;
+  else throw CompileError(origin + ": dtype " + dt.attr("name").cast<std::string>() + " is not supported");
+  if (dt.byteorder() == '>') throw CompileError(origin + ": a big-endian array (convert it with astype)");
+  if (!(a.flags() & py::array::c_style)) throw CompileError(origin + ": the array is not C-contiguous");
+  for (py::ssize_t d = 0; d < a.ndim(); ++d) n.shape.push_back(static_cast<int64_t>(a.shape(d)));
+  n.bytes.resize(static_cast<size_t>(a.nbytes()));
+  if (!n.bytes.empty()) std::memcpy(n.bytes.data(), a.data(), n.bytes.size());
+  return n;
+}
+
+// A calibration or validation entry: a path (a .npy/.npz file, read as the CLI reads it) or an array.
+SequenceTensor sequences(const py::handle& item, const std::string& origin, const OnnxLstm& onnx) {
+  if (py::isinstance<py::str>(item)) {
+    return qlstm::cli::read_sequences(item.cast<std::string>(), onnx.program.input_size(), onnx.batch_first, false);
+  }
+  return qlstm::cli::sequences_from_array(npy_array(item.cast<py::array>(), origin), origin,
+                                          onnx.program.input_size(), onnx.batch_first, false);
+}
+
+// A compiled model with what its files need: the report, the firmware's batch and longest call,
+// and the model as given (the emitted source names its file).
+struct Model {
+  CompiledModel model;
+  nlohmann::json report;
+  int32_t batch = 1;
+  int32_t max_time_steps = 0;
+  std::string model_path;
+  std::vector<std::string> warnings;
+
+  qlstm::cli::ModelFiles files(const std::string& name) const {
+    if (name.empty() || name == model.name) {
+      return qlstm::cli::model_files(model, report, batch, max_time_steps, model_path);
+    }
+    if (name != c_identifier(name)) {
+      throw CompileError("--name '" + name + "' is not a C identifier (letters, digits, '_')");
+    }
+    CompiledModel renamed = model;
+    nlohmann::json renamed_report = report;
+    renamed.name = name;
+    renamed_report["name"] = name;
+    renamed.report_json = renamed_report.dump();
+    return qlstm::cli::model_files(renamed, renamed_report, batch, max_time_steps, model_path);
+  }
+
+  // x (float, or int8 when `int8`) through the int8 program from the model's own initial state.
+  py::array run(const py::array& x, bool int8) const {
+    if (model.initial_hidden == StateSource::kInput || model.initial_cell == StateSource::kInput) {
+      throw CompileError(model.name + ": the model takes its initial state as an input, which run does not give yet");
+    }
+    const SequenceTensor t =
+        qlstm::cli::sequences_from_array(npy_array(x, "x"), "x", model.input_size(), model.batch_first, int8);
+    const std::vector<int8_t> y8 =
+        run_program_s8(model, int8 ? t.values_s8 : qlstm::cli::quantize_input(model, t, "x"), t.shape);
+    std::vector<py::ssize_t> shape;
+    for (int64_t d : qlstm::cli::output_shape(model, t)) shape.push_back(static_cast<py::ssize_t>(d));
+    if (int8) {
+      py::array_t<int8_t> y(shape);
+      std::memcpy(y.mutable_data(), y8.data(), y8.size());
+      return std::move(y);
+    }
+    const std::vector<float> yf = qlstm::cli::dequantize_output(model, y8);
+    py::array_t<float> y(shape);
+    std::memcpy(y.mutable_data(), yf.data(), yf.size() * sizeof(float));
+    return std::move(y);
+  }
+};
+
+// qlstm compile's options from keywords of the same names (CompileArgs' defaults for those
+// missing); `given` lists those the caller set, which the search keeps as given.
+qlstm::cli::CompileArgs compile_args(const py::dict& options, const std::vector<std::string>& given) {
+  qlstm::cli::CompileArgs a;
+  std::map<std::string, std::string*> strings = {
+      {"input_observer", &a.input_observer}, {"output_observer", &a.output_observer},
+      {"weights", &a.weights},               {"weight_rounding", &a.weight_rounding},
+      {"cell_scale", &a.cell_scale},         {"name", &a.name}};
+  std::map<std::string, int32_t*> ints = {{"batch", &a.batch}, {"max_time_steps", &a.max_time_steps}};
+  std::map<std::string, bool*> bools = {{"search", &a.search}, {"bias_correction", &a.bias_correction}};
+  for (const auto& [key, value] : options) {
+    const std::string k = key.cast<std::string>();
+    if (strings.count(k)) *strings[k] = value.cast<std::string>();
+    else if (ints.count(k)) *ints[k] = value.cast<int32_t>();
+    else if (bools.count(k)) *bools[k] = value.cast<bool>();
+    else throw py::type_error("compile() got an unexpected keyword argument '" + k + "'");
+  }
+  for (const std::string& g : given) {
+    a.user_fixed.input_observer |= g == "input_observer";
+    a.user_fixed.output_observer |= g == "output_observer";
+    a.user_fixed.weights |= g == "weights";
+    a.user_fixed.weight_rounding |= g == "weight_rounding";
+    a.user_fixed.cell_headroom |= g == "cell_scale";
+    a.user_fixed.bias_correction |= g == "bias_correction";
+  }
+  return a;
+}
+
+Model compile(const std::string& path, const py::bytes& onnx_bytes, const std::string& origin,
+              const py::list& calibration, const std::vector<std::string>& calibration_names, const py::list& validation,
+              const std::vector<std::string>& validation_names, const py::dict& options,
+              const std::vector<std::string>& given, const py::object& progress, bool progress_auto) {
+  const OnnxLstm onnx = import_model(path, onnx_bytes, origin);
+  qlstm::cli::CompileArgs args = compile_args(options, given);
+  args.model = origin;
+  args.calibration = calibration_names;
+  ModelCompileOptions mo = qlstm::cli::model_compile_options(args, onnx);
+  std::vector<CalibrationTensor> calib;
+  for (size_t k = 0; k < calibration.size(); ++k) {
+    SequenceTensor t = sequences(calibration[k], calibration_names.at(k), onnx);
+    calib.push_back({std::move(t.values), t.shape});
+  }
+  for (size_t k = 0; k < validation.size(); ++k) {
+    SequenceTensor t = sequences(validation[k], validation_names.at(k), onnx);
+    mo.validation.push_back({std::move(t.values), t.shape});
+  }
+  mo.validation_files = validation_names;
+  // progress(stage, done, total) on each step of each stage (None: none); progress_auto: only for a
+  // large calibration set, as the CLI.
+  size_t sequences = 0;
+  for (const CalibrationTensor& t : calib) sequences += static_cast<size_t>(t.shape.batch);
+  if (!progress.is_none() && (!progress_auto || sequences >= qlstm::cli::kLargeCalibrationSet)) {
+    mo.quantization.progress = [progress](const char* stage, int64_t done, int64_t total) {
+      progress(stage, done, total);
+    };
+  }
+  ModelCompileResult r = compile_model(onnx, calib, mo);
+  Model m;
+  m.model = std::move(r.model);
+  m.report = std::move(r.report);
+  m.batch = mo.batch;
+  m.max_time_steps = r.max_time_steps;
+  m.model_path = origin;
+  m.warnings = std::move(r.warnings);
+  return m;
+}
+
+py::tuple quant_tuple(const AffineQuant& q) { return py::make_tuple(q.scale, q.zero_point); }
+
+Model model_from_file(const CompiledModel& cm, const std::string& origin) {
+  Model m;
+  m.model = cm;
+  m.report = cm.report_json.empty() ? nlohmann::json::object() : nlohmann::json::parse(cm.report_json);
+  m.batch = m.report.value("firmware_batch", 1);
+  m.max_time_steps = m.report.value("max_time_steps", 0);
+  m.model_path = m.report.value("model", origin);
+  return m;
+}
+
+Model load(const std::string& path) {
+  try {
+    return model_from_file(load_model(path), path);
+  } catch (const CompileError& e) {  // every load error is about the file (as qlstm run says)
+    throw ModelFileProblem(e.what());
+  }
+}
+
+Model from_bytes(const py::bytes& bytes, const std::string& origin) {
+  try {
+    return model_from_file(parse_model(bytes, origin), origin);
+  } catch (const CompileError& e) {
+    throw ModelFileProblem(e.what());
+  }
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_qlstm, mod) {
+  mod.doc() = "The qlstm compiler and bit-exact int8 simulation (use the qlstm package, not this module)";
+  g_error = PyErr_NewExceptionWithDoc("qlstm.Error", "Every error qlstm raises.", PyExc_Exception, nullptr);
+  g_unsupported = PyErr_NewExceptionWithDoc(
+      "qlstm.UnsupportedModelError",
+      "The model is outside what qlstm compiles; .problems has one entry per node and reason.", g_error, nullptr);
+  g_compile_error = PyErr_NewExceptionWithDoc(
+      "qlstm.CompileError", "Compilation failed (calibration data, options, derivation, a run's input).", g_error,
+      nullptr);
+  g_model_file_error = PyErr_NewExceptionWithDoc(
+      "qlstm.ModelFileError", "A model file (ONNX, .qlstm) that cannot be read, or is malformed or corrupted.",
+      g_error, nullptr);
+  mod.add_object("Error", py::handle(g_error));
+  mod.add_object("UnsupportedModelError", py::handle(g_unsupported));
+  mod.add_object("CompileError", py::handle(g_compile_error));
+  mod.add_object("ModelFileError", py::handle(g_model_file_error));
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const UnsupportedModel& e) {
+      raise_unsupported(e.what());
+    } catch (const ModelFileProblem& e) {
+      PyErr_SetString(g_model_file_error, e.what());
+    } catch (const FileError& e) {
+      PyErr_SetString(g_model_file_error, e.what());
+    } catch (const CompileError& e) {
+      PyErr_SetString(g_compile_error, e.what());
+    } catch (const NpyError& e) {
+      PyErr_SetString(g_compile_error, e.what());
+    }
+  });
+
+  py::class_<Model>(mod, "Model")
+      .def_property_readonly("name", [](const Model& m) { return m.model.name; })
+      .def_property_readonly("report_json", [](const Model& m) { return m.report.dump(); })
+      .def_property_readonly("batch_first", [](const Model& m) { return m.model.batch_first; })
+      .def_property_readonly("input_size", [](const Model& m) { return m.model.input_size(); })
+      .def_property_readonly("output_size", [](const Model& m) { return m.model.output_size(); })
+      .def_property_readonly("input_quant", [](const Model& m) { return quant_tuple(m.model.input_quant()); })
+      .def_property_readonly("output_quant", [](const Model& m) { return quant_tuple(m.model.output_quant()); })
+      .def_readonly("warnings", &Model::warnings)
+      .def("run", [](const Model& m, const py::array& x) { return m.run(x, false); })
+      .def("run_int8", [](const Model& m, const py::array& x) { return m.run(x, true); })
+      .def("files",
+           [](const Model& m, const std::string& name) {
+             const qlstm::cli::ModelFiles f = m.files(name);
+             py::dict d;
+             d[py::str(f.name + ".qlstm")] = py::bytes(f.model_bytes);
+             d[py::str(f.name + "_model.h")] = py::bytes(f.header);
+             d[py::str(f.name + "_model.cc")] = py::bytes(f.source);
+             d[py::str(f.name + "_report.json")] = py::bytes(f.report);
+             return d;
+           })
+      .def("save", [](const Model& m, const std::string& outdir, const std::string& name) {
+        const qlstm::cli::ModelFiles f = m.files(name);
+        qlstm::cli::write_model_files(f, outdir);
+        return f.name;
+      });
+  mod.def("compile", &compile);
+  mod.def("load", &load);
+  mod.def("from_bytes", &from_bytes);
+  mod.def("c_identifier", &c_identifier);
+}

@@ -1,0 +1,287 @@
+"""pytest for `import qlstm` (python/): every entry point, torch modules compiled in-process, the
+error types and messages, and the same files and outputs as the `qlstm` CLI.
+
+Run by ctest (python/CMakeLists.txt) with PYTHONPATH at the build's python/ folder and QLSTM_CLI
+the build's qlstm executable."""
+
+import os
+import subprocess
+
+import numpy as np
+import pytest
+
+import qlstm
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+EXAMPLES = os.path.normpath(os.path.join(HERE, "..", "..", "examples"))
+DIGITS = os.path.join(EXAMPLES, "digits")
+CLI = os.environ.get("QLSTM_CLI", "qlstm")
+
+
+def cli(*args):
+    """Runs the qlstm CLI; returns (exit status, stdout, stderr)."""
+    p = subprocess.run([CLI] + [str(a) for a in args], capture_output=True, text=True)
+    return p.returncode, p.stdout, p.stderr
+
+
+def files_of(folder):
+    return {name: open(os.path.join(folder, name), "rb").read() for name in sorted(os.listdir(folder))}
+
+
+@pytest.fixture(scope="module")
+def digits_lstm():
+    return qlstm.compile(os.path.join(DIGITS, "digits_lstm.onnx"), os.path.join(DIGITS, "calibration.npy"))
+
+
+# --- the same results as the CLI ----------------------------------------------------------------
+
+@pytest.mark.parametrize("model", ["digits_lstm", "digits_gru"])
+def test_save_writes_the_cli_files_byte_for_byte(tmp_path, model):
+    onnx_path = os.path.join(DIGITS, model + ".onnx")
+    calibration = os.path.join(DIGITS, "calibration.npy")
+    status, _, err = cli("compile", onnx_path, "--calibration", calibration, "-o", tmp_path / "cli")
+    assert status == 0, err
+    written = qlstm.compile(onnx_path, calibration).save(tmp_path / "py")
+    assert sorted(written) == sorted(files_of(tmp_path / "cli"))
+    assert files_of(tmp_path / "py") == files_of(tmp_path / "cli")
+
+
+def test_options_as_the_cli_flags(tmp_path):
+    onnx_path = os.path.join(DIGITS, "digits_lstm.onnx")
+    calibration = os.path.join(DIGITS, "calibration.npy")
+    status, _, err = cli("compile", onnx_path, "--calibration", calibration, "-o", tmp_path / "cli", "--no-search",
+                         "--input-observer", "percentile:99.9", "--batch", "4", "--name", "digits4")
+    assert status == 0, err
+    compiled = qlstm.compile(onnx_path, calibration, search=False, input_observer="percentile:99.9", batch=4,
+                             name="digits4")
+    compiled.save(tmp_path / "py")
+    assert files_of(tmp_path / "py") == files_of(tmp_path / "cli")
+    assert compiled.report["firmware_batch"] == 4
+
+
+def test_run_equals_cli_run_float_bit_for_bit(tmp_path, digits_lstm):
+    digits_lstm.save(tmp_path)
+    x = os.path.join(DIGITS, "test.npy")
+    status, _, err = cli("run", tmp_path / "digits_lstm.qlstm", "--input", x, "--output", tmp_path / "y.npy",
+                         "--float")
+    assert status == 0, err
+    expected = np.load(tmp_path / "y.npy")
+    got = digits_lstm.run(np.load(x))
+    assert got.dtype == expected.dtype and got.shape == expected.shape
+    assert got.tobytes() == expected.tobytes()
+
+
+def test_run_int8_equals_cli_run(tmp_path, digits_lstm):
+    digits_lstm.save(tmp_path)
+    scale, zero_point = digits_lstm.input_quant
+    x8 = np.clip(np.round(np.load(os.path.join(DIGITS, "test.npy")) / scale) + zero_point, -128, 127).astype(np.int8)
+    np.save(tmp_path / "x8.npy", x8)
+    status, _, err = cli("run", tmp_path / "digits_lstm.qlstm", "--input", tmp_path / "x8.npy", "--output",
+                         tmp_path / "y8.npy")
+    assert status == 0, err
+    got = digits_lstm.run_int8(x8)
+    assert got.dtype == np.int8
+    assert got.tobytes() == np.load(tmp_path / "y8.npy").tobytes()
+
+
+# --- every entry point ----------------------------------------------------------------------------
+
+def test_report_ops_and_accuracy(digits_lstm):
+    assert digits_lstm.name == "digits_lstm"
+    assert digits_lstm.report["name"] == "digits_lstm"
+    assert [op["kind"] for op in digits_lstm.ops] == [row["kind"] for row in digits_lstm.report["op_table"]]
+    assert digits_lstm.ops[0]["kind"] == "lstm"
+    y = digits_lstm.run(np.load(os.path.join(DIGITS, "test.npy")))
+    labels = np.load(os.path.join(DIGITS, "test_labels.npy"))
+    assert y.shape == (len(labels), 10)
+    assert (y.argmax(1) == labels).mean() > 0.9
+
+
+def test_run_takes_torch_float64_and_one_sequence(digits_lstm):
+    torch = pytest.importorskip("torch")
+    x = np.load(os.path.join(DIGITS, "test.npy"))[:3]
+    y = digits_lstm.run(x)
+    assert digits_lstm.run(torch.from_numpy(x)).tobytes() == y.tobytes()
+    assert digits_lstm.run(x.astype(np.float64)).tobytes() == y.tobytes()
+    assert digits_lstm.run(x[1]).tobytes() == y[1].tobytes()  # [T, I]: one sequence, output [W]
+
+
+def test_model_as_bytes_and_modelproto_and_arrays(digits_lstm):
+    onnx = pytest.importorskip("onnx")
+    path = os.path.join(DIGITS, "digits_lstm.onnx")
+    calibration = np.load(os.path.join(DIGITS, "calibration.npy"))
+    x = np.load(os.path.join(DIGITS, "test.npy"))
+    expected = digits_lstm.run(x)
+    from_bytes = qlstm.compile(open(path, "rb").read(), calibration)
+    from_proto = qlstm.compile(onnx.load(path), calibration, name="digits_proto")
+    assert from_bytes.name == "model" and from_proto.name == "digits_proto"
+    for m in (from_bytes, from_proto):
+        assert m.run(x).tobytes() == expected.tobytes()  # the same data from an array: the same program
+        assert m.ops == digits_lstm.ops
+    shape = ", ".join(map(str, calibration.shape))
+    assert from_bytes.report["calibration"]["files"] == ["<float32 array [%s]>" % shape]
+
+
+def test_save_load_and_rename(tmp_path, digits_lstm):
+    written = digits_lstm.save(tmp_path, name="renamed")
+    assert sorted(os.path.basename(p) for p in written.values()) == [
+        "renamed.qlstm", "renamed_model.cc", "renamed_model.h", "renamed_report.json"]
+    loaded = qlstm.load(tmp_path / "renamed.qlstm")
+    assert loaded.name == "renamed" and loaded.report["name"] == "renamed"
+    x = np.load(os.path.join(DIGITS, "test.npy"))
+    assert loaded.run(x).tobytes() == digits_lstm.run(x).tobytes()
+    assert "renamed_run" in open(written["renamed_model.h"]).read()
+    # A loaded model writes the same files again.
+    first = files_of(tmp_path)
+    loaded.save(tmp_path / "again")
+    assert files_of(tmp_path / "again") == first
+    assert qlstm.from_bytes(open(tmp_path / "renamed.qlstm", "rb").read()).run(x).tobytes() == loaded.run(x).tobytes()
+
+
+# --- torch modules compiled in-process ----------------------------------------------------------
+
+def sqnr_db(ref, got):
+    ref, got = np.asarray(ref, np.float64), np.asarray(got, np.float64)
+    return 10 * np.log10(np.sum(ref ** 2) / max(np.sum((ref - got) ** 2), 1e-30))
+
+
+@pytest.mark.parametrize("cell", ["LSTM", "GRU"])
+@pytest.mark.parametrize("batch_first", [True, False])
+def test_torch_recurrent_module(cell, batch_first):
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    net = getattr(torch.nn, cell)(4, 16, batch_first=batch_first)
+    shape = (lambda b: (b, 12, 4)) if batch_first else (lambda b: (12, b, 4))
+    compiled = qlstm.compile(net, torch.randn(*shape(96)))
+    assert compiled.name == cell.lower() and compiled.batch_first == batch_first
+    assert compiled.ops[0]["kind"] == cell.lower()
+    x = torch.randn(*shape(8))
+    with torch.no_grad():
+        ref = net(x)[0].numpy()
+    got = compiled.run(x)
+    assert got.shape == ref.shape
+    assert sqnr_db(ref, got) > 25
+
+
+def test_torch_classifier_module_with_example_input():
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(1)
+
+    class Classifier(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.rnn = torch.nn.LSTM(3, 16, num_layers=2, batch_first=True)
+            self.head = torch.nn.Linear(16, 5)
+
+        def forward(self, x):
+            y, _ = self.rnn(x)
+            return torch.softmax(self.head(y[:, -1]), dim=-1)
+
+    net = Classifier()
+    calibration = np.random.default_rng(0).normal(size=(256, 10, 3)).astype(np.float32)
+    compiled = qlstm.compile(net, calibration, example_input=torch.randn(2, 10, 3))
+    assert compiled.name == "classifier"
+    assert [op["kind"] for op in compiled.ops][-1] == "softmax"
+    x = torch.randn(64, 10, 3)
+    with torch.no_grad():
+        ref = net(x).numpy()
+    got = compiled.run(x)
+    assert got.shape == (64, 5)
+    assert (got.argmax(1) == ref.argmax(1)).mean() > 0.9
+    assert net.training  # the module's mode is restored after the export
+
+
+def test_dataloader_calibration_and_as_torch_module(digits_lstm):
+    torch = pytest.importorskip("torch")
+    calibration = np.load(os.path.join(DIGITS, "calibration.npy"))
+    labels = torch.zeros(len(calibration), dtype=torch.long)
+    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.from_numpy(calibration), labels),
+                                         batch_size=64)
+    compiled = qlstm.compile(os.path.join(DIGITS, "digits_lstm.onnx"), loader)
+    assert compiled.report["calibration"]["sequences"] == len(calibration)
+    assert len(compiled.report["calibration"]["files"]) == len(loader)
+    x = np.load(os.path.join(DIGITS, "test.npy"))
+    module = digits_lstm.as_torch_module()
+    with torch.no_grad():
+        y = module(torch.from_numpy(x))
+    assert isinstance(y, torch.Tensor) and y.numpy().tobytes() == digits_lstm.run(x).tobytes()
+    # The batches are the same sequences in the same order as the whole array: the same program.
+    whole = qlstm.compile(os.path.join(DIGITS, "digits_lstm.onnx"), calibration)
+    assert compiled.run(x).tobytes() == whole.run(x).tobytes()
+
+
+def test_progress(capsys):
+    path, calibration = os.path.join(DIGITS, "digits_lstm.onnx"), os.path.join(DIGITS, "calibration.npy")
+    qlstm.compile(path, calibration, search=False)
+    assert capsys.readouterr().err == ""  # 200 sequences: below the CLI's threshold
+    qlstm.compile(path, calibration, search=False, progress=True)
+    err = capsys.readouterr().err
+    assert "qlstm compile: calibrating" in err and err.endswith("100%\n")
+
+
+# --- errors -------------------------------------------------------------------------------------
+
+def compile_fails_as_the_cli(tmp_path, onnx_path, calibration, error):
+    """Compiles onnx_path on `calibration` (saved as .npy) both ways: the CLI exits 1, qlstm raises
+    `error` with the CLI's message. Returns the exception."""
+    np.save(tmp_path / "calibration.npy", calibration)
+    status, _, err = cli("compile", onnx_path, "--calibration", tmp_path / "calibration.npy", "-o", tmp_path / "out")
+    assert status == 1
+    with pytest.raises(error) as e:
+        qlstm.compile(onnx_path, str(tmp_path / "calibration.npy"))
+    assert "qlstm compile: error: " + str(e.value) + "\n" == err
+    return e.value
+
+
+def test_layernorm_is_unsupported_naming_the_node_with_the_cli_message(tmp_path):
+    torch = pytest.importorskip("torch")
+
+    class WithLayerNorm(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lstm = torch.nn.LSTM(4, 8, batch_first=True)
+            self.norm = torch.nn.LayerNorm(8)
+
+        def forward(self, x):
+            return self.norm(self.lstm(x)[0])
+
+    net = WithLayerNorm().eval()
+    path = str(tmp_path / "layernorm.onnx")
+    torch.onnx.export(net, (torch.randn(1, 6, 4),), path, opset_version=17, input_names=["x"], output_names=["y"])
+    calibration = np.random.default_rng(0).normal(size=(32, 6, 4)).astype(np.float32)
+    error = compile_fails_as_the_cli(tmp_path, path, calibration, qlstm.UnsupportedModelError)
+    assert any("LayerNormalization" in p for p in error.problems)
+    assert isinstance(error, qlstm.Error)
+    with pytest.raises(qlstm.UnsupportedModelError) as e:  # the module itself, exported in memory
+        qlstm.compile(net, calibration, opset=17)
+    assert any("LayerNormalization" in p for p in e.value.problems)
+
+
+def test_compile_error_with_the_cli_message(tmp_path):
+    path = os.path.join(DIGITS, "digits_lstm.onnx")
+    compile_fails_as_the_cli(tmp_path, path, np.zeros((16, 8, 8), np.float32), qlstm.CompileError)
+    with pytest.raises(qlstm.CompileError, match="feature size 3 does not match the model's input_size 8"):
+        qlstm.compile(path, np.ones((4, 8, 3), np.float32))
+    with pytest.raises(qlstm.CompileError, match="is not a C identifier"):
+        qlstm.compile(path, os.path.join(DIGITS, "calibration.npy"), name="not an identifier")
+    with pytest.raises(qlstm.CompileError, match="observer"):
+        qlstm.compile(path, os.path.join(DIGITS, "calibration.npy"), input_observer="percentile?")
+    with pytest.raises(TypeError, match="no_such_option"):
+        qlstm.compile(path, os.path.join(DIGITS, "calibration.npy"), no_such_option=1)
+    assert issubclass(qlstm.CompileError, qlstm.Error)
+
+
+def test_model_file_error_with_the_cli_message(tmp_path):
+    bad = tmp_path / "bad.qlstm"
+    bad.write_bytes(b"not a model")
+    status, _, err = cli("run", bad, "--input", os.path.join(DIGITS, "test.npy"), "--output", tmp_path / "y.npy",
+                         "--float")
+    assert status == 2
+    with pytest.raises(qlstm.ModelFileError) as e:
+        qlstm.load(bad)
+    assert "qlstm run: error: " + str(e.value) + "\n" == err
+    with pytest.raises(qlstm.ModelFileError):
+        qlstm.load(tmp_path / "missing.qlstm")
+    with pytest.raises(qlstm.ModelFileError, match="not a valid ONNX model"):
+        qlstm.compile(b"not onnx", np.ones((4, 8, 8), np.float32))
+    assert issubclass(qlstm.ModelFileError, qlstm.Error)
