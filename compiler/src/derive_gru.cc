@@ -43,6 +43,7 @@ DerivedGru derive_gru_params(const FloatGru& gru, const AffineQuant& input, cons
     derive_gate(gru.gates[static_cast<size_t>(g)], I, H, input, output, options, g, placement, nullptr,
                 gru_gate_label(g), &d.gates[static_cast<size_t>(g)]);
   }
+  d.new_gate_zero_state_bias = zero_state_bias(d.gates[QLSTM_GRU_GATE_NEW], H, output.zero_point);
   // r (Q0.15) * h part (Q3.12) -> Q3.12, and z (Q0.15) * (h - n) (Q0.15) -> Q0.15: both 2^-15.
   d.reset_times_hidden_to_q3_12 = quantize_multiplier(kActivationScale, "reset-times-hidden multiplier");
   d.update_times_difference_to_q0_15 = quantize_multiplier(kActivationScale, "update-times-difference multiplier");

@@ -101,42 +101,47 @@ struct ByteSink {
   void put(const uint8_t* bytes, size_t n) { out->insert(out->end(), bytes, bytes + n); }
 };
 
-// A version-3 LSTM record ends before output_steps (added in version 4): it reads as every step.
-class Version3LstmReader {
+// A record of an earlier version ends before the field `first_missing`, added later (version 4:
+// an LSTM's output_steps; version 6: a GRU's new_gate_zero_state_bias): that field and any after it
+// are left value-initialized (output_steps 0: every step; a null array the caller fills in).
+class ShorterRecordReader {
  public:
-  Version3LstmReader(const uint8_t* data, size_t size) : r_(data, size) {}
+  ShorterRecordReader(const uint8_t* data, size_t size, const char* first_missing)
+      : r_(data, size), first_missing_(first_missing) {}
   void open(const char* name) { r_.open(name); }
   void close() { r_.close(); }
   void unused(const char* name) { r_.unused(name); }
   void i32(const char* name, int32_t& v) {
-    if (std::strcmp(name, "output_steps") == 0) {
-      v = QLSTM_OUTPUT_ALL_STEPS;
-      return;
-    }
-    r_.i32(name, v);
+    if (!missing(name)) r_.i32(name, v);
   }
   template <class T>
   void array(const char* name, const T*& data, int64_t count) {
-    r_.array(name, data, count);
+    if (!missing(name)) r_.array(name, data, count);
   }
   const char* failed() const { return r_.failed(); }
   bool complete() const { return r_.complete(); }
 
  private:
+  bool missing(const char* name) {
+    if (std::strcmp(name, first_missing_) == 0) ended_ = true;
+    return ended_;
+  }
   RecordReader r_;
+  const char* first_missing_;
+  bool ended_ = false;
 };
 
 // Decodes op `where`'s record of kind block P with `visit` (visit_<kind>_fields) through a Reader.
 // `aligned` keeps the bytes the block's arrays point into.
-template <class Reader, class P, class Visit>
+template <class Reader, class P, class Visit, class... ReaderArgs>
 P decode_record(const fb::Op* o, std::vector<uint32_t>& aligned, const std::string& origin, const std::string& where,
-                Visit visit) {
+                Visit visit, ReaderArgs... reader_args) {
   if (o->params() == nullptr) bad(origin, "field '" + where + ".params' missing");
   // Copied to aligned memory: the record's int32 arrays are read in place.
   aligned.assign((o->params()->size() + 3) / 4, 0);
   if (o->params()->size() > 0) std::memcpy(aligned.data(), o->params()->data(), o->params()->size());
   P p{};
-  Reader r(reinterpret_cast<const uint8_t*>(aligned.data()), o->params()->size());
+  Reader r(reinterpret_cast<const uint8_t*>(aligned.data()), o->params()->size(), reader_args...);
   visit(p, r);
   if (r.failed() != nullptr) bad(origin, "field '" + where + ".params." + r.failed() + "': the record ends early");
   if (!r.complete()) bad(origin, "field '" + where + ".params': bytes after the last field");
@@ -201,7 +206,8 @@ ProgramOp read_op(const fb::Op* o, uint32_t version, const std::string& origin, 
       case QLSTM_OP_LSTM_S8: {
         auto visit = [](qlstm_lstm_s8_params& p, auto& r) { visit_lstm_s8_fields(p, r); };
         const qlstm_lstm_s8_params p =
-            version == 3 ? decode_record<Version3LstmReader, qlstm_lstm_s8_params>(o, aligned, origin, where, visit)
+            version == 3 ? decode_record<ShorterRecordReader, qlstm_lstm_s8_params>(o, aligned, origin, where, visit,
+                                                                                    "output_steps")
                          : decode_record<RecordReader, qlstm_lstm_s8_params>(o, aligned, origin, where, visit);
         no_call_dims(p.dims.batch, p.dims.time_steps);
         op.lstm = DerivedLstm::from_kernel_params(p, in, out);
@@ -209,10 +215,17 @@ ProgramOp read_op(const fb::Op* o, uint32_t version, const std::string& origin, 
         break;
       }
       case QLSTM_OP_GRU_S8: {
-        const auto p = decode_record<RecordReader, qlstm_gru_s8_params>(
-            o, aligned, origin, where, [](qlstm_gru_s8_params& q, RecordReader& r) { visit_gru_s8_fields(q, r); });
+        auto visit = [](qlstm_gru_s8_params& q, auto& r) { visit_gru_s8_fields(q, r); };
+        const qlstm_gru_s8_params p =
+            version == 5 ? decode_record<ShorterRecordReader, qlstm_gru_s8_params>(o, aligned, origin, where, visit,
+                                                                                   "new_gate_zero_state_bias")
+                         : decode_record<RecordReader, qlstm_gru_s8_params>(o, aligned, origin, where, visit);
         no_call_dims(p.dims.batch, p.dims.time_steps);
         op.gru = DerivedGru::from_kernel_params(p, in, out);
+        if (version == 5) {  // a zero state's accumulator, as version 6 stores it
+          op.gru.new_gate_zero_state_bias =
+              zero_state_bias(op.gru.gates[QLSTM_GRU_GATE_NEW], p.dims.hidden_size, out.zero_point);
+        }
         set_weight_scales(op.gru.gates, doubles(o->weight_scales()));
         break;
       }
@@ -310,6 +323,8 @@ void check_arrays(size_t k, const ProgramOp& op) {
     check_gate_arrays(k, "lstm", op.lstm.gates, op.lstm.input_size, op.lstm.hidden_size, gate_name);
   } else if (op.kind == QLSTM_OP_GRU_S8) {
     check_gate_arrays(k, "gru", op.gru.gates, op.gru.input_size, op.gru.hidden_size, gru_gate_name);
+    check_array(k, "gru.new_gate_zero_state_bias", op.gru.new_gate_zero_state_bias.size(),
+                static_cast<size_t>(std::max(op.gru.hidden_size, 0)));
   } else if (op.kind == QLSTM_OP_FULLY_CONNECTED_S8) {
     const size_t I = static_cast<size_t>(std::max(op.fc.input_size, 0)), O = static_cast<size_t>(std::max(op.fc.output_size, 0));
     const size_t requants = op.fc.per_channel ? O : 1;

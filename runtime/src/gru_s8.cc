@@ -10,7 +10,7 @@ namespace qlstm {
 namespace {
 
 // Scratch: the int16 [B][H] buffers r, z, n and the state of a stateless call, then the int8
-// [B][H] recurrent operand of the first step (h8 of the initial state).
+// [B][H] recurrent operand of a stateful call's first step (h8 of the given state).
 constexpr int64_t kInt16Buffers = 4;
 constexpr int64_t kScratchBytesPerUnit =
     kInt16Buffers * static_cast<int64_t>(sizeof(int16_t)) + static_cast<int64_t>(sizeof(int8_t));
@@ -44,6 +44,7 @@ FieldFailure check_params(const qlstm_gru_s8_params* p) {
     f = check_gate_matmuls(p->gates[g], kGruGateFieldNames[g]);
     if (f.status != QLSTM_OK) return f;
   }
+  if (p->new_gate_zero_state_bias == nullptr) return {QLSTM_ERROR_NULL_POINTER, "new_gate_zero_state_bias"};
   f = check_requant(p->reset_times_hidden_to_q3_12, "reset_times_hidden_to_q3_12.multiplier",
                     "reset_times_hidden_to_q3_12.shift");
   if (f.status != QLSTM_OK) return f;
@@ -64,8 +65,8 @@ qlstm_status check_call(const qlstm_gru_s8_params* params, const qlstm_gru_s8_co
                                 ctx->scratch_bytes, scratch_bytes_for(params->dims));
 }
 
-// One time step (§13): r, z, n from x and the recurrent operand args.h, then hidden_q0_15[rows][H]
-// in place, then its int8 rows y. All three gates read args.h before y is written, so y may be
+// One time step (§13): r, z, n from x and the recurrent operand args.h (null: a stateless first
+// step, kernels.h), then hidden_q0_15[rows][H] in place, then its int8 rows y. All three gates read args.h before y is written, so y may be
 // args.h (the final-state-only walk).
 struct StepBuffers {
   int16_t* reset_q0_15;
@@ -92,18 +93,27 @@ qlstm_status run_checked(const GruS8Variant& v, const qlstm_gru_s8_params& p, ql
   int16_t* const scratch_q0_15 = static_cast<int16_t*>(ctx.scratch);
   const StepBuffers buffers = {scratch_q0_15, scratch_q0_15 + BH, scratch_q0_15 + 2 * BH};
   int16_t* hidden_q0_15 = ctx.hidden_q0_15;
-  if (hidden_q0_15 == nullptr) {  // stateless: h = 0
+  const bool stateless = hidden_q0_15 == nullptr;
+  // The first step's recurrent operand: none for a stateless call (its recurrent terms are a zero
+  // state's, from the block), else h8 of the given state.
+  const int8_t* initial_h8 = nullptr;
+  if (stateless) {
     hidden_q0_15 = scratch_q0_15 + 3 * BH;
     for (ptrdiff_t k = 0; k < BH; ++k) hidden_q0_15[k] = 0;
+  } else {
+    int8_t* const h8 = reinterpret_cast<int8_t*>(scratch_q0_15 + kInt16Buffers * BH);
+    v.output(p.hidden_q0_15_to_output, p.output_zero_point, B, H, hidden_q0_15, h8, H);
+    initial_h8 = h8;
   }
-  int8_t* const initial_h8 = reinterpret_cast<int8_t*>(scratch_q0_15 + kInt16Buffers * BH);
-  v.output(p.hidden_q0_15_to_output, p.output_zero_point, B, H, hidden_q0_15, initial_h8, H);
 
   const SequenceStrides s = sequence_strides(p.layout, p.output_steps, p.output_width, B, T, I, H);
   if (p.output_steps == QLSTM_OUTPUT_FINAL && T == 0) {
     // No step: the final state is the initial one.
     v.output(p.hidden_q0_15_to_output, p.output_zero_point, B, H, hidden_q0_15, output, s.y_row);
   }
+  // A stateless first step: args.h null, and the new gate's recurrent accumulator its zero-state bias.
+  qlstm_gru_s8_params first = p;
+  first.gates[QLSTM_GRU_GATE_NEW].hidden_effective_bias = p.new_gate_zero_state_bias;
   // Reverse: step k processes time T-1-k, and its recurrent operand is the row it wrote at k-1.
   const bool reverse = p.time_direction == QLSTM_TIME_REVERSE;
   for (int32_t k = 0; k < T; ++k) {
@@ -113,7 +123,7 @@ qlstm_status run_checked(const GruS8Variant& v, const qlstm_gru_s8_params& p, ql
       args.h = output + (reverse ? t + 1 : t - 1) * s.y_step;
       args.h_row_stride = s.y_row;
     }
-    step(v, p, args, buffers, hidden_q0_15, output + t * s.y_step, s.y_row);
+    step(v, k == 0 && stateless ? first : p, args, buffers, hidden_q0_15, output + t * s.y_step, s.y_row);
   }
   return QLSTM_OK;
 }

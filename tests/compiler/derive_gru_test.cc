@@ -118,6 +118,8 @@ TEST(DeriveGru, HandGruEffectiveBiasesAndMultipliersExact) {
     expect_requant(dg.input_to_q3_12, {1 << 30, 3}, "input: 2^-10 / 2^-12 = 4");
     expect_requant(dg.hidden_to_q3_12, {1 << 30, 0}, "recurrent: 2^-13 / 2^-12 = 1/2");
   }
+  // b_hn * 2^13 alone: the new gate's recurrent accumulator at a zero state.
+  EXPECT_EQ(d.new_gate_zero_state_bias, (std::vector<int32_t>{2048, -1024}));
   EXPECT_EQ(d.gates[QLSTM_GRU_GATE_NEW].w_x[0], -127);
   EXPECT_EQ(d.gates[QLSTM_GRU_GATE_NEW].w_h[3], 100);
   expect_requant(d.reset_times_hidden_to_q3_12, kQ0_15ProductRequant, "r * h part");
@@ -308,6 +310,8 @@ TEST(DeriveGru, KernelParamsRoundTrip) {
     expect_requant(back.gates[g].input_to_q3_12, d.gates[g].input_to_q3_12, "input_to_q3_12");
     expect_requant(back.gates[g].hidden_to_q3_12, d.gates[g].hidden_to_q3_12, "hidden_to_q3_12");
   }
+  EXPECT_EQ(back.new_gate_zero_state_bias, d.new_gate_zero_state_bias);
+  EXPECT_EQ(back.new_gate_zero_state_bias.size(), static_cast<size_t>(H));
   expect_requant(back.reset_times_hidden_to_q3_12, d.reset_times_hidden_to_q3_12, "reset");
   expect_requant(back.update_times_difference_to_q0_15, d.update_times_difference_to_q0_15, "update");
   expect_requant(back.hidden_q0_15_to_output, d.hidden_q0_15_to_output, "output");

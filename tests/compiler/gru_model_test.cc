@@ -209,7 +209,7 @@ TEST(GruModel, CraftedFilesAreRefusedNamingTheField) {
       {0, 5 * 4, false, "field 'program[0].params.gates[reset].input_to_q3_12.multiplier': the record ends early"},
       {0, 7 * 4, false, "field 'program[0].params.gates[reset].input_weights': the record ends early"},
       {1, 0, false, "field 'program[1].params.dims.batch': the record ends early"},
-      {0, SIZE_MAX, false, "field 'program[0].params.output_steps': the record ends early"},
+      {0, SIZE_MAX, false, "field 'program[0].params.new_gate_zero_state_bias': the record ends early"},
       {1, 0, true, "field 'program[1].params': bytes after the last field"},
   };
   for (const auto& c : cuts) {
@@ -230,9 +230,35 @@ TEST(GruModel, CraftedFilesAreRefusedNamingTheField) {
     if (k == 1) r[6 * 4] = 99;  // gates[reset].input_to_q3_12.shift
   }));
   EXPECT_NE(shift.find("ops[1].gates[reset].input_to_q3_12.shift"), std::string::npos) << shift;
+  // A version-5 record ends before new_gate_zero_state_bias; a version-6 one may not.
+  const auto v5_record = [&](size_t k, std::vector<uint8_t>& r) {
+    if (m.ops[k].kind == QLSTM_OP_GRU_S8) r.resize(r.size() - 4 * static_cast<size_t>(m.ops[k].gru.hidden_size));
+  };
+  const std::string v6_short = error_of(crafted_file(m, kModelFormatVersion, v5_record));
+  EXPECT_NE(v6_short.find("field 'program[0].params.new_gate_zero_state_bias': the record ends early"),
+            std::string::npos) << v6_short;
   // Version 4 knew no GRU.
   const std::string v4 = error_of(crafted_file(m, 4, unchanged));
   EXPECT_NE(v4.find("field 'program[0].kind': 5 is not an op kind this qlstm knows"), std::string::npos) << v4;
+}
+
+// A version-5 file (GRU records without new_gate_zero_state_bias) still loads: the field is
+// computed from the weights, as the compiler derives it, and the program runs as the original.
+TEST(GruModel, Version5FileGetsTheZeroStateBiasFromItsWeights) {
+  std::mt19937_64 rng(606);
+  const CompiledModel m = gru_model(rng, {});
+  const std::string v5 = crafted_file(m, 5, [&](size_t k, std::vector<uint8_t>& r) {
+    if (m.ops[k].kind == QLSTM_OP_GRU_S8) r.resize(r.size() - 4 * static_cast<size_t>(m.ops[k].gru.hidden_size));
+  });
+  const CompiledModel back = parse_model(v5, "v5.qlstm");
+  ASSERT_EQ(back.ops.size(), m.ops.size());
+  size_t grus = 0;
+  for (size_t k = 0; k < m.ops.size(); ++k) {
+    if (m.ops[k].kind != QLSTM_OP_GRU_S8) continue;
+    ++grus;
+    EXPECT_EQ(back.ops[k].gru.new_gate_zero_state_bias, m.ops[k].gru.new_gate_zero_state_bias) << k;
+  }
+  EXPECT_GT(grus, 0u);
 }
 
 TEST(GruModel, InconsistentGruOpIsRefusedNamingTheField) {

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Generates the GRU kernel's golden vectors (tests/gru_golden/qlstm_gru_golden_v1.json).
+"""Generates the GRU kernel's golden vectors (tests/gru_golden/qlstm_gru_golden_v2.json).
 
 The expected values come from an independent model of docs/arithmetic.md §13 written here in
 plain Python integers, on the primitives of tests/golden/generate_golden.py (the LSTM's model: SRDHM, RDBPOT,
@@ -21,7 +21,7 @@ from generate_golden import (SplitMix64, activation, clamp, random_gate, requant
                              run_cli, wrap32)
 
 GENERATOR = "tests/gru_golden/generate_gru_golden.py"
-FORMAT = "gru-s8-kernel-vectors/1"
+FORMAT = "gru-s8-kernel-vectors/2"
 SEED = 0x47_52_55_2026
 GATES = ("reset", "update", "new")
 INT16 = (-32768, 32767)
@@ -33,7 +33,9 @@ def rq(x, q):
     return requantize(x, q["multiplier"], q["shift"])
 
 
-def matmul_row(side, r, v):
+def matmul_row(side, r, v, zero_state_bias=0):
+    if v is None:  # the first step of a stateless call: a zero state's accumulator, no matmul
+        return zero_state_bias
     n = len(v)
     w = side["weights"][r * n:(r + 1) * n]
     return wrap32(side["effective_bias"][r] + sum(p * q for p, q in zip(v, w)))
@@ -59,7 +61,7 @@ def run_case(c):
             t = T - 1 - s if reverse else s
             base = ((t * B + b) if tm else (b * T + t)) * I
             xv = c["input"][base:base + I]
-            hv = h8(h16)
+            hv = None if state is None and s == 0 else h8(h16)
             act = {}
             for name in ("reset", "update"):
                 gd = g[name]
@@ -73,7 +75,8 @@ def run_case(c):
             new = []
             for r in range(H):
                 x_part = clamp(rq(matmul_row(gn["input"], r, xv), gn["input"]), *INT16)
-                h_part = clamp(rq(matmul_row(gn["hidden"], r, hv), gn["hidden"]), *INT16)
+                h_part = clamp(rq(matmul_row(gn["hidden"], r, hv, c["new_gate_zero_state_bias"][r]), gn["hidden"]),
+                               *INT16)
                 gated = rq(act["reset"][r] * h_part, c["reset_times_hidden_to_q3_12"])
                 n = activation(clamp(wrap32(x_part + gated), *INT16), 0, True)
                 diff = h16[r] - n
@@ -112,6 +115,14 @@ def make_case(rng, index, regime, dims=None):
     gates = {name: random_gate(rng, I, H, zp_x, zp_h, extreme,
                                (lambda r: r.int(-2000, 2000)) if name == "new" else (lambda r: 0))
              for name in GATES}
+    # A zero state's recurrent accumulators (§13): r and z none; n its own field, any int32 when
+    # extreme (from a generator of its own, so that the other cases' draws stay as they were),
+    # else consistent with the recurrent side (b_hn = bias + zp_h * rowsum(W_hn)).
+    hn = gates["new"]["hidden"]
+    own = SplitMix64(SEED + index)
+    c["new_gate_zero_state_bias"] = [
+        own.int(-(1 << 31), (1 << 31) - 1) if extreme else
+        wrap32(hn["effective_bias"][r] + zp_h * sum(hn["weights"][r * H:(r + 1) * H])) for r in range(H)]
     c["gates"] = gates
     c["input"] = [rng.int(-128, 127) for _ in range(B * T * I)]
     c["initial_hidden_q0_15"] = [rng.int(-32768, 32767) for _ in range(B * H)] if stateful else None

@@ -34,6 +34,8 @@ inline qlstm::compiler::CompiledModel gru_model(std::mt19937_64& rng, const GruM
     ProgramOp& op = ops[static_cast<size_t>(d)];
     op.kind = QLSTM_OP_GRU_S8;
     op.gru = DerivedGru::from_kernel_params(g.params, in, out);  // copies the arrays
+    // A zero state's new-gate accumulator at this zero point, as the compiler and a v5 file derive it.
+    op.gru.new_gate_zero_state_bias = zero_state_bias(op.gru.gates[QLSTM_GRU_GATE_NEW], H, out.zero_point);
     for (size_t k = 0; k < op.gru.gates.size(); ++k) {
       op.gru.gates[k].w_x_scale = 0.01 * static_cast<double>(k + 1);
       op.gru.gates[k].w_h_scale = 0.02 * static_cast<double>(k + 1 + d);

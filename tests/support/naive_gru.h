@@ -36,7 +36,9 @@ inline i64 update(i64 z, i64 n, i64 h, const qlstm_requant& q) { return sat16(to
 // h8 = sat8(RQ(h) + zp), the add modulo 2^32
 inline i64 output(i64 h, const qlstm_requant& q, i64 zp) { return clamp(to_s32(rq(h, q) + zp), kS8Min, kS8Max); }
 
-// Runs the GRU of `p` over `input`. state == nullptr: stateless (h = 0); otherwise it starts from
+// Runs the GRU of `p` over `input`. state == nullptr: stateless (h = 0, and the first step's
+// recurrent accumulators a zero state's: 0 for r and z, new_gate_zero_state_bias for n, with no
+// matmul); otherwise it starts from
 // *state ([B][H], Q0.15) and writes the final state back. The result is the output buffer as the
 // kernel leaves it (p.output_steps, p.output_width, p.layout), positions it does not write
 // holding `fill`.
@@ -60,7 +62,9 @@ inline std::vector<int8_t> run(const qlstm_gru_s8_params& p, const int8_t* input
     for (i64 j = 0; j < I; ++j) a += x_at(b, t, j) * g.input_weights[r * I + j];
     return to_s32(a);
   };
-  auto acc_h = [&](const qlstm_gru_gate_s8_params& g, const std::vector<i64>& h8, i64 r) {
+  bool zero_state_step = false;  // the first step of a stateless call
+  auto acc_h = [&](const qlstm_gru_gate_s8_params& g, const std::vector<i64>& h8, i64 r) -> i64 {
+    if (zero_state_step) return &g == &gn ? p.new_gate_zero_state_bias[r] : 0;
     i64 a = g.hidden_effective_bias[r];
     for (i64 j = 0; j < H; ++j) a += h8[static_cast<size_t>(j)] * g.hidden_weights[r * H + j];
     return to_s32(a);
@@ -77,6 +81,7 @@ inline std::vector<int8_t> run(const qlstm_gru_s8_params& p, const int8_t* input
     }
     for (i64 s = 0; s < T; ++s) {
       const i64 t = reverse ? T - 1 - s : s;
+      zero_state_step = state == nullptr && s == 0;
       std::vector<i64> h8(static_cast<size_t>(H));
       for (i64 j = 0; j < H; ++j) {
         h8[static_cast<size_t>(j)] = output(h[static_cast<size_t>(j)], p.hidden_q0_15_to_output, p.output_zero_point);

@@ -15,6 +15,7 @@ namespace testing_support {
 struct RandomGru {
   qlstm_gru_s8_params params{};
   std::array<OwnedGate, QLSTM_GRU_GATE_COUNT> gates;
+  std::vector<int32_t> new_gate_zero_state_bias;
   std::vector<int8_t> input;
 
   RandomGru() = default;
@@ -56,6 +57,17 @@ inline void make_random_gru(RandomGru& out, std::mt19937_64& rng, qlstm_gru_dims
   const size_t n_in = static_cast<size_t>(dims.batch) * static_cast<size_t>(dims.time_steps) * I;
   out.input.resize(n_in);
   for (auto& x : out.input) x = static_cast<int8_t>(s8(rng));
+  // A zero state's new-gate accumulator: kExtreme any int32; otherwise consistent with the
+  // recurrent side as derived (b_hn = hidden_effective_bias + zp_h * rowsum(W_hn), modulo 2^32).
+  const OwnedGate& n = out.gates[QLSTM_GRU_GATE_NEW];
+  std::uniform_int_distribution<int32_t> any_bias(INT32_MIN, INT32_MAX);
+  out.new_gate_zero_state_bias.resize(H);
+  for (size_t r = 0; r < H; ++r) {
+    uint32_t acc = static_cast<uint32_t>(n.bh[r]);
+    for (size_t j = 0; j < H; ++j) acc += static_cast<uint32_t>(p.output_zero_point * n.wh[r * H + j]);
+    out.new_gate_zero_state_bias[r] = extreme ? any_bias(rng) : static_cast<int32_t>(acc);
+  }
+  p.new_gate_zero_state_bias = out.new_gate_zero_state_bias.data();
 }
 
 // The bytes a call with `p` writes into its output (p.output_steps, p.output_width).

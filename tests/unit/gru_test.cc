@@ -248,11 +248,12 @@ TEST(GruKernel, StreamedChunksEqualOneCall) {
   }
 }
 
+// With biases consistent as the compiler derives them (kTypical, kWide: gru_s8.h's reset contract).
 TEST(GruKernel, ResetThenStatefulEqualsStateless) {
   std::mt19937_64 rng(8);
   for (int trial = 0; trial < 40; ++trial) {
     RandomGru gru;
-    make_random_gru(gru, rng, {2, 6, 5, 4}, trial % 2 == 0, trial % 3 == 0 ? Regime::kExtreme : Regime::kTypical);
+    make_random_gru(gru, rng, {2, 6, 5, 4}, trial % 2 == 0, trial % 3 == 0 ? Regime::kWide : Regime::kTypical);
     gru.params.output_steps = trial % 4 < 2 ? QLSTM_OUTPUT_ALL_STEPS : QLSTM_OUTPUT_FINAL;
     const Call stateless = run_gru(gru.params, gru.input.data(), nullptr);
     std::vector<int16_t> state = random_gru_state(rng, gru.params.dims);
@@ -264,6 +265,36 @@ TEST(GruKernel, ResetThenStatefulEqualsStateless) {
     ASSERT_EQ(stateful.status, QLSTM_OK);
     EXPECT_EQ(stateless.output, stateful.output) << "trial " << trial;
   }
+}
+
+// A stateless first step takes the new gate's recurrent accumulator from new_gate_zero_state_bias
+// and runs no recurrent matmul: changing the recurrent weights leaves a one-step stateless call as
+// it was, changing that field does not; a stateful call from a zero state reads the weights.
+TEST(GruKernel, StatelessFirstStepUsesTheZeroStateBias) {
+  std::mt19937_64 rng(17);
+  int changed_by_bias = 0, stateful_changed_by_weights = 0;
+  for (int trial = 0; trial < 20; ++trial) {
+    RandomGru gru;
+    make_random_gru(gru, rng, {2, 1, 5, 6}, trial % 2 == 0, Regime::kTypical);
+    const Call before = run_gru(gru.params, gru.input.data(), nullptr);
+    ASSERT_EQ(before.status, QLSTM_OK);
+    for (testing_support::OwnedGate& g : gru.gates) {
+      for (auto& w : g.wh) w = static_cast<int8_t>(-w - 1);
+    }
+    const Call new_weights = run_gru(gru.params, gru.input.data(), nullptr);
+    ASSERT_EQ(new_weights.status, QLSTM_OK);
+    EXPECT_EQ(new_weights.output, before.output) << "trial " << trial;
+    std::vector<int16_t> zero(12, 0);  // [B][H]
+    const Call from_zero = run_gru(gru.params, gru.input.data(), &zero);
+    ASSERT_EQ(from_zero.status, QLSTM_OK);
+    stateful_changed_by_weights += from_zero.output != before.output ? 1 : 0;
+    for (auto& b : gru.new_gate_zero_state_bias) b += 1 << 22;
+    const Call new_bias = run_gru(gru.params, gru.input.data(), nullptr);
+    ASSERT_EQ(new_bias.status, QLSTM_OK);
+    changed_by_bias += new_bias.output != before.output ? 1 : 0;
+  }
+  EXPECT_GT(changed_by_bias, 10);
+  EXPECT_GT(stateful_changed_by_weights, 10);
 }
 
 TEST(GruKernel, NoStepFinalOutputIsInitialState) {

@@ -58,10 +58,15 @@ typedef struct qlstm_gru_s8_params {
    * dense output; W > H for the interleaved halves of a bidirectional layer. */
   int32_t output_width;
   int32_t output_steps; /* a qlstm_output_steps; 0 = every step */
+  /* [H]: the new gate's recurrent accumulator at a zero state, b_hn alone (round(b_hn / (s_h s_Whn)),
+   * that is gates[new].hidden_effective_bias + zp_h * rowsum(W_hn) as the compiler derives them).
+   * The first step of a stateless call uses it instead of the recurrent matmul, and gives r and z
+   * no recurrent term, as the LSTM's first step (docs/arithmetic.md §13). */
+  const int32_t* new_gate_zero_state_bias;
 } qlstm_gru_s8_params;
 
 /* Caller-owned memory for one call. If hidden_q0_15 is NULL the call is stateless: it starts
- * from h = 0 (output h8 = output_zero_point). If it is set the call is stateful: it starts from
+ * from h = 0, its first step's recurrent terms those of a zero state (new_gate_zero_state_bias). If it is set the call is stateful: it starts from
  * hidden_q0_15 and leaves the final state there, so consecutive calls continue one sequence
  * (T = 0 leaves it untouched). hidden_q0_15 must not overlap the output or the scratch. */
 typedef struct qlstm_gru_s8_context {
@@ -79,7 +84,9 @@ qlstm_status qlstm_gru_s8_validate(const qlstm_gru_s8_params* params, const char
 
 /* Sets the state to the start of a sequence: hidden_q0_15 = 0 (QLSTM_ERROR_NULL_POINTER when ctx
  * or ctx->hidden_q0_15 is NULL; the scratch is not needed). A stateful call after a reset
- * computes exactly what a stateless call computes. */
+ * computes exactly what a stateless call computes when the biases are consistent as the compiler
+ * derives them (hidden_effective_bias = -zp_h * rowsum(W_h) for r and z, and
+ * new_gate_zero_state_bias - zp_h * rowsum(W_hn) for n): a zero state's int8 operand is all zp_h. */
 qlstm_status qlstm_gru_s8_reset_state(const qlstm_gru_s8_params* params, qlstm_gru_s8_context* ctx);
 
 /* Runs the GRU over the whole input, by the best variant this CPU has (qlstm/kernels.h; each

@@ -134,6 +134,7 @@ void visit_gru_s8_fields(P& p, V& v) {
   codec_detail::requant(v, "hidden_q0_15_to_output", "hidden_q0_15_to_output.multiplier",
                         "hidden_q0_15_to_output.shift", p.hidden_q0_15_to_output);
   codec_detail::sequence_tail(v, p);
+  v.array("new_gate_zero_state_bias", p.new_gate_zero_state_bias, H);  // model format 6 on
   v.close();
 }
 

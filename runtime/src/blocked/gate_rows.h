@@ -145,7 +145,7 @@ void gate_chunked(const qlstm_gate_s8_params& g, const GateArgs& a, int16_t* out
 //                          void operator()(const int32_t* ax, int32_t* ah, int32_t n, const int16_t* reset_q0_15,
 //                                          int16_t* new_q0_15) const; };   n rows to Q0.15
 // ah sits at ax + kChunkRows (as the LSTM gate's), and the finish may overwrite it.
-// The GRU always has its recurrent operand: a.h is never null.
+// Without h (a stateless first step) ah is the bias alone, copied: no matmul.
 template <typename Kernel>
 void gru_new_gate_chunked(const qlstm_gru_gate_s8_params& g, const qlstm_requant& reset_times_hidden,
                           const GateArgs& a, const int16_t* reset_q0_15, int16_t* new_q0_15) {
@@ -157,14 +157,18 @@ void gru_new_gate_chunked(const qlstm_gru_gate_s8_params& g, const qlstm_requant
   typename Kernel::Operand xo, ho;
   for (int32_t b = 0; b < a.rows; ++b) {
     const int8_t* x = a.x + b * a.x_row_stride;
-    const int8_t* h = a.h + b * a.h_row_stride;
+    const int8_t* h = a.h != nullptr ? a.h + b * a.h_row_stride : nullptr;
     const ptrdiff_t base = static_cast<ptrdiff_t>(b) * H;
     xo.prepare(x, I);
-    ho.prepare(h, H);
+    if (h != nullptr) ho.prepare(h, H);
     for (int32_t c0 = 0; c0 < H; c0 += kChunkRows) {
       const int32_t n = H - c0 < kChunkRows ? H - c0 : kChunkRows;
       chunk_dots<Kernel>(xo, x, g.input_weights, I, c0, n, g.input_effective_bias, ax);
-      chunk_dots<Kernel>(ho, h, g.hidden_weights, H, c0, n, g.hidden_effective_bias, ah);
+      if (h != nullptr) {
+        chunk_dots<Kernel>(ho, h, g.hidden_weights, H, c0, n, g.hidden_effective_bias, ah);
+      } else {
+        for (int32_t k = 0; k < n; ++k) ah[k] = g.hidden_effective_bias[c0 + k];
+      }
       finish(ax, ah, n, reset_q0_15 + base + c0, new_q0_15 + base + c0);
     }
   }

@@ -52,14 +52,16 @@ void new_gate(const qlstm_gru_gate_s8_params& g, const qlstm_requant& reset_time
               const int16_t* reset_q0_15, int16_t* new_q0_15) {
   for (int32_t b = 0; b < args.rows; ++b) {
     const int8_t* x = args.x + b * args.x_row_stride;
-    const int8_t* h = args.h + b * args.h_row_stride;
+    // No h (a stateless first step): the recurrent accumulator is the bias alone.
+    const int8_t* h = args.h != nullptr ? args.h + b * args.h_row_stride : nullptr;
+    const int32_t h_columns = h != nullptr ? args.hidden_size : 0;
     const ptrdiff_t base = static_cast<ptrdiff_t>(b) * args.hidden_size;
     for (int32_t r = 0; r < args.hidden_size; ++r) {
       const int16_t x_part_q3_12 =
           matmul_part_q3_12(x, g.input_weights + static_cast<ptrdiff_t>(r) * args.input_size, args.input_size,
                             g.input_effective_bias[r], g.input_to_q3_12);
       const int16_t h_part_q3_12 =
-          matmul_part_q3_12(h, g.hidden_weights + static_cast<ptrdiff_t>(r) * args.hidden_size, args.hidden_size,
+          matmul_part_q3_12(h, g.hidden_weights + static_cast<ptrdiff_t>(r) * args.hidden_size, h_columns,
                             g.hidden_effective_bias[r], g.hidden_to_q3_12);
       const int32_t gated_q3_12 = reset_product_q3_12(reset_q0_15[base + r], h_part_q3_12, reset_times_hidden);
       new_q0_15[base + r] = new_gate_q0_15(x_part_q3_12, gated_q3_12);

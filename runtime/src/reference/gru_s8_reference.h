@@ -65,7 +65,7 @@ int16_t updated_hidden_q0_15(int16_t update_q0_15, int16_t new_q0_15, int16_t hi
 int8_t hidden_to_output_s8(int16_t hidden_q0_15, const qlstm_requant& hidden_to_output, int32_t zero_point);
 
 // ---- Row stages (kernels.h's GruS8Variant), for args.rows batch rows of args.hidden_size units;
-// args.h (the int8 recurrent operand) is never null: the GRU always has its recurrent term.
+// args.h (the int8 recurrent operand) is null at a stateless first step only (kernels.h).
 // r or z is the LSTM's gate (§3) with sigmoid, so an LSTM variant's gate stage computes it: the
 // GRU variant of an ISA takes the LSTM variant's (out[rows][H]).
 inline qlstm_gate_s8_params as_sigmoid_lstm_gate(const qlstm_gru_gate_s8_params& g) {

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdint>
+#include <vector>
 
 #include "qlstm/compiler/derive.h"
 #include "qlstm/compiler/float_gru.h"
@@ -28,6 +29,8 @@ struct DerivedGru {
   // gates[g].activation is unused (r, z sigmoid; n tanh, fixed by the kernel).
   std::array<DerivedGate, QLSTM_GRU_GATE_COUNT> gates;
   qlstm_requant reset_times_hidden_to_q3_12{}, update_times_difference_to_q0_15{}, hidden_q0_15_to_output{};
+  // [H]: the new gate's recurrent accumulator at a zero state (b_hn alone; zero_state_bias below).
+  std::vector<int32_t> new_gate_zero_state_bias;
 
   // A kernel parameter block pointing into this object (valid while it lives).
   qlstm_gru_s8_params kernel_params(int32_t batch, int32_t time_steps, Layout layout) const;
@@ -36,6 +39,11 @@ struct DerivedGru {
   static DerivedGru from_kernel_params(const qlstm_gru_s8_params& p, const AffineQuant& input,
                                        const AffineQuant& output);
 };
+
+// A gate's recurrent accumulator at a zero state, whose int8 operand is zp_h everywhere:
+// hidden_effective_bias + zp_h * rowsum(W_h) per row, modulo 2^32 as the kernel's accumulator
+// (for the new gate as derived: round(b_hn / (s_h s_Whn)), docs/arithmetic.md §13).
+std::vector<int32_t> zero_state_bias(const DerivedGate& gate, int32_t hidden_size, int32_t zp_h);
 
 // Throws CompileError (naming the gate and the quantity) for a bias that overflows int32 at its
 // scale, a multiplier out of range, or an accumulator that could overflow int32.

@@ -13,11 +13,13 @@
 namespace qlstm {
 namespace compiler {
 
+// 6: a GRU record ends with new_gate_zero_state_bias (a stateless first step's new-gate
+// accumulator; version 5's records are read, the field computed from the weights).
 // 5: version 4 with GRU ops (QLSTM_OP_GRU_S8). 4: a program of every op kind (FC, softmax, table,
 // step selection around the LSTM), one-step buffers, the LSTM's output_steps; each op's parameters
 // as the runtime's record of its kind (params_codec.h). Versions 1 (one LSTM), 2 (a program of
-// typed LSTM tables), 3 (LSTM records without output_steps) and 4 (no GRU) are still read.
-constexpr uint32_t kModelFormatVersion = 5;
+// typed LSTM tables), 3 (LSTM records without output_steps), 4 (no GRU) and 5 are still read.
+constexpr uint32_t kModelFormatVersion = 6;
 
 std::string serialize_model(const CompiledModel& m);
 // The file around the (FlatBuffers) model bytes: the current format_version and their CRC-32.
