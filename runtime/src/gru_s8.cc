@@ -4,6 +4,7 @@
 
 #include "qlstm/fixed_point.h"
 #include "qlstm/kernels.h"
+#include "reference/gru_s8_reference.h"
 #include "sequence_common.h"
 
 namespace qlstm {
@@ -65,19 +66,28 @@ qlstm_status check_call(const qlstm_gru_s8_params* params, const qlstm_gru_s8_co
                                 ctx->scratch_bytes, scratch_bytes_for(params->dims));
 }
 
+// One call's gates as the step stages take them: r and z as the LSTM's sigmoid gate (built once
+// per call), n as in the block, and n at a stateless first step (its recurrent accumulator the
+// zero-state bias, kernels.h).
+struct StepGates {
+  qlstm_gate_s8_params reset, update;
+  qlstm_gru_gate_s8_params new_gate, new_gate_at_zero_state;
+};
+
 // One time step (§13): r, z, n from x and the recurrent operand args.h (null: a stateless first
-// step, kernels.h), then hidden_q0_15[rows][H] in place, then its int8 rows y. All three gates read args.h before y is written, so y may be
-// args.h (the final-state-only walk).
+// step, kernels.h), then hidden_q0_15[rows][H] in place, then its int8 rows y. All three gates
+// read args.h before y is written, so y may be args.h (the final-state-only walk).
 struct StepBuffers {
   int16_t* reset_q0_15;
   int16_t* update_q0_15;
   int16_t* new_q0_15;
 };
-void step(const GruS8Variant& v, const qlstm_gru_s8_params& p, const GateArgs& args, const StepBuffers& buffers,
-          int16_t* hidden_q0_15, int8_t* y, ptrdiff_t y_row_stride) {
-  v.sigmoid_gate(p.gates[QLSTM_GRU_GATE_RESET], args, buffers.reset_q0_15);
-  v.sigmoid_gate(p.gates[QLSTM_GRU_GATE_UPDATE], args, buffers.update_q0_15);
-  v.new_gate(p.gates[QLSTM_GRU_GATE_NEW], p.reset_times_hidden_to_q3_12, args, buffers.reset_q0_15, buffers.new_q0_15);
+void step(const GruS8Variant& v, const qlstm_gru_s8_params& p, const StepGates& gates, const GateArgs& args,
+          const StepBuffers& buffers, int16_t* hidden_q0_15, int8_t* y, ptrdiff_t y_row_stride) {
+  v.sigmoid_gate(gates.reset, args, buffers.reset_q0_15);
+  v.sigmoid_gate(gates.update, args, buffers.update_q0_15);
+  v.new_gate(args.h != nullptr ? gates.new_gate : gates.new_gate_at_zero_state, p.reset_times_hidden_to_q3_12, args,
+             buffers.reset_q0_15, buffers.new_q0_15);
   v.update(p.update_times_difference_to_q0_15, args.rows * args.hidden_size, buffers.update_q0_15, buffers.new_q0_15,
            hidden_q0_15);
   v.output(p.hidden_q0_15_to_output, p.output_zero_point, args.rows, args.hidden_size, hidden_q0_15, y, y_row_stride);
@@ -111,9 +121,10 @@ qlstm_status run_checked(const GruS8Variant& v, const qlstm_gru_s8_params& p, ql
     // No step: the final state is the initial one.
     v.output(p.hidden_q0_15_to_output, p.output_zero_point, B, H, hidden_q0_15, output, s.y_row);
   }
-  // A stateless first step: args.h null, and the new gate's recurrent accumulator its zero-state bias.
-  qlstm_gru_s8_params first = p;
-  first.gates[QLSTM_GRU_GATE_NEW].hidden_effective_bias = p.new_gate_zero_state_bias;
+  StepGates gates = {gru_reference::as_sigmoid_lstm_gate(p.gates[QLSTM_GRU_GATE_RESET]),
+                     gru_reference::as_sigmoid_lstm_gate(p.gates[QLSTM_GRU_GATE_UPDATE]),
+                     p.gates[QLSTM_GRU_GATE_NEW], p.gates[QLSTM_GRU_GATE_NEW]};
+  gates.new_gate_at_zero_state.hidden_effective_bias = p.new_gate_zero_state_bias;
   // Reverse: step k processes time T-1-k, and its recurrent operand is the row it wrote at k-1.
   const bool reverse = p.time_direction == QLSTM_TIME_REVERSE;
   for (int32_t k = 0; k < T; ++k) {
@@ -123,7 +134,7 @@ qlstm_status run_checked(const GruS8Variant& v, const qlstm_gru_s8_params& p, ql
       args.h = output + (reverse ? t + 1 : t - 1) * s.y_step;
       args.h_row_stride = s.y_row;
     }
-    step(v, k == 0 && stateless ? first : p, args, buffers, hidden_q0_15, output + t * s.y_step, s.y_row);
+    step(v, p, gates, args, buffers, hidden_q0_15, output + t * s.y_step, s.y_row);
   }
   return QLSTM_OK;
 }

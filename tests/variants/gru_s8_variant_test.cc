@@ -201,7 +201,8 @@ TEST_P(GruVariantTest, LongerSequencesAndEveryOption) {
   }
 }
 
-// Stage contract: the gates read strided rows of x and h; r, z and n equal the reference's.
+// Stage contract: the gates read strided rows of x and h (or no h: a stateless first step, the
+// recurrent accumulator of n its bias alone); r, z and n equal the reference's.
 TEST_P(GruVariantTest, GateStagesWithStridesMatchReference) {
   const qlstm::GruS8Variant& v = *GetParam();
   const qlstm::GruS8Variant& ref = qlstm::kGruS8ReferenceVariant;
@@ -214,14 +215,16 @@ TEST_P(GruVariantTest, GateStagesWithStridesMatchReference) {
     std::vector<int8_t> x(static_cast<size_t>(B * xs)), h(static_cast<size_t>(B * hs));
     for (auto& e : x) e = static_cast<int8_t>(rng());
     for (auto& e : h) e = static_cast<int8_t>(rng());
-    const qlstm::GateArgs a = {B, I, H, x.data(), xs, h.data(), hs};
+    // Every fourth case without h.
+    const qlstm::GateArgs a = {B, I, H, x.data(), xs, k % 4 == 3 ? nullptr : h.data(), hs};
     const size_t BH = static_cast<size_t>(B * H);
     const std::string what = std::string(v.name) + " B=" + std::to_string(B) + " I=" + std::to_string(I) +
                              " H=" + std::to_string(H) + " case " + std::to_string(k);
     for (int g : {QLSTM_GRU_GATE_RESET, QLSTM_GRU_GATE_UPDATE}) {
       std::vector<int16_t> got(BH, -7), want(BH, 7);
-      v.sigmoid_gate(gru.params.gates[g], a, got.data());
-      ref.sigmoid_gate(gru.params.gates[g], a, want.data());
+      const qlstm_gate_s8_params lstm_gate = qlstm::gru_reference::as_sigmoid_lstm_gate(gru.params.gates[g]);
+      v.sigmoid_gate(lstm_gate, a, got.data());
+      ref.sigmoid_gate(lstm_gate, a, want.data());
       ASSERT_EQ(got, want) << what << " gate " << g;
     }
     // n from any r in [0, 2^15 - 1].

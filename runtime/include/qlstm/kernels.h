@@ -117,7 +117,7 @@ qlstm_status run_lstm_s8_prechecked(const LstmS8Variant* variant, const qlstm_ls
 //   new_gate:     x, h, r -> n = tanh(x part + RQ(r * h part)), Q0.15 [rows][H]
 //   update:       z, n, h -> h' = sat16(n + RQ(z * (h - n))), count elements, h in place
 //   output:       h -> int8 rows y[b][r] = sat8(RQ(h) + zero_point), row b at y + b * y_row_stride
-using GruGateFn = void (*)(const qlstm_gru_gate_s8_params& gate, const GateArgs& args, int16_t* out_q0_15);
+using GruGateFn = GateFn;  // r or z as the LSTM's sigmoid gate, its block built once per call
 using GruNewGateFn = void (*)(const qlstm_gru_gate_s8_params& gate, const qlstm_requant& reset_times_hidden,
                               const GateArgs& args, const int16_t* reset_q0_15, int16_t* new_q0_15);
 using GruUpdateFn = void (*)(const qlstm_requant& update_times_difference, int32_t count, const int16_t* update_q0_15,

@@ -126,9 +126,8 @@
     add     r9, r9, r10, lsr #31
 .endm
 
-@ r1 = the Q3.12 pre-activation of the row at r0 (r0 advanced); r5 = 3 * r1, r6 = |r5|,
-@ r4 = the table, r10 = the table from entry 1.
-.macro GATE_PRE_SCALAR
+@ The row at r0 (r0 advanced): r1 = sat16(rq_x(ax)), r9 = rq_h(ah).
+.macro GATE_PARTS_SCALAR
     ldm     r12, {r4-r8}
     ldr     r9, [r0], #4
     REQUANT_SCALAR
@@ -136,12 +135,23 @@
     ldm     lr, {r4-r8}
     ldr     r9, [r0, #AH_AFTER_AX]
     REQUANT_SCALAR
+.endm
+
+@ r1 = sat16(r1 + r9), the Q3.12 pre-activation (the add wrapping); r5 = 3 * r1, r6 = |r5|,
+@ r4 = the table, r10 = the table from entry 1.
+.macro GATE_ADD_SCALAR
     add     r1, r1, r9
     ssat    r1, #16, r1
     ldrd    r4, r10, [lr, #20]
     add     r5, r1, r1, lsl #1      @ v = 3 x
     eor     r6, r5, r5, asr #31
     sub     r6, r6, r5, asr #31     @ |v|
+.endm
+
+@ The pre-activation of the row at r0 (r0 advanced), as GATE_ADD_SCALAR leaves it.
+.macro GATE_PRE_SCALAR
+    GATE_PARTS_SCALAR
+    GATE_ADD_SCALAR
 .endm
 
 @ r8 = lo * 2^step + frac * (hi - lo): the table at index r7, frac the low step bits of r6.
@@ -215,17 +225,47 @@
     pop     {r4-r11, pc}
     .size qlstm_arm_gate_finish_sigmoid_thumb2, . - qlstm_arm_gate_finish_sigmoid_thumb2
 
-@ Tanh: TANH_SCALAR.
-    FUNCTION qlstm_arm_gate_finish_tanh_thumb2
-    GATE_FINISH_SCALAR_PROLOGUE
-1:
-    GATE_PRE_SCALAR
+@ Tanh: TANH_SCALAR of the pre-activation GATE_ADD_SCALAR leaves, stored; the loop's end and the
+@ return.
+.macro TANH_GATE_END
     TANH_SCALAR r6, r7, r8, r9, r4, r10, r5
     strh    r8, [r3], #2
     cmp     r0, r2
     bne     1b
     TANH_EPILOGUE r8
+.endm
+
+    FUNCTION qlstm_arm_gate_finish_tanh_thumb2
+    GATE_FINISH_SCALAR_PROLOGUE
+1:
+    GATE_PRE_SCALAR
+    TANH_GATE_END
     .size qlstm_arm_gate_finish_tanh_thumb2, . - qlstm_arm_gate_finish_tanh_thumb2
+
+@ The GRU's new gate for n rows (docs/arithmetic.md §13, gru_s8_arm.cc), one row per pass: the
+@ gate's tanh finish with the reset product between the recurrent part and the add:
+@   out[r] = tanh(sat16(sat16(rq_x(ax[r])) + rq_r(reset[r] * sat16(rq_h(ah[r])))))   in Q0.15
+@ (|reset * sat16(.)| <= 2^30: exact in int32; the add wraps), ah = ax + CHUNK_ROWS.
+@ void qlstm_arm_gru_new_gate_finish_thumb2(const int32_t* ax, int32_t n, int16_t* out,
+@                                           const qlstm_arm_gru_new_gate_finish_params* p,
+@                                           const int16_t* reset);
+@ p: the gate finish's parameters (x's and h's requantization, the table, the table from entry
+@ 1), then the reset product's requantization.
+    .equ    RESET_AFTER_H, 28       @ p->reset from p->h (offsetof 48 - 20)
+    FUNCTION qlstm_arm_gru_new_gate_finish_thumb2
+    GATE_FINISH_SCALAR_PROLOGUE
+    ldr     r11, [sp, #36]          @ reset (the fifth argument, above the nine pushed registers)
+1:
+    GATE_PARTS_SCALAR
+    ssat    r9, #16, r9             @ h part
+    ldrsh   r10, [r11], #2
+    mul     r9, r9, r10             @ reset * h part
+    add     r10, lr, #RESET_AFTER_H
+    ldm     r10, {r4-r8}
+    REQUANT_SCALAR                  @ gated
+    GATE_ADD_SCALAR
+    TANH_GATE_END
+    .size qlstm_arm_gru_new_gate_finish_thumb2, . - qlstm_arm_gru_new_gate_finish_thumb2
 
 @ The cell update, two passes over the units (docs/arithmetic.md §5):
 @   cell = sat16(rq_fc(f * cell))                  (first pass, in place)

@@ -29,6 +29,13 @@ static_assert(offsetof(qlstm_arm_gate_finish_t2_params, h) == 20 &&
               "dot4_s8_arm.S loads these offsets");
 static_assert(qlstm::blocked::kChunkRows == 32, "dot4_s8_arm.S finds ah at ax + 32");
 
+// The GRU's new-gate finish: the gate finish's parameters, then the reset product's requantization.
+struct qlstm_arm_gru_new_gate_finish_params {
+  qlstm_arm_gate_finish_t2_params gate;
+  qlstm_arm_requant_params reset;
+};
+static_assert(offsetof(qlstm_arm_gru_new_gate_finish_params, reset) == 48, "dot4_s8_arm.S loads this offset");
+
 extern "C" {
 // out[r] = act(sat16(sat16(rq_x(ax[r])) + rq_h(ah[r]))), ah = ax + kChunkRows (the LSTM gate's
 // finish, dot4_s8_arm.S; the GRU's new gate reuses the tanh one).
@@ -36,6 +43,10 @@ void qlstm_arm_gate_finish_sigmoid_thumb2(const int32_t* ax, int32_t n, int16_t*
                                           const qlstm_arm_gate_finish_t2_params* p);
 void qlstm_arm_gate_finish_tanh_thumb2(const int32_t* ax, int32_t n, int16_t* out,
                                        const qlstm_arm_gate_finish_t2_params* p);
+// out[r] = tanh(sat16(sat16(rq_x(ax[r])) + rq_r(reset[r] * sat16(rq_h(ah[r]))))), ah = ax + kChunkRows
+// (the GRU's new gate, docs/arithmetic.md §13).
+void qlstm_arm_gru_new_gate_finish_thumb2(const int32_t* ax, int32_t n, int16_t* out,
+                                          const qlstm_arm_gru_new_gate_finish_params* p, const int16_t* reset);
 void qlstm_arm_rows4_s8_thumb2(const int8_t* v, const int8_t* w, int32_t n, int32_t blocks, const int32_t* bias,
                                int32_t* acc);
 #if defined(__ARM_FEATURE_DSP)

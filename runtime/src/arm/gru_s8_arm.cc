@@ -1,8 +1,7 @@
 // The Arm M-profile GRU variants (blocked::gru_variant): r and z by the LSTM variant's gate of the
 // same name (the assembly dot products and gate finish of lstm_s8_arm.cc), the new gate's two
-// matmuls in chunks of rows by the same dot-product blocks (arm/dot_s8_arm.h), its finish by the
-// LSTM's assembly tanh finish after the reset product in C (NewGateFinish), the update and the
-// output in assembly (dot4_s8_arm.S), each the reference's arithmetic.
+// matmuls in chunks of rows by the same dot-product blocks (arm/dot_s8_arm.h), its finish, the
+// update and the output in assembly (dot4_s8_arm.S), each the reference's arithmetic.
 //   arm_thumb2: byte loads and MLA, any Thumb-2 core (Cortex-M3 and up)
 //   arm_dsp:    SXTB16 + SMLAD (Cortex-M4, M33, M55)
 // (arm_mve: gru_s8_arm_mve.cc.)
@@ -27,27 +26,22 @@ namespace qlstm {
 namespace arm {
 namespace {
 
-// n = tanh(sat16(sat16(RQ_x(ax)) + RQ_r(r * sat16(RQ_h(ah))))) (docs/arithmetic.md §13): the
-// product r * sat16(RQ_h(ah)) (|.| <= 2^30, exact) replaces ah, and the LSTM's tanh gate finish,
-// tanh(sat16(sat16(RQ_x(ax)) + RQ_h'(ah))), with RQ_r as its h side, does the rest in assembly:
-// the same arithmetic as the reference, one requantization in C instead of three.
+// n = tanh(sat16(sat16(RQ_x(ax)) + RQ_r(r * sat16(RQ_h(ah))))) (docs/arithmetic.md §13), all of
+// it in assembly (qlstm_arm_gru_new_gate_finish_thumb2: the LSTM's tanh gate finish with the reset
+// product between the recurrent part and the add), the reference's arithmetic row by row.
 class NewGateFinish {
  public:
   NewGateFinish(const qlstm_gru_gate_s8_params& g, const qlstm_requant& reset_times_hidden)
-      : hidden_(fxp::RequantDoubleRounding::make(g.hidden_to_q3_12.multiplier, g.hidden_to_q3_12.shift)),
-        p_{requant_params(fxp::RequantDoubleRounding::make(g.input_to_q3_12.multiplier, g.input_to_q3_12.shift)),
-           requant_params(fxp::RequantDoubleRounding::make(reset_times_hidden.multiplier, reset_times_hidden.shift)),
-           kSigmoidTableU16, kSigmoidTableU16 + 1} {}
-  void operator()(const int32_t* ax, int32_t* ah, int32_t n, const int16_t* reset_q0_15, int16_t* new_q0_15) const {
-    for (int32_t k = 0; k < n; ++k) {
-      ah[k] = static_cast<int32_t>(reset_q0_15[k]) * fxp::saturate_to_s16(hidden_(ah[k]));
-    }
-    qlstm_arm_gate_finish_tanh_thumb2(ax, n, new_q0_15, &p_);  // reads ah at ax + kChunkRows
+      : p_{{requant_params(fxp::RequantDoubleRounding::make(g.input_to_q3_12.multiplier, g.input_to_q3_12.shift)),
+            requant_params(fxp::RequantDoubleRounding::make(g.hidden_to_q3_12.multiplier, g.hidden_to_q3_12.shift)),
+            kSigmoidTableU16, kSigmoidTableU16 + 1},
+           requant_params(fxp::RequantDoubleRounding::make(reset_times_hidden.multiplier, reset_times_hidden.shift))} {}
+  void operator()(const int32_t* ax, const int32_t*, int32_t n, const int16_t* reset_q0_15, int16_t* new_q0_15) const {
+    qlstm_arm_gru_new_gate_finish_thumb2(ax, n, new_q0_15, &p_, reset_q0_15);  // reads ah at ax + kChunkRows
   }
 
  private:
-  fxp::RequantDoubleRounding hidden_;
-  qlstm_arm_gate_finish_t2_params p_;
+  qlstm_arm_gru_new_gate_finish_params p_;
 };
 
 template <typename Dot>

@@ -82,7 +82,7 @@ void output(const qlstm_requant& hidden_to_output, int32_t zero_point, int32_t r
 }  // namespace gru_reference
 
 extern const GruS8Variant kGruS8ReferenceVariant = {"reference", nullptr, nullptr,
-                                                    gru_reference::sigmoid_gate_of<kLstmS8ReferenceVariant>,
+                                                    reference::gate,
                                                     gru_reference::new_gate, gru_reference::update,
                                                     gru_reference::output};
 

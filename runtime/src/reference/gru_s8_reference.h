@@ -67,14 +67,15 @@ int8_t hidden_to_output_s8(int16_t hidden_q0_15, const qlstm_requant& hidden_to_
 // ---- Row stages (kernels.h's GruS8Variant), for args.rows batch rows of args.hidden_size units;
 // args.h (the int8 recurrent operand) is null at a stateless first step only (kernels.h).
 // r or z is the LSTM's gate (§3) with sigmoid, so an LSTM variant's gate stage computes it: the
-// GRU variant of an ISA takes the LSTM variant's (out[rows][H]).
+// driver makes each an LSTM gate block once per call, and the GRU variant of an ISA runs it by
+// the LSTM variant's gate (out[rows][H]).
 inline qlstm_gate_s8_params as_sigmoid_lstm_gate(const qlstm_gru_gate_s8_params& g) {
   return {g.input_to_q3_12,  g.input_weights,  g.input_effective_bias, g.hidden_to_q3_12,
           g.hidden_weights, g.hidden_effective_bias, QLSTM_ACTIVATION_SIGMOID};
 }
 template <const LstmS8Variant& kLstm>
-void sigmoid_gate_of(const qlstm_gru_gate_s8_params& g, const GateArgs& args, int16_t* out_q0_15) {
-  kLstm.gate(as_sigmoid_lstm_gate(g), args, out_q0_15);
+void sigmoid_gate_of(const qlstm_gate_s8_params& g, const GateArgs& args, int16_t* out_q0_15) {
+  kLstm.gate(g, args, out_q0_15);
 }
 // n from its two matmuls and r[rows][H]: new_q0_15[rows][H].
 void new_gate(const qlstm_gru_gate_s8_params& g, const qlstm_requant& reset_times_hidden, const GateArgs& args,

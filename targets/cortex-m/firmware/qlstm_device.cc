@@ -612,10 +612,20 @@ bool make_random_gru(Rng& r, const qlstm_gru_dims& d, Regime regime, GruCase* k)
   for (int g = 0; g < QLSTM_GRU_GATE_COUNT; ++g) {
     if (!random_gate_matmuls(r, I, H, p.output_zero_point, extreme, &p.gates[g])) return false;
   }
-  if (!extreme) {  // b_hn on the recurrent side of n (multiplied by r)
-    int32_t* bh = const_cast<int32_t*>(p.gates[QLSTM_GRU_GATE_NEW].hidden_effective_bias);
-    for (int32_t j = 0; j < H; ++j) bh[j] += r.range(-20000, 20000);
+  // b_hn on the recurrent side of n (multiplied by r), and a zero state's accumulator of n
+  // (extreme: any; otherwise b_hn, consistent with the recurrent side).
+  int32_t* zero_state_bias = static_cast<int32_t*>(arena_take(static_cast<uint32_t>(H) * 4u));
+  if (!zero_state_bias) return false;
+  int32_t* bh = const_cast<int32_t*>(p.gates[QLSTM_GRU_GATE_NEW].hidden_effective_bias);
+  for (int32_t j = 0; j < H; ++j) {
+    if (extreme) {
+      zero_state_bias[j] = static_cast<int32_t>(r.next());
+    } else {
+      zero_state_bias[j] = r.range(-20000, 20000);
+      bh[j] += zero_state_bias[j];
+    }
   }
+  p.new_gate_zero_state_bias = zero_state_bias;
   if (regime == kTypical) {
     p.reset_times_hidden_to_q3_12 = kQ0_15ProductRequant;
     p.update_times_difference_to_q0_15 = kQ0_15ProductRequant;
