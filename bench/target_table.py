@@ -286,35 +286,26 @@ rows of those CPUs (`arm_mve`, `arm_dsp`).
 
 GRU_ANALYSIS = """Where the GRU's instructions per MAC differ from the LSTM's (profiles by `qlstm bench --profile`):
 
-- **The dot products** are the same blocks (`qlstm_arm_rows4_s8_*`) at nearly the same cost per
-  MAC, with one difference the per-MAC figure does not hide: a stateless LSTM's first step skips
-  its recurrent matmul (a zero hidden state contributes nothing, and its recurrent bias is folded
-  on the input side), while the GRU's cannot. The GRU's new gate keeps its recurrent bias b_hn
-  under the reset gate (docs/arithmetic.md §13), and its zero state is the int8 zero point: the
-  first step's recurrent accumulators are the quantized biases, which the parameter block holds
-  only folded with the zero point times each weight row's sum (the effective bias), so the first
-  step runs the H x H matmuls on the zero state, as the reference does. That is H / (I + H) / T of the
-  MACs, counted in both MAC totals but executed only by the GRU: 1.8% of the MACs at `kws`, 2.5% at
-  `medium`, 3.5% at `large` and 4.2% at `tiny` and `batch4`.
-- **Per unit and step**, the GRU has three gate finishes (r and z: the LSTM's sigmoid finish; n:
-  the LSTM's tanh finish, after the reset product r * sat16(RQ(h part)) replaces the recurrent
-  accumulator, so that the same assembly computes tanh(sat16(sat16(RQ(x part)) + RQ(r * h
-  part)))), then the update and the output; the LSTM has four finishes, the cell and the hidden
-  update. On Cortex-M4 that is about 2 x 48 + 51 + 25 (the reset product, in C) + 21 (update) + 17
-  (output) = 210 instructions per unit against the LSTM's 3 x 48 + 51 + 43 + 41 = 279, for 3/4 of
-  its MACs: 210 / 279 = 0.75, at par, before each stage's per-call and per-chunk overhead. On Cortex-M55 the same structure runs four lanes at a time.
-- The bar, from the table: {verdict} Where the GRU is above, it is by about the first step's
-  recurrent matmul (Cortex-M55) or by that and the reset product's pass in C with its share of
-  per-chunk overhead (Cortex-M4). Closing the rest needs the recurrent bias and the row sums in
-  the GRU's parameter block (a format change: the first step's matmul becomes a copy) and the
-  reset product folded into the assembly gate finish.
-- Before this measurement the Arm GRU variants ran the new gate's finish, the update and the
-  output in portable C: `arm_dsp` took 2.868 instructions per MAC at `kws` on Cortex-M4 (LSTM
-  2.571) and `arm_mve` 0.559 on Cortex-M55 (LSTM 0.546). The finish now reuses the LSTM's
-  assembly (`arm_thumb2`/`arm_dsp`: `qlstm_arm_gate_finish_tanh_thumb2`; `arm_mve`:
-  `qlstm_arm_gate_finish_tanh_mve`) and the Thumb-2 update and output are in assembly too
-  (`qlstm_arm_gru_update_thumb2`, `qlstm_arm_gru_output_thumb2`), all bit-exact with the
-  reference (`variant_test`, the device's variant-test).
+- **The dot products** are the same blocks (`qlstm_arm_rows4_s8_*`) at the same cost per MAC
+  (`kws` on Cortex-M4: 1.525 instructions per MAC in `qlstm_arm_rows4_s8_dspx` for both). Neither
+  runs its recurrent matmul at the first step of a stateless call: the LSTM because a zero state
+  contributes nothing, the GRU because its parameter block holds the new gate's recurrent
+  accumulator at a zero state (`new_gate_zero_state_bias`, b_hn alone; docs/arithmetic.md §13,
+  model format 6), so that step's recurrent part is a copy of it.
+- **Per unit and step**, the GRU has three gate finishes and two elementwise stages: r and z by
+  the LSTM's sigmoid finish, n by its own assembly (`qlstm_arm_gru_new_gate_finish_thumb2`: the
+  tanh finish with the reset product r * sat16(RQ(h part)) and its requantization between the
+  recurrent part and the add; `arm_mve`: the reset product in four lanes before the LSTM's tanh
+  finish), then the update and the output. On Cortex-M4 at `kws` that is 2 x 48 + 67 + 21 + 17 =
+  201 instructions per unit against the LSTM's 3 x 48 + 51 + 43 + 41 = 279 (its gates, the cell
+  and the hidden update), for 3/4 of its MACs: 201 / 279 = 0.72.
+- The bar, from the table: {verdict}
+- How it got there: the first measurement (at 8e9b817's parent) had the GRU at 1.014 to 1.031 per
+  MAC of the LSTM on Cortex-M4 and 0.981 to 1.020 on Cortex-M55: the first step's H x H matmuls
+  on the zero state (1.8% of the MACs at `kws` to 4.2% at `tiny`), the reset product in C and a
+  copy of each sigmoid gate's block per call. The zero-state bias, the reset product in assembly
+  and the gate blocks built once per call removed them; each change is bit-exact with the
+  reference (`variant_test`, the device's variant-test, the golden vectors).
 """
 
 UPSTREAM = """## CMSIS-NN through the backend, on the same counter
