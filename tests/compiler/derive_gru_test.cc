@@ -12,6 +12,7 @@
 
 #include "qlstm/compiler/derive_gru.h"
 #include "qlstm/compiler/quantized_lstm.h"
+#include "compile_error.h"
 #include "scratch_buffer.h"
 #include "zero_point_folding.h"
 
@@ -20,21 +21,13 @@ namespace {
 using namespace qlstm::compiler;
 using testing_support::expect_zero_point_folding;
 using testing_support::ScratchBuffer;
+const auto& expect_error = testing_support::expect_compile_error;
 
 constexpr qlstm_requant kQ0_15ProductRequant = {1 << 30, -14};  // QM(2^-15)
 
 void expect_requant(const qlstm_requant& a, const qlstm_requant& b, const std::string& what) {
   EXPECT_EQ(a.multiplier, b.multiplier) << what;
   EXPECT_EQ(a.shift, b.shift) << what;
-}
-
-void expect_error(const std::function<void()>& f, const std::vector<std::string>& needles) {
-  try {
-    f();
-    ADD_FAILURE() << "no error, expected one containing: " << needles.front();
-  } catch (const CompileError& e) {
-    for (const std::string& n : needles) EXPECT_NE(std::string(e.what()).find(n), std::string::npos) << e.what();
-  }
 }
 
 // A torch-layout GRU: uniform(-k, k) weights and biases with k = gain / sqrt(H) (PyTorch's init

@@ -1,0 +1,159 @@
+// The 16x8 LSTM's parameters (derive_s16.h, docs/arithmetic.md §14).
+#include "qlstm/compiler/derive_s16.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+#include <sstream>
+
+#include "qlstm/activation_s16.h"
+#include "qlstm/kernels.h"
+
+namespace qlstm {
+namespace compiler {
+namespace {
+
+constexpr double kInt16MaxValue = 32767.0;
+constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
+// |x| and |h| of a 16x8 matmul operand: at most 2^15.
+constexpr int64_t kMaxAbsActivationS16 = 32768;
+const double kGateScale = std::ldexp(1.0, -kQ3_12FractionalBits);       // Q3.12
+const double kActivationScale = std::ldexp(1.0, -kQ0_15FractionalBits);  // Q0.15
+
+std::string gate_label(int32_t g) { return std::string("gate '") + gate_name(g) + "'"; }
+
+// A gate matmul's multiplier to Q3.12, within the 16x8 kernels' shift range.
+qlstm_requant gate_multiplier(double real, const std::string& what) {
+  const qlstm_requant q = quantize_multiplier(real, what);
+  if (q.shift > QLSTM_S16_SHIFT_MAX) {
+    std::ostringstream s;
+    s << what << ": " << real << " needs shift " << q.shift << ", above the 16x8 limit " << QLSTM_S16_SHIFT_MAX;
+    throw CompileError(s.str());
+  }
+  return q;
+}
+
+// |bias| + 2^15 * sum|w| of one row must stay below 2^31: the whole accumulator then fits int32,
+// where CMSIS-NN's optimized 16x8 paths keep part of it (op-vectors FORMAT.md).
+void check_row_range(int64_t bias, const int8_t* w, int32_t n, const std::string& label, const char* side,
+                     int32_t row) {
+  int64_t sum = 0;
+  for (int32_t j = 0; j < n; ++j) sum += std::llabs(static_cast<int64_t>(w[j]));
+  const int64_t bound = std::llabs(bias) + kMaxAbsActivationS16 * sum;
+  if (bound > kInt32Max) {
+    std::ostringstream s;
+    s << label << ": " << side << " accumulator of row " << row << " can reach " << bound
+      << ", beyond int32 (|bias| + 32768 * sum|w|), where the optimized 16x8 kernels stop agreeing";
+    throw CompileError(s.str());
+  }
+}
+
+void derive_gate_s16(const FloatGate& fg, int32_t I, int32_t H, double input_scale, double output_scale,
+                     const DeriveOptions& options, int32_t g, DerivedGateS16* dg) {
+  const std::string label = gate_label(g);
+  dg->activation = g == QLSTM_GATE_CELL ? QLSTM_ACTIVATION_TANH : QLSTM_ACTIVATION_SIGMOID;
+  dg->w_x_scale = quantize_weights(fg.w_x, options.weight_method,
+                                   options.weight_clip_ratio[weight_block(g, false)], &dg->w_x);
+  dg->w_h_scale = quantize_weights(fg.w_h, options.weight_method,
+                                   options.weight_clip_ratio[weight_block(g, true)], &dg->w_h);
+  const double bias_scale = input_scale * dg->w_x_scale;
+  dg->input_effective_bias.resize(static_cast<size_t>(H));
+  dg->hidden_effective_bias.assign(static_cast<size_t>(H), 0);
+  for (int32_t r = 0; r < H; ++r) {
+    const size_t row_x = static_cast<size_t>(r) * I, row_h = static_cast<size_t>(r) * H;
+    double b = static_cast<double>(fg.bias_x[r]) + fg.bias_h[r];
+    if (options.bias_correction) {  // the expected matmul error of the int8 weights, (W - s W_q) . E[z]
+      for (int32_t j = 0; j < I; ++j) b += (fg.w_x[row_x + j] - dg->w_x_scale * dg->w_x[row_x + j]) * options.mean_x[j];
+      for (int32_t j = 0; j < H; ++j) b += (fg.w_h[row_h + j] - dg->w_h_scale * dg->w_h[row_h + j]) * options.mean_h[j];
+    }
+    const double bq = std::nearbyint(b / bias_scale);
+    if (!(std::fabs(bq) <= static_cast<double>(kInt32Max))) {
+      std::ostringstream s;
+      s << label << ": bias[" << r << "] = " << b << " leaves int32 at its scale " << bias_scale
+        << " (input scale x input weight scale)";
+      throw CompileError(s.str());
+    }
+    dg->input_effective_bias[static_cast<size_t>(r)] = static_cast<int64_t>(bq);
+    check_row_range(dg->input_effective_bias[static_cast<size_t>(r)], &dg->w_x[row_x], I, label, "input", r);
+    check_row_range(0, &dg->w_h[row_h], H, label, "recurrent", r);
+  }
+  dg->input_to_q3_12 = gate_multiplier(input_scale * dg->w_x_scale / kGateScale, label + ": input-to-Q3.12 multiplier");
+  dg->hidden_to_q3_12 =
+      gate_multiplier(output_scale * dg->w_h_scale / kGateScale, label + ": recurrent-to-Q3.12 multiplier");
+}
+
+}  // namespace
+
+double symmetric_s16_scale(double max_abs, const std::string& what) {
+  if (!(max_abs > 0.0) || !std::isfinite(max_abs)) {
+    std::ostringstream s;
+    s << what << ": range " << max_abs << " is not positive and finite";
+    throw CompileError(s.str());
+  }
+  return max_abs / kInt16MaxValue;
+}
+
+DerivedLstmS16 derive_lstm_s16_params(const FloatLstm& lstm, double input_scale, double output_scale,
+                                      const CellScaleChoice& cell, const DeriveOptions& options) {
+  if (lstm.cell != CellKind::kLstm) {
+    throw CompileError(std::string("a ") + cell_kind_name(lstm.cell) + " layer: no 16x8 kernel for it (16x8 is the LSTM's)");
+  }
+  lstm.validate();
+  check_derive_inputs(AffineQuant{input_scale, 0}, AffineQuant{output_scale, 0}, options, lstm.input_size,
+                      lstm.hidden_size);
+  if (options.weight_rounding == WeightRounding::kAdaptive) {
+    throw CompileError("weight_rounding adaptive: not derived for 16x8 yet; use nearest");
+  }
+  if (cell.power < kCellScalePowerMin || cell.power > kCellScalePowerMax) {
+    throw CompileError("cell scale power " + std::to_string(cell.power) + " outside [-15, 2]");
+  }
+  if (options.cell_clip < 0 || options.cell_clip > static_cast<int32_t>(kInt16MaxValue)) {
+    throw CompileError("cell clip " + std::to_string(options.cell_clip) + " outside [0, 32767]");
+  }
+  DerivedLstmS16 d;
+  d.input_size = lstm.input_size;
+  d.hidden_size = lstm.hidden_size;
+  d.input_scale = input_scale;
+  d.output_scale = output_scale;
+  d.cell = cell;
+  d.cell_clip = options.cell_clip;
+  for (int32_t g = 0; g < QLSTM_GATE_COUNT; ++g) {
+    derive_gate_s16(lstm.gates[static_cast<size_t>(g)], lstm.input_size, lstm.hidden_size, input_scale, output_scale,
+                    options, g, &d.gates[static_cast<size_t>(g)]);
+  }
+  // The cell update and o * tanh(c) are the int8 LSTM's (§5, §6), the hidden's scale int16's.
+  const double cell_scale = std::ldexp(1.0, cell.power);
+  d.forget_times_cell_to_cell = quantize_multiplier(kActivationScale, "forget-times-cell multiplier");
+  d.input_times_cell_gate_to_cell =
+      quantize_multiplier(kActivationScale * kActivationScale / cell_scale, "input-times-cell-gate multiplier");
+  d.output_times_tanh_cell_to_hidden =
+      quantize_multiplier(kActivationScale * kActivationScale / output_scale, "output multiplier");
+  if (d.output_times_tanh_cell_to_hidden.shift > 0) {  // o * tanh(c) < 2^30: a left shift could overflow
+    throw CompileError("output: scale " + std::to_string(output_scale) +
+                       " is too fine for the hidden state (needs a left shift)");
+  }
+  d.time_direction = lstm.reverse ? QLSTM_TIME_REVERSE : QLSTM_TIME_FORWARD;
+  return d;
+}
+
+qlstm_lstm_s16_params DerivedLstmS16::kernel_params(int32_t batch, int32_t time_steps, Layout layout) const {
+  qlstm_lstm_s16_params p{};
+  p.dims = {batch, time_steps, input_size, hidden_size};
+  p.layout = layout == Layout::kTimeMajor ? QLSTM_LAYOUT_TIME_MAJOR : QLSTM_LAYOUT_BATCH_MAJOR;
+  for (size_t g = 0; g < gates.size(); ++g) {
+    const DerivedGateS16& dg = gates[g];
+    p.gates[g] = {dg.input_to_q3_12, dg.w_x.data(), dg.input_effective_bias.data(),
+                  dg.hidden_to_q3_12, dg.w_h.data(), dg.hidden_effective_bias.data(), dg.activation};
+  }
+  p.forget_times_cell_to_cell = forget_times_cell_to_cell;
+  p.input_times_cell_gate_to_cell = input_times_cell_gate_to_cell;
+  p.output_times_tanh_cell_to_hidden = output_times_tanh_cell_to_hidden;
+  p.cell_scale_power = cell.power;
+  p.cell_clip = cell_clip;
+  p.time_direction = time_direction;
+  p.output_steps = output_steps;
+  return p;
+}
+
+}  // namespace compiler
+}  // namespace qlstm
