@@ -2,11 +2,17 @@
  * qlstm_bench_begin() and the next call of qlstm_bench_end() (both in the firmware, one
  * instruction each). Exact and repeatable: TCG runs one vCPU deterministically.
  *
- *   qemu-system-arm ... -plugin libqlstm_icount.so,out=FILE[,profile=on]
+ *   qemu-system-arm ... -plugin libqlstm_icount.so,out=FILE[,cpu=cortex-m4][,profile=on]
  *
  * Each begin/end pair appends "instructions N" to FILE (to QEMU's log without out=). N counts the
  * instructions after the begin marker's and before the end marker's, so the markers themselves
  * and nothing outside them are counted; the call into qlstm_bench_end is.
+ * With cpu=NAME (cortex-m3, cortex-m4, cortex-m33, cortex-m55), each pair also appends
+ * "cycles C": the same instructions' estimated cycles on that CPU (cycle_model.h; the figures
+ * and what the estimate leaves out are in docs/targets.md). Each instruction is decoded once, at
+ * translation, and its cycles summed per block; a block that ends in a conditional branch
+ * is charged the taken branch's refill when the next block executed does not start at its
+ * fall-through address.
  * With profile=on, each pair also appends "symbol NAME N" lines: the instructions counted in
  * translation blocks that start in that function (a block lies within one function).
  *
@@ -17,6 +23,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "cycle_model.h"
 
 typedef uint64_t qemu_plugin_id_t;
 struct qemu_plugin_tb;
@@ -40,6 +48,10 @@ void qemu_plugin_register_atexit_cb(qemu_plugin_id_t id, qemu_plugin_udata_cb_t 
 void qemu_plugin_outs(const char* string);
 void qemu_plugin_register_vcpu_tb_exec_cb(struct qemu_plugin_tb* tb, qemu_plugin_vcpu_udata_cb_t cb,
                                           enum qemu_plugin_cb_flags flags, void* userdata);
+uint64_t qemu_plugin_tb_vaddr(const struct qemu_plugin_tb* tb);
+const void* qemu_plugin_insn_data(const struct qemu_plugin_insn* insn);
+size_t qemu_plugin_insn_size(const struct qemu_plugin_insn* insn);
+uint64_t qemu_plugin_insn_vaddr(const struct qemu_plugin_insn* insn);
 
 #define QEMU_PLUGIN_EXPORT __attribute__((visibility("default")))
 QEMU_PLUGIN_EXPORT int qemu_plugin_version = 1;
@@ -52,6 +64,70 @@ static uint64_t g_executed;
 static uint64_t g_begin;
 static int g_counting;
 static FILE* g_out;
+
+/* The cycle estimate: per translated block, its instructions' cycles (prefix[k]: of the first
+ * k), and whether it ends in a conditional branch whose refill is charged when taken. */
+static int g_cycle_model;
+static enum qlstm_cm_cpu g_cpu;
+static uint64_t g_cycles;
+static uint64_t g_cycles_begin;
+struct CycleBlock {
+  uint64_t start, fallthrough;
+  int conditional_end;
+  uint64_t cycles;
+  uint64_t prefix[];
+};
+static const struct CycleBlock* g_last_block;
+
+static void on_cycle_block(unsigned int vcpu, void* udata) {
+  (void)vcpu;
+  const struct CycleBlock* b = udata;
+  const struct CycleBlock* last = g_last_block;
+  if (last != NULL && last->conditional_end && b->start != last->fallthrough) {
+    g_cycles += qlstm_cm_taken_penalty(g_cpu);
+  }
+  g_cycles += b->cycles;
+  g_last_block = b;
+}
+
+/* Decodes the block's instructions and sums their cycles (NULL for an empty block). */
+static struct CycleBlock* cycle_block(struct qemu_plugin_tb* tb, size_t n) {
+  if (n == 0) return NULL;
+  struct CycleBlock* b = malloc(sizeof *b + (n + 1) * sizeof b->prefix[0]);
+  if (b == NULL) {
+    fprintf(stderr, "qlstm_icount: out of memory\n");
+    exit(1);
+  }
+  b->start = qemu_plugin_tb_vaddr(tb);
+  b->prefix[0] = 0;
+  struct qlstm_cm_insn prev, cur;
+  unsigned it_left = 0; /* instructions still inside an IT block */
+  int in_it = 0;
+  for (size_t i = 0; i < n; ++i) {
+    struct qemu_plugin_insn* insn = qemu_plugin_tb_get_insn(tb, i);
+    const size_t size = qemu_plugin_insn_size(insn);
+    uint8_t bytes[4] = {0, 0, 0, 0};
+    memcpy(bytes, qemu_plugin_insn_data(insn), size < 4 ? size : 4);
+    qlstm_cm_decode(bytes, size, &cur);
+    in_it = it_left > 0;
+    if (in_it) --it_left;
+    if (cur.cls == QLSTM_CM_IT) it_left = cur.it_count;
+    /* A B inside an IT block may fall through: charged as a conditional one. (BX, POP {pc} and
+     * the other indirect branches inside one are charged as taken.) */
+    if (in_it && cur.cls == QLSTM_CM_BRANCH) cur.conditional = 1;
+    b->prefix[i + 1] = b->prefix[i] + qlstm_cm_cycles(g_cpu, &cur, i > 0 ? &prev : NULL);
+    if (i + 1 == n) {
+      const int branch = cur.cls == QLSTM_CM_BRANCH || cur.cls == QLSTM_CM_LOOP_END ||
+                         cur.cls == QLSTM_CM_BRANCH_INDIRECT || cur.cls == QLSTM_CM_CALL ||
+                         cur.writes_pc;
+      b->conditional_end = branch && cur.conditional;
+      b->fallthrough = qemu_plugin_insn_vaddr(insn) + size;
+    }
+    prev = cur;
+  }
+  b->cycles = b->prefix[n];
+  return b;
+}
 
 /* The profile: one counter per translated block, grouped by function when printed. */
 struct Block {
@@ -113,6 +189,7 @@ struct Marker {
   unsigned kind;
   uint64_t block_insns, index;
   struct Block* block;
+  const struct CycleBlock* cycles; /* with cpu=: the marker block's cycles */
 };
 #define MAX_MARKERS 4096
 static struct Marker g_markers[MAX_MARKERS];
@@ -125,12 +202,18 @@ static void on_marker(unsigned int vcpu, void* udata) {
   if (m->kind == MARKER_BEGIN) {
     g_begin = before_marker + 1; /* start after the marker instruction */
     g_counting = 1;
+    if (m->cycles) g_cycles_begin = g_cycles - m->cycles->cycles + m->cycles->prefix[m->index + 1];
     /* The block was entered before counting began: credit the part of it after the marker. */
     if (m->block) m->block->executed += m->block_insns - m->index - 1;
   } else if (g_counting) {
     char line[64];
     snprintf(line, sizeof line, "instructions %" PRIu64 "\n", before_marker - g_begin);
     emit(line);
+    if (m->cycles) {
+      const uint64_t before = g_cycles - m->cycles->cycles + m->cycles->prefix[m->index];
+      snprintf(line, sizeof line, "cycles %" PRIu64 "\n", before - g_cycles_begin);
+      emit(line);
+    }
     g_counting = 0;
     /* The block was credited in full at entry: take back the marker and what follows it. */
     if (m->block) m->block->executed -= m->block_insns - m->index;
@@ -143,6 +226,11 @@ static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb* tb) {
   (void)id;
   const size_t n = qemu_plugin_tb_n_insns(tb);
   qemu_plugin_register_vcpu_tb_exec_inline(tb, QEMU_PLUGIN_INLINE_ADD_U64, &g_executed, n);
+  struct CycleBlock* cb = NULL;
+  if (g_cycle_model && n > 0) {
+    cb = cycle_block(tb, n);
+    qemu_plugin_register_vcpu_tb_exec_cb(tb, on_cycle_block, QEMU_PLUGIN_CB_NO_REGS, cb);
+  }
   struct Block* b = NULL;
   if (g_profile && n > 0) {
     if (g_block_count == MAX_BLOCKS) {
@@ -165,7 +253,7 @@ static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb* tb) {
         exit(1);
       }
       struct Marker* m = &g_markers[g_marker_count++];
-      *m = (struct Marker){kind, n, i, b};
+      *m = (struct Marker){kind, n, i, b, cb};
       qemu_plugin_register_vcpu_insn_exec_cb(insn, on_marker, QEMU_PLUGIN_CB_NO_REGS, m);
     }
   }
@@ -189,8 +277,15 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
       }
     } else if (strcmp(argv[i], "profile=on") == 0) {
       g_profile = 1;
+    } else if (strncmp(argv[i], "cpu=", 4) == 0) {
+      if (qlstm_cm_cpu_from_name(argv[i] + 4, &g_cpu) != 0) {
+        fprintf(stderr, "qlstm_icount: no cycle model for cpu '%s' (cortex-m3, cortex-m4, cortex-m33, cortex-m55)\n",
+                argv[i] + 4);
+        return -1;
+      }
+      g_cycle_model = 1;
     } else {
-      fprintf(stderr, "qlstm_icount: unknown argument '%s' (expected out=FILE or profile=on)\n", argv[i]);
+      fprintf(stderr, "qlstm_icount: unknown argument '%s' (expected out=FILE, cpu=NAME or profile=on)\n", argv[i]);
       return -1;
     }
   }

@@ -204,7 +204,8 @@ RunResult run_firmware(const Target& t, const std::vector<std::string>& args, co
     const std::string plugin = icount_plugin();
     if (!is_file(plugin)) throw DeviceError("instruction counter plugin not found: " + plugin);
     argv.push_back("-plugin");
-    argv.push_back(qemu_escape(plugin) + ",out=" + qemu_escape(options.icount_out) +
+    // cpu=: the counter's cycle estimate for this core (the M55 without Helium is the same core).
+    argv.push_back(qemu_escape(plugin) + ",out=" + qemu_escape(options.icount_out) + ",cpu=" + qemu_escape(t.cpu) +
                    (options.profile ? ",profile=on" : ""));
   }
   std::vector<char*> cargv;
@@ -250,6 +251,17 @@ std::vector<uint64_t> read_icounts(const std::string& path) {
   uint64_t n = 0;
   while (in >> word >> n) {
     if (word == "instructions") counts.push_back(n);
+  }
+  return counts;
+}
+
+std::vector<uint64_t> read_cycles(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<uint64_t> counts;
+  std::string word;
+  while (in >> word) {
+    uint64_t n = 0;
+    if (word == "cycles" && in >> n) counts.push_back(n);
   }
   return counts;
 }
