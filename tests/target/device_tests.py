@@ -401,6 +401,14 @@ def test_icount(a):
         fail("the per-function counts sum to %d, not %s" % (total, lasts[0]))
     if not any("gate" in r[2] or "dot" in r[2] for r in rows):
         fail("the profile does not name the kernel's gate or dot-product function")
+    # ... and the estimated cycles by timing class, summing to the estimate.
+    classes = [re.match(r"^ *(\d+) cycles .* (\d+) instructions  (\S+)$", l) for l in lines]
+    classes = [m for m in classes if m]
+    cycles = re.search(r"^estimated cycles: (\d+) ", out, re.M)
+    if not classes or not cycles or sum(int(m.group(1)) for m in classes) != int(cycles.group(1)):
+        fail("the per-class cycles do not sum to the estimate")
+    if sum(int(m.group(2)) for m in classes) != total:
+        fail("the per-class instructions do not sum to the count")
     print("icount: the profile sums to the total")
     print("icount: exact and repeatable")
 

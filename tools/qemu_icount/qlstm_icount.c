@@ -14,7 +14,9 @@
  * is charged the taken branch's refill when the next block executed does not start at its
  * fall-through address.
  * With profile=on, each pair also appends "symbol NAME N" lines: the instructions counted in
- * translation blocks that start in that function (a block lies within one function).
+ * translation blocks that start in that function (a block lies within one function); with cpu=
+ * too, first "class NAME N C" lines: the pair's instructions and estimated cycles per timing class
+ * (cycle_model.h; "refill" holds the refills of taken conditional branches).
  *
  * Debian's QEMU 7.2 loads plugins but ships no qemu-plugin.h, so the few entry points used here
  * are declared below (plugin API version 1, as QEMU 7.2 exports it). */
@@ -74,10 +76,20 @@ static uint64_t g_cycles_begin;
 struct CycleBlock {
   uint64_t start, fallthrough;
   int conditional_end;
+  size_t n;
+  uint8_t* cls;  /* with profile=on: each instruction's class and cycles */
+  uint32_t* cyc;
   uint64_t cycles;
   uint64_t prefix[];
 };
 static const struct CycleBlock* g_last_block;
+static int g_profile;
+
+/* With profile=on: instructions and cycles per class, summed over every block run (the pseudo
+ * class REFILL: taken conditional branches' refills); each pair prints the difference. */
+#define REFILL QLSTM_CM_CLASS_COUNT
+static uint64_t g_class_insns[REFILL + 1], g_class_cycles[REFILL + 1];
+static uint64_t g_class_insns_begin[REFILL + 1], g_class_cycles_begin[REFILL + 1];
 
 static void on_cycle_block(unsigned int vcpu, void* udata) {
   (void)vcpu;
@@ -85,9 +97,26 @@ static void on_cycle_block(unsigned int vcpu, void* udata) {
   const struct CycleBlock* last = g_last_block;
   if (last != NULL && last->conditional_end && b->start != last->fallthrough) {
     g_cycles += qlstm_cm_taken_penalty(g_cpu);
+    g_class_cycles[REFILL] += qlstm_cm_taken_penalty(g_cpu);
   }
   g_cycles += b->cycles;
   g_last_block = b;
+  if (b->cls) {
+    for (size_t i = 0; i < b->n; ++i) {
+      ++g_class_insns[b->cls[i]];
+      g_class_cycles[b->cls[i]] += b->cyc[i];
+    }
+  }
+}
+
+/* The per-class sums less the block's instructions from `from` on (run, but not yet counted). */
+static void class_totals_before(const struct CycleBlock* b, size_t from, uint64_t* insns, uint64_t* cycles) {
+  memcpy(insns, g_class_insns, sizeof g_class_insns);
+  memcpy(cycles, g_class_cycles, sizeof g_class_cycles);
+  for (size_t i = from; i < b->n; ++i) {
+    --insns[b->cls[i]];
+    cycles[b->cls[i]] -= b->cyc[i];
+  }
 }
 
 /* Decodes the block's instructions and sums their cycles (NULL for an empty block). */
@@ -100,6 +129,17 @@ static struct CycleBlock* cycle_block(struct qemu_plugin_tb* tb, size_t n) {
   }
   b->start = qemu_plugin_tb_vaddr(tb);
   b->prefix[0] = 0;
+  b->n = n;
+  b->cls = NULL;
+  b->cyc = NULL;
+  if (g_profile) {
+    b->cls = malloc(n * sizeof b->cls[0]);
+    b->cyc = malloc(n * sizeof b->cyc[0]);
+    if (b->cls == NULL || b->cyc == NULL) {
+      fprintf(stderr, "qlstm_icount: out of memory\n");
+      exit(1);
+    }
+  }
   struct qlstm_cm_insn prev, cur;
   unsigned it_left = 0; /* instructions still inside an IT block */
   int in_it = 0;
@@ -115,7 +155,12 @@ static struct CycleBlock* cycle_block(struct qemu_plugin_tb* tb, size_t n) {
     /* A B inside an IT block may fall through: charged as a conditional one. (BX, POP {pc} and
      * the other indirect branches inside one are charged as taken.) */
     if (in_it && cur.cls == QLSTM_CM_BRANCH) cur.conditional = 1;
-    b->prefix[i + 1] = b->prefix[i] + qlstm_cm_cycles(g_cpu, &cur, i > 0 ? &prev : NULL);
+    const unsigned c = qlstm_cm_cycles(g_cpu, &cur, i > 0 ? &prev : NULL);
+    b->prefix[i + 1] = b->prefix[i] + c;
+    if (b->cls) {
+      b->cls[i] = (uint8_t)cur.cls;
+      b->cyc[i] = c;
+    }
     if (i + 1 == n) {
       const int branch = cur.cls == QLSTM_CM_BRANCH || cur.cls == QLSTM_CM_LOOP_END ||
                          cur.cls == QLSTM_CM_BRANCH_INDIRECT || cur.cls == QLSTM_CM_CALL ||
@@ -138,7 +183,6 @@ struct Block {
 #define MAX_BLOCKS 65536
 static struct Block g_blocks[MAX_BLOCKS];
 static size_t g_block_count;
-static int g_profile;
 
 static void on_block(unsigned int vcpu, void* udata) {
   (void)vcpu;
@@ -203,16 +247,30 @@ static void on_marker(unsigned int vcpu, void* udata) {
     g_begin = before_marker + 1; /* start after the marker instruction */
     g_counting = 1;
     if (m->cycles) g_cycles_begin = g_cycles - m->cycles->cycles + m->cycles->prefix[m->index + 1];
+    if (m->cycles && m->cycles->cls) {
+      class_totals_before(m->cycles, m->index + 1, g_class_insns_begin, g_class_cycles_begin);
+    }
     /* The block was entered before counting began: credit the part of it after the marker. */
     if (m->block) m->block->executed += m->block_insns - m->index - 1;
   } else if (g_counting) {
-    char line[64];
+    char line[128];
     snprintf(line, sizeof line, "instructions %" PRIu64 "\n", before_marker - g_begin);
     emit(line);
     if (m->cycles) {
       const uint64_t before = g_cycles - m->cycles->cycles + m->cycles->prefix[m->index];
       snprintf(line, sizeof line, "cycles %" PRIu64 "\n", before - g_cycles_begin);
       emit(line);
+    }
+    if (m->cycles && m->cycles->cls) {
+      uint64_t insns[REFILL + 1], cycles[REFILL + 1];
+      class_totals_before(m->cycles, m->index, insns, cycles);
+      for (int k = 0; k <= REFILL; ++k) {
+        const uint64_t ni = insns[k] - g_class_insns_begin[k], nc = cycles[k] - g_class_cycles_begin[k];
+        if (ni == 0 && nc == 0) continue;
+        snprintf(line, sizeof line, "class %s %" PRIu64 " %" PRIu64 "\n",
+                 k == REFILL ? "refill" : qlstm_cm_class_name((enum qlstm_cm_class)k), ni, nc);
+        emit(line);
+      }
     }
     g_counting = 0;
     /* The block was credited in full at entry: take back the marker and what follows it. */

@@ -446,6 +446,13 @@ int bench_program(const CompiledModel& m, const ShapeSpec& s, const std::string&
     std::printf("kernel flash: not measured (the size probes hold the LSTM variants only)\n");
   }
   if (args.profile) {
+    // The first op's estimated cycles by timing class (docs/targets.md, "Estimated cycles").
+    std::printf("estimated cycles per instruction class (%s):\n", n.size() > 1 ? "op 0" : "the call");
+    for (const device::ClassCount& c : device::read_classes(counts.path())) {
+      std::printf("%12llu cycles %5.1f%%  %10llu instructions  %s\n", static_cast<unsigned long long>(c.cycles),
+                  100.0 * static_cast<double>(c.cycles) / static_cast<double>(cycles[0]),
+                  static_cast<unsigned long long>(c.instructions), c.name.c_str());
+    }
     std::printf("instructions per function (blocks starting in it):\n");
     for (const auto& [name, count] : device::read_profile(counts.path())) {
       std::printf("  %10llu  %5.1f%%  %s\n", static_cast<unsigned long long>(count),
