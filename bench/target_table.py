@@ -166,7 +166,24 @@ def cycle_summary(rows):
     return ("**Estimated cycles against CMSIS-NN's, the optimized variant per CPU: " + "; ".join(parts) +
             ".** Where a cycle ratio is above the instruction ratio, qlstm's kernel spends a larger share of "
             "its instructions than CMSIS-NN's on the costlier classes (loads, taken branches, `LDM`/`STM`; on the "
-            "Cortex-M55 Helium instructions at two cycles and gathers at one per element).\n\n")
+            "Cortex-M55 Helium instructions at two cycles and gathers at one per element); `qlstm bench "
+            "--profile` splits a call's cycles by class.\n\nCMSIS-NN's estimated cycles, the denominators of the "
+            "cycle ratios:\n\n" + cmsis_cycles_table() + "\n\n")
+
+
+def cmsis_cycles_table():
+    """CMSIS-NN's recorded estimated cycles (CMSIS_NN_CYCLES) beside its instructions (issue 6)."""
+    lines = ["| shape | CPU | CMSIS-NN instructions (issue 6) | CMSIS-NN est. cycles | cycles per instruction |",
+             "|---|---|---:|---:|---:|"]
+    for name, _ in SHAPES:
+        for cpu in CPUS:
+            c = CMSIS_NN_CYCLES.get(name, {}).get(cpu)
+            if c is None:
+                continue
+            i = CMSIS_NN[name].get(cpu)
+            lines.append("| %s | %s | %s | %s | %s |" % (name, cpu, format(i, ",") if i else "n/a", format(c, ","),
+                                                         "%.3f" % (c / i) if i else "n/a"))
+    return "\n".join(lines)
 
 
 def cycles_by_shape(rows):
