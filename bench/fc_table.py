@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Executed instructions of one fully connected call, qlstm's FC variant against CMSIS-NN's
+"""Executed instructions and estimated cycles of one fully connected call, qlstm's FC variant against CMSIS-NN's
 arm_fully_connected_s8 / arm_fully_connected_per_channel_s8 (docs/performance.md).
 
   /usr/bin/python3 bench/fc_table.py --targets BUILD/targets --plugin BUILD/tools/qemu_icount/libqlstm_icount.so
@@ -8,7 +8,8 @@ arm_fully_connected_s8 / arm_fully_connected_per_channel_s8 (docs/performance.md
 BUILD is a build configured with the CMSIS-NN backend for the targets (docs/targets.md:
 QLSTM_CMSIS_NN_INCLUDE_DIR and QLSTM_CMSIS_NN_TARGET_LIBRARY), its firmware built
 (`cmake --build BUILD --target firmware_cortex-m55 ...`). For every shape, quantization and CPU it
-runs the firmware's `fc-bench` under QEMU with the instruction counter, once with the best qlstm
+runs the firmware's `fc-bench` under QEMU with the instruction counter (and its cycle estimate for
+the CPU's core, docs/targets.md), once with the best qlstm
 FC variant of that CPU (the first of its list after "cmsis_nn") and once with "cmsis_nn", each
 checked bit for bit against the reference in the same run, and prints a Markdown table. Exit
 status 1 if a call differs from the reference or qlstm's count exceeds CMSIS-NN's. With --write
@@ -43,12 +44,13 @@ def target_info(targets, cpu):
 
 
 def qemu(info, plugin, args, icount_out=None):
+    # cpu=: the counter's cycle estimate for the core (cortex-m55-nomve is the M55).
     cmd = ["qemu-system-arm", "-M", info["qemu_machine"], "-cpu", info["qemu_cpu"], "-nographic", "-monitor",
            "none", "-serial", "none", "-semihosting-config",
            "enable=on,target=native," + ",".join("arg=" + a for a in ["fw"] + args),
            "-kernel", os.path.join(info["dir"], "qlstm_device.elf")]
     if icount_out:
-        cmd += ["-plugin", plugin + ",out=" + icount_out]
+        cmd += ["-plugin", plugin + ",out=" + icount_out + ",cpu=" + info["cpu"]]
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300)
     return p.returncode, p.stdout
 
@@ -67,17 +69,19 @@ def count(info, plugin, shape, quant, variant):
         if rc != 0 or "bit-exact with reference" not in out:
             sys.exit("FAIL fc-bench %s %s %s on %s (exit status %d):\n%s" % (shape, quant, variant, info["cpu"], rc, out))
         with open(path) as f:
-            counts = [int(line.split()[1]) for line in f if line.startswith("instructions ")]
-    if len(counts) != 1:
-        sys.exit("expected one instruction count from fc-bench, got %s" % counts)
-    return counts[0]
+            lines = f.read().splitlines()
+        counts = [int(line.split()[1]) for line in lines if line.startswith("instructions ")]
+        cycles = [int(line.split()[1]) for line in lines if line.startswith("cycles ")]
+    if len(counts) != 1 or len(cycles) != 1:
+        sys.exit("expected one instruction count and one cycle estimate from fc-bench, got %s" % lines)
+    return counts[0], cycles[0]
 
 
 SECTION = """{begin}
 ## The fully connected op against CMSIS-NN
 
-Executed instructions of one fully connected call (one input row, no clamp; random int8 weights
-and inputs, the same for both), counted as above: qlstm's FC variant for the CPU (the first of
+Executed instructions and estimated cycles of one fully connected call (one input row, no clamp;
+random int8 weights and inputs, the same for both), counted and estimated as above: qlstm's FC variant for the CPU (the first of
 its list after `cmsis_nn`) against CMSIS-NN's `arm_fully_connected_per_channel_s8` / `arm_fully_connected_s8`
 called through the optional backend (the `cmsis_nn` FC variant, `docs/targets.md`), both outputs
 checked bit for bit against the reference in the same run. CMSIS-NN 99f736a6, built outside this
@@ -145,19 +149,20 @@ def main():
         ours = names[names.index("cmsis_nn") + 1]
         for shape in SHAPES:
             for quant in QUANTS:
-                q = count(info, a.plugin, shape, quant, ours)
-                c = count(info, a.plugin, shape, quant, "cmsis_nn")
-                rows.append((shape, quant, cpu, ours, q, c))
+                q, qc = count(info, a.plugin, shape, quant, ours)
+                c, cc = count(info, a.plugin, shape, quant, "cmsis_nn")
+                rows.append((shape, quant, cpu, ours, q, c, qc, cc))
                 if q > c:
                     worse.append(rows[-1])
-    lines = ["| I x O | quantization | CPU | qlstm variant | qlstm | CMSIS-NN | ratio |",
-             "|---|---|---|---|---:|---:|---:|"]
-    for (i, o), quant, cpu, ours, q, c in rows:
-        lines.append("| %d x %d | %s | %s | %s | %s | %s | %.2f |" % (i, o, quant, cpu, ours, format(q, ","),
-                                                                     format(c, ","), q / c))
+    lines = ["| I x O | quantization | CPU | qlstm variant | qlstm | CMSIS-NN | ratio | qlstm est. cycles "
+             "| CMSIS-NN est. cycles | cycle ratio |",
+             "|---|---|---|---|---:|---:|---:|---:|---:|---:|"]
+    for (i, o), quant, cpu, ours, q, c, qc, cc in rows:
+        lines.append("| %d x %d | %s | %s | %s | %s | %s | %.2f | %s | %s | %.2f |" % (
+            i, o, quant, cpu, ours, format(q, ","), format(c, ","), q / c, format(qc, ","), format(cc, ","), qc / cc))
     table = "\n".join(lines)
     print(table)
-    for (i, o), quant, cpu, ours, q, c in worse:
+    for (i, o), quant, cpu, ours, q, c, _, _ in worse:
         print("FAIL %d x %d %s on %s: %s takes %d instructions, CMSIS-NN %d" % (i, o, quant, cpu, ours, q, c))
     if a.write and not worse:
         root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

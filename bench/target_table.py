@@ -1,14 +1,20 @@
 #!/usr/bin/python3
-"""Executed instructions of one kernel call, per shape and emulated CPU (docs/performance.md).
+"""Executed instructions and estimated cycles of one kernel call, per shape and emulated CPU
+(docs/performance.md).
 
   /usr/bin/python3 bench/target_table.py [--qlstm build/tools/qlstm/qlstm] [--variants reference,default]
                         [--cpus cortex-m55,...] [--host] [--write docs/performance.md]
 
 Runs `qlstm bench --target CPU --shape ...` for every shape and CPU, prints a Markdown table
-(instructions per sequence, ratio to the CMSIS-NN figures of issue 6, instructions per MAC,
-kernel code and read-only bytes, RAM per call), then the same shapes as a GRU (`--cell gru`) and
+(instructions per sequence, ratio to the CMSIS-NN figures of issue 6, estimated cycles and their
+ratio to CMSIS-NN's estimated cycles, instructions and cycles per MAC, kernel code and read-only
+bytes, RAM per call), then the same shapes as a GRU (`--cell gru`) and
 a table of GRU against LSTM instructions per MAC, and, with --write, writes the page with the
-commit it was measured at. The counts are exact: the same binary and inputs give the same numbers.
+commit it was measured at. The counts are exact: the same binary and inputs give the same numbers;
+the cycles are the counter's estimate (docs/targets.md, "Estimated cycles"), as repeatable.
+With --cmsis-nn-qlstm (a build with the optional CMSIS-NN backend) it also measures the `cmsis_nn`
+variant and prints its estimated cycles as CMSIS_NN_CYCLES below, to paste here when the counter
+or the toolchain changes.
 """
 import argparse
 import datetime
@@ -35,8 +41,28 @@ CMSIS_NN = {
     "large": {"cortex-m55": 5069692, "cortex-m4": 17254304, "cortex-m33": 17209250, "cortex-m3": 25263326},
     "batch4": {"cortex-m55": 698704, "cortex-m4": 1857797, "cortex-m33": 1842446, "cortex-m3": 2248616},
 }
+# The same call's estimated cycles (docs/targets.md, "Estimated cycles"): CMSIS-NN 99f736a6 built
+# outside the repository with the project's toolchain file (-O3), run through the optional backend's
+# `cmsis_nn` variant (`--cmsis-nn-qlstm`), which adds qlstm's parameter validation and mapping
+# (a few hundred instructions) to upstream's arm_lstm_unidirectional_s8. The M55 without MVE runs
+# CMSIS-NN's scalar/DSP path.
+CMSIS_NN_CYCLES = {
+    "tiny": {"cortex-m55": 138217, "cortex-m55-nomve": 228795, "cortex-m33": 274516, "cortex-m4": 275346,
+             "cortex-m3": 361825},
+    "kws": {"cortex-m55": 1687703, "cortex-m55-nomve": 3785296, "cortex-m33": 4646161, "cortex-m4": 4671445,
+            "cortex-m3": 7572013},
+    "medium": {"cortex-m55": 2926675, "cortex-m55-nomve": 7547870, "cortex-m33": 9301381, "cortex-m4": 9319904,
+               "cortex-m3": 17603651},
+    "large": {"cortex-m55": 6761239, "cortex-m55-nomve": 18369765, "cortex-m33": 22759886, "cortex-m4": 22788675,
+              "cortex-m3": 46132372},
+    "batch4": {"cortex-m55": 899142, "cortex-m55-nomve": 1975667, "cortex-m33": 2403078, "cortex-m4": 2413276,
+               "cortex-m3": 3720014},
+}
+CMSIS_NN_CYCLES_AT = "9a32508 (the counter's first cycle model)"
 # The ratio each CPU must reach (issue 6).
 GOALS = {"cortex-m55": 0.50, "cortex-m33": 0.70, "cortex-m4": 0.70, "cortex-m3": 0.80}
+# The estimated-cycle ratio each CPU is to reach (issue 19; the M55 with Helium).
+CYCLE_GOALS = {"cortex-m55": 0.33, "cortex-m33": 0.60, "cortex-m4": 0.60, "cortex-m3": 0.70}
 
 
 def field(out, pattern):
@@ -55,6 +81,7 @@ def bench(qlstm, cpu, shape, variant, cell):
     number = lambda pattern: int(field(p.stdout, pattern) or -1)  # -1: not measured (a GRU's kernel flash)
     return {
         "instructions": int(last.split()[1]),
+        "cycles": number(r"^estimated cycles: (\d+) "),
         "variant": field(p.stdout, r"variant: (\S+)$"),
         "macs": number(r"(\d+) MACs"),
         "flash": number(r"kernel flash: (\d+) bytes"),
@@ -75,8 +102,8 @@ def measure(qlstm, cpus, variants, cell="lstm"):
                 seen.add(r["variant"])
                 r.update(shape=name, cpu=cpu)
                 rows.append(r)
-                print("%-4s %-7s %-17s %-12s %12d" % (cell, name, cpu, r["variant"], r["instructions"]),
-                      file=sys.stderr)
+                print("%-4s %-7s %-17s %-12s %12d %12d" % (cell, name, cpu, r["variant"], r["instructions"],
+                                                          r["cycles"]), file=sys.stderr)
     return rows
 
 
@@ -99,33 +126,89 @@ def commit(root):
     return head + (" (with uncommitted changes)" if dirty else "")
 
 
-def table(rows):
-    lines = ["| shape | CPU | variant | instructions | ratio to CMSIS-NN | goal | instr/MAC | flash B | static RAM B | RAM/call B |",
-             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+def table(rows, cmsis_cycles=None):
+    """One row per (shape, CPU, variant); the cycle ratio against `cmsis_cycles` (default CMSIS_NN_CYCLES)."""
+    cmsis_cycles = CMSIS_NN_CYCLES if cmsis_cycles is None else cmsis_cycles
+    lines = ["| shape | CPU | variant | instructions | ratio to CMSIS-NN | goal | est. cycles | cycle ratio to CMSIS-NN "
+             "| cycle goal | instr/MAC | cycles/MAC | flash B | static RAM B | RAM/call B |",
+             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         ref = CMSIS_NN[r["shape"]].get(r["cpu"])
         ratio = "%.3f" % (r["instructions"] / ref) if ref else "n/a"
         goal = "<= %.2f" % GOALS[r["cpu"]] if r["cpu"] in GOALS else ""
-        lines.append("| %s | %s | %s | %s | %s | %s | %.3f | %d | %d | %d |" % (
+        ref_cycles = cmsis_cycles.get(r["shape"], {}).get(r["cpu"])
+        cycle_ratio = "%.3f" % (r["cycles"] / ref_cycles) if ref_cycles and r["cycles"] > 0 else "n/a"
+        cycle_goal = "<= %.2f" % CYCLE_GOALS[r["cpu"]] if r["cpu"] in CYCLE_GOALS else ""
+        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %.3f | %.3f | %d | %d | %d |" % (
             r["shape"], r["cpu"], r["variant"], format(r["instructions"], ","), ratio, goal,
-            r["instructions"] / r["macs"], r["flash"], r["static_ram"], r["ram"]))
+            format(r["cycles"], ","), cycle_ratio, cycle_goal, r["instructions"] / r["macs"], r["cycles"] / r["macs"],
+            r["flash"], r["static_ram"], r["ram"]))
     return "\n".join(lines)
+
+
+def cycle_summary(rows):
+    """Per CPU, the optimized variant's estimated-cycle ratio to CMSIS-NN over the shapes, against
+    issue 19's goal."""
+    parts = []
+    for cpu in CPUS:
+        ratios = [(r["shape"], r["cycles"] / CMSIS_NN_CYCLES[r["shape"]][cpu]) for r in rows
+                  if r["cpu"] == cpu and r["variant"] != "reference" and r["cycles"] > 0
+                  and CMSIS_NN_CYCLES.get(r["shape"], {}).get(cpu)]
+        if not ratios:
+            continue
+        goal = CYCLE_GOALS.get(cpu)
+        met = [n for n, x in ratios if goal is not None and x <= goal]
+        parts.append("%s %.3f to %.3f%s" % (
+            cpu, min(x for _, x in ratios), max(x for _, x in ratios),
+            " (goal <= %.2f met at %d of %d shapes)" % (goal, len(met), len(ratios)) if goal is not None else ""))
+    if not parts:
+        return ""
+    return ("**Estimated cycles against CMSIS-NN's, the optimized variant per CPU: " + "; ".join(parts) +
+            ".** Where a cycle ratio is above the instruction ratio, qlstm's kernel spends a larger share of "
+            "its instructions than CMSIS-NN's on the costlier classes (loads, taken branches, `LDM`/`STM`; on the "
+            "Cortex-M55 Helium instructions at two cycles and gathers at one per element); `qlstm bench "
+            "--profile` splits a call's cycles by class.\n\nCMSIS-NN's estimated cycles, the denominators of the "
+            "cycle ratios:\n\n" + cmsis_cycles_table() + "\n\n")
+
+
+def cmsis_cycles_table():
+    """CMSIS-NN's recorded estimated cycles (CMSIS_NN_CYCLES) beside its instructions (issue 6)."""
+    lines = ["| shape | CPU | CMSIS-NN instructions (issue 6) | CMSIS-NN est. cycles | cycles per instruction |",
+             "|---|---|---:|---:|---:|"]
+    for name, _ in SHAPES:
+        for cpu in CPUS:
+            c = CMSIS_NN_CYCLES.get(name, {}).get(cpu)
+            if c is None:
+                continue
+            i = CMSIS_NN[name].get(cpu)
+            lines.append("| %s | %s | %s | %s | %s |" % (name, cpu, format(i, ",") if i else "n/a", format(c, ","),
+                                                         "%.3f" % (c / i) if i else "n/a"))
+    return "\n".join(lines)
+
+
+def cycles_by_shape(rows):
+    """{shape: {cpu: cycles}} of measured rows (the CMSIS_NN_CYCLES layout)."""
+    out = {}
+    for r in rows:
+        out.setdefault(r["shape"], {})[r["cpu"]] = r["cycles"]
+    return out
 
 
 def gru_table(lstm_rows, gru_rows):
     """GRU against LSTM at the same shape, CPU and variant: instructions and instructions per MAC."""
     lstm = {(r["shape"], r["cpu"], r["variant"]): r for r in lstm_rows}
     lines = ["| shape | CPU | variant | LSTM instructions | LSTM instr/MAC | GRU instructions | GRU instr/MAC "
-             "| GRU / LSTM per MAC |",
-             "|---|---|---|---:|---:|---:|---:|---:|"]
+             "| GRU / LSTM per MAC | LSTM cycles/MAC | GRU cycles/MAC | GRU / LSTM cycles per MAC |",
+             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for g in gru_rows:
         r = lstm.get((g["shape"], g["cpu"], g["variant"]))
         if r is None:
             continue
         per_mac_l, per_mac_g = r["instructions"] / r["macs"], g["instructions"] / g["macs"]
-        lines.append("| %s | %s | %s | %s | %.3f | %s | %.3f | %.3f |" % (
+        cyc_l, cyc_g = r["cycles"] / r["macs"], g["cycles"] / g["macs"]
+        lines.append("| %s | %s | %s | %s | %.3f | %s | %.3f | %.3f | %.3f | %.3f | %.3f |" % (
             g["shape"], g["cpu"], g["variant"], format(r["instructions"], ","), per_mac_l,
-            format(g["instructions"], ","), per_mac_g, per_mac_g / per_mac_l))
+            format(g["instructions"], ","), per_mac_g, per_mac_g / per_mac_l, cyc_l, cyc_g, cyc_g / cyc_l))
     return "\n".join(lines)
 
 
@@ -177,6 +260,8 @@ def main():
     rows = measure(a.qlstm, a.cpus.split(","), a.variants.split(","))
     t = table(rows)
     print(t)
+    summary = cycle_summary(rows)
+    print(summary)
     flash = FLASH.format(table=flash_table(rows))
     gru_rows = measure(a.qlstm, a.cpus.split(","), a.variants.split(","), "gru")
     g = gru_table(rows, gru_rows)
@@ -186,8 +271,11 @@ def main():
     gru = GRU.format(table=g, analysis=GRU_ANALYSIS.format(verdict=verdict))
     upstream = ""
     if a.cmsis_nn_qlstm:
-        u = table(measure(a.cmsis_nn_qlstm, a.cpus.split(","), ["cmsis_nn"]))
+        upstream_rows = measure(a.cmsis_nn_qlstm, a.cpus.split(","), ["cmsis_nn"])
+        measured = cycles_by_shape(upstream_rows)
+        u = table(upstream_rows)  # the cycle ratio against CMSIS_NN_CYCLES: 1.000 while they are current
         print(u)
+        print("CMSIS_NN_CYCLES = %r" % measured, file=sys.stderr)
         upstream = UPSTREAM.format(table=u)
     host = ""
     if a.host:
@@ -202,8 +290,16 @@ def main():
         command = "/usr/bin/python3 bench/target_table.py --host --write docs/performance.md"
         if a.cmsis_nn_qlstm:
             command += " --cmsis-nn-qlstm BUILD_WITH_CMSIS_NN/tools/qlstm/qlstm"
+        if CMSIS_NN_CYCLES:
+            cmsis_cycles = ("CMSIS-NN 99f736a6 built outside the repository with the project's toolchain file "
+                            "(-O3) and run through the optional backend's `cmsis_nn` variant (its figure includes "
+                            "qlstm's parameter validation and mapping, a few hundred instructions), counted at "
+                            "commit %s" % CMSIS_NN_CYCLES_AT)
+        else:
+            cmsis_cycles = "not measured yet (n/a)"
         page = TEMPLATE.format(commit=commit(root), date=datetime.date.today().isoformat(), table=t,
-                               command=command, flash=flash, gru=gru, upstream=upstream, host=host)
+                               command=command, flash=flash, gru=gru, upstream=upstream, host=host,
+                               cmsis_cycles=cmsis_cycles, cycle_summary=summary)
         # The fully connected section needs a CMSIS-NN build: bench/fc_table.py writes it, and it
         # is kept as it stands.
         import fc_table
@@ -219,10 +315,15 @@ TEMPLATE = """# Performance
 
 <!-- Generated by bench/target_table.py; edit the template there, not this page. -->
 
-**The target figures are executed instructions, counted by the project's QEMU plugin, not
-cycles.** QEMU does not model a pipeline, wait states, caches or memory timing, so an
-instruction count ranks variants and shapes on one CPU but is not a clock-cycle or time figure
-for any board.
+**The target figures are executed instructions, counted exactly by the project's QEMU plugin,
+and estimated cycles, which the same plugin charges each executed instruction from the cores'
+published timing tables** (docs/targets.md, "Estimated cycles": every figure, its source and what
+the estimate leaves out). QEMU itself models no pipeline, so the cycles are an estimate: zero wait
+states, no caches, no interrupts, refills and worst-case multiplies and divides as the tables give
+them; the Cortex-M55's Helium instructions at two cycles (4 beats on a dual-beat core), less a cycle
+where a memory instruction overlaps an arithmetic one, gathers and scatters at a cycle per element.
+Neither is a time figure for a board, but the cycles weigh what the instruction count treats
+alike: loads, multiplies on the M3, branches, `LDM`/`STM`, Helium beats and gathers.
 
 Executed instructions of one stateless kernel call (a whole sequence), counted on the emulated
 CPU by the project's QEMU plugin (`tools/qemu_icount`): the instructions between the firmware's
@@ -234,6 +335,10 @@ host simulation in the same run.
 - **ratio to CMSIS-NN**: against `arm_lstm_unidirectional_s8` (CMSIS-NN 99f736a6, gcc 12.2, best
   of -O2/-O3, QEMU 7.2) as measured for issue 6; the M55 figure is with MVE, so the M55 without
   MVE has none. **goal**: the ratio issue 6 asks for.
+- **est. cycles**, **cycles/MAC**: the counter's estimate for the same call on the CPU's core
+  (`cortex-m55-nomve` is the M55 core without Helium). **cycle ratio to CMSIS-NN**: against the
+  same estimate of CMSIS-NN's kernel on the same shape and CPU, {cmsis_cycles}. **cycle goal**:
+  the cycle ratio issue 19 asks for (the kernels were tuned on instructions so far).
 - **flash B / static RAM B**: what the variant adds to a firmware: the linked size of a probe
   firmware holding only that variant (its code, the shared driver and validation, the 512-byte
   sigmoid table) minus one holding none (`targets/cortex-m/firmware/size_probe.cc`). The weights
@@ -248,8 +353,8 @@ Reproduce with `{command}` (after `cmake --build build`).
 
 {table}
 
-{flash}{gru}{upstream}{host}A single measurement: `qlstm bench --target cortex-m4 --shape B=1,T=49,I=10,H=64` (last line
-`instructions: N`); `--variant NAME` picks a variant, `--cell gru` measures a GRU of the shape,
+{cycle_summary}{flash}{gru}{upstream}{host}A single measurement: `qlstm bench --target cortex-m4 --shape B=1,T=49,I=10,H=64` (last line
+`instructions: N`, before it `estimated cycles: C ...`); `--variant NAME` picks a variant, `--cell gru` measures a GRU of the shape,
 `qlstm bench --shape ...` without `--target` times the host kernel.
 """
 

@@ -330,6 +330,11 @@ def bench_counts_each_op(a, work, name, model):
         fail("qlstm bench --target %s on %s:\n%s" % (a.cpu, name, out))
     if len(per_op) != n_ops or sum(per_op) != int(last.group(1)):
         fail("%s: bench counted %s for %d ops, total %s" % (name, per_op, n_ops, last.group(1)))
+    op_cycles = [int(m.group(1)) for m in (re.match(r"^op \d+ \(.*\): (\d+) estimated cycles$", l) for l in lines) if m]
+    cycles = re.search(r"^estimated cycles: (\d+) ", out, re.M)
+    if len(op_cycles) != n_ops or not cycles or sum(op_cycles) != int(cycles.group(1)):
+        fail("%s: bench estimated %s cycles for %d ops, total %s" % (name, op_cycles, n_ops,
+                                                                    cycles.group(1) if cycles else None))
     print("%s: qlstm bench --target %s counts each of its %d ops, %s, total %s" % (
         name, a.cpu, n_ops, " + ".join(str(k) for k in per_op), last.group(1)))
 
@@ -348,16 +353,38 @@ def test_icount(a):
         print("counted:", " ".join(got))
         if got != ["instructions", "101"]:
             fail("the counter did not count exactly the 101 instructions between the markers")
+        # With cpu=, the same count and its estimated cycles: 100 one-cycle NOPs and the BL (1 + P,
+        # P = 2), on every core.
+        rc, out = qemu(info, os.path.join(info["dir"], "qlstm_device.elf"), ["icount-self-test"],
+                       plugin="%s,out=%s,cpu=%s" % (plugin, counts, a.cpu), timeout=60)
+        got = open(counts).read().split()
+        print("counted with cpu=%s:" % a.cpu, " ".join(got))
+        if rc != 0 or got != ["instructions", "101", "cycles", "103"]:
+            fail("the counter with cpu=%s did not count 101 instructions and 103 cycles" % a.cpu)
+        # A sequence whose cycles differ by core (docs/targets.md, "Estimated cycles"): LDR; LDR
+        # (2 + 1 pipelined on M3/M4/M33, 1 + 1 on M55), MLA (2 on M3, else 1), MOVS, and a
+        # SUBS; BNE loop run 3 times (6, the branch taken twice: + 2 x 2), then BL (3).
+        expected = {"cortex-m3": 19, "cortex-m4": 18, "cortex-m33": 18}.get(a.cpu, 17)
+        rc, out = qemu(info, os.path.join(info["dir"], "qlstm_device.elf"), ["cycle-self-test"],
+                       plugin="%s,out=%s,cpu=%s" % (plugin, counts, a.cpu), timeout=60)
+        got = open(counts).read().split()
+        print("cycle-self-test counted:", " ".join(got))
+        if rc != 0 or got != ["instructions", "11", "cycles", str(expected)]:
+            fail("cycle-self-test: expected 11 instructions and %d cycles on %s" % (expected, a.cpu))
     lasts = []
     for _ in range(2):
         rc, out = run([a.qlstm, "bench", "--target", a.cpu, "--shape", "B=2,T=5,I=3,H=7,time_major"])
         print(out, end="")
         last = out.strip().splitlines()[-1] if out.strip() else ""
-        if rc != 0 or not last.startswith("instructions: ") or "bit-exact" not in out:
+        cycles = re.search(r"^estimated cycles: (\d+) ", out, re.M)
+        if rc != 0 or not last.startswith("instructions: ") or "bit-exact" not in out or not cycles:
             fail("qlstm bench --target %s" % a.cpu)
-        lasts.append(last)
+        if int(cycles.group(1)) < int(last.split()[1]):
+            fail("fewer estimated cycles than instructions: %s, %s" % (cycles.group(0), last))
+        lasts.append((last, cycles.group(1)))
     if lasts[0] != lasts[1]:
         fail("two identical bench runs counted differently: %s" % lasts)
+    lasts = [l for l, _ in lasts]
     # --profile splits the same count by function: the parts sum to the total, the same as without.
     rc, out = run([a.qlstm, "bench", "--target", a.cpu, "--shape", "B=2,T=5,I=3,H=7,time_major",
                    "--profile"])
@@ -374,6 +401,14 @@ def test_icount(a):
         fail("the per-function counts sum to %d, not %s" % (total, lasts[0]))
     if not any("gate" in r[2] or "dot" in r[2] for r in rows):
         fail("the profile does not name the kernel's gate or dot-product function")
+    # ... and the estimated cycles by timing class, summing to the estimate.
+    classes = [re.match(r"^ *(\d+) cycles .* (\d+) instructions  (\S+)$", l) for l in lines]
+    classes = [m for m in classes if m]
+    cycles = re.search(r"^estimated cycles: (\d+) ", out, re.M)
+    if not classes or not cycles or sum(int(m.group(1)) for m in classes) != int(cycles.group(1)):
+        fail("the per-class cycles do not sum to the estimate")
+    if sum(int(m.group(2)) for m in classes) != total:
+        fail("the per-class instructions do not sum to the count")
     print("icount: the profile sums to the total")
     print("icount: exact and repeatable")
 

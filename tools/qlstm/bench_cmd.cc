@@ -1,5 +1,6 @@
-// qlstm bench: one kernel call measured on the emulated device (executed instructions, exact) or
-// on the host (median wall time over many calls), for a compiled model or a synthetic shape.
+// qlstm bench: one kernel call measured on the emulated device (executed instructions, exact, and
+// their estimated cycles) or on the host (median wall time over many calls), for a compiled model or a
+// synthetic shape.
 #include "bench_cmd.h"
 
 #include <algorithm>
@@ -424,14 +425,16 @@ int bench_program(const CompiledModel& m, const ShapeSpec& s, const std::string&
   options.profile = args.profile;
   const device::RunResult r = device::run_firmware(target, {"bench", bundle.path(), args.variant}, options);
   const std::vector<uint64_t> n = device::read_icounts(counts.path());
+  const std::vector<uint64_t> cycles = device::read_cycles(counts.path());
   const std::string variant = console_value(r.console, "variant: ");
-  if (r.exit_status != 0 || n.size() != m.ops.size() || variant.empty()) {
+  if (r.exit_status != 0 || n.size() != m.ops.size() || cycles.size() != n.size() || variant.empty()) {
     std::fprintf(stderr, "qlstm bench: error: the %s firmware failed (exit status %d, %zu counts for %zu ops):\n%s",
                  args.target.c_str(), r.exit_status, n.size(), m.ops.size(), r.console.c_str());
     return kExitRefused;
   }
-  uint64_t total = 0;
+  uint64_t total = 0, total_cycles = 0;
   for (uint64_t k : n) total += k;
+  for (uint64_t k : cycles) total_cycles += k;
   std::printf("target: %s (QEMU %s, -cpu %s), variant: %s\n", target.cpu.c_str(), target.qemu_machine.c_str(),
               target.qemu_cpu.c_str(), variant.c_str());
   std::printf("output: bit-exact with the host simulation\n");
@@ -443,6 +446,13 @@ int bench_program(const CompiledModel& m, const ShapeSpec& s, const std::string&
     std::printf("kernel flash: not measured (the size probes hold the LSTM variants only)\n");
   }
   if (args.profile) {
+    // The first op's estimated cycles by timing class (docs/targets.md, "Estimated cycles").
+    std::printf("estimated cycles per instruction class (%s):\n", n.size() > 1 ? "op 0" : "the call");
+    for (const device::ClassCount& c : device::read_classes(counts.path())) {
+      std::printf("%12llu cycles %5.1f%%  %10llu instructions  %s\n", static_cast<unsigned long long>(c.cycles),
+                  100.0 * static_cast<double>(c.cycles) / static_cast<double>(cycles[0]),
+                  static_cast<unsigned long long>(c.instructions), c.name.c_str());
+    }
     std::printf("instructions per function (blocks starting in it):\n");
     for (const auto& [name, count] : device::read_profile(counts.path())) {
       std::printf("  %10llu  %5.1f%%  %s\n", static_cast<unsigned long long>(count),
@@ -452,6 +462,14 @@ int bench_program(const CompiledModel& m, const ShapeSpec& s, const std::string&
   for (size_t o = 0; o < n.size() && n.size() > 1; ++o) {
     std::printf("%s: %llu instructions\n", op_line(o).c_str(), static_cast<unsigned long long>(n[o]));
   }
+  for (size_t o = 0; o < cycles.size() && cycles.size() > 1; ++o) {
+    std::printf("%s: %llu estimated cycles\n", op_line(o).c_str(), static_cast<unsigned long long>(cycles[o]));
+  }
+  // The estimate: each executed instruction charged its cycles from the core's timing tables, zero
+  // wait states, no caches or interrupts (docs/targets.md, "Estimated cycles").
+  std::printf("estimated cycles per MAC: %.3f\n", static_cast<double>(total_cycles) / static_cast<double>(macs));
+  std::printf("estimated cycles: %llu (%s timing model, zero wait states)\n",
+              static_cast<unsigned long long>(total_cycles), target.qemu_cpu.c_str());
   std::printf("instructions per MAC: %.3f\n", static_cast<double>(total) / static_cast<double>(macs));
   std::printf("instructions: %llu\n", static_cast<unsigned long long>(total));
   return 0;

@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <algorithm>
 #include <array>
 #include <map>
 #include <sstream>
@@ -204,7 +205,8 @@ RunResult run_firmware(const Target& t, const std::vector<std::string>& args, co
     const std::string plugin = icount_plugin();
     if (!is_file(plugin)) throw DeviceError("instruction counter plugin not found: " + plugin);
     argv.push_back("-plugin");
-    argv.push_back(qemu_escape(plugin) + ",out=" + qemu_escape(options.icount_out) +
+    // cpu=: the counter's cycle estimate for this core (the M55 without Helium is the same core).
+    argv.push_back(qemu_escape(plugin) + ",out=" + qemu_escape(options.icount_out) + ",cpu=" + qemu_escape(t.cpu) +
                    (options.profile ? ",profile=on" : ""));
   }
   std::vector<char*> cargv;
@@ -243,15 +245,41 @@ RunResult run_firmware(const Target& t, const std::vector<std::string>& args, co
   return r;
 }
 
-std::vector<uint64_t> read_icounts(const std::string& path) {
+namespace {
+
+// The numbers of the counter's "KEY N" lines, in order (one per marker pair).
+std::vector<uint64_t> read_counter_lines(const std::string& path, const std::string& key) {
   std::ifstream in(path);
   std::vector<uint64_t> counts;
-  std::string word;
-  uint64_t n = 0;
-  while (in >> word >> n) {
-    if (word == "instructions") counts.push_back(n);
+  std::string line, word;
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    uint64_t n = 0;
+    if (fields >> word >> n && word == key) counts.push_back(n);
   }
   return counts;
+}
+
+}  // namespace
+
+std::vector<uint64_t> read_icounts(const std::string& path) { return read_counter_lines(path, "instructions"); }
+
+std::vector<uint64_t> read_cycles(const std::string& path) { return read_counter_lines(path, "cycles"); }
+
+std::vector<ClassCount> read_classes(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<ClassCount> rows;
+  std::string line, word;
+  int pairs = 0;
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    ClassCount c;
+    if (!(fields >> word)) continue;
+    if (word == "instructions" && ++pairs > 1) break;
+    if (word == "class" && fields >> c.name >> c.instructions >> c.cycles) rows.push_back(c);
+  }
+  std::sort(rows.begin(), rows.end(), [](const ClassCount& a, const ClassCount& b) { return a.cycles > b.cycles; });
+  return rows;
 }
 
 std::vector<std::pair<std::string, uint64_t>> read_profile(const std::string& path) {

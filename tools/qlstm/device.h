@@ -89,6 +89,15 @@ RunResult run_firmware(const Target& t, const std::vector<std::string>& args, co
 
 // The instruction counts the counter wrote, one per begin/end marker pair.
 std::vector<uint64_t> read_icounts(const std::string& path);
+// The counter's estimated cycles on the target's core, one per pair (docs/targets.md).
+std::vector<uint64_t> read_cycles(const std::string& path);
+// With RunOptions::profile: instructions and estimated cycles per timing class of the first pair,
+// most cycles first ("refill": the refills of taken conditional branches; docs/targets.md).
+struct ClassCount {
+  std::string name;
+  uint64_t instructions = 0, cycles = 0;
+};
+std::vector<ClassCount> read_classes(const std::string& path);
 // With RunOptions::profile: (function, instructions) of the first pair, largest first, demangled.
 std::vector<std::pair<std::string, uint64_t>> read_profile(const std::string& path);
 

@@ -8,6 +8,7 @@
 //   qlstm_device fc-bench I O per-tensor|per-channel VARIANT
 //                                             one FC call between the instruction-count markers
 //   qlstm_device icount-self-test              a known count of instructions between the markers
+//   qlstm_device cycle-self-test               a known sequence for the cycle estimate
 //   qlstm_device variant-test [CASES]          every variant against the reference on random cases
 //                                             (LSTM), then every FC variant over its edge sizes, then
 //                                             every GRU variant on random cases
@@ -871,7 +872,7 @@ int fc_bench(int32_t I, int32_t O, bool per_channel, const char* variant_name) {
 }
 
 int usage() {
-  printf("usage: qlstm_device verify BUNDLE [VARIANT|all] | run BUNDLE OUT [VARIANT|all] | bench BUNDLE VARIANT|all | variants | variant-test [CASES] | fc-bench I O per-tensor|per-channel VARIANT | icount-self-test | --fault\n");
+  printf("usage: qlstm_device verify BUNDLE [VARIANT|all] | run BUNDLE OUT [VARIANT|all] | bench BUNDLE VARIANT|all | variants | variant-test [CASES] | fc-bench I O per-tensor|per-channel VARIANT | icount-self-test | cycle-self-test | --fault\n");
   return kExitBadInput;
 }
 
@@ -892,6 +893,24 @@ int main(int argc, char** argv) {
         ".rept 100\n\tnop\n\t.endr\n\t"
         "bl qlstm_bench_end\n\t" ::: "r0", "r1", "r2", "r3", "r12", "lr", "memory", "cc");
     printf("expected instructions: 101\n");
+    return 0;
+  }
+  if (strcmp(cmd, "cycle-self-test") == 0) {
+    // A known sequence for the cycle estimate (docs/targets.md): two neighbouring loads, a
+    // multiply-accumulate, and a loop whose conditional branch is taken twice, then falls through.
+    uint32_t words[2] = {1u, 2u};
+    __asm volatile(
+        "bl qlstm_bench_begin\n\t"
+        "ldr r2, [%0]\n\t"
+        "ldr r3, [%0, #4]\n\t"
+        "mla r1, r2, r3, r2\n\t"
+        "movs r0, #3\n"
+        "1:\n\t"
+        "subs r0, #1\n\t"
+        "bne 1b\n\t"
+        "bl qlstm_bench_end\n\t" ::"r"(words)
+        : "r0", "r1", "r2", "r3", "r12", "lr", "memory", "cc");
+    printf("expected instructions: 11\n");
     return 0;
   }
   if (strcmp(cmd, "variant-test") == 0 && (argc == 2 || argc == 3)) {
