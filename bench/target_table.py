@@ -78,7 +78,7 @@ def bench(qlstm, cpu, shape, variant, cell):
     last = p.stdout.strip().splitlines()[-1]
     if not last.startswith("instructions: "):
         sys.exit("unexpected output of %s:\n%s" % (" ".join(cmd), p.stdout))
-    number = lambda pattern: int(field(p.stdout, pattern) or -1)  # -1: not measured (a GRU's kernel flash)
+    number = lambda pattern: int(field(p.stdout, pattern) or -1)  # -1: not measured
     return {
         "instructions": int(last.split()[1]),
         "cycles": number(r"^estimated cycles: (\d+) "),
@@ -212,6 +212,20 @@ def gru_table(lstm_rows, gru_rows):
     return "\n".join(lines)
 
 
+def gru_flash_table(lstm_rows, gru_rows):
+    """Kernel flash per CPU and variant (it does not depend on shape): LSTM and GRU."""
+    lstm = {(r["cpu"], r["variant"]): r["flash"] for r in lstm_rows}
+    lines = ["| CPU | variant | LSTM flash B | GRU flash B | GRU - LSTM B |", "|---|---|---:|---:|---:|"]
+    seen = set()
+    for g in gru_rows:
+        key = (g["cpu"], g["variant"])
+        if key in seen or key not in lstm or g["flash"] < 0 or lstm[key] < 0:
+            continue
+        seen.add(key)
+        lines.append("| %s | %s | %d | %d | %+d |" % (key[0], key[1], lstm[key], g["flash"], g["flash"] - lstm[key]))
+    return "\n".join(lines)
+
+
 def gru_verdict(lstm_rows, gru_rows, cpus=("cortex-m55", "cortex-m4")):
     """Whether the GRU's instructions per MAC are no higher than the LSTM's, per CPU (its default variant)."""
     lstm = {(r["shape"], r["cpu"], r["variant"]): r for r in lstm_rows}
@@ -268,7 +282,7 @@ def main():
     print(g)
     verdict = gru_verdict(rows, gru_rows)
     print(verdict)
-    gru = GRU.format(table=g, analysis=GRU_ANALYSIS.format(verdict=verdict))
+    gru = GRU.format(table=g, flash=gru_flash_table(rows, gru_rows), analysis=GRU_ANALYSIS.format(verdict=verdict))
     upstream = ""
     if a.cmsis_nn_qlstm:
         upstream_rows = measure(a.cmsis_nn_qlstm, a.cpus.split(","), ["cmsis_nn"])
@@ -385,6 +399,12 @@ per MAC no higher than the LSTM's on Cortex-M55 (Helium) and Cortex-M4 (DSP), th
 rows of those CPUs (`arm_mve`, `arm_dsp`).
 
 {table}
+
+Kernel flash of each variant as a GRU (its size probe: the GRU variant and the LSTM gate stage
+it runs r and z by, the driver and validation, the sigmoid table) against the same variant as an
+LSTM:
+
+{flash}
 
 {analysis}
 """

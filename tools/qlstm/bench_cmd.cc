@@ -438,12 +438,14 @@ int bench_program(const CompiledModel& m, const ShapeSpec& s, const std::string&
   std::printf("target: %s (QEMU %s, -cpu %s), variant: %s\n", target.cpu.c_str(), target.qemu_machine.c_str(),
               target.qemu_cpu.c_str(), variant.c_str());
   std::printf("output: bit-exact with the host simulation\n");
-  if (has_op(program, QLSTM_OP_LSTM_S8)) {
-    const device::KernelSize k = device::kernel_size(target, variant);
+  if (has_op(program, QLSTM_OP_LSTM_S8) != has_op(program, QLSTM_OP_GRU_S8)) {
+    // The size probe of the program's recurrent kernel (targets/cortex-m/CMakeLists.txt).
+    const device::KernelSize k =
+        device::kernel_size(target, has_op(program, QLSTM_OP_GRU_S8) ? "gru_" + variant : variant);
     std::printf("kernel flash: %lld bytes (code and tables), static RAM: %lld bytes\n",
                 static_cast<long long>(k.flash_bytes), static_cast<long long>(k.ram_bytes));
   } else {
-    std::printf("kernel flash: not measured (the size probes hold the LSTM variants only)\n");
+    std::printf("kernel flash: not measured (the size probes hold one recurrent kernel each)\n");
   }
   if (args.profile) {
     // The first op's estimated cycles by timing class (docs/targets.md, "Estimated cycles").
