@@ -9,10 +9,13 @@
 
 #include <cstring>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "compile_run.h"
+#include "exit_status.h"
+#include "run_eval.h"
 #include "qlstm/compiler/compile.h"
 #include "qlstm/compiler/emit_cpp.h"
 #include "qlstm/compiler/file_io.h"
@@ -116,6 +119,7 @@ struct Model {
   int32_t max_time_steps = 0;
   std::string model_path;
   std::vector<std::string> warnings;
+  std::shared_ptr<const OnnxLstm> onnx;  // the float model it was compiled from (null: loaded from a file)
 
   qlstm::cli::ModelFiles files(const std::string& name) const {
     if (name.empty() || name == model.name) {
@@ -130,6 +134,23 @@ struct Model {
     renamed_report["name"] = name;
     renamed.report_json = renamed_report.dump();
     return qlstm::cli::model_files(renamed, renamed_report, batch, max_time_steps, model_path);
+  }
+
+  // How Python spells the state arguments in the shared messages.
+  static qlstm::cli::StateNames python_state_names() {
+    qlstm::cli::StateNames n;
+    n.h0 = "h0";
+    n.c0 = "c0";
+    n.h_n = n.c_n = "return_state";
+    n.float_io = "use run() (float state)";
+    return n;
+  }
+
+  // "[2, 8, 8]"
+  static std::string shape_text(const std::vector<int64_t>& shape) {
+    std::string s;
+    for (int64_t d : shape) s += (s.empty() ? "" : ", ") + std::to_string(d);
+    return "[" + s + "]";
   }
 
   // x (float, or int8 when `int8`) through the int8 program from the model's own initial state.
@@ -152,6 +173,52 @@ struct Model {
     py::array_t<float> y(shape);
     std::memcpy(y.mutable_data(), yf.data(), yf.size() * sizeof(float));
     return std::move(y);
+  }
+
+  // `qlstm eval` on x against the float model `onnx` (the one compiled from when null): eval's JSON
+  // and text.
+  py::tuple evaluate(const py::array& x, const py::object& labels, const py::object& targets, const py::object& h0,
+                     const py::object& c0, const std::string& ref_path, const py::bytes& ref_bytes,
+                     const std::string& ref_origin) const {
+    const bool given = !ref_origin.empty();
+    std::shared_ptr<const OnnxLstm> ref = onnx;
+    if (given) ref = std::make_shared<const OnnxLstm>(import_model(ref_path, ref_bytes, ref_origin));
+    if (!ref) {
+      throw CompileError(model.name + ": loaded from a file, the model has no float reference: give reference= "
+                         "(the torch module, ONNX model or path it was compiled from)");
+    }
+    qlstm::cli::EvalRequest req;
+    req.model_name = model.name;
+    req.onnx_name = given ? ref_origin : model_path;
+    req.names = python_state_names();
+    qlstm::cli::check_eval_pair(*ref, model, req.model_name, req.onnx_name);
+    const NpyArray xa = npy_array(x, "x");
+    req.data_name = "<" + py::str(x.dtype()).cast<std::string>() + " array " + shape_text(xa.shape) + ">";
+    req.x = qlstm::cli::sequences_from_array(xa, "x", model.input_size(), ref->batch_first, false);
+    if (!labels.is_none()) {
+      qlstm::cli::check_labels_usable(model, model.name);
+      req.labels = qlstm::cli::labels_from_array(npy_array(labels.cast<py::array>(), "labels"), "labels",
+                                                 req.x.shape.batch, model.output_size());
+    }
+    if (!targets.is_none()) {
+      req.targets = qlstm::cli::targets_from_array(npy_array(targets.cast<py::array>(), "targets"), "targets",
+                                                   qlstm::cli::output_shape(model, req.x));
+      req.targets_name = "targets";
+    }
+    NpyArray h0a, c0a;
+    if (!c0.is_none()) qlstm::cli::check_c0_usable(model, "c0", req.names);
+    if (!h0.is_none()) {
+      h0a = npy_array(h0.cast<py::array>(), "h0");
+      req.h0 = &h0a;
+      req.h0_name = "h0";
+    }
+    if (!c0.is_none()) {
+      c0a = npy_array(c0.cast<py::array>(), "c0");
+      req.c0 = &c0a;
+      req.c0_name = "c0";
+    }
+    const qlstm::cli::Evaluation ev = qlstm::cli::evaluate(*ref, model, req);
+    return py::make_tuple(ev.json.dump(), ev.text);
   }
 };
 
@@ -219,6 +286,7 @@ Model compile(const std::string& path, const py::bytes& onnx_bytes, const std::s
   m.max_time_steps = r.max_time_steps;
   m.model_path = origin;
   m.warnings = std::move(r.warnings);
+  m.onnx = std::make_shared<const OnnxLstm>(onnx);
   return m;
 }
 
@@ -281,6 +349,8 @@ PYBIND11_MODULE(_qlstm, mod) {
       PyErr_SetString(g_compile_error, e.what());
     } catch (const NpyError& e) {
       PyErr_SetString(g_compile_error, e.what());
+    } catch (const qlstm::cli::UsageError& e) {  // a run's or evaluate's arguments: as its input's errors
+      PyErr_SetString(g_compile_error, e.what());
     }
   });
 
@@ -295,6 +365,7 @@ PYBIND11_MODULE(_qlstm, mod) {
       .def_readonly("warnings", &Model::warnings)
       .def("run", [](const Model& m, const py::array& x) { return m.run(x, false); })
       .def("run_int8", [](const Model& m, const py::array& x) { return m.run(x, true); })
+      .def("evaluate", &Model::evaluate)
       .def("files",
            [](const Model& m, const std::string& name) {
              const qlstm::cli::ModelFiles f = m.files(name);

@@ -6,6 +6,7 @@ extension; no subprocess), with torch and numpy in and out::
     import qlstm
     compiled = qlstm.compile(model, calibration)   # an nn.Module, ONNX (bytes, ModelProto, path)
     y = compiled.run(x)                            # float in, float out through the int8 program
+    print(compiled.evaluate(x, labels))            # qlstm eval's figures: SQNR, top-1 float vs int8
     compiled.save("out")                           # NAME.qlstm, NAME_model.h/.cc, NAME_report.json
 
 Errors are :class:`Error` subclasses carrying the CLI's messages: :class:`UnsupportedModelError`
@@ -15,8 +16,10 @@ Errors are :class:`Error` subclasses carrying the CLI's messages: :class:`Unsupp
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
+import math
 import os
 import warnings
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
@@ -30,8 +33,8 @@ UnsupportedModelError = _qlstm.UnsupportedModelError
 CompileError = _qlstm.CompileError
 ModelFileError = _qlstm.ModelFileError
 
-__all__ = ["compile", "load", "CompiledModel", "Error", "UnsupportedModelError", "CompileError",
-           "ModelFileError"]
+__all__ = ["compile", "load", "from_bytes", "CompiledModel", "Evaluation", "Error", "UnsupportedModelError",
+           "CompileError", "ModelFileError"]
 
 # `qlstm compile`'s options: keyword (the CLI's flag with '_' for '-') -> its default. `search`
 # is the CLI's --no-search inverted.
@@ -159,6 +162,49 @@ class _Progress:
         self._stream.flush()
 
 
+def _sqnr(value: Optional[float]) -> float:
+    """eval's JSON writes an infinite SQNR (int8 equal to float everywhere) as null."""
+    return math.inf if value is None else float(value)
+
+
+@dataclasses.dataclass(frozen=True)
+class Evaluation:
+    """int8 against float on one data set: the figures of `qlstm eval` (its --json, in `json`).
+
+    sqnr_db and max_abs_error are the model output's (y); outputs has every output's (y, then h_n
+    and c_n of each recurrent op when the model returns them) as dicts of name, label, sqnr_db,
+    max_abs_error and scale (one int8 step). A classifier (one row of scores per sequence) has
+    argmax_agreement (the fraction of sequences whose int8 argmax equals the float one) and, with
+    labels, float_top1 / int8_top1; a model with an output per step has rms_error_per_step; with
+    targets, forecast has the error of both. saturation counts the float values outside the ranges
+    the int8 program holds (input, output, each op's cell and hidden). str() is eval's text.
+    """
+
+    sqnr_db: float
+    max_abs_error: float
+    outputs: List[Dict[str, Any]]
+    argmax_agreement: Optional[float]
+    float_top1: Optional[float]
+    int8_top1: Optional[float]
+    rms_error_per_step: Optional[List[float]]
+    forecast: Optional[Dict[str, Any]]
+    saturation: Dict[str, Any]
+    json: Dict[str, Any]
+    text: str
+
+    @classmethod
+    def _from_json(cls, j: Dict[str, Any], text: str) -> "Evaluation":
+        outputs = [dict(o, sqnr_db=_sqnr(o.get("sqnr_db"))) for o in j["outputs"]]
+        classifier = j.get("classifier") or {}
+        return cls(sqnr_db=outputs[0]["sqnr_db"], max_abs_error=float(outputs[0]["max_abs_error"]), outputs=outputs,
+                   argmax_agreement=classifier.get("argmax_agreement"), float_top1=classifier.get("float_top1"),
+                   int8_top1=classifier.get("int8_top1"), rms_error_per_step=j.get("rms_error_per_step"),
+                   forecast=j.get("forecast"), saturation=j["saturation"], json=j, text=text)
+
+    def __str__(self) -> str:
+        return self.text
+
+
 class CompiledModel:
     """A compiled int8 program: run it on the host (bit-exact with the device), read its report,
     write its files."""
@@ -218,6 +264,25 @@ class CompiledModel:
         """int8 in, int8 out, as `qlstm run` without --float; x quantized by input_quant."""
         return self._model.run_int8(_as_array(x))
 
+    def evaluate(self, x: Any, labels: Any = None, *, targets: Any = None, h0: Any = None, c0: Any = None,
+                 reference: Any = None) -> "Evaluation":
+        """int8 against float on x, as `qlstm eval` (its figures, computed by the same C++).
+
+        The float model is the one compiled from (the exported torch module or the ONNX model), or
+        reference= (a torch module, an onnx.ModelProto, ONNX bytes or a path) for a model loaded
+        from a .qlstm file. Both run from the same initial state: h0 / c0 (float [ops, B, H]) or
+        the model's own. labels: a classifier's true class per sequence (integer [B]): the top-1
+        accuracy of both. targets: a forecaster's expected outputs (float32, the output's shape):
+        the error of both. Returns an Evaluation: SQNR and max abs error of every output, the
+        argmax agreement (a classifier), the RMS error per step (an output per step), saturation.
+        """
+        ref_path, ref_bytes, ref_origin = "", b"", ""
+        if reference is not None:
+            ref_path, ref_bytes, ref_origin, _ = _model_source(reference, None, [_as_array(x)], self.batch_first, 14)
+        arrays = [None if a is None else _as_array(a) for a in (labels, targets, h0, c0)]
+        text_json, text = self._model.evaluate(_as_array(x), *arrays, ref_path, ref_bytes, ref_origin)
+        return Evaluation._from_json(json.loads(text_json), text)
+
     def files(self, name: Optional[str] = None) -> Dict[str, bytes]:
         """The four files `save` writes, by file name, without writing them."""
         return self._model.files(name or "")
@@ -253,6 +318,24 @@ class CompiledModel:
         return "<qlstm.CompiledModel %s: %d ops>" % (self.name, len(self.ops))
 
 
+def _model_source(model: Any, example_input: Any, calibration: List[Any], batch_first: Optional[bool],
+                  opset: int) -> Tuple[str, bytes, str, Optional[str]]:
+    """(path, ONNX bytes, origin, default name) of a model given to compile or evaluate: a path (read
+    by the extension as the CLI reads it; its default name is the CLI's, the file's stem: None),
+    ONNX bytes, an onnx.ModelProto or a torch module (exported in memory)."""
+    if isinstance(model, (str, os.PathLike)):
+        return os.fspath(model), b"", os.fspath(model), None
+    if isinstance(model, (bytes, bytearray)):
+        return "", bytes(model), "<onnx bytes>", "model"
+    if hasattr(model, "SerializeToString"):  # an onnx.ModelProto
+        return "", model.SerializeToString(), "<onnx.ModelProto %s>" % (model.graph.name or "model"), "model"
+    if _is_torch_module(model):
+        return ("", _export_module(model, example_input, calibration, batch_first, opset),
+                "<torch %s>" % type(model).__name__, _qlstm.c_identifier(type(model).__name__.lower()))
+    raise TypeError("model must be a torch.nn.Module, an onnx.ModelProto, ONNX bytes or a path, not %s"
+                    % type(model).__name__)
+
+
 def compile(model: Any, calibration: Any, *, name: Optional[str] = None, validation: Any = None,
             example_input: Any = None, batch_first: Optional[bool] = None, opset: int = 14,
             progress: Optional[bool] = None, **options: Any) -> CompiledModel:
@@ -284,22 +367,7 @@ def compile(model: Any, calibration: Any, *, name: Optional[str] = None, validat
     if not calib:
         raise CompileError("no calibration data")
     valid, valid_names = _tensors(validation, "validation")
-    path, onnx_bytes, origin, default_name = "", b"", "", "model"
-    if isinstance(model, (str, os.PathLike)):
-        path = origin = os.fspath(model)
-        default_name = None  # the CLI's: the file's stem
-    elif isinstance(model, (bytes, bytearray)):
-        onnx_bytes, origin = bytes(model), "<onnx bytes>"
-    elif hasattr(model, "SerializeToString"):  # an onnx.ModelProto
-        onnx_bytes = model.SerializeToString()
-        origin = "<onnx.ModelProto %s>" % (model.graph.name or "model")
-    elif _is_torch_module(model):
-        onnx_bytes = _export_module(model, example_input, calib, batch_first, opset)
-        origin = "<torch %s>" % type(model).__name__
-        default_name = _qlstm.c_identifier(type(model).__name__.lower())
-    else:
-        raise TypeError("compile(): model must be a torch.nn.Module, an onnx.ModelProto, ONNX bytes or a path, "
-                        "not %s" % type(model).__name__)
+    path, onnx_bytes, origin, default_name = _model_source(model, example_input, calib, batch_first, opset)
     opts = dict(options)
     if name is not None:
         opts["name"] = name

@@ -4,6 +4,7 @@ error types and messages, and the same files and outputs as the `qlstm` CLI.
 Run by ctest (python/CMakeLists.txt) with PYTHONPATH at the build's python/ folder and QLSTM_CLI
 the build's qlstm executable."""
 
+import json
 import os
 import subprocess
 
@@ -285,3 +286,107 @@ def test_model_file_error_with_the_cli_message(tmp_path):
     with pytest.raises(qlstm.ModelFileError, match="not a valid ONNX model"):
         qlstm.compile(b"not onnx", np.ones((4, 8, 8), np.float32))
     assert issubclass(qlstm.ModelFileError, qlstm.Error)
+
+
+# --- evaluate: qlstm eval's figures -------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def digits_gru():
+    return qlstm.compile(os.path.join(DIGITS, "digits_gru.onnx"), os.path.join(DIGITS, "calibration.npy"))
+
+
+def cli_eval_json(tmp_path, onnx_path, compiled, data, *flags):
+    """`qlstm eval --json` of a compiled model saved into tmp_path, on `data` (saved as .npy)."""
+    written = compiled.save(tmp_path)
+    np.save(tmp_path / "data.npy", data)
+    out = tmp_path / "eval.json"
+    status, _, err = cli("eval", onnx_path, written[compiled.name + ".qlstm"], "--data", tmp_path / "data.npy",
+                         "--json", out, *flags)
+    assert status == 0, err
+    return json.load(open(out))
+
+
+def same_figures(got, expected):
+    """Every figure of two eval JSONs, leaving out the names of the files (the CLI's paths, Python's
+    descriptions of arrays)."""
+    names = {"model", "onnx", "data", "targets"}
+
+    def strip(j):
+        if isinstance(j, dict) and set(j) == {"h0", "c0"}:  # initial_state: "model", "zero" or a name
+            return {k: v if v in ("model", "zero") else "given" for k, v in j.items()}
+        if isinstance(j, dict):
+            return {k: strip(v) for k, v in j.items() if k not in names}
+        if isinstance(j, list):
+            return [strip(v) for v in j]
+        return j
+
+    assert strip(got) == strip(expected)
+
+
+def test_evaluate_equals_cli_eval_with_labels(tmp_path, digits_lstm):
+    x = np.load(os.path.join(DIGITS, "test.npy"))
+    labels = np.load(os.path.join(DIGITS, "test_labels.npy"))
+    np.save(tmp_path / "labels.npy", labels)
+    onnx_path = os.path.join(DIGITS, "digits_lstm.onnx")
+    expected = cli_eval_json(tmp_path, onnx_path, digits_lstm, x, "--labels", tmp_path / "labels.npy")
+    ev = digits_lstm.evaluate(x, labels)
+    same_figures(ev.json, expected)
+    y = expected["outputs"][0]
+    assert ev.sqnr_db == y["sqnr_db"] and ev.max_abs_error == y["max_abs_error"]
+    assert ev.argmax_agreement == expected["classifier"]["argmax_agreement"]
+    assert (ev.float_top1, ev.int8_top1) == (expected["classifier"]["float_top1"], expected["classifier"]["int8_top1"])
+    # The int8 top-1 is run's: the figure an evaluation loop over run() would find.
+    assert ev.int8_top1 == (digits_lstm.run(x).argmax(1) == labels).mean()
+    assert str(ev).startswith("qlstm eval: digits_lstm vs ") and "top-1 accuracy on 450" in str(ev)
+    unlabelled = digits_lstm.evaluate(x)
+    assert unlabelled.float_top1 is None and unlabelled.argmax_agreement == ev.argmax_agreement
+
+
+def test_evaluate_equals_cli_eval_per_step_gru_from_a_state(tmp_path):
+    """A GRU with an output per step, batch-first False, from a given h0, with targets: the same JSON."""
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(3)
+    net = torch.nn.GRU(3, 12, num_layers=2)
+    calibration = torch.randn(10, 64, 3)
+    onnx_path = str(tmp_path / "gru.onnx")
+    torch.onnx.export(net.eval(), (calibration[:, :1],), onnx_path, opset_version=14, input_names=["x"],
+                      output_names=["y"], dynamic_axes={"x": {1: "batch"}})
+    compiled = qlstm.compile(onnx_path, calibration)
+    x = np.random.default_rng(1).normal(size=(10, 6, 3)).astype(np.float32)
+    h0 = np.random.default_rng(2).uniform(-0.5, 0.5, size=(2, 6, 12)).astype(np.float32)
+    targets = np.random.default_rng(3).normal(size=(10, 6, 12)).astype(np.float32)
+    np.save(tmp_path / "h0.npy", h0)
+    np.save(tmp_path / "targets.npy", targets)
+    expected = cli_eval_json(tmp_path, onnx_path, compiled, x, "--h0", tmp_path / "h0.npy", "--targets",
+                             tmp_path / "targets.npy")
+    ev = compiled.evaluate(x, h0=h0, targets=targets)
+    same_figures(ev.json, expected)
+    assert ev.argmax_agreement is None and len(ev.rms_error_per_step) == 10
+    assert ev.forecast["int8"] == expected["forecast"]["int8"]
+    # Not the model's own state: a different figure.
+    assert compiled.evaluate(x).json["outputs"] != ev.json["outputs"]
+
+
+def test_evaluate_reference_of_a_loaded_model(tmp_path, digits_lstm):
+    x = np.load(os.path.join(DIGITS, "test.npy"))[:64]
+    digits_lstm.save(tmp_path)
+    loaded = qlstm.load(tmp_path / "digits_lstm.qlstm")
+    with pytest.raises(qlstm.CompileError, match="give reference="):
+        loaded.evaluate(x)
+    onnx_path = os.path.join(DIGITS, "digits_lstm.onnx")
+    assert loaded.evaluate(x, reference=onnx_path).json["outputs"] == digits_lstm.evaluate(x).json["outputs"]
+    with pytest.raises(qlstm.CompileError, match="recurrent op 0 is an LSTM, in .*digits_gru.onnx it is a GRU"):
+        loaded.evaluate(x, reference=os.path.join(DIGITS, "digits_gru.onnx"))
+
+
+def test_evaluate_refusals(digits_lstm):
+    sunspots = qlstm.compile(os.path.join(EXAMPLES, "sunspots", "sunspots_lstm.onnx"),
+                             os.path.join(EXAMPLES, "sunspots", "calibration.npy"), search=False)
+    x = np.load(os.path.join(EXAMPLES, "sunspots", "test.npy"))
+    with pytest.raises(qlstm.CompileError, match="is not a classifier"):
+        sunspots.evaluate(x, labels=np.zeros(len(x), np.int64))
+    x = np.load(os.path.join(DIGITS, "test.npy"))[:8]
+    with pytest.raises(qlstm.CompileError, match="is not a class of the model's output"):
+        digits_lstm.evaluate(x, labels=np.full(8, 10))
+    with pytest.raises(qlstm.CompileError, match="4 labels for 8 sequences"):
+        digits_lstm.evaluate(x, labels=np.zeros(4, np.int64))
