@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "compile_run.h"
+#include "device.h"
 #include "exit_status.h"
 #include "run_eval.h"
 #include "qlstm/compiler/compile.h"
@@ -153,26 +154,61 @@ struct Model {
     return "[" + s + "]";
   }
 
-  // x (float, or int8 when `int8`) through the int8 program from the model's own initial state.
-  py::array run(const py::array& x, bool int8) const {
-    if (model.initial_hidden == StateSource::kInput || model.initial_cell == StateSource::kInput) {
-      throw CompileError(model.name + ": the model takes its initial state as an input, which run does not give yet");
+  // x (float, or int8 when `int8`) through the int8 program, as `qlstm run [--float]`: from h0 / c0
+  // (None: the model's own initial state), on the host (chunk > 0: streamed) or on the emulated
+  // `target`. Returns y, or with return_state (y, h_n) for a model with GRU ops, else (y, (h_n, c_n)).
+  py::object run(const py::array& x, bool int8, const py::object& h0, const py::object& c0, bool return_state,
+                 int32_t chunk, const std::string& target) const {
+    qlstm::cli::RunRequest req;
+    req.model_name = model.name;
+    req.input_name = "x";
+    req.float_io = !int8;
+    req.target = target;
+    req.chunk = chunk;
+    req.names = python_state_names();
+    req.h0_name = "h0";
+    req.c0_name = "c0";
+    const bool gru = qlstm::cli::state_cells(model) != qlstm::cli::StateCells::kLstm;
+    req.want_h_n = return_state;
+    req.want_c_n = return_state && !gru;
+    req.warn = [](const std::string& w) {
+      PyErr_WarnEx(PyExc_UserWarning, ("qlstm run: " + w).c_str(), 2);
+    };
+    NpyArray h0a, c0a;
+    if (!h0.is_none()) {
+      h0a = npy_array(h0.cast<py::array>(), "h0");
+      req.h0 = &h0a;
     }
-    const SequenceTensor t =
-        qlstm::cli::sequences_from_array(npy_array(x, "x"), "x", model.input_size(), model.batch_first, int8);
-    const std::vector<int8_t> y8 =
-        run_program_s8(model, int8 ? t.values_s8 : qlstm::cli::quantize_input(model, t, "x"), t.shape);
-    std::vector<py::ssize_t> shape;
-    for (int64_t d : qlstm::cli::output_shape(model, t)) shape.push_back(static_cast<py::ssize_t>(d));
-    if (int8) {
-      py::array_t<int8_t> y(shape);
-      std::memcpy(y.mutable_data(), y8.data(), y8.size());
-      return std::move(y);
+    if (!c0.is_none()) {
+      c0a = npy_array(c0.cast<py::array>(), "c0");
+      req.c0 = &c0a;
     }
-    const std::vector<float> yf = qlstm::cli::dequantize_output(model, y8);
-    py::array_t<float> y(shape);
-    std::memcpy(y.mutable_data(), yf.data(), yf.size() * sizeof(float));
-    return std::move(y);
+    qlstm::cli::check_run_flags(req);
+    if (!target.empty()) qlstm::device::find_target(target);  // what is missing first, as the CLI
+    qlstm::cli::check_run_request(model, req);
+    req.x = qlstm::cli::sequences_from_array(npy_array(x, "x"), "x", model.input_size(), model.batch_first, int8);
+    const qlstm::cli::RunOutput out = qlstm::cli::run_model(model, req);
+    py::object y = int8 ? array_of<int8_t>(out.shape, out.y8.data()) : array_of<float>(out.shape, out.y.data());
+    if (!return_state) return y;
+    py::object h_n = numpy_of(out.h_n);
+    if (gru) return py::make_tuple(y, h_n);
+    return py::make_tuple(y, py::make_tuple(h_n, numpy_of(out.c_n)));
+  }
+
+  template <typename T>
+  static py::array array_of(const std::vector<int64_t>& shape, const T* data) {
+    std::vector<py::ssize_t> dims(shape.begin(), shape.end());
+    py::array_t<T> a(dims);
+    std::memcpy(a.mutable_data(), data, static_cast<size_t>(a.size()) * sizeof(T));
+    return std::move(a);
+  }
+
+  static py::array numpy_of(const NpyArray& a) {
+    switch (a.dtype) {
+      case DType::kFloat32: return array_of<float>(a.shape, reinterpret_cast<const float*>(a.bytes.data()));
+      case DType::kInt16: return array_of<int16_t>(a.shape, reinterpret_cast<const int16_t*>(a.bytes.data()));
+      default: return array_of<int8_t>(a.shape, reinterpret_cast<const int8_t*>(a.bytes.data()));
+    }
   }
 
   // `qlstm eval` on x against the float model `onnx` (the one compiled from when null): eval's JSON
@@ -363,8 +399,7 @@ PYBIND11_MODULE(_qlstm, mod) {
       .def_property_readonly("input_quant", [](const Model& m) { return quant_tuple(m.model.input_quant()); })
       .def_property_readonly("output_quant", [](const Model& m) { return quant_tuple(m.model.output_quant()); })
       .def_readonly("warnings", &Model::warnings)
-      .def("run", [](const Model& m, const py::array& x) { return m.run(x, false); })
-      .def("run_int8", [](const Model& m, const py::array& x) { return m.run(x, true); })
+      .def("run", &Model::run)
       .def("evaluate", &Model::evaluate)
       .def("files",
            [](const Model& m, const std::string& name) {

@@ -6,6 +6,7 @@ extension; no subprocess), with torch and numpy in and out::
     import qlstm
     compiled = qlstm.compile(model, calibration)   # an nn.Module, ONNX (bytes, ModelProto, path)
     y = compiled.run(x)                            # float in, float out through the int8 program
+    y, (h_n, c_n) = compiled.run(x, h0, c0, return_state=True)   # from a state, as --h0/--c0
     print(compiled.evaluate(x, labels))            # qlstm eval's figures: SQNR, top-1 float vs int8
     compiled.save("out")                           # NAME.qlstm, NAME_model.h/.cc, NAME_report.json
 
@@ -251,18 +252,40 @@ class CompiledModel:
         """The calibration warnings of the compile (also issued as Python warnings)."""
         return list(self._model.warnings)
 
-    def run(self, x: Any) -> np.ndarray:
+    def run(self, x: Any, h0: Any = None, c0: Any = None, *, return_state: bool = False,
+            chunk: Optional[int] = None) -> Any:
         """Float in, float out through the int8 program, as `qlstm run --float` (bit for bit).
 
         x: [B, T, I] (batch-first models), [T, B, I] (sequence-first) or one sequence [T, I];
         float32 or float64 (numpy or torch). Returns float32: [B, W] for a model with one output
         row per sequence ([W] for one sequence), else the sequence in the input's layout.
-        """
-        return self._model.run(_as_array(x))
 
-    def run_int8(self, x: Any) -> np.ndarray:
-        """int8 in, int8 out, as `qlstm run` without --float; x quantized by input_quant."""
-        return self._model.run_int8(_as_array(x))
+        h0, c0: the initial state, float [ops, B, H] (ops: the recurrent ops, layer-major, forward
+        first), as --h0 / --c0; None: the model's own (required for a model that takes its state
+        as an input). A GRU has no cell: c0 is refused. Values beyond the int8 hidden or int16
+        cell range are clipped, with a warning.
+        return_state: also return the final state, float [ops, B, H], as --h-n / --c-n:
+        (y, (h_n, c_n)) for an LSTM model, (y, h_n) for one with GRU ops. Passing it back as
+        h0 / c0 continues the sequence exactly (the state's int form survives the round trip).
+        chunk: stream x in stateful calls of this many steps, as --chunk (the same output).
+        """
+        return self._run(x, False, h0, c0, return_state, chunk, "")
+
+    def run_int8(self, x: Any, h0: Any = None, c0: Any = None, *, return_state: bool = False,
+                 chunk: Optional[int] = None) -> Any:
+        """int8 in, int8 out, as `qlstm run` without --float; x quantized by input_quant.
+
+        h0, c0 and the returned state are in the kernel's int forms, as the CLI's files: h int8
+        at each op's output quantization (a GRU model's: int16 Q0.15), c int16 at 2^P.
+        """
+        return self._run(x, True, h0, c0, return_state, chunk, "")
+
+    def _run(self, x: Any, int8: bool, h0: Any, c0: Any, return_state: bool, chunk: Optional[int],
+             target: str) -> Any:
+        if chunk is not None and chunk < 1:
+            raise CompileError("chunk: %d, expected a positive number of steps" % chunk)
+        state = [None if s is None else _as_array(s) for s in (h0, c0)]
+        return self._model.run(_as_array(x), int8, state[0], state[1], bool(return_state), chunk or 0, target)
 
     def evaluate(self, x: Any, labels: Any = None, *, targets: Any = None, h0: Any = None, c0: Any = None,
                  reference: Any = None) -> "Evaluation":

@@ -390,3 +390,111 @@ def test_evaluate_refusals(digits_lstm):
         digits_lstm.evaluate(x, labels=np.full(8, 10))
     with pytest.raises(qlstm.CompileError, match="4 labels for 8 sequences"):
         digits_lstm.evaluate(x, labels=np.zeros(4, np.int64))
+
+
+# --- run with a state: qlstm run --h0 / --c0 / --h-n / --c-n ------------------------------------
+
+def cli_run_state(tmp_path, compiled, x, h0=None, c0=None, float_io=True, extra=()):
+    """`qlstm run` of the saved model on x from h0 / c0; returns (y, h_n, c_n) as the CLI writes them
+    (c_n None for a GRU model)."""
+    model = compiled.save(tmp_path)[compiled.name + ".qlstm"]
+    args = ["run", model, "--input", tmp_path / "x.npy", "--output", tmp_path / "y.npy", "--h-n", tmp_path / "h_n.npy"]
+    np.save(tmp_path / "x.npy", x)
+    for flag, state in (("--h0", h0), ("--c0", c0)):
+        if state is not None:
+            np.save(tmp_path / (flag[2:] + ".npy"), state)
+            args += [flag, tmp_path / (flag[2:] + ".npy")]
+    gru = compiled.ops[0]["kind"] == "gru"
+    if not gru:
+        args += ["--c-n", tmp_path / "c_n.npy"]
+    status, _, err = cli(*(args + (["--float"] if float_io else []) + list(extra)))
+    assert status == 0, err
+    return (np.load(tmp_path / "y.npy"), np.load(tmp_path / "h_n.npy"),
+            None if gru else np.load(tmp_path / "c_n.npy"))
+
+
+def assert_same(a, b):
+    assert a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+
+
+def test_stateful_run_equals_cli_run_lstm(tmp_path, digits_lstm):
+    x = np.load(os.path.join(DIGITS, "test.npy"))[:5]
+    rng = np.random.default_rng(4)
+    h0 = rng.uniform(-0.8, 0.8, size=(1, 5, 32)).astype(np.float32)
+    c0 = rng.uniform(-2, 2, size=(1, 5, 32)).astype(np.float32)
+    y_cli, h_cli, c_cli = cli_run_state(tmp_path, digits_lstm, x, h0, c0)
+    y, (h_n, c_n) = digits_lstm.run(x, h0, c0, return_state=True)
+    for a, b in ((y, y_cli), (h_n, h_cli), (c_n, c_cli)):
+        assert_same(a, b)
+    assert y.tobytes() != digits_lstm.run(x).tobytes()  # the state matters
+    # int8 in and out, the state in the kernel's int forms.
+    scale, zero_point = digits_lstm.input_quant
+    x8 = np.clip(np.round(x / scale) + zero_point, -128, 127).astype(np.int8)
+    h8 = rng.integers(-128, 128, size=(1, 5, 32)).astype(np.int8)
+    c16 = rng.integers(-3000, 3000, size=(1, 5, 32)).astype(np.int16)
+    y_cli, h_cli, c_cli = cli_run_state(tmp_path, digits_lstm, x8, h8, c16, float_io=False)
+    y, (h_n, c_n) = digits_lstm.run_int8(x8, h8, c16, return_state=True)
+    for a, b in ((y, y_cli), (h_n, h_cli), (c_n, c_cli)):
+        assert_same(a, b)
+    assert h_n.dtype == np.int8 and c_n.dtype == np.int16
+
+
+def test_stateful_run_equals_cli_run_gru(tmp_path, digits_gru):
+    x = np.load(os.path.join(DIGITS, "test.npy"))[:3]
+    h0 = np.random.default_rng(5).uniform(-0.9, 0.9, size=(1, 3, 32)).astype(np.float32)
+    y_cli, h_cli, _ = cli_run_state(tmp_path, digits_gru, x, h0)
+    y, h_n = digits_gru.run(x, h0, return_state=True)  # a GRU: h_n alone, as torch's nn.GRU
+    assert_same(y, y_cli)
+    assert_same(h_n, h_cli)
+    q15 = np.random.default_rng(6).integers(-20000, 20000, size=(1, 3, 32)).astype(np.int16)
+    x8 = np.zeros((3, 8, 8), np.int8)
+    y_cli, h_cli, _ = cli_run_state(tmp_path, digits_gru, x8, q15, float_io=False)
+    y, h_n = digits_gru.run_int8(x8, q15, return_state=True)
+    assert_same(y, y_cli)
+    assert_same(h_n, h_cli)
+    assert h_n.dtype == np.int16  # Q0.15
+
+
+def test_gru_refuses_c0_with_the_cli_message(tmp_path, digits_gru):
+    x = np.load(os.path.join(DIGITS, "test.npy"))[:2]
+    c0 = np.zeros((1, 2, 32), np.float32)
+    model = digits_gru.save(tmp_path)["digits_gru.qlstm"]
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "c0.npy", c0)
+    status, _, err = cli("run", model, "--input", tmp_path / "x.npy", "--output", tmp_path / "y.npy", "--float",
+                         "--c0", tmp_path / "c0.npy")
+    assert status == 2
+    refusal = "the model's recurrent ops are GRUs, which have no cell state"
+    assert err == "qlstm run: error: %s: --c0: %s\n" % (model, refusal)
+    with pytest.raises(qlstm.CompileError) as e:
+        digits_gru.run(x, c0=c0)
+    assert str(e.value) == "digits_gru: c0: " + refusal
+
+
+def test_state_errors_name_the_argument(digits_lstm):
+    x = np.load(os.path.join(DIGITS, "test.npy"))[:2]
+    with pytest.raises(qlstm.CompileError, match=r"h0: shape \[1, 3, 32\], expected \[1, 2, 32\]"):
+        digits_lstm.run(x, h0=np.zeros((1, 3, 32), np.float32))
+    with pytest.raises(qlstm.CompileError, match="c0: dtype <i2, expected <f4"):
+        digits_lstm.run(x, c0=np.zeros((1, 2, 32), np.int16))
+    with pytest.raises(qlstm.CompileError, match=r"h0: dtype <f4, expected \|i1 \(use run\(\) \(float state\) for float32\)"):
+        digits_lstm.run_int8(np.zeros((2, 8, 8), np.int8), h0=np.zeros((1, 2, 32), np.float32))
+    with pytest.warns(UserWarning, match="were clipped"):
+        digits_lstm.run(x, c0=np.full((1, 2, 32), 1e4, np.float32))
+
+
+def test_streaming_with_the_returned_state_equals_one_call():
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(7)
+    net = torch.nn.LSTM(4, 16, num_layers=2, bidirectional=False, batch_first=True)
+    compiled = qlstm.compile(net, torch.randn(64, 20, 4))
+    x = np.random.default_rng(8).normal(size=(3, 20, 4)).astype(np.float32)
+    whole, (h_whole, c_whole) = compiled.run(x, return_state=True)
+    first, state = compiled.run(x[:, :7], return_state=True)
+    second, (h_n, c_n) = compiled.run(x[:, 7:], *state, return_state=True)
+    assert_same(np.concatenate([first, second], axis=1), whole)
+    assert_same(h_n, h_whole)
+    assert_same(c_n, c_whole)
+    assert_same(compiled.run(x, chunk=6), whole)  # --chunk: the same
+    with pytest.raises(qlstm.CompileError, match="chunk"):
+        compiled.run(x, chunk=0)
