@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_cmd.h"
 #include "compile_run.h"
 #include "device.h"
 #include "exit_status.h"
@@ -36,6 +37,7 @@ PyObject* g_error = nullptr;
 PyObject* g_unsupported = nullptr;
 PyObject* g_compile_error = nullptr;
 PyObject* g_model_file_error = nullptr;
+PyObject* g_device_error = nullptr;
 
 // Thrown inside the module and translated to the Python exception of the same name.
 struct UnsupportedModel : std::runtime_error {
@@ -256,6 +258,38 @@ struct Model {
     const qlstm::cli::Evaluation ev = qlstm::cli::evaluate(*ref, model, req);
     return py::make_tuple(ev.json.dump(), ev.text);
   }
+
+  // One call on the emulated CPU, as `qlstm bench MODEL --target CPU`: the same input (the fixed
+  // seed's), B and T (default: 1 and the model's own length); the figures as JSON.
+  std::string bench(const std::string& cpu, const std::string& variant, int32_t batch, int32_t time_steps,
+                    bool time_major, bool profile) const {
+    qlstm::device::find_target(cpu);
+    std::string from = "given";
+    if (time_steps == 0) time_steps = qlstm::cli::model_time_steps(model, &from);
+    if (batch < 1 || time_steps < 1) throw CompileError("bench: batch and time_steps must be positive");
+    const SequenceShape shape{batch, time_steps, time_major ? Layout::kTimeMajor : Layout::kBatchMajor};
+    std::mt19937_64 rng(qlstm::cli::kBenchSeed);
+    const std::vector<int8_t> x = qlstm::cli::bench_input(model, shape, rng);
+    const qlstm::cli::TargetBench b = qlstm::cli::bench_on_target(model, x, shape, cpu, variant, profile);
+    nlohmann::json j = {{"cpu", b.cpu},
+                        {"qemu_machine", b.qemu_machine},
+                        {"qemu_cpu", b.qemu_cpu},
+                        {"variant", b.variant},
+                        {"batch", batch},
+                        {"time_steps", time_steps},
+                        {"time_steps_from", from},
+                        {"macs", b.macs},
+                        {"op_macs", b.op_macs},
+                        {"op_instructions", b.op_instructions},
+                        {"instructions", b.instructions},
+                        {"instructions_per_mac",
+                         b.macs > 0 ? static_cast<double>(b.instructions) / static_cast<double>(b.macs) : 0.0}};
+    j["kernel_flash_bytes"] = b.kernel_size_measured ? nlohmann::json(b.kernel_flash_bytes) : nlohmann::json(nullptr);
+    j["kernel_ram_bytes"] = b.kernel_size_measured ? nlohmann::json(b.kernel_ram_bytes) : nlohmann::json(nullptr);
+    j["profile"] = nlohmann::json::array();
+    for (const auto& [name, count] : b.profile) j["profile"].push_back({{"function", name}, {"instructions", count}});
+    return j.dump();
+  }
 };
 
 // qlstm compile's options from keywords of the same names (CompileArgs' defaults for those
@@ -365,6 +399,10 @@ PYBIND11_MODULE(_qlstm, mod) {
   g_compile_error = PyErr_NewExceptionWithDoc(
       "qlstm.CompileError", "Compilation failed (calibration data, options, derivation, a run's input).", g_error,
       nullptr);
+  g_device_error = PyErr_NewExceptionWithDoc(
+      "qlstm.DeviceError",
+      "The emulated device cannot run: an unknown CPU, its firmware not built, or qemu-system-arm missing.", g_error,
+      nullptr);
   g_model_file_error = PyErr_NewExceptionWithDoc(
       "qlstm.ModelFileError", "A model file (ONNX, .qlstm) that cannot be read, or is malformed or corrupted.",
       g_error, nullptr);
@@ -372,6 +410,7 @@ PYBIND11_MODULE(_qlstm, mod) {
   mod.add_object("UnsupportedModelError", py::handle(g_unsupported));
   mod.add_object("CompileError", py::handle(g_compile_error));
   mod.add_object("ModelFileError", py::handle(g_model_file_error));
+  mod.add_object("DeviceError", py::handle(g_device_error));
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
@@ -385,6 +424,8 @@ PYBIND11_MODULE(_qlstm, mod) {
       PyErr_SetString(g_compile_error, e.what());
     } catch (const NpyError& e) {
       PyErr_SetString(g_compile_error, e.what());
+    } catch (const qlstm::device::DeviceError& e) {
+      PyErr_SetString(g_device_error, e.what());
     } catch (const qlstm::cli::UsageError& e) {  // a run's or evaluate's arguments: as its input's errors
       PyErr_SetString(g_compile_error, e.what());
     }
@@ -401,6 +442,7 @@ PYBIND11_MODULE(_qlstm, mod) {
       .def_readonly("warnings", &Model::warnings)
       .def("run", &Model::run)
       .def("evaluate", &Model::evaluate)
+      .def("bench", &Model::bench)
       .def("files",
            [](const Model& m, const std::string& name) {
              const qlstm::cli::ModelFiles f = m.files(name);
@@ -420,4 +462,14 @@ PYBIND11_MODULE(_qlstm, mod) {
   mod.def("load", &load);
   mod.def("from_bytes", &from_bytes);
   mod.def("c_identifier", &c_identifier);
+  mod.def("cpu_names", &qlstm::device::cpu_names);
+  mod.def("find_target", [](const std::string& cpu) {
+    const qlstm::device::Target t = qlstm::device::find_target(cpu);
+    py::dict d;
+    d["cpu"] = t.cpu;
+    d["qemu_machine"] = t.qemu_machine;
+    d["qemu_cpu"] = t.qemu_cpu;
+    d["firmware"] = t.firmware;
+    return d;
+  });
 }

@@ -8,11 +8,13 @@ extension; no subprocess), with torch and numpy in and out::
     y = compiled.run(x)                            # float in, float out through the int8 program
     y, (h_n, c_n) = compiled.run(x, h0, c0, return_state=True)   # from a state, as --h0/--c0
     print(compiled.evaluate(x, labels))            # qlstm eval's figures: SQNR, top-1 float vs int8
+    compiled.run_on_target(x, cpu="cortex-m4")     # on the emulated Cortex-M (QEMU), bit-exact
     compiled.save("out")                           # NAME.qlstm, NAME_model.h/.cc, NAME_report.json
 
 Errors are :class:`Error` subclasses carrying the CLI's messages: :class:`UnsupportedModelError`
 (the model is outside what qlstm compiles; ``.problems`` names each node and reason),
-:class:`CompileError` and :class:`ModelFileError`. See docs/python.md.
+:class:`CompileError`, :class:`ModelFileError` and :class:`DeviceError` (the emulated device is
+missing its firmware or QEMU). See docs/python.md.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import io
 import json
 import math
 import os
+import shutil
 import warnings
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
@@ -33,9 +36,10 @@ Error = _qlstm.Error
 UnsupportedModelError = _qlstm.UnsupportedModelError
 CompileError = _qlstm.CompileError
 ModelFileError = _qlstm.ModelFileError
+DeviceError = _qlstm.DeviceError
 
-__all__ = ["compile", "load", "from_bytes", "CompiledModel", "Evaluation", "Error", "UnsupportedModelError",
-           "CompileError", "ModelFileError"]
+__all__ = ["compile", "load", "from_bytes", "CompiledModel", "Evaluation", "Bench", "cpu_names", "target_missing",
+           "Error", "UnsupportedModelError", "CompileError", "ModelFileError", "DeviceError"]
 
 # `qlstm compile`'s options: keyword (the CLI's flag with '_' for '-') -> its default. `search`
 # is the CLI's --no-search inverted.
@@ -206,6 +210,58 @@ class Evaluation:
         return self.text
 
 
+@dataclasses.dataclass(frozen=True)
+class Bench:
+    """One call of a program on an emulated Cortex-M: `qlstm bench MODEL --target CPU`'s figures.
+
+    instructions: executed instructions of the call (the QEMU plugin's count, not cycles), the sum
+    of op_instructions (one per op); macs / op_macs: multiply-accumulates; kernel_flash_bytes /
+    kernel_ram_bytes: the LSTM kernel's cost in the firmware (None for a program without an LSTM
+    op); profile: with profile=True, (function, instructions) largest first.
+    """
+
+    cpu: str
+    qemu_machine: str
+    qemu_cpu: str
+    variant: str
+    batch: int
+    time_steps: int
+    time_steps_from: str
+    macs: int
+    op_macs: List[int]
+    op_instructions: List[int]
+    instructions: int
+    instructions_per_mac: float
+    kernel_flash_bytes: Optional[int]
+    kernel_ram_bytes: Optional[int]
+    profile: List[Dict[str, Any]]
+
+
+def cpu_names() -> List[str]:
+    """The emulated CPUs run_on_target and bench take (as the CLI's --target)."""
+    return list(_qlstm.cpu_names())
+
+
+def target_missing(cpu: str = "cortex-m55") -> Optional[str]:
+    """None when run_on_target and bench can run on cpu here, else what is missing: the firmware of
+    that CPU (built by the cmake build when gcc-arm-none-eabi is installed), or qemu-system-arm on
+    PATH. The message of the DeviceError they would raise."""
+    try:
+        _require_target(cpu)
+    except DeviceError as e:
+        return str(e)
+    return None
+
+
+def _require_target(cpu: str) -> None:
+    """Raises DeviceError naming what the emulated cpu lacks here: its firmware (checked by the
+    C++), or QEMU, looked for on PATH as the C++ starts it. (bench's instruction counter plugin is
+    checked by the C++ when it starts QEMU.)"""
+    _qlstm.find_target(cpu)
+    if shutil.which("qemu-system-arm") is None:
+        raise DeviceError("qemu-system-arm not found (Debian package qemu-system-arm)")
+
+
 class CompiledModel:
     """A compiled int8 program: run it on the host (bit-exact with the device), read its report,
     write its files."""
@@ -280,6 +336,15 @@ class CompiledModel:
         """
         return self._run(x, True, h0, c0, return_state, chunk, "")
 
+    def run_on_target(self, x: Any, cpu: str = "cortex-m55", *, int8: bool = False, h0: Any = None, c0: Any = None,
+                      return_state: bool = False) -> Any:
+        """run (or run_int8 with int8=True) on the emulated Cortex-M, as `qlstm run --target CPU`: the
+        program on the firmware built for cpu (one of cpu_names()) under qemu-system-arm, bit-exact
+        with run. Raises DeviceError naming what is missing (the firmware, QEMU); see
+        target_missing()."""
+        _require_target(cpu)
+        return self._run(x, int8, h0, c0, return_state, None, cpu)
+
     def _run(self, x: Any, int8: bool, h0: Any, c0: Any, return_state: bool, chunk: Optional[int],
              target: str) -> Any:
         if chunk is not None and chunk < 1:
@@ -305,6 +370,16 @@ class CompiledModel:
         arrays = [None if a is None else _as_array(a) for a in (labels, targets, h0, c0)]
         text_json, text = self._model.evaluate(_as_array(x), *arrays, ref_path, ref_bytes, ref_origin)
         return Evaluation._from_json(json.loads(text_json), text)
+
+    def bench(self, cpu: str = "cortex-m55", *, variant: str = "default", batch: int = 1,
+              time_steps: Optional[int] = None, time_major: bool = False, profile: bool = False) -> "Bench":
+        """One call of the program on the emulated cpu, as `qlstm bench MODEL --target CPU`: the
+        executed instructions of each op (counted by the project's QEMU plugin; not cycles), on
+        the same input (a fixed seed) and, by default, the model's own sequence length. The
+        firmware checks its output against the host simulation. Raises DeviceError naming what is
+        missing (the firmware, QEMU, the instruction counter); see target_missing()."""
+        _require_target(cpu)
+        return Bench(**json.loads(self._model.bench(cpu, variant, batch, time_steps or 0, time_major, profile)))
 
     def files(self, name: Optional[str] = None) -> Dict[str, bytes]:
         """The four files `save` writes, by file name, without writing them."""

@@ -498,3 +498,60 @@ def test_streaming_with_the_returned_state_equals_one_call():
     assert_same(compiled.run(x, chunk=6), whole)  # --chunk: the same
     with pytest.raises(qlstm.CompileError, match="chunk"):
         compiled.run(x, chunk=0)
+
+
+# --- the emulated device: run_on_target, bench ----------------------------------------------------
+
+def need_target(cpu):
+    missing = qlstm.target_missing(cpu)
+    if missing is not None:
+        pytest.skip("no emulated %s here: %s" % (cpu, missing))
+
+
+@pytest.mark.parametrize("cpu", ["cortex-m55", "cortex-m4"])
+def test_run_on_target_equals_run_bit_for_bit(cpu, digits_lstm, digits_gru):
+    need_target(cpu)
+    x = np.load(os.path.join(DIGITS, "test.npy"))[:6]
+    for m in (digits_lstm, digits_gru):
+        assert_same(m.run_on_target(x, cpu=cpu), m.run(x))
+    rng = np.random.default_rng(9)
+    h0 = rng.uniform(-0.5, 0.5, size=(1, 6, 32)).astype(np.float32)
+    c0 = rng.uniform(-1, 1, size=(1, 6, 32)).astype(np.float32)
+    y, (h_n, c_n) = digits_lstm.run_on_target(x, cpu=cpu, h0=h0, c0=c0, return_state=True)
+    y_host, (h_host, c_host) = digits_lstm.run(x, h0, c0, return_state=True)
+    for a, b in ((y, y_host), (h_n, h_host), (c_n, c_host)):
+        assert_same(a, b)
+    x8 = rng.integers(-128, 128, size=(6, 8, 8)).astype(np.int8)
+    assert_same(digits_gru.run_on_target(x8, cpu=cpu, int8=True), digits_gru.run_int8(x8))
+
+
+def test_bench_equals_cli_bench(tmp_path, digits_gru):
+    cpu = "cortex-m4"
+    need_target(cpu)
+    model = digits_gru.save(tmp_path)["digits_gru.qlstm"]
+    status, out, err = cli("bench", model, "--target", cpu)
+    assert status == 0, err
+    b = digits_gru.bench(cpu)
+    assert out.splitlines()[-1] == "instructions: %d" % b.instructions
+    assert b.instructions == sum(b.op_instructions) > 0 and len(b.op_instructions) == len(digits_gru.ops)
+    assert b.time_steps == 8 and b.cpu == cpu
+    for o, n in enumerate(b.op_instructions):  # each op's line: "op K (...): N instructions"
+        assert any(line.startswith("op %d " % o) and line.endswith(": %d instructions" % n) for line in out.splitlines())
+    longer = digits_gru.bench(cpu, time_steps=16)
+    assert longer.instructions > b.instructions
+
+
+def test_device_errors_name_what_is_missing(tmp_path, digits_lstm, monkeypatch):
+    x = np.load(os.path.join(DIGITS, "test.npy"))[:1]
+    with pytest.raises(qlstm.DeviceError, match="unknown target CPU 'cortex-m99'"):
+        digits_lstm.run_on_target(x, cpu="cortex-m99")
+    assert "cortex-m99" in qlstm.target_missing("cortex-m99")
+    assert issubclass(qlstm.DeviceError, qlstm.Error)
+    monkeypatch.setenv("QLSTM_TARGET_DIR", str(tmp_path))  # where no firmware was built
+    with pytest.raises(qlstm.DeviceError, match="no firmware for cortex-m4"):
+        digits_lstm.bench("cortex-m4")
+    monkeypatch.delenv("QLSTM_TARGET_DIR")
+    if qlstm.target_missing("cortex-m4") is None:
+        monkeypatch.setenv("PATH", str(tmp_path))  # no qemu-system-arm
+        with pytest.raises(qlstm.DeviceError, match="qemu-system-arm not found"):
+            digits_lstm.run_on_target(x, cpu="cortex-m4")
