@@ -148,13 +148,31 @@ def _export_module(module: Any, example_input: Any, calibration: List[Any], batc
     return buf.getvalue()
 
 
-class _Progress:
-    """A text progress bar on sys.stderr (a terminal or a notebook's cell): each stage of the
-    compile redrawn in place, in tenths."""
+def _in_notebook() -> bool:
+    """Whether this runs in a Jupyter kernel (an IPython kernel: ipykernel loaded and its shell live)."""
+    import sys
+    if "ipykernel" not in sys.modules:
+        return False
+    ipython = sys.modules.get("IPython")
+    get_ipython = getattr(ipython, "get_ipython", None)
+    shell = get_ipython() if get_ipython is not None else None
+    return shell is not None and getattr(shell, "kernel", None) is not None
 
-    def __init__(self) -> None:
+
+class _Progress:
+    """The compile's progress on a stream (sys.stderr), each stage in tenths, as fits where it goes:
+
+    - a terminal: a bar redrawn in place ("\\r"), a line per stage;
+    - a notebook (a Jupyter kernel, whose stderr is no tty): the same carriage-return updates,
+      which the notebook's output area draws over one line;
+    - anything else (a log, a pipe): one plain line per tenth, as `qlstm compile` writes in a log.
+    """
+
+    def __init__(self, stream: Any = None) -> None:
         import sys
-        self._stream = sys.stderr
+        self._stream = stream if stream is not None else sys.stderr
+        isatty = getattr(self._stream, "isatty", None)
+        self._redraw = bool(isatty is not None and isatty()) or _in_notebook()
         self._last: Tuple[str, int] = ("", -1)
 
     def __call__(self, stage: str, done: int, total: int) -> None:
@@ -162,8 +180,11 @@ class _Progress:
         if (stage, tenth) == self._last:
             return
         self._last = (stage, tenth)
-        self._stream.write("\rqlstm compile: %-40s [%-10s] %3d%%%s" % (
-            stage, "#" * tenth, tenth * 10, "\n" if tenth == 10 else ""))
+        if self._redraw:
+            self._stream.write("\rqlstm compile: %-40s [%-10s] %3d%%%s" % (
+                stage, "#" * tenth, tenth * 10, "\n" if tenth == 10 else ""))
+        else:
+            self._stream.write("qlstm compile: %s %3d%%\n" % (stage, tenth * 10))
         self._stream.flush()
 
 

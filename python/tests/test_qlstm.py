@@ -4,9 +4,12 @@ error types and messages, and the same files and outputs as the `qlstm` CLI.
 Run by ctest (python/CMakeLists.txt) with PYTHONPATH at the build's python/ folder and QLSTM_CLI
 the build's qlstm executable."""
 
+import io
 import json
 import os
 import subprocess
+import sys
+import types
 
 import numpy as np
 import pytest
@@ -555,3 +558,37 @@ def test_device_errors_name_what_is_missing(tmp_path, digits_lstm, monkeypatch):
         monkeypatch.setenv("PATH", str(tmp_path))  # no qemu-system-arm
         with pytest.raises(qlstm.DeviceError, match="qemu-system-arm not found"):
             digits_lstm.run_on_target(x, cpu="cortex-m4")
+
+
+# --- progress: a terminal, a notebook, a log -----------------------------------------------------
+
+class Tty(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def progress_of(stream):
+    """Drives the compile's progress through two stages on stream; returns what it wrote."""
+    bar = qlstm._Progress(stream)
+    for stage in ("calibrating", "searching"):
+        for done in range(0, 21):
+            bar(stage, done, 20)
+    return stream.getvalue()
+
+
+def test_progress_in_a_terminal_a_notebook_and_a_log(monkeypatch):
+    log = progress_of(io.StringIO())
+    assert "\r" not in log
+    assert log.splitlines()[:2] == ["qlstm compile: calibrating   0%", "qlstm compile: calibrating  10%"]
+    assert len(log.splitlines()) == 22  # a line per tenth of each stage
+    terminal = progress_of(Tty())
+    assert terminal.count("\n") == 2 and terminal.count("\r") == 22  # one line per stage, redrawn
+    assert terminal.endswith("[##########] 100%\n")
+    # A Jupyter kernel: stderr is no tty, yet the line is redrawn (the output area draws "\r").
+    kernel_shell = types.SimpleNamespace(kernel=object())
+    monkeypatch.setitem(sys.modules, "ipykernel", types.ModuleType("ipykernel"))
+    monkeypatch.setitem(sys.modules, "IPython", types.SimpleNamespace(get_ipython=lambda: kernel_shell))
+    assert progress_of(io.StringIO()) == terminal
+    # IPython in a terminal (no kernel) is not a notebook.
+    monkeypatch.setitem(sys.modules, "IPython", types.SimpleNamespace(get_ipython=lambda: types.SimpleNamespace()))
+    assert progress_of(io.StringIO()) == log
