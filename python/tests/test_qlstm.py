@@ -149,24 +149,6 @@ def sqnr_db(ref, got):
     return 10 * np.log10(np.sum(ref ** 2) / max(np.sum((ref - got) ** 2), 1e-30))
 
 
-@pytest.mark.parametrize("cell", ["LSTM", "GRU"])
-@pytest.mark.parametrize("batch_first", [True, False])
-def test_torch_recurrent_module(cell, batch_first):
-    torch = pytest.importorskip("torch")
-    torch.manual_seed(0)
-    net = getattr(torch.nn, cell)(4, 16, batch_first=batch_first)
-    shape = (lambda b: (b, 12, 4)) if batch_first else (lambda b: (12, b, 4))
-    compiled = qlstm.compile(net, torch.randn(*shape(96)))
-    assert compiled.name == cell.lower() and compiled.batch_first == batch_first
-    assert compiled.ops[0]["kind"] == cell.lower()
-    x = torch.randn(*shape(8))
-    with torch.no_grad():
-        ref = net(x)[0].numpy()
-    got = compiled.run(x)
-    assert got.shape == ref.shape
-    assert sqnr_db(ref, got) > 25
-
-
 def test_torch_classifier_module_with_example_input():
     torch = pytest.importorskip("torch")
     torch.manual_seed(1)
@@ -592,3 +574,76 @@ def test_progress_in_a_terminal_a_notebook_and_a_log(monkeypatch):
     # IPython in a terminal (no kernel) is not a notebook.
     monkeypatch.setitem(sys.modules, "IPython", types.SimpleNamespace(get_ipython=lambda: types.SimpleNamespace()))
     assert progress_of(io.StringIO()) == log
+
+
+# --- torch modules of each kind: the layout, the program, the accuracy, evaluate's reference ----
+
+RECURRENT_KINDS = {
+    "lstm": lambda torch, bf: torch.nn.LSTM(4, 16, batch_first=bf),
+    "gru": lambda torch, bf: torch.nn.GRU(4, 16, batch_first=bf),
+    "gru_stacked": lambda torch, bf: torch.nn.GRU(4, 16, num_layers=2, batch_first=bf),
+    "lstm_bidirectional": lambda torch, bf: torch.nn.LSTM(4, 16, bidirectional=True, batch_first=bf),
+    "gru_bidirectional": lambda torch, bf: torch.nn.GRU(4, 16, bidirectional=True, batch_first=bf),
+    "lstm_stacked_bidirectional": lambda torch, bf: torch.nn.LSTM(4, 12, num_layers=2, bidirectional=True,
+                                                                  batch_first=bf),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(RECURRENT_KINDS))
+@pytest.mark.parametrize("batch_first", [True, False])
+def test_torch_module_kinds(kind, batch_first):
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(11)
+    net = RECURRENT_KINDS[kind](torch, batch_first)
+    shape = (lambda b: (b, 10, 4)) if batch_first else (lambda b: (10, b, 4))
+    compiled = qlstm.compile(net, torch.randn(*shape(96)), search=False)
+    assert compiled.name == type(net).__name__.lower() and compiled.batch_first == batch_first
+    recurrent = [op["kind"] for op in compiled.ops if op["kind"] in ("lstm", "gru")]
+    assert recurrent == [kind.split("_")[0]] * (net.num_layers * (2 if net.bidirectional else 1))
+    x = torch.randn(*shape(16))
+    with torch.no_grad():
+        ref = net(x)[0].numpy()
+    got = compiled.run(x)
+    assert got.shape == ref.shape
+    assert sqnr_db(ref, got) > 20
+    # evaluate's float model is the module (exported): its SQNR is the one against torch's output.
+    ev = compiled.evaluate(x)
+    assert abs(ev.sqnr_db - sqnr_db(ref, got)) < 0.01
+    assert len(ev.rms_error_per_step) == 10 and ev.argmax_agreement is None
+
+
+@pytest.mark.parametrize("batch_first", [True, False])
+def test_torch_whole_model_projection_gru_head_softmax(batch_first):
+    """A Linear input projection, a GRU, a Linear head and a softmax on the last step: one program."""
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(12)
+
+    class Whole(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.project = torch.nn.Linear(6, 8)
+            self.gru = torch.nn.GRU(8, 24, batch_first=batch_first)
+            self.head = torch.nn.Linear(24, 4)
+
+        def forward(self, x):
+            y, _ = self.gru(torch.relu(self.project(x)))
+            last = y[:, -1] if batch_first else y[-1]
+            return torch.softmax(self.head(last), dim=-1)
+
+    net = Whole()
+    with torch.no_grad():
+        net.head.weight.mul_(6)  # decisive classes, as a trained head's (untrained ones are near ties)
+    shape = (lambda b: (b, 9, 6)) if batch_first else (lambda b: (9, b, 6))
+    compiled = qlstm.compile(net, torch.randn(*shape(128)))
+    kinds = [op["kind"] for op in compiled.ops]
+    assert kinds[0] == "fully_connected" and "gru" in kinds and kinds[-1] == "softmax"
+    x = torch.randn(*shape(200))
+    with torch.no_grad():
+        ref = net(x).numpy()
+    got = compiled.run(x)
+    assert got.shape == (200, 4)
+    labels = ref.argmax(1)
+    ev = compiled.evaluate(x, labels)
+    assert ev.argmax_agreement == (got.argmax(1) == ref.argmax(1)).mean() > 0.9
+    assert ev.float_top1 == 1.0  # the labels are the float model's own argmax
+    assert ev.int8_top1 == ev.argmax_agreement
