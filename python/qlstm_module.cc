@@ -217,7 +217,8 @@ struct Model {
   // and text.
   py::tuple evaluate(const py::array& x, const py::object& labels, const py::object& targets, const py::object& h0,
                      const py::object& c0, const std::string& ref_path, const py::bytes& ref_bytes,
-                     const std::string& ref_origin) const {
+                     const std::string& ref_origin, const std::string& units_path,
+                     const std::string& units_json) const {
     const bool given = !ref_origin.empty();
     std::shared_ptr<const OnnxLstm> ref = onnx;
     if (given) ref = std::make_shared<const OnnxLstm>(import_model(ref_path, ref_bytes, ref_origin));
@@ -242,6 +243,20 @@ struct Model {
       req.targets = qlstm::cli::targets_from_array(npy_array(targets.cast<py::array>(), "targets"), "targets",
                                                    qlstm::cli::output_shape(model, req.x));
       req.targets_name = "targets";
+    }
+    if (!units_path.empty() || !units_json.empty()) {
+      if (targets.is_none()) {
+        throw CompileError("units converts the forecast error against targets: give targets too");
+      }
+      if (!units_path.empty()) {
+        req.units = qlstm::cli::read_output_units(units_path);
+      } else {
+        try {  // a dict: an argument's value, not a file
+          req.units = qlstm::cli::output_units_from_json(nlohmann::json::parse(units_json), "units");
+        } catch (const FileError& e) {
+          throw CompileError(e.what());
+        }
+      }
     }
     NpyArray h0a, c0a;
     if (!c0.is_none()) qlstm::cli::check_c0_usable(model, "c0", req.names);

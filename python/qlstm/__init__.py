@@ -373,8 +373,8 @@ class CompiledModel:
         state = [None if s is None else _as_array(s) for s in (h0, c0)]
         return self._model.run(_as_array(x), int8, state[0], state[1], bool(return_state), chunk or 0, target)
 
-    def evaluate(self, x: Any, labels: Any = None, *, targets: Any = None, h0: Any = None, c0: Any = None,
-                 reference: Any = None) -> "Evaluation":
+    def evaluate(self, x: Any, labels: Any = None, *, targets: Any = None, units: Any = None, h0: Any = None,
+                 c0: Any = None, reference: Any = None) -> "Evaluation":
         """int8 against float on x, as `qlstm eval` (its figures, computed by the same C++).
 
         The float model is the one compiled from (the exported torch module or the ONNX model), or
@@ -382,14 +382,21 @@ class CompiledModel:
         from a .qlstm file. Both run from the same initial state: h0 / c0 (float [ops, B, H]) or
         the model's own. labels: a classifier's true class per sequence (integer [B]): the top-1
         accuracy of both. targets: a forecaster's expected outputs (float32, the output's shape):
-        the error of both. Returns an Evaluation: SQNR and max abs error of every output, the
+        the error of both, in the user's units with units= (as --units: a dict {"name", "scale",
+        "offset"}, an output v being v * scale + offset in them, or the path of a JSON file with an
+        "output_units" object). Returns an Evaluation: SQNR and max abs error of every output, the
         argmax agreement (a classifier), the RMS error per step (an output per step), saturation.
         """
         ref_path, ref_bytes, ref_origin = "", b"", ""
         if reference is not None:
             ref_path, ref_bytes, ref_origin, _ = _model_source(reference, None, [_as_array(x)], self.batch_first, 14)
         arrays = [None if a is None else _as_array(a) for a in (labels, targets, h0, c0)]
-        text_json, text = self._model.evaluate(_as_array(x), *arrays, ref_path, ref_bytes, ref_origin)
+        units_path = os.fspath(units) if isinstance(units, (str, os.PathLike)) else ""
+        units_json = json.dumps({"output_units": units}) if isinstance(units, dict) else ""
+        if units is not None and not (units_path or units_json):
+            raise TypeError("evaluate(): units must be a dict or the path of a JSON file, not %s" % type(units).__name__)
+        text_json, text = self._model.evaluate(_as_array(x), *arrays, ref_path, ref_bytes, ref_origin, units_path,
+                                               units_json)
         return Evaluation._from_json(json.loads(text_json), text)
 
     def bench(self, cpu: str = "cortex-m55", *, variant: str = "default", batch: int = 1,

@@ -647,3 +647,24 @@ def test_torch_whole_model_projection_gru_head_softmax(batch_first):
     assert ev.argmax_agreement == (got.argmax(1) == ref.argmax(1)).mean() > 0.9
     assert ev.float_top1 == 1.0  # the labels are the float model's own argmax
     assert ev.int8_top1 == ev.argmax_agreement
+
+
+def test_evaluate_forecast_in_units_equals_cli_eval(tmp_path):
+    sunspots = os.path.join(EXAMPLES, "sunspots")
+    onnx_path = os.path.join(sunspots, "sunspots_lstm.onnx")
+    compiled = qlstm.compile(onnx_path, os.path.join(sunspots, "calibration.npy"))
+    x = np.load(os.path.join(sunspots, "test.npy"))
+    targets = os.path.join(sunspots, "test_targets.npy")
+    units_file = os.path.join(sunspots, "model.json")
+    expected = cli_eval_json(tmp_path, onnx_path, compiled, x, "--targets", targets, "--units", units_file)
+    units = json.load(open(units_file))["output_units"]
+    for given in (units, units_file):
+        ev = compiled.evaluate(x, targets=np.load(targets), units=given)
+        same_figures(ev.json, expected)
+        assert ev.forecast["units"] == units["name"]
+    plain = compiled.evaluate(x, targets=np.load(targets))
+    assert plain.forecast["int8"]["mae"] * units["scale"] == pytest.approx(ev.forecast["int8"]["mae"], rel=1e-9)
+    with pytest.raises(qlstm.CompileError, match="give targets too"):
+        compiled.evaluate(x, units=units)
+    with pytest.raises(qlstm.CompileError, match="expected a positive number"):
+        compiled.evaluate(x, targets=np.load(targets), units=dict(units, scale=-1))

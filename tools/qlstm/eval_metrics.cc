@@ -34,6 +34,10 @@ OutputUnits read_output_units(const std::string& path) {
   } catch (const nlohmann::json::parse_error& e) {
     throw FileError(path + ": not valid JSON (at byte " + std::to_string(e.byte) + ")");
   }
+  return output_units_from_json(j, path);
+}
+
+OutputUnits output_units_from_json(const nlohmann::json& j, const std::string& path) {
   if (!j.is_object() || !j.contains("output_units") || !j["output_units"].is_object()) {
     throw FileError(path + ": no object 'output_units' ({\"name\": ..., \"scale\": ..., \"offset\": ...}: an output "
                     "value v is v * scale + offset in those units)");

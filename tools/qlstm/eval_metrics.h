@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,8 @@ struct OutputUnits {
 // Throws FileError naming the file and the key: unreadable, not JSON, no "output_units" object, a
 // scale that is not a finite positive number, an offset that is not finite, a name not a string.
 OutputUnits read_output_units(const std::string& path);
+// The same of a parsed JSON object ({"output_units": {...}}), `path` naming it.
+OutputUnits output_units_from_json(const nlohmann::json& j, const std::string& path);
 
 // One class per sequence: an integer .npy (int8 ... int64) of shape [rows] or [rows, 1], each in
 // [0, classes). Throws CompileError naming the file and what is wrong (dtype, shape, length, the
