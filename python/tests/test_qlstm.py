@@ -468,6 +468,41 @@ def test_state_errors_name_the_argument(digits_lstm):
         digits_lstm.run(x, c0=np.full((1, 2, 32), 1e4, np.float32))
 
 
+def test_state_as_a_graph_input(tmp_path):
+    """A model whose initial state is an input of its ONNX graph: run needs h0 and c0 (the CLI's
+    refusal otherwise) and then equals qlstm run --h0 --c0 and torch."""
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(13)
+
+    class Stateful(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lstm = torch.nn.LSTM(3, 8, batch_first=True)
+
+        def forward(self, x, h0, c0):
+            return self.lstm(x, (h0, c0))[0]
+
+    net = Stateful().eval()
+    onnx_path = str(tmp_path / "stateful.onnx")
+    torch.onnx.export(net, (torch.randn(2, 5, 3), torch.zeros(1, 2, 8), torch.zeros(1, 2, 8)), onnx_path,
+                      opset_version=14, input_names=["x", "h0", "c0"], output_names=["y"],
+                      dynamic_axes={"x": {0: "batch"}, "h0": {1: "batch"}, "c0": {1: "batch"}})
+    compiled = qlstm.compile(onnx_path, np.random.default_rng(0).normal(size=(64, 5, 3)).astype(np.float32))
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(2, 5, 3)).astype(np.float32)
+    h0, c0 = (rng.uniform(-0.5, 0.5, size=(1, 2, 8)).astype(np.float32) for _ in range(2))
+    with pytest.raises(qlstm.CompileError, match="takes its initial hidden state as an input: give h0"):
+        compiled.run(x)
+    y_cli, h_cli, c_cli = cli_run_state(tmp_path, compiled, x, h0, c0)
+    y, (h_n, c_n) = compiled.run(x, h0, c0, return_state=True)
+    for a, b in ((y, y_cli), (h_n, h_cli), (c_n, c_cli)):
+        assert_same(a, b)
+    with torch.no_grad():
+        ref = net(*(torch.from_numpy(a) for a in (x, h0, c0))).numpy()
+    assert sqnr_db(ref, y) > 25
+    assert compiled.evaluate(x).json["initial_state"] == {"h0": "zero", "c0": "zero"}
+
+
 def test_streaming_with_the_returned_state_equals_one_call():
     torch = pytest.importorskip("torch")
     torch.manual_seed(7)
