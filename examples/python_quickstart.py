@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """The Python quickstart (docs/python.md): train a small nn.LSTM digit classifier (the 8x8 digits of
 scikit-learn's load_digits, read row by row), compile the torch module in-process with
-`qlstm.compile`, print its top-1 accuracy float vs int8 on held-out digits, and write the
-firmware source.
+`qlstm.compile`, print its top-1 accuracy float vs int8 on held-out digits and `qlstm eval`'s
+figures (computed in-process), run it on the emulated Cortex-M55 when the firmware and QEMU are
+there, and write the firmware source.
 
     PYTHONPATH=build/python /usr/bin/python3 examples/python_quickstart.py [OUTDIR]
 
@@ -71,6 +72,19 @@ int8_pred = compiled.run(x[test]).argmax(1)  # the device's integer arithmetic, 
 print("top-1 accuracy on %d held-out digits: float %.2f %%, int8 %.2f %% (argmax agreement %.2f %%)" % (
     len(test), 100 * (float_pred == y[test]).mean(), 100 * (int8_pred == y[test]).mean(),
     100 * (float_pred == int8_pred).mean()))
+
+ev = compiled.evaluate(x[test], y[test])  # qlstm eval's figures: float (the exported module) vs int8
+print("evaluate: SQNR %.2f dB, max abs error %.4f, argmax agreement %.2f %%, top-1 float %.2f %% int8 %.2f %%" % (
+    ev.sqnr_db, ev.max_abs_error, 100 * ev.argmax_agreement, 100 * ev.float_top1, 100 * ev.int8_top1))
+
+missing = qlstm.target_missing("cortex-m55")
+if missing is None:
+    on_device = compiled.run_on_target(x[test][:64], cpu="cortex-m55")
+    same = on_device.tobytes() == compiled.run(x[test][:64]).tobytes()
+    print("emulated Cortex-M55 (QEMU), 64 digits: %s; one call: %d instructions" % (
+        "bit-exact with the host" if same else "DIFFERS from the host", compiled.bench("cortex-m55").instructions))
+else:
+    print("emulated Cortex-M55 not run: " + missing)
 
 written = compiled.save(outdir)
 print("firmware source: " + ", ".join(sorted(written.values())))

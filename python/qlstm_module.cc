@@ -9,10 +9,15 @@
 
 #include <cstring>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "bench_cmd.h"
 #include "compile_run.h"
+#include "device.h"
+#include "exit_status.h"
+#include "run_eval.h"
 #include "qlstm/compiler/compile.h"
 #include "qlstm/compiler/emit_cpp.h"
 #include "qlstm/compiler/file_io.h"
@@ -32,6 +37,7 @@ PyObject* g_error = nullptr;
 PyObject* g_unsupported = nullptr;
 PyObject* g_compile_error = nullptr;
 PyObject* g_model_file_error = nullptr;
+PyObject* g_device_error = nullptr;
 
 // Thrown inside the module and translated to the Python exception of the same name.
 struct UnsupportedModel : std::runtime_error {
@@ -116,6 +122,7 @@ struct Model {
   int32_t max_time_steps = 0;
   std::string model_path;
   std::vector<std::string> warnings;
+  std::shared_ptr<const OnnxLstm> onnx;  // the float model it was compiled from (null: loaded from a file)
 
   qlstm::cli::ModelFiles files(const std::string& name) const {
     if (name.empty() || name == model.name) {
@@ -132,26 +139,171 @@ struct Model {
     return qlstm::cli::model_files(renamed, renamed_report, batch, max_time_steps, model_path);
   }
 
-  // x (float, or int8 when `int8`) through the int8 program from the model's own initial state.
-  py::array run(const py::array& x, bool int8) const {
-    if (model.initial_hidden == StateSource::kInput || model.initial_cell == StateSource::kInput) {
-      throw CompileError(model.name + ": the model takes its initial state as an input, which run does not give yet");
+  // How Python spells the state arguments in the shared messages.
+  static qlstm::cli::StateNames python_state_names() {
+    qlstm::cli::StateNames n;
+    n.h0 = "h0";
+    n.c0 = "c0";
+    n.h_n = n.c_n = "return_state";
+    n.float_io = "use run() (float state)";
+    return n;
+  }
+
+  // "[2, 8, 8]"
+  static std::string shape_text(const std::vector<int64_t>& shape) {
+    std::string s;
+    for (int64_t d : shape) s += (s.empty() ? "" : ", ") + std::to_string(d);
+    return "[" + s + "]";
+  }
+
+  // x (float, or int8 when `int8`) through the int8 program, as `qlstm run [--float]`: from h0 / c0
+  // (None: the model's own initial state), on the host (chunk > 0: streamed) or on the emulated
+  // `target`. Returns y, or with return_state (y, h_n) for a model with GRU ops, else (y, (h_n, c_n)).
+  py::object run(const py::array& x, bool int8, const py::object& h0, const py::object& c0, bool return_state,
+                 int32_t chunk, const std::string& target) const {
+    qlstm::cli::RunRequest req;
+    req.model_name = model.name;
+    req.input_name = "x";
+    req.float_io = !int8;
+    req.target = target;
+    req.chunk = chunk;
+    req.names = python_state_names();
+    req.h0_name = "h0";
+    req.c0_name = "c0";
+    const bool gru = qlstm::cli::state_cells(model) != qlstm::cli::StateCells::kLstm;
+    req.want_h_n = return_state;
+    req.want_c_n = return_state && !gru;
+    req.warn = [](const std::string& w) {
+      PyErr_WarnEx(PyExc_UserWarning, ("qlstm run: " + w).c_str(), 2);
+    };
+    NpyArray h0a, c0a;
+    if (!h0.is_none()) {
+      h0a = npy_array(h0.cast<py::array>(), "h0");
+      req.h0 = &h0a;
     }
-    const SequenceTensor t =
-        qlstm::cli::sequences_from_array(npy_array(x, "x"), "x", model.input_size(), model.batch_first, int8);
-    const std::vector<int8_t> y8 =
-        run_program_s8(model, int8 ? t.values_s8 : qlstm::cli::quantize_input(model, t, "x"), t.shape);
-    std::vector<py::ssize_t> shape;
-    for (int64_t d : qlstm::cli::output_shape(model, t)) shape.push_back(static_cast<py::ssize_t>(d));
-    if (int8) {
-      py::array_t<int8_t> y(shape);
-      std::memcpy(y.mutable_data(), y8.data(), y8.size());
-      return std::move(y);
+    if (!c0.is_none()) {
+      c0a = npy_array(c0.cast<py::array>(), "c0");
+      req.c0 = &c0a;
     }
-    const std::vector<float> yf = qlstm::cli::dequantize_output(model, y8);
-    py::array_t<float> y(shape);
-    std::memcpy(y.mutable_data(), yf.data(), yf.size() * sizeof(float));
-    return std::move(y);
+    qlstm::cli::check_run_flags(req);
+    if (!target.empty()) qlstm::device::find_target(target);  // what is missing first, as the CLI
+    qlstm::cli::check_run_request(model, req);
+    req.x = qlstm::cli::sequences_from_array(npy_array(x, "x"), "x", model.input_size(), model.batch_first, int8);
+    const qlstm::cli::RunOutput out = qlstm::cli::run_model(model, req);
+    py::object y = int8 ? array_of<int8_t>(out.shape, out.y8.data()) : array_of<float>(out.shape, out.y.data());
+    if (!return_state) return y;
+    py::object h_n = numpy_of(out.h_n);
+    if (gru) return py::make_tuple(y, h_n);
+    return py::make_tuple(y, py::make_tuple(h_n, numpy_of(out.c_n)));
+  }
+
+  template <typename T>
+  static py::array array_of(const std::vector<int64_t>& shape, const T* data) {
+    std::vector<py::ssize_t> dims(shape.begin(), shape.end());
+    py::array_t<T> a(dims);
+    std::memcpy(a.mutable_data(), data, static_cast<size_t>(a.size()) * sizeof(T));
+    return std::move(a);
+  }
+
+  static py::array numpy_of(const NpyArray& a) {
+    switch (a.dtype) {
+      case DType::kFloat32: return array_of<float>(a.shape, reinterpret_cast<const float*>(a.bytes.data()));
+      case DType::kInt16: return array_of<int16_t>(a.shape, reinterpret_cast<const int16_t*>(a.bytes.data()));
+      default: return array_of<int8_t>(a.shape, reinterpret_cast<const int8_t*>(a.bytes.data()));
+    }
+  }
+
+  // `qlstm eval` on x against the float model `onnx` (the one compiled from when null): eval's JSON
+  // and text.
+  py::tuple evaluate(const py::array& x, const py::object& labels, const py::object& targets, const py::object& h0,
+                     const py::object& c0, const std::string& ref_path, const py::bytes& ref_bytes,
+                     const std::string& ref_origin, const std::string& units_path,
+                     const std::string& units_json) const {
+    const bool given = !ref_origin.empty();
+    std::shared_ptr<const OnnxLstm> ref = onnx;
+    if (given) ref = std::make_shared<const OnnxLstm>(import_model(ref_path, ref_bytes, ref_origin));
+    if (!ref) {
+      throw CompileError(model.name + ": loaded from a file, the model has no float reference: give reference= "
+                         "(the torch module, ONNX model or path it was compiled from)");
+    }
+    qlstm::cli::EvalRequest req;
+    req.model_name = model.name;
+    req.onnx_name = given ? ref_origin : model_path;
+    req.names = python_state_names();
+    qlstm::cli::check_eval_pair(*ref, model, req.model_name, req.onnx_name);
+    const NpyArray xa = npy_array(x, "x");
+    req.data_name = "<" + py::str(x.dtype()).cast<std::string>() + " array " + shape_text(xa.shape) + ">";
+    req.x = qlstm::cli::sequences_from_array(xa, "x", model.input_size(), ref->batch_first, false);
+    if (!labels.is_none()) {
+      qlstm::cli::check_labels_usable(model, model.name);
+      req.labels = qlstm::cli::labels_from_array(npy_array(labels.cast<py::array>(), "labels"), "labels",
+                                                 req.x.shape.batch, model.output_size());
+    }
+    if (!targets.is_none()) {
+      req.targets = qlstm::cli::targets_from_array(npy_array(targets.cast<py::array>(), "targets"), "targets",
+                                                   qlstm::cli::output_shape(model, req.x));
+      req.targets_name = "targets";
+    }
+    if (!units_path.empty() || !units_json.empty()) {
+      if (targets.is_none()) {
+        throw CompileError("units converts the forecast error against targets: give targets too");
+      }
+      if (!units_path.empty()) {
+        req.units = qlstm::cli::read_output_units(units_path);
+      } else {
+        try {  // a dict: an argument's value, not a file
+          req.units = qlstm::cli::output_units_from_json(nlohmann::json::parse(units_json), "units");
+        } catch (const FileError& e) {
+          throw CompileError(e.what());
+        }
+      }
+    }
+    NpyArray h0a, c0a;
+    if (!c0.is_none()) qlstm::cli::check_c0_usable(model, "c0", req.names);
+    if (!h0.is_none()) {
+      h0a = npy_array(h0.cast<py::array>(), "h0");
+      req.h0 = &h0a;
+      req.h0_name = "h0";
+    }
+    if (!c0.is_none()) {
+      c0a = npy_array(c0.cast<py::array>(), "c0");
+      req.c0 = &c0a;
+      req.c0_name = "c0";
+    }
+    const qlstm::cli::Evaluation ev = qlstm::cli::evaluate(*ref, model, req);
+    return py::make_tuple(ev.json.dump(), ev.text);
+  }
+
+  // One call on the emulated CPU, as `qlstm bench MODEL --target CPU`: the same input (the fixed
+  // seed's), B and T (default: 1 and the model's own length); the figures as JSON.
+  std::string bench(const std::string& cpu, const std::string& variant, int32_t batch, int32_t time_steps,
+                    bool time_major, bool profile) const {
+    qlstm::device::find_target(cpu);
+    std::string from = "given";
+    if (time_steps == 0) time_steps = qlstm::cli::model_time_steps(model, &from);
+    if (batch < 1 || time_steps < 1) throw CompileError("bench: batch and time_steps must be positive");
+    const SequenceShape shape{batch, time_steps, time_major ? Layout::kTimeMajor : Layout::kBatchMajor};
+    std::mt19937_64 rng(qlstm::cli::kBenchSeed);
+    const std::vector<int8_t> x = qlstm::cli::bench_input(model, shape, rng);
+    const qlstm::cli::TargetBench b = qlstm::cli::bench_on_target(model, x, shape, cpu, variant, profile);
+    nlohmann::json j = {{"cpu", b.cpu},
+                        {"qemu_machine", b.qemu_machine},
+                        {"qemu_cpu", b.qemu_cpu},
+                        {"variant", b.variant},
+                        {"batch", batch},
+                        {"time_steps", time_steps},
+                        {"time_steps_from", from},
+                        {"macs", b.macs},
+                        {"op_macs", b.op_macs},
+                        {"op_instructions", b.op_instructions},
+                        {"instructions", b.instructions},
+                        {"instructions_per_mac",
+                         b.macs > 0 ? static_cast<double>(b.instructions) / static_cast<double>(b.macs) : 0.0}};
+    j["kernel_flash_bytes"] = b.kernel_size_measured ? nlohmann::json(b.kernel_flash_bytes) : nlohmann::json(nullptr);
+    j["kernel_ram_bytes"] = b.kernel_size_measured ? nlohmann::json(b.kernel_ram_bytes) : nlohmann::json(nullptr);
+    j["profile"] = nlohmann::json::array();
+    for (const auto& [name, count] : b.profile) j["profile"].push_back({{"function", name}, {"instructions", count}});
+    return j.dump();
   }
 };
 
@@ -219,6 +371,7 @@ Model compile(const std::string& path, const py::bytes& onnx_bytes, const std::s
   m.max_time_steps = r.max_time_steps;
   m.model_path = origin;
   m.warnings = std::move(r.warnings);
+  m.onnx = std::make_shared<const OnnxLstm>(onnx);
   return m;
 }
 
@@ -261,6 +414,10 @@ PYBIND11_MODULE(_qlstm, mod) {
   g_compile_error = PyErr_NewExceptionWithDoc(
       "qlstm.CompileError", "Compilation failed (calibration data, options, derivation, a run's input).", g_error,
       nullptr);
+  g_device_error = PyErr_NewExceptionWithDoc(
+      "qlstm.DeviceError",
+      "The emulated device cannot run: an unknown CPU, its firmware not built, or qemu-system-arm missing.", g_error,
+      nullptr);
   g_model_file_error = PyErr_NewExceptionWithDoc(
       "qlstm.ModelFileError", "A model file (ONNX, .qlstm) that cannot be read, or is malformed or corrupted.",
       g_error, nullptr);
@@ -268,6 +425,7 @@ PYBIND11_MODULE(_qlstm, mod) {
   mod.add_object("UnsupportedModelError", py::handle(g_unsupported));
   mod.add_object("CompileError", py::handle(g_compile_error));
   mod.add_object("ModelFileError", py::handle(g_model_file_error));
+  mod.add_object("DeviceError", py::handle(g_device_error));
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
@@ -281,6 +439,10 @@ PYBIND11_MODULE(_qlstm, mod) {
       PyErr_SetString(g_compile_error, e.what());
     } catch (const NpyError& e) {
       PyErr_SetString(g_compile_error, e.what());
+    } catch (const qlstm::device::DeviceError& e) {
+      PyErr_SetString(g_device_error, e.what());
+    } catch (const qlstm::cli::UsageError& e) {  // a run's or evaluate's arguments: as its input's errors
+      PyErr_SetString(g_compile_error, e.what());
     }
   });
 
@@ -293,8 +455,9 @@ PYBIND11_MODULE(_qlstm, mod) {
       .def_property_readonly("input_quant", [](const Model& m) { return quant_tuple(m.model.input_quant()); })
       .def_property_readonly("output_quant", [](const Model& m) { return quant_tuple(m.model.output_quant()); })
       .def_readonly("warnings", &Model::warnings)
-      .def("run", [](const Model& m, const py::array& x) { return m.run(x, false); })
-      .def("run_int8", [](const Model& m, const py::array& x) { return m.run(x, true); })
+      .def("run", &Model::run)
+      .def("evaluate", &Model::evaluate)
+      .def("bench", &Model::bench)
       .def("files",
            [](const Model& m, const std::string& name) {
              const qlstm::cli::ModelFiles f = m.files(name);
@@ -314,4 +477,14 @@ PYBIND11_MODULE(_qlstm, mod) {
   mod.def("load", &load);
   mod.def("from_bytes", &from_bytes);
   mod.def("c_identifier", &c_identifier);
+  mod.def("cpu_names", &qlstm::device::cpu_names);
+  mod.def("find_target", [](const std::string& cpu) {
+    const qlstm::device::Target t = qlstm::device::find_target(cpu);
+    py::dict d;
+    d["cpu"] = t.cpu;
+    d["qemu_machine"] = t.qemu_machine;
+    d["qemu_cpu"] = t.qemu_cpu;
+    d["firmware"] = t.firmware;
+    return d;
+  });
 }

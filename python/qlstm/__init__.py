@@ -6,18 +6,25 @@ extension; no subprocess), with torch and numpy in and out::
     import qlstm
     compiled = qlstm.compile(model, calibration)   # an nn.Module, ONNX (bytes, ModelProto, path)
     y = compiled.run(x)                            # float in, float out through the int8 program
+    y, (h_n, c_n) = compiled.run(x, h0, c0, return_state=True)   # from a state, as --h0/--c0
+    print(compiled.evaluate(x, labels))            # qlstm eval's figures: SQNR, top-1 float vs int8
+    compiled.run_on_target(x, cpu="cortex-m4")     # on the emulated Cortex-M (QEMU), bit-exact
     compiled.save("out")                           # NAME.qlstm, NAME_model.h/.cc, NAME_report.json
 
 Errors are :class:`Error` subclasses carrying the CLI's messages: :class:`UnsupportedModelError`
 (the model is outside what qlstm compiles; ``.problems`` names each node and reason),
-:class:`CompileError` and :class:`ModelFileError`. See docs/python.md.
+:class:`CompileError`, :class:`ModelFileError` and :class:`DeviceError` (the emulated device is
+missing its firmware or QEMU). See docs/python.md.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
+import math
 import os
+import shutil
 import warnings
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
@@ -29,9 +36,10 @@ Error = _qlstm.Error
 UnsupportedModelError = _qlstm.UnsupportedModelError
 CompileError = _qlstm.CompileError
 ModelFileError = _qlstm.ModelFileError
+DeviceError = _qlstm.DeviceError
 
-__all__ = ["compile", "load", "CompiledModel", "Error", "UnsupportedModelError", "CompileError",
-           "ModelFileError"]
+__all__ = ["compile", "load", "from_bytes", "CompiledModel", "Evaluation", "Bench", "cpu_names", "target_missing",
+           "Error", "UnsupportedModelError", "CompileError", "ModelFileError", "DeviceError"]
 
 # `qlstm compile`'s options: keyword (the CLI's flag with '_' for '-') -> its default. `search`
 # is the CLI's --no-search inverted.
@@ -140,13 +148,31 @@ def _export_module(module: Any, example_input: Any, calibration: List[Any], batc
     return buf.getvalue()
 
 
-class _Progress:
-    """A text progress bar on sys.stderr (a terminal or a notebook's cell): each stage of the
-    compile redrawn in place, in tenths."""
+def _in_notebook() -> bool:
+    """Whether this runs in a Jupyter kernel (an IPython kernel: ipykernel loaded and its shell live)."""
+    import sys
+    if "ipykernel" not in sys.modules:
+        return False
+    ipython = sys.modules.get("IPython")
+    get_ipython = getattr(ipython, "get_ipython", None)
+    shell = get_ipython() if get_ipython is not None else None
+    return shell is not None and getattr(shell, "kernel", None) is not None
 
-    def __init__(self) -> None:
+
+class _Progress:
+    """The compile's progress on a stream (sys.stderr), each stage in tenths, as fits where it goes:
+
+    - a terminal: a bar redrawn in place ("\\r"), a line per stage;
+    - a notebook (a Jupyter kernel, whose stderr is no tty): the same carriage-return updates,
+      which the notebook's output area draws over one line;
+    - anything else (a log, a pipe): one plain line per tenth, as `qlstm compile` writes in a log.
+    """
+
+    def __init__(self, stream: Any = None) -> None:
         import sys
-        self._stream = sys.stderr
+        self._stream = stream if stream is not None else sys.stderr
+        isatty = getattr(self._stream, "isatty", None)
+        self._redraw = bool(isatty is not None and isatty()) or _in_notebook()
         self._last: Tuple[str, int] = ("", -1)
 
     def __call__(self, stage: str, done: int, total: int) -> None:
@@ -154,9 +180,107 @@ class _Progress:
         if (stage, tenth) == self._last:
             return
         self._last = (stage, tenth)
-        self._stream.write("\rqlstm compile: %-40s [%-10s] %3d%%%s" % (
-            stage, "#" * tenth, tenth * 10, "\n" if tenth == 10 else ""))
+        if self._redraw:
+            self._stream.write("\rqlstm compile: %-40s [%-10s] %3d%%%s" % (
+                stage, "#" * tenth, tenth * 10, "\n" if tenth == 10 else ""))
+        else:
+            self._stream.write("qlstm compile: %s %3d%%\n" % (stage, tenth * 10))
         self._stream.flush()
+
+
+def _sqnr(value: Optional[float]) -> float:
+    """eval's JSON writes an infinite SQNR (int8 equal to float everywhere) as null."""
+    return math.inf if value is None else float(value)
+
+
+@dataclasses.dataclass(frozen=True)
+class Evaluation:
+    """int8 against float on one data set: the figures of `qlstm eval` (its --json, in `json`).
+
+    sqnr_db and max_abs_error are the model output's (y); outputs has every output's (y, then h_n
+    and c_n of each recurrent op when the model returns them) as dicts of name, label, sqnr_db,
+    max_abs_error and scale (one int8 step). A classifier (one row of scores per sequence) has
+    argmax_agreement (the fraction of sequences whose int8 argmax equals the float one) and, with
+    labels, float_top1 / int8_top1; a model with an output per step has rms_error_per_step; with
+    targets, forecast has the error of both. saturation counts the float values outside the ranges
+    the int8 program holds (input, output, each op's cell and hidden). str() is eval's text.
+    """
+
+    sqnr_db: float
+    max_abs_error: float
+    outputs: List[Dict[str, Any]]
+    argmax_agreement: Optional[float]
+    float_top1: Optional[float]
+    int8_top1: Optional[float]
+    rms_error_per_step: Optional[List[float]]
+    forecast: Optional[Dict[str, Any]]
+    saturation: Dict[str, Any]
+    json: Dict[str, Any]
+    text: str
+
+    @classmethod
+    def _from_json(cls, j: Dict[str, Any], text: str) -> "Evaluation":
+        outputs = [dict(o, sqnr_db=_sqnr(o.get("sqnr_db"))) for o in j["outputs"]]
+        classifier = j.get("classifier") or {}
+        return cls(sqnr_db=outputs[0]["sqnr_db"], max_abs_error=float(outputs[0]["max_abs_error"]), outputs=outputs,
+                   argmax_agreement=classifier.get("argmax_agreement"), float_top1=classifier.get("float_top1"),
+                   int8_top1=classifier.get("int8_top1"), rms_error_per_step=j.get("rms_error_per_step"),
+                   forecast=j.get("forecast"), saturation=j["saturation"], json=j, text=text)
+
+    def __str__(self) -> str:
+        return self.text
+
+
+@dataclasses.dataclass(frozen=True)
+class Bench:
+    """One call of a program on an emulated Cortex-M: `qlstm bench MODEL --target CPU`'s figures.
+
+    instructions: executed instructions of the call (the QEMU plugin's count, not cycles), the sum
+    of op_instructions (one per op); macs / op_macs: multiply-accumulates; kernel_flash_bytes /
+    kernel_ram_bytes: the LSTM kernel's cost in the firmware (None for a program without an LSTM
+    op); profile: with profile=True, (function, instructions) largest first.
+    """
+
+    cpu: str
+    qemu_machine: str
+    qemu_cpu: str
+    variant: str
+    batch: int
+    time_steps: int
+    time_steps_from: str
+    macs: int
+    op_macs: List[int]
+    op_instructions: List[int]
+    instructions: int
+    instructions_per_mac: float
+    kernel_flash_bytes: Optional[int]
+    kernel_ram_bytes: Optional[int]
+    profile: List[Dict[str, Any]]
+
+
+def cpu_names() -> List[str]:
+    """The emulated CPUs run_on_target and bench take (as the CLI's --target)."""
+    return list(_qlstm.cpu_names())
+
+
+def target_missing(cpu: str = "cortex-m55") -> Optional[str]:
+    """None when run_on_target and bench can run on cpu here, else what is missing: the firmware of
+    that CPU (built by the cmake build when gcc-arm-none-eabi is installed), or qemu-system-arm on
+    PATH. The message of the DeviceError they would raise."""
+    try:
+        _require_target(cpu)
+    except DeviceError as e:
+        return str(e)
+    return None
+
+
+def _require_target(cpu: str) -> None:
+    """Raises DeviceError naming what the emulated cpu lacks here: its firmware (checked by the
+    C++), or QEMU, looked for on PATH as the C++ starts it. (bench's instruction counter plugin is
+    checked by the C++ when it starts QEMU.)"""
+    _qlstm.find_target(cpu)
+    if shutil.which("qemu-system-arm") is None:
+        raise DeviceError("qemu-system-arm not found (Debian package qemu-system-arm)")
 
 
 class CompiledModel:
@@ -205,18 +329,85 @@ class CompiledModel:
         """The calibration warnings of the compile (also issued as Python warnings)."""
         return list(self._model.warnings)
 
-    def run(self, x: Any) -> np.ndarray:
+    def run(self, x: Any, h0: Any = None, c0: Any = None, *, return_state: bool = False,
+            chunk: Optional[int] = None) -> Any:
         """Float in, float out through the int8 program, as `qlstm run --float` (bit for bit).
 
         x: [B, T, I] (batch-first models), [T, B, I] (sequence-first) or one sequence [T, I];
         float32 or float64 (numpy or torch). Returns float32: [B, W] for a model with one output
         row per sequence ([W] for one sequence), else the sequence in the input's layout.
-        """
-        return self._model.run(_as_array(x))
 
-    def run_int8(self, x: Any) -> np.ndarray:
-        """int8 in, int8 out, as `qlstm run` without --float; x quantized by input_quant."""
-        return self._model.run_int8(_as_array(x))
+        h0, c0: the initial state, float [ops, B, H] (ops: the recurrent ops, layer-major, forward
+        first), as --h0 / --c0; None: the model's own (required for a model that takes its state
+        as an input). A GRU has no cell: c0 is refused. Values beyond the int8 hidden or int16
+        cell range are clipped, with a warning.
+        return_state: also return the final state, float [ops, B, H], as --h-n / --c-n:
+        (y, (h_n, c_n)) for an LSTM model, (y, h_n) for one with GRU ops. Passing it back as
+        h0 / c0 continues the sequence exactly (the state's int form survives the round trip).
+        chunk: stream x in stateful calls of this many steps, as --chunk (the same output).
+        """
+        return self._run(x, False, h0, c0, return_state, chunk, "")
+
+    def run_int8(self, x: Any, h0: Any = None, c0: Any = None, *, return_state: bool = False,
+                 chunk: Optional[int] = None) -> Any:
+        """int8 in, int8 out, as `qlstm run` without --float; x quantized by input_quant.
+
+        h0, c0 and the returned state are in the kernel's int forms, as the CLI's files: h int8
+        at each op's output quantization (a GRU model's: int16 Q0.15), c int16 at 2^P.
+        """
+        return self._run(x, True, h0, c0, return_state, chunk, "")
+
+    def run_on_target(self, x: Any, cpu: str = "cortex-m55", *, int8: bool = False, h0: Any = None, c0: Any = None,
+                      return_state: bool = False) -> Any:
+        """run (or run_int8 with int8=True) on the emulated Cortex-M, as `qlstm run --target CPU`: the
+        program on the firmware built for cpu (one of cpu_names()) under qemu-system-arm, bit-exact
+        with run. Raises DeviceError naming what is missing (the firmware, QEMU); see
+        target_missing()."""
+        _require_target(cpu)
+        return self._run(x, int8, h0, c0, return_state, None, cpu)
+
+    def _run(self, x: Any, int8: bool, h0: Any, c0: Any, return_state: bool, chunk: Optional[int],
+             target: str) -> Any:
+        if chunk is not None and chunk < 1:
+            raise CompileError("chunk: %d, expected a positive number of steps" % chunk)
+        state = [None if s is None else _as_array(s) for s in (h0, c0)]
+        return self._model.run(_as_array(x), int8, state[0], state[1], bool(return_state), chunk or 0, target)
+
+    def evaluate(self, x: Any, labels: Any = None, *, targets: Any = None, units: Any = None, h0: Any = None,
+                 c0: Any = None, reference: Any = None) -> "Evaluation":
+        """int8 against float on x, as `qlstm eval` (its figures, computed by the same C++).
+
+        The float model is the one compiled from (the exported torch module or the ONNX model), or
+        reference= (a torch module, an onnx.ModelProto, ONNX bytes or a path) for a model loaded
+        from a .qlstm file. Both run from the same initial state: h0 / c0 (float [ops, B, H]) or
+        the model's own. labels: a classifier's true class per sequence (integer [B]): the top-1
+        accuracy of both. targets: a forecaster's expected outputs (float32, the output's shape):
+        the error of both, in the user's units with units= (as --units: a dict {"name", "scale",
+        "offset"}, an output v being v * scale + offset in them, or the path of a JSON file with an
+        "output_units" object). Returns an Evaluation: SQNR and max abs error of every output, the
+        argmax agreement (a classifier), the RMS error per step (an output per step), saturation.
+        """
+        ref_path, ref_bytes, ref_origin = "", b"", ""
+        if reference is not None:
+            ref_path, ref_bytes, ref_origin, _ = _model_source(reference, None, [_as_array(x)], self.batch_first, 14)
+        arrays = [None if a is None else _as_array(a) for a in (labels, targets, h0, c0)]
+        units_path = os.fspath(units) if isinstance(units, (str, os.PathLike)) else ""
+        units_json = json.dumps({"output_units": units}) if isinstance(units, dict) else ""
+        if units is not None and not (units_path or units_json):
+            raise TypeError("evaluate(): units must be a dict or the path of a JSON file, not %s" % type(units).__name__)
+        text_json, text = self._model.evaluate(_as_array(x), *arrays, ref_path, ref_bytes, ref_origin, units_path,
+                                               units_json)
+        return Evaluation._from_json(json.loads(text_json), text)
+
+    def bench(self, cpu: str = "cortex-m55", *, variant: str = "default", batch: int = 1,
+              time_steps: Optional[int] = None, time_major: bool = False, profile: bool = False) -> "Bench":
+        """One call of the program on the emulated cpu, as `qlstm bench MODEL --target CPU`: the
+        executed instructions of each op (counted by the project's QEMU plugin; not cycles), on
+        the same input (a fixed seed) and, by default, the model's own sequence length. The
+        firmware checks its output against the host simulation. Raises DeviceError naming what is
+        missing (the firmware, QEMU, the instruction counter); see target_missing()."""
+        _require_target(cpu)
+        return Bench(**json.loads(self._model.bench(cpu, variant, batch, time_steps or 0, time_major, profile)))
 
     def files(self, name: Optional[str] = None) -> Dict[str, bytes]:
         """The four files `save` writes, by file name, without writing them."""
@@ -253,6 +444,24 @@ class CompiledModel:
         return "<qlstm.CompiledModel %s: %d ops>" % (self.name, len(self.ops))
 
 
+def _model_source(model: Any, example_input: Any, calibration: List[Any], batch_first: Optional[bool],
+                  opset: int) -> Tuple[str, bytes, str, Optional[str]]:
+    """(path, ONNX bytes, origin, default name) of a model given to compile or evaluate: a path (read
+    by the extension as the CLI reads it; its default name is the CLI's, the file's stem: None),
+    ONNX bytes, an onnx.ModelProto or a torch module (exported in memory)."""
+    if isinstance(model, (str, os.PathLike)):
+        return os.fspath(model), b"", os.fspath(model), None
+    if isinstance(model, (bytes, bytearray)):
+        return "", bytes(model), "<onnx bytes>", "model"
+    if hasattr(model, "SerializeToString"):  # an onnx.ModelProto
+        return "", model.SerializeToString(), "<onnx.ModelProto %s>" % (model.graph.name or "model"), "model"
+    if _is_torch_module(model):
+        return ("", _export_module(model, example_input, calibration, batch_first, opset),
+                "<torch %s>" % type(model).__name__, _qlstm.c_identifier(type(model).__name__.lower()))
+    raise TypeError("model must be a torch.nn.Module, an onnx.ModelProto, ONNX bytes or a path, not %s"
+                    % type(model).__name__)
+
+
 def compile(model: Any, calibration: Any, *, name: Optional[str] = None, validation: Any = None,
             example_input: Any = None, batch_first: Optional[bool] = None, opset: int = 14,
             progress: Optional[bool] = None, **options: Any) -> CompiledModel:
@@ -284,22 +493,7 @@ def compile(model: Any, calibration: Any, *, name: Optional[str] = None, validat
     if not calib:
         raise CompileError("no calibration data")
     valid, valid_names = _tensors(validation, "validation")
-    path, onnx_bytes, origin, default_name = "", b"", "", "model"
-    if isinstance(model, (str, os.PathLike)):
-        path = origin = os.fspath(model)
-        default_name = None  # the CLI's: the file's stem
-    elif isinstance(model, (bytes, bytearray)):
-        onnx_bytes, origin = bytes(model), "<onnx bytes>"
-    elif hasattr(model, "SerializeToString"):  # an onnx.ModelProto
-        onnx_bytes = model.SerializeToString()
-        origin = "<onnx.ModelProto %s>" % (model.graph.name or "model")
-    elif _is_torch_module(model):
-        onnx_bytes = _export_module(model, example_input, calib, batch_first, opset)
-        origin = "<torch %s>" % type(model).__name__
-        default_name = _qlstm.c_identifier(type(model).__name__.lower())
-    else:
-        raise TypeError("compile(): model must be a torch.nn.Module, an onnx.ModelProto, ONNX bytes or a path, "
-                        "not %s" % type(model).__name__)
+    path, onnx_bytes, origin, default_name = _model_source(model, example_input, calib, batch_first, opset)
     opts = dict(options)
     if name is not None:
         opts["name"] = name

@@ -4,8 +4,12 @@ error types and messages, and the same files and outputs as the `qlstm` CLI.
 Run by ctest (python/CMakeLists.txt) with PYTHONPATH at the build's python/ folder and QLSTM_CLI
 the build's qlstm executable."""
 
+import io
+import json
 import os
 import subprocess
+import sys
+import types
 
 import numpy as np
 import pytest
@@ -145,24 +149,6 @@ def sqnr_db(ref, got):
     return 10 * np.log10(np.sum(ref ** 2) / max(np.sum((ref - got) ** 2), 1e-30))
 
 
-@pytest.mark.parametrize("cell", ["LSTM", "GRU"])
-@pytest.mark.parametrize("batch_first", [True, False])
-def test_torch_recurrent_module(cell, batch_first):
-    torch = pytest.importorskip("torch")
-    torch.manual_seed(0)
-    net = getattr(torch.nn, cell)(4, 16, batch_first=batch_first)
-    shape = (lambda b: (b, 12, 4)) if batch_first else (lambda b: (12, b, 4))
-    compiled = qlstm.compile(net, torch.randn(*shape(96)))
-    assert compiled.name == cell.lower() and compiled.batch_first == batch_first
-    assert compiled.ops[0]["kind"] == cell.lower()
-    x = torch.randn(*shape(8))
-    with torch.no_grad():
-        ref = net(x)[0].numpy()
-    got = compiled.run(x)
-    assert got.shape == ref.shape
-    assert sqnr_db(ref, got) > 25
-
-
 def test_torch_classifier_module_with_example_input():
     torch = pytest.importorskip("torch")
     torch.manual_seed(1)
@@ -285,3 +271,435 @@ def test_model_file_error_with_the_cli_message(tmp_path):
     with pytest.raises(qlstm.ModelFileError, match="not a valid ONNX model"):
         qlstm.compile(b"not onnx", np.ones((4, 8, 8), np.float32))
     assert issubclass(qlstm.ModelFileError, qlstm.Error)
+
+
+# --- evaluate: qlstm eval's figures -------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def digits_gru():
+    return qlstm.compile(os.path.join(DIGITS, "digits_gru.onnx"), os.path.join(DIGITS, "calibration.npy"))
+
+
+def cli_eval_json(tmp_path, onnx_path, compiled, data, *flags):
+    """`qlstm eval --json` of a compiled model saved into tmp_path, on `data` (saved as .npy)."""
+    written = compiled.save(tmp_path)
+    np.save(tmp_path / "data.npy", data)
+    out = tmp_path / "eval.json"
+    status, _, err = cli("eval", onnx_path, written[compiled.name + ".qlstm"], "--data", tmp_path / "data.npy",
+                         "--json", out, *flags)
+    assert status == 0, err
+    return json.load(open(out))
+
+
+def same_figures(got, expected):
+    """Every figure of two eval JSONs, leaving out the names of the files (the CLI's paths, Python's
+    descriptions of arrays)."""
+    names = {"model", "onnx", "data", "targets"}
+
+    def strip(j):
+        if isinstance(j, dict) and set(j) == {"h0", "c0"}:  # initial_state: "model", "zero" or a name
+            return {k: v if v in ("model", "zero") else "given" for k, v in j.items()}
+        if isinstance(j, dict):
+            return {k: strip(v) for k, v in j.items() if k not in names}
+        if isinstance(j, list):
+            return [strip(v) for v in j]
+        return j
+
+    assert strip(got) == strip(expected)
+
+
+def test_evaluate_equals_cli_eval_with_labels(tmp_path, digits_lstm):
+    x = np.load(os.path.join(DIGITS, "test.npy"))
+    labels = np.load(os.path.join(DIGITS, "test_labels.npy"))
+    np.save(tmp_path / "labels.npy", labels)
+    onnx_path = os.path.join(DIGITS, "digits_lstm.onnx")
+    expected = cli_eval_json(tmp_path, onnx_path, digits_lstm, x, "--labels", tmp_path / "labels.npy")
+    ev = digits_lstm.evaluate(x, labels)
+    same_figures(ev.json, expected)
+    y = expected["outputs"][0]
+    assert ev.sqnr_db == y["sqnr_db"] and ev.max_abs_error == y["max_abs_error"]
+    assert ev.argmax_agreement == expected["classifier"]["argmax_agreement"]
+    assert (ev.float_top1, ev.int8_top1) == (expected["classifier"]["float_top1"], expected["classifier"]["int8_top1"])
+    # The int8 top-1 is run's: the figure an evaluation loop over run() would find.
+    assert ev.int8_top1 == (digits_lstm.run(x).argmax(1) == labels).mean()
+    assert str(ev).startswith("qlstm eval: digits_lstm vs ") and "top-1 accuracy on 450" in str(ev)
+    unlabelled = digits_lstm.evaluate(x)
+    assert unlabelled.float_top1 is None and unlabelled.argmax_agreement == ev.argmax_agreement
+
+
+def test_evaluate_equals_cli_eval_per_step_gru_from_a_state(tmp_path):
+    """A GRU with an output per step, batch-first False, from a given h0, with targets: the same JSON."""
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(3)
+    net = torch.nn.GRU(3, 12, num_layers=2)
+    calibration = torch.randn(10, 64, 3)
+    onnx_path = str(tmp_path / "gru.onnx")
+    torch.onnx.export(net.eval(), (calibration[:, :1],), onnx_path, opset_version=14, input_names=["x"],
+                      output_names=["y"], dynamic_axes={"x": {1: "batch"}})
+    compiled = qlstm.compile(onnx_path, calibration)
+    x = np.random.default_rng(1).normal(size=(10, 6, 3)).astype(np.float32)
+    h0 = np.random.default_rng(2).uniform(-0.5, 0.5, size=(2, 6, 12)).astype(np.float32)
+    targets = np.random.default_rng(3).normal(size=(10, 6, 12)).astype(np.float32)
+    np.save(tmp_path / "h0.npy", h0)
+    np.save(tmp_path / "targets.npy", targets)
+    expected = cli_eval_json(tmp_path, onnx_path, compiled, x, "--h0", tmp_path / "h0.npy", "--targets",
+                             tmp_path / "targets.npy")
+    ev = compiled.evaluate(x, h0=h0, targets=targets)
+    same_figures(ev.json, expected)
+    assert ev.argmax_agreement is None and len(ev.rms_error_per_step) == 10
+    assert ev.forecast["int8"] == expected["forecast"]["int8"]
+    # Not the model's own state: a different figure.
+    assert compiled.evaluate(x).json["outputs"] != ev.json["outputs"]
+
+
+def test_evaluate_reference_of_a_loaded_model(tmp_path, digits_lstm):
+    x = np.load(os.path.join(DIGITS, "test.npy"))[:64]
+    digits_lstm.save(tmp_path)
+    loaded = qlstm.load(tmp_path / "digits_lstm.qlstm")
+    with pytest.raises(qlstm.CompileError, match="give reference="):
+        loaded.evaluate(x)
+    onnx_path = os.path.join(DIGITS, "digits_lstm.onnx")
+    assert loaded.evaluate(x, reference=onnx_path).json["outputs"] == digits_lstm.evaluate(x).json["outputs"]
+    with pytest.raises(qlstm.CompileError, match="recurrent op 0 is an LSTM, in .*digits_gru.onnx it is a GRU"):
+        loaded.evaluate(x, reference=os.path.join(DIGITS, "digits_gru.onnx"))
+
+
+def test_evaluate_refusals(digits_lstm):
+    sunspots = qlstm.compile(os.path.join(EXAMPLES, "sunspots", "sunspots_lstm.onnx"),
+                             os.path.join(EXAMPLES, "sunspots", "calibration.npy"), search=False)
+    x = np.load(os.path.join(EXAMPLES, "sunspots", "test.npy"))
+    with pytest.raises(qlstm.CompileError, match="is not a classifier"):
+        sunspots.evaluate(x, labels=np.zeros(len(x), np.int64))
+    x = np.load(os.path.join(DIGITS, "test.npy"))[:8]
+    with pytest.raises(qlstm.CompileError, match="is not a class of the model's output"):
+        digits_lstm.evaluate(x, labels=np.full(8, 10))
+    with pytest.raises(qlstm.CompileError, match="4 labels for 8 sequences"):
+        digits_lstm.evaluate(x, labels=np.zeros(4, np.int64))
+
+
+# --- run with a state: qlstm run --h0 / --c0 / --h-n / --c-n ------------------------------------
+
+def cli_run_state(tmp_path, compiled, x, h0=None, c0=None, float_io=True, extra=()):
+    """`qlstm run` of the saved model on x from h0 / c0; returns (y, h_n, c_n) as the CLI writes them
+    (c_n None for a GRU model)."""
+    model = compiled.save(tmp_path)[compiled.name + ".qlstm"]
+    args = ["run", model, "--input", tmp_path / "x.npy", "--output", tmp_path / "y.npy", "--h-n", tmp_path / "h_n.npy"]
+    np.save(tmp_path / "x.npy", x)
+    for flag, state in (("--h0", h0), ("--c0", c0)):
+        if state is not None:
+            np.save(tmp_path / (flag[2:] + ".npy"), state)
+            args += [flag, tmp_path / (flag[2:] + ".npy")]
+    gru = compiled.ops[0]["kind"] == "gru"
+    if not gru:
+        args += ["--c-n", tmp_path / "c_n.npy"]
+    status, _, err = cli(*(args + (["--float"] if float_io else []) + list(extra)))
+    assert status == 0, err
+    return (np.load(tmp_path / "y.npy"), np.load(tmp_path / "h_n.npy"),
+            None if gru else np.load(tmp_path / "c_n.npy"))
+
+
+def assert_same(a, b):
+    assert a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+
+
+def test_stateful_run_equals_cli_run_lstm(tmp_path, digits_lstm):
+    x = np.load(os.path.join(DIGITS, "test.npy"))[:5]
+    rng = np.random.default_rng(4)
+    h0 = rng.uniform(-0.8, 0.8, size=(1, 5, 32)).astype(np.float32)
+    c0 = rng.uniform(-2, 2, size=(1, 5, 32)).astype(np.float32)
+    y_cli, h_cli, c_cli = cli_run_state(tmp_path, digits_lstm, x, h0, c0)
+    y, (h_n, c_n) = digits_lstm.run(x, h0, c0, return_state=True)
+    for a, b in ((y, y_cli), (h_n, h_cli), (c_n, c_cli)):
+        assert_same(a, b)
+    assert y.tobytes() != digits_lstm.run(x).tobytes()  # the state matters
+    # int8 in and out, the state in the kernel's int forms.
+    scale, zero_point = digits_lstm.input_quant
+    x8 = np.clip(np.round(x / scale) + zero_point, -128, 127).astype(np.int8)
+    h8 = rng.integers(-128, 128, size=(1, 5, 32)).astype(np.int8)
+    c16 = rng.integers(-3000, 3000, size=(1, 5, 32)).astype(np.int16)
+    y_cli, h_cli, c_cli = cli_run_state(tmp_path, digits_lstm, x8, h8, c16, float_io=False)
+    y, (h_n, c_n) = digits_lstm.run_int8(x8, h8, c16, return_state=True)
+    for a, b in ((y, y_cli), (h_n, h_cli), (c_n, c_cli)):
+        assert_same(a, b)
+    assert h_n.dtype == np.int8 and c_n.dtype == np.int16
+
+
+def test_stateful_run_equals_cli_run_gru(tmp_path, digits_gru):
+    x = np.load(os.path.join(DIGITS, "test.npy"))[:3]
+    h0 = np.random.default_rng(5).uniform(-0.9, 0.9, size=(1, 3, 32)).astype(np.float32)
+    y_cli, h_cli, _ = cli_run_state(tmp_path, digits_gru, x, h0)
+    y, h_n = digits_gru.run(x, h0, return_state=True)  # a GRU: h_n alone, as torch's nn.GRU
+    assert_same(y, y_cli)
+    assert_same(h_n, h_cli)
+    q15 = np.random.default_rng(6).integers(-20000, 20000, size=(1, 3, 32)).astype(np.int16)
+    x8 = np.zeros((3, 8, 8), np.int8)
+    y_cli, h_cli, _ = cli_run_state(tmp_path, digits_gru, x8, q15, float_io=False)
+    y, h_n = digits_gru.run_int8(x8, q15, return_state=True)
+    assert_same(y, y_cli)
+    assert_same(h_n, h_cli)
+    assert h_n.dtype == np.int16  # Q0.15
+
+
+def test_gru_refuses_c0_with_the_cli_message(tmp_path, digits_gru):
+    x = np.load(os.path.join(DIGITS, "test.npy"))[:2]
+    c0 = np.zeros((1, 2, 32), np.float32)
+    model = digits_gru.save(tmp_path)["digits_gru.qlstm"]
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "c0.npy", c0)
+    status, _, err = cli("run", model, "--input", tmp_path / "x.npy", "--output", tmp_path / "y.npy", "--float",
+                         "--c0", tmp_path / "c0.npy")
+    assert status == 2
+    refusal = "the model's recurrent ops are GRUs, which have no cell state"
+    assert err == "qlstm run: error: %s: --c0: %s\n" % (model, refusal)
+    with pytest.raises(qlstm.CompileError) as e:
+        digits_gru.run(x, c0=c0)
+    assert str(e.value) == "digits_gru: c0: " + refusal
+
+
+def test_state_errors_name_the_argument(digits_lstm):
+    x = np.load(os.path.join(DIGITS, "test.npy"))[:2]
+    with pytest.raises(qlstm.CompileError, match=r"h0: shape \[1, 3, 32\], expected \[1, 2, 32\]"):
+        digits_lstm.run(x, h0=np.zeros((1, 3, 32), np.float32))
+    with pytest.raises(qlstm.CompileError, match="c0: dtype <i2, expected <f4"):
+        digits_lstm.run(x, c0=np.zeros((1, 2, 32), np.int16))
+    with pytest.raises(qlstm.CompileError, match=r"h0: dtype <f4, expected \|i1 \(use run\(\) \(float state\) for float32\)"):
+        digits_lstm.run_int8(np.zeros((2, 8, 8), np.int8), h0=np.zeros((1, 2, 32), np.float32))
+    with pytest.warns(UserWarning, match="were clipped"):
+        digits_lstm.run(x, c0=np.full((1, 2, 32), 1e4, np.float32))
+
+
+def test_state_as_a_graph_input(tmp_path):
+    """A model whose initial state is an input of its ONNX graph: run needs h0 and c0 (the CLI's
+    refusal otherwise) and then equals qlstm run --h0 --c0 and torch."""
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(13)
+
+    class Stateful(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lstm = torch.nn.LSTM(3, 8, batch_first=True)
+
+        def forward(self, x, h0, c0):
+            return self.lstm(x, (h0, c0))[0]
+
+    net = Stateful().eval()
+    onnx_path = str(tmp_path / "stateful.onnx")
+    torch.onnx.export(net, (torch.randn(2, 5, 3), torch.zeros(1, 2, 8), torch.zeros(1, 2, 8)), onnx_path,
+                      opset_version=14, input_names=["x", "h0", "c0"], output_names=["y"],
+                      dynamic_axes={"x": {0: "batch"}, "h0": {1: "batch"}, "c0": {1: "batch"}})
+    compiled = qlstm.compile(onnx_path, np.random.default_rng(0).normal(size=(64, 5, 3)).astype(np.float32))
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(2, 5, 3)).astype(np.float32)
+    h0, c0 = (rng.uniform(-0.5, 0.5, size=(1, 2, 8)).astype(np.float32) for _ in range(2))
+    with pytest.raises(qlstm.CompileError, match="takes its initial hidden state as an input: give h0"):
+        compiled.run(x)
+    y_cli, h_cli, c_cli = cli_run_state(tmp_path, compiled, x, h0, c0)
+    y, (h_n, c_n) = compiled.run(x, h0, c0, return_state=True)
+    for a, b in ((y, y_cli), (h_n, h_cli), (c_n, c_cli)):
+        assert_same(a, b)
+    with torch.no_grad():
+        ref = net(*(torch.from_numpy(a) for a in (x, h0, c0))).numpy()
+    assert sqnr_db(ref, y) > 25
+    assert compiled.evaluate(x).json["initial_state"] == {"h0": "zero", "c0": "zero"}
+
+
+def test_streaming_with_the_returned_state_equals_one_call():
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(7)
+    net = torch.nn.LSTM(4, 16, num_layers=2, bidirectional=False, batch_first=True)
+    compiled = qlstm.compile(net, torch.randn(64, 20, 4))
+    x = np.random.default_rng(8).normal(size=(3, 20, 4)).astype(np.float32)
+    whole, (h_whole, c_whole) = compiled.run(x, return_state=True)
+    first, state = compiled.run(x[:, :7], return_state=True)
+    second, (h_n, c_n) = compiled.run(x[:, 7:], *state, return_state=True)
+    assert_same(np.concatenate([first, second], axis=1), whole)
+    assert_same(h_n, h_whole)
+    assert_same(c_n, c_whole)
+    assert_same(compiled.run(x, chunk=6), whole)  # --chunk: the same
+    with pytest.raises(qlstm.CompileError, match="chunk"):
+        compiled.run(x, chunk=0)
+
+
+# --- the emulated device: run_on_target, bench ----------------------------------------------------
+
+def need_target(cpu):
+    missing = qlstm.target_missing(cpu)
+    if missing is not None:
+        pytest.skip("no emulated %s here: %s" % (cpu, missing))
+
+
+@pytest.mark.parametrize("cpu", ["cortex-m55", "cortex-m4"])
+def test_run_on_target_equals_run_bit_for_bit(cpu, digits_lstm, digits_gru):
+    need_target(cpu)
+    x = np.load(os.path.join(DIGITS, "test.npy"))[:6]
+    for m in (digits_lstm, digits_gru):
+        assert_same(m.run_on_target(x, cpu=cpu), m.run(x))
+    rng = np.random.default_rng(9)
+    h0 = rng.uniform(-0.5, 0.5, size=(1, 6, 32)).astype(np.float32)
+    c0 = rng.uniform(-1, 1, size=(1, 6, 32)).astype(np.float32)
+    y, (h_n, c_n) = digits_lstm.run_on_target(x, cpu=cpu, h0=h0, c0=c0, return_state=True)
+    y_host, (h_host, c_host) = digits_lstm.run(x, h0, c0, return_state=True)
+    for a, b in ((y, y_host), (h_n, h_host), (c_n, c_host)):
+        assert_same(a, b)
+    x8 = rng.integers(-128, 128, size=(6, 8, 8)).astype(np.int8)
+    assert_same(digits_gru.run_on_target(x8, cpu=cpu, int8=True), digits_gru.run_int8(x8))
+
+
+def test_bench_equals_cli_bench(tmp_path, digits_gru):
+    cpu = "cortex-m4"
+    need_target(cpu)
+    model = digits_gru.save(tmp_path)["digits_gru.qlstm"]
+    status, out, err = cli("bench", model, "--target", cpu)
+    assert status == 0, err
+    b = digits_gru.bench(cpu)
+    assert out.splitlines()[-1] == "instructions: %d" % b.instructions
+    assert b.instructions == sum(b.op_instructions) > 0 and len(b.op_instructions) == len(digits_gru.ops)
+    assert b.time_steps == 8 and b.cpu == cpu
+    for o, n in enumerate(b.op_instructions):  # each op's line: "op K (...): N instructions"
+        assert any(line.startswith("op %d " % o) and line.endswith(": %d instructions" % n) for line in out.splitlines())
+    longer = digits_gru.bench(cpu, time_steps=16)
+    assert longer.instructions > b.instructions
+
+
+def test_device_errors_name_what_is_missing(tmp_path, digits_lstm, monkeypatch):
+    x = np.load(os.path.join(DIGITS, "test.npy"))[:1]
+    with pytest.raises(qlstm.DeviceError, match="unknown target CPU 'cortex-m99'"):
+        digits_lstm.run_on_target(x, cpu="cortex-m99")
+    assert "cortex-m99" in qlstm.target_missing("cortex-m99")
+    assert issubclass(qlstm.DeviceError, qlstm.Error)
+    monkeypatch.setenv("QLSTM_TARGET_DIR", str(tmp_path))  # where no firmware was built
+    with pytest.raises(qlstm.DeviceError, match="no firmware for cortex-m4"):
+        digits_lstm.bench("cortex-m4")
+    monkeypatch.delenv("QLSTM_TARGET_DIR")
+    if qlstm.target_missing("cortex-m4") is None:
+        monkeypatch.setenv("PATH", str(tmp_path))  # no qemu-system-arm
+        with pytest.raises(qlstm.DeviceError, match="qemu-system-arm not found"):
+            digits_lstm.run_on_target(x, cpu="cortex-m4")
+
+
+# --- progress: a terminal, a notebook, a log -----------------------------------------------------
+
+class Tty(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def progress_of(stream):
+    """Drives the compile's progress through two stages on stream; returns what it wrote."""
+    bar = qlstm._Progress(stream)
+    for stage in ("calibrating", "searching"):
+        for done in range(0, 21):
+            bar(stage, done, 20)
+    return stream.getvalue()
+
+
+def test_progress_in_a_terminal_a_notebook_and_a_log(monkeypatch):
+    log = progress_of(io.StringIO())
+    assert "\r" not in log
+    assert log.splitlines()[:2] == ["qlstm compile: calibrating   0%", "qlstm compile: calibrating  10%"]
+    assert len(log.splitlines()) == 22  # a line per tenth of each stage
+    terminal = progress_of(Tty())
+    assert terminal.count("\n") == 2 and terminal.count("\r") == 22  # one line per stage, redrawn
+    assert terminal.endswith("[##########] 100%\n")
+    # A Jupyter kernel: stderr is no tty, yet the line is redrawn (the output area draws "\r").
+    kernel_shell = types.SimpleNamespace(kernel=object())
+    monkeypatch.setitem(sys.modules, "ipykernel", types.ModuleType("ipykernel"))
+    monkeypatch.setitem(sys.modules, "IPython", types.SimpleNamespace(get_ipython=lambda: kernel_shell))
+    assert progress_of(io.StringIO()) == terminal
+    # IPython in a terminal (no kernel) is not a notebook.
+    monkeypatch.setitem(sys.modules, "IPython", types.SimpleNamespace(get_ipython=lambda: types.SimpleNamespace()))
+    assert progress_of(io.StringIO()) == log
+
+
+# --- torch modules of each kind: the layout, the program, the accuracy, evaluate's reference ----
+
+RECURRENT_KINDS = {
+    "lstm": lambda torch, bf: torch.nn.LSTM(4, 16, batch_first=bf),
+    "gru": lambda torch, bf: torch.nn.GRU(4, 16, batch_first=bf),
+    "gru_stacked": lambda torch, bf: torch.nn.GRU(4, 16, num_layers=2, batch_first=bf),
+    "lstm_bidirectional": lambda torch, bf: torch.nn.LSTM(4, 16, bidirectional=True, batch_first=bf),
+    "gru_bidirectional": lambda torch, bf: torch.nn.GRU(4, 16, bidirectional=True, batch_first=bf),
+    "lstm_stacked_bidirectional": lambda torch, bf: torch.nn.LSTM(4, 12, num_layers=2, bidirectional=True,
+                                                                  batch_first=bf),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(RECURRENT_KINDS))
+@pytest.mark.parametrize("batch_first", [True, False])
+def test_torch_module_kinds(kind, batch_first):
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(11)
+    net = RECURRENT_KINDS[kind](torch, batch_first)
+    shape = (lambda b: (b, 10, 4)) if batch_first else (lambda b: (10, b, 4))
+    compiled = qlstm.compile(net, torch.randn(*shape(96)), search=False)
+    assert compiled.name == type(net).__name__.lower() and compiled.batch_first == batch_first
+    recurrent = [op["kind"] for op in compiled.ops if op["kind"] in ("lstm", "gru")]
+    assert recurrent == [kind.split("_")[0]] * (net.num_layers * (2 if net.bidirectional else 1))
+    x = torch.randn(*shape(16))
+    with torch.no_grad():
+        ref = net(x)[0].numpy()
+    got = compiled.run(x)
+    assert got.shape == ref.shape
+    assert sqnr_db(ref, got) > 20
+    # evaluate's float model is the module (exported): its SQNR is the one against torch's output.
+    ev = compiled.evaluate(x)
+    assert abs(ev.sqnr_db - sqnr_db(ref, got)) < 0.01
+    assert len(ev.rms_error_per_step) == 10 and ev.argmax_agreement is None
+
+
+@pytest.mark.parametrize("batch_first", [True, False])
+def test_torch_whole_model_projection_gru_head_softmax(batch_first):
+    """A Linear input projection, a GRU, a Linear head and a softmax on the last step: one program."""
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(12)
+
+    class Whole(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.project = torch.nn.Linear(6, 8)
+            self.gru = torch.nn.GRU(8, 24, batch_first=batch_first)
+            self.head = torch.nn.Linear(24, 4)
+
+        def forward(self, x):
+            y, _ = self.gru(torch.relu(self.project(x)))
+            last = y[:, -1] if batch_first else y[-1]
+            return torch.softmax(self.head(last), dim=-1)
+
+    net = Whole()
+    with torch.no_grad():
+        net.head.weight.mul_(6)  # decisive classes, as a trained head's (untrained ones are near ties)
+    shape = (lambda b: (b, 9, 6)) if batch_first else (lambda b: (9, b, 6))
+    compiled = qlstm.compile(net, torch.randn(*shape(128)))
+    kinds = [op["kind"] for op in compiled.ops]
+    assert kinds[0] == "fully_connected" and "gru" in kinds and kinds[-1] == "softmax"
+    x = torch.randn(*shape(200))
+    with torch.no_grad():
+        ref = net(x).numpy()
+    got = compiled.run(x)
+    assert got.shape == (200, 4)
+    labels = ref.argmax(1)
+    ev = compiled.evaluate(x, labels)
+    assert ev.argmax_agreement == (got.argmax(1) == ref.argmax(1)).mean() > 0.9
+    assert ev.float_top1 == 1.0  # the labels are the float model's own argmax
+    assert ev.int8_top1 == ev.argmax_agreement
+
+
+def test_evaluate_forecast_in_units_equals_cli_eval(tmp_path):
+    sunspots = os.path.join(EXAMPLES, "sunspots")
+    onnx_path = os.path.join(sunspots, "sunspots_lstm.onnx")
+    compiled = qlstm.compile(onnx_path, os.path.join(sunspots, "calibration.npy"))
+    x = np.load(os.path.join(sunspots, "test.npy"))
+    targets = os.path.join(sunspots, "test_targets.npy")
+    units_file = os.path.join(sunspots, "model.json")
+    expected = cli_eval_json(tmp_path, onnx_path, compiled, x, "--targets", targets, "--units", units_file)
+    units = json.load(open(units_file))["output_units"]
+    for given in (units, units_file):
+        ev = compiled.evaluate(x, targets=np.load(targets), units=given)
+        same_figures(ev.json, expected)
+        assert ev.forecast["units"] == units["name"]
+    plain = compiled.evaluate(x, targets=np.load(targets))
+    assert plain.forecast["int8"]["mae"] * units["scale"] == pytest.approx(ev.forecast["int8"]["mae"], rel=1e-9)
+    with pytest.raises(qlstm.CompileError, match="give targets too"):
+        compiled.evaluate(x, units=units)
+    with pytest.raises(qlstm.CompileError, match="expected a positive number"):
+        compiled.evaluate(x, targets=np.load(targets), units=dict(units, scale=-1))

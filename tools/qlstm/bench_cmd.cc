@@ -28,8 +28,6 @@ namespace {
 
 using namespace qlstm::compiler;
 
-constexpr uint64_t kBenchSeed = 20261202;
-
 struct ShapeSpec {
   int32_t batch = 1, time_steps = 0, input_size = 0, hidden_size = 0;
   bool time_major = false;
@@ -134,36 +132,6 @@ ProgramRunOptions host_variants(const std::string& name) {
   return o;
 }
 
-// The sequence length a compiled model is benchmarked at, and where it comes from: its report's
-// "time_steps" (the ONNX input's T), "max_time_steps" (a stacked model's longest call), else the
-// calibration sequences' mean length; kDefaultBenchSteps when the report knows none.
-int32_t model_time_steps(const CompiledModel& m, std::string* from) {
-  const nlohmann::json r = nlohmann::json::parse(m.report_json, nullptr, false);
-  const auto positive = [](const nlohmann::json& v) {
-    return v.is_number_integer() && v.get<int64_t>() >= 1 && v.get<int64_t>() <= (1 << 20);
-  };
-  if (r.is_object()) {
-    if (r.contains("time_steps") && positive(r["time_steps"])) {
-      *from = "the ONNX input's sequence length";
-      return r["time_steps"].get<int32_t>();
-    }
-    if (r.contains("max_time_steps") && positive(r["max_time_steps"])) {
-      *from = "the model's --max-time-steps";
-      return r["max_time_steps"].get<int32_t>();
-    }
-    const nlohmann::json c = r.value("calibration", nlohmann::json());
-    if (c.is_object() && c.contains("steps") && c.contains("sequences") && positive(c["sequences"]) &&
-        c["steps"].is_number_integer()) {
-      const int64_t mean = (c["steps"].get<int64_t>() + c["sequences"].get<int64_t>() / 2) / c["sequences"].get<int64_t>();
-      if (mean >= 1 && mean <= (1 << 20)) {
-        *from = "the calibration sequences' mean length";
-        return static_cast<int32_t>(mean);
-      }
-    }
-  }
-  *from = "the default: the model's report gives no sequence length";
-  return kDefaultBenchSteps;
-}
 
 // Times each op of a host call through the runner's hooks (plain function pointers, so the
 // clock they read lives here).
@@ -315,10 +283,7 @@ std::string console_value(const std::string& console, const std::string& key) {
 int bench_program(const CompiledModel& m, const ShapeSpec& s, const std::string& what, const BenchArgs& args,
                   std::mt19937_64& rng) {
   const SequenceShape shape{s.batch, s.time_steps, s.time_major ? Layout::kTimeMajor : Layout::kBatchMajor};
-  const size_t B = static_cast<size_t>(s.batch), T = static_cast<size_t>(s.time_steps);
-  std::normal_distribution<float> n01(0.0f, 1.0f);
-  std::vector<int8_t> x(B * T * static_cast<size_t>(m.input_size()));
-  for (int8_t& v : x) v = m.input_quant().quantize(n01(rng));
+  const std::vector<int8_t> x = bench_input(m, shape, rng);
   const std::vector<int8_t> expected = run_program_s8(m, x, shape);  // the host simulation
   const RuntimeProgram program = runtime_program(m, shape.batch, shape.time_steps, shape.layout);
   const std::vector<int64_t> macs_per_op = op_macs(program, s.batch, s.time_steps);
@@ -411,8 +376,93 @@ int bench_program(const CompiledModel& m, const ShapeSpec& s, const std::string&
     return exact ? kExitOk : kExitRefused;
   }
 
+  const TargetBench b = bench_on_target(m, x, shape, args.target, args.variant, args.profile);
+  std::printf("target: %s (QEMU %s, -cpu %s), variant: %s\n", b.cpu.c_str(), b.qemu_machine.c_str(),
+              b.qemu_cpu.c_str(), b.variant.c_str());
+  std::printf("output: bit-exact with the host simulation\n");
+  if (b.kernel_size_measured) {
+    std::printf("kernel flash: %lld bytes (code and tables), static RAM: %lld bytes\n",
+                static_cast<long long>(b.kernel_flash_bytes), static_cast<long long>(b.kernel_ram_bytes));
+  } else {
+    std::printf("kernel flash: not measured (the size probes hold one recurrent kernel each)\n");
+  }
+  if (args.profile) {
+    // The first op's estimated cycles by timing class (docs/targets.md, "Estimated cycles").
+    std::printf("estimated cycles per instruction class (%s):\n", b.op_cycles.size() > 1 ? "op 0" : "the call");
+    for (const device::ClassCount& c : b.classes) {
+      std::printf("%12llu cycles %5.1f%%  %10llu instructions  %s\n", static_cast<unsigned long long>(c.cycles),
+                  100.0 * static_cast<double>(c.cycles) / static_cast<double>(b.op_cycles[0]),
+                  static_cast<unsigned long long>(c.instructions), c.name.c_str());
+    }
+    std::printf("instructions per function (blocks starting in it):\n");
+    for (const auto& [name, count] : b.profile) {
+      std::printf("  %10llu  %5.1f%%  %s\n", static_cast<unsigned long long>(count),
+                  100.0 * static_cast<double>(count) / static_cast<double>(b.instructions), name.c_str());
+    }
+  }
+  for (size_t o = 0; o < b.op_instructions.size() && b.op_instructions.size() > 1; ++o) {
+    std::printf("%s: %llu instructions\n", op_line(o).c_str(), static_cast<unsigned long long>(b.op_instructions[o]));
+  }
+  for (size_t o = 0; o < b.op_cycles.size() && b.op_cycles.size() > 1; ++o) {
+    std::printf("%s: %llu estimated cycles\n", op_line(o).c_str(), static_cast<unsigned long long>(b.op_cycles[o]));
+  }
+  // The estimate: each executed instruction charged its cycles from the core's timing tables, zero
+  // wait states, no caches or interrupts (docs/targets.md, "Estimated cycles").
+  std::printf("estimated cycles per MAC: %.3f\n", static_cast<double>(b.cycles) / static_cast<double>(b.macs));
+  std::printf("estimated cycles: %llu (%s timing model, zero wait states)\n", static_cast<unsigned long long>(b.cycles),
+              b.qemu_cpu.c_str());
+  std::printf("instructions per MAC: %.3f\n", static_cast<double>(b.instructions) / static_cast<double>(b.macs));
+  std::printf("instructions: %llu\n", static_cast<unsigned long long>(b.instructions));
+  return 0;
+}
+
+}  // namespace
+
+int32_t model_time_steps(const CompiledModel& m, std::string* from) {
+  const nlohmann::json r = nlohmann::json::parse(m.report_json, nullptr, false);
+  const auto positive = [](const nlohmann::json& v) {
+    return v.is_number_integer() && v.get<int64_t>() >= 1 && v.get<int64_t>() <= (1 << 20);
+  };
+  if (r.is_object()) {
+    if (r.contains("time_steps") && positive(r["time_steps"])) {
+      *from = "the ONNX input's sequence length";
+      return r["time_steps"].get<int32_t>();
+    }
+    if (r.contains("max_time_steps") && positive(r["max_time_steps"])) {
+      *from = "the model's --max-time-steps";
+      return r["max_time_steps"].get<int32_t>();
+    }
+    const nlohmann::json c = r.value("calibration", nlohmann::json());
+    if (c.is_object() && c.contains("steps") && c.contains("sequences") && positive(c["sequences"]) &&
+        c["steps"].is_number_integer()) {
+      const int64_t mean = (c["steps"].get<int64_t>() + c["sequences"].get<int64_t>() / 2) / c["sequences"].get<int64_t>();
+      if (mean >= 1 && mean <= (1 << 20)) {
+        *from = "the calibration sequences' mean length";
+        return static_cast<int32_t>(mean);
+      }
+    }
+  }
+  *from = "the default: the model's report gives no sequence length";
+  return kDefaultBenchSteps;
+}
+
+std::vector<int8_t> bench_input(const CompiledModel& m, const SequenceShape& shape, std::mt19937_64& rng) {
+  std::normal_distribution<float> n01(0.0f, 1.0f);
+  std::vector<int8_t> x(static_cast<size_t>(shape.batch) * static_cast<size_t>(shape.time_steps) *
+                        static_cast<size_t>(m.input_size()));
+  for (int8_t& v : x) v = m.input_quant().quantize(n01(rng));
+  return x;
+}
+
+TargetBench bench_on_target(const CompiledModel& m, const std::vector<int8_t>& x, const SequenceShape& shape,
+                            const std::string& cpu, const std::string& variant, bool profile) {
+  const std::vector<int8_t> expected = run_program_s8(m, x, shape);  // the host simulation
+  const RuntimeProgram program = runtime_program(m, shape.batch, shape.time_steps, shape.layout);
+  TargetBench b;
+  b.op_macs = op_macs(program, shape.batch, shape.time_steps);
+  for (int64_t n : b.op_macs) b.macs += n;
   // The whole program in one case on the device; the firmware marks each op's call.
-  const device::Target target = device::find_target(args.target);
+  const device::Target target = device::find_target(cpu);
   device::BundleCase c = device::program_case("bench", program.table(), shape.time_steps);
   c.input = x.data();
   c.check = true;
@@ -422,62 +472,36 @@ int bench_program(const CompiledModel& m, const ShapeSpec& s, const std::string&
   device::RunOptions options;
   options.capture = true;
   options.icount_out = counts.path();
-  options.profile = args.profile;
-  const device::RunResult r = device::run_firmware(target, {"bench", bundle.path(), args.variant}, options);
-  const std::vector<uint64_t> n = device::read_icounts(counts.path());
-  const std::vector<uint64_t> cycles = device::read_cycles(counts.path());
-  const std::string variant = console_value(r.console, "variant: ");
-  if (r.exit_status != 0 || n.size() != m.ops.size() || cycles.size() != n.size() || variant.empty()) {
-    std::fprintf(stderr, "qlstm bench: error: the %s firmware failed (exit status %d, %zu counts for %zu ops):\n%s",
-                 args.target.c_str(), r.exit_status, n.size(), m.ops.size(), r.console.c_str());
-    return kExitRefused;
+  options.profile = profile;
+  const device::RunResult r = device::run_firmware(target, {"bench", bundle.path(), variant}, options);
+  b.op_instructions = device::read_icounts(counts.path());
+  b.op_cycles = device::read_cycles(counts.path());
+  b.variant = console_value(r.console, "variant: ");
+  if (r.exit_status != 0 || b.op_instructions.size() != m.ops.size() || b.op_cycles.size() != m.ops.size() ||
+      b.variant.empty()) {
+    throw CompileError("the " + cpu + " firmware failed (exit status " + std::to_string(r.exit_status) + ", " +
+                       std::to_string(b.op_instructions.size()) + " counts for " + std::to_string(m.ops.size()) +
+                       " ops):\n" + r.console);
   }
-  uint64_t total = 0, total_cycles = 0;
-  for (uint64_t k : n) total += k;
-  for (uint64_t k : cycles) total_cycles += k;
-  std::printf("target: %s (QEMU %s, -cpu %s), variant: %s\n", target.cpu.c_str(), target.qemu_machine.c_str(),
-              target.qemu_cpu.c_str(), variant.c_str());
-  std::printf("output: bit-exact with the host simulation\n");
+  for (uint64_t k : b.op_instructions) b.instructions += k;
+  for (uint64_t k : b.op_cycles) b.cycles += k;
+  b.cpu = target.cpu;
+  b.qemu_machine = target.qemu_machine;
+  b.qemu_cpu = target.qemu_cpu;
   if (has_op(program, QLSTM_OP_LSTM_S8) != has_op(program, QLSTM_OP_GRU_S8)) {
     // The size probe of the program's recurrent kernel (targets/cortex-m/CMakeLists.txt).
     const device::KernelSize k =
-        device::kernel_size(target, has_op(program, QLSTM_OP_GRU_S8) ? "gru_" + variant : variant);
-    std::printf("kernel flash: %lld bytes (code and tables), static RAM: %lld bytes\n",
-                static_cast<long long>(k.flash_bytes), static_cast<long long>(k.ram_bytes));
-  } else {
-    std::printf("kernel flash: not measured (the size probes hold one recurrent kernel each)\n");
+        device::kernel_size(target, has_op(program, QLSTM_OP_GRU_S8) ? "gru_" + b.variant : b.variant);
+    b.kernel_size_measured = true;
+    b.kernel_flash_bytes = k.flash_bytes;
+    b.kernel_ram_bytes = k.ram_bytes;
   }
-  if (args.profile) {
-    // The first op's estimated cycles by timing class (docs/targets.md, "Estimated cycles").
-    std::printf("estimated cycles per instruction class (%s):\n", n.size() > 1 ? "op 0" : "the call");
-    for (const device::ClassCount& c : device::read_classes(counts.path())) {
-      std::printf("%12llu cycles %5.1f%%  %10llu instructions  %s\n", static_cast<unsigned long long>(c.cycles),
-                  100.0 * static_cast<double>(c.cycles) / static_cast<double>(cycles[0]),
-                  static_cast<unsigned long long>(c.instructions), c.name.c_str());
-    }
-    std::printf("instructions per function (blocks starting in it):\n");
-    for (const auto& [name, count] : device::read_profile(counts.path())) {
-      std::printf("  %10llu  %5.1f%%  %s\n", static_cast<unsigned long long>(count),
-                  100.0 * static_cast<double>(count) / static_cast<double>(total), name.c_str());
-    }
+  if (profile) {
+    b.profile = device::read_profile(counts.path());
+    b.classes = device::read_classes(counts.path());
   }
-  for (size_t o = 0; o < n.size() && n.size() > 1; ++o) {
-    std::printf("%s: %llu instructions\n", op_line(o).c_str(), static_cast<unsigned long long>(n[o]));
-  }
-  for (size_t o = 0; o < cycles.size() && cycles.size() > 1; ++o) {
-    std::printf("%s: %llu estimated cycles\n", op_line(o).c_str(), static_cast<unsigned long long>(cycles[o]));
-  }
-  // The estimate: each executed instruction charged its cycles from the core's timing tables, zero
-  // wait states, no caches or interrupts (docs/targets.md, "Estimated cycles").
-  std::printf("estimated cycles per MAC: %.3f\n", static_cast<double>(total_cycles) / static_cast<double>(macs));
-  std::printf("estimated cycles: %llu (%s timing model, zero wait states)\n",
-              static_cast<unsigned long long>(total_cycles), target.qemu_cpu.c_str());
-  std::printf("instructions per MAC: %.3f\n", static_cast<double>(total) / static_cast<double>(macs));
-  std::printf("instructions: %llu\n", static_cast<unsigned long long>(total));
-  return 0;
+  return b;
 }
-
-}  // namespace
 
 int bench_command(const BenchArgs& args) {
   if (args.model.empty() && args.shape.empty()) {

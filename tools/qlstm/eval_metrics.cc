@@ -34,6 +34,10 @@ OutputUnits read_output_units(const std::string& path) {
   } catch (const nlohmann::json::parse_error& e) {
     throw FileError(path + ": not valid JSON (at byte " + std::to_string(e.byte) + ")");
   }
+  return output_units_from_json(j, path);
+}
+
+OutputUnits output_units_from_json(const nlohmann::json& j, const std::string& path) {
   if (!j.is_object() || !j.contains("output_units") || !j["output_units"].is_object()) {
     throw FileError(path + ": no object 'output_units' ({\"name\": ..., \"scale\": ..., \"offset\": ...}: an output "
                     "value v is v * scale + offset in those units)");
@@ -59,7 +63,11 @@ OutputUnits read_output_units(const std::string& path) {
 }
 
 std::vector<int64_t> read_labels(const std::string& path, int64_t rows, int32_t classes) {
-  const compiler::NpyArray a = compiler::read_npy(path);
+  return labels_from_array(compiler::read_npy(path), path, rows, classes);
+}
+
+std::vector<int64_t> labels_from_array(const compiler::NpyArray& a, const std::string& path, int64_t rows,
+                                       int32_t classes) {
   if (a.dtype == compiler::DType::kFloat32 || a.dtype == compiler::DType::kFloat64) {
     throw CompileError(path + ": dtype " + compiler::dtype_name(a.dtype) +
                        ", expected integer class labels (int8, int16, int32 or int64)");
@@ -84,7 +92,11 @@ std::vector<int64_t> read_labels(const std::string& path, int64_t rows, int32_t 
 }
 
 std::vector<float> read_targets(const std::string& path, const std::vector<int64_t>& output_shape) {
-  const compiler::NpyArray a = compiler::read_npy(path);
+  return targets_from_array(compiler::read_npy(path), path, output_shape);
+}
+
+std::vector<float> targets_from_array(const compiler::NpyArray& a, const std::string& path,
+                                      const std::vector<int64_t>& output_shape) {
   if (a.dtype != compiler::DType::kFloat32) {
     throw CompileError(path + ": dtype " + compiler::dtype_name(a.dtype) + ", expected float32 ('<f4')");
   }

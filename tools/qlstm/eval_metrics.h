@@ -7,9 +7,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "qlstm/compiler/npy.h"
 #include "qlstm/compiler/quantize.h"
 
 namespace qlstm {
@@ -24,15 +26,22 @@ struct OutputUnits {
 // Throws FileError naming the file and the key: unreadable, not JSON, no "output_units" object, a
 // scale that is not a finite positive number, an offset that is not finite, a name not a string.
 OutputUnits read_output_units(const std::string& path);
+// The same of a parsed JSON object ({"output_units": {...}}), `path` naming it.
+OutputUnits output_units_from_json(const nlohmann::json& j, const std::string& path);
 
 // One class per sequence: an integer .npy (int8 ... int64) of shape [rows] or [rows, 1], each in
 // [0, classes). Throws CompileError naming the file and what is wrong (dtype, shape, length, the
 // first value out of range).
 std::vector<int64_t> read_labels(const std::string& path, int64_t rows, int32_t classes);
+// The same of an array in memory (a .npy's, or Python's), `path` naming it.
+std::vector<int64_t> labels_from_array(const compiler::NpyArray& a, const std::string& path, int64_t rows,
+                                       int32_t classes);
 
 // The expected outputs of a regression: a float32 .npy of the output's shape (for an output
 // width of 1, also without the last axis). Throws CompileError naming the file.
 std::vector<float> read_targets(const std::string& path, const std::vector<int64_t>& output_shape);
+std::vector<float> targets_from_array(const compiler::NpyArray& a, const std::string& path,
+                                      const std::vector<int64_t>& output_shape);
 
 // The index of the largest of n values (the first on a tie).
 int32_t argmax(const float* row, int32_t n);
