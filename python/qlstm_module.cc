@@ -298,7 +298,10 @@ struct Model {
                         {"op_instructions", b.op_instructions},
                         {"instructions", b.instructions},
                         {"instructions_per_mac",
-                         b.macs > 0 ? static_cast<double>(b.instructions) / static_cast<double>(b.macs) : 0.0}};
+                         b.macs > 0 ? static_cast<double>(b.instructions) / static_cast<double>(b.macs) : 0.0},
+                        {"op_cycles", b.op_cycles},
+                        {"cycles", b.cycles},
+                        {"cycles_per_mac", b.macs > 0 ? static_cast<double>(b.cycles) / static_cast<double>(b.macs) : 0.0}};
     j["kernel_flash_bytes"] = b.kernel_size_measured ? nlohmann::json(b.kernel_flash_bytes) : nlohmann::json(nullptr);
     j["kernel_ram_bytes"] = b.kernel_size_measured ? nlohmann::json(b.kernel_ram_bytes) : nlohmann::json(nullptr);
     j["profile"] = nlohmann::json::array();

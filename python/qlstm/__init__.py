@@ -235,10 +235,12 @@ class Evaluation:
 class Bench:
     """One call of a program on an emulated Cortex-M: `qlstm bench MODEL --target CPU`'s figures.
 
-    instructions: executed instructions of the call (the QEMU plugin's count, not cycles), the sum
-    of op_instructions (one per op); macs / op_macs: multiply-accumulates; kernel_flash_bytes /
-    kernel_ram_bytes: the LSTM kernel's cost in the firmware (None for a program without an LSTM
-    op); profile: with profile=True, (function, instructions) largest first.
+    instructions: executed instructions of the call (the QEMU plugin's count), the sum of
+    op_instructions (one per op); cycles / op_cycles: the plugin's cycle estimate from the core's
+    timing tables (zero wait states, no caches; docs/targets.md); macs / op_macs:
+    multiply-accumulates; kernel_flash_bytes / kernel_ram_bytes: the recurrent kernel's cost in the
+    firmware (None for a program without one recurrent kind); profile: with profile=True,
+    (function, instructions) largest first.
     """
 
     cpu: str
@@ -253,6 +255,9 @@ class Bench:
     op_instructions: List[int]
     instructions: int
     instructions_per_mac: float
+    op_cycles: List[int]
+    cycles: int
+    cycles_per_mac: float
     kernel_flash_bytes: Optional[int]
     kernel_ram_bytes: Optional[int]
     profile: List[Dict[str, Any]]

@@ -557,6 +557,9 @@ def test_bench_equals_cli_bench(tmp_path, digits_gru):
     assert b.time_steps == 8 and b.cpu == cpu
     for o, n in enumerate(b.op_instructions):  # each op's line: "op K (...): N instructions"
         assert any(line.startswith("op %d " % o) and line.endswith(": %d instructions" % n) for line in out.splitlines())
+    # The cycle estimate: the CLI's line, the per-op sum, and more cycles than instructions.
+    assert "estimated cycles: %d (" % b.cycles in out
+    assert b.cycles == sum(b.op_cycles) >= b.instructions and len(b.op_cycles) == len(b.op_instructions)
     longer = digits_gru.bench(cpu, time_steps=16)
     assert longer.instructions > b.instructions
 
