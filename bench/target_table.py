@@ -18,10 +18,12 @@ or the toolchain changes.
 """
 import argparse
 import datetime
+import json
 import os
 import re
 import subprocess
 import sys
+import tempfile
 
 SHAPES = [
     ("tiny", "B=1,T=16,I=8,H=16"),
@@ -71,7 +73,11 @@ def field(out, pattern):
 
 
 def bench(qlstm, cpu, shape, variant, cell):
-    cmd = [qlstm, "bench", "--target", cpu, "--shape", shape, "--variant", variant, "--cell", cell]
+    return run_bench([qlstm, "bench", "--target", cpu, "--shape", shape, "--variant", variant, "--cell", cell])
+
+
+def run_bench(cmd):
+    """Runs one `qlstm bench ... --target CPU` and reads its figures."""
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     if p.returncode != 0:
         sys.exit("failed: %s\n%s" % (" ".join(cmd), p.stdout))
@@ -105,6 +111,63 @@ def measure(qlstm, cpus, variants, cell="lstm"):
                 print("%-4s %-7s %-17s %-12s %12d %12d" % (cell, name, cpu, r["variant"], r["instructions"],
                                                           r["cycles"]), file=sys.stderr)
     return rows
+
+
+# The bundled examples as whole programs (their ops: docs/compiler.md), each compiled from its
+# ONNX file and calibration set as scripts/example.sh does.
+WHOLE_MODELS = [
+    ("digits_lstm", "examples/digits/digits_lstm.onnx", "examples/digits/calibration.npy"),
+    ("digits_gru", "examples/digits/digits_gru.onnx", "examples/digits/calibration.npy"),
+    ("sunspots_lstm", "examples/sunspots/sunspots_lstm.onnx", "examples/sunspots/calibration.npy"),
+]
+# CMSIS-NN's figures for the same whole programs, (instructions, estimated cycles) per model and CPU:
+# the program with its LSTM and fully connected ops run by the optional backend's `cmsis_nn`
+# variants (arm_lstm_unidirectional_s8, arm_fully_connected_s8; softmax and step selection are
+# qlstm's own, the same arithmetic as arm_softmax_s8). Measured with --cmsis-nn-qlstm at
+# CMSIS_NN_WHOLE_AT; no CMSIS-NN GRU kernel exists, so the GRU model has none.
+CMSIS_NN_WHOLE = {}
+CMSIS_NN_WHOLE_AT = ""
+
+
+def compile_whole_models(qlstm, root, work):
+    """Compiles WHOLE_MODELS into work; returns [(name, .qlstm path, op count)]."""
+    out = []
+    for name, onnx, calibration in WHOLE_MODELS:
+        cmd = [qlstm, "compile", os.path.join(root, onnx), "--calibration", os.path.join(root, calibration),
+               "-o", work, "--name", name]
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        if p.returncode != 0:
+            sys.exit("failed: %s\n%s" % (" ".join(cmd), p.stdout))
+        with open(os.path.join(work, name + "_report.json")) as f:
+            ops = len(json.load(f).get("op_table", []))
+        out.append((name, os.path.join(work, name + ".qlstm"), ops))
+    return out
+
+
+def measure_whole(qlstm, models, cpus, variant):
+    rows = []
+    for name, path, ops in models:
+        for cpu in cpus:
+            r = run_bench([qlstm, "bench", path, "--target", cpu, "--variant", variant])
+            r.update(model=name, cpu=cpu, ops=ops)
+            rows.append(r)
+            print("%-14s %-17s %-12s %12d %12d" % (name, cpu, r["variant"], r["instructions"], r["cycles"]),
+                  file=sys.stderr)
+    return rows
+
+
+def whole_table(rows, upstream):
+    """The whole programs: qlstm's default variants against CMSIS-NN's (recorded or just measured)."""
+    lines = ["| model | ops | CPU | qlstm variant | instructions | estimated cycles | CMSIS-NN instructions "
+             "| CMSIS-NN estimated cycles | cycle ratio |", "|---|---:|---|---|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        u = upstream.get(r["model"], {}).get(r["cpu"])
+        theirs = ("%s | %s | %.3f" % (format(u[0], ","), format(u[1], ","), r["cycles"] / u[1]) if u
+                  else "none | none | n/a")
+        lines.append("| %s | %d | %s | %s | %s | %s | %s |" % (
+            r["model"], r["ops"], r["cpu"], r["variant"], format(r["instructions"], ","), format(r["cycles"], ","),
+            theirs))
+    return "\n".join(lines)
 
 
 def cpu_model():
@@ -283,6 +346,21 @@ def main():
     verdict = gru_verdict(rows, gru_rows)
     print(verdict)
     gru = GRU.format(table=g, flash=gru_flash_table(rows, gru_rows), analysis=GRU_ANALYSIS.format(verdict=verdict))
+    with tempfile.TemporaryDirectory(prefix="qlstm-whole-") as work:
+        models = compile_whole_models(a.qlstm, root, work)
+        whole_rows = measure_whole(a.qlstm, models, a.cpus.split(","), "default")
+        upstream_whole, whole_at = CMSIS_NN_WHOLE, CMSIS_NN_WHOLE_AT
+        if a.cmsis_nn_qlstm:
+            whole_at = "commit " + commit(root)
+            lstm_models = [m for m in models if "gru" not in m[0]]
+            measured_whole = {}
+            for r in measure_whole(a.cmsis_nn_qlstm, lstm_models, a.cpus.split(","), "cmsis_nn"):
+                measured_whole.setdefault(r["model"], {})[r["cpu"]] = (r["instructions"], r["cycles"])
+            print("CMSIS_NN_WHOLE = %r" % measured_whole, file=sys.stderr)
+            upstream_whole = measured_whole
+    whole = WHOLE.format(table=whole_table(whole_rows, upstream_whole),
+                         at=whole_at if upstream_whole else "(not measured yet)")
+    print(whole)
     upstream = ""
     if a.cmsis_nn_qlstm:
         upstream_rows = measure(a.cmsis_nn_qlstm, a.cpus.split(","), ["cmsis_nn"])
@@ -312,7 +390,7 @@ def main():
         else:
             cmsis_cycles = "not measured yet (n/a)"
         page = TEMPLATE.format(commit=commit(root), date=datetime.date.today().isoformat(), table=t,
-                               command=command, flash=flash, gru=gru, upstream=upstream, host=host,
+                               command=command, flash=flash, gru=gru, whole=whole, upstream=upstream, host=host,
                                cmsis_cycles=cmsis_cycles, cycle_summary=summary)
         # The fully connected section needs a CMSIS-NN build: bench/fc_table.py writes it, and it
         # is kept as it stands.
@@ -367,7 +445,7 @@ Reproduce with `{command}` (after `cmake --build build`).
 
 {table}
 
-{cycle_summary}{flash}{gru}{upstream}{host}A single measurement: `qlstm bench --target cortex-m4 --shape B=1,T=49,I=10,H=64` (last line
+{cycle_summary}{flash}{gru}{whole}{upstream}{host}A single measurement: `qlstm bench --target cortex-m4 --shape B=1,T=49,I=10,H=64` (last line
 `instructions: N`, before it `estimated cycles: C ...`); `--variant NAME` picks a variant, `--cell gru` measures a GRU of the shape,
 `qlstm bench --shape ...` without `--target` times the host kernel.
 """
@@ -386,6 +464,21 @@ columns above; the weights and biases are the same bytes in both, in the same la
   assembly gate finish, cell and hidden updates as `arm_thumb2` (which a DSP firmware links too).
 - `arm_thumb2`: the byte-load MLA loop and the assembly gate finish, cell and hidden updates.
 
+"""
+
+WHOLE = """## Whole models
+
+The bundled examples (`scripts/example.sh`) compiled into their whole programs and benchmarked
+as one call on each emulated CPU (`qlstm bench MODEL --target CPU`, the model's own sequence
+length, its output checked bit for bit against the host): `digits_lstm` (LSTM, then a Linear +
+Softmax head on the last step), `digits_gru` (the same with an `nn.GRU`), `sunspots_lstm` (LSTM,
+then a Linear head on every step). CMSIS-NN's column runs the same programs with the LSTM and
+fully connected ops through the optional backend's `cmsis_nn` variants
+(`arm_lstm_unidirectional_s8`, `arm_fully_connected_s8`); the softmax and the step selection are
+qlstm's in both (the softmax has `arm_softmax_s8`'s arithmetic). CMSIS-NN has no GRU kernel.
+CMSIS-NN's figures measured at {at}.
+
+{table}
 """
 
 GRU = """## The GRU against the LSTM at the same shapes
