@@ -21,21 +21,24 @@
 \name:
 .endm
 
-@ One column: a load of v and, per row, a load and a multiply-accumulate.
+@ One column: a load of v and of the four rows' weights back to back (each load after the first
+@ pipelines with the one before it: rows 1 and 3 by register offset from rows 0 and 2, r9 = the
+@ row stride), then the four multiply-accumulates.
 .macro COLUMN_THUMB2
     ldrsb   r2, [r0], #1
+    ldrsb   r10, [r1, r9]
     ldrsb   r11, [r1], #1
+    ldrsb   r12, [r8, r9]
+    ldrsb   lr, [r8], #1
     mla     r4, r2, r11, r4
-    ldrsb   r11, [r8], #1
-    mla     r5, r2, r11, r5
-    ldrsb   r11, [r9], #1
-    mla     r6, r2, r11, r6
-    ldrsb   r11, [r10], #1
-    mla     r7, r2, r11, r7
+    mla     r5, r2, r10, r5
+    mla     r6, r2, lr, r6
+    mla     r7, r2, r12, r7
 .endm
 
-@ The four rows' dot products (r4-r7 += v . row k, rows at r1, r8, r9, r10, v at r0, r3 = n
-@ columns), by byte loads and MLA: four columns per loop pass, then the last 0..3 one at a time.
+@ The four rows' dot products (r4-r7 += v . row k, rows 0 and 2 at r1 and r8, rows 1 and 3 r9
+@ (the row stride n) after them, v at r0, r3 = n columns; r2, r10-r12 and lr scratch), by byte
+@ loads and MLA: four columns per loop pass, then the last 0..3 one at a time.
 .macro COLUMNS_THUMB2
     subs    r3, r3, #4
     blt     2f
@@ -61,7 +64,7 @@
 @ void qlstm_arm_rows4_s8_{thumb2,dsp,mve}(const int8_t* v, const int8_t* w, int32_t n,
 @                                          int32_t blocks, const int32_t* bias, int32_t* acc);
 @ Every core register is taken by the column loop: v, n, the end of acc, bias and acc live on
-@ the stack.
+@ the stack; r9 keeps n, the rows' stride.
 .macro ROWS4 name, columns
     FUNCTION \name
     push    {r4-r11, lr}
@@ -70,6 +73,7 @@
     sub     sp, sp, #12
     str     r0, [sp]                @ v
     str     r2, [sp, #4]            @ n
+    mov     r9, r2                  @ the row stride
     ldr     r12, [sp, #52]          @ acc (12 bytes + 9 registers up)
     add     r12, r12, r3, lsl #4
     str     r12, [sp, #8]           @ the end of acc
@@ -78,15 +82,13 @@
     ldm     r12!, {r4-r7}
     str     r12, [sp, #48]
     ldr     r0, [sp]
-    ldr     r3, [sp, #4]
-    add     r8, r1, r3              @ row 1
-    add     r9, r8, r3              @ row 2
-    add     r10, r9, r3             @ row 3
+    mov     r3, r9
+    add     r8, r1, r9, lsl #1      @ row 2
     \columns
     ldr     r12, [sp, #52]          @ acc
     stm     r12!, {r4-r7}
     str     r12, [sp, #52]
-    mov     r1, r10                 @ the next block's row 0: right after row 3
+    add     r1, r8, r9              @ the next block's row 0: right after row 3 (r8 ends at row 3)
     ldr     r3, [sp, #8]
     cmp     r12, r3
     bne     7b
@@ -483,23 +485,32 @@
 #if defined(__ARM_FEATURE_DSP)
 @ Four columns: the v bytes become the int16 pairs (v0, v2) and (v1, v3) with SXTB16, each
 @ row's four weights likewise, and SMLAD adds both products of a pair (wrapping, as the
-@ reference does).
-.macro ROW_DSP acc, row
-    ldr     lr, [\row], #4
-    sxtb16  r12, lr
+@ reference does). The loads go two rows at a time right after each other (pipelined), rows 1
+@ and 3 by register offset (r9 = the row stride) from rows 0 and 2 (r1, r8).
+.macro ROW_DSP acc, word
+    sxtb16  r12, \word
     smlad   \acc, r2, r12, \acc
-    sxtb16  lr, lr, ror #8
-    smlad   \acc, r11, lr, \acc
+    sxtb16  \word, \word, ror #8
+    smlad   \acc, r11, \word, \acc
+.endm
+
+@ Rows 0 and 1 loaded (r10, lr): the four rows' products, rows 2 and 3 loaded in between.
+.macro ROWS_DSP
+    ROW_DSP r4, r10
+    ROW_DSP r5, lr
+    ldr     lr, [r8, r9]
+    ldr     r10, [r8], #4
+    ROW_DSP r6, r10
+    ROW_DSP r7, lr
 .endm
 
 .macro QUAD_DSP
     ldr     r11, [r0], #4           @ v0..v3
+    ldr     lr, [r1, r9]
+    ldr     r10, [r1], #4
     sxtb16  r2, r11                 @ (v0, v2)
     sxtb16  r11, r11, ror #8        @ (v1, v3)
-    ROW_DSP r4, r1
-    ROW_DSP r5, r8
-    ROW_DSP r6, r9
-    ROW_DSP r7, r10
+    ROWS_DSP
 .endm
 
 @ The four rows' dot products as COLUMNS_THUMB2 does them, by SMLAD: thirty-two columns per loop
@@ -587,13 +598,14 @@
     pop     {r4-r7, pc}
     .size qlstm_arm_dot1_s8_dsp, . - qlstm_arm_dot1_s8_dsp
 
-@ As QUAD_DSP with v already in int16 pairs (lstm_s8_arm.cc, ExpandedOperand): one LDRD.
+@ As QUAD_DSP with v already in int16 pairs (lstm_s8_arm.cc, ExpandedOperand): two loads, pipelined
+@ with the rows'.
 .macro QUAD_DSPX
-    ldrd    r2, r11, [r0], #8       @ (v0, v2), (v1, v3)
-    ROW_DSP r4, r1
-    ROW_DSP r5, r8
-    ROW_DSP r6, r9
-    ROW_DSP r7, r10
+    ldr     r11, [r0, #4]           @ (v1, v3)
+    ldr     r2, [r0], #8            @ (v0, v2)
+    ldr     lr, [r1, r9]
+    ldr     r10, [r1], #4
+    ROWS_DSP
 .endm
 
 @ COLUMNS_DSP over the expanded pairs; the last 0..3 columns from the bytes (the 7th argument,
