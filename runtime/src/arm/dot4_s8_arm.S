@@ -719,10 +719,8 @@
     vshr.s32        q0, q0, #16
 .endm
 
-@ q0 = v = 3 x (the pre-scale of a Q3.12 input), q1 = frac, q2 = table index of |v|.
-.macro PRESCALE_INDEX step_bits
-    vshl.i32        q1, q0, #1
-    vadd.i32        q0, q0, q1
+@ q1 = frac, q2 = table index of |v|, v in q0.
+.macro ABS_INDEX step_bits
     vabs.s32        q1, q0
     vshr.u32        q2, q1, #\step_bits
     vshl.i32        q1, q1, #(32 - \step_bits)
@@ -735,6 +733,29 @@
     vmul.i32        q7, q7, q1
     vshl.i32        q3, q3, #\step_bits
     vadd.i32        q3, q3, q7
+.endm
+
+@ q0 = v = 3 x (the pre-scale of a Q3.12 input), then ABS_INDEX.
+.macro PRESCALE_INDEX step_bits
+    vshl.i32        q1, q0, #1
+    vadd.i32        q0, q0, q1
+    ABS_INDEX \step_bits
+.endm
+
+@ q3 = tanh of v = q0 in Q0.15: indices from \limit (255) on take \saturated (65535 << 8);
+@ y = (r - 2^23 + 2^7) >> 8 (\round: 2^7 - 2^23), and the reference's result for v < 0 is exactly -y.
+.macro TANH_LANES limit, table, table_from_1, saturated, round
+    ABS_INDEX 8
+    vcmp.s32        lt, q2, \limit
+    vpstt
+    vldrht.u32      q3, [\table, q2, uxtw #1]
+    vldrht.u32      q7, [\table_from_1, q2, uxtw #1]
+    INTERPOLATE 8
+    vpsel           q3, q3, \saturated
+    vadd.i32        q3, q3, \round
+    vshr.s32        q3, q3, #8
+    vpt.s32         lt, q0, zr
+    vnegt.s32       q3, q3
 .endm
 
 .macro GATE_FINISH_PROLOGUE
@@ -789,23 +810,106 @@
     dlstp.32 lr, lr
 1:
     GATE_REQUANT
-    PRESCALE_INDEX 8
-    vcmp.s32        lt, q2, r10
-    vpstt
-    vldrht.u32      q3, [r12, q2, uxtw #1]
-    vldrht.u32      q7, [r2, q2, uxtw #1]
-    INTERPOLATE 8
-    vpsel           q3, q3, q6
-    vadd.i32        q3, q3, r11
-    vshr.s32        q3, q3, #8
-    vpt.s32         lt, q0, zr
-    vnegt.s32       q3, q3
+    vshl.i32        q1, q0, #1
+    vadd.i32        q0, q0, q1      @ v = 3 x
+    TANH_LANES r10, r12, r2, q6, r11
     vstrh.32        q3, [r3], #8
     letp    lr, 1b
     vpop    {d8-d15}
     pop     {r4-r11, pc}
     .ltorg
     .size qlstm_arm_gate_finish_tanh_mve, . - qlstm_arm_gate_finish_tanh_mve
+
+@ The LSTM's cell update in four lanes per pass, tail-predicated (docs/arithmetic.md §5):
+@   cell = clamp(sat16(rq_fc(f * cell)) + rq_ig(i * g), clip_min, clip_max)   (the add wrapping)
+@ void qlstm_arm_cell_update_mve(int32_t count, const int16_t* f, const int16_t* i, const int16_t* g,
+@                                int16_t* cell, const qlstm_arm_cell_update_mve_params* p);
+@ p: f*c's left shift, multiplier and -right, i*g's, clip_min, clip_max, f*c's and i*g's fix
+@ masks (lstm_s8_arm_mve.cc). The requantization as REQUANT_LANES's.
+.macro REQUANT_Q acc, left, multiplier, minus_right, fix, tmp
+    vshl.s32        \acc, \left
+    vqrdmulh.s32    \acc, \acc, \multiplier
+    vshr.s32        \tmp, \acc, #31
+    vand            \tmp, \tmp, \fix
+    vadd.i32        \acc, \acc, \tmp
+    vrshl.s32       \acc, \minus_right
+.endm
+
+    FUNCTION qlstm_arm_cell_update_mve
+    push    {r4-r11, lr}
+    vpush   {d8-d15}
+    ldr     r12, [sp, #104]         @ p (9 core + 8 double registers + 1 argument up)
+    ldr     r4, [r12, #32]
+    vdup.32 q4, r4                  @ f*c's fix mask
+    ldr     r4, [r12, #36]
+    vdup.32 q5, r4                  @ i*g's fix mask
+    ldr     r4, [r12, #24]
+    vdup.32 q6, r4                  @ clip_min
+    ldr     r4, [r12, #28]
+    vdup.32 q7, r4                  @ clip_max
+    ldm     r12, {r4-r9}
+    dlstp.32 lr, r0
+    ldr     r0, [sp, #100]          @ cell (a low register: widening loads and stores need one)
+1:
+    vldrh.s32       q0, [r0]
+    vldrh.s32       q1, [r1], #8
+    vmul.i32        q0, q0, q1
+    REQUANT_Q       q0, r4, r5, r6, q4, q1
+    vqshl.s32       q0, q0, #16
+    vshr.s32        q0, q0, #16
+    vldrh.s32       q1, [r2], #8
+    vldrh.s32       q2, [r3], #8
+    vmul.i32        q1, q1, q2
+    REQUANT_Q       q1, r7, r8, r9, q5, q2
+    vadd.i32        q0, q0, q1
+    vmax.s32        q0, q0, q6
+    vmin.s32        q0, q0, q7
+    vstrh.32        q0, [r0], #8
+    letp    lr, 1b
+    vpop    {d8-d15}
+    pop     {r4-r11, pc}
+    .size qlstm_arm_cell_update_mve, . - qlstm_arm_cell_update_mve
+
+@ The hidden update of one batch row in four lanes per pass (§6), as the Thumb-2 one:
+@   h = sat8(rq_ot(o * tanh(cell)) + zero point),  v = (cell * (3 << left) + round) >> right
+@ then the gate's tanh of v.
+@ void qlstm_arm_hidden_update_mve(int32_t count, const int16_t* o, const int16_t* cell, int8_t* h,
+@                                  const qlstm_arm_hidden_update_mve_params* p);
+@ p: the pre-scale (multiplier, rounding, -right), the table, o*tanh's left shift, multiplier and
+@ -right, the output zero point, o*tanh's fix mask (lstm_s8_arm_mve.cc).
+    FUNCTION qlstm_arm_hidden_update_mve
+    push    {r4-r11, lr}
+    vpush   {d8-d15}
+    ldr     r12, [sp, #100]         @ p (9 core + 8 double registers up)
+    ldr     r4, [r12, #32]
+    vdup.32 q4, r4                  @ the fix mask
+    movw    r4, #0xffff
+    vdup.32 q5, r4
+    vshl.i32 q5, q5, #8             @ the saturated value, 65535 << 8
+    ldr     r4, =(128 - 8388608)
+    vdup.32 q6, r4                  @ rounding half of the 8 dropped bits, minus 0.5
+    ldm     r12, {r4-r11}
+    add     r12, r7, #2             @ the table from entry 1
+    dlstp.32 lr, r0
+    movs    r0, #255                @ the table's last index
+1:
+    vldrh.s32       q0, [r2], #8    @ cell
+    vmul.i32        q0, q0, r4
+    vadd.i32        q0, q0, r5
+    vshl.s32        q0, r6          @ v
+    TANH_LANES r0, r7, r12, q5, q6  @ tanh(cell) in Q0.15
+    vldrh.s32       q1, [r1], #8    @ o
+    vmul.i32        q3, q3, q1
+    REQUANT_Q       q3, r8, r9, r10, q4, q1
+    vadd.i32        q3, q3, r11
+    vqshl.s32       q3, q3, #24
+    vshr.s32        q3, q3, #24
+    vstrb.32        q3, [r3], #4
+    letp    lr, 1b
+    vpop    {d8-d15}
+    pop     {r4-r11, pc}
+    .ltorg
+    .size qlstm_arm_hidden_update_mve, . - qlstm_arm_hidden_update_mve
 #endif  /* MVE */
 
 #endif  /* Thumb-2 M-profile */
