@@ -108,7 +108,7 @@
 @ p: x's and h's requantization (left shift, multiplier, right shift, remainder mask, half the
 @ mask), the table's address and the address of its entry 1 (lstm_s8_arm.cc). All core
 @ registers are live: the parameters are reloaded with one LDM per row.
-    .equ    CHUNK_ROWS, 32          @ blocked::kChunkRows
+    .equ    CHUNK_ROWS, 64          @ blocked::kChunkRows
     .equ    AH_AFTER_AX, 4 * CHUNK_ROWS - 4    @ ah[r] from ax + r + 1 (after the post-increment)
 
 @ r9 = requantize(r9) with r4 left, r5 multiplier, r6 right, r7 mask, r8 half; r10 scratch.

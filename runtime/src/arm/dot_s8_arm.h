@@ -27,7 +27,7 @@ struct qlstm_arm_gate_finish_t2_params {
 static_assert(offsetof(qlstm_arm_gate_finish_t2_params, h) == 20 &&
                   offsetof(qlstm_arm_gate_finish_t2_params, table) == 40,
               "dot4_s8_arm.S loads these offsets");
-static_assert(qlstm::blocked::kChunkRows == 32, "dot4_s8_arm.S finds ah at ax + 32");
+static_assert(qlstm::blocked::kChunkRows == 64, "dot4_s8_arm.S finds ah at ax + 64");
 
 // The GRU's new-gate finish: the gate finish's parameters, then the reset product's requantization.
 struct qlstm_arm_gru_new_gate_finish_params {

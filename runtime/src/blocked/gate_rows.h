@@ -87,9 +87,10 @@ void gate(const qlstm_gate_s8_params& g, const GateArgs& a, int16_t* out_q0_15) 
 //                   void operator()(const int32_t* ax, const int32_t* ah, int32_t n, int16_t* out_q0_15) const; };
 //                     n rows to Q0.15, activated; built once per gate call (its parameters set up once)
 // (and dot1 for the rows after the last whole block). The accumulators of a chunk live on the
-// stack: 2 * kChunkRows int32, ah right after ax. Without h, ah stays zero: requantized it adds
-// exactly 0, as the reference's h-less gate.
-constexpr int32_t kChunkRows = 32;
+// stack: 2 * kChunkRows int32 (512 bytes), ah right after ax. Without h, ah stays zero:
+// requantized it adds exactly 0, as the reference's h-less gate. 64 rows: a gate of up to 64
+// units is one chunk, each chunk costs the driver's loop and three calls (two rows4, a finish).
+constexpr int32_t kChunkRows = 64;
 
 struct PlainOperand {
   const int8_t* v = nullptr;
@@ -119,7 +120,8 @@ void gate_chunked(const qlstm_gate_s8_params& g, const GateArgs& a, int16_t* out
   int32_t* const ax = acc;
   int32_t* const ah = acc + kChunkRows;
   if (a.h == nullptr) {
-    for (int32_t r = 0; r < kChunkRows; ++r) ah[r] = 0;
+    const int32_t rows = H < kChunkRows ? H : kChunkRows;
+    for (int32_t r = 0; r < rows; ++r) ah[r] = 0;
   }
   const typename Kernel::Finish finish(rq, is_tanh);
   typename Kernel::Operand xo, ho;
