@@ -209,22 +209,27 @@
 
 @ Sigmoid: the index of 3 x stays below 193, inside the table; y = (r + 2^9) >> 10, and for
 @ v < 0 the reference's result is exactly 2^15 - y.
+@ SIGMOID_END: y from the interpolation r, the result stored, the loop's end and the return.
+.macro SIGMOID_END r, v, loop
+    add     \r, \r, #512
+    lsr     \r, \r, #10
+    cmp     \v, #0
+    it      lt
+    rsblt   \r, \r, #32768
+    strh    \r, [r3], #2
+    cmp     r0, r2
+    bne     \loop
+9:
+    pop     {r4-r11, pc}
+.endm
+
     FUNCTION qlstm_arm_gate_finish_sigmoid_thumb2
     GATE_FINISH_SCALAR_PROLOGUE
 1:
     GATE_PRE_SCALAR
     lsr     r7, r6, #9              @ index
     LERP_SCALAR 9
-    add     r8, r8, #512
-    lsr     r8, r8, #10
-    cmp     r5, #0
-    it      lt
-    rsblt   r8, r8, #32768
-    strh    r8, [r3], #2
-    cmp     r0, r2
-    bne     1b
-9:
-    pop     {r4-r11, pc}
+    SIGMOID_END r8, r5, 1b
     .size qlstm_arm_gate_finish_sigmoid_thumb2, . - qlstm_arm_gate_finish_sigmoid_thumb2
 
 @ Tanh: TANH_SCALAR of the pre-activation GATE_ADD_SCALAR leaves, stored; the loop's end and the
@@ -243,6 +248,88 @@
     GATE_PRE_SCALAR
     TANH_GATE_END
     .size qlstm_arm_gate_finish_tanh_thumb2, . - qlstm_arm_gate_finish_tanh_thumb2
+
+@ The gate finish again, for right shifts of at least 1 in both requantizations (the usual case:
+@ lstm_s8_arm.cc picks it), in two passes over the chunk so that every constant stays in a
+@ register: first ax[r] = sat16(rq_x(ax[r])) in place, then the recurrent part, the add and the
+@ activation. The requantization folds the rounding divide into the SRDHM's 64-bit sum:
+@ with Q = (x << left) * m + 2^30 (the SRDHM is Q >> 31) and c = 2^(right-1) - (Q < 0), the
+@ reference's result floor((floor(Q / 2^31) + c) / 2^right) is floor((Q + c 2^31) / 2^(31+right)),
+@ the high word of Q + c 2^31 shifted right by right - 1 (Q + c 2^31 < 2^63).
+@ void qlstm_arm_gate_finish_{sigmoid,tanh}_fast_thumb2(const int32_t* ax, int32_t n, int16_t* out,
+@                                                       const qlstm_arm_gate_finish_fast_params* p);
+@ p: x's left shift, multiplier, 2^(right-1), right - 1; h's; the table (lstm_s8_arm.cc).
+
+@ r9 = requantize(r9) with r4 left, r5 multiplier, r6 2^(right-1), r7 right - 1; r8, r10 scratch.
+.macro REQUANT_FOLDED
+    lsl     r9, r9, r4
+    smull   r10, r8, r9, r5
+    adds    r10, r10, #0x40000000
+    adc     r8, r8, #0              @ Q
+    sub     r9, r6, r8, lsr #31     @ c
+    adds    r10, r10, r9, lsl #31
+    adc     r8, r8, r9, lsr #1      @ the high word of Q + c 2^31
+    asr     r9, r8, r7
+.endm
+
+@ The first pass; then r0 = ax, r2 = the end of ax, r3 = out, r4-r7 h's parameters, r11 the
+@ table, lr the table from entry 1.
+.macro GATE_FINISH_FOLDED_PROLOGUE
+    push    {r4-r11, lr}
+    cmp     r1, #0
+    beq     9f
+    mov     lr, r3                  @ p
+    mov     r3, r2                  @ out
+    add     r2, r0, r1, lsl #2      @ the end of ax
+    ldm     lr!, {r4-r7}            @ x's parameters
+    mov     r1, r0
+1:
+    ldr     r9, [r1]
+    REQUANT_FOLDED
+    ssat    r9, #16, r9
+    str     r9, [r1], #4
+    cmp     r1, r2
+    bne     1b
+    ldm     lr, {r4-r7, r11}        @ h's parameters, the table
+    add     lr, r11, #2
+.endm
+
+@ r1 = sat16(x part + rq_h(ah)) of the row at r0 (r0 advanced), r9 = v = 3 r1, r10 = |v|.
+.macro GATE_PRE_FOLDED
+    ldr     r1, [r0], #4
+    ldr     r9, [r0, #AH_AFTER_AX]
+    REQUANT_FOLDED
+    add     r1, r1, r9
+    ssat    r1, #16, r1
+    add     r9, r1, r1, lsl #1
+    eor     r10, r9, r9, asr #31
+    sub     r10, r10, r9, asr #31
+.endm
+
+    FUNCTION qlstm_arm_gate_finish_sigmoid_fast_thumb2
+    GATE_FINISH_FOLDED_PROLOGUE
+2:
+    GATE_PRE_FOLDED
+    lsr     r8, r10, #9             @ index (below 193)
+    ubfx    r10, r10, #0, #9
+    ldrh    r12, [r11, r8, lsl #1]
+    ldrh    r1, [lr, r8, lsl #1]
+    sub     r1, r1, r12
+    lsl     r12, r12, #9
+    mla     r12, r1, r10, r12
+    SIGMOID_END r12, r9, 2b
+    .size qlstm_arm_gate_finish_sigmoid_fast_thumb2, . - qlstm_arm_gate_finish_sigmoid_fast_thumb2
+
+    FUNCTION qlstm_arm_gate_finish_tanh_fast_thumb2
+    GATE_FINISH_FOLDED_PROLOGUE
+2:
+    GATE_PRE_FOLDED
+    TANH_SCALAR r10, r8, r12, r1, r11, lr, r9
+    strh    r12, [r3], #2
+    cmp     r0, r2
+    bne     2b
+    TANH_EPILOGUE r12
+    .size qlstm_arm_gate_finish_tanh_fast_thumb2, . - qlstm_arm_gate_finish_tanh_fast_thumb2
 
 @ The GRU's new gate for n rows (docs/arithmetic.md §13, gru_s8_arm.cc), one row per pass: the
 @ gate's tanh finish with the reset product between the recurrent part and the add:

@@ -85,7 +85,8 @@ void gate(const qlstm_gate_s8_params& g, const GateArgs& a, int16_t* out_q0_15) 
 //                     int32_t* acc);   acc[r] = bias[r] + sum_j v[j] * w[r * n + j], r < 4 * blocks
 //   struct Finish { Finish(const GateRequant& rq, bool is_tanh);
 //                   void operator()(const int32_t* ax, const int32_t* ah, int32_t n, int16_t* out_q0_15) const; };
-//                     n rows to Q0.15, activated; built once per gate call (its parameters set up once)
+//                     n rows to Q0.15, activated; built once per gate call (its parameters set up once);
+//                     it may overwrite the chunk's accumulators (gate_chunked's own stack)
 // (and dot1 for the rows after the last whole block). The accumulators of a chunk live on the
 // stack: 2 * kChunkRows int32 (512 bytes), ah right after ax. Without h, ah stays zero:
 // requantized it adds exactly 0, as the reference's h-less gate. 64 rows: a gate of up to 64
