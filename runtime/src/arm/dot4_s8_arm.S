@@ -784,16 +784,20 @@
 @ h_negative_fix (lstm_s8_arm_mve.cc, Requant), the table's address. All 14 core registers and
 @ q0-q7 are live in the loop.
 @ Requantization: VQRDMULH is the SRDHM; VRSHL rounds halves up, so negative values first lose 1
-@ (where the right shift is non-zero: the fix mask) to round them away from zero instead.
+@ (where the right shift is non-zero: the fix mask, -1 or 0, added in the lanes below zero) to
+@ round them away from zero instead.
 @ Saturation to int16: VQSHL #16 saturates, VSHR #16 shifts back.
-.macro REQUANT_LANES acc, ptr, left, multiplier, minus_right, fix
-    vldrw.u32       \acc, [\ptr], #16
+.macro REQUANT_Q acc, left, multiplier, minus_right, fix
     vshl.s32        \acc, \left
     vqrdmulh.s32    \acc, \acc, \multiplier
-    vshr.s32        q1, \acc, #31
-    vand            q1, q1, \fix
-    vadd.i32        \acc, \acc, q1
+    vpt.s32         lt, \acc, zr
+    vaddt.i32       \acc, \acc, \fix
     vrshl.s32       \acc, \minus_right
+.endm
+
+.macro REQUANT_LANES acc, ptr, left, multiplier, minus_right, fix
+    vldrw.u32       \acc, [\ptr], #16
+    REQUANT_Q       \acc, \left, \multiplier, \minus_right, \fix
 .endm
 
 .macro GATE_REQUANT
@@ -912,16 +916,7 @@
 @ void qlstm_arm_cell_update_mve(int32_t count, const int16_t* f, const int16_t* i, const int16_t* g,
 @                                int16_t* cell, const qlstm_arm_cell_update_mve_params* p);
 @ p: f*c's left shift, multiplier and -right, i*g's, clip_min, clip_max, f*c's and i*g's fix
-@ masks (lstm_s8_arm_mve.cc). The requantization as REQUANT_LANES's.
-.macro REQUANT_Q acc, left, multiplier, minus_right, fix, tmp
-    vshl.s32        \acc, \left
-    vqrdmulh.s32    \acc, \acc, \multiplier
-    vshr.s32        \tmp, \acc, #31
-    vand            \tmp, \tmp, \fix
-    vadd.i32        \acc, \acc, \tmp
-    vrshl.s32       \acc, \minus_right
-.endm
-
+@ masks (lstm_s8_arm_mve.cc).
     FUNCTION qlstm_arm_cell_update_mve
     push    {r4-r11, lr}
     vpush   {d8-d15}
@@ -941,13 +936,13 @@
     vldrh.s32       q0, [r0]
     vldrh.s32       q1, [r1], #8
     vmul.i32        q0, q0, q1
-    REQUANT_Q       q0, r4, r5, r6, q4, q1
+    REQUANT_Q       q0, r4, r5, r6, q4
     vqshl.s32       q0, q0, #16
     vshr.s32        q0, q0, #16
     vldrh.s32       q1, [r2], #8
     vldrh.s32       q2, [r3], #8
     vmul.i32        q1, q1, q2
-    REQUANT_Q       q1, r7, r8, r9, q5, q2
+    REQUANT_Q       q1, r7, r8, r9, q5
     vadd.i32        q0, q0, q1
     vmax.s32        q0, q0, q6
     vmin.s32        q0, q0, q7
@@ -987,7 +982,7 @@
     TANH_LANES r0, r7, r12, q5, q6  @ tanh(cell) in Q0.15
     vldrh.s32       q1, [r1], #8    @ o
     vmul.i32        q3, q3, q1
-    REQUANT_Q       q3, r8, r9, r10, q4, q1
+    REQUANT_Q       q3, r8, r9, r10, q4
     vadd.i32        q3, q3, r11
     vqshl.s32       q3, q3, #24
     vshr.s32        q3, q3, #24
