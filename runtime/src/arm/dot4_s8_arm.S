@@ -826,13 +826,6 @@
     vadd.i32        q3, q3, q7
 .endm
 
-@ q0 = v = 3 x (the pre-scale of a Q3.12 input), then ABS_INDEX.
-.macro PRESCALE_INDEX step_bits
-    vshl.i32        q1, q0, #1
-    vadd.i32        q0, q0, q1
-    ABS_INDEX \step_bits
-.endm
-
 @ q3 = tanh of v = q0 in Q0.15: indices from \limit (255) on take \saturated (65535 << 8);
 @ y = (r - 2^23 + 2^7) >> 8 (\round: 2^7 - 2^23), and the reference's result for v < 0 is exactly -y.
 .macro TANH_LANES limit, table, table_from_1, saturated, round
@@ -869,21 +862,24 @@
 @ result for v < 0 is exactly 2^15 - y.
     FUNCTION qlstm_arm_gate_finish_sigmoid_mve
     GATE_FINISH_PROLOGUE
-    mov     r10, #32768             @ 1.0 in Q0.15
-    mov     r11, #512               @ rounding half of the 10 dropped bits
+    mov     r10, #32768
+    vdup.32 q6, r10                 @ 1.0 in Q0.15
+    movs    r10, #3                 @ the pre-scale
+    mov     r11, #512               @ 2^9: the interpolation's step
     dlstp.32 lr, lr
 1:
     GATE_REQUANT
-    PRESCALE_INDEX 9
+    vmul.i32        q0, q0, r10     @ v = 3 x
+    ABS_INDEX 9
     vldrh.u32       q3, [r12, q2, uxtw #1]
     vldrh.u32       q7, [r2, q2, uxtw #1]
-    INTERPOLATE 9
-    vadd.i32        q3, q3, r11
-    vshr.s32        q3, q3, #10
-    vptt.s32        lt, q0, zr
-    vnegt.s32       q3, q3
-    vaddt.i32       q3, q3, r10
-    vstrh.32        q3, [r3], #8
+    vsub.i32        q7, q7, q3
+    vmul.i32        q7, q7, q1
+    vmla.s32        q7, q3, r11     @ r = lo * 2^9 + frac * (hi - lo)
+    vrshr.s32       q7, q7, #10     @ y = (r + 2^9) >> 10
+    vpt.s32         lt, q0, zr
+    vsubt.i32       q7, q6, q7
+    vstrh.32        q7, [r3], #8
     letp    lr, 1b
     vpop    {d8-d15}
     pop     {r4-r11, pc}
