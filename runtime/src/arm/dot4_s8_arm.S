@@ -749,7 +749,8 @@
     sub     r3, r2, r3              @ n - 16 * ceil(n / 16)
 1:
     ldr     r0, [sp]
-    ldm     r11!, {r4, r6, r8, r10}
+    ldrd    r4, r6, [r11], #8       @ two LDRDs: 4 cycles on the M55, LDM of four 5
+    ldrd    r8, r10, [r11], #8
     add     r5, r1, r2              @ row 1
     add     r7, r5, r2              @ row 2
     add     r9, r7, r2              @ row 3
@@ -765,7 +766,8 @@
     vldrb.s8    q1, [r9], #16
     vmladava.s8 r10, q0, q1
     letp    lr, 2b
-    stm     r12!, {r4, r6, r8, r10}
+    strd    r4, r6, [r12], #8
+    strd    r8, r10, [r12], #8
     add     r1, r9, r3              @ the next block's row 0
     ldr     lr, [sp, #4]
     cmp     r12, lr
