@@ -601,8 +601,8 @@
 .endm
 
 @ The four rows' dot products as COLUMNS_THUMB2 does them, by SMLAD: thirty-two columns per loop
-@ pass (the loop's own two instructions are then 1 % of it), then sixteen, eight, four, and the
-@ last 0..3 one at a time.
+@ pass (the loop's own two instructions are then 1 % of it), then sixteen, eight, four (by the
+@ bits of the count left), and the last 0..3 one at a time.
 .macro COLUMNS_DSP quad=QUAD_DSP, tail_v=
     subs    r3, r3, #32
     blt     2f
@@ -613,26 +613,23 @@
     subs    r3, r3, #32
     bge     1b
 2:
-    adds    r3, r3, #32
-    cmp     r3, #16
-    blt     3f
+    tst     r3, #16                 @ r3 = the columns left - 32: its low 5 bits are the columns left
+    beq     3f
     .rept 4
     \quad
     .endr
-    subs    r3, r3, #16
 3:
-    cmp     r3, #8
-    blt     4f
+    tst     r3, #8
+    beq     4f
     \quad
     \quad
-    subs    r3, r3, #8
 4:
-    cmp     r3, #4
-    blt     5f
+    tst     r3, #4
+    beq     5f
     \quad
-    subs    r3, r3, #4
 5:
-    cbz     r3, 8f
+    ands    r3, r3, #3
+    beq     8f
     \tail_v
 6:
     COLUMN_THUMB2
