@@ -13,6 +13,7 @@
 
 #include "arm/mve_s8.h"
 #include "blocked/gate_rows.h"
+#include "blocked/lstm_chunked.h"
 #include "qlstm/activation_s16.h"
 
 // The parameters of the assembly cell and hidden updates (dot4_s8_arm.S), in its load order.
@@ -113,8 +114,10 @@ bool is_supported() { return true; }  // chosen at compile time on the MCU
 }  // namespace
 }  // namespace arm_mve
 
-extern const LstmS8Variant kLstmS8ArmMveVariant = {"arm_mve", arm_mve::is_supported, nullptr, blocked::gate_chunked<arm_mve::Kernel>,
-                                                   arm_mve::cell_update, arm_mve::hidden_update, nullptr};
+// The stages, and the whole call with the gates' finishes built once (blocked/lstm_chunked.h).
+extern const LstmS8Variant kLstmS8ArmMveVariant =
+    blocked::chunked_variant<arm_mve::Kernel, arm_mve::cell_update, arm_mve::hidden_update>("arm_mve",
+                                                                                           arm_mve::is_supported);
 
 }  // namespace qlstm
 

@@ -112,11 +112,11 @@ void chunk_dots(const typename Kernel::Operand& vo, const int8_t* v, const int8_
   }
 }
 
+// The gate with its finish built by the caller (once per call: blocked/lstm_chunked.h).
 template <typename Kernel>
-void gate_chunked(const qlstm_gate_s8_params& g, const GateArgs& a, int16_t* out_q0_15) {
+void gate_chunked_with(const qlstm_gate_s8_params& g, const typename Kernel::Finish& finish, const GateArgs& a,
+                       int16_t* out_q0_15) {
   const int32_t I = a.input_size, H = a.hidden_size;
-  const bool is_tanh = g.activation == QLSTM_ACTIVATION_TANH;
-  const GateRequant rq(g);
   int32_t acc[2 * kChunkRows];
   int32_t* const ax = acc;
   int32_t* const ah = acc + kChunkRows;
@@ -124,7 +124,6 @@ void gate_chunked(const qlstm_gate_s8_params& g, const GateArgs& a, int16_t* out
     const int32_t rows = H < kChunkRows ? H : kChunkRows;
     for (int32_t r = 0; r < rows; ++r) ah[r] = 0;
   }
-  const typename Kernel::Finish finish(rq, is_tanh);
   typename Kernel::Operand xo, ho;
   for (int32_t b = 0; b < a.rows; ++b) {
     const int8_t* x = a.x + b * a.x_row_stride;
@@ -139,6 +138,12 @@ void gate_chunked(const qlstm_gate_s8_params& g, const GateArgs& a, int16_t* out
       finish(ax, ah, n, out + c0);
     }
   }
+}
+
+template <typename Kernel>
+void gate_chunked(const qlstm_gate_s8_params& g, const GateArgs& a, int16_t* out_q0_15) {
+  const typename Kernel::Finish finish(GateRequant(g), g.activation == QLSTM_ACTIVATION_TANH);
+  gate_chunked_with<Kernel>(g, finish, a, out_q0_15);
 }
 
 // The GRU's new gate (docs/arithmetic.md §13) in the same chunks, its input and recurrent
