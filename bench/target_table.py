@@ -445,8 +445,8 @@ host simulation in the same run.
   sigmoid table) minus one holding none (`targets/cortex-m/firmware/size_probe.cc`). The weights
   and biases are the model's, not counted here.
 - **RAM/call B**: scratch plus the int16 cell state; the input and output buffers are the caller's.
-  The optimized Arm variants also take stack: 256 bytes for a chunk's accumulators
-  (`blocked::gate_chunked`: 2 x 32 int32), and `arm_dsp` another 1,024 bytes for x and h
+  The optimized Arm variants also take stack: 512 bytes for a chunk's accumulators
+  (`blocked::gate_chunked`: 2 x 64 int32), and `arm_dsp` another 1,024 bytes for x and h
   sign-extended to int16 pairs (`ExpandedOperand`, 2 x 512 bytes, vectors of up to 256 columns).
 
 Measured at commit {commit}, {date}, with arm-none-eabi-gcc 12.2 (-O3) and QEMU 7.2.

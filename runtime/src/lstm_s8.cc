@@ -4,6 +4,7 @@
 #include "qlstm/activation_s16.h"
 #include "qlstm/fixed_point.h"
 #include "qlstm/kernels.h"
+#include "lstm_s8_walk.h"
 #include "lstm_sequence.h"
 #include "sequence_common.h"
 
@@ -42,36 +43,24 @@ qlstm_status check_call(const qlstm_lstm_s8_params* params, const qlstm_lstm_s8_
                                 ctx->scratch_bytes, scratch_bytes_for(params->dims));
 }
 
+// The generic gate stage: the variant's, on the call's gates.
+struct VariantGates {
+  const LstmS8Variant* variant;
+  const qlstm_gate_s8_params* gates;
+};
+void variant_gate(const void* prepared, int32_t g, const GateArgs& args, int16_t* out) {
+  const VariantGates& v = *static_cast<const VariantGates*>(prepared);
+  v.variant->gate(v.gates[g], args, out);
+}
+
 // A checked call with a variant that supports it: its whole sequence, or its stages in the shared
 // sequence loop.
 qlstm_status run_checked(const LstmS8Variant& variant, const qlstm_lstm_s8_params* params,
                          qlstm_lstm_s8_context* ctx, const int8_t* input, int8_t* output) {
   if (variant.sequence != nullptr) return variant.sequence(*params, *ctx, input, output);
-
-  // The variant's stages in the shared walk.
-  struct Stages {
-    const LstmS8Variant& variant;
-    const qlstm_gate_s8_params* gates;
-    CellUpdateParams cell;
-    HiddenUpdateParams hidden;
-    int32_t H;
-    void gate(int32_t g, const GateArgs& args, int16_t* out) const { variant.gate(gates[g], args, out); }
-    void cell_update(int32_t count, const int16_t* f, const int16_t* i, const int16_t* g, int16_t* c) const {
-      variant.cell_update(cell, count, f, i, g, c);
-    }
-    void hidden_update(int32_t rows, const int16_t* o, const int16_t* c, int8_t* h, ptrdiff_t stride) const {
-      variant.hidden_update(hidden, rows, H, o, c, h, stride);
-    }
-  };
-  const Stages stages = {
-      variant, params->gates,
-      cell_update_params(params->forget_times_cell_to_cell, params->input_times_cell_gate_to_cell, params->cell_clip),
-      {params->output_times_tanh_cell_to_hidden, params->output_zero_point,
-       params->cell_scale_power + kQ3_12FractionalBits},
-      params->dims.hidden_size};
-  run_lstm_sequence(lstm_sequence_of(*params), stages, static_cast<int8_t>(params->output_zero_point),
-                    static_cast<int16_t*>(ctx->scratch), ctx->cell_state, ctx->hidden_state, input, output);
-  return QLSTM_OK;
+  const VariantGates gates = {&variant, params->gates};
+  return run_lstm_s8_walk(*params, *ctx, input, output, variant_gate, &gates, variant.cell_update,
+                          variant.hidden_update);
 }
 
 // A checked call, run by the first entry of `list` that accepts it.
@@ -94,6 +83,39 @@ qlstm_status run_default(const qlstm_lstm_s8_params& params, qlstm_lstm_s8_conte
 const LstmS8Variant kDefaultVariant = {"default", nullptr, nullptr, nullptr, nullptr, nullptr, run_default};
 
 }  // namespace
+
+qlstm_status run_lstm_s8_walk(const qlstm_lstm_s8_params& params, qlstm_lstm_s8_context& ctx, const int8_t* input,
+                              int8_t* output, PreparedGateFn gate, const void* prepared, CellUpdateFn cell_update,
+                              HiddenUpdateFn hidden_update) {
+  struct Stages {
+    PreparedGateFn gate_fn;
+    const void* prepared;
+    CellUpdateFn cell_fn;
+    HiddenUpdateFn hidden_fn;
+    CellUpdateParams cell;
+    HiddenUpdateParams hidden;
+    int32_t H;
+    void gate(int32_t g, const GateArgs& args, int16_t* out) const { gate_fn(prepared, g, args, out); }
+    void cell_update(int32_t count, const int16_t* f, const int16_t* i, const int16_t* g, int16_t* c) const {
+      cell_fn(cell, count, f, i, g, c);
+    }
+    void hidden_update(int32_t rows, const int16_t* o, const int16_t* c, int8_t* h, ptrdiff_t stride) const {
+      hidden_fn(hidden, rows, H, o, c, h, stride);
+    }
+  };
+  const Stages stages = {
+      gate,
+      prepared,
+      cell_update,
+      hidden_update,
+      cell_update_params(params.forget_times_cell_to_cell, params.input_times_cell_gate_to_cell, params.cell_clip),
+      {params.output_times_tanh_cell_to_hidden, params.output_zero_point,
+       params.cell_scale_power + kQ3_12FractionalBits},
+      params.dims.hidden_size};
+  run_lstm_sequence(lstm_sequence_of(params), stages, static_cast<int8_t>(params.output_zero_point),
+                    static_cast<int16_t*>(ctx.scratch), ctx.cell_state, ctx.hidden_state, input, output);
+  return QLSTM_OK;
+}
 
 qlstm_status run_lstm_s8(const LstmS8Variant& variant, const qlstm_lstm_s8_params* params,
                          qlstm_lstm_s8_context* ctx, const int8_t* input, int8_t* output) {

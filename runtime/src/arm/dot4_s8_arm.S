@@ -21,21 +21,24 @@
 \name:
 .endm
 
-@ One column: a load of v and, per row, a load and a multiply-accumulate.
+@ One column: a load of v and of the four rows' weights back to back (each load after the first
+@ pipelines with the one before it: rows 1 and 3 by register offset from rows 0 and 2, r9 = the
+@ row stride), then the four multiply-accumulates.
 .macro COLUMN_THUMB2
     ldrsb   r2, [r0], #1
+    ldrsb   r10, [r1, r9]
     ldrsb   r11, [r1], #1
+    ldrsb   r12, [r8, r9]
+    ldrsb   lr, [r8], #1
     mla     r4, r2, r11, r4
-    ldrsb   r11, [r8], #1
-    mla     r5, r2, r11, r5
-    ldrsb   r11, [r9], #1
-    mla     r6, r2, r11, r6
-    ldrsb   r11, [r10], #1
-    mla     r7, r2, r11, r7
+    mla     r5, r2, r10, r5
+    mla     r6, r2, lr, r6
+    mla     r7, r2, r12, r7
 .endm
 
-@ The four rows' dot products (r4-r7 += v . row k, rows at r1, r8, r9, r10, v at r0, r3 = n
-@ columns), by byte loads and MLA: four columns per loop pass, then the last 0..3 one at a time.
+@ The four rows' dot products (r4-r7 += v . row k, rows 0 and 2 at r1 and r8, rows 1 and 3 r9
+@ (the row stride n) after them, v at r0, r3 = n columns; r2, r10-r12 and lr scratch), by byte
+@ loads and MLA: four columns per loop pass, then the last 0..3 one at a time.
 .macro COLUMNS_THUMB2
     subs    r3, r3, #4
     blt     2f
@@ -61,7 +64,7 @@
 @ void qlstm_arm_rows4_s8_{thumb2,dsp,mve}(const int8_t* v, const int8_t* w, int32_t n,
 @                                          int32_t blocks, const int32_t* bias, int32_t* acc);
 @ Every core register is taken by the column loop: v, n, the end of acc, bias and acc live on
-@ the stack.
+@ the stack; r9 keeps n, the rows' stride.
 .macro ROWS4 name, columns
     FUNCTION \name
     push    {r4-r11, lr}
@@ -70,6 +73,7 @@
     sub     sp, sp, #12
     str     r0, [sp]                @ v
     str     r2, [sp, #4]            @ n
+    mov     r9, r2                  @ the row stride
     ldr     r12, [sp, #52]          @ acc (12 bytes + 9 registers up)
     add     r12, r12, r3, lsl #4
     str     r12, [sp, #8]           @ the end of acc
@@ -78,15 +82,13 @@
     ldm     r12!, {r4-r7}
     str     r12, [sp, #48]
     ldr     r0, [sp]
-    ldr     r3, [sp, #4]
-    add     r8, r1, r3              @ row 1
-    add     r9, r8, r3              @ row 2
-    add     r10, r9, r3             @ row 3
+    mov     r3, r9
+    add     r8, r1, r9, lsl #1      @ row 2
     \columns
     ldr     r12, [sp, #52]          @ acc
     stm     r12!, {r4-r7}
     str     r12, [sp, #52]
-    mov     r1, r10                 @ the next block's row 0: right after row 3
+    add     r1, r8, r9              @ the next block's row 0: right after row 3 (r8 ends at row 3)
     ldr     r3, [sp, #8]
     cmp     r12, r3
     bne     7b
@@ -106,7 +108,7 @@
 @ p: x's and h's requantization (left shift, multiplier, right shift, remainder mask, half the
 @ mask), the table's address and the address of its entry 1 (lstm_s8_arm.cc). All core
 @ registers are live: the parameters are reloaded with one LDM per row.
-    .equ    CHUNK_ROWS, 32          @ blocked::kChunkRows
+    .equ    CHUNK_ROWS, 64          @ blocked::kChunkRows
     .equ    AH_AFTER_AX, 4 * CHUNK_ROWS - 4    @ ah[r] from ax + r + 1 (after the post-increment)
 
 @ r9 = requantize(r9) with r4 left, r5 multiplier, r6 right, r7 mask, r8 half; r10 scratch.
@@ -207,22 +209,27 @@
 
 @ Sigmoid: the index of 3 x stays below 193, inside the table; y = (r + 2^9) >> 10, and for
 @ v < 0 the reference's result is exactly 2^15 - y.
+@ SIGMOID_END: y from the interpolation r, the result stored, the loop's end and the return.
+.macro SIGMOID_END r, v, loop
+    add     \r, \r, #512
+    lsr     \r, \r, #10
+    cmp     \v, #0
+    it      lt
+    rsblt   \r, \r, #32768
+    strh    \r, [r3], #2
+    cmp     r0, r2
+    bne     \loop
+9:
+    pop     {r4-r11, pc}
+.endm
+
     FUNCTION qlstm_arm_gate_finish_sigmoid_thumb2
     GATE_FINISH_SCALAR_PROLOGUE
 1:
     GATE_PRE_SCALAR
     lsr     r7, r6, #9              @ index
     LERP_SCALAR 9
-    add     r8, r8, #512
-    lsr     r8, r8, #10
-    cmp     r5, #0
-    it      lt
-    rsblt   r8, r8, #32768
-    strh    r8, [r3], #2
-    cmp     r0, r2
-    bne     1b
-9:
-    pop     {r4-r11, pc}
+    SIGMOID_END r8, r5, 1b
     .size qlstm_arm_gate_finish_sigmoid_thumb2, . - qlstm_arm_gate_finish_sigmoid_thumb2
 
 @ Tanh: TANH_SCALAR of the pre-activation GATE_ADD_SCALAR leaves, stored; the loop's end and the
@@ -241,6 +248,88 @@
     GATE_PRE_SCALAR
     TANH_GATE_END
     .size qlstm_arm_gate_finish_tanh_thumb2, . - qlstm_arm_gate_finish_tanh_thumb2
+
+@ The gate finish again, for right shifts of at least 1 in both requantizations (the usual case:
+@ lstm_s8_arm.cc picks it), in two passes over the chunk so that every constant stays in a
+@ register: first ax[r] = sat16(rq_x(ax[r])) in place, then the recurrent part, the add and the
+@ activation. The requantization folds the rounding divide into the SRDHM's 64-bit sum:
+@ with Q = (x << left) * m + 2^30 (the SRDHM is Q >> 31) and c = 2^(right-1) - (Q < 0), the
+@ reference's result floor((floor(Q / 2^31) + c) / 2^right) is floor((Q + c 2^31) / 2^(31+right)),
+@ the high word of Q + c 2^31 shifted right by right - 1 (Q + c 2^31 < 2^63).
+@ void qlstm_arm_gate_finish_{sigmoid,tanh}_fast_thumb2(const int32_t* ax, int32_t n, int16_t* out,
+@                                                       const qlstm_arm_gate_finish_fast_params* p);
+@ p: x's left shift, multiplier, 2^(right-1), right - 1; h's; the table (lstm_s8_arm.cc).
+
+@ r9 = requantize(r9) with r4 left, r5 multiplier, r6 2^(right-1), r7 right - 1; r8, r10 scratch.
+.macro REQUANT_FOLDED
+    lsl     r9, r9, r4
+    smull   r10, r8, r9, r5
+    adds    r10, r10, #0x40000000
+    adc     r8, r8, #0              @ Q
+    sub     r9, r6, r8, lsr #31     @ c
+    adds    r10, r10, r9, lsl #31
+    adc     r8, r8, r9, lsr #1      @ the high word of Q + c 2^31
+    asr     r9, r8, r7
+.endm
+
+@ The first pass; then r0 = ax, r2 = the end of ax, r3 = out, r4-r7 h's parameters, r11 the
+@ table, lr the table from entry 1.
+.macro GATE_FINISH_FOLDED_PROLOGUE
+    push    {r4-r11, lr}
+    cmp     r1, #0
+    beq     9f
+    mov     lr, r3                  @ p
+    mov     r3, r2                  @ out
+    add     r2, r0, r1, lsl #2      @ the end of ax
+    ldm     lr!, {r4-r7}            @ x's parameters
+    mov     r1, r0
+1:
+    ldr     r9, [r1]
+    REQUANT_FOLDED
+    ssat    r9, #16, r9
+    str     r9, [r1], #4
+    cmp     r1, r2
+    bne     1b
+    ldm     lr, {r4-r7, r11}        @ h's parameters, the table
+    add     lr, r11, #2
+.endm
+
+@ r1 = sat16(x part + rq_h(ah)) of the row at r0 (r0 advanced), r9 = v = 3 r1, r10 = |v|.
+.macro GATE_PRE_FOLDED
+    ldr     r1, [r0], #4
+    ldr     r9, [r0, #AH_AFTER_AX]
+    REQUANT_FOLDED
+    add     r1, r1, r9
+    ssat    r1, #16, r1
+    add     r9, r1, r1, lsl #1
+    eor     r10, r9, r9, asr #31
+    sub     r10, r10, r9, asr #31
+.endm
+
+    FUNCTION qlstm_arm_gate_finish_sigmoid_fast_thumb2
+    GATE_FINISH_FOLDED_PROLOGUE
+2:
+    GATE_PRE_FOLDED
+    lsr     r8, r10, #9             @ index (below 193)
+    ubfx    r10, r10, #0, #9
+    ldrh    r12, [r11, r8, lsl #1]
+    ldrh    r1, [lr, r8, lsl #1]
+    sub     r1, r1, r12
+    lsl     r12, r12, #9
+    mla     r12, r1, r10, r12
+    SIGMOID_END r12, r9, 2b
+    .size qlstm_arm_gate_finish_sigmoid_fast_thumb2, . - qlstm_arm_gate_finish_sigmoid_fast_thumb2
+
+    FUNCTION qlstm_arm_gate_finish_tanh_fast_thumb2
+    GATE_FINISH_FOLDED_PROLOGUE
+2:
+    GATE_PRE_FOLDED
+    TANH_SCALAR r10, r8, r12, r1, r11, lr, r9
+    strh    r12, [r3], #2
+    cmp     r0, r2
+    bne     2b
+    TANH_EPILOGUE r12
+    .size qlstm_arm_gate_finish_tanh_fast_thumb2, . - qlstm_arm_gate_finish_tanh_fast_thumb2
 
 @ The GRU's new gate for n rows (docs/arithmetic.md §13, gru_s8_arm.cc), one row per pass: the
 @ gate's tanh finish with the reset product between the recurrent part and the add:
@@ -483,28 +572,37 @@
 #if defined(__ARM_FEATURE_DSP)
 @ Four columns: the v bytes become the int16 pairs (v0, v2) and (v1, v3) with SXTB16, each
 @ row's four weights likewise, and SMLAD adds both products of a pair (wrapping, as the
-@ reference does).
-.macro ROW_DSP acc, row
-    ldr     lr, [\row], #4
-    sxtb16  r12, lr
+@ reference does). The loads go two rows at a time right after each other (pipelined), rows 1
+@ and 3 by register offset (r9 = the row stride) from rows 0 and 2 (r1, r8).
+.macro ROW_DSP acc, word
+    sxtb16  r12, \word
     smlad   \acc, r2, r12, \acc
-    sxtb16  lr, lr, ror #8
-    smlad   \acc, r11, lr, \acc
+    sxtb16  \word, \word, ror #8
+    smlad   \acc, r11, \word, \acc
+.endm
+
+@ Rows 0 and 1 loaded (r10, lr): the four rows' products, rows 2 and 3 loaded in between.
+.macro ROWS_DSP
+    ROW_DSP r4, r10
+    ROW_DSP r5, lr
+    ldr     lr, [r8, r9]
+    ldr     r10, [r8], #4
+    ROW_DSP r6, r10
+    ROW_DSP r7, lr
 .endm
 
 .macro QUAD_DSP
     ldr     r11, [r0], #4           @ v0..v3
+    ldr     lr, [r1, r9]
+    ldr     r10, [r1], #4
     sxtb16  r2, r11                 @ (v0, v2)
     sxtb16  r11, r11, ror #8        @ (v1, v3)
-    ROW_DSP r4, r1
-    ROW_DSP r5, r8
-    ROW_DSP r6, r9
-    ROW_DSP r7, r10
+    ROWS_DSP
 .endm
 
 @ The four rows' dot products as COLUMNS_THUMB2 does them, by SMLAD: thirty-two columns per loop
-@ pass (the loop's own two instructions are then 1 % of it), then sixteen, eight, four, and the
-@ last 0..3 one at a time.
+@ pass (the loop's own two instructions are then 1 % of it), then sixteen, eight, four (by the
+@ bits of the count left), and the last 0..3 one at a time.
 .macro COLUMNS_DSP quad=QUAD_DSP, tail_v=
     subs    r3, r3, #32
     blt     2f
@@ -515,26 +613,23 @@
     subs    r3, r3, #32
     bge     1b
 2:
-    adds    r3, r3, #32
-    cmp     r3, #16
-    blt     3f
+    tst     r3, #16                 @ r3 = the columns left - 32: its low 5 bits are the columns left
+    beq     3f
     .rept 4
     \quad
     .endr
-    subs    r3, r3, #16
 3:
-    cmp     r3, #8
-    blt     4f
+    tst     r3, #8
+    beq     4f
     \quad
     \quad
-    subs    r3, r3, #8
 4:
-    cmp     r3, #4
-    blt     5f
+    tst     r3, #4
+    beq     5f
     \quad
-    subs    r3, r3, #4
 5:
-    cbz     r3, 8f
+    ands    r3, r3, #3
+    beq     8f
     \tail_v
 6:
     COLUMN_THUMB2
@@ -587,13 +682,14 @@
     pop     {r4-r7, pc}
     .size qlstm_arm_dot1_s8_dsp, . - qlstm_arm_dot1_s8_dsp
 
-@ As QUAD_DSP with v already in int16 pairs (lstm_s8_arm.cc, ExpandedOperand): one LDRD.
+@ As QUAD_DSP with v already in int16 pairs (lstm_s8_arm.cc, ExpandedOperand): two loads, pipelined
+@ with the rows'.
 .macro QUAD_DSPX
-    ldrd    r2, r11, [r0], #8       @ (v0, v2), (v1, v3)
-    ROW_DSP r4, r1
-    ROW_DSP r5, r8
-    ROW_DSP r6, r9
-    ROW_DSP r7, r10
+    ldr     r11, [r0, #4]           @ (v1, v3)
+    ldr     r2, [r0], #8            @ (v0, v2)
+    ldr     lr, [r1, r9]
+    ldr     r10, [r1], #4
+    ROWS_DSP
 .endm
 
 @ COLUMNS_DSP over the expanded pairs; the last 0..3 columns from the bytes (the 7th argument,
@@ -650,7 +746,8 @@
     sub     r3, r2, r3              @ n - 16 * ceil(n / 16)
 1:
     ldr     r0, [sp]
-    ldm     r11!, {r4, r6, r8, r10}
+    ldrd    r4, r6, [r11], #8       @ two LDRDs: 4 cycles on the M55, LDM of four 5
+    ldrd    r8, r10, [r11], #8
     add     r5, r1, r2              @ row 1
     add     r7, r5, r2              @ row 2
     add     r9, r7, r2              @ row 3
@@ -666,7 +763,8 @@
     vldrb.s8    q1, [r9], #16
     vmladava.s8 r10, q0, q1
     letp    lr, 2b
-    stm     r12!, {r4, r6, r8, r10}
+    strd    r4, r6, [r12], #8
+    strd    r8, r10, [r12], #8
     add     r1, r9, r3              @ the next block's row 0
     ldr     lr, [sp, #4]
     cmp     r12, lr
@@ -685,16 +783,20 @@
 @ h_negative_fix (lstm_s8_arm_mve.cc, Requant), the table's address. All 14 core registers and
 @ q0-q7 are live in the loop.
 @ Requantization: VQRDMULH is the SRDHM; VRSHL rounds halves up, so negative values first lose 1
-@ (where the right shift is non-zero: the fix mask) to round them away from zero instead.
+@ (where the right shift is non-zero: the fix mask, -1 or 0, added in the lanes below zero) to
+@ round them away from zero instead.
 @ Saturation to int16: VQSHL #16 saturates, VSHR #16 shifts back.
-.macro REQUANT_LANES acc, ptr, left, multiplier, minus_right, fix
-    vldrw.u32       \acc, [\ptr], #16
+.macro REQUANT_Q acc, left, multiplier, minus_right, fix
     vshl.s32        \acc, \left
     vqrdmulh.s32    \acc, \acc, \multiplier
-    vshr.s32        q1, \acc, #31
-    vand            q1, q1, \fix
-    vadd.i32        \acc, \acc, q1
+    vpt.s32         lt, \acc, zr
+    vaddt.i32       \acc, \acc, \fix
     vrshl.s32       \acc, \minus_right
+.endm
+
+.macro REQUANT_LANES acc, ptr, left, multiplier, minus_right, fix
+    vldrw.u32       \acc, [\ptr], #16
+    REQUANT_Q       \acc, \left, \multiplier, \minus_right, \fix
 .endm
 
 .macro GATE_REQUANT
@@ -707,10 +809,8 @@
     vshr.s32        q0, q0, #16
 .endm
 
-@ q0 = v = 3 x (the pre-scale of a Q3.12 input), q1 = frac, q2 = table index of |v|.
-.macro PRESCALE_INDEX step_bits
-    vshl.i32        q1, q0, #1
-    vadd.i32        q0, q0, q1
+@ q1 = frac, q2 = table index of |v|, v in q0.
+.macro ABS_INDEX step_bits
     vabs.s32        q1, q0
     vshr.u32        q2, q1, #\step_bits
     vshl.i32        q1, q1, #(32 - \step_bits)
@@ -723,6 +823,22 @@
     vmul.i32        q7, q7, q1
     vshl.i32        q3, q3, #\step_bits
     vadd.i32        q3, q3, q7
+.endm
+
+@ q3 = tanh of v = q0 in Q0.15: indices from \limit (255) on take \saturated (65535 << 8);
+@ y = (r - 2^23 + 2^7) >> 8 (\round: 2^7 - 2^23), and the reference's result for v < 0 is exactly -y.
+.macro TANH_LANES limit, table, table_from_1, saturated, round
+    ABS_INDEX 8
+    vcmp.s32        lt, q2, \limit
+    vpstt
+    vldrht.u32      q3, [\table, q2, uxtw #1]
+    vldrht.u32      q7, [\table_from_1, q2, uxtw #1]
+    INTERPOLATE 8
+    vpsel           q3, q3, \saturated
+    vadd.i32        q3, q3, \round
+    vshr.s32        q3, q3, #8
+    vpt.s32         lt, q0, zr
+    vnegt.s32       q3, q3
 .endm
 
 .macro GATE_FINISH_PROLOGUE
@@ -745,21 +861,24 @@
 @ result for v < 0 is exactly 2^15 - y.
     FUNCTION qlstm_arm_gate_finish_sigmoid_mve
     GATE_FINISH_PROLOGUE
-    mov     r10, #32768             @ 1.0 in Q0.15
-    mov     r11, #512               @ rounding half of the 10 dropped bits
+    mov     r10, #32768
+    vdup.32 q6, r10                 @ 1.0 in Q0.15
+    movs    r10, #3                 @ the pre-scale
+    mov     r11, #512               @ 2^9: the interpolation's step
     dlstp.32 lr, lr
 1:
     GATE_REQUANT
-    PRESCALE_INDEX 9
+    vmul.i32        q0, q0, r10     @ v = 3 x
+    ABS_INDEX 9
     vldrh.u32       q3, [r12, q2, uxtw #1]
     vldrh.u32       q7, [r2, q2, uxtw #1]
-    INTERPOLATE 9
-    vadd.i32        q3, q3, r11
-    vshr.s32        q3, q3, #10
-    vptt.s32        lt, q0, zr
-    vnegt.s32       q3, q3
-    vaddt.i32       q3, q3, r10
-    vstrh.32        q3, [r3], #8
+    vsub.i32        q7, q7, q3
+    vmul.i32        q7, q7, q1
+    vmla.s32        q7, q3, r11     @ r = lo * 2^9 + frac * (hi - lo)
+    vrshr.s32       q7, q7, #10     @ y = (r + 2^9) >> 10
+    vpt.s32         lt, q0, zr
+    vsubt.i32       q7, q6, q7
+    vstrh.32        q7, [r3], #8
     letp    lr, 1b
     vpop    {d8-d15}
     pop     {r4-r11, pc}
@@ -777,23 +896,97 @@
     dlstp.32 lr, lr
 1:
     GATE_REQUANT
-    PRESCALE_INDEX 8
-    vcmp.s32        lt, q2, r10
-    vpstt
-    vldrht.u32      q3, [r12, q2, uxtw #1]
-    vldrht.u32      q7, [r2, q2, uxtw #1]
-    INTERPOLATE 8
-    vpsel           q3, q3, q6
-    vadd.i32        q3, q3, r11
-    vshr.s32        q3, q3, #8
-    vpt.s32         lt, q0, zr
-    vnegt.s32       q3, q3
+    vshl.i32        q1, q0, #1
+    vadd.i32        q0, q0, q1      @ v = 3 x
+    TANH_LANES r10, r12, r2, q6, r11
     vstrh.32        q3, [r3], #8
     letp    lr, 1b
     vpop    {d8-d15}
     pop     {r4-r11, pc}
     .ltorg
     .size qlstm_arm_gate_finish_tanh_mve, . - qlstm_arm_gate_finish_tanh_mve
+
+@ The LSTM's cell update in four lanes per pass, tail-predicated (docs/arithmetic.md §5):
+@   cell = clamp(sat16(rq_fc(f * cell)) + rq_ig(i * g), clip_min, clip_max)   (the add wrapping)
+@ void qlstm_arm_cell_update_mve(int32_t count, const int16_t* f, const int16_t* i, const int16_t* g,
+@                                int16_t* cell, const qlstm_arm_cell_update_mve_params* p);
+@ p: f*c's left shift, multiplier and -right, i*g's, clip_min, clip_max, f*c's and i*g's fix
+@ masks (lstm_s8_arm_mve.cc).
+    FUNCTION qlstm_arm_cell_update_mve
+    push    {r4-r11, lr}
+    vpush   {d8-d15}
+    ldr     r12, [sp, #104]         @ p (9 core + 8 double registers + 1 argument up)
+    ldr     r4, [r12, #32]
+    vdup.32 q4, r4                  @ f*c's fix mask
+    ldr     r4, [r12, #36]
+    vdup.32 q5, r4                  @ i*g's fix mask
+    ldr     r4, [r12, #24]
+    vdup.32 q6, r4                  @ clip_min
+    ldr     r4, [r12, #28]
+    vdup.32 q7, r4                  @ clip_max
+    ldm     r12, {r4-r9}
+    dlstp.32 lr, r0
+    ldr     r0, [sp, #100]          @ cell (a low register: widening loads and stores need one)
+1:
+    vldrh.s32       q0, [r0]
+    vldrh.s32       q1, [r1], #8
+    vmul.i32        q0, q0, q1
+    REQUANT_Q       q0, r4, r5, r6, q4
+    vqshl.s32       q0, q0, #16
+    vshr.s32        q0, q0, #16
+    vldrh.s32       q1, [r2], #8
+    vldrh.s32       q2, [r3], #8
+    vmul.i32        q1, q1, q2
+    REQUANT_Q       q1, r7, r8, r9, q5
+    vadd.i32        q0, q0, q1
+    vmax.s32        q0, q0, q6
+    vmin.s32        q0, q0, q7
+    vstrh.32        q0, [r0], #8
+    letp    lr, 1b
+    vpop    {d8-d15}
+    pop     {r4-r11, pc}
+    .size qlstm_arm_cell_update_mve, . - qlstm_arm_cell_update_mve
+
+@ The hidden update of one batch row in four lanes per pass (§6), as the Thumb-2 one:
+@   h = sat8(rq_ot(o * tanh(cell)) + zero point),  v = (cell * (3 << left) + round) >> right
+@ then the gate's tanh of v.
+@ void qlstm_arm_hidden_update_mve(int32_t count, const int16_t* o, const int16_t* cell, int8_t* h,
+@                                  const qlstm_arm_hidden_update_mve_params* p);
+@ p: the pre-scale (multiplier, rounding, -right), the table, o*tanh's left shift, multiplier and
+@ -right, the output zero point, o*tanh's fix mask (lstm_s8_arm_mve.cc).
+    FUNCTION qlstm_arm_hidden_update_mve
+    push    {r4-r11, lr}
+    vpush   {d8-d15}
+    ldr     r12, [sp, #100]         @ p (9 core + 8 double registers up)
+    ldr     r4, [r12, #32]
+    vdup.32 q4, r4                  @ the fix mask
+    movw    r4, #0xffff
+    vdup.32 q5, r4
+    vshl.i32 q5, q5, #8             @ the saturated value, 65535 << 8
+    ldr     r4, =(128 - 8388608)
+    vdup.32 q6, r4                  @ rounding half of the 8 dropped bits, minus 0.5
+    ldm     r12, {r4-r11}
+    add     r12, r7, #2             @ the table from entry 1
+    dlstp.32 lr, r0
+    movs    r0, #255                @ the table's last index
+1:
+    vldrh.s32       q0, [r2], #8    @ cell
+    vmul.i32        q0, q0, r4
+    vadd.i32        q0, q0, r5
+    vshl.s32        q0, r6          @ v
+    TANH_LANES r0, r7, r12, q5, q6  @ tanh(cell) in Q0.15
+    vldrh.s32       q1, [r1], #8    @ o
+    vmul.i32        q3, q3, q1
+    REQUANT_Q       q3, r8, r9, r10, q4
+    vadd.i32        q3, q3, r11
+    vqshl.s32       q3, q3, #24
+    vshr.s32        q3, q3, #24
+    vstrb.32        q3, [r3], #4
+    letp    lr, 1b
+    vpop    {d8-d15}
+    pop     {r4-r11, pc}
+    .ltorg
+    .size qlstm_arm_hidden_update_mve, . - qlstm_arm_hidden_update_mve
 #endif  /* MVE */
 
 #endif  /* Thumb-2 M-profile */

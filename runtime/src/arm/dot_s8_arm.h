@@ -27,7 +27,16 @@ struct qlstm_arm_gate_finish_t2_params {
 static_assert(offsetof(qlstm_arm_gate_finish_t2_params, h) == 20 &&
                   offsetof(qlstm_arm_gate_finish_t2_params, table) == 40,
               "dot4_s8_arm.S loads these offsets");
-static_assert(qlstm::blocked::kChunkRows == 32, "dot4_s8_arm.S finds ah at ax + 32");
+static_assert(qlstm::blocked::kChunkRows == 64, "dot4_s8_arm.S finds ah at ax + 64");
+
+// The folded gate finish's (both right shifts at least 1): per requantization the left shift,
+// the multiplier, 2^(right-1) and right - 1; then the table.
+struct qlstm_arm_gate_finish_fast_params {
+  int32_t x_left, x_multiplier, x_round, x_right_minus_1;
+  int32_t h_left, h_multiplier, h_round, h_right_minus_1;
+  const uint16_t* table;
+};
+static_assert(offsetof(qlstm_arm_gate_finish_fast_params, table) == 32, "dot4_s8_arm.S loads this offset");
 
 // The GRU's new-gate finish: the gate finish's parameters, then the reset product's requantization.
 struct qlstm_arm_gru_new_gate_finish_params {
@@ -43,6 +52,11 @@ void qlstm_arm_gate_finish_sigmoid_thumb2(const int32_t* ax, int32_t n, int16_t*
                                           const qlstm_arm_gate_finish_t2_params* p);
 void qlstm_arm_gate_finish_tanh_thumb2(const int32_t* ax, int32_t n, int16_t* out,
                                        const qlstm_arm_gate_finish_t2_params* p);
+// The same when both right shifts are at least 1 (ax is overwritten).
+void qlstm_arm_gate_finish_sigmoid_fast_thumb2(int32_t* ax, int32_t n, int16_t* out,
+                                               const qlstm_arm_gate_finish_fast_params* p);
+void qlstm_arm_gate_finish_tanh_fast_thumb2(int32_t* ax, int32_t n, int16_t* out,
+                                            const qlstm_arm_gate_finish_fast_params* p);
 // out[r] = tanh(sat16(sat16(rq_x(ax[r])) + rq_r(reset[r] * sat16(rq_h(ah[r]))))), ah = ax + kChunkRows
 // (the GRU's new gate, docs/arithmetic.md §13).
 void qlstm_arm_gru_new_gate_finish_thumb2(const int32_t* ax, int32_t n, int16_t* out,

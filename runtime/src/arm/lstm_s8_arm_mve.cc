@@ -13,7 +13,30 @@
 
 #include "arm/mve_s8.h"
 #include "blocked/gate_rows.h"
+#include "blocked/lstm_chunked.h"
 #include "qlstm/activation_s16.h"
+
+// The parameters of the assembly cell and hidden updates (dot4_s8_arm.S), in its load order.
+struct qlstm_arm_cell_update_mve_params {
+  int32_t fc_left, fc_multiplier, fc_minus_right;
+  int32_t ig_left, ig_multiplier, ig_minus_right;
+  int32_t clip_min, clip_max;
+  int32_t fc_negative_fix, ig_negative_fix;
+};
+struct qlstm_arm_hidden_update_mve_params {
+  int32_t prescale_multiplier, prescale_round, prescale_minus_right;  // v = (cell x 3 x 2^left + round) >> right
+  const uint16_t* table;
+  int32_t ot_left, ot_multiplier, ot_minus_right;
+  int32_t output_zero_point;
+  int32_t ot_negative_fix;
+};
+static_assert(offsetof(qlstm_arm_cell_update_mve_params, fc_negative_fix) == 32 &&
+                  offsetof(qlstm_arm_hidden_update_mve_params, ot_negative_fix) == 32,
+              "dot4_s8_arm.S loads these offsets");
+extern "C" void qlstm_arm_cell_update_mve(int32_t count, const int16_t* f, const int16_t* i, const int16_t* g,
+                                          int16_t* cell, const qlstm_arm_cell_update_mve_params* p);
+extern "C" void qlstm_arm_hidden_update_mve(int32_t count, const int16_t* o, const int16_t* cell, int8_t* h,
+                                            const qlstm_arm_hidden_update_mve_params* p);
 
 namespace qlstm {
 namespace arm_mve {
@@ -52,33 +75,37 @@ struct Kernel : MveDot {
   };
 };
 
+// The cell and hidden updates in assembly too (dot4_s8_arm.S): every constant in a register,
+// where GCC 12's intrinsics reload them and move the predicate through core registers.
 void cell_update(const CellUpdateParams& p, int32_t count, const int16_t* f_q0_15, const int16_t* i_q0_15,
                  const int16_t* g_q0_15, int16_t* cell) {
   const Requant fc(fxp::RequantDoubleRounding::make(p.forget_times_cell.multiplier, p.forget_times_cell.shift));
   const Requant ig(fxp::RequantDoubleRounding::make(p.input_times_cell_gate.multiplier, p.input_times_cell_gate.shift));
-  for (int32_t k = 0; k < count; k += kLanes) {
-    const mve_pred16_t pr = vctp32q(static_cast<uint32_t>(count - k));
-    const int32x4_t c = vldrhq_z_s32(cell + k, pr);
-    const int32x4_t kept =
-        saturate(fc(vmulq_s32(vldrhq_z_s32(f_q0_15 + k, pr), c)), fxp::kInt16Min, fxp::kInt16Max);
-    const int32x4_t added = ig(vmulq_s32(vldrhq_z_s32(i_q0_15 + k, pr), vldrhq_z_s32(g_q0_15 + k, pr)));
-    vstrhq_p_s32(cell + k, saturate(vaddq_s32(kept, added), p.clip_min, p.clip_max), pr);
-  }
+  const qlstm_arm_cell_update_mve_params ap = {fc.left,     fc.multiplier, fc.minus_right,     ig.left,
+                                               ig.multiplier, ig.minus_right, p.clip_min,       p.clip_max,
+                                               fc.negative_fix, ig.negative_fix};
+  qlstm_arm_cell_update_mve(count, f_q0_15, i_q0_15, g_q0_15, cell, &ap);
 }
 
 void hidden_update(const HiddenUpdateParams& p, int32_t rows, int32_t hidden_size, const int16_t* o_q0_15,
                    const int16_t* cell, int8_t* h_out, ptrdiff_t h_row_stride) {
+  using namespace detail;
   const Requant ot(
       fxp::RequantDoubleRounding::make(p.output_times_tanh_cell.multiplier, p.output_times_tanh_cell.shift));
+  const int32_t left = p.tanh_left_shift >= 0 ? p.tanh_left_shift : 0;
+  const int32_t right = p.tanh_left_shift >= 0 ? 0 : -p.tanh_left_shift;
+  const qlstm_arm_hidden_update_mve_params ap = {kPrescaleFactor << left,
+                                                 right > 0 ? 1 << (right - 1) : 0,
+                                                 -right,
+                                                 kSigmoidTableU16,
+                                                 ot.left,
+                                                 ot.multiplier,
+                                                 ot.minus_right,
+                                                 p.output_zero_point,
+                                                 ot.negative_fix};
   for (int32_t b = 0; b < rows; ++b) {
     const ptrdiff_t base = static_cast<ptrdiff_t>(b) * hidden_size;
-    int8_t* h = h_out + b * h_row_stride;
-    for (int32_t k = 0; k < hidden_size; k += kLanes) {
-      const mve_pred16_t pr = vctp32q(static_cast<uint32_t>(hidden_size - k));
-      const int32x4_t t = tanh(vldrhq_z_s32(cell + base + k, pr), p.tanh_left_shift);
-      const int32x4_t scaled = ot(vmulq_s32(vldrhq_z_s32(o_q0_15 + base + k, pr), t));
-      vstrbq_p_s32(h + k, saturate(vaddq_n_s32(scaled, p.output_zero_point), fxp::kInt8Min, fxp::kInt8Max), pr);
-    }
+    qlstm_arm_hidden_update_mve(hidden_size, o_q0_15 + base, cell + base, h_out + b * h_row_stride, &ap);
   }
 }
 
@@ -87,8 +114,10 @@ bool is_supported() { return true; }  // chosen at compile time on the MCU
 }  // namespace
 }  // namespace arm_mve
 
-extern const LstmS8Variant kLstmS8ArmMveVariant = {"arm_mve", arm_mve::is_supported, nullptr, blocked::gate_chunked<arm_mve::Kernel>,
-                                                   arm_mve::cell_update, arm_mve::hidden_update, nullptr};
+// The stages, and the whole call with the gates' finishes built once (blocked/lstm_chunked.h).
+extern const LstmS8Variant kLstmS8ArmMveVariant =
+    blocked::chunked_variant<arm_mve::Kernel, arm_mve::cell_update, arm_mve::hidden_update>("arm_mve",
+                                                                                           arm_mve::is_supported);
 
 }  // namespace qlstm
 

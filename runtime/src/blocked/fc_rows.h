@@ -1,5 +1,5 @@
 // The fully connected op of the optimized variants (qlstm/fully_connected_s8.h), shared: for each
-// input row, the outputs in chunks of kChunkRows, their dot products in whole blocks of four
+// input row, the outputs in chunks of kFcChunkRows, their dot products in whole blocks of four
 // rows by the kernel's rows4 (the LSTM gate's building block, gate_rows.h), then requantized,
 // offset and clamped by the kernel's FcFinish exactly as the reference does
 // (fully_connected/fc_s8.cc, docs/arithmetic.md). A kernel supplies
@@ -60,20 +60,23 @@ struct Rows4OfDot4 {
   static int32_t dot1(const int8_t* v, const int8_t* w, int32_t n, int32_t acc) { return Dot::dot1(v, w, n, acc); }
 };
 
+// The outputs per chunk (their accumulators on the stack).
+constexpr int32_t kFcChunkRows = 32;
+
 template <typename Kernel>
 void fc_chunked(const qlstm_fc_s8_params& p, const int8_t* input, int8_t* output) {
   const int32_t I = p.input_size, O = p.output_size;
   const typename Kernel::FcFinish finish(p);
   typename Kernel::Operand xo;
   // The closing block of a chunk of fewer than four rows starts up to three rows before acc.
-  int32_t acc_area[kRowsPerPass + kChunkRows];
+  int32_t acc_area[kRowsPerPass + kFcChunkRows];
   int32_t* const acc = acc_area + kRowsPerPass;
   for (int32_t b = 0; b < p.rows; ++b) {
     const int8_t* x = input + static_cast<ptrdiff_t>(b) * I;
     int8_t* y = output + static_cast<ptrdiff_t>(b) * O;
     xo.prepare(x, I);
-    for (int32_t c0 = 0; c0 < O; c0 += kChunkRows) {
-      const int32_t n = O - c0 < kChunkRows ? O - c0 : kChunkRows;
+    for (int32_t c0 = 0; c0 < O; c0 += kFcChunkRows) {
+      const int32_t n = O - c0 < kFcChunkRows ? O - c0 : kFcChunkRows;
       const int32_t blocks = n / kRowsPerPass;
       const int8_t* w = p.weights + static_cast<ptrdiff_t>(c0) * I;
       Kernel::rows4(xo, w, I, blocks, p.effective_bias + c0, acc);

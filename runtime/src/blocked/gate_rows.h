@@ -85,11 +85,13 @@ void gate(const qlstm_gate_s8_params& g, const GateArgs& a, int16_t* out_q0_15) 
 //                     int32_t* acc);   acc[r] = bias[r] + sum_j v[j] * w[r * n + j], r < 4 * blocks
 //   struct Finish { Finish(const GateRequant& rq, bool is_tanh);
 //                   void operator()(const int32_t* ax, const int32_t* ah, int32_t n, int16_t* out_q0_15) const; };
-//                     n rows to Q0.15, activated; built once per gate call (its parameters set up once)
+//                     n rows to Q0.15, activated; built once per gate call (its parameters set up once);
+//                     it may overwrite the chunk's accumulators (gate_chunked's own stack)
 // (and dot1 for the rows after the last whole block). The accumulators of a chunk live on the
-// stack: 2 * kChunkRows int32, ah right after ax. Without h, ah stays zero: requantized it adds
-// exactly 0, as the reference's h-less gate.
-constexpr int32_t kChunkRows = 32;
+// stack: 2 * kChunkRows int32 (512 bytes), ah right after ax. Without h, ah stays zero:
+// requantized it adds exactly 0, as the reference's h-less gate. 64 rows: a gate of up to 64
+// units is one chunk, each chunk costs the driver's loop and three calls (two rows4, a finish).
+constexpr int32_t kChunkRows = 64;
 
 struct PlainOperand {
   const int8_t* v = nullptr;
@@ -110,18 +112,18 @@ void chunk_dots(const typename Kernel::Operand& vo, const int8_t* v, const int8_
   }
 }
 
+// The gate with its finish built by the caller (once per call: blocked/lstm_chunked.h).
 template <typename Kernel>
-void gate_chunked(const qlstm_gate_s8_params& g, const GateArgs& a, int16_t* out_q0_15) {
+void gate_chunked_with(const qlstm_gate_s8_params& g, const typename Kernel::Finish& finish, const GateArgs& a,
+                       int16_t* out_q0_15) {
   const int32_t I = a.input_size, H = a.hidden_size;
-  const bool is_tanh = g.activation == QLSTM_ACTIVATION_TANH;
-  const GateRequant rq(g);
   int32_t acc[2 * kChunkRows];
   int32_t* const ax = acc;
   int32_t* const ah = acc + kChunkRows;
   if (a.h == nullptr) {
-    for (int32_t r = 0; r < kChunkRows; ++r) ah[r] = 0;
+    const int32_t rows = H < kChunkRows ? H : kChunkRows;
+    for (int32_t r = 0; r < rows; ++r) ah[r] = 0;
   }
-  const typename Kernel::Finish finish(rq, is_tanh);
   typename Kernel::Operand xo, ho;
   for (int32_t b = 0; b < a.rows; ++b) {
     const int8_t* x = a.x + b * a.x_row_stride;
@@ -136,6 +138,12 @@ void gate_chunked(const qlstm_gate_s8_params& g, const GateArgs& a, int16_t* out
       finish(ax, ah, n, out + c0);
     }
   }
+}
+
+template <typename Kernel>
+void gate_chunked(const qlstm_gate_s8_params& g, const GateArgs& a, int16_t* out_q0_15) {
+  const typename Kernel::Finish finish(GateRequant(g), g.activation == QLSTM_ACTIVATION_TANH);
+  gate_chunked_with<Kernel>(g, finish, a, out_q0_15);
 }
 
 // The GRU's new gate (docs/arithmetic.md §13) in the same chunks, its input and recurrent

@@ -1,0 +1,51 @@
+// A whole LSTM call of a variant built on blocked::gate_chunked (the Arm ones): the shared walk
+// (lstm_s8_walk.h) with the four gates' finishes (their requantization and activation
+// parameters) built once per call instead of once per gate and step, then the variant's own cell
+// and hidden updates. The same arithmetic as the variant's stages.
+#ifndef QLSTM_SRC_BLOCKED_LSTM_CHUNKED_H_
+#define QLSTM_SRC_BLOCKED_LSTM_CHUNKED_H_
+
+#include "blocked/gate_rows.h"
+#include "lstm_s8_walk.h"
+
+namespace qlstm {
+namespace blocked {
+
+template <typename Kernel>
+struct PreparedGates {
+  const qlstm_gate_s8_params* gates;
+  typename Kernel::Finish finishes[QLSTM_GATE_COUNT];
+};
+
+// One gate's finish, out of line: built four times per call, its code once.
+template <typename Kernel>
+__attribute__((noinline)) typename Kernel::Finish finish_of(const qlstm_gate_s8_params& g) {
+  return typename Kernel::Finish(GateRequant(g), g.activation == QLSTM_ACTIVATION_TANH);
+}
+
+template <typename Kernel>
+void prepared_gate(const void* prepared, int32_t g, const GateArgs& args, int16_t* out) {
+  const PreparedGates<Kernel>& p = *static_cast<const PreparedGates<Kernel>*>(prepared);
+  gate_chunked_with<Kernel>(p.gates[g], p.finishes[g], args, out);
+}
+
+template <typename Kernel, CellUpdateFn kCellUpdate, HiddenUpdateFn kHiddenUpdate>
+qlstm_status lstm_chunked(const qlstm_lstm_s8_params& params, qlstm_lstm_s8_context& ctx, const int8_t* input,
+                          int8_t* output) {
+  const qlstm_gate_s8_params* const g = params.gates;
+  const PreparedGates<Kernel> prepared = {
+      g, {finish_of<Kernel>(g[0]), finish_of<Kernel>(g[1]), finish_of<Kernel>(g[2]), finish_of<Kernel>(g[3])}};
+  return run_lstm_s8_walk(params, ctx, input, output, prepared_gate<Kernel>, &prepared, kCellUpdate, kHiddenUpdate);
+}
+
+// The variant: its stages (gate_chunked builds the finish per gate call) and the whole call.
+template <typename Kernel, CellUpdateFn kCellUpdate, HiddenUpdateFn kHiddenUpdate>
+constexpr LstmS8Variant chunked_variant(const char* name, bool (*is_supported)()) {
+  return {name,        is_supported,  nullptr, gate_chunked<Kernel>, kCellUpdate,
+          kHiddenUpdate, lstm_chunked<Kernel, kCellUpdate, kHiddenUpdate>};
+}
+
+}  // namespace blocked
+}  // namespace qlstm
+
+#endif  // QLSTM_SRC_BLOCKED_LSTM_CHUNKED_H_
