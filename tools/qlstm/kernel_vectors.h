@@ -155,7 +155,8 @@ struct CaseResult {
 // Every case of the files, with its expected values, as a bundle for the device firmware
 // (device::bundle): an LSTM case as a one-op program over its call, an FC case as a one-op
 // program over B positions of one step (T = 1), a softmax case likewise over its rows. The 16x8
-// cases do not run on the device yet: a file with them throws FormatError.
+// cases (not program ops yet) make a bundle of their own, "QLSB" (device::s16_bundle): files of
+// both kinds together throw FormatError.
 std::string device_bundle(const std::vector<VectorFile>& files);
 
 // Runs the case through `variant` and compares every output (and final-state) value.

@@ -14,7 +14,7 @@
 //   qlstm_device --fault                       writes to an unmapped address (a fault fails the run)
 // BUNDLE is written by the host (tools/qlstm/device.cc; layout in bundle_format.h and docs/targets.md):
 // every case is a program (a kernel vector is a one-op program), validated and run by the runtime's
-// program runner. Exit status: 0 all good, 1 a mismatch, 2 bad arguments or a malformed bundle,
+// program runner; or, in a "QLSB" bundle, one call of a 16x8 kernel (verify and run). Exit status: 0 all good, 1 a mismatch, 2 bad arguments or a malformed bundle,
 // 3 a kernel error.
 #include <errno.h>
 #include <stdint.h>
@@ -23,8 +23,10 @@
 #include <string.h>
 
 #include "bundle_format.h"
+#include "qlstm/fully_connected_s16.h"
 #include "qlstm/gru_s8.h"
 #include "qlstm/kernels.h"
+#include "qlstm/lstm_s16.h"
 #include "qlstm/lstm_s8.h"
 #include "qlstm/params_codec.h"
 #include "qlstm/program_s8.h"
@@ -67,11 +69,30 @@ struct ProgramCase {
 
 // Reads one length-prefixed record into the arena and decodes it. 0 ok, -1 end of bundle,
 // 1 truncated or too large, 2 malformed (*field names the first field that did not fit).
+// Reads the next length-prefixed record into the arena: 0 ok, -1 end of bundle, 1 truncated or too
+// large.
+int read_record(FILE* f, uint8_t** rec, uint32_t* bytes) {
+  if (fread(bytes, 4, 1, f) != 1) return -1;
+  *rec = *bytes % 4 == 0 ? static_cast<uint8_t*>(arena_take(*bytes)) : nullptr;
+  return *rec == nullptr || fread(*rec, 1, *bytes, f) != *bytes ? 1 : 0;
+}
+
+// Says why case n could not be read (read_case's status `got`, the field it stopped at) or, read
+// (got 0) for verify, has no expected values.
+void report_unread_case(uint32_t n, int got, const char* field) {
+  if (got == 2) {
+    printf("qlstm_device: case %lu: malformed record at field '%s'\n", (unsigned long)n, field);
+  } else {
+    printf("qlstm_device: case %lu: %s\n", (unsigned long)n,
+           got == 0 ? "no expected values to verify" : "truncated, or larger than this firmware's arena");
+  }
+}
+
 int read_case(FILE* f, ProgramCase* k, const char** field) {
+  uint8_t* rec = nullptr;
   uint32_t bytes = 0;
-  if (fread(&bytes, 4, 1, f) != 1) return -1;
-  uint8_t* rec = bytes % 4 == 0 ? static_cast<uint8_t*>(arena_take(bytes)) : nullptr;
-  if (rec == nullptr || fread(rec, 1, bytes, f) != bytes) return 1;
+  const int got = read_record(f, &rec, &bytes);
+  if (got != 0) return got;
   memset(k, 0, sizeof *k);
   qlstm::RecordReader r(rec, bytes);
   qlstm::bundle::visit_case_header(k->view, r);
@@ -311,6 +332,132 @@ void bench_after_op(int32_t) { qlstm_bench_end(); }
 
 enum class Mode { kVerify, kRun, kBench };
 
+// ---- The 16x8 kernel bundle ("QLSB", bundle_format.h): each case one call of qlstm_fc_s16 or
+// qlstm_lstm_s16, checked against its expected values or written out as run writes a program's.
+
+// Reads one length-prefixed 16x8 record into the arena; as read_case.
+int read_s16_case(FILE* f, qlstm::bundle::S16CaseView* k, const char** field) {
+  uint8_t* rec = nullptr;
+  uint32_t bytes = 0;
+  const int got = read_record(f, &rec, &bytes);
+  if (got != 0) return got;
+  memset(k, 0, sizeof *k);
+  qlstm::RecordReader r(rec, bytes);
+  qlstm::bundle::visit_s16_case(*k, r);
+  if (!r.complete()) {
+    *field = r.failed() != nullptr ? r.failed() : "(bytes after the last field)";
+    return 2;
+  }
+  return 0;
+}
+
+// The first differing int16 value of `what`, as "what[index]: expected E, got G"; false: none.
+bool mismatch_s16(const char* what, const int16_t* want, const int16_t* got, int64_t n, char* msg, size_t msg_size) {
+  for (int64_t i = 0; i < n; ++i) {
+    if (got[i] != want[i]) {
+      snprintf(msg, msg_size, "%s[%ld]: expected %d, got %d", what, (long)i, want[i], got[i]);
+      return true;
+    }
+  }
+  return false;
+}
+
+// One 16x8 case: validated, run, compared (verify) or written (run). The status as run_bundle's.
+int run_s16_case(Mode mode, const qlstm::bundle::S16CaseView& k, FILE* out, const char* run_name, long* passed,
+                 long* failed) {
+  const qlstm::bundle::CaseSizes n = qlstm::bundle::s16_case_sizes(k);
+  const char* field = nullptr;
+  const qlstm_status valid = k.kind == qlstm::bundle::kS16Fc ? qlstm_fc_s16_validate(&k.fc, &field)
+                                                              : qlstm_lstm_s16_validate(&k.lstm, &field);
+  if (valid != QLSTM_OK) {
+    printf("qlstm_device: case %.*s: invalid parameters: %s: %s\n", (int)k.name_length, k.name, field ? field : "?",
+           qlstm_status_string(valid));
+    return kExitBadInput;
+  }
+  const bool stateful = k.kind == qlstm::bundle::kS16Lstm && (k.flags & qlstm::bundle::kFlagStateful) != 0;
+  int16_t* output = static_cast<int16_t*>(arena_take(static_cast<uint32_t>(n.output) * 2u));
+  int16_t* cell = static_cast<int16_t*>(arena_take(static_cast<uint32_t>(n.state) * 2u));
+  int16_t* hidden = stateful ? static_cast<int16_t*>(arena_take(static_cast<uint32_t>(n.state) * 2u)) : nullptr;
+  const size_t scratch_bytes = k.kind == qlstm::bundle::kS16Lstm ? qlstm_lstm_s16_scratch_bytes(&k.lstm.dims) : 0;
+  void* scratch = arena_take(static_cast<uint32_t>(scratch_bytes));
+  if ((n.output > 0 && !output) || (n.state > 0 && !cell) || (stateful && !hidden) || !scratch) {
+    printf("qlstm_device: case %.*s: does not fit in this firmware's %lu-byte arena\n", (int)k.name_length, k.name,
+           (unsigned long)kArenaBytes);
+    return kExitBadInput;
+  }
+  qlstm_status st;
+  if (k.kind == qlstm::bundle::kS16Fc) {
+    st = qlstm_fc_s16(&k.fc, k.input, output);
+  } else {
+    if (stateful) {
+      memcpy(hidden, k.h0, static_cast<size_t>(n.state) * 2u);
+      memcpy(cell, k.c0, static_cast<size_t>(n.state) * 2u);
+    }
+    qlstm_lstm_s16_context ctx{scratch, scratch_bytes, cell, hidden};
+    st = qlstm_lstm_s16(&k.lstm, &ctx, k.input, output);
+  }
+  if (st != QLSTM_OK) {
+    printf("qlstm_device: case %.*s [%s]: kernel error: %s\n", (int)k.name_length, k.name, run_name,
+           qlstm_status_string(st));
+    return kExitKernelError;
+  }
+  char msg[96];
+  if ((k.flags & qlstm::bundle::kFlagExpected) != 0 &&
+      (mismatch_s16("output", k.expected, output, n.output, msg, sizeof msg) ||
+       (stateful && (mismatch_s16("final_hidden", k.final_h, hidden, n.state, msg, sizeof msg) ||
+                     mismatch_s16("final_cell", k.final_c, cell, n.state, msg, sizeof msg))))) {
+    ++*failed;
+    printf("FAIL %.*s [%s]: %s\n", (int)k.name_length, k.name, run_name, msg);
+  } else {
+    ++*passed;
+  }
+  const size_t out_count = static_cast<size_t>(n.output), state = static_cast<size_t>(n.state);
+  if (mode == Mode::kRun && (fwrite(output, 2, out_count, out) != out_count ||
+                             (stateful && (fwrite(hidden, 2, state, out) != state ||
+                                           fwrite(cell, 2, state, out) != state)))) {
+    printf("qlstm_device: cannot write the output\n");
+    return kExitBadInput;
+  }
+  return 0;
+}
+
+// The cases of an open "QLSB" bundle after its 12-byte header (count: its case count).
+int run_s16_bundle(Mode mode, FILE* f, uint32_t count, const char* out_path, const char* variant_name) {
+  if (mode == Mode::kBench) {
+    printf("qlstm_device: bench does not take a 16x8 bundle\n");
+    return kExitBadInput;
+  }
+  // One implementation of each 16x8 kernel so far: the reference.
+  if (strcmp(variant_name, "default") != 0 && strcmp(variant_name, "all") != 0 &&
+      strcmp(variant_name, kOnlyImplementation) != 0) {
+    printf("qlstm_device: no 16x8 variant '%s' in this firmware\n", variant_name);
+    return kExitBadInput;
+  }
+  FILE* out = nullptr;
+  if (mode == Mode::kRun && (out = fopen(out_path, "wb")) == nullptr) {
+    printf("qlstm_device: cannot create %s: %s\n", out_path, strerror(errno));
+    return kExitBadInput;
+  }
+  long passed = 0, failed = 0;
+  int rc = 0;
+  for (uint32_t n = 0; n < count && rc == 0; ++n) {
+    g_arena_used = 0;
+    qlstm::bundle::S16CaseView k;
+    const char* field = "?";
+    const int got = read_s16_case(f, &k, &field);
+    if (got != 0 || (mode == Mode::kVerify && (k.flags & qlstm::bundle::kFlagExpected) == 0)) {
+      report_unread_case(n, got, field);
+      rc = kExitBadInput;
+      break;
+    }
+    rc = run_s16_case(mode, k, out, kOnlyImplementation, &passed, &failed);
+  }
+  if (out && fclose(out) != 0 && rc == 0) rc = kExitBadInput;
+  if (rc != 0) return rc;
+  printf("%ld passed, %ld failed\n", passed, failed);
+  return failed == 0 ? 0 : kExitMismatch;
+}
+
 int run_bundle(Mode mode, const char* path, const char* out_path, const char* variant_name) {
   FILE* f = fopen(path, "rb");
   if (!f) {
@@ -318,7 +465,13 @@ int run_bundle(Mode mode, const char* path, const char* out_path, const char* va
     return kExitBadInput;
   }
   uint32_t header[3];
-  if (fread(header, 4, 3, f) != 3 || memcmp(header, "QLVB", 4) != 0 || header[1] != qlstm::bundle::kBundleVersion) {
+  const bool has_header = fread(header, 4, 3, f) == 3;
+  if (has_header && memcmp(header, "QLSB", 4) == 0 && header[1] == qlstm::bundle::kS16BundleVersion) {
+    const int rc = run_s16_bundle(mode, f, header[2], out_path, variant_name);
+    fclose(f);
+    return rc;
+  }
+  if (!has_header || memcmp(header, "QLVB", 4) != 0 || header[1] != qlstm::bundle::kBundleVersion) {
     printf("qlstm_device: %s is not a version-%lu bundle\n", path, (unsigned long)qlstm::bundle::kBundleVersion);
     fclose(f);
     return kExitBadInput;
@@ -346,12 +499,7 @@ int run_bundle(Mode mode, const char* path, const char* out_path, const char* va
     const int got = read_case(f, &k, &field);
     const bool expected = got == 0 && (k.view.flags & qlstm::bundle::kFlagExpected) != 0;
     if (got != 0 || (mode == Mode::kVerify && !expected)) {
-      if (got == 2) {
-        printf("qlstm_device: case %lu: malformed record at field '%s'\n", (unsigned long)n, field);
-      } else {
-        printf("qlstm_device: case %lu: %s\n", (unsigned long)n,
-               got == 0 ? "no expected values to verify" : "truncated, or larger than this firmware's arena");
-      }
+      report_unread_case(n, got, field);
       rc = kExitBadInput;
       break;
     }
