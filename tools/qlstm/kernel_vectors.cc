@@ -598,11 +598,12 @@ CaseResult run_fc_case(const FcCase& c, const FcS8Variant* variant) {
   return r;
 }
 
-CaseResult run_fc_s16_case(const FcS16Case& c) {
+CaseResult run_fc_s16_case(const FcS16Case& c, const FcS16Variant* variant) {
   CaseResult r;
   const qlstm_fc_s16_params params = c.params();
   r.output_s16.assign(c.expected_output.size(), 0);
-  r.status = qlstm_fc_s16(&params, c.input.data(), r.output_s16.data());
+  r.status = variant != nullptr ? run_fc_s16(*variant, &params, c.input.data(), r.output_s16.data())
+                                : qlstm_fc_s16(&params, c.input.data(), r.output_s16.data());
   if (r.status != QLSTM_OK) {
     r.mismatch = std::string("kernel returned an error: ") + qlstm_status_string(r.status);
     return r;
@@ -625,7 +626,7 @@ CaseResult run_softmax_case(const SoftmaxCase& c) {
   return r;
 }
 
-CaseResult run_lstm_s16_case(const LstmS16Case& c) {
+CaseResult run_lstm_s16_case(const LstmS16Case& c, const LstmS16Variant* variant) {
   CaseResult r;
   const qlstm_lstm_s16_params params = c.params();
   const size_t BH = static_cast<size_t>(c.dims().batch) * static_cast<size_t>(c.dims().hidden_size);
@@ -635,7 +636,8 @@ CaseResult run_lstm_s16_case(const LstmS16Case& c) {
   r.final_hidden_s16 = c.initial_hidden;
   qlstm_lstm_s16_context ctx{scratch.data(), scratch.size() * sizeof(ScratchBlock), r.final_cell.data(),
                              c.stateful ? r.final_hidden_s16.data() : nullptr};
-  r.status = qlstm_lstm_s16(&params, &ctx, c.input.data(), r.output_s16.data());
+  r.status = variant != nullptr ? run_lstm_s16(*variant, &params, &ctx, c.input.data(), r.output_s16.data())
+                                : qlstm_lstm_s16(&params, &ctx, c.input.data(), r.output_s16.data());
   if (r.status != QLSTM_OK) {
     r.mismatch = std::string("kernel returned an error: ") + qlstm_status_string(r.status);
     return r;

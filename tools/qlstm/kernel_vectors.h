@@ -164,10 +164,10 @@ CaseResult run_case(const KernelCase& c, const LstmS8Variant& variant);
 // The FC case through `variant` (nullptr: qlstm_fc_s8's dispatch); the softmax case.
 CaseResult run_fc_case(const FcCase& c, const FcS8Variant* variant);
 CaseResult run_softmax_case(const SoftmaxCase& c);
-// The 16x8 FC case through the reference kernel (qlstm_fc_s16).
-CaseResult run_fc_s16_case(const FcS16Case& c);
-// The 16x8 LSTM case through the reference kernel (qlstm_lstm_s16); the results in *_s16.
-CaseResult run_lstm_s16_case(const LstmS16Case& c);
+// The 16x8 FC case through `variant` (nullptr: qlstm_fc_s16's dispatch).
+CaseResult run_fc_s16_case(const FcS16Case& c, const FcS16Variant* variant);
+// The 16x8 LSTM case through `variant` (nullptr: qlstm_lstm_s16's dispatch); the results in *_s16.
+CaseResult run_lstm_s16_case(const LstmS16Case& c, const LstmS16Variant* variant);
 
 }  // namespace vectors
 }  // namespace qlstm
