@@ -135,7 +135,7 @@ const GruS8Variant* const* gru_s8_variants(size_t* count) {
 
 extern const LstmS16Variant kLstmS16ScalarVariant;
 extern const FcS16Variant kFcS16ScalarVariant;
-#if defined(__x86_64__) && defined(__GNUC__) && defined(QLSTM_HAVE_S16_AVX2)
+#if defined(__x86_64__) && defined(__GNUC__)
 extern const LstmS16Variant kLstmS16X86Avx2Variant;
 extern const FcS16Variant kFcS16X86Avx2Variant;
 #endif
@@ -158,7 +158,7 @@ const LstmS16Variant* const* lstm_s16_variants(size_t* count) {
 #if defined(QLSTM_HAVE_ARM_M) && defined(__ARM_FEATURE_DSP)
       &kLstmS16ArmDspVariant,
 #endif
-#if defined(__x86_64__) && defined(__GNUC__) && defined(QLSTM_HAVE_S16_AVX2)
+#if defined(__x86_64__) && defined(__GNUC__)
       &kLstmS16X86Avx2Variant,
 #endif
       &kLstmS16ScalarVariant,
@@ -176,7 +176,7 @@ const FcS16Variant* const* fc_s16_variants(size_t* count) {
 #if defined(QLSTM_HAVE_ARM_M) && defined(__ARM_FEATURE_DSP)
       &kFcS16ArmDspVariant,
 #endif
-#if defined(__x86_64__) && defined(__GNUC__) && defined(QLSTM_HAVE_S16_AVX2)
+#if defined(__x86_64__) && defined(__GNUC__)
       &kFcS16X86Avx2Variant,
 #endif
       &kFcS16ScalarVariant,
