@@ -11,7 +11,6 @@
     __ARM_ARCH_PROFILE == 'M' && defined(__ARM_FEATURE_DSP)
 
 #include <arm_acle.h>
-#include <string.h>
 
 #include "blocked/rows_s16.h"
 #include "reference/lstm_s16_reference.h"
@@ -25,8 +24,15 @@ namespace {
 
 inline uint32_t load32(const void* p) {
   uint32_t v;
-  memcpy(&v, p, 4);  // LDR: unaligned loads are allowed on these cores
-  return v;
+  __builtin_memcpy(&v, p, 4);  // one LDR (unaligned loads are allowed on these cores); the runtime is
+  return v;                    // freestanding, so plain memcpy would stay a call
+}
+
+// SXTB16 of the word rotated by 8: (w1, w3). GCC does not fold the rotation into the instruction.
+inline int32_t sxtb16_ror8(uint32_t w) {
+  int32_t r;
+  __asm__("sxtb16 %0, %1, ror #8" : "=r"(r) : "r"(w));
+  return r;
 }
 
 inline int32_t pack(int16_t lo, int16_t hi) {
@@ -36,7 +42,7 @@ inline int32_t pack(int16_t lo, int16_t hi) {
 // Two SMLADs: the four products of one row's four weight bytes wq and the (x0, x2), (x1, x3) pairs.
 inline int32_t mac4(uint32_t wq, int32_t x02, int32_t x13, int32_t s) {
   s = __smlad(__sxtb16(static_cast<int32_t>(wq)), x02, s);
-  return __smlad(__sxtb16(static_cast<int32_t>((wq >> 8) | (wq << 24))), x13, s);
+  return __smlad(sxtb16_ror8(wq), x13, s);
 }
 
 struct DspS16 {
@@ -60,25 +66,36 @@ struct DspS16 {
     }
   };
 
-  // Quads [q0, q1) of four rows (w at row 0, rows n bytes apart) into s[4], 32-bit.
+  // Quads [q0, q1) of four rows (w at row 0, rows n bytes apart) into s[4], 32-bit. Four moving
+  // row pointers and the x pointer keep the loop free of stack reloads.
   template <bool kExpanded>
   static void quads4(const Operand& x, const int8_t* w, int32_t n, int32_t q0, int32_t q1, int32_t s[4]) {
     int32_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
     const int8_t* w0 = w + 4 * q0;
-    for (int32_t q = q0; q < q1; ++q, w0 += 4) {
+    const int8_t* w1 = w0 + n;
+    const int8_t* w2 = w1 + n;
+    const int8_t* w3 = w2 + n;
+    const int32_t* xp = x.pairs + 2 * q0;
+    const int16_t* xv = x.v + 4 * q0;
+    for (int32_t q = q1 - q0; q > 0; --q) {
       int32_t x02, x13;
       if (kExpanded) {
-        x02 = x.pairs[2 * q];
-        x13 = x.pairs[2 * q + 1];
+        x02 = xp[0];
+        x13 = xp[1];
+        xp += 2;
       } else {
-        const int16_t* v = x.v + 4 * q;
-        x02 = pack(v[0], v[2]);
-        x13 = pack(v[1], v[3]);
+        x02 = pack(xv[0], xv[2]);
+        x13 = pack(xv[1], xv[3]);
+        xv += 4;
       }
       s0 = mac4(load32(w0), x02, x13, s0);
-      s1 = mac4(load32(w0 + n), x02, x13, s1);
-      s2 = mac4(load32(w0 + 2 * n), x02, x13, s2);
-      s3 = mac4(load32(w0 + 3 * n), x02, x13, s3);
+      s1 = mac4(load32(w1), x02, x13, s1);
+      s2 = mac4(load32(w2), x02, x13, s2);
+      s3 = mac4(load32(w3), x02, x13, s3);
+      w0 += 4;
+      w1 += 4;
+      w2 += 4;
+      w3 += 4;
     }
     s[0] = s0;
     s[1] = s1;

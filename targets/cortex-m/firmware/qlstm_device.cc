@@ -16,7 +16,8 @@
 //   qlstm_device --fault                       writes to an unmapped address (a fault fails the run)
 // BUNDLE is written by the host (tools/qlstm/device.cc; layout in bundle_format.h and docs/targets.md):
 // every case is a program (a kernel vector is a one-op program), validated and run by the runtime's
-// program runner; or, in a "QLSB" bundle, one call of a 16x8 kernel (verify and run). Exit status: 0 all good, 1 a mismatch, 2 bad arguments or a malformed bundle,
+// program runner; or, in a "QLSB" bundle, one call of a 16x8 kernel (verify, run, and bench: case 0,
+// the kernel call between the markers). Exit status: 0 all good, 1 a mismatch, 2 bad arguments or a malformed bundle,
 // 3 a kernel error.
 #include <errno.h>
 #include <stdint.h>
@@ -411,6 +412,10 @@ int run_s16_case(Mode mode, const qlstm::bundle::S16CaseView& k, FILE* out, cons
            (unsigned long)kArenaBytes);
     return kExitBadInput;
   }
+  if (mode == Mode::kBench) {
+    printf("variant: %s\n", run_name);
+    qlstm_bench_begin();
+  }
   qlstm_status st;
   if (k.kind == qlstm::bundle::kS16Fc) {
     st = run.fc != nullptr ? qlstm::run_fc_s16(*run.fc, &k.fc, k.input, output) : qlstm_fc_s16(&k.fc, k.input, output);
@@ -423,6 +428,7 @@ int run_s16_case(Mode mode, const qlstm::bundle::S16CaseView& k, FILE* out, cons
     st = run.lstm != nullptr ? qlstm::run_lstm_s16(*run.lstm, &k.lstm, &ctx, k.input, output)
                              : qlstm_lstm_s16(&k.lstm, &ctx, k.input, output);
   }
+  if (mode == Mode::kBench) qlstm_bench_end();
   if (st != QLSTM_OK) {
     printf("qlstm_device: case %.*s [%s]: kernel error: %s\n", (int)k.name_length, k.name, run_name,
            qlstm_status_string(st));
@@ -450,8 +456,8 @@ int run_s16_case(Mode mode, const qlstm::bundle::S16CaseView& k, FILE* out, cons
 
 // The cases of an open "QLSB" bundle after its 12-byte header (count: its case count).
 int run_s16_bundle(Mode mode, FILE* f, uint32_t count, const char* out_path, const char* variant_name) {
-  if (mode == Mode::kBench) {
-    printf("qlstm_device: bench does not take a 16x8 bundle\n");
+  if (mode == Mode::kBench && strcmp(variant_name, "all") == 0) {
+    printf("qlstm_device: bench takes one variant\n");
     return kExitBadInput;
   }
   size_t nlstm = 0, nfc = 0;
@@ -499,6 +505,7 @@ int run_s16_bundle(Mode mode, FILE* f, uint32_t count, const char* out_path, con
       g_arena_used = case_mark;
       rc = run_s16_case(mode, k, out, runs[r], &passed, &failed);
     }
+    if (mode == Mode::kBench) break;  // one call is the measurement
   }
   if (out && fclose(out) != 0 && rc == 0) rc = kExitBadInput;
   if (rc != 0) return rc;
