@@ -66,29 +66,13 @@ void cell_update(const CellUpdateParams& p, int32_t count, const int16_t* f_q0_1
   }
 }
 
-void hidden_update(const HiddenUpdateParams& p, int32_t rows, int32_t hidden_size, const int16_t* o_q0_15,
-                   const int16_t* cell, int8_t* h_out, ptrdiff_t h_row_stride) {
-  const Requant ot(
-      fxp::RequantDoubleRounding::make(p.output_times_tanh_cell.multiplier, p.output_times_tanh_cell.shift));
-  for (int32_t b = 0; b < rows; ++b) {
-    const ptrdiff_t base = static_cast<ptrdiff_t>(b) * hidden_size;
-    int8_t* h = h_out + b * h_row_stride;
-    for (int32_t k = 0; k < hidden_size; k += kLanes) {
-      const mve_pred16_t pr = vctp32q(static_cast<uint32_t>(hidden_size - k));
-      const int32x4_t t = tanh(vldrhq_z_s32(cell + base + k, pr), p.tanh_left_shift);
-      const int32x4_t scaled = ot(vmulq_s32(vldrhq_z_s32(o_q0_15 + base + k, pr), t));
-      vstrbq_p_s32(h + k, saturate(vaddq_n_s32(scaled, p.output_zero_point), fxp::kInt8Min, fxp::kInt8Max), pr);
-    }
-  }
-}
-
 bool is_supported() { return true; }  // chosen at compile time on the MCU
 
 }  // namespace
 }  // namespace arm_mve
 
 extern const LstmS8Variant kLstmS8ArmMveVariant = {"arm_mve", arm_mve::is_supported, nullptr, blocked::gate_chunked<arm_mve::Kernel>,
-                                                   arm_mve::cell_update, arm_mve::hidden_update, nullptr};
+                                                   arm_mve::cell_update, arm_mve::hidden_update_lanes<int8_t>, nullptr};
 
 }  // namespace qlstm
 

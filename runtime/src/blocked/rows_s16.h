@@ -100,11 +100,11 @@ void cell_update_of(const CellUpdateParams& p, int32_t count, const int16_t* f_q
   kInt8.cell_update(p, count, f_q0_15, i_q0_15, g_q0_15, cell);
 }
 
-// The 16x8 LSTM and FC variants of an ISA from its dot products (Kernel) and its int8 LSTM variant
-// (the cell update); the hidden update is the reference's. Chosen at compile time: is_supported null.
-template <typename Kernel, const LstmS8Variant& kInt8>
+// The 16x8 LSTM and FC variants of an ISA from its dot products (Kernel), its int8 LSTM variant
+// (the cell update) and its hidden update (by default the reference's). Chosen at compile time: is_supported null.
+template <typename Kernel, const LstmS8Variant& kInt8, HiddenUpdateS16Fn kHiddenUpdate = s16::hidden_update_reference>
 constexpr LstmS16Variant lstm_s16_variant(const char* name) {
-  return {name, nullptr, nullptr, gate_s16_chunked<Kernel>, cell_update_of<kInt8>, s16::hidden_update_reference};
+  return {name, nullptr, nullptr, gate_s16_chunked<Kernel>, cell_update_of<kInt8>, kHiddenUpdate};
 }
 template <typename Kernel>
 constexpr FcS16Variant fc_s16_variant(const char* name) {
