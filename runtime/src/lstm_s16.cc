@@ -1,11 +1,13 @@
-// The 16x8 LSTM (docs/arithmetic.md §14): checks, the portable reference's 16x8 stages and the call.
-// The walk, the cell update, the activations and o * tanh(c) are the int8 LSTM's.
+// The 16x8 LSTM (docs/arithmetic.md §14): checks, the reference variant and the dispatch over the
+// 16x8 variants (variants.cc). The walk, the cell update, the activations and o * tanh(c) are the
+// int8 LSTM's; the 16x8 arithmetic is in reference/lstm_s16_reference.h.
 #include "qlstm/lstm_s16.h"
 
 #include "qlstm/activation_s16.h"
 #include "qlstm/fixed_point.h"
 #include "qlstm/kernels.h"
 #include "lstm_sequence.h"
+#include "reference/lstm_s16_reference.h"
 #include "reference/lstm_s8_reference.h"
 #include "sequence_common.h"
 
@@ -40,69 +42,65 @@ FieldFailure check_params(const qlstm_lstm_s16_params* p) {
   return kNoFieldFailure;
 }
 
-// bias + sum_j v[j] * w_row[j], modulo 2^64.
-int64_t dot_s16_plus_bias(const int16_t* v, const int8_t* w_row, int32_t n, int64_t bias) {
-  int64_t acc = bias;
-  for (int32_t j = 0; j < n; ++j) acc = fxp::wrapping_add_s64(acc, int64_t{int32_t{v[j]} * int32_t{w_row[j]}});
-  return acc;
+// The parameters, the context, the buffers: everything but the choice of variant.
+qlstm_status check_call(const qlstm_lstm_s16_params* params, const qlstm_lstm_s16_context* ctx, const int16_t* input,
+                        const int16_t* output) {
+  const FieldFailure f = check_params(params);
+  if (f.status != QLSTM_OK) return f.status;
+  if (ctx == nullptr || ctx->cell_state == nullptr) return QLSTM_ERROR_NULL_POINTER;
+  // Only the pointers' nullness matters to the buffer check.
+  return check_sequence_buffers(params->dims.time_steps, params->output_steps, reinterpret_cast<const int8_t*>(input),
+                                reinterpret_cast<const int8_t*>(output), ctx->scratch, ctx->scratch_bytes,
+                                scratch_bytes_for(params->dims));
 }
 
-// One gate: each matmul requantized by RQ64 and added onto the Q3.12 value, saturated to int16
-// after each add (the input part onto 0), then the int8 LSTM's activation.
-void gate_s16(const qlstm_gate_s16_params& g, const GateArgsOf<int16_t>& a, int16_t* out_q0_15) {
-  const int32_t is_tanh = g.activation == QLSTM_ACTIVATION_TANH;
-  constexpr int32_t kGateLeftShift = 0;  // the pre-activation is already Q3.12
-  const int32_t input_q15 = fxp::reduce_multiplier_q31_to_q15(g.input_to_q3_12.multiplier);
-  const int32_t hidden_q15 = fxp::reduce_multiplier_q31_to_q15(g.hidden_to_q3_12.multiplier);
-  for (int32_t b = 0; b < a.rows; ++b) {
-    const int16_t* x = a.x + b * a.x_row_stride;
-    const int16_t* h = a.h != nullptr ? a.h + b * a.h_row_stride : nullptr;
-    int16_t* out = out_q0_15 + static_cast<ptrdiff_t>(b) * a.hidden_size;
-    for (int32_t r = 0; r < a.hidden_size; ++r) {
-      const int64_t acc_x = dot_s16_plus_bias(x, g.input_weights + static_cast<ptrdiff_t>(r) * a.input_size,
-                                              a.input_size, g.input_effective_bias[r]);
-      int32_t pre_q3_12 = fxp::saturate_to_s16(
-          fxp::requantize_s64_round_half_up(acc_x, input_q15, g.input_to_q3_12.shift));
-      if (h != nullptr) {
-        const int64_t acc_h = dot_s16_plus_bias(h, g.hidden_weights + static_cast<ptrdiff_t>(r) * a.hidden_size,
-                                                a.hidden_size, g.hidden_effective_bias[r]);
-        // |pre| <= 2^15, so the int64 sum is exact.
-        const int64_t sum =
-            int64_t{pre_q3_12} + fxp::requantize_s64_round_half_up(acc_h, hidden_q15, g.hidden_to_q3_12.shift);
-        pre_q3_12 = sum < fxp::kInt16Min ? fxp::kInt16Min : (sum > fxp::kInt16Max ? fxp::kInt16Max : static_cast<int32_t>(sum));
-      }
-      out[r] = activation_q0_15(static_cast<int16_t>(pre_q3_12), kGateLeftShift, is_tanh);
+// A checked call: the variant's stages in the shared walk.
+void run_checked(const LstmS16Variant& variant, const qlstm_lstm_s16_params& params, qlstm_lstm_s16_context& ctx,
+                 const int16_t* input, int16_t* output) {
+  struct Stages {
+    const LstmS16Variant& variant;
+    const qlstm_gate_s16_params* gates;
+    CellUpdateParams cell;
+    HiddenUpdateParams hidden;
+    int32_t H;
+    void gate(int32_t g, const GateArgsOf<int16_t>& args, int16_t* out) const { variant.gate(gates[g], args, out); }
+    void cell_update(int32_t count, const int16_t* f, const int16_t* i, const int16_t* g, int16_t* c) const {
+      variant.cell_update(cell, count, f, i, g, c);
     }
-  }
-}
-
-// h = sat16(RQ(o * tanh(c))): the int8 LSTM's product, an int16 result without zero point.
-void hidden_update_s16(const HiddenUpdateParams& p, int32_t rows, int32_t hidden_size, const int16_t* o_q0_15,
-                       const int16_t* cell, int16_t* h_out, ptrdiff_t h_row_stride) {
-  for (int32_t b = 0; b < rows; ++b) {
-    const ptrdiff_t base = static_cast<ptrdiff_t>(b) * hidden_size;
-    int16_t* h = h_out + b * h_row_stride;
-    for (int32_t r = 0; r < hidden_size; ++r) {
-      h[r] = fxp::saturate_to_s16(reference::output_times_tanh_cell(p, o_q0_15[base + r], cell[base + r]));
+    void hidden_update(int32_t rows, const int16_t* o, const int16_t* c, int16_t* h, ptrdiff_t stride) const {
+      variant.hidden_update(hidden, rows, H, o, c, h, stride);
     }
-  }
+  };
+  const Stages stages = {
+      variant, params.gates,
+      cell_update_params(params.forget_times_cell_to_cell, params.input_times_cell_gate_to_cell, params.cell_clip),
+      {params.output_times_tanh_cell_to_hidden, 0, params.cell_scale_power + kQ3_12FractionalBits},
+      params.dims.hidden_size};
+  constexpr int16_t kNoState = 0;  // symmetric: a stateless call's hidden state is 0
+  run_lstm_sequence(lstm_sequence_of(params), stages, kNoState, static_cast<int16_t*>(ctx.scratch), ctx.cell_state,
+                    ctx.hidden_state, input, output);
 }
-
-struct ReferenceStages {
-  const qlstm_gate_s16_params* gates;
-  CellUpdateParams cell;
-  HiddenUpdateParams hidden;
-  int32_t H;
-  void gate(int32_t g, const GateArgsOf<int16_t>& args, int16_t* out) const { gate_s16(gates[g], args, out); }
-  void cell_update(int32_t count, const int16_t* f, const int16_t* i, const int16_t* g, int16_t* c) const {
-    reference::cell_update(cell, count, f, i, g, c);
-  }
-  void hidden_update(int32_t rows, const int16_t* o, const int16_t* c, int16_t* h, ptrdiff_t stride) const {
-    hidden_update_s16(hidden, rows, H, o, c, h, stride);
-  }
-};
 
 }  // namespace
+
+const LstmS16Variant kLstmS16ReferenceVariant = {"reference", nullptr, nullptr, s16::gate_reference,
+                                                 reference::cell_update, s16::hidden_update_reference};
+
+const LstmS16Variant* select_lstm_s16_variant(const LstmS16Variant* const* list, size_t count,
+                                              const qlstm_lstm_s16_params& params) {
+  return first_runnable_variant(list, count, params);
+}
+
+qlstm_status run_lstm_s16(const LstmS16Variant& variant, const qlstm_lstm_s16_params* params,
+                          qlstm_lstm_s16_context* ctx, const int16_t* input, int16_t* output) {
+  const qlstm_status st = check_call(params, ctx, input, output);
+  if (st != QLSTM_OK) return st;
+  if (variant.is_supported != nullptr && !variant.is_supported()) return QLSTM_ERROR_UNSUPPORTED;
+  if (variant.can_run != nullptr && !variant.can_run(*params)) return QLSTM_ERROR_NO_VARIANT;
+  run_checked(variant, *params, *ctx, input, output);
+  return QLSTM_OK;
+}
+
 }  // namespace qlstm
 
 extern "C" {
@@ -130,23 +128,13 @@ qlstm_status qlstm_lstm_s16_reset_state(const qlstm_lstm_s16_params* params, qls
 
 qlstm_status qlstm_lstm_s16(const qlstm_lstm_s16_params* params, qlstm_lstm_s16_context* ctx, const int16_t* input,
                             int16_t* output) {
-  const qlstm_status st = qlstm_lstm_s16_validate(params, nullptr);
+  const qlstm_status st = qlstm::check_call(params, ctx, input, output);
   if (st != QLSTM_OK) return st;
-  if (ctx == nullptr || ctx->cell_state == nullptr) return QLSTM_ERROR_NULL_POINTER;
-  // Only the pointers' nullness matters to the buffer check.
-  const qlstm_status buffers = qlstm::check_sequence_buffers(
-      params->dims.time_steps, params->output_steps, reinterpret_cast<const int8_t*>(input),
-      reinterpret_cast<const int8_t*>(output), ctx->scratch, ctx->scratch_bytes, qlstm::scratch_bytes_for(params->dims));
-  if (buffers != QLSTM_OK) return buffers;
-  const qlstm::ReferenceStages stages = {
-      params->gates,
-      qlstm::cell_update_params(params->forget_times_cell_to_cell, params->input_times_cell_gate_to_cell,
-                                params->cell_clip),
-      {params->output_times_tanh_cell_to_hidden, 0, params->cell_scale_power + qlstm::kQ3_12FractionalBits},
-      params->dims.hidden_size};
-  constexpr int16_t kNoState = 0;  // symmetric: a stateless call's hidden state is 0
-  qlstm::run_lstm_sequence(qlstm::lstm_sequence_of(*params), stages, kNoState, static_cast<int16_t*>(ctx->scratch),
-                           ctx->cell_state, ctx->hidden_state, input, output);
+  size_t count = 0;
+  const qlstm::LstmS16Variant* const* all = qlstm::lstm_s16_variants(&count);
+  const qlstm::LstmS16Variant* variant = qlstm::select_lstm_s16_variant(all, count, *params);
+  if (variant == nullptr) return QLSTM_ERROR_NO_VARIANT;
+  qlstm::run_checked(*variant, *params, *ctx, input, output);
   return QLSTM_OK;
 }
 

@@ -133,4 +133,57 @@ const GruS8Variant* const* gru_s8_variants(size_t* count) {
   return kVariants;
 }
 
+extern const LstmS16Variant kLstmS16ScalarVariant;
+extern const FcS16Variant kFcS16ScalarVariant;
+#if defined(__x86_64__) && defined(__GNUC__)
+extern const LstmS16Variant kLstmS16X86Avx2Variant;
+extern const FcS16Variant kFcS16X86Avx2Variant;
+#endif
+#if defined(QLSTM_HAVE_ARM_M) && defined(__ARM_FEATURE_DSP)
+extern const LstmS16Variant kLstmS16ArmDspVariant;
+extern const FcS16Variant kFcS16ArmDspVariant;
+#endif
+#if defined(QLSTM_HAVE_ARM_M) && defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+extern const LstmS16Variant kLstmS16ArmMveVariant;
+extern const FcS16Variant kFcS16ArmMveVariant;
+#endif
+
+// The 16x8 kernels' lists: the int8 ones' order and names (no CMSIS-NN backend, no Thumb-2 one:
+// without DSP the int16 x int8 products have no packed multiply to gain from).
+const LstmS16Variant* const* lstm_s16_variants(size_t* count) {
+  static const LstmS16Variant* const kVariants[] = {
+#if defined(QLSTM_HAVE_ARM_M) && defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+      &kLstmS16ArmMveVariant,
+#endif
+#if defined(QLSTM_HAVE_ARM_M) && defined(__ARM_FEATURE_DSP)
+      &kLstmS16ArmDspVariant,
+#endif
+#if defined(__x86_64__) && defined(__GNUC__)
+      &kLstmS16X86Avx2Variant,
+#endif
+      &kLstmS16ScalarVariant,
+      &kLstmS16ReferenceVariant,
+  };
+  if (count != nullptr) *count = sizeof(kVariants) / sizeof(kVariants[0]);
+  return kVariants;
+}
+
+const FcS16Variant* const* fc_s16_variants(size_t* count) {
+  static const FcS16Variant* const kVariants[] = {
+#if defined(QLSTM_HAVE_ARM_M) && defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+      &kFcS16ArmMveVariant,
+#endif
+#if defined(QLSTM_HAVE_ARM_M) && defined(__ARM_FEATURE_DSP)
+      &kFcS16ArmDspVariant,
+#endif
+#if defined(__x86_64__) && defined(__GNUC__)
+      &kFcS16X86Avx2Variant,
+#endif
+      &kFcS16ScalarVariant,
+      &kFcS16ReferenceVariant,
+  };
+  if (count != nullptr) *count = sizeof(kVariants) / sizeof(kVariants[0]);
+  return kVariants;
+}
+
 }  // namespace qlstm

@@ -151,14 +151,33 @@ size_t output_count(const BundleCase& c) {
          static_cast<size_t>(c.buffer_widths.back());
 }
 
-std::string bundle(const std::vector<BundleCase>& cases) {
+namespace {
+
+// MAGIC, the version, the case count, then per case its record's byte count and the record, which
+// write(case, writer) writes.
+template <class Case, class Write>
+std::string bundle_file(const char* magic, uint32_t version, const std::vector<Case>& cases, Write write) {
   std::string file;
   StringSink file_sink{&file};
   RecordWriter<StringSink> head(file_sink);
-  file.append("QLVB", 4);
-  head.i32("version", static_cast<int32_t>(bundle::kBundleVersion));
+  file.append(magic, 4);
+  head.i32("version", static_cast<int32_t>(version));
   head.i32("case_count", static_cast<int32_t>(cases.size()));
-  for (const BundleCase& c : cases) {
+  for (const Case& c : cases) {
+    std::string record;
+    StringSink sink{&record};
+    RecordWriter<StringSink> w(sink);
+    write(c, w);
+    head.i32("record_bytes", static_cast<int32_t>(record.size()));
+    file += record;
+  }
+  return file;
+}
+
+}  // namespace
+
+std::string bundle(const std::vector<BundleCase>& cases) {
+  return bundle_file("QLVB", bundle::kBundleVersion, cases, [](const BundleCase& c, RecordWriter<StringSink>& w) {
     if (c.ops.empty() || c.buffer_widths.size() < 2) throw DeviceError("bundle: case '" + c.name + "' has no program");
     const CallShape shape = call_shape(c);
     const std::vector<int32_t> steps =
@@ -180,18 +199,33 @@ std::string bundle(const std::vector<BundleCase>& cases) {
                                 c.expected,
                                 c.final_h,
                                 c.final_c};
-    std::string record;
-    StringSink sink{&record};
-    RecordWriter<StringSink> w(sink);
     bundle::visit_case_header(v, w);
     for (const qlstm_op& op : c.ops) visit_op_fields(op, w);
     const bundle::CaseSizes n = bundle::case_sizes(v, c.ops.data());
     if (n.input < 0) throw DeviceError("bundle: case '" + c.name + "' is too large");
     bundle::visit_case_data(v, n, w);
-    head.i32("record_bytes", static_cast<int32_t>(record.size()));
-    file += record;
-  }
-  return file;
+  });
+}
+
+std::string s16_bundle(const std::vector<S16BundleCase>& cases) {
+  return bundle_file("QLSB", bundle::kS16BundleVersion, cases, [](const S16BundleCase& c, RecordWriter<StringSink>& w) {
+    const bool stateful = c.lstm && c.stateful;
+    const bundle::S16CaseView v = {static_cast<int32_t>(c.name.size()),
+                                   c.name.data(),
+                                   (stateful ? bundle::kFlagStateful : 0) | (c.check ? bundle::kFlagExpected : 0),
+                                   c.lstm ? bundle::kS16Lstm : bundle::kS16Fc,
+                                   c.fc,
+                                   c.fc.bias != nullptr ? 1 : 0,
+                                   c.lstm_params,
+                                   c.input,
+                                   c.h0,
+                                   c.c0,
+                                   c.expected,
+                                   c.final_h,
+                                   c.final_c};
+    if (bundle::s16_case_sizes(v).input < 0) throw DeviceError("bundle: case '" + c.name + "' is too large");
+    bundle::visit_s16_case(v, w);
+  });
 }
 
 RunResult run_firmware(const Target& t, const std::vector<std::string>& args, const RunOptions& options) {

@@ -10,6 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include "qlstm/fully_connected_s16.h"
+#include "qlstm/lstm_s16.h"
 #include "qlstm/lstm_s8.h"
 #include "qlstm/program_s8.h"
 
@@ -72,6 +74,27 @@ size_t output_count(const BundleCase& c);
 // describes them, params_codec.h) and its arrays, little-endian and padded to 4 bytes
 // (docs/targets.md). The firmware reads it with the same description.
 std::string bundle(const std::vector<BundleCase>& cases);
+
+// One call of a 16x8 kernel on the device: qlstm_fc_s16 (lstm false) or qlstm_lstm_s16, the
+// blocks' arrays owned by the caller; data as BundleCase's, int16 (the LSTM's state [B][H]).
+struct S16BundleCase {
+  std::string name;
+  bool lstm = false;
+  qlstm_fc_s16_params fc{};
+  qlstm_lstm_s16_params lstm_params{};
+  bool stateful = false;
+  bool check = false;
+  const int16_t* input = nullptr;
+  const int16_t* h0 = nullptr;
+  const int16_t* c0 = nullptr;
+  const int16_t* expected = nullptr;
+  const int16_t* final_h = nullptr;
+  const int16_t* final_c = nullptr;
+};
+
+// "QLSB", its version, the case count, then per case a byte count and the record
+// (bundle_format.h's visit_s16_case). The firmware's verify and run read it as they read "QLVB".
+std::string s16_bundle(const std::vector<S16BundleCase>& cases);
 
 struct RunOptions {
   bool capture = false;          // collect the firmware's console output instead of printing it

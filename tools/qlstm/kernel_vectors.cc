@@ -491,7 +491,59 @@ std::vector<std::string> collect_vector_files(const std::vector<std::string>& pa
   return {files.begin(), files.end()};
 }
 
+namespace {
+// An LSTM case's data and expected values into its bundle case (device::BundleCase, S16BundleCase).
+template <class Case, class Bundled>
+void set_lstm_data(const Case& c, Bundled& b) {
+  b.check = true;
+  b.stateful = c.stateful;
+  b.input = c.input.data();
+  b.expected = c.expected_output.data();
+  if (c.stateful) {
+    b.h0 = c.initial_hidden.data();
+    b.c0 = c.initial_cell.data();
+    b.final_h = c.expected_final_hidden.data();
+    b.final_c = c.expected_final_cell.data();
+  }
+}
+
+// The 16x8 cases of the files as a "QLSB" bundle (device::s16_bundle).
+std::string device_s16_bundle(const std::vector<VectorFile>& files) {
+  std::vector<device::S16BundleCase> out;
+  for (const VectorFile& f : files) {
+    for (const FcS16Case& c : f.fc_s16_cases) {
+      device::S16BundleCase b;
+      b.name = c.name;
+      b.fc = c.params();
+      b.check = true;
+      b.input = c.input.data();
+      b.expected = c.expected_output.data();
+      out.push_back(std::move(b));
+    }
+    for (const LstmS16Case& c : f.lstm_s16_cases) {
+      device::S16BundleCase b;
+      b.name = c.name;
+      b.lstm = true;
+      b.lstm_params = c.params();
+      set_lstm_data(c, b);
+      out.push_back(std::move(b));
+    }
+  }
+  return device::s16_bundle(out);
+}
+}  // namespace
+
 std::string device_bundle(const std::vector<VectorFile>& files) {
+  size_t s16 = 0, total = 0;
+  for (const VectorFile& f : files) {
+    s16 += f.fc_s16_cases.size() + f.lstm_s16_cases.size();
+    total += f.case_count();
+  }
+  if (s16 > 0 && s16 < total) {
+    throw FormatError("the 16x8 vector files (" + std::string(kFcS16Format) + ", " + kLstmS16Format +
+                      ") go to the device in a call of their own, without int8 files");
+  }
+  if (s16 > 0) return device_s16_bundle(files);
   std::vector<device::BundleCase> out;
   // A one-op program over B rows of one step each: buffers {in, out} of one position per row.
   auto row_case = [&](const std::string& name, const qlstm_op& op, int32_t rows, int32_t in_width, int32_t out_width,
@@ -508,21 +560,9 @@ std::string device_bundle(const std::vector<VectorFile>& files) {
     out.push_back(std::move(b));
   };
   for (const VectorFile& f : files) {
-    if (!f.fc_s16_cases.empty() || !f.lstm_s16_cases.empty()) {
-      throw FormatError(f.path + ": the 16x8 (" + f.format + ") cases run on the host only so far");
-    }
     for (const KernelCase& c : f.cases) {
       device::BundleCase b = device::single_op_case(c.name, c.params());
-      b.input = c.input.data();
-      b.check = true;
-      b.expected = c.expected_output.data();
-      b.stateful = c.stateful;
-      if (c.stateful) {
-        b.h0 = c.initial_hidden.data();
-        b.c0 = c.initial_cell.data();
-        b.final_h = c.expected_final_hidden.data();
-        b.final_c = c.expected_final_cell.data();
-      }
+      set_lstm_data(c, b);
       out.push_back(std::move(b));
     }
     for (const FcCase& c : f.fc_cases) {
@@ -558,11 +598,12 @@ CaseResult run_fc_case(const FcCase& c, const FcS8Variant* variant) {
   return r;
 }
 
-CaseResult run_fc_s16_case(const FcS16Case& c) {
+CaseResult run_fc_s16_case(const FcS16Case& c, const FcS16Variant* variant) {
   CaseResult r;
   const qlstm_fc_s16_params params = c.params();
   r.output_s16.assign(c.expected_output.size(), 0);
-  r.status = qlstm_fc_s16(&params, c.input.data(), r.output_s16.data());
+  r.status = variant != nullptr ? run_fc_s16(*variant, &params, c.input.data(), r.output_s16.data())
+                                : qlstm_fc_s16(&params, c.input.data(), r.output_s16.data());
   if (r.status != QLSTM_OK) {
     r.mismatch = std::string("kernel returned an error: ") + qlstm_status_string(r.status);
     return r;
@@ -585,7 +626,7 @@ CaseResult run_softmax_case(const SoftmaxCase& c) {
   return r;
 }
 
-CaseResult run_lstm_s16_case(const LstmS16Case& c) {
+CaseResult run_lstm_s16_case(const LstmS16Case& c, const LstmS16Variant* variant) {
   CaseResult r;
   const qlstm_lstm_s16_params params = c.params();
   const size_t BH = static_cast<size_t>(c.dims().batch) * static_cast<size_t>(c.dims().hidden_size);
@@ -595,7 +636,8 @@ CaseResult run_lstm_s16_case(const LstmS16Case& c) {
   r.final_hidden_s16 = c.initial_hidden;
   qlstm_lstm_s16_context ctx{scratch.data(), scratch.size() * sizeof(ScratchBlock), r.final_cell.data(),
                              c.stateful ? r.final_hidden_s16.data() : nullptr};
-  r.status = qlstm_lstm_s16(&params, &ctx, c.input.data(), r.output_s16.data());
+  r.status = variant != nullptr ? run_lstm_s16(*variant, &params, &ctx, c.input.data(), r.output_s16.data())
+                                : qlstm_lstm_s16(&params, &ctx, c.input.data(), r.output_s16.data());
   if (r.status != QLSTM_OK) {
     r.mismatch = std::string("kernel returned an error: ") + qlstm_status_string(r.status);
     return r;

@@ -155,7 +155,8 @@ struct CaseResult {
 // Every case of the files, with its expected values, as a bundle for the device firmware
 // (device::bundle): an LSTM case as a one-op program over its call, an FC case as a one-op
 // program over B positions of one step (T = 1), a softmax case likewise over its rows. The 16x8
-// cases do not run on the device yet: a file with them throws FormatError.
+// cases (not program ops yet) make a bundle of their own, "QLSB" (device::s16_bundle): files of
+// both kinds together throw FormatError.
 std::string device_bundle(const std::vector<VectorFile>& files);
 
 // Runs the case through `variant` and compares every output (and final-state) value.
@@ -163,10 +164,10 @@ CaseResult run_case(const KernelCase& c, const LstmS8Variant& variant);
 // The FC case through `variant` (nullptr: qlstm_fc_s8's dispatch); the softmax case.
 CaseResult run_fc_case(const FcCase& c, const FcS8Variant* variant);
 CaseResult run_softmax_case(const SoftmaxCase& c);
-// The 16x8 FC case through the reference kernel (qlstm_fc_s16).
-CaseResult run_fc_s16_case(const FcS16Case& c);
-// The 16x8 LSTM case through the reference kernel (qlstm_lstm_s16); the results in *_s16.
-CaseResult run_lstm_s16_case(const LstmS16Case& c);
+// The 16x8 FC case through `variant` (nullptr: qlstm_fc_s16's dispatch).
+CaseResult run_fc_s16_case(const FcS16Case& c, const FcS16Variant* variant);
+// The 16x8 LSTM case through `variant` (nullptr: qlstm_lstm_s16's dispatch); the results in *_s16.
+CaseResult run_lstm_s16_case(const LstmS16Case& c, const LstmS16Variant* variant);
 
 }  // namespace vectors
 }  // namespace qlstm

@@ -93,6 +93,8 @@ std::vector<const Variant*> pick_variants(const Variant* const* all, size_t coun
 struct SelectedVariants {
   std::vector<const qlstm::LstmS8Variant*> lstm;
   std::vector<const qlstm::FcS8Variant*> fc;
+  std::vector<const qlstm::LstmS16Variant*> lstm_s16;  // nullptr: qlstm_lstm_s16's dispatch
+  std::vector<const qlstm::FcS16Variant*> fc_s16;      // nullptr: qlstm_fc_s16's dispatch
 };
 SelectedVariants select_variants(const std::string& name, bool* ok) {
   SelectedVariants s;
@@ -100,6 +102,8 @@ SelectedVariants select_variants(const std::string& name, bool* ok) {
   if (name == "default") {
     s.lstm.push_back(&qlstm::lstm_s8_default_variant());
     s.fc.push_back(nullptr);
+    s.lstm_s16.push_back(nullptr);
+    s.fc_s16.push_back(nullptr);
     return s;
   }
   bool unsupported = false;
@@ -108,7 +112,11 @@ SelectedVariants select_variants(const std::string& name, bool* ok) {
   s.lstm = pick_variants(lstm, count, name, &unsupported);
   const qlstm::FcS8Variant* const* fc = qlstm::fc_s8_variants(&count);
   s.fc = pick_variants(fc, count, name, &unsupported);
-  if (s.lstm.empty() && s.fc.empty()) {
+  const qlstm::LstmS16Variant* const* lstm_s16 = qlstm::lstm_s16_variants(&count);
+  s.lstm_s16 = pick_variants(lstm_s16, count, name, &unsupported);
+  const qlstm::FcS16Variant* const* fc_s16 = qlstm::fc_s16_variants(&count);
+  s.fc_s16 = pick_variants(fc_s16, count, name, &unsupported);
+  if (s.lstm.empty() && s.fc.empty() && s.lstm_s16.empty() && s.fc_s16.empty()) {
     std::fprintf(stderr, "qlstm: unknown variant '%s' (see 'qlstm variants')\n", name.c_str());
     *ok = false;
   }
@@ -151,6 +159,12 @@ bool verify_file(const qlstm::vectors::VectorFile& file, const SelectedVariants&
                  path, variant_name.c_str());
     return false;
   }
+  if ((!file.lstm_s16_cases.empty() && variants.lstm_s16.empty()) ||
+      (!file.fc_s16_cases.empty() && variants.fc_s16.empty())) {
+    std::fprintf(stderr, "qlstm verify-vectors: error: %s: variant '%s' is not a 16x8 variant (see 'qlstm variants')\n",
+                 path, variant_name.c_str());
+    return false;
+  }
   for (const auto& c : file.cases) {
     for (const qlstm::LstmS8Variant* v : variants.lstm) {
       char detail[160];
@@ -173,12 +187,16 @@ bool verify_file(const qlstm::vectors::VectorFile& file, const SelectedVariants&
     std::snprintf(detail, sizeof detail, "B=%d T=%d I=%d H=%d %s %s P=%d 16x8", c.dims().batch, c.dims().time_steps,
                   c.dims().input_size, c.dims().hidden_size, c.time_major() ? "time-major" : "batch-major",
                   c.stateful ? "stateful" : "stateless", c.block.cell_scale_power);
-    count(c.name, "reference", qlstm::vectors::run_lstm_s16_case(c), detail);
+    for (const qlstm::LstmS16Variant* v : variants.lstm_s16) {
+      count(c.name, v != nullptr ? v->name : "default", qlstm::vectors::run_lstm_s16_case(c, v), detail);
+    }
   }
   for (const auto& c : file.fc_s16_cases) {
     char detail[160];
     std::snprintf(detail, sizeof detail, "B=%d I=%d O=%d 16x8", c.block.rows, c.block.input_size, c.block.output_size);
-    count(c.name, "reference", qlstm::vectors::run_fc_s16_case(c), detail);
+    for (const qlstm::FcS16Variant* v : variants.fc_s16) {
+      count(c.name, v != nullptr ? v->name : "default", qlstm::vectors::run_fc_s16_case(c, v), detail);
+    }
   }
   for (const auto& c : file.softmax_cases) {
     const std::string detail = "rows=" + std::to_string(c.params.rows) + " row_size=" + std::to_string(c.params.row_size);
@@ -276,6 +294,12 @@ int list_variants() {
   std::printf("GRU op:\n");
   const qlstm::GruS8Variant* const* gru = qlstm::gru_s8_variants(&count);
   print_variants(gru, count, ", declines some calls");
+  std::printf("16x8 LSTM:\n");
+  const qlstm::LstmS16Variant* const* lstm_s16 = qlstm::lstm_s16_variants(&count);
+  print_variants(lstm_s16, count, ", declines some calls");
+  std::printf("16x8 fully connected op:\n");
+  const qlstm::FcS16Variant* const* fc_s16 = qlstm::fc_s16_variants(&count);
+  print_variants(fc_s16, count, ", declines some calls");
   std::printf("default: per call, the first supported variant above that can run the call\n");
   return 0;
 }

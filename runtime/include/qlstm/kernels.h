@@ -13,8 +13,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "qlstm/fully_connected_s16.h"
 #include "qlstm/fully_connected_s8.h"
 #include "qlstm/gru_s8.h"
+#include "qlstm/lstm_s16.h"
 #include "qlstm/lstm_s8.h"
 #include "qlstm/program_s8.h"
 
@@ -167,6 +169,46 @@ qlstm_status run_fc_s8(const FcS8Variant& variant, const qlstm_fc_s8_params* par
 // Validated params (the program runner); variant nullptr: per-call dispatch over fc_s8_variants().
 qlstm_status run_fc_s8_prechecked(const FcS8Variant* variant, const qlstm_fc_s8_params& params, const int8_t* input,
                                   int8_t* output);
+
+// ---- The 16x8 kernels' variants (lstm_s16.h, fully_connected_s16.h, docs/arithmetic.md §14), the
+// same family as the int8 ones: best first, the reference last (runs every call), each equal to the
+// reference bit for bit (tests/variants), chosen per call by qlstm_lstm_s16() and qlstm_fc_s16().
+// The LSTM's stages are the int8 LSTM's with int16 activations: the gate on int16 x and h (int64
+// biases, the 64-bit requantization), the int8 LSTM's cell update, and the hidden update writing
+// h[b][r] = sat16(RQ(o * tanh(c))) (no zero point). The shared walk (lstm_sequence.h) orders them.
+using GateS16Fn = void (*)(const qlstm_gate_s16_params& gate, const GateArgsOf<int16_t>& args, int16_t* out_q0_15);
+using HiddenUpdateS16Fn = void (*)(const HiddenUpdateParams& p, int32_t rows, int32_t hidden_size,
+                                   const int16_t* o_q0_15, const int16_t* cell, int16_t* h_out,
+                                   ptrdiff_t h_row_stride);
+struct LstmS16Variant {
+  const char* name;        // the int8 variant's name for the same ISA
+  bool (*is_supported)();  // null: any CPU
+  bool (*can_run)(const qlstm_lstm_s16_params& params);  // null: every valid call
+  GateS16Fn gate;
+  CellUpdateFn cell_update;
+  HiddenUpdateS16Fn hidden_update;
+};
+const LstmS16Variant* const* lstm_s16_variants(size_t* count);
+extern const LstmS16Variant kLstmS16ReferenceVariant;
+const LstmS16Variant* select_lstm_s16_variant(const LstmS16Variant* const* list, size_t count,
+                                              const qlstm_lstm_s16_params& params);
+// As qlstm_lstm_s16() with the given variant: QLSTM_ERROR_UNSUPPORTED / QLSTM_ERROR_NO_VARIANT as run_lstm_s8.
+qlstm_status run_lstm_s16(const LstmS16Variant& variant, const qlstm_lstm_s16_params* params,
+                          qlstm_lstm_s16_context* ctx, const int16_t* input, int16_t* output);
+
+using FcS16Fn = void (*)(const qlstm_fc_s16_params& params, const int16_t* input, int16_t* output);
+struct FcS16Variant {
+  const char* name;
+  bool (*is_supported)();                         // null: any CPU
+  bool (*can_run)(const qlstm_fc_s16_params& p);  // null: every valid call
+  FcS16Fn run;                                    // params validated, rows >= 1
+};
+const FcS16Variant* const* fc_s16_variants(size_t* count);
+extern const FcS16Variant kFcS16ReferenceVariant;
+const FcS16Variant* select_fc_s16_variant(const FcS16Variant* const* list, size_t count, const qlstm_fc_s16_params& p);
+// As qlstm_fc_s16() with the given variant: QLSTM_ERROR_UNSUPPORTED / QLSTM_ERROR_NO_VARIANT as run_lstm_s8.
+qlstm_status run_fc_s16(const FcS16Variant& variant, const qlstm_fc_s16_params* params, const int16_t* input,
+                        int16_t* output);
 
 // The softmax and table ops on validated params (qlstm_softmax_s8_validate,
 // qlstm_table_s8_validate), rows >= 0; the program runner calls them after its one validation.

@@ -20,7 +20,9 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "qlstm/fully_connected_s16.h"
 #include "qlstm/gru_s8.h"
+#include "qlstm/lstm_s16.h"
 #include "qlstm/lstm_s8.h"
 #include "qlstm/program_s8.h"
 
@@ -81,39 +83,88 @@ void recurrent_head(V& v, const char* block, P& p) {
   v.i32("layout", p.layout);
 }
 
-// The last fields of a recurrent op's block, the same in the LSTM and the GRU.
+// The sequence options, the last fields of every recurrent op's block.
 template <class V, class P>
-void sequence_tail(V& v, P& p) {
-  v.i32("output_zero_point", p.output_zero_point);
+void sequence_options(V& v, P& p) {
   v.i32("time_direction", p.time_direction);
   v.i32("output_width", p.output_width);
   v.i32("output_steps", p.output_steps);
 }
 
+// The last fields of an int8 recurrent op's block, the same in the LSTM and the GRU.
+template <class V, class P>
+void sequence_tail(V& v, P& p) {
+  v.i32("output_zero_point", p.output_zero_point);
+  sequence_options(v, p);
+}
+
 inline int64_t extent(int32_t n) { return n < 0 ? -1 : static_cast<int64_t>(n); }
 
-}  // namespace codec_detail
+// An optional array's pointer set to null when a reader read it empty (a const block: no-op).
+template <class T>
+void set_null(const T*& q) {
+  q = nullptr;
+}
+template <class T>
+void set_null(const T* const&) {}
 
-// P is qlstm_lstm_s8_params or const qlstm_lstm_s8_params.
+// An LSTM block's gates and cell fields, the same in the int8 and the 16x8 LSTM.
 template <class P, class V>
-void visit_lstm_s8_fields(P& p, V& v) {
-  codec_detail::recurrent_head(v, "lstm", p);
-  const int64_t H = codec_detail::extent(p.dims.hidden_size), I = codec_detail::extent(p.dims.input_size);
+void lstm_gates_and_cell(P& p, V& v) {
+  const int64_t H = extent(p.dims.hidden_size), I = extent(p.dims.input_size);
   v.open("gates");
   QLSTM_VISIT_GATE(v, p.gates[QLSTM_GATE_FORGET], "gates[forget]", H, I);
   QLSTM_VISIT_GATE(v, p.gates[QLSTM_GATE_INPUT], "gates[input]", H, I);
   QLSTM_VISIT_GATE(v, p.gates[QLSTM_GATE_CELL], "gates[cell]", H, I);
   QLSTM_VISIT_GATE(v, p.gates[QLSTM_GATE_OUTPUT], "gates[output]", H, I);
   v.close();
-  codec_detail::requant(v, "forget_times_cell_to_cell", "forget_times_cell_to_cell.multiplier",
-                        "forget_times_cell_to_cell.shift", p.forget_times_cell_to_cell);
-  codec_detail::requant(v, "input_times_cell_gate_to_cell", "input_times_cell_gate_to_cell.multiplier",
-                        "input_times_cell_gate_to_cell.shift", p.input_times_cell_gate_to_cell);
-  codec_detail::requant(v, "output_times_tanh_cell_to_hidden", "output_times_tanh_cell_to_hidden.multiplier",
-                        "output_times_tanh_cell_to_hidden.shift", p.output_times_tanh_cell_to_hidden);
+  requant(v, "forget_times_cell_to_cell", "forget_times_cell_to_cell.multiplier", "forget_times_cell_to_cell.shift",
+          p.forget_times_cell_to_cell);
+  requant(v, "input_times_cell_gate_to_cell", "input_times_cell_gate_to_cell.multiplier",
+          "input_times_cell_gate_to_cell.shift", p.input_times_cell_gate_to_cell);
+  requant(v, "output_times_tanh_cell_to_hidden", "output_times_tanh_cell_to_hidden.multiplier",
+          "output_times_tanh_cell_to_hidden.shift", p.output_times_tanh_cell_to_hidden);
   v.i32("cell_scale_power", p.cell_scale_power);
   v.i32("cell_clip", p.cell_clip);
+}
+}  // namespace codec_detail
+
+// P is qlstm_lstm_s8_params or const qlstm_lstm_s8_params.
+template <class P, class V>
+void visit_lstm_s8_fields(P& p, V& v) {
+  codec_detail::recurrent_head(v, "lstm", p);
+  codec_detail::lstm_gates_and_cell(p, v);
   codec_detail::sequence_tail(v, p);
+  v.close();
+}
+
+// P is qlstm_lstm_s16_params or const qlstm_lstm_s16_params: the int8 LSTM's fields without the
+// output zero point (its effective biases int64).
+template <class P, class V>
+void visit_lstm_s16_fields(P& p, V& v) {
+  codec_detail::recurrent_head(v, "lstm_s16", p);
+  codec_detail::lstm_gates_and_cell(p, v);
+  codec_detail::sequence_options(v, p);
+  v.close();
+}
+
+// P is qlstm_fc_s16_params or const qlstm_fc_s16_params (Flag int32_t, const for a const block). The
+// bias is optional: has_bias (0 or 1) is on the wire, the pointer null without it.
+template <class P, class V, class Flag>
+void visit_fc_s16_fields(P& p, V& v, Flag& has_bias) {
+  v.open("fc_s16");
+  v.i32("rows", p.rows);
+  v.i32("input_size", p.input_size);
+  v.i32("output_size", p.output_size);
+  v.i32("multiplier", p.multiplier);
+  v.i32("shift", p.shift);
+  const int64_t I = codec_detail::extent(p.input_size), O = codec_detail::extent(p.output_size);
+  v.array("weights", p.weights, I < 0 || O < 0 ? -1 : I * O);
+  v.i32("has_bias", has_bias);
+  v.array("bias", p.bias, has_bias == 0 ? 0 : (has_bias == 1 ? O : -1));
+  if (has_bias == 0) codec_detail::set_null(p.bias);
+  v.i32("activation_min", p.activation_min);
+  v.i32("activation_max", p.activation_max);
   v.close();
 }
 
@@ -226,7 +277,8 @@ void visit_op_fields(Op& op, V& v) {
 }
 
 // ---- The record codec: every int32 field as 4 little-endian bytes, every array's elements
-// little-endian and padded with zeros to a multiple of 4 bytes, in visiting order. No names or
+// little-endian and padded with zeros to a multiple of 4 bytes (an int64 array starts at a multiple
+// of 8 bytes from the record's start, after 4 zero bytes when needed), in visiting order. No names or
 // counts are stored: the dims in front give every extent. A record read in place keeps the
 // array pointers into it, so the device runs a block straight from its bundle.
 
@@ -241,26 +293,32 @@ class RecordWriter {
   void i32(const char*, int32_t v) { put_le(static_cast<uint32_t>(v), 4); }
   template <class T>
   void array(const char*, const T* data, int64_t count) {
-    for (int64_t k = 0; k < count; ++k) put_le(static_cast<uint32_t>(data[k]), sizeof(T));
-    const size_t tail = static_cast<size_t>(count > 0 ? count : 0) * sizeof(T) % 4;
     static const uint8_t kZero[4] = {0, 0, 0, 0};
-    if (tail != 0) sink_.put(kZero, 4 - tail);
+    if (sizeof(T) == 8 && written_ % 8 != 0) put(kZero, 4);  // int64 arrays start 8-aligned
+    for (int64_t k = 0; k < count; ++k) put_le(static_cast<uint64_t>(data[k]), sizeof(T));
+    const size_t tail = static_cast<size_t>(count > 0 ? count : 0) * sizeof(T) % 4;
+    if (tail != 0) put(kZero, 4 - tail);
   }
 
  private:
-  void put_le(uint32_t u, size_t n) {
-    uint8_t b[4];
-    for (size_t k = 0; k < n; ++k) b[k] = static_cast<uint8_t>((u >> (8 * k)) & 0xFFu);
+  void put(const uint8_t* b, size_t n) {
     sink_.put(b, n);
+    written_ += n;
+  }
+  void put_le(uint64_t u, size_t n) {
+    uint8_t b[8];
+    for (size_t k = 0; k < n; ++k) b[k] = static_cast<uint8_t>((u >> (8 * k)) & 0xFFu);
+    put(b, n);
   }
   Sink& sink_;
+  size_t written_ = 0;  // bytes of this record so far
 };
 
-// Reads a record in place: arrays point into it (so it must be 4-byte aligned and outlive the
-// block). The first field that does not fit stops the reading; failed() names it.
+// Reads a record in place: arrays point into it (so it must be 8-byte aligned, for int64 arrays,
+// and outlive the block). The first field that does not fit stops the reading; failed() names it.
 class RecordReader {
  public:
-  RecordReader(const uint8_t* data, size_t size) : p_(data), end_(data + size) {}
+  RecordReader(const uint8_t* data, size_t size) : start_(data), p_(data), end_(data + size) {}
   void open(const char*) {}
   void close() {}
   void unused(const char*) {}
@@ -280,6 +338,13 @@ class RecordReader {
   void array(const char* name, const T*& data, int64_t count) {
     data = nullptr;
     if (failed_ != nullptr) return;
+    if (sizeof(T) == 8 && (p_ - start_) % 8 != 0) {  // int64 arrays start 8-aligned (RecordWriter)
+      if (end_ - p_ < 4) {
+        failed_ = name;
+        return;
+      }
+      p_ += 4;
+    }
     const size_t left = static_cast<size_t>(end_ - p_);
     if (count < 0 || static_cast<uint64_t>(count) > left / sizeof(T)) {
       failed_ = name;
@@ -299,6 +364,7 @@ class RecordReader {
   const uint8_t* position() const { return p_; }
 
  private:
+  const uint8_t* start_;
   const uint8_t* p_;
   const uint8_t* end_;
   const char* failed_ = nullptr;

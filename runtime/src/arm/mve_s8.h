@@ -12,6 +12,7 @@
 #include "blocked/gate_rows.h"
 #include "qlstm/activation_s16.h"
 #include "qlstm/fixed_point.h"
+#include "qlstm/kernels.h"
 
 extern "C" void qlstm_arm_rows4_s8_mve(const int8_t* v, const int8_t* w, int32_t n, int32_t blocks,
                                        const int32_t* bias, int32_t* acc);
@@ -115,6 +116,32 @@ struct MveDot {
   }
   static int32_t dot1(const int8_t* v, const int8_t* w, int32_t n, int32_t acc) { return arm_mve::dot1(v, w, n, acc); }
 };
+
+// The hidden update in four int32 lanes, h[b][r] = sat(RQ(o * tanh(c)) + zero_point) stored as
+// Out (int16_t: the 16x8 LSTM, zero point 0; int8_t: the int8 arithmetic, which the int8 arm_mve
+// variant runs in assembly instead, qlstm_arm_hidden_update_mve): the reference's arithmetic lane
+// by lane.
+template <class Out>
+void hidden_update_lanes(const HiddenUpdateParams& p, int32_t rows, int32_t hidden_size, const int16_t* o_q0_15,
+                         const int16_t* cell, Out* h_out, ptrdiff_t h_row_stride) {
+  constexpr bool kS8 = sizeof(Out) == 1;
+  const Requant ot(
+      fxp::RequantDoubleRounding::make(p.output_times_tanh_cell.multiplier, p.output_times_tanh_cell.shift));
+  for (int32_t b = 0; b < rows; ++b) {
+    const ptrdiff_t base = static_cast<ptrdiff_t>(b) * hidden_size;
+    Out* h = h_out + b * h_row_stride;
+    for (int32_t k = 0; k < hidden_size; k += kLanes) {
+      const mve_pred16_t pr = vctp32q(static_cast<uint32_t>(hidden_size - k));
+      const int32x4_t t = tanh(vldrhq_z_s32(cell + base + k, pr), p.tanh_left_shift);
+      const int32x4_t scaled = ot(vmulq_s32(vldrhq_z_s32(o_q0_15 + base + k, pr), t));
+      if constexpr (kS8) {
+        vstrbq_p_s32(h + k, saturate(vaddq_n_s32(scaled, p.output_zero_point), fxp::kInt8Min, fxp::kInt8Max), pr);
+      } else {
+        vstrhq_p_s32(h + k, saturate(scaled, fxp::kInt16Min, fxp::kInt16Max), pr);
+      }
+    }
+  }
+}
 
 // The assembly gate finish's parameters for x's and h's requantizations.
 inline qlstm_arm_gate_finish_params gate_finish_params(const Requant& qx, const Requant& qh) {

@@ -3,7 +3,8 @@
 // visitors and the runtime's record codec (qlstm/params_codec.h), so the two sides cannot drift.
 //
 // File: "QLVB", kBundleVersion, the case count (int32 each), then per case its byte count and its
-// record: visit_case_header, each op's visit_op_fields, visit_case_data (docs/targets.md).
+// record: visit_case_header, each op's visit_op_fields, visit_case_data (docs/targets.md). The 16x8
+// kernel vectors travel in a bundle of their own, "QLSB" (visit_s16_case below).
 #ifndef QLSTM_TARGETS_BUNDLE_FORMAT_H_
 #define QLSTM_TARGETS_BUNDLE_FORMAT_H_
 
@@ -96,6 +97,82 @@ inline CaseSizes case_sizes(const CaseView& c, const qlstm_op* ops) {
     if (n.state > limit) return bad;
   }
   return n;
+}
+
+// ---- The 16x8 kernel bundle: "QLSB", kS16BundleVersion, the case count, then per case its byte
+// count and its record (visit_s16_case). A case is one call of qlstm_fc_s16 or qlstm_lstm_s16 (the
+// 16x8 ops are not program ops yet), with its int16 data.
+constexpr uint32_t kS16BundleVersion = 1;
+enum S16Kind : int32_t { kS16Fc = 0, kS16Lstm = 1 };
+
+struct S16CaseView {
+  int32_t name_length;
+  const char* name;
+  int32_t flags;  // kFlagStateful (an LSTM case), kFlagExpected
+  int32_t kind;   // an S16Kind
+  qlstm_fc_s16_params fc;
+  int32_t fc_has_bias;
+  qlstm_lstm_s16_params lstm;
+  const int16_t* input;     // FC [rows][I]; LSTM [B][T][I] in its layout
+  const int16_t* h0;        // stateful: [B][H]
+  const int16_t* c0;
+  const int16_t* expected;  // FC [rows][O]; LSTM [B][T or 1][W]
+  const int16_t* final_h;   // stateful and expected
+  const int16_t* final_c;
+};
+
+// Element counts of a 16x8 case's data, bounded (-1 when the block's sizes are out of range; the
+// kernel's validation judges the rest).
+inline CaseSizes s16_case_sizes(const S16CaseView& c) {
+  const CaseSizes bad = {-1, -1, -1};
+  const int64_t limit = int64_t{1} << 28;
+  if (c.kind == kS16Fc) {
+    const int64_t rows = c.fc.rows, I = c.fc.input_size, O = c.fc.output_size;
+    if (rows < 0 || I < 0 || O < 0 || rows > limit || I > limit || O > limit || rows * I > limit || rows * O > limit) {
+      return bad;
+    }
+    return {rows * I, 0, rows * O};
+  }
+  if (c.kind != kS16Lstm) return bad;
+  const qlstm_lstm_dims& d = c.lstm.dims;
+  const int64_t B = d.batch, T = d.time_steps, I = d.input_size, H = d.hidden_size;
+  const int64_t W = c.lstm.output_width > 0 ? c.lstm.output_width : H;
+  const int64_t steps = c.lstm.output_steps == QLSTM_OUTPUT_FINAL ? 1 : T;
+  if (B < 0 || T < 0 || I < 0 || H < 0 || W < 0 || B > limit || T > limit || I > limit || W > limit ||
+      B * T > limit || B * T * I > limit || B * steps * W > limit || B * H > limit) {
+    return bad;
+  }
+  return {B * T * I, B * H, B * steps * W};
+}
+
+template <class C, class V>
+void visit_s16_case(C& c, V& v) {
+  v.i32("name_length", c.name_length);
+  v.array("name", c.name, c.name_length < 0 || c.name_length > 256 ? -1 : c.name_length);
+  v.i32("flags", c.flags);
+  v.i32("kind", c.kind);
+  if (c.kind == kS16Fc) {
+    visit_fc_s16_fields(c.fc, v, c.fc_has_bias);
+  } else if (c.kind == kS16Lstm) {
+    visit_lstm_s16_fields(c.lstm, v);
+  } else {
+    v.array("kind", c.input, -1);  // an unknown kind stops the reading here
+    return;
+  }
+  const CaseSizes n = s16_case_sizes(c);
+  v.array("input", c.input, n.input);
+  const bool stateful = c.kind == kS16Lstm && (c.flags & kFlagStateful) != 0;
+  if (stateful) {
+    v.array("h0", c.h0, n.state);
+    v.array("c0", c.c0, n.state);
+  }
+  if ((c.flags & kFlagExpected) != 0) {
+    v.array("expected", c.expected, n.output);
+    if (stateful) {
+      v.array("final_h", c.final_h, n.state);
+      v.array("final_c", c.final_c, n.state);
+    }
+  }
 }
 
 }  // namespace bundle

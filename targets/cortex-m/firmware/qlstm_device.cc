@@ -4,18 +4,21 @@
 //   qlstm_device run BUNDLE OUT [VARIANT]      every case's output (and final state) into OUT
 //   qlstm_device bench BUNDLE VARIANT          case 0 once, between the instruction-count markers
 //   qlstm_device variants                      the variants built for this CPU, one per line (the
-//                                             fully connected op's as "fc NAME")
+//                                             fully connected op's as "fc NAME", the 16x8 kernels' as
+//                                             "lstm_s16 NAME" and "fc_s16 NAME")
 //   qlstm_device fc-bench I O per-tensor|per-channel VARIANT
 //                                             one FC call between the instruction-count markers
 //   qlstm_device icount-self-test              a known count of instructions between the markers
 //   qlstm_device cycle-self-test               a known sequence for the cycle estimate
 //   qlstm_device variant-test [CASES]          every variant against the reference on random cases
 //                                             (LSTM), then every FC variant over its edge sizes, then
-//                                             every GRU variant on random cases
+//                                             every GRU variant on random cases, then every 16x8 LSTM
+//                                             and FC variant
 //   qlstm_device --fault                       writes to an unmapped address (a fault fails the run)
 // BUNDLE is written by the host (tools/qlstm/device.cc; layout in bundle_format.h and docs/targets.md):
 // every case is a program (a kernel vector is a one-op program), validated and run by the runtime's
-// program runner. Exit status: 0 all good, 1 a mismatch, 2 bad arguments or a malformed bundle,
+// program runner; or, in a "QLSB" bundle, one call of a 16x8 kernel (verify, run, and bench: case 0,
+// the kernel call between the markers). Exit status: 0 all good, 1 a mismatch, 2 bad arguments or a malformed bundle,
 // 3 a kernel error.
 #include <errno.h>
 #include <stdint.h>
@@ -24,8 +27,10 @@
 #include <string.h>
 
 #include "bundle_format.h"
+#include "qlstm/fully_connected_s16.h"
 #include "qlstm/gru_s8.h"
 #include "qlstm/kernels.h"
+#include "qlstm/lstm_s16.h"
 #include "qlstm/lstm_s8.h"
 #include "qlstm/params_codec.h"
 #include "qlstm/program_s8.h"
@@ -68,11 +73,30 @@ struct ProgramCase {
 
 // Reads one length-prefixed record into the arena and decodes it. 0 ok, -1 end of bundle,
 // 1 truncated or too large, 2 malformed (*field names the first field that did not fit).
+// Reads the next length-prefixed record into the arena: 0 ok, -1 end of bundle, 1 truncated or too
+// large.
+int read_record(FILE* f, uint8_t** rec, uint32_t* bytes) {
+  if (fread(bytes, 4, 1, f) != 1) return -1;
+  *rec = *bytes % 4 == 0 ? static_cast<uint8_t*>(arena_take(*bytes)) : nullptr;
+  return *rec == nullptr || fread(*rec, 1, *bytes, f) != *bytes ? 1 : 0;
+}
+
+// Says why case n could not be read (read_case's status `got`, the field it stopped at) or, read
+// (got 0) for verify, has no expected values.
+void report_unread_case(uint32_t n, int got, const char* field) {
+  if (got == 2) {
+    printf("qlstm_device: case %lu: malformed record at field '%s'\n", (unsigned long)n, field);
+  } else {
+    printf("qlstm_device: case %lu: %s\n", (unsigned long)n,
+           got == 0 ? "no expected values to verify" : "truncated, or larger than this firmware's arena");
+  }
+}
+
 int read_case(FILE* f, ProgramCase* k, const char** field) {
+  uint8_t* rec = nullptr;
   uint32_t bytes = 0;
-  if (fread(&bytes, 4, 1, f) != 1) return -1;
-  uint8_t* rec = bytes % 4 == 0 ? static_cast<uint8_t*>(arena_take(bytes)) : nullptr;
-  if (rec == nullptr || fread(rec, 1, bytes, f) != bytes) return 1;
+  const int got = read_record(f, &rec, &bytes);
+  if (got != 0) return got;
   memset(k, 0, sizeof *k);
   qlstm::RecordReader r(rec, bytes);
   qlstm::bundle::visit_case_header(k->view, r);
@@ -312,6 +336,184 @@ void bench_after_op(int32_t) { qlstm_bench_end(); }
 
 enum class Mode { kVerify, kRun, kBench };
 
+// ---- The 16x8 kernel bundle ("QLSB", bundle_format.h): each case one call of qlstm_fc_s16 or
+// qlstm_lstm_s16, checked against its expected values or written out as run writes a program's.
+
+// Reads one length-prefixed 16x8 record into the arena; as read_case.
+int read_s16_case(FILE* f, qlstm::bundle::S16CaseView* k, const char** field) {
+  uint8_t* rec = nullptr;
+  uint32_t bytes = 0;
+  const int got = read_record(f, &rec, &bytes);
+  if (got != 0) return got;
+  memset(k, 0, sizeof *k);
+  qlstm::RecordReader r(rec, bytes);
+  qlstm::bundle::visit_s16_case(*k, r);
+  if (!r.complete()) {
+    *field = r.failed() != nullptr ? r.failed() : "(bytes after the last field)";
+    return 2;
+  }
+  return 0;
+}
+
+// The first differing int16 value of `what`, as "what[index]: expected E, got G"; false: none.
+bool mismatch_s16(const char* what, const int16_t* want, const int16_t* got, int64_t n, char* msg, size_t msg_size) {
+  for (int64_t i = 0; i < n; ++i) {
+    if (got[i] != want[i]) {
+      snprintf(msg, msg_size, "%s[%ld]: expected %d, got %d", what, (long)i, want[i], got[i]);
+      return true;
+    }
+  }
+  return false;
+}
+
+// One run of a validated 16x8 case: compared (verify) or written (run). The status as run_bundle's.
+// One run of a 16x8 case: the variant of its kind (nullptr: the kernel's dispatch) and its name.
+struct S16Run {
+  const qlstm::LstmS16Variant* lstm;
+  const qlstm::FcS16Variant* fc;
+  const char* name;
+};
+
+// The runs of a 16x8 case for `variant_name`, as case_runs: "default" one by dispatch, named as what
+// it picks; "all" every variant of the case's kind; else the one of that name. 0: none.
+size_t s16_case_runs(const qlstm::bundle::S16CaseView& k, const char* variant_name, S16Run runs[kMaxRuns]) {
+  size_t nlstm = 0, nfc = 0;
+  const qlstm::LstmS16Variant* const* lstm = qlstm::lstm_s16_variants(&nlstm);
+  const qlstm::FcS16Variant* const* fc = qlstm::fc_s16_variants(&nfc);
+  const bool is_lstm = k.kind == qlstm::bundle::kS16Lstm;
+  if (strcmp(variant_name, "default") == 0) {
+    const char* picked = is_lstm ? qlstm::select_lstm_s16_variant(lstm, nlstm, k.lstm)->name
+                                 : qlstm::select_fc_s16_variant(fc, nfc, k.fc)->name;
+    runs[0] = {nullptr, nullptr, picked};
+    return 1;
+  }
+  const bool all = strcmp(variant_name, "all") == 0;
+  size_t n = 0;
+  for (size_t i = 0; is_lstm && i < nlstm && n < kMaxRuns; ++i) {
+    if (all || strcmp(lstm[i]->name, variant_name) == 0) runs[n++] = {lstm[i], nullptr, lstm[i]->name};
+  }
+  for (size_t i = 0; !is_lstm && i < nfc && n < kMaxRuns; ++i) {
+    if (all || strcmp(fc[i]->name, variant_name) == 0) runs[n++] = {nullptr, fc[i], fc[i]->name};
+  }
+  return n;
+}
+
+int run_s16_case(Mode mode, const qlstm::bundle::S16CaseView& k, FILE* out, const S16Run& run, long* passed,
+                 long* failed) {
+  const char* run_name = run.name;
+  const qlstm::bundle::CaseSizes n = qlstm::bundle::s16_case_sizes(k);
+  const bool stateful = k.kind == qlstm::bundle::kS16Lstm && (k.flags & qlstm::bundle::kFlagStateful) != 0;
+  int16_t* output = static_cast<int16_t*>(arena_take(static_cast<uint32_t>(n.output) * 2u));
+  int16_t* cell = static_cast<int16_t*>(arena_take(static_cast<uint32_t>(n.state) * 2u));
+  int16_t* hidden = stateful ? static_cast<int16_t*>(arena_take(static_cast<uint32_t>(n.state) * 2u)) : nullptr;
+  const size_t scratch_bytes = k.kind == qlstm::bundle::kS16Lstm ? qlstm_lstm_s16_scratch_bytes(&k.lstm.dims) : 0;
+  void* scratch = arena_take(static_cast<uint32_t>(scratch_bytes));
+  if ((n.output > 0 && !output) || (n.state > 0 && !cell) || (stateful && !hidden) || !scratch) {
+    printf("qlstm_device: case %.*s: does not fit in this firmware's %lu-byte arena\n", (int)k.name_length, k.name,
+           (unsigned long)kArenaBytes);
+    return kExitBadInput;
+  }
+  if (mode == Mode::kBench) {
+    printf("variant: %s\n", run_name);
+    qlstm_bench_begin();
+  }
+  qlstm_status st;
+  if (k.kind == qlstm::bundle::kS16Fc) {
+    st = run.fc != nullptr ? qlstm::run_fc_s16(*run.fc, &k.fc, k.input, output) : qlstm_fc_s16(&k.fc, k.input, output);
+  } else {
+    if (stateful) {
+      memcpy(hidden, k.h0, static_cast<size_t>(n.state) * 2u);
+      memcpy(cell, k.c0, static_cast<size_t>(n.state) * 2u);
+    }
+    qlstm_lstm_s16_context ctx{scratch, scratch_bytes, cell, hidden};
+    st = run.lstm != nullptr ? qlstm::run_lstm_s16(*run.lstm, &k.lstm, &ctx, k.input, output)
+                             : qlstm_lstm_s16(&k.lstm, &ctx, k.input, output);
+  }
+  if (mode == Mode::kBench) qlstm_bench_end();
+  if (st != QLSTM_OK) {
+    printf("qlstm_device: case %.*s [%s]: kernel error: %s\n", (int)k.name_length, k.name, run_name,
+           qlstm_status_string(st));
+    return kExitKernelError;
+  }
+  char msg[96];
+  if ((k.flags & qlstm::bundle::kFlagExpected) != 0 &&
+      (mismatch_s16("output", k.expected, output, n.output, msg, sizeof msg) ||
+       (stateful && (mismatch_s16("final_hidden", k.final_h, hidden, n.state, msg, sizeof msg) ||
+                     mismatch_s16("final_cell", k.final_c, cell, n.state, msg, sizeof msg))))) {
+    ++*failed;
+    printf("FAIL %.*s [%s]: %s\n", (int)k.name_length, k.name, run_name, msg);
+  } else {
+    ++*passed;
+  }
+  const size_t out_count = static_cast<size_t>(n.output), state = static_cast<size_t>(n.state);
+  if (mode == Mode::kRun && (fwrite(output, 2, out_count, out) != out_count ||
+                             (stateful && (fwrite(hidden, 2, state, out) != state ||
+                                           fwrite(cell, 2, state, out) != state)))) {
+    printf("qlstm_device: cannot write the output\n");
+    return kExitBadInput;
+  }
+  return 0;
+}
+
+// The cases of an open "QLSB" bundle after its 12-byte header (count: its case count).
+int run_s16_bundle(Mode mode, FILE* f, uint32_t count, const char* out_path, const char* variant_name) {
+  if (mode == Mode::kBench && strcmp(variant_name, "all") == 0) {
+    printf("qlstm_device: bench takes one variant\n");
+    return kExitBadInput;
+  }
+  size_t nlstm = 0, nfc = 0;
+  const qlstm::LstmS16Variant* const* lstm = qlstm::lstm_s16_variants(&nlstm);
+  const qlstm::FcS16Variant* const* fc = qlstm::fc_s16_variants(&nfc);
+  if (strcmp(variant_name, "default") != 0 && strcmp(variant_name, "all") != 0 &&
+      find_named(lstm, nlstm, variant_name) == nullptr && find_named(fc, nfc, variant_name) == nullptr) {
+    printf("qlstm_device: no 16x8 variant '%s' in this firmware\n", variant_name);
+    return kExitBadInput;
+  }
+  FILE* out = nullptr;
+  if (mode == Mode::kRun && (out = fopen(out_path, "wb")) == nullptr) {
+    printf("qlstm_device: cannot create %s: %s\n", out_path, strerror(errno));
+    return kExitBadInput;
+  }
+  long passed = 0, failed = 0;
+  int rc = 0;
+  for (uint32_t n = 0; n < count && rc == 0; ++n) {
+    g_arena_used = 0;
+    qlstm::bundle::S16CaseView k;
+    const char* field = "?";
+    const int got = read_s16_case(f, &k, &field);
+    if (got != 0 || (mode == Mode::kVerify && (k.flags & qlstm::bundle::kFlagExpected) == 0)) {
+      report_unread_case(n, got, field);
+      rc = kExitBadInput;
+      break;
+    }
+    const qlstm_status valid = k.kind == qlstm::bundle::kS16Fc ? qlstm_fc_s16_validate(&k.fc, &field)
+                                                                : qlstm_lstm_s16_validate(&k.lstm, &field);
+    if (valid != QLSTM_OK) {
+      printf("qlstm_device: case %.*s: invalid parameters: %s: %s\n", (int)k.name_length, k.name, field ? field : "?",
+             qlstm_status_string(valid));
+      rc = kExitBadInput;
+      break;
+    }
+    S16Run runs[kMaxRuns];
+    const size_t nruns = s16_case_runs(k, variant_name, runs);
+    if (nruns == 0) {
+      printf("qlstm_device: case %.*s: variant '%s' cannot run its ops\n", (int)k.name_length, k.name, variant_name);
+      rc = kExitBadInput;
+      break;
+    }
+    const uint32_t case_mark = g_arena_used;
+    for (size_t r = 0; r < nruns && rc == 0; ++r) {
+      g_arena_used = case_mark;
+      rc = run_s16_case(mode, k, out, runs[r], &passed, &failed);
+    }
+    if (mode == Mode::kBench) break;  // one call is the measurement
+  }
+  if (out && fclose(out) != 0 && rc == 0) rc = kExitBadInput;
+  if (rc != 0) return rc;
+  printf("%ld passed, %ld failed\n", passed, failed);
+  return failed == 0 ? 0 : kExitMismatch;
+}
+
 int run_bundle(Mode mode, const char* path, const char* out_path, const char* variant_name) {
   FILE* f = fopen(path, "rb");
   if (!f) {
@@ -319,7 +521,13 @@ int run_bundle(Mode mode, const char* path, const char* out_path, const char* va
     return kExitBadInput;
   }
   uint32_t header[3];
-  if (fread(header, 4, 3, f) != 3 || memcmp(header, "QLVB", 4) != 0 || header[1] != qlstm::bundle::kBundleVersion) {
+  const bool has_header = fread(header, 4, 3, f) == 3;
+  if (has_header && memcmp(header, "QLSB", 4) == 0 && header[1] == qlstm::bundle::kS16BundleVersion) {
+    const int rc = run_s16_bundle(mode, f, header[2], out_path, variant_name);
+    fclose(f);
+    return rc;
+  }
+  if (!has_header || memcmp(header, "QLVB", 4) != 0 || header[1] != qlstm::bundle::kBundleVersion) {
     printf("qlstm_device: %s is not a version-%lu bundle\n", path, (unsigned long)qlstm::bundle::kBundleVersion);
     fclose(f);
     return kExitBadInput;
@@ -347,12 +555,7 @@ int run_bundle(Mode mode, const char* path, const char* out_path, const char* va
     const int got = read_case(f, &k, &field);
     const bool expected = got == 0 && (k.view.flags & qlstm::bundle::kFlagExpected) != 0;
     if (got != 0 || (mode == Mode::kVerify && !expected)) {
-      if (got == 2) {
-        printf("qlstm_device: case %lu: malformed record at field '%s'\n", (unsigned long)n, field);
-      } else {
-        printf("qlstm_device: case %lu: %s\n", (unsigned long)n,
-               got == 0 ? "no expected values to verify" : "truncated, or larger than this firmware's arena");
-      }
+      report_unread_case(n, got, field);
       rc = kExitBadInput;
       break;
     }
@@ -834,6 +1037,242 @@ long fc_variant_test() {
   return mismatches;
 }
 
+// ---- The 16x8 variants (lstm_s16_variants, fc_s16_variants) the same way, each against the 16x8
+// reference: edge sizes past 256 columns too (where the DSP variant's 32-bit partial sums hand over
+// to int64 and its x operand is no longer expanded), typical and extreme values (int16 and int8
+// ends, int64 biases over their whole range, every accepted shift), both layouts and directions,
+// every step or the final state, wider output rows, stateless and stateful.
+constexpr int32_t kS16Edge[] = {1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 255, 256, 257, 300};
+constexpr int32_t kS16EdgeCount = sizeof kS16Edge / sizeof kS16Edge[0];
+
+int16_t random_s16(Rng& r, bool extreme) {
+  if (extreme && r.range(0, 1) == 0) return r.range(0, 1) ? int16_t{32767} : int16_t{-32768};
+  return static_cast<int16_t>(r.next());
+}
+int8_t random_s8_value(Rng& r, bool extreme) {
+  if (extreme && r.range(0, 1) == 0) return r.range(0, 1) ? int8_t{127} : int8_t{-128};
+  return r.s8();
+}
+int64_t random_s64(Rng& r) { return static_cast<int64_t>((static_cast<uint64_t>(r.next()) << 32) | r.next()); }
+qlstm_requant random_s16_gate_requant(Rng& r, bool extreme) {
+  if (!extreme) return random_requant(r, -20, -8);
+  qlstm_requant q = random_requant(r, QLSTM_SHIFT_MIN, QLSTM_S16_SHIFT_MAX);
+  if (r.range(0, 3) == 0) q.multiplier = r.range(0, 1) ? INT32_MAX : 0;
+  return q;
+}
+
+// An array of n random values in the arena (nullptr: it does not fit).
+template <class T, class Make>
+T* random_array(int32_t n, Make make) {
+  T* a = static_cast<T*>(arena_take(static_cast<uint32_t>(n) * sizeof(T)));
+  for (int32_t k = 0; a != nullptr && k < n; ++k) a[k] = make();
+  return a;
+}
+
+struct S16LstmCase {
+  qlstm_lstm_s16_params p;
+  const int16_t* input;
+  const int16_t* h0;
+  const int16_t* c0;
+  bool stateful;
+};
+
+bool make_random_lstm_s16(Rng& r, int32_t n, S16LstmCase* k) {
+  memset(k, 0, sizeof *k);
+  const bool extreme = n % 3 == 2;
+  qlstm_lstm_s16_params& p = k->p;
+  const int32_t I = n % 2 == 0 ? kS16Edge[(n / 2) % kS16EdgeCount] : r.range(1, 20);
+  const int32_t H = n % 2 == 1 ? kS16Edge[(n / 2) % kS16EdgeCount] : r.range(1, 20);
+  const int32_t B = r.range(1, 3), T = r.range(0, 3);
+  p.dims = {B, T, I, H};
+  p.layout = r.range(0, 1) ? QLSTM_LAYOUT_TIME_MAJOR : QLSTM_LAYOUT_BATCH_MAJOR;
+  const auto weight = [&r, extreme] { return random_s8_value(r, extreme); };
+  const auto bias = [&r, extreme] { return extreme ? random_s64(r) : static_cast<int64_t>(r.range(-2000000, 2000000)); };
+  for (int g = 0; g < QLSTM_GATE_COUNT; ++g) {
+    qlstm_gate_s16_params& gp = p.gates[g];
+    gp.input_weights = random_array<int8_t>(H * I, weight);
+    gp.hidden_weights = random_array<int8_t>(H * H, weight);
+    gp.input_effective_bias = random_array<int64_t>(H, bias);
+    gp.hidden_effective_bias = random_array<int64_t>(H, bias);
+    if (!gp.input_weights || !gp.hidden_weights || !gp.input_effective_bias || !gp.hidden_effective_bias) return false;
+    gp.input_to_q3_12 = random_s16_gate_requant(r, extreme);
+    gp.hidden_to_q3_12 = random_s16_gate_requant(r, extreme);
+    gp.activation = g == QLSTM_GATE_CELL && r.range(0, 9) != 0 ? QLSTM_ACTIVATION_TANH : QLSTM_ACTIVATION_SIGMOID;
+  }
+  p.cell_scale_power = r.range(-16, -8);
+  p.forget_times_cell_to_cell = random_requant(r, -20, -10);
+  p.input_times_cell_gate_to_cell = random_requant(r, -20, -10);
+  p.output_times_tanh_cell_to_hidden = extreme ? random_requant(r, -31, 31) : random_requant(r, -16, -1);
+  p.cell_clip = r.range(0, 1) ? 0 : r.range(1, 32767);
+  p.time_direction = n % 4 == 3 ? QLSTM_TIME_REVERSE : QLSTM_TIME_FORWARD;
+  p.output_steps = n % 5 == 2 ? QLSTM_OUTPUT_FINAL : QLSTM_OUTPUT_ALL_STEPS;
+  p.output_width = n % 7 == 1 ? H + r.range(1, 5) : 0;
+  k->input = random_array<int16_t>(B * T * I, [&r, extreme] { return random_s16(r, extreme); });
+  k->h0 = random_array<int16_t>(B * H, [&r, extreme] { return random_s16(r, extreme); });
+  k->c0 = random_array<int16_t>(B * H, [&r] { return static_cast<int16_t>(r.next()); });
+  k->stateful = r.range(0, 1) != 0;
+  return k->input != nullptr && k->h0 != nullptr && k->c0 != nullptr;
+}
+
+// One 16x8 LSTM call into fresh arena memory (output filled with 0x5A5A first, a stateless cell
+// with 0x1234): false if it does not fit.
+struct S16LstmRun {
+  qlstm_status status;
+  int16_t* output;
+  int16_t* h;
+  int16_t* c;
+};
+bool run_lstm_s16_variant(const qlstm::LstmS16Variant& v, const S16LstmCase& k, uint32_t out_count, S16LstmRun* run) {
+  const qlstm_lstm_dims& d = k.p.dims;
+  const uint32_t state = static_cast<uint32_t>(d.batch * d.hidden_size);
+  const uint32_t scratch_bytes = static_cast<uint32_t>(qlstm_lstm_s16_scratch_bytes(&d));
+  void* scratch = arena_take(scratch_bytes);
+  run->output = static_cast<int16_t*>(arena_take(out_count * 2u));
+  run->h = static_cast<int16_t*>(arena_take(state * 2u));
+  run->c = static_cast<int16_t*>(arena_take(state * 2u));
+  if (!scratch || !run->output || !run->h || !run->c) return false;
+  for (uint32_t j = 0; j < out_count; ++j) run->output[j] = 0x5A5A;
+  memcpy(run->h, k.h0, state * 2u);
+  if (k.stateful) {
+    memcpy(run->c, k.c0, state * 2u);
+  } else {
+    for (uint32_t j = 0; j < state; ++j) run->c[j] = 0x1234;
+  }
+  qlstm_lstm_s16_context ctx{scratch, scratch_bytes, run->c, k.stateful ? run->h : nullptr};
+  run->status = qlstm::run_lstm_s16(v, &k.p, &ctx, k.input, run->output);
+  return true;
+}
+
+// Returns the mismatches (-1: a case does not fit the arena), after a FAIL line for each and the
+// two summaries.
+long s16_variant_test() {
+  size_t nvar = 0;
+  const qlstm::LstmS16Variant* const* lstm = qlstm::lstm_s16_variants(&nvar);
+  Rng r{0xC2B2AE3D27D4EB4Full};
+  const int32_t lstm_cases = 2 * kS16EdgeCount * 3;
+  long runs = 0, mismatches = 0;
+  for (int32_t n = 0; n < lstm_cases; ++n) {
+    g_arena_used = 0;
+    S16LstmCase k;
+    if (!make_random_lstm_s16(r, n, &k)) return -1;
+    const qlstm_lstm_dims& d = k.p.dims;
+    const int32_t W = k.p.output_width > 0 ? k.p.output_width : d.hidden_size;
+    const uint32_t out_count =
+        static_cast<uint32_t>(d.batch * (k.p.output_steps == QLSTM_OUTPUT_FINAL ? 1 : d.time_steps) * W);
+    const uint32_t state_bytes = static_cast<uint32_t>(d.batch * d.hidden_size) * 2u;
+    S16LstmRun want;
+    if (!run_lstm_s16_variant(qlstm::kLstmS16ReferenceVariant, k, out_count, &want)) return -1;
+    const uint32_t after_ref = g_arena_used;
+    for (size_t v = 0; v < nvar; ++v) {
+      if (lstm[v] == &qlstm::kLstmS16ReferenceVariant) continue;
+      g_arena_used = after_ref;
+      S16LstmRun got;
+      if (!run_lstm_s16_variant(*lstm[v], k, out_count, &got)) return -1;
+      ++runs;
+      if (got.status != QLSTM_OK || want.status != QLSTM_OK || memcmp(got.output, want.output, out_count * 2u) != 0 ||
+          memcmp(got.c, want.c, state_bytes) != 0 || memcmp(got.h, want.h, state_bytes) != 0) {
+        ++mismatches;
+        printf("FAIL 16x8 LSTM variant %s, case %ld: B=%ld T=%ld I=%ld H=%ld W=%ld %s%s (status %s)\n", lstm[v]->name,
+               (long)n, (long)d.batch, (long)d.time_steps, (long)d.input_size, (long)d.hidden_size, (long)W,
+               k.stateful ? "stateful" : "stateless", n % 3 == 2 ? " extreme" : "", qlstm_status_string(got.status));
+      }
+    }
+  }
+  printf("variant-test: lstm_s16: %ld cases, %ld variant runs against the reference, %ld mismatches\n",
+         (long)lstm_cases, runs, mismatches);
+  const long lstm_mismatches = mismatches;
+
+  static const int32_t kFcSizes[] = {1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 64, 257, 513};
+  static const int32_t kRows[] = {0, 1, 3};
+  const qlstm::FcS16Variant* const* fc = qlstm::fc_s16_variants(&nvar);
+  long cases = 0;
+  runs = 0;
+  mismatches = 0;
+  for (int32_t I : kFcSizes) {
+    for (int32_t O : kFcSizes) {
+      for (int32_t rows : kRows) {
+        g_arena_used = 0;
+        const bool extreme = (I + O + rows) % 2 == 1;
+        qlstm_fc_s16_params p;
+        memset(&p, 0, sizeof p);
+        p.rows = rows;
+        p.input_size = I;
+        p.output_size = O;
+        const qlstm_requant q = random_s16_gate_requant(r, extreme);
+        p.multiplier = q.multiplier;
+        p.shift = q.shift;
+        p.weights = random_array<int8_t>(I * O, [&r, extreme] { return random_s8_value(r, extreme); });
+        const int64_t* bias = random_array<int64_t>(O, [&r, extreme] {
+          return extreme ? random_s64(r) : static_cast<int64_t>(r.range(-2000000, 2000000));
+        });
+        p.bias = r.range(0, 3) == 0 ? nullptr : bias;
+        p.activation_min = r.range(0, 1) ? -32768 : r.range(-32768, 0);
+        p.activation_max = r.range(0, 1) ? 32767 : r.range(p.activation_min, 32767);
+        // One value before the rows: inputs at odd halfword addresses.
+        const int16_t* x = random_array<int16_t>(rows * I + 1, [&r, extreme] { return random_s16(r, extreme); });
+        const uint32_t out_count = static_cast<uint32_t>(rows * O) + 4u;
+        int16_t* want = static_cast<int16_t*>(arena_take(out_count * 2u));
+        int16_t* got = static_cast<int16_t*>(arena_take(out_count * 2u));
+        if (!p.weights || !bias || !x || !want || !got) return -1;
+        ++cases;
+        for (uint32_t j = 0; j < out_count; ++j) want[j] = 0x5A5A;
+        const qlstm_status want_st = qlstm::run_fc_s16(qlstm::kFcS16ReferenceVariant, &p, x + 1, want);
+        for (size_t v = 0; v < nvar; ++v) {
+          if (fc[v] == &qlstm::kFcS16ReferenceVariant) continue;
+          for (uint32_t j = 0; j < out_count; ++j) got[j] = 0x5A5A;
+          const qlstm_status st = qlstm::run_fc_s16(*fc[v], &p, x + 1, got);
+          ++runs;
+          if (st != QLSTM_OK || want_st != QLSTM_OK || memcmp(got, want, out_count * 2u) != 0) {
+            ++mismatches;
+            printf("FAIL 16x8 FC variant %s: rows=%ld I=%ld O=%ld%s%s (status %s)\n", fc[v]->name, (long)rows, (long)I,
+                   (long)O, extreme ? " extreme" : "", p.bias == nullptr ? " no bias" : "", qlstm_status_string(st));
+          }
+        }
+      }
+    }
+  }
+  // The largest sums: every product 2^22 or -(2^22 - 2^15), rows of 512 columns and more, whose
+  // sums leave int32; each variant must keep them exact, as the reference does in int64.
+  static const int32_t kLongRows[] = {511, 512, 513, 1031};
+  for (int32_t I : kLongRows) {
+    for (int32_t sign = 0; sign < 2; ++sign) {
+      g_arena_used = 0;
+      constexpr int32_t O = 6;
+      qlstm_fc_s16_params p;
+      memset(&p, 0, sizeof p);
+      p.rows = 1;
+      p.input_size = I;
+      p.output_size = O;
+      p.multiplier = 1 << 30;
+      p.shift = -12;
+      p.weights = random_array<int8_t>(I * O, [] { return int8_t{-128}; });
+      p.bias = random_array<int64_t>(O, [] { return int64_t{0}; });
+      p.activation_min = -32768;
+      p.activation_max = 32767;
+      const int16_t x_value = sign ? int16_t{32767} : int16_t{-32768};
+      const int16_t* x = random_array<int16_t>(I, [x_value] { return x_value; });
+      int16_t* want = static_cast<int16_t*>(arena_take(O * 2u));
+      int16_t* got = static_cast<int16_t*>(arena_take(O * 2u));
+      if (!p.weights || !p.bias || !x || !want || !got) return -1;
+      ++cases;
+      const qlstm_status want_st = qlstm::run_fc_s16(qlstm::kFcS16ReferenceVariant, &p, x, want);
+      for (size_t v = 0; v < nvar; ++v) {
+        if (fc[v] == &qlstm::kFcS16ReferenceVariant) continue;
+        const qlstm_status st = qlstm::run_fc_s16(*fc[v], &p, x, got);
+        ++runs;
+        if (st != QLSTM_OK || want_st != QLSTM_OK || memcmp(got, want, O * 2u) != 0) {
+          ++mismatches;
+          printf("FAIL 16x8 FC variant %s: I=%ld, every product %s (status %s)\n", fc[v]->name, (long)I,
+                 sign ? "-(2^22 - 2^15)" : "2^22", qlstm_status_string(st));
+        }
+      }
+    }
+  }
+  printf("variant-test: fc_s16: %ld cases, %ld variant runs against the reference, %ld mismatches\n", cases, runs,
+         mismatches);
+  return lstm_mismatches + mismatches;
+}
+
 // fc-bench: one fully connected call of the named variant between the instruction-count markers
 // (docs/performance.md, bench/fc_table.py): random typical weights, inputs and biases (the same
 // for every variant), one row, checked against the reference afterwards.
@@ -919,7 +1358,9 @@ int main(int argc, char** argv) {
     const long fc = fc_variant_test();
     const long gru = gru_variant_test(kGruVariantCases);
     if (gru < 0) return kExitBadInput;
-    return lstm == 0 && fc == 0 && gru == 0 ? 0 : kExitMismatch;
+    const long s16 = s16_variant_test();
+    if (s16 < 0) return kExitBadInput;
+    return lstm == 0 && fc == 0 && gru == 0 && s16 == 0 ? 0 : kExitMismatch;
   }
   if (strcmp(cmd, "fc-bench") == 0 && argc == 6) {
     return fc_bench(static_cast<int32_t>(strtol(argv[2], nullptr, 10)), static_cast<int32_t>(strtol(argv[3], nullptr, 10)),
@@ -931,6 +1372,10 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < n; ++i) printf("%s\n", all[i]->name);
     const qlstm::FcS8Variant* const* fc = qlstm::fc_s8_variants(&n);
     for (size_t i = 0; i < n; ++i) printf("fc %s\n", fc[i]->name);
+    const qlstm::LstmS16Variant* const* lstm_s16 = qlstm::lstm_s16_variants(&n);
+    for (size_t i = 0; i < n; ++i) printf("lstm_s16 %s\n", lstm_s16[i]->name);
+    const qlstm::FcS16Variant* const* fc_s16 = qlstm::fc_s16_variants(&n);
+    for (size_t i = 0; i < n; ++i) printf("fc_s16 %s\n", fc_s16[i]->name);
     return 0;
   }
   if (strcmp(cmd, "verify") == 0 && (argc == 3 || argc == 4)) {
