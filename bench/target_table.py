@@ -514,25 +514,28 @@ LSTM:
 GRU_ANALYSIS = """Where the GRU's instructions per MAC differ from the LSTM's (profiles by `qlstm bench --profile`):
 
 - **The dot products** are the same blocks (`qlstm_arm_rows4_s8_*`) at the same cost per MAC
-  (`kws` on Cortex-M4: 1.525 instructions per MAC in `qlstm_arm_rows4_s8_dspx` for both). Neither
+  (`kws` on Cortex-M4: 1.563 instructions per MAC in `qlstm_arm_rows4_s8_dspx` for both). Neither
   runs its recurrent matmul at the first step of a stateless call: the LSTM because a zero state
   contributes nothing, the GRU because its parameter block holds the new gate's recurrent
   accumulator at a zero state (`new_gate_zero_state_bias`, b_hn alone; docs/arithmetic.md §13,
   model format 6), so that step's recurrent part is a copy of it.
 - **Per unit and step**, the GRU has three gate finishes and two elementwise stages: r and z by
-  the LSTM's sigmoid finish, n by its own assembly (`qlstm_arm_gru_new_gate_finish_thumb2`: the
+  the LSTM's sigmoid finish, n by its own finish (`qlstm_arm_gru_new_gate_finish_thumb2`: the
   tanh finish with the reset product r * sat16(RQ(h part)) and its requantization between the
-  recurrent part and the add; `arm_mve`: the reset product in four lanes before the LSTM's tanh
-  finish), then the update and the output. On Cortex-M4 at `kws` that is 2 x 48 + 67 + 21 + 17 =
-  201 instructions per unit against the LSTM's 3 x 48 + 51 + 43 + 41 = 279 (its gates, the cell
-  and the hidden update), for 3/4 of its MACs: 201 / 279 = 0.72.
+  recurrent part and the add; `arm_mve`: the reset product in four lanes of C intrinsics before the
+  LSTM's tanh finish), then the update and the output.
 - The bar, from the table: {verdict}
-- How it got there: the first measurement (at 8e9b817's parent) had the GRU at 1.014 to 1.031 per
-  MAC of the LSTM on Cortex-M4 and 0.981 to 1.020 on Cortex-M55: the first step's H x H matmuls
-  on the zero state (1.8% of the MACs at `kws` to 4.2% at `tiny`), the reset product in C and a
-  copy of each sigmoid gate's block per call. The zero-state bias, the reset product in assembly
-  and the gate blocks built once per call removed them; each change is bit-exact with the
-  reference (`variant_test`, the device's variant-test, the golden vectors).
+- At a158372 the GRU was below the LSTM per MAC at every shape on both CPUs (Cortex-M55 0.964 to
+  0.992, Cortex-M4 0.981 to 0.994): the zero-state bias (the first step's recurrent matmul became a
+  copy), the reset product in assembly and the gate blocks built once per call. The LSTM kernels'
+  later speed-ups (issue 19: the `arm_mve` cell and hidden updates in assembly, the folded
+  Thumb-2/DSP gate finish, the gates' finishes built once per call) are not all in the GRU yet. On
+  Cortex-M55 at `kws` the GRU's work besides the dot products is 53.6 instructions per unit
+  against the LSTM's 56.8, for 3/4 of its MACs: its reset product, update and output in C
+  intrinsics take 9.3 + 6.7 + 5.9 per unit where the LSTM's assembly cell and hidden updates take
+  6.0 and 8.5. On Cortex-M4 the new gate's finish is the unfolded one (67 instructions per unit,
+  the folded tanh finish 46). Porting those to the GRU is what is left; each change so far is
+  bit-exact with the reference (`variant_test`, the device's variant-test, the golden vectors).
 """
 
 UPSTREAM = """## CMSIS-NN through the backend, on the same counter
