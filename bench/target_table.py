@@ -218,6 +218,30 @@ def table(rows, cmsis_cycles=None):
     return "\n".join(lines)
 
 
+# What the estimate shows of the gaps left to issue 19's cycle goals (profiles by `qlstm bench
+# --profile` at 0d601cf, the merge of the cycle-tuned kernels).
+CYCLE_BOUNDS = """Where the estimated cycles stand against the goals, and what bounds them (issue 19):
+
+- **Cortex-M3** (`arm_thumb2`): the goal is met at every shape; the weight loads now issue back to
+  back (one cycle each after the first), the Thumb-2 gate finish is folded (two passes, the rounding
+  divide inside the SRDHM's sum).
+- **Cortex-M4 and M33** (`arm_dsp`, 0.61 to 0.64 against 0.60): at `large` 86% of the instructions
+  are the dot-product loop, at 24 cycles per 16 MACs (8 `SMLAD`, 8 `SXTB16`, 8 cycles of loads);
+  the int8 weights need that sign extension, so `large` stays near 0.61 unless the weights are
+  stored as int16 (twice the weight flash). At the small shapes (`tiny`, `batch4`) the rest is the
+  gate finish (about 44 instructions a row), the cell and hidden updates (about 43 a unit, their
+  parameters reloaded per unit) and the per-gate-call driver; a folded cell and hidden update needs
+  flash the `arm_dsp` variant no longer has (it is at +1,024 B over its size before this work on
+  the M55 without Helium, the limit).
+- **Cortex-M55** (`arm_mve`, 0.38 to 0.48 against 0.33): at `kws` the Helium arithmetic is 41% of
+  the cycles and the Helium loads and stores 19%, about CMSIS-NN's own; 0.33 needs another 20% off,
+  nearly all of the remaining scalar work: about 19 cycles per four-row block (pointers, bias,
+  loop control), about 120 instructions of compiled C per gate call, taken-branch refills (the
+  model charges every low-overhead loop end a refill, which `docs/targets.md` says overestimates
+  both implementations) and the register saves per call. An assembly gate driver, or one rows4
+  call covering both matmuls, is the next step."""
+
+
 def cycle_summary(rows):
     """Per CPU, the optimized variant's estimated-cycle ratio to CMSIS-NN over the shapes, against
     issue 19's goal."""
@@ -239,8 +263,8 @@ def cycle_summary(rows):
             ".** Where a cycle ratio is above the instruction ratio, qlstm's kernel spends a larger share of "
             "its instructions than CMSIS-NN's on the costlier classes (loads, taken branches, `LDM`/`STM`; on the "
             "Cortex-M55 Helium instructions at two cycles and gathers at one per element); `qlstm bench "
-            "--profile` splits a call's cycles by class.\n\nCMSIS-NN's estimated cycles, the denominators of the "
-            "cycle ratios:\n\n" + cmsis_cycles_table() + "\n\n")
+            "--profile` splits a call's cycles by class.\n\n" + CYCLE_BOUNDS + "\n\nCMSIS-NN's estimated cycles, "
+            "the denominators of the cycle ratios:\n\n" + cmsis_cycles_table() + "\n\n")
 
 
 def cmsis_cycles_table():
@@ -439,7 +463,7 @@ host simulation in the same run.
 - **est. cycles**, **cycles/MAC**: the counter's estimate for the same call on the CPU's core
   (`cortex-m55-nomve` is the M55 core without Helium). **cycle ratio to CMSIS-NN**: against the
   same estimate of CMSIS-NN's kernel on the same shape and CPU, {cmsis_cycles}. **cycle goal**:
-  the cycle ratio issue 19 asks for (the kernels were tuned on instructions so far).
+  the cycle ratio issue 19 asks for.
 - **flash B / static RAM B**: what the variant adds to a firmware: the linked size of a probe
   firmware holding only that variant (its code, the shared driver and validation, the 512-byte
   sigmoid table) minus one holding none (`targets/cortex-m/firmware/size_probe.cc`). The weights
