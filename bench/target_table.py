@@ -228,7 +228,7 @@ CYCLE_BOUNDS = """Where the estimated cycles stand against the goals, and what b
 - **Cycles, not instructions**: the cycle tuning traded instructions for cycles where loads pair
   (the weight rows read by register offset, so that loads issue back to back): on Cortex-M4 and M33
   the instruction ratio is now 0.63 to 0.71, above issue 6's 0.70 at `large` (0.708 and 0.710),
-  while the estimated cycles fell 12 to 13% at that shape.
+  while the estimated cycles fell about 12% at that shape.
 - **Cortex-M4 and M33** (`arm_dsp`, 0.61 to 0.64 against 0.60): at `large` 86% of the instructions
   are the dot-product loop, at 24 cycles per 16 MACs (8 `SMLAD`, 8 `SXTB16`, 8 cycles of loads);
   the int8 weights need that sign extension, so `large` stays near 0.61 unless the weights are
