@@ -12,7 +12,8 @@ cmake --build "$dir" -j "$(nproc)" --target fuzz_onnx fuzz_npy fuzz_model qlstm 
 
 corpus=$dir/corpus
 rm -rf "$corpus" && mkdir -p "$corpus/onnx" "$corpus/npy" "$corpus/model"
-cp tests/onnx/models/*.onnx examples/sunspots/*.onnx examples/digits/*.onnx "$corpus/onnx/"
+cp tests/onnx/models/*.onnx tests/onnx/fuzz_regressions/*.onnx examples/sunspots/*.onnx examples/digits/*.onnx \
+  "$corpus/onnx/"
 cp examples/sunspots/*.npy "$corpus/npy/"
 cp examples/digits/test_labels.npy "$corpus/npy/digits_test_labels.npy"  # int32; the others are float32
 cp tests/compiler/npz/*.npz tests/compiler/npz/*.npy "$corpus/npy/"  # .npz archives (stored, deflated, damaged), float64

@@ -806,10 +806,11 @@ std::string other_input(const onnx::NodeProto& n, const std::string& name) {
   return "";
 }
 
-// The one node reading `name`, or null.
+// The one node reading `name`, or null; null too when that node has no output (the pattern
+// matchers read output(0) of what they find).
 const onnx::NodeProto* only_consumer(const Graph& g, const std::string& name) {
   const auto cs = g.data_consumers(name);
-  return cs.size() == 1 && !g.is_graph_output(name) ? cs[0] : nullptr;
+  return cs.size() == 1 && !g.is_graph_output(name) && cs[0]->output_size() >= 1 ? cs[0] : nullptr;
 }
 
 const onnx::NodeProto* only_consumer_of_type(const Graph& g, const std::string& name, const char* op) {
@@ -818,7 +819,7 @@ const onnx::NodeProto* only_consumer_of_type(const Graph& g, const std::string& 
 }
 
 bool is_binary_with_const(const Graph& g, const onnx::NodeProto* n, const char* op, const std::string& x, double c) {
-  if (n == nullptr || n->op_type() != op) return false;
+  if (n == nullptr || n->op_type() != op || n->output_size() < 1) return false;
   const std::string other = other_input(*n, x);
   double v = 0;
   return !other.empty() && constant_scalar(g, other, &v) && near(v, c);
@@ -1484,7 +1485,9 @@ class PathWalker {
     std::set<const onnx::NodeProto*> readers(cs.begin(), cs.end());
     const onnx::NodeProto* square = nullptr;
     for (const auto* n : readers) {
-      if (n->op_type() == "Mul" && n->input_size() == 2 && n->input(0) == x && n->input(1) == x) square = n;
+      if (n->op_type() == "Mul" && n->input_size() == 2 && n->input(0) == x && n->input(1) == x && n->output_size() >= 1) {
+        square = n;
+      }
     }
     if (readers.size() != 4 || square == nullptr) return false;
     const onnx::NodeProto* cube = only_consumer(g_, square->output(0));

@@ -191,6 +191,28 @@ TEST_P(OnnxFixture, ImportsOrRefusesAsExpected) {
 INSTANTIATE_TEST_SUITE_P(Models, OnnxFixture, ::testing::ValuesIn(fixtures()),
                          [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
 
+// Inputs fuzz_onnx once crashed on (tests/onnx/fuzz_regressions, each named for its damage): each
+// is refused with a CompileError, without undefined behaviour (the sanitized build runs this too).
+// gelu_tanh_square_without_output: a GELU-tanh pattern whose x * x node has no output, which the
+// pattern matcher read as output(0).
+TEST(OnnxImport, FuzzFindingsAreRefusedCleanly) {
+  size_t files = 0;
+  for (const auto& e : fs::directory_iterator(QLSTM_ONNX_FUZZ_REGRESSIONS)) {
+    if (e.path().extension() != ".onnx") continue;
+    ++files;
+    std::ifstream f(e.path(), std::ios::binary);
+    std::stringstream bytes;
+    bytes << f.rdbuf();
+    try {
+      import_onnx_bytes(bytes.str(), e.path().filename().string());
+      ADD_FAILURE() << e.path() << ": accepted";
+    } catch (const CompileError& err) {
+      EXPECT_NE(std::string(err.what()).find(e.path().filename().string()), std::string::npos) << err.what();
+    }
+  }
+  EXPECT_GE(files, 1u);
+}
+
 TEST(OnnxImport, ExportedTorchModelsRecognizeTheirLayout) {
   EXPECT_FALSE(import_onnx(std::string(QLSTM_ONNX_FIXTURES) + "/torch_seq_first_opset13.onnx").batch_first);
   const OnnxLstm bf = import_onnx(std::string(QLSTM_ONNX_FIXTURES) + "/torch_batch_first_opset17.onnx");
