@@ -1,7 +1,9 @@
-// The GRU's argument checks, buffer sizes, sequence driver (docs/arithmetic.md §13, §7) and
-// dispatch over its variants (kernels.h), each run by the same driver stage by stage.
+// The GRU's argument checks, buffer sizes, sequence walk (docs/arithmetic.md §13, §7;
+// gru_s8_walk.h) and dispatch over its variants (kernels.h): a variant's whole call when it has
+// one, else its stages by the walk.
 #include "qlstm/gru_s8.h"
 
+#include "gru_s8_walk.h"
 #include "qlstm/fixed_point.h"
 #include "qlstm/kernels.h"
 #include "reference/gru_s8_reference.h"
@@ -66,77 +68,32 @@ qlstm_status check_call(const qlstm_gru_s8_params* params, const qlstm_gru_s8_co
                                 ctx->scratch_bytes, scratch_bytes_for(params->dims));
 }
 
-// One call's gates as the step stages take them: r and z as the LSTM's sigmoid gate (built once
-// per call), n as in the block, and n at a stateless first step (its recurrent accumulator the
-// zero-state bias, kernels.h).
-struct StepGates {
-  qlstm_gate_s8_params reset, update;
-  qlstm_gru_gate_s8_params new_gate, new_gate_at_zero_state;
+// The stages of a variant, and the call's gates for them.
+struct StagePrepared {
+  const GruS8Variant& v;
+  const qlstm_gru_s8_params& p;
+  GruCallGates gates;
 };
 
-// One time step (§13): r, z, n from x and the recurrent operand args.h (null: a stateless first
-// step, kernels.h), then hidden_q0_15[rows][H] in place, then its int8 rows y. All three gates
-// read args.h before y is written, so y may be args.h (the final-state-only walk).
-struct StepBuffers {
-  int16_t* reset_q0_15;
-  int16_t* update_q0_15;
-  int16_t* new_q0_15;
-};
-void step(const GruS8Variant& v, const qlstm_gru_s8_params& p, const StepGates& gates, const GateArgs& args,
-          const StepBuffers& buffers, int16_t* hidden_q0_15, int8_t* y, ptrdiff_t y_row_stride) {
-  v.sigmoid_gate(gates.reset, args, buffers.reset_q0_15);
-  v.sigmoid_gate(gates.update, args, buffers.update_q0_15);
-  v.new_gate(args.h != nullptr ? gates.new_gate : gates.new_gate_at_zero_state, p.reset_times_hidden_to_q3_12, args,
-             buffers.reset_q0_15, buffers.new_q0_15);
+void stage_step(const void* prepared, const GateArgs& args, const GruStepBuffers& buffers, int16_t* hidden_q0_15,
+                int8_t* y, ptrdiff_t y_row_stride) {
+  const StagePrepared& s = *static_cast<const StagePrepared*>(prepared);
+  const GruS8Variant& v = s.v;
+  const qlstm_gru_s8_params& p = s.p;
+  v.sigmoid_gate(s.gates.reset, args, buffers.reset_q0_15);
+  v.sigmoid_gate(s.gates.update, args, buffers.update_q0_15);
+  v.new_gate(s.gates.new_gate_for(args), p.reset_times_hidden_to_q3_12, args, buffers.reset_q0_15, buffers.new_q0_15);
   v.update(p.update_times_difference_to_q0_15, args.rows * args.hidden_size, buffers.update_q0_15, buffers.new_q0_15,
            hidden_q0_15);
   v.output(p.hidden_q0_15_to_output, p.output_zero_point, args.rows, args.hidden_size, hidden_q0_15, y, y_row_stride);
 }
 
-// The sequence of a checked call with a variant that supports it (§7's walk; §13's step).
+// A checked call with a variant that supports it: its whole call, else its stages by the walk.
 qlstm_status run_checked(const GruS8Variant& v, const qlstm_gru_s8_params& p, qlstm_gru_s8_context& ctx,
                          const int8_t* input, int8_t* output) {
-  const qlstm_gru_dims& d = p.dims;
-  const int32_t B = d.batch, T = d.time_steps, I = d.input_size, H = d.hidden_size;
-  const ptrdiff_t BH = static_cast<ptrdiff_t>(B) * H;
-
-  int16_t* const scratch_q0_15 = static_cast<int16_t*>(ctx.scratch);
-  const StepBuffers buffers = {scratch_q0_15, scratch_q0_15 + BH, scratch_q0_15 + 2 * BH};
-  int16_t* hidden_q0_15 = ctx.hidden_q0_15;
-  const bool stateless = hidden_q0_15 == nullptr;
-  // The first step's recurrent operand: none for a stateless call (its recurrent terms are a zero
-  // state's, from the block), else h8 of the given state.
-  const int8_t* initial_h8 = nullptr;
-  if (stateless) {
-    hidden_q0_15 = scratch_q0_15 + 3 * BH;
-    for (ptrdiff_t k = 0; k < BH; ++k) hidden_q0_15[k] = 0;
-  } else {
-    int8_t* const h8 = reinterpret_cast<int8_t*>(scratch_q0_15 + kInt16Buffers * BH);
-    v.output(p.hidden_q0_15_to_output, p.output_zero_point, B, H, hidden_q0_15, h8, H);
-    initial_h8 = h8;
-  }
-
-  const SequenceStrides s = sequence_strides(p.layout, p.output_steps, p.output_width, B, T, I, H);
-  if (p.output_steps == QLSTM_OUTPUT_FINAL && T == 0) {
-    // No step: the final state is the initial one.
-    v.output(p.hidden_q0_15_to_output, p.output_zero_point, B, H, hidden_q0_15, output, s.y_row);
-  }
-  StepGates gates = {gru_reference::as_sigmoid_lstm_gate(p.gates[QLSTM_GRU_GATE_RESET]),
-                     gru_reference::as_sigmoid_lstm_gate(p.gates[QLSTM_GRU_GATE_UPDATE]),
-                     p.gates[QLSTM_GRU_GATE_NEW], p.gates[QLSTM_GRU_GATE_NEW]};
-  gates.new_gate_at_zero_state.hidden_effective_bias = p.new_gate_zero_state_bias;
-  // Reverse: step k processes time T-1-k, and its recurrent operand is the row it wrote at k-1.
-  const bool reverse = p.time_direction == QLSTM_TIME_REVERSE;
-  for (int32_t k = 0; k < T; ++k) {
-    const int32_t t = reverse ? T - 1 - k : k;
-    GateArgs args = {B, I, H, input + t * s.x_step, s.x_row, initial_h8, H};
-    if (k > 0) {
-      args.h = output + (reverse ? t + 1 : t - 1) * s.y_step;
-      args.h_row_stride = s.y_row;
-    }
-    step(v, p, gates, args, buffers, hidden_q0_15, output + t * s.y_step, s.y_row);
-  }
-  return QLSTM_OK;
+  if (v.sequence != nullptr) return v.sequence(p, ctx, input, output);
+  const StagePrepared prepared = {v, p, GruCallGates(p)};
+  return run_gru_s8_walk(p, ctx, input, output, stage_step, &prepared, v.output);
 }
 
 // A checked call, run by the best variant of gru_s8_variants() that accepts it.
@@ -158,6 +115,46 @@ qlstm_status run_if_supported(const GruS8Variant& v, const qlstm_gru_s8_params& 
 }
 
 }  // namespace
+
+qlstm_status run_gru_s8_walk(const qlstm_gru_s8_params& p, qlstm_gru_s8_context& ctx, const int8_t* input,
+                             int8_t* output, GruStepFn step, const void* prepared, GruOutputFn output_stage) {
+  const qlstm_gru_dims& d = p.dims;
+  const int32_t B = d.batch, T = d.time_steps, I = d.input_size, H = d.hidden_size;
+  const ptrdiff_t BH = static_cast<ptrdiff_t>(B) * H;
+
+  int16_t* const scratch_q0_15 = static_cast<int16_t*>(ctx.scratch);
+  const GruStepBuffers buffers = {scratch_q0_15, scratch_q0_15 + BH, scratch_q0_15 + 2 * BH};
+  int16_t* hidden_q0_15 = ctx.hidden_q0_15;
+  // The first step's recurrent operand: none for a stateless call (its recurrent terms are a zero
+  // state's, from the block), else h8 of the given state.
+  const int8_t* initial_h8 = nullptr;
+  if (hidden_q0_15 == nullptr) {
+    hidden_q0_15 = scratch_q0_15 + 3 * BH;
+    for (ptrdiff_t k = 0; k < BH; ++k) hidden_q0_15[k] = 0;
+  } else {
+    int8_t* const h8 = reinterpret_cast<int8_t*>(scratch_q0_15 + kInt16Buffers * BH);
+    output_stage(p.hidden_q0_15_to_output, p.output_zero_point, B, H, hidden_q0_15, h8, H);
+    initial_h8 = h8;
+  }
+
+  const SequenceStrides s = sequence_strides(p.layout, p.output_steps, p.output_width, B, T, I, H);
+  if (p.output_steps == QLSTM_OUTPUT_FINAL && T == 0) {
+    // No step: the final state is the initial one.
+    output_stage(p.hidden_q0_15_to_output, p.output_zero_point, B, H, hidden_q0_15, output, s.y_row);
+  }
+  // Reverse: step k processes time T-1-k, and its recurrent operand is the row it wrote at k-1.
+  const bool reverse = p.time_direction == QLSTM_TIME_REVERSE;
+  for (int32_t k = 0; k < T; ++k) {
+    const int32_t t = reverse ? T - 1 - k : k;
+    GateArgs args = {B, I, H, input + t * s.x_step, s.x_row, initial_h8, H};
+    if (k > 0) {
+      args.h = output + (reverse ? t + 1 : t - 1) * s.y_step;
+      args.h_row_stride = s.y_row;
+    }
+    step(prepared, args, buffers, hidden_q0_15, output + t * s.y_step, s.y_row);
+  }
+  return QLSTM_OK;
+}
 
 const GruS8Variant* select_gru_s8_variant(const GruS8Variant* const* list, size_t count,
                                           const qlstm_gru_s8_params& params) {

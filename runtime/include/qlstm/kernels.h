@@ -126,6 +126,9 @@ using GruUpdateFn = void (*)(const qlstm_requant& update_times_difference, int32
                              const int16_t* new_q0_15, int16_t* hidden_q0_15);
 using GruOutputFn = void (*)(const qlstm_requant& hidden_to_output, int32_t zero_point, int32_t rows,
                              int32_t hidden_size, const int16_t* hidden_q0_15, int8_t* y, ptrdiff_t y_row_stride);
+// A whole GRU call, after run_gru_s8 has validated the parameters, the context and the scratch.
+using GruSequenceFn = qlstm_status (*)(const qlstm_gru_s8_params& params, qlstm_gru_s8_context& ctx,
+                                       const int8_t* input, int8_t* output);
 
 struct GruS8Variant {
   const char* name;        // the LSTM variant's name for the same ISA
@@ -135,6 +138,9 @@ struct GruS8Variant {
   GruNewGateFn new_gate;
   GruUpdateFn update;
   GruOutputFn output;
+  // When set, the whole call (the same arithmetic; the stages stay set and are tested on their
+  // own): a variant that prepares its stages once per call (blocked/gru_chunked.h).
+  GruSequenceFn sequence;
 };
 // Best first, the reference last (runs every call); *count receives the number of entries.
 const GruS8Variant* const* gru_s8_variants(size_t* count);

@@ -794,6 +794,15 @@
     vrshl.s32       \acc, \minus_right
 .endm
 
+@ An int8 output: sat8(RQ(acc) + zero point) (the add wrapping) stored at ptr, which advances.
+.macro STORE_S8_LANES acc, ptr, left, multiplier, minus_right, fix, zero_point
+    REQUANT_Q       \acc, \left, \multiplier, \minus_right, \fix
+    vadd.i32        \acc, \acc, \zero_point
+    vqshl.s32       \acc, \acc, #24
+    vshr.s32        \acc, \acc, #24
+    vstrb.32        \acc, [\ptr], #4
+.endm
+
 .macro REQUANT_LANES acc, ptr, left, multiplier, minus_right, fix
     vldrw.u32       \acc, [\ptr], #16
     REQUANT_Q       \acc, \left, \multiplier, \minus_right, \fix
@@ -841,10 +850,9 @@
     vnegt.s32       q3, q3
 .endm
 
-.macro GATE_FINISH_PROLOGUE
-    push    {r4-r11, lr}
-    vpush   {d8-d15}
-    ldr     r12, [sp, #100]         @ p (9 core + 8 double registers pushed)
+@ The finish's constants from p (the fifth argument, 9 core + 8 double registers pushed).
+.macro GATE_FINISH_LOAD
+    ldr     r12, [sp, #100]         @ p
     ldr     r4, [r12, #24]
     vdup.32 q4, r4                  @ x's fix mask
     ldr     r4, [r12, #28]
@@ -854,6 +862,12 @@
     ldm     r12, {r4-r9}
     mov     r12, r2
     adds    r2, r2, #2              @ the table from entry 1: gathers of hi with the same offsets
+.endm
+
+.macro GATE_FINISH_PROLOGUE
+    push    {r4-r11, lr}
+    vpush   {d8-d15}
+    GATE_FINISH_LOAD
 .endm
 
 @ Sigmoid: a Q3.12 input times 3 is below 2^17, so its index (|v| >> 9) stays below 193 and
@@ -886,8 +900,7 @@
 
 @ Tanh: indices from 255 on take the saturated value (65535 << 8); y = (r - 2^23 + 2^7) >> 8,
 @ and the reference's result for v < 0 is exactly -y.
-    FUNCTION qlstm_arm_gate_finish_tanh_mve
-    GATE_FINISH_PROLOGUE
+.macro TANH_FINISH_LOOP
     movw    r10, #0xffff
     vdup.32 q6, r10
     vshl.i32 q6, q6, #8             @ the saturated value, 65535 << 8
@@ -901,10 +914,50 @@
     TANH_LANES r10, r12, r2, q6, r11
     vstrh.32        q3, [r3], #8
     letp    lr, 1b
+.endm
+
+    FUNCTION qlstm_arm_gate_finish_tanh_mve
+    GATE_FINISH_PROLOGUE
+    TANH_FINISH_LOOP
     vpop    {d8-d15}
     pop     {r4-r11, pc}
     .ltorg
     .size qlstm_arm_gate_finish_tanh_mve, . - qlstm_arm_gate_finish_tanh_mve
+
+@ The GRU's new gate (docs/arithmetic.md §13), n = tanh(sat16(sat16(RQ_x(ax)) + RQ_r(r * sat16(RQ_h(ah))))):
+@ a first pass replaces each ah by r * sat16(RQ_h(ah)) (|.| <= 2^30, exact in int32), then the
+@ tanh finish above runs with RQ_r as its h side. Two passes because one would need more
+@ constants than there are registers.
+@ void qlstm_arm_gru_new_gate_finish_mve(const int32_t* ax, int32_t* ah, int32_t n, int16_t* out,
+@                                        const qlstm_arm_gru_new_gate_finish_mve_params* p,
+@                                        const int16_t* reset);
+@ p: the tanh finish's (x's and RQ_r's requantizations, the table), then RQ_h's left shift,
+@ multiplier, -right and fix mask (gru_s8_arm_mve.cc).
+    FUNCTION qlstm_arm_gru_new_gate_finish_mve
+    push    {r4-r11, lr}
+    vpush   {d8-d15}
+    ldr     r12, [sp, #100]         @ p
+    ldr     r4, [sp, #104]          @ reset (a low register: widening loads need one)
+    add     r5, r12, #36
+    ldm     r5, {r6-r9}             @ RQ_h: left, multiplier, -right, fix mask
+    vdup.32 q4, r9
+    mov     r5, r1
+    dlstp.32 lr, r2
+1:
+    vldrw.u32       q0, [r5]
+    REQUANT_Q       q0, r6, r7, r8, q4
+    vqshl.s32       q0, q0, #16
+    vshr.s32        q0, q0, #16     @ the recurrent part, sat16(RQ_h(ah))
+    vldrh.s32       q1, [r4], #8
+    vmul.i32        q0, q0, q1
+    vstrw.32        q0, [r5], #16
+    letp    lr, 1b
+    GATE_FINISH_LOAD
+    TANH_FINISH_LOOP
+    vpop    {d8-d15}
+    pop     {r4-r11, pc}
+    .ltorg
+    .size qlstm_arm_gru_new_gate_finish_mve, . - qlstm_arm_gru_new_gate_finish_mve
 
 @ The LSTM's cell update in four lanes per pass, tail-predicated (docs/arithmetic.md §5):
 @   cell = clamp(sat16(rq_fc(f * cell)) + rq_ig(i * g), clip_min, clip_max)   (the add wrapping)
@@ -977,16 +1030,47 @@
     TANH_LANES r0, r7, r12, q5, q6  @ tanh(cell) in Q0.15
     vldrh.s32       q1, [r1], #8    @ o
     vmul.i32        q3, q3, q1
-    REQUANT_Q       q3, r8, r9, r10, q4
-    vadd.i32        q3, q3, r11
-    vqshl.s32       q3, q3, #24
-    vshr.s32        q3, q3, #24
-    vstrb.32        q3, [r3], #4
+    STORE_S8_LANES  q3, r3, r8, r9, r10, q4, r11
     letp    lr, 1b
     vpop    {d8-d15}
     pop     {r4-r11, pc}
     .ltorg
     .size qlstm_arm_hidden_update_mve, . - qlstm_arm_hidden_update_mve
+
+@ The GRU's update and output of one batch row in four lanes per pass (docs/arithmetic.md §13):
+@   h = sat16(n + RQ_u(z * (h - n))),  y = sat8(RQ_o(h) + zero point)   (the adds wrapping)
+@ |h - n| <= 65535 and |z| <= 32768: the product is exact in int32.
+@ void qlstm_arm_gru_update_output_mve(int32_t count, const int16_t* z, const int16_t* n, int16_t* h,
+@                                      int8_t* y, const qlstm_arm_gru_update_output_mve_params* p);
+@ p: RQ_u's left shift, multiplier and -right, RQ_o's, the output zero point, RQ_u's and RQ_o's
+@ fix masks (gru_s8_arm_mve.cc).
+    FUNCTION qlstm_arm_gru_update_output_mve
+    push    {r4-r11, lr}
+    vpush   {d8-d15}
+    ldr     r12, [sp, #104]         @ p
+    ldr     r4, [r12, #28]
+    vdup.32 q4, r4                  @ RQ_u's fix mask
+    ldr     r4, [r12, #32]
+    vdup.32 q5, r4                  @ RQ_o's fix mask
+    ldm     r12, {r4-r10}
+    dlstp.32 lr, r0
+    ldr     r0, [sp, #100]          @ y (a low register: narrowing stores need one)
+1:
+    vldrh.s32       q0, [r2], #8    @ n
+    vldrh.s32       q1, [r3]        @ h
+    vsub.i32        q1, q1, q0
+    vldrh.s32       q2, [r1], #8    @ z
+    vmul.i32        q1, q1, q2
+    REQUANT_Q       q1, r4, r5, r6, q4
+    vadd.i32        q0, q0, q1
+    vqshl.s32       q0, q0, #16
+    vshr.s32        q0, q0, #16
+    vstrh.32        q0, [r3], #8    @ h
+    STORE_S8_LANES  q0, r0, r7, r8, r9, q5, r10   @ y
+    letp    lr, 1b
+    vpop    {d8-d15}
+    pop     {r4-r11, pc}
+    .size qlstm_arm_gru_update_output_mve, . - qlstm_arm_gru_update_output_mve
 #endif  /* MVE */
 
 #endif  /* Thumb-2 M-profile */

@@ -1,7 +1,8 @@
 // The Arm M-profile GRU variants (blocked::gru_variant): r and z by the LSTM variant's gate of the
 // same name (the assembly dot products and gate finish of lstm_s8_arm.cc), the new gate's two
 // matmuls in chunks of rows by the same dot-product blocks (arm/dot_s8_arm.h), its finish, the
-// update and the output in assembly (dot4_s8_arm.S), each the reference's arithmetic.
+// update and the output in assembly (dot4_s8_arm.S), each the reference's arithmetic. The whole
+// call (blocked/gru_chunked.h) builds every finish and the update's and output's parameters once.
 //   arm_thumb2: byte loads and MLA, any Thumb-2 core (Cortex-M3 and up)
 //   arm_dsp:    SXTB16 + SMLAD (Cortex-M4, M33, M55)
 // (arm_mve: gru_s8_arm_mve.cc.)
@@ -10,6 +11,7 @@
 
 #include "arm/dot_s8_arm.h"
 #include "blocked/gate_rows.h"
+#include "blocked/gru_chunked.h"
 
 // The output's requantization and zero point, in the assembly's load order.
 struct qlstm_arm_gru_output_params {
@@ -44,9 +46,34 @@ class NewGateFinish {
   qlstm_arm_gru_new_gate_finish_params p_;
 };
 
+// A step's update and output in assembly, their parameters built once per call.
+class UpdateOutput {
+ public:
+  explicit UpdateOutput(const qlstm_gru_s8_params& p)
+      : update_(requant_params(fxp::RequantDoubleRounding::make(p.update_times_difference_to_q0_15.multiplier,
+                                                                 p.update_times_difference_to_q0_15.shift))),
+        output_{requant_params(fxp::RequantDoubleRounding::make(p.hidden_q0_15_to_output.multiplier,
+                                                                p.hidden_q0_15_to_output.shift)),
+                p.output_zero_point} {}
+  void operator()(int32_t rows, int32_t hidden_size, const int16_t* update_q0_15, const int16_t* new_q0_15,
+                  int16_t* hidden_q0_15, int8_t* y, ptrdiff_t y_row_stride) const {
+    qlstm_arm_gru_update_thumb2(rows * hidden_size, update_q0_15, new_q0_15, hidden_q0_15, &update_);
+    for (int32_t b = 0; b < rows; ++b) {
+      qlstm_arm_gru_output_thumb2(hidden_size, hidden_q0_15 + static_cast<ptrdiff_t>(b) * hidden_size,
+                                  y + b * y_row_stride, &output_);
+    }
+  }
+
+ private:
+  qlstm_arm_requant_params update_;
+  qlstm_arm_gru_output_params output_;
+};
+
 template <typename Dot>
-struct WithNewGateFinish : Dot {
+struct GruKernel : Dot {
+  using Finish = GateFinish;
   using NewGateFinish = arm::NewGateFinish;
+  using UpdateOutput = arm::UpdateOutput;
 };
 
 // The update and the output in assembly (about 21 and 17 instructions per unit, where the
@@ -71,12 +98,14 @@ void output(const qlstm_requant& hidden_to_output, int32_t zero_point, int32_t r
 
 }  // namespace
 
-// blocked::gru_variant with these stages for the update and the output.
+// blocked::gru_variant with these stages for the update and the output, and the whole call with
+// every finish built once (blocked/gru_chunked.h).
 template <const LstmS8Variant& kLstm, typename Dot>
 constexpr GruS8Variant gru_variant(const char* name) {
-  GruS8Variant v = blocked::gru_variant<kLstm, WithNewGateFinish<Dot>>(name);
+  GruS8Variant v = blocked::gru_variant<kLstm, GruKernel<Dot>>(name);
   v.update = update;
   v.output = output;
+  v.sequence = blocked::gru_chunked<GruKernel<Dot>, output>;
   return v;
 }
 

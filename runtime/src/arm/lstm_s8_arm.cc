@@ -39,38 +39,6 @@ namespace qlstm {
 namespace arm {
 namespace {
 
-// Requantization and activation of a chunk in assembly (one row per pass, every constant in a
-// register): about 47 instructions per row, where GCC 12's code took about 90. When both right
-// shifts are at least 1, the folded finish: two passes, the rounding divide folded into the
-// SRDHM's 64-bit sum (dot4_s8_arm.S), about 40 instructions per row and no reloads.
-struct Finish {
-  union {  // the parameters of the finish it calls
-    qlstm_arm_gate_finish_t2_params p;
-    qlstm_arm_gate_finish_fast_params fast;
-  };
-  void (*activate)(const int32_t*, int32_t, int16_t*, const qlstm_arm_gate_finish_t2_params*) = nullptr;
-  void (*activate_fast)(int32_t*, int32_t, int16_t*, const qlstm_arm_gate_finish_fast_params*) = nullptr;
-  Finish(const blocked::GateRequant& rq, bool is_tanh) {
-    const fxp::RequantDoubleRounding &x = rq.input, &h = rq.hidden;
-    if (x.right >= 1 && h.right >= 1) {
-      fast = {x.left, x.multiplier, x.threshold + 1, x.right - 1, h.left, h.multiplier, h.threshold + 1, h.right - 1,
-              kSigmoidTableU16};
-      activate_fast = is_tanh ? qlstm_arm_gate_finish_tanh_fast_thumb2 : qlstm_arm_gate_finish_sigmoid_fast_thumb2;
-    } else {
-      p = {requant_params(x), requant_params(h), kSigmoidTableU16, kSigmoidTableU16 + 1};
-      activate = is_tanh ? qlstm_arm_gate_finish_tanh_thumb2 : qlstm_arm_gate_finish_sigmoid_thumb2;
-    }
-  }
-  // The assembly reads ah at ax + kChunkRows (and the folded one overwrites ax).
-  void operator()(const int32_t* ax, const int32_t*, int32_t n, int16_t* out) const {
-    if (activate_fast != nullptr) {
-      activate_fast(const_cast<int32_t*>(ax), n, out, &fast);
-    } else {
-      activate(ax, n, out, &p);
-    }
-  }
-};
-
 // The cell and hidden updates in assembly too (about 43 and 41 instructions per unit, where the
 // reference's C takes about 61 and 56).
 void cell_update(const CellUpdateParams& p, int32_t count, const int16_t* f_q0_15, const int16_t* i_q0_15,
@@ -104,12 +72,12 @@ void hidden_update(const HiddenUpdateParams& p, int32_t rows, int32_t hidden_siz
 }
 
 struct Thumb2Kernel : Thumb2Dot {
-  using Finish = arm::Finish;
+  using Finish = arm::GateFinish;
 };
 
 #if defined(__ARM_FEATURE_DSP)
 struct DspKernel : DspDot {
-  using Finish = arm::Finish;
+  using Finish = arm::GateFinish;
 };
 #endif
 

@@ -61,18 +61,7 @@ inline int32x4_t sigmoid_of_prescaled(int32x4_t v) {
 inline int32x4_t sigmoid(int32x4_t x, int32_t left_shift) { return sigmoid_of_prescaled(prescale(x, left_shift)); }
 
 struct Kernel : MveDot {
-  // In assembly (dot4_s8_arm.S): with every constant in a register, the loop is 39 instructions
-  // per four rows (sigmoid), where GCC 12 spills to about 70.
-  struct Finish {
-    qlstm_arm_gate_finish_params p;
-    void (*activate)(const int32_t*, const int32_t*, int32_t, int16_t*, const qlstm_arm_gate_finish_params*);
-    Finish(const blocked::GateRequant& rq, bool is_tanh)
-        : p(gate_finish_params(Requant(rq.input), Requant(rq.hidden))),
-          activate(is_tanh ? qlstm_arm_gate_finish_tanh_mve : qlstm_arm_gate_finish_sigmoid_mve) {}
-    void operator()(const int32_t* ax, const int32_t* ah, int32_t n, int16_t* out) const {
-      activate(ax, ah, n, out, &p);
-    }
-  };
+  using Finish = GateFinish;
 };
 
 // The cell and hidden updates in assembly too (dot4_s8_arm.S): every constant in a register,

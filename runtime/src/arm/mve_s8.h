@@ -150,6 +150,18 @@ inline qlstm_arm_gate_finish_params gate_finish_params(const Requant& qx, const 
           qx.negative_fix, qh.negative_fix, kSigmoidTableU16};
 }
 
+// The gate finish (blocked::gate_chunked's Finish; the LSTM's gates, the GRU's r and z) in
+// assembly (dot4_s8_arm.S): with every constant in a register, the loop is 39 instructions per
+// four rows (sigmoid), where GCC 12 spills to about 70.
+struct GateFinish {
+  qlstm_arm_gate_finish_params p;
+  void (*activate)(const int32_t*, const int32_t*, int32_t, int16_t*, const qlstm_arm_gate_finish_params*);
+  GateFinish(const blocked::GateRequant& rq, bool is_tanh)
+      : p(gate_finish_params(Requant(rq.input), Requant(rq.hidden))),
+        activate(is_tanh ? qlstm_arm_gate_finish_tanh_mve : qlstm_arm_gate_finish_sigmoid_mve) {}
+  void operator()(const int32_t* ax, const int32_t* ah, int32_t n, int16_t* out) const { activate(ax, ah, n, out, &p); }
+};
+
 }  // namespace arm_mve
 }  // namespace qlstm
 

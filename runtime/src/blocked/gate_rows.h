@@ -154,14 +154,15 @@ void gate_chunked(const qlstm_gate_s8_params& g, const GateArgs& a, int16_t* out
 //                                          int16_t* new_q0_15) const; };   n rows to Q0.15
 // ah sits at ax + kChunkRows (as the LSTM gate's), and the finish may overwrite it.
 // Without h (a stateless first step) ah is the bias alone, copied: no matmul.
+// gru_new_gate_chunked_with: the same with the finish built by the caller (once per call:
+// blocked/gru_chunked.h).
 template <typename Kernel>
-void gru_new_gate_chunked(const qlstm_gru_gate_s8_params& g, const qlstm_requant& reset_times_hidden,
-                          const GateArgs& a, const int16_t* reset_q0_15, int16_t* new_q0_15) {
+void gru_new_gate_chunked_with(const qlstm_gru_gate_s8_params& g, const typename Kernel::NewGateFinish& finish,
+                               const GateArgs& a, const int16_t* reset_q0_15, int16_t* new_q0_15) {
   const int32_t I = a.input_size, H = a.hidden_size;
   int32_t acc[2 * kChunkRows];
   int32_t* const ax = acc;
   int32_t* const ah = acc + kChunkRows;
-  const typename Kernel::NewGateFinish finish(g, reset_times_hidden);
   typename Kernel::Operand xo, ho;
   for (int32_t b = 0; b < a.rows; ++b) {
     const int8_t* x = a.x + b * a.x_row_stride;
@@ -180,6 +181,13 @@ void gru_new_gate_chunked(const qlstm_gru_gate_s8_params& g, const qlstm_requant
       finish(ax, ah, n, reset_q0_15 + base + c0, new_q0_15 + base + c0);
     }
   }
+}
+
+template <typename Kernel>
+void gru_new_gate_chunked(const qlstm_gru_gate_s8_params& g, const qlstm_requant& reset_times_hidden,
+                          const GateArgs& a, const int16_t* reset_q0_15, int16_t* new_q0_15) {
+  gru_new_gate_chunked_with<Kernel>(g, typename Kernel::NewGateFinish(g, reset_times_hidden), a, reset_q0_15,
+                                    new_q0_15);
 }
 
 // The GRU's new gate one row at a time, portable: the reference's elementwise arithmetic on the
@@ -234,7 +242,8 @@ constexpr GruS8Variant gru_variant(const char* name) {
           gru_reference::sigmoid_gate_of<kLstm>,
           gru_new_gate_chunked<Kernel>,
           gru_update,
-          gru_output};
+          gru_output,
+          nullptr};
 }
 
 }  // namespace blocked

@@ -84,6 +84,6 @@ void output(const qlstm_requant& hidden_to_output, int32_t zero_point, int32_t r
 extern const GruS8Variant kGruS8ReferenceVariant = {"reference", nullptr, nullptr,
                                                     reference::gate,
                                                     gru_reference::new_gate, gru_reference::update,
-                                                    gru_reference::output};
+                                                    gru_reference::output, nullptr};
 
 }  // namespace qlstm

@@ -87,7 +87,7 @@ extern const LstmS8Variant kLstmS8X86Avx2Variant = {"x86_avx2", x86::is_supporte
 extern const FcS8Variant kFcS8X86Avx2Variant = {"x86_avx2", x86::is_supported, nullptr, x86::fc};
 
 extern const GruS8Variant kGruS8X86Avx2Variant = {"x86_avx2", x86::is_supported, nullptr, x86::gate,
-    x86::gru_new_gate, x86::gru_update, x86::gru_output};
+    x86::gru_new_gate, x86::gru_update, x86::gru_output, nullptr};
 
 }  // namespace qlstm
 

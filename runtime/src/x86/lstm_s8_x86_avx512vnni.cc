@@ -88,7 +88,7 @@ extern const LstmS8Variant kLstmS8X86Avx512VnniVariant = {"x86_avx512vnni", x86_
 extern const FcS8Variant kFcS8X86Avx512VnniVariant = {"x86_avx512vnni", x86_vnni::is_supported, nullptr, x86_vnni::fc};
 
 extern const GruS8Variant kGruS8X86Avx512VnniVariant = {"x86_avx512vnni", x86_vnni::is_supported, nullptr, x86_vnni::gate,
-    x86_vnni::gru_new_gate, x86_vnni::gru_update, x86_vnni::gru_output};
+    x86_vnni::gru_new_gate, x86_vnni::gru_update, x86_vnni::gru_output, nullptr};
 
 }  // namespace qlstm
 

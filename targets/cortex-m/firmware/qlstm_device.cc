@@ -757,32 +757,42 @@ int variant_test(int32_t cases) {
     const uint32_t after_ref = g_arena_used;
     for (size_t v = 0; v < nvar; ++v) {
       if (all[v] == &ref) continue;
-      g_arena_used = after_ref;
-      Outputs got;
-      if (!alloc_outputs(k, &got, &scratch, &scratch_bytes)) return kExitBadInput;
-      if (!k.stateful) memset(got.cell, 0xA5, got.state_count * 2u);
-      qlstm_lstm_s8_context c2{scratch, scratch_bytes, got.cell, got.hidden};
-      const qlstm_status st = qlstm::run_lstm_s8(*all[v], &k.params, &c2, k.input, got.output);
-      if (all[v]->can_run != nullptr && !all[v]->can_run(k.params)) {
-        // Declined (e.g. the CMSIS-NN backend given a reverse call): it must say so.
-        ++declined;
-        if (st == QLSTM_ERROR_NO_VARIANT) continue;
-        ++mismatches;
-        printf("FAIL variant %s, case %ld: declined the call but returned %s\n", all[v]->name, (long)n,
-               qlstm_status_string(st));
-        continue;
-      }
-      ++runs;
-      bool same = st == want_st && memcmp(got.output, want.output, want.output_bytes) == 0 &&
-                  memcmp(got.cell, want.cell, want.state_count * 2u) == 0 &&
-                  (!k.stateful || memcmp(got.hidden, want.hidden, want.state_count) == 0);
-      if (!same) {
-        ++mismatches;
-        printf("FAIL variant %s, case %ld: B=%ld T=%ld I=%ld H=%ld %s %s %s%s regime %ld\n", all[v]->name, (long)n,
-               (long)d.batch, (long)d.time_steps, (long)d.input_size, (long)d.hidden_size,
-               k.params.layout == QLSTM_LAYOUT_TIME_MAJOR ? "time-major" : "batch-major",
-               k.stateful ? "stateful" : "stateless", reverse ? "reverse" : "forward",
-               final_only ? " final-state" : "", (long)(n % 3));
+      // A variant with both a whole call of its own and stages runs twice: that call, then its
+      // stages by the shared walk.
+      qlstm::LstmS8Variant staged = *all[v];
+      staged.sequence = nullptr;
+      const qlstm::LstmS8Variant* const forms[] = {all[v], &staged};
+      const int nforms = all[v]->sequence != nullptr && all[v]->gate != nullptr ? 2 : 1;
+      for (int f = 0; f < nforms; ++f) {
+        const qlstm::LstmS8Variant& var = *forms[f];
+        const char* const form = f == 0 ? "" : " (stages)";
+        g_arena_used = after_ref;
+        Outputs got;
+        if (!alloc_outputs(k, &got, &scratch, &scratch_bytes)) return kExitBadInput;
+        if (!k.stateful) memset(got.cell, 0xA5, got.state_count * 2u);
+        qlstm_lstm_s8_context c2{scratch, scratch_bytes, got.cell, got.hidden};
+        const qlstm_status st = qlstm::run_lstm_s8(var, &k.params, &c2, k.input, got.output);
+        if (var.can_run != nullptr && !var.can_run(k.params)) {
+          // Declined (e.g. the CMSIS-NN backend given a reverse call): it must say so.
+          ++declined;
+          if (st == QLSTM_ERROR_NO_VARIANT) continue;
+          ++mismatches;
+          printf("FAIL variant %s%s, case %ld: declined the call but returned %s\n", var.name, form, (long)n,
+                 qlstm_status_string(st));
+          continue;
+        }
+        ++runs;
+        bool same = st == want_st && memcmp(got.output, want.output, want.output_bytes) == 0 &&
+                    memcmp(got.cell, want.cell, want.state_count * 2u) == 0 &&
+                    (!k.stateful || memcmp(got.hidden, want.hidden, want.state_count) == 0);
+        if (!same) {
+          ++mismatches;
+          printf("FAIL variant %s%s, case %ld: B=%ld T=%ld I=%ld H=%ld %s %s %s%s regime %ld\n", var.name, form,
+                 (long)n, (long)d.batch, (long)d.time_steps, (long)d.input_size, (long)d.hidden_size,
+                 k.params.layout == QLSTM_LAYOUT_TIME_MAJOR ? "time-major" : "batch-major",
+                 k.stateful ? "stateful" : "stateless", reverse ? "reverse" : "forward",
+                 final_only ? " final-state" : "", (long)(n % 3));
+        }
       }
     }
     (void)mark;
@@ -904,28 +914,38 @@ long gru_variant_test(int32_t cases) {
     const uint32_t after_ref = g_arena_used;
     for (size_t v = 0; v < nvar; ++v) {
       if (all[v] == &ref) continue;
-      g_arena_used = after_ref;
-      GruRun got;
-      if (!run_gru(*all[v], k, output_bytes, &got)) return -1;
-      if (all[v]->can_run != nullptr && !all[v]->can_run(p)) {
-        ++declined;
-        if (got.status == QLSTM_ERROR_NO_VARIANT) continue;
-        ++mismatches;
-        printf("FAIL GRU variant %s, case %ld: declined the call but returned %s\n", all[v]->name, (long)n,
-               qlstm_status_string(got.status));
-        continue;
-      }
-      ++runs;
-      const bool same = got.status == QLSTM_OK && want.status == QLSTM_OK &&
-                        memcmp(got.output, want.output, output_bytes) == 0 &&
-                        (k.h0 == nullptr || memcmp(got.state, want.state, state_bytes) == 0);
-      if (!same) {
-        ++mismatches;
-        printf("FAIL GRU variant %s, case %ld: B=%ld T=%ld I=%ld H=%ld W=%ld %s %s %s%s regime %ld (status %s)\n",
-               all[v]->name, (long)n, (long)d.batch, (long)d.time_steps, (long)d.input_size, (long)d.hidden_size,
-               (long)W, p.layout == QLSTM_LAYOUT_TIME_MAJOR ? "time-major" : "batch-major",
-               k.h0 != nullptr ? "stateful" : "stateless", reverse ? "reverse" : "forward",
-               final_only ? " final-state" : "", (long)(n % 3), qlstm_status_string(got.status));
+      // A variant with a whole call of its own runs twice: that call, then its stages by the
+      // shared walk (which run on their own nowhere else on the device).
+      qlstm::GruS8Variant staged = *all[v];
+      staged.sequence = nullptr;
+      const qlstm::GruS8Variant* const forms[] = {all[v], &staged};
+      const int nforms = all[v]->sequence != nullptr ? 2 : 1;
+      for (int f = 0; f < nforms; ++f) {
+        const qlstm::GruS8Variant& var = *forms[f];
+        const char* const form = f == 0 ? "" : " (stages)";
+        g_arena_used = after_ref;
+        GruRun got;
+        if (!run_gru(var, k, output_bytes, &got)) return -1;
+        if (var.can_run != nullptr && !var.can_run(p)) {
+          ++declined;
+          if (got.status == QLSTM_ERROR_NO_VARIANT) continue;
+          ++mismatches;
+          printf("FAIL GRU variant %s%s, case %ld: declined the call but returned %s\n", var.name, form, (long)n,
+                 qlstm_status_string(got.status));
+          continue;
+        }
+        ++runs;
+        const bool same = got.status == QLSTM_OK && want.status == QLSTM_OK &&
+                          memcmp(got.output, want.output, output_bytes) == 0 &&
+                          (k.h0 == nullptr || memcmp(got.state, want.state, state_bytes) == 0);
+        if (!same) {
+          ++mismatches;
+          printf("FAIL GRU variant %s%s, case %ld: B=%ld T=%ld I=%ld H=%ld W=%ld %s %s %s%s regime %ld (status %s)\n",
+                 var.name, form, (long)n, (long)d.batch, (long)d.time_steps, (long)d.input_size,
+                 (long)d.hidden_size, (long)W, p.layout == QLSTM_LAYOUT_TIME_MAJOR ? "time-major" : "batch-major",
+                 k.h0 != nullptr ? "stateful" : "stateless", reverse ? "reverse" : "forward",
+                 final_only ? " final-state" : "", (long)(n % 3), qlstm_status_string(got.status));
+        }
       }
     }
   }
