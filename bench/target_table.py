@@ -542,22 +542,25 @@ GRU_ANALYSIS = """Where the GRU's instructions per MAC differ from the LSTM's (p
   accumulator at a zero state (`new_gate_zero_state_bias`, b_hn alone; docs/arithmetic.md §13,
   model format 6), so that step's recurrent part is a copy of it.
 - **Per unit and step**, the GRU has three gate finishes and two elementwise stages: r and z by
-  the LSTM's sigmoid finish, n by its own finish (`qlstm_arm_gru_new_gate_finish_thumb2`: the
-  tanh finish with the reset product r * sat16(RQ(h part)) and its requantization between the
-  recurrent part and the add; `arm_mve`: the reset product in four lanes of C intrinsics before the
-  LSTM's tanh finish), then the update and the output.
+  the LSTM's sigmoid finish, n by its own finish (the tanh finish with the reset product
+  r * sat16(RQ(h part)) and its requantization between the recurrent part and the add:
+  `qlstm_arm_gru_new_gate_finish_thumb2` in one pass, `qlstm_arm_gru_new_gate_finish_mve` in two
+  passes over the chunk, the first replacing the recurrent accumulators by the products), then
+  the update and the output (`arm_mve`: one assembly loop, `qlstm_arm_gru_update_output_mve`).
+- **Once per call**: each Arm GRU variant's whole call (`blocked/gru_chunked.h`) builds the three
+  finishes and the update's and output's parameters before the first step, as the LSTM's does its
+  four finishes; the stages on their own (the variant tester, the device's variant-test) build them
+  per stage call.
 - The bar, from the table: {verdict}
-- At a158372 the GRU was below the LSTM per MAC at every shape on both CPUs (Cortex-M55 0.964 to
-  0.992, Cortex-M4 0.981 to 0.994): the zero-state bias (the first step's recurrent matmul became a
-  copy), the reset product in assembly and the gate blocks built once per call. The LSTM kernels'
-  later speed-ups (issue 19: the `arm_mve` cell and hidden updates in assembly, the folded
-  Thumb-2/DSP gate finish, the gates' finishes built once per call) are not all in the GRU yet. On
-  Cortex-M55 at `kws` the GRU's work besides the dot products is 53.6 instructions per unit
-  against the LSTM's 56.8, for 3/4 of its MACs: its reset product, update and output in C
-  intrinsics take 9.3 + 6.7 + 5.9 per unit where the LSTM's assembly cell and hidden updates take
-  6.0 and 8.5. On Cortex-M4 the new gate's finish is the unfolded one (67 instructions per unit,
-  the folded tanh finish 46). Porting those to the GRU is what is left; each change so far is
-  bit-exact with the reference (`variant_test`, the device's variant-test, the golden vectors).
+- Per unit and step at `kws` (profiles): on Cortex-M55 the new gate's finish is 12.9 instructions
+  (the LSTM's tanh finish 9.8) and the update with the output 6.2 (the LSTM's cell and hidden
+  updates 6.0 + 8.5). On Cortex-M4 the new gate's finish is 67.1, the unfolded finish with the
+  reset product, where the LSTM's folded tanh finish is 46.2 (the folded form needs the right
+  shifts of three requantizations at least 1 and a third set of constants); the update 21.1, the
+  output 17.1 (the LSTM's cell and hidden updates 43.2 and 41.2). A folded new-gate finish would
+  widen the M4 margin, thinnest at `large`.
+- Each change is bit-exact with the reference (`variant_test`, the device's variant-test over
+  each whole call and its stages, the golden vectors).
 """
 
 UPSTREAM = """## CMSIS-NN through the backend, on the same counter
