@@ -111,7 +111,7 @@ qlstm_status run_lstm_s8_prechecked(const LstmS8Variant* variant, const qlstm_ls
                                     qlstm_lstm_s8_context& ctx, const int8_t* input, int8_t* output);
 
 // ---- The GRU's variants (include/qlstm/gru_s8.h, docs/arithmetic.md §13). A step is four stages,
-// ordered by the shared sequence driver (gru_s8.cc) as the LSTM's are; GateArgs as above. args.h
+// ordered by the shared walk (gru_s8_walk.h) as the LSTM's are; GateArgs as above. args.h
 // is null at the first step of a stateless call only: r and z then have no recurrent term (as the
 // LSTM's gate), and n's recurrent accumulator is gate.hidden_effective_bias alone (the driver
 // passes the zero-state bias there), with no matmul.
