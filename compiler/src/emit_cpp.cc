@@ -27,6 +27,7 @@ template <typename T> const char* c_type();
 template <> const char* c_type<int8_t>() { return "int8_t"; }
 template <> const char* c_type<int16_t>() { return "int16_t"; }
 template <> const char* c_type<int32_t>() { return "int32_t"; }
+template <> const char* c_type<int64_t>() { return "int64_t"; }
 
 // "kOp0_" + "gates[forget].input_weights" -> "kOp0_gates_forget_input_weights".
 std::string array_name(const std::string& prefix, const char* path) {
@@ -49,6 +50,9 @@ const char* kind_symbol(int32_t kind) {
     case QLSTM_OP_TABLE_S8: return "QLSTM_OP_TABLE_S8";
     case QLSTM_OP_SELECT_STEP: return "QLSTM_OP_SELECT_STEP";
     case QLSTM_OP_GRU_S8: return "QLSTM_OP_GRU_S8";
+    case QLSTM_OP_LSTM_S16: return "QLSTM_OP_LSTM_S16";
+    case QLSTM_OP_FULLY_CONNECTED_S16: return "QLSTM_OP_FULLY_CONNECTED_S16";
+    case QLSTM_OP_REQUANTIZE: return "QLSTM_OP_REQUANTIZE";
     default: return nullptr;
   }
 }
@@ -385,7 +389,8 @@ EmittedSource emit_program(const CompiledModel& m, const std::string& name, int3
   }
   s << "};\nconst qlstm_program kProgram = {kOps, " << upper << "_OPS, " << n_buffers << ", kBufferWidths, " << state
     << ", kBufferSteps, " << upper << "_BATCH, "
-    << (rt.layout == QLSTM_LAYOUT_TIME_MAJOR ? "QLSTM_LAYOUT_TIME_MAJOR" : "QLSTM_LAYOUT_BATCH_MAJOR") << "};\n\n"
+    << (rt.layout == QLSTM_LAYOUT_TIME_MAJOR ? "QLSTM_LAYOUT_TIME_MAJOR" : "QLSTM_LAYOUT_BATCH_MAJOR")
+    << ", nullptr};  // every buffer int8\n\n"
     << "// Every entry point runs the table through the runtime's program runner.\n"
     << "qlstm_status run_program(const int8_t* input, int8_t* output, int32_t time_steps, int8_t* hidden,\n"
     << "                         int16_t* cell) {\n"

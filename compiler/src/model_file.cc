@@ -175,10 +175,11 @@ std::vector<double> weight_scales_of(const Gates& gates) {
   return scales;
 }
 
-// The op kinds each version knows: 3 the LSTM, 4 the kinds around it, 5 the GRU too.
+// The op kinds each version knows: 3 the LSTM, 4 the kinds around it, 5 the GRU too (the 16x8
+// kinds are the runtime's only: no file holds them yet).
 bool known_kind(int32_t kind, uint32_t version) {
   if (version == 3) return kind == QLSTM_OP_LSTM_S8;
-  return kind >= 0 && kind < (version == 4 ? QLSTM_OP_GRU_S8 : QLSTM_OP_KIND_COUNT);
+  return kind >= 0 && kind < (version == 4 ? QLSTM_OP_GRU_S8 : QLSTM_OP_LSTM_S16);
 }
 
 // A version-3 or later op: its parameter record decoded by the runtime's description of its kind's block.

@@ -31,6 +31,9 @@ const char* op_kind_name(int32_t kind) {
     case QLSTM_OP_TABLE_S8: return "table";
     case QLSTM_OP_SELECT_STEP: return "select_step";
     case QLSTM_OP_GRU_S8: return "gru";
+    case QLSTM_OP_LSTM_S16: return "lstm_s16";
+    case QLSTM_OP_FULLY_CONNECTED_S16: return "fully_connected_s16";
+    case QLSTM_OP_REQUANTIZE: return "requantize";
   }
   return "?";
 }

@@ -40,7 +40,36 @@ int32_t selected_step(const qlstm_select_step_params& s, int32_t time_steps) {
   return s.step < 0 ? time_steps + s.step : s.step;
 }
 
-bool is_recurrent(int32_t kind) { return kind == QLSTM_OP_LSTM_S8 || kind == QLSTM_OP_GRU_S8; }
+bool is_recurrent(int32_t kind) {
+  return kind == QLSTM_OP_LSTM_S8 || kind == QLSTM_OP_GRU_S8 || kind == QLSTM_OP_LSTM_S16;
+}
+bool is_lstm(int32_t kind) { return kind == QLSTM_OP_LSTM_S8 || kind == QLSTM_OP_LSTM_S16; }
+
+// A buffer's element type (a qlstm_element_type): int8 without buffer_types.
+int32_t element_type(const qlstm_program& program, int32_t buffer) {
+  return program.buffer_types == nullptr ? static_cast<int32_t>(QLSTM_ELEMENT_S8) : program.buffer_types[buffer];
+}
+size_t element_bytes(const qlstm_program& program, int32_t buffer) {
+  return qlstm_element_bytes(element_type(program, buffer));
+}
+
+// The element types an op of a valid kind reads and writes (the requantization's and a
+// selection's: their buffers', checked elsewhere).
+struct OpTypes {
+  int32_t in, out;
+};
+OpTypes op_types(const qlstm_program& program, const qlstm_op& op) {
+  switch (op.kind) {
+    case QLSTM_OP_LSTM_S16:
+    case QLSTM_OP_FULLY_CONNECTED_S16: return {QLSTM_ELEMENT_S16, QLSTM_ELEMENT_S16};
+    case QLSTM_OP_REQUANTIZE: return {op.requantize.input_type, op.requantize.output_type};
+    case QLSTM_OP_SELECT_STEP: {
+      const int32_t t = element_type(program, op.input_buffer);
+      return {t, t};
+    }
+    default: return {QLSTM_ELEMENT_S8, QLSTM_ELEMENT_S8};
+  }
+}
 
 // A recurrent op's params (P: its LSTM or GRU block) as the runner hands them to the kernel: the
 // call's time steps, the row width of its output buffer. Only for an op whose output buffer index
@@ -59,31 +88,29 @@ qlstm_lstm_s8_params lstm_call_params(const qlstm_program& program, const qlstm_
 qlstm_gru_s8_params gru_call_params(const qlstm_program& program, const qlstm_op& op, int32_t time_steps) {
   return recurrent_call_params(program, op, op.gru, time_steps);
 }
+qlstm_lstm_s16_params lstm_s16_call_params(const qlstm_program& program, const qlstm_op& op, int32_t time_steps) {
+  return recurrent_call_params(program, op, op.lstm_s16, time_steps);
+}
 
 qlstm_status validate_block(const qlstm_lstm_s8_params& p, const char** field) { return qlstm_lstm_s8_validate(&p, field); }
 qlstm_status validate_block(const qlstm_gru_s8_params& p, const char** field) { return qlstm_gru_s8_validate(&p, field); }
+qlstm_status validate_block(const qlstm_lstm_s16_params& p, const char** field) {
+  return qlstm_lstm_s16_validate(&p, field);
+}
 
 // The scratch of a recurrent op's call (0: another kind).
 size_t call_scratch_bytes(const qlstm_op& op, int32_t time_steps) {
   qlstm_op call = op;
   call.lstm.dims.time_steps = time_steps;
   call.gru.dims.time_steps = time_steps;
+  call.lstm_s16.dims.time_steps = time_steps;
   return qlstm_op_scratch_bytes(&call);
 }
 
-// The other kinds' params with rows set to the input buffer's positions.
-qlstm_fc_s8_params fc_call_params(const qlstm_program& program, const qlstm_op& op, int32_t time_steps) {
-  qlstm_fc_s8_params p = op.fc;
-  p.rows = positions(program, op.input_buffer, time_steps);
-  return p;
-}
-qlstm_softmax_s8_params softmax_call_params(const qlstm_program& program, const qlstm_op& op, int32_t time_steps) {
-  qlstm_softmax_s8_params p = op.softmax;
-  p.rows = positions(program, op.input_buffer, time_steps);
-  return p;
-}
-qlstm_table_s8_params table_call_params(const qlstm_program& program, const qlstm_op& op, int32_t time_steps) {
-  qlstm_table_s8_params p = op.table;
+// The other kinds' params (P: the kind's block) with rows set to the input buffer's positions.
+template <class P>
+P row_call_params(const qlstm_program& program, const qlstm_op& op, const P& block, int32_t time_steps) {
+  P p = block;
   p.rows = positions(program, op.input_buffer, time_steps);
   return p;
 }
@@ -108,8 +135,8 @@ Failure check_recurrent(const qlstm_program& program, int32_t k, const P& block,
   const char* field = nullptr;
   const qlstm_status st = validate_block(p, &field);
   if (st != QLSTM_OK) return {st, field, k};
-  // B x H fits int32 once the params are valid.
-  const size_t rows = static_cast<size_t>(d.batch) * static_cast<size_t>(d.hidden_size);
+  // B x the state size fits int32 once the params are valid.
+  const size_t rows = static_cast<size_t>(d.batch) * static_cast<size_t>(qlstm_op_state_size(&op));
   if (op.state_offset > program.state_values || rows > program.state_values - op.state_offset) {
     return bad_op("state_offset", k);
   }
@@ -139,20 +166,34 @@ Failure check_row_op(const qlstm_program& program, int32_t k, int32_t time_steps
     case QLSTM_OP_FULLY_CONNECTED_S8: {
       if (op.fc.input_size != in_width) return bad_op("input_size", k);
       if (op.fc.output_size != out_width) return bad_op("output_size", k);
-      const qlstm_fc_s8_params p = fc_call_params(program, op, time_steps);
+      const qlstm_fc_s8_params p = row_call_params(program, op, op.fc, time_steps);
       st = qlstm_fc_s8_validate(&p, &field);
       break;
     }
     case QLSTM_OP_SOFTMAX_S8: {
       if (op.softmax.row_size != in_width || op.softmax.row_size != out_width) return bad_op("row_size", k);
-      const qlstm_softmax_s8_params p = softmax_call_params(program, op, time_steps);
+      const qlstm_softmax_s8_params p = row_call_params(program, op, op.softmax, time_steps);
       st = qlstm_softmax_s8_validate(&p, &field);
       break;
     }
     case QLSTM_OP_TABLE_S8: {
       if (op.table.row_size != in_width || op.table.row_size != out_width) return bad_op("row_size", k);
-      const qlstm_table_s8_params p = table_call_params(program, op, time_steps);
+      const qlstm_table_s8_params p = row_call_params(program, op, op.table, time_steps);
       st = qlstm_table_s8_validate(&p, &field);
+      break;
+    }
+    case QLSTM_OP_FULLY_CONNECTED_S16: {
+      if (op.fc_s16.input_size != in_width) return bad_op("input_size", k);
+      if (op.fc_s16.output_size != out_width) return bad_op("output_size", k);
+      if (op.fc_s16.bias == nullptr) return {QLSTM_ERROR_NULL_POINTER, "bias", k};
+      const qlstm_fc_s16_params p = row_call_params(program, op, op.fc_s16, time_steps);
+      st = qlstm_fc_s16_validate(&p, &field);
+      break;
+    }
+    case QLSTM_OP_REQUANTIZE: {
+      if (op.requantize.row_size != in_width || op.requantize.row_size != out_width) return bad_op("row_size", k);
+      const qlstm_requantize_params p = row_call_params(program, op, op.requantize, time_steps);
+      st = qlstm_requantize_validate(&p, &field);
       break;
     }
     default: {  // QLSTM_OP_SELECT_STEP: the copy is the runner's own
@@ -182,9 +223,13 @@ Failure check_op(const qlstm_program& program, int32_t k, int32_t time_steps, in
   if (reads_area && writes_area && area_of(op.input_buffer) == area_of(op.output_buffer)) {
     return bad_op("output_buffer", k);  // would overwrite the area it reads
   }
-  const Failure f = op.kind == QLSTM_OP_LSTM_S8  ? check_recurrent(program, k, op.lstm, time_steps)
-                    : op.kind == QLSTM_OP_GRU_S8 ? check_recurrent(program, k, op.gru, time_steps)
-                                                 : check_row_op(program, k, time_steps);
+  const OpTypes types = op_types(program, op);
+  if (types.in != element_type(program, op.input_buffer)) return {QLSTM_ERROR_BAD_ELEMENT_TYPE, "input_buffer", k};
+  if (types.out != element_type(program, op.output_buffer)) return {QLSTM_ERROR_BAD_ELEMENT_TYPE, "output_buffer", k};
+  const Failure f = op.kind == QLSTM_OP_LSTM_S8    ? check_recurrent(program, k, op.lstm, time_steps)
+                    : op.kind == QLSTM_OP_GRU_S8   ? check_recurrent(program, k, op.gru, time_steps)
+                    : op.kind == QLSTM_OP_LSTM_S16 ? check_recurrent(program, k, op.lstm_s16, time_steps)
+                                                   : check_row_op(program, k, time_steps);
   if (f.status != QLSTM_OK) return f;
   if (writes_area) holds[area_of(op.output_buffer)] = op.output_buffer;
   return kNoFailure;
@@ -192,11 +237,12 @@ Failure check_op(const qlstm_program& program, int32_t k, int32_t time_steps, in
 
 // The context of a valid program.
 Failure check_context(const qlstm_program& program, const qlstm_program_context& ctx, int32_t time_steps) {
-  bool has_lstm = false, has_recurrent = false;
+  bool has_lstm = false, has_recurrent = false, has_s16 = false;
   for (int32_t k = 0; k < program.op_count; ++k) {
-    has_lstm = has_lstm || program.ops[k].kind == QLSTM_OP_LSTM_S8;
+    has_lstm = has_lstm || is_lstm(program.ops[k].kind);
     has_recurrent = has_recurrent || is_recurrent(program.ops[k].kind);
   }
+  for (int32_t b = 1; b < program.buffer_count - 1; ++b) has_s16 = has_s16 || element_type(program, b) == QLSTM_ELEMENT_S16;
   // What the recurrent kernels would check of their context, once for every op: the runner does
   // not ask again. The other kinds need no scratch; a stateless GRU keeps its hidden in its scratch.
   if (has_recurrent) {
@@ -212,10 +258,15 @@ Failure check_context(const qlstm_program& program, const qlstm_program_context&
       return {QLSTM_ERROR_SCRATCH_TOO_SMALL, "scratch_bytes", -1};
     }
     if (!is_intermediate(program, op.output_buffer)) continue;
-    if (ctx.activations[area_of(op.output_buffer)] == nullptr) return {QLSTM_ERROR_NULL_POINTER, "activations", -1};
+    const int8_t* const area = ctx.activations[area_of(op.output_buffer)];
+    if (area == nullptr) return {QLSTM_ERROR_NULL_POINTER, "activations", -1};
+    if (has_s16 && reinterpret_cast<uintptr_t>(area) % sizeof(int16_t) != 0) {
+      return {QLSTM_ERROR_SCRATCH_MISALIGNED, "activations", -1};
+    }
     // Positions x width fits int32: the op's validation checked it.
     const size_t bytes = static_cast<size_t>(positions(program, op.output_buffer, time_steps)) *
-                         static_cast<size_t>(program.buffer_widths[op.output_buffer]);
+                         static_cast<size_t>(program.buffer_widths[op.output_buffer]) *
+                         element_bytes(program, op.output_buffer);
     if (bytes > ctx.activation_bytes) return {QLSTM_ERROR_SCRATCH_TOO_SMALL, "activation_bytes", -1};
   }
   return kNoFailure;
@@ -239,6 +290,9 @@ Failure check_program(const qlstm_program* program, const qlstm_program_context*
     const int32_t s = program->buffer_steps[b];
     if (s != QLSTM_BUFFER_EVERY_STEP && s != QLSTM_BUFFER_ONE_STEP) return bad_program("buffer_steps");
   }
+  for (int32_t b = 0; b < program->buffer_count; ++b) {
+    if (element_bytes(*program, b) == 0) return {QLSTM_ERROR_BAD_ELEMENT_TYPE, "buffer_types", -1};
+  }
   int32_t holds[2] = {0, 0};
   for (int32_t k = 0; k < program->op_count; ++k) {
     const Failure f = check_op(*program, k, time_steps, holds);
@@ -247,16 +301,18 @@ Failure check_program(const qlstm_program* program, const qlstm_program_context*
   return ctx == nullptr ? kNoFailure : check_context(*program, *ctx, time_steps);
 }
 
-// Copies step t of every batch row of a sequence buffer into a one-step buffer.
+// Copies step t of every batch row of a sequence buffer into a one-step buffer (bytes: W elements
+// of the buffers' type).
 void select_step(const qlstm_program& program, const qlstm_op& op, int32_t time_steps, const int8_t* in,
                  int8_t* out) {
-  const int32_t B = program.batch, W = op.select.row_size, t = selected_step(op.select, time_steps);
+  const int32_t B = program.batch, t = selected_step(op.select, time_steps);
+  const ptrdiff_t W = static_cast<ptrdiff_t>(op.select.row_size) * static_cast<ptrdiff_t>(element_bytes(program, op.input_buffer));
   const bool time_major = program.layout == QLSTM_LAYOUT_TIME_MAJOR;
   for (int32_t b = 0; b < B; ++b) {
     const ptrdiff_t position = time_major ? static_cast<ptrdiff_t>(t) * B + b : static_cast<ptrdiff_t>(b) * time_steps + t;
     const int8_t* src = in + position * W;
     int8_t* dst = out + static_cast<ptrdiff_t>(b) * W;
-    for (int32_t e = 0; e < W; ++e) dst[e] = src[e];
+    for (ptrdiff_t e = 0; e < W; ++e) dst[e] = src[e];
   }
 }
 
@@ -271,13 +327,13 @@ extern "C" qlstm_status qlstm_program_validate(const qlstm_program* program, con
 }
 
 extern "C" qlstm_status qlstm_program_run(const qlstm_program* program, qlstm_program_context* ctx,
-                                          const int8_t* input, int8_t* output, int32_t time_steps,
-                                          int8_t* hidden, int16_t* cell) {
+                                          const void* input, void* output, int32_t time_steps, int8_t* hidden,
+                                          int16_t* cell) {
   return qlstm::run_program_s8(program, ctx, input, output, time_steps, hidden, cell, qlstm::ProgramRunOptions{});
 }
 
-qlstm_status qlstm::run_program_s8(const qlstm_program* program, qlstm_program_context* ctx, const int8_t* input,
-                                   int8_t* output, int32_t time_steps, int8_t* hidden, int16_t* cell,
+qlstm_status qlstm::run_program_s8(const qlstm_program* program, qlstm_program_context* ctx, const void* input,
+                                   void* output, int32_t time_steps, int8_t* hidden, int16_t* cell,
                                    const ProgramRunOptions& options) {
   if (program == nullptr || ctx == nullptr) return QLSTM_ERROR_NULL_POINTER;
   if ((hidden == nullptr) != (cell == nullptr)) return QLSTM_ERROR_NULL_POINTER;
@@ -287,10 +343,18 @@ qlstm_status qlstm::run_program_s8(const qlstm_program* program, qlstm_program_c
   // A one-step output is written even when T == 0 (a recurrent op's final state is then its initial one).
   if (time_steps > 0 && input == nullptr) return QLSTM_ERROR_NULL_POINTER;
   if ((time_steps > 0 || one_step(*program, last)) && output == nullptr) return QLSTM_ERROR_NULL_POINTER;
+  // The caller's int16 input or output must be aligned for its elements.
+  const auto misaligned = [&](const void* p, int32_t b) {
+    return p != nullptr && reinterpret_cast<uintptr_t>(p) % element_bytes(*program, b) != 0;
+  };
+  if (misaligned(input, 0) || misaligned(output, last)) return QLSTM_ERROR_SCRATCH_MISALIGNED;
   for (int32_t k = 0; k < program->op_count; ++k) {
     const qlstm_op& op = program->ops[k];
-    const int8_t* in = op.input_buffer == 0 ? input : ctx->activations[area_of(op.input_buffer)];
-    int8_t* out = op.output_buffer == last ? output : ctx->activations[area_of(op.output_buffer)];
+    const int8_t* in = op.input_buffer == 0 ? static_cast<const int8_t*>(input) : ctx->activations[area_of(op.input_buffer)];
+    int8_t* out = op.output_buffer == last ? static_cast<int8_t*>(output) : ctx->activations[area_of(op.output_buffer)];
+    // An int16 buffer's area or the caller's array is 2-byte aligned (checked above).
+    const int16_t* in16 = static_cast<const int16_t*>(static_cast<const void*>(in));
+    int16_t* out16 = static_cast<int16_t*>(static_cast<void*>(out));
     if (options.before_op != nullptr) options.before_op(k);
     qlstm_status st = QLSTM_OK;
     switch (op.kind) {
@@ -309,11 +373,31 @@ qlstm_status qlstm::run_program_s8(const qlstm_program* program, qlstm_program_c
         st = run_gru_s8_prechecked(options.gru_variant, p, c, in, out != nullptr ? out + op.output_offset : nullptr);
         break;
       }
-      case QLSTM_OP_FULLY_CONNECTED_S8:
-        st = run_fc_s8_prechecked(options.fc_variant, fc_call_params(*program, op, time_steps), in, out);
+      case QLSTM_OP_LSTM_S16: {
+        // Its state is two rows of the caller's cell array: the cell, then the int16 hidden (its
+        // rows of hidden unused); stateless: the context's cell and a zero hidden.
+        const qlstm_lstm_s16_params p = lstm_s16_call_params(*program, op, time_steps);
+        const ptrdiff_t rows = static_cast<ptrdiff_t>(p.dims.batch) * p.dims.hidden_size;
+        qlstm_lstm_s16_context c = {ctx->scratch, ctx->scratch_bytes, hidden ? cell + op.state_offset : ctx->cell,
+                                    hidden ? cell + op.state_offset + rows : nullptr};
+        st = qlstm_lstm_s16(&p, &c, in16, out16 != nullptr ? out16 + op.output_offset : nullptr);
         break;
-      case QLSTM_OP_SOFTMAX_S8: softmax_s8_prechecked(softmax_call_params(*program, op, time_steps), in, out); break;
-      case QLSTM_OP_TABLE_S8: table_s8_prechecked(table_call_params(*program, op, time_steps), in, out); break;
+      }
+      case QLSTM_OP_FULLY_CONNECTED_S8:
+        st = run_fc_s8_prechecked(options.fc_variant, row_call_params(*program, op, op.fc, time_steps), in, out);
+        break;
+      case QLSTM_OP_FULLY_CONNECTED_S16: {
+        const qlstm_fc_s16_params p = row_call_params(*program, op, op.fc_s16, time_steps);
+        st = qlstm_fc_s16(&p, in16, out16);
+        break;
+      }
+      case QLSTM_OP_REQUANTIZE: {
+        const qlstm_requantize_params p = row_call_params(*program, op, op.requantize, time_steps);
+        st = qlstm_requantize(&p, in, out);
+        break;
+      }
+      case QLSTM_OP_SOFTMAX_S8: softmax_s8_prechecked(row_call_params(*program, op, op.softmax, time_steps), in, out); break;
+      case QLSTM_OP_TABLE_S8: table_s8_prechecked(row_call_params(*program, op, op.table, time_steps), in, out); break;
       default: select_step(*program, op, time_steps, in, out); break;  // QLSTM_OP_SELECT_STEP
     }
     if (options.after_op != nullptr) options.after_op(k);
@@ -326,6 +410,7 @@ extern "C" int32_t qlstm_op_state_size(const qlstm_op* op) {
   if (op == nullptr) return 0;
   if (op->kind == QLSTM_OP_LSTM_S8) return op->lstm.dims.hidden_size;
   if (op->kind == QLSTM_OP_GRU_S8) return op->gru.dims.hidden_size;
+  if (op->kind == QLSTM_OP_LSTM_S16) return 2 * op->lstm_s16.dims.hidden_size;  // cell, then hidden
   return 0;
 }
 
@@ -333,5 +418,6 @@ extern "C" size_t qlstm_op_scratch_bytes(const qlstm_op* op) {
   if (op == nullptr) return 0;
   if (op->kind == QLSTM_OP_LSTM_S8) return qlstm_lstm_s8_scratch_bytes(&op->lstm.dims);
   if (op->kind == QLSTM_OP_GRU_S8) return qlstm_gru_s8_scratch_bytes(&op->gru.dims);
+  if (op->kind == QLSTM_OP_LSTM_S16) return qlstm_lstm_s16_scratch_bytes(&op->lstm_s16.dims);
   return 0;
 }

@@ -301,7 +301,7 @@ TEST(ProgramRunner, RefusesBadProgramsAndSmallContexts) {
   std::vector<int8_t> y(static_cast<size_t>(B) * T * H);
   const int32_t widths[3] = {I, H, H};
   const int32_t steps[3] = {QLSTM_BUFFER_EVERY_STEP, QLSTM_BUFFER_EVERY_STEP, QLSTM_BUFFER_EVERY_STEP};
-  qlstm_program program = {ops.data(), 2, 3, widths, 2 * static_cast<size_t>(B * H), steps, B, QLSTM_LAYOUT_BATCH_MAJOR};
+  qlstm_program program = {ops.data(), 2, 3, widths, 2 * static_cast<size_t>(B * H), steps, B, QLSTM_LAYOUT_BATCH_MAJOR, nullptr};
   qlstm_program_context ctx = {scratch, sizeof scratch, cell, {area.data(), nullptr}, area.size()};
   ASSERT_EQ(qlstm_program_run(&program, &ctx, x.data(), y.data(), T, nullptr, nullptr), QLSTM_OK);
   EXPECT_EQ(y, run_program_s8(q.model, x, {B, T, Layout::kBatchMajor}));
@@ -309,7 +309,7 @@ TEST(ProgramRunner, RefusesBadProgramsAndSmallContexts) {
             QLSTM_ERROR_SCRATCH_TOO_SMALL);  // the intermediate buffer holds T steps
   int8_t hidden[2 * B * H] = {};
   EXPECT_EQ(qlstm_program_run(&program, &ctx, x.data(), y.data(), T, hidden, nullptr), QLSTM_ERROR_NULL_POINTER);
-  ops[1].kind = 7;
+  ops[1].kind = QLSTM_OP_KIND_COUNT;
   EXPECT_EQ(qlstm_program_run(&program, &ctx, x.data(), y.data(), T, nullptr, nullptr), QLSTM_ERROR_BAD_PROGRAM);
   ops[1].kind = QLSTM_OP_LSTM_S8;
   ops[1].output_buffer = 1;  // reads and writes the same buffer
@@ -346,7 +346,7 @@ struct StackTable {
                             static_cast<int32_t>(k + 1), k * static_cast<size_t>(B * H)));
     }
     program = {ops.data(), 4, 5, widths.data(), 4 * static_cast<size_t>(B * H), steps.data(), B,
-               QLSTM_LAYOUT_BATCH_MAJOR};
+               QLSTM_LAYOUT_BATCH_MAJOR, nullptr};
     ctx = {scratch, sizeof scratch, cell, {areas[0].data(), areas[1].data()}, areas[0].size()};
   }
 };
@@ -374,7 +374,7 @@ TEST(ProgramValidate, NamesEachBadFieldOfAHandBuiltTable) {
       {"no op", [](StackTable& t) { t.program.op_count = 0; }, bad_program("op_count", -1)},
       {"one buffer", [](StackTable& t) { t.program.buffer_count = 1; }, bad_program("buffer_count", -1)},
       {"fewer buffers", [](StackTable& t) { t.program.buffer_count = 4; }, bad_program("input_buffer", 3)},
-      {"kind", [](StackTable& t) { t.ops[1].kind = 7; }, bad_program("kind", 1)},
+      {"kind", [](StackTable& t) { t.ops[1].kind = QLSTM_OP_KIND_COUNT; }, bad_program("kind", 1)},
       {"input is the output", [](StackTable& t) { t.ops[1].input_buffer = 4; }, bad_program("input_buffer", 1)},
       {"negative input", [](StackTable& t) { t.ops[1].input_buffer = -1; }, bad_program("input_buffer", 1)},
       {"writes the input", [](StackTable& t) { t.ops[1].output_buffer = 0; }, bad_program("output_buffer", 1)},

@@ -36,12 +36,7 @@ void gru_alone(const qlstm_gru_s8_params& params, int32_t T, int32_t output_widt
   ASSERT_EQ(qlstm_gru_s8(&p, &c, x.empty() ? nullptr : x.data(), y), QLSTM_OK);
 }
 
-std::vector<int16_t> random_q0_15(size_t n, std::mt19937_64& rng) {
-  std::uniform_int_distribution<int> s16(-32768, 32767);
-  std::vector<int16_t> v(n);
-  for (auto& x : v) x = static_cast<int16_t>(s16(rng));
-  return v;
-}
+std::vector<int16_t> random_q0_15(size_t n, std::mt19937_64& rng) { return testing_support::hand::random_s16(n, rng); }
 
 struct Case {
   bool time_major;

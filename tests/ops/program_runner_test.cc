@@ -155,7 +155,7 @@ TEST(ProgramRunner, FcOnlyProgramNeedsNoScratch) {
   qlstm_op op = program_op(QLSTM_OP_FULLY_CONNECTED_S8, 0, 1);
   op.fc = f.params;
   const int32_t widths[] = {I, O}, steps[] = {kEvery, kEvery};
-  const qlstm_program program = {&op, 1, 2, widths, 0, steps, B, QLSTM_LAYOUT_BATCH_MAJOR};
+  const qlstm_program program = {&op, 1, 2, widths, 0, steps, B, QLSTM_LAYOUT_BATCH_MAJOR, nullptr};
   qlstm_program_context ctx = {nullptr, 0, nullptr, {nullptr, nullptr}, 0};
   const std::vector<int8_t> x = random_s8(static_cast<size_t>(B * T * I), rng);
   std::vector<int8_t> y(static_cast<size_t>(B * T * O));

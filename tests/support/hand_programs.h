@@ -32,6 +32,14 @@ inline std::vector<int8_t> random_s8(size_t n, std::mt19937_64& rng) {
   return v;
 }
 
+// Uniform int16 values in [lo, hi] (the whole range by default).
+inline std::vector<int16_t> random_s16(size_t n, std::mt19937_64& rng, int32_t lo = INT16_MIN, int32_t hi = INT16_MAX) {
+  std::uniform_int_distribution<int32_t> s16(lo, hi);
+  std::vector<int16_t> v(n);
+  for (auto& x : v) x = static_cast<int16_t>(s16(rng));
+  return v;
+}
+
 // An FC op's owned arrays.
 struct Fc {
   std::vector<int8_t> weights;
@@ -72,6 +80,7 @@ struct Built {
   std::deque<Table> tables;
   std::vector<qlstm_op> ops;
   std::vector<int32_t> widths, steps;
+  std::vector<int32_t> types;  // per buffer (a qlstm_element_type); empty: every buffer int8
   int32_t B = 0, T = 0, layout = QLSTM_LAYOUT_BATCH_MAJOR;
   size_t state_values = 0;
   std::vector<unsigned char> scratch_storage;
@@ -82,17 +91,22 @@ struct Built {
 
   void finish() {
     program = {ops.data(), static_cast<int32_t>(ops.size()), static_cast<int32_t>(widths.size()), widths.data(),
-               state_values, steps.data(), B, layout};
+               state_values, steps.data(), B, layout, types.empty() ? nullptr : types.data()};
     size_t scratch = 0, largest_h = 1, area = 1;
     for (const qlstm_op& op : ops) {
       qlstm_op call = op;
       call.lstm.dims.time_steps = T;
       call.gru.dims.time_steps = T;
+      call.lstm_s16.dims.time_steps = T;
       scratch = std::max(scratch, qlstm_op_scratch_bytes(&call));
       if (op.kind == QLSTM_OP_LSTM_S8) largest_h = std::max(largest_h, static_cast<size_t>(op.lstm.dims.hidden_size));
+      if (op.kind == QLSTM_OP_LSTM_S16) {
+        largest_h = std::max(largest_h, static_cast<size_t>(op.lstm_s16.dims.hidden_size));
+      }
     }
     for (size_t b = 1; b + 1 < widths.size(); ++b) {
-      area = std::max(area, static_cast<size_t>(widths[b]) * static_cast<size_t>(steps[b] == kOne ? B : B * T));
+      const size_t bytes = types.empty() ? 1 : qlstm_element_bytes(types[b]);
+      area = std::max(area, bytes * static_cast<size_t>(widths[b]) * static_cast<size_t>(steps[b] == kOne ? B : B * T));
     }
     scratch_storage.assign(scratch + QLSTM_SCRATCH_ALIGNMENT, 0);
     void* aligned = scratch_storage.data();

@@ -120,7 +120,7 @@ int main(void) {
   const int32_t widths[4] = {I, H, O, O};
   const int32_t steps[4] = {QLSTM_BUFFER_EVERY_STEP, QLSTM_BUFFER_ONE_STEP, QLSTM_BUFFER_ONE_STEP,
                             QLSTM_BUFFER_ONE_STEP};
-  const qlstm_program program = {ops, 3, 4, widths, B * H, steps, B, QLSTM_LAYOUT_TIME_MAJOR};
+  const qlstm_program program = {ops, 3, 4, widths, B * H, steps, B, QLSTM_LAYOUT_TIME_MAJOR, NULL};
   int8_t area0[B * H], area1[B * O], probabilities[B * O], logits[B * O], expected[B * O];
   qlstm_program_context pctx = {scratch, sizeof scratch, cell, {area0, area1}, sizeof area0};
   if (qlstm_program_run(&program, &pctx, input, probabilities, T, NULL, NULL) != QLSTM_OK) return fail("program run");

@@ -168,7 +168,7 @@ TEST_F(Validation, ResetState) {
 }
 
 TEST(StatusString, EveryStatusHasText) {
-  for (int s = QLSTM_OK; s <= QLSTM_ERROR_BAD_DIFF_MIN; ++s) {
+  for (int s = QLSTM_OK; s <= QLSTM_ERROR_BAD_ELEMENT_TYPE; ++s) {
     const char* text = qlstm_status_string(static_cast<qlstm_status>(s));
     ASSERT_NE(text, nullptr);
     EXPECT_STRNE(text, "unknown status") << s;

@@ -19,6 +19,7 @@
 #include "qlstm/lstm_s16.h"
 #include "qlstm/lstm_s8.h"
 #include "qlstm/program_s8.h"
+#include "qlstm/requantize.h"
 
 namespace qlstm {
 
@@ -220,6 +221,7 @@ qlstm_status run_fc_s16(const FcS16Variant& variant, const qlstm_fc_s16_params* 
 // qlstm_table_s8_validate), rows >= 0; the program runner calls them after its one validation.
 void softmax_s8_prechecked(const qlstm_softmax_s8_params& params, const int8_t* input, int8_t* output);
 void table_s8_prechecked(const qlstm_table_s8_params& params, const int8_t* input, int8_t* output);
+void requantize_prechecked(const qlstm_requantize_params& params, const void* input, void* output);
 
 // qlstm_program_run with a fixed variant for every op (nullptr: the per-call dispatch of
 // qlstm_lstm_s8) and a hook around each op (the device's instruction counter); the program runner
@@ -231,8 +233,8 @@ struct ProgramRunOptions {
   void (*before_op)(int32_t op) = nullptr;
   void (*after_op)(int32_t op) = nullptr;
 };
-qlstm_status run_program_s8(const qlstm_program* program, qlstm_program_context* ctx, const int8_t* input,
-                            int8_t* output, int32_t time_steps, int8_t* hidden, int16_t* cell,
+qlstm_status run_program_s8(const qlstm_program* program, qlstm_program_context* ctx, const void* input,
+                            void* output, int32_t time_steps, int8_t* hidden, int16_t* cell,
                             const ProgramRunOptions& options);
 
 // The gate names in qlstm_gate_index order, for messages: "forget", "input", "cell", "output".

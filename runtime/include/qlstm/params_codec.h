@@ -148,23 +148,56 @@ void visit_lstm_s16_fields(P& p, V& v) {
   v.close();
 }
 
-// P is qlstm_fc_s16_params or const qlstm_fc_s16_params (Flag int32_t, const for a const block). The
-// bias is optional: has_bias (0 or 1) is on the wire, the pointer null without it.
-template <class P, class V, class Flag>
-void visit_fc_s16_fields(P& p, V& v, Flag& has_bias) {
+namespace codec_detail {
+// The 16x8 fully connected block's fields before its bias, and after it.
+template <class P, class V>
+void fc_s16_head(P& p, V& v) {
   v.open("fc_s16");
   v.i32("rows", p.rows);
   v.i32("input_size", p.input_size);
   v.i32("output_size", p.output_size);
   v.i32("multiplier", p.multiplier);
   v.i32("shift", p.shift);
-  const int64_t I = codec_detail::extent(p.input_size), O = codec_detail::extent(p.output_size);
-  v.array("weights", p.weights, I < 0 || O < 0 ? -1 : I * O);
-  v.i32("has_bias", has_bias);
-  v.array("bias", p.bias, has_bias == 0 ? 0 : (has_bias == 1 ? O : -1));
-  if (has_bias == 0) codec_detail::set_null(p.bias);
+  v.array("weights", p.weights, p.input_size < 0 || p.output_size < 0 ? -1 : extent(p.input_size) * p.output_size);
+}
+template <class P, class V>
+void fc_s16_tail(P& p, V& v) {
   v.i32("activation_min", p.activation_min);
   v.i32("activation_max", p.activation_max);
+  v.close();
+}
+}  // namespace codec_detail
+
+// P is qlstm_fc_s16_params or const qlstm_fc_s16_params (Flag int32_t, const for a const block). The
+// bias is optional: has_bias (0 or 1) is on the wire, the pointer null without it.
+template <class P, class V, class Flag>
+void visit_fc_s16_fields(P& p, V& v, Flag& has_bias) {
+  codec_detail::fc_s16_head(p, v);
+  v.i32("has_bias", has_bias);
+  v.array("bias", p.bias, has_bias == 0 ? 0 : (has_bias == 1 ? codec_detail::extent(p.output_size) : -1));
+  if (has_bias == 0) codec_detail::set_null(p.bias);
+  codec_detail::fc_s16_tail(p, v);
+}
+
+// The same block as a program's op holds it: its bias always there ([O]; the program requires it).
+template <class P, class V>
+void visit_fc_s16_op_fields(P& p, V& v) {
+  codec_detail::fc_s16_head(p, v);
+  v.array("bias", p.bias, codec_detail::extent(p.output_size));
+  codec_detail::fc_s16_tail(p, v);
+}
+
+// P is qlstm_requantize_params or const qlstm_requantize_params.
+template <class P, class V>
+void visit_requantize_fields(P& p, V& v) {
+  v.open("requantize");
+  v.i32("rows", p.rows);
+  v.i32("row_size", p.row_size);
+  v.i32("input_type", p.input_type);
+  v.i32("output_type", p.output_type);
+  v.i32("input_zero_point", p.input_zero_point);
+  v.i32("output_zero_point", p.output_zero_point);
+  codec_detail::requant(v, "to_output", "to_output.multiplier", "to_output.shift", p.to_output);
   v.close();
 }
 
@@ -269,6 +302,9 @@ void visit_op_fields(Op& op, V& v) {
   if (op.kind == QLSTM_OP_TABLE_S8) visit_table_s8_fields(op.table, v); else v.unused("table");
   if (op.kind == QLSTM_OP_SELECT_STEP) visit_select_step_fields(op.select, v); else v.unused("select");
   if (op.kind == QLSTM_OP_GRU_S8) visit_gru_s8_fields(op.gru, v); else v.unused("gru");
+  if (op.kind == QLSTM_OP_LSTM_S16) visit_lstm_s16_fields(op.lstm_s16, v); else v.unused("lstm_s16");
+  if (op.kind == QLSTM_OP_FULLY_CONNECTED_S16) visit_fc_s16_op_fields(op.fc_s16, v); else v.unused("fc_s16");
+  if (op.kind == QLSTM_OP_REQUANTIZE) visit_requantize_fields(op.requantize, v); else v.unused("requantize");
   v.i32("input_buffer", op.input_buffer);
   v.i32("output_buffer", op.output_buffer);
   v.i32("output_offset", op.output_offset);

@@ -1,4 +1,5 @@
-/* A program of fused int8 ops over buffers: what a compiled model is (docs/model-format.md).
+/* A program of fused int8 and 16x8 ops over buffers: what a compiled model is
+ * (docs/model-format.md). Each buffer holds int8 or int16 elements (buffer_types).
  * Buffer 0 is the program input and buffer buffer_count - 1 its output (both the caller's);
  * the buffers between live in two caller-provided activation areas, buffer b in area
  * (b - 1) % 2; an op must not read and write the same area (qlstm_program_validate refuses it).
@@ -9,9 +10,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "qlstm/fully_connected_s16.h"
 #include "qlstm/fully_connected_s8.h"
 #include "qlstm/gru_s8.h"
+#include "qlstm/lstm_s16.h"
 #include "qlstm/lstm_s8.h"
+#include "qlstm/requantize.h"
 #include "qlstm/softmax_s8.h"
 #include "qlstm/status.h"
 #include "qlstm/table_s8.h"
@@ -27,7 +31,10 @@ typedef enum qlstm_op_kind {
   QLSTM_OP_TABLE_S8 = 3,           /* qlstm_table_s8 on every position */
   QLSTM_OP_SELECT_STEP = 4,        /* one time step of a sequence buffer into a one-step buffer */
   QLSTM_OP_GRU_S8 = 5,             /* qlstm_gru_s8 over the whole input buffer */
-  QLSTM_OP_KIND_COUNT = 6
+  QLSTM_OP_LSTM_S16 = 6,           /* qlstm_lstm_s16 over the whole (int16) input buffer */
+  QLSTM_OP_FULLY_CONNECTED_S16 = 7, /* qlstm_fc_s16 on every position of its (int16) input buffer */
+  QLSTM_OP_REQUANTIZE = 8,         /* qlstm_requantize on every position: int8 <-> int16 */
+  QLSTM_OP_KIND_COUNT = 9
 } qlstm_op_kind;
 
 /* How many positions a buffer holds per batch row. */
@@ -54,11 +61,17 @@ typedef struct qlstm_op {
   /* As lstm: dims.batch and layout the program's, dims.input_size its input buffer's width; the
    * runner sets dims.time_steps and output_width. */
   qlstm_gru_s8_params gru;
+  /* As lstm (an int16 hidden state; the runner sets dims.time_steps and output_width). */
+  qlstm_lstm_s16_params lstm_s16;
+  /* As fc (bias required in a program). */
+  qlstm_fc_s16_params fc_s16;
+  /* As fc: the runner sets rows; row_size the buffers' width, the types theirs. */
+  qlstm_requantize_params requantize;
   int32_t input_buffer;        /* 0 ... buffer_count - 2 */
   int32_t output_buffer;       /* 1 ... buffer_count - 1, not in the input buffer's area */
   int32_t output_offset;       /* elements into each output position's row: offset + H <= width */
-  size_t state_offset;         /* a recurrent op's elements into the caller's state: offset + B x H
-                                  <= state_values (0 for another kind) */
+  size_t state_offset;         /* a recurrent op's elements into the caller's state: offset + B x
+                                  qlstm_op_state_size <= state_values (0 for another kind) */
 } qlstm_op;
 
 typedef struct qlstm_program {
@@ -70,6 +83,7 @@ typedef struct qlstm_program {
   const int32_t* buffer_steps;  /* [buffer_count]: a qlstm_buffer_steps each; buffer 0 every step */
   int32_t batch;        /* B >= 1, of every buffer and every op */
   int32_t layout;       /* a qlstm_layout, of every sequence buffer */
+  const int32_t* buffer_types;  /* [buffer_count]: a qlstm_element_type each; NULL: every buffer int8 */
 } qlstm_program;
 
 typedef struct qlstm_program_context {
@@ -79,9 +93,10 @@ typedef struct qlstm_program_context {
   int16_t* cell;        /* B x the largest LSTM H: the cell of an LSTM op run statelessly (may be
                            NULL for a program without an LSTM op; a GRU op run statelessly keeps
                            its hidden in the scratch) */
-  int8_t* activations[2]; /* the buffers between the input and the output (NULL if none) */
+  int8_t* activations[2]; /* the buffers between the input and the output (NULL if none); 2-byte
+                             aligned when a buffer is int16 */
   size_t activation_bytes; /* bytes of each area: the largest buffer in it, B x T (or B for a
-                              one-step buffer) x its width */
+                              one-step buffer) x its width x its element's bytes */
 } qlstm_program_context;
 
 /* Checks that running the program can only touch its buffers, whatever the table holds.
@@ -94,8 +109,11 @@ typedef struct qlstm_program_context {
  * QLSTM_OUTPUT_FINAL; a selection writes a one-step buffer; a fully connected, softmax or table op
  * writes a buffer of the same steps as it reads); the widths (a recurrent op's dims.input_size is
  * its input buffer's width and output_offset + H <= its output buffer's, its dims.batch and layout
- * the program's; a fully connected op's input_size / output_size and a softmax's, table's or
- * selection's row_size are its buffers' widths, with output_offset 0); that only a recurrent op
+ * the program's; a fully connected op's input_size / output_size and a softmax's, table's,
+ * requantization's or selection's row_size are its buffers' widths, with output_offset 0); the
+ * element types (buffer_types valid; an int8 op reads and writes int8 buffers, a 16x8 op int16
+ * ones, a requantization its params' types, a selection one type: QLSTM_ERROR_BAD_ELEMENT_TYPE
+ * naming "buffer_types", "input_buffer" or "output_buffer"); that only a recurrent op
  * has state, its B x H rows within state_values (another kind's state_offset is 0); a selection's
  * step within [-T, T) for T = max_time_steps; and each kernel's own validation with the rows of
  * that call (B x T positions of a sequence buffer, B of a one-step one).
@@ -123,15 +141,20 @@ qlstm_status qlstm_program_validate(const qlstm_program* program, const qlstm_pr
  * hidden are unused, left as they are); each writes its final state back there, so calls on the
  * same state continue one sequence. input may be NULL when time_steps is 0, and so may output
  * unless the last buffer is one step (a recurrent op's final state at T = 0 is its initial
- * state). Fully connected ops run with the per-call dispatch of qlstm_fc_s8, the LSTM ops with
- * that of qlstm_lstm_s8, the GRU ops as qlstm_gru_s8.
+ * state). A 16x8 LSTM op keeps its cell at cell + state_offset and its int16 hidden right after
+ * it (B x H further; its rows of hidden unused). Fully connected ops run with the per-call
+ * dispatch of qlstm_fc_s8 (qlstm_fc_s16), the LSTM ops with that of qlstm_lstm_s8
+ * (qlstm_lstm_s16), the GRU ops as qlstm_gru_s8. input and output hold their buffers' element
+ * types (int16 arrays 2-byte aligned, else QLSTM_ERROR_SCRATCH_MISALIGNED).
  * Validates first (qlstm_program_validate with ctx at time_steps), so a refused program runs no op
  * and leaves the output and the state untouched. */
 qlstm_status qlstm_program_run(const qlstm_program* program, qlstm_program_context* ctx,
-                               const int8_t* input, int8_t* output, int32_t time_steps,
+                               const void* input, void* output, int32_t time_steps,
                                int8_t* hidden, int16_t* cell);
 
-/* H of a recurrent op (its state holds B x H elements per array), 0 for another kind or NULL. */
+/* A recurrent op's state elements per batch row in each state array (its state holds B x this
+ * many at state_offset): H of an int8 LSTM and of a GRU, 2H of a 16x8 LSTM (its cell, then its
+ * int16 hidden, both in the cell array); 0 for another kind or NULL. */
 int32_t qlstm_op_state_size(const qlstm_op* op);
 
 /* The scratch bytes op's kernel needs with its block's dims (time_steps as set): that of

@@ -561,7 +561,7 @@ int run_bundle(Mode mode, const char* path, const char* out_path, const char* va
     }
     const qlstm_program program = {k.ops, k.view.op_count, k.view.buffer_count, k.view.buffer_widths,
                                    static_cast<size_t>(k.sizes.state), k.view.buffer_steps, k.view.batch,
-                                   k.view.layout};
+                                   k.view.layout, nullptr};  // every buffer int8: the bundle has no 16x8 ops yet
     // The table is checked as a whole before anything runs: a crafted bundle is refused, named.
     int32_t bad_op = -1;
     const qlstm_status valid = qlstm_program_validate(&program, nullptr, k.view.time_steps, &field, &bad_op);

@@ -259,10 +259,11 @@ struct RuntimeProgram {
   std::vector<int32_t> steps;   // per buffer, a qlstm_buffer_steps
   int32_t batch = 1;
   int32_t layout = QLSTM_LAYOUT_BATCH_MAJOR;
+  std::vector<int32_t> types;   // per buffer, a qlstm_element_type; empty: every buffer int8
 
   qlstm_program table() const {
-    return {ops.data(), static_cast<int32_t>(ops.size()), static_cast<int32_t>(widths.size()), widths.data(),
-            state_values, steps.data(), batch, layout};
+    return {ops.data(),   static_cast<int32_t>(ops.size()), static_cast<int32_t>(widths.size()), widths.data(),
+            state_values, steps.data(), batch, layout, types.empty() ? nullptr : types.data()};
   }
 };
 RuntimeProgram runtime_program(const CompiledModel& m, int32_t batch, int32_t time_steps, Layout layout);
