@@ -104,7 +104,7 @@ void cell_update_of(const CellUpdateParams& p, int32_t count, const int16_t* f_q
 // (the cell update) and its hidden update (by default the reference's). Chosen at compile time: is_supported null.
 template <typename Kernel, const LstmS8Variant& kInt8, HiddenUpdateS16Fn kHiddenUpdate = s16::hidden_update_reference>
 constexpr LstmS16Variant lstm_s16_variant(const char* name) {
-  return {name, nullptr, nullptr, gate_s16_chunked<Kernel>, cell_update_of<kInt8>, kHiddenUpdate};
+  return {name, nullptr, nullptr, gate_s16_chunked<Kernel>, cell_update_of<kInt8>, kHiddenUpdate, nullptr};
 }
 template <typename Kernel>
 constexpr FcS16Variant fc_s16_variant(const char* name) {
