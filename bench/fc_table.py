@@ -55,26 +55,53 @@ def qemu(info, plugin, args, icount_out=None):
     return p.returncode, p.stdout
 
 
-def fc_variants(info, plugin):
+def listed_variants(info, plugin, prefix):
+    """The variants the firmware lists as "PREFIX NAME" (`qlstm_device variants`), in its order."""
     rc, out = qemu(info, plugin, ["variants"])
     if rc != 0:
         sys.exit("the %s firmware failed to list its variants:\n%s" % (info["cpu"], out))
-    return [line.split()[1] for line in out.splitlines() if line.startswith("fc ")]
+    return [line.split()[1] for line in out.splitlines() if line.startswith(prefix + " ")]
 
 
-def count(info, plugin, shape, quant, variant):
+def fc_variants(info, plugin):
+    return listed_variants(info, plugin, "fc")
+
+
+def bench_count(info, plugin, args):
+    """Runs a device bench subcommand (ARGS, its first the subcommand) under the counter: its one
+    instruction count and cycle estimate, after it said the call was bit-exact with the reference."""
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "icount.txt")
-        rc, out = qemu(info, plugin, ["fc-bench", str(shape[0]), str(shape[1]), quant, variant], path)
+        rc, out = qemu(info, plugin, args, path)
         if rc != 0 or "bit-exact with reference" not in out:
-            sys.exit("FAIL fc-bench %s %s %s on %s (exit status %d):\n%s" % (shape, quant, variant, info["cpu"], rc, out))
+            sys.exit("FAIL %s on %s (exit status %d):\n%s" % (" ".join(args), info["cpu"], rc, out))
         with open(path) as f:
             lines = f.read().splitlines()
         counts = [int(line.split()[1]) for line in lines if line.startswith("instructions ")]
         cycles = [int(line.split()[1]) for line in lines if line.startswith("cycles ")]
     if len(counts) != 1 or len(cycles) != 1:
-        sys.exit("expected one instruction count and one cycle estimate from fc-bench, got %s" % lines)
+        sys.exit("expected one instruction count and one cycle estimate from %s, got %s" % (args[0], lines))
     return counts[0], cycles[0]
+
+
+def count(info, plugin, shape, quant, variant):
+    return bench_count(info, plugin, ["fc-bench", str(shape[0]), str(shape[1]), quant, variant])
+
+
+# The measurement's commit and how to reproduce it, in this script's and bench/s16_table.py's sections.
+MEASURED = """Measured at commit {commit}, {date}, with arm-none-eabi-gcc 12.2 and QEMU 7.2. To reproduce,
+build CMSIS-NN for each CPU and a qlstm build pointed at it (`docs/targets.md`), then:
+
+```
+cmake --build BUILD --target qlstm_icount firmware_cortex-m55 firmware_cortex-m33 firmware_cortex-m4 firmware_cortex-m3
+/usr/bin/python3 bench/{script} --targets BUILD/targets \\
+  --plugin BUILD/tools/qemu_icount/libqlstm_icount.so --write docs/performance.md
+```"""
+
+
+def measured(root, script):
+    """MEASURED for bench/SCRIPT at the commit of the tree at root, today."""
+    return MEASURED.format(commit=commit(root), date=datetime.date.today().isoformat(), script=script)
 
 
 SECTION = """{begin}
@@ -92,27 +119,20 @@ sums (what TFLite Micro computes once, at prepare time). Stack: the Arm FC varia
 accumulators (36 int32, 144 bytes; `blocked/fc_rows.h`), and `arm_dsp` also the input row as
 int16 pairs (512 bytes, rows of up to 256 values; longer rows are read as bytes).
 
-Measured at commit {commit}, {date}, with arm-none-eabi-gcc 12.2 and QEMU 7.2. To reproduce,
-build CMSIS-NN for each CPU and a qlstm build pointed at it (`docs/targets.md`), then:
-
-```
-cmake --build BUILD --target qlstm_icount firmware_cortex-m55 firmware_cortex-m33 firmware_cortex-m4 firmware_cortex-m3
-/usr/bin/python3 bench/fc_table.py --targets BUILD/targets \\
-  --plugin BUILD/tools/qemu_icount/libqlstm_icount.so --write docs/performance.md
-```
+{measured}
 
 {table}
 {end}
 """
 
 
-def write_section(page_path, section):
-    """Replaces this script's section of the page, or appends it."""
+def write_section(page_path, section, begin=BEGIN, end=END):
+    """Replaces a script's section of the page (this one's by default), or appends it."""
     with open(page_path) as f:
         page = f.read()
-    if BEGIN in page and END in page:
-        head, rest = page.split(BEGIN, 1)
-        page = head + section.rstrip("\n") + rest.split(END, 1)[1]
+    if begin in page and end in page:
+        head, rest = page.split(begin, 1)
+        page = head + section.rstrip("\n") + rest.split(end, 1)[1]
     else:
         page = page.rstrip("\n") + "\n\n" + section
     tmp = page_path + ".tmp"
@@ -121,25 +141,31 @@ def write_section(page_path, section):
     os.replace(tmp, page_path)
 
 
-def carried_section(page_path):
-    """This script's section of the page as it stands ("" if none), for bench/target_table.py."""
+def carried_section(page_path, begin=BEGIN, end=END):
+    """A script's section of the page as it stands (this one's by default; "" if none), for
+    bench/target_table.py."""
     try:
         with open(page_path) as f:
             page = f.read()
     except OSError:
         return ""
-    if BEGIN not in page or END not in page:
+    if begin not in page or end not in page:
         return ""
-    return "\n" + BEGIN + page.split(BEGIN, 1)[1].split(END, 1)[0] + END + "\n"
+    return "\n" + begin + page.split(begin, 1)[1].split(end, 1)[0] + end + "\n"
+
+
+def arguments(doc, cpus):
+    """The options of this script and bench/s16_table.py: the targets, the counter, the CPUs, --write."""
+    p = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--targets", required=True, help="BUILD/targets of a build with the CMSIS-NN backend")
+    p.add_argument("--plugin", required=True, help="the instruction counter, libqlstm_icount.so")
+    p.add_argument("--cpus", default=",".join(cpus))
+    p.add_argument("--write", help="write the table into its section of the page (docs/performance.md)")
+    return p
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--targets", required=True, help="BUILD/targets of a build with the CMSIS-NN backend")
-    p.add_argument("--plugin", required=True, help="the instruction counter, libqlstm_icount.so")
-    p.add_argument("--cpus", default=",".join(CPUS))
-    p.add_argument("--write", help="write the table into its section of the page (docs/performance.md)")
-    a = p.parse_args()
+    a = arguments(__doc__, CPUS).parse_args()
     rows, worse = [], []
     for cpu in a.cpus.split(","):
         info = target_info(a.targets, cpu)
@@ -166,8 +192,8 @@ def main():
         print("FAIL %d x %d %s on %s: %s takes %d instructions, CMSIS-NN %d" % (i, o, quant, cpu, ours, q, c))
     if a.write and not worse:
         root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        write_section(a.write, SECTION.format(begin=BEGIN, end=END, commit=commit(root),
-                                              date=datetime.date.today().isoformat(), table=table))
+        write_section(a.write, SECTION.format(begin=BEGIN, end=END, measured=measured(root, "fc_table.py"),
+                                              table=table))
         print("wrote its section of " + a.write, file=sys.stderr)
     sys.exit(1 if worse else 0)
 

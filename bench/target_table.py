@@ -423,10 +423,12 @@ def main():
         page = TEMPLATE.format(commit=commit(root), date=datetime.date.today().isoformat(), table=t,
                                command=command, flash=flash, gru=gru, whole=whole, upstream=upstream, host=host,
                                cmsis_cycles=cmsis_cycles, cycle_summary=summary)
-        # The fully connected section needs a CMSIS-NN build: bench/fc_table.py writes it, and it
-        # is kept as it stands.
+        # The fully connected and 16x8 LSTM sections need a CMSIS-NN build: bench/fc_table.py and
+        # bench/s16_table.py write them, and they are kept as they stand.
         import fc_table
+        import s16_table
         page += fc_table.carried_section(a.write)
+        page += s16_table.carried_section(a.write)
         tmp = a.write + ".tmp"
         with open(tmp, "w") as f:
             f.write(page)

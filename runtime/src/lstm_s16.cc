@@ -54,9 +54,10 @@ qlstm_status check_call(const qlstm_lstm_s16_params* params, const qlstm_lstm_s1
                                 scratch_bytes_for(params->dims));
 }
 
-// A checked call: the variant's stages in the shared walk.
-void run_checked(const LstmS16Variant& variant, const qlstm_lstm_s16_params& params, qlstm_lstm_s16_context& ctx,
-                 const int16_t* input, int16_t* output) {
+// A checked call: the variant's whole call if it has one, else its stages in the shared walk.
+qlstm_status run_checked(const LstmS16Variant& variant, const qlstm_lstm_s16_params& params,
+                         qlstm_lstm_s16_context& ctx, const int16_t* input, int16_t* output) {
+  if (variant.sequence != nullptr) return variant.sequence(params, ctx, input, output);
   struct Stages {
     const LstmS16Variant& variant;
     const qlstm_gate_s16_params* gates;
@@ -79,12 +80,13 @@ void run_checked(const LstmS16Variant& variant, const qlstm_lstm_s16_params& par
   constexpr int16_t kNoState = 0;  // symmetric: a stateless call's hidden state is 0
   run_lstm_sequence(lstm_sequence_of(params), stages, kNoState, static_cast<int16_t*>(ctx.scratch), ctx.cell_state,
                     ctx.hidden_state, input, output);
+  return QLSTM_OK;
 }
 
 }  // namespace
 
 const LstmS16Variant kLstmS16ReferenceVariant = {"reference", nullptr, nullptr, s16::gate_reference,
-                                                 reference::cell_update, s16::hidden_update_reference};
+                                                 reference::cell_update, s16::hidden_update_reference, nullptr};
 
 const LstmS16Variant* select_lstm_s16_variant(const LstmS16Variant* const* list, size_t count,
                                               const qlstm_lstm_s16_params& params) {
@@ -97,8 +99,7 @@ qlstm_status run_lstm_s16(const LstmS16Variant& variant, const qlstm_lstm_s16_pa
   if (st != QLSTM_OK) return st;
   if (variant.is_supported != nullptr && !variant.is_supported()) return QLSTM_ERROR_UNSUPPORTED;
   if (variant.can_run != nullptr && !variant.can_run(*params)) return QLSTM_ERROR_NO_VARIANT;
-  run_checked(variant, *params, *ctx, input, output);
-  return QLSTM_OK;
+  return run_checked(variant, *params, *ctx, input, output);
 }
 
 }  // namespace qlstm
@@ -134,8 +135,7 @@ qlstm_status qlstm_lstm_s16(const qlstm_lstm_s16_params* params, qlstm_lstm_s16_
   const qlstm::LstmS16Variant* const* all = qlstm::lstm_s16_variants(&count);
   const qlstm::LstmS16Variant* variant = qlstm::select_lstm_s16_variant(all, count, *params);
   if (variant == nullptr) return QLSTM_ERROR_NO_VARIANT;
-  qlstm::run_checked(*variant, *params, *ctx, input, output);
-  return QLSTM_OK;
+  return qlstm::run_checked(*variant, *params, *ctx, input, output);
 }
 
 }  // extern "C"

@@ -133,6 +133,9 @@ const GruS8Variant* const* gru_s8_variants(size_t* count) {
   return kVariants;
 }
 
+#ifdef QLSTM_HAVE_CMSIS_NN
+extern const LstmS16Variant kLstmS16CmsisNnVariant;
+#endif
 extern const LstmS16Variant kLstmS16ScalarVariant;
 extern const FcS16Variant kFcS16ScalarVariant;
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -148,10 +151,13 @@ extern const LstmS16Variant kLstmS16ArmMveVariant;
 extern const FcS16Variant kFcS16ArmMveVariant;
 #endif
 
-// The 16x8 kernels' lists: the int8 ones' order and names (no CMSIS-NN backend, no Thumb-2 one:
-// without DSP the int16 x int8 products have no packed multiply to gain from).
+// The 16x8 kernels' lists: the int8 ones' order and names (the CMSIS-NN backend for the LSTM only,
+// no Thumb-2 one: without DSP the int16 x int8 products have no packed multiply to gain from).
 const LstmS16Variant* const* lstm_s16_variants(size_t* count) {
   static const LstmS16Variant* const kVariants[] = {
+#ifdef QLSTM_HAVE_CMSIS_NN
+      &kLstmS16CmsisNnVariant,  // the user asked for it: it becomes what qlstm_lstm_s16() runs
+#endif
 #if defined(QLSTM_HAVE_ARM_M) && defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
       &kLstmS16ArmMveVariant,
 #endif

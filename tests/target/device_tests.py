@@ -421,34 +421,52 @@ def test_variants(a):
         fail("a variant differs from the reference on %s (exit status %d)" % (a.cpu, rc))
 
 
-def test_fc_bench(a):
-    """fc-bench, the FC measurement behind docs/performance.md: the CPU's best FC variant and the
-    reference each count one call, bit-exact with the reference, and the optimized one counts fewer."""
+def bench_best_against_reference(a, prefix, command, args, after=()):
+    """One device bench subcommand (`command` ARGS... VARIANT AFTER...) for the CPU's best variant of the list
+    the firmware prints as "PREFIX NAME" (the first but cmsis_nn) and for the reference: each counts
+    one call, bit-exact with the reference, and the optimized one counts fewer."""
     info = target_info(a.qlstm, a.cpu)
     elf = os.path.join(info["dir"], "qlstm_device.elf")
     plugin = os.path.join(info["build"], "tools/qemu_icount/libqlstm_icount.so")
     rc, out = qemu(info, elf, ["variants"], timeout=60)
-    names = [l.split()[1] for l in out.splitlines() if l.startswith("fc ")]
+    names = [l.split()[1] for l in out.splitlines() if l.startswith(prefix + " ")]
     if rc != 0 or not names or names[-1] != "reference":
-        fail("the firmware lists no FC variants ending with the reference:\n" + out)
+        fail("the firmware lists no '%s' variants ending with the reference:\n%s" % (prefix, out))
     best = [n for n in names if n != "cmsis_nn"][0]
     counts = {}
     for variant in dict.fromkeys([best, "reference"]):
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "counts.txt")
-            rc, out = qemu(info, elf, ["fc-bench", "64", "64", "per-channel", variant],
-                           plugin="%s,out=%s" % (plugin, path), timeout=60)
+            rc, out = qemu(info, elf, [command] + args + [variant] + list(after), plugin="%s,out=%s" % (plugin, path), timeout=120)
             print(out, end="")
             if rc != 0 or "bit-exact with reference" not in out:
-                fail("fc-bench %s exited with status %d" % (variant, rc))
+                fail("%s %s exited with status %d" % (command, variant, rc))
             got = open(path).read().split()
             if len(got) != 2 or got[0] != "instructions":
-                fail("fc-bench %s: expected one count, got %s" % (variant, got))
+                fail("%s %s: expected one count, got %s" % (command, variant, got))
             counts[variant] = int(got[1])
-            print("fc-bench: %s counted %d instructions" % (variant, counts[variant]))
+            print("%s: %s counted %d instructions" % (command, variant, counts[variant]))
     if best != "reference" and counts[best] >= counts["reference"]:
         fail("%s takes no fewer instructions than the reference" % best)
-    print("fc-bench: %s counts fewer instructions than the reference" % best)
+    print("%s: %s counts fewer instructions than the reference" % (command, best))
+
+
+def test_fc_bench(a):
+    """fc-bench, the FC measurement behind docs/performance.md."""
+    bench_best_against_reference(a, "fc", "fc-bench", ["64", "64", "per-channel"])
+
+
+def test_lstm_s16_bench(a):
+    """lstm-s16-bench, the 16x8 LSTM measurement behind docs/performance.md (bench/s16_table.py), at
+    a small time-major batch of 2; then a call that does not fit the arena is refused (status 2)."""
+    bench_best_against_reference(a, "lstm_s16", "lstm-s16-bench", ["2", "5", "12", "20"], ["time-major"])
+    info = target_info(a.qlstm, a.cpu)
+    rc, out = qemu(info, os.path.join(info["dir"], "qlstm_device.elf"),
+                   ["lstm-s16-bench", "1", "4096", "4096", "4096", "reference"], timeout=60)
+    print(out, end="")
+    if rc != 2 or "fit this firmware's arena" not in out:
+        fail("lstm-s16-bench of a call too large for the arena: status %d" % rc)
+    print("lstm-s16-bench: a call too large for the arena is refused")
 
 
 def main():
@@ -459,14 +477,15 @@ def main():
     import numpy
     np = numpy
     p = argparse.ArgumentParser()
-    p.add_argument("mode", choices=["fault", "models", "emitted", "whole", "icount", "variants", "fc_bench"])
+    p.add_argument("mode", choices=["fault", "models", "emitted", "whole", "icount", "variants", "fc_bench",
+                                     "lstm_s16_bench"])
     p.add_argument("--qlstm", required=True)
     p.add_argument("--cpu", required=True)
     p.add_argument("--work")
     p.add_argument("--source")
     a = p.parse_args()
     {"fault": test_fault, "models": test_models, "emitted": test_emitted, "whole": test_whole, "icount": test_icount,
-     "variants": test_variants, "fc_bench": test_fc_bench}[a.mode](a)
+     "variants": test_variants, "fc_bench": test_fc_bench, "lstm_s16_bench": test_lstm_s16_bench}[a.mode](a)
 
 
 if __name__ == "__main__":

@@ -187,6 +187,9 @@ using GateS16Fn = void (*)(const qlstm_gate_s16_params& gate, const GateArgsOf<i
 using HiddenUpdateS16Fn = void (*)(const HiddenUpdateParams& p, int32_t rows, int32_t hidden_size,
                                    const int16_t* o_q0_15, const int16_t* cell, int16_t* h_out,
                                    ptrdiff_t h_row_stride);
+// A whole 16x8 call, after run_lstm_s16 has validated the parameters, the context and the scratch.
+using SequenceS16Fn = qlstm_status (*)(const qlstm_lstm_s16_params& params, qlstm_lstm_s16_context& ctx,
+                                       const int16_t* input, int16_t* output);
 struct LstmS16Variant {
   const char* name;        // the int8 variant's name for the same ISA
   bool (*is_supported)();  // null: any CPU
@@ -194,6 +197,8 @@ struct LstmS16Variant {
   GateS16Fn gate;
   CellUpdateFn cell_update;
   HiddenUpdateS16Fn hidden_update;
+  // ... or, when set, the whole call (the stages may then be null): the CMSIS-NN backend.
+  SequenceS16Fn sequence;
 };
 const LstmS16Variant* const* lstm_s16_variants(size_t* count);
 extern const LstmS16Variant kLstmS16ReferenceVariant;

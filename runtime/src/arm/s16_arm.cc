@@ -5,13 +5,14 @@
 // per four columns, one LDRD of x and per row one LDR, two SXTB16 and two SMLAD. The sums are
 // 32-bit over at most blocked::kS16ColumnsPer32BitSum columns, then added into the row's int64
 // accumulator: exactly the reference's int64 sum (docs/arithmetic.md §14) for every input.
-// The gate's and the FC's per-row arithmetic is the reference's (blocked/rows_s16.h); the cell
-// update is the int8 arm_dsp variant's.
+// The gate's per-row arithmetic is arm/s16_finish_arm.h's, the FC's the reference's
+// (blocked/rows_s16.h); the cell update is the int8 arm_dsp variant's.
 #if defined(__ARM_ARCH_ISA_THUMB) && __ARM_ARCH_ISA_THUMB >= 2 && defined(__ARM_ARCH_PROFILE) && \
     __ARM_ARCH_PROFILE == 'M' && defined(__ARM_FEATURE_DSP)
 
 #include <arm_acle.h>
 
+#include "arm/s16_finish_arm.h"
 #include "blocked/rows_s16.h"
 #include "reference/lstm_s16_reference.h"
 
@@ -152,7 +153,8 @@ struct DspS16 {
 }  // namespace arm_s16
 
 extern const LstmS16Variant kLstmS16ArmDspVariant =
-    blocked::lstm_s16_variant<arm_s16::DspS16, kLstmS8ArmDspVariant>("arm_dsp");
+    blocked::lstm_s16_variant<arm_s16::DspS16, kLstmS8ArmDspVariant, s16::hidden_update_reference,
+                              arm_s16::GateFinish>("arm_dsp");
 extern const FcS16Variant kFcS16ArmDspVariant = blocked::fc_s16_variant<arm_s16::DspS16>("arm_dsp");
 
 }  // namespace qlstm

@@ -2,14 +2,15 @@
 // VMLALDAVA, the weights sign-extended to int16 lanes by their load (VLDRB.S16), accumulated in
 // 64 bits from the row's int64 bias on: exactly the reference's int64 sum (docs/arithmetic.md
 // §14) with no range condition (CMSIS-NN's Helium path loads the bias into 32 bits). Four weight
-// rows per pass over x, the last columns in one tail-predicated pass. The gate's and the FC's
-// per-row arithmetic is the reference's (blocked/rows_s16.h); the cell update is the int8 arm_mve
+// rows per pass over x, the last columns in one tail-predicated pass. The gate's per-row arithmetic
+// is arm/s16_finish_arm.h's, the FC's the reference's (blocked/rows_s16.h); the cell update is the int8 arm_mve
 // variant's, the hidden update in four int32 lanes (arm/mve_s8.h's hidden_update_lanes) storing int16.
 #if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
 
 #include <arm_mve.h>
 
 #include "arm/mve_s8.h"
+#include "arm/s16_finish_arm.h"
 #include "blocked/rows_s16.h"
 #include "reference/lstm_s16_reference.h"
 
@@ -71,8 +72,8 @@ struct MveS16 {
 }  // namespace arm_mve_s16
 
 extern const LstmS16Variant kLstmS16ArmMveVariant =
-    blocked::lstm_s16_variant<arm_mve_s16::MveS16, kLstmS8ArmMveVariant, arm_mve::hidden_update_lanes<int16_t>>(
-        "arm_mve");
+    blocked::lstm_s16_variant<arm_mve_s16::MveS16, kLstmS8ArmMveVariant, arm_mve::hidden_update_lanes<int16_t>,
+                              arm_s16::GateFinish>("arm_mve");
 extern const FcS16Variant kFcS16ArmMveVariant = blocked::fc_s16_variant<arm_mve_s16::MveS16>("arm_mve");
 
 }  // namespace qlstm

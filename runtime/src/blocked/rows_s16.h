@@ -47,11 +47,27 @@ struct PlainS16Operand {
   void prepare(const int16_t* p, int32_t) { v = p; }
 };
 
-template <typename Kernel>
+// The reference's per-row finish of a gate (a Finish of gate_s16_chunked): out[k] = the activation
+// of the pre-activation of ax[k] and ah[k], k < n; ah null: no recurrent term.
+class ReferenceGateFinish {
+ public:
+  explicit ReferenceGateFinish(const qlstm_gate_s16_params& g)
+      : rq_(g), is_tanh_(g.activation == QLSTM_ACTIVATION_TANH) {}
+  void operator()(const int64_t* ax, const int64_t* ah, int32_t n, int16_t* out) const {
+    for (int32_t k = 0; k < n; ++k) {
+      out[k] = s16::activate(rq_.pre_activation_q3_12(ax[k], ah != nullptr ? ah[k] : 0, ah != nullptr), is_tanh_);
+    }
+  }
+
+ private:
+  s16::GateRequant rq_;
+  bool is_tanh_;
+};
+
+template <typename Kernel, typename Finish = ReferenceGateFinish>
 void gate_s16_chunked(const qlstm_gate_s16_params& g, const GateArgsOf<int16_t>& a, int16_t* out_q0_15) {
   const int32_t I = a.input_size, H = a.hidden_size;
-  const bool is_tanh = g.activation == QLSTM_ACTIVATION_TANH;
-  const s16::GateRequant rq(g);
+  const Finish finish(g);
   int64_t ax[kChunkRows], ah[kChunkRows];
   typename Kernel::Operand xo, ho;
   for (int32_t b = 0; b < a.rows; ++b) {
@@ -67,9 +83,7 @@ void gate_s16_chunked(const qlstm_gate_s16_params& g, const GateArgsOf<int16_t>&
         chunk_dots_s16<Kernel>(ho, g.hidden_weights + static_cast<ptrdiff_t>(c0) * H, H, n,
                                g.hidden_effective_bias + c0, ah);
       }
-      for (int32_t k = 0; k < n; ++k) {
-        out[c0 + k] = s16::activate(rq.pre_activation_q3_12(ax[k], h != nullptr ? ah[k] : 0, h != nullptr), is_tanh);
-      }
+      finish(ax, h != nullptr ? ah : nullptr, n, out + c0);
     }
   }
 }
@@ -101,10 +115,12 @@ void cell_update_of(const CellUpdateParams& p, int32_t count, const int16_t* f_q
 }
 
 // The 16x8 LSTM and FC variants of an ISA from its dot products (Kernel), its int8 LSTM variant
-// (the cell update) and its hidden update (by default the reference's). Chosen at compile time: is_supported null.
-template <typename Kernel, const LstmS8Variant& kInt8, HiddenUpdateS16Fn kHiddenUpdate = s16::hidden_update_reference>
+// (the cell update), its hidden update (by default the reference's) and its gates' per-row finish
+// (by default the reference's). Chosen at compile time: is_supported null.
+template <typename Kernel, const LstmS8Variant& kInt8, HiddenUpdateS16Fn kHiddenUpdate = s16::hidden_update_reference,
+          typename Finish = ReferenceGateFinish>
 constexpr LstmS16Variant lstm_s16_variant(const char* name) {
-  return {name, nullptr, nullptr, gate_s16_chunked<Kernel>, cell_update_of<kInt8>, kHiddenUpdate};
+  return {name, nullptr, nullptr, gate_s16_chunked<Kernel, Finish>, cell_update_of<kInt8>, kHiddenUpdate, nullptr};
 }
 template <typename Kernel>
 constexpr FcS16Variant fc_s16_variant(const char* name) {

@@ -8,6 +8,8 @@
 //                                             "lstm_s16 NAME" and "fc_s16 NAME")
 //   qlstm_device fc-bench I O per-tensor|per-channel VARIANT
 //                                             one FC call between the instruction-count markers
+//   qlstm_device lstm-s16-bench B T I H VARIANT [time-major]
+//                                             one 16x8 LSTM call between the instruction-count markers
 //   qlstm_device icount-self-test              a known count of instructions between the markers
 //   qlstm_device cycle-self-test               a known sequence for the cycle estimate
 //   qlstm_device variant-test [CASES]          every variant against the reference on random cases
@@ -1097,15 +1099,10 @@ struct S16LstmCase {
   bool stateful;
 };
 
-bool make_random_lstm_s16(Rng& r, int32_t n, S16LstmCase* k) {
-  memset(k, 0, sizeof *k);
-  const bool extreme = n % 3 == 2;
-  qlstm_lstm_s16_params& p = k->p;
-  const int32_t I = n % 2 == 0 ? kS16Edge[(n / 2) % kS16EdgeCount] : r.range(1, 20);
-  const int32_t H = n % 2 == 1 ? kS16Edge[(n / 2) % kS16EdgeCount] : r.range(1, 20);
-  const int32_t B = r.range(1, 3), T = r.range(0, 3);
-  p.dims = {B, T, I, H};
-  p.layout = r.range(0, 1) ? QLSTM_LAYOUT_TIME_MAJOR : QLSTM_LAYOUT_BATCH_MAJOR;
+// The gates (weights, biases, requantizations, activations) and the cell's parameters of p for
+// its dims, in the arena: false if they do not fit.
+bool random_lstm_s16_gates_and_cell(Rng& r, bool extreme, qlstm_lstm_s16_params& p) {
+  const int32_t I = p.dims.input_size, H = p.dims.hidden_size;
   const auto weight = [&r, extreme] { return random_s8_value(r, extreme); };
   const auto bias = [&r, extreme] { return extreme ? random_s64(r) : static_cast<int64_t>(r.range(-2000000, 2000000)); };
   for (int g = 0; g < QLSTM_GATE_COUNT; ++g) {
@@ -1124,14 +1121,34 @@ bool make_random_lstm_s16(Rng& r, int32_t n, S16LstmCase* k) {
   p.input_times_cell_gate_to_cell = random_requant(r, -20, -10);
   p.output_times_tanh_cell_to_hidden = extreme ? random_requant(r, -31, 31) : random_requant(r, -16, -1);
   p.cell_clip = r.range(0, 1) ? 0 : r.range(1, 32767);
-  p.time_direction = n % 4 == 3 ? QLSTM_TIME_REVERSE : QLSTM_TIME_FORWARD;
-  p.output_steps = n % 5 == 2 ? QLSTM_OUTPUT_FINAL : QLSTM_OUTPUT_ALL_STEPS;
-  p.output_width = n % 7 == 1 ? H + r.range(1, 5) : 0;
+  return true;
+}
+
+// The input, h0 and c0 of k for its dims, in the arena: false if they do not fit.
+bool random_lstm_s16_data(Rng& r, bool extreme, S16LstmCase* k) {
+  const int32_t B = k->p.dims.batch, T = k->p.dims.time_steps, I = k->p.dims.input_size, H = k->p.dims.hidden_size;
   k->input = random_array<int16_t>(B * T * I, [&r, extreme] { return random_s16(r, extreme); });
   k->h0 = random_array<int16_t>(B * H, [&r, extreme] { return random_s16(r, extreme); });
   k->c0 = random_array<int16_t>(B * H, [&r] { return static_cast<int16_t>(r.next()); });
-  k->stateful = r.range(0, 1) != 0;
   return k->input != nullptr && k->h0 != nullptr && k->c0 != nullptr;
+}
+
+bool make_random_lstm_s16(Rng& r, int32_t n, S16LstmCase* k) {
+  memset(k, 0, sizeof *k);
+  const bool extreme = n % 3 == 2;
+  qlstm_lstm_s16_params& p = k->p;
+  const int32_t I = n % 2 == 0 ? kS16Edge[(n / 2) % kS16EdgeCount] : r.range(1, 20);
+  const int32_t H = n % 2 == 1 ? kS16Edge[(n / 2) % kS16EdgeCount] : r.range(1, 20);
+  const int32_t B = r.range(1, 3), T = r.range(0, 3);
+  p.dims = {B, T, I, H};
+  p.layout = r.range(0, 1) ? QLSTM_LAYOUT_TIME_MAJOR : QLSTM_LAYOUT_BATCH_MAJOR;
+  if (!random_lstm_s16_gates_and_cell(r, extreme, p)) return false;
+  p.time_direction = n % 4 == 3 ? QLSTM_TIME_REVERSE : QLSTM_TIME_FORWARD;
+  p.output_steps = n % 5 == 2 ? QLSTM_OUTPUT_FINAL : QLSTM_OUTPUT_ALL_STEPS;
+  p.output_width = n % 7 == 1 ? H + r.range(1, 5) : 0;
+  if (!random_lstm_s16_data(r, extreme, k)) return false;
+  k->stateful = r.range(0, 1) != 0;
+  return true;
 }
 
 // One 16x8 LSTM call into fresh arena memory (output filled with 0x5A5A first, a stateless cell
@@ -1170,7 +1187,7 @@ long s16_variant_test() {
   const qlstm::LstmS16Variant* const* lstm = qlstm::lstm_s16_variants(&nvar);
   Rng r{0xC2B2AE3D27D4EB4Full};
   const int32_t lstm_cases = 2 * kS16EdgeCount * 3;
-  long runs = 0, mismatches = 0;
+  long runs = 0, mismatches = 0, declined = 0;
   for (int32_t n = 0; n < lstm_cases; ++n) {
     g_arena_used = 0;
     S16LstmCase k;
@@ -1188,6 +1205,15 @@ long s16_variant_test() {
       g_arena_used = after_ref;
       S16LstmRun got;
       if (!run_lstm_s16_variant(*lstm[v], k, out_count, &got)) return -1;
+      if (lstm[v]->can_run != nullptr && !lstm[v]->can_run(k.p)) {
+        // Declined (the CMSIS-NN backend given a reverse, wider-row or final-state call): it must say so.
+        ++declined;
+        if (got.status == QLSTM_ERROR_NO_VARIANT) continue;
+        ++mismatches;
+        printf("FAIL 16x8 LSTM variant %s, case %ld: declined the call but returned %s\n", lstm[v]->name, (long)n,
+               qlstm_status_string(got.status));
+        continue;
+      }
       ++runs;
       if (got.status != QLSTM_OK || want.status != QLSTM_OK || memcmp(got.output, want.output, out_count * 2u) != 0 ||
           memcmp(got.c, want.c, state_bytes) != 0 || memcmp(got.h, want.h, state_bytes) != 0) {
@@ -1197,6 +1223,10 @@ long s16_variant_test() {
                k.stateful ? "stateful" : "stateless", n % 3 == 2 ? " extreme" : "", qlstm_status_string(got.status));
       }
     }
+  }
+  if (declined > 0) {
+    printf("variant-test: lstm_s16: %ld calls declined by a variant (can_run), each with QLSTM_ERROR_NO_VARIANT\n",
+           declined);
   }
   printf("variant-test: lstm_s16: %ld cases, %ld variant runs against the reference, %ld mismatches\n",
          (long)lstm_cases, runs, mismatches);
@@ -1296,13 +1326,22 @@ long s16_variant_test() {
 // fc-bench: one fully connected call of the named variant between the instruction-count markers
 // (docs/performance.md, bench/fc_table.py): random typical weights, inputs and biases (the same
 // for every variant), one row, checked against the reference afterwards.
+constexpr uint64_t kBenchSeed = 0x2545F4914F6CDD1Dull;  // fc-bench's and lstm-s16-bench's random parameters
+
+// The variant of that name in all[0, n) for a bench subcommand, or null after saying so.
+template <class Variant>
+const Variant* bench_variant(const Variant* const* all, size_t n, const char* name, const char* what) {
+  const Variant* v = find_named(all, n, name);
+  if (v == nullptr) printf("qlstm_device: no %s variant '%s' in this firmware\n", what, name);
+  return v;
+}
+
 int fc_bench(int32_t I, int32_t O, bool per_channel, const char* variant_name) {
-  const qlstm::FcS8Variant* variant = find_fc_variant(variant_name);
-  if (variant == nullptr) {
-    printf("qlstm_device: no FC variant '%s' in this firmware\n", variant_name);
-    return kExitBadInput;
-  }
-  Rng r{0x2545F4914F6CDD1Dull};
+  size_t n = 0;
+  const qlstm::FcS8Variant* const* all = qlstm::fc_s8_variants(&n);
+  const qlstm::FcS8Variant* variant = bench_variant(all, n, variant_name, "FC");
+  if (variant == nullptr) return kExitBadInput;
+  Rng r{kBenchSeed};
   g_arena_used = 0;
   qlstm_fc_s8_params p;
   const int8_t* x = nullptr;
@@ -1330,8 +1369,71 @@ int fc_bench(int32_t I, int32_t O, bool per_channel, const char* variant_name) {
   return 0;
 }
 
+// lstm-s16-bench: one 16x8 LSTM call of the named variant between the instruction-count markers
+// (docs/performance.md, bench/s16_table.py): a stateless forward call writing every step, with
+// random parameters and input of the variant-test's typical regime (the same for every variant),
+// checked bit for bit against the reference afterwards. Both are run by run_lstm_s16, so the
+// count includes its parameter checks.
+int lstm_s16_bench(const qlstm_lstm_dims& d, bool time_major, const char* variant_name) {
+  size_t n = 0;
+  const qlstm::LstmS16Variant* const* all = qlstm::lstm_s16_variants(&n);
+  const qlstm::LstmS16Variant* variant = bench_variant(all, n, variant_name, "16x8 LSTM");
+  if (variant == nullptr) return kExitBadInput;
+  Rng r{kBenchSeed};
+  g_arena_used = 0;
+  S16LstmCase k;
+  memset(&k, 0, sizeof k);
+  k.p.dims = d;
+  k.p.layout = time_major ? QLSTM_LAYOUT_TIME_MAJOR : QLSTM_LAYOUT_BATCH_MAJOR;
+  k.p.time_direction = QLSTM_TIME_FORWARD;
+  k.p.output_steps = QLSTM_OUTPUT_ALL_STEPS;
+  constexpr bool kTypical = false;
+  constexpr int32_t kMaxDim = 4096;  // each size, and the input and output values below the arena's
+  // bytes, so that no product of sizes below overflows; the arena bounds the total
+  const bool sizes_ok = d.batch >= 1 && d.time_steps >= 1 && d.input_size >= 1 && d.hidden_size >= 1 &&
+                        d.batch <= kMaxDim && d.time_steps <= kMaxDim && d.input_size <= kMaxDim &&
+                        d.hidden_size <= kMaxDim &&
+                        static_cast<int64_t>(d.batch) * d.time_steps * (d.input_size + d.hidden_size) <= kArenaBytes;
+  const uint32_t out_count = sizes_ok ? static_cast<uint32_t>(d.batch * d.time_steps * d.hidden_size) : 0;
+  const uint32_t state = sizes_ok ? static_cast<uint32_t>(d.batch * d.hidden_size) : 0;
+  const uint32_t scratch_bytes = sizes_ok ? static_cast<uint32_t>(qlstm_lstm_s16_scratch_bytes(&d)) : 0;
+  // Everything but the call itself before the first marker: the parameters, the buffers, the state.
+  S16LstmRun got{};
+  void* scratch = nullptr;
+  if (sizes_ok && random_lstm_s16_gates_and_cell(r, kTypical, k.p) && random_lstm_s16_data(r, kTypical, &k)) {
+    scratch = arena_take(scratch_bytes);
+    got.output = static_cast<int16_t*>(arena_take(out_count * 2u));
+    got.c = static_cast<int16_t*>(arena_take(state * 2u));
+  }
+  if (!scratch || !got.output || !got.c || qlstm_lstm_s16_validate(&k.p, nullptr) != QLSTM_OK) {
+    printf("qlstm_device: lstm-s16-bench: B, T, I and H must be positive and fit this firmware's arena\n");
+    return kExitBadInput;
+  }
+  printf("variant: %s\n", variant->name);
+  qlstm_lstm_s16_context ctx{scratch, scratch_bytes, got.c, nullptr};
+  qlstm_bench_begin();
+  got.status = qlstm::run_lstm_s16(*variant, &k.p, &ctx, k.input, got.output);
+  qlstm_bench_end();
+  if (got.status != QLSTM_OK) {
+    printf("qlstm_device: lstm-s16-bench %s: kernel error: %s\n", variant->name, qlstm_status_string(got.status));
+    return kExitKernelError;
+  }
+  S16LstmRun want;
+  if (!run_lstm_s16_variant(qlstm::kLstmS16ReferenceVariant, k, out_count, &want) || want.status != QLSTM_OK) {
+    printf("qlstm_device: lstm-s16-bench: the reference failed\n");
+    return kExitKernelError;
+  }
+  if (memcmp(got.output, want.output, out_count * 2u) != 0 || memcmp(got.c, want.c, state * 2u) != 0) {
+    printf("FAIL lstm-s16-bench %s: differs from the reference\n", variant->name);
+    return kExitMismatch;
+  }
+  printf("lstm-s16-bench: B=%ld T=%ld I=%ld H=%ld%s: bit-exact with reference\n", (long)d.batch, (long)d.time_steps,
+         (long)d.input_size, (long)d.hidden_size, time_major ? " time-major" : "");
+  return 0;
+}
+
 int usage() {
-  printf("usage: qlstm_device verify BUNDLE [VARIANT|all] | run BUNDLE OUT [VARIANT|all] | bench BUNDLE VARIANT|all | variants | variant-test [CASES] | fc-bench I O per-tensor|per-channel VARIANT | icount-self-test | cycle-self-test | --fault\n");
+  printf("usage: qlstm_device verify BUNDLE [VARIANT|all] | run BUNDLE OUT [VARIANT|all] | bench BUNDLE VARIANT|all | variants | variant-test [CASES] | fc-bench I O per-tensor|per-channel VARIANT | lstm-s16-bench B T I H VARIANT [time-major] | icount-self-test | cycle-self-test | --fault\n");
   return kExitBadInput;
 }
 
@@ -1385,6 +1487,10 @@ int main(int argc, char** argv) {
   if (strcmp(cmd, "fc-bench") == 0 && argc == 6) {
     return fc_bench(static_cast<int32_t>(strtol(argv[2], nullptr, 10)), static_cast<int32_t>(strtol(argv[3], nullptr, 10)),
                     strcmp(argv[4], "per-channel") == 0, argv[5]);
+  }
+  if (strcmp(cmd, "lstm-s16-bench") == 0 && (argc == 7 || (argc == 8 && strcmp(argv[7], "time-major") == 0))) {
+    const auto dim = [&argv](int i) { return static_cast<int32_t>(strtol(argv[i], nullptr, 10)); };
+    return lstm_s16_bench({dim(2), dim(3), dim(4), dim(5)}, argc == 8, argv[6]);
   }
   if (strcmp(cmd, "variants") == 0) {
     size_t n = 0;
