@@ -1,0 +1,47 @@
+// The 16x8 LSTM compiled from a float LSTM and calibration sequences (docs/compiler.md, "The
+// 16x8 LSTM"): symmetric int16 boundaries from the observed max |x| and max |h| (zero point 0),
+// the cell scale by the int8 path's policy (CompileOptions::cell_scale), every other parameter by
+// derive_lstm_s16_params; and a host run through the runtime's program runner (one
+// QLSTM_OP_LSTM_S16 op over int16 buffers), the bit-exact simulation of the device. No search
+// yet: the observers are min/max. Host only.
+#ifndef QLSTM_COMPILER_QUANTIZED_LSTM_S16_H_
+#define QLSTM_COMPILER_QUANTIZED_LSTM_S16_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "qlstm/compiler/derive_s16.h"
+#include "qlstm/compiler/float_lstm.h"
+#include "qlstm/compiler/quantized_lstm.h"
+
+namespace qlstm {
+namespace compiler {
+
+class QuantizedLstmS16 {
+ public:
+  // Throws CompileError for empty or non-finite calibration data, a range that is zero, and
+  // every derivation error (derive_lstm_s16_params; options.derive as there).
+  static QuantizedLstmS16 compile(const FloatLstm& lstm, const CalibrationSet& calibration,
+                                  const CompileOptions& options);
+  const DerivedLstmS16& derived() const { return d_; }
+
+  // x in its float values ([B][T][I] or [T][B][I] as shape says) to int16, the program's call, its
+  // output back to floats (every step, the input's layout). h0, c0: [B][H] floats, or null for a
+  // zero state.
+  std::vector<float> run_float(const std::vector<float>& x, const SequenceShape& shape, const float* h0 = nullptr,
+                               const float* c0 = nullptr) const;
+  // The same on int16 values: the program's own input and output.
+  std::vector<int16_t> run_s16(const std::vector<int16_t>& x, const SequenceShape& shape,
+                               const std::vector<int16_t>* h0 = nullptr, const std::vector<int16_t>* c0 = nullptr) const;
+
+ private:
+  DerivedLstmS16 d_;
+};
+
+// A float value to a symmetric int16 of this scale: round to nearest, saturated.
+int16_t quantize_s16(double x, double scale);
+
+}  // namespace compiler
+}  // namespace qlstm
+
+#endif  // QLSTM_COMPILER_QUANTIZED_LSTM_S16_H_
