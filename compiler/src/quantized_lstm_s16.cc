@@ -16,12 +16,33 @@ int16_t quantize_s16(double x, double scale) {
 }
 
 QuantizedLstmS16 QuantizedLstmS16::compile(const FloatLstm& lstm, const CalibrationSet& calibration,
-                                           const CompileOptions& options) {
+                                           const CompileOptions& options, const OpChoice* weights) {
   const OpObservation observed = observe_op(lstm, calibration, options.progress);
+  const int32_t I = lstm.input_size, H = lstm.hidden_size;
   double max_x = 0, max_h = 0;
+  std::vector<double> sum_x(static_cast<size_t>(I), 0.0);
+  int64_t steps = 0;
   for (const CalibrationSequence& s : observed.inputs.sequences) {
-    for (float v : s.values) max_x = std::max(max_x, std::fabs(static_cast<double>(v)));
+    for (size_t k = 0; k < s.values.size(); ++k) {
+      max_x = std::max(max_x, std::fabs(static_cast<double>(s.values[k])));
+      sum_x[k % static_cast<size_t>(I)] += s.values[k];
+    }
     for (float v : s.h0) max_h = std::max(max_h, std::fabs(static_cast<double>(v)));
+    steps += s.time_steps;
+  }
+  DeriveOptions derive = options.derive;
+  if (weights != nullptr) {
+    derive.weight_clip_ratio = weights->weight_clip;
+    derive.bias_correction = weights->bias_correction;
+    derive.weight_rounding = WeightRounding::kNearest;  // adaptive rounding: not derived for 16x8 yet
+  }
+  if (derive.bias_correction && steps > 0) {
+    derive.mean_x.assign(static_cast<size_t>(I), 0.0);
+    derive.mean_h.assign(static_cast<size_t>(H), 0.0);
+    for (int32_t i = 0; i < I; ++i) derive.mean_x[static_cast<size_t>(i)] = sum_x[static_cast<size_t>(i)] / static_cast<double>(steps);
+    for (int32_t h = 0; h < H; ++h) {
+      derive.mean_h[static_cast<size_t>(h)] = observed.sum_h[static_cast<size_t>(h)] / static_cast<double>(steps);
+    }
   }
   for (const std::vector<float>& y : observed.outputs) {
     for (float v : y) max_h = std::max(max_h, std::fabs(static_cast<double>(v)));
@@ -29,8 +50,7 @@ QuantizedLstmS16 QuantizedLstmS16::compile(const FloatLstm& lstm, const Calibrat
   QuantizedLstmS16 q;
   const CellScaleChoice cell = choose_cell_scale(options.cell_scale, observed.cell_max_abs);
   q.d_ = derive_lstm_s16_params(lstm, symmetric_s16_scale(max_x, "input (max |x| of the calibration data)"),
-                                symmetric_s16_scale(max_h, "output (max |h| of the calibration run)"), cell,
-                                options.derive);
+                                symmetric_s16_scale(max_h, "output (max |h| of the calibration run)"), cell, derive);
   return q;
 }
 

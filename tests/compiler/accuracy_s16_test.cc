@@ -1,11 +1,11 @@
-// The 16x8 LSTM (QuantizedLstmS16: int16 boundaries, int8 weights, no search yet) against the
-// int8 one on every accuracy fixture (tests/accuracy/fixtures), both compiled from the fixture's
-// calibration sequences with the defaults (int8: the searched compile a user gets) and measured
-// against torch on the held-out test sequences the compiler never saw, next to what the int8
-// weights alone allow (the float LSTM with the 16x8 derivation's int8 weights). The figures are
-// printed (docs/accuracy.md). Issue 17 asks for more SQNR than int8 on every fixture and +6 dB on
-// the median one; this checks what holds today: 16x8 above int8 wherever it is not already at
-// the int8 weights' ceiling.
+// The 16x8 LSTM (QuantizedLstmS16: int16 boundaries from min/max, the int8 search's weight
+// clips and bias correction) against the int8 one on every accuracy fixture
+// (tests/accuracy/fixtures), both compiled from the fixture's calibration sequences with the
+// defaults (int8: the searched compile a user gets) and measured against torch on the held-out
+// test sequences the compiler never saw, next to the float LSTM with the same int8 weights and its
+// float biases (what the weights alone allow without bias correction). The figures are printed
+// (docs/accuracy.md). Issue 17's bar: more SQNR than int8 on every fixture (checked) and +6 dB on
+// the median one (printed: not met yet, docs/accuracy.md says what bounds it).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -31,8 +31,8 @@ const char* const kHeldOut[] = {"upstream_small", "upstream_wide", "upstream_sin
                                 "few_calib_16", "longer_test", "amplitude_120", "hidden_1",
                                 "onnx_seq_first"};
 
-// What the int8 weights alone allow: the float LSTM with each weight replaced by its int8 value
-// times its block's scale (as the 16x8 derivation rounds it), everything else in double.
+// The float LSTM with each weight replaced by its int8 value times its block's scale (as the 16x8
+// derivation rounds and clips it), its float biases, everything else in double.
 std::vector<float> with_int8_weights(const FloatLstm& lstm, const DerivedLstmS16& d, const AccuracyFixture& f) {
   FloatLstm w = lstm;
   for (int g = 0; g < QLSTM_GATE_COUNT; ++g) {
@@ -43,31 +43,24 @@ std::vector<float> with_int8_weights(const FloatLstm& lstm, const DerivedLstmS16
   return run_float(w, f.test_x.data(), f.test_shape()).output;
 }
 
-// Within this of the int8 weights' ceiling, the weights are the limit.
-constexpr double kAtTheCeilingDb = 0.25;
-
-TEST(AccuracyS16, AboveInt8OrAtTheInt8WeightsCeilingOnEveryFixture) {
+TEST(AccuracyS16, AboveInt8OnEveryFixture) {
   std::vector<double> gains;
-  int at_ceiling_below_int8 = 0;
   for (const char* name : kHeldOut) {
     const AccuracyFixture f = load_accuracy_fixture(QLSTM_ACCURACY_FIXTURES, name);
-    const double s8 = sqnr_db(f.test_y, run_fixture(f, CompileOptions{}).y);
-    const QuantizedLstmS16 q = QuantizedLstmS16::compile(f.lstm, f.calibration(), CompileOptions{});
+    const testing_support::FixtureRun r8 = run_fixture(f, CompileOptions{});
+    const double s8 = sqnr_db(f.test_y, r8.y);
+    const QuantizedLstmS16 q = QuantizedLstmS16::compile(f.lstm, f.calibration(), CompileOptions{}, &r8.stats.chosen);
     const double s16 = sqnr_db(f.test_y, q.run_float(f.test_x, f.test_shape()));
     const double ceiling = sqnr_db(f.test_y, with_int8_weights(f.lstm, q.derived(), f));
     std::printf("%-22s held out: 16x8 %6.2f dB, int8 %6.2f dB, gain %+6.2f dB (P=%d); int8 weights alone %6.2f dB\n",
                 name, s16, s8, s16 - s8, q.derived().cell.power, ceiling);
-    if (s16 <= s8) {
-      EXPECT_GE(s16, ceiling - kAtTheCeilingDb) << name << ": below int8 and not at the int8 weights' ceiling";
-      ++at_ceiling_below_int8;
-    }
+    EXPECT_GT(s16, s8) << name;
     gains.push_back(s16 - s8);
   }
   std::sort(gains.begin(), gains.end());
   const double median = gains[gains.size() / 2];
-  std::printf("median gain of 16x8 over int8: %+.2f dB over %zu fixtures; below int8 at the weights' ceiling: %d\n",
-              median, gains.size(), at_ceiling_below_int8);
-  EXPECT_GT(median, 0.0);
+  std::printf("median gain of 16x8 over int8: %+.2f dB over %zu fixtures (issue 17 asks +6 dB)\n", median,
+              gains.size());
 }
 
 // A given initial state: h0 to int16 at the output scale, c0 at the cell's 2^P, in the state

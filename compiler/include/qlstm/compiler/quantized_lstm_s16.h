@@ -20,9 +20,12 @@ namespace compiler {
 class QuantizedLstmS16 {
  public:
   // Throws CompileError for empty or non-finite calibration data, a range that is zero, and
-  // every derivation error (derive_lstm_s16_params; options.derive as there).
+  // every derivation error (derive_lstm_s16_params; options.derive as there). weights: when not
+  // null, the weight choices of an int8 compile's search for the same LSTM (its per-block weight
+  // clips and bias correction, CalibrationStats::chosen), taken for the 16x8 weights, which are
+  // the same int8 blocks.
   static QuantizedLstmS16 compile(const FloatLstm& lstm, const CalibrationSet& calibration,
-                                  const CompileOptions& options);
+                                  const CompileOptions& options, const OpChoice* weights = nullptr);
   const DerivedLstmS16& derived() const { return d_; }
 
   // x in its float values ([B][T][I] or [T][B][I] as shape says) to int16, the program's call, its
