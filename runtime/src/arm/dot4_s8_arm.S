@@ -600,45 +600,88 @@
     ROWS_DSP
 .endm
 
-@ The four rows' dot products as COLUMNS_THUMB2 does them, by SMLAD: thirty-two columns per loop
-@ pass (the loop's own two instructions are then 1 % of it), then sixteen, eight, four (by the
-@ bits of the count left), and the last 0..3 one at a time.
-.macro COLUMNS_DSP quad=QUAD_DSP, tail_v=
-    subs    r3, r3, #32
-    blt     2f
+@ Whole blocks of four rows by SMLAD (as ROWS4, with the columns as COLUMNS_THUMB2 takes them):
+@ eight quads of columns per loop pass, the first pass entered part-way (Duff's device) so that
+@ it runs the quads modulo 8, then the last 0..3 columns one at a time (out of line). The entry
+@ into the first pass and the pass count are worked out once per call; each block then jumps to
+@ the entry (BX, 4 cycles, where tests of the count's bits cost 8 to 16). Every instruction of a
+@ quad is 32-bit, so that the entry is the loop's top plus a multiple of the quad's size.
+@ Stack: v, the entry (Thumb bit set), the passes, the end of acc; above the nine pushed
+@ registers bias, acc and (rows4_s8_dspx) the bytes of the last 0..3 columns of v.
+    .equ    DSP_FRAME, 16
+    .equ    DSP_BIAS, DSP_FRAME + 36
+    .equ    DSP_ACC, DSP_FRAME + 40
+    .equ    DSP_V_TAIL, DSP_FRAME + 44
+.macro ROWS4_DSP name, quad, quad_bytes, tail_v=
+    FUNCTION \name
+    push    {r4-r11, lr}
+    cmp     r3, #0
+    beq     9f
+    sub     sp, sp, #DSP_FRAME
+    mov     r9, r2                  @ the row stride
+    str     r0, [sp]                @ v
+    ldr     r12, [sp, #DSP_ACC]
+    add     r12, r12, r3, lsl #4
+    str     r12, [sp, #12]          @ the end of acc
+    adr     r10, 5f                 @ no whole quad: straight to the last columns
+    lsrs    r12, r2, #2             @ quads
+    beq     6f
+    add     r11, r12, #7
+    lsr     r11, r11, #3
+    str     r11, [sp, #8]           @ passes: ceil(quads / 8)
+    rsb     r12, r12, #0
+    and     r12, r12, #7            @ the quads the first pass skips
+    adr     r10, 1f
+    mov     r11, #\quad_bytes
+    mla     r10, r12, r11, r10
+6:
+    orr     r10, r10, #1
+    str     r10, [sp, #4]           @ the entry
+7:
+    ldr     r0, [sp]
+    ldr     r3, [sp, #8]
+    ldr     r12, [sp, #4]
+    ldr     r10, [sp, #DSP_BIAS]
+    ldm     r10!, {r4-r7}
+    str     r10, [sp, #DSP_BIAS]
+    add     r8, r1, r9, lsl #1      @ row 2
+    bx      r12
+    .p2align 2
 1:
     .rept 8
     \quad
     .endr
-    subs    r3, r3, #32
-    bge     1b
 2:
-    tst     r3, #16                 @ r3 = the columns left - 32: its low 5 bits are the columns left
-    beq     3f
-    .rept 4
-    \quad
-    .endr
-3:
-    tst     r3, #8
-    beq     4f
-    \quad
-    \quad
-4:
-    tst     r3, #4
-    beq     5f
-    \quad
+    .if (2b - 1b) != 8 * \quad_bytes
+    .error "a quad is not \quad_bytes bytes"
+    .endif
+    subs    r3, r3, #1
+    bne     1b
 5:
-    ands    r3, r3, #3
-    beq     8f
+    ands    r3, r9, #3
+    bne     4f                      @ the last 0..3 columns
+8:
+    ldr     r12, [sp, #DSP_ACC]
+    ldr     r3, [sp, #12]
+    stm     r12!, {r4-r7}
+    str     r12, [sp, #DSP_ACC]
+    add     r1, r8, r9              @ the next block's row 0: right after row 3 (r8 ends at row 3)
+    cmp     r12, r3
+    bne     7b
+    add     sp, sp, #DSP_FRAME
+9:
+    pop     {r4-r11, pc}
+4:
     \tail_v
-6:
+3:
     COLUMN_THUMB2
     subs    r3, r3, #1
-    bne     6b
-8:
+    bne     3b
+    b       8b
+    .size \name, . - \name
 .endm
 
-    ROWS4 qlstm_arm_rows4_s8_dsp, COLUMNS_DSP
+    ROWS4_DSP qlstm_arm_rows4_s8_dsp, QUAD_DSP, 92
 
 @ One row: acc + sum_{j<n} v[j] * w[j] (wrapping), by SXTB16 of both and SMLAD, eight columns
 @ per pass, then four, then the last 0..3 one at a time (the rows after the last whole block).
@@ -692,11 +735,6 @@
     ROWS_DSP
 .endm
 
-@ COLUMNS_DSP over the expanded pairs; the last 0..3 columns from the bytes (the 7th argument,
-@ 12 bytes + 9 registers + 2 arguments up the stack).
-.macro COLUMNS_DSPX
-    COLUMNS_DSP QUAD_DSPX, "ldr r0, [sp, #56]"
-.endm
 
 @ The expansion itself: pairs[2q] = (v[4q], v[4q+2]), pairs[2q+1] = (v[4q+1], v[4q+3]) as int16.
 @ void qlstm_arm_expand_s8_dsp(const int8_t* v, int32_t quads, int32_t* pairs);
@@ -715,7 +753,7 @@
 
 @ void qlstm_arm_rows4_s8_dspx(const int32_t* v_pairs, const int8_t* w, int32_t n, int32_t blocks,
 @                              const int32_t* bias, int32_t* acc, const int8_t* v_tail);
-    ROWS4 qlstm_arm_rows4_s8_dspx, COLUMNS_DSPX
+    ROWS4_DSP qlstm_arm_rows4_s8_dspx, QUAD_DSPX, 88, "ldr r0, [sp, #DSP_V_TAIL]"
 #endif  /* __ARM_FEATURE_DSP */
 #if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
 @ Helium: sixteen columns per pass in a tail-predicated loop (DLSTP/LETP predicate the last,
