@@ -112,10 +112,13 @@ void chunk_dots(const typename Kernel::Operand& vo, const int8_t* v, const int8_
   }
 }
 
-// The gate with its finish built by the caller (once per call: blocked/lstm_chunked.h).
+// The gate with its finish built by the caller, over the caller's operands xo and ho: each batch
+// row's x and h are prepared into them, except when `prepared` (a one-row call whose x and h the
+// caller prepared already: blocked/lstm_chunked.h prepares them once per step for all four gates).
 template <typename Kernel>
-void gate_chunked_with(const qlstm_gate_s8_params& g, const typename Kernel::Finish& finish, const GateArgs& a,
-                       int16_t* out_q0_15) {
+__attribute__((noinline)) void gate_chunked_over(const qlstm_gate_s8_params& g, const typename Kernel::Finish& finish,
+                                                 const GateArgs& a, int16_t* out_q0_15, typename Kernel::Operand& xo,
+                                                 typename Kernel::Operand& ho, bool prepared) {
   const int32_t I = a.input_size, H = a.hidden_size;
   int32_t acc[2 * kChunkRows];
   int32_t* const ax = acc;
@@ -124,13 +127,14 @@ void gate_chunked_with(const qlstm_gate_s8_params& g, const typename Kernel::Fin
     const int32_t rows = H < kChunkRows ? H : kChunkRows;
     for (int32_t r = 0; r < rows; ++r) ah[r] = 0;
   }
-  typename Kernel::Operand xo, ho;
   for (int32_t b = 0; b < a.rows; ++b) {
     const int8_t* x = a.x + b * a.x_row_stride;
     const int8_t* h = a.h != nullptr ? a.h + b * a.h_row_stride : nullptr;
     int16_t* out = out_q0_15 + static_cast<ptrdiff_t>(b) * H;
-    xo.prepare(x, I);
-    if (h != nullptr) ho.prepare(h, H);
+    if (!prepared) {
+      xo.prepare(x, I);
+      if (h != nullptr) ho.prepare(h, H);
+    }
     for (int32_t c0 = 0; c0 < H; c0 += kChunkRows) {
       const int32_t n = H - c0 < kChunkRows ? H - c0 : kChunkRows;
       chunk_dots<Kernel>(xo, x, g.input_weights, I, c0, n, g.input_effective_bias, ax);
@@ -138,6 +142,14 @@ void gate_chunked_with(const qlstm_gate_s8_params& g, const typename Kernel::Fin
       finish(ax, ah, n, out + c0);
     }
   }
+}
+
+// The gate with its finish built by the caller (once per call: blocked/gru_chunked.h).
+template <typename Kernel>
+void gate_chunked_with(const qlstm_gate_s8_params& g, const typename Kernel::Finish& finish, const GateArgs& a,
+                       int16_t* out_q0_15) {
+  typename Kernel::Operand xo, ho;
+  gate_chunked_over<Kernel>(g, finish, a, out_q0_15, xo, ho, false);
 }
 
 template <typename Kernel>
