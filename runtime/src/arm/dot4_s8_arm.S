@@ -260,39 +260,57 @@
 @                                                       const qlstm_arm_gate_finish_fast_params* p);
 @ p: x's left shift, multiplier, 2^(right-1), right - 1; h's; the table (lstm_s8_arm.cc).
 
-@ r9 = requantize(r9) with r4 left, r5 multiplier, r6 2^(right-1), r7 right - 1; r8, r10 scratch.
-.macro REQUANT_FOLDED
-    lsl     r9, r9, r4
-    smull   r10, r8, r9, r5
-    adds    r10, r10, #0x40000000
-    adc     r8, r8, #0              @ Q
-    sub     r9, r6, r8, lsr #31     @ c
-    adds    r10, r10, r9, lsl #31
-    adc     r8, r8, r9, lsr #1      @ the high word of Q + c 2^31
-    asr     r9, r8, r7
+@ v = requantize(v) with r4 left, r5 multiplier, r6 2^(right-1), r7 right - 1; hi, lo scratch.
+.macro REQUANT_FOLDED v=r9, hi=r8, lo=r10
+    lsl     \v, \v, r4
+    smull   \lo, \hi, \v, r5
+    adds    \lo, \lo, #0x40000000
+    adc     \hi, \hi, #0              @ Q
+    sub     \v, r6, \hi, lsr #31      @ c
+    adds    \lo, \lo, \v, lsl #31
+    adc     \hi, \hi, \v, lsr #1      @ the high word of Q + c 2^31
+    asr     \v, \hi, r7
 .endm
 
-@ The first pass; then r0 = ax, r2 = the end of ax, r3 = out, r4-r7 h's parameters, r11 the
-@ table, lr the table from entry 1.
+@ The first pass (qlstm_arm_x_part_folded); then r0 = ax, r2 = the end of ax, r3 = out, r4-r7
+@ h's parameters, r11 the table, lr the table from entry 1.
 .macro GATE_FINISH_FOLDED_PROLOGUE
     push    {r4-r11, lr}
     cmp     r1, #0
     beq     9f
-    mov     lr, r3                  @ p
+    mov     r11, r3                 @ p
     mov     r3, r2                  @ out
     add     r2, r0, r1, lsl #2      @ the end of ax
-    ldm     lr!, {r4-r7}            @ x's parameters
-    mov     r1, r0
-1:
-    ldr     r9, [r1]
-    REQUANT_FOLDED
-    ssat    r9, #16, r9
-    str     r9, [r1], #4
-    cmp     r1, r2
-    bne     1b
-    ldm     lr, {r4-r7, r11}        @ h's parameters, the table
+    ldm     r11!, {r4-r7}           @ x's parameters
+    bl      qlstm_arm_x_part_folded
+    ldm     r11, {r4-r7, r11}       @ h's parameters, the table
     add     lr, r11, #2
 .endm
+
+@ The folded finish's first pass, shared by both: ax[r] = sat16(rq_x(ax[r])) in place for ax at
+@ r0 up to the end at r2 (n >= 1), r4-r7 x's parameters; two rows per loop pass (their loads
+@ back to back). An odd n also requantizes ax[n], which a chunk of fewer than kChunkRows rows has
+@ (gate_chunked's accumulators; its value is not used). Keeps r0, r2-r7 and r11.
+    .section .text.qlstm_arm_x_part_folded, "ax", %progbits
+    .type qlstm_arm_x_part_folded, %function
+    .thumb_func
+    .p2align 2
+qlstm_arm_x_part_folded:
+    push    {r3, lr}
+    mov     r1, r0
+1:
+    ldr     r9, [r1], #8
+    ldr     r3, [r1, #-4]
+    REQUANT_FOLDED
+    REQUANT_FOLDED r3, r12, lr
+    ssat    r9, #16, r9
+    ssat    r3, #16, r3
+    str     r9, [r1, #-8]
+    str     r3, [r1, #-4]
+    cmp     r1, r2
+    blo     1b
+    pop     {r3, pc}
+    .size qlstm_arm_x_part_folded, . - qlstm_arm_x_part_folded
 
 @ r1 = sat16(x part + rq_h(ah)) of the row at r0 (r0 advanced), r9 = v = 3 r1, r10 = |v|.
 .macro GATE_PRE_FOLDED
@@ -608,11 +626,17 @@
 @ quad is 32-bit, so that the entry is the loop's top plus a multiple of the quad's size.
 @ Stack: v, the entry (Thumb bit set), the passes, the end of acc; above the nine pushed
 @ registers bias, acc and (rows4_s8_dspx) the bytes of the last 0..3 columns of v.
+@ align: the loop's top on a 2^align-byte boundary. QEMU ends a translated block at every 1 KiB
+@ page, and the counter charges a block's first instruction as if nothing ran before it
+@ (docs/targets.md), so a load there loses its pipelining: about 1 cycle per pass wherever a page
+@ boundary falls on one of a quad's pipelined loads. With the top on 128 bytes, those boundaries
+@ fall on a multiple of 128 bytes into the loop: an SXTB16, an SMLAD or a quad's first load for
+@ both quads (88 and 92 bytes), whose charge is the same either way, as on the core itself.
     .equ    DSP_FRAME, 16
     .equ    DSP_BIAS, DSP_FRAME + 36
     .equ    DSP_ACC, DSP_FRAME + 40
     .equ    DSP_V_TAIL, DSP_FRAME + 44
-.macro ROWS4_DSP name, quad, quad_bytes, tail_v=
+.macro ROWS4_DSP name, quad, quad_bytes, align, tail_v=
     FUNCTION \name
     push    {r4-r11, lr}
     cmp     r3, #0
@@ -646,7 +670,7 @@
     str     r10, [sp, #DSP_BIAS]
     add     r8, r1, r9, lsl #1      @ row 2
     bx      r12
-    .p2align 2
+    .p2align \align
 1:
     .rept 8
     \quad
@@ -681,7 +705,7 @@
     .size \name, . - \name
 .endm
 
-    ROWS4_DSP qlstm_arm_rows4_s8_dsp, QUAD_DSP, 92
+    ROWS4_DSP qlstm_arm_rows4_s8_dsp, QUAD_DSP, 92, 2     @ vectors over 256 columns: not aligned
 
 @ One row: acc + sum_{j<n} v[j] * w[j] (wrapping), by SXTB16 of both and SMLAD, eight columns
 @ per pass, then four, then the last 0..3 one at a time (the rows after the last whole block).
@@ -753,7 +777,7 @@
 
 @ void qlstm_arm_rows4_s8_dspx(const int32_t* v_pairs, const int8_t* w, int32_t n, int32_t blocks,
 @                              const int32_t* bias, int32_t* acc, const int8_t* v_tail);
-    ROWS4_DSP qlstm_arm_rows4_s8_dspx, QUAD_DSPX, 88, "ldr r0, [sp, #DSP_V_TAIL]"
+    ROWS4_DSP qlstm_arm_rows4_s8_dspx, QUAD_DSPX, 88, 7, "ldr r0, [sp, #DSP_V_TAIL]"
 #endif  /* __ARM_FEATURE_DSP */
 #if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
 @ Helium: sixteen columns per pass in a tail-predicated loop (DLSTP/LETP predicate the last,

@@ -86,7 +86,8 @@ void gate(const qlstm_gate_s8_params& g, const GateArgs& a, int16_t* out_q0_15) 
 //   struct Finish { Finish(const GateRequant& rq, bool is_tanh);
 //                   void operator()(const int32_t* ax, const int32_t* ah, int32_t n, int16_t* out_q0_15) const; };
 //                     n rows to Q0.15, activated; built once per gate call (its parameters set up once);
-//                     it may overwrite the chunk's accumulators (gate_chunked's own stack)
+//                     it may overwrite the chunk's accumulators (gate_chunked's own stack, all
+//                     2 * kChunkRows of them)
 // (and dot1 for the rows after the last whole block). The accumulators of a chunk live on the
 // stack: 2 * kChunkRows int32 (512 bytes), ah right after ax. Without h, ah stays zero:
 // requantized it adds exactly 0, as the reference's h-less gate. 64 rows: a gate of up to 64
