@@ -268,7 +268,7 @@
     adc     \hi, \hi, #0              @ Q
     sub     \v, r6, \hi, lsr #31      @ c
     adds    \lo, \lo, \v, lsl #31
-    adc     \hi, \hi, \v, lsr #1      @ the high word of Q + c 2^31
+    adc     \hi, \hi, \v, asr #1      @ the high word of Q + c 2^31 (c of either sign)
     asr     \v, \hi, r7
 .endm
 
@@ -380,7 +380,10 @@ qlstm_arm_x_part_folded:
 @ void qlstm_arm_cell_update_thumb2(int32_t count, const int16_t* f, const int16_t* i, const int16_t* g,
 @                                   int16_t* cell, const qlstm_arm_cell_params* p);
 @ p: f*c's and i*g's requantization (5 words each, as the gate's), clip_min, clip_max.
-    FUNCTION qlstm_arm_cell_update_thumb2
+@ CELL_UPDATE: requant the requantization of r9 (r4-r8 its parameters as loaded, r10 scratch),
+@ fold what turns them into requant's after each load (arm_dsp's folded one).
+.macro CELL_UPDATE name, requant, fold=
+    FUNCTION \name
     push    {r4-r11, lr}
     cmp     r0, #0
     beq     9f
@@ -392,11 +395,12 @@ qlstm_arm_x_part_folded:
     mov     r2, r3                  @ g
     mov     r3, r11
     ldm     r12!, {r4-r8}
+    \fold
 1:
     ldrsh   r9, [r0], #2
     ldrsh   r10, [r3]
     mul     r9, r9, r10
-    REQUANT_SCALAR
+    \requant
     ssat    r9, #16, r9
     strh    r9, [r3], #2
     cmp     r3, lr
@@ -404,13 +408,14 @@ qlstm_arm_x_part_folded:
     ldr     r3, [sp, #36]
     ldm     r12, {r4-r8, r11}       @ i*g's requantization, clip_min
     ldr     r12, [r12, #24]         @ clip_max
+    \fold
 2:
     ldrsh   r9, [r1], #2
     ldrsh   r10, [r2], #2
+    ldrsh   r0, [r3]
     mul     r9, r9, r10
-    REQUANT_SCALAR
-    ldrsh   r10, [r3]
-    add     r9, r9, r10
+    \requant
+    add     r9, r9, r0
     cmp     r9, r11
     it      lt
     movlt   r9, r11
@@ -422,7 +427,10 @@ qlstm_arm_x_part_folded:
     bne     2b
 9:
     pop     {r4-r11, pc}
-    .size qlstm_arm_cell_update_thumb2, . - qlstm_arm_cell_update_thumb2
+    .size \name, . - \name
+.endm
+
+    CELL_UPDATE qlstm_arm_cell_update_thumb2, REQUANT_SCALAR
 
 @ The hidden update of one batch row (§6): h = sat8(rq_ot(o * tanh(cell)) + zero point), tanh of
 @ the cell (scale 2^P) with the pre-scale v = (3 cell * 2^left + round) >> right, then as the
@@ -431,7 +439,9 @@ qlstm_arm_x_part_folded:
 @                                     const qlstm_arm_hidden_params* p);
 @ p: the pre-scale (multiplier 3 << left, rounding, right shift), the table and the table from
 @ entry 1; o*tanh's requantization (5 words); the output zero point.
-    FUNCTION qlstm_arm_hidden_update_thumb2
+@ HIDDEN_UPDATE: out the output of r9 = o * tanh, lr its parameters (r4-r8, r10 scratch).
+.macro HIDDEN_UPDATE name, out
+    FUNCTION \name
     push    {r4-r11, lr}
     cmp     r0, #0
     beq     9f
@@ -452,16 +462,52 @@ qlstm_arm_x_part_folded:
     TANH_SCALAR r10, r11, r4, r5, r7, r8, r9   @ r4 = tanh(cell) in Q0.15
     ldrsh   r9, [r0], #2
     mul     r9, r9, r4
-    ldm     lr, {r4-r8}
-    REQUANT_SCALAR
-    ldr     r10, [lr, #20]
-    add     r9, r9, r10
+    \out
     ssat    r9, #8, r9
     strb    r9, [r2], #1
     cmp     r1, r3
     bne     1b
     TANH_EPILOGUE r4
-    .size qlstm_arm_hidden_update_thumb2, . - qlstm_arm_hidden_update_thumb2
+    .size \name, . - \name
+.endm
+
+.macro HIDDEN_OUT_SCALAR
+    ldm     lr, {r4-r8}
+    REQUANT_SCALAR
+    ldr     r10, [lr, #20]
+    add     r9, r9, r10
+.endm
+
+    HIDDEN_UPDATE qlstm_arm_hidden_update_thumb2, HIDDEN_OUT_SCALAR
+
+#if defined(__ARM_FEATURE_DSP)
+@ The cell and hidden updates again for right shifts of at least 1 (arm_dsp picks them,
+@ lstm_s8_arm.cc), with REQUANT_FOLDED: the same arithmetic in fewer instructions per unit.
+@ void qlstm_arm_cell_update_folded(int32_t count, const int16_t* f, const int16_t* i, const int16_t* g,
+@                                   int16_t* cell, const qlstm_arm_cell_params* p);
+@ p: as the Thumb-2 one's; each requantization's right shift and half mask become right - 1 and
+@ 2^(right-1) in registers.
+.macro FOLD_REQUANT_REGS
+    sub     r7, r6, #1              @ right - 1
+    add     r6, r8, #1              @ 2^(right-1)
+.endm
+
+    CELL_UPDATE qlstm_arm_cell_update_folded, REQUANT_FOLDED, FOLD_REQUANT_REGS
+
+@ The hidden update with o*tanh's requantization folded and the output zero point z inside its
+@ rounding constant: 2^(right-1) + z 2^right, so that c 2^31 adds z 2^(31+right) to the sum,
+@ exactly z after the shift (right from 1 to 23: the constant fits in int32).
+@ void qlstm_arm_hidden_update_folded(int32_t count, const int16_t* o, const int16_t* cell, int8_t* h,
+@                                     const qlstm_arm_hidden_params* p);
+@ p: as the Thumb-2 one's, but o*tanh's requantization as left shift, multiplier, that constant
+@ and right - 1 (lstm_s8_arm.cc).
+.macro HIDDEN_OUT_FOLDED
+    ldm     lr, {r4-r7}
+    REQUANT_FOLDED
+.endm
+
+    HIDDEN_UPDATE qlstm_arm_hidden_update_folded, HIDDEN_OUT_FOLDED
+#endif  /* __ARM_FEATURE_DSP */
 
 @ The GRU's update and output (docs/arithmetic.md §13; gru_s8_arm.cc), one unit per pass:
 @   h = sat16(n + rq(z * (h - n)))   in place (|z * (h - n)| < 2^31, the add wrapping)
