@@ -111,6 +111,7 @@ struct Thumb2Kernel : Thumb2Dot {
 #if defined(__ARM_FEATURE_DSP)
 struct DspKernel : DspDot {
   using Finish = arm::GateFinish;
+  static constexpr bool kInlineChunkDots = true;  // about 25 cycles less per rows4 call
 };
 #endif
 
