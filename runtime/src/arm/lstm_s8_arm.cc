@@ -111,7 +111,8 @@ struct Thumb2Kernel : Thumb2Dot {
 #if defined(__ARM_FEATURE_DSP)
 struct DspKernel : DspDot {
   using Finish = arm::GateFinish;
-  static constexpr bool kInlineChunkDots = true;  // about 25 cycles less per rows4 call
+  // x and h sign-extended once per step, the chunks' dot products inlined (blocked/gate_rows.h)
+  static constexpr bool kPrepareOncePerStep = true;
 };
 #endif
 

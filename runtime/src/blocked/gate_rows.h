@@ -119,21 +119,23 @@ void chunk_dots(const typename Kernel::Operand& vo, const int8_t* v, const int8_
   chunk_dots_inlined<Kernel>(vo, v, w, cols, c0, n, bias, acc);
 }
 
-// A kernel's kInlineChunkDots (default false): whether gate_chunked_over inlines its chunks' dot
-// products (fewer cycles per gate call, more flash) or calls chunk_dots.
+// A kernel's kPrepareOncePerStep (default false): whether a whole LSTM call prepares a one-row
+// call's x and h once per step (blocked/lstm_chunked.h: where preparing costs, as ExpandedOperand's
+// sign extension) and gate_chunked_over inlines its chunks' dot products (fewer cycles per gate
+// call, more flash). The others keep their operands local to the gate and call chunk_dots.
 template <typename K>
-constexpr auto inline_chunk_dots(int) -> decltype(K::kInlineChunkDots) {
-  return K::kInlineChunkDots;
+constexpr auto prepare_once_per_step(int) -> decltype(K::kPrepareOncePerStep) {
+  return K::kPrepareOncePerStep;
 }
 template <typename K>
-constexpr bool inline_chunk_dots(long) {
+constexpr bool prepare_once_per_step(long) {
   return false;
 }
 template <typename Kernel>
 __attribute__((always_inline)) inline void gate_chunk_dots(const typename Kernel::Operand& vo, const int8_t* v,
                                                            const int8_t* w, int32_t cols, int32_t c0, int32_t n,
                                                            const int32_t* bias, int32_t* acc) {
-  if constexpr (inline_chunk_dots<Kernel>(0)) {
+  if constexpr (prepare_once_per_step<Kernel>(0)) {
     chunk_dots_inlined<Kernel>(vo, v, w, cols, c0, n, bias, acc);
   } else {
     chunk_dots<Kernel>(vo, v, w, cols, c0, n, bias, acc);
@@ -144,9 +146,10 @@ __attribute__((always_inline)) inline void gate_chunk_dots(const typename Kernel
 // row's x and h are prepared into them, except when `prepared` (a one-row call whose x and h the
 // caller prepared already: blocked/lstm_chunked.h prepares them once per step for all four gates).
 template <typename Kernel>
-__attribute__((noinline)) void gate_chunked_over(const qlstm_gate_s8_params& g, const typename Kernel::Finish& finish,
-                                                 const GateArgs& a, int16_t* out_q0_15, typename Kernel::Operand& xo,
-                                                 typename Kernel::Operand& ho, bool prepared) {
+__attribute__((always_inline)) inline void gate_chunked_body(const qlstm_gate_s8_params& g,
+                                                             const typename Kernel::Finish& finish, const GateArgs& a,
+                                                             int16_t* out_q0_15, typename Kernel::Operand& xo,
+                                                             typename Kernel::Operand& ho, bool prepared) {
   const int32_t I = a.input_size, H = a.hidden_size;
   int32_t acc[2 * kChunkRows];
   int32_t* const ax = acc;
@@ -172,12 +175,23 @@ __attribute__((noinline)) void gate_chunked_over(const qlstm_gate_s8_params& g, 
   }
 }
 
+template <typename Kernel>
+__attribute__((noinline)) void gate_chunked_over(const qlstm_gate_s8_params& g, const typename Kernel::Finish& finish,
+                                                 const GateArgs& a, int16_t* out_q0_15, typename Kernel::Operand& xo,
+                                                 typename Kernel::Operand& ho, bool prepared) {
+  gate_chunked_body<Kernel>(g, finish, a, out_q0_15, xo, ho, prepared);
+}
+
 // The gate with its finish built by the caller (once per call: blocked/gru_chunked.h).
 template <typename Kernel>
 void gate_chunked_with(const qlstm_gate_s8_params& g, const typename Kernel::Finish& finish, const GateArgs& a,
                        int16_t* out_q0_15) {
   typename Kernel::Operand xo, ho;
-  gate_chunked_over<Kernel>(g, finish, a, out_q0_15, xo, ho, false);
+  if constexpr (prepare_once_per_step<Kernel>(0)) {
+    gate_chunked_over<Kernel>(g, finish, a, out_q0_15, xo, ho, false);
+  } else {
+    gate_chunked_body<Kernel>(g, finish, a, out_q0_15, xo, ho, false);
+  }
 }
 
 template <typename Kernel>
