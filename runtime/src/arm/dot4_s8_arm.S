@@ -260,39 +260,57 @@
 @                                                       const qlstm_arm_gate_finish_fast_params* p);
 @ p: x's left shift, multiplier, 2^(right-1), right - 1; h's; the table (lstm_s8_arm.cc).
 
-@ r9 = requantize(r9) with r4 left, r5 multiplier, r6 2^(right-1), r7 right - 1; r8, r10 scratch.
-.macro REQUANT_FOLDED
-    lsl     r9, r9, r4
-    smull   r10, r8, r9, r5
-    adds    r10, r10, #0x40000000
-    adc     r8, r8, #0              @ Q
-    sub     r9, r6, r8, lsr #31     @ c
-    adds    r10, r10, r9, lsl #31
-    adc     r8, r8, r9, lsr #1      @ the high word of Q + c 2^31
-    asr     r9, r8, r7
+@ v = requantize(v) with r4 left, r5 multiplier, r6 2^(right-1), r7 right - 1; hi, lo scratch.
+.macro REQUANT_FOLDED v=r9, hi=r8, lo=r10
+    lsl     \v, \v, r4
+    smull   \lo, \hi, \v, r5
+    adds    \lo, \lo, #0x40000000
+    adc     \hi, \hi, #0              @ Q
+    sub     \v, r6, \hi, lsr #31      @ c
+    adds    \lo, \lo, \v, lsl #31
+    adc     \hi, \hi, \v, asr #1      @ the high word of Q + c 2^31 (c of either sign)
+    asr     \v, \hi, r7
 .endm
 
-@ The first pass; then r0 = ax, r2 = the end of ax, r3 = out, r4-r7 h's parameters, r11 the
-@ table, lr the table from entry 1.
+@ The first pass (qlstm_arm_x_part_folded); then r0 = ax, r2 = the end of ax, r3 = out, r4-r7
+@ h's parameters, r11 the table, lr the table from entry 1.
 .macro GATE_FINISH_FOLDED_PROLOGUE
     push    {r4-r11, lr}
     cmp     r1, #0
     beq     9f
-    mov     lr, r3                  @ p
+    mov     r11, r3                 @ p
     mov     r3, r2                  @ out
     add     r2, r0, r1, lsl #2      @ the end of ax
-    ldm     lr!, {r4-r7}            @ x's parameters
-    mov     r1, r0
-1:
-    ldr     r9, [r1]
-    REQUANT_FOLDED
-    ssat    r9, #16, r9
-    str     r9, [r1], #4
-    cmp     r1, r2
-    bne     1b
-    ldm     lr, {r4-r7, r11}        @ h's parameters, the table
+    ldm     r11!, {r4-r7}           @ x's parameters
+    bl      qlstm_arm_x_part_folded
+    ldm     r11, {r4-r7, r11}       @ h's parameters, the table
     add     lr, r11, #2
 .endm
+
+@ The folded finish's first pass, shared by both: ax[r] = sat16(rq_x(ax[r])) in place for ax at
+@ r0 up to the end at r2 (n >= 1), r4-r7 x's parameters; two rows per loop pass (their loads
+@ back to back). An odd n also requantizes ax[n], which a chunk of fewer than kChunkRows rows has
+@ (gate_chunked's accumulators; its value is not used). Keeps r0, r2-r7 and r11.
+    .section .text.qlstm_arm_x_part_folded, "ax", %progbits
+    .type qlstm_arm_x_part_folded, %function
+    .thumb_func
+    .p2align 2
+qlstm_arm_x_part_folded:
+    push    {r3, lr}
+    mov     r1, r0
+1:
+    ldr     r9, [r1], #8
+    ldr     r3, [r1, #-4]
+    REQUANT_FOLDED
+    REQUANT_FOLDED r3, r12, lr
+    ssat    r9, #16, r9
+    ssat    r3, #16, r3
+    str     r9, [r1, #-8]
+    str     r3, [r1, #-4]
+    cmp     r1, r2
+    blo     1b
+    pop     {r3, pc}
+    .size qlstm_arm_x_part_folded, . - qlstm_arm_x_part_folded
 
 @ r1 = sat16(x part + rq_h(ah)) of the row at r0 (r0 advanced), r9 = v = 3 r1, r10 = |v|.
 .macro GATE_PRE_FOLDED
@@ -362,7 +380,10 @@
 @ void qlstm_arm_cell_update_thumb2(int32_t count, const int16_t* f, const int16_t* i, const int16_t* g,
 @                                   int16_t* cell, const qlstm_arm_cell_params* p);
 @ p: f*c's and i*g's requantization (5 words each, as the gate's), clip_min, clip_max.
-    FUNCTION qlstm_arm_cell_update_thumb2
+@ CELL_UPDATE: requant the requantization of r9 (r4-r8 its parameters as loaded, r10 scratch),
+@ fold what turns them into requant's after each load (arm_dsp's folded one).
+.macro CELL_UPDATE name, requant, fold=
+    FUNCTION \name
     push    {r4-r11, lr}
     cmp     r0, #0
     beq     9f
@@ -374,11 +395,12 @@
     mov     r2, r3                  @ g
     mov     r3, r11
     ldm     r12!, {r4-r8}
+    \fold
 1:
     ldrsh   r9, [r0], #2
     ldrsh   r10, [r3]
     mul     r9, r9, r10
-    REQUANT_SCALAR
+    \requant
     ssat    r9, #16, r9
     strh    r9, [r3], #2
     cmp     r3, lr
@@ -386,13 +408,14 @@
     ldr     r3, [sp, #36]
     ldm     r12, {r4-r8, r11}       @ i*g's requantization, clip_min
     ldr     r12, [r12, #24]         @ clip_max
+    \fold
 2:
     ldrsh   r9, [r1], #2
     ldrsh   r10, [r2], #2
+    ldrsh   r0, [r3]
     mul     r9, r9, r10
-    REQUANT_SCALAR
-    ldrsh   r10, [r3]
-    add     r9, r9, r10
+    \requant
+    add     r9, r9, r0
     cmp     r9, r11
     it      lt
     movlt   r9, r11
@@ -404,7 +427,10 @@
     bne     2b
 9:
     pop     {r4-r11, pc}
-    .size qlstm_arm_cell_update_thumb2, . - qlstm_arm_cell_update_thumb2
+    .size \name, . - \name
+.endm
+
+    CELL_UPDATE qlstm_arm_cell_update_thumb2, REQUANT_SCALAR
 
 @ The hidden update of one batch row (§6): h = sat8(rq_ot(o * tanh(cell)) + zero point), tanh of
 @ the cell (scale 2^P) with the pre-scale v = (3 cell * 2^left + round) >> right, then as the
@@ -413,7 +439,9 @@
 @                                     const qlstm_arm_hidden_params* p);
 @ p: the pre-scale (multiplier 3 << left, rounding, right shift), the table and the table from
 @ entry 1; o*tanh's requantization (5 words); the output zero point.
-    FUNCTION qlstm_arm_hidden_update_thumb2
+@ HIDDEN_UPDATE: out the output of r9 = o * tanh, lr its parameters (r4-r8, r10 scratch).
+.macro HIDDEN_UPDATE name, out
+    FUNCTION \name
     push    {r4-r11, lr}
     cmp     r0, #0
     beq     9f
@@ -434,16 +462,52 @@
     TANH_SCALAR r10, r11, r4, r5, r7, r8, r9   @ r4 = tanh(cell) in Q0.15
     ldrsh   r9, [r0], #2
     mul     r9, r9, r4
-    ldm     lr, {r4-r8}
-    REQUANT_SCALAR
-    ldr     r10, [lr, #20]
-    add     r9, r9, r10
+    \out
     ssat    r9, #8, r9
     strb    r9, [r2], #1
     cmp     r1, r3
     bne     1b
     TANH_EPILOGUE r4
-    .size qlstm_arm_hidden_update_thumb2, . - qlstm_arm_hidden_update_thumb2
+    .size \name, . - \name
+.endm
+
+.macro HIDDEN_OUT_SCALAR
+    ldm     lr, {r4-r8}
+    REQUANT_SCALAR
+    ldr     r10, [lr, #20]
+    add     r9, r9, r10
+.endm
+
+    HIDDEN_UPDATE qlstm_arm_hidden_update_thumb2, HIDDEN_OUT_SCALAR
+
+#if defined(__ARM_FEATURE_DSP)
+@ The cell and hidden updates again for right shifts of at least 1 (arm_dsp picks them,
+@ lstm_s8_arm.cc), with REQUANT_FOLDED: the same arithmetic in fewer instructions per unit.
+@ void qlstm_arm_cell_update_folded(int32_t count, const int16_t* f, const int16_t* i, const int16_t* g,
+@                                   int16_t* cell, const qlstm_arm_cell_params* p);
+@ p: as the Thumb-2 one's; each requantization's right shift and half mask become right - 1 and
+@ 2^(right-1) in registers.
+.macro FOLD_REQUANT_REGS
+    sub     r7, r6, #1              @ right - 1
+    add     r6, r8, #1              @ 2^(right-1)
+.endm
+
+    CELL_UPDATE qlstm_arm_cell_update_folded, REQUANT_FOLDED, FOLD_REQUANT_REGS
+
+@ The hidden update with o*tanh's requantization folded and the output zero point z inside its
+@ rounding constant: 2^(right-1) + z 2^right, so that c 2^31 adds z 2^(31+right) to the sum,
+@ exactly z after the shift (right from 1 to 23: the constant fits in int32).
+@ void qlstm_arm_hidden_update_folded(int32_t count, const int16_t* o, const int16_t* cell, int8_t* h,
+@                                     const qlstm_arm_hidden_params* p);
+@ p: as the Thumb-2 one's, but o*tanh's requantization as left shift, multiplier, that constant
+@ and right - 1 (lstm_s8_arm.cc).
+.macro HIDDEN_OUT_FOLDED
+    ldm     lr, {r4-r7}
+    REQUANT_FOLDED
+.endm
+
+    HIDDEN_UPDATE qlstm_arm_hidden_update_folded, HIDDEN_OUT_FOLDED
+#endif  /* __ARM_FEATURE_DSP */
 
 @ The GRU's update and output (docs/arithmetic.md §13; gru_s8_arm.cc), one unit per pass:
 @   h = sat16(n + rq(z * (h - n)))   in place (|z * (h - n)| < 2^31, the add wrapping)
@@ -600,45 +664,94 @@
     ROWS_DSP
 .endm
 
-@ The four rows' dot products as COLUMNS_THUMB2 does them, by SMLAD: thirty-two columns per loop
-@ pass (the loop's own two instructions are then 1 % of it), then sixteen, eight, four (by the
-@ bits of the count left), and the last 0..3 one at a time.
-.macro COLUMNS_DSP quad=QUAD_DSP, tail_v=
-    subs    r3, r3, #32
-    blt     2f
+@ Whole blocks of four rows by SMLAD (as ROWS4, with the columns as COLUMNS_THUMB2 takes them):
+@ eight quads of columns per loop pass, the first pass entered part-way (Duff's device) so that
+@ it runs the quads modulo 8, then the last 0..3 columns one at a time (out of line). The entry
+@ into the first pass and the pass count are worked out once per call; each block then jumps to
+@ the entry (BX, 4 cycles, where tests of the count's bits cost 8 to 16). Every instruction of a
+@ quad is 32-bit, so that the entry is the loop's top plus a multiple of the quad's size.
+@ Stack: v, the entry (Thumb bit set), the passes, the end of acc; above the nine pushed
+@ registers bias, acc and (rows4_s8_dspx) the bytes of the last 0..3 columns of v.
+@ align: the loop's top on a 2^align-byte boundary. QEMU ends a translated block at every 1 KiB
+@ page, and the counter charges a block's first instruction as if nothing ran before it
+@ (docs/targets.md), so a load there loses its pipelining: about 1 cycle per pass wherever a page
+@ boundary falls on one of a quad's pipelined loads. With the top on 128 bytes, those boundaries
+@ fall on a multiple of 128 bytes into the loop: an SXTB16, an SMLAD or a quad's first load for
+@ both quads (88 and 92 bytes), whose charge is the same either way, as on the core itself.
+    .equ    DSP_FRAME, 16
+    .equ    DSP_BIAS, DSP_FRAME + 36
+    .equ    DSP_ACC, DSP_FRAME + 40
+    .equ    DSP_V_TAIL, DSP_FRAME + 44
+.macro ROWS4_DSP name, quad, quad_bytes, align, tail_v=
+    FUNCTION \name
+    push    {r4-r11, lr}
+    cmp     r3, #0
+    beq     9f
+    sub     sp, sp, #DSP_FRAME
+    mov     r9, r2                  @ the row stride
+    str     r0, [sp]                @ v
+    ldr     r12, [sp, #DSP_ACC]
+    add     r12, r12, r3, lsl #4
+    str     r12, [sp, #12]          @ the end of acc
+    adr     r10, 5f                 @ no whole quad: straight to the last columns
+    lsrs    r12, r2, #2             @ quads
+    beq     6f
+    add     r11, r12, #7
+    lsr     r11, r11, #3
+    str     r11, [sp, #8]           @ passes: ceil(quads / 8)
+    rsb     r12, r12, #0
+    and     r12, r12, #7            @ the quads the first pass skips
+    adr     r10, 1f
+    mov     r11, #\quad_bytes
+    mla     r10, r12, r11, r10
+6:
+    orr     r10, r10, #1
+    str     r10, [sp, #4]           @ the entry
+7:
+    ldr     r0, [sp]
+    ldr     r3, [sp, #8]
+    ldr     r12, [sp, #4]
+    ldr     r10, [sp, #DSP_BIAS]
+    ldm     r10!, {r4-r7}
+    str     r10, [sp, #DSP_BIAS]
+    add     r8, r1, r9, lsl #1      @ row 2
+    bx      r12
+    .p2align \align
 1:
     .rept 8
     \quad
     .endr
-    subs    r3, r3, #32
-    bge     1b
 2:
-    tst     r3, #16                 @ r3 = the columns left - 32: its low 5 bits are the columns left
-    beq     3f
-    .rept 4
-    \quad
-    .endr
-3:
-    tst     r3, #8
-    beq     4f
-    \quad
-    \quad
-4:
-    tst     r3, #4
-    beq     5f
-    \quad
+    .if (2b - 1b) != 8 * \quad_bytes
+    .error "a quad is not \quad_bytes bytes"
+    .endif
+    subs    r3, r3, #1
+    bne     1b
 5:
-    ands    r3, r3, #3
-    beq     8f
+    ands    r3, r9, #3
+    bne     4f                      @ the last 0..3 columns
+8:
+    ldr     r12, [sp, #DSP_ACC]
+    ldr     r3, [sp, #12]
+    stm     r12!, {r4-r7}
+    str     r12, [sp, #DSP_ACC]
+    add     r1, r8, r9              @ the next block's row 0: right after row 3 (r8 ends at row 3)
+    cmp     r12, r3
+    bne     7b
+    add     sp, sp, #DSP_FRAME
+9:
+    pop     {r4-r11, pc}
+4:
     \tail_v
-6:
+3:
     COLUMN_THUMB2
     subs    r3, r3, #1
-    bne     6b
-8:
+    bne     3b
+    b       8b
+    .size \name, . - \name
 .endm
 
-    ROWS4 qlstm_arm_rows4_s8_dsp, COLUMNS_DSP
+    ROWS4_DSP qlstm_arm_rows4_s8_dsp, QUAD_DSP, 92, 2     @ vectors over 256 columns: not aligned
 
 @ One row: acc + sum_{j<n} v[j] * w[j] (wrapping), by SXTB16 of both and SMLAD, eight columns
 @ per pass, then four, then the last 0..3 one at a time (the rows after the last whole block).
@@ -692,11 +805,6 @@
     ROWS_DSP
 .endm
 
-@ COLUMNS_DSP over the expanded pairs; the last 0..3 columns from the bytes (the 7th argument,
-@ 12 bytes + 9 registers + 2 arguments up the stack).
-.macro COLUMNS_DSPX
-    COLUMNS_DSP QUAD_DSPX, "ldr r0, [sp, #56]"
-.endm
 
 @ The expansion itself: pairs[2q] = (v[4q], v[4q+2]), pairs[2q+1] = (v[4q+1], v[4q+3]) as int16.
 @ void qlstm_arm_expand_s8_dsp(const int8_t* v, int32_t quads, int32_t* pairs);
@@ -715,7 +823,7 @@
 
 @ void qlstm_arm_rows4_s8_dspx(const int32_t* v_pairs, const int8_t* w, int32_t n, int32_t blocks,
 @                              const int32_t* bias, int32_t* acc, const int8_t* v_tail);
-    ROWS4 qlstm_arm_rows4_s8_dspx, COLUMNS_DSPX
+    ROWS4_DSP qlstm_arm_rows4_s8_dspx, QUAD_DSPX, 88, 7, "ldr r0, [sp, #DSP_V_TAIL]"
 #endif  /* __ARM_FEATURE_DSP */
 #if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
 @ Helium: sixteen columns per pass in a tail-predicated loop (DLSTP/LETP predicate the last,

@@ -53,7 +53,8 @@ void qlstm_arm_gate_finish_sigmoid_thumb2(const int32_t* ax, int32_t n, int16_t*
                                           const qlstm_arm_gate_finish_t2_params* p);
 void qlstm_arm_gate_finish_tanh_thumb2(const int32_t* ax, int32_t n, int16_t* out,
                                        const qlstm_arm_gate_finish_t2_params* p);
-// The same when both right shifts are at least 1 (ax is overwritten).
+// The same when both right shifts are at least 1 (ax is overwritten, and for an odd n ax[n] too:
+// a chunk of fewer than kChunkRows rows has it).
 void qlstm_arm_gate_finish_sigmoid_fast_thumb2(int32_t* ax, int32_t n, int16_t* out,
                                                const qlstm_arm_gate_finish_fast_params* p);
 void qlstm_arm_gate_finish_tanh_fast_thumb2(int32_t* ax, int32_t n, int16_t* out,

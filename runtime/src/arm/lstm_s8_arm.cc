@@ -33,6 +33,14 @@ void qlstm_arm_cell_update_thumb2(int32_t count, const int16_t* f, const int16_t
                                   const qlstm_arm_cell_params* p);
 void qlstm_arm_hidden_update_thumb2(int32_t count, const int16_t* o, const int16_t* cell, int8_t* h,
                                     const qlstm_arm_hidden_params* p);
+#if defined(__ARM_FEATURE_DSP)
+// The same when the right shifts are at least 1 (the hidden one's at most 23, p's requantization
+// then as hidden_update_dsp rewrites it).
+void qlstm_arm_cell_update_folded(int32_t count, const int16_t* f, const int16_t* i, const int16_t* g, int16_t* cell,
+                                  const qlstm_arm_cell_params* p);
+void qlstm_arm_hidden_update_folded(int32_t count, const int16_t* o, const int16_t* cell, int8_t* h,
+                                    const qlstm_arm_hidden_params* p);
+#endif
 }
 
 namespace qlstm {
@@ -40,23 +48,36 @@ namespace arm {
 namespace {
 
 // The cell and hidden updates in assembly too (about 43 and 41 instructions per unit, where the
-// reference's C takes about 61 and 56).
-void cell_update(const CellUpdateParams& p, int32_t count, const int16_t* f_q0_15, const int16_t* i_q0_15,
-                 const int16_t* g_q0_15, int16_t* cell) {
+// reference's C takes about 61 and 56); arm_dsp's with the folded requantization where the right
+// shifts allow (about 36 and 34).
+using CellUpdateAsm = void (*)(int32_t, const int16_t*, const int16_t*, const int16_t*, int16_t*,
+                               const qlstm_arm_cell_params*);
+using HiddenUpdateAsm = void (*)(int32_t, const int16_t*, const int16_t*, int8_t*, const qlstm_arm_hidden_params*);
+
+template <bool kFolded>
+void cell_update_of(const CellUpdateParams& p, int32_t count, const int16_t* f_q0_15, const int16_t* i_q0_15,
+                    const int16_t* g_q0_15, int16_t* cell) {
   const qlstm_arm_cell_params ap = {
       requant_params(fxp::RequantDoubleRounding::make(p.forget_times_cell.multiplier, p.forget_times_cell.shift)),
       requant_params(
           fxp::RequantDoubleRounding::make(p.input_times_cell_gate.multiplier, p.input_times_cell_gate.shift)),
       p.clip_min, p.clip_max};
-  qlstm_arm_cell_update_thumb2(count, f_q0_15, i_q0_15, g_q0_15, cell, &ap);
+  CellUpdateAsm update = qlstm_arm_cell_update_thumb2;
+#if defined(__ARM_FEATURE_DSP)
+  if (kFolded && ap.forget_times_cell.right >= 1 && ap.input_times_cell_gate.right >= 1) {
+    update = qlstm_arm_cell_update_folded;
+  }
+#endif
+  update(count, f_q0_15, i_q0_15, g_q0_15, cell, &ap);
 }
 
-void hidden_update(const HiddenUpdateParams& p, int32_t rows, int32_t hidden_size, const int16_t* o_q0_15,
-                   const int16_t* cell, int8_t* h_out, ptrdiff_t h_row_stride) {
+template <bool kFolded>
+void hidden_update_of(const HiddenUpdateParams& p, int32_t rows, int32_t hidden_size, const int16_t* o_q0_15,
+                      const int16_t* cell, int8_t* h_out, ptrdiff_t h_row_stride) {
   using namespace detail;
   const int32_t left = p.tanh_left_shift >= 0 ? p.tanh_left_shift : 0;
   const int32_t right = p.tanh_left_shift >= 0 ? 0 : -p.tanh_left_shift;
-  const qlstm_arm_hidden_params ap = {
+  qlstm_arm_hidden_params ap = {
       kPrescaleFactor << left,
       right > 0 ? 1 << (right - 1) : 0,
       right,
@@ -65,9 +86,21 @@ void hidden_update(const HiddenUpdateParams& p, int32_t rows, int32_t hidden_siz
       requant_params(
           fxp::RequantDoubleRounding::make(p.output_times_tanh_cell.multiplier, p.output_times_tanh_cell.shift)),
       p.output_zero_point};
+  HiddenUpdateAsm update = qlstm_arm_hidden_update_thumb2;
+#if defined(__ARM_FEATURE_DSP)
+  qlstm_arm_requant_params& q = ap.output_times_tanh_cell;
+  if (kFolded && q.right >= 1 && q.right <= 23) {
+    // The folded requantization's 2^(right-1) + zero point x 2^right (within int32 up to 23),
+    // and right - 1, in the fields of right and mask.
+    const int32_t r = q.right;
+    q.right = q.half + 1 + static_cast<int32_t>(static_cast<uint32_t>(p.output_zero_point) << r);
+    q.mask = r - 1;
+    update = qlstm_arm_hidden_update_folded;
+  }
+#endif
   for (int32_t b = 0; b < rows; ++b) {
     const ptrdiff_t base = static_cast<ptrdiff_t>(b) * hidden_size;
-    qlstm_arm_hidden_update_thumb2(hidden_size, o_q0_15 + base, cell + base, h_out + b * h_row_stride, &ap);
+    update(hidden_size, o_q0_15 + base, cell + base, h_out + b * h_row_stride, &ap);
   }
 }
 
@@ -78,6 +111,8 @@ struct Thumb2Kernel : Thumb2Dot {
 #if defined(__ARM_FEATURE_DSP)
 struct DspKernel : DspDot {
   using Finish = arm::GateFinish;
+  // x and h sign-extended once per step, the chunks' dot products inlined (blocked/gate_rows.h)
+  static constexpr bool kPrepareOncePerStep = true;
 };
 #endif
 
@@ -89,10 +124,12 @@ bool is_supported() { return true; }  // chosen at compile time on the MCU
 // The stages (run by the GRU's r and z gates and the variant tester), and the whole call with the
 // gates' finishes built once (blocked/lstm_chunked.h).
 extern const LstmS8Variant kLstmS8ArmThumb2Variant =
-    blocked::chunked_variant<arm::Thumb2Kernel, arm::cell_update, arm::hidden_update>("arm_thumb2", arm::is_supported);
+    blocked::chunked_variant<arm::Thumb2Kernel, arm::cell_update_of<false>, arm::hidden_update_of<false>>(
+        "arm_thumb2", arm::is_supported);
 #if defined(__ARM_FEATURE_DSP)
 extern const LstmS8Variant kLstmS8ArmDspVariant =
-    blocked::chunked_variant<arm::DspKernel, arm::cell_update, arm::hidden_update>("arm_dsp", arm::is_supported);
+    blocked::chunked_variant<arm::DspKernel, arm::cell_update_of<true>, arm::hidden_update_of<true>>(
+        "arm_dsp", arm::is_supported);
 #endif
 
 }  // namespace qlstm

@@ -86,7 +86,8 @@ void gate(const qlstm_gate_s8_params& g, const GateArgs& a, int16_t* out_q0_15) 
 //   struct Finish { Finish(const GateRequant& rq, bool is_tanh);
 //                   void operator()(const int32_t* ax, const int32_t* ah, int32_t n, int16_t* out_q0_15) const; };
 //                     n rows to Q0.15, activated; built once per gate call (its parameters set up once);
-//                     it may overwrite the chunk's accumulators (gate_chunked's own stack)
+//                     it may overwrite the chunk's accumulators (gate_chunked's own stack, all
+//                     2 * kChunkRows of them)
 // (and dot1 for the rows after the last whole block). The accumulators of a chunk live on the
 // stack: 2 * kChunkRows int32 (512 bytes), ah right after ax. Without h, ah stays zero:
 // requantized it adds exactly 0, as the reference's h-less gate. 64 rows: a gate of up to 64
@@ -101,7 +102,7 @@ struct PlainOperand {
 // acc[r] = bias[c0 + r] + v . w[c0 + r], r < n: rows [c0, c0 + n) of a [rows][cols] matmul, the
 // whole blocks of four by rows4 (vo: v prepared), the rest by dot1.
 template <typename Kernel>
-void chunk_dots(const typename Kernel::Operand& vo, const int8_t* v, const int8_t* w, int32_t cols, int32_t c0,
+__attribute__((always_inline)) inline void chunk_dots_inlined(const typename Kernel::Operand& vo, const int8_t* v, const int8_t* w, int32_t cols, int32_t c0,
                 int32_t n, const int32_t* bias, int32_t* acc) {
   const int32_t blocks = n / kRowsPerPass;
   w += static_cast<ptrdiff_t>(c0) * cols;
@@ -112,10 +113,43 @@ void chunk_dots(const typename Kernel::Operand& vo, const int8_t* v, const int8_
   }
 }
 
-// The gate with its finish built by the caller (once per call: blocked/lstm_chunked.h).
 template <typename Kernel>
-void gate_chunked_with(const qlstm_gate_s8_params& g, const typename Kernel::Finish& finish, const GateArgs& a,
-                       int16_t* out_q0_15) {
+void chunk_dots(const typename Kernel::Operand& vo, const int8_t* v, const int8_t* w, int32_t cols, int32_t c0,
+                int32_t n, const int32_t* bias, int32_t* acc) {
+  chunk_dots_inlined<Kernel>(vo, v, w, cols, c0, n, bias, acc);
+}
+
+// A kernel's kPrepareOncePerStep (default false): whether a whole LSTM call prepares a one-row
+// call's x and h once per step (blocked/lstm_chunked.h: where preparing costs, as ExpandedOperand's
+// sign extension) and gate_chunked_over inlines its chunks' dot products (fewer cycles per gate
+// call, more flash). The others keep their operands local to the gate and call chunk_dots.
+template <typename K>
+constexpr auto prepare_once_per_step(int) -> decltype(K::kPrepareOncePerStep) {
+  return K::kPrepareOncePerStep;
+}
+template <typename K>
+constexpr bool prepare_once_per_step(long) {
+  return false;
+}
+template <typename Kernel>
+__attribute__((always_inline)) inline void gate_chunk_dots(const typename Kernel::Operand& vo, const int8_t* v,
+                                                           const int8_t* w, int32_t cols, int32_t c0, int32_t n,
+                                                           const int32_t* bias, int32_t* acc) {
+  if constexpr (prepare_once_per_step<Kernel>(0)) {
+    chunk_dots_inlined<Kernel>(vo, v, w, cols, c0, n, bias, acc);
+  } else {
+    chunk_dots<Kernel>(vo, v, w, cols, c0, n, bias, acc);
+  }
+}
+
+// The gate with its finish built by the caller, over the caller's operands xo and ho: each batch
+// row's x and h are prepared into them, except when `prepared` (a one-row call whose x and h the
+// caller prepared already: blocked/lstm_chunked.h prepares them once per step for all four gates).
+template <typename Kernel>
+__attribute__((always_inline)) inline void gate_chunked_body(const qlstm_gate_s8_params& g,
+                                                             const typename Kernel::Finish& finish, const GateArgs& a,
+                                                             int16_t* out_q0_15, typename Kernel::Operand& xo,
+                                                             typename Kernel::Operand& ho, bool prepared) {
   const int32_t I = a.input_size, H = a.hidden_size;
   int32_t acc[2 * kChunkRows];
   int32_t* const ax = acc;
@@ -124,19 +158,39 @@ void gate_chunked_with(const qlstm_gate_s8_params& g, const typename Kernel::Fin
     const int32_t rows = H < kChunkRows ? H : kChunkRows;
     for (int32_t r = 0; r < rows; ++r) ah[r] = 0;
   }
-  typename Kernel::Operand xo, ho;
   for (int32_t b = 0; b < a.rows; ++b) {
     const int8_t* x = a.x + b * a.x_row_stride;
     const int8_t* h = a.h != nullptr ? a.h + b * a.h_row_stride : nullptr;
     int16_t* out = out_q0_15 + static_cast<ptrdiff_t>(b) * H;
-    xo.prepare(x, I);
-    if (h != nullptr) ho.prepare(h, H);
+    if (!prepared) {
+      xo.prepare(x, I);
+      if (h != nullptr) ho.prepare(h, H);
+    }
     for (int32_t c0 = 0; c0 < H; c0 += kChunkRows) {
       const int32_t n = H - c0 < kChunkRows ? H - c0 : kChunkRows;
-      chunk_dots<Kernel>(xo, x, g.input_weights, I, c0, n, g.input_effective_bias, ax);
-      if (h != nullptr) chunk_dots<Kernel>(ho, h, g.hidden_weights, H, c0, n, g.hidden_effective_bias, ah);
+      gate_chunk_dots<Kernel>(xo, x, g.input_weights, I, c0, n, g.input_effective_bias, ax);
+      if (h != nullptr) gate_chunk_dots<Kernel>(ho, h, g.hidden_weights, H, c0, n, g.hidden_effective_bias, ah);
       finish(ax, ah, n, out + c0);
     }
+  }
+}
+
+template <typename Kernel>
+__attribute__((noinline)) void gate_chunked_over(const qlstm_gate_s8_params& g, const typename Kernel::Finish& finish,
+                                                 const GateArgs& a, int16_t* out_q0_15, typename Kernel::Operand& xo,
+                                                 typename Kernel::Operand& ho, bool prepared) {
+  gate_chunked_body<Kernel>(g, finish, a, out_q0_15, xo, ho, prepared);
+}
+
+// The gate with its finish built by the caller (once per call: blocked/gru_chunked.h).
+template <typename Kernel>
+void gate_chunked_with(const qlstm_gate_s8_params& g, const typename Kernel::Finish& finish, const GateArgs& a,
+                       int16_t* out_q0_15) {
+  typename Kernel::Operand xo, ho;
+  if constexpr (prepare_once_per_step<Kernel>(0)) {
+    gate_chunked_over<Kernel>(g, finish, a, out_q0_15, xo, ho, false);
+  } else {
+    gate_chunked_body<Kernel>(g, finish, a, out_q0_15, xo, ho, false);
   }
 }
 

@@ -15,6 +15,7 @@ template <typename Kernel>
 struct PreparedGates {
   const qlstm_gate_s8_params* gates;
   typename Kernel::Finish finishes[QLSTM_GATE_COUNT];
+  typename Kernel::Operand x, h;  // a one-row call's x and h, prepared by the step's forget gate
 };
 
 // One gate's finish, out of line: built four times per call, its code once.
@@ -23,18 +24,26 @@ __attribute__((noinline)) typename Kernel::Finish finish_of(const qlstm_gate_s8_
   return typename Kernel::Finish(GateRequant(g), g.activation == QLSTM_ACTIVATION_TANH);
 }
 
+// The walk runs the forget gate first in every step, and all four gates of a step read the same
+// x and h (lstm_sequence.h): where preparing them costs (prepare_once_per_step, gate_rows.h), a
+// one-row call prepares them in the forget gate, once per step instead of once per gate.
 template <typename Kernel>
 void prepared_gate(const void* prepared, int32_t g, const GateArgs& args, int16_t* out) {
-  const PreparedGates<Kernel>& p = *static_cast<const PreparedGates<Kernel>*>(prepared);
-  gate_chunked_with<Kernel>(p.gates[g], p.finishes[g], args, out);
+  PreparedGates<Kernel>& p = *static_cast<PreparedGates<Kernel>*>(const_cast<void*>(prepared));
+  if constexpr (prepare_once_per_step<Kernel>(0)) {
+    gate_chunked_over<Kernel>(p.gates[g], p.finishes[g], args, out, p.x, p.h,
+                              args.rows == 1 && g != QLSTM_GATE_FORGET);
+  } else {
+    gate_chunked_with<Kernel>(p.gates[g], p.finishes[g], args, out);
+  }
 }
 
 template <typename Kernel, CellUpdateFn kCellUpdate, HiddenUpdateFn kHiddenUpdate>
 qlstm_status lstm_chunked(const qlstm_lstm_s8_params& params, qlstm_lstm_s8_context& ctx, const int8_t* input,
                           int8_t* output) {
   const qlstm_gate_s8_params* const g = params.gates;
-  const PreparedGates<Kernel> prepared = {
-      g, {finish_of<Kernel>(g[0]), finish_of<Kernel>(g[1]), finish_of<Kernel>(g[2]), finish_of<Kernel>(g[3])}};
+  PreparedGates<Kernel> prepared = {
+      g, {finish_of<Kernel>(g[0]), finish_of<Kernel>(g[1]), finish_of<Kernel>(g[2]), finish_of<Kernel>(g[3])}, {}, {}};
   return run_lstm_s8_walk(params, ctx, input, output, prepared_gate<Kernel>, &prepared, kCellUpdate, kHiddenUpdate);
 }
 
