@@ -275,6 +275,14 @@
 @ The first pass (qlstm_arm_x_part_folded); then r0 = ax, r2 = the end of ax, r3 = out, r4-r7
 @ h's parameters, r11 the table, lr the table from entry 1.
 .macro GATE_FINISH_FOLDED_PROLOGUE
+    FOLDED_X_PASS
+    ldm     r11, {r4-r7, r11}       @ h's parameters, the table
+    add     lr, r11, #2
+.endm
+
+@ The registers saved, nothing done for n = 0, then the first pass: r0 = ax, r2 = the end of ax,
+@ r3 = out, r11 = p after x's parameters.
+.macro FOLDED_X_PASS
     push    {r4-r11, lr}
     cmp     r1, #0
     beq     9f
@@ -283,8 +291,6 @@
     add     r2, r0, r1, lsl #2      @ the end of ax
     ldm     r11!, {r4-r7}           @ x's parameters
     bl      qlstm_arm_x_part_folded
-    ldm     r11, {r4-r7, r11}       @ h's parameters, the table
-    add     lr, r11, #2
 .endm
 
 @ The folded finish's first pass, shared by both: ax[r] = sat16(rq_x(ax[r])) in place for ax at
@@ -338,8 +344,9 @@ qlstm_arm_x_part_folded:
     SIGMOID_END r12, r9, 2b
     .size qlstm_arm_gate_finish_sigmoid_fast_thumb2, . - qlstm_arm_gate_finish_sigmoid_fast_thumb2
 
-    FUNCTION qlstm_arm_gate_finish_tanh_fast_thumb2
-    GATE_FINISH_FOLDED_PROLOGUE
+@ The folded tanh finish's second pass (r4-r7 h's parameters, r11 the table, lr the table from
+@ entry 1) and the return.
+.macro TANH_FOLDED_LOOP
 2:
     GATE_PRE_FOLDED
     TANH_SCALAR r10, r8, r12, r1, r11, lr, r9
@@ -347,6 +354,11 @@ qlstm_arm_x_part_folded:
     cmp     r0, r2
     bne     2b
     TANH_EPILOGUE r12
+.endm
+
+    FUNCTION qlstm_arm_gate_finish_tanh_fast_thumb2
+    GATE_FINISH_FOLDED_PROLOGUE
+    TANH_FOLDED_LOOP
     .size qlstm_arm_gate_finish_tanh_fast_thumb2, . - qlstm_arm_gate_finish_tanh_fast_thumb2
 
 @ The GRU's new gate for n rows (docs/arithmetic.md §13, gru_s8_arm.cc), one row per pass: the
@@ -373,6 +385,37 @@ qlstm_arm_x_part_folded:
     GATE_ADD_SCALAR
     TANH_GATE_END
     .size qlstm_arm_gru_new_gate_finish_thumb2, . - qlstm_arm_gru_new_gate_finish_thumb2
+
+@ The same when all three requantizations shift right by at least 1 (gru_s8_arm.cc picks it), in
+@ three passes over the chunk with REQUANT_FOLDED, every constant in a register: ax[r] =
+@ sat16(rq_x(ax[r])) (qlstm_arm_x_part_folded), ah[r] = reset[r] * sat16(rq_h(ah[r])), then the
+@ tanh finish's second pass with rq_r as its h side.
+@ void qlstm_arm_gru_new_gate_finish_fast_thumb2(int32_t* ax, int32_t n, int16_t* out,
+@                                                const qlstm_arm_gru_new_gate_finish_fast_params* p,
+@                                                const int16_t* reset);
+@ p: x's, h's and the reset product's folded requantizations (left shift, multiplier,
+@ 2^(right-1), right - 1 each), then the table. ax and ah are overwritten.
+    FUNCTION qlstm_arm_gru_new_gate_finish_fast_thumb2
+    FOLDED_X_PASS
+    ldm     r11!, {r4-r7}           @ h's parameters
+    ldr     r12, [sp, #36]          @ reset (the fifth argument, above the nine pushed registers)
+    push    {r3}
+    add     r1, r0, #(4 * CHUNK_ROWS)
+    add     r3, r2, #(4 * CHUNK_ROWS)    @ the end of ah
+1:
+    ldr     r9, [r1]
+    REQUANT_FOLDED
+    ssat    r9, #16, r9             @ the recurrent part
+    ldrsh   r10, [r12], #2
+    mul     r9, r9, r10             @ reset * h part
+    str     r9, [r1], #4
+    cmp     r1, r3
+    blo     1b
+    pop     {r3}
+    ldm     r11, {r4-r7, r11}       @ the reset product's parameters, the table
+    add     lr, r11, #2
+    TANH_FOLDED_LOOP
+    .size qlstm_arm_gru_new_gate_finish_fast_thumb2, . - qlstm_arm_gru_new_gate_finish_fast_thumb2
 
 @ The cell update, two passes over the units (docs/arithmetic.md §5):
 @   cell = sat16(rq_fc(f * cell))                  (first pass, in place)
@@ -480,17 +523,19 @@ qlstm_arm_x_part_folded:
 
     HIDDEN_UPDATE qlstm_arm_hidden_update_thumb2, HIDDEN_OUT_SCALAR
 
+@ A requantization loaded as REQUANT_SCALAR takes it (r4-r8) turned into REQUANT_FOLDED's (r4-r7):
+@ the right shift and the half mask become right - 1 and 2^(right-1) (a right shift of at least 1).
+.macro FOLD_REQUANT_REGS
+    sub     r7, r6, #1              @ right - 1
+    add     r6, r8, #1              @ 2^(right-1)
+.endm
+
 #if defined(__ARM_FEATURE_DSP)
 @ The cell and hidden updates again for right shifts of at least 1 (arm_dsp picks them,
 @ lstm_s8_arm.cc), with REQUANT_FOLDED: the same arithmetic in fewer instructions per unit.
 @ void qlstm_arm_cell_update_folded(int32_t count, const int16_t* f, const int16_t* i, const int16_t* g,
 @                                   int16_t* cell, const qlstm_arm_cell_params* p);
-@ p: as the Thumb-2 one's; each requantization's right shift and half mask become right - 1 and
-@ 2^(right-1) in registers.
-.macro FOLD_REQUANT_REGS
-    sub     r7, r6, #1              @ right - 1
-    add     r6, r8, #1              @ 2^(right-1)
-.endm
+@ p: as the Thumb-2 one's, its requantizations turned by FOLD_REQUANT_REGS.
 
     CELL_UPDATE qlstm_arm_cell_update_folded, REQUANT_FOLDED, FOLD_REQUANT_REGS
 
@@ -519,9 +564,10 @@ qlstm_arm_x_part_folded:
 @ q: the requantization (5 words, as the gate's); p: the same, then the output zero point.
 
 @ The end of a unit and of the loop: out = sat(rq(r9) + r11) stored at out_ptr (advanced), until
-@ end_ptr reaches lr; then the return.
-.macro GRU_UNIT_END bits, store, out_ptr, size, end_ptr=
-    REQUANT_SCALAR
+@ end_ptr reaches lr; then the return. requant: REQUANT_SCALAR, or REQUANT_FOLDED after
+@ FOLD_REQUANT_REGS (the _folded functions below, for a right shift of at least 1).
+.macro GRU_UNIT_END bits, store, out_ptr, size, end_ptr=, requant=REQUANT_SCALAR
+    \requant
     add     r9, r9, r11
     ssat    r9, #\bits, r9
     \store  r9, [\out_ptr], #\size
@@ -535,12 +581,17 @@ qlstm_arm_x_part_folded:
     pop     {r4-r11, pc}
 .endm
 
-    FUNCTION qlstm_arm_gru_update_thumb2
+.macro NO_FOLD
+.endm
+
+.macro GRU_UPDATE name, requant, fold
+    FUNCTION \name
     push    {r4-r11, lr}
     cmp     r0, #0
     beq     9f
     ldr     r12, [sp, #36]          @ q
     ldm     r12, {r4-r8}
+    \fold
     add     lr, r3, r0, lsl #1      @ the end of h
 1:
     ldrsh   r11, [r2], #2           @ n
@@ -548,19 +599,29 @@ qlstm_arm_x_part_folded:
     ldrsh   r12, [r1], #2           @ z
     sub     r9, r9, r11
     mul     r9, r9, r12
-    GRU_UNIT_END 16, strh, r3, 2
-    .size qlstm_arm_gru_update_thumb2, . - qlstm_arm_gru_update_thumb2
+    GRU_UNIT_END 16, strh, r3, 2, , \requant
+    .size \name, . - \name
+.endm
 
-    FUNCTION qlstm_arm_gru_output_thumb2
+.macro GRU_OUTPUT name, requant, fold
+    FUNCTION \name
     push    {r4-r11, lr}
     cmp     r0, #0
     beq     9f
     ldm     r3, {r4-r8, r11}        @ the requantization, the zero point
+    \fold
     add     lr, r1, r0, lsl #1      @ the end of h
 1:
     ldrsh   r9, [r1], #2
-    GRU_UNIT_END 8, strb, r2, 1, r1
-    .size qlstm_arm_gru_output_thumb2, . - qlstm_arm_gru_output_thumb2
+    GRU_UNIT_END 8, strb, r2, 1, r1, \requant
+    .size \name, . - \name
+.endm
+
+    GRU_UPDATE qlstm_arm_gru_update_thumb2, REQUANT_SCALAR, NO_FOLD
+    GRU_OUTPUT qlstm_arm_gru_output_thumb2, REQUANT_SCALAR, NO_FOLD
+@ The same with the requantization folded (its right shift at least 1; gru_s8_arm.cc picks them).
+    GRU_UPDATE qlstm_arm_gru_update_folded, REQUANT_FOLDED, FOLD_REQUANT_REGS
+    GRU_OUTPUT qlstm_arm_gru_output_folded, REQUANT_FOLDED, FOLD_REQUANT_REGS
 
 @ The fully connected op's finish (fc_s8_arm.cc, blocked/fc_rows.h), one output per pass, any
 @ Thumb-2 core: y[k] = clamp(requantize(acc[k]) + zero point, min, max), k < n, the add wrapping

@@ -46,6 +46,17 @@ struct qlstm_arm_gru_new_gate_finish_params {
 };
 static_assert(offsetof(qlstm_arm_gru_new_gate_finish_params, reset) == 48, "dot4_s8_arm.S loads this offset");
 
+// A folded requantization (right shift at least 1): left shift, multiplier, 2^(right-1), right - 1.
+struct qlstm_arm_folded_requant_params {
+  int32_t left, multiplier, round, right_minus_1;
+};
+// The GRU's folded new-gate finish: x's, h's and the reset product's, then the table.
+struct qlstm_arm_gru_new_gate_finish_fast_params {
+  qlstm_arm_folded_requant_params x, h, reset;
+  const uint16_t* table;
+};
+static_assert(offsetof(qlstm_arm_gru_new_gate_finish_fast_params, table) == 48, "dot4_s8_arm.S loads this offset");
+
 extern "C" {
 // out[r] = act(sat16(sat16(rq_x(ax[r])) + rq_h(ah[r]))), ah = ax + kChunkRows (the LSTM gate's
 // finish, dot4_s8_arm.S; the GRU's new gate reuses the tanh one).
@@ -63,6 +74,10 @@ void qlstm_arm_gate_finish_tanh_fast_thumb2(int32_t* ax, int32_t n, int16_t* out
 // (the GRU's new gate, docs/arithmetic.md §13).
 void qlstm_arm_gru_new_gate_finish_thumb2(const int32_t* ax, int32_t n, int16_t* out,
                                           const qlstm_arm_gru_new_gate_finish_params* p, const int16_t* reset);
+// The same when all three right shifts are at least 1 (ax and ah are overwritten).
+void qlstm_arm_gru_new_gate_finish_fast_thumb2(int32_t* ax, int32_t n, int16_t* out,
+                                               const qlstm_arm_gru_new_gate_finish_fast_params* p,
+                                               const int16_t* reset);
 void qlstm_arm_rows4_s8_thumb2(const int8_t* v, const int8_t* w, int32_t n, int32_t blocks, const int32_t* bias,
                                int32_t* acc);
 #if defined(__ARM_FEATURE_DSP)
@@ -80,6 +95,10 @@ namespace arm {
 
 inline qlstm_arm_requant_params requant_params(const fxp::RequantDoubleRounding& q) {
   return {q.left, q.multiplier, q.right, q.mask, q.threshold};
+}
+// The folded form (q.right >= 1).
+inline qlstm_arm_folded_requant_params folded_requant_params(const fxp::RequantDoubleRounding& q) {
+  return {q.left, q.multiplier, q.threshold + 1, q.right - 1};
 }
 
 inline int32_t dot1(const int8_t* v, const int8_t* w, int32_t n, int32_t acc) {

@@ -22,51 +22,85 @@ extern "C" {
 void qlstm_arm_gru_update_thumb2(int32_t count, const int16_t* z, const int16_t* n, int16_t* h,
                                  const qlstm_arm_requant_params* q);
 void qlstm_arm_gru_output_thumb2(int32_t count, const int16_t* h, int8_t* y, const qlstm_arm_gru_output_params* p);
+// The same with the requantization folded (its right shift at least 1).
+void qlstm_arm_gru_update_folded(int32_t count, const int16_t* z, const int16_t* n, int16_t* h,
+                                 const qlstm_arm_requant_params* q);
+void qlstm_arm_gru_output_folded(int32_t count, const int16_t* h, int8_t* y, const qlstm_arm_gru_output_params* p);
 }
 
 namespace qlstm {
 namespace arm {
 namespace {
 
+fxp::RequantDoubleRounding requant(const qlstm_requant& q) { return fxp::RequantDoubleRounding::make(q.multiplier, q.shift); }
+
 // n = tanh(sat16(sat16(RQ_x(ax)) + RQ_r(r * sat16(RQ_h(ah))))) (docs/arithmetic.md §13), all of
 // it in assembly (qlstm_arm_gru_new_gate_finish_thumb2: the LSTM's tanh gate finish with the reset
-// product between the recurrent part and the add), the reference's arithmetic row by row.
+// product between the recurrent part and the add), the reference's arithmetic row by row. When all
+// three right shifts are at least 1, the folded finish (qlstm_arm_gru_new_gate_finish_fast_thumb2:
+// three passes, every constant in a register, as the LSTM gate's folded finish).
 class NewGateFinish {
  public:
-  NewGateFinish(const qlstm_gru_gate_s8_params& g, const qlstm_requant& reset_times_hidden)
-      : p_{{requant_params(fxp::RequantDoubleRounding::make(g.input_to_q3_12.multiplier, g.input_to_q3_12.shift)),
-            requant_params(fxp::RequantDoubleRounding::make(g.hidden_to_q3_12.multiplier, g.hidden_to_q3_12.shift)),
-            kSigmoidTableU16, kSigmoidTableU16 + 1},
-           requant_params(fxp::RequantDoubleRounding::make(reset_times_hidden.multiplier, reset_times_hidden.shift))} {}
+  NewGateFinish(const qlstm_gru_gate_s8_params& g, const qlstm_requant& reset_times_hidden) {
+    const fxp::RequantDoubleRounding x = requant(g.input_to_q3_12), h = requant(g.hidden_to_q3_12),
+                                     r = requant(reset_times_hidden);
+    fast_ = x.right >= 1 && h.right >= 1 && r.right >= 1;
+    if (fast_) {
+      folded_ = {folded_requant_params(x), folded_requant_params(h), folded_requant_params(r), kSigmoidTableU16};
+    } else {
+      p_ = {{requant_params(x), requant_params(h), kSigmoidTableU16, kSigmoidTableU16 + 1}, requant_params(r)};
+    }
+  }
+  // Reads ah at ax + kChunkRows (the folded one overwrites both).
   void operator()(const int32_t* ax, const int32_t*, int32_t n, const int16_t* reset_q0_15, int16_t* new_q0_15) const {
-    qlstm_arm_gru_new_gate_finish_thumb2(ax, n, new_q0_15, &p_, reset_q0_15);  // reads ah at ax + kChunkRows
+    if (fast_) {
+      qlstm_arm_gru_new_gate_finish_fast_thumb2(const_cast<int32_t*>(ax), n, new_q0_15, &folded_, reset_q0_15);
+    } else {
+      qlstm_arm_gru_new_gate_finish_thumb2(ax, n, new_q0_15, &p_, reset_q0_15);
+    }
   }
 
  private:
-  qlstm_arm_gru_new_gate_finish_params p_;
+  bool fast_ = false;
+  union {
+    qlstm_arm_gru_new_gate_finish_params p_;
+    qlstm_arm_gru_new_gate_finish_fast_params folded_;
+  };
 };
 
-// A step's update and output in assembly, their parameters built once per call.
+// The update and the output in assembly, folded where the right shift is at least 1.
+using UpdateAsm = void (*)(int32_t, const int16_t*, const int16_t*, int16_t*, const qlstm_arm_requant_params*);
+using OutputAsm = void (*)(int32_t, const int16_t*, int8_t*, const qlstm_arm_gru_output_params*);
+UpdateAsm update_asm(const fxp::RequantDoubleRounding& q) {
+  return q.right >= 1 ? qlstm_arm_gru_update_folded : qlstm_arm_gru_update_thumb2;
+}
+OutputAsm output_asm(const fxp::RequantDoubleRounding& q) {
+  return q.right >= 1 ? qlstm_arm_gru_output_folded : qlstm_arm_gru_output_thumb2;
+}
+
+// A step's update and output in assembly, their parameters and functions chosen once per call.
 class UpdateOutput {
  public:
-  explicit UpdateOutput(const qlstm_gru_s8_params& p)
-      : update_(requant_params(fxp::RequantDoubleRounding::make(p.update_times_difference_to_q0_15.multiplier,
-                                                                 p.update_times_difference_to_q0_15.shift))),
-        output_{requant_params(fxp::RequantDoubleRounding::make(p.hidden_q0_15_to_output.multiplier,
-                                                                p.hidden_q0_15_to_output.shift)),
-                p.output_zero_point} {}
+  explicit UpdateOutput(const qlstm_gru_s8_params& p) {
+    const fxp::RequantDoubleRounding u = requant(p.update_times_difference_to_q0_15), o = requant(p.hidden_q0_15_to_output);
+    update_ = requant_params(u);
+    output_ = {requant_params(o), p.output_zero_point};
+    update_fn_ = update_asm(u);
+    output_fn_ = output_asm(o);
+  }
   void operator()(int32_t rows, int32_t hidden_size, const int16_t* update_q0_15, const int16_t* new_q0_15,
                   int16_t* hidden_q0_15, int8_t* y, ptrdiff_t y_row_stride) const {
-    qlstm_arm_gru_update_thumb2(rows * hidden_size, update_q0_15, new_q0_15, hidden_q0_15, &update_);
+    update_fn_(rows * hidden_size, update_q0_15, new_q0_15, hidden_q0_15, &update_);
     for (int32_t b = 0; b < rows; ++b) {
-      qlstm_arm_gru_output_thumb2(hidden_size, hidden_q0_15 + static_cast<ptrdiff_t>(b) * hidden_size,
-                                  y + b * y_row_stride, &output_);
+      output_fn_(hidden_size, hidden_q0_15 + static_cast<ptrdiff_t>(b) * hidden_size, y + b * y_row_stride, &output_);
     }
   }
 
  private:
   qlstm_arm_requant_params update_;
   qlstm_arm_gru_output_params output_;
+  UpdateAsm update_fn_;
+  OutputAsm output_fn_;
 };
 
 template <typename Dot>
@@ -75,24 +109,34 @@ struct GruKernel : Dot {
   using NewGateFinish = arm::NewGateFinish;
   using UpdateOutput = arm::UpdateOutput;
 };
+#if defined(__ARM_FEATURE_DSP)
+// x and h sign-extended once per step for r, z and n, the chunks' dot products inlined
+// (blocked/gate_rows.h), as the arm_dsp LSTM's.
+template <>
+struct GruKernel<DspDot> : DspDot {
+  using Finish = GateFinish;
+  using NewGateFinish = arm::NewGateFinish;
+  using UpdateOutput = arm::UpdateOutput;
+  static constexpr bool kPrepareOncePerStep = true;
+};
+#endif
 
-// The update and the output in assembly (about 21 and 17 instructions per unit, where the
-// portable C takes about 28 and 24).
+// The update and the output stages, as UpdateOutput runs them (about 21 and 17 instructions per
+// unit unfolded, where the portable C takes about 28 and 24).
 void update(const qlstm_requant& update_times_difference, int32_t count, const int16_t* update_q0_15,
             const int16_t* new_q0_15, int16_t* hidden_q0_15) {
-  const qlstm_arm_requant_params q = requant_params(
-      fxp::RequantDoubleRounding::make(update_times_difference.multiplier, update_times_difference.shift));
-  qlstm_arm_gru_update_thumb2(count, update_q0_15, new_q0_15, hidden_q0_15, &q);
+  const fxp::RequantDoubleRounding u = requant(update_times_difference);
+  const qlstm_arm_requant_params q = requant_params(u);
+  update_asm(u)(count, update_q0_15, new_q0_15, hidden_q0_15, &q);
 }
 
 void output(const qlstm_requant& hidden_to_output, int32_t zero_point, int32_t rows, int32_t hidden_size,
             const int16_t* hidden_q0_15, int8_t* y, ptrdiff_t y_row_stride) {
-  const qlstm_arm_gru_output_params p = {
-      requant_params(fxp::RequantDoubleRounding::make(hidden_to_output.multiplier, hidden_to_output.shift)),
-      zero_point};
+  const fxp::RequantDoubleRounding o = requant(hidden_to_output);
+  const qlstm_arm_gru_output_params p = {requant_params(o), zero_point};
+  const OutputAsm run = output_asm(o);
   for (int32_t b = 0; b < rows; ++b) {
-    qlstm_arm_gru_output_thumb2(hidden_size, hidden_q0_15 + static_cast<ptrdiff_t>(b) * hidden_size,
-                                y + b * y_row_stride, &p);
+    run(hidden_size, hidden_q0_15 + static_cast<ptrdiff_t>(b) * hidden_size, y + b * y_row_stride, &p);
   }
 }
 

@@ -210,31 +210,43 @@ void gate_chunked(const qlstm_gate_s8_params& g, const GateArgs& a, int16_t* out
 // Without h (a stateless first step) ah is the bias alone, copied: no matmul.
 // gru_new_gate_chunked_with: the same with the finish built by the caller (once per call:
 // blocked/gru_chunked.h).
+// gru_new_gate_chunked_over: over the caller's operands xo and ho, as gate_chunked_over (a
+// one-row call whose x and h the caller prepared: `prepared`; blocked/gru_chunked.h).
 template <typename Kernel>
-void gru_new_gate_chunked_with(const qlstm_gru_gate_s8_params& g, const typename Kernel::NewGateFinish& finish,
-                               const GateArgs& a, const int16_t* reset_q0_15, int16_t* new_q0_15) {
+__attribute__((noinline)) void gru_new_gate_chunked_over(const qlstm_gru_gate_s8_params& g,
+                                                         const typename Kernel::NewGateFinish& finish,
+                                                         const GateArgs& a, const int16_t* reset_q0_15,
+                                                         int16_t* new_q0_15, typename Kernel::Operand& xo,
+                                                         typename Kernel::Operand& ho, bool prepared) {
   const int32_t I = a.input_size, H = a.hidden_size;
   int32_t acc[2 * kChunkRows];
   int32_t* const ax = acc;
   int32_t* const ah = acc + kChunkRows;
-  typename Kernel::Operand xo, ho;
   for (int32_t b = 0; b < a.rows; ++b) {
     const int8_t* x = a.x + b * a.x_row_stride;
     const int8_t* h = a.h != nullptr ? a.h + b * a.h_row_stride : nullptr;
     const ptrdiff_t base = static_cast<ptrdiff_t>(b) * H;
-    xo.prepare(x, I);
-    if (h != nullptr) ho.prepare(h, H);
+    if (!prepared) {
+      xo.prepare(x, I);
+      if (h != nullptr) ho.prepare(h, H);
+    }
     for (int32_t c0 = 0; c0 < H; c0 += kChunkRows) {
       const int32_t n = H - c0 < kChunkRows ? H - c0 : kChunkRows;
-      chunk_dots<Kernel>(xo, x, g.input_weights, I, c0, n, g.input_effective_bias, ax);
+      gate_chunk_dots<Kernel>(xo, x, g.input_weights, I, c0, n, g.input_effective_bias, ax);
       if (h != nullptr) {
-        chunk_dots<Kernel>(ho, h, g.hidden_weights, H, c0, n, g.hidden_effective_bias, ah);
+        gate_chunk_dots<Kernel>(ho, h, g.hidden_weights, H, c0, n, g.hidden_effective_bias, ah);
       } else {
         for (int32_t k = 0; k < n; ++k) ah[k] = g.hidden_effective_bias[c0 + k];
       }
       finish(ax, ah, n, reset_q0_15 + base + c0, new_q0_15 + base + c0);
     }
   }
+}
+template <typename Kernel>
+void gru_new_gate_chunked_with(const qlstm_gru_gate_s8_params& g, const typename Kernel::NewGateFinish& finish,
+                               const GateArgs& a, const int16_t* reset_q0_15, int16_t* new_q0_15) {
+  typename Kernel::Operand xo, ho;
+  gru_new_gate_chunked_over<Kernel>(g, finish, a, reset_q0_15, new_q0_15, xo, ho, false);
 }
 
 template <typename Kernel>

@@ -24,16 +24,28 @@ struct PreparedGru {
   typename Kernel::Finish reset_finish, update_finish;
   typename Kernel::NewGateFinish new_finish;
   typename Kernel::UpdateOutput update_output;
+  typename Kernel::Operand x, h;  // a one-row call's x and h, prepared by the step's reset gate
 };
 
+// All three gates of a step read the same x and h: where preparing them costs
+// (prepare_once_per_step, gate_rows.h), a one-row call prepares them in the reset gate, once per
+// step instead of once per gate.
 template <typename Kernel>
 void prepared_gru_step(const void* prepared, const GateArgs& args, const GruStepBuffers& buffers,
                        int16_t* hidden_q0_15, int8_t* y, ptrdiff_t y_row_stride) {
-  const PreparedGru<Kernel>& p = *static_cast<const PreparedGru<Kernel>*>(prepared);
-  gate_chunked_with<Kernel>(p.gates.reset, p.reset_finish, args, buffers.reset_q0_15);
-  gate_chunked_with<Kernel>(p.gates.update, p.update_finish, args, buffers.update_q0_15);
-  gru_new_gate_chunked_with<Kernel>(p.gates.new_gate_for(args), p.new_finish, args, buffers.reset_q0_15,
-                                    buffers.new_q0_15);
+  PreparedGru<Kernel>& p = *static_cast<PreparedGru<Kernel>*>(const_cast<void*>(prepared));
+  if constexpr (prepare_once_per_step<Kernel>(0)) {
+    const bool one_row = args.rows == 1;
+    gate_chunked_over<Kernel>(p.gates.reset, p.reset_finish, args, buffers.reset_q0_15, p.x, p.h, false);
+    gate_chunked_over<Kernel>(p.gates.update, p.update_finish, args, buffers.update_q0_15, p.x, p.h, one_row);
+    gru_new_gate_chunked_over<Kernel>(p.gates.new_gate_for(args), p.new_finish, args, buffers.reset_q0_15,
+                                      buffers.new_q0_15, p.x, p.h, one_row);
+  } else {
+    gate_chunked_with<Kernel>(p.gates.reset, p.reset_finish, args, buffers.reset_q0_15);
+    gate_chunked_with<Kernel>(p.gates.update, p.update_finish, args, buffers.update_q0_15);
+    gru_new_gate_chunked_with<Kernel>(p.gates.new_gate_for(args), p.new_finish, args, buffers.reset_q0_15,
+                                      buffers.new_q0_15);
+  }
   p.update_output(args.rows, args.hidden_size, buffers.update_q0_15, buffers.new_q0_15, hidden_q0_15, y,
                   y_row_stride);
 }
@@ -42,10 +54,14 @@ template <typename Kernel, GruOutputFn kOutput>
 qlstm_status gru_chunked(const qlstm_gru_s8_params& params, qlstm_gru_s8_context& ctx, const int8_t* input,
                          int8_t* output) {
   const GruCallGates gates(params);
-  const PreparedGru<Kernel> prepared = {
-      gates, finish_of<Kernel>(gates.reset), finish_of<Kernel>(gates.update),
+  PreparedGru<Kernel> prepared = {
+      gates,
+      finish_of<Kernel>(gates.reset),
+      finish_of<Kernel>(gates.update),
       typename Kernel::NewGateFinish(params.gates[QLSTM_GRU_GATE_NEW], params.reset_times_hidden_to_q3_12),
-      typename Kernel::UpdateOutput(params)};
+      typename Kernel::UpdateOutput(params),
+      {},
+      {}};
   return run_gru_s8_walk(params, ctx, input, output, prepared_gru_step<Kernel>, &prepared, kOutput);
 }
 
