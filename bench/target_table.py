@@ -554,27 +554,26 @@ GRU_ANALYSIS = """Where the GRU's instructions per MAC differ from the LSTM's (p
   model format 6), so that step's recurrent part is a copy of it.
 - **Per unit and step**, the GRU has three gate finishes and two elementwise stages: r and z by
   the LSTM's sigmoid finish, n by its own finish (the tanh finish with the reset product
-  r * sat16(RQ(h part)) and its requantization between the recurrent part and the add:
-  `qlstm_arm_gru_new_gate_finish_thumb2` in one pass, `qlstm_arm_gru_new_gate_finish_mve` in two
-  passes over the chunk, the first replacing the recurrent accumulators by the products), then
-  the update and the output (`arm_mve`: one assembly loop, `qlstm_arm_gru_update_output_mve`).
-- **Once per call**: each Arm GRU variant's whole call (`blocked/gru_chunked.h`) builds the three
-  finishes and the update's and output's parameters before the first step, as the LSTM's does its
-  four finishes; the stages on their own (the variant tester, the device's variant-test) build them
-  per stage call.
+  r * sat16(RQ(h part)) and its requantization between the recurrent part and the add), then the
+  update and the output. On Thumb-2/DSP, when all three of the new gate's right shifts are at
+  least 1, its finish is folded (`qlstm_arm_gru_new_gate_finish_fast_thumb2`: the x part by the
+  LSTM's shared first pass, the reset products in a second pass, then the folded tanh finish's
+  loop), and so are the update and the output (`qlstm_arm_gru_update_folded`,
+  `qlstm_arm_gru_output_folded`); `arm_mve` runs the reset product in a first pass too
+  (`qlstm_arm_gru_new_gate_finish_mve`) and the update with the output in one loop
+  (`qlstm_arm_gru_update_output_mve`).
+- **Once per call and per step**: each Arm GRU variant's whole call (`blocked/gru_chunked.h`)
+  builds the three finishes and the update's and output's parameters before the first step, as the
+  LSTM's does its four finishes; on `arm_dsp` a one-row call also sign-extends x and h once per
+  step for r, z and n (`gate_chunked_over`, `prepare_once_per_step`), as the LSTM does for its four
+  gates. The stages on their own (the variant tester, the device's variant-test) build them per
+  stage call.
 - The bar, from the table: {verdict}
 - Per unit and step at `kws` (profiles): on Cortex-M55 the new gate's finish is 12.9 instructions
   (the LSTM's tanh finish 9.8) and the update with the output 6.2 (the LSTM's cell and hidden
-  updates 6.0 + 8.5). On Cortex-M4 the new gate's finish is 67.1, the unfolded finish with the
-  reset product, where the LSTM's folded tanh finish is 45.3 (the folded form needs the right
-  shifts of three requantizations at least 1 and a third set of constants); the update 21.1, the
-  output 17.1 (the LSTM's folded cell and hidden updates 37.3 and 36.2).
-- **Cortex-M4 after the LSTM's `arm_dsp` cycle work** (branch cyc4): the LSTM's whole call now
-  sign-extends x and h once per step for its four gates, inlines the chunks' dot products and
-  folds its cell and hidden updates; the GRU's whole call (`blocked/gru_chunked.h`) does none of
-  these yet, so the GRU is now 0.7% to 1.6% above the LSTM per MAC on Cortex-M4. Sharing the
-  prepared x and h across r, z and n (`gate_chunked_over`, `prepare_once_per_step`) and a folded
-  new-gate finish are what would bring it back below.
+  updates 6.0 + 8.5). On Cortex-M4 the new gate's folded finish is about 60 (48.3 in its own
+  function, about 12 in the shared first pass), where the LSTM's folded tanh finish is 45.3; the
+  folded update 18.1 and output 14.1 (the LSTM's folded cell and hidden updates 37.3 and 36.2).
 - Each change is bit-exact with the reference (`variant_test`, the device's variant-test over
   each whole call and its stages, the golden vectors).
 """
