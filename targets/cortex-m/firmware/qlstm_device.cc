@@ -730,6 +730,7 @@ bool make_random_case(Rng& r, const qlstm_lstm_dims& d, bool time_major, Regime 
 
 int variant_test(int32_t cases) {
   static const int32_t kEdge[] = {1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65};
+  constexpr int32_t kLongRow = 257;
   constexpr int32_t kEdgeCount = sizeof kEdge / sizeof kEdge[0];
   size_t nvar = 0;
   const qlstm::LstmS8Variant* const* all = qlstm::lstm_s8_variants(&nvar);
@@ -738,8 +739,12 @@ int variant_test(int32_t cases) {
   long runs = 0, mismatches = 0, declined = 0;
   for (int32_t n = 0; n < cases; ++n) {
     g_arena_used = 0;
-    const qlstm_lstm_dims d = {r.range(1, 3), r.range(1, 4), kEdge[r.range(0, kEdgeCount - 1)],
-                               kEdge[r.range(0, kEdgeCount - 1)]};
+    qlstm_lstm_dims d = {r.range(1, 3), r.range(1, 4), kEdge[r.range(0, kEdgeCount - 1)],
+                         kEdge[r.range(0, kEdgeCount - 1)]};
+    // Every 50th case has more than 256 input columns, every 200th more than 256 hidden units:
+    // past the DSP variant's expanded operand (its byte-wise dot products) and 256-column rows.
+    if (n % 50 == 49) d.input_size = (n / 50) % 2 == 0 ? kLongRow : kLongRow + 43;
+    if (n % 200 == 99) d.hidden_size = kLongRow;
     Case k;
     if (!make_random_case(r, d, r.range(0, 1) != 0, static_cast<Regime>(n % 3), &k)) return kExitBadInput;
     // A quarter of the cases walk time backwards (ONNX direction "reverse").
