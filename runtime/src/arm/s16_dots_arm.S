@@ -1,5 +1,6 @@
-@ The 16x8 kernels' dot products in assembly (s16_arm.cc's arm_dsp): GCC 12 spills the row
-@ pointers of the four-row block loop to the stack and reloads them every four columns.
+@ The 16x8 kernels' dot products in assembly (s16_arm.cc's arm_dsp, s16_arm_mve.cc's arm_mve):
+@ GCC 12 spills the row pointers (and on Helium the 64-bit accumulators) of the four-row block
+@ loop to the stack and reloads them every pass.
 @ No alignment is required (unaligned LDR and LDRD of the int32 pairs are architectural on
 @ Armv7-M and Armv8-M Mainline for normal memory; the pairs are word aligned anyway).
 #if defined(__ARM_ARCH_ISA_THUMB) && __ARM_ARCH_ISA_THUMB >= 2 && defined(__ARM_ARCH_PROFILE) && \
@@ -88,3 +89,81 @@ qlstm_arm_s16_rows4_dsp:
     .size qlstm_arm_s16_rows4_dsp, . - qlstm_arm_s16_rows4_dsp
 
 #endif  /* Thumb-2 M-profile with DSP */
+
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+@ Helium: eight columns per pass in a tail-predicated loop (DLSTP/LETP predicate the last,
+@ partial pass), the weights sign-extended to int16 lanes by their load (VLDRB.S16), VMLADAVA
+@ adds the eight products of a row into its 32-bit sum (even registers: r4, r6, r8, r10). Only
+@ q0-q3 are used: q4-q7 are callee-saved.
+    .syntax unified
+    .thumb
+
+@ acc (r12, moved on by 8) = the int64 bias (r11, moved on by 8) plus the 32-bit sum \s
+@ sign-extended; r3 and r5 scratch.
+.macro BIAS_PLUS_SUM s
+    ldrd    r3, r5, [r11], #8
+    adds    r3, r3, \s
+    adc     r5, r5, \s, asr #31
+    strd    r3, r5, [r12], #8
+.endm
+
+@ Whole blocks of four rows of at most blocked::kS16ColumnsPer32BitSum columns (so that the
+@ 32-bit sums cannot overflow), each sum then added into its row's int64 bias:
+@   acc[r] = bias[r] + sum_{j<n} x[j] * w[r * n + j]   (mod 2^64), r < 4 * blocks
+@ void qlstm_arm_s16_rows4_mve(const int16_t* x, const int8_t* w, int32_t n, int32_t blocks,
+@                              const int64_t* bias, int64_t* acc);
+@ The predicated loop advances the weight pointers by 8 * ceil(n / 8); the next block's row 0
+@ starts n - 8 * ceil(n / 8) after where row 3's pointer ends. x and the end of acc live on the
+@ stack.
+    .section .text.qlstm_arm_s16_rows4_mve, "ax", %progbits
+    .global qlstm_arm_s16_rows4_mve
+    .type qlstm_arm_s16_rows4_mve, %function
+    .thumb_func
+    .p2align 2
+qlstm_arm_s16_rows4_mve:
+    push    {r4-r11, lr}
+    cmp     r3, #0
+    beq     3f
+    ldr     r11, [sp, #36]          @ bias
+    ldr     r12, [sp, #40]          @ acc
+    add     r4, r12, r3, lsl #5     @ end of acc
+    sub     sp, sp, #8
+    str     r0, [sp]
+    str     r4, [sp, #4]
+    add     r0, r2, #7
+    bic     r0, r0, #7
+    sub     r0, r2, r0              @ n - 8 * ceil(n / 8)
+1:
+    ldr     r9, [sp]                @ x
+    movs    r4, #0
+    movs    r6, #0
+    mov     r8, #0
+    mov     r10, #0
+    add     r3, r1, r2              @ row 1
+    add     r5, r3, r2              @ row 2
+    add     r7, r5, r2              @ row 3 (the widening loads take r0-r7 only)
+    dlstp.16 lr, r2
+2:
+    vldrh.s16    q0, [r9], #16
+    vldrb.s16    q1, [r1], #8
+    vmladava.s16 r4, q0, q1
+    vldrb.s16    q2, [r3], #8
+    vmladava.s16 r6, q0, q2
+    vldrb.s16    q3, [r5], #8
+    vmladava.s16 r8, q0, q3
+    vldrb.s16    q1, [r7], #8
+    vmladava.s16 r10, q0, q1
+    letp    lr, 2b
+    BIAS_PLUS_SUM r4
+    BIAS_PLUS_SUM r6
+    BIAS_PLUS_SUM r8
+    BIAS_PLUS_SUM r10
+    add     r1, r7, r0              @ the next block's row 0
+    ldr     lr, [sp, #4]
+    cmp     r12, lr
+    bne     1b
+    add     sp, sp, #8
+3:
+    pop     {r4-r11, pc}
+    .size qlstm_arm_s16_rows4_mve, . - qlstm_arm_s16_rows4_mve
+#endif  /* MVE */
