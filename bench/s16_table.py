@@ -89,18 +89,17 @@ Cortex-M4).
 
 **Instructions against CMSIS-NN's, per CPU: {summary}.**
 
-Where the instructions go (the counter's `profile=on` at `kws`, after the gate finish with each
-RQ64 set up once per call, `arm/s16_finish_arm.h`): on Cortex-M4 (`arm_dsp`) the dot products
-take 2.59M of 3.66M instructions, 2.8 per MAC, against the SMLAD loop's 1.4 per MAC at long rows:
-the input matmul has I = 10 columns, two quads and a two-column tail summed product by product in
-64 bits, and each block of four rows pays its int64 bias, its 32-to-64-bit hand-over and its
-loop set-up; the gate finish is about 59 instructions a row (two RQ64, the saturating adds, the
-table activation in compiled C). On Cortex-M55 (`arm_mve`) the dot products take 0.90M of 1.63M,
-about 1 per MAC (four 64-bit VMLALDAVA accumulators use eight of the core registers, so the
-block's pointers and counters spill, and at I = 10 a block is two predicated passes), the finish
-about 52 a row. The next steps: the tail columns inside the last 32-bit partial sum and the DSP
-block loop in assembly, and the finish (RQ64 and the table lookup) for four rows at a time in
-Helium lanes or in assembly.
+Where the instructions go (the counter's `profile=on` at `kws`, with the four-row block loops in
+assembly, `arm/s16_dots_arm.S`): on Cortex-M4 (`arm_dsp`) the block loop takes 1.38M of 2.87M
+instructions (1.49 per MAC: SXTB16 + SMLAD, two quads a pass), the gate finish 0.74M (about 59 a
+row: two RQ64, the saturating adds, the table activation in compiled C), the C around the loop
+0.42M (the last n % 4 columns, at I = 10 two, added into the 32-bit sums product by product, the
+int64 bias, the x pairs), the hidden update 0.19M (the reference's, per element) and the cell
+update 0.14M. On Cortex-M55 (`arm_mve`) the gate finish is now the larger part, 0.66M of 1.24M
+(about 52 a row), the block loop 0.49M (0.53 per MAC: 32-bit VMLADAVA sums in a tail-predicated
+loop, so at I = 10 a block is two passes, one of them predicated), the hidden update 0.05M. The
+next steps: the finish (RQ64 and the table lookup) for four rows at a time in Helium lanes or in
+assembly, and on the DSP the tail columns and the int64 bias inside the assembly block loop.
 {end}
 """
 

@@ -4,7 +4,9 @@
 // (x0, x2), (x1, x3) per four columns (the Operand). Each block of four weight rows then costs,
 // per four columns, one LDRD of x and per row one LDR, two SXTB16 and two SMLAD. The sums are
 // 32-bit over at most blocked::kS16ColumnsPer32BitSum columns, then added into the row's int64
-// accumulator: exactly the reference's int64 sum (docs/arithmetic.md §14) for every input.
+// accumulator: exactly the reference's int64 sum (docs/arithmetic.md §14) for every input. Up to
+// Operand::kMaxColumns columns (one 32-bit sum per row, the last n % 4 columns included) the
+// block loop is arm/s16_dots_arm.S's; longer rows take the C loop below.
 // The gate's per-row arithmetic is arm/s16_finish_arm.h's, the FC's the reference's
 // (blocked/rows_s16.h); the cell update is the int8 arm_dsp variant's.
 #if defined(__ARM_ARCH_ISA_THUMB) && __ARM_ARCH_ISA_THUMB >= 2 && defined(__ARM_ARCH_PROFILE) && \
@@ -19,6 +21,9 @@
 namespace qlstm {
 
 extern const LstmS8Variant kLstmS8ArmDspVariant;
+
+extern "C" void qlstm_arm_s16_rows4_dsp(const int32_t* pairs, const int8_t* w, int32_t n, int32_t quads,
+                                        int32_t blocks, int32_t* out);  // arm/s16_dots_arm.S
 
 namespace arm_s16 {
 namespace {
@@ -105,6 +110,31 @@ struct DspS16 {
   }
 
   static void rows4(const Operand& x, const int8_t* w, int32_t n, int32_t blocks, const int64_t* bias, int64_t* acc) {
+    if (x.expanded) {
+      rows4_expanded(x, w, n, blocks, bias, acc);
+    } else {
+      rows4_long(x, w, n, blocks, bias, acc);
+    }
+  }
+
+  // At most Operand::kMaxColumns columns: one 32-bit sum per row (the last n % 4 columns
+  // included), by the assembly block loop, then the int64 bias.
+  static void rows4_expanded(const Operand& x, const int8_t* w, int32_t n, int32_t blocks, const int64_t* bias,
+                             int64_t* acc) {
+    static_assert(Operand::kMaxColumns <= blocked::kS16ColumnsPer32BitSum, "one 32-bit sum per row");
+    int32_t s[blocked::kChunkRows];
+    const int32_t rows = blocks * blocked::kRowsPerPass;
+    qlstm_arm_s16_rows4_dsp(x.pairs, w, n, x.quads, blocks, s);
+    for (int32_t j = 4 * x.quads; j < n; ++j) {  // the last n % 4 columns
+      const int32_t v = x.v[j];
+      const int8_t* wj = w + j;
+      for (int32_t r = 0; r < rows; ++r) s[r] += v * int32_t{wj[static_cast<ptrdiff_t>(r) * n]};
+    }
+    for (int32_t r = 0; r < rows; ++r) acc[r] = fxp::wrapping_add_s64(bias[r], s[r]);
+  }
+
+  static void rows4_long(const Operand& x, const int8_t* w, int32_t n, int32_t blocks, const int64_t* bias,
+                         int64_t* acc) {
     constexpr int32_t kQuadsPerSum = blocked::kS16ColumnsPer32BitSum / 4;
     for (int32_t blk = 0; blk < blocks; ++blk) {
       int64_t a[blocked::kRowsPerPass];

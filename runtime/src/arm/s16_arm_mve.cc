@@ -2,9 +2,12 @@
 // VMLALDAVA, the weights sign-extended to int16 lanes by their load (VLDRB.S16), accumulated in
 // 64 bits from the row's int64 bias on: exactly the reference's int64 sum (docs/arithmetic.md
 // §14) with no range condition (CMSIS-NN's Helium path loads the bias into 32 bits). Four weight
-// rows per pass over x, the last columns in one tail-predicated pass. The gate's per-row arithmetic
-// is arm/s16_finish_arm.h's, the FC's the reference's (blocked/rows_s16.h); the cell update is the int8 arm_mve
-// variant's, the hidden update in four int32 lanes (arm/mve_s8.h's hidden_update_lanes) storing int16.
+// rows per pass over x, the last columns in one tail-predicated pass. Rows of at most
+// blocked::kS16ColumnsPer32BitSum columns (every shape of the tables) take arm/s16_dots_arm.S's
+// block loop instead: 32-bit sums by VMLADAVA (no overflow at that length), then the int64 bias.
+// The gate's per-row arithmetic is arm/s16_finish_arm.h's, the FC's the reference's
+// (blocked/rows_s16.h); the cell update is the int8 arm_mve variant's, the hidden update in four
+// int32 lanes (arm/mve_s8.h's hidden_update_lanes) storing int16.
 #if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
 
 #include <arm_mve.h>
@@ -18,6 +21,9 @@ namespace qlstm {
 
 extern const LstmS8Variant kLstmS8ArmMveVariant;
 
+extern "C" void qlstm_arm_s16_rows4_mve(const int16_t* x, const int8_t* w, int32_t n, int32_t blocks,
+                                        const int64_t* bias, int64_t* acc);  // arm/s16_dots_arm.S
+
 namespace arm_mve_s16 {
 namespace {
 
@@ -27,6 +33,23 @@ struct MveS16 {
   using Operand = blocked::PlainS16Operand;
 
   static void rows4(const Operand& x, const int8_t* w, int32_t n, int32_t blocks, const int64_t* bias, int64_t* acc) {
+    if (n <= blocked::kS16ColumnsPer32BitSum) {
+      rows4_short(x, w, n, blocks, bias, acc);
+    } else {
+      rows4_long(x, w, n, blocks, bias, acc);
+    }
+  }
+
+  // Rows of at most kS16ColumnsPer32BitSum columns: 32-bit sums (VMLADAVA) by the assembly block
+  // loop (arm/s16_dots_arm.S), four core registers instead of eight, then the int64 bias.
+  static void rows4_short(const Operand& x, const int8_t* w, int32_t n, int32_t blocks, const int64_t* bias,
+                          int64_t* acc) {
+    qlstm_arm_s16_rows4_mve(x.v, w, n, blocks, bias, acc);
+  }
+
+  // Longer rows: 64-bit sums from the bias on.
+  static void rows4_long(const Operand& x, const int8_t* w, int32_t n, int32_t blocks, const int64_t* bias,
+                         int64_t* acc) {
     for (int32_t blk = 0; blk < blocks; ++blk) {
       const int8_t* w0 = w;
       const int8_t* w1 = w0 + n;
