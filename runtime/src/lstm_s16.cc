@@ -102,6 +102,15 @@ qlstm_status run_lstm_s16(const LstmS16Variant& variant, const qlstm_lstm_s16_pa
   return run_checked(variant, *params, *ctx, input, output);
 }
 
+qlstm_status run_lstm_s16_prechecked(const qlstm_lstm_s16_params& params, qlstm_lstm_s16_context& ctx,
+                                     const int16_t* input, int16_t* output) {
+  size_t count = 0;
+  const LstmS16Variant* const* all = lstm_s16_variants(&count);
+  const LstmS16Variant* variant = select_lstm_s16_variant(all, count, params);
+  if (variant == nullptr) return QLSTM_ERROR_NO_VARIANT;
+  return run_checked(*variant, params, ctx, input, output);
+}
+
 }  // namespace qlstm
 
 extern "C" {
@@ -131,11 +140,7 @@ qlstm_status qlstm_lstm_s16(const qlstm_lstm_s16_params* params, qlstm_lstm_s16_
                             int16_t* output) {
   const qlstm_status st = qlstm::check_call(params, ctx, input, output);
   if (st != QLSTM_OK) return st;
-  size_t count = 0;
-  const qlstm::LstmS16Variant* const* all = qlstm::lstm_s16_variants(&count);
-  const qlstm::LstmS16Variant* variant = qlstm::select_lstm_s16_variant(all, count, *params);
-  if (variant == nullptr) return QLSTM_ERROR_NO_VARIANT;
-  return qlstm::run_checked(*variant, *params, *ctx, input, output);
+  return qlstm::run_lstm_s16_prechecked(*params, *ctx, input, output);
 }
 
 }  // extern "C"

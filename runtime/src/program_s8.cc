@@ -380,22 +380,18 @@ qlstm_status qlstm::run_program_s8(const qlstm_program* program, qlstm_program_c
         const ptrdiff_t rows = static_cast<ptrdiff_t>(p.dims.batch) * p.dims.hidden_size;
         qlstm_lstm_s16_context c = {ctx->scratch, ctx->scratch_bytes, hidden ? cell + op.state_offset : ctx->cell,
                                     hidden ? cell + op.state_offset + rows : nullptr};
-        st = qlstm_lstm_s16(&p, &c, in16, out16 != nullptr ? out16 + op.output_offset : nullptr);
+        st = run_lstm_s16_prechecked(p, c, in16, out16 != nullptr ? out16 + op.output_offset : nullptr);
         break;
       }
       case QLSTM_OP_FULLY_CONNECTED_S8:
         st = run_fc_s8_prechecked(options.fc_variant, row_call_params(*program, op, op.fc, time_steps), in, out);
         break;
-      case QLSTM_OP_FULLY_CONNECTED_S16: {
-        const qlstm_fc_s16_params p = row_call_params(*program, op, op.fc_s16, time_steps);
-        st = qlstm_fc_s16(&p, in16, out16);
+      case QLSTM_OP_FULLY_CONNECTED_S16:
+        st = run_fc_s16_prechecked(row_call_params(*program, op, op.fc_s16, time_steps), in16, out16);
         break;
-      }
-      case QLSTM_OP_REQUANTIZE: {
-        const qlstm_requantize_params p = row_call_params(*program, op, op.requantize, time_steps);
-        st = qlstm_requantize(&p, in, out);
+      case QLSTM_OP_REQUANTIZE:
+        requantize_prechecked(row_call_params(*program, op, op.requantize, time_steps), in, out);
         break;
-      }
       case QLSTM_OP_SOFTMAX_S8: softmax_s8_prechecked(row_call_params(*program, op, op.softmax, time_steps), in, out); break;
       case QLSTM_OP_TABLE_S8: table_s8_prechecked(row_call_params(*program, op, op.table, time_steps), in, out); break;
       default: select_step(*program, op, time_steps, in, out); break;  // QLSTM_OP_SELECT_STEP

@@ -207,6 +207,9 @@ const LstmS16Variant* select_lstm_s16_variant(const LstmS16Variant* const* list,
 // As qlstm_lstm_s16() with the given variant: QLSTM_ERROR_UNSUPPORTED / QLSTM_ERROR_NO_VARIANT as run_lstm_s8.
 qlstm_status run_lstm_s16(const LstmS16Variant& variant, const qlstm_lstm_s16_params* params,
                           qlstm_lstm_s16_context* ctx, const int16_t* input, int16_t* output);
+// Validated params, context and buffers (the program runner): per-call dispatch, not checked twice.
+qlstm_status run_lstm_s16_prechecked(const qlstm_lstm_s16_params& params, qlstm_lstm_s16_context& ctx,
+                                     const int16_t* input, int16_t* output);
 
 using FcS16Fn = void (*)(const qlstm_fc_s16_params& params, const int16_t* input, int16_t* output);
 struct FcS16Variant {
@@ -221,6 +224,8 @@ const FcS16Variant* select_fc_s16_variant(const FcS16Variant* const* list, size_
 // As qlstm_fc_s16() with the given variant: QLSTM_ERROR_UNSUPPORTED / QLSTM_ERROR_NO_VARIANT as run_lstm_s8.
 qlstm_status run_fc_s16(const FcS16Variant& variant, const qlstm_fc_s16_params* params, const int16_t* input,
                         int16_t* output);
+// Validated params and buffers (the program runner): per-call dispatch over fc_s16_variants().
+qlstm_status run_fc_s16_prechecked(const qlstm_fc_s16_params& params, const int16_t* input, int16_t* output);
 
 // The softmax and table ops on validated params (qlstm_softmax_s8_validate,
 // qlstm_table_s8_validate), rows >= 0; the program runner calls them after its one validation.

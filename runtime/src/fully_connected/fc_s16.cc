@@ -56,6 +56,15 @@ qlstm_status run_fc_s16(const FcS16Variant& variant, const qlstm_fc_s16_params* 
   return QLSTM_OK;
 }
 
+qlstm_status run_fc_s16_prechecked(const qlstm_fc_s16_params& params, const int16_t* input, int16_t* output) {
+  size_t count = 0;
+  const FcS16Variant* const* all = fc_s16_variants(&count);
+  const FcS16Variant* variant = select_fc_s16_variant(all, count, params);
+  if (variant == nullptr) return QLSTM_ERROR_NO_VARIANT;
+  if (params.rows > 0) variant->run(params, input, output);
+  return QLSTM_OK;
+}
+
 }  // namespace qlstm
 
 extern "C" qlstm_status qlstm_fc_s16_validate(const qlstm_fc_s16_params* params, const char** field) {
@@ -68,10 +77,5 @@ extern "C" qlstm_status qlstm_fc_s16(const qlstm_fc_s16_params* params, const in
   const qlstm_status st = qlstm_fc_s16_validate(params, nullptr);
   if (st != QLSTM_OK) return st;
   if (params->rows > 0 && (input == nullptr || output == nullptr)) return QLSTM_ERROR_NULL_POINTER;
-  size_t count = 0;
-  const qlstm::FcS16Variant* const* all = qlstm::fc_s16_variants(&count);
-  const qlstm::FcS16Variant* variant = qlstm::select_fc_s16_variant(all, count, *params);
-  if (variant == nullptr) return QLSTM_ERROR_NO_VARIANT;
-  if (params->rows > 0) variant->run(*params, input, output);
-  return QLSTM_OK;
+  return qlstm::run_fc_s16_prechecked(*params, input, output);
 }
