@@ -378,6 +378,36 @@ std::vector<float> block_rows(const std::vector<float>& stacked, int32_t block, 
                             stacked.begin() + static_cast<ptrdiff_t>((block + 1) * n));
 }
 
+// ONNX requires the nodes in topological order with each value produced once. The walkers
+// below follow producers and consumers, so a cycle or a value with two producers would send them
+// round forever: such a graph is refused here, naming the first node that breaks the order.
+// (A value defined nowhere is left to the checks that name what it should have been.)
+bool check_topological(const onnx::GraphProto& g, std::vector<std::string>* problems) {
+  std::set<std::string> known, produced;
+  for (const auto& i : g.input()) known.insert(i.name());
+  for (const auto& t : g.initializer()) known.insert(t.name());
+  for (const auto& n : g.node()) produced.insert(n.output().begin(), n.output().end());
+  for (const auto& n : g.node()) {
+    for (const auto& in : n.input()) {
+      if (!in.empty() && !known.count(in) && produced.count(in)) {
+        problems->push_back(node_label(n) + ": input '" + in +
+                            "' is the output of this node or of a later one "
+                            "(ONNX requires the nodes in topological order)");
+        return false;
+      }
+    }
+    for (const auto& out : n.output()) {
+      if (!out.empty() && !known.insert(out).second) {
+        problems->push_back(node_label(n) + ": output '" + out +
+                            "' is already a graph input, an initializer or an earlier node's output "
+                            "(ONNX requires each value to be produced once)");
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
 [[noreturn]] void refuse(const std::string& origin, const std::vector<std::string>& problems) {
   std::string msg = origin + ": the model is outside what qlstm compiles:";
   for (const auto& p : problems) msg += "\n  " + p;
@@ -1582,6 +1612,7 @@ OnnxLstm import_onnx_bytes(const std::string& bytes, const std::string& origin) 
   }
   const Graph g(model.graph());
   std::vector<std::string> problems;
+  if (!check_topological(model.graph(), &problems)) refuse(origin, problems);
   std::vector<const onnx::NodeProto*> lstms;
   for (const auto& n : g.proto().node()) {
     if (recurrent(n)) lstms.push_back(&n);

@@ -11,6 +11,8 @@
 #include <random>
 #include <sstream>
 
+#include <onnx/onnx_pb.h>
+
 #include "qlstm/compiler/onnx_import.h"
 
 namespace {
@@ -211,6 +213,43 @@ TEST(OnnxImport, FuzzFindingsAreRefusedCleanly) {
     }
   }
   EXPECT_GE(files, 1u);
+}
+
+// A cycle or a value produced twice would send the importer's walks round forever (a fuzz
+// finding): such graphs are refused, naming the node, before any walk starts.
+TEST(OnnxImport, GraphsOutOfTopologicalOrderAreRefused) {
+  onnx::ModelProto good;
+  {
+    std::ifstream f(std::string(QLSTM_ONNX_FIXTURES) + "/whole_classifier_opset17.onnx", std::ios::binary);
+    ASSERT_TRUE(good.ParseFromIstream(&f));
+  }
+  ASSERT_GE(good.graph().node_size(), 3);
+  const auto refusal = [](const onnx::ModelProto& m) {
+    try {
+      import_onnx_bytes(m.SerializeAsString(), "reordered");
+    } catch (const CompileError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_NO_THROW(import_onnx_bytes(good.SerializeAsString(), "good"));
+
+  onnx::ModelProto reversed = good;
+  auto* nodes = reversed.mutable_graph()->mutable_node();
+  std::reverse(nodes->begin(), nodes->end());
+  EXPECT_NE(refusal(reversed).find("topological order"), std::string::npos) << refusal(reversed);
+
+  onnx::ModelProto self_loop = good;
+  onnx::NodeProto* last = self_loop.mutable_graph()->mutable_node(self_loop.graph().node_size() - 1);
+  last->set_input(0, last->output(0));
+  const std::string why = refusal(self_loop);
+  EXPECT_NE(why.find("(" + last->op_type() + "): input '" + last->output(0) + "' is the output of this node"),
+            std::string::npos)
+      << why;
+
+  onnx::ModelProto twice = good;
+  *twice.mutable_graph()->add_node() = good.graph().node(0);
+  EXPECT_NE(refusal(twice).find("produced once"), std::string::npos) << refusal(twice);
 }
 
 TEST(OnnxImport, ExportedTorchModelsRecognizeTheirLayout) {
