@@ -55,7 +55,19 @@ rm -f "$corpus/model/"*.qlstm
 
 for t in onnx npy model; do
   echo "== fuzz_$t for ${seconds}s"
-  "$dir/fuzz/fuzz_$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
-    -artifact_prefix="$dir/crash_$t-" "$corpus/$t" 2>&1 | tail -2
+  rm -f "$dir/crash_$t-"*
+  if ! "$dir/fuzz/fuzz_$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+    -artifact_prefix="$dir/crash_$t-" "$corpus/$t" > "$dir/fuzz_$t.log" 2>&1; then
+    # A finding: the whole report (the CI log may be all there is of it) and the input itself,
+    # so that it can be reproduced with `base64 -d > x && $dir/fuzz/fuzz_$t x`.
+    grep -v '^#[0-9]' "$dir/fuzz_$t.log" | tail -80
+    for f in "$dir/crash_$t-"*; do
+      [ -f "$f" ] || continue
+      echo "== $f ($(stat -c %s "$f") bytes), base64:"
+      head -c 65536 "$f" | base64 -w 120
+    done
+    exit 1
+  fi
+  tail -1 "$dir/fuzz_$t.log"
 done
 echo "fuzzing: no finding"
