@@ -73,7 +73,7 @@ json search_json(const CalibrationStats& st) {
   return j;
 }
 
-// int8 against float on the calibration tensors, from the model's initial state. The float side
+// The compiled program (int8 or 16x8) against float on the calibration tensors, from the model's initial state. The float side
 // is calibration's own float pass (float_outputs, one per sequence, in the tensors' order),
 // arranged in each tensor's layout.
 double calibration_sqnr(const QuantizedProgram& q, const CompiledModel& m,
@@ -95,10 +95,8 @@ double calibration_sqnr(const QuantizedProgram& q, const CompiledModel& m,
       }
     }
     first += B;
-    std::vector<int8_t> x8(t.values.size());
-    for (size_t k = 0; k < x8.size(); ++k) x8[k] = m.input_quant().quantize(t.values[k]);
-    const std::vector<int8_t> y8 = run_program_s8(m, x8, t.shape);
-    for (int8_t v : y8) got.push_back(static_cast<float>(m.output_quant().dequantize(v)));
+    const std::vector<float> y = run_program_float(m, t.values, t.shape);
+    got.insert(got.end(), y.begin(), y.end());
   }
   return sqnr_db(ref, got);
 }

@@ -1,12 +1,15 @@
 // The 16x8 LSTM's parameters (derive_s16.h, docs/arithmetic.md §14).
 #include "qlstm/compiler/derive_s16.h"
 
+#include <algorithm>
 #include <cmath>
+#include <tuple>
 #include <cstdlib>
 #include <limits>
 #include <sstream>
 
 #include "qlstm/activation_s16.h"
+#include "qlstm/compiler/derive_ops.h"
 #include "qlstm/kernels.h"
 
 namespace qlstm {
@@ -14,6 +17,8 @@ namespace compiler {
 namespace {
 
 constexpr double kInt16MaxValue = 32767.0;
+constexpr int32_t kInt16Min = -32768, kInt16Max = 32767;
+constexpr int32_t kWeightQMax = 127;  // symmetric int8 weights use [-127, 127]
 constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
 // |x| and |h| of a 16x8 matmul operand: at most 2^15.
 constexpr int64_t kMaxAbsActivationS16 = 32768;
@@ -153,6 +158,104 @@ qlstm_lstm_s16_params DerivedLstmS16::kernel_params(int32_t batch, int32_t time_
   p.time_direction = time_direction;
   p.output_steps = output_steps;
   return p;
+}
+
+DerivedFcS16 derive_fc_s16(const FloatLayer& linear, const FloatLayer* clamp, double input_scale,
+                           double output_scale) {
+  const std::string label = "layer '" + linear.node + "'";
+  if (linear.kind != FloatLayerKind::kLinear) throw CompileError(label + ": not a Linear layer");
+  if (clamp != nullptr && !folds_into_clamp(*clamp)) {
+    throw CompileError("layer '" + clamp->node + "': only Relu and Clip fold into a fully connected op's clamp");
+  }
+  linear.validate();
+  symmetric_s16_scale(input_scale * kInt16MaxValue, label + ": input");
+  symmetric_s16_scale(output_scale * kInt16MaxValue, label + ": output");
+  const int32_t I = linear.input_size, O = linear.output_size;
+  DerivedFcS16 d;
+  d.input_size = I;
+  d.output_size = O;
+  d.input_scale = input_scale;
+  d.output_scale = output_scale;
+  double max_w = 0;
+  for (float w : linear.weight) max_w = std::max(max_w, std::fabs(static_cast<double>(w)));
+  d.weight_scale = max_w > 0 ? max_w / kWeightQMax : 1.0;
+  d.weights.resize(static_cast<size_t>(O) * static_cast<size_t>(I));
+  for (size_t k = 0; k < d.weights.size(); ++k) {
+    d.weights[k] = static_cast<int8_t>(
+        std::clamp(std::nearbyint(linear.weight[k] / d.weight_scale), -double{kWeightQMax}, double{kWeightQMax}));
+  }
+  const double bias_scale = input_scale * d.weight_scale;
+  d.bias.assign(static_cast<size_t>(O), 0);
+  for (int32_t o = 0; o < O; ++o) {
+    if (!linear.bias.empty()) {
+      const double b = linear.bias[static_cast<size_t>(o)];
+      const double bq = std::nearbyint(b / bias_scale);
+      if (!(std::fabs(bq) <= static_cast<double>(kInt32Max))) {
+        std::ostringstream s;
+        s << label << ": bias[" << o << "] = " << b << " leaves int32 at its scale " << bias_scale
+          << " (input scale x weight scale)";
+        throw CompileError(s.str());
+      }
+      d.bias[static_cast<size_t>(o)] = static_cast<int64_t>(bq);
+    }
+    check_row_range(d.bias[static_cast<size_t>(o)], &d.weights[static_cast<size_t>(o) * I], I, label, "the", o);
+  }
+  d.to_output = gate_multiplier(bias_scale / output_scale, label + ": output multiplier");
+  if (clamp != nullptr) {
+    const Range r = clamp_range(*clamp);
+    auto code = [&](double v) {
+      return static_cast<int32_t>(std::clamp(std::nearbyint(std::clamp(v, -1e300, 1e300) / output_scale),
+                                             double{kInt16Min}, double{kInt16Max}));
+    };
+    d.activation_min = code(r.lo);
+    d.activation_max = code(r.hi);
+    if (d.activation_min > d.activation_max) {
+      throw CompileError("layer '" + clamp->node + "': the clamp range is empty at the output quantization");
+    }
+    d.fused_activation = clamp->fn == ActivationFn::kRelu ? "relu" : (r.lo == 0.0 && r.hi == 6.0) ? "relu6" : "clip";
+  }
+  return d;
+}
+
+qlstm_fc_s16_params DerivedFcS16::kernel_params(int32_t rows) const {
+  qlstm_fc_s16_params p{};
+  p.rows = rows;
+  p.input_size = input_size;
+  p.output_size = output_size;
+  p.multiplier = to_output.multiplier;
+  p.shift = to_output.shift;
+  p.weights = weights.data();
+  p.bias = bias.data();
+  p.activation_min = activation_min;
+  p.activation_max = activation_max;
+  return p;
+}
+
+DerivedRequantize derive_requantize(int32_t row_size, int32_t input_type, const AffineQuant& input,
+                                    int32_t output_type, const AffineQuant& output, const std::string& what) {
+  DerivedRequantize d;
+  d.row_size = row_size;
+  d.input_type = input_type;
+  d.output_type = output_type;
+  d.input = input;
+  d.output = output;
+  for (const auto& [q, type, side] : {std::tuple{input, input_type, "input"}, std::tuple{output, output_type, "output"}}) {
+    const int32_t lo = type == QLSTM_ELEMENT_S16 ? kInt16Min : -128, hi = type == QLSTM_ELEMENT_S16 ? kInt16Max : 127;
+    if (!(q.scale > 0) || !std::isfinite(q.scale) || q.zero_point < lo || q.zero_point > hi) {
+      throw CompileError(what + ": the " + side + " quantization is out of its type's range");
+    }
+  }
+  d.to_output = quantize_multiplier(input.scale / output.scale, what + ": multiplier");
+  const qlstm_requantize_params p = d.kernel_params(0);
+  const char* field = nullptr;
+  if (qlstm_requantize_validate(&p, &field) != QLSTM_OK) {
+    throw CompileError(what + ": field '" + (field ? field : "?") + "' out of range");
+  }
+  return d;
+}
+
+qlstm_requantize_params DerivedRequantize::kernel_params(int32_t rows) const {
+  return {rows, row_size, input_type, output_type, input.zero_point, output.zero_point, to_output};
 }
 
 }  // namespace compiler

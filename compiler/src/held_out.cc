@@ -23,14 +23,9 @@ struct Tally {
   }
 };
 
-// One sequence through the int8 program from its initial state, dequantized.
+// One sequence through the program (int8 or 16x8) from its initial state, dequantized.
 std::vector<float> run_one(const CompiledModel& m, const CalibrationSequence& s) {
-  std::vector<int8_t> x8(s.values.size());
-  for (size_t k = 0; k < x8.size(); ++k) x8[k] = m.input_quant().quantize(s.values[k]);
-  const std::vector<int8_t> y8 = run_program_s8(m, x8, {1, s.time_steps, Layout::kBatchMajor});
-  std::vector<float> y(y8.size());
-  for (size_t k = 0; k < y8.size(); ++k) y[k] = static_cast<float>(m.output_quant().dequantize(y8[k]));
-  return y;
+  return run_program_float(m, s.values, {1, s.time_steps, Layout::kBatchMajor});
 }
 
 void finish(HeldOutEstimate& e, const std::vector<Tally>& folds) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "qlstm/kernels.h"
 #include "qlstm/program_s8.h"
@@ -20,6 +21,15 @@ std::string program_field(const char* field, int32_t op_index) {
 }
 
 bool same_quant(const AffineQuant& a, const AffineQuant& b) { return a.scale == b.scale && a.zero_point == b.zero_point; }
+
+// Per recurrent op, the values per batch row it keeps in each state array (ProgramOp::state_size).
+std::vector<int32_t> state_sizes(const CompiledModel& m) {
+  std::vector<int32_t> sizes;
+  for (const ProgramOp& op : m.ops) {
+    if (op.recurrent()) sizes.push_back(op.state_size());
+  }
+  return sizes;
+}
 
 }  // namespace
 
@@ -283,8 +293,12 @@ std::vector<int32_t> CompiledModel::hidden_sizes() const {
 
 int32_t CompiledModel::state_size() const {
   int32_t n = 0;
-  for (int32_t h : hidden_sizes()) n += h;
+  for (int32_t h : state_sizes(*this)) n += h;
   return n;
+}
+
+bool CompiledModel::all_s8() const {
+  return std::all_of(buffers.begin(), buffers.end(), [](const ProgramBuffer& b) { return b.type == QLSTM_ELEMENT_S8; });
 }
 
 bool CompiledModel::all_forward() const {
@@ -302,6 +316,7 @@ bool any_reverse_gru(const CompiledModel& m) {
 }  // namespace
 
 std::string CompiledModel::streaming_refusal() const {
+  if (!all_s8()) return "a 16x8 model cannot be streamed in chunks yet (its state has no stateful entry point)";
   if (!all_forward()) {
     return std::string("the model has a reverse ") + (any_reverse_gru(*this) ? "GRU" : "LSTM") +
            ", which starts from the last time step; it cannot be streamed in chunks";
@@ -342,6 +357,8 @@ void CompiledModel::validate(const std::string& origin) const {
     const std::string w = "field 'buffers[" + std::to_string(b) + "]";
     if (buf.width < 1 || buf.width > (1 << 16)) bad(w + ".width' out of range");
     if (!(buf.quant.scale > 0) || !std::isfinite(buf.quant.scale)) bad(w + ".scale' is not positive");
+    if (buf.type != QLSTM_ELEMENT_S8 && buf.type != QLSTM_ELEMENT_S16) bad(w + ".type' is not an element type");
+    if (buf.type == QLSTM_ELEMENT_S16 && buf.quant.zero_point != 0) bad(w + ".zero_point' must be 0 for int16");
     if (buf.quant.zero_point < -128 || buf.quant.zero_point > 127) bad(w + ".zero_point' out of int8 range");
     if (buf.steps != QLSTM_BUFFER_EVERY_STEP && buf.steps != QLSTM_BUFFER_ONE_STEP) bad(w + ".steps' is not a buffer_steps");
   }
@@ -366,7 +383,7 @@ void CompiledModel::validate(const std::string& origin) const {
     }
     if (op.recurrent()) {
       // "LSTM" here and below: any recurrent op (a layer of GRUs is a layer as well).
-      if (after_lstm && prev_kind != QLSTM_OP_LSTM_S8 && prev_kind != QLSTM_OP_GRU_S8) {
+      if (after_lstm && prev_kind != QLSTM_OP_LSTM_S8 && prev_kind != QLSTM_OP_GRU_S8 && prev_kind != QLSTM_OP_LSTM_S16) {
         bad(w + "': a recurrent op after the head");
       }
       const int32_t dir = lstm_seen % directions;
@@ -396,7 +413,12 @@ void CompiledModel::validate(const std::string& origin) const {
       auto state_ok = [&](StateSource source, size_t n) {
         return (source == StateSource::kConstant) == (n != 0) && (n == 0 || n == H || n == rows * H);
       };
-      if (op.gru_op()) {
+      if (op.s16_lstm_op()) {
+        if (!op.initial_hidden.empty() || !op.initial_cell.empty() || initial_hidden != StateSource::kZero ||
+            initial_cell != StateSource::kZero) {
+          bad(w + "': a 16x8 LSTM starts from a zero state (no initial state yet)");
+        }
+      } else if (op.gru_op()) {
         // A GRU's h0 is Q0.15 in its int16 state row: initial_cell, from the initial_hidden source.
         if (!op.initial_hidden.empty()) bad(w + ".initial_hidden': a GRU keeps its initial state in initial_cell");
         if (!state_ok(initial_hidden, op.initial_cell.size())) {
@@ -414,8 +436,17 @@ void CompiledModel::validate(const std::string& origin) const {
       if (op.output_offset != 0) bad(w + ".output_offset' must be 0 for a " + op_kind_name(op.kind) + " op");
       const AffineQuant* op_in = nullptr;
       const AffineQuant* op_out = nullptr;
+      AffineQuant s16_in, s16_out;
       int32_t in_width = 0, out_width = 0;
       switch (op.kind) {
+        case QLSTM_OP_FULLY_CONNECTED_S16:
+          s16_in = {op.fc_s16.input_scale, 0}, s16_out = {op.fc_s16.output_scale, 0};
+          op_in = &s16_in, op_out = &s16_out, in_width = op.fc_s16.input_size, out_width = op.fc_s16.output_size;
+          break;
+        case QLSTM_OP_REQUANTIZE:
+          op_in = &op.requantize.input, op_out = &op.requantize.output;
+          in_width = out_width = op.requantize.row_size;
+          break;
         case QLSTM_OP_FULLY_CONNECTED_S8:
           op_in = &op.fc.input, op_out = &op.fc.output, in_width = op.fc.input_size, out_width = op.fc.output_size;
           break;
@@ -455,11 +486,14 @@ CompiledModel assemble_program(std::vector<ProgramOp> ops, int32_t directions) {
   m.directions = directions;
   const int32_t layers = static_cast<int32_t>(ops.size()) / directions;
   const ProgramOp& first = ops.front();
-  m.buffers.push_back({first.gru_op() ? first.gru.input_size : first.lstm.input_size, first.recurrent_input()});
+  const int32_t type = first.s16_lstm_op() ? QLSTM_ELEMENT_S16 : QLSTM_ELEMENT_S8;
+  const int32_t input_size = first.gru_op() ? first.gru.input_size : first.s16_lstm_op() ? first.lstm_s16.input_size
+                                                                                          : first.lstm.input_size;
+  m.buffers.push_back({input_size, first.recurrent_input(), QLSTM_BUFFER_EVERY_STEP, type});
   for (int32_t l = 0; l < layers; ++l) {
     const ProgramOp& layer = ops[static_cast<size_t>(l * directions)];
     const int32_t H = layer.hidden_size();
-    m.buffers.push_back({directions * H, layer.recurrent_output()});
+    m.buffers.push_back({directions * H, layer.recurrent_output(), QLSTM_BUFFER_EVERY_STEP, type});
     for (int32_t dir = 0; dir < directions; ++dir) {
       ProgramOp& op = ops[static_cast<size_t>(l * directions + dir)];
       op.input_buffer = l;
@@ -530,8 +564,9 @@ ProgramState initial_program_state(const CompiledModel& m, int32_t batch) {
   ProgramState s;
   for (const ProgramOp& op : m.ops) {
     if (!op.recurrent()) continue;
-    const size_t H = static_cast<size_t>(op.hidden_size());
-    append_state_rows(s.hidden, op.initial_hidden, H, batch, static_cast<int8_t>(op.recurrent_output().zero_point));
+    const size_t H = static_cast<size_t>(op.state_size());  // a 16x8 LSTM's: zero (no constants)
+    append_state_rows(s.hidden, op.initial_hidden, H, batch,
+                      static_cast<int8_t>(op.s16_lstm_op() ? 0 : op.recurrent_output().zero_point));
     append_state_rows(s.cell, op.initial_cell, H, batch, int16_t{0});
   }
   return s;
@@ -540,6 +575,7 @@ ProgramState initial_program_state(const CompiledModel& m, int32_t batch) {
 ProgramState quantize_program_state(const CompiledModel& m, int32_t batch, const std::vector<float>* h,
                                     const std::vector<float>* c, const std::string& what) {
   ProgramState s = initial_program_state(m, batch);
+  if ((h != nullptr || c != nullptr) && !m.all_s8()) throw CompileError(what + ": a 16x8 model takes no state yet");
   const size_t n = static_cast<size_t>(batch) * static_cast<size_t>(m.state_size());
   for (const std::vector<float>* v : {h, c}) {
     if (v != nullptr && v->size() != n) {
@@ -570,7 +606,8 @@ ProgramState quantize_program_state(const CompiledModel& m, int32_t batch, const
 size_t buffer_bytes(const CompiledModel& m, size_t b, int32_t batch, int32_t time_steps) {
   const ProgramBuffer& buf = m.buffers[b];
   const size_t steps = buf.steps == QLSTM_BUFFER_ONE_STEP ? 1 : static_cast<size_t>(std::max(time_steps, 0));
-  return static_cast<size_t>(std::max(batch, 0)) * steps * static_cast<size_t>(std::max(buf.width, 0));
+  return static_cast<size_t>(std::max(batch, 0)) * steps * static_cast<size_t>(std::max(buf.width, 0)) *
+         std::max<size_t>(qlstm_element_bytes(buf.type), 1);
 }
 
 namespace {
@@ -610,6 +647,24 @@ ProgramMemory program_memory(const CompiledModel& m, int32_t batch, int32_t max_
         om.flash_bytes = weights + biases + requants;
         break;
       }
+      case QLSTM_OP_LSTM_S16: {  // int64 biases; its state: the cell and the int16 hidden rows
+        const int32_t I = op.lstm_s16.input_size, H = op.lstm_s16.hidden_size;
+        const qlstm_lstm_dims dims = {std::max(batch, 1), 1, I, H};
+        add_recurrent(mem, om, B, QLSTM_GATE_COUNT, I, H, qlstm_lstm_s16_scratch_bytes(&dims));
+        const size_t wide_biases = static_cast<size_t>(2 * QLSTM_GATE_COUNT) * static_cast<size_t>(H) * sizeof(int32_t);
+        mem.bias_bytes += wide_biases;
+        om.flash_bytes += wide_biases;
+        mem.state_values += B * static_cast<size_t>(H);
+        mem.cell_values = std::max(mem.cell_values, B * static_cast<size_t>(H));
+        break;
+      }
+      case QLSTM_OP_FULLY_CONNECTED_S16: {
+        const size_t weights = op.fc_s16.weights.size(), biases = op.fc_s16.bias.size() * sizeof(int64_t);
+        mem.weight_bytes += weights;
+        mem.bias_bytes += biases;
+        om.flash_bytes = weights + biases;
+        break;
+      }
       case QLSTM_OP_GRU_S8: {  // its state rows: its Q0.15 hidden, in the cell array
         const int32_t I = op.gru.input_size, H = op.gru.hidden_size;
         const qlstm_gru_dims dims = {std::max(batch, 1), 1, I, H};
@@ -636,10 +691,12 @@ ProgramMemory program_memory(const CompiledModel& m, int32_t batch, int32_t max_
 
 RuntimeProgram runtime_program(const CompiledModel& m, int32_t B, int32_t T, Layout layout) {
   RuntimeProgram r;
-  const std::vector<int32_t> hs = m.hidden_sizes();
+  const std::vector<int32_t> hs = state_sizes(m);
+  const bool typed = !m.all_s8();
   for (const ProgramBuffer& buf : m.buffers) {
     r.widths.push_back(buf.width);
     r.steps.push_back(buf.steps);
+    if (typed) r.types.push_back(buf.type);
   }
   r.batch = B;
   r.layout = layout == Layout::kTimeMajor ? QLSTM_LAYOUT_TIME_MAJOR : QLSTM_LAYOUT_BATCH_MAJOR;
@@ -663,6 +720,12 @@ RuntimeProgram runtime_program(const CompiledModel& m, int32_t B, int32_t T, Lay
         o.gru = op.gru.kernel_params(B, T, layout);
         o.gru.output_width = output_width;
         break;
+      case QLSTM_OP_LSTM_S16:
+        o.lstm_s16 = op.lstm_s16.kernel_params(B, T, layout);
+        o.lstm_s16.output_width = output_width;
+        break;
+      case QLSTM_OP_FULLY_CONNECTED_S16: o.fc_s16 = op.fc_s16.kernel_params(0); break;
+      case QLSTM_OP_REQUANTIZE: o.requantize = op.requantize.kernel_params(0); break;
       // rows: the runner sets them from the input buffer's positions.
       case QLSTM_OP_FULLY_CONNECTED_S8: o.fc = op.fc.kernel_params(0); break;
       case QLSTM_OP_SOFTMAX_S8: o.softmax = op.softmax.kernel_params(0); break;
@@ -679,13 +742,14 @@ RuntimeProgram runtime_program(const CompiledModel& m, int32_t B, int32_t T, Lay
   return r;
 }
 
-std::vector<int8_t> run_program_s8(const CompiledModel& m, const std::vector<int8_t>& x,
-                                   const SequenceShape& shape, ProgramState* state) {
+std::vector<uint8_t> run_program_raw(const CompiledModel& m, const void* x, size_t x_bytes, const SequenceShape& shape,
+                                     ProgramState* state) {
   const int32_t B = shape.batch, T = shape.time_steps;
   if (B < 1 || T < 0) throw CompileError("input: batch must be >= 1 and time steps >= 0");
   const size_t positions = static_cast<size_t>(B) * static_cast<size_t>(T);
-  if (x.size() != positions * static_cast<size_t>(m.input_size())) {
-    throw CompileError("input: " + std::to_string(x.size()) + " values, expected " +
+  const size_t element = qlstm_element_bytes(m.buffers.front().type);
+  if (x_bytes != positions * static_cast<size_t>(m.input_size()) * element) {
+    throw CompileError("input: " + std::to_string(x_bytes / std::max<size_t>(element, 1)) + " values, expected " +
                        std::to_string(positions * static_cast<size_t>(m.input_size())) + " (B=" +
                        std::to_string(B) + " T=" + std::to_string(T) + " x " + std::to_string(m.input_size()) + ")");
   }
@@ -702,10 +766,13 @@ std::vector<int8_t> run_program_s8(const CompiledModel& m, const std::vector<int
   const ProgramMemory mem = program_memory(m, B, T);
   const RuntimeProgram r = runtime_program(m, B, T, shape.layout);
   ProgramContextStorage storage(mem);
-  std::vector<int8_t> y(buffer_bytes(m, m.buffers.size() - 1, B, T));
+  std::vector<uint8_t> y(buffer_bytes(m, m.buffers.size() - 1, B, T));
+  // The runner reads and writes whole elements: int16 buffers need their alignment.
+  std::vector<int16_t> x_aligned((x_bytes + 1) / 2), y_aligned((y.size() + 1) / 2);
+  if (x_bytes > 0) std::memcpy(x_aligned.data(), x, x_bytes);
   const qlstm_program program = r.table();
   qlstm_program_context ctx = storage.context();
-  const qlstm_status st = qlstm_program_run(&program, &ctx, x.data(), y.data(), T, state->hidden.data(),
+  const qlstm_status st = qlstm_program_run(&program, &ctx, x_aligned.data(), y_aligned.data(), T, state->hidden.data(),
                                             state->cell.data());
   if (st != QLSTM_OK) {
     const char* field = nullptr;
@@ -714,7 +781,44 @@ std::vector<int8_t> run_program_s8(const CompiledModel& m, const std::vector<int
     throw CompileError(std::string("program: the runtime refused to run it: ") + qlstm_status_string(st) +
                        (field ? " (" + program_field(field, op_index) + ")" : std::string()));
   }
+  if (!y.empty()) std::memcpy(y.data(), y_aligned.data(), y.size());
   return y;
+}
+
+std::vector<float> run_program_float(const CompiledModel& m, const std::vector<float>& x, const SequenceShape& shape) {
+  const ProgramBuffer& in = m.buffers.front();
+  const ProgramBuffer& out = m.buffers.back();
+  std::vector<uint8_t> raw(x.size() * qlstm_element_bytes(in.type));
+  for (size_t k = 0; k < x.size(); ++k) {
+    if (in.type == QLSTM_ELEMENT_S16) {
+      const double q = std::nearbyint(x[k] / in.quant.scale) + in.quant.zero_point;
+      const int16_t v = static_cast<int16_t>(std::clamp(std::isnan(q) ? 0.0 : q, -32768.0, 32767.0));
+      std::memcpy(&raw[2 * k], &v, sizeof v);
+    } else {
+      raw[k] = static_cast<uint8_t>(in.quant.quantize(x[k]));
+    }
+  }
+  const std::vector<uint8_t> y = run_program_raw(m, raw.data(), raw.size(), shape);
+  std::vector<float> f(y.size() / qlstm_element_bytes(out.type));
+  for (size_t k = 0; k < f.size(); ++k) {
+    int32_t q = static_cast<int8_t>(y[k]);
+    if (out.type == QLSTM_ELEMENT_S16) {
+      int16_t v;
+      std::memcpy(&v, &y[2 * k], sizeof v);
+      q = v;
+    }
+    f[k] = static_cast<float>(out.quant.dequantize(q));
+  }
+  return f;
+}
+
+std::vector<int8_t> run_program_s8(const CompiledModel& m, const std::vector<int8_t>& x,
+                                   const SequenceShape& shape, ProgramState* state) {
+  if (m.buffers.front().type != QLSTM_ELEMENT_S8 || m.buffers.back().type != QLSTM_ELEMENT_S8) {
+    throw CompileError("program: its input or output is not int8 (a 16x8 model: run_program_raw)");
+  }
+  const std::vector<uint8_t> y = run_program_raw(m, x.data(), x.size(), shape, state);
+  return std::vector<int8_t>(reinterpret_cast<const int8_t*>(y.data()), reinterpret_cast<const int8_t*>(y.data()) + y.size());
 }
 
 void gather_steps(const int8_t* x, int32_t B, int32_t T, int32_t F, Layout layout, int32_t t0, int32_t n,

@@ -1,4 +1,5 @@
 #include "qlstm/compiler/quantized_lstm.h"
+#include "qlstm/compiler/quantized_lstm_s16.h"
 
 #include <algorithm>
 #include <iterator>
@@ -899,6 +900,31 @@ std::vector<float> state_row(const std::vector<float>& state, int32_t H, size_t 
 
 }  // namespace
 
+std::vector<FloatLayer> compiled_head_layers(const FloatProgram& program) {
+  // h_n[-1] of a bidirectional stack is the last layer's reverse state alone: both ops of the
+  // layer write their final states into one [B][2H] buffer and the Linear that reads h_n[-1]
+  // gets zero weights for the forward half (exact: those products are 0).
+  std::vector<FloatLayer> head_layers = program.head;
+  if (program.lstm_output == LstmOutput::kFinalState && program.directions == 2) {
+    if (head_layers.empty() || head_layers.front().kind != FloatLayerKind::kLinear) {
+      throw CompileError("program: h_n[-1] of a bidirectional LSTM is the reverse direction's state alone; qlstm "
+                         "compiles it when a Linear reads it first, here " +
+                         (head_layers.empty() ? std::string("it is the model's output") : node_label(head_layers.front())) +
+                         " does; read y[:, -1] or put the Linear first");
+    }
+    FloatLayer& first = head_layers.front();
+    const int32_t H = program.ops.back().hidden_size, O = first.output_size;
+    std::vector<float> padded(static_cast<size_t>(O) * 2 * H, 0.0f);
+    for (int32_t o = 0; o < O; ++o) {
+      std::copy_n(first.weight.begin() + static_cast<ptrdiff_t>(o) * H, H,
+                  padded.begin() + static_cast<ptrdiff_t>(o) * 2 * H + H);
+    }
+    first.weight = std::move(padded);
+    first.input_size = 2 * H;
+  }
+  return head_layers;
+}
+
 bool writes_final_state_only(const FloatProgram& p) {
   const bool last_step = !p.head.empty() && p.head.front().kind == FloatLayerKind::kSelectStep && p.head.front().step == -1;
   return p.lstm_output == LstmOutput::kFinalState || (last_step && p.directions == 1 && !p.ops.back().reverse);
@@ -919,27 +945,7 @@ QuantizedProgram compile_program(const FloatProgram& program, const CalibrationS
   const size_t ops_count = program.ops.size();
   const bool has_select = !program.head.empty() && program.head.front().kind == FloatLayerKind::kSelectStep;
   const FloatLstm& last_lstm = program.ops.back();
-  // h_n[-1] of a bidirectional stack is the last layer's reverse state alone: both ops of the
-  // layer write their final states into one [B][2H] buffer and the Linear that reads h_n[-1]
-  // gets zero weights for the forward half (exact: those products are 0).
-  std::vector<FloatLayer> head_layers = program.head;
-  if (program.lstm_output == LstmOutput::kFinalState && D == 2) {
-    if (head_layers.empty() || head_layers.front().kind != FloatLayerKind::kLinear) {
-      throw CompileError("program: h_n[-1] of a bidirectional LSTM is the reverse direction's state alone; qlstm "
-                         "compiles it when a Linear reads it first, here " +
-                         (head_layers.empty() ? std::string("it is the model's output") : node_label(head_layers.front())) +
-                         " does; read y[:, -1] or put the Linear first");
-    }
-    FloatLayer& first = head_layers.front();
-    const int32_t H = last_lstm.hidden_size, O = first.output_size;
-    std::vector<float> padded(static_cast<size_t>(O) * 2 * H, 0.0f);
-    for (int32_t o = 0; o < O; ++o) {
-      std::copy_n(first.weight.begin() + static_cast<ptrdiff_t>(o) * H, H,
-                  padded.begin() + static_cast<ptrdiff_t>(o) * 2 * H + H);
-    }
-    first.weight = std::move(padded);
-    first.input_size = 2 * H;
-  }
+  const std::vector<FloatLayer> head_layers = compiled_head_layers(program);
   if (program.lstm_output == LstmOutput::kFinalState && has_select) {
     throw CompileError(node_label(program.head.front()) + ": selects a step of h_n, which has one");
   }
@@ -1211,6 +1217,7 @@ QuantizedProgram compile_program(const FloatProgram& program, const CalibrationS
   m.initial_cell = program.initial_cell;
   m.hidden_output = program.hidden_output;
   m.cell_output = program.cell_output;
+  if (options.activations_s16) m = s16_program(program, calibration, result, options);
   return result;
 }
 

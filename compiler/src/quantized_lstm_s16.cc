@@ -115,3 +115,155 @@ std::vector<float> QuantizedLstmS16::run_float(const std::vector<float>& x, cons
 
 }  // namespace compiler
 }  // namespace qlstm
+
+namespace qlstm {
+namespace compiler {
+namespace {
+
+// Max |v| and the per-feature sums of a [n][W] block of values.
+struct Observed {
+  double max_abs = 0;
+  std::vector<double> sum;
+  int64_t rows = 0;
+  void add(const std::vector<float>& v, size_t width) {
+    if (sum.size() < width) sum.resize(width, 0.0);
+    for (size_t k = 0; k < v.size(); ++k) {
+      max_abs = std::max(max_abs, std::fabs(static_cast<double>(v[k])));
+      sum[k % width] += v[k];
+    }
+    rows += static_cast<int64_t>(v.size() / std::max<size_t>(width, 1));
+  }
+  std::vector<double> mean(size_t from, size_t n) const {
+    std::vector<double> m(n, 0.0);
+    for (size_t k = 0; k < n && rows > 0; ++k) m[k] = sum[from + k] / static_cast<double>(rows);
+    return m;
+  }
+};
+
+std::string layer_label(const FloatLayer& l) { return "node '" + l.node + "'"; }
+
+}  // namespace
+
+CompiledModel s16_program(const FloatProgram& program, const CalibrationSet& calibration, const QuantizedProgram& int8,
+                          const CompileOptions& options) {
+  const char* retry = "; compile it with --activations int8";
+  if (!program.front.empty()) {
+    throw CompileError("16x8: " + layer_label(program.front.front()) +
+                       " runs before the first LSTM; layers in front of the stack have no 16x8 form yet" + retry);
+  }
+  for (const FloatLstm& op : program.ops) {
+    if (op.cell != CellKind::kLstm) {
+      throw CompileError(std::string("16x8: the model has a ") + cell_kind_name(op.cell) +
+                         " layer; 16x8 has an LSTM kernel only (as CMSIS-NN)" + retry);
+    }
+  }
+  if (program.initial_hidden != StateSource::kZero || program.initial_cell != StateSource::kZero ||
+      program.hidden_output || program.cell_output) {
+    throw CompileError(std::string("16x8: the model has an initial state or returns h_n/c_n; 16x8 models start "
+                                   "from a zero state and return their output only, for now") + retry);
+  }
+  const int32_t D = program.directions, L = program.layers();
+  const std::vector<FloatLayer> head = compiled_head_layers(program);
+  // What every boundary takes on the calibration set, through the float program.
+  Observed input;
+  std::vector<Observed> layers(static_cast<size_t>(L)), heads(head.size());
+  const size_t I = static_cast<size_t>(program.input_size());
+  for (const CalibrationSequence& s : calibration.sequences) {
+    if (s.time_steps == 0) continue;
+    const FloatProgramResult f = run_float_program(program, s.values.data(), {1, s.time_steps, Layout::kBatchMajor});
+    input.add(s.values, I);
+    for (int32_t l = 0; l < L; ++l) {
+      layers[static_cast<size_t>(l)].add(f.layer_outputs[static_cast<size_t>(l)],
+                                         static_cast<size_t>(D * program.ops[static_cast<size_t>(l * D)].hidden_size));
+    }
+    for (size_t j = 0; j < head.size(); ++j) heads[j].add(f.head_outputs[j], static_cast<size_t>(head[j].output_size));
+  }
+  auto scale = [](const Observed& o, const std::string& what) { return symmetric_s16_scale(o.max_abs, what); };
+
+  // The stack: one QLSTM_OP_LSTM_S16 per int8 LSTM op, its weights as the int8 search chose them.
+  std::vector<ProgramOp> stack;
+  size_t k8 = 0;  // the int8 program's op
+  for (int32_t l = 0; l < L; ++l) {
+    const Observed& in = l == 0 ? input : layers[static_cast<size_t>(l - 1)];
+    const double s_in = scale(in, l == 0 ? std::string("16x8: the model input") : "16x8: the output of layer " + std::to_string(l - 1));
+    const double s_out = scale(layers[static_cast<size_t>(l)], "16x8: the output of layer " + std::to_string(l));
+    for (int32_t d = 0; d < D; ++d, ++k8) {
+      const size_t k = static_cast<size_t>(l * D + d);
+      const ProgramOp& op8 = int8.model.ops[k8];
+      const FloatLstm& lstm = program.ops[k];
+      const OpChoice& chosen = int8.stats.at(k).chosen;
+      DeriveOptions derive = options.derive;
+      derive.weight_clip_ratio = chosen.weight_clip;
+      derive.bias_correction = chosen.bias_correction;
+      derive.weight_rounding = WeightRounding::kNearest;  // adaptive rounding: not derived for 16x8 yet
+      if (derive.bias_correction) {
+        const int32_t H = lstm.hidden_size;
+        derive.mean_x = in.mean(0, static_cast<size_t>(lstm.input_size));
+        derive.mean_h = layers[static_cast<size_t>(l)].mean(static_cast<size_t>(d * H), static_cast<size_t>(H));
+      }
+      ProgramOp op;
+      op.kind = QLSTM_OP_LSTM_S16;
+      try {
+        op.lstm_s16 = derive_lstm_s16_params(lstm, s_in, s_out, op8.lstm.cell, derive);
+      } catch (const CompileError& e) {
+        throw CompileError("16x8: layer " + std::to_string(l) + (D == 2 ? (d ? " reverse" : " forward") : "") + ": " +
+                           e.what());
+      }
+      op.lstm_s16.output_steps = op8.lstm.output_steps;
+      stack.push_back(std::move(op));
+    }
+  }
+  CompiledModel m = assemble_program(std::move(stack), D);
+  const size_t last_stack_buffer = static_cast<size_t>(L);
+  m.buffers.back().steps = int8.model.buffers[last_stack_buffer].steps;
+
+  // The head: 16x8 while it has 16x8 kernels, then a requantization and the int8 program's ops.
+  bool s16 = true;
+  size_t j = 0;  // the head layer the next op starts at
+  if (!head.empty() && head.front().kind == FloatLayerKind::kSelectStep) j = 1;
+  for (; k8 < int8.model.ops.size(); ++k8) {
+    const ProgramOp& op8 = int8.model.ops[k8];
+    const ProgramBuffer& out8 = int8.model.buffers[static_cast<size_t>(op8.output_buffer)];
+    ProgramOp op;
+    ProgramBuffer out = out8;
+    if (op8.kind == QLSTM_OP_SELECT_STEP) {
+      op = op8;
+      out.quant = m.buffers.back().quant;
+      out.type = m.buffers.back().type;
+    } else if (s16 && op8.kind == QLSTM_OP_FULLY_CONNECTED_S8) {
+      const FloatLayer& linear = head.at(j);
+      const bool clamp = j + 1 < head.size() && folds_into_clamp(head[j + 1]);
+      const Observed& o = heads[j + (clamp ? 1 : 0)];
+      op.kind = QLSTM_OP_FULLY_CONNECTED_S16;
+      op.fc_s16 = derive_fc_s16(linear, clamp ? &head[j + 1] : nullptr, m.buffers.back().quant.scale,
+                                scale(o, "16x8: the output of " + layer_label(linear)));
+      out.quant = {op.fc_s16.output_scale, 0};
+      out.type = QLSTM_ELEMENT_S16;
+      j += clamp ? 2 : 1;
+    } else {
+      if (s16) {  // hand over to int8 at the quantization the int8 program has here
+        const ProgramBuffer& in8 = int8.model.buffers[static_cast<size_t>(op8.input_buffer)];
+        ProgramOp rq;
+        rq.kind = QLSTM_OP_REQUANTIZE;
+        rq.requantize = derive_requantize(in8.width, QLSTM_ELEMENT_S16, m.buffers.back().quant, QLSTM_ELEMENT_S8,
+                                          in8.quant, "16x8: the requantization before op " + std::to_string(k8));
+        rq.input_buffer = static_cast<int32_t>(m.buffers.size()) - 1;
+        rq.output_buffer = rq.input_buffer + 1;
+        m.buffers.push_back({in8.width, in8.quant, in8.steps, QLSTM_ELEMENT_S8});
+        m.ops.push_back(std::move(rq));
+        s16 = false;
+      }
+      op = op8;
+    }
+    op.input_buffer = static_cast<int32_t>(m.buffers.size()) - 1;
+    op.output_buffer = op.input_buffer + 1;
+    m.buffers.push_back(out);
+    m.ops.push_back(std::move(op));
+  }
+  m.name = int8.model.name;
+  m.batch_first = int8.model.batch_first;
+  return m;
+}
+
+}  // namespace compiler
+}  // namespace qlstm

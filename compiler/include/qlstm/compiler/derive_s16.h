@@ -8,8 +8,11 @@
 #include <vector>
 
 #include "qlstm/compiler/derive.h"
+#include "qlstm/compiler/float_layers.h"
 #include "qlstm/compiler/float_lstm.h"
+#include "qlstm/fully_connected_s16.h"
 #include "qlstm/lstm_s16.h"
+#include "qlstm/requantize.h"
 
 namespace qlstm {
 namespace compiler {
@@ -54,6 +57,42 @@ struct DerivedLstmS16 {
 // gate shift above QLSTM_S16_SHIFT_MAX.
 DerivedLstmS16 derive_lstm_s16_params(const FloatLstm& lstm, double input_scale, double output_scale,
                                       const CellScaleChoice& cell, const DeriveOptions& options);
+
+// The 16x8 fully connected op (qlstm_fc_s16, arm_fully_connected_s16's arithmetic): symmetric
+// int16 input and output, int8 weights with one symmetric scale (the kernel has one multiplier),
+// an int64 bias at s_in * s_w, one multiplier s_in * s_w / s_out; a folded Relu or Clip becomes
+// the int16 clamp.
+struct DerivedFcS16 {
+  int32_t input_size = 0, output_size = 0;
+  double input_scale = 0, output_scale = 0, weight_scale = 0;
+  std::vector<int8_t> weights;  // [O][I]
+  std::vector<int64_t> bias;    // [O]
+  qlstm_requant to_output{};
+  int32_t activation_min = -32768, activation_max = 32767;
+  std::string fused_activation;  // "", "relu", "relu6", "clip"
+
+  qlstm_fc_s16_params kernel_params(int32_t rows) const;
+};
+// Throws CompileError naming the layer's node for a bias leaving int32 at its scale, a row whose
+// accumulator could leave int32 (as the LSTM's rows), a multiplier out of the 16x8 shift range or
+// an empty clamp.
+DerivedFcS16 derive_fc_s16(const FloatLayer& linear, const FloatLayer* clamp, double input_scale,
+                           double output_scale);
+
+// A requantization between two buffers (qlstm_requantize): where a 16x8 part of a program meets
+// an int8 one. The multiplier is s_in / s_out.
+struct DerivedRequantize {
+  int32_t row_size = 0;
+  int32_t input_type = QLSTM_ELEMENT_S16, output_type = QLSTM_ELEMENT_S8;
+  AffineQuant input, output;  // zero point 0 on the int16 side
+  qlstm_requant to_output{};
+
+  qlstm_requantize_params kernel_params(int32_t rows) const;
+};
+// Throws CompileError (naming `what`) for a scale that is not positive, a zero point outside its
+// type, or a ratio of scales out of the multiplier's range.
+DerivedRequantize derive_requantize(int32_t row_size, int32_t input_type, const AffineQuant& input,
+                                    int32_t output_type, const AffineQuant& output, const std::string& what);
 
 }  // namespace compiler
 }  // namespace qlstm

@@ -15,6 +15,7 @@
 #include "qlstm/compiler/derive.h"
 #include "qlstm/compiler/derive_gru.h"
 #include "qlstm/compiler/derive_ops.h"
+#include "qlstm/compiler/derive_s16.h"
 #include "qlstm/compiler/float_layers.h"
 #include "qlstm/compiler/float_lstm.h"
 #include "qlstm/program_s8.h"
@@ -117,6 +118,11 @@ struct ProgramOp {
   DerivedTable table;
   DerivedSelect select;
   DerivedGru gru;  // kind QLSTM_OP_GRU_S8; input/output quantization as lstm's
+  // The 16x8 kinds (QLSTM_OP_LSTM_S16, QLSTM_OP_FULLY_CONNECTED_S16) over int16 buffers, and the
+  // requantization between an int16 and an int8 buffer (QLSTM_OP_REQUANTIZE).
+  DerivedLstmS16 lstm_s16;
+  DerivedFcS16 fc_s16;
+  DerivedRequantize requantize;
   int32_t input_buffer = 0, output_buffer = 1;
   int32_t output_offset = 0;  // first element of the op's part of each output row
   // StateSource::kConstant: [H], the same for every batch row, or [B][H], one per row of the
@@ -127,20 +133,36 @@ struct ProgramOp {
   std::vector<int8_t> initial_hidden;
   std::vector<int16_t> initial_cell;
 
-  bool recurrent() const { return kind == QLSTM_OP_LSTM_S8 || kind == QLSTM_OP_GRU_S8; }
-  // Of a recurrent op's block (the LSTM's for another kind).
+  bool recurrent() const { return kind == QLSTM_OP_LSTM_S8 || kind == QLSTM_OP_GRU_S8 || s16_lstm_op(); }
+  // Of a recurrent op's block (the int8 LSTM's for another kind).
   bool gru_op() const { return kind == QLSTM_OP_GRU_S8; }
-  int32_t hidden_size() const { return gru_op() ? gru.hidden_size : lstm.hidden_size; }
-  int32_t time_direction() const { return gru_op() ? gru.time_direction : lstm.time_direction; }
-  int32_t output_steps() const { return gru_op() ? gru.output_steps : lstm.output_steps; }
-  const AffineQuant& recurrent_input() const { return gru_op() ? gru.input : lstm.input; }
-  const AffineQuant& recurrent_output() const { return gru_op() ? gru.output : lstm.output; }
+  bool s16_lstm_op() const { return kind == QLSTM_OP_LSTM_S16; }
+  int32_t hidden_size() const {
+    return gru_op() ? gru.hidden_size : s16_lstm_op() ? lstm_s16.hidden_size : lstm.hidden_size;
+  }
+  int32_t time_direction() const {
+    return gru_op() ? gru.time_direction : s16_lstm_op() ? lstm_s16.time_direction : lstm.time_direction;
+  }
+  int32_t output_steps() const {
+    return gru_op() ? gru.output_steps : s16_lstm_op() ? lstm_s16.output_steps : lstm.output_steps;
+  }
+  // Symmetric (zero point 0) for a 16x8 LSTM.
+  AffineQuant recurrent_input() const {
+    return gru_op() ? gru.input : s16_lstm_op() ? AffineQuant{lstm_s16.input_scale, 0} : lstm.input;
+  }
+  AffineQuant recurrent_output() const {
+    return gru_op() ? gru.output : s16_lstm_op() ? AffineQuant{lstm_s16.output_scale, 0} : lstm.output;
+  }
+  // Values per batch row this recurrent op keeps in each state array (qlstm_op_state_size): H, or
+  // 2H for a 16x8 LSTM (its cell, then its int16 hidden, in the cell array).
+  int32_t state_size() const { return s16_lstm_op() ? 2 * lstm_s16.hidden_size : hidden_size(); }
 };
 
 struct ProgramBuffer {
   int32_t width = 0;   // elements per sequence position
-  AffineQuant quant;   // of every element
+  AffineQuant quant;   // of every element (zero point 0 for int16)
   int32_t steps = QLSTM_BUFFER_EVERY_STEP;  // a qlstm_buffer_steps
+  int32_t type = QLSTM_ELEMENT_S8;          // a qlstm_element_type
 };
 
 // A compiled model: the program and its interface. Buffer 0 is the model input, the last buffer
@@ -163,7 +185,9 @@ struct CompiledModel {
   const AffineQuant& input_quant() const { return buffers.front().quant; }
   const AffineQuant& output_quant() const { return buffers.back().quant; }
   std::vector<int32_t> hidden_sizes() const;  // of the recurrent ops, in order
-  int32_t state_size() const;  // sum of the recurrent ops' H
+  // Sum of the recurrent ops' state sizes (ProgramOp::state_size: H, 2H for a 16x8 LSTM).
+  int32_t state_size() const;
+  bool all_s8() const;  // every buffer int8 (the model file's versions before 7, run_program_s8)
   // The batch a per-row constant initial state fixes; 0 when there is none (any batch).
   int32_t constant_state_batch() const;
   bool all_forward() const;    // every recurrent op walks time forwards
@@ -274,6 +298,13 @@ RuntimeProgram runtime_program(const CompiledModel& m, int32_t batch, int32_t ti
 // it is the initial state and receives the final one.
 std::vector<int8_t> run_program_s8(const CompiledModel& m, const std::vector<int8_t>& x,
                                    const SequenceShape& shape, ProgramState* state = nullptr);
+// Any program, int8 or 16x8: x holds the input buffer's elements (x_bytes bytes, int8 or int16 as
+// the buffer's type) and the result the output buffer's, as raw bytes.
+// Floats in, floats out, through run_program_raw: the input quantized and the output dequantized
+// at their buffers' types and quantizations, from the model's initial state.
+std::vector<float> run_program_float(const CompiledModel& m, const std::vector<float>& x, const SequenceShape& shape);
+std::vector<uint8_t> run_program_raw(const CompiledModel& m, const void* x, size_t x_bytes, const SequenceShape& shape,
+                                     ProgramState* state = nullptr);
 // The same sequence as stateful calls of `chunk` steps (the last shorter), as NAME_stream does;
 // only for a streamable program (streaming_refusal). A per-step output is the whole run's; a
 // one-step output gives, per chunk, the output of the chunk's last step: [B][chunks][O] or

@@ -90,6 +90,9 @@ struct CompileOptions {
   // The Linear layers around the stack: one weight scale and multiplier per output (the
   // default, CMSIS-NN's per-channel FC) or one for the layer.
   bool fc_per_channel = true;
+  // The activations: int8 (the default), or 16x8 (int16 activations, int8 weights) for the whole
+  // program where it has 16x8 kernels (s16_program).
+  bool activations_s16 = false;
   ProgressFn progress;
 };
 
@@ -267,6 +270,10 @@ QuantizedProgram compile_program(const FloatProgram& program, const CalibrationS
 // Whether the last LSTM op writes only its final hidden state (QLSTM_OUTPUT_FINAL): the head
 // reads h_n[-1], or y[:, -1] of a unidirectional forward last layer.
 bool writes_final_state_only(const FloatProgram& program);
+// The head as compiled: the program's, except that a Linear reading h_n[-1] of a bidirectional
+// stack gets zero weights for the forward half of the [B][2H] row both ops write. Throws
+// CompileError when something else reads that h_n[-1].
+std::vector<FloatLayer> compiled_head_layers(const FloatProgram& program);
 // Whether the compiled program keeps a sequence between two of its ops (a stacked layer, a
 // front, a per-step head, a selection of a step), so that its buffers need a maximum length.
 bool keeps_inner_sequence(const FloatProgram& program);

@@ -12,6 +12,7 @@
 
 #include "qlstm/compiler/derive_s16.h"
 #include "qlstm/compiler/float_lstm.h"
+#include "qlstm/compiler/program.h"
 #include "qlstm/compiler/quantized_lstm.h"
 
 namespace qlstm {
@@ -40,6 +41,17 @@ class QuantizedLstmS16 {
  private:
   DerivedLstmS16 d_;
 };
+
+// The 16x8 form of a compiled int8 program (docs/compiler.md, "16x8 models"): the same ops
+// and weight choices (int8's search), int16 buffers with symmetric scales from the float
+// program's max |v| on the calibration set, every LSTM op QLSTM_OP_LSTM_S16 and every Linear
+// (with its folded Relu or Clip) QLSTM_OP_FULLY_CONNECTED_S16 up to the first layer without a
+// 16x8 kernel (an activation table or a softmax), where a QLSTM_OP_REQUANTIZE to the int8
+// program's quantization of that point hands over to the int8 ops that follow. Throws
+// CompileError naming the node for what has no 16x8 form yet: a GRU, layers before the stack, an
+// initial state or a state output.
+CompiledModel s16_program(const FloatProgram& program, const CalibrationSet& calibration, const QuantizedProgram& int8,
+                          const CompileOptions& options);
 
 // A float value to a symmetric int16 of this scale: round to nearest, saturated.
 int16_t quantize_s16(double x, double scale);
