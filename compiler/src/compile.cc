@@ -15,18 +15,18 @@ json requant_json(const qlstm_requant& q) { return {{"multiplier", q.multiplier}
 
 json quant_json(const AffineQuant& q) { return {{"scale", q.scale}, {"zero_point", q.zero_point}}; }
 
-json cell_json(const DerivedLstm& d) {
-  return {{"scale_power", d.cell.power}, {"policy", cell_policy_name(d.cell.policy)},
-          {"headroom", d.cell.headroom}, {"observed_max_abs", d.cell.observed_max_abs},
-          {"clamped_to_min", d.cell.clamped_to_min}, {"clip", d.cell_clip}};
+json cell_json(const CellScaleChoice& cell, int32_t clip) {
+  return {{"scale_power", cell.power}, {"policy", cell_policy_name(cell.policy)},
+          {"headroom", cell.headroom}, {"observed_max_abs", cell.observed_max_abs},
+          {"clamped_to_min", cell.clamped_to_min}, {"clip", clip}};
 }
 
-// A recurrent op's gates by name (an LSTM's four, a GRU's three).
-template <size_t N>
-json gates_json(const std::array<DerivedGate, N>& gates, const char* (*name)(int32_t)) {
+// A recurrent op's gates by name (an LSTM's four, a GRU's three; int8 or 16x8).
+template <class Gate, size_t N>
+json gates_json(const std::array<Gate, N>& gates, const char* (*name)(int32_t)) {
   json j = json::object();
   for (size_t g = 0; g < N; ++g) {
-    const DerivedGate& dg = gates[g];
+    const Gate& dg = gates[g];
     j[name(static_cast<int32_t>(g))] = {{"input_weight_scale", dg.w_x_scale}, {"hidden_weight_scale", dg.w_h_scale},
                                         {"input_to_q3_12", requant_json(dg.input_to_q3_12)},
                                         {"hidden_to_q3_12", requant_json(dg.hidden_to_q3_12)}};
@@ -34,6 +34,7 @@ json gates_json(const std::array<DerivedGate, N>& gates, const char* (*name)(int
   return j;
 }
 json gates_json(const ProgramOp& op) {
+  if (op.s16_lstm_op()) return gates_json(op.lstm_s16.gates, gate_name);
   return op.gru_op() ? gates_json(op.gru.gates, gru_gate_name) : gates_json(op.lstm.gates, gate_name);
 }
 
@@ -44,14 +45,23 @@ json weights_json(const DeriveOptions& o, int32_t gate_count) {
   return {{"method", weight_method_name(o.weight_method)}, {"bias_correction", o.bias_correction},
           {"rounding", weight_rounding_name(o.weight_rounding)}, {"clip_ratio", clips}};
 }
-json weights_json(const ProgramOp& op) {
+// A 16x8 LSTM's weights are the int8 search's choice (`chosen`), rounded to nearest.
+json weights_json(const ProgramOp& op, const OpChoice& chosen, const DeriveOptions& derive) {
+  if (op.s16_lstm_op()) {
+    DeriveOptions o = derive;
+    o.weight_clip_ratio = chosen.weight_clip;
+    o.bias_correction = chosen.bias_correction;
+    o.weight_rounding = WeightRounding::kNearest;
+    return weights_json(o, QLSTM_GATE_COUNT);
+  }
   return op.gru_op() ? weights_json(op.gru.options, QLSTM_GRU_GATE_COUNT) : weights_json(op.lstm.options, QLSTM_GATE_COUNT);
 }
 
 // An LSTM's cell scale; a GRU has no cell, its hidden state is Q0.15.
 json cell_json(const ProgramOp& op) {
   if (op.gru_op()) return {{"none", "a GRU has no cell; its hidden state is kept in Q0.15"}};
-  return cell_json(op.lstm);
+  if (op.s16_lstm_op()) return cell_json(op.lstm_s16.cell, op.lstm_s16.cell_clip);
+  return cell_json(op.lstm.cell, op.lstm.cell_clip);
 }
 
 json search_json(const CalibrationStats& st) {
@@ -148,12 +158,17 @@ json op_table_row(const CompiledModel& m, size_t k, const ProgramMemory::Op& mem
   switch (op.kind) {
     case QLSTM_OP_LSTM_S8:
     case QLSTM_OP_GRU_S8:
+    case QLSTM_OP_LSTM_S16:
       row["direction"] = op.time_direction() == QLSTM_TIME_REVERSE ? "reverse" : "forward";
       row["output_steps"] = op.output_steps() == QLSTM_OUTPUT_FINAL ? "final" : "all";
       break;
     case QLSTM_OP_FULLY_CONNECTED_S8:
       row["fused_activation"] = op.fc.fused_activation.empty() ? "none" : op.fc.fused_activation;
       row["per_channel"] = op.fc.per_channel;
+      break;
+    case QLSTM_OP_FULLY_CONNECTED_S16:
+      row["fused_activation"] = op.fc_s16.fused_activation.empty() ? "none" : op.fc_s16.fused_activation;
+      row["per_channel"] = false;
       break;
     case QLSTM_OP_TABLE_S8: row["function"] = op.table.function.empty() ? "table" : op.table.function; break;
     case QLSTM_OP_SOFTMAX_S8:
@@ -172,7 +187,9 @@ json output_json(const CompiledModel& m, const CalibrationStats& last_lstm, cons
   json out = {{"scale", m.output_quant().scale}, {"zero_point", m.output_quant().zero_point},
               {"steps", m.output_is_one_step() ? "one per batch row" : "every step"}};
   const ProgramOp& op = m.ops.back();
-  if (op.recurrent()) {
+  if (m.buffers.back().type == QLSTM_ELEMENT_S16) {
+    out["observer"] = "16x8: symmetric int16 from max |y| of the float program on the calibration set";
+  } else if (op.recurrent()) {
     out["observer"] = last_lstm.output_observer;
     out["observed"] = {last_lstm.output_observed.lo, last_lstm.output_observed.hi};
     out["range"] = {last_lstm.output_range.lo, last_lstm.output_range.hi};
@@ -203,6 +220,9 @@ json build_report(const OnnxLstm& onnx, const ModelCompileOptions& options, cons
       {"hidden_size", m.hidden_sizes().back()},
       {"output_size", m.output_size()},
       {"firmware_batch", options.batch},
+      // "int16": 16x8 (int16 activations and state, int8 weights) up to the first op without a
+      // 16x8 kernel, int8 from there.
+      {"activations", m.all_s8() ? "int8" : "int16"},
       {"input", {{"scale", m.input_quant().scale}, {"zero_point", m.input_quant().zero_point},
                  {"observer", first.input_observer},
                  {"observed", {first.input_observed.lo, first.input_observed.hi}},
@@ -231,6 +251,7 @@ json build_report(const OnnxLstm& onnx, const ModelCompileOptions& options, cons
     buffers.push_back({{"buffer", b}, {"width", m.buffers[b].width},
                        {"steps", m.buffers[b].steps == QLSTM_BUFFER_ONE_STEP ? "one" : "every"},
                        {"quant", quant_json(m.buffers[b].quant)},
+                       {"type", m.buffers[b].type == QLSTM_ELEMENT_S16 ? "int16" : "int8"},
                        {"bytes", buffer_bytes(m, b, options.batch, r.max_time_steps)}});
   }
   report["buffers"] = buffers;
@@ -243,16 +264,19 @@ json build_report(const OnnxLstm& onnx, const ModelCompileOptions& options, cons
                 {"hidden", quant_json(op.recurrent_output())}};
     if (op.gru_op()) {
       row["hidden_state"] = "q0_15 in the int16 row (c), its int8 row (h) unused";
+    } else if (op.s16_lstm_op()) {
+      row["cell_scale_power"] = op.lstm_s16.cell.power;
+      row["hidden_state"] = "int16 after its cell in the int16 rows (c: 2H per batch row), its int8 rows unused";
     } else {
       row["cell_scale_power"] = op.lstm.cell.power;
     }
     rows.push_back(row);
     ops.push_back({{"kind", op_kind_name(op.kind)}, {"layer", layer}, {"direction", dir},
-                   {"input_size", op.gru_op() ? op.gru.input_size : op.lstm.input_size}, {"hidden_size", op.hidden_size()},
+                   {"input_size", m.buffers[static_cast<size_t>(op.input_buffer)].width}, {"hidden_size", op.hidden_size()},
                    {"input", quant_json(op.recurrent_input())}, {"output", quant_json(op.recurrent_output())},
                    {"input_observer", r.stats[k].input_observer}, {"output_observer", r.stats[k].output_observer},
                    {"cell", cell_json(op)},
-                   {"weights", weights_json(op)},
+                   {"weights", weights_json(op, r.stats[k].chosen, options.quantization.derive)},
                    {"search", search_json(r.stats[k])}, {"gates", gates_json(op)}});
     ++k;
   }
@@ -264,7 +288,7 @@ json build_report(const OnnxLstm& onnx, const ModelCompileOptions& options, cons
                      {"rows", rows}};
   if (m.ops.size() == 1) {  // one recurrent op alone: its details at the top, as before
     report["cell"] = cell_json(m.ops[0]);
-    report["weights"] = weights_json(m.ops[0]);
+    report["weights"] = weights_json(m.ops[0], first.chosen, options.quantization.derive);
     report["search"] = search_json(first);
     report["gates"] = gates_json(m.ops[0]);
   }

@@ -12,6 +12,7 @@
 
 #include "qlstm/compiler/compile.h"
 #include "qlstm/compiler/file_io.h"
+#include "normal_tensor.h"
 #include "random_program.h"
 
 namespace {
@@ -165,16 +166,6 @@ std::vector<std::string> whole_fixtures() {
   }
   std::sort(names.begin(), names.end());
   return names;
-}
-
-CalibrationTensor normal_tensor(const OnnxLstm& onnx, int32_t batch, int32_t T, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<float> n(0.0f, 1.0f);
-  CalibrationTensor t;
-  t.shape = {batch, T, onnx.batch_first ? Layout::kBatchMajor : Layout::kTimeMajor};
-  t.values.resize(static_cast<size_t>(batch) * T * onnx.program.input_size());
-  for (float& v : t.values) v = n(rng);
-  return t;
 }
 
 class WholeFixture : public ::testing::TestWithParam<std::string> {};

@@ -98,16 +98,25 @@ int compile_command(const CompileArgs& args) {
                 m.layers() > 1 ? "s" : "", m.directions == 2 ? " bidirectional" : "", onnx.program.ops.front().input_size,
                 m.directions * m.hidden_sizes().back(),
                 onnx.unbatched ? "unbatched [T, F]" : onnx.batch_first ? "batch_first" : "sequence-first");
+    if (!m.all_s8()) {
+      std::printf("  activations int16 (16x8: int16 activations and state, int8 weights as int8's search chose "
+                  "them; int16 scales from max |v|)\n");
+    }
     std::printf("  input  scale %.6g  zero point %d  (%s)\n", m.input_quant().scale, m.input_quant().zero_point,
-                r.stats.front().input_observer.c_str());
+                m.all_s8() ? r.stats.front().input_observer.c_str() : "16x8: max |x|");
     size_t lstm = 0;  // the LSTM ops': the calibration stats
     for (const ProgramOp& op : m.ops) {
       if (!op.recurrent()) continue;
       const std::string who = m.lstm_op_count() == 1 ? std::string("") : " [" + lstm_op_label(m, lstm) + "]";
       std::printf("  %s scale %.6g  zero point %d  (%s)%s\n", whole ? "hidden" : "output", op.recurrent_output().scale,
-                  op.recurrent_output().zero_point, r.stats[lstm].output_observer.c_str(), who.c_str());
+                  op.recurrent_output().zero_point,
+                  op.s16_lstm_op() ? "16x8: max |h|" : r.stats[lstm].output_observer.c_str(), who.c_str());
       if (op.gru_op()) {
         std::printf("  state  Q0.15 hidden (a GRU has no cell)%s\n", who.c_str());
+      } else if (op.s16_lstm_op()) {
+        const DerivedLstmS16& d = op.lstm_s16;
+        std::printf("  cell   2^%d (%s, observed max |c| %.4g); hidden int16%s\n", d.cell.power,
+                    cell_policy_name(d.cell.policy), d.cell.observed_max_abs, who.c_str());
       } else {
         const DerivedLstm& d = op.lstm;
         std::printf("  cell   2^%d (%s, observed max |c| %.4g)%s\n", d.cell.power, cell_policy_name(d.cell.policy),
@@ -147,17 +156,18 @@ int compile_command(const CompileArgs& args) {
                 mo.batch, mem.scratch_bytes, mem.state_bytes(), 2 * mem.activation_bytes);
     // The figure to expect on new data first; the calibration set's own is optimistic.
     const HeldOutEstimate& h = r.held_out;
+    const char* mode = m.all_s8() ? "int8" : "16x8";
     if (h.available()) {
-      std::printf("  SQNR   %.2f dB +- %.2f int8 vs float held out (%s: %d folds, %lld sequences; the folds "
-                  "spread %.2f dB)\n", h.sqnr_db, h.standard_error_db,
+      std::printf("  SQNR   %.2f dB +- %.2f %s vs float held out (%s: %d folds, %lld sequences; the folds "
+                  "spread %.2f dB)\n", h.sqnr_db, h.standard_error_db, mode,
                   h.method == "k-fold" ? "k-fold over the calibration set" : "validation set", h.folds,
                   static_cast<long long>(h.sequences), h.spread_db);
       if (!h.caution.empty()) std::printf("  caution: %s\n", h.caution.c_str());
     } else {
       std::printf("  SQNR   no held-out figure: %s\n", h.note.c_str());
     }
-    std::printf("  SQNR   %.2f dB int8 vs float on the calibration set itself (%lld sequences; not held out)\n",
-                r.sqnr_db, static_cast<long long>(r.calibration_sequences));
+    std::printf("  SQNR   %.2f dB %s vs float on the calibration set itself (%lld sequences; not held out)\n",
+                r.sqnr_db, mode, static_cast<long long>(r.calibration_sequences));
     return 0;
   } catch (const std::exception& e) {
     return error_exit("compile", e);

@@ -45,6 +45,10 @@ ModelCompileOptions model_compile_options(const CompileArgs& args, const OnnxLst
   o.derive.bias_correction = args.bias_correction;
   o.derive.weight_rounding = parse_weight_rounding(args.weight_rounding);
   o.tuning = args.search ? Tuning::kSearch : Tuning::kNone;
+  if (args.activations != "int8" && args.activations != "int16") {
+    throw CompileError("--activations '" + args.activations + "': expected int8 or int16");
+  }
+  o.activations_s16 = args.activations == "int16";
   o.user_fixed = args.user_fixed;
   mo.name = args.name.empty() ? c_identifier(fs::path(args.model).stem().string()) : args.name;
   if (mo.name != c_identifier(mo.name)) {

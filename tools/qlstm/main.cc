@@ -367,6 +367,12 @@ int main(int argc, char** argv) {
           ->capture_default_str()
           ->check(parsed_by([](const std::string& v) { qlstm::compiler::parse_cell_policy(v); }, "POLICY"));
   comp->add_flag("!--no-search", ca.search, "use exactly the options given (no accuracy search)");
+  comp->add_option("--activations", ca.activations,
+                   "int8, or int16: 16x8 (int16 activations and state, int8 weights, CMSIS-NN's 16x8 "
+                   "arithmetic) up to the first layer without a 16x8 kernel (a softmax or an activation "
+                   "table runs in int8 after a requantization)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"int8", "int16"}));
   CLI::Option* weight_rounding =
       comp->add_option("--weight-rounding", ca.weight_rounding,
                        "nearest, or adaptive: each weight rounded up or down for the least gate error on the "
