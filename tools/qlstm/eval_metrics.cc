@@ -185,6 +185,13 @@ RangeCount int8_range(const compiler::AffineQuant& q) {
   return r;
 }
 
+RangeCount int16_range(const compiler::AffineQuant& q) {
+  RangeCount r;
+  r.lo = q.dequantize(std::numeric_limits<int16_t>::min()) - kHalfStep * q.scale;
+  r.hi = q.dequantize(std::numeric_limits<int16_t>::max()) + kHalfStep * q.scale;
+  return r;
+}
+
 RangeCount cell_range(int32_t power) {
   RangeCount r;
   r.hi = std::ldexp(std::numeric_limits<int16_t>::max() + kHalfStep, power);

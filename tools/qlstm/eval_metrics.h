@@ -79,6 +79,8 @@ struct RangeCount {
 // What an affine int8 quantization holds without clamping: [dequantize(-128), dequantize(127)]
 // widened by half a step each side, where rounding alone would reach -128 or 127 anyway.
 RangeCount int8_range(const compiler::AffineQuant& q);
+// The same for int16 values (a 16x8 model's).
+RangeCount int16_range(const compiler::AffineQuant& q);
 // |c| <= 32767.5 * 2^power: an int16 cell at 2^power, likewise (symmetric: one bound a message can
 // name; -32768 is held too).
 RangeCount cell_range(int32_t power);

@@ -236,13 +236,16 @@ struct Saturation {
 
 Saturation saturation_ranges(const CompiledModel& m) {
   Saturation s;
-  s.input = int8_range(m.input_quant());
-  s.output = int8_range(m.output_quant());
+  auto range = [](const ProgramBuffer& b) { return b.type == QLSTM_ELEMENT_S16 ? int16_range(b.quant) : int8_range(b.quant); };
+  s.input = range(m.buffers.front());
+  s.output = range(m.buffers.back());
   s.output_fixed = m.ops.back().kind == QLSTM_OP_SOFTMAX_S8;
   for (const ProgramOp* op : lstm_ops(m)) {
     s.has_cell.push_back(!op->gru_op());
-    s.cell.push_back(op->gru_op() ? RangeCount{} : cell_range(op->lstm.cell.power));
-    s.hidden.push_back(int8_range(op->recurrent_output()));
+    s.cell.push_back(op->gru_op()        ? RangeCount{}
+                     : op->s16_lstm_op() ? cell_range(op->lstm_s16.cell.power)
+                                         : cell_range(op->lstm.cell.power));
+    s.hidden.push_back(range(m.buffers[static_cast<size_t>(op->output_buffer)]));
   }
   return s;
 }
@@ -306,7 +309,8 @@ EvalRuns run_both(const OnnxLstm& onnx, const CompiledModel& m, const SequenceTe
   if (!sat.output_fixed) {
     for (float v : r.ref.output) sat.output.add(v);
   }
-  r.got = dequantize_output(m, run_program_s8(m, quantize_input(m, x, data_path), x.shape, &r.state));
+  r.got = m.all_s8() ? dequantize_output(m, run_program_s8(m, quantize_input(m, x, data_path), x.shape, &r.state))
+                     : run_program_float(m, x.values, x.shape);  // 16x8: from its zero state
   if (r.ref.output.size() != r.got.size()) {
     throw CompileError(data_path + ": the float model wrote " + std::to_string(r.ref.output.size()) +
                        " values, the int8 model " + std::to_string(r.got.size()));
@@ -434,6 +438,22 @@ void check_run_request(const CompiledModel& m, const RunRequest& r) {
 
 RunOutput run_model(const CompiledModel& m, const RunRequest& r) {
   check_run_request(m, r);
+  if (!m.all_s8()) {
+    // A 16x8 model: float in and out on the host for now, from its zero state.
+    if (!r.float_io) {
+      throw UsageError(r.model_name + ": a 16x8 model takes float input and gives float output for now (int16 .npy files "
+                       "are not read yet): " + r.names.float_io);
+    }
+    if (!r.target.empty()) throw UsageError(r.model_name + ": a 16x8 model runs on the host only for now (no --target)");
+    if (r.chunk > 0) throw UsageError(r.model_name + ": --chunk: " + m.streaming_refusal());
+    if (r.h0 != nullptr || r.c0 != nullptr || r.want_h_n || r.want_c_n) {
+      throw UsageError(r.model_name + ": a 16x8 model starts from a zero state and returns its output only");
+    }
+    RunOutput out;
+    out.y = run_program_float(m, r.x.values, r.x.shape);
+    out.shape = output_shape(m, r.x);
+    return out;
+  }
   const bool gru_state = state_cells(m) == StateCells::kGru;
   const SequenceTensor& x = r.x;
   const std::vector<int8_t> x8 = r.float_io ? quantize_input(m, x, r.input_name) : x.values_s8;
