@@ -383,7 +383,9 @@ void CompiledModel::validate(const std::string& origin) const {
     }
     if (op.recurrent()) {
       // "LSTM" here and below: any recurrent op (a layer of GRUs is a layer as well).
-      if (after_lstm && prev_kind != QLSTM_OP_LSTM_S8 && prev_kind != QLSTM_OP_GRU_S8 && prev_kind != QLSTM_OP_LSTM_S16) {
+      // (A requantization between two layers, where a 16x8 layer meets an int8 one, is not the head.)
+      if (after_lstm && prev_kind != QLSTM_OP_LSTM_S8 && prev_kind != QLSTM_OP_GRU_S8 && prev_kind != QLSTM_OP_LSTM_S16 &&
+          !(prev_kind == QLSTM_OP_REQUANTIZE && k >= 2 && ops[k - 2].recurrent())) {
         bad(w + "': a recurrent op after the head");
       }
       const int32_t dir = lstm_seen % directions;

@@ -1217,7 +1217,9 @@ QuantizedProgram compile_program(const FloatProgram& program, const CalibrationS
   m.initial_cell = program.initial_cell;
   m.hidden_output = program.hidden_output;
   m.cell_output = program.cell_output;
-  if (options.activations_s16) m = s16_program(program, calibration, result, options);
+  if (std::find(options.s16_layers.begin(), options.s16_layers.end(), true) != options.s16_layers.end()) {
+    m = s16_program(program, calibration, result, options);
+  }
   return result;
 }
 

@@ -11,6 +11,29 @@
 namespace qlstm {
 namespace compiler {
 
+std::vector<bool> parse_activations(const std::string& text, int32_t layers) {
+  const std::string usage = "--activations '" + text + "': expected int8, int16 or int16:L,M,... (layers from 0)";
+  if (text == "int8") return {};
+  if (text == "int16") return std::vector<bool>(static_cast<size_t>(layers), true);
+  const std::string prefix = "int16:";
+  if (text.compare(0, prefix.size(), prefix) != 0 || text.size() == prefix.size()) throw CompileError(usage);
+  std::vector<bool> s16(static_cast<size_t>(layers), false);
+  size_t at = prefix.size();
+  while (at <= text.size()) {
+    const size_t comma = std::min(text.find(',', at), text.size());
+    const std::string item = text.substr(at, comma - at);
+    if (item.empty() || item.size() > 6 || item.find_first_not_of("0123456789") != std::string::npos) throw CompileError(usage);
+    const int32_t l = std::stoi(item);
+    if (l >= layers) {
+      throw CompileError("--activations '" + text + "': layer " + item + ", the model has " + std::to_string(layers) +
+                         " layer" + (layers == 1 ? "" : "s"));
+    }
+    s16[static_cast<size_t>(l)] = true;
+    at = comma + 1;
+  }
+  return s16;
+}
+
 int16_t quantize_s16(double x, double scale) {
   return static_cast<int16_t>(std::clamp(std::nearbyint(x / scale), -32768.0, 32767.0));
 }
@@ -180,45 +203,83 @@ CompiledModel s16_program(const FloatProgram& program, const CalibrationSet& cal
   }
   auto scale = [](const Observed& o, const std::string& what) { return symmetric_s16_scale(o.max_abs, what); };
 
-  // The stack: one QLSTM_OP_LSTM_S16 per int8 LSTM op, its weights as the int8 search chose them.
-  std::vector<ProgramOp> stack;
-  size_t k8 = 0;  // the int8 program's op
-  for (int32_t l = 0; l < L; ++l) {
-    const Observed& in = l == 0 ? input : layers[static_cast<size_t>(l - 1)];
-    const double s_in = scale(in, l == 0 ? std::string("16x8: the model input") : "16x8: the output of layer " + std::to_string(l - 1));
-    const double s_out = scale(layers[static_cast<size_t>(l)], "16x8: the output of layer " + std::to_string(l));
-    for (int32_t d = 0; d < D; ++d, ++k8) {
-      const size_t k = static_cast<size_t>(l * D + d);
-      const ProgramOp& op8 = int8.model.ops[k8];
-      const FloatLstm& lstm = program.ops[k];
-      const OpChoice& chosen = int8.stats.at(k).chosen;
-      DeriveOptions derive = options.derive;
-      derive.weight_clip_ratio = chosen.weight_clip;
-      derive.bias_correction = chosen.bias_correction;
-      derive.weight_rounding = WeightRounding::kNearest;  // adaptive rounding: not derived for 16x8 yet
-      if (derive.bias_correction) {
-        const int32_t H = lstm.hidden_size;
-        derive.mean_x = in.mean(0, static_cast<size_t>(lstm.input_size));
-        derive.mean_h = layers[static_cast<size_t>(l)].mean(static_cast<size_t>(d * H), static_cast<size_t>(H));
-      }
-      ProgramOp op;
-      op.kind = QLSTM_OP_LSTM_S16;
-      try {
-        op.lstm_s16 = derive_lstm_s16_params(lstm, s_in, s_out, op8.lstm.cell, derive);
-      } catch (const CompileError& e) {
-        throw CompileError("16x8: layer " + std::to_string(l) + (D == 2 ? (d ? " reverse" : " forward") : "") + ": " +
-                           e.what());
-      }
-      op.lstm_s16.output_steps = op8.lstm.output_steps;
-      stack.push_back(std::move(op));
-    }
+  if (options.s16_layers.size() != static_cast<size_t>(L)) {
+    throw CompileError("16x8: a choice for " + std::to_string(options.s16_layers.size()) + " layers, the model has " +
+                       std::to_string(L));
   }
-  CompiledModel m = assemble_program(std::move(stack), D);
-  const size_t last_stack_buffer = static_cast<size_t>(L);
-  m.buffers.back().steps = int8.model.buffers[last_stack_buffer].steps;
+  CompiledModel m;
+  m.directions = D;
+  // A requantization from the last buffer to (type, quant): where a 16x8 layer meets an int8 one.
+  auto requantize_to = [&m](int32_t type, const AffineQuant& quant, const std::string& what) {
+    const ProgramBuffer from = m.buffers.back();
+    ProgramOp rq;
+    rq.kind = QLSTM_OP_REQUANTIZE;
+    rq.requantize = derive_requantize(from.width, from.type, from.quant, type, quant, what);
+    rq.input_buffer = static_cast<int32_t>(m.buffers.size()) - 1;
+    rq.output_buffer = rq.input_buffer + 1;
+    m.buffers.push_back({from.width, quant, from.steps, type});
+    m.ops.push_back(std::move(rq));
+  };
+  // The stack, layer by layer: a 16x8 layer's ops are QLSTM_OP_LSTM_S16 with the int8 search's
+  // weight choices; an int8 layer's are the int8 program's own, at its quantization.
+  m.buffers.push_back(int8.model.buffers.front());
+  for (int32_t l = 0; l < L; ++l) {
+    const bool s16_layer = options.s16_layers[static_cast<size_t>(l)];
+    const Observed& in = l == 0 ? input : layers[static_cast<size_t>(l - 1)];
+    const std::string in_name = l == 0 ? std::string("16x8: the model input") : "16x8: the output of layer " + std::to_string(l - 1);
+    if (s16_layer) {
+      const AffineQuant in_quant{scale(in, in_name), 0};
+      if (l == 0) {
+        m.buffers.front() = {m.buffers.front().width, in_quant, QLSTM_BUFFER_EVERY_STEP, QLSTM_ELEMENT_S16};
+      } else if (m.buffers.back().type != QLSTM_ELEMENT_S16) {
+        requantize_to(QLSTM_ELEMENT_S16, in_quant, "16x8: the requantization before layer " + std::to_string(l));
+      }
+    } else if (m.buffers.back().type != QLSTM_ELEMENT_S8) {
+      requantize_to(QLSTM_ELEMENT_S8, int8.model.buffers[static_cast<size_t>(l)].quant,
+                    "16x8: the requantization before layer " + std::to_string(l));
+    }
+    const double s_in = m.buffers.back().quant.scale;
+    const ProgramBuffer& out8 = int8.model.buffers[static_cast<size_t>(l + 1)];
+    ProgramBuffer out = out8;
+    if (s16_layer) out = {out8.width, {scale(layers[static_cast<size_t>(l)], "16x8: the output of layer " + std::to_string(l)), 0},
+                          out8.steps, QLSTM_ELEMENT_S16};
+    for (int32_t d = 0; d < D; ++d) {
+      const size_t k = static_cast<size_t>(l * D + d);
+      ProgramOp op = int8.model.ops[k];
+      if (s16_layer) {
+        const FloatLstm& lstm = program.ops[k];
+        const OpChoice& chosen = int8.stats.at(k).chosen;
+        DeriveOptions derive = options.derive;
+        derive.weight_clip_ratio = chosen.weight_clip;
+        derive.bias_correction = chosen.bias_correction;
+        derive.weight_rounding = WeightRounding::kNearest;  // adaptive rounding: not derived for 16x8 yet
+        if (derive.bias_correction) {
+          const int32_t H = lstm.hidden_size;
+          derive.mean_x = in.mean(0, static_cast<size_t>(lstm.input_size));
+          derive.mean_h = layers[static_cast<size_t>(l)].mean(static_cast<size_t>(d * H), static_cast<size_t>(H));
+        }
+        ProgramOp op16;
+        op16.kind = QLSTM_OP_LSTM_S16;
+        try {
+          op16.lstm_s16 = derive_lstm_s16_params(lstm, s_in, out.quant.scale, op.lstm.cell, derive);
+        } catch (const CompileError& e) {
+          throw CompileError("16x8: layer " + std::to_string(l) + (D == 2 ? (d ? " reverse" : " forward") : "") + ": " +
+                             e.what());
+        }
+        op16.lstm_s16.output_steps = op.lstm.output_steps;
+        op16.output_offset = op.output_offset;
+        op = std::move(op16);
+      }
+      op.input_buffer = static_cast<int32_t>(m.buffers.size()) - 1;
+      op.output_buffer = op.input_buffer + 1;
+      m.ops.push_back(std::move(op));
+    }
+    m.buffers.push_back(out);
+  }
+  size_t k8 = static_cast<size_t>(L * D);  // the int8 program's first op after the stack
 
   // The head: 16x8 while it has 16x8 kernels, then a requantization and the int8 program's ops.
-  bool s16 = true;
+  bool s16 = m.buffers.back().type == QLSTM_ELEMENT_S16;
   size_t j = 0;  // the head layer the next op starts at
   if (!head.empty() && head.front().kind == FloatLayerKind::kSelectStep) j = 1;
   for (; k8 < int8.model.ops.size(); ++k8) {
@@ -242,15 +303,8 @@ CompiledModel s16_program(const FloatProgram& program, const CalibrationSet& cal
       j += clamp ? 2 : 1;
     } else {
       if (s16) {  // hand over to int8 at the quantization the int8 program has here
-        const ProgramBuffer& in8 = int8.model.buffers[static_cast<size_t>(op8.input_buffer)];
-        ProgramOp rq;
-        rq.kind = QLSTM_OP_REQUANTIZE;
-        rq.requantize = derive_requantize(in8.width, QLSTM_ELEMENT_S16, m.buffers.back().quant, QLSTM_ELEMENT_S8,
-                                          in8.quant, "16x8: the requantization before op " + std::to_string(k8));
-        rq.input_buffer = static_cast<int32_t>(m.buffers.size()) - 1;
-        rq.output_buffer = rq.input_buffer + 1;
-        m.buffers.push_back({in8.width, in8.quant, in8.steps, QLSTM_ELEMENT_S8});
-        m.ops.push_back(std::move(rq));
+        requantize_to(QLSTM_ELEMENT_S8, int8.model.buffers[static_cast<size_t>(op8.input_buffer)].quant,
+                      "16x8: the requantization before op " + std::to_string(k8));
         s16 = false;
       }
       op = op8;

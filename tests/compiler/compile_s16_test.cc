@@ -1,13 +1,15 @@
-// 16x8 whole models (compile_model with CompileOptions::activations_s16; s16_program): the int8
+// 16x8 whole models (compile_model with CompileOptions::s16_layers; s16_program): the int8
 // program's ops in their 16x8 form up to the first op without a 16x8 kernel, a requantization to
 // int8 there; more accurate than int8 on data the compiler never saw; refusals name what has no
 // 16x8 form yet.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <string>
 
 #include "qlstm/compiler/compile.h"
 #include "qlstm/compiler/file_io.h"
+#include "qlstm/compiler/quantized_lstm_s16.h"
 #include "normal_tensor.h"
 
 namespace {
@@ -16,12 +18,12 @@ using namespace qlstm::compiler;
 
 const std::string kFixtures = QLSTM_ONNX_FIXTURES;
 
-ModelCompileOptions options(bool s16) {
+ModelCompileOptions options(bool s16, int32_t layers) {
   ModelCompileOptions o;
   o.name = "m";
   o.model_origin = "m.onnx";
   o.quantization.tuning = Tuning::kNone;
-  o.quantization.activations_s16 = s16;
+  if (s16) o.quantization.s16_layers.assign(static_cast<size_t>(layers), true);
   return o;
 }
 
@@ -44,8 +46,8 @@ TEST_P(CompileS16, WholeModelIsSixteenBitWhereItHasKernelsAndMoreAccurate) {
   const OnnxLstm onnx = import_onnx(kFixtures + "/" + c.fixture + ".onnx");
   const std::vector<CalibrationTensor> calibration = {normal_tensor(onnx, 64, 5, 1)};
   const CalibrationTensor test = normal_tensor(onnx, 64, 5, 2);
-  const ModelCompileResult s16 = compile_model(onnx, calibration, options(true));
-  const ModelCompileResult s8 = compile_model(onnx, calibration, options(false));
+  const ModelCompileResult s16 = compile_model(onnx, calibration, options(true, onnx.program.layers()));
+  const ModelCompileResult s8 = compile_model(onnx, calibration, options(false, 0));
   const CompiledModel& m = s16.model;
   EXPECT_NO_THROW(m.validate("16x8"));
   std::vector<int32_t> kinds;
@@ -83,12 +85,51 @@ INSTANTIATE_TEST_SUITE_P(
              false}),
     [](const ::testing::TestParamInfo<Case>& i) { return std::string(i.param.fixture); });
 
+// Mixed precision: the listed layers 16x8, the others int8, a requantization where they meet; the
+// head follows the last layer.
+TEST(CompileS16, MixedLayers) {
+  const OnnxLstm onnx = import_onnx(kFixtures + "/torch_two_layers.onnx");
+  const std::vector<CalibrationTensor> calibration = {normal_tensor(onnx, 64, 5, 1)};
+  const CalibrationTensor test = normal_tensor(onnx, 64, 5, 2);
+  ModelCompileOptions o = options(false, 0);
+  const double s8 = held_out_sqnr(onnx, compile_model(onnx, calibration, o).model, test);
+  struct Mixed {
+    const char* flag;
+    std::vector<int32_t> kinds;
+    int32_t output_type;
+    double min_gain_db;  // the int8 output layer keeps int8's error; a 16x8 one gains
+  };
+  for (const Mixed& c : {Mixed{"int16:0", {QLSTM_OP_LSTM_S16, QLSTM_OP_REQUANTIZE, QLSTM_OP_LSTM_S8}, QLSTM_ELEMENT_S8, -0.5},
+                         Mixed{"int16:1", {QLSTM_OP_LSTM_S8, QLSTM_OP_REQUANTIZE, QLSTM_OP_LSTM_S16}, QLSTM_ELEMENT_S16,
+                               5.0}}) {
+    o.quantization.s16_layers = parse_activations(c.flag, onnx.program.layers());
+    const CompiledModel m = compile_model(onnx, calibration, o).model;
+    EXPECT_NO_THROW(m.validate(c.flag));
+    std::vector<int32_t> kinds;
+    for (const ProgramOp& op : m.ops) kinds.push_back(op.kind);
+    EXPECT_EQ(kinds, c.kinds) << c.flag;
+    EXPECT_EQ(m.buffers.back().type, c.output_type) << c.flag;
+    const double mixed = held_out_sqnr(onnx, m, test);
+    std::printf("torch_two_layers --activations %s: %.2f dB held out (int8 %.2f dB)\n", c.flag, mixed, s8);
+    EXPECT_GT(mixed, s8 + c.min_gain_db) << c.flag;
+  }
+}
+
+TEST(CompileS16, ParsesTheActivationsFlag) {
+  EXPECT_TRUE(parse_activations("int8", 3).empty());
+  EXPECT_EQ(parse_activations("int16", 3), (std::vector<bool>{true, true, true}));
+  EXPECT_EQ(parse_activations("int16:2,0", 3), (std::vector<bool>{true, false, true}));
+  for (const char* bad : {"int4", "int16:", "int16:a", "int16:1,", "int16:-1", "int16:3", "int16:1234567"}) {
+    EXPECT_THROW(parse_activations(bad, 3), CompileError) << bad;
+  }
+}
+
 // What has no 16x8 form yet is refused, naming it, before anything is derived.
 TEST(CompileS16, RefusesWhatHasNoSixteenBitForm) {
   const auto refusal = [](const std::string& fixture) {
     const OnnxLstm onnx = import_onnx(kFixtures + "/" + fixture + ".onnx");
     try {
-      compile_model(onnx, {normal_tensor(onnx, 8, 5, 1)}, options(true));
+      compile_model(onnx, {normal_tensor(onnx, 8, 5, 1)}, options(true, onnx.program.layers()));
     } catch (const CompileError& e) {
       return std::string(e.what());
     }

@@ -7,6 +7,7 @@
 #include "qlstm/compiler/emit_cpp.h"
 #include "qlstm/compiler/file_io.h"
 #include "qlstm/compiler/model_file.h"
+#include "qlstm/compiler/quantized_lstm_s16.h"
 
 namespace qlstm {
 namespace cli {
@@ -45,10 +46,7 @@ ModelCompileOptions model_compile_options(const CompileArgs& args, const OnnxLst
   o.derive.bias_correction = args.bias_correction;
   o.derive.weight_rounding = parse_weight_rounding(args.weight_rounding);
   o.tuning = args.search ? Tuning::kSearch : Tuning::kNone;
-  if (args.activations != "int8" && args.activations != "int16") {
-    throw CompileError("--activations '" + args.activations + "': expected int8 or int16");
-  }
-  o.activations_s16 = args.activations == "int16";
+  o.s16_layers = parse_activations(args.activations, onnx.program.layers());
   o.user_fixed = args.user_fixed;
   mo.name = args.name.empty() ? c_identifier(fs::path(args.model).stem().string()) : args.name;
   if (mo.name != c_identifier(mo.name)) {

@@ -21,6 +21,7 @@
 #include "qlstm/compiler/file_io.h"
 #include "qlstm/compiler/npy.h"
 #include "qlstm/compiler/quantize.h"
+#include "qlstm/compiler/quantized_lstm_s16.h"
 #include "qlstm/kernels.h"
 
 namespace qlstm {
@@ -368,11 +369,12 @@ int main(int argc, char** argv) {
           ->check(parsed_by([](const std::string& v) { qlstm::compiler::parse_cell_policy(v); }, "POLICY"));
   comp->add_flag("!--no-search", ca.search, "use exactly the options given (no accuracy search)");
   comp->add_option("--activations", ca.activations,
-                   "int8, or int16: 16x8 (int16 activations and state, int8 weights, CMSIS-NN's 16x8 "
-                   "arithmetic) up to the first layer without a 16x8 kernel (a softmax or an activation "
-                   "table runs in int8 after a requantization)")
+                   "int8, int16 or int16:L,M,...: 16x8 (int16 activations and state, int8 weights, CMSIS-NN's "
+                   "16x8 arithmetic) for every LSTM layer or the listed ones (from 0); the head follows the "
+                   "last layer up to the first op without a 16x8 kernel (a softmax or an activation table runs "
+                   "in int8 after a requantization)")
       ->capture_default_str()
-      ->check(CLI::IsMember({"int8", "int16"}));
+      ->check(parsed_by([](const std::string& v) { qlstm::compiler::parse_activations(v, 1 << 16); }, "ACTIVATIONS"));
   CLI::Option* weight_rounding =
       comp->add_option("--weight-rounding", ca.weight_rounding,
                        "nearest, or adaptive: each weight rounded up or down for the least gate error on the "

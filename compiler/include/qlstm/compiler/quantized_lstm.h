@@ -90,9 +90,9 @@ struct CompileOptions {
   // The Linear layers around the stack: one weight scale and multiplier per output (the
   // default, CMSIS-NN's per-channel FC) or one for the layer.
   bool fc_per_channel = true;
-  // The activations: int8 (the default), or 16x8 (int16 activations, int8 weights) for the whole
-  // program where it has 16x8 kernels (s16_program).
-  bool activations_s16 = false;
+  // Which LSTM layers run 16x8 (int16 activations, int8 weights; s16_program): empty for none
+  // (int8, the default), else one flag per layer; the head follows the last layer.
+  std::vector<bool> s16_layers;
   ProgressFn progress;
 };
 

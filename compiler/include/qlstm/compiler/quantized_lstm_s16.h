@@ -53,6 +53,11 @@ class QuantizedLstmS16 {
 CompiledModel s16_program(const FloatProgram& program, const CalibrationSet& calibration, const QuantizedProgram& int8,
                           const CompileOptions& options);
 
+// The CLI's --activations: "int8" (no layer 16x8: empty), "int16" (every layer) or "int16:L,M,..."
+// (the listed layers, from 0; mixed precision), as CompileOptions::s16_layers for a model of
+// `layers` LSTM layers. Throws CompileError for another text or a layer out of range.
+std::vector<bool> parse_activations(const std::string& text, int32_t layers);
+
 // A float value to a symmetric int16 of this scale: round to nearest, saturated.
 int16_t quantize_s16(double x, double scale);
 
