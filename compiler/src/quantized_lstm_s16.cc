@@ -261,7 +261,10 @@ CompiledModel s16_program(const FloatProgram& program, const CalibrationSet& cal
         ProgramOp op16;
         op16.kind = QLSTM_OP_LSTM_S16;
         try {
-          op16.lstm_s16 = derive_lstm_s16_params(lstm, s_in, out.quant.scale, op.lstm.cell, derive);
+          // The cell scale by the requested policy on the observed cells (the int8 search's headroom
+          // is tuned to int8's error, which a 16x8 cell does not share).
+          const CellScaleChoice cell = choose_cell_scale(options.cell_scale, int8.stats.at(k).cell_max_abs);
+          op16.lstm_s16 = derive_lstm_s16_params(lstm, s_in, out.quant.scale, cell, derive);
         } catch (const CompileError& e) {
           throw CompileError("16x8: layer " + std::to_string(l) + (D == 2 ? (d ? " reverse" : " forward") : "") + ": " +
                              e.what());
