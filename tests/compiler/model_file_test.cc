@@ -8,6 +8,7 @@
 
 #include "qlstm/compiler/model_file.h"
 #include "qlstm/compiler/quantized_lstm.h"
+#include "qlstm_model_generated.h"
 #include "s16_model.h"
 
 namespace {
@@ -193,6 +194,17 @@ TEST(ModelFile, DamagedS16FileIsRefused) {
   EXPECT_NE(zero_point.find("buffers[0].zero_point' must be 0 for int16"), std::string::npos) << zero_point;
   const std::string shift = crafted([](CompiledModel& m) { m.ops[1].fc_s16.to_output.shift = 99; });
   EXPECT_NE(shift.find("ops[1].shift"), std::string::npos) << shift;
+  // A 16x8 op's int16 side with a zero point: the model bytes edited in place, sealed again.
+  {
+    const auto* file = qlstm::fb::GetModelFile(good.data());
+    std::string model(reinterpret_cast<const char*>(file->model()->data()), file->model()->size());
+    const auto* op = flatbuffers::GetRoot<qlstm::fb::Model>(model.data())->program()->Get(0);
+    const size_t zero_point_offset = sizeof(double);  // struct AffineQuant { scale: double; zero_point: int }
+    const size_t at = static_cast<size_t>(reinterpret_cast<const char*>(op->output()) - model.data()) + zero_point_offset;
+    model[at] = 3;
+    const std::string e = error_of(seal_model(model, kModelFormatVersion));
+    EXPECT_NE(e.find("field 'program[0].output.zero_point': must be 0 for a 16x8 op"), std::string::npos) << e;
+  }
   // A version-6 file knows no 16x8 kind (the version is outside the checksum).
   bool kind_refused = false;
   for (size_t k = 0; k + 4 <= good.size() && !kind_refused; ++k) {

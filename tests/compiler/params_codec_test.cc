@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
@@ -370,6 +371,29 @@ TEST(ParamsCodec, EmittedS16ProgramHoldsEveryFieldAndRunsAsTheHost) {
     EXPECT_EQ(want.size(), static_cast<size_t>(kBatch) * T * m.output_size());
     EXPECT_EQ(std::vector<uint8_t>(y.begin(), y.end()), want) << "T = " << T;
   }
+  // The int16 input helper: the host's rounding (ties to even) and saturation, for int16 codes'
+  // own values and for random ones beyond the range.
+  const double scale = m.input_quant().scale;
+  std::vector<float> f;
+  for (int32_t q = INT16_MIN; q <= INT16_MAX; q += 97) f.push_back(static_cast<float>(q * scale));
+  std::uniform_real_distribution<double> wide(-40000.0 * scale, 40000.0 * scale);
+  for (int k = 0; k < 2000; ++k) f.push_back(static_cast<float>(wide(rng)));
+  std::ofstream(probe.path("f.bin"), std::ios::binary)
+      .write(reinterpret_cast<const char*>(f.data()), f.size() * sizeof(float));
+  int status = -1;
+  const std::string q = probe.run("quant " + probe.path("f.bin"), "q.bin", &status);
+  ASSERT_EQ(status, 0);
+  ASSERT_EQ(q.size(), f.size() * sizeof(int16_t) + 256 * sizeof(float));
+  size_t compared = 0;
+  for (size_t k = 0; k < f.size(); ++k) {
+    const double quotient = static_cast<double>(f[k]) / scale;
+    if (std::abs(quotient - std::floor(quotient) - 0.5) < 1e-3) continue;  // the float quotient may round the other way
+    ++compared;
+    int16_t got;
+    std::memcpy(&got, q.data() + k * sizeof got, sizeof got);
+    EXPECT_EQ(got, static_cast<int16_t>(std::clamp(std::nearbyint(quotient), -32768.0, 32767.0))) << "x = " << f[k];
+  }
+  EXPECT_GT(compared, f.size() * 9 / 10);
 }
 
 // A learned initial state with one row per batch row ([L, B, H]) is emitted as it is: NAME_run at
