@@ -120,9 +120,7 @@ std::vector<uint8_t> run_raw(const CompiledModel& m, const std::vector<uint8_t>&
 
 // A typed program (int16 buffers, the 16x8 kinds, a requantization to an int8 softmax) is a
 // version-7 file; it reads back with every type and parameter and runs bit for bit as before.
-TEST(ModelFile, S16ProgramRoundTripIsExact) {
-  std::mt19937_64 rng(71);
-  const CompiledModel m = testing_support::s16_model(rng);
+void expect_s16_round_trip(const CompiledModel& m, std::mt19937_64& rng) {
   ASSERT_FALSE(m.all_s8());
   EXPECT_EQ(model_format_version(m), kModelFormatVersion);
   EXPECT_EQ(model_format_version(small_model()), kModelFormatVersionS8);
@@ -138,6 +136,7 @@ TEST(ModelFile, S16ProgramRoundTripIsExact) {
   EXPECT_EQ(b.input_scale, a.input_scale);
   EXPECT_EQ(b.output_scale, a.output_scale);
   EXPECT_EQ(b.cell.power, a.cell.power);
+  EXPECT_EQ(b.output_steps, a.output_steps);
   for (int g = 0; g < QLSTM_GATE_COUNT; ++g) {
     EXPECT_EQ(b.gates[g].w_h, a.gates[g].w_h);
     EXPECT_EQ(b.gates[g].input_effective_bias, a.gates[g].input_effective_bias);
@@ -151,6 +150,16 @@ TEST(ModelFile, S16ProgramRoundTripIsExact) {
   for (const SequenceShape& shape : {SequenceShape{2, 7, Layout::kBatchMajor}, SequenceShape{1, 1, Layout::kBatchMajor}}) {
     const std::vector<uint8_t> x = s16_input(m, shape, rng);
     EXPECT_EQ(run_raw(r, x, shape), run_raw(m, x, shape));
+  }
+}
+
+TEST(ModelFile, S16ProgramRoundTripIsExact) {
+  for (const bool final_state : {false, true}) {
+    SCOPED_TRACE(final_state ? "final state" : "every step");
+    std::mt19937_64 rng(71);
+    testing_support::S16ModelShape shape;
+    shape.final_state = final_state;
+    expect_s16_round_trip(testing_support::s16_model(rng, shape), rng);
   }
 }
 

@@ -337,12 +337,42 @@ TEST(ParamsCodec, EmittedGruProgramHoldsEveryFieldAndRunsAsTheHost) {
   }
 }
 
+// NAME_run of an emitted program with int16 input over 1 and max_steps steps equals the host's
+// run_program_raw byte for byte.
+void run_and_compare(const EmittedProbe& probe, const CompiledModel& m, std::mt19937_64& rng, int32_t max_steps) {
+  const bool one_row = m.output_is_one_step();  // one output row per batch row
+  for (int32_t T : {1, max_steps}) {
+    std::vector<int16_t> x(static_cast<size_t>(kBatch) * T * m.input_size());
+    std::uniform_int_distribution<int32_t> u(INT16_MIN, INT16_MAX);
+    for (int16_t& v : x) v = static_cast<int16_t>(u(rng));
+    const size_t x_bytes = x.size() * sizeof(int16_t);
+    std::ofstream(probe.path("x.bin"), std::ios::binary).write(reinterpret_cast<const char*>(x.data()), x_bytes);
+    int status = -1;
+    const std::string y = probe.run("run " + probe.path("x.bin") + " " + std::to_string(T), "y.bin", &status);
+    ASSERT_EQ(status, 0) << "T = " << T;
+    const std::vector<uint8_t> want = run_program_raw(m, x.data(), x_bytes, {kBatch, T, Layout::kBatchMajor});
+    EXPECT_EQ(want.size(), static_cast<size_t>(kBatch) * (one_row ? 1 : T) * m.output_size());
+    EXPECT_EQ(std::vector<uint8_t>(y.begin(), y.end()), want) << "T = " << T;
+  }
+}
+
 // A 16x8 program (int16 input, a 16x8 LSTM and FC, a requantization to an int8 softmax): the
 // emitted table, its buffer types included, equals the compiler's field by field, NAME_run takes
 // int16 input and equals the host's run_program_raw byte for byte, and the records read back equal.
 TEST(ParamsCodec, EmittedS16ProgramHoldsEveryFieldAndRunsAsTheHost) {
   std::mt19937_64 rng(59);
   constexpr int32_t kSteps = 6;
+  // A one-step head (the LSTM's final state): its record's output_steps, one output row per batch row.
+  testing_support::S16ModelShape final_shape;
+  final_shape.final_state = true;
+  const CompiledModel one_step = testing_support::s16_model(rng, final_shape);
+  const EmittedProbe final_probe(one_step, "sf", kBatch, kSteps, "-DMODEL_INPUT_T=int16_t");
+  ASSERT_TRUE(final_probe.build().ok) << final_probe.build().log;
+  const RuntimeProgram pf = runtime_program(one_step, kBatch, 0, Layout::kBatchMajor);
+  ASSERT_EQ(pf.steps.back(), QLSTM_BUFFER_ONE_STEP);
+  expect_emitted_table(final_probe, pf);
+  run_and_compare(final_probe, one_step, rng, kSteps);
+
   const CompiledModel m = testing_support::s16_model(rng);
   const EmittedSource e = emit_cpp(m, "sx", kBatch, kSteps, "params_codec_test");
   EXPECT_NE(e.header.find("qlstm_status sx_run(const int16_t* input, int8_t* output, int32_t time_steps);"),
@@ -358,19 +388,7 @@ TEST(ParamsCodec, EmittedS16ProgramHoldsEveryFieldAndRunsAsTheHost) {
   expect_emitted_table(probe, p);
   const DecodedOps d = read_ops(records_of(p.ops, p.widths), p.ops.size(), p.widths.size());
   expect_same_ops(p.ops, d.ops, "records");
-  for (int32_t T : {1, kSteps}) {
-    std::vector<int16_t> x(static_cast<size_t>(kBatch) * T * m.input_size());
-    std::uniform_int_distribution<int32_t> u(INT16_MIN, INT16_MAX);
-    for (int16_t& v : x) v = static_cast<int16_t>(u(rng));
-    const size_t x_bytes = x.size() * sizeof(int16_t);
-    std::ofstream(probe.path("x.bin"), std::ios::binary).write(reinterpret_cast<const char*>(x.data()), x_bytes);
-    int status = -1;
-    const std::string y = probe.run("run " + probe.path("x.bin") + " " + std::to_string(T), "y.bin", &status);
-    ASSERT_EQ(status, 0) << "T = " << T;
-    const std::vector<uint8_t> want = run_program_raw(m, x.data(), x_bytes, {kBatch, T, Layout::kBatchMajor});
-    EXPECT_EQ(want.size(), static_cast<size_t>(kBatch) * T * m.output_size());
-    EXPECT_EQ(std::vector<uint8_t>(y.begin(), y.end()), want) << "T = " << T;
-  }
+  run_and_compare(probe, m, rng, kSteps);
   // The int16 input helper: the host's rounding (ties to even) and saturation, for int16 codes'
   // own values and for random ones beyond the range.
   const double scale = m.input_quant().scale;

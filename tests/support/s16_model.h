@@ -17,6 +17,7 @@ struct S16ModelShape {
   int32_t input = 3, hidden = 4, classes = 5;
   int32_t cell_power = -11;
   bool batch_first = true;
+  bool final_state = false;  // the LSTM writes only its final hidden state (a one-step head)
 };
 
 inline qlstm::compiler::CompiledModel s16_model(std::mt19937_64& rng, const S16ModelShape& shape = {}) {
@@ -39,7 +40,10 @@ inline qlstm::compiler::CompiledModel s16_model(std::mt19937_64& rng, const S16M
   ProgramOp rec;
   rec.kind = QLSTM_OP_LSTM_S16;
   rec.lstm_s16 = derive_lstm_s16_params(lstm, s_in, s_h, cell, DeriveOptions{});
+  const int32_t steps = shape.final_state ? QLSTM_BUFFER_ONE_STEP : QLSTM_BUFFER_EVERY_STEP;
+  if (shape.final_state) rec.lstm_s16.output_steps = QLSTM_OUTPUT_FINAL;
   CompiledModel m = assemble_program({rec}, 1);
+  m.buffers.back().steps = steps;
   m.name = "s16";
   m.batch_first = shape.batch_first;
 
@@ -59,9 +63,9 @@ inline qlstm::compiler::CompiledModel s16_model(std::mt19937_64& rng, const S16M
   ProgramOp sm;
   sm.kind = QLSTM_OP_SOFTMAX_S8;
   sm.softmax = derive_softmax(C, logits8, 1.0);
-  const ProgramBuffer outs[] = {{C, {s_logits, 0}, QLSTM_BUFFER_EVERY_STEP, QLSTM_ELEMENT_S16},
-                                {C, logits8, QLSTM_BUFFER_EVERY_STEP, QLSTM_ELEMENT_S8},
-                                {C, softmax_output_quant(), QLSTM_BUFFER_EVERY_STEP, QLSTM_ELEMENT_S8}};
+  const ProgramBuffer outs[] = {{C, {s_logits, 0}, steps, QLSTM_ELEMENT_S16},
+                                {C, logits8, steps, QLSTM_ELEMENT_S8},
+                                {C, softmax_output_quant(), steps, QLSTM_ELEMENT_S8}};
   ProgramOp* head[] = {&fc, &rq, &sm};
   for (size_t j = 0; j < 3; ++j) {
     head[j]->input_buffer = static_cast<int32_t>(m.buffers.size()) - 1;
