@@ -5,6 +5,7 @@
 #include <cmath>
 #include <tuple>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <sstream>
 
@@ -256,6 +257,79 @@ DerivedRequantize derive_requantize(int32_t row_size, int32_t input_type, const 
 
 qlstm_requantize_params DerivedRequantize::kernel_params(int32_t rows) const {
   return {rows, row_size, input_type, output_type, input.zero_point, output.zero_point, to_output};
+}
+
+namespace {
+// Copies n values bytewise (a loaded block's arrays may sit unaligned in a file's bytes).
+template <class T>
+std::vector<T> copy_block_array(const T* from, int64_t n) {
+  std::vector<T> v(static_cast<size_t>(std::max<int64_t>(n, 0)));
+  if (!v.empty() && from != nullptr) std::memcpy(v.data(), from, v.size() * sizeof(T));
+  return v;
+}
+}  // namespace
+
+DerivedLstmS16 DerivedLstmS16::from_kernel_params(const qlstm_lstm_s16_params& p, double input_scale,
+                                                  double output_scale) {
+  DerivedLstmS16 d;
+  d.input_size = p.dims.input_size;
+  d.hidden_size = p.dims.hidden_size;
+  d.input_scale = input_scale;
+  d.output_scale = output_scale;
+  const int64_t I = std::max(p.dims.input_size, 0), H = std::max(p.dims.hidden_size, 0);
+  for (size_t g = 0; g < d.gates.size(); ++g) {
+    const qlstm_gate_s16_params& pg = p.gates[g];
+    DerivedGateS16& dg = d.gates[g];
+    dg.input_to_q3_12 = pg.input_to_q3_12;
+    dg.hidden_to_q3_12 = pg.hidden_to_q3_12;
+    dg.w_x = copy_block_array(pg.input_weights, H * I);
+    dg.w_h = copy_block_array(pg.hidden_weights, H * H);
+    dg.input_effective_bias = copy_block_array(pg.input_effective_bias, H);
+    dg.hidden_effective_bias = copy_block_array(pg.hidden_effective_bias, H);
+    dg.activation = pg.activation;
+  }
+  d.forget_times_cell_to_cell = p.forget_times_cell_to_cell;
+  d.input_times_cell_gate_to_cell = p.input_times_cell_gate_to_cell;
+  d.output_times_tanh_cell_to_hidden = p.output_times_tanh_cell_to_hidden;
+  d.cell.power = p.cell_scale_power;
+  d.cell_clip = p.cell_clip;
+  d.time_direction = p.time_direction;
+  d.output_steps = p.output_steps;
+  return d;
+}
+
+DerivedFcS16 DerivedFcS16::from_kernel_params(const qlstm_fc_s16_params& p, double input_scale, double output_scale) {
+  DerivedFcS16 d;
+  d.input_size = p.input_size;
+  d.output_size = p.output_size;
+  d.input_scale = input_scale;
+  d.output_scale = output_scale;
+  const int64_t I = std::max(p.input_size, 0), O = std::max(p.output_size, 0);
+  d.weights = copy_block_array(p.weights, O * I);
+  d.bias = copy_block_array(p.bias, O);
+  d.to_output = {p.multiplier, p.shift};
+  d.activation_min = p.activation_min;
+  d.activation_max = p.activation_max;
+  return d;
+}
+
+DerivedRequantize DerivedRequantize::from_kernel_params(const qlstm_requantize_params& p, const AffineQuant& input,
+                                                        const AffineQuant& output) {
+  for (const auto& [zero_point, q, field] : {std::tuple{p.input_zero_point, input, "input_zero_point"},
+                                             std::tuple{p.output_zero_point, output, "output_zero_point"}}) {
+    if (zero_point != q.zero_point) {
+      throw CompileError(std::string(field) + " " + std::to_string(zero_point) + " is not the quantization's zero point " +
+                         std::to_string(q.zero_point));
+    }
+  }
+  DerivedRequantize d;
+  d.row_size = p.row_size;
+  d.input_type = p.input_type;
+  d.output_type = p.output_type;
+  d.input = input;
+  d.output = output;
+  d.to_output = p.to_output;
+  return d;
 }
 
 }  // namespace compiler

@@ -168,18 +168,23 @@ void set_weight_scales(Gates& gates, const std::vector<double>& scales) {
 template <class Gates>
 std::vector<double> weight_scales_of(const Gates& gates) {
   std::vector<double> scales;
-  for (const DerivedGate& g : gates) {
+  for (const auto& g : gates) {
     scales.push_back(g.w_x_scale);
     scales.push_back(g.w_h_scale);
   }
   return scales;
 }
 
-// The op kinds each version knows: 3 the LSTM, 4 the kinds around it, 5 the GRU too (the 16x8
-// kinds are the runtime's only: no file holds them yet).
+// The op kinds each version knows: 3 the LSTM, 4 the kinds around it, 5 and 6 the GRU too, 7
+// the 16x8 kinds as well.
 bool known_kind(int32_t kind, uint32_t version) {
   if (version == 3) return kind == QLSTM_OP_LSTM_S8;
-  return kind >= 0 && kind < (version == 4 ? QLSTM_OP_GRU_S8 : QLSTM_OP_LSTM_S16);
+  const int32_t end = version == 4 ? QLSTM_OP_GRU_S8 : version < 7 ? QLSTM_OP_LSTM_S16 : QLSTM_OP_KIND_COUNT;
+  return kind >= 0 && kind < end;
+}
+
+bool s16_kind(int32_t kind) {
+  return kind == QLSTM_OP_LSTM_S16 || kind == QLSTM_OP_FULLY_CONNECTED_S16 || kind == QLSTM_OP_REQUANTIZE;
 }
 
 // A version-3 or later op: its parameter record decoded by the runtime's description of its kind's block.
@@ -195,6 +200,10 @@ ProgramOp read_op(const fb::Op* o, uint32_t version, const std::string& origin, 
   op.kind = kind;
   auto rows_zero = [&](int32_t rows) {
     if (rows != 0) bad(origin, "field '" + w + ".rows': must be 0 in a model file");
+  };
+  auto s16_symmetric = [&]() {
+    if (in.zero_point != 0) bad(origin, "field '" + where + ".input.zero_point': must be 0 for a 16x8 op");
+    if (out.zero_point != 0) bad(origin, "field '" + where + ".output.zero_point': must be 0 for a 16x8 op");
   };
   // A recurrent op's dims hold the call's batch and time steps: 1 and 0 in a file.
   auto no_call_dims = [&](int32_t batch, int32_t time_steps) {
@@ -253,6 +262,35 @@ ProgramOp read_op(const fb::Op* o, uint32_t version, const std::string& origin, 
         if (o->label()) op.table.function = o->label()->str();
         break;
       }
+      case QLSTM_OP_LSTM_S16: {
+        // Both sides int16, symmetric: the block holds no zero point.
+        s16_symmetric();
+        const auto p = decode_record<RecordReader, qlstm_lstm_s16_params>(
+            o, aligned, origin, where, [](qlstm_lstm_s16_params& q, RecordReader& r) { visit_lstm_s16_fields(q, r); });
+        no_call_dims(p.dims.batch, p.dims.time_steps);
+        op.lstm_s16 = DerivedLstmS16::from_kernel_params(p, in.scale, out.scale);
+        set_weight_scales(op.lstm_s16.gates, doubles(o->weight_scales()));
+        break;
+      }
+      case QLSTM_OP_FULLY_CONNECTED_S16: {
+        s16_symmetric();
+        const auto p = decode_record<RecordReader, qlstm_fc_s16_params>(
+            o, aligned, origin, where, [](qlstm_fc_s16_params& q, RecordReader& r) { visit_fc_s16_op_fields(q, r); });
+        rows_zero(p.rows);
+        op.fc_s16 = DerivedFcS16::from_kernel_params(p, in.scale, out.scale);
+        const std::vector<double> scales = doubles(o->weight_scales());
+        if (!scales.empty()) op.fc_s16.weight_scale = scales.front();  // its one weight scale
+        op.fc_s16.fused_activation = o->label() ? o->label()->str() : "";
+        break;
+      }
+      case QLSTM_OP_REQUANTIZE: {
+        const auto p = decode_record<RecordReader, qlstm_requantize_params>(
+            o, aligned, origin, where,
+            [](qlstm_requantize_params& q, RecordReader& r) { visit_requantize_fields(q, r); });
+        rows_zero(p.rows);
+        op.requantize = DerivedRequantize::from_kernel_params(p, in, out);
+        break;
+      }
       case QLSTM_OP_SELECT_STEP: {
         const auto p = decode_record<RecordReader, qlstm_select_step_params>(
             o, aligned, origin, where,
@@ -288,6 +326,9 @@ std::vector<uint8_t> op_record(const qlstm_op& o, size_t k) {
     case QLSTM_OP_TABLE_S8: visit_table_s8_fields(o.table, w); break;
     case QLSTM_OP_SELECT_STEP: visit_select_step_fields(o.select, w); break;
     case QLSTM_OP_GRU_S8: visit_gru_s8_fields(o.gru, w); break;
+    case QLSTM_OP_LSTM_S16: visit_lstm_s16_fields(o.lstm_s16, w); break;
+    case QLSTM_OP_FULLY_CONNECTED_S16: visit_fc_s16_op_fields(o.fc_s16, w); break;
+    case QLSTM_OP_REQUANTIZE: visit_requantize_fields(o.requantize, w); break;
     default:
       throw CompileError("serialize_model: field 'ops[" + std::to_string(k) + "].kind': " + std::to_string(o.kind) +
                          " is not an op kind this qlstm knows");
@@ -310,7 +351,7 @@ void check_gate_arrays(size_t k, const char* block, const Gates& gates, int32_t 
                        Label gate_label) {
   const size_t I = static_cast<size_t>(std::max(input_size, 0)), H = static_cast<size_t>(std::max(hidden_size, 0));
   for (size_t g = 0; g < gates.size(); ++g) {
-    const DerivedGate& dg = gates[g];
+    const auto& dg = gates[g];  // a DerivedGate or a DerivedGateS16
     const std::string at = std::string(block) + ".gates[" + gate_label(static_cast<int32_t>(g)) + "].";
     check_array(k, at + "input_weights", dg.w_x.size(), H * I);
     check_array(k, at + "input_effective_bias", dg.input_effective_bias.size(), H);
@@ -335,6 +376,13 @@ void check_arrays(size_t k, const ProgramOp& op) {
     check_array(k, "fc.shifts", op.fc.shifts.size(), requants);
   } else if (op.kind == QLSTM_OP_TABLE_S8) {
     check_array(k, "table.table", op.table.table.size(), QLSTM_TABLE_S8_ENTRIES);
+  } else if (op.kind == QLSTM_OP_LSTM_S16) {
+    check_gate_arrays(k, "lstm_s16", op.lstm_s16.gates, op.lstm_s16.input_size, op.lstm_s16.hidden_size, gate_name);
+  } else if (op.kind == QLSTM_OP_FULLY_CONNECTED_S16) {
+    const size_t I = static_cast<size_t>(std::max(op.fc_s16.input_size, 0));
+    const size_t O = static_cast<size_t>(std::max(op.fc_s16.output_size, 0));
+    check_array(k, "fc_s16.weights", op.fc_s16.weights.size(), O * I);
+    check_array(k, "fc_s16.bias", op.fc_s16.bias.size(), O);
   }
 }
 
@@ -346,12 +394,18 @@ fb::StateSource to_fb(StateSource s) {
 
 }  // namespace
 
+uint32_t model_format_version(const CompiledModel& m) {
+  bool typed = !m.all_s8();
+  for (const ProgramOp& op : m.ops) typed = typed || s16_kind(op.kind);
+  return typed ? kModelFormatVersion : kModelFormatVersionS8;
+}
+
 std::string serialize_model(const CompiledModel& m) {
   flatbuffers::FlatBufferBuilder b;
   std::vector<flatbuffers::Offset<fb::Buffer>> buffers;
   for (const ProgramBuffer& buf : m.buffers) {
     const fb::AffineQuant q(buf.quant.scale, buf.quant.zero_point);
-    buffers.push_back(fb::CreateBuffer(b, buf.width, &q, buf.steps));
+    buffers.push_back(fb::CreateBuffer(b, buf.width, &q, buf.steps, buf.type));
   }
   // Every op's parameter block as the runtime's record (batch 1, no time steps: the call's).
   const std::vector<qlstm_op> kernel_ops =
@@ -381,6 +435,16 @@ std::string serialize_model(const CompiledModel& m) {
         label = op.fc.fused_activation;
         break;
       case QLSTM_OP_SOFTMAX_S8: qi = op.softmax.input, qo = softmax_output_quant(); break;
+      case QLSTM_OP_LSTM_S16:
+        qi = op.recurrent_input(), qo = op.recurrent_output();
+        weight_scales = weight_scales_of(op.lstm_s16.gates);
+        break;
+      case QLSTM_OP_FULLY_CONNECTED_S16:
+        qi = {op.fc_s16.input_scale, 0}, qo = {op.fc_s16.output_scale, 0};
+        weight_scales = {op.fc_s16.weight_scale};
+        label = op.fc_s16.fused_activation;
+        break;
+      case QLSTM_OP_REQUANTIZE: qi = op.requantize.input, qo = op.requantize.output; break;
       case QLSTM_OP_TABLE_S8:
         qi = op.table.input, qo = op.table.output;
         label = op.table.function;
@@ -401,13 +465,14 @@ std::string serialize_model(const CompiledModel& m) {
   b.Finish(fb::CreateModelDirect(b, m.name.c_str(), m.batch_first, &in, &out, 0, m.report_json.c_str(),
                                  m.directions, &buffers, nullptr, to_fb(m.initial_hidden), to_fb(m.initial_cell),
                                  m.hidden_output, m.cell_output, &ops));
-  return seal_model(std::string(reinterpret_cast<const char*>(b.GetBufferPointer()), b.GetSize()));
+  return seal_model(std::string(reinterpret_cast<const char*>(b.GetBufferPointer()), b.GetSize()),
+                    model_format_version(m));
 }
 
-std::string seal_model(const std::string& model_bytes) {
+std::string seal_model(const std::string& model_bytes, uint32_t version) {
   const std::vector<uint8_t> model(model_bytes.begin(), model_bytes.end());
   flatbuffers::FlatBufferBuilder file;
-  file.Finish(fb::CreateModelFileDirect(file, kModelFormatVersion, crc32_of(model.data(), model.size()), &model),
+  file.Finish(fb::CreateModelFileDirect(file, version, crc32_of(model.data(), model.size()), &model),
               fb::ModelFileIdentifier());
   return std::string(reinterpret_cast<const char*>(file.GetBufferPointer()), file.GetSize());
 }
@@ -458,7 +523,8 @@ CompiledModel parse_model(const std::string& bytes, const std::string& origin) {
       const fb::Buffer* buf = m->buffers()->Get(k);
       const std::string w = "buffers[" + std::to_string(k) + "]";
       c.buffers.push_back({buf->width(), read_quant(buf->quant(), origin, w + ".quant"),
-                           version >= 4 ? buf->steps() : QLSTM_BUFFER_EVERY_STEP});
+                           version >= 4 ? buf->steps() : QLSTM_BUFFER_EVERY_STEP,
+                           version >= 7 ? buf->type() : QLSTM_ELEMENT_S8});
     }
     const uint32_t n_ops = version == 2 ? (m->ops() ? m->ops()->size() : 0) : (m->program() ? m->program()->size() : 0);
     if (n_ops < 1 || n_ops > 2048) bad(origin, std::string("field '") + (version == 2 ? "ops" : "program") +

@@ -2,10 +2,14 @@
 // truncated, foreign and future-version files are refused with the reason.
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <functional>
 #include <random>
 
 #include "qlstm/compiler/model_file.h"
 #include "qlstm/compiler/quantized_lstm.h"
+#include "qlstm_model_generated.h"
+#include "s16_model.h"
 
 namespace {
 
@@ -87,10 +91,10 @@ TEST(ModelFile, DamageIsRefusedWithTheReason) {
     }
   }
   EXPECT_GT(refused, good.size() * 9 / 10);
-  // A future format version is refused as such.
+  // A future format version is refused as such (an int8 model's file is of the int8 version).
   bool version_seen = false;
   for (size_t k = 0; k + 4 <= good.size() && !version_seen; ++k) {
-    const char current[4] = {static_cast<char>(kModelFormatVersion), 0, 0, 0};
+    const char current[4] = {static_cast<char>(kModelFormatVersionS8), 0, 0, 0};
     if (good.compare(k, 4, std::string(current, 4)) != 0) continue;
     std::string d = good;
     d[k] = static_cast<char>(kModelFormatVersion + 1);
@@ -98,6 +102,128 @@ TEST(ModelFile, DamageIsRefusedWithTheReason) {
                                     " is not supported") != std::string::npos;
   }
   EXPECT_TRUE(version_seen);
+}
+
+// A 16x8 program's int16 input as raw bytes.
+std::vector<uint8_t> s16_input(const CompiledModel& m, const SequenceShape& shape, std::mt19937_64& rng) {
+  std::vector<int16_t> x(static_cast<size_t>(shape.batch) * shape.time_steps * m.input_size());
+  std::uniform_int_distribution<int32_t> d(INT16_MIN, INT16_MAX);
+  for (int16_t& v : x) v = static_cast<int16_t>(d(rng));
+  std::vector<uint8_t> bytes(x.size() * sizeof(int16_t));
+  std::memcpy(bytes.data(), x.data(), bytes.size());
+  return bytes;
+}
+
+std::vector<uint8_t> run_raw(const CompiledModel& m, const std::vector<uint8_t>& x, const SequenceShape& shape) {
+  return run_program_raw(m, x.data(), x.size(), shape);
+}
+
+// A typed program (int16 buffers, the 16x8 kinds, a requantization to an int8 softmax) is a
+// version-7 file; it reads back with every type and parameter and runs bit for bit as before.
+void expect_s16_round_trip(const CompiledModel& m, std::mt19937_64& rng) {
+  ASSERT_FALSE(m.all_s8());
+  EXPECT_EQ(model_format_version(m), kModelFormatVersion);
+  EXPECT_EQ(model_format_version(small_model()), kModelFormatVersionS8);
+  const CompiledModel r = parse_model(serialize_model(m), "mem");
+  ASSERT_EQ(r.buffers.size(), m.buffers.size());
+  for (size_t b = 0; b < m.buffers.size(); ++b) {
+    EXPECT_EQ(r.buffers[b].type, m.buffers[b].type) << b;
+    EXPECT_EQ(r.buffers[b].quant.scale, m.buffers[b].quant.scale) << b;
+  }
+  ASSERT_EQ(r.ops.size(), m.ops.size());
+  for (size_t k = 0; k < m.ops.size(); ++k) EXPECT_EQ(r.ops[k].kind, m.ops[k].kind) << k;
+  const DerivedLstmS16 &a = m.ops[0].lstm_s16, &b = r.ops[0].lstm_s16;
+  EXPECT_EQ(b.input_scale, a.input_scale);
+  EXPECT_EQ(b.output_scale, a.output_scale);
+  EXPECT_EQ(b.cell.power, a.cell.power);
+  EXPECT_EQ(b.output_steps, a.output_steps);
+  for (int g = 0; g < QLSTM_GATE_COUNT; ++g) {
+    EXPECT_EQ(b.gates[g].w_h, a.gates[g].w_h);
+    EXPECT_EQ(b.gates[g].input_effective_bias, a.gates[g].input_effective_bias);
+    EXPECT_EQ(b.gates[g].w_x_scale, a.gates[g].w_x_scale);
+  }
+  EXPECT_EQ(r.ops[1].fc_s16.bias, m.ops[1].fc_s16.bias);
+  EXPECT_EQ(r.ops[1].fc_s16.weight_scale, m.ops[1].fc_s16.weight_scale);
+  EXPECT_EQ(r.ops[2].requantize.to_output.multiplier, m.ops[2].requantize.to_output.multiplier);
+  // Written again, the same bytes.
+  EXPECT_EQ(serialize_model(r), serialize_model(m));
+  for (const SequenceShape& shape : {SequenceShape{2, 7, Layout::kBatchMajor}, SequenceShape{1, 1, Layout::kBatchMajor}}) {
+    const std::vector<uint8_t> x = s16_input(m, shape, rng);
+    EXPECT_EQ(run_raw(r, x, shape), run_raw(m, x, shape));
+  }
+}
+
+TEST(ModelFile, S16ProgramRoundTripIsExact) {
+  for (const bool final_state : {false, true}) {
+    SCOPED_TRACE(final_state ? "final state" : "every step");
+    std::mt19937_64 rng(71);
+    testing_support::S16ModelShape shape;
+    shape.final_state = final_state;
+    expect_s16_round_trip(testing_support::s16_model(rng, shape), rng);
+  }
+}
+
+// Every single-byte change of a 16x8 model's file is refused or changes nothing; a cut file and
+// crafted fields (a buffer's type, a 16x8 op's zero point) are refused naming the field.
+TEST(ModelFile, DamagedS16FileIsRefused) {
+  std::mt19937_64 rng(72);
+  const CompiledModel ref = testing_support::s16_model(rng);
+  const std::string good = serialize_model(ref);
+  EXPECT_NE(error_of(good.substr(0, good.size() / 2)).find("truncated or corrupted"), std::string::npos);
+  const SequenceShape shape{2, 5, Layout::kBatchMajor};
+  const std::vector<uint8_t> x = s16_input(ref, shape, rng);
+  const std::vector<uint8_t> want = run_raw(ref, x, shape);
+  size_t refused = 0;
+  for (size_t k = 0; k < good.size(); ++k) {
+    std::string d = good;
+    d[k] = static_cast<char>(d[k] ^ 0x5A);
+    CompiledModel m;
+    try {
+      m = parse_model(d, "damaged");
+    } catch (const CompileError&) {
+      ++refused;
+      continue;
+    }
+    std::vector<uint8_t> y;
+    ASSERT_NO_THROW(y = run_raw(m, x, shape)) << "byte " << k;
+    ASSERT_EQ(y, want) << "byte " << k << " changed the model silently";
+  }
+  EXPECT_GT(refused, good.size() * 9 / 10);
+  // Behind a valid checksum: the model bytes rewritten, then sealed again.
+  auto crafted = [&](const std::function<void(CompiledModel&)>& change) {
+    CompiledModel m = ref;
+    change(m);
+    return error_of(serialize_model(m));
+  };
+  const std::string type = crafted([](CompiledModel& m) { m.buffers[1].type = 7; });
+  EXPECT_NE(type.find("buffer_types"), std::string::npos) << type;
+  const std::string s8_input = crafted([](CompiledModel& m) { m.buffers[0].type = QLSTM_ELEMENT_S8; });
+  EXPECT_NE(s8_input.find("model.qlstm"), std::string::npos) << s8_input;
+  const std::string zero_point = crafted([](CompiledModel& m) { m.buffers[0].quant.zero_point = 3; });
+  EXPECT_NE(zero_point.find("buffers[0].zero_point' must be 0 for int16"), std::string::npos) << zero_point;
+  const std::string shift = crafted([](CompiledModel& m) { m.ops[1].fc_s16.to_output.shift = 99; });
+  EXPECT_NE(shift.find("ops[1].shift"), std::string::npos) << shift;
+  // A 16x8 op's int16 side with a zero point: the model bytes edited in place, sealed again.
+  {
+    const auto* file = qlstm::fb::GetModelFile(good.data());
+    std::string model(reinterpret_cast<const char*>(file->model()->data()), file->model()->size());
+    const auto* op = flatbuffers::GetRoot<qlstm::fb::Model>(model.data())->program()->Get(0);
+    const size_t zero_point_offset = sizeof(double);  // struct AffineQuant { scale: double; zero_point: int }
+    const size_t at = static_cast<size_t>(reinterpret_cast<const char*>(op->output()) - model.data()) + zero_point_offset;
+    model[at] = 3;
+    const std::string e = error_of(seal_model(model, kModelFormatVersion));
+    EXPECT_NE(e.find("field 'program[0].output.zero_point': must be 0 for a 16x8 op"), std::string::npos) << e;
+  }
+  // A version-6 file knows no 16x8 kind (the version is outside the checksum).
+  bool kind_refused = false;
+  for (size_t k = 0; k + 4 <= good.size() && !kind_refused; ++k) {
+    const char current[4] = {static_cast<char>(kModelFormatVersion), 0, 0, 0};
+    if (good.compare(k, 4, std::string(current, 4)) != 0) continue;
+    std::string d = good;
+    d[k] = static_cast<char>(kModelFormatVersionS8);
+    kind_refused = error_of(d).find("field 'program[0].kind': 6 is not an op kind this qlstm knows") != std::string::npos;
+  }
+  EXPECT_TRUE(kind_refused);
 }
 
 }  // namespace

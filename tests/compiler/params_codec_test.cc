@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
@@ -27,6 +28,7 @@
 #include "gru_model.h"
 #include "op_fields.h"
 #include "random_program.h"
+#include "s16_model.h"
 #include "whole_program.h"
 
 namespace {
@@ -123,10 +125,11 @@ TEST(ParamsCodec, DeviceBundleKeepsEveryField) {
   expect_same_ops(p.ops, ops, "device bundle");
 }
 
-// A program built with an emitted NAME_model.cc (-DMODEL=NAME, its header and NAME_OUTPUT_BYTES):
+// A program built with an emitted NAME_model.cc (-DMODEL=NAME, its header and NAME_OUTPUT_BYTES;
+// MODEL_INPUT_T / MODEL_OUTPUT_T its run's element types, int8_t unless given):
 //   probe table OUT          the op table (NAME_program) through the record codec: each op's
-//                            fields, then per buffer its width and steps, the batch and layout
-//   probe run IN T OUT       NAME_run over T steps of IN's int8 input; OUT: NAME_OUTPUT_BYTES(T)
+//                            fields, then per buffer its width, steps and type, the batch and layout
+//   probe run IN T OUT       NAME_run over T steps of IN's input; OUT: NAME_OUTPUT_BYTES(T)
 //   probe quant IN OUT       NAME_quantize_input of each float32 of IN, then
 //                            NAME_dequantize_output of -128 ... 127 as float32
 const char* const kProbe = R"(#include <cstdio>
@@ -138,6 +141,12 @@ const char* const kProbe = R"(#include <cstdio>
 #define CAT2(a, b) a##b
 #define CAT(a, b) CAT2(a, b)
 #include MODEL_HEADER
+#ifndef MODEL_INPUT_T
+#define MODEL_INPUT_T int8_t
+#endif
+#ifndef MODEL_OUTPUT_T
+#define MODEL_OUTPUT_T int8_t
+#endif
 struct FileSink {
   FILE* f;
   void put(const uint8_t* b, size_t n) { std::fwrite(b, 1, n, f); }
@@ -162,24 +171,27 @@ int main(int argc, char** argv) {
     for (int32_t k = 0; k < p->op_count; ++k) qlstm::visit_op_fields(p->ops[k], w);
     for (int32_t b = 0; b < p->buffer_count; ++b) w.i32("width", p->buffer_widths[b]);
     for (int32_t b = 0; b < p->buffer_count; ++b) w.i32("steps", p->buffer_steps[b]);
+    for (int32_t b = 0; b < p->buffer_count; ++b) w.i32("type", p->buffer_types ? p->buffer_types[b] : 0);
     w.i32("batch", p->batch);
     w.i32("layout", p->layout);
   } else if (mode == "run" && argc == 5) {
-    const std::vector<char> x = slurp(argv[2]);
+    const std::vector<char> bytes = slurp(argv[2]);
+    std::vector<MODEL_INPUT_T> x(bytes.size() / sizeof(MODEL_INPUT_T));
+    if (!x.empty()) std::memcpy(x.data(), bytes.data(), x.size() * sizeof(MODEL_INPUT_T));
     const int32_t T = std::atoi(argv[3]);
-    std::vector<int8_t> y(MODEL_OUTPUT_BYTES(T));
-    if (CAT(MODEL, _run)(reinterpret_cast<const int8_t*>(x.data()), y.data(), T) != QLSTM_OK) return 3;
-    std::fwrite(y.data(), 1, y.size(), f);
+    std::vector<MODEL_OUTPUT_T> y(MODEL_OUTPUT_BYTES(T) / sizeof(MODEL_OUTPUT_T));
+    if (CAT(MODEL, _run)(x.data(), y.data(), T) != QLSTM_OK) return 3;
+    std::fwrite(y.data(), sizeof(MODEL_OUTPUT_T), y.size(), f);
   } else if (mode == "quant" && argc == 4) {
     const std::vector<char> x = slurp(argv[2]);
     for (size_t k = 0; k + sizeof(float) <= x.size(); k += sizeof(float)) {
       float v;
       std::memcpy(&v, x.data() + k, sizeof v);
-      const int8_t q = CAT(MODEL, _quantize_input)(v);
-      std::fwrite(&q, 1, 1, f);
+      const MODEL_INPUT_T q = CAT(MODEL, _quantize_input)(v);
+      std::fwrite(&q, sizeof q, 1, f);
     }
     for (int q = -128; q <= 127; ++q) {
-      const float v = CAT(MODEL, _dequantize_output)(static_cast<int8_t>(q));
+      const float v = CAT(MODEL, _dequantize_output)(static_cast<MODEL_OUTPUT_T>(q));
       std::fwrite(&v, sizeof v, 1, f);
     }
   } else {
@@ -197,7 +209,8 @@ std::string file_bytes(const std::string& path) {
 // A model's emitted source built with the probe, in a temporary folder of its own.
 class EmittedProbe {
  public:
-  EmittedProbe(const CompiledModel& m, const std::string& name, int32_t batch, int32_t max_time_steps)
+  EmittedProbe(const CompiledModel& m, const std::string& name, int32_t batch, int32_t max_time_steps,
+               const std::string& defines = "")
       : dir_(fs::temp_directory_path() / ("qlstm_codec_" + name + "_" + std::to_string(::getpid()))) {
     fs::remove_all(dir_);
     fs::create_directories(dir_);
@@ -205,7 +218,7 @@ class EmittedProbe {
     std::string upper = name;
     for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
     build_ = build_emitted(emit_cpp(m, name, batch, max_time_steps, "params_codec_test"), name, dir_,
-                           (dir_ / "probe.cc").string(), "-DMODEL=" + name + " '-DMODEL_HEADER=\"" + name + "_model.h\"' -DMODEL_OUTPUT_BYTES=" + upper + "_OUTPUT_BYTES");
+                           (dir_ / "probe.cc").string(), "-DMODEL=" + name + " '-DMODEL_HEADER=\"" + name + "_model.h\"' -DMODEL_OUTPUT_BYTES=" + upper + "_OUTPUT_BYTES " + defines);
   }
   ~EmittedProbe() { fs::remove_all(dir_); }
   const EmittedBuild& build() const { return build_; }
@@ -232,9 +245,10 @@ void expect_emitted_table(const EmittedProbe& probe, const RuntimeProgram& p) {
   qlstm::RecordReader r(reinterpret_cast<const uint8_t*>(storage.data()), bytes.size());
   std::vector<qlstm_op> ops(p.ops.size());
   for (qlstm_op& op : ops) qlstm::visit_op_fields(op, r);
-  std::vector<int32_t> widths(p.widths.size()), steps(p.steps.size());
+  std::vector<int32_t> widths(p.widths.size()), steps(p.steps.size()), types(p.widths.size());
   for (int32_t& w : widths) r.i32("width", w);
   for (int32_t& s : steps) r.i32("steps", s);
+  for (int32_t& t : types) r.i32("type", t);
   int32_t batch = 0, layout = -1;
   r.i32("batch", batch);
   r.i32("layout", layout);
@@ -242,6 +256,7 @@ void expect_emitted_table(const EmittedProbe& probe, const RuntimeProgram& p) {
   expect_same_ops(p.ops, ops, "emitted initializer");
   EXPECT_EQ(widths, p.widths);
   EXPECT_EQ(steps, p.steps);
+  EXPECT_EQ(types, p.types.empty() ? std::vector<int32_t>(p.widths.size(), QLSTM_ELEMENT_S8) : p.types);
   EXPECT_EQ(batch, p.batch);
   EXPECT_EQ(layout, p.layout);
 }
@@ -320,6 +335,83 @@ TEST(ParamsCodec, EmittedGruProgramHoldsEveryFieldAndRunsAsTheHost) {
       EXPECT_EQ(std::vector<int8_t>(y.begin(), y.end()), want) << "T = " << T;
     }
   }
+}
+
+// NAME_run of an emitted program with int16 input over 1 and max_steps steps equals the host's
+// run_program_raw byte for byte.
+void run_and_compare(const EmittedProbe& probe, const CompiledModel& m, std::mt19937_64& rng, int32_t max_steps) {
+  const bool one_row = m.output_is_one_step();  // one output row per batch row
+  for (int32_t T : {1, max_steps}) {
+    std::vector<int16_t> x(static_cast<size_t>(kBatch) * T * m.input_size());
+    std::uniform_int_distribution<int32_t> u(INT16_MIN, INT16_MAX);
+    for (int16_t& v : x) v = static_cast<int16_t>(u(rng));
+    const size_t x_bytes = x.size() * sizeof(int16_t);
+    std::ofstream(probe.path("x.bin"), std::ios::binary).write(reinterpret_cast<const char*>(x.data()), x_bytes);
+    int status = -1;
+    const std::string y = probe.run("run " + probe.path("x.bin") + " " + std::to_string(T), "y.bin", &status);
+    ASSERT_EQ(status, 0) << "T = " << T;
+    const std::vector<uint8_t> want = run_program_raw(m, x.data(), x_bytes, {kBatch, T, Layout::kBatchMajor});
+    EXPECT_EQ(want.size(), static_cast<size_t>(kBatch) * (one_row ? 1 : T) * m.output_size());
+    EXPECT_EQ(std::vector<uint8_t>(y.begin(), y.end()), want) << "T = " << T;
+  }
+}
+
+// A 16x8 program (int16 input, a 16x8 LSTM and FC, a requantization to an int8 softmax): the
+// emitted table, its buffer types included, equals the compiler's field by field, NAME_run takes
+// int16 input and equals the host's run_program_raw byte for byte, and the records read back equal.
+TEST(ParamsCodec, EmittedS16ProgramHoldsEveryFieldAndRunsAsTheHost) {
+  std::mt19937_64 rng(59);
+  constexpr int32_t kSteps = 6;
+  // A one-step head (the LSTM's final state): its record's output_steps, one output row per batch row.
+  testing_support::S16ModelShape final_shape;
+  final_shape.final_state = true;
+  const CompiledModel one_step = testing_support::s16_model(rng, final_shape);
+  const EmittedProbe final_probe(one_step, "sf", kBatch, kSteps, "-DMODEL_INPUT_T=int16_t");
+  ASSERT_TRUE(final_probe.build().ok) << final_probe.build().log;
+  const RuntimeProgram pf = runtime_program(one_step, kBatch, 0, Layout::kBatchMajor);
+  ASSERT_EQ(pf.steps.back(), QLSTM_BUFFER_ONE_STEP);
+  expect_emitted_table(final_probe, pf);
+  run_and_compare(final_probe, one_step, rng, kSteps);
+
+  const CompiledModel m = testing_support::s16_model(rng);
+  const EmittedSource e = emit_cpp(m, "sx", kBatch, kSteps, "params_codec_test");
+  EXPECT_NE(e.header.find("qlstm_status sx_run(const int16_t* input, int8_t* output, int32_t time_steps);"),
+            std::string::npos) << e.header;
+  EXPECT_NE(e.header.find("#define SX_HIDDEN_SIZE 4 "), std::string::npos);
+  EXPECT_NE(e.source.find("kBufferTypes[5] = {QLSTM_ELEMENT_S16, QLSTM_ELEMENT_S16, QLSTM_ELEMENT_S16, "
+                          "QLSTM_ELEMENT_S8, QLSTM_ELEMENT_S8}"),
+            std::string::npos);
+  const EmittedProbe probe(m, "sx", kBatch, kSteps, "-DMODEL_INPUT_T=int16_t");
+  ASSERT_TRUE(probe.build().ok) << probe.build().log;
+  const RuntimeProgram p = runtime_program(m, kBatch, 0, Layout::kBatchMajor);
+  ASSERT_FALSE(p.types.empty());
+  expect_emitted_table(probe, p);
+  const DecodedOps d = read_ops(records_of(p.ops, p.widths), p.ops.size(), p.widths.size());
+  expect_same_ops(p.ops, d.ops, "records");
+  run_and_compare(probe, m, rng, kSteps);
+  // The int16 input helper: the host's rounding (ties to even) and saturation, for int16 codes'
+  // own values and for random ones beyond the range.
+  const double scale = m.input_quant().scale;
+  std::vector<float> f;
+  for (int32_t q = INT16_MIN; q <= INT16_MAX; q += 97) f.push_back(static_cast<float>(q * scale));
+  std::uniform_real_distribution<double> wide(-40000.0 * scale, 40000.0 * scale);
+  for (int k = 0; k < 2000; ++k) f.push_back(static_cast<float>(wide(rng)));
+  std::ofstream(probe.path("f.bin"), std::ios::binary)
+      .write(reinterpret_cast<const char*>(f.data()), f.size() * sizeof(float));
+  int status = -1;
+  const std::string q = probe.run("quant " + probe.path("f.bin"), "q.bin", &status);
+  ASSERT_EQ(status, 0);
+  ASSERT_EQ(q.size(), f.size() * sizeof(int16_t) + 256 * sizeof(float));
+  size_t compared = 0;
+  for (size_t k = 0; k < f.size(); ++k) {
+    const double quotient = static_cast<double>(f[k]) / scale;
+    if (std::abs(quotient - std::floor(quotient) - 0.5) < 1e-3) continue;  // the float quotient may round the other way
+    ++compared;
+    int16_t got;
+    std::memcpy(&got, q.data() + k * sizeof got, sizeof got);
+    EXPECT_EQ(got, static_cast<int16_t>(std::clamp(std::nearbyint(quotient), -32768.0, 32767.0))) << "x = " << f[k];
+  }
+  EXPECT_GT(compared, f.size() * 9 / 10);
 }
 
 // A learned initial state with one row per batch row ([L, B, H]) is emitted as it is: NAME_run at

@@ -47,6 +47,10 @@ struct DerivedLstmS16 {
 
   // A kernel parameter block pointing into this object (valid while it lives).
   qlstm_lstm_s16_params kernel_params(int32_t batch, int32_t time_steps, Layout layout) const;
+  // Back from a block (a model file's record): the arrays copied, the boundary scales given (the
+  // block has none); the float weight scales stay 0 (reports only). Checks nothing: the program's
+  // validation does.
+  static DerivedLstmS16 from_kernel_params(const qlstm_lstm_s16_params& p, double input_scale, double output_scale);
 };
 
 // Derives the 16x8 parameters. options: weight_method, weight_clip_ratio, bias_correction (with
@@ -72,6 +76,9 @@ struct DerivedFcS16 {
   std::string fused_activation;  // "", "relu", "relu6", "clip"
 
   qlstm_fc_s16_params kernel_params(int32_t rows) const;
+  // Back from a block whose bias is set (a program's); fused_activation and weight_scale are not
+  // in it (the caller's, from the file's label and weight scales).
+  static DerivedFcS16 from_kernel_params(const qlstm_fc_s16_params& p, double input_scale, double output_scale);
 };
 // Throws CompileError naming the layer's node for a bias leaving int32 at its scale, a row whose
 // accumulator could leave int32 (as the LSTM's rows), a multiplier out of the 16x8 shift range or
@@ -88,6 +95,9 @@ struct DerivedRequantize {
   qlstm_requant to_output{};
 
   qlstm_requantize_params kernel_params(int32_t rows) const;
+  // Back from a block; throws CompileError naming the zero point that is not its quantization's.
+  static DerivedRequantize from_kernel_params(const qlstm_requantize_params& p, const AffineQuant& input,
+                                              const AffineQuant& output);
 };
 // Throws CompileError (naming `what`) for a scale that is not positive, a zero point outside its
 // type, or a ratio of scales out of the multiplier's range.
