@@ -39,6 +39,9 @@ PY
   -o "$corpus/model" --no-search >/dev/null
 "$dir/tools/qlstm/qlstm" compile tests/onnx/models/gru_torch_bi2_state.onnx --calibration "$corpus/model/state_cal.npy" \
   -o "$corpus/model" --name gru_bi2_state --no-search >/dev/null
+# A 16x8 program (version 7: typed buffers, the 16x8 kinds, a requantization before the softmax).
+"$dir/tools/qlstm/qlstm" compile examples/digits/digits_lstm.onnx --calibration examples/digits/calibration.npy \
+  -o "$corpus/model" --name digits_s16 --activations int16 --no-search >/dev/null
 rm -f "$corpus/model/"*.h "$corpus/model/"*.cc "$corpus/model/"*.json "$corpus/model/"*.npy
 # fuzz_model mutates the model bytes inside the file (it seals them with a fresh checksum itself):
 # its seeds are those bytes, the ModelFile's `model` vector, read here with the FlatBuffers layout.

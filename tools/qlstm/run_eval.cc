@@ -342,23 +342,24 @@ void report_per_step(const std::vector<double>& rms, std::string* text, nlohmann
   (*j)["rms_error_per_step"] = rms;
 }
 
-void report_classifier(const ClassifierScores& c, bool labelled, std::string* text, nlohmann::json* j) {
+// mode: "int8" or "16x8", the compiled model's (the JSON keys say int8 for either).
+void report_classifier(const ClassifierScores& c, bool labelled, const char* mode, std::string* text, nlohmann::json* j) {
   const double n = static_cast<double>(c.rows);
   nlohmann::json& e = (*j)["classifier"];
   e = {{"sequences", c.rows}, {"agree", c.agree}, {"argmax_agreement", static_cast<double>(c.agree) / n}};
   if (labelled) {
-    appendf(text, "  top-1 accuracy on %zu labelled sequences: float %.2f %%, int8 %.2f %%\n", c.rows,
-            100.0 * c.float_correct / n, 100.0 * c.int8_correct / n);
+    appendf(text, "  top-1 accuracy on %zu labelled sequences: float %.2f %%, %s %.2f %%\n", c.rows,
+            100.0 * c.float_correct / n, mode, 100.0 * c.int8_correct / n);
     e["float_top1"] = static_cast<double>(c.float_correct) / n;
     e["int8_top1"] = static_cast<double>(c.int8_correct) / n;
   }
-  appendf(text, "  argmax agreement int8 vs float: %.2f %% (%zu of %zu)\n", 100.0 * c.agree / n, c.agree, c.rows);
+  appendf(text, "  argmax agreement %s vs float: %.2f %% (%zu of %zu)\n", mode, 100.0 * c.agree / n, c.agree, c.rows);
 }
 
 void report_forecast(const ForecastError& f, const ForecastError& q, const std::string& path, size_t values,
-                     const OutputUnits& units, std::string* text, nlohmann::json* j) {
-  appendf(text, "  forecast error against %s (%zu values), in %s: float MAE %.3f RMSE %.3f, int8 MAE %.3f RMSE %.3f\n",
-          path.c_str(), values, units.name.c_str(), f.mae, f.rmse, q.mae, q.rmse);
+                     const OutputUnits& units, const char* mode, std::string* text, nlohmann::json* j) {
+  appendf(text, "  forecast error against %s (%zu values), in %s: float MAE %.3f RMSE %.3f, %s MAE %.3f RMSE %.3f\n",
+          path.c_str(), values, units.name.c_str(), f.mae, f.rmse, mode, q.mae, q.rmse);
   (*j)["forecast"] = {{"targets", path},
                       {"values", values},
                       {"units", units.name},
@@ -381,7 +382,8 @@ void saturation_line(const std::string& what, const RangeCount& r, bool cell, st
 }
 
 void report_saturation(const CompiledModel& m, const Saturation& s, std::string* text, nlohmann::json* j) {
-  appendf(text, "  saturation (float values outside the calibrated ranges, clipped by the int8 model):\n");
+  appendf(text, "  saturation (float values outside the calibrated ranges, clipped by the %s model):\n",
+          m.all_s8() ? "int8" : "16x8");
   nlohmann::json& e = (*j)["saturation"];
   saturation_line("input", s.input, false, text);
   e["input"] = range_json(s.input);
@@ -576,7 +578,9 @@ Evaluation evaluate(const OnnxLstm& onnx, const CompiledModel& m, const EvalRequ
   nlohmann::json& j = out.json;
   j = {{"model", req.model_name}, {"onnx", req.onnx_name}, {"data", req.data_name},
        {"sequences", B},          {"time_steps", T},       {"initial_state", st.json},
-       {"output_values", W},      {"output_per", one_step ? "sequence" : "time step"}};
+       {"output_values", W},      {"output_per", one_step ? "sequence" : "time step"},
+       {"activations", m.all_s8() ? "int8" : "int16"}};
+  const char* mode = m.all_s8() ? "int8" : "16x8";
   appendf(&text, "qlstm eval: %s vs %s on %s (%d sequences x %d steps)\n", req.model_name.c_str(),
           req.onnx_name.c_str(), req.data_name.c_str(), B, T);
   text += st.line;
@@ -587,10 +591,10 @@ Evaluation evaluate(const OnnxLstm& onnx, const CompiledModel& m, const EvalRequ
   if (!one_step) {
     report_per_step(rms_error_per_step(ref, r.got, B, T, W, x.shape.layout == Layout::kTimeMajor), &text, &j);
   }
-  if (classifier) report_classifier(score_classifier(ref, r.got, W, req.labels), !req.labels.empty(), &text, &j);
+  if (classifier) report_classifier(score_classifier(ref, r.got, W, req.labels), !req.labels.empty(), mode, &text, &j);
   if (!req.targets.empty()) {
     report_forecast(forecast_error(ref, req.targets, req.units), forecast_error(r.got, req.targets, req.units),
-                    req.targets_name, req.targets.size(), req.units, &text, &j);
+                    req.targets_name, req.targets.size(), req.units, mode, &text, &j);
   }
   report_saturation(m, r.saturation, &text, &j);
   out.ref = ref;
