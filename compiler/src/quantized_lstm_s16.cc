@@ -165,6 +165,63 @@ struct Observed {
 
 std::string layer_label(const FloatLayer& l) { return "node '" + l.node + "'"; }
 
+// A sequence the 16x8 weight choice scores on: its input and every layer's float output.
+struct Scored {
+  int32_t time_steps = 0;
+  std::vector<float> x;
+  std::vector<std::vector<float>> layer_outputs;  // [T][D x H] per layer
+};
+
+// The weight derivations a 16x8 LSTM op chooses from: the int8 search's choice first (clips and
+// bias correction), then max-abs and MSE-clipped scales, each with and without bias correction.
+// int8's choice is tuned to int8's boundary noise; with int16 boundaries the weights' own error
+// is most of what is left, and which derivation leaves least of it differs by model
+// (docs/compiler.md). Only the first when the user fixed the weights or turned the search off.
+std::vector<DeriveOptions> weight_candidates(const CompileOptions& options, const OpChoice& chosen,
+                                             std::vector<double> mean_x, std::vector<double> mean_h) {
+  DeriveOptions base = options.derive;
+  base.weight_rounding = WeightRounding::kNearest;  // adaptive rounding: not derived for 16x8 yet
+  base.mean_x = std::move(mean_x);
+  base.mean_h = std::move(mean_h);
+  DeriveOptions first = base;
+  first.weight_clip_ratio = chosen.weight_clip;
+  first.bias_correction = chosen.bias_correction;
+  std::vector<DeriveOptions> out = {first};
+  if (options.tuning != Tuning::kSearch || options.user_fixed.weights || options.user_fixed.bias_correction) return out;
+  for (WeightScaleMethod method : {WeightScaleMethod::kMaxAbs, WeightScaleMethod::kMseClip}) {
+    for (bool bias_correction : {false, true}) {
+      DeriveOptions o = base;
+      o.weight_method = method;
+      o.weight_clip_ratio = {};
+      o.bias_correction = bias_correction;
+      out.push_back(o);
+    }
+  }
+  return out;
+}
+
+// One 16x8 op of layer l, direction d, against the float layer's output for that direction, on
+// the scored sequences (its input: the float model's, quantized at s_in).
+double op_sqnr_db(const DerivedLstmS16& d16, const std::vector<Scored>& scored, int32_t l, int32_t d, int32_t D,
+                  double s_in) {
+  const QuantizedLstmS16 q = QuantizedLstmS16::from_derived(d16);
+  const int32_t H = d16.hidden_size, W = D * H;
+  std::vector<float> ref, got;
+  for (const Scored& s : scored) {
+    const std::vector<float>& x = l == 0 ? s.x : s.layer_outputs[static_cast<size_t>(l - 1)];
+    std::vector<float> xq(x.size());
+    for (size_t k = 0; k < x.size(); ++k) xq[k] = static_cast<float>(quantize_s16(x[k], s_in) * s_in);
+    const std::vector<float> y = q.run_float(xq, {1, s.time_steps, Layout::kBatchMajor});
+    got.insert(got.end(), y.begin(), y.end());
+    const std::vector<float>& f = s.layer_outputs[static_cast<size_t>(l)];
+    for (int32_t t = 0; t < s.time_steps; ++t) {
+      ref.insert(ref.end(), f.begin() + static_cast<ptrdiff_t>(t) * W + static_cast<ptrdiff_t>(d) * H,
+                 f.begin() + static_cast<ptrdiff_t>(t) * W + static_cast<ptrdiff_t>(d + 1) * H);
+    }
+  }
+  return sqnr_db(ref, got);
+}
+
 }  // namespace
 
 CompiledModel s16_program(const FloatProgram& program, const CalibrationSet& calibration, const QuantizedProgram& int8,
@@ -191,9 +248,18 @@ CompiledModel s16_program(const FloatProgram& program, const CalibrationSet& cal
   Observed input;
   std::vector<Observed> layers(static_cast<size_t>(L)), heads(head.size());
   const size_t I = static_cast<size_t>(program.input_size());
+  // The sequences the weight choice scores on: the first ones whose MACs fit the search's budget.
+  int64_t macs_per_step = 0;
+  for (const FloatLstm& op : program.ops) macs_per_step += 4 * int64_t{op.hidden_size} * (op.input_size + op.hidden_size);
+  std::vector<Scored> scored;
+  int64_t scored_macs = 0;
   for (const CalibrationSequence& s : calibration.sequences) {
     if (s.time_steps == 0) continue;
     const FloatProgramResult f = run_float_program(program, s.values.data(), {1, s.time_steps, Layout::kBatchMajor});
+    if (scored.empty() || scored_macs + s.time_steps * macs_per_step <= options.search_max_macs) {
+      scored_macs += s.time_steps * macs_per_step;
+      scored.push_back({s.time_steps, s.values, f.layer_outputs});
+    }
     input.add(s.values, I);
     for (int32_t l = 0; l < L; ++l) {
       layers[static_cast<size_t>(l)].add(f.layer_outputs[static_cast<size_t>(l)],
@@ -248,26 +314,30 @@ CompiledModel s16_program(const FloatProgram& program, const CalibrationSet& cal
       ProgramOp op = int8.model.ops[k];
       if (s16_layer) {
         const FloatLstm& lstm = program.ops[k];
-        const OpChoice& chosen = int8.stats.at(k).chosen;
-        DeriveOptions derive = options.derive;
-        derive.weight_clip_ratio = chosen.weight_clip;
-        derive.bias_correction = chosen.bias_correction;
-        derive.weight_rounding = WeightRounding::kNearest;  // adaptive rounding: not derived for 16x8 yet
-        if (derive.bias_correction) {
-          const int32_t H = lstm.hidden_size;
-          derive.mean_x = in.mean(0, static_cast<size_t>(lstm.input_size));
-          derive.mean_h = layers[static_cast<size_t>(l)].mean(static_cast<size_t>(d * H), static_cast<size_t>(H));
-        }
+        const int32_t H = lstm.hidden_size;
+        const std::string where = "16x8: layer " + std::to_string(l) + (D == 2 ? (d ? " reverse" : " forward") : "");
+        // The cell scale by the requested policy on the observed cells (the int8 search's headroom
+        // is tuned to int8's error, which a 16x8 cell does not share).
+        const CellScaleChoice cell = choose_cell_scale(options.cell_scale, int8.stats.at(k).cell_max_abs);
+        const std::vector<DeriveOptions> candidates =
+            weight_candidates(options, int8.stats.at(k).chosen, in.mean(0, static_cast<size_t>(lstm.input_size)),
+                              layers[static_cast<size_t>(l)].mean(static_cast<size_t>(d * H), static_cast<size_t>(H)));
         ProgramOp op16;
         op16.kind = QLSTM_OP_LSTM_S16;
-        try {
-          // The cell scale by the requested policy on the observed cells (the int8 search's headroom
-          // is tuned to int8's error, which a 16x8 cell does not share).
-          const CellScaleChoice cell = choose_cell_scale(options.cell_scale, int8.stats.at(k).cell_max_abs);
-          op16.lstm_s16 = derive_lstm_s16_params(lstm, s_in, out.quant.scale, cell, derive);
-        } catch (const CompileError& e) {
-          throw CompileError("16x8: layer " + std::to_string(l) + (D == 2 ? (d ? " reverse" : " forward") : "") + ": " +
-                             e.what());
+        double best_db = -std::numeric_limits<double>::infinity();
+        for (const DeriveOptions& derive : candidates) {
+          DerivedLstmS16 derived;
+          try {
+            derived = derive_lstm_s16_params(lstm, s_in, out.quant.scale, cell, derive);
+          } catch (const CompileError& e) {
+            if (&derive == &candidates.front()) throw CompileError(where + ": " + e.what());
+            continue;  // another candidate's weights: the first one's error is the one to report
+          }
+          const double db = candidates.size() == 1 ? 0.0 : op_sqnr_db(derived, scored, l, d, D, s_in);
+          if (db > best_db) {
+            best_db = db;
+            op16.lstm_s16 = std::move(derived);
+          }
         }
         op16.lstm_s16.output_steps = op.lstm.output_steps;
         op16.output_offset = op.output_offset;

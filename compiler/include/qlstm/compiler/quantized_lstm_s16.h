@@ -27,6 +27,12 @@ class QuantizedLstmS16 {
   // the same int8 blocks.
   static QuantizedLstmS16 compile(const FloatLstm& lstm, const CalibrationSet& calibration,
                                   const CompileOptions& options, const OpChoice* weights = nullptr);
+  // An already derived 16x8 LSTM, to run on the host.
+  static QuantizedLstmS16 from_derived(DerivedLstmS16 d) {
+    QuantizedLstmS16 q;
+    q.d_ = std::move(d);
+    return q;
+  }
   const DerivedLstmS16& derived() const { return d_; }
 
   // x in its float values ([B][T][I] or [T][B][I] as shape says) to int16, the program's call, its
