@@ -788,8 +788,12 @@ std::vector<uint8_t> run_program_raw(const CompiledModel& m, const void* x, size
 }
 
 std::vector<float> run_program_float(const CompiledModel& m, const std::vector<float>& x, const SequenceShape& shape) {
+  const std::vector<uint8_t> raw = quantize_raw_input(m, x);
+  return dequantize_raw_output(m, run_program_raw(m, raw.data(), raw.size(), shape));
+}
+
+std::vector<uint8_t> quantize_raw_input(const CompiledModel& m, const std::vector<float>& x) {
   const ProgramBuffer& in = m.buffers.front();
-  const ProgramBuffer& out = m.buffers.back();
   std::vector<uint8_t> raw(x.size() * qlstm_element_bytes(in.type));
   for (size_t k = 0; k < x.size(); ++k) {
     if (in.type == QLSTM_ELEMENT_S16) {
@@ -800,7 +804,11 @@ std::vector<float> run_program_float(const CompiledModel& m, const std::vector<f
       raw[k] = static_cast<uint8_t>(in.quant.quantize(x[k]));
     }
   }
-  const std::vector<uint8_t> y = run_program_raw(m, raw.data(), raw.size(), shape);
+  return raw;
+}
+
+std::vector<float> dequantize_raw_output(const CompiledModel& m, const std::vector<uint8_t>& y) {
+  const ProgramBuffer& out = m.buffers.back();
   std::vector<float> f(y.size() / qlstm_element_bytes(out.type));
   for (size_t k = 0; k < f.size(); ++k) {
     int32_t q = static_cast<int8_t>(y[k]);

@@ -96,6 +96,33 @@ TEST(ParamsCodec, ModelFileKeepsEveryField) {
   }
 }
 
+// The bundle of case c (program p, the input x as raw bytes), read back as qlstm_device.cc reads
+// it: every op, the widths, the buffer types (all int8 when p has none) and the input bytes.
+void expect_bundle_round_trip(const qlstm::device::BundleCase& c, const RuntimeProgram& p, const std::vector<int8_t>& x) {
+  const std::string file = qlstm::device::bundle({c});
+  // "QLVB", version, count, record length, then the record.
+  ASSERT_GT(file.size(), 16u);
+  ASSERT_EQ(file.compare(0, 4, "QLVB"), 0);
+  std::vector<uint32_t> storage((file.size() - 16 + 3) / 4);
+  std::memcpy(storage.data(), file.data() + 16, file.size() - 16);
+  qlstm::RecordReader r(reinterpret_cast<const uint8_t*>(storage.data()), file.size() - 16);
+  qlstm::bundle::CaseView v{};
+  qlstm::bundle::visit_case_header(v, r);
+  ASSERT_EQ(r.failed(), nullptr);
+  ASSERT_EQ(v.op_count, static_cast<int32_t>(p.ops.size()));
+  EXPECT_EQ(std::vector<int32_t>(v.buffer_widths, v.buffer_widths + v.buffer_count), p.widths);
+  const std::vector<int32_t> types = p.types.empty() ? std::vector<int32_t>(p.widths.size(), QLSTM_ELEMENT_S8) : p.types;
+  EXPECT_EQ(std::vector<int32_t>(v.buffer_types, v.buffer_types + v.buffer_count), types);
+  std::vector<qlstm_op> ops(p.ops.size());
+  for (qlstm_op& op : ops) qlstm::visit_op_fields(op, r);
+  const qlstm::bundle::CaseSizes n = qlstm::bundle::case_sizes(v, ops.data());
+  EXPECT_EQ(n.input_bytes, static_cast<int64_t>(x.size()));
+  qlstm::bundle::visit_case_data(v, n, r);
+  EXPECT_TRUE(r.complete()) << (r.failed() ? r.failed() : "bytes after the last field");
+  EXPECT_EQ(std::vector<int8_t>(v.input, v.input + x.size()), x);
+  expect_same_ops(p.ops, ops, "device bundle");
+}
+
 TEST(ParamsCodec, DeviceBundleKeepsEveryField) {
   const CompiledModel m = test_model();
   const RuntimeProgram p = runtime_program(m, kBatch, 4, Layout::kTimeMajor);
@@ -105,24 +132,24 @@ TEST(ParamsCodec, DeviceBundleKeepsEveryField) {
   c.buffer_widths = p.widths;
   const std::vector<int8_t> x(static_cast<size_t>(kBatch) * 4 * 3, 1);
   c.input = x.data();
-  const std::string file = qlstm::device::bundle({c});
-  // "QLVB", version, count, record length, then the record, read as qlstm_device.cc reads it.
-  ASSERT_GT(file.size(), 16u);
-  ASSERT_EQ(file.compare(0, 4, "QLVB"), 0);
-  std::vector<uint32_t> storage((file.size() - 16 + 3) / 4);
-  std::memcpy(storage.data(), file.data() + 16, file.size() - 16);
-  qlstm::RecordReader r(reinterpret_cast<const uint8_t*>(storage.data()), file.size() - 16);
-  qlstm::bundle::CaseView v{};
-  qlstm::bundle::visit_case_header(v, r);
-  ASSERT_EQ(r.failed(), nullptr);
-  ASSERT_EQ(v.op_count, 4);
-  EXPECT_EQ(std::vector<int32_t>(v.buffer_widths, v.buffer_widths + v.buffer_count), p.widths);
-  std::vector<qlstm_op> ops(4);
-  for (qlstm_op& op : ops) qlstm::visit_op_fields(op, r);
-  qlstm::bundle::visit_case_data(v, qlstm::bundle::case_sizes(v, ops.data()), r);
-  EXPECT_TRUE(r.complete()) << (r.failed() ? r.failed() : "bytes after the last field");
-  EXPECT_EQ(std::vector<int8_t>(v.input, v.input + x.size()), x);
-  expect_same_ops(p.ops, ops, "device bundle");
+  expect_bundle_round_trip(c, p, x);
+}
+
+// A 16x8 program carries its buffer types, and its int16 input as raw bytes (2 per value).
+TEST(ParamsCodec, DeviceBundleKeepsBufferTypes) {
+  std::mt19937_64 rng(16);
+  const CompiledModel m = testing_support::s16_model(rng);
+  const RuntimeProgram p = runtime_program(m, kBatch, 4, Layout::kBatchMajor);
+  ASSERT_FALSE(p.types.empty());
+  const qlstm::device::BundleCase base = qlstm::device::program_case("s16", p.table(), 4);
+  EXPECT_EQ(base.buffer_types, p.types);
+  qlstm::device::BundleCase c = base;
+  std::vector<int8_t> x(static_cast<size_t>(kBatch) * 4 * static_cast<size_t>(m.input_size()) * 2);
+  for (size_t k = 0; k < x.size(); ++k) x[k] = static_cast<int8_t>(k * 7);
+  c.input = x.data();
+  expect_bundle_round_trip(c, p, x);
+  // The output is the last buffer's bytes: int8 softmax scores.
+  EXPECT_EQ(qlstm::device::output_bytes(c), qlstm::device::output_count(c));
 }
 
 // A program built with an emitted NAME_model.cc (-DMODEL=NAME, its header and NAME_OUTPUT_BYTES;

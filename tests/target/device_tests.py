@@ -10,6 +10,10 @@
   device_tests.py whole   --qlstm Q --cpu CPU --work DIR --source REPO
       whole models (a classifier, a per-step head): `qlstm run --target` and the emitted firmware,
       one call and streamed, equal the host byte for byte; `qlstm bench --target` counts each op
+  device_tests.py s16     --qlstm Q --cpu CPU --work DIR --source REPO
+      16x8 models (--activations int16: sunspots, int16 in and out; digits, int16 in, int8 softmax
+      out): `qlstm run --float --target CPU` equals `qlstm run --float` byte for byte, and
+      `qlstm bench --target` counts each op, its output bit-exact with the host simulation
   device_tests.py icount  --qlstm Q --cpu CPU
       the instruction counter counts a known sequence exactly, a kernel call repeatably, and its
       per-function profile sums to the same count
@@ -130,6 +134,24 @@ def same_bytes(p, q):
         return f.read() == g.read()
 
 
+def run_host_and_target(a, model, xin, y_prefix, extra, state_out=None):
+    """`qlstm run MODEL --input XIN ... EXTRA` on the host, then with --target a.cpu: the two output
+    paths (y_prefix + "_host.npy", "_CPU.npy"). state_out(y): the final-state arguments of output y."""
+    outs = []
+    for where in ("host", a.cpu):
+        y = "%s_%s.npy" % (y_prefix, where)
+        cmd = [a.qlstm, "run", model, "--input", xin, "--output", y] + extra
+        if state_out is not None:
+            cmd += state_out(y)
+        if where != "host":
+            cmd += ["--target", a.cpu]
+        rc, out = run(cmd)
+        if rc != 0:
+            fail("%s on %s:\n%s" % (" ".join(cmd), where, out))
+        outs.append(y)
+    return outs
+
+
 def runs_agree(a, work, name, model, onnx_path, i, batch_first, rng):
     """`qlstm run` on the host and with --target a.cpu, float in and out (batch 3) and int8 in and out
     (batch 1): the same bytes, and the same final state for a model that takes one."""
@@ -155,18 +177,10 @@ def runs_agree(a, work, name, model, onnx_path, i, batch_first, rng):
                 np.save(h0, rng.integers(-128, 128, size=(ops, batch, hidden), dtype=np.int8))
                 np.save(c0, rng.integers(-4000, 4000, size=(ops, batch, hidden)).astype(np.int16))
             extra = extra + ["--h0", h0] + ([] if gru else ["--c0", c0])
-        outs = []
-        for where in ("host", a.cpu):
-            y = os.path.join(work, "%s_%s_y_%s.npy" % (name, tag, where))
-            cmd = [a.qlstm, "run", model, "--input", xin, "--output", y] + extra
-            if stateful:
-                cmd += ["--h-n", y + ".hn.npy"] + ([] if gru else ["--c-n", y + ".cn.npy"])
-            if where != "host":
-                cmd += ["--target", a.cpu]
-            rc, out = run(cmd)
-            if rc != 0:
-                fail("%s on %s:\n%s" % (" ".join(cmd), where, out))
-            outs.append(y)
+        state_out = None
+        if stateful:
+            state_out = lambda y: ["--h-n", y + ".hn.npy"] + ([] if gru else ["--c-n", y + ".cn.npy"])
+        outs = run_host_and_target(a, model, xin, os.path.join(work, "%s_%s_y" % (name, tag)), extra, state_out)
         if not same_bytes(outs[0], outs[1]):
             fail("%s (%s): the device output differs from the host's" % (onnx_path, tag))
         if stateful and not (same_bytes(outs[0] + ".hn.npy", outs[1] + ".hn.npy") and
@@ -316,6 +330,37 @@ def test_whole(a):
                                                                       "stream", rng)))
         bench_counts_each_op(a, work, name, model)
     print("%d whole models: device == host, qlstm run and the emitted firmware" % len(WHOLE))
+
+
+# 16x8 models for the s16 test: (name, ONNX, batch_first, calibration).
+S16_MODELS = [
+    ("sunspots_s16", "examples/sunspots/sunspots_lstm.onnx", True, "examples/sunspots/calibration.npy"),
+    ("digits_s16", "examples/digits/digits_lstm.onnx", True, "examples/digits/calibration.npy"),
+]
+
+
+def test_s16(a):
+    os.makedirs(a.work, exist_ok=True)
+    rng = np.random.default_rng(16)
+    for name, onnx_path, batch_first, cal in S16_MODELS:
+        model, i = compile_model(a, a.work, onnx_path, batch_first, cal, rng, name, ["--activations", "int16"])
+        xin = os.path.join(a.work, name + "_x.npy")
+        np.save(xin, sequences(rng, batch_first, 3, 9, i, 1.5))
+        outs = run_host_and_target(a, model, xin, os.path.join(a.work, name + "_y"), ["--float"])
+        if not same_bytes(outs[0], outs[1]):
+            fail("%s (16x8): the device output differs from the host's" % onnx_path)
+        print("%s: 16x8 qlstm run --float --target %s == qlstm run --float" % (name, a.cpu))
+        bench_counts_each_op(a, a.work, name, model)
+    # A bundle of the version before buffer types is refused, naming both versions.
+    old = os.path.join(a.work, "old_version.bundle")
+    with open(old, "wb") as f:
+        f.write(b"QLVB" + (5).to_bytes(4, "little") + (0).to_bytes(4, "little"))
+    info = target_info(a.qlstm, a.cpu)
+    rc, out = qemu(info, os.path.join(info["dir"], "qlstm_device.elf"), ["verify", old])
+    if rc != 2 or "is a version-5 bundle, this firmware reads version 6" not in out:
+        fail("a version-5 bundle: exit status %d:\n%s" % (rc, out))
+    print("a version-5 bundle is refused: exit status 2")
+    print("%d 16x8 models: device == host, qlstm run and qlstm bench" % len(S16_MODELS))
 
 
 def bench_counts_each_op(a, work, name, model):
@@ -478,14 +523,15 @@ def main():
     np = numpy
     p = argparse.ArgumentParser()
     p.add_argument("mode", choices=["fault", "models", "emitted", "whole", "icount", "variants", "fc_bench",
-                                     "lstm_s16_bench"])
+                                     "lstm_s16_bench", "s16"])
     p.add_argument("--qlstm", required=True)
     p.add_argument("--cpu", required=True)
     p.add_argument("--work")
     p.add_argument("--source")
     a = p.parse_args()
     {"fault": test_fault, "models": test_models, "emitted": test_emitted, "whole": test_whole, "icount": test_icount,
-     "variants": test_variants, "fc_bench": test_fc_bench, "lstm_s16_bench": test_lstm_s16_bench}[a.mode](a)
+     "variants": test_variants, "fc_bench": test_fc_bench, "lstm_s16_bench": test_lstm_s16_bench,
+     "s16": test_s16}[a.mode](a)
 
 
 if __name__ == "__main__":

@@ -258,6 +258,11 @@ std::vector<int64_t> op_macs(const RuntimeProgram& p, int64_t B, int64_t T) {
     if (o.kind == QLSTM_OP_LSTM_S8) {
       macs.push_back(B * T * QLSTM_GATE_COUNT * o.lstm.dims.hidden_size *
                      (o.lstm.dims.input_size + o.lstm.dims.hidden_size));
+    } else if (o.kind == QLSTM_OP_LSTM_S16) {
+      macs.push_back(B * T * QLSTM_GATE_COUNT * o.lstm_s16.dims.hidden_size *
+                     (o.lstm_s16.dims.input_size + o.lstm_s16.dims.hidden_size));
+    } else if (o.kind == QLSTM_OP_FULLY_CONNECTED_S16) {
+      macs.push_back(in_positions * o.fc_s16.input_size * o.fc_s16.output_size);
     } else if (o.kind == QLSTM_OP_GRU_S8) {
       macs.push_back(B * T * QLSTM_GRU_GATE_COUNT * o.gru.dims.hidden_size *
                      (o.gru.dims.input_size + o.gru.dims.hidden_size));
@@ -268,6 +273,14 @@ std::vector<int64_t> op_macs(const RuntimeProgram& p, int64_t B, int64_t T) {
     }
   }
   return macs;
+}
+
+// The host simulation's output of one stateless call: its raw bytes (int16 little-endian for a
+// 16x8 output), as the device writes them.
+std::vector<int8_t> host_simulation(const CompiledModel& m, const std::vector<int8_t>& x, const SequenceShape& shape) {
+  if (m.all_s8()) return run_program_s8(m, x, shape);
+  const std::vector<uint8_t> y = run_program_raw(m, x.data(), x.size(), shape);
+  return std::vector<int8_t>(y.begin(), y.end());
 }
 
 std::string console_value(const std::string& console, const std::string& key) {
@@ -284,7 +297,7 @@ int bench_program(const CompiledModel& m, const ShapeSpec& s, const std::string&
                   std::mt19937_64& rng) {
   const SequenceShape shape{s.batch, s.time_steps, s.time_major ? Layout::kTimeMajor : Layout::kBatchMajor};
   const std::vector<int8_t> x = bench_input(m, shape, rng);
-  const std::vector<int8_t> expected = run_program_s8(m, x, shape);  // the host simulation
+  const std::vector<int8_t> expected = host_simulation(m, x, shape);
   const RuntimeProgram program = runtime_program(m, shape.batch, shape.time_steps, shape.layout);
   const std::vector<int64_t> macs_per_op = op_macs(program, s.batch, s.time_steps);
   int64_t macs = 0;
@@ -292,7 +305,10 @@ int bench_program(const CompiledModel& m, const ShapeSpec& s, const std::string&
   const ProgramMemory mem = program_memory(m, s.batch, s.time_steps);
   const size_t call_ram = mem.scratch_bytes + mem.cell_values * sizeof(int16_t) + 2 * mem.activation_bytes;
   int32_t last_h = 0;
-  for (const qlstm_op& o : program.ops) last_h = qlstm_op_state_size(&o) > 0 ? qlstm_op_state_size(&o) : last_h;
+  for (const qlstm_op& o : program.ops) {
+    const int32_t state = o.kind == QLSTM_OP_LSTM_S16 ? o.lstm_s16.dims.hidden_size : qlstm_op_state_size(&o);
+    last_h = state > 0 ? state : last_h;  // a 16x8 LSTM's state is its cell and hidden, 2H
+  }
   // Op k's line: what it computes, on which sizes.
   const auto op_line = [&](size_t k) {
     return "op " + std::to_string(k) + " (" + describe_op(program.ops[k], m.ops[k]) + ")";
@@ -450,13 +466,20 @@ std::vector<int8_t> bench_input(const CompiledModel& m, const SequenceShape& sha
   std::normal_distribution<float> n01(0.0f, 1.0f);
   std::vector<int8_t> x(static_cast<size_t>(shape.batch) * static_cast<size_t>(shape.time_steps) *
                         static_cast<size_t>(m.input_size()));
+  if (m.buffers.front().type != QLSTM_ELEMENT_S8) {
+    // A 16x8 input: the values quantized to its type, as raw bytes.
+    std::vector<float> f(x.size());
+    for (float& v : f) v = n01(rng);
+    const std::vector<uint8_t> raw = quantize_raw_input(m, f);
+    return std::vector<int8_t>(raw.begin(), raw.end());
+  }
   for (int8_t& v : x) v = m.input_quant().quantize(n01(rng));
   return x;
 }
 
 TargetBench bench_on_target(const CompiledModel& m, const std::vector<int8_t>& x, const SequenceShape& shape,
                             const std::string& cpu, const std::string& variant, bool profile) {
-  const std::vector<int8_t> expected = run_program_s8(m, x, shape);  // the host simulation
+  const std::vector<int8_t> expected = host_simulation(m, x, shape);
   const RuntimeProgram program = runtime_program(m, shape.batch, shape.time_steps, shape.layout);
   TargetBench b;
   b.op_macs = op_macs(program, shape.batch, shape.time_steps);

@@ -38,7 +38,8 @@ int bench_command(const BenchArgs& args);
 int32_t model_time_steps(const compiler::CompiledModel& m, std::string* from);
 
 // The benchmark's input: standard-normal values quantized at the model's input quantization, drawn
-// from rng (qlstm bench seeds it with a fixed seed, so a model's input is the same every run).
+// from rng (qlstm bench seeds it with a fixed seed, so a model's input is the same every run); for
+// a 16x8 input the int16 values as raw bytes (2 per value).
 std::vector<int8_t> bench_input(const compiler::CompiledModel& m, const compiler::SequenceShape& shape,
                                 std::mt19937_64& rng);
 inline constexpr uint64_t kBenchSeed = 20261202;

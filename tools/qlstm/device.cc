@@ -121,6 +121,9 @@ BundleCase program_case(const std::string& name, const qlstm_program& program, i
   c.ops.assign(program.ops, program.ops + program.op_count);
   c.buffer_widths.assign(program.buffer_widths, program.buffer_widths + program.buffer_count);
   c.buffer_steps.assign(program.buffer_steps, program.buffer_steps + program.buffer_count);
+  if (program.buffer_types != nullptr) {
+    c.buffer_types.assign(program.buffer_types, program.buffer_types + program.buffer_count);
+  }
   c.batch = program.batch;
   c.time_steps = time_steps;
   c.layout = program.layout;
@@ -149,6 +152,10 @@ size_t output_count(const BundleCase& c) {
   const CallShape shape = call_shape(c);
   return static_cast<size_t>(shape.batch) * static_cast<size_t>(one_step ? 1 : shape.time_steps) *
          static_cast<size_t>(c.buffer_widths.back());
+}
+
+size_t output_bytes(const BundleCase& c) {
+  return output_count(c) * (c.buffer_types.empty() ? 1 : qlstm_element_bytes(c.buffer_types.back()));
 }
 
 namespace {
@@ -183,6 +190,10 @@ std::string bundle(const std::vector<BundleCase>& cases) {
     const std::vector<int32_t> steps =
         c.buffer_steps.empty() ? std::vector<int32_t>(c.buffer_widths.size(), QLSTM_BUFFER_EVERY_STEP) : c.buffer_steps;
     if (steps.size() != c.buffer_widths.size()) throw DeviceError("bundle: case '" + c.name + "': buffer_steps");
+    // Every buffer's type travels (all QLSTM_ELEMENT_S8 for an int8 program).
+    const std::vector<int32_t> types =
+        c.buffer_types.empty() ? std::vector<int32_t>(c.buffer_widths.size(), QLSTM_ELEMENT_S8) : c.buffer_types;
+    if (types.size() != c.buffer_widths.size()) throw DeviceError("bundle: case '" + c.name + "': buffer_types");
     const bundle::CaseView v = {static_cast<int32_t>(c.name.size()),
                                 c.name.data(),
                                 (c.stateful ? bundle::kFlagStateful : 0) | (c.check ? bundle::kFlagExpected : 0),
@@ -192,6 +203,7 @@ std::string bundle(const std::vector<BundleCase>& cases) {
                                 static_cast<int32_t>(c.buffer_widths.size()),
                                 c.buffer_widths.data(),
                                 steps.data(),
+                                types.data(),
                                 shape.layout,
                                 c.input,
                                 c.h0,

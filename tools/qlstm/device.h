@@ -42,12 +42,14 @@ Target find_target(const std::string& cpu);
 // One call of a program on the device: its ops (each parameter block with the call's dims and
 // layout; arrays owned by the caller), the width of each buffer, the input, and for a stateful
 // call the [ops][B][H] state it starts from. check: compare the output (and the final state) with
-// the expected values. A kernel vector is a one-op program.
+// the expected values. A kernel vector is a one-op program. input and expected are the raw bytes of
+// the first and last buffers' element types (int16 little-endian in a 16x8 program).
 struct BundleCase {
   std::string name;
   std::vector<qlstm_op> ops;
   std::vector<int32_t> buffer_widths;
   std::vector<int32_t> buffer_steps;  // a qlstm_buffer_steps per buffer; empty: every step
+  std::vector<int32_t> buffer_types;  // a qlstm_element_type per buffer; empty: every buffer int8
   // The call's batch, steps and layout; batch 0: those of the first op (an LSTM).
   int32_t batch = 0, time_steps = 0, layout = QLSTM_LAYOUT_BATCH_MAJOR;
   bool stateful = false;
@@ -64,13 +66,15 @@ struct BundleCase {
 BundleCase single_op_case(const std::string& name, const qlstm_lstm_s8_params& params);
 
 // The case of one call of a whole program (any op kinds) over time_steps steps: its ops, buffer
-// widths and steps, batch and layout (the data pointers are left to the caller).
+// widths, steps and element types, batch and layout (the data pointers are left to the caller).
 BundleCase program_case(const std::string& name, const qlstm_program& program, int32_t time_steps);
 // Elements of the case's output: B x T (or B when its last buffer is one step) x its width.
 size_t output_count(const BundleCase& c);
+// Bytes of the case's output: output_count x the last buffer's element bytes.
+size_t output_bytes(const BundleCase& c);
 
 // "QLVB", the version, the case count, then per case a byte count and the record: its name,
-// flags, batch and time steps, the program (buffer widths; each op's fields as the runtime
+// flags, batch and time steps, the program (buffer widths, steps and types; each op's fields as the runtime
 // describes them, params_codec.h) and its arrays, little-endian and padded to 4 bytes
 // (docs/targets.md). The firmware reads it with the same description.
 std::string bundle(const std::vector<BundleCase>& cases);

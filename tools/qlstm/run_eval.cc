@@ -43,15 +43,16 @@ StateCells state_cells(const CompiledModel& m) {
 
 namespace {
 
-// run_program_s8 on the emulated CPU: the whole program in one bundle case, run there by the
-// runtime's program runner from *state, which receives the final state.
-std::vector<int8_t> run_on_device(const std::string& cpu, const CompiledModel& m, const std::vector<int8_t>& x8,
-                                  const SequenceShape& shape, ProgramState* state) {
+// run_program_raw on the emulated CPU: the whole program in one bundle case (its buffer types
+// with it), run there by the runtime's program runner from *state, which receives the final state.
+// x: the input buffer's raw bytes (int8, or int16 for a 16x8 input); the result the output's.
+std::vector<uint8_t> run_on_device(const std::string& cpu, const CompiledModel& m, const void* x,
+                                   const SequenceShape& shape, ProgramState* state) {
   const device::Target target = device::find_target(cpu);
   const RuntimeProgram program = runtime_program(m, shape.batch, shape.time_steps, shape.layout);
   device::BundleCase c = device::program_case(m.name.empty() ? "model" : m.name, program.table(), shape.time_steps);
   c.stateful = true;
-  c.input = x8.data();
+  c.input = static_cast<const int8_t*>(x);
   c.h0 = state->hidden.data();
   c.c0 = state->cell.data();
   const device::TempFile bundle("qlstm_run_bundle"), out("qlstm_run_output");
@@ -64,12 +65,12 @@ std::vector<int8_t> run_on_device(const std::string& cpu, const CompiledModel& m
                        r.console);
   }
   const std::string bytes = read_file(out.path());
-  const size_t y_bytes = device::output_count(c), S = state->hidden.size();
+  const size_t y_bytes = device::output_bytes(c), S = state->hidden.size();
   if (bytes.size() != y_bytes + S * (sizeof(int8_t) + sizeof(int16_t))) {
     throw CompileError("the " + cpu + " firmware wrote " + std::to_string(bytes.size()) + " bytes, expected " +
                        std::to_string(y_bytes + S * 3));
   }
-  std::vector<int8_t> y(y_bytes);
+  std::vector<uint8_t> y(y_bytes);
   std::memcpy(y.data(), bytes.data(), y_bytes);
   std::memcpy(state->hidden.data(), bytes.data() + y_bytes, S);
   std::memcpy(state->cell.data(), bytes.data() + y_bytes + S, S * sizeof(int16_t));
@@ -441,18 +442,24 @@ void check_run_request(const CompiledModel& m, const RunRequest& r) {
 RunOutput run_model(const CompiledModel& m, const RunRequest& r) {
   check_run_request(m, r);
   if (!m.all_s8()) {
-    // A 16x8 model: float in and out on the host for now, from its zero state.
+    // A 16x8 model: float in and out, from the model's initial state, on the host or the device.
     if (!r.float_io) {
       throw UsageError(r.model_name + ": a 16x8 model takes float input and gives float output for now (int16 .npy files "
                        "are not read yet): " + r.names.float_io);
     }
-    if (!r.target.empty()) throw UsageError(r.model_name + ": a 16x8 model runs on the host only for now (no --target)");
     if (r.chunk > 0) throw UsageError(r.model_name + ": --chunk: " + m.streaming_refusal());
     if (r.h0 != nullptr || r.c0 != nullptr || r.want_h_n || r.want_c_n) {
       throw UsageError(r.model_name + ": a 16x8 model starts from a zero state and returns its output only");
     }
     RunOutput out;
-    out.y = run_program_float(m, r.x.values, r.x.shape);
+    if (!r.target.empty()) {
+      // As run_program_float, with the program run on the device.
+      ProgramState state = initial_program_state(m, r.x.shape.batch);
+      out.y = dequantize_raw_output(m, run_on_device(r.target, m, quantize_raw_input(m, r.x.values).data(), r.x.shape,
+                                                     &state));
+    } else {
+      out.y = run_program_float(m, r.x.values, r.x.shape);
+    }
     out.shape = output_shape(m, r.x);
     return out;
   }
@@ -491,7 +498,11 @@ RunOutput run_model(const CompiledModel& m, const RunRequest& r) {
     }
   }
   RunOutput out;
-  out.y8 = !r.target.empty() ? run_on_device(r.target, m, x8, x.shape, &state)
+  const auto on_device = [&] {
+    const std::vector<uint8_t> y = run_on_device(r.target, m, x8.data(), x.shape, &state);
+    return std::vector<int8_t>(y.begin(), y.end());
+  };
+  out.y8 = !r.target.empty() ? on_device()
            : r.chunk > 0     ? run_program_s8_streamed(m, x8, x.shape, r.chunk, &state)
                              : run_program_s8(m, x8, x.shape, &state);
   out.shape = output_shape(m, x);

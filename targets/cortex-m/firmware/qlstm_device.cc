@@ -102,6 +102,12 @@ int read_case(FILE* f, ProgramCase* k, const char** field) {
   memset(k, 0, sizeof *k);
   qlstm::RecordReader r(rec, bytes);
   qlstm::bundle::visit_case_header(k->view, r);
+  for (int32_t b = 0; r.failed() == nullptr && b < k->view.buffer_count; ++b) {
+    if (qlstm_element_bytes(k->view.buffer_types[b]) == 0) {
+      *field = "buffer_types";
+      return 2;
+    }
+  }
   const int32_t n = k->view.op_count;
   if (r.failed() == nullptr && (n < 1 || n > 64)) {
     *field = "op_count";
@@ -212,7 +218,9 @@ size_t case_runs(const ProgramCase& k, const char* variant_name, Run runs[kMaxRu
   const qlstm_op* lstm_op = nullptr;
   const qlstm_op* gru_op = nullptr;
   const qlstm_op* fc_op = nullptr;
+  const qlstm_op* lstm_s16_op = nullptr;
   for (int32_t o = k.view.op_count - 1; o >= 0; --o) {
+    if (k.ops[o].kind == QLSTM_OP_LSTM_S16) lstm_s16_op = &k.ops[o];
     if (k.ops[o].kind == QLSTM_OP_LSTM_S8) lstm_op = &k.ops[o];
     if (k.ops[o].kind == QLSTM_OP_GRU_S8) gru_op = &k.ops[o];
     if (k.ops[o].kind == QLSTM_OP_FULLY_CONNECTED_S8) fc_op = &k.ops[o];
@@ -233,6 +241,11 @@ size_t case_runs(const ProgramCase& k, const char* variant_name, Run runs[kMaxRu
       picked = v != nullptr ? v->name : nullptr;
     } else if (fc_op != nullptr) {
       const qlstm::FcS8Variant* v = qlstm::select_fc_s8_variant(fc, nfc, fc_op->fc);
+      picked = v != nullptr ? v->name : nullptr;
+    } else if (lstm_s16_op != nullptr) {
+      size_t ns16 = 0;
+      const qlstm::LstmS16Variant* const* s16 = qlstm::lstm_s16_variants(&ns16);
+      const qlstm::LstmS16Variant* v = qlstm::select_lstm_s16_variant(s16, ns16, lstm_s16_op->lstm_s16);
       picked = v != nullptr ? v->name : nullptr;
     }
     if (picked != nullptr) runs[0].name = picked;
@@ -278,13 +291,17 @@ bool alloc_program(const ProgramCase& k, ProgramMemory* m) {
   for (int32_t o = 0; o < v.op_count; ++o) {
     const size_t s = qlstm_op_scratch_bytes(&k.ops[o]);
     scratch = s > scratch ? s : scratch;
-    if (k.ops[o].kind != QLSTM_OP_LSTM_S8) continue;  // only an LSTM op run statelessly needs a cell
-    max_h = k.ops[o].lstm.dims.hidden_size > max_h ? k.ops[o].lstm.dims.hidden_size : max_h;
+    // Only an LSTM op (int8 or 16x8) run statelessly needs a cell.
+    const int32_t h = k.ops[o].kind == QLSTM_OP_LSTM_S8    ? k.ops[o].lstm.dims.hidden_size
+                      : k.ops[o].kind == QLSTM_OP_LSTM_S16 ? k.ops[o].lstm_s16.dims.hidden_size
+                                                           : 0;
+    max_h = h > max_h ? h : max_h;
   }
   uint64_t area = 0;
   for (int32_t b = 1; b + 1 < v.buffer_count; ++b) {
     const uint64_t steps = v.buffer_steps[b] == QLSTM_BUFFER_ONE_STEP ? 1u : static_cast<uint64_t>(v.time_steps);
-    const uint64_t bytes = static_cast<uint64_t>(v.batch) * steps * static_cast<uint64_t>(v.buffer_widths[b]);
+    const uint64_t bytes = static_cast<uint64_t>(v.batch) * steps * static_cast<uint64_t>(v.buffer_widths[b]) *
+                           static_cast<uint64_t>(qlstm::bundle::buffer_element_bytes(v, b));
     area = bytes > area ? bytes : area;
   }
   const uint64_t cells = static_cast<uint64_t>(v.batch) * static_cast<uint64_t>(max_h);
@@ -295,13 +312,13 @@ bool alloc_program(const ProgramCase& k, ProgramMemory* m) {
   m->ctx.activation_bytes = static_cast<size_t>(area);
   m->ctx.activations[0] = area > 0 ? static_cast<int8_t*>(arena_take(static_cast<uint32_t>(area))) : nullptr;
   m->ctx.activations[1] = area > 0 ? static_cast<int8_t*>(arena_take(static_cast<uint32_t>(area))) : nullptr;
-  m->output = static_cast<int8_t*>(arena_take(static_cast<uint32_t>(k.sizes.output)));
+  m->output = static_cast<int8_t*>(arena_take(static_cast<uint32_t>(k.sizes.output_bytes)));  // 16-byte aligned
   const uint32_t state = static_cast<uint32_t>(k.sizes.state);
   const bool stateful = (v.flags & qlstm::bundle::kFlagStateful) != 0;
   m->hidden = stateful ? static_cast<int8_t*>(arena_take(state)) : nullptr;
   m->cell = stateful ? static_cast<int16_t*>(arena_take(state * 2u)) : nullptr;
   if (!m->ctx.scratch || !m->ctx.cell || (area > 0 && !m->ctx.activations[1]) ||
-      (k.sizes.output > 0 && !m->output) || (stateful && (!m->hidden || !m->cell))) {
+      (k.sizes.output_bytes > 0 && !m->output) || (stateful && (!m->hidden || !m->cell))) {
     return false;
   }
   if (stateful) {
@@ -314,9 +331,12 @@ bool alloc_program(const ProgramCase& k, ProgramMemory* m) {
 // First mismatch of case k, as "what[index]: expected E, got G", or false if it all matches.
 bool mismatch(const ProgramCase& k, const ProgramMemory& m, char* msg, size_t msg_size) {
   const qlstm::bundle::CaseView& v = k.view;
+  const bool wide = qlstm::bundle::buffer_element_bytes(v, v.buffer_count - 1) == 2;  // int16, aligned in place
   for (int64_t i = 0; i < k.sizes.output; ++i) {
-    if (m.output[i] != v.expected[i]) {
-      snprintf(msg, msg_size, "output[%ld]: expected %d, got %d", (long)i, v.expected[i], m.output[i]);
+    const int got = wide ? reinterpret_cast<const int16_t*>(m.output)[i] : m.output[i];
+    const int want = wide ? reinterpret_cast<const int16_t*>(v.expected)[i] : v.expected[i];
+    if (got != want) {
+      snprintf(msg, msg_size, "output[%ld]: expected %d, got %d", (long)i, want, got);
       return true;
     }
   }
@@ -529,7 +549,14 @@ int run_bundle(Mode mode, const char* path, const char* out_path, const char* va
     fclose(f);
     return rc;
   }
-  if (!has_header || memcmp(header, "QLVB", 4) != 0 || header[1] != qlstm::bundle::kBundleVersion) {
+  if (has_header && memcmp(header, "QLVB", 4) == 0 && header[1] != qlstm::bundle::kBundleVersion) {
+    printf("qlstm_device: %s is a version-%lu bundle, this firmware reads version %lu (rebuild the firmware and "
+           "the qlstm tool together)\n",
+           path, (unsigned long)header[1], (unsigned long)qlstm::bundle::kBundleVersion);
+    fclose(f);
+    return kExitBadInput;
+  }
+  if (!has_header || memcmp(header, "QLVB", 4) != 0) {
     printf("qlstm_device: %s is not a version-%lu bundle\n", path, (unsigned long)qlstm::bundle::kBundleVersion);
     fclose(f);
     return kExitBadInput;
@@ -561,9 +588,12 @@ int run_bundle(Mode mode, const char* path, const char* out_path, const char* va
       rc = kExitBadInput;
       break;
     }
+    // buffer_types as the host's runtime_program sets them: NULL for an all-int8 program.
+    bool all_s8 = true;
+    for (int32_t b = 0; b < k.view.buffer_count; ++b) all_s8 = all_s8 && k.view.buffer_types[b] == QLSTM_ELEMENT_S8;
     const qlstm_program program = {k.ops, k.view.op_count, k.view.buffer_count, k.view.buffer_widths,
                                    static_cast<size_t>(k.sizes.state), k.view.buffer_steps, k.view.batch,
-                                   k.view.layout, nullptr};  // every buffer int8: the bundle has no 16x8 ops yet
+                                   k.view.layout, all_s8 ? nullptr : k.view.buffer_types};
     // The table is checked as a whole before anything runs: a crafted bundle is refused, named.
     int32_t bad_op = -1;
     const qlstm_status valid = qlstm_program_validate(&program, nullptr, k.view.time_steps, &field, &bad_op);
@@ -617,7 +647,7 @@ int run_bundle(Mode mode, const char* path, const char* out_path, const char* va
       } else {
         ++passed;
       }
-      const size_t out_bytes = static_cast<size_t>(k.sizes.output), state = static_cast<size_t>(k.sizes.state);
+      const size_t out_bytes = static_cast<size_t>(k.sizes.output_bytes), state = static_cast<size_t>(k.sizes.state);
       if (mode == Mode::kRun &&
           (fwrite(m.output, 1, out_bytes, out) != out_bytes ||
            (m.hidden != nullptr && (fwrite(m.hidden, 1, state, out) != state ||

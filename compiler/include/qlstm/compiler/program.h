@@ -303,6 +303,10 @@ std::vector<int8_t> run_program_s8(const CompiledModel& m, const std::vector<int
 // Floats in, floats out, through run_program_raw: the input quantized and the output dequantized
 // at their buffers' types and quantizations, from the model's initial state.
 std::vector<float> run_program_float(const CompiledModel& m, const std::vector<float>& x, const SequenceShape& shape);
+// run_program_float's two ends: floats quantized to the input buffer's type (int16 little-endian
+// as raw bytes), and the output buffer's raw bytes dequantized (wherever the program runs).
+std::vector<uint8_t> quantize_raw_input(const CompiledModel& m, const std::vector<float>& x);
+std::vector<float> dequantize_raw_output(const CompiledModel& m, const std::vector<uint8_t>& y);
 std::vector<uint8_t> run_program_raw(const CompiledModel& m, const void* x, size_t x_bytes, const SequenceShape& shape,
                                      ProgramState* state = nullptr);
 // The same sequence as stateful calls of `chunk` steps (the last shorter), as NAME_stream does;
