@@ -52,6 +52,11 @@ bool folds_into_clamp(const FloatLayer& layer) {
   return layer.kind == FloatLayerKind::kActivation && (layer.fn == ActivationFn::kRelu || layer.fn == ActivationFn::kClip);
 }
 
+std::string fused_activation_name(const FloatLayer& clamp) {
+  const Range r = clamp_range(clamp);
+  return clamp.fn == ActivationFn::kRelu ? "relu" : (r.lo == 0.0 && r.hi == 6.0) ? "relu6" : "clip";
+}
+
 Range clamp_range(const FloatLayer& layer) {
   const double inf = std::numeric_limits<double>::infinity();
   if (!folds_into_clamp(layer)) return {-inf, inf};
@@ -139,9 +144,7 @@ DerivedFc derive_fc(const FloatLayer& linear, const FloatLayer* clamp, const Aff
     if (d.activation_min > d.activation_max) {
       throw CompileError(layer_label(*clamp) + ": the clamp range is empty at the output quantization");
     }
-    d.fused_activation = clamp->fn == ActivationFn::kRelu              ? "relu"
-                         : (r.lo == 0.0 && r.hi == 6.0) ? "relu6"
-                                                                        : "clip";
+    d.fused_activation = fused_activation_name(*clamp);
   }
   return d;
 }

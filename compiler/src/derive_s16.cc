@@ -213,7 +213,7 @@ DerivedFcS16 derive_fc_s16(const FloatLayer& linear, const FloatLayer* clamp, do
     if (d.activation_min > d.activation_max) {
       throw CompileError("layer '" + clamp->node + "': the clamp range is empty at the output quantization");
     }
-    d.fused_activation = clamp->fn == ActivationFn::kRelu ? "relu" : (r.lo == 0.0 && r.hi == 6.0) ? "relu6" : "clip";
+    d.fused_activation = fused_activation_name(*clamp);
   }
   return d;
 }

@@ -11,36 +11,13 @@ Usage: torch_s16.py QLSTM_BINARY WORKDIR   (exit 77 = skipped: torch, onnx or nu
 """
 import json
 import os
-import subprocess
 import sys
 
-try:
-    import numpy as np
-    import torch
-    import torch.nn as nn
-    import onnx  # noqa: F401  (torch.onnx.export needs it)
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import models  # the whole-model patterns (tests/e2e/models.py)
-except ImportError as e:
-    print("skipped: %s (install python3-torch python3-onnx python3-numpy)" % e)
-    sys.exit(77)
-
-qlstm, work = sys.argv[1], sys.argv[2]
-os.makedirs(work, exist_ok=True)
-torch.manual_seed(0)
-torch.set_num_threads(1)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from e2e_common import models, np, run, sqnr, torch, work  # noqa: E402  (exits 77 without torch)
 
 # A softmax output is int8 in both builds (no 16x8 softmax kernel yet): 16x8 may not lose more.
 SOFTMAX_TOLERANCE_DB = 0.5
-
-
-def run(*args):
-    r = subprocess.run([qlstm] + list(args), capture_output=True, text=True)
-    return r.returncode, r.stdout + r.stderr
-
-
-def sqnr(ref, got):
-    return 10 * np.log10(np.mean(ref ** 2) / np.mean((ref - got) ** 2))
 
 
 def trained_looking(model):

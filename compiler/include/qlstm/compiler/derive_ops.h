@@ -36,6 +36,8 @@ struct DerivedFc {
 // is also ReLU6), and the real range it keeps (+-inf where it does not clip).
 bool folds_into_clamp(const FloatLayer& layer);
 Range clamp_range(const FloatLayer& layer);
+// How a report names a folded Relu or Clip: "relu", "relu6" (Clip to [0, 6]) or "clip".
+std::string fused_activation_name(const FloatLayer& clamp);
 // The int8 FC of `linear` between two quantizations: weights symmetric per output (or one scale),
 // bias at s_in * s_w, multipliers s_in * s_w / s_out; `clamp` (a folding activation after it, or
 // null) becomes activation_min / max. Throws CompileError naming the layer's node for a bias
