@@ -24,9 +24,9 @@ torch.set_num_threads(1)
 
 def run(*args):
     """`qlstm ARGS...`: (exit status, stdout + stderr)."""
-    r = subprocess.run([qlstm] + list(args), capture_output=True, text=True)
+    r = subprocess.run([qlstm] + [str(a) for a in args], capture_output=True, text=True)
     return r.returncode, r.stdout + r.stderr
 
 
 def sqnr(ref, got):
-    return 10 * np.log10(np.mean(ref ** 2) / np.mean((ref - got) ** 2))
+    return 10 * np.log10(np.mean(ref ** 2) / max(np.mean((ref - got) ** 2), 1e-30))

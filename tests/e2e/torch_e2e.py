@@ -10,22 +10,10 @@ Usage: torch_e2e.py QLSTM_BINARY WORKDIR   (exit 77 = skipped: torch, onnx or nu
 """
 import os
 import shutil
-import subprocess
 import sys
 
-try:
-    import numpy as np
-    import torch
-    import torch.nn as nn
-    import onnx  # noqa: F401  (torch.onnx.export needs it)
-except ImportError as e:
-    print("skipped: %s (install python3-torch python3-onnx python3-numpy)" % e)
-    sys.exit(77)
-
-qlstm, work = sys.argv[1], sys.argv[2]
-os.makedirs(work, exist_ok=True)
-torch.manual_seed(0)
-torch.set_num_threads(1)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from e2e_common import nn, np, run, sqnr, torch, work  # noqa: E402  (exits 77 without torch)
 
 
 class Only(nn.Module):
@@ -35,15 +23,6 @@ class Only(nn.Module):
 
     def forward(self, x):
         return self.lstm(x)[0]
-
-
-def run(*args):
-    r = subprocess.run([qlstm] + list(args), capture_output=True, text=True)
-    return r.returncode, r.stdout + r.stderr
-
-
-def sqnr(ref, got):
-    return 10 * np.log10(np.mean(ref ** 2) / np.mean((ref - got) ** 2))
 
 
 failures = 0

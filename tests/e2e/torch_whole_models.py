@@ -14,37 +14,15 @@ Usage: torch_whole_models.py QLSTM_BINARY WORKDIR   (exit 77 = skipped: torch, o
 """
 import json
 import os
-import subprocess
 import sys
 
-try:
-    import numpy as np
-    import torch
-    import torch.nn as nn
-    import onnx  # noqa: F401  (torch.onnx.export needs it)
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import models  # the whole-model patterns (tests/e2e/models.py)
-except ImportError as e:
-    print("skipped: %s (install python3-torch python3-onnx python3-numpy)" % e)
-    sys.exit(77)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from e2e_common import models, nn, np, run, sqnr, torch, work  # noqa: E402  (exits 77 without torch)
 
-qlstm, work = sys.argv[1], sys.argv[2]
-os.makedirs(work, exist_ok=True)
-torch.manual_seed(0)
-torch.set_num_threads(1)
 rng = np.random.default_rng(3)
 
 SQNR_MIN_DB = 30.0
 ARGMAX_AGREEMENT_MIN = 0.97
-
-
-def run(*args):
-    r = subprocess.run([qlstm] + [str(a) for a in args], capture_output=True, text=True)
-    return r.returncode, r.stdout + r.stderr
-
-
-def sqnr(ref, got):
-    return 10 * np.log10(np.mean(ref ** 2) / max(np.mean((ref - got) ** 2), 1e-30))
 
 
 def trained_forget_bias(lstm):
