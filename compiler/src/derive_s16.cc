@@ -18,6 +18,7 @@ namespace compiler {
 namespace {
 
 constexpr double kInt16MaxValue = 32767.0;
+constexpr double kLstmOutputBound = 1.0;  // |h| = |o tanh(c)| < 1
 constexpr int32_t kInt16Min = -32768, kInt16Max = 32767;
 constexpr int32_t kWeightQMax = 127;  // symmetric int8 weights use [-127, 127]
 constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
@@ -97,6 +98,11 @@ double symmetric_s16_scale(double max_abs, const std::string& what) {
     throw CompileError(s.str());
   }
   return max_abs / kInt16MaxValue;
+}
+
+double s16_boundary_range(double max_abs, int32_t headroom_bits, bool lstm_output) {
+  const double range = std::ldexp(max_abs, headroom_bits);
+  return lstm_output ? std::min(range, kLstmOutputBound) : range;
 }
 
 DerivedLstmS16 derive_lstm_s16_params(const FloatLstm& lstm, double input_scale, double output_scale,

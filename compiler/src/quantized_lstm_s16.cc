@@ -34,6 +34,17 @@ std::vector<bool> parse_activations(const std::string& text, int32_t layers) {
   return s16;
 }
 
+namespace {
+
+void check_s16_headroom(int32_t bits) {
+  if (bits < 0 || bits > CompileOptions::kMaxS16HeadroomBits) {
+    throw CompileError("16x8: a boundary headroom of " + std::to_string(bits) + " bits, expected 0 to " +
+                       std::to_string(CompileOptions::kMaxS16HeadroomBits));
+  }
+}
+
+}  // namespace
+
 int16_t quantize_s16(double x, double scale) {
   return static_cast<int16_t>(std::clamp(std::nearbyint(x / scale), -32768.0, 32767.0));
 }
@@ -72,8 +83,11 @@ QuantizedLstmS16 QuantizedLstmS16::compile(const FloatLstm& lstm, const Calibrat
   }
   QuantizedLstmS16 q;
   const CellScaleChoice cell = choose_cell_scale(options.cell_scale, observed.cell_max_abs);
-  q.d_ = derive_lstm_s16_params(lstm, symmetric_s16_scale(max_x, "input (max |x| of the calibration data)"),
-                                symmetric_s16_scale(max_h, "output (max |h| of the calibration run)"), cell, derive);
+  check_s16_headroom(options.s16_headroom_bits);
+  const int32_t bits = options.s16_headroom_bits;
+  q.d_ = derive_lstm_s16_params(
+      lstm, symmetric_s16_scale(s16_boundary_range(max_x, bits, false), "input (max |x| of the calibration data)"),
+      symmetric_s16_scale(s16_boundary_range(max_h, bits, true), "output (max |h| of the calibration run)"), cell, derive);
   return q;
 }
 
@@ -267,7 +281,11 @@ CompiledModel s16_program(const FloatProgram& program, const CalibrationSet& cal
     }
     for (size_t j = 0; j < head.size(); ++j) heads[j].add(f.head_outputs[j], static_cast<size_t>(head[j].output_size));
   }
-  auto scale = [](const Observed& o, const std::string& what) { return symmetric_s16_scale(o.max_abs, what); };
+  // Inputs and Linear outputs: unbounded; an LSTM layer's output: |h| < 1.
+  check_s16_headroom(options.s16_headroom_bits);
+  auto scale = [&options](const Observed& o, bool lstm_output, const std::string& what) {
+    return symmetric_s16_scale(s16_boundary_range(o.max_abs, options.s16_headroom_bits, lstm_output), what);
+  };
 
   if (options.s16_layers.size() != static_cast<size_t>(L)) {
     throw CompileError("16x8: a choice for " + std::to_string(options.s16_layers.size()) + " layers, the model has " +
@@ -294,7 +312,7 @@ CompiledModel s16_program(const FloatProgram& program, const CalibrationSet& cal
     const Observed& in = l == 0 ? input : layers[static_cast<size_t>(l - 1)];
     const std::string in_name = l == 0 ? std::string("16x8: the model input") : "16x8: the output of layer " + std::to_string(l - 1);
     if (s16_layer) {
-      const AffineQuant in_quant{scale(in, in_name), 0};
+      const AffineQuant in_quant{scale(in, l > 0, in_name), 0};
       if (l == 0) {
         m.buffers.front() = {m.buffers.front().width, in_quant, QLSTM_BUFFER_EVERY_STEP, QLSTM_ELEMENT_S16};
       } else if (m.buffers.back().type != QLSTM_ELEMENT_S16) {
@@ -307,7 +325,7 @@ CompiledModel s16_program(const FloatProgram& program, const CalibrationSet& cal
     const double s_in = m.buffers.back().quant.scale;
     const ProgramBuffer& out8 = int8.model.buffers[static_cast<size_t>(l + 1)];
     ProgramBuffer out = out8;
-    if (s16_layer) out = {out8.width, {scale(layers[static_cast<size_t>(l)], "16x8: the output of layer " + std::to_string(l)), 0},
+    if (s16_layer) out = {out8.width, {scale(layers[static_cast<size_t>(l)], true, "16x8: the output of layer " + std::to_string(l)), 0},
                           out8.steps, QLSTM_ELEMENT_S16};
     for (int32_t d = 0; d < D; ++d) {
       const size_t k = static_cast<size_t>(l * D + d);
@@ -370,7 +388,7 @@ CompiledModel s16_program(const FloatProgram& program, const CalibrationSet& cal
       const Observed& o = heads[j + (clamp ? 1 : 0)];
       op.kind = QLSTM_OP_FULLY_CONNECTED_S16;
       op.fc_s16 = derive_fc_s16(linear, clamp ? &head[j + 1] : nullptr, m.buffers.back().quant.scale,
-                                scale(o, "16x8: the output of " + layer_label(linear)));
+                                scale(o, false, "16x8: the output of " + layer_label(linear)));
       out.quant = {op.fc_s16.output_scale, 0};
       out.type = QLSTM_ELEMENT_S16;
       j += clamp ? 2 : 1;

@@ -1,4 +1,4 @@
-// The 16x8 LSTM (QuantizedLstmS16: int16 boundaries from min/max, the int8 search's weight
+// The 16x8 LSTM (QuantizedLstmS16: int16 boundaries from max |v| with headroom, the int8 search's weight
 // clips and bias correction) against the int8 one on every accuracy fixture
 // (tests/accuracy/fixtures), both compiled from the fixture's calibration sequences with the
 // defaults (int8: the searched compile a user gets) and measured against torch on the held-out
@@ -6,8 +6,7 @@
 // float biases (what the weights alone allow without bias correction). The figures are printed
 // (docs/accuracy.md). The compiled program (`qlstm compile --activations int16`'s path, which also
 // chooses its 16x8 weights) is measured beside it. Issue 17's bar: more SQNR than int8 on every
-// fixture (checked) and +6 dB on the median one (printed: not met yet, docs/accuracy.md says what
-// bounds it).
+// fixture and +6 dB on the median one (both middle gains of the 16), both checked.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -76,6 +75,7 @@ TEST(AccuracyS16, AboveInt8OnEveryFixture) {
   std::printf("median gain of 16x8 over int8: %+.2f dB (QuantizedLstmS16), %+.2f dB (the compiled program, with its "
               "16x8 weight choice) over %zu fixtures (issue 17 asks +6 dB)\n",
               gains[gains.size() / 2], compiled_gains[compiled_gains.size() / 2], gains.size());
+  EXPECT_GE(compiled_gains[(compiled_gains.size() - 1) / 2], 6.0) << "the lower middle gain";
 }
 
 // A given initial state: h0 to int16 at the output scale, c0 at the cell's 2^P, in the state

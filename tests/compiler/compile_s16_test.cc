@@ -115,6 +115,37 @@ TEST(CompileS16, MixedLayers) {
   }
 }
 
+// The int16 boundaries: 2^bits times the calibration's max |v|; an LSTM's output at most 1 (its
+// bound), so with headroom it is never clipped.
+TEST(CompileS16, BoundariesHaveHeadroomAndLstmOutputsTheirBound) {
+  EXPECT_DOUBLE_EQ(s16_boundary_range(0.3, 0, false), 0.3);
+  EXPECT_DOUBLE_EQ(s16_boundary_range(0.3, 2, false), 1.2);
+  EXPECT_DOUBLE_EQ(s16_boundary_range(0.3, 2, true), 1.0);
+  EXPECT_DOUBLE_EQ(s16_boundary_range(0.1, 3, true), 0.8);
+  EXPECT_DOUBLE_EQ(s16_boundary_range(5.0, 8, false), 1280.0);
+  const OnnxLstm onnx = import_onnx(kFixtures + "/torch_two_layers.onnx");
+  const std::vector<CalibrationTensor> calibration = {normal_tensor(onnx, 16, 5, 1)};
+  ModelCompileOptions o = options(true, onnx.program.layers());
+  o.quantization.s16_headroom_bits = 0;
+  const CompiledModel tight = compile_model(onnx, calibration, o).model;
+  o.quantization.s16_headroom_bits = 2;
+  const CompiledModel roomy = compile_model(onnx, calibration, o).model;
+  EXPECT_DOUBLE_EQ(roomy.input_quant().scale, 4 * tight.input_quant().scale);
+  for (size_t b = 1; b < roomy.buffers.size(); ++b) {  // the LSTM outputs
+    EXPECT_GT(roomy.buffers[b].quant.scale, tight.buffers[b].quant.scale) << "buffer " << b;
+    EXPECT_LE(roomy.buffers[b].quant.scale, 1.0 / 32767) << "buffer " << b;
+  }
+  for (int32_t bad : {-1, CompileOptions::kMaxS16HeadroomBits + 1}) {
+    o.quantization.s16_headroom_bits = bad;
+    try {
+      compile_model(onnx, calibration, o);
+      ADD_FAILURE() << bad << " bits accepted";
+    } catch (const CompileError& e) {
+      EXPECT_NE(std::string(e.what()).find("headroom"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(CompileS16, ParsesTheActivationsFlag) {
   EXPECT_TRUE(parse_activations("int8", 3).empty());
   EXPECT_EQ(parse_activations("int16", 3), (std::vector<bool>{true, true, true}));

@@ -99,18 +99,19 @@ int compile_command(const CompileArgs& args) {
                 m.directions * m.hidden_sizes().back(),
                 onnx.unbatched ? "unbatched [T, F]" : onnx.batch_first ? "batch_first" : "sequence-first");
     if (!m.all_s8()) {
-      std::printf("  activations int16 (16x8: int16 activations and state, int8 weights as int8's search chose "
-                  "them; int16 scales from max |v|)\n");
+      std::printf("  activations int16 (16x8: int16 activations and state, int8 weights; int16 ranges %d bits "
+                  "above max |v|, an LSTM's output at most 1)\n",
+                  mo.quantization.s16_headroom_bits);
     }
     std::printf("  input  scale %.6g  zero point %d  (%s)\n", m.input_quant().scale, m.input_quant().zero_point,
-                m.all_s8() ? r.stats.front().input_observer.c_str() : "16x8: max |x|");
+                m.all_s8() ? r.stats.front().input_observer.c_str() : "16x8: max |x| and headroom");
     size_t lstm = 0;  // the LSTM ops': the calibration stats
     for (const ProgramOp& op : m.ops) {
       if (!op.recurrent()) continue;
       const std::string who = m.lstm_op_count() == 1 ? std::string("") : " [" + lstm_op_label(m, lstm) + "]";
       std::printf("  %s scale %.6g  zero point %d  (%s)%s\n", whole ? "hidden" : "output", op.recurrent_output().scale,
                   op.recurrent_output().zero_point,
-                  op.s16_lstm_op() ? "16x8: max |h|" : r.stats[lstm].output_observer.c_str(), who.c_str());
+                  op.s16_lstm_op() ? "16x8: max |h| and headroom, at most 1" : r.stats[lstm].output_observer.c_str(), who.c_str());
       if (op.gru_op()) {
         std::printf("  state  Q0.15 hidden (a GRU has no cell)%s\n", who.c_str());
       } else if (op.s16_lstm_op()) {

@@ -47,6 +47,7 @@ ModelCompileOptions model_compile_options(const CompileArgs& args, const OnnxLst
   o.derive.weight_rounding = parse_weight_rounding(args.weight_rounding);
   o.tuning = args.search ? Tuning::kSearch : Tuning::kNone;
   o.s16_layers = parse_activations(args.activations, onnx.program.layers());
+  o.s16_headroom_bits = args.int16_headroom;
   o.user_fixed = args.user_fixed;
   mo.name = args.name.empty() ? c_identifier(fs::path(args.model).stem().string()) : args.name;
   if (mo.name != c_identifier(mo.name)) {

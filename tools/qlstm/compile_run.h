@@ -32,6 +32,7 @@ struct CompileArgs {
   std::string cell_scale = "calibrated:1.25";
   bool search = true;
   std::string activations = "int8";  // or "int16": 16x8 (int16 activations, int8 weights)
+  int32_t int16_headroom = 2;  // bits above the calibrated max |v| of every 16x8 boundary
   bool bias_correction = false;
   // The options given on the command line: kept as given, the search tunes only the others.
   compiler::UserFixedChoices user_fixed;

@@ -375,6 +375,11 @@ int main(int argc, char** argv) {
                    "in int8 after a requantization)")
       ->capture_default_str()
       ->check(parsed_by([](const std::string& v) { qlstm::compiler::parse_activations(v, 1 << 16); }, "ACTIVATIONS"));
+  comp->add_option("--int16-headroom", ca.int16_headroom,
+                   "16x8 boundaries cover 2^BITS times the calibration's max |v| (an LSTM's output at most 1, "
+                   "its bound): values beyond the calibration are kept for a few dB of int16 rounding noise")
+      ->capture_default_str()
+      ->check(CLI::Range(0, qlstm::compiler::CompileOptions::kMaxS16HeadroomBits));
   CLI::Option* weight_rounding =
       comp->add_option("--weight-rounding", ca.weight_rounding,
                        "nearest, or adaptive: each weight rounded up or down for the least gate error on the "

@@ -21,6 +21,12 @@ namespace compiler {
 // 0, as every 16x8 boundary). Throws CompileError for a range that is not positive and finite.
 double symmetric_s16_scale(double max_abs, const std::string& what);
 
+// The range a 16x8 boundary is given (docs/compiler.md, "16x8 boundaries"): the calibration's
+// max |v| times 2^headroom_bits, and for an LSTM's output at most 1, the bound of |o tanh(c)|.
+// int16 has 256 times int8's steps: covering values the calibration never showed costs a few dB
+// of rounding noise that stays far below the int8 weights' error.
+double s16_boundary_range(double max_abs, int32_t headroom_bits, bool lstm_output);
+
 // One gate of the 16x8 LSTM: int8 weights as the int8 kernel's, int64 effective biases (no zero
 // point to fold: both float biases on the input side, the recurrent side's bias 0).
 struct DerivedGateS16 {

@@ -93,6 +93,10 @@ struct CompileOptions {
   // Which LSTM layers run 16x8 (int16 activations, int8 weights; s16_program): empty for none
   // (int8, the default), else one flag per layer; the head follows the last layer.
   std::vector<bool> s16_layers;
+  static constexpr int32_t kMaxS16HeadroomBits = 8;
+  // A 16x8 boundary's range is the calibration's max |v| times 2^s16_headroom_bits (an LSTM's
+  // output at most 1): s16_boundary_range. 0 to kMaxS16HeadroomBits.
+  int32_t s16_headroom_bits = 2;
   ProgressFn progress;
 };
 
