@@ -19,11 +19,6 @@ using testing_support::upstream_options;
 
 namespace {
 
-const char* const kFixtures[] = {"upstream_small", "upstream_wide", "upstream_single_step",
-                                 "upstream_saturating", "long_memory", "random_large", "trained_kws",
-                                 "trained_forecast", "trained_gesture", "few_calib_4", "few_calib_8",
-                                 "few_calib_16", "longer_test", "amplitude_120", "hidden_1",
-                                 "onnx_seq_first"};
 
 struct Result {
   double sqnr = 0, max_err = 0;
@@ -133,7 +128,7 @@ int main(int argc, char** argv) {
   }
   const std::string dir = argv[1];
   std::vector<AccuracyFixture> fixtures;
-  for (const char* name : kFixtures) fixtures.push_back(testing_support::load_accuracy_fixture(dir, name));
+  for (const char* name : testing_support::kHeldOutFixtures) fixtures.push_back(testing_support::load_accuracy_fixture(dir, name));
 
   std::printf("### SQNR (dB) of the int8 output vs torch fp32 on held-out sequences, default qlstm options vs upstream\n\n");
   std::printf("| fixture | I | H | calibration N x T | test N x T | upstream method | qlstm, no search | qlstm default (search) | gain | max abs err upstream | max abs err qlstm |\n|---|---|---|---|---|---|---|---|---|---|---|\n");

@@ -18,6 +18,12 @@
 
 namespace testing_support {
 
+// The fixtures measured on held-out data (docs/accuracy.md), in the order of its tables.
+inline const char* const kHeldOutFixtures[] = {
+    "upstream_small", "upstream_wide",  "upstream_single_step", "upstream_saturating", "long_memory", "random_large",
+    "trained_kws",    "trained_forecast", "trained_gesture",    "few_calib_4",         "few_calib_8", "few_calib_16",
+    "longer_test",    "amplitude_120",  "hidden_1",             "onnx_seq_first"};
+
 struct AccuracyFixture {
   std::string name;
   nlohmann::json meta;
