@@ -271,6 +271,12 @@ CompiledModel s16_program(const FloatProgram& program, const CalibrationSet& cal
                          " layer; 16x8 has an LSTM kernel only (as CMSIS-NN)" + retry);
     }
   }
+  if (program.constant_state_batch() > 0) {
+    throw CompileError("16x8: the model's initial state is learned per batch row (" +
+                       std::to_string(program.constant_state_batch()) +
+                       " rows); the 16x8 calibration runs each sequence alone, so it takes a constant state "
+                       "shared by every row only, for now" + retry);
+  }
   const int32_t D = program.directions, L = program.layers();
   const std::vector<FloatLayer> head = compiled_head_layers(program);
   // What every boundary takes on the calibration set, through the float program.

@@ -4,6 +4,7 @@
 // 16x8 form yet.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 
@@ -159,8 +160,9 @@ TEST(CompileS16, ParsesTheActivationsFlag) {
 TEST(CompileS16, RefusesWhatHasNoSixteenBitForm) {
   const auto refusal = [](const std::string& fixture) {
     const OnnxLstm onnx = import_onnx(kFixtures + "/" + fixture + ".onnx");
+    const int32_t batch = onnx.program.constant_state_batch() > 0 ? onnx.program.constant_state_batch() : 8;
     try {
-      compile_model(onnx, {normal_tensor(onnx, 8, 5, 1)}, options(true, onnx.program.layers()));
+      compile_model(onnx, {normal_tensor(onnx, batch, 5, 1)}, options(true, onnx.program.layers()));
     } catch (const CompileError& e) {
       return std::string(e.what());
     }
@@ -168,6 +170,9 @@ TEST(CompileS16, RefusesWhatHasNoSixteenBitForm) {
   };
   EXPECT_NE(refusal("gru_torch_last_linear").find("16x8: the model has a GRU layer"), std::string::npos)
       << refusal("gru_torch_last_linear");
+  EXPECT_NE(refusal("whole_learned_state").find("16x8: the model's initial state is learned per batch row (2 rows)"),
+            std::string::npos)
+      << refusal("whole_learned_state");
 }
 
 // A compiled program run from a float state (null: the model's own), its output and final state in float.
