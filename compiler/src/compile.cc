@@ -284,7 +284,8 @@ json build_report(const OnnxLstm& onnx, const ModelCompileOptions& options, cons
   report["state"] = {{"initial_h", state_source_name(m.initial_hidden)}, {"initial_c", state_source_name(m.initial_cell)},
                      {"initial_h_input", onnx.initial_h_name}, {"initial_c_input", onnx.initial_c_name},
                      {"h_n_output", onnx.h_n_name}, {"c_n_output", onnx.c_n_name},
-                     {"layout", "[ops, B, H]: h int8 in each op's hidden quantization, c int16 at each op's 2^P (a GRU op: its q0_15 hidden in c, h unused)"},
+                     {"layout", std::string("[ops, B, H]: h int8 in each op's hidden quantization, c int16 at each op's 2^P (a GRU op: its q0_15 hidden in c, h unused") +
+                                    (m.all_s8() ? ")" : "; a 16x8 LSTM op: its B x H cells, then its B x H int16 hiddens at its output scale, in c, h unused)")},
                      {"rows", rows}};
   if (m.ops.size() == 1) {  // one recurrent op alone: its details at the top, as before
     report["cell"] = cell_json(m.ops[0]);

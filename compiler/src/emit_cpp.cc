@@ -210,6 +210,13 @@ EmittedSource emit_cpp(const CompiledModel& m, const std::string& name, int32_t 
 
 namespace {
 
+// What an op's initial_cell array holds in the source: its constant, or a 16x8 LSTM's [c | h]
+// rows laid out for the batch as the runtime keeps them (B x H cells, then B x H hiddens).
+std::vector<int16_t> cell_constant(const ProgramOp& op, int32_t batch) {
+  return op.s16_lstm_op() ? s16_state_block(op.initial_cell, static_cast<size_t>(op.hidden_size()), batch)
+                          : op.initial_cell;
+}
+
 EmittedSource emit_program(const CompiledModel& m, const std::string& name, int32_t batch,
                            int32_t max_time_steps, const std::string& origin) {
   const Layout layout_kind = m.batch_first ? Layout::kBatchMajor : Layout::kTimeMajor;
@@ -324,8 +331,8 @@ EmittedSource emit_program(const CompiledModel& m, const std::string& name, int3
     if (rop.s16_lstm_op()) {
       const DerivedLstmS16& d = rop.lstm_s16;
       h << "#define " << op << "_HIDDEN_SCALE " << d.output_scale
-        << "f /* 16x8: its state is 2H int16 per batch row in its cell rows, c at 2^P then h;\n"
-        << "   its hidden (int8) rows are unused */\n"
+        << "f /* 16x8: its state, in cell at its offset: B x H c at 2^P, then B x H int16 h at\n"
+        << "   this scale; its hidden (int8) rows are unused */\n"
         << "#define " << op << "_CELL_SCALE_POWER " << d.cell.power << "\n";
       continue;
     }
@@ -407,7 +414,7 @@ EmittedSource emit_program(const CompiledModel& m, const std::string& name, int3
     visit_op_fields(ops[static_cast<size_t>(k)], decl);
     if (!op.recurrent()) continue;
     if (!op.initial_hidden.empty()) emit_array(s, c_type<int8_t>(), prefix + "initial_hidden", op.initial_hidden);
-    if (!op.initial_cell.empty()) emit_array(s, c_type<int16_t>(), prefix + "initial_cell", op.initial_cell);
+    if (!op.initial_cell.empty()) emit_array(s, c_type<int16_t>(), prefix + "initial_cell", cell_constant(op, batch));
   }
   s << "\nalignas(QLSTM_SCRATCH_ALIGNMENT) unsigned char g_scratch[" << upper << "_SCRATCH_BYTES];\n"
     << "int16_t g_cell[" << max_cell << "];  // the cell of a stateless LSTM op\n";
@@ -470,7 +477,7 @@ EmittedSource emit_program(const CompiledModel& m, const std::string& name, int3
                                       : prefix + "initial_hidden[e % " + std::to_string(op.initial_hidden.size()) + "]")
         << ";\n    cell[" << o.state_offset << " + e] = "
         << (op.initial_cell.empty() ? std::string("0")
-                                    : prefix + "initial_cell[e % " + std::to_string(op.initial_cell.size()) + "]")
+                                    : prefix + "initial_cell[e % " + std::to_string(cell_constant(op, batch).size()) + "]")
         << ";\n  }\n";
     }
     s << "}\n\n";

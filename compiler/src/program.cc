@@ -1,4 +1,5 @@
 #include "qlstm/compiler/program.h"
+#include "qlstm/compiler/quantized_lstm_s16.h"
 
 #include <algorithm>
 #include <cmath>
@@ -416,9 +417,12 @@ void CompiledModel::validate(const std::string& origin) const {
         return (source == StateSource::kConstant) == (n != 0) && (n == 0 || n == H || n == rows * H);
       };
       if (op.s16_lstm_op()) {
-        if (!op.initial_hidden.empty() || !op.initial_cell.empty() || initial_hidden != StateSource::kZero ||
-            initial_cell != StateSource::kZero) {
-          bad(w + "': a 16x8 LSTM starts from a zero state (no initial state yet)");
+        // Its constant state: rows of [c | h] (2H int16) in initial_cell, from either constant source.
+        const bool constant = initial_hidden == StateSource::kConstant || initial_cell == StateSource::kConstant;
+        const size_t n = op.initial_cell.size();
+        if (!op.initial_hidden.empty()) bad(w + ".initial_hidden': a 16x8 LSTM keeps its initial state in initial_cell");
+        if (constant != (n != 0) || (n != 0 && n != 2 * H && n != rows * 2 * H)) {
+          bad(w + ".initial_cell' does not match the model's initial state (rows of 2H: c, then h)");
         }
       } else if (op.gru_op()) {
         // A GRU's h0 is Q0.15 in its int16 state row: initial_cell, from the initial_hidden source.
@@ -534,7 +538,7 @@ CompiledModel single_op_model(const DerivedGru& d, const std::string& name, bool
 
 int32_t CompiledModel::constant_state_batch() const {
   for (const ProgramOp& op : ops) {
-    const size_t H = static_cast<size_t>(std::max(op.hidden_size(), 1));
+    const size_t H = static_cast<size_t>(std::max(op.state_size(), 1));  // 2H for a 16x8 LSTM's [c | h] rows
     if (op.recurrent() && std::max(op.initial_hidden.size(), op.initial_cell.size()) > H) {
       return static_cast<int32_t>(std::max(op.initial_hidden.size(), op.initial_cell.size()) / H);
     }
@@ -562,13 +566,31 @@ void append_state_rows(std::vector<T>& to, const std::vector<T>& constant, size_
 
 }  // namespace
 
+std::vector<int16_t> s16_state_block(const std::vector<int16_t>& constant, size_t H, int32_t batch) {
+  std::vector<int16_t> rows;
+  append_state_rows(rows, constant, 2 * H, batch, int16_t{0});
+  std::vector<int16_t> block(rows.size());
+  const size_t B = static_cast<size_t>(batch);
+  for (size_t b = 0; b < B; ++b) {
+    std::copy_n(rows.begin() + static_cast<ptrdiff_t>(2 * H * b), H, block.begin() + static_cast<ptrdiff_t>(H * b));
+    std::copy_n(rows.begin() + static_cast<ptrdiff_t>(2 * H * b + H), H,
+                block.begin() + static_cast<ptrdiff_t>(B * H + H * b));
+  }
+  return block;
+}
+
 ProgramState initial_program_state(const CompiledModel& m, int32_t batch) {
   ProgramState s;
   for (const ProgramOp& op : m.ops) {
     if (!op.recurrent()) continue;
-    const size_t H = static_cast<size_t>(op.state_size());  // a 16x8 LSTM's: zero (no constants)
-    append_state_rows(s.hidden, op.initial_hidden, H, batch,
-                      static_cast<int8_t>(op.s16_lstm_op() ? 0 : op.recurrent_output().zero_point));
+    const size_t H = static_cast<size_t>(op.state_size());
+    if (op.s16_lstm_op()) {  // its int8 hidden rows unused; its cell rows: c, then its int16 h
+      s.hidden.insert(s.hidden.end(), H * static_cast<size_t>(batch), int8_t{0});
+      const std::vector<int16_t> block = s16_state_block(op.initial_cell, H / 2, batch);
+      s.cell.insert(s.cell.end(), block.begin(), block.end());
+      continue;
+    }
+    append_state_rows(s.hidden, op.initial_hidden, H, batch, static_cast<int8_t>(op.recurrent_output().zero_point));
     append_state_rows(s.cell, op.initial_cell, H, batch, int16_t{0});
   }
   return s;
@@ -577,32 +599,62 @@ ProgramState initial_program_state(const CompiledModel& m, int32_t batch) {
 ProgramState quantize_program_state(const CompiledModel& m, int32_t batch, const std::vector<float>* h,
                                     const std::vector<float>* c, const std::string& what) {
   ProgramState s = initial_program_state(m, batch);
-  if ((h != nullptr || c != nullptr) && !m.all_s8()) throw CompileError(what + ": a 16x8 model takes no state yet");
-  const size_t n = static_cast<size_t>(batch) * static_cast<size_t>(m.state_size());
+  // The float state is [ops][B][H]: H per op, whatever the op keeps (2H for a 16x8 LSTM).
+  size_t n = 0;
+  for (int32_t H : m.hidden_sizes()) n += static_cast<size_t>(batch) * static_cast<size_t>(H);
   for (const std::vector<float>* v : {h, c}) {
     if (v != nullptr && v->size() != n) {
       throw CompileError(what + ": " + std::to_string(v->size()) + " state values, expected ops x B x H = " +
                          std::to_string(n));
     }
-  }
-  size_t at = 0;
-  for (const ProgramOp& op : m.ops) {
-    if (!op.recurrent()) continue;
-    for (size_t e = 0; e < static_cast<size_t>(batch) * static_cast<size_t>(op.hidden_size()); ++e, ++at) {
-      for (const std::vector<float>* v : {h, c}) {
-        if (v != nullptr && !std::isfinite((*v)[at])) {
-          throw CompileError(what + ": non-finite state value at index " + std::to_string(at));
-        }
-      }
-      if (op.gru_op()) {
-        if (h) s.cell[at] = quantize_cell((*h)[at], kGruHiddenPower);  // Q0.15
-        continue;
-      }
-      if (h) s.hidden[at] = op.lstm.output.quantize((*h)[at]);
-      if (c) s.cell[at] = quantize_cell((*c)[at], op.lstm.cell.power);
+    for (size_t k = 0; v != nullptr && k < v->size(); ++k) {
+      if (!std::isfinite((*v)[k])) throw CompileError(what + ": non-finite state value at index " + std::to_string(k));
     }
   }
+  size_t at = 0, q = 0;  // into the float state, into the quantized one
+  for (const ProgramOp& op : m.ops) {
+    if (!op.recurrent()) continue;
+    const size_t BH = static_cast<size_t>(batch) * static_cast<size_t>(op.hidden_size());
+    for (size_t e = 0; e < BH; ++e) {
+      const size_t f = at + e;
+      if (op.gru_op()) {
+        if (h) s.cell[q + e] = quantize_cell((*h)[f], kGruHiddenPower);  // Q0.15
+      } else if (op.s16_lstm_op()) {  // c at 2^P, then h at its output scale, both in cell
+        if (c) s.cell[q + e] = quantize_cell((*c)[f], op.lstm_s16.cell.power);
+        if (h) s.cell[q + BH + e] = quantize_s16((*h)[f], op.lstm_s16.output_scale);
+      } else {
+        if (h) s.hidden[q + e] = op.lstm.output.quantize((*h)[f]);
+        if (c) s.cell[q + e] = quantize_cell((*c)[f], op.lstm.cell.power);
+      }
+    }
+    at += BH;
+    q += static_cast<size_t>(batch) * static_cast<size_t>(op.state_size());
+  }
   return s;
+}
+
+void dequantize_program_state(const CompiledModel& m, const ProgramState& s, int32_t batch, std::vector<float>* h,
+                              std::vector<float>* c) {
+  size_t q = 0;
+  for (const ProgramOp& op : m.ops) {
+    if (!op.recurrent()) continue;
+    const size_t BH = static_cast<size_t>(batch) * static_cast<size_t>(op.hidden_size());
+    for (size_t e = 0; e < BH; ++e) {
+      double hv = 0, cv = 0;
+      if (op.gru_op()) {
+        hv = std::ldexp(static_cast<double>(s.cell[q + e]), kGruHiddenPower);
+      } else if (op.s16_lstm_op()) {
+        cv = std::ldexp(static_cast<double>(s.cell[q + e]), op.lstm_s16.cell.power);
+        hv = s.cell[q + BH + e] * op.lstm_s16.output_scale;
+      } else {
+        hv = op.lstm.output.dequantize(s.hidden[q + e]);
+        cv = std::ldexp(static_cast<double>(s.cell[q + e]), op.lstm.cell.power);
+      }
+      h->push_back(static_cast<float>(hv));
+      c->push_back(static_cast<float>(cv));
+    }
+    q += static_cast<size_t>(batch) * static_cast<size_t>(op.state_size());
+  }
 }
 
 size_t buffer_bytes(const CompiledModel& m, size_t b, int32_t batch, int32_t time_steps) {

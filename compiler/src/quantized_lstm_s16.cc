@@ -236,6 +236,26 @@ double op_sqnr_db(const DerivedLstmS16& d16, const std::vector<Scored>& scored, 
   return sqnr_db(ref, got);
 }
 
+// Op k's constant initial state as a 16x8 LSTM keeps it (ProgramOp::initial_cell): rows of
+// [c at 2^P | h at the op's output scale], one row shared or one per batch row as the model's
+// constants; a source that is not constant leaves its half 0. Empty without a constant.
+std::vector<int16_t> s16_constant_state(const FloatProgram& program, size_t k, const DerivedLstmS16& d) {
+  const bool h_const = program.initial_hidden == StateSource::kConstant;
+  const bool c_const = program.initial_cell == StateSource::kConstant;
+  if (!h_const && !c_const) return {};
+  const size_t H = static_cast<size_t>(d.hidden_size);
+  const std::vector<float>& any = h_const ? program.h0.at(k) : program.c0.at(k);
+  const size_t rows = any.size() / H;
+  std::vector<int16_t> out(rows * 2 * H, 0);
+  for (size_t r = 0; r < rows; ++r) {
+    for (size_t u = 0; u < H; ++u) {
+      if (c_const) out[2 * H * r + u] = quantize_cell(program.c0.at(k).at((r * H + u) % program.c0.at(k).size()), d.cell.power);
+      if (h_const) out[2 * H * r + H + u] = quantize_s16(program.h0.at(k).at((r * H + u) % program.h0.at(k).size()), d.output_scale);
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 CompiledModel s16_program(const FloatProgram& program, const CalibrationSet& calibration, const QuantizedProgram& int8,
@@ -251,10 +271,11 @@ CompiledModel s16_program(const FloatProgram& program, const CalibrationSet& cal
                          " layer; 16x8 has an LSTM kernel only (as CMSIS-NN)" + retry);
     }
   }
-  if (program.initial_hidden != StateSource::kZero || program.initial_cell != StateSource::kZero ||
-      program.hidden_output || program.cell_output) {
-    throw CompileError(std::string("16x8: the model has an initial state or returns h_n/c_n; 16x8 models start "
-                                   "from a zero state and return their output only, for now") + retry);
+  if (program.constant_state_batch() > 0) {
+    throw CompileError("16x8: the model's initial state is learned per batch row (" +
+                       std::to_string(program.constant_state_batch()) +
+                       " rows); the 16x8 calibration runs each sequence alone, so it takes a constant state "
+                       "shared by every row only, for now" + retry);
   }
   const int32_t D = program.directions, L = program.layers();
   const std::vector<FloatLayer> head = compiled_head_layers(program);
@@ -358,6 +379,7 @@ CompiledModel s16_program(const FloatProgram& program, const CalibrationSet& cal
           }
         }
         op16.lstm_s16.output_steps = op.lstm.output_steps;
+        op16.initial_cell = s16_constant_state(program, k, op16.lstm_s16);
         op16.output_offset = op.output_offset;
         op = std::move(op16);
       }
@@ -407,6 +429,10 @@ CompiledModel s16_program(const FloatProgram& program, const CalibrationSet& cal
   }
   m.name = int8.model.name;
   m.batch_first = int8.model.batch_first;
+  m.initial_hidden = program.initial_hidden;
+  m.initial_cell = program.initial_cell;
+  m.hidden_output = program.hidden_output;
+  m.cell_output = program.cell_output;
   return m;
 }
 

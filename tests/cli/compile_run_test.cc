@@ -373,6 +373,68 @@ TEST_F(CompileRun, EmittedProgramsEqualTheHostRun) {
   }
 }
 
+// A 16x8 model with a constant initial state: its emitted source (batch 2), built with the host
+// compiler against the runtime alone, starts from the state the host run starts from (the op's
+// [c | h] row laid out as B x H cells, then B x H int16 hiddens) and equals the host run byte for
+// byte, through NAME_run and NAME_initial_state + NAME_run_state (whose final state is the host's).
+TEST_F(CompileRun, EmittedS16ProgramWithConstantStateEqualsTheHostRun) {
+  const std::string calib = write_calibration("calib_s16.npy", 6, 5, 3, false, 1);
+  const std::string out = path("prog_s16_state");
+  const std::string cli = QLSTM_CLI;
+  ASSERT_EQ(sh(cli + " compile " + model("plain_nonzero_initial_state") + " --calibration " + calib + " -o " + out +
+               " --name m --batch 2 --activations int16").status, 0);
+  const CompiledModel m = load_model(out + "/m.qlstm");
+  ASSERT_EQ(m.ops.front().kind, QLSTM_OP_LSTM_S16);
+  ASSERT_EQ(m.initial_hidden, StateSource::kConstant);
+  const int32_t B = 2, T = 6, I = m.input_size();
+  std::vector<int16_t> x(static_cast<size_t>(B * T * I));
+  std::mt19937_64 rng(9);
+  for (int16_t& v : x) v = static_cast<int16_t>(static_cast<int32_t>(rng() % 20001) - 10000);
+  ProgramState state = initial_program_state(m, B);
+  const std::vector<uint8_t> y = run_program_raw(m, x.data(), x.size() * sizeof(int16_t), {B, T, Layout::kTimeMajor},
+                                                 &state);
+  {
+    std::ofstream(path("sx.bin"), std::ios::binary).write(reinterpret_cast<const char*>(x.data()), x.size() * 2);
+    std::ofstream(path("s16_driver.cc")) << R"(#include "m_model.h"
+#include <cstdio>
+#include <vector>
+int main(int, char** argv) {
+  std::vector<int16_t> x(M_BATCH * 6 * M_INPUT_SIZE), y(M_BATCH * 6 * M_OUTPUT_SIZE), y2(y.size());
+  std::vector<int8_t> h(M_BATCH * M_STATE_SIZE);
+  std::vector<int16_t> c(M_BATCH * M_STATE_SIZE);
+  std::FILE* in = std::fopen(argv[1], "rb");
+  if (!in || std::fread(x.data(), 2, x.size(), in) != x.size()) return 2;
+  std::fclose(in);
+  if (m_run(x.data(), y.data(), 6) != QLSTM_OK) return 3;
+  m_initial_state(h.data(), c.data());
+  if (m_run_state(x.data(), y2.data(), 6, h.data(), c.data()) != QLSTM_OK || y2 != y) return 4;
+  std::FILE* out = std::fopen(argv[2], "wb");
+  std::fwrite(y.data(), 2, y.size(), out);
+  std::fwrite(c.data(), 2, c.size(), out);
+  return std::fclose(out) == 0 ? 0 : 2;
+}
+)";
+  }
+  const std::string exe = path("emitted_s16_state");
+  const ShellResult b = sh(std::string(QLSTM_CXX) + " " QLSTM_EXTRA_FLAGS " -std=c++17 -O1 -Wall -Werror -I" + out +
+                           " -I" QLSTM_RUNTIME_INCLUDE " " + path("s16_driver.cc") + " " + out +
+                           "/m_model.cc " QLSTM_RUNTIME_LIB + " -o " + exe);
+  ASSERT_EQ(b.status, 0) << b.output;
+  const ShellResult r = sh(exe + " " + path("sx.bin") + " " + path("sy.bin"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  std::ifstream yb(path("sy.bin"), std::ios::binary);
+  const std::vector<char> bytes((std::istreambuf_iterator<char>(yb)), std::istreambuf_iterator<char>());
+  std::vector<uint8_t> want = y;
+  const auto* c = reinterpret_cast<const uint8_t*>(state.cell.data());
+  want.insert(want.end(), c, c + state.cell.size() * sizeof(int16_t));
+  EXPECT_EQ(std::vector<uint8_t>(bytes.begin(), bytes.end()), want);
+  // The constant state matters: from a zero state the output differs.
+  CompiledModel zero = m;
+  zero.ops.front().initial_cell.clear();
+  zero.initial_hidden = StateSource::kZero;
+  EXPECT_NE(run_program_raw(zero, x.data(), x.size() * sizeof(int16_t), {B, T, Layout::kTimeMajor}), y);
+}
+
 // Whole models' emitted source with the driver, against the host's run_program_s8 byte for byte:
 // a classifier (its LSTM writes only the last step; one output row per batch row) and a per-step
 // head, in one call and streamed through NAME_stream (the classifier's last chunk gives the

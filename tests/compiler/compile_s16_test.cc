@@ -4,6 +4,7 @@
 // 16x8 form yet.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 
@@ -159,8 +160,9 @@ TEST(CompileS16, ParsesTheActivationsFlag) {
 TEST(CompileS16, RefusesWhatHasNoSixteenBitForm) {
   const auto refusal = [](const std::string& fixture) {
     const OnnxLstm onnx = import_onnx(kFixtures + "/" + fixture + ".onnx");
+    const int32_t batch = onnx.program.constant_state_batch() > 0 ? onnx.program.constant_state_batch() : 8;
     try {
-      compile_model(onnx, {normal_tensor(onnx, 8, 5, 1)}, options(true, onnx.program.layers()));
+      compile_model(onnx, {normal_tensor(onnx, batch, 5, 1)}, options(true, onnx.program.layers()));
     } catch (const CompileError& e) {
       return std::string(e.what());
     }
@@ -168,8 +170,95 @@ TEST(CompileS16, RefusesWhatHasNoSixteenBitForm) {
   };
   EXPECT_NE(refusal("gru_torch_last_linear").find("16x8: the model has a GRU layer"), std::string::npos)
       << refusal("gru_torch_last_linear");
-  EXPECT_NE(refusal("torch_bi2_state").find("16x8: the model has an initial state"), std::string::npos)
-      << refusal("torch_bi2_state");
+  EXPECT_NE(refusal("whole_learned_state").find("16x8: the model's initial state is learned per batch row (2 rows)"),
+            std::string::npos)
+      << refusal("whole_learned_state");
+}
+
+// A compiled program run from a float state (null: the model's own), its output and final state in float.
+struct StateRun {
+  std::vector<float> y, h_n, c_n;
+};
+StateRun run_with_state(const CompiledModel& m, const CalibrationTensor& x, const std::vector<float>* h0,
+                        const std::vector<float>* c0) {
+  ProgramState state = quantize_program_state(m, x.shape.batch, h0, c0, "test");
+  const std::vector<uint8_t> raw = quantize_raw_input(m, x.values);
+  StateRun r;
+  r.y = dequantize_raw_output(m, run_program_raw(m, raw.data(), raw.size(), x.shape, &state));
+  dequantize_program_state(m, state, x.shape.batch, &r.h_n, &r.c_n);
+  return r;
+}
+
+// h_n and c_n of a 16x8 program (a stacked bidirectional LSTM that returns both and takes its
+// state as an input) are closer to float than int8's, from a zero state and from a given one;
+// a nonzero h0/c0 changes the output as it changes float's.
+TEST(CompileS16, FinalAndInitialStateCloserToFloatThanInt8) {
+  const OnnxLstm onnx = import_onnx(kFixtures + "/torch_bi2_state.onnx");
+  ASSERT_TRUE(onnx.program.hidden_output && onnx.program.cell_output);
+  ASSERT_EQ(onnx.program.initial_hidden, StateSource::kInput);
+  const std::vector<CalibrationTensor> calibration = {normal_tensor(onnx, 64, 5, 1)};
+  const CalibrationTensor test = normal_tensor(onnx, 64, 5, 2);
+  const CompiledModel m16 = compile_model(onnx, calibration, options(true, onnx.program.layers())).model;
+  const CompiledModel m8 = compile_model(onnx, calibration, options(false, 0)).model;
+  try {
+    m16.validate("16x8");
+  } catch (const CompileError& e) {
+    ADD_FAILURE() << e.what();
+  }
+  EXPECT_TRUE(m16.hidden_output && m16.cell_output);
+  EXPECT_EQ(m16.initial_hidden, StateSource::kInput);
+  for (const ProgramOp& op : m16.ops) EXPECT_EQ(op.kind, QLSTM_OP_LSTM_S16);
+  // A state as the model leaves it: float's h_n and c_n after other sequences.
+  const CalibrationTensor before = normal_tensor(onnx, 64, 5, 3);
+  const FloatProgramResult earlier = run_float_program(onnx.program, before.values.data(), before.shape);
+  const std::vector<float>& h0 = earlier.h_n;
+  const std::vector<float>& c0 = earlier.c_n;
+  for (bool given : {false, true}) {
+    const FloatProgramResult f = run_float_program(onnx.program, test.values.data(), test.shape,
+                                                   given ? h0.data() : nullptr, given ? c0.data() : nullptr);
+    const StateRun q16 = run_with_state(m16, test, given ? &h0 : nullptr, given ? &c0 : nullptr);
+    const StateRun q8 = run_with_state(m8, test, given ? &h0 : nullptr, given ? &c0 : nullptr);
+    const double y16 = sqnr_db(f.output, q16.y), y8 = sqnr_db(f.output, q8.y);
+    const double h16 = sqnr_db(f.h_n, q16.h_n), h8 = sqnr_db(f.h_n, q8.h_n);
+    const double c16 = sqnr_db(f.c_n, q16.c_n), c8 = sqnr_db(f.c_n, q8.c_n);
+    std::printf("torch_bi2_state %s: y 16x8 %.2f dB int8 %.2f dB; h_n %.2f / %.2f dB; c_n %.2f / %.2f dB\n",
+                given ? "from h0, c0" : "from zero", y16, y8, h16, h8, c16, c8);
+    EXPECT_GT(y16, y8 + 5.0) << given;
+    EXPECT_GT(h16, h8 + 5.0) << given;
+    EXPECT_GT(c16, c8 + 5.0) << given;
+    if (given) {  // the state matters: the zero-state float output is far from the 16x8 run from h0, c0
+      const FloatProgramResult zero = run_float_program(onnx.program, test.values.data(), test.shape);
+      EXPECT_LT(sqnr_db(zero.output, q16.y), y16 - 20.0);
+      EXPECT_LT(sqnr_db(zero.h_n, q16.h_n), h16 - 20.0);
+    }
+  }
+}
+
+// A constant initial state (the model's own h0) is kept by a 16x8 op as rows of [c | h] in
+// initial_cell and changes the output as float's does.
+TEST(CompileS16, ConstantInitialState) {
+  const OnnxLstm onnx = import_onnx(kFixtures + "/plain_nonzero_initial_state.onnx");
+  ASSERT_EQ(onnx.program.initial_hidden, StateSource::kConstant);
+  const std::vector<CalibrationTensor> calibration = {normal_tensor(onnx, 64, 5, 1)};
+  const CalibrationTensor test = normal_tensor(onnx, 64, 5, 2);
+  const CompiledModel m16 = compile_model(onnx, calibration, options(true, onnx.program.layers())).model;
+  const CompiledModel m8 = compile_model(onnx, calibration, options(false, 0)).model;
+  EXPECT_NO_THROW(m16.validate("16x8"));
+  ASSERT_EQ(m16.ops.front().kind, QLSTM_OP_LSTM_S16);
+  const int32_t H = m16.ops.front().hidden_size();
+  EXPECT_EQ(m16.ops.front().initial_cell.size(), static_cast<size_t>(2 * H));
+  EXPECT_TRUE(m16.ops.front().initial_hidden.empty());
+  const FloatProgramResult f = run_float_program(onnx.program, test.values.data(), test.shape);
+  const std::vector<float> zeros(static_cast<size_t>(test.shape.batch) * static_cast<size_t>(H), 0.0f);
+  const FloatProgramResult zero = run_float_program(onnx.program, test.values.data(), test.shape, zeros.data(),
+                                                    zeros.data());
+  const double q16 = held_out_sqnr(onnx, m16, test), q8 = held_out_sqnr(onnx, m8, test);
+  const std::vector<float> y16 = run_program_float(m16, test.values, test.shape);
+  std::printf("plain_nonzero_initial_state: 16x8 %.2f dB, int8 %.2f dB; against the zero-state float %.2f dB\n", q16,
+              q8, sqnr_db(zero.output, y16));
+  EXPECT_GT(q16, q8 + 5.0);
+  EXPECT_LT(sqnr_db(zero.output, y16), q16 - 20.0);
+  EXPECT_EQ(sqnr_db(f.output, y16), q16);
 }
 
 }  // namespace

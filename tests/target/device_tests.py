@@ -110,8 +110,9 @@ def input_size_of(source, onnx_path, cal_path):
     if os.path.exists(expect):
         with open(expect) as f:
             e = json.load(f)
-        return e["input_size"] if "input_size" in e else e["input_shape"][-1]  # an LSTM's, or a whole model's
-    return int(np.load(os.path.join(source, cal_path)).shape[-1])  # a bundled example: its calibration's
+        if "input_size" in e or "input_shape" in e:
+            return e["input_size"] if "input_size" in e else e["input_shape"][-1]  # an LSTM's, or a whole model's
+    return int(np.load(os.path.join(source, cal_path)).shape[-1])  # else: its calibration's
 
 
 def compile_model(a, work, onnx_path, batch_first, cal_path, rng, name, extra=()):
@@ -339,6 +340,13 @@ S16_MODELS = [
 ]
 
 
+# 16x8 models with an initial state (an input, a constant) and h_n, c_n outputs.
+S16_STATE_MODELS = [
+    ("bi2_s16", "tests/onnx/models/torch_bi2_state.onnx", False, None),
+    ("constant_h0_s16", "tests/onnx/models/plain_nonzero_initial_state.onnx", False, "tests/cli/eval/state_calibration.npy"),
+]
+
+
 def test_s16(a):
     os.makedirs(a.work, exist_ok=True)
     rng = np.random.default_rng(16)
@@ -351,6 +359,30 @@ def test_s16(a):
             fail("%s (16x8): the device output differs from the host's" % onnx_path)
         print("%s: 16x8 qlstm run --float --target %s == qlstm run --float" % (name, a.cpu))
         bench_counts_each_op(a, a.work, name, model)
+    # 16x8 models with state: a state input given in float and h_n, c_n written; a constant h0.
+    for name, onnx_path, batch_first, cal in S16_STATE_MODELS:
+        model, i = compile_model(a, a.work, onnx_path, batch_first, cal, rng, name, ["--activations", "int16"])
+        with open(os.path.join(a.work, name + "_report.json")) as f:
+            report = json.load(f)
+        x = sequences(rng, batch_first, 3, 9, i, 1.5)
+        xin = os.path.join(a.work, name + "_x.npy")
+        np.save(xin, x)
+        extra, state_out = ["--float"], None
+        if report["state"]["initial_h"] == "input":
+            ops, hidden = len(report["ops"]), report["hidden_size"]
+            h0, c0 = (os.path.join(a.work, "%s_%s.npy" % (name, s)) for s in ("h0", "c0"))
+            np.save(h0, (rng.standard_normal((ops, 3, hidden)) * 0.3).astype(np.float32))
+            np.save(c0, (rng.standard_normal((ops, 3, hidden)) * 0.5).astype(np.float32))
+            extra += ["--h0", h0, "--c0", c0]
+            state_out = lambda y: ["--h-n", y + ".hn.npy", "--c-n", y + ".cn.npy"]
+        outs = run_host_and_target(a, model, xin, os.path.join(a.work, name + "_y"), extra, state_out)
+        if not same_bytes(outs[0], outs[1]):
+            fail("%s (16x8): the device output differs from the host's" % onnx_path)
+        if state_out is not None and not (same_bytes(outs[0] + ".hn.npy", outs[1] + ".hn.npy") and
+                                          same_bytes(outs[0] + ".cn.npy", outs[1] + ".cn.npy")):
+            fail("%s (16x8): the device's final state differs from the host's" % onnx_path)
+        print("%s: 16x8 with state (initial h %s) qlstm run --float --target %s == qlstm run --float%s" % (
+            name, report["state"]["initial_h"], a.cpu, ", h_n and c_n too" if state_out else ""))
     # A bundle of the version before buffer types is refused, naming both versions.
     old = os.path.join(a.work, "old_version.bundle")
     with open(old, "wb") as f:

@@ -145,9 +145,9 @@ int compile_command(const CompileArgs& args) {
     if (whole) print_op_table(m, r.report.at("op_table"));
     if (m.initial_hidden != StateSource::kZero || m.initial_cell != StateSource::kZero || m.hidden_output ||
         m.cell_output) {
-      std::printf("  state  initial h %s, c %s; final state %s (h_n int8 at each op's output quantization, c_n "
+      std::printf("  state  initial h %s, c %s; final state %s (h_n %s at each op's output quantization, c_n "
                   "int16 at 2^P)\n", state_source_name(m.initial_hidden), state_source_name(m.initial_cell),
-                  m.hidden_output || m.cell_output ? "an output" : "not an output");
+                  m.hidden_output || m.cell_output ? "an output" : "not an output", m.all_s8() ? "int8" : "int16");
     }
     const ProgramMemory& mem = r.memory;
     std::printf("  flash  %zu bytes (weights %zu, biases %zu%s)\n", mem.flash_bytes(), mem.weight_bytes, mem.bias_bytes,

@@ -82,7 +82,8 @@ std::vector<uint8_t> run_on_device(const std::string& cpu, const CompiledModel& 
 const NpyArray& check_state(const NpyArray& a, const std::string& path, const CompiledModel& m, int32_t batch,
                             bool cell, bool float_io, const StateNames& names) {
   const int64_t ops = m.lstm_op_count();
-  const int64_t per = static_cast<int64_t>(batch) * m.state_size();
+  int64_t per = 0;  // [ops][B][H] (a 16x8 LSTM keeps 2H per row: not its size here)
+  for (int32_t H : m.hidden_sizes()) per += static_cast<int64_t>(batch) * H;
   if (a.element_count() != per || a.shape.empty() || a.shape[0] != ops) {
     std::string s;
     for (int64_t d : a.shape) s += (s.empty() ? "" : ", ") + std::to_string(d);
@@ -107,24 +108,6 @@ std::vector<float> float_state(const NpyArray& a, const std::string& path, const
   return v;
 }
 
-// The final state of every op in float ([ops][B][H]): h by each op's output quantization, c at its 2^P;
-// a GRU's h from its Q0.15 cell rows, its c 0.
-void dequantize_state(const CompiledModel& m, const ProgramState& s, int32_t batch, std::vector<float>* h,
-                      std::vector<float>* c) {
-  size_t at = 0;
-  for (const ProgramOp* op : lstm_ops(m)) {
-    for (size_t e = 0; e < static_cast<size_t>(batch) * static_cast<size_t>(op->hidden_size()); ++e, ++at) {
-      if (op->gru_op()) {
-        h->push_back(static_cast<float>(std::ldexp(static_cast<double>(s.cell[at]), kGruHiddenPower)));
-        c->push_back(0.0f);
-        continue;
-      }
-      h->push_back(static_cast<float>(op->lstm.output.dequantize(s.hidden[at])));
-      c->push_back(static_cast<float>(std::ldexp(static_cast<double>(s.cell[at]), op->lstm.cell.power)));
-    }
-  }
-}
-
 // Per LSTM op, the float state values beyond what its int8 hidden (the op's output quantization)
 // or int16 cell (2^P) holds: quantizing clips them.
 std::vector<RangeCount> state_clipping(const CompiledModel& m, int32_t batch, const std::vector<float>& v, bool cell) {
@@ -132,9 +115,11 @@ std::vector<RangeCount> state_clipping(const CompiledModel& m, int32_t batch, co
   size_t at = 0;
   for (const ProgramOp* op : lstm_ops(m)) {
     // A GRU's h is Q0.15 (its c unused: nothing clipped).
-    RangeCount r = op->gru_op() ? cell_range(kGruHiddenPower)
-                   : cell       ? cell_range(op->lstm.cell.power)
-                                : int8_range(op->lstm.output);
+    RangeCount r = op->gru_op()            ? cell_range(kGruHiddenPower)
+                   : op->s16_lstm_op() && cell ? cell_range(op->lstm_s16.cell.power)
+                   : op->s16_lstm_op()         ? int16_range(op->recurrent_output())
+                   : cell                      ? cell_range(op->lstm.cell.power)
+                                               : int8_range(op->lstm.output);
     const size_t n = static_cast<size_t>(batch) * static_cast<size_t>(op->hidden_size());
     for (size_t e = 0; e < n; ++e, ++at) {
       if (!(op->gru_op() && cell)) r.add(v[at]);
@@ -164,6 +149,16 @@ void warn_clipped_state(const CompiledModel& m, int32_t batch, const std::vector
                   lstm_op_label(m, k).c_str(), range);
     req.warn(line);
   }
+}
+
+// A float32 state array of that shape.
+NpyArray float_array(const std::vector<int64_t>& shape, const std::vector<float>& v) {
+  NpyArray a;
+  a.dtype = DType::kFloat32;
+  a.shape = shape;
+  a.bytes.resize(v.size() * sizeof(float));
+  if (!v.empty()) std::memcpy(a.bytes.data(), v.data(), a.bytes.size());
+  return a;
 }
 
 // printf into a string: eval builds its whole text first and prints it once every file is written.
@@ -200,20 +195,21 @@ ComparedOutput compare_output(const std::string& name, const std::string& label,
 std::vector<ComparedOutput> compare_state(const CompiledModel& m, int32_t batch, const FloatProgramResult& f,
                                           const ProgramState& s) {
   std::vector<float> h, c;
-  dequantize_state(m, s, batch, &h, &c);
+  dequantize_program_state(m, s, batch, &h, &c);
   std::vector<ComparedOutput> hs, cs;
   const std::vector<const ProgramOp*> ops = lstm_ops(m);
   size_t at = 0;
   for (size_t k = 0; k < ops.size(); ++k) {
-    const DerivedLstm& d = ops[k]->lstm;
+    const ProgramOp& o = *ops[k];
+    const int32_t power = o.s16_lstm_op() ? o.lstm_s16.cell.power : o.lstm.cell.power;
     const auto from = static_cast<ptrdiff_t>(at), to = from + batch * ops[k]->hidden_size();
     auto slice = [&](const std::vector<float>& v) { return std::vector<float>(v.begin() + from, v.begin() + to); };
     const std::string who = " (" + lstm_op_label(m, k) + ")";
     const int32_t op = static_cast<int32_t>(k);
-    const double h_step = ops[k]->gru_op() ? std::ldexp(1.0, kGruHiddenPower) : d.output.scale;
+    const double h_step = o.gru_op() ? std::ldexp(1.0, kGruHiddenPower) : o.recurrent_output().scale;
     if (m.hidden_output) hs.push_back(compare_output("h_n", "h_n" + who, op, slice(f.h_n), slice(h), h_step));
     if (m.cell_output) {
-      cs.push_back(compare_output("c_n", "c_n" + who, op, slice(f.c_n), slice(c), std::ldexp(1.0, d.cell.power)));
+      cs.push_back(compare_output("c_n", "c_n" + who, op, slice(f.c_n), slice(c), std::ldexp(1.0, power)));
     }
     at = static_cast<size_t>(to);
   }
@@ -310,8 +306,12 @@ EvalRuns run_both(const OnnxLstm& onnx, const CompiledModel& m, const SequenceTe
   if (!sat.output_fixed) {
     for (float v : r.ref.output) sat.output.add(v);
   }
-  r.got = m.all_s8() ? dequantize_output(m, run_program_s8(m, quantize_input(m, x, data_path), x.shape, &r.state))
-                     : run_program_float(m, x.values, x.shape);  // 16x8: from its zero state
+  if (m.all_s8()) {
+    r.got = dequantize_output(m, run_program_s8(m, quantize_input(m, x, data_path), x.shape, &r.state));
+  } else {  // 16x8: float in, float out, from the same state
+    const std::vector<uint8_t> raw = quantize_raw_input(m, x.values);
+    r.got = dequantize_raw_output(m, run_program_raw(m, raw.data(), raw.size(), x.shape, &r.state));
+  }
   if (r.ref.output.size() != r.got.size()) {
     throw CompileError(data_path + ": the float model wrote " + std::to_string(r.ref.output.size()) +
                        " values, the int8 model " + std::to_string(r.got.size()));
@@ -448,19 +448,25 @@ RunOutput run_model(const CompiledModel& m, const RunRequest& r) {
                        "are not read yet): " + r.names.float_io);
     }
     if (r.chunk > 0) throw UsageError(r.model_name + ": --chunk: " + m.streaming_refusal());
-    if (r.h0 != nullptr || r.c0 != nullptr || r.want_h_n || r.want_c_n) {
-      throw UsageError(r.model_name + ": a 16x8 model starts from a zero state and returns its output only");
-    }
+    // The state: the model's own, or --h0/--c0 (float) over it.
+    const int32_t B = r.x.shape.batch;
+    std::vector<float> hf, cf;
+    if (r.h0 != nullptr) hf = float_state(*r.h0, r.h0_name, m, B, false, r.names);
+    if (r.c0 != nullptr) cf = float_state(*r.c0, r.c0_name, m, B, true, r.names);
+    ProgramState state = quantize_program_state(m, B, hf.empty() ? nullptr : &hf, cf.empty() ? nullptr : &cf,
+                                                r.names.h0 + "/" + r.names.c0);
+    if (!hf.empty()) warn_clipped_state(m, B, hf, r.h0_name, false, r);
+    if (!cf.empty()) warn_clipped_state(m, B, cf, r.c0_name, true, r);
     RunOutput out;
-    if (!r.target.empty()) {
-      // As run_program_float, with the program run on the device.
-      ProgramState state = initial_program_state(m, r.x.shape.batch);
-      out.y = dequantize_raw_output(m, run_on_device(r.target, m, quantize_raw_input(m, r.x.values).data(), r.x.shape,
-                                                     &state));
-    } else {
-      out.y = run_program_float(m, r.x.values, r.x.shape);
-    }
+    const std::vector<uint8_t> raw = quantize_raw_input(m, r.x.values);
+    out.y = dequantize_raw_output(m, !r.target.empty() ? run_on_device(r.target, m, raw.data(), r.x.shape, &state)
+                                                       : run_program_raw(m, raw.data(), raw.size(), r.x.shape, &state));
     out.shape = output_shape(m, r.x);
+    out.state_shape = {m.lstm_op_count(), B, m.hidden_sizes().front()};
+    std::vector<float> hn, cn;
+    dequantize_program_state(m, state, B, &hn, &cn);
+    if (r.want_h_n) out.h_n = float_array(out.state_shape, hn);
+    if (r.want_c_n) out.c_n = float_array(out.state_shape, cn);
     return out;
   }
   const bool gru_state = state_cells(m) == StateCells::kGru;
@@ -518,9 +524,9 @@ RunOutput run_model(const CompiledModel& m, const RunRequest& r) {
   if (r.float_io) {
     out.y = dequantize_output(m, out.y8);
     std::vector<float> hn, cn;
-    dequantize_state(m, state, B, &hn, &cn);
-    if (r.want_h_n) out.h_n = array(DType::kFloat32, hn.data(), hn.size() * sizeof(float));
-    if (r.want_c_n) out.c_n = array(DType::kFloat32, cn.data(), cn.size() * sizeof(float));
+    dequantize_program_state(m, state, B, &hn, &cn);
+    if (r.want_h_n) out.h_n = float_array(out.state_shape, hn);
+    if (r.want_c_n) out.c_n = float_array(out.state_shape, cn);
   } else {
     if (r.want_h_n && gru_state) out.h_n = array(DType::kInt16, state.cell.data(), state.cell.size() * sizeof(int16_t));
     if (r.want_h_n && !gru_state) out.h_n = array(DType::kInt8, state.hidden.data(), state.hidden.size());

@@ -130,6 +130,9 @@ struct ProgramOp {
   // An LSTM: h0 int8 at its output quantization, c0 int16 at 2^P. A GRU: its state is one int16
   // Q0.15 hidden, kept in the int16 (cell) state array, so its h0 (from the model's
   // initial_hidden source) is initial_cell, Q0.15, and initial_hidden stays empty.
+  // A 16x8 LSTM: its state is int16 only, so initial_cell holds rows of 2H, [c at 2^P | h at its
+  // output scale] ([2H] or [B][2H], either source constant: the other half of each row 0), and
+  // initial_hidden stays empty (s16_state_block lays the rows out as the runtime keeps them).
   std::vector<int8_t> initial_hidden;
   std::vector<int16_t> initial_cell;
 
@@ -265,12 +268,19 @@ struct ProgramState {
   std::vector<int8_t> hidden;
   std::vector<int16_t> cell;
 };
+// A 16x8 LSTM op's constant state (ProgramOp::initial_cell: rows of [c | h], 2H each; empty: zero)
+// for `batch` rows, as the runtime keeps it at the op's state_offset in the cell array: B x H
+// cells, then B x H int16 hiddens.
+std::vector<int16_t> s16_state_block(const std::vector<int16_t>& constant, size_t H, int32_t batch);
 // The model's own initial state (zeros: cell 0, hidden = the zero point; or its constants).
 ProgramState initial_program_state(const CompiledModel& m, int32_t batch);
 // Float state [ops][B][H] to the kernel's formats (a GRU op's h to Q0.15 in cell; its c is
-// ignored); throws for non-finite values.
+// ignored; a 16x8 LSTM op's c and h both int16 in cell); throws for non-finite values.
 ProgramState quantize_program_state(const CompiledModel& m, int32_t batch, const std::vector<float>* h,
                                     const std::vector<float>* c, const std::string& what);
+// The other way: a state of `batch` rows to float h and c, [ops][B][H] each, appended (a GRU op's c: 0).
+void dequantize_program_state(const CompiledModel& m, const ProgramState& s, int32_t batch, std::vector<float>* h,
+                              std::vector<float>* c);
 
 // The runtime's table of a compiled program for calls of `batch` rows and `time_steps` steps,
 // pointing into m: what the emitted kOps hold, what the host and the device run
