@@ -188,9 +188,10 @@ struct Model {
     qlstm::cli::check_run_flags(req);
     if (!target.empty()) qlstm::device::find_target(target);  // what is missing first, as the CLI
     qlstm::cli::check_run_request(model, req);
-    req.x = qlstm::cli::sequences_from_array(npy_array(x, "x"), "x", model.input_size(), model.batch_first, int8);
+    req.x = qlstm::cli::sequences_from_array(npy_array(x, "x"), "x", model.input_size(), model.batch_first, int8,
+                                             model.buffers.front().type);
     const qlstm::cli::RunOutput out = qlstm::cli::run_model(model, req);
-    py::object y = int8 ? array_of<int8_t>(out.shape, out.y8.data()) : array_of<float>(out.shape, out.y.data());
+    py::object y = int8 ? numpy_of(out.y_int) : array_of<float>(out.shape, out.y.data());
     if (!return_state) return y;
     py::object h_n = numpy_of(out.h_n);
     if (gru) return py::make_tuple(y, h_n);
@@ -317,8 +318,10 @@ qlstm::cli::CompileArgs compile_args(const py::dict& options, const std::vector<
   std::map<std::string, std::string*> strings = {
       {"input_observer", &a.input_observer}, {"output_observer", &a.output_observer},
       {"weights", &a.weights},               {"weight_rounding", &a.weight_rounding},
-      {"cell_scale", &a.cell_scale},         {"name", &a.name}};
-  std::map<std::string, int32_t*> ints = {{"batch", &a.batch}, {"max_time_steps", &a.max_time_steps}};
+      {"cell_scale", &a.cell_scale},         {"name", &a.name},
+      {"activations", &a.activations}};
+  std::map<std::string, int32_t*> ints = {
+      {"batch", &a.batch}, {"max_time_steps", &a.max_time_steps}, {"int16_headroom", &a.int16_headroom}};
   std::map<std::string, bool*> bools = {{"search", &a.search}, {"bias_correction", &a.bias_correction}};
   for (const auto& [key, value] : options) {
     const std::string k = key.cast<std::string>();

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "qlstm/kernels.h"
 
@@ -181,6 +182,20 @@ json op_table_row(const CompiledModel& m, size_t k, const ProgramMemory::Op& mem
   return row;
 }
 
+// The model's input: its buffer's quantization, what calibration observed and the range it covers
+// (the int8 observer's, or a 16x8 input's symmetric int16 one).
+json input_json(const CompiledModel& m, const CalibrationStats& first, const ModelCompileOptions& options) {
+  const bool s16 = m.buffers.front().type == QLSTM_ELEMENT_S16;
+  const double s16_range = m.input_quant().scale * std::numeric_limits<int16_t>::max();
+  return {{"scale", m.input_quant().scale},
+          {"zero_point", m.input_quant().zero_point},
+          {"observer", s16 ? "16x8: symmetric int16 over 2^" + std::to_string(options.quantization.s16_headroom_bits) +
+                                 " times max |x| of the calibration data"
+                           : first.input_observer},
+          {"observed", {first.input_observed.lo, first.input_observed.hi}},
+          {"range", s16 ? json{-s16_range, s16_range} : json{first.input_range.lo, first.input_range.hi}}};
+}
+
 // The model's output: the last buffer's quantization, and where it comes from (the last LSTM's
 // observer, the observer over the last head op's float output, or the softmax's fixed one).
 json output_json(const CompiledModel& m, const CalibrationStats& last_lstm, const ModelCompileOptions& options) {
@@ -188,7 +203,9 @@ json output_json(const CompiledModel& m, const CalibrationStats& last_lstm, cons
               {"steps", m.output_is_one_step() ? "one per batch row" : "every step"}};
   const ProgramOp& op = m.ops.back();
   if (m.buffers.back().type == QLSTM_ELEMENT_S16) {
-    out["observer"] = "16x8: symmetric int16 from max |y| of the float program on the calibration set";
+    out["observer"] = "16x8: symmetric int16 over 2^" + std::to_string(options.quantization.s16_headroom_bits) +
+                      " times max |y| of the float program on the calibration set" +
+                      (op.recurrent() ? " (an LSTM's output: at most 1)" : "");
   } else if (op.recurrent()) {
     out["observer"] = last_lstm.output_observer;
     out["observed"] = {last_lstm.output_observed.lo, last_lstm.output_observed.hi};
@@ -223,10 +240,7 @@ json build_report(const OnnxLstm& onnx, const ModelCompileOptions& options, cons
       // "int16": 16x8 (int16 activations and state, int8 weights) up to the first op without a
       // 16x8 kernel, int8 from there.
       {"activations", m.all_s8() ? "int8" : "int16"},
-      {"input", {{"scale", m.input_quant().scale}, {"zero_point", m.input_quant().zero_point},
-                 {"observer", first.input_observer},
-                 {"observed", {first.input_observed.lo, first.input_observed.hi}},
-                 {"range", {first.input_range.lo, first.input_range.hi}}}},
+      {"input", input_json(m, first, options)},
       {"output", output_json(m, last, options)},
       {"calibration", {{"files", options.calibration_files}, {"sequences", r.calibration_sequences},
                        {"steps", calib_steps},

@@ -317,7 +317,6 @@ bool any_reverse_gru(const CompiledModel& m) {
 }  // namespace
 
 std::string CompiledModel::streaming_refusal() const {
-  if (!all_s8()) return "a 16x8 model cannot be streamed in chunks yet (its state has no stateful entry point)";
   if (!all_forward()) {
     return std::string("the model has a reverse ") + (any_reverse_gru(*this) ? "GRU" : "LSTM") +
            ", which starts from the last time step; it cannot be streamed in chunks";
@@ -901,36 +900,52 @@ void scatter_steps(const int8_t* chunk, int32_t B, int32_t T, int32_t F, Layout 
   }
 }
 
-std::vector<int8_t> run_program_s8_streamed(const CompiledModel& m, const std::vector<int8_t>& x,
-                                            const SequenceShape& shape, int32_t chunk, ProgramState* state) {
+std::vector<uint8_t> run_program_raw_streamed(const CompiledModel& m, const void* x, size_t x_bytes,
+                                              const SequenceShape& shape, int32_t chunk, ProgramState* state) {
   if (chunk < 1) throw CompileError("chunk: must be at least 1 time step, got " + std::to_string(chunk));
   const std::string refusal = m.streaming_refusal();
   if (!refusal.empty()) throw CompileError("chunk: " + refusal);
-  const int32_t B = shape.batch, T = shape.time_steps, I = m.input_size(), O = m.output_size();
-  if (B < 1 || T < 0 || x.size() != static_cast<size_t>(B) * T * I) {
-    return run_program_s8(m, x, shape, state);  // reports the shape error
+  const int32_t B = shape.batch, T = shape.time_steps;
+  const size_t in_element = qlstm_element_bytes(m.buffers.front().type);
+  const size_t out_element = qlstm_element_bytes(m.buffers.back().type);
+  if (B < 1 || T < 0 || x_bytes != static_cast<size_t>(B) * static_cast<size_t>(T) * m.input_size() * in_element) {
+    return run_program_raw(m, x, x_bytes, shape, state);  // reports the shape error
   }
   ProgramState own;
   if (state == nullptr) {
     own = initial_program_state(m, B);
     state = &own;
   }
+  // Positions are copied as rows of bytes: I (or O) elements of the buffer's type each.
+  const int32_t row_in = m.input_size() * static_cast<int32_t>(in_element);
+  const int32_t row_out = m.output_size() * static_cast<int32_t>(out_element);
+  const int8_t* xb = static_cast<const int8_t*>(x);
   // A one-step output: one position per chunk, the output of the chunk's last step.
   const bool one_step = m.output_is_one_step();
   const int32_t chunks = (T + chunk - 1) / chunk;
-  std::vector<int8_t> y(static_cast<size_t>(B) * (one_step ? chunks : T) * O), xc;
+  std::vector<uint8_t> y(static_cast<size_t>(B) * (one_step ? chunks : T) * row_out);
+  std::vector<int8_t> xc;
+  int8_t* yb = reinterpret_cast<int8_t*>(y.data());
   for (int32_t t0 = 0, c = 0; t0 < T; t0 += chunk, ++c) {
     const int32_t n = std::min(chunk, T - t0);
-    xc.resize(static_cast<size_t>(B) * n * I);
-    gather_steps(x.data(), B, T, I, shape.layout, t0, n, xc.data());
-    const std::vector<int8_t> yc = run_program_s8(m, xc, {B, n, shape.layout}, state);
+    xc.resize(static_cast<size_t>(B) * n * row_in);
+    gather_steps(xb, B, T, row_in, shape.layout, t0, n, xc.data());
+    const std::vector<uint8_t> yc = run_program_raw(m, xc.data(), xc.size(), {B, n, shape.layout}, state);
+    const int8_t* ycb = reinterpret_cast<const int8_t*>(yc.data());
     if (one_step) {
-      scatter_steps(yc.data(), B, chunks, O, shape.layout, c, 1, y.data());
+      scatter_steps(ycb, B, chunks, row_out, shape.layout, c, 1, yb);
     } else {
-      scatter_steps(yc.data(), B, T, O, shape.layout, t0, n, y.data());
+      scatter_steps(ycb, B, T, row_out, shape.layout, t0, n, yb);
     }
   }
   return y;
+}
+
+std::vector<int8_t> run_program_s8_streamed(const CompiledModel& m, const std::vector<int8_t>& x,
+                                            const SequenceShape& shape, int32_t chunk, ProgramState* state) {
+  if (!m.all_s8()) throw CompileError("run_program_s8_streamed: a 16x8 program: run_program_raw_streamed");
+  const std::vector<uint8_t> y = run_program_raw_streamed(m, x.data(), x.size(), shape, chunk, state);
+  return std::vector<int8_t>(y.begin(), y.end());
 }
 
 }  // namespace compiler

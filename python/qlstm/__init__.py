@@ -53,6 +53,8 @@ OPTIONS: Dict[str, Any] = {
     "bias_correction": False,
     "batch": 0,
     "max_time_steps": 0,
+    "activations": "int8",
+    "int16_headroom": 2,
 }
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -355,10 +357,12 @@ class CompiledModel:
 
     def run_int8(self, x: Any, h0: Any = None, c0: Any = None, *, return_state: bool = False,
                  chunk: Optional[int] = None) -> Any:
-        """int8 in, int8 out, as `qlstm run` without --float; x quantized by input_quant.
+        """The program's own integers in and out, as `qlstm run` without --float: int8, or int16
+        where a 16x8 model's input or output buffer is int16; x quantized by input_quant.
 
         h0, c0 and the returned state are in the kernel's int forms, as the CLI's files: h int8
-        at each op's output quantization (a GRU model's: int16 Q0.15), c int16 at 2^P.
+        at each op's output quantization (a GRU model's: int16 Q0.15), c int16 at 2^P. A 16x8
+        model's state is float only (run).
         """
         return self._run(x, True, h0, c0, return_state, chunk, "")
 
@@ -485,7 +489,8 @@ def compile(model: Any, calibration: Any, *, name: Optional[str] = None, validat
     output_observer ("minmax", "percentile[:P]", "mse", "kl"), weights ("maxabs", "mse"),
     weight_rounding ("nearest", "adaptive"), cell_scale ("calibrated[:HEADROOM]",
     "sequence-bound:T", "fixed:P"), bias_correction, search (False is --no-search), batch,
-    max_time_steps. Those given are kept as given; the search tunes the others.
+    max_time_steps, activations ("int8", "int16" or "int16:L,M,...": 16x8), int16_headroom.
+    Those given are kept as given; the search tunes the others.
     progress: a progress bar on sys.stderr for each stage (default: from as many calibration
     sequences on as `qlstm compile` shows its progress from, 256).
 

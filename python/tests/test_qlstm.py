@@ -424,6 +424,38 @@ def test_stateful_run_equals_cli_run_lstm(tmp_path, digits_lstm):
     assert h_n.dtype == np.int8 and c_n.dtype == np.int16
 
 
+def test_int16_activations_as_the_cli(tmp_path):
+    """16x8: the files byte for byte as `qlstm compile --activations int16 --int16-headroom 3`; float
+    and int16 runs equal the CLI's and each other; streamed equal to one call."""
+    sunspots = os.path.join(EXAMPLES, "sunspots")
+    onnx_path, calibration = os.path.join(sunspots, "sunspots_lstm.onnx"), os.path.join(sunspots, "calibration.npy")
+    status, _, err = cli("compile", onnx_path, "--calibration", calibration, "-o", tmp_path / "cli",
+                         "--activations", "int16", "--int16-headroom", "3")
+    assert status == 0, err
+    compiled = qlstm.compile(onnx_path, calibration, activations="int16", int16_headroom=3)
+    compiled.save(tmp_path / "py")
+    assert files_of(tmp_path / "py") == files_of(tmp_path / "cli")
+    x = np.load(os.path.join(sunspots, "test.npy"))[:4]
+    np.save(tmp_path / "x.npy", x)
+    status, _, err = cli("run", tmp_path / "cli" / "sunspots_lstm.qlstm", "--input", tmp_path / "x.npy", "--output",
+                         tmp_path / "y.npy", "--float")
+    assert status == 0, err
+    y = compiled.run(x)
+    assert_same(y, np.load(tmp_path / "y.npy"))
+    assert_same(compiled.run(x, chunk=5), y)
+    scale, zero_point = compiled.input_quant
+    assert zero_point == 0
+    x16 = np.clip(np.rint(x / scale), -32768, 32767).astype(np.int16)
+    y16 = compiled.run_int8(x16)
+    assert y16.dtype == np.int16
+    out_scale, _ = compiled.output_quant
+    assert_same((y16.astype(np.float64) * out_scale).astype(np.float32), y)
+    with pytest.raises(qlstm.CompileError, match="expected int16"):
+        compiled.run_int8(x16.astype(np.int8))
+    with pytest.raises(qlstm.CompileError, match="headroom of 9 bits"):
+        qlstm.compile(onnx_path, calibration, activations="int16", int16_headroom=9)
+
+
 def test_stateful_run_equals_cli_run_gru(tmp_path, digits_gru):
     x = np.load(os.path.join(DIGITS, "test.npy"))[:3]
     h0 = np.random.default_rng(5).uniform(-0.9, 0.9, size=(1, 3, 32)).astype(np.float32)

@@ -386,6 +386,8 @@ TEST_F(CompileRun, EmittedS16ProgramWithConstantStateEqualsTheHostRun) {
   const CompiledModel m = load_model(out + "/m.qlstm");
   ASSERT_EQ(m.ops.front().kind, QLSTM_OP_LSTM_S16);
   ASSERT_EQ(m.initial_hidden, StateSource::kConstant);
+  ASSERT_FALSE(m.batch_first);
+  ASSERT_FALSE(m.output_is_one_step());
   const int32_t B = 2, T = 6, I = m.input_size();
   std::vector<int16_t> x(static_cast<size_t>(B * T * I));
   std::mt19937_64 rng(9);
@@ -408,6 +410,13 @@ int main(int, char** argv) {
   if (m_run(x.data(), y.data(), 6) != QLSTM_OK) return 3;
   m_initial_state(h.data(), c.data());
   if (m_run_state(x.data(), y2.data(), 6, h.data(), c.data()) != QLSTM_OK || y2 != y) return 4;
+  // Streamed in chunks of 4 and 2 steps (time-major: a chunk's steps are contiguous).
+  std::vector<int16_t> y3(y.size());
+  const int32_t in_step = M_BATCH * M_INPUT_SIZE, out_step = M_BATCH * M_OUTPUT_SIZE;
+  if (m_reset() != QLSTM_OK || m_stream(x.data(), y3.data(), 4) != QLSTM_OK ||
+      m_stream(x.data() + 4 * in_step, y3.data() + 4 * out_step, 2) != QLSTM_OK || y3 != y) {
+    return 5;
+  }
   std::FILE* out = std::fopen(argv[2], "wb");
   std::fwrite(y.data(), 2, y.size(), out);
   std::fwrite(c.data(), 2, c.size(), out);
@@ -428,11 +437,64 @@ int main(int, char** argv) {
   const auto* c = reinterpret_cast<const uint8_t*>(state.cell.data());
   want.insert(want.end(), c, c + state.cell.size() * sizeof(int16_t));
   EXPECT_EQ(std::vector<uint8_t>(bytes.begin(), bytes.end()), want);
+  // The host's streamed run: the same output, the same final state.
+  for (int32_t chunk : {1, 4, 7}) {
+    ProgramState streamed = initial_program_state(m, B);
+    EXPECT_EQ(run_program_raw_streamed(m, x.data(), x.size() * sizeof(int16_t), {B, T, Layout::kTimeMajor}, chunk,
+                                       &streamed),
+              y)
+        << "chunk " << chunk;
+    EXPECT_EQ(streamed.cell, state.cell) << "chunk " << chunk;
+  }
   // The constant state matters: from a zero state the output differs.
   CompiledModel zero = m;
   zero.ops.front().initial_cell.clear();
   zero.initial_hidden = StateSource::kZero;
   EXPECT_NE(run_program_raw(zero, x.data(), x.size() * sizeof(int16_t), {B, T, Layout::kTimeMajor}), y);
+}
+
+// qlstm run on a 16x8 model's own integers: int16 in, int16 out (the sunspots forecaster's
+// Linear head is 16x8), equal to run_program_raw; --chunk equal to one call, with or without
+// --float; an int state refused by name.
+TEST_F(CompileRun, S16ModelRunsOnInt16FilesAndStreams) {
+  const std::string out = path("sunspots_s16"), cli = QLSTM_CLI;
+  const std::string examples = QLSTM_EXAMPLE_DIR;
+  ASSERT_EQ(sh(cli + " compile " + examples + "/sunspots_lstm.onnx --calibration " + examples + "/calibration.npy -o " +
+               out + " --name m --activations int16").status, 0);
+  const CompiledModel m = load_model(out + "/m.qlstm");
+  ASSERT_EQ(m.buffers.front().type, QLSTM_ELEMENT_S16);
+  ASSERT_EQ(m.buffers.back().type, QLSTM_ELEMENT_S16);
+  const int32_t B = 3, T = 11, I = m.input_size();
+  const Layout layout = m.batch_first ? Layout::kBatchMajor : Layout::kTimeMajor;
+  std::vector<int16_t> x(static_cast<size_t>(B * T * I));
+  std::mt19937_64 rng(23);
+  for (int16_t& v : x) v = static_cast<int16_t>(static_cast<int32_t>(rng() % 16001) - 8000);
+  const std::vector<int64_t> shape = m.batch_first ? std::vector<int64_t>{B, T, I} : std::vector<int64_t>{T, B, I};
+  write_npy(path("x16.npy"), DType::kInt16, shape, x.data());
+  const std::vector<uint8_t> want = run_program_raw(m, x.data(), x.size() * sizeof(int16_t), {B, T, layout});
+  for (const char* chunk : {"", " --chunk 1", " --chunk 4"}) {
+    const ShellResult r = sh(cli + " run " + out + "/m.qlstm --input " + path("x16.npy") + " --output " + path("y16.npy") + chunk);
+    ASSERT_EQ(r.status, 0) << r.output;
+    EXPECT_NE(r.output.find(": int16 ["), std::string::npos) << r.output;
+    const NpyArray y = read_npy(path("y16.npy"));
+    EXPECT_EQ(y.dtype, DType::kInt16) << chunk;
+    EXPECT_EQ(y.bytes, want) << chunk;
+  }
+  // Float in and out, in one call and in chunks: the same values.
+  std::vector<float> xf(x.size());
+  for (size_t k = 0; k < x.size(); ++k) xf[k] = static_cast<float>(x[k] * m.input_quant().scale);
+  write_npy_float32(path("xf.npy"), shape, xf);
+  ASSERT_EQ(sh(cli + " run " + out + "/m.qlstm --float --input " + path("xf.npy") + " --output " + path("yf.npy")).status, 0);
+  ASSERT_EQ(sh(cli + " run " + out + "/m.qlstm --float --chunk 3 --input " + path("xf.npy") + " --output " +
+               path("yf3.npy")).status, 0);
+  EXPECT_EQ(read_npy(path("yf3.npy")).bytes, read_npy(path("yf.npy")).bytes);
+  EXPECT_EQ(read_npy(path("yf.npy")).as_float("yf"), dequantize_raw_output(m, want));
+  // The state of a 16x8 model is float32 only.
+  const ShellResult s = sh(cli + " run " + out + "/m.qlstm --input " + path("x16.npy") + " --output " +
+                           path("unused.npy") + " --h-n " + path("hn.npy"));
+  EXPECT_EQ(s.status, 2) << s.output;
+  EXPECT_NE(s.output.find("a 16x8 model's state is given and returned as float32"), std::string::npos) << s.output;
+  EXPECT_FALSE(fs::exists(path("unused.npy")));
 }
 
 // Whole models' emitted source with the driver, against the host's run_program_s8 byte for byte:

@@ -197,7 +197,7 @@ int run_command(const RunArgs& args) {
     req.h0 = args.h0.empty() ? nullptr : &h0;
     req.c0 = args.c0.empty() ? nullptr : &c0;
     check_run_request(m, req);
-    req.x = read_sequences(args.input, m.input_size(), m.batch_first, !args.float_io);
+    req.x = read_sequences(args.input, m.input_size(), m.batch_first, !args.float_io, m.buffers.front().type);
     if (!args.h0.empty()) h0 = read_npy(args.h0);
     if (!args.c0.empty()) c0 = read_npy(args.c0);
     const RunOutput out = run_model(m, req);
@@ -205,13 +205,14 @@ int run_command(const RunArgs& args) {
     if (args.float_io) {
       write_npy_float32(args.output, out.shape, out.y);
     } else {
-      write_npy_int8(args.output, out.shape, out.y8);
+      write_npy(args.output, out.y_int.dtype, out.y_int.shape, out.y_int.bytes.data());
     }
     if (!args.h_n.empty()) write_npy(args.h_n, out.h_n.dtype, out.h_n.shape, out.h_n.bytes.data());
     if (!args.c_n.empty()) write_npy(args.c_n, out.c_n.dtype, out.c_n.shape, out.c_n.bytes.data());
     std::string dims;
     for (int64_t d : out.shape) dims += (dims.empty() ? "" : ", ") + std::to_string(d);
-    std::printf("qlstm run: wrote %s: %s [%s]%s\n", args.output.c_str(), args.float_io ? "float32" : "int8",
+    std::printf("qlstm run: wrote %s: %s [%s]%s\n", args.output.c_str(),
+                args.float_io ? "float32" : out.y_int.dtype == DType::kInt16 ? "int16" : "int8",
                 dims.c_str(), m.output_is_one_step() ? " (one row per sequence)" : "");
     return 0;
   } catch (const std::exception& e) {

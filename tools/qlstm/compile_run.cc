@@ -57,7 +57,7 @@ ModelCompileOptions model_compile_options(const CompileArgs& args, const OnnxLst
 }
 
 SequenceTensor sequences_from_array(const NpyArray& a, const std::string& path, int32_t input_size, bool batch_first,
-                                    bool int8) {
+                                    bool integer, int32_t element_type) {
   SequenceTensor t;
   t.rank = a.shape.size();
   if (a.shape.size() == 2) {
@@ -76,7 +76,13 @@ SequenceTensor sequences_from_array(const NpyArray& a, const std::string& path, 
                        " does not match the model's input_size " + std::to_string(input_size));
   }
   if (t.shape.batch < 1) throw CompileError(path + ": the batch dimension is 0");
-  if (int8) {
+  if (integer && element_type == QLSTM_ELEMENT_S16) {
+    if (a.dtype != DType::kInt16) {
+      throw CompileError(path + ": dtype " + dtype_name(a.dtype) +
+                         ", expected int16 ('<i2', a 16x8 model's input; use --float for float32)");
+    }
+    t.values_s16 = a.bytes;
+  } else if (integer) {
     if (a.dtype != DType::kInt8) {
       throw CompileError(path + ": dtype " + dtype_name(a.dtype) + ", expected int8 ('|i1'; use --float for float32)");
     }
@@ -91,8 +97,9 @@ SequenceTensor sequences_from_array(const NpyArray& a, const std::string& path, 
   return t;
 }
 
-SequenceTensor read_sequences(const std::string& path, int32_t input_size, bool batch_first, bool int8) {
-  return sequences_from_array(read_npy(path), path, input_size, batch_first, int8);
+SequenceTensor read_sequences(const std::string& path, int32_t input_size, bool batch_first, bool integer,
+                              int32_t element_type) {
+  return sequences_from_array(read_npy(path), path, input_size, batch_first, integer, element_type);
 }
 
 std::vector<int64_t> output_shape(const CompiledModel& m, const SequenceTensor& x) {

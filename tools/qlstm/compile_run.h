@@ -49,17 +49,21 @@ constexpr size_t kLargeCalibrationSet = 256;  // sequences from which compile sh
 compiler::ModelCompileOptions model_compile_options(const CompileArgs& args, const compiler::OnnxLstm& onnx);
 
 // A float32 (or float64, converted) sequence tensor in the model's layout: rank 3 ([B][T][I] batch-first, [T][B][I]
-// otherwise) or rank 2 ([T][I], one sequence); int8 when asked for (run without --float).
+// otherwise) or rank 2 ([T][I], one sequence); integers when asked for (run without --float): int8,
+// or int16 for a 16x8 model's int16 input.
 struct SequenceTensor {
   std::vector<float> values;
   std::vector<int8_t> values_s8;
+  std::vector<uint8_t> values_s16;  // int16 input: its bytes, as run_program_raw takes them
   compiler::SequenceShape shape;
   size_t rank = 3;
 };
 // From an array (a .npy file's, or an in-memory one); errors name `origin`.
+// integer: int8 (element_type QLSTM_ELEMENT_S8) or int16 (QLSTM_ELEMENT_S16) values, else floats.
 SequenceTensor sequences_from_array(const compiler::NpyArray& a, const std::string& origin, int32_t input_size,
-                                    bool batch_first, bool int8);
-SequenceTensor read_sequences(const std::string& path, int32_t input_size, bool batch_first, bool int8);
+                                    bool batch_first, bool integer, int32_t element_type = QLSTM_ELEMENT_S8);
+SequenceTensor read_sequences(const std::string& path, int32_t input_size, bool batch_first, bool integer,
+                              int32_t element_type = QLSTM_ELEMENT_S8);
 
 // The model's output for input x, as .npy: [B][W] for one row per sequence ([W] for a rank-2
 // input: one sequence), else the sequence in the input's layout ([T][W] for a rank-2 input).

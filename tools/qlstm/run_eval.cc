@@ -442,12 +442,14 @@ void check_run_request(const CompiledModel& m, const RunRequest& r) {
 RunOutput run_model(const CompiledModel& m, const RunRequest& r) {
   check_run_request(m, r);
   if (!m.all_s8()) {
-    // A 16x8 model: float in and out, from the model's initial state, on the host or the device.
-    if (!r.float_io) {
-      throw UsageError(r.model_name + ": a 16x8 model takes float input and gives float output for now (int16 .npy files "
-                       "are not read yet): " + r.names.float_io);
+    // A 16x8 model: its own int16 (and int8) buffers, or float in and out; its state as floats.
+    if (!r.float_io && (r.h0 != nullptr || r.c0 != nullptr || r.want_h_n || r.want_c_n)) {
+      throw UsageError(r.model_name + ": a 16x8 model's state is given and returned as float32 (its ops' int states "
+                       "differ: int16 for 16x8 layers, int8 for int8 ones): " + r.names.float_io);
     }
-    if (r.chunk > 0) throw UsageError(r.model_name + ": --chunk: " + m.streaming_refusal());
+    if (r.chunk > 0 && !m.streaming_refusal().empty()) {
+      throw UsageError(r.model_name + ": --chunk: " + m.streaming_refusal());
+    }
     // The state: the model's own, or --h0/--c0 (float) over it.
     const int32_t B = r.x.shape.batch;
     std::vector<float> hf, cf;
@@ -458,10 +460,21 @@ RunOutput run_model(const CompiledModel& m, const RunRequest& r) {
     if (!hf.empty()) warn_clipped_state(m, B, hf, r.h0_name, false, r);
     if (!cf.empty()) warn_clipped_state(m, B, cf, r.c0_name, true, r);
     RunOutput out;
-    const std::vector<uint8_t> raw = quantize_raw_input(m, r.x.values);
-    out.y = dequantize_raw_output(m, !r.target.empty() ? run_on_device(r.target, m, raw.data(), r.x.shape, &state)
-                                                       : run_program_raw(m, raw.data(), raw.size(), r.x.shape, &state));
+    const std::vector<uint8_t> raw = r.float_io ? quantize_raw_input(m, r.x.values)
+                                     : m.buffers.front().type == QLSTM_ELEMENT_S16
+                                         ? r.x.values_s16
+                                         : std::vector<uint8_t>(r.x.values_s8.begin(), r.x.values_s8.end());
+    const std::vector<uint8_t> y = !r.target.empty() ? run_on_device(r.target, m, raw.data(), r.x.shape, &state)
+                                   : r.chunk > 0 ? run_program_raw_streamed(m, raw.data(), raw.size(), r.x.shape, r.chunk, &state)
+                                                 : run_program_raw(m, raw.data(), raw.size(), r.x.shape, &state);
     out.shape = output_shape(m, r.x);
+    if (!r.float_io) {
+      out.y_int.dtype = m.buffers.back().type == QLSTM_ELEMENT_S16 ? DType::kInt16 : DType::kInt8;
+      out.y_int.shape = out.shape;
+      out.y_int.bytes = y;
+      return out;
+    }
+    out.y = dequantize_raw_output(m, y);
     out.state_shape = {m.lstm_op_count(), B, m.hidden_sizes().front()};
     std::vector<float> hn, cn;
     dequantize_program_state(m, state, B, &hn, &cn);
@@ -512,6 +525,7 @@ RunOutput run_model(const CompiledModel& m, const RunRequest& r) {
            : r.chunk > 0     ? run_program_s8_streamed(m, x8, x.shape, r.chunk, &state)
                              : run_program_s8(m, x8, x.shape, &state);
   out.shape = output_shape(m, x);
+  if (!r.float_io) out.y_int = {DType::kInt8, out.shape, std::vector<uint8_t>(out.y8.begin(), out.y8.end())};
   out.state_shape = {m.lstm_op_count(), B, m.hidden_sizes().front()};
   auto array = [&out](DType dtype, const void* data, size_t bytes) {
     NpyArray a;

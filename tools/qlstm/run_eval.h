@@ -63,7 +63,8 @@ void check_run_request(const compiler::CompiledModel& m, const RunRequest& r);
 
 struct RunOutput {
   std::vector<int64_t> shape;        // the output's (output_shape)
-  std::vector<int8_t> y8;            // the int8 output
+  std::vector<int8_t> y8;            // the int8 output (an int8 model's)
+  compiler::NpyArray y_int;          // without float_io: the output as the model gives it, int8 or int16
   std::vector<float> y;              // dequantized (float_io)
   std::vector<int64_t> state_shape;  // [ops, B, H]
   // The final state as the CLI writes it: float32 with float_io, else int8 hidden (a GRU model's

@@ -326,6 +326,10 @@ std::vector<uint8_t> run_program_raw(const CompiledModel& m, const void* x, size
 std::vector<int8_t> run_program_s8_streamed(const CompiledModel& m, const std::vector<int8_t>& x,
                                             const SequenceShape& shape, int32_t chunk,
                                             ProgramState* state = nullptr);
+// The same for any program, int8 or 16x8, on raw bytes (as run_program_raw).
+std::vector<uint8_t> run_program_raw_streamed(const CompiledModel& m, const void* x, size_t x_bytes,
+                                              const SequenceShape& shape, int32_t chunk,
+                                              ProgramState* state = nullptr);
 
 // Copies time steps [t0, t0 + n) of a [B][T][F] or [T][B][F] sequence into a [B][n][F] or
 // [n][B][F] one (gather), or back (scatter).
