@@ -261,10 +261,6 @@ std::vector<int16_t> s16_constant_state(const FloatProgram& program, size_t k, c
 CompiledModel s16_program(const FloatProgram& program, const CalibrationSet& calibration, const QuantizedProgram& int8,
                           const CompileOptions& options) {
   const char* retry = "; compile it with --activations int8";
-  if (!program.front.empty()) {
-    throw CompileError("16x8: " + layer_label(program.front.front()) +
-                       " runs before the first LSTM; layers in front of the stack have no 16x8 form yet" + retry);
-  }
   for (const FloatLstm& op : program.ops) {
     if (op.cell != CellKind::kLstm) {
       throw CompileError(std::string("16x8: the model has a ") + cell_kind_name(op.cell) +
@@ -281,7 +277,7 @@ CompiledModel s16_program(const FloatProgram& program, const CalibrationSet& cal
   const std::vector<FloatLayer> head = compiled_head_layers(program);
   // What every boundary takes on the calibration set, through the float program.
   Observed input;
-  std::vector<Observed> layers(static_cast<size_t>(L)), heads(head.size());
+  std::vector<Observed> fronts(program.front.size()), layers(static_cast<size_t>(L)), heads(head.size());
   const size_t I = static_cast<size_t>(program.input_size());
   // The sequences the weight choice scores on: the first ones whose MACs fit the search's budget.
   int64_t macs_per_step = 0;
@@ -293,9 +289,12 @@ CompiledModel s16_program(const FloatProgram& program, const CalibrationSet& cal
     const FloatProgramResult f = run_float_program(program, s.values.data(), {1, s.time_steps, Layout::kBatchMajor});
     if (scored.empty() || scored_macs + s.time_steps * macs_per_step <= options.search_max_macs) {
       scored_macs += s.time_steps * macs_per_step;
-      scored.push_back({s.time_steps, s.values, f.layer_outputs});
+      scored.push_back({s.time_steps, program.front.empty() ? s.values : f.front_outputs.back(), f.layer_outputs});
     }
     input.add(s.values, I);
+    for (size_t j = 0; j < program.front.size(); ++j) {
+      fronts[j].add(f.front_outputs[j], static_cast<size_t>(program.front[j].output_size));
+    }
     for (int32_t l = 0; l < L; ++l) {
       layers[static_cast<size_t>(l)].add(f.layer_outputs[static_cast<size_t>(l)],
                                          static_cast<size_t>(D * program.ops[static_cast<size_t>(l * D)].hidden_size));
@@ -325,32 +324,82 @@ CompiledModel s16_program(const FloatProgram& program, const CalibrationSet& cal
     m.buffers.push_back({from.width, quant, from.steps, type});
     m.ops.push_back(std::move(rq));
   };
+  // One int8 op of the front or the head (op k8 of the int8 program), in its 16x8 form while the
+  // buffers are int16 and it has a 16x8 kernel (a Linear, with its folded Relu or Clip: layers[j],
+  // observed[j]); else a requantization to the int8 program's quantization there and the int8 op
+  // itself, and int8 from there on.
+  auto per_position_op = [&](size_t k8, const std::vector<FloatLayer>& float_layers,
+                             const std::vector<Observed>& observed, size_t& j) {
+    const ProgramOp& op8 = int8.model.ops[k8];
+    const ProgramBuffer& out8 = int8.model.buffers[static_cast<size_t>(op8.output_buffer)];
+    const bool s16 = m.buffers.back().type == QLSTM_ELEMENT_S16;
+    ProgramOp op;
+    ProgramBuffer out = out8;
+    if (op8.kind == QLSTM_OP_SELECT_STEP) {
+      op = op8;
+      out.quant = m.buffers.back().quant;
+      out.type = m.buffers.back().type;
+    } else if (s16 && op8.kind == QLSTM_OP_FULLY_CONNECTED_S8) {
+      const FloatLayer& linear = float_layers.at(j);
+      const bool clamp = j + 1 < float_layers.size() && folds_into_clamp(float_layers[j + 1]);
+      const Observed& o = observed[j + (clamp ? 1 : 0)];
+      op.kind = QLSTM_OP_FULLY_CONNECTED_S16;
+      op.fc_s16 = derive_fc_s16(linear, clamp ? &float_layers[j + 1] : nullptr, m.buffers.back().quant.scale,
+                                scale(o, false, "16x8: the output of " + layer_label(linear)));
+      out.quant = {op.fc_s16.output_scale, 0};
+      out.type = QLSTM_ELEMENT_S16;
+      j += clamp ? 2 : 1;
+    } else {
+      if (s16) {  // hand over to int8 at the quantization the int8 program has here
+        requantize_to(QLSTM_ELEMENT_S8, int8.model.buffers[static_cast<size_t>(op8.input_buffer)].quant,
+                      "16x8: the requantization before op " + std::to_string(k8));
+      }
+      op = op8;
+    }
+    op.input_buffer = static_cast<int32_t>(m.buffers.size()) - 1;
+    op.output_buffer = op.input_buffer + 1;
+    m.buffers.push_back(out);
+    m.ops.push_back(std::move(op));
+  };
+
+  // The front (per-step layers before the first LSTM): 16x8 when the first layer is, from an int16
+  // model input; else the int8 program's own ops.
+  m.buffers.push_back(int8.model.buffers.front());
+  size_t k_front = 0;  // the int8 program's ops before its first recurrent op
+  while (k_front < int8.model.ops.size() && !int8.model.ops[k_front].recurrent()) ++k_front;
+  if (options.s16_layers.front()) {
+    m.buffers.front() = {m.buffers.front().width, {scale(input, false, "16x8: the model input"), 0},
+                         QLSTM_BUFFER_EVERY_STEP, QLSTM_ELEMENT_S16};
+  }
+  for (size_t k8 = 0, j = 0; k8 < k_front; ++k8) per_position_op(k8, program.front, fronts, j);
+  const Observed& stack_input = program.front.empty() ? input : fronts.back();
+
   // The stack, layer by layer: a 16x8 layer's ops are QLSTM_OP_LSTM_S16 with the int8 search's
   // weight choices; an int8 layer's are the int8 program's own, at its quantization.
-  m.buffers.push_back(int8.model.buffers.front());
   for (int32_t l = 0; l < L; ++l) {
     const bool s16_layer = options.s16_layers[static_cast<size_t>(l)];
-    const Observed& in = l == 0 ? input : layers[static_cast<size_t>(l - 1)];
-    const std::string in_name = l == 0 ? std::string("16x8: the model input") : "16x8: the output of layer " + std::to_string(l - 1);
+    const size_t b8 = k_front + static_cast<size_t>(l);  // the int8 program's buffer of layer l's input
+    const Observed& in = l == 0 ? stack_input : layers[static_cast<size_t>(l - 1)];
+    const std::string in_name = l == 0 ? (program.front.empty() ? std::string("16x8: the model input")
+                                                                : "16x8: the output of " + layer_label(program.front.back()))
+                                       : "16x8: the output of layer " + std::to_string(l - 1);
     if (s16_layer) {
-      const AffineQuant in_quant{scale(in, l > 0, in_name), 0};
-      if (l == 0) {
-        m.buffers.front() = {m.buffers.front().width, in_quant, QLSTM_BUFFER_EVERY_STEP, QLSTM_ELEMENT_S16};
-      } else if (m.buffers.back().type != QLSTM_ELEMENT_S16) {
-        requantize_to(QLSTM_ELEMENT_S16, in_quant, "16x8: the requantization before layer " + std::to_string(l));
+      if (m.buffers.back().type != QLSTM_ELEMENT_S16) {
+        requantize_to(QLSTM_ELEMENT_S16, {scale(in, l > 0, in_name), 0},
+                      "16x8: the requantization before layer " + std::to_string(l));
       }
     } else if (m.buffers.back().type != QLSTM_ELEMENT_S8) {
-      requantize_to(QLSTM_ELEMENT_S8, int8.model.buffers[static_cast<size_t>(l)].quant,
+      requantize_to(QLSTM_ELEMENT_S8, int8.model.buffers[b8].quant,
                     "16x8: the requantization before layer " + std::to_string(l));
     }
     const double s_in = m.buffers.back().quant.scale;
-    const ProgramBuffer& out8 = int8.model.buffers[static_cast<size_t>(l + 1)];
+    const ProgramBuffer& out8 = int8.model.buffers[b8 + 1];
     ProgramBuffer out = out8;
     if (s16_layer) out = {out8.width, {scale(layers[static_cast<size_t>(l)], true, "16x8: the output of layer " + std::to_string(l)), 0},
                           out8.steps, QLSTM_ELEMENT_S16};
     for (int32_t d = 0; d < D; ++d) {
-      const size_t k = static_cast<size_t>(l * D + d);
-      ProgramOp op = int8.model.ops[k];
+      const size_t k = static_cast<size_t>(l * D + d);  // the LSTM op's index among the recurrent ops
+      ProgramOp op = int8.model.ops[k_front + k];
       if (s16_layer) {
         const FloatLstm& lstm = program.ops[k];
         const int32_t H = lstm.hidden_size;
@@ -389,43 +438,11 @@ CompiledModel s16_program(const FloatProgram& program, const CalibrationSet& cal
     }
     m.buffers.push_back(out);
   }
-  size_t k8 = static_cast<size_t>(L * D);  // the int8 program's first op after the stack
-
   // The head: 16x8 while it has 16x8 kernels, then a requantization and the int8 program's ops.
-  bool s16 = m.buffers.back().type == QLSTM_ELEMENT_S16;
   size_t j = 0;  // the head layer the next op starts at
   if (!head.empty() && head.front().kind == FloatLayerKind::kSelectStep) j = 1;
-  for (; k8 < int8.model.ops.size(); ++k8) {
-    const ProgramOp& op8 = int8.model.ops[k8];
-    const ProgramBuffer& out8 = int8.model.buffers[static_cast<size_t>(op8.output_buffer)];
-    ProgramOp op;
-    ProgramBuffer out = out8;
-    if (op8.kind == QLSTM_OP_SELECT_STEP) {
-      op = op8;
-      out.quant = m.buffers.back().quant;
-      out.type = m.buffers.back().type;
-    } else if (s16 && op8.kind == QLSTM_OP_FULLY_CONNECTED_S8) {
-      const FloatLayer& linear = head.at(j);
-      const bool clamp = j + 1 < head.size() && folds_into_clamp(head[j + 1]);
-      const Observed& o = heads[j + (clamp ? 1 : 0)];
-      op.kind = QLSTM_OP_FULLY_CONNECTED_S16;
-      op.fc_s16 = derive_fc_s16(linear, clamp ? &head[j + 1] : nullptr, m.buffers.back().quant.scale,
-                                scale(o, false, "16x8: the output of " + layer_label(linear)));
-      out.quant = {op.fc_s16.output_scale, 0};
-      out.type = QLSTM_ELEMENT_S16;
-      j += clamp ? 2 : 1;
-    } else {
-      if (s16) {  // hand over to int8 at the quantization the int8 program has here
-        requantize_to(QLSTM_ELEMENT_S8, int8.model.buffers[static_cast<size_t>(op8.input_buffer)].quant,
-                      "16x8: the requantization before op " + std::to_string(k8));
-        s16 = false;
-      }
-      op = op8;
-    }
-    op.input_buffer = static_cast<int32_t>(m.buffers.size()) - 1;
-    op.output_buffer = op.input_buffer + 1;
-    m.buffers.push_back(out);
-    m.ops.push_back(std::move(op));
+  for (size_t k8 = k_front + static_cast<size_t>(L * D); k8 < int8.model.ops.size(); ++k8) {
+    per_position_op(k8, head, heads, j);
   }
   m.name = int8.model.name;
   m.batch_first = int8.model.batch_first;
