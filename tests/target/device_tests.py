@@ -337,6 +337,8 @@ def test_whole(a):
 S16_MODELS = [
     ("sunspots_s16", "examples/sunspots/sunspots_lstm.onnx", True, "examples/sunspots/calibration.npy"),
     ("digits_s16", "examples/digits/digits_lstm.onnx", True, "examples/digits/calibration.npy"),
+    # A Linear + Relu in front of the stack: 16x8 from the model input on.
+    ("front_s16", "tests/onnx/models/whole_front_end.onnx", True, None),
 ]
 
 
@@ -392,7 +394,7 @@ def test_s16(a):
     if rc != 2 or "is a version-5 bundle, this firmware reads version 6" not in out:
         fail("a version-5 bundle: exit status %d:\n%s" % (rc, out))
     print("a version-5 bundle is refused: exit status 2")
-    print("%d 16x8 models: device == host, qlstm run and qlstm bench" % len(S16_MODELS))
+    print("%d 16x8 models: device == host, qlstm run and qlstm bench" % (len(S16_MODELS) + len(S16_STATE_MODELS)))
 
 
 def bench_counts_each_op(a, work, name, model):
