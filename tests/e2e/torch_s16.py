@@ -36,6 +36,7 @@ cases = [  # (name, model, T, softmax output)
     ("forecaster_2", models.forecaster(input_size=3, hidden=32, outputs=2, num_layers=2), 32, False),
     ("h_n_mlp_2", models.h_n_mlp(input_size=4, hidden=24, inner=16, outputs=3, num_layers=2), 20, False),
     ("classifier_2", models.classifier(input_size=6, hidden=24, classes=5, num_layers=2), 16, True),
+    ("front_2", models.front_end(input_size=8, projected=12, hidden=24, num_layers=2), 24, False),
 ]
 failures = passes = 0
 print("| model | mode | SQNR dB | flash B | RAM B |")
