@@ -190,8 +190,11 @@ struct Scored {
 // bias correction), then max-abs and MSE-clipped scales, each with and without bias correction.
 // int8's choice is tuned to int8's boundary noise; with int16 boundaries the weights' own error
 // is most of what is left, and which derivation leaves least of it differs by model
-// (docs/compiler.md). Only the first when the user fixed the weights or turned the search off.
-std::vector<DeriveOptions> weight_candidates(const CompileOptions& options, const OpChoice& chosen,
+// (docs/compiler.md). Only the first when the user fixed the weights or turned the search off,
+// and, as the int8 search, when the calibration has nothing to hold out (`held_out`: its
+// score_method): scored on the data bias correction takes its means from, a single sequence
+// favours the candidates that fit it.
+std::vector<DeriveOptions> weight_candidates(const CompileOptions& options, const OpChoice& chosen, bool held_out,
                                              std::vector<double> mean_x, std::vector<double> mean_h) {
   DeriveOptions base = options.derive;
   base.weight_rounding = WeightRounding::kNearest;  // adaptive rounding: not derived for 16x8 yet
@@ -201,7 +204,9 @@ std::vector<DeriveOptions> weight_candidates(const CompileOptions& options, cons
   first.weight_clip_ratio = chosen.weight_clip;
   first.bias_correction = chosen.bias_correction;
   std::vector<DeriveOptions> out = {first};
-  if (options.tuning != Tuning::kSearch || options.user_fixed.weights || options.user_fixed.bias_correction) return out;
+  if (options.tuning != Tuning::kSearch || options.user_fixed.weights || options.user_fixed.bias_correction || !held_out) {
+    return out;
+  }
   for (WeightScaleMethod method : {WeightScaleMethod::kMaxAbs, WeightScaleMethod::kMseClip}) {
     for (bool bias_correction : {false, true}) {
       DeriveOptions o = base;
@@ -408,7 +413,8 @@ CompiledModel s16_program(const FloatProgram& program, const CalibrationSet& cal
         // is tuned to int8's error, which a 16x8 cell does not share).
         const CellScaleChoice cell = choose_cell_scale(options.cell_scale, int8.stats.at(k).cell_max_abs);
         const std::vector<DeriveOptions> candidates =
-            weight_candidates(options, int8.stats.at(k).chosen, in.mean(0, static_cast<size_t>(lstm.input_size)),
+            weight_candidates(options, int8.stats.at(k).chosen, int8.stats.at(k).score_method != "none",
+                              in.mean(0, static_cast<size_t>(lstm.input_size)),
                               layers[static_cast<size_t>(l)].mean(static_cast<size_t>(d * H), static_cast<size_t>(H)));
         ProgramOp op16;
         op16.kind = QLSTM_OP_LSTM_S16;
