@@ -16,6 +16,7 @@
 #include "qlstm/lstm_s16.h"
 #include "qlstm/lstm_s8.h"
 #include "qlstm/requantize.h"
+#include "qlstm/softmax_s16.h"
 #include "qlstm/softmax_s8.h"
 #include "qlstm/status.h"
 #include "qlstm/table_s8.h"
