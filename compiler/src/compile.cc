@@ -176,6 +176,10 @@ json op_table_row(const CompiledModel& m, size_t k, const ProgramMemory::Op& mem
       row["beta"] = op.softmax.beta;
       row["diff_min"] = op.softmax.diff_min;
       break;
+    case QLSTM_OP_SOFTMAX_S16:
+      row["beta"] = op.softmax_s16.beta;
+      row["input_left_shift"] = op.softmax_s16.input_left_shift;
+      break;
     case QLSTM_OP_SELECT_STEP: row["step"] = op.select.step; break;
     default: break;
   }
@@ -202,7 +206,9 @@ json output_json(const CompiledModel& m, const CalibrationStats& last_lstm, cons
   json out = {{"scale", m.output_quant().scale}, {"zero_point", m.output_quant().zero_point},
               {"steps", m.output_is_one_step() ? "one per batch row" : "every step"}};
   const ProgramOp& op = m.ops.back();
-  if (m.buffers.back().type == QLSTM_ELEMENT_S16) {
+  if (op.kind == QLSTM_OP_SOFTMAX_S16) {
+    out["observer"] = "softmax_s16: fixed 1/32768, 0";
+  } else if (m.buffers.back().type == QLSTM_ELEMENT_S16) {
     out["observer"] = "16x8: symmetric int16 over 2^" + std::to_string(options.quantization.s16_headroom_bits) +
                       " times max |y| of the float program on the calibration set" +
                       (op.recurrent() ? " (an LSTM's output: at most 1)" : "");

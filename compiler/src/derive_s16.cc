@@ -338,5 +338,55 @@ DerivedRequantize DerivedRequantize::from_kernel_params(const qlstm_requantize_p
   return d;
 }
 
+// The exp table spans [-10, 0] of beta * x over 65535 steps of the scaled difference.
+constexpr double kSoftmaxS16ExpTableRange = 10.0;
+constexpr double kSoftmaxS16ScaledDiffSteps = 65535.0;
+
+AffineQuant softmax_s16_output_quant() {
+  return {std::ldexp(1.0, QLSTM_SOFTMAX_S16_OUTPUT_SCALE_LOG2), QLSTM_SOFTMAX_S16_OUTPUT_ZERO_POINT};
+}
+
+DerivedSoftmaxS16 derive_softmax_s16(int32_t row_size, double input_scale, double beta) {
+  if (!(input_scale > 0) || !std::isfinite(input_scale)) throw CompileError("softmax_s16: the input scale must be positive");
+  if (!(beta > 0) || !std::isfinite(beta)) throw CompileError("softmax_s16: beta must be positive and finite");
+  if (row_size < 2 || row_size > QLSTM_SOFTMAX_S16_ROW_SIZE_MAX) {
+    throw CompileError("softmax_s16: over " + std::to_string(row_size) + " values; the 16x8 softmax takes 2 to " +
+                       std::to_string(QLSTM_SOFTMAX_S16_ROW_SIZE_MAX));
+  }
+  DerivedSoftmaxS16 d;
+  d.row_size = row_size;
+  d.input_scale = input_scale;
+  d.beta = beta;
+  const qlstm_requant q = quantize_multiplier(beta * input_scale / (kSoftmaxS16ExpTableRange / kSoftmaxS16ScaledDiffSteps),
+                                              "softmax_s16: input multiplier");
+  d.input_multiplier = q.multiplier;
+  d.input_left_shift = q.shift;
+  const qlstm_softmax_s16_params p = d.kernel_params(0);
+  const char* field = nullptr;
+  if (qlstm_softmax_s16_validate(&p, &field) != QLSTM_OK) {
+    std::ostringstream s;
+    s << "softmax_s16: field '" << (field ? field : "?") << "' out of range (beta x input scale = " << beta * input_scale
+      << ")";
+    throw CompileError(s.str());
+  }
+  return d;
+}
+
+qlstm_softmax_s16_params DerivedSoftmaxS16::kernel_params(int32_t rows) const {
+  return {rows, row_size, input_multiplier, input_left_shift};
+}
+
+DerivedSoftmaxS16 DerivedSoftmaxS16::from_kernel_params(const qlstm_softmax_s16_params& p, double input_scale) {
+  DerivedSoftmaxS16 d;
+  d.row_size = p.row_size;
+  d.input_scale = input_scale;
+  d.input_multiplier = p.input_multiplier;
+  d.input_left_shift = p.input_left_shift;
+  // beta is not in the block: the one the multiplier stands for.
+  d.beta = multiplier_value({p.input_multiplier, p.input_left_shift}) * (kSoftmaxS16ExpTableRange / kSoftmaxS16ScaledDiffSteps) /
+           input_scale;
+  return d;
+}
+
 }  // namespace compiler
 }  // namespace qlstm

@@ -53,6 +53,7 @@ const char* kind_symbol(int32_t kind) {
     case QLSTM_OP_LSTM_S16: return "QLSTM_OP_LSTM_S16";
     case QLSTM_OP_FULLY_CONNECTED_S16: return "QLSTM_OP_FULLY_CONNECTED_S16";
     case QLSTM_OP_REQUANTIZE: return "QLSTM_OP_REQUANTIZE";
+    case QLSTM_OP_SOFTMAX_S16: return "QLSTM_OP_SOFTMAX_S16";
     default: return nullptr;
   }
 }
@@ -190,6 +191,7 @@ std::string describe_op(const qlstm_op& o, const ProgramOp& op) {
     case QLSTM_OP_REQUANTIZE:
       return std::string("requantization ") + element_word(o.requantize.input_type) + " -> " +
              element_word(o.requantize.output_type) + " of " + n(o.requantize.row_size);
+    case QLSTM_OP_SOFTMAX_S16: return "16x8 softmax over " + n(o.softmax_s16.row_size);
     default: return "op of kind " + n(o.kind);
   }
 }

@@ -184,7 +184,8 @@ bool known_kind(int32_t kind, uint32_t version) {
 }
 
 bool s16_kind(int32_t kind) {
-  return kind == QLSTM_OP_LSTM_S16 || kind == QLSTM_OP_FULLY_CONNECTED_S16 || kind == QLSTM_OP_REQUANTIZE;
+  return kind == QLSTM_OP_LSTM_S16 || kind == QLSTM_OP_FULLY_CONNECTED_S16 || kind == QLSTM_OP_REQUANTIZE ||
+         kind == QLSTM_OP_SOFTMAX_S16;
 }
 
 // A version-3 or later op: its parameter record decoded by the runtime's description of its kind's block.
@@ -291,6 +292,15 @@ ProgramOp read_op(const fb::Op* o, uint32_t version, const std::string& origin, 
         op.requantize = DerivedRequantize::from_kernel_params(p, in, out);
         break;
       }
+      case QLSTM_OP_SOFTMAX_S16: {
+        s16_symmetric();
+        const auto p = decode_record<RecordReader, qlstm_softmax_s16_params>(
+            o, aligned, origin, where,
+            [](qlstm_softmax_s16_params& q, RecordReader& r) { visit_softmax_s16_fields(q, r); });
+        rows_zero(p.rows);
+        op.softmax_s16 = DerivedSoftmaxS16::from_kernel_params(p, in.scale);
+        break;
+      }
       case QLSTM_OP_SELECT_STEP: {
         const auto p = decode_record<RecordReader, qlstm_select_step_params>(
             o, aligned, origin, where,
@@ -329,6 +339,7 @@ std::vector<uint8_t> op_record(const qlstm_op& o, size_t k) {
     case QLSTM_OP_LSTM_S16: visit_lstm_s16_fields(o.lstm_s16, w); break;
     case QLSTM_OP_FULLY_CONNECTED_S16: visit_fc_s16_op_fields(o.fc_s16, w); break;
     case QLSTM_OP_REQUANTIZE: visit_requantize_fields(o.requantize, w); break;
+    case QLSTM_OP_SOFTMAX_S16: visit_softmax_s16_fields(o.softmax_s16, w); break;
     default:
       throw CompileError("serialize_model: field 'ops[" + std::to_string(k) + "].kind': " + std::to_string(o.kind) +
                          " is not an op kind this qlstm knows");
@@ -445,6 +456,7 @@ std::string serialize_model(const CompiledModel& m) {
         label = op.fc_s16.fused_activation;
         break;
       case QLSTM_OP_REQUANTIZE: qi = op.requantize.input, qo = op.requantize.output; break;
+      case QLSTM_OP_SOFTMAX_S16: qi = {op.softmax_s16.input_scale, 0}, qo = softmax_s16_output_quant(); break;
       case QLSTM_OP_TABLE_S8:
         qi = op.table.input, qo = op.table.output;
         label = op.table.function;

@@ -45,6 +45,7 @@ const char* op_kind_name(int32_t kind) {
     case QLSTM_OP_LSTM_S16: return "lstm_s16";
     case QLSTM_OP_FULLY_CONNECTED_S16: return "fully_connected_s16";
     case QLSTM_OP_REQUANTIZE: return "requantize";
+    case QLSTM_OP_SOFTMAX_S16: return "softmax_s16";
   }
   return "?";
 }
@@ -448,6 +449,10 @@ void CompiledModel::validate(const std::string& origin) const {
           s16_in = {op.fc_s16.input_scale, 0}, s16_out = {op.fc_s16.output_scale, 0};
           op_in = &s16_in, op_out = &s16_out, in_width = op.fc_s16.input_size, out_width = op.fc_s16.output_size;
           break;
+        case QLSTM_OP_SOFTMAX_S16:
+          s16_in = {op.softmax_s16.input_scale, 0}, s16_out = softmax_s16_output_quant();
+          op_in = &s16_in, op_out = &s16_out, in_width = out_width = op.softmax_s16.row_size;
+          break;
         case QLSTM_OP_REQUANTIZE:
           op_in = &op.requantize.input, op_out = &op.requantize.output;
           in_width = out_width = op.requantize.row_size;
@@ -779,6 +784,7 @@ RuntimeProgram runtime_program(const CompiledModel& m, int32_t B, int32_t T, Lay
         break;
       case QLSTM_OP_FULLY_CONNECTED_S16: o.fc_s16 = op.fc_s16.kernel_params(0); break;
       case QLSTM_OP_REQUANTIZE: o.requantize = op.requantize.kernel_params(0); break;
+      case QLSTM_OP_SOFTMAX_S16: o.softmax_s16 = op.softmax_s16.kernel_params(0); break;
       // rows: the runner sets them from the input buffer's positions.
       case QLSTM_OP_FULLY_CONNECTED_S8: o.fc = op.fc.kernel_params(0); break;
       case QLSTM_OP_SOFTMAX_S8: o.softmax = op.softmax.kernel_params(0); break;

@@ -331,7 +331,7 @@ CompiledModel s16_program(const FloatProgram& program, const CalibrationSet& cal
   };
   // One int8 op of the front or the head (op k8 of the int8 program), in its 16x8 form while the
   // buffers are int16 and it has a 16x8 kernel (a Linear, with its folded Relu or Clip: layers[j],
-  // observed[j]); else a requantization to the int8 program's quantization there and the int8 op
+  // observed[j]; a softmax over 2 or more values); else a requantization to the int8 program's quantization there and the int8 op
   // itself, and int8 from there on.
   auto per_position_op = [&](size_t k8, const std::vector<FloatLayer>& float_layers,
                              const std::vector<Observed>& observed, size_t& j) {
@@ -354,6 +354,14 @@ CompiledModel s16_program(const FloatProgram& program, const CalibrationSet& cal
       out.quant = {op.fc_s16.output_scale, 0};
       out.type = QLSTM_ELEMENT_S16;
       j += clamp ? 2 : 1;
+    } else if (s16 && op8.kind == QLSTM_OP_SOFTMAX_S8 && op8.softmax.row_size >= 2) {
+      // The 16x8 softmax on the int16 logits; its output int16 at 1/32768. (A row of one stays
+      // int8: upstream's int16 arithmetic stores its probability of 1 as -32768.)
+      op.kind = QLSTM_OP_SOFTMAX_S16;
+      op.softmax_s16 = derive_softmax_s16(op8.softmax.row_size, m.buffers.back().quant.scale, op8.softmax.beta);
+      out.quant = softmax_s16_output_quant();
+      out.type = QLSTM_ELEMENT_S16;
+      if (j < float_layers.size() && float_layers[j].kind == FloatLayerKind::kSoftmax) ++j;
     } else {
       if (s16) {  // hand over to int8 at the quantization the int8 program has here
         requantize_to(QLSTM_ELEMENT_S8, int8.model.buffers[static_cast<size_t>(op8.input_buffer)].quant,

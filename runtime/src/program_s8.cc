@@ -61,7 +61,8 @@ struct OpTypes {
 OpTypes op_types(const qlstm_program& program, const qlstm_op& op) {
   switch (op.kind) {
     case QLSTM_OP_LSTM_S16:
-    case QLSTM_OP_FULLY_CONNECTED_S16: return {QLSTM_ELEMENT_S16, QLSTM_ELEMENT_S16};
+    case QLSTM_OP_FULLY_CONNECTED_S16:
+    case QLSTM_OP_SOFTMAX_S16: return {QLSTM_ELEMENT_S16, QLSTM_ELEMENT_S16};
     case QLSTM_OP_REQUANTIZE: return {op.requantize.input_type, op.requantize.output_type};
     case QLSTM_OP_SELECT_STEP: {
       const int32_t t = element_type(program, op.input_buffer);
@@ -188,6 +189,12 @@ Failure check_row_op(const qlstm_program& program, int32_t k, int32_t time_steps
       if (op.fc_s16.bias == nullptr) return {QLSTM_ERROR_NULL_POINTER, "bias", k};
       const qlstm_fc_s16_params p = row_call_params(program, op, op.fc_s16, time_steps);
       st = qlstm_fc_s16_validate(&p, &field);
+      break;
+    }
+    case QLSTM_OP_SOFTMAX_S16: {
+      if (op.softmax_s16.row_size != in_width || op.softmax_s16.row_size != out_width) return bad_op("row_size", k);
+      const qlstm_softmax_s16_params p = row_call_params(program, op, op.softmax_s16, time_steps);
+      st = qlstm_softmax_s16_validate(&p, &field);
       break;
     }
     case QLSTM_OP_REQUANTIZE: {
@@ -388,6 +395,9 @@ qlstm_status qlstm::run_program_s8(const qlstm_program* program, qlstm_program_c
         break;
       case QLSTM_OP_FULLY_CONNECTED_S16:
         st = run_fc_s16_prechecked(row_call_params(*program, op, op.fc_s16, time_steps), in16, out16);
+        break;
+      case QLSTM_OP_SOFTMAX_S16:
+        softmax_s16_prechecked(row_call_params(*program, op, op.softmax_s16, time_steps), in16, out16);
         break;
       case QLSTM_OP_REQUANTIZE:
         requantize_prechecked(row_call_params(*program, op, op.requantize, time_steps), in, out);

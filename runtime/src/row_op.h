@@ -1,4 +1,4 @@
-// What the C entry points of an op on rows of int8 values (softmax, table) share: the result of
+// What the C entry points of an op on rows of int8 or int16 values (softmax, table) share: the result of
 // a validation, its report through `field`, and the checked call.
 #ifndef QLSTM_RUNTIME_ROW_OP_H_
 #define QLSTM_RUNTIME_ROW_OP_H_
@@ -22,9 +22,9 @@ inline qlstm_status report(const FieldFailure& f, const char** field) {
 }
 
 // A run entry point: validate, then the buffers (NULL only when there are no rows), then run.
-template <class Params>
-qlstm_status checked_row_call(FieldFailure (*check)(const Params*), void (*run)(const Params&, const int8_t*, int8_t*),
-                              const Params* params, const int8_t* input, int8_t* output) {
+template <class Params, class T>
+qlstm_status checked_row_call(FieldFailure (*check)(const Params*), void (*run)(const Params&, const T*, T*),
+                              const Params* params, const T* input, T* output) {
   const FieldFailure f = check(params);
   if (f.status != QLSTM_OK) return f.status;
   if (params->rows > 0 && (input == nullptr || output == nullptr)) return QLSTM_ERROR_NULL_POINTER;

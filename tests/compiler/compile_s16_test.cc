@@ -38,8 +38,8 @@ struct Case {
   const char* fixture;
   std::vector<int32_t> kinds;  // the 16x8 program's ops
   bool int16_output;
-  // Over int8, held out: int16 outputs gain the most; an int8 softmax output keeps its own 1/256
-  // steps.
+  // Over int8, held out (measured: the classifiers, whose 16x8 softmax outputs 1/32768 steps,
+  // +20.6 and +22.9 dB; the others as noted), less a margin.
   double min_gain_db;
 };
 
@@ -68,6 +68,7 @@ TEST_P(CompileS16, WholeModelIsSixteenBitWhereItHasKernelsAndMoreAccurate) {
   const double q16 = held_out_sqnr(onnx, m, test), q8 = held_out_sqnr(onnx, s8.model, test);
   RecordProperty("sqnr_s16_db", std::to_string(q16));
   RecordProperty("sqnr_s8_db", std::to_string(q8));
+  std::printf("%s: held out, 16x8 %.2f dB, int8 %.2f dB (%+.2f dB)\n", c.fixture, q16, q8, q16 - q8);
   EXPECT_GT(q16, q8 + c.min_gain_db) << c.fixture << ": 16x8 " << q16 << " dB, int8 " << q8 << " dB";
   // The memory: activations and state in int16.
   EXPECT_GT(s16.memory.activation_bytes, s8.memory.activation_bytes);
@@ -81,15 +82,15 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"torch_two_layers", {QLSTM_OP_LSTM_S16, QLSTM_OP_LSTM_S16}, true, 10.0},
         // y[:, -1] of a forward LSTM: its last step alone, no selection op.
         Case{"whole_classifier_opset17",
-             {QLSTM_OP_LSTM_S16, QLSTM_OP_FULLY_CONNECTED_S16, QLSTM_OP_REQUANTIZE, QLSTM_OP_SOFTMAX_S8}, false, 0.0},
+             {QLSTM_OP_LSTM_S16, QLSTM_OP_FULLY_CONNECTED_S16, QLSTM_OP_SOFTMAX_S16}, true, 18.0},
         // A Linear (+Relu) projection in front of the stack: 16x8 from the model input on. Its
         // 16x8 FC has one weight scale (CMSIS-NN's), its rows' ranges differ 3.3 times (+10.0 dB
         // measured, int8's FC is per channel).
         Case{"whole_front_end", {QLSTM_OP_FULLY_CONNECTED_S16, QLSTM_OP_LSTM_S16}, true, 8.0},
         Case{"whole_classifier_bidirectional_stacked",
              {QLSTM_OP_LSTM_S16, QLSTM_OP_LSTM_S16, QLSTM_OP_LSTM_S16, QLSTM_OP_LSTM_S16, QLSTM_OP_SELECT_STEP,
-              QLSTM_OP_FULLY_CONNECTED_S16, QLSTM_OP_REQUANTIZE, QLSTM_OP_SOFTMAX_S8},
-             false, 0.0}),
+              QLSTM_OP_FULLY_CONNECTED_S16, QLSTM_OP_SOFTMAX_S16},
+             true, 20.0}),
     [](const ::testing::TestParamInfo<Case>& i) { return std::string(i.param.fixture); });
 
 // Mixed precision: the listed layers 16x8, the others int8, a requantization where they meet; the

@@ -196,4 +196,24 @@ TEST(DeriveS16, RefusalsNameTheGateRowAndQuantity) {
                {"input-to-Q3.12 multiplier", "16x8 limit"});
 }
 
+// TFLite Micro's int16 softmax preparation: QuantizeMultiplier(beta * s_in / (10 / 65535)); the
+// figures are frexp's of 65535 / 10240 and of 0.1 * 6553.5, rounded by hand.
+TEST(DeriveS16, SoftmaxMultiplierAsTfliteMicroAndItsRefusals) {
+  const DerivedSoftmaxS16 a = derive_softmax_s16(10, 1.0 / 1024, 1.0);
+  EXPECT_EQ(a.input_multiplier, 1717960704);
+  EXPECT_EQ(a.input_left_shift, 3);
+  const DerivedSoftmaxS16 b = derive_softmax_s16(4, 0.05, 2.0);
+  EXPECT_EQ(b.input_multiplier, 1374368563);
+  EXPECT_EQ(b.input_left_shift, 10);
+  // Back from its block: the beta the multiplier stands for.
+  EXPECT_NEAR(DerivedSoftmaxS16::from_kernel_params(b.kernel_params(0), 0.05).beta, 2.0, 1e-8);
+  EXPECT_EQ(softmax_s16_output_quant().scale, 1.0 / 32768);
+  EXPECT_EQ(softmax_s16_output_quant().zero_point, 0);
+  expect_error([] { derive_softmax_s16(1, 0.01, 1.0); }, {"over 1 values", "takes 2 to"});
+  expect_error([] { derive_softmax_s16(QLSTM_SOFTMAX_S16_ROW_SIZE_MAX + 1, 0.01, 1.0); }, {"takes 2 to"});
+  expect_error([] { derive_softmax_s16(5, 0.01, 0.0); }, {"beta"});
+  // beta x s_in = 8: a left shift of 16, past the kernel's 15.
+  expect_error([] { derive_softmax_s16(5, 8.0, 1.0); }, {"input_left_shift"});
+}
+
 }  // namespace

@@ -118,7 +118,8 @@ std::vector<uint8_t> run_raw(const CompiledModel& m, const std::vector<uint8_t>&
   return run_program_raw(m, x.data(), x.size(), shape);
 }
 
-// A typed program (int16 buffers, the 16x8 kinds, a requantization to an int8 softmax) is a
+// A typed program (int16 buffers, the 16x8 kinds, a requantization to an int8 softmax or the 16x8
+// softmax) is a
 // version-7 file; it reads back with every type and parameter and runs bit for bit as before.
 void expect_s16_round_trip(const CompiledModel& m, std::mt19937_64& rng) {
   ASSERT_FALSE(m.all_s8());
@@ -144,7 +145,17 @@ void expect_s16_round_trip(const CompiledModel& m, std::mt19937_64& rng) {
   }
   EXPECT_EQ(r.ops[1].fc_s16.bias, m.ops[1].fc_s16.bias);
   EXPECT_EQ(r.ops[1].fc_s16.weight_scale, m.ops[1].fc_s16.weight_scale);
-  EXPECT_EQ(r.ops[2].requantize.to_output.multiplier, m.ops[2].requantize.to_output.multiplier);
+  if (m.ops[2].kind == QLSTM_OP_SOFTMAX_S16) {
+    const DerivedSoftmaxS16 &sa = m.ops[2].softmax_s16, &sb = r.ops[2].softmax_s16;
+    EXPECT_EQ(sb.row_size, sa.row_size);
+    EXPECT_EQ(sb.input_multiplier, sa.input_multiplier);
+    EXPECT_EQ(sb.input_left_shift, sa.input_left_shift);
+    EXPECT_EQ(sb.input_scale, sa.input_scale);
+    EXPECT_NEAR(sb.beta, sa.beta, 1e-9);  // the beta its multiplier stands for
+    EXPECT_EQ(r.buffers.back().quant.scale, 1.0 / 32768);
+  } else {
+    EXPECT_EQ(r.ops[2].requantize.to_output.multiplier, m.ops[2].requantize.to_output.multiplier);
+  }
   // Written again, the same bytes.
   EXPECT_EQ(serialize_model(r), serialize_model(m));
   for (const SequenceShape& shape : {SequenceShape{2, 7, Layout::kBatchMajor}, SequenceShape{1, 1, Layout::kBatchMajor}}) {
@@ -154,12 +165,15 @@ void expect_s16_round_trip(const CompiledModel& m, std::mt19937_64& rng) {
 }
 
 TEST(ModelFile, S16ProgramRoundTripIsExact) {
-  for (const bool final_state : {false, true}) {
-    SCOPED_TRACE(final_state ? "final state" : "every step");
-    std::mt19937_64 rng(71);
-    testing_support::S16ModelShape shape;
-    shape.final_state = final_state;
-    expect_s16_round_trip(testing_support::s16_model(rng, shape), rng);
+  for (const bool softmax_s16 : {false, true}) {
+    for (const bool final_state : {false, true}) {
+      SCOPED_TRACE(std::string(final_state ? "final state" : "every step") + (softmax_s16 ? ", 16x8 softmax" : ""));
+      std::mt19937_64 rng(71);
+      testing_support::S16ModelShape shape;
+      shape.final_state = final_state;
+      shape.softmax_s16 = softmax_s16;
+      expect_s16_round_trip(testing_support::s16_model(rng, shape), rng);
+    }
   }
 }
 

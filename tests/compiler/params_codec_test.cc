@@ -378,7 +378,8 @@ void run_and_compare(const EmittedProbe& probe, const CompiledModel& m, std::mt1
     const std::string y = probe.run("run " + probe.path("x.bin") + " " + std::to_string(T), "y.bin", &status);
     ASSERT_EQ(status, 0) << "T = " << T;
     const std::vector<uint8_t> want = run_program_raw(m, x.data(), x_bytes, {kBatch, T, Layout::kBatchMajor});
-    EXPECT_EQ(want.size(), static_cast<size_t>(kBatch) * (one_row ? 1 : T) * m.output_size());
+    const size_t output_bytes = m.buffers.back().type == QLSTM_ELEMENT_S16 ? 2 : 1;
+    EXPECT_EQ(want.size(), static_cast<size_t>(kBatch) * (one_row ? 1 : T) * m.output_size() * output_bytes);
     EXPECT_EQ(std::vector<uint8_t>(y.begin(), y.end()), want) << "T = " << T;
   }
 }
@@ -416,6 +417,23 @@ TEST(ParamsCodec, EmittedS16ProgramHoldsEveryFieldAndRunsAsTheHost) {
   const DecodedOps d = read_ops(records_of(p.ops, p.widths), p.ops.size(), p.widths.size());
   expect_same_ops(p.ops, d.ops, "records");
   run_and_compare(probe, m, rng, kSteps);
+
+  // The 16x8 softmax head (FC_S16 -> SOFTMAX_S16): int16 in, int16 probabilities out.
+  testing_support::S16ModelShape softmax_shape;
+  softmax_shape.softmax_s16 = true;
+  const CompiledModel ms = testing_support::s16_model(rng, softmax_shape);
+  ASSERT_EQ(ms.ops.back().kind, QLSTM_OP_SOFTMAX_S16);
+  const EmittedSource es = emit_cpp(ms, "ss", kBatch, kSteps, "params_codec_test");
+  EXPECT_NE(es.header.find("qlstm_status ss_run(const int16_t* input, int16_t* output, int32_t time_steps);"),
+            std::string::npos) << es.header;
+  EXPECT_NE(es.source.find("QLSTM_OP_SOFTMAX_S16"), std::string::npos);
+  const EmittedProbe softmax_probe(ms, "ss", kBatch, kSteps, "-DMODEL_INPUT_T=int16_t -DMODEL_OUTPUT_T=int16_t");
+  ASSERT_TRUE(softmax_probe.build().ok) << softmax_probe.build().log;
+  const RuntimeProgram ps = runtime_program(ms, kBatch, 0, Layout::kBatchMajor);
+  expect_emitted_table(softmax_probe, ps);
+  const DecodedOps ds = read_ops(records_of(ps.ops, ps.widths), ps.ops.size(), ps.widths.size());
+  expect_same_ops(ps.ops, ds.ops, "records");
+  run_and_compare(softmax_probe, ms, rng, kSteps);
   // The int16 input helper: the host's rounding (ties to even) and saturation, for int16 codes'
   // own values and for random ones beyond the range.
   const double scale = m.input_quant().scale;

@@ -433,7 +433,7 @@ TEST(WholeProgram, LoaderRefusesEachInconsistentFieldOfTheNewKinds) {
       {[](CompiledModel& m) { m.buffers[2].steps = QLSTM_BUFFER_EVERY_STEP; }, "model.qlstm: ops[1].output_buffer"},
       {[](CompiledModel& m) { m.buffers[2].quant.scale *= 2; },
        "model.qlstm: field 'ops[1]': output quantization differs from its output buffer's"},
-      {[](CompiledModel& m) { m.ops[3].kind = 9; }, "field 'ops[3].kind': 9 is not an op kind this qlstm knows"},
+      {[](CompiledModel& m) { m.ops[3].kind = QLSTM_OP_KIND_COUNT; }, "field 'ops[3].kind': 10 is not an op kind this qlstm knows"},
   };
   for (const Case& c : cases) {
     CompiledModel m = base;

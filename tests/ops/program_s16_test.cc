@@ -202,6 +202,73 @@ TEST(ProgramS16, RefusesBuffersOfTheWrongTypeNamingThem) {
   }
 }
 
+// The head as the compiler now builds it: the 16x8 softmax on the int16 logits, int16 output
+// (without it: the LSTM and FC alone, the logits).
+void fill_softmax_s16_program(const Classifier& c, Built& b, bool with_softmax = true) {
+  const size_t buffers = with_softmax ? 4 : 3;
+  b.B = kB;
+  b.T = kT;
+  b.widths = {kI, kH, kO, kO};
+  b.widths.resize(buffers);
+  b.steps.assign(buffers, QLSTM_BUFFER_EVERY_STEP);
+  b.types.assign(buffers, QLSTM_ELEMENT_S16);
+  b.ops = {c.b.ops[0], c.b.ops[1]};
+  if (with_softmax) {
+    qlstm_op s = program_op(QLSTM_OP_SOFTMAX_S16, 2, 3);
+    s.softmax_s16 = {0, kO, 1407374884, 2};
+    b.ops.push_back(s);
+  }
+  b.state_values = c.b.state_values;
+  b.finish();
+}
+
+TEST(ProgramS16, SoftmaxS16HeadEqualsTheKernelsAndIsValidatedByField) {
+  Classifier c(5);
+  Built b;
+  fill_softmax_s16_program(c, b);
+  std::mt19937_64 rng(6);
+  const std::vector<int16_t> x = random_s16(static_cast<size_t>(kB * kT * kI), rng);
+  ASSERT_EQ(verdict(&b.program, &b.ctx, kT), "ok");
+  std::vector<int16_t> y(static_cast<size_t>(kB * kT * kO), 0x5A5A);
+  ASSERT_EQ(qlstm_program_run(&b.program, &b.ctx, x.data(), y.data(), kT, nullptr, nullptr), QLSTM_OK);
+  // The LSTM and FC as a program, then the softmax kernel on the logits.
+  Built logits_only;
+  fill_softmax_s16_program(c, logits_only, false);
+  std::vector<int16_t> logits(y.size()), want(y.size());
+  ASSERT_EQ(qlstm_program_run(&logits_only.program, &logits_only.ctx, x.data(), logits.data(), kT, nullptr, nullptr),
+            QLSTM_OK);
+  qlstm_softmax_s16_params sp = b.ops[2].softmax_s16;
+  sp.rows = kB * kT;
+  ASSERT_EQ(qlstm_softmax_s16(&sp, logits.data(), want.data()), QLSTM_OK);
+  EXPECT_EQ(y, want);
+  int32_t row_sum = 0;
+  for (int32_t k = 0; k < kO; ++k) row_sum += y[static_cast<size_t>(k)];
+  EXPECT_NEAR(row_sum, 32768, kO);  // probabilities in Q0.15
+
+  struct Case {
+    const char* what;
+    void (*change)(Built& b);
+    std::string want;
+  };
+  const Case cases[] = {
+      {"an int8 output", [](Built& b) { b.types[3] = QLSTM_ELEMENT_S8; },
+       refusal(QLSTM_ERROR_BAD_ELEMENT_TYPE, "output_buffer", 2)},
+      {"a row size not its buffers'", [](Built& b) { b.ops[2].softmax_s16.row_size = kO + 1; },
+       refusal(QLSTM_ERROR_BAD_PROGRAM, "row_size", 2)},
+      {"a negative multiplier", [](Built& b) { b.ops[2].softmax_s16.input_multiplier = -1; },
+       refusal(QLSTM_ERROR_BAD_MULTIPLIER, "input_multiplier", 2)},
+      {"a shift beyond 15", [](Built& b) { b.ops[2].softmax_s16.input_left_shift = QLSTM_SOFTMAX_S16_SHIFT_MAX + 1; },
+       refusal(QLSTM_ERROR_BAD_SHIFT, "input_left_shift", 2)},
+  };
+  for (const Case& k : cases) {
+    Built bad;
+    fill_softmax_s16_program(c, bad);
+    k.change(bad);
+    bad.finish();
+    EXPECT_EQ(verdict(&bad.program, &bad.ctx, kT), k.want) << k.what;
+  }
+}
+
 TEST(ProgramS16, ActivationAreasHoldTwoBytesPerInt16Element) {
   Classifier c(5);
   // Area 0 holds buffer 1 (int16 [B][T][H]) and buffer 3 (int8 [B][T][O]): 2 x B x T x H bytes.

@@ -1,6 +1,7 @@
-// A small 16x8 program built by hand, as s16_program builds one: int16 input, a QLSTM_OP_LSTM_S16,
-// a QLSTM_OP_FULLY_CONNECTED_S16, a QLSTM_OP_REQUANTIZE to int8 and an int8 softmax. For the tests
-// of the forms a typed program takes (the model file, the emitted source).
+// A small 16x8 program built by hand: int16 input, a QLSTM_OP_LSTM_S16, a
+// QLSTM_OP_FULLY_CONNECTED_S16, then a QLSTM_OP_REQUANTIZE to int8 and an int8 softmax, or (as
+// s16_program builds it) a QLSTM_OP_SOFTMAX_S16. For the tests of the forms a typed program takes
+// (the model file, the emitted source).
 #ifndef QLSTM_TESTS_S16_MODEL_H_
 #define QLSTM_TESTS_S16_MODEL_H_
 
@@ -18,7 +19,19 @@ struct S16ModelShape {
   int32_t cell_power = -11;
   bool batch_first = true;
   bool final_state = false;  // the LSTM writes only its final hidden state (a one-step head)
+  bool softmax_s16 = false;  // the head's softmax 16x8 on the int16 logits (no requantization)
 };
+
+// The head's ops, each reading the last buffer and writing the next (outs[j]).
+inline void append_head(qlstm::compiler::CompiledModel& m, qlstm::compiler::ProgramOp* const* head,
+                        const qlstm::compiler::ProgramBuffer* outs, size_t n) {
+  for (size_t j = 0; j < n; ++j) {
+    head[j]->input_buffer = static_cast<int32_t>(m.buffers.size()) - 1;
+    head[j]->output_buffer = head[j]->input_buffer + 1;
+    m.buffers.push_back(outs[j]);
+    m.ops.push_back(*head[j]);
+  }
+}
 
 inline qlstm::compiler::CompiledModel s16_model(std::mt19937_64& rng, const S16ModelShape& shape = {}) {
   using namespace qlstm::compiler;
@@ -56,6 +69,17 @@ inline qlstm::compiler::CompiledModel s16_model(std::mt19937_64& rng, const S16M
   ProgramOp fc;
   fc.kind = QLSTM_OP_FULLY_CONNECTED_S16;
   fc.fc_s16 = derive_fc_s16(linear, nullptr, s_h, s_logits);
+  if (shape.softmax_s16) {
+    ProgramOp sm;
+    sm.kind = QLSTM_OP_SOFTMAX_S16;
+    sm.softmax_s16 = derive_softmax_s16(C, s_logits, 1.0);
+    const ProgramBuffer outs[] = {{C, {s_logits, 0}, steps, QLSTM_ELEMENT_S16},
+                                  {C, softmax_s16_output_quant(), steps, QLSTM_ELEMENT_S16}};
+    ProgramOp* head[] = {&fc, &sm};
+    append_head(m, head, outs, 2);
+    m.validate("s16_model");
+    return m;
+  }
   const AffineQuant logits8{4.0 / 127, 0};
   ProgramOp rq;
   rq.kind = QLSTM_OP_REQUANTIZE;
@@ -67,12 +91,7 @@ inline qlstm::compiler::CompiledModel s16_model(std::mt19937_64& rng, const S16M
                                 {C, logits8, steps, QLSTM_ELEMENT_S8},
                                 {C, softmax_output_quant(), steps, QLSTM_ELEMENT_S8}};
   ProgramOp* head[] = {&fc, &rq, &sm};
-  for (size_t j = 0; j < 3; ++j) {
-    head[j]->input_buffer = static_cast<int32_t>(m.buffers.size()) - 1;
-    head[j]->output_buffer = head[j]->input_buffer + 1;
-    m.buffers.push_back(outs[j]);
-    m.ops.push_back(*head[j]);
-  }
+  append_head(m, head, outs, 3);
   m.validate("s16_model");
   return m;
 }

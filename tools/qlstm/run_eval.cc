@@ -236,7 +236,7 @@ Saturation saturation_ranges(const CompiledModel& m) {
   auto range = [](const ProgramBuffer& b) { return b.type == QLSTM_ELEMENT_S16 ? int16_range(b.quant) : int8_range(b.quant); };
   s.input = range(m.buffers.front());
   s.output = range(m.buffers.back());
-  s.output_fixed = m.ops.back().kind == QLSTM_OP_SOFTMAX_S8;
+  s.output_fixed = m.ops.back().kind == QLSTM_OP_SOFTMAX_S8 || m.ops.back().kind == QLSTM_OP_SOFTMAX_S16;
   for (const ProgramOp* op : lstm_ops(m)) {
     s.has_cell.push_back(!op->gru_op());
     s.cell.push_back(op->gru_op()        ? RangeCount{}

@@ -230,6 +230,7 @@ qlstm_status run_fc_s16_prechecked(const qlstm_fc_s16_params& params, const int1
 // The softmax and table ops on validated params (qlstm_softmax_s8_validate,
 // qlstm_table_s8_validate), rows >= 0; the program runner calls them after its one validation.
 void softmax_s8_prechecked(const qlstm_softmax_s8_params& params, const int8_t* input, int8_t* output);
+void softmax_s16_prechecked(const qlstm_softmax_s16_params& params, const int16_t* input, int16_t* output);
 void table_s8_prechecked(const qlstm_table_s8_params& params, const int8_t* input, int8_t* output);
 void requantize_prechecked(const qlstm_requantize_params& params, const void* input, void* output);
 

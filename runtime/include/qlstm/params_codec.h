@@ -242,14 +242,30 @@ void visit_fc_s8_fields(P& p, V& v) {
   v.close();
 }
 
+namespace codec_detail {
+// The fields the int8 and the 16x8 softmax share, in both blocks' order.
 template <class P, class V>
-void visit_softmax_s8_fields(P& p, V& v) {
-  v.open("softmax");
+void softmax_scaling(P& p, V& v) {
   v.i32("rows", p.rows);
   v.i32("row_size", p.row_size);
   v.i32("input_multiplier", p.input_multiplier);
   v.i32("input_left_shift", p.input_left_shift);
+}
+}  // namespace codec_detail
+
+template <class P, class V>
+void visit_softmax_s8_fields(P& p, V& v) {
+  v.open("softmax");
+  codec_detail::softmax_scaling(p, v);
   v.i32("diff_min", p.diff_min);
+  v.close();
+}
+
+// P is qlstm_softmax_s16_params or const qlstm_softmax_s16_params.
+template <class P, class V>
+void visit_softmax_s16_fields(P& p, V& v) {
+  v.open("softmax_s16");
+  codec_detail::softmax_scaling(p, v);
   v.close();
 }
 
@@ -305,6 +321,7 @@ void visit_op_fields(Op& op, V& v) {
   if (op.kind == QLSTM_OP_LSTM_S16) visit_lstm_s16_fields(op.lstm_s16, v); else v.unused("lstm_s16");
   if (op.kind == QLSTM_OP_FULLY_CONNECTED_S16) visit_fc_s16_op_fields(op.fc_s16, v); else v.unused("fc_s16");
   if (op.kind == QLSTM_OP_REQUANTIZE) visit_requantize_fields(op.requantize, v); else v.unused("requantize");
+  if (op.kind == QLSTM_OP_SOFTMAX_S16) visit_softmax_s16_fields(op.softmax_s16, v); else v.unused("softmax_s16");
   v.i32("input_buffer", op.input_buffer);
   v.i32("output_buffer", op.output_buffer);
   v.i32("output_offset", op.output_offset);

@@ -16,6 +16,7 @@
 #include "qlstm/lstm_s16.h"
 #include "qlstm/lstm_s8.h"
 #include "qlstm/requantize.h"
+#include "qlstm/softmax_s16.h"
 #include "qlstm/softmax_s8.h"
 #include "qlstm/status.h"
 #include "qlstm/table_s8.h"
@@ -34,7 +35,8 @@ typedef enum qlstm_op_kind {
   QLSTM_OP_LSTM_S16 = 6,           /* qlstm_lstm_s16 over the whole (int16) input buffer */
   QLSTM_OP_FULLY_CONNECTED_S16 = 7, /* qlstm_fc_s16 on every position of its (int16) input buffer */
   QLSTM_OP_REQUANTIZE = 8,         /* qlstm_requantize on every position: int8 <-> int16 */
-  QLSTM_OP_KIND_COUNT = 9
+  QLSTM_OP_SOFTMAX_S16 = 9,        /* qlstm_softmax_s16 on every position of its (int16) input buffer */
+  QLSTM_OP_KIND_COUNT = 10
 } qlstm_op_kind;
 
 /* How many positions a buffer holds per batch row. */
@@ -67,6 +69,8 @@ typedef struct qlstm_op {
   qlstm_fc_s16_params fc_s16;
   /* As fc: the runner sets rows; row_size the buffers' width, the types theirs. */
   qlstm_requantize_params requantize;
+  /* As softmax: the runner sets rows; row_size the (int16) buffers' width. */
+  qlstm_softmax_s16_params softmax_s16;
   int32_t input_buffer;        /* 0 ... buffer_count - 2 */
   int32_t output_buffer;       /* 1 ... buffer_count - 1, not in the input buffer's area */
   int32_t output_offset;       /* elements into each output position's row: offset + H <= width */

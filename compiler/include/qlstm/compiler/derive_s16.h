@@ -13,6 +13,7 @@
 #include "qlstm/fully_connected_s16.h"
 #include "qlstm/lstm_s16.h"
 #include "qlstm/requantize.h"
+#include "qlstm/softmax_s16.h"
 
 namespace qlstm {
 namespace compiler {
@@ -109,6 +110,24 @@ struct DerivedRequantize {
 // type, or a ratio of scales out of the multiplier's range.
 DerivedRequantize derive_requantize(int32_t row_size, int32_t input_type, const AffineQuant& input,
                                     int32_t output_type, const AffineQuant& output, const std::string& what);
+
+// The 16x8 softmax (qlstm_softmax_s16, docs/arithmetic.md §16): an int16 symmetric input, the
+// output int16 at 1/32768, zero point 0 (QLSTM_SOFTMAX_S16_*).
+struct DerivedSoftmaxS16 {
+  int32_t row_size = 0;
+  double input_scale = 0;
+  double beta = 1.0;
+  int32_t input_multiplier = 0, input_left_shift = 0;
+
+  qlstm_softmax_s16_params kernel_params(int32_t rows) const;
+  static DerivedSoftmaxS16 from_kernel_params(const qlstm_softmax_s16_params& p, double input_scale);
+};
+// TFLite Micro's int16 softmax preparation: QuantizeMultiplier(beta * s_in / (10 / 65535)), so that
+// beta times a difference over [-10, 0] spans the exp table's [-65535, 0]. Throws CompileError for
+// a row of fewer than 2 values (upstream's arithmetic stores a probability of 1 as -32768) or more
+// than the kernel takes, a beta not positive and finite, or a shift beyond the kernel's.
+DerivedSoftmaxS16 derive_softmax_s16(int32_t row_size, double input_scale, double beta);
+AffineQuant softmax_s16_output_quant();  // scale 1/32768, zero point 0
 
 }  // namespace compiler
 }  // namespace qlstm

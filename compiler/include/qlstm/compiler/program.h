@@ -118,11 +118,12 @@ struct ProgramOp {
   DerivedTable table;
   DerivedSelect select;
   DerivedGru gru;  // kind QLSTM_OP_GRU_S8; input/output quantization as lstm's
-  // The 16x8 kinds (QLSTM_OP_LSTM_S16, QLSTM_OP_FULLY_CONNECTED_S16) over int16 buffers, and the
+  // The 16x8 kinds (QLSTM_OP_LSTM_S16, QLSTM_OP_FULLY_CONNECTED_S16, QLSTM_OP_SOFTMAX_S16) over int16 buffers, and the
   // requantization between an int16 and an int8 buffer (QLSTM_OP_REQUANTIZE).
   DerivedLstmS16 lstm_s16;
   DerivedFcS16 fc_s16;
   DerivedRequantize requantize;
+  DerivedSoftmaxS16 softmax_s16;  // QLSTM_OP_SOFTMAX_S16: int16 buffers on both sides
   int32_t input_buffer = 0, output_buffer = 1;
   int32_t output_offset = 0;  // first element of the op's part of each output row
   // StateSource::kConstant: [H], the same for every batch row, or [B][H], one per row of the

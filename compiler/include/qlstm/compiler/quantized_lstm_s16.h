@@ -51,8 +51,9 @@ class QuantizedLstmS16 {
 // The 16x8 form of a compiled int8 program (docs/compiler.md, "16x8 models"): the same ops
 // and weight choices (int8's search), int16 buffers with symmetric scales from the float
 // program's max |v| on the calibration set, every LSTM op QLSTM_OP_LSTM_S16 and every Linear
-// (with its folded Relu or Clip) QLSTM_OP_FULLY_CONNECTED_S16 up to the first layer without a
-// 16x8 kernel (an activation table or a softmax), where a QLSTM_OP_REQUANTIZE to the int8
+// (with its folded Relu or Clip) QLSTM_OP_FULLY_CONNECTED_S16, a softmax over 2 or more values
+// QLSTM_OP_SOFTMAX_S16 (an int16 output at 1/32768), up to the first layer without a 16x8
+// kernel (an activation table), where a QLSTM_OP_REQUANTIZE to the int8
 // program's quantization of that point hands over to the int8 ops that follow. Throws
 // CompileError naming the node for what has no 16x8 form yet: a GRU, layers before the stack, an
 // initial state or a state output.
