@@ -371,8 +371,8 @@ int main(int argc, char** argv) {
   comp->add_option("--activations", ca.activations,
                    "int8, int16 or int16:L,M,...: 16x8 (int16 activations and state, int8 weights, CMSIS-NN's "
                    "16x8 arithmetic) for every LSTM layer or the listed ones (from 0); the head follows the "
-                   "last layer up to the first op without a 16x8 kernel (a softmax or an activation table runs "
-                   "in int8 after a requantization)")
+                   "last layer up to the first op without a 16x8 kernel (an activation table runs in int8 after "
+                   "a requantization; a softmax over 2 or more values is 16x8)")
       ->capture_default_str()
       ->check(parsed_by([](const std::string& v) { qlstm::compiler::parse_activations(v, 1 << 16); }, "ACTIVATIONS"));
   comp->add_option("--int16-headroom", ca.int16_headroom,
