@@ -245,7 +245,27 @@ CYCLE_BOUNDS = """Where the estimated cycles stand against the goals, and what b
   loop control), about 120 instructions of compiled C per gate call, taken-branch refills (the
   model charges every low-overhead loop end a refill, which `docs/targets.md` says overestimates
   both implementations) and the register saves per call. An assembly gate driver, or one rows4
-  call covering both matmuls, is the next step."""
+  call covering both matmuls, is the next step.
+
+  The split per shape (`qlstm bench --shape S --target cortex-m55 --variant arm_mve --profile`,
+  measured at 0bca0fb; the LSTM kernels are unchanged since): Helium is the `mve`, `mve_ldst` and
+  `mve_gather` classes, the rest is scalar (ALU, loads and stores, loop ends, refills, calls).
+
+  | shape | est. cycles | Helium cycles | Helium / CMSIS-NN's call | scalar cycles | scalar / CMSIS-NN's call | ratio | scalar cut 0.33 needs |
+  |---|---:|---:|---:|---:|---:|---:|---:|
+  | tiny | 66,937 | 29,108 | 0.211 | 37,829 | 0.274 | 0.484 | 56% |
+  | kws | 698,554 | 450,806 | 0.267 | 247,748 | 0.147 | 0.414 | 57% |
+  | medium | 1,163,255 | 805,568 | 0.275 | 357,687 | 0.122 | 0.397 | 55% |
+  | large | 2,567,780 | 1,864,068 | 0.276 | 703,712 | 0.104 | 0.380 | 48% |
+  | batch4 | 422,860 | 249,152 | 0.277 | 173,708 | 0.193 | 0.470 | 73% |
+
+  So the Helium instructions alone cost 0.21 to 0.28 of CMSIS-NN's whole call, and 0.33 leaves
+  0.05 to 0.12 for everything else: about half of today's scalar cycles at every shape, three
+  quarters at `batch4` (four batch rows, so four times the per-row finish and update work per
+  weight pass). The dot products are about a third of the Helium arithmetic at `kws` (one
+  `VMLADAVA` per row and 16 columns, the x part of I = 10 one predicated vector: about 63 k of
+  182 k); the rest are the gate finish's and the updates' lanes, which a driver in assembly would
+  also have to shorten."""
 
 
 def cycle_summary(rows):
