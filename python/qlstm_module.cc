@@ -306,7 +306,11 @@ struct Model {
     j["kernel_flash_bytes"] = b.kernel_size_measured ? nlohmann::json(b.kernel_flash_bytes) : nlohmann::json(nullptr);
     j["kernel_ram_bytes"] = b.kernel_size_measured ? nlohmann::json(b.kernel_ram_bytes) : nlohmann::json(nullptr);
     j["profile"] = nlohmann::json::array();
-    for (const auto& [name, count] : b.profile) j["profile"].push_back({{"function", name}, {"instructions", count}});
+    for (const auto& f : b.profile) {
+      nlohmann::json row = {{"function", f.name}, {"instructions", f.instructions}};
+      if (f.has_cycles) row["cycles"] = f.cycles;
+      j["profile"].push_back(row);
+    }
     return j.dump();
   }
 };

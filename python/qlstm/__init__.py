@@ -242,7 +242,8 @@ class Bench:
     timing tables (zero wait states, no caches; docs/targets.md); macs / op_macs:
     multiply-accumulates; kernel_flash_bytes / kernel_ram_bytes: the recurrent kernel's cost in the
     firmware (None for a program without one recurrent kind); profile: with profile=True,
-    (function, instructions) largest first.
+    one dict per function, most instructions first: its name ("function"), "instructions" and
+    estimated "cycles" (of the translated blocks that start in it).
     """
 
     cpu: str

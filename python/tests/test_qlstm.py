@@ -594,6 +594,11 @@ def test_bench_equals_cli_bench(tmp_path, digits_gru):
     assert b.cycles == sum(b.op_cycles) >= b.instructions and len(b.op_cycles) == len(b.op_instructions)
     longer = digits_gru.bench(cpu, time_steps=16)
     assert longer.instructions > b.instructions
+    # The profile splits op 0's instructions and estimated cycles by function.
+    p = digits_gru.bench(cpu, profile=True)
+    assert p.instructions == b.instructions and p.cycles == b.cycles
+    assert sum(f["instructions"] for f in p.profile) == b.op_instructions[0]
+    assert sum(f["cycles"] for f in p.profile) == b.op_cycles[0]
 
 
 def test_device_errors_name_what_is_missing(tmp_path, digits_lstm, monkeypatch):

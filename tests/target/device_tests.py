@@ -474,12 +474,16 @@ def test_icount(a):
     start = [i for i, l in enumerate(lines) if l.startswith("instructions per function")]
     if not start:
         fail("qlstm bench --profile printed no per-function table")
-    rows = [l.split(None, 2) for l in lines[start[0] + 1:] if l.startswith(" ")]
-    total = sum(int(r[0]) for r in rows)
+    rows = [re.match(r"^ +(\d+) +\S+%  +(\d+) cycles +\S+%  (.+)$", l) for l in lines[start[0] + 1:]
+            if l.startswith(" ")]
+    if not rows or not all(rows):
+        fail("a per-function row without its estimated cycles")
+    total = sum(int(r.group(1)) for r in rows)
     if total != int(lasts[0].split()[1]):
         fail("the per-function counts sum to %d, not %s" % (total, lasts[0]))
-    if not any("gate" in r[2] or "dot" in r[2] for r in rows):
+    if not any("gate" in r.group(3) or "dot" in r.group(3) for r in rows):
         fail("the profile does not name the kernel's gate or dot-product function")
+    function_cycles = sum(int(r.group(2)) for r in rows)
     # ... and the estimated cycles by timing class, summing to the estimate.
     classes = [re.match(r"^ *(\d+) cycles .* (\d+) instructions  (\S+)$", l) for l in lines]
     classes = [m for m in classes if m]
@@ -488,6 +492,8 @@ def test_icount(a):
         fail("the per-class cycles do not sum to the estimate")
     if sum(int(m.group(2)) for m in classes) != total:
         fail("the per-class instructions do not sum to the count")
+    if function_cycles != int(cycles.group(1)):
+        fail("the per-function cycles sum to %d, not the estimate %s" % (function_cycles, cycles.group(1)))
     print("icount: the profile sums to the total")
     print("icount: exact and repeatable")
 

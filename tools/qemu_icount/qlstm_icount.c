@@ -15,8 +15,10 @@
  * fall-through address.
  * With profile=on, each pair also appends "symbol NAME N" lines: the instructions counted in
  * translation blocks that start in that function (a block lies within one function); with cpu=
- * too, first "class NAME N C" lines: the pair's instructions and estimated cycles per timing class
- * (cycle_model.h; "refill" holds the refills of taken conditional branches).
+ * too, "symbol NAME N C" (C: those blocks' estimated cycles, with the refills of the taken
+ * branches that end them), and first "class NAME N C" lines: the pair's instructions and
+ * estimated cycles per timing class (cycle_model.h; "refill" holds the refills of taken
+ * conditional branches).
  *
  * Debian's QEMU 7.2 loads plugins but ships no qemu-plugin.h, so the few entry points used here
  * are declared below (plugin API version 1, as QEMU 7.2 exports it). */
@@ -64,7 +66,6 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_version = 1;
 /* Every executed translation block adds its instruction count here (inline, at block entry). */
 static uint64_t g_executed;
 static uint64_t g_begin;
-static int g_counting;
 static FILE* g_out;
 
 /* The cycle estimate: per translated block, its instructions' cycles (prefix[k]: of the first
@@ -73,7 +74,9 @@ static int g_cycle_model;
 static enum qlstm_cm_cpu g_cpu;
 static uint64_t g_cycles;
 static uint64_t g_cycles_begin;
+struct Block;
 struct CycleBlock {
+  struct Block* prof; /* with profile=on: the block's profile counter */
   uint64_t start, fallthrough;
   int conditional_end;
   size_t n;
@@ -84,6 +87,8 @@ struct CycleBlock {
 };
 static const struct CycleBlock* g_last_block;
 static int g_profile;
+static int g_counting;
+static void add_block_cycles(struct Block* b, uint64_t cycles);
 
 /* With profile=on: instructions and cycles per class, summed over every block run (the pseudo
  * class REFILL: taken conditional branches' refills); each pair prints the difference. */
@@ -98,6 +103,7 @@ static void on_cycle_block(unsigned int vcpu, void* udata) {
   if (last != NULL && last->conditional_end && b->start != last->fallthrough) {
     g_cycles += qlstm_cm_taken_penalty(g_cpu);
     g_class_cycles[REFILL] += qlstm_cm_taken_penalty(g_cpu);
+    if (g_counting && last->prof) add_block_cycles(last->prof, qlstm_cm_taken_penalty(g_cpu));
   }
   g_cycles += b->cycles;
   g_last_block = b;
@@ -127,6 +133,7 @@ static struct CycleBlock* cycle_block(struct qemu_plugin_tb* tb, size_t n) {
     fprintf(stderr, "qlstm_icount: out of memory\n");
     exit(1);
   }
+  b->prof = NULL;
   b->start = qemu_plugin_tb_vaddr(tb);
   b->prefix[0] = 0;
   b->n = n;
@@ -177,9 +184,11 @@ static struct CycleBlock* cycle_block(struct qemu_plugin_tb* tb, size_t n) {
 /* The profile: one counter per translated block, grouped by function when printed. */
 struct Block {
   const char* symbol;
-  uint64_t insns;
-  uint64_t executed; /* instructions run between the markers */
+  uint64_t insns, cycles; /* per run of the block (cycles: with cpu=, before any refill) */
+  uint64_t executed;      /* instructions run between the markers */
+  uint64_t executed_cycles;
 };
+static void add_block_cycles(struct Block* b, uint64_t cycles) { b->executed_cycles += cycles; }
 #define MAX_BLOCKS 65536
 static struct Block g_blocks[MAX_BLOCKS];
 static size_t g_block_count;
@@ -187,7 +196,10 @@ static size_t g_block_count;
 static void on_block(unsigned int vcpu, void* udata) {
   (void)vcpu;
   struct Block* b = udata;
-  if (g_counting) b->executed += b->insns;
+  if (g_counting) {
+    b->executed += b->insns;
+    b->executed_cycles += b->cycles;
+  }
 }
 
 static int by_count(const void* a, const void* b) {
@@ -213,14 +225,21 @@ static void print_profile(void) {
     if (b->executed == 0) continue;
     size_t k = 0;
     while (k < n && strcmp(sums[k].symbol, b->symbol) != 0) ++k;
-    if (k == n) sums[n++] = (struct Block){b->symbol, 0, 0};
+    if (k == n) sums[n++] = (struct Block){b->symbol, 0, 0, 0, 0};
     sums[k].executed += b->executed;
+    sums[k].executed_cycles += b->executed_cycles;
     b->executed = 0;
+    b->executed_cycles = 0;
   }
   qsort(sums, n, sizeof sums[0], by_count);
   for (size_t k = 0; k < n; ++k) {
     char line[512];
-    snprintf(line, sizeof line, "symbol %s %" PRIu64 "\n", sums[k].symbol, sums[k].executed);
+    if (g_cycle_model) {
+      snprintf(line, sizeof line, "symbol %s %" PRIu64 " %" PRIu64 "\n", sums[k].symbol, sums[k].executed,
+               sums[k].executed_cycles);
+    } else {
+      snprintf(line, sizeof line, "symbol %s %" PRIu64 "\n", sums[k].symbol, sums[k].executed);
+    }
     emit(line);
   }
 }
@@ -252,6 +271,7 @@ static void on_marker(unsigned int vcpu, void* udata) {
     }
     /* The block was entered before counting began: credit the part of it after the marker. */
     if (m->block) m->block->executed += m->block_insns - m->index - 1;
+    if (m->block && m->cycles) m->block->executed_cycles += m->cycles->cycles - m->cycles->prefix[m->index + 1];
   } else if (g_counting) {
     char line[128];
     snprintf(line, sizeof line, "instructions %" PRIu64 "\n", before_marker - g_begin);
@@ -275,6 +295,7 @@ static void on_marker(unsigned int vcpu, void* udata) {
     g_counting = 0;
     /* The block was credited in full at entry: take back the marker and what follows it. */
     if (m->block) m->block->executed -= m->block_insns - m->index;
+    if (m->block && m->cycles) m->block->executed_cycles -= m->cycles->cycles - m->cycles->prefix[m->index];
     if (g_profile) print_profile();
     if (g_out) fflush(g_out);
   }
@@ -297,7 +318,8 @@ static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb* tb) {
     }
     const char* sym = qemu_plugin_insn_symbol(qemu_plugin_tb_get_insn(tb, 0));
     b = &g_blocks[g_block_count++];
-    *b = (struct Block){sym ? sym : "?", n, 0};
+    *b = (struct Block){sym ? sym : "?", n, cb ? cb->cycles : 0, 0, 0};
+    if (cb) cb->prof = b;
     qemu_plugin_register_vcpu_tb_exec_cb(tb, on_block, QEMU_PLUGIN_CB_NO_REGS, b);
   }
   for (size_t i = 0; i < n; ++i) {

@@ -410,10 +410,16 @@ int bench_program(const CompiledModel& m, const ShapeSpec& s, const std::string&
                   100.0 * static_cast<double>(c.cycles) / static_cast<double>(b.op_cycles[0]),
                   static_cast<unsigned long long>(c.instructions), c.name.c_str());
     }
-    std::printf("instructions per function (blocks starting in it):\n");
-    for (const auto& [name, count] : b.profile) {
-      std::printf("  %10llu  %5.1f%%  %s\n", static_cast<unsigned long long>(count),
-                  100.0 * static_cast<double>(count) / static_cast<double>(b.instructions), name.c_str());
+    // Per function: its blocks' instructions, then their estimated cycles.
+    std::printf("instructions per function (blocks starting in it), then estimated cycles:\n");
+    for (const device::FunctionCount& f : b.profile) {
+      std::printf("  %10llu  %5.1f%%", static_cast<unsigned long long>(f.instructions),
+                  100.0 * static_cast<double>(f.instructions) / static_cast<double>(b.instructions));
+      if (f.has_cycles) {
+        std::printf("  %10llu cycles %5.1f%%", static_cast<unsigned long long>(f.cycles),
+                    100.0 * static_cast<double>(f.cycles) / static_cast<double>(b.cycles));
+      }
+      std::printf("  %s\n", f.name.c_str());
     }
   }
   for (size_t o = 0; o < b.op_instructions.size() && b.op_instructions.size() > 1; ++o) {

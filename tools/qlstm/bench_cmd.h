@@ -23,7 +23,7 @@ struct BenchArgs {
   std::string cell = "lstm";  // --shape without a model: the synthetic layer, "lstm" or "gru"
   std::string target;   // empty: time the host kernel
   std::string variant = "default";
-  bool profile = false;  // target: instructions per function as well
+  bool profile = false;  // target: instructions and estimated cycles per function as well
   int min_runs = 50;    // host: at least this many timed calls ...
   int min_ms = 300;     // ... and at least this long
 };
@@ -57,7 +57,7 @@ struct TargetBench {
   uint64_t cycles = 0;                     // their sum
   bool kernel_size_measured = false;       // a program of one recurrent kind: its size probe's
   int64_t kernel_flash_bytes = 0, kernel_ram_bytes = 0;
-  std::vector<std::pair<std::string, uint64_t>> profile;  // with profile: per function, largest first
+  std::vector<device::FunctionCount> profile;  // with profile: per function, largest first
   std::vector<device::ClassCount> classes;                // with profile: op 0's cycles per timing class
 };
 // Throws device::DeviceError (unknown CPU, firmware or QEMU missing) and CompileError (the firmware

@@ -328,22 +328,23 @@ std::vector<ClassCount> read_classes(const std::string& path) {
   return rows;
 }
 
-std::vector<std::pair<std::string, uint64_t>> read_profile(const std::string& path) {
+std::vector<FunctionCount> read_profile(const std::string& path) {
   std::ifstream in(path);
-  std::vector<std::pair<std::string, uint64_t>> rows;
-  std::string word, name;
-  uint64_t n = 0;
+  std::vector<FunctionCount> rows;
+  std::string line, word, name;
   int pairs = 0;
-  while (in >> word) {
-    if (word == "instructions") {
-      in >> n;
-      if (++pairs > 1) break;
-    } else if (word == "symbol" && in >> name >> n) {
-      int status = 0;
-      char* d = abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status);
-      rows.emplace_back(status == 0 && d != nullptr ? d : name, n);
-      std::free(d);
-    }
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    if (!(fields >> word)) continue;
+    if (word == "instructions" && ++pairs > 1) break;
+    FunctionCount f;
+    if (word != "symbol" || !(fields >> name >> f.instructions)) continue;
+    f.has_cycles = static_cast<bool>(fields >> f.cycles);
+    int status = 0;
+    char* d = abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status);
+    f.name = status == 0 && d != nullptr ? d : name;
+    std::free(d);
+    rows.push_back(f);
   }
   return rows;
 }

@@ -125,8 +125,15 @@ struct ClassCount {
   uint64_t instructions = 0, cycles = 0;
 };
 std::vector<ClassCount> read_classes(const std::string& path);
-// With RunOptions::profile: (function, instructions) of the first pair, largest first, demangled.
-std::vector<std::pair<std::string, uint64_t>> read_profile(const std::string& path);
+// With RunOptions::profile: the first pair's instructions per function (blocks starting in it),
+// largest first, demangled, and with a cycle model their estimated cycles (the refills of the
+// taken branches that end those blocks included).
+struct FunctionCount {
+  std::string name;
+  uint64_t instructions = 0, cycles = 0;
+  bool has_cycles = false;
+};
+std::vector<FunctionCount> read_profile(const std::string& path);
 
 // A temporary file that is removed when this goes out of scope.
 class TempFile {

@@ -437,7 +437,7 @@ int main(int argc, char** argv) {
   bench->add_option("--cell", ba.cell, "with --shape: the synthetic layer, lstm or gru")->capture_default_str();
   bench->add_option("--target", ba.target, "the emulated CPU: " + cpu_list());
   bench->add_option("--variant", ba.variant, "kernel variant (see 'qlstm variants')")->capture_default_str();
-  bench->add_flag("--profile", ba.profile, "with --target: instructions per function");
+  bench->add_flag("--profile", ba.profile, "with --target: instructions and estimated cycles per function and class");
   bench->add_option("--runs", ba.min_runs, "host: at least this many timed calls")->capture_default_str()
       ->check(CLI::PositiveNumber);
 
