@@ -212,8 +212,9 @@ def table(rows, cmsis_cycles=None):
     return "\n".join(lines)
 
 
-# What the estimate shows of the gaps left to issue 19's cycle goals (profiles by `qlstm bench
-# --profile` at 0d601cf, the merge of the cycle-tuned kernels; arm_dsp's after branch cyc4).
+# What the estimate shows of the gaps left to issue 19's cycle goals (the M3/M4/M33 prose from
+# profiles by `qlstm bench --profile` at 0d601cf and after branch cyc4; the M55's split is measured
+# on each run, m55_split).
 CYCLE_BOUNDS = """Where the estimated cycles stand against the goals, and what bounds them (issue 19):
 
 - **Cortex-M3** (`arm_thumb2`): the goal is met at every shape; the weight loads now issue back to
@@ -239,38 +240,106 @@ CYCLE_BOUNDS = """Where the estimated cycles stand against the goals, and what b
   the code's place: QEMU ends a translated block at each 1 KiB page and the counter charges a
   block's first load in full, so the expanded loop's top sits on 128 bytes, where those breaks
   land on no pipelined load.
-- **Cortex-M55** (`arm_mve`, 0.38 to 0.48 against 0.33): at `kws` the Helium arithmetic is 41% of
-  the cycles and the Helium loads and stores 19%, about CMSIS-NN's own; 0.33 needs another 20% off,
-  nearly all of the remaining scalar work: about 19 cycles per four-row block (pointers, bias,
-  loop control), about 120 instructions of compiled C per gate call, taken-branch refills (the
-  model charges every low-overhead loop end a refill, which `docs/targets.md` says overestimates
-  both implementations) and the register saves per call. An assembly gate driver, or one rows4
-  call covering both matmuls, is the next step.
+- **Cortex-M55** (`arm_mve`, against 0.33): not met at any shape. Where the cycles go, per shape
+  (`qlstm bench --shape S --target cortex-m55 --variant arm_mve --profile`: estimated cycles per
+  function, grouped; each part also as a share of CMSIS-NN's whole call):
 
-  The split per shape (`qlstm bench --shape S --target cortex-m55 --variant arm_mve --profile`,
-  measured at 0bca0fb; the LSTM kernels are unchanged since): Helium is the `mve`, `mve_ldst` and
-  `mve_gather` classes, the rest is scalar (ALU, loads and stores, loop ends, refills, calls).
+{m55_split}
 
-  | shape | est. cycles | Helium cycles | Helium / CMSIS-NN's call | scalar cycles | scalar / CMSIS-NN's call | ratio | scalar cut 0.33 needs |
-  |---|---:|---:|---:|---:|---:|---:|---:|
-  | tiny | 66,937 | 29,108 | 0.211 | 37,829 | 0.274 | 0.484 | 56% |
-  | kws | 698,554 | 450,806 | 0.267 | 247,748 | 0.147 | 0.414 | 57% |
-  | medium | 1,163,255 | 805,568 | 0.275 | 357,687 | 0.122 | 0.397 | 55% |
-  | large | 2,567,780 | 1,864,068 | 0.276 | 703,712 | 0.104 | 0.380 | 48% |
-  | batch4 | 422,860 | 249,152 | 0.277 | 173,708 | 0.193 | 0.470 | 73% |
-
-  So the Helium instructions alone cost 0.21 to 0.28 of CMSIS-NN's whole call, and 0.33 leaves
-  0.05 to 0.12 for everything else: about half of today's scalar cycles at every shape, three
-  quarters at `batch4` (four batch rows, so four times the per-row finish and update work per
-  weight pass). The dot products are about a third of the Helium arithmetic at `kws` (one
-  `VMLADAVA` per row and 16 columns, the x part of I = 10 one predicated vector: about 63 k of
-  182 k); the rest are the gate finish's and the updates' lanes, which a driver in assembly would
-  also have to shorten."""
+  The **dot-product floor** is what the matmuls would cost under the model with nothing but their
+  Helium work: one weight load and one `VMLADAVA` per row and 16 columns, paired (2 cycles), no
+  vector loads of x or h, no loop ends, no bias or accumulator traffic:
+  2 x B x 4H x (T x ceil(I/16) + (T - 1) x ceil(H/16)) (a stateless call's first step has no
+  recurrent product). The last column puts that floor in place of today's dot products and keeps
+  everything else. So at {no_room} the target is out of reach of any dot-product kernel: the gate finishes, updates and driver alone come to {small_rest} of CMSIS-NN's call
+  there, and they are already assembly loops of four int32 lanes (the gate finish 31 Helium
+  instructions per four rows for a sigmoid, 37 for a tanh: both requantizations with the rounding
+  divide's fix, two saturations, the table interpolation by two gathers). At {room} the floor
+  leaves room: the dot products run at {over_floor} times their floor, and 0.33 needs them at
+  {need} times it (all else as today); the difference is the x or h vector's load beside each
+  row's (two loads back to back, the first after the loop end, 2 cycles each), the loop end with
+  its refill per 16 columns (the model charges every `LETP` a refill, which `docs/targets.md`
+  says overestimates both implementations) and about 19 cycles per four-row block for bias,
+  pointers and stores. Closing that needs x or h held in registers across a block (vectors of up
+  to 64 columns in `q4`-`q7`, the columns unrolled, one entry per column count) or more rows per
+  pass; both cost flash, and `arm_mve` is at {mve_flash} B against the reference's
+  {ref_flash} B, {headroom} B under the +1 KiB over the reference that the other variants
+  are held to."""
 
 
-def cycle_summary(rows):
+# The Cortex-M55's functions by part of the LSTM call (the first pattern a name contains).
+M55_PARTS = [("dot products", ("rows4", "dot1")), ("gate finishes", ("gate_finish",)),
+             ("cell and hidden updates", ("cell_update", "hidden_update"))]
+
+
+def shape_dims(shape):
+    d = dict(kv.split("=") for kv in shape.split(",") if "=" in kv)
+    return int(d["B"]), int(d["T"]), int(d["I"]), int(d["H"])
+
+
+def dot_floor_cycles(shape):
+    """The dot products' floor under the M55 model: a weight load and a VMLADAVA per row and 16
+    columns, paired (2 cycles); a stateless call's first step has no recurrent product."""
+    b, t, i, h = shape_dims(shape)
+    vectors = lambda n: (n + 15) // 16
+    return 2 * b * 4 * h * (t * vectors(i) + (t - 1) * vectors(h))
+
+
+def m55_profile(qlstm, shape):
+    """{part: estimated cycles} of one arm_mve call on the Cortex-M55, and the total."""
+    cmd = [qlstm, "bench", "--target", "cortex-m55", "--shape", shape, "--variant", "arm_mve", "--profile"]
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    total = field(p.stdout, r"^estimated cycles: (\d+) ")
+    if p.returncode != 0 or total is None:
+        sys.exit("failed: %s\n%s" % (" ".join(cmd), p.stdout))
+    parts = {name: 0 for name, _ in M55_PARTS}
+    parts["driver and the rest"] = 0
+    for m in re.finditer(r"^ +\d+ +\S+%  +(\d+) cycles +\S+%  (.+)$", p.stdout, re.M):
+        name = next((n for n, keys in M55_PARTS if any(k in m.group(2) for k in keys)), "driver and the rest")
+        parts[name] += int(m.group(1))
+    if sum(parts.values()) != int(total):
+        sys.exit("the per-function cycles of %s do not sum to its estimate" % " ".join(cmd))
+    return parts, int(total)
+
+
+def m55_split(qlstm):
+    """The M55 bound's table and figures (CYCLE_BOUNDS' fields)."""
+    head = ["shape", "est. cycles", "ratio"] + [n for n, _ in M55_PARTS] + [
+        "driver and the rest", "dot-product floor", "ratio with the dot products at the floor"]
+    lines = ["  | " + " | ".join(head) + " |", "  |---|" + "---:|" * (len(head) - 1)]
+    over, small_rest, need = [], [], []
+    for name, shape in SHAPES:
+        cmsis = CMSIS_NN_CYCLES[name]["cortex-m55"]
+        parts, total = m55_profile(qlstm, shape)
+        floor = dot_floor_cycles(shape)
+        cell = lambda c: "%s (%.3f)" % (format(c, ","), c / cmsis)
+        rest = total - parts["dot products"]
+        lines.append("  | %s | %s | %.3f | %s | %s | %.3f |" % (
+            name, format(total, ","), total / cmsis, " | ".join(cell(c) for c in parts.values()), cell(floor),
+            (rest + floor) / cmsis))
+        if (rest + floor) / cmsis > CYCLE_GOALS["cortex-m55"]:
+            small_rest.append("%.3f at `%s`" % (rest / cmsis, name))
+        else:
+            over.append((name, parts["dot products"] / floor))
+            need.append((CYCLE_GOALS["cortex-m55"] * cmsis - rest) / floor)
+    names = lambda xs: ", ".join("`%s`" % x for x in xs) or "no shape"
+    return {"m55_split": "\n".join(lines),
+            "no_room": names([x.split("`")[1] for x in small_rest]),
+            "room": names([n for n, _ in over]),
+            "over_floor": "%.1f to %.1f" % (min(x for _, x in over), max(x for _, x in over)) if over else "n/a",
+            "need": "%.2f to %.2f" % (min(need), max(need)) if need else "n/a",
+            "small_rest": " and ".join(small_rest) if small_rest else "less than the goal"}
+
+
+def cycle_summary(rows, m55=None):
     """Per CPU, the optimized variant's estimated-cycle ratio to CMSIS-NN over the shapes, against
-    issue 19's goal."""
+    issue 19's goal, and what bounds them (CYCLE_BOUNDS; its M55 part with m55_split's fields)."""
+    flash = {(r["cpu"], r["variant"]): r["flash"] for r in rows}
+    if m55 is not None and ("cortex-m55", "arm_mve") in flash and ("cortex-m55", "reference") in flash:
+        mve, ref = flash[("cortex-m55", "arm_mve")], flash[("cortex-m55", "reference")]
+        bounds = CYCLE_BOUNDS.format(mve_flash=mve, ref_flash=ref, headroom=ref + 1024 - mve, **m55)
+    else:
+        bounds = CYCLE_BOUNDS[:CYCLE_BOUNDS.index("- **Cortex-M55**")].rstrip()
     parts = []
     for cpu in CPUS:
         ratios = [(r["shape"], r["cycles"] / CMSIS_NN_CYCLES[r["shape"]][cpu]) for r in rows
@@ -289,7 +358,7 @@ def cycle_summary(rows):
             ".** Where a cycle ratio is above the instruction ratio, qlstm's kernel spends a larger share of "
             "its instructions than CMSIS-NN's on the costlier classes (loads, taken branches, `LDM`/`STM`; on the "
             "Cortex-M55 Helium instructions at two cycles and gathers at one per element); `qlstm bench "
-            "--profile` splits a call's cycles by class.\n\n" + CYCLE_BOUNDS + "\n\nCMSIS-NN's estimated cycles, "
+            "--profile` splits a call's cycles by class and by function.\n\n" + bounds + "\n\nCMSIS-NN's estimated cycles, "
             "the denominators of the cycle ratios:\n\n" + cmsis_cycles_table() + "\n\n")
 
 
@@ -396,7 +465,7 @@ def main():
     rows = measure(a.qlstm, a.cpus.split(","), a.variants.split(","))
     t = table(rows)
     print(t)
-    summary = cycle_summary(rows)
+    summary = cycle_summary(rows, m55_split(a.qlstm) if "cortex-m55" in a.cpus.split(",") else None)
     print(summary)
     flash = FLASH.format(table=flash_table(rows))
     gru_rows = measure(a.qlstm, a.cpus.split(","), a.variants.split(","), "gru")
