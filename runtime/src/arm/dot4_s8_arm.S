@@ -887,10 +887,8 @@ qlstm_arm_x_part_folded:
     ROWS4_DSP qlstm_arm_rows4_s8_dspx, QUAD_DSPX, 88, 7, "ldr r0, [sp, #DSP_V_TAIL]"
 #endif  /* __ARM_FEATURE_DSP */
 #if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
-@ Helium: sixteen columns per pass in a tail-predicated loop (DLSTP/LETP predicate the last,
-@ partial pass), VMLADAVA adds the sixteen products of a row into its 32-bit accumulator
-@ (wrapping). VMLADAVA needs even accumulator registers: r4, r6, r8, r10. Only q0-q3 are
-@ used: q4-q7 are callee-saved.
+@ Helium: VMLADAVA adds the sixteen products of a row and a vector into the row's 32-bit
+@ accumulator (wrapping); it needs even accumulator registers: r4, r6, r8, r10.
     .syntax unified
     .thumb
     .text
@@ -899,11 +897,50 @@ qlstm_arm_x_part_folded:
 @   acc[r] = bias[r] + sum_{j<n} v[j] * w[r * n + j]   (mod 2^32), r < 4 * quads
 @ void qlstm_arm_rows4_s8_mve(const int8_t* v, const int8_t* w, int32_t n, int32_t quads,
 @                             const int32_t* bias, int32_t* acc);
-@ The predicated loop advances every pointer by 16 * ceil(n / 16); the next block's row 0 starts
-@ n - 16 * ceil(n / 16) after where row 3's pointer ends. v and the end of acc live on the stack.
+@ Over 32 columns, v is held in q4-q7, up to 64 columns at a time, so that a four-row block
+@ loads only its weights: one load per row and vector, each paired with that row's VMLADAVA (the first block
+@ of 64 columns starts from bias, the later ones from acc). Within a block of k columns the
+@ last vector holds p = k - 16f columns (f full vectors before it, p in 1..16); the row
+@ pointers sit at that last vector and the full ones lie 16, 32 and 48 bytes before it.
+@ The code runs the full vectors from the farthest (entered part-way, at 32 bytes of code per
+@ vector, by BX) and the last one predicated to its p columns, so nothing past row or vector is
+@ read. A block of 64 whole columns (f = 3, p = 16) has its own loop, unpredicated and without
+@ the BX. n = 0 predicates every lane off: acc = bias.
+.macro V64_FULL off, vq
+    vldrb.s8        q0, [r1, #\off]
+    vmladava.s8     r4, \vq, q0
+    vldrb.s8        q1, [r5, #\off]
+    vmladava.s8     r6, \vq, q1
+    vldrb.s8        q2, [r7, #\off]
+    vmladava.s8     r8, \vq, q2
+    vldrb.s8        q3, [r9, #\off]
+    vmladava.s8     r10, \vq, q3
+.endm
+
+@ Store the block's four sums and move the row pointers to the next four rows (r2 = 4n).
+.macro V64_STORE_NEXT
+    strd    r4, r6, [r12], #8
+    strd    r8, r10, [r12], #8
+    add     r1, r1, r2
+    add     r5, r5, r2
+    add     r7, r7, r2
+    add     r9, r9, r2
+.endm
+
+@ Stack after the saves: v, w, n, quads, c0 (the block's first column); bias and acc above.
+ROWS4_MVE_LOCALS = 20
+ROWS4_MVE_BIAS = ROWS4_MVE_LOCALS + 100
+ROWS4_MVE_ACC = ROWS4_MVE_LOCALS + 104
+ROWS4_MVE_COLUMNS = 64
+ROWS4_MVE_LOOP_COLUMNS = 32
     FUNCTION qlstm_arm_rows4_s8_mve
     push    {r4-r11, lr}
-    cbz     r3, 3f
+    cmp     r3, #0
+    beq     8f
+    cmp     r2, #ROWS4_MVE_LOOP_COLUMNS
+    bgt     .Lrows4_mve_held
+@ Up to 32 columns: a tail-predicated loop over the columns (DLSTP/LETP), v loaded beside the
+@ weights, as its setup costs less than holding v in registers where a row is one or two vectors.
     ldr     r11, [sp, #36]          @ bias
     ldr     r12, [sp, #40]          @ acc
     add     r4, r12, r3, lsl #4     @ end of acc
@@ -915,7 +952,7 @@ qlstm_arm_x_part_folded:
     sub     r3, r2, r3              @ n - 16 * ceil(n / 16)
 1:
     ldr     r0, [sp]
-    ldrd    r4, r6, [r11], #8       @ two LDRDs: 4 cycles on the M55, LDM of four 5
+    ldrd    r4, r6, [r11], #8
     ldrd    r8, r10, [r11], #8
     add     r5, r1, r2              @ row 1
     add     r7, r5, r2              @ row 2
@@ -939,7 +976,108 @@ qlstm_arm_x_part_folded:
     cmp     r12, lr
     bne     1b
     add     sp, sp, #8
+8:
+    pop     {r4-r11, pc}
+.Lrows4_mve_held:
+    vpush   {d8-d15}
+    sub     sp, sp, #ROWS4_MVE_LOCALS
+    stm     sp, {r0-r3}
+    movs    r0, #0
+    str     r0, [sp, #16]
+    ldr     r11, [sp, #ROWS4_MVE_BIAS]
+1:
+    ldr     r0, [sp, #16]
+    ldr     r2, [sp, #8]
+    sub     r3, r2, r0              @ k = n - c0, at most 64
+    cmp     r3, #ROWS4_MVE_COLUMNS
+    it      gt
+    movgt   r3, #ROWS4_MVE_COLUMNS
+    subs    r12, r3, #1
+    it      lt
+    movlt   r12, #0                 @ n = 0: f = 0, p = 0
+    lsrs    r12, r12, #4            @ f
+    sub     r3, r3, r12, lsl #4     @ p
+    add     r0, r0, r12, lsl #4     @ the last vector's first column
+    ldr     r1, [sp]
+    add     r1, r1, r0
+    vctp.8  r3                      @ p lanes, for the block's last vector
+    vpst
+    vldrbt.s8       q4, [r1]
+    cmp     r12, #1
+    blt     2f
+    vldrb.s8        q5, [r1, #-16]
+    cmp     r12, #2
+    blt     2f
+    vldrb.s8        q6, [r1, #-32]
+    cmp     r12, #3
+    blt     2f
+    vldrb.s8        q7, [r1, #-48]
+2:
+    ldr     r1, [sp, #4]
+    add     r1, r1, r0              @ row 0 at the last vector
+    add     r5, r1, r2
+    add     r7, r5, r2
+    add     r9, r7, r2
+    lsls    r2, r2, #2
+    cmp     r3, #16
+    it      eq
+    cmpeq   r12, #3
+    ldr     r3, [sp, #12]
+    beq     4f
+    adr.w   lr, 3f
+    sub     lr, lr, r12, lsl #5     @ the first full vector's code
+    orr     lr, lr, #1
+    ldr     r12, [sp, #ROWS4_MVE_ACC]
+    ldrd    r4, r6, [r11], #8
+    ldrd    r8, r10, [r11], #8
+    bx      lr
+.Lrows4_mve_f3:
+    V64_FULL -48, q7
+.Lrows4_mve_f2:
+    V64_FULL -32, q6
+    V64_FULL -16, q5
 3:
+    vpstttt
+    vldrbt.s8       q0, [r1]
+    vmladavat.s8    r4, q4, q0
+    vldrbt.s8       q1, [r5]
+    vmladavat.s8    r6, q4, q1
+    vpstttt
+    vldrbt.s8       q2, [r7]
+    vmladavat.s8    r8, q4, q2
+    vldrbt.s8       q3, [r9]
+    vmladavat.s8    r10, q4, q3
+    V64_STORE_NEXT
+    subs    r3, r3, #1
+    beq     5f
+    ldrd    r4, r6, [r11], #8
+    ldrd    r8, r10, [r11], #8
+    bx      lr
+.if .Lrows4_mve_f2 - .Lrows4_mve_f3 != 32
+    .error "a full vector's code must be 32 bytes (the BX entry steps by it)"
+.endif
+4:
+    ldr     r12, [sp, #ROWS4_MVE_ACC]
+6:
+    ldrd    r4, r6, [r11], #8
+    ldrd    r8, r10, [r11], #8
+    V64_FULL -48, q7
+    V64_FULL -32, q6
+    V64_FULL -16, q5
+    V64_FULL 0, q4
+    V64_STORE_NEXT
+    subs    r3, r3, #1
+    bne     6b
+5:
+    ldr     r0, [sp, #16]
+    adds    r0, r0, #ROWS4_MVE_COLUMNS
+    str     r0, [sp, #16]
+    ldr     r11, [sp, #ROWS4_MVE_ACC]
+    ldr     r2, [sp, #8]
+    cmp     r0, r2
+    blt     1b
+    add     sp, sp, #ROWS4_MVE_LOCALS
+    vpop    {d8-d15}
     pop     {r4-r11, pc}
     .size qlstm_arm_rows4_s8_mve, . - qlstm_arm_rows4_s8_mve
 

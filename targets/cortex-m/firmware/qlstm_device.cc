@@ -771,9 +771,14 @@ int variant_test(int32_t cases) {
     g_arena_used = 0;
     qlstm_lstm_dims d = {r.range(1, 3), r.range(1, 4), kEdge[r.range(0, kEdgeCount - 1)],
                          kEdge[r.range(0, kEdgeCount - 1)]};
-    // Every 50th case has more than 256 input columns, every 200th more than 256 hidden units:
-    // past the DSP variant's expanded operand (its byte-wise dot products) and 256-column rows.
-    if (n % 50 == 49) d.input_size = (n / 50) % 2 == 0 ? kLongRow : kLongRow + 43;
+    // Every 50th case has a long input row: more than 256 columns (past the DSP variant's
+    // expanded operand, its byte-wise dot products, and 256-column rows) or one that ends in each
+    // kind of part block after whole 64-column ones (the Helium rows4 holds v 64 columns at a
+    // time: a last block of 1 to 3 whole vectors and a part one, or of whole vectors alone).
+    // Every 200th has more than 256 hidden units.
+    static const int32_t kLongInput[] = {kLongRow, kLongRow + 43, 84, 96, 127, 128, 161};
+    constexpr int32_t kLongInputCount = sizeof kLongInput / sizeof kLongInput[0];
+    if (n % 50 == 49) d.input_size = kLongInput[(n / 50) % kLongInputCount];
     if (n % 200 == 99) d.hidden_size = kLongRow;
     Case k;
     if (!make_random_case(r, d, r.range(0, 1) != 0, static_cast<Regime>(n % 3), &k)) return kExitBadInput;
