@@ -263,10 +263,11 @@ CYCLE_BOUNDS = """Where the estimated cycles stand against the goals, and what b
   loop end with its refill (4). Each call adds about 70 cycles of register saves (`VPUSH` and
   `VPOP` of `q4`-`q7` are 34) and about 55 per 64-column block to load v and set up the rows,
   spread over the 16 four-row blocks of a 64-row chunk. What is left is fewer calls (one for a chunk's x and h products, or larger
-  chunks, whose accumulators on the stack, 512 B, would grow) and the blocks' own overhead; up
-  to 32 columns (`tiny` and `batch4`, and the x products at `kws`) the kernel keeps its
-  tail-predicated loop with v loaded beside the weights, where holding v costs more per call than
-  it saves. Flash: `arm_mve` is at {mve_flash} B, {over_ref:+d} B over the reference, which it was
+  chunks, whose accumulators on the stack, 512 B, would grow) and the blocks' own overhead. Up
+  to 16 columns (`tiny`, the x products at `kws` and `batch4`) v is one predicated vector in
+  `q3`, with no registers to save; from 17 to 32 (the h products at `batch4`) the kernel keeps
+  its tail-predicated loop with v loaded beside the weights, where holding v costs more per call
+  than it saves. Flash: `arm_mve` is at {mve_flash} B, {over_ref:+d} B over the reference, which it was
   {at_filing:+d} B over when issue 19 was filed: it has grown {growth} B of the 1 KiB allowed
   ("Where flash grows")."""
 
@@ -603,8 +604,8 @@ columns above; the weights and biases are the same bytes in both, in the same la
 
 {table}
 
-- `arm_mve`: the dot products in assembly (v held in `q4`-`q7` over 32 columns, a
-  tail-predicated loop up to 32), the four-lane requantization and sigmoid/tanh in assembly,
+- `arm_mve`: the dot products in assembly (v held in `q4`-`q7` over 32 columns, in `q3` up
+  to 16, a tail-predicated loop between), the four-lane requantization and sigmoid/tanh in assembly,
   the cell and hidden updates in assembly with intrinsics around them.
 - `arm_dsp`: the SMLAD loop, 32 columns per pass entered part-way, in two copies (x and h as
   int16 pairs, and as bytes for vectors longer than 256 columns), the expansion of v, the same

@@ -897,15 +897,15 @@ qlstm_arm_x_part_folded:
 @   acc[r] = bias[r] + sum_{j<n} v[j] * w[r * n + j]   (mod 2^32), r < 4 * quads
 @ void qlstm_arm_rows4_s8_mve(const int8_t* v, const int8_t* w, int32_t n, int32_t quads,
 @                             const int32_t* bias, int32_t* acc);
-@ Over 32 columns, v is held in q4-q7, up to 64 columns at a time, so that a four-row block
-@ loads only its weights: one load per row and vector, each paired with that row's VMLADAVA (the first block
+@ Over 32 columns (and in one register up to 16), v is held in q4-q7, up to 64 columns at a
+@ time, so that a four-row block loads only its weights: one load per row and vector, each paired with that row's VMLADAVA (the first block
 @ of 64 columns starts from bias, the later ones from acc). Within a block of k columns the
 @ last vector holds p = k - 16f columns (f full vectors before it, p in 1..16); the row
 @ pointers sit at that last vector and the full ones lie 16, 32 and 48 bytes before it.
 @ The code runs the full vectors from the farthest (entered part-way, at 32 bytes of code per
 @ vector, by BX) and the last one predicated to its p columns, so nothing past row or vector is
 @ read. A block of 64 whole columns (f = 3, p = 16) has its own loop, unpredicated and without
-@ the BX. n = 0 predicates every lane off: acc = bias.
+@ the BX. n = 0 (the one-vector path) predicates every lane off: acc = bias.
 .macro V64_FULL off, vq
     vldrb.s8        q0, [r1, #\off]
     vmladava.s8     r4, \vq, q0
@@ -935,12 +935,44 @@ ROWS4_MVE_COLUMNS = 64
 ROWS4_MVE_LOOP_COLUMNS = 32
     FUNCTION qlstm_arm_rows4_s8_mve
     push    {r4-r11, lr}
-    cmp     r3, #0
-    beq     8f
+    cbz     r3, 0f
+    cmp     r2, #16
+    bgt     7f
+@ One vector (n <= 16): v loaded once, into q3, predicated to its n columns as each row's load.
+    ldr     r11, [sp, #36]          @ bias
+    ldr     r12, [sp, #40]          @ acc
+    vctp.8  r2
+    vpst
+    vldrbt.s8       q3, [r0]
+    lsls    r0, r2, #2              @ 4n: the next block of rows
+1:
+    ldrd    r4, r6, [r11], #8
+    ldrd    r8, r10, [r11], #8
+    add     r5, r1, r2
+    add     r7, r5, r2
+    add     r9, r7, r2
+    vpstttt
+    vldrbt.s8       q0, [r1]
+    vmladavat.s8    r4, q3, q0
+    vldrbt.s8       q1, [r5]
+    vmladavat.s8    r6, q3, q1
+    vpstttt
+    vldrbt.s8       q2, [r7]
+    vmladavat.s8    r8, q3, q2
+    vldrbt.s8       q0, [r9]
+    vmladavat.s8    r10, q3, q0
+    strd    r4, r6, [r12], #8
+    strd    r8, r10, [r12], #8
+    add     r1, r1, r0
+    subs    r3, r3, #1
+    bne     1b
+0:
+    pop     {r4-r11, pc}
+7:
     cmp     r2, #ROWS4_MVE_LOOP_COLUMNS
     bgt     .Lrows4_mve_held
-@ Up to 32 columns: a tail-predicated loop over the columns (DLSTP/LETP), v loaded beside the
-@ weights, as its setup costs less than holding v in registers where a row is one or two vectors.
+@ 17 to 32 columns: a tail-predicated loop over the columns (DLSTP/LETP), v loaded beside the
+@ weights, as its setup costs less than holding v in registers where a row is two vectors.
     ldr     r11, [sp, #36]          @ bias
     ldr     r12, [sp, #40]          @ acc
     add     r4, r12, r3, lsl #4     @ end of acc
@@ -976,7 +1008,6 @@ ROWS4_MVE_LOOP_COLUMNS = 32
     cmp     r12, lr
     bne     1b
     add     sp, sp, #8
-8:
     pop     {r4-r11, pc}
 .Lrows4_mve_held:
     vpush   {d8-d15}
@@ -992,9 +1023,7 @@ ROWS4_MVE_LOOP_COLUMNS = 32
     cmp     r3, #ROWS4_MVE_COLUMNS
     it      gt
     movgt   r3, #ROWS4_MVE_COLUMNS
-    subs    r12, r3, #1
-    it      lt
-    movlt   r12, #0                 @ n = 0: f = 0, p = 0
+    sub     r12, r3, #1             @ k >= 1 (c0 < n)
     lsrs    r12, r12, #4            @ f
     sub     r3, r3, r12, lsl #4     @ p
     add     r0, r0, r12, lsl #4     @ the last vector's first column

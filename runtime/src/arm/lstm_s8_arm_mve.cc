@@ -1,6 +1,6 @@
 // "arm_mve": Helium (Cortex-M55). The gate in chunks of rows (blocked::gate_chunked): the dot
 // products of whole four-row blocks in one assembly call (qlstm_arm_rows4_s8_mve: VMLADAVA, v
-// held in registers over 32 columns), then the chunk's requantization, saturation and table sigmoid or tanh
+// held in registers up to 16 and over 32 columns), then the chunk's requantization, saturation and table sigmoid or tanh
 // in one assembly loop (qlstm_arm_gate_finish_*_mve). The cell and hidden updates in intrinsics,
 // vectors of four int32 lanes: VQRDMULH is exactly the SRDHM, the rounding divide a VRSHL, the
 // activations two gathers and a multiply-add per lane. Each is the
