@@ -906,6 +906,21 @@ qlstm_arm_x_part_folded:
 @ vector, by BX) and the last one predicated to its p columns, so nothing past row or vector is
 @ read. A block of 64 whole columns (f = 3, p = 16) has its own loop, unpredicated and without
 @ the BX. n = 0 (the one-vector path) predicates every lane off: acc = bias.
+@ The four rows' products with a part vector \vq, predicated to its columns (VPR holds them),
+@ the weights read at the row pointers; q0-q2 take the weights.
+.macro V_PART vq
+    vpstttt
+    vldrbt.s8       q0, [r1]
+    vmladavat.s8    r4, \vq, q0
+    vldrbt.s8       q1, [r5]
+    vmladavat.s8    r6, \vq, q1
+    vpstttt
+    vldrbt.s8       q2, [r7]
+    vmladavat.s8    r8, \vq, q2
+    vldrbt.s8       q0, [r9]
+    vmladavat.s8    r10, \vq, q0
+.endm
+
 .macro V64_FULL off, vq
     vldrb.s8        q0, [r1, #\off]
     vmladava.s8     r4, \vq, q0
@@ -951,16 +966,7 @@ ROWS4_MVE_LOOP_COLUMNS = 32
     add     r5, r1, r2
     add     r7, r5, r2
     add     r9, r7, r2
-    vpstttt
-    vldrbt.s8       q0, [r1]
-    vmladavat.s8    r4, q3, q0
-    vldrbt.s8       q1, [r5]
-    vmladavat.s8    r6, q3, q1
-    vpstttt
-    vldrbt.s8       q2, [r7]
-    vmladavat.s8    r8, q3, q2
-    vldrbt.s8       q0, [r9]
-    vmladavat.s8    r10, q3, q0
+    V_PART q3
     strd    r4, r6, [r12], #8
     strd    r8, r10, [r12], #8
     add     r1, r1, r0
@@ -1066,16 +1072,7 @@ ROWS4_MVE_LOOP_COLUMNS = 32
     V64_FULL -32, q6
     V64_FULL -16, q5
 3:
-    vpstttt
-    vldrbt.s8       q0, [r1]
-    vmladavat.s8    r4, q4, q0
-    vldrbt.s8       q1, [r5]
-    vmladavat.s8    r6, q4, q1
-    vpstttt
-    vldrbt.s8       q2, [r7]
-    vmladavat.s8    r8, q4, q2
-    vldrbt.s8       q3, [r9]
-    vmladavat.s8    r10, q4, q3
+    V_PART q4
     V64_STORE_NEXT
     subs    r3, r3, #1
     beq     5f
