@@ -897,8 +897,8 @@ qlstm_arm_x_part_folded:
 @   acc[r] = bias[r] + sum_{j<n} v[j] * w[r * n + j]   (mod 2^32), r < 4 * quads
 @ void qlstm_arm_rows4_s8_mve(const int8_t* v, const int8_t* w, int32_t n, int32_t quads,
 @                             const int32_t* bias, int32_t* acc);
-@ Over 32 columns (and in one register up to 16), v is held in q4-q7, up to 64 columns at a
-@ time, so that a four-row block loads only its weights: one load per row and vector, each paired with that row's VMLADAVA (the first block
+@ Over 32 columns and from 6 four-row blocks (and in one register up to 16 columns), v is held
+@ in q4-q7, up to 64 columns at a time, so that a four-row block loads only its weights: one load per row and vector, each paired with that row's VMLADAVA (the first block
 @ of 64 columns starts from bias, the later ones from acc). Within a block of k columns the
 @ last vector holds p = k - 16f columns (f full vectors before it, p in 1..16); the row
 @ pointers sit at that last vector and the full ones lie 16, 32 and 48 bytes before it.
@@ -948,6 +948,7 @@ ROWS4_MVE_BIAS = ROWS4_MVE_LOCALS + 100
 ROWS4_MVE_ACC = ROWS4_MVE_LOCALS + 104
 ROWS4_MVE_COLUMNS = 64
 ROWS4_MVE_LOOP_COLUMNS = 32
+ROWS4_MVE_HELD_QUADS = 6
     FUNCTION qlstm_arm_rows4_s8_mve
     push    {r4-r11, lr}
     cbz     r3, 0f
@@ -976,9 +977,13 @@ ROWS4_MVE_LOOP_COLUMNS = 32
     pop     {r4-r11, pc}
 7:
     cmp     r2, #ROWS4_MVE_LOOP_COLUMNS
-    bgt     .Lrows4_mve_held
-@ 17 to 32 columns: a tail-predicated loop over the columns (DLSTP/LETP), v loaded beside the
-@ weights, as its setup costs less than holding v in registers where a row is two vectors.
+    ble     7f
+    cmp     r3, #ROWS4_MVE_HELD_QUADS
+    bge     .Lrows4_mve_held
+7:
+@ 17 to 32 columns, or fewer than 6 blocks: a tail-predicated loop over the columns (DLSTP/LETP),
+@ v loaded beside the weights, as holding v (its saves and setup, about 120 cycles a call and 50
+@ a 64-column block) costs more than it saves there (about 24 cycles a block of 64 columns).
     ldr     r11, [sp, #36]          @ bias
     ldr     r12, [sp, #40]          @ acc
     add     r4, r12, r3, lsl #4     @ end of acc
