@@ -942,6 +942,18 @@ qlstm_arm_x_part_folded:
     add     r9, r9, r2
 .endm
 
+@ A block of four rows over 64 whole columns (f = 3, p = 16): two per pass of its loop, which
+@ halves the loop ends.
+.macro V64_WHOLE_BLOCK
+    ldrd    r4, r6, [r11], #8
+    ldrd    r8, r10, [r11], #8
+    V64_FULL -48, q7
+    V64_FULL -32, q6
+    V64_FULL -16, q5
+    V64_FULL 0, q4
+    V64_STORE_NEXT
+.endm
+
 @ Stack after the saves: v, w, n, quads, c0 (the block's first column); bias and acc above.
 ROWS4_MVE_LOCALS = 20
 ROWS4_MVE_BIAS = ROWS4_MVE_LOCALS + 100
@@ -1089,14 +1101,14 @@ ROWS4_MVE_HELD_QUADS = 6
 .endif
 4:
     ldr     r12, [sp, #ROWS4_MVE_ACC]
+    lsrs    r3, r3, #1              @ pairs of blocks; an odd one first
+    bcc     6f
+    adds    r3, r3, #1
+    b       61f
 6:
-    ldrd    r4, r6, [r11], #8
-    ldrd    r8, r10, [r11], #8
-    V64_FULL -48, q7
-    V64_FULL -32, q6
-    V64_FULL -16, q5
-    V64_FULL 0, q4
-    V64_STORE_NEXT
+    V64_WHOLE_BLOCK
+61:
+    V64_WHOLE_BLOCK
     subs    r3, r3, #1
     bne     6b
 5:
