@@ -257,10 +257,10 @@ CYCLE_BOUNDS = """Where the estimated cycles stand against the goals, and what b
   divide's fix, two saturations, the table interpolation by two gathers). At {room} the floor
   leaves room: the dot products run at {over_floor} times their floor, and 0.33 needs them at
   {need} times it (all else as today). Over 32 columns `qlstm_arm_rows4_s8_mve` already holds
-  v in `q4`-`q7`, 64 columns at a time, and a four-row block of 64 whole columns costs 49 cycles
+  v in `q4`-`q7`, 64 columns at a time, and a four-row block of 64 whole columns costs 47 cycles
   by the model's table against the floor's 32: the four sums' loads and stores (8, `LDRD` and
-  `STRD`), the row pointers' advance (4), the first load after the loop's top (1 more) and the
-  loop end with its refill (4). Each call adds about 70 cycles of register saves (`VPUSH` and
+  `STRD`), the row pointers' advance (4), the first load after the sums' (1 more) and half a
+  loop end with its refill (2: two blocks per pass). Each call adds about 70 cycles of register saves (`VPUSH` and
   `VPOP` of `q4`-`q7` are 34) and about 55 per 64-column block to load v and set up the rows,
   spread over the 16 four-row blocks of a 64-row chunk. What is left is fewer calls (one for a chunk's x and h products, or larger
   chunks, whose accumulators on the stack, 512 B, would grow) and the blocks' own overhead. Up
