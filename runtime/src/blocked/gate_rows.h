@@ -88,11 +88,23 @@ void gate(const qlstm_gate_s8_params& g, const GateArgs& a, int16_t* out_q0_15) 
 //                     n rows to Q0.15, activated; built once per gate call (its parameters set up once);
 //                     it may overwrite the chunk's accumulators (gate_chunked's own stack, all
 //                     2 * kChunkRows of them)
-// (and dot1 for the rows after the last whole block). The accumulators of a chunk live on the
-// stack: 2 * kChunkRows int32 (512 bytes), ah right after ax. Without h, ah stays zero:
+// (and dot1 for the rows after the last whole block), and optionally kChunkRows (chunk_rows_of
+// below). The accumulators of a chunk live on the stack: 2 * kChunkRows int32 (512 bytes; the
+// kernel's own kChunkRows where it has one), ah right after ax. Without h, ah stays zero:
 // requantized it adds exactly 0, as the reference's h-less gate. 64 rows: a gate of up to 64
 // units is one chunk, each chunk costs the driver's loop and three calls (two rows4, a finish).
 constexpr int32_t kChunkRows = 64;
+
+// A kernel's kChunkRows (default the one above): rows per chunk for kernels whose per-call cost
+// is large enough that longer chunks pay for their stack (arm_mve: 128 rows, 1,024 bytes).
+template <typename K>
+constexpr auto chunk_rows_of(int) -> decltype(K::kChunkRows) {
+  return K::kChunkRows;
+}
+template <typename K>
+constexpr int32_t chunk_rows_of(long) {
+  return kChunkRows;
+}
 
 struct PlainOperand {
   const int8_t* v = nullptr;
@@ -151,13 +163,14 @@ __attribute__((always_inline)) inline void gate_chunked_body(const qlstm_gate_s8
                                                              int16_t* out_q0_15, typename Kernel::Operand& xo,
                                                              typename Kernel::Operand& ho, bool prepared) {
   const int32_t I = a.input_size, H = a.hidden_size;
-  int32_t acc[2 * kChunkRows];
+  constexpr int32_t kRows = chunk_rows_of<Kernel>(0);
+  int32_t acc[static_cast<size_t>(2 * kRows)];
   int32_t* const ax = acc;
-  int32_t* const ah = acc + kChunkRows;
+  int32_t* const ah = acc + kRows;
   if (a.h == nullptr) {
     // A call, where GCC would unroll and vectorize the loop into about 240 bytes of every Arm
     // variant's flash; it runs at a call's first step only (no h yet).
-    const int32_t rows = H < kChunkRows ? H : kChunkRows;
+    const int32_t rows = H < kRows ? H : kRows;
     __builtin_memset(ah, 0, sizeof(int32_t) * static_cast<size_t>(rows));
   }
   for (int32_t b = 0; b < a.rows; ++b) {
@@ -168,8 +181,8 @@ __attribute__((always_inline)) inline void gate_chunked_body(const qlstm_gate_s8
       xo.prepare(x, I);
       if (h != nullptr) ho.prepare(h, H);
     }
-    for (int32_t c0 = 0; c0 < H; c0 += kChunkRows) {
-      const int32_t n = H - c0 < kChunkRows ? H - c0 : kChunkRows;
+    for (int32_t c0 = 0; c0 < H; c0 += kRows) {
+      const int32_t n = H - c0 < kRows ? H - c0 : kRows;
       gate_chunk_dots<Kernel>(xo, x, g.input_weights, I, c0, n, g.input_effective_bias, ax);
       if (h != nullptr) gate_chunk_dots<Kernel>(ho, h, g.hidden_weights, H, c0, n, g.hidden_effective_bias, ah);
       finish(ax, ah, n, out + c0);
@@ -221,9 +234,10 @@ __attribute__((noinline)) void gru_new_gate_chunked_over(const qlstm_gru_gate_s8
                                                          int16_t* new_q0_15, typename Kernel::Operand& xo,
                                                          typename Kernel::Operand& ho, bool prepared) {
   const int32_t I = a.input_size, H = a.hidden_size;
-  int32_t acc[2 * kChunkRows];
+  constexpr int32_t kRows = chunk_rows_of<Kernel>(0);
+  int32_t acc[static_cast<size_t>(2 * kRows)];
   int32_t* const ax = acc;
-  int32_t* const ah = acc + kChunkRows;
+  int32_t* const ah = acc + kRows;
   for (int32_t b = 0; b < a.rows; ++b) {
     const int8_t* x = a.x + b * a.x_row_stride;
     const int8_t* h = a.h != nullptr ? a.h + b * a.h_row_stride : nullptr;
@@ -232,8 +246,8 @@ __attribute__((noinline)) void gru_new_gate_chunked_over(const qlstm_gru_gate_s8
       xo.prepare(x, I);
       if (h != nullptr) ho.prepare(h, H);
     }
-    for (int32_t c0 = 0; c0 < H; c0 += kChunkRows) {
-      const int32_t n = H - c0 < kChunkRows ? H - c0 : kChunkRows;
+    for (int32_t c0 = 0; c0 < H; c0 += kRows) {
+      const int32_t n = H - c0 < kRows ? H - c0 : kRows;
       gate_chunk_dots<Kernel>(xo, x, g.input_weights, I, c0, n, g.input_effective_bias, ax);
       if (h != nullptr) {
         gate_chunk_dots<Kernel>(ho, h, g.hidden_weights, H, c0, n, g.hidden_effective_bias, ah);
