@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Executed instructions and flash bytes of a compiled model's emitted firmware source.
+"""Executed instructions, estimated cycles and flash bytes of a compiled model's emitted firmware source.
 
   /usr/bin/python3 bench/emitted_firmware.py --qlstm build/tools/qlstm/qlstm --build build
                    [--cpu cortex-m4,cortex-m55] [--out markdown|json] [--work DIR] [--source REPO]
@@ -11,7 +11,8 @@ model given with --model NAME=ONNX,CALIBRATION,TEST: layers around the LSTM, a l
   - builds examples/firmware with its NAME_model.cc for each CPU (the same cmake invocation as
     tests/target/device_tests.py emitted),
   - runs the firmware under qemu-system-arm with the instruction counter
-    (build/tools/qemu_icount/libqlstm_icount.so) on the first test sequence, quantized with the
+    (build/tools/qemu_icount/libqlstm_icount.so, with the CPU's cycle model: docs/targets.md,
+    "Estimated cycles"; cortex-m55-nomve is the M55 core) on the first test sequence, quantized with the
     model's input scale and zero point: one NAME_run call over T steps, which examples/firmware/main.c
     brackets with qlstm_bench_begin() / qlstm_bench_end(),
   - checks the firmware's output equals `qlstm run` on the host,
@@ -247,7 +248,8 @@ def measure(a, work):
             cmd = ["qemu-system-arm", "-M", info["qemu_machine"], "-cpu", info["qemu_cpu"], "-nographic",
                    "-monitor", "none", "-serial", "none", "-semihosting-config",
                    "enable=on,target=native," + ",".join("arg=" + x.replace(",", ",,") for x in ["fw", raw_in, raw_out]),
-                   "-kernel", elf, "-plugin", "%s,out=%s" % (plugin.replace(",", ",,"), counts.replace(",", ",,"))]
+                   "-kernel", elf, "-plugin", "%s,out=%s,cpu=%s" % (plugin.replace(",", ",,"), counts.replace(",", ",,"),
+                                                                    info.get("cpu", cpu))]
             out = run(cmd, "%s firmware on %s under QEMU" % (name, cpu))
             if not re.search(r"^%d time steps$" % steps, out, re.M):
                 fail("%s on %s: the firmware did not report %d time steps:\n%s" % (name, cpu, steps, out))
@@ -256,10 +258,11 @@ def measure(a, work):
                     fail("%s on %s: the firmware's output differs from qlstm run on the host" % (name, cpu))
             with open(counts) as f:
                 counted = f.read().split()
-            if len(counted) != 2 or counted[0] != "instructions" or not counted[1].isdigit():
-                fail("%s on %s: expected one 'instructions N' between the markers, the counter wrote %r "
-                     "(does examples/firmware/main.c call qlstm_bench_begin/qlstm_bench_end around NAME_run?)"
-                     % (name, cpu, counted))
+            if (len(counted) != 4 or counted[0] != "instructions" or counted[2] != "cycles" or
+                    not counted[1].isdigit() or not counted[3].isdigit()):
+                fail("%s on %s: expected one 'instructions N' and 'cycles C' between the markers, the counter "
+                     "wrote %r (does examples/firmware/main.c call qlstm_bench_begin/qlstm_bench_end around "
+                     "NAME_run?)" % (name, cpu, counted))
             text, data, bss = elf_size(elf)
             model, runtime = flash_parts(os.path.join(fw, "model_firmware.map"),
                                          os.path.join(mdir, name + "_model.cc"))
@@ -268,11 +271,13 @@ def measure(a, work):
                 "input_size": report["input_size"], "hidden_size": report["hidden_size"],
                 "output_size": report["output_size"], "output_per_step": per_step,
                 "ops": len(report.get("op_table", report["ops"])), "instructions": int(counted[1]),
+                "cycles": int(counted[3]),
                 "flash_bytes": text + data, "text_bytes": text, "data_bytes": data, "bss_bytes": bss,
                 "model_code_bytes": model["code"], "model_const_bytes": model["const"],
                 "runtime_bytes": sum(runtime.values()), "runtime_members": runtime,
             })
-            log("%s on %s: %d instructions, %d flash bytes" % (name, cpu, int(counted[1]), text + data))
+            log("%s on %s: %d instructions, %d estimated cycles, %d flash bytes" % (
+                name, cpu, int(counted[1]), int(counted[3]), text + data))
     return rows
 
 
@@ -293,15 +298,17 @@ def markdown(rows, prov):
     lines = ["Emitted firmware (examples/firmware), one NAME_run call; measured at %s (%s)" % (
                  prov["commit"], prov["subject"]),
              "%s; %s" % (prov["qemu"], prov["gcc"]), "",
-             "| model | cpu | B x T x I -> output | ops | instructions | flash bytes (text+data) | model code | model const | runtime lib | rest |",
-             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+             "| model | cpu | B x T x I -> output | ops | instructions | est. cycles | flash bytes (text+data) | model code "
+             "| model const | runtime lib | rest |",
+             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         rest = r["flash_bytes"] - r["model_code_bytes"] - r["model_const_bytes"] - r["runtime_bytes"]
-        lines.append("| %s | %s | %d x %d x %d -> %d %s | %d | %d | %d | %d | %d | %d | %d |" % (
+        lines.append("| %s | %s | %d x %d x %d -> %d %s | %d | %d | %d | %d | %d | %d | %d | %d |" % (
             r["model"], r["cpu"], r["batch"], r["time_steps"], r["input_size"], r["output_size"],
-            "per step" if r["output_per_step"] else "per sequence", r["ops"], r["instructions"],
+            "per step" if r["output_per_step"] else "per sequence", r["ops"], r["instructions"], r["cycles"],
             r["flash_bytes"], r["model_code_bytes"], r["model_const_bytes"], r["runtime_bytes"], rest))
-    lines += ["", "model code / model const: bytes the link kept from NAME_model.cc (.text*; .rodata* and .data*); "
+    lines += ["", "est. cycles: the counter's estimate on the CPU's core (zero wait states, no caches; "
+              "docs/targets.md). model code / model const: bytes the link kept from NAME_model.cc (.text*; .rodata* and .data*); "
               "runtime lib: from libqlstm_runtime.a; both from the linker map; rest: main.c, the board, newlib, "
               "libgcc and padding. JSON (--out json) splits the runtime by archive member."]
     return "\n".join(lines)
