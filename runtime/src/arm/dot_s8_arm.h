@@ -107,7 +107,7 @@ inline int32_t dot1(const int8_t* v, const int8_t* w, int32_t n, int32_t acc) {
   return fxp::bits_to_s32(a);
 }
 
-struct Thumb2Dot {
+struct Thumb2Dot : blocked::KernelDefaults {
   using Operand = blocked::PlainOperand;
   // A remainder of this many rows after the last whole block costs less by dot1 than by a block
   // of four (blocked/fc_rows.h): about 5 instructions per column against 9.

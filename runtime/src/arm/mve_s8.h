@@ -106,12 +106,12 @@ __attribute__((noinline)) inline int32_t dot1(const int8_t* v, const int8_t* w, 
   return acc;
 }
 
-struct MveDot {
+struct MveDot : blocked::KernelDefaults {
   using Operand = blocked::PlainOperand;
   // A remainder of this many rows after the last whole block costs less by dot1 than by a block
   // of four (blocked/fc_rows.h): about 5 instructions per sixteen columns against 9.
   static constexpr int32_t kDot1TailRows = 1;
-  // 128-row chunks (blocked::chunk_rows_of): rows4 holding v pays about 120 cycles a call and 50
+  // 128-row chunks (blocked::KernelDefaults): rows4 holding v pays about 120 cycles a call and 50
   // a 64-column block, so a gate of 128 units or more takes half the calls, for 512 bytes more
   // stack (the chunk's accumulators, 2 x 128 int32).
   static constexpr int32_t kChunkRows = 128;

@@ -44,7 +44,7 @@ class ScalarFcFinish {
 
 // rows4 from a kernel's dot4 (gate_rows.h's contract), for the kernels that have no block call.
 template <typename Dot>
-struct Rows4OfDot4 {
+struct Rows4OfDot4 : KernelDefaults {
   using Operand = PlainOperand;
   static constexpr int32_t kDot1TailRows = 1;  // a remainder of one row costs a quarter of a block
   static void rows4(const Operand& v, const int8_t* w, int32_t n, int32_t blocks, const int32_t* bias,

@@ -88,23 +88,24 @@ void gate(const qlstm_gate_s8_params& g, const GateArgs& a, int16_t* out_q0_15) 
 //                     n rows to Q0.15, activated; built once per gate call (its parameters set up once);
 //                     it may overwrite the chunk's accumulators (gate_chunked's own stack, all
 //                     2 * kChunkRows of them)
-// (and dot1 for the rows after the last whole block), and optionally kChunkRows (chunk_rows_of
-// below). The accumulators of a chunk live on the stack: 2 * kChunkRows int32 (512 bytes; the
-// kernel's own kChunkRows where it has one), ah right after ax. Without h, ah stays zero:
+// (and dot1 for the rows after the last whole block), deriving from KernelDefaults (below). The
+// accumulators of a chunk live on the stack: 2 * Kernel::kChunkRows int32 (512 bytes at the
+// default), ah right after ax. Without h, ah stays zero:
 // requantized it adds exactly 0, as the reference's h-less gate. 64 rows: a gate of up to 64
 // units is one chunk, each chunk costs the driver's loop and three calls (two rows4, a finish).
 constexpr int32_t kChunkRows = 64;
 
-// A kernel's kChunkRows (default the one above): rows per chunk for kernels whose per-call cost
-// is large enough that longer chunks pay for their stack (arm_mve: 128 rows, 1,024 bytes).
-template <typename K>
-constexpr auto chunk_rows_of(int) -> decltype(K::kChunkRows) {
-  return K::kChunkRows;
-}
-template <typename K>
-constexpr int32_t chunk_rows_of(long) {
-  return kChunkRows;
-}
+// What a kernel may set, with their defaults; every chunked kernel derives from this.
+//   kChunkRows: rows per chunk, for kernels whose per-call cost is large enough that longer
+//     chunks pay for their stack (arm_mve: 128 rows, 1,024 bytes);
+//   kPrepareOncePerStep: whether a whole LSTM call prepares a one-row call's x and h once per
+//     step (blocked/lstm_chunked.h: where preparing costs, as ExpandedOperand's sign extension)
+//     and gate_chunked_over inlines its chunks' dot products (fewer cycles per gate call, more
+//     flash). The others keep their operands local to the gate and call chunk_dots.
+struct KernelDefaults {
+  static constexpr int32_t kChunkRows = blocked::kChunkRows;
+  static constexpr bool kPrepareOncePerStep = false;
+};
 
 struct PlainOperand {
   const int8_t* v = nullptr;
@@ -131,23 +132,11 @@ void chunk_dots(const typename Kernel::Operand& vo, const int8_t* v, const int8_
   chunk_dots_inlined<Kernel>(vo, v, w, cols, c0, n, bias, acc);
 }
 
-// A kernel's kPrepareOncePerStep (default false): whether a whole LSTM call prepares a one-row
-// call's x and h once per step (blocked/lstm_chunked.h: where preparing costs, as ExpandedOperand's
-// sign extension) and gate_chunked_over inlines its chunks' dot products (fewer cycles per gate
-// call, more flash). The others keep their operands local to the gate and call chunk_dots.
-template <typename K>
-constexpr auto prepare_once_per_step(int) -> decltype(K::kPrepareOncePerStep) {
-  return K::kPrepareOncePerStep;
-}
-template <typename K>
-constexpr bool prepare_once_per_step(long) {
-  return false;
-}
 template <typename Kernel>
 __attribute__((always_inline)) inline void gate_chunk_dots(const typename Kernel::Operand& vo, const int8_t* v,
                                                            const int8_t* w, int32_t cols, int32_t c0, int32_t n,
                                                            const int32_t* bias, int32_t* acc) {
-  if constexpr (prepare_once_per_step<Kernel>(0)) {
+  if constexpr (Kernel::kPrepareOncePerStep) {
     chunk_dots_inlined<Kernel>(vo, v, w, cols, c0, n, bias, acc);
   } else {
     chunk_dots<Kernel>(vo, v, w, cols, c0, n, bias, acc);
@@ -163,7 +152,7 @@ __attribute__((always_inline)) inline void gate_chunked_body(const qlstm_gate_s8
                                                              int16_t* out_q0_15, typename Kernel::Operand& xo,
                                                              typename Kernel::Operand& ho, bool prepared) {
   const int32_t I = a.input_size, H = a.hidden_size;
-  constexpr int32_t kRows = chunk_rows_of<Kernel>(0);
+  constexpr int32_t kRows = Kernel::kChunkRows;
   int32_t acc[static_cast<size_t>(2 * kRows)];
   int32_t* const ax = acc;
   int32_t* const ah = acc + kRows;
@@ -202,7 +191,7 @@ template <typename Kernel>
 void gate_chunked_with(const qlstm_gate_s8_params& g, const typename Kernel::Finish& finish, const GateArgs& a,
                        int16_t* out_q0_15) {
   typename Kernel::Operand xo, ho;
-  if constexpr (prepare_once_per_step<Kernel>(0)) {
+  if constexpr (Kernel::kPrepareOncePerStep) {
     gate_chunked_over<Kernel>(g, finish, a, out_q0_15, xo, ho, false);
   } else {
     gate_chunked_body<Kernel>(g, finish, a, out_q0_15, xo, ho, false);
@@ -234,7 +223,7 @@ __attribute__((noinline)) void gru_new_gate_chunked_over(const qlstm_gru_gate_s8
                                                          int16_t* new_q0_15, typename Kernel::Operand& xo,
                                                          typename Kernel::Operand& ho, bool prepared) {
   const int32_t I = a.input_size, H = a.hidden_size;
-  constexpr int32_t kRows = chunk_rows_of<Kernel>(0);
+  constexpr int32_t kRows = Kernel::kChunkRows;
   int32_t acc[static_cast<size_t>(2 * kRows)];
   int32_t* const ax = acc;
   int32_t* const ah = acc + kRows;

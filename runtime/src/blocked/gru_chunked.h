@@ -28,13 +28,13 @@ struct PreparedGru {
 };
 
 // All three gates of a step read the same x and h: where preparing them costs
-// (prepare_once_per_step, gate_rows.h), a one-row call prepares them in the reset gate, once per
+// (KernelDefaults::kPrepareOncePerStep, gate_rows.h), a one-row call prepares them in the reset gate, once per
 // step instead of once per gate.
 template <typename Kernel>
 void prepared_gru_step(const void* prepared, const GateArgs& args, const GruStepBuffers& buffers,
                        int16_t* hidden_q0_15, int8_t* y, ptrdiff_t y_row_stride) {
   PreparedGru<Kernel>& p = *static_cast<PreparedGru<Kernel>*>(const_cast<void*>(prepared));
-  if constexpr (prepare_once_per_step<Kernel>(0)) {
+  if constexpr (Kernel::kPrepareOncePerStep) {
     const bool one_row = args.rows == 1;
     gate_chunked_over<Kernel>(p.gates.reset, p.reset_finish, args, buffers.reset_q0_15, p.x, p.h, false);
     gate_chunked_over<Kernel>(p.gates.update, p.update_finish, args, buffers.update_q0_15, p.x, p.h, one_row);

@@ -25,12 +25,12 @@ __attribute__((noinline)) typename Kernel::Finish finish_of(const qlstm_gate_s8_
 }
 
 // The walk runs the forget gate first in every step, and all four gates of a step read the same
-// x and h (lstm_sequence.h): where preparing them costs (prepare_once_per_step, gate_rows.h), a
+// x and h (lstm_sequence.h): where preparing them costs (KernelDefaults::kPrepareOncePerStep, gate_rows.h), a
 // one-row call prepares them in the forget gate, once per step instead of once per gate.
 template <typename Kernel>
 void prepared_gate(const void* prepared, int32_t g, const GateArgs& args, int16_t* out) {
   PreparedGates<Kernel>& p = *static_cast<PreparedGates<Kernel>*>(const_cast<void*>(prepared));
-  if constexpr (prepare_once_per_step<Kernel>(0)) {
+  if constexpr (Kernel::kPrepareOncePerStep) {
     gate_chunked_over<Kernel>(p.gates[g], p.finishes[g], args, out, p.x, p.h,
                               args.rows == 1 && g != QLSTM_GATE_FORGET);
   } else {
