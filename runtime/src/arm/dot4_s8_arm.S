@@ -898,14 +898,16 @@ qlstm_arm_x_part_folded:
 @ void qlstm_arm_rows4_s8_mve(const int8_t* v, const int8_t* w, int32_t n, int32_t quads,
 @                             const int32_t* bias, int32_t* acc);
 @ Over 32 columns and from 6 four-row blocks (and in one register up to 16 columns), v is held
-@ in q4-q7, up to 64 columns at a time, so that a four-row block loads only its weights: one load per row and vector, each paired with that row's VMLADAVA (the first block
-@ of 64 columns starts from bias, the later ones from acc). Within a block of k columns the
+@ in q4-q7, up to 64 columns at a time, so that a four-row block loads only its weights: one
+@ load per row and vector, each paired with that row's VMLADAVA (the first block of 64 columns
+@ starts from bias, the later ones from acc). Within a block of k columns the
 @ last vector holds p = k - 16f columns (f full vectors before it, p in 1..16); the row
 @ pointers sit at that last vector and the full ones lie 16, 32 and 48 bytes before it.
 @ The code runs the full vectors from the farthest (entered part-way, at 32 bytes of code per
 @ vector, by BX) and the last one predicated to its p columns, so nothing past row or vector is
 @ read. A block of 64 whole columns (f = 3, p = 16) has its own loop, unpredicated and without
 @ the BX. n = 0 (the one-vector path) predicates every lane off: acc = bias.
+
 @ The four rows' products with a part vector \vq, predicated to its columns (VPR holds them),
 @ the weights read at the row pointers; q0-q2 take the weights.
 .macro V_PART vq
@@ -995,7 +997,7 @@ ROWS4_MVE_HELD_QUADS = 6
 7:
 @ 17 to 32 columns, or fewer than 6 blocks: a tail-predicated loop over the columns (DLSTP/LETP),
 @ v loaded beside the weights, as holding v (its saves and setup, about 120 cycles a call and 50
-@ a 64-column block) costs more than it saves there (about 24 cycles a block of 64 columns).
+@ a 64-column block) costs more than it saves there (about 26 cycles a block of 64 columns).
     ldr     r11, [sp, #36]          @ bias
     ldr     r12, [sp, #40]          @ acc
     add     r4, r12, r3, lsl #4     @ end of acc
@@ -1007,7 +1009,7 @@ ROWS4_MVE_HELD_QUADS = 6
     sub     r3, r2, r3              @ n - 16 * ceil(n / 16)
 1:
     ldr     r0, [sp]
-    ldrd    r4, r6, [r11], #8
+    ldrd    r4, r6, [r11], #8       @ two LDRDs: 4 cycles on the M55, LDM of four 5
     ldrd    r8, r10, [r11], #8
     add     r5, r1, r2              @ row 1
     add     r7, r5, r2              @ row 2

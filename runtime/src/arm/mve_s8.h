@@ -1,8 +1,7 @@
 // Helium (MVE) building blocks shared by the LSTM (lstm_s8_arm_mve.cc), the fully connected op
 // (fc_s8_arm_mve.cc) and the GRU (gru_s8_arm_mve.cc): the requantization and the table tanh in
 // four int32 lanes and the dot products of whole four-row blocks (qlstm_arm_rows4_s8_mve in
-// dot4_s8_arm.S: VMLADAVA, v held in registers up to 16 and over 32
-// columns).
+// dot4_s8_arm.S: VMLADAVA, v held in registers up to 16 and over 32 columns).
 #ifndef QLSTM_SRC_ARM_MVE_S8_H_
 #define QLSTM_SRC_ARM_MVE_S8_H_
 

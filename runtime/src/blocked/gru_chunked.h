@@ -28,8 +28,8 @@ struct PreparedGru {
 };
 
 // All three gates of a step read the same x and h: where preparing them costs
-// (KernelDefaults::kPrepareOncePerStep, gate_rows.h), a one-row call prepares them in the reset gate, once per
-// step instead of once per gate.
+// (kPrepareOncePerStep, gate_rows.h's KernelDefaults), a one-row call prepares them in the reset
+// gate, once per step instead of once per gate.
 template <typename Kernel>
 void prepared_gru_step(const void* prepared, const GateArgs& args, const GruStepBuffers& buffers,
                        int16_t* hidden_q0_15, int8_t* y, ptrdiff_t y_row_stride) {

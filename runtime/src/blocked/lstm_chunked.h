@@ -25,8 +25,9 @@ __attribute__((noinline)) typename Kernel::Finish finish_of(const qlstm_gate_s8_
 }
 
 // The walk runs the forget gate first in every step, and all four gates of a step read the same
-// x and h (lstm_sequence.h): where preparing them costs (KernelDefaults::kPrepareOncePerStep, gate_rows.h), a
-// one-row call prepares them in the forget gate, once per step instead of once per gate.
+// x and h (lstm_sequence.h): where preparing them costs (kPrepareOncePerStep, gate_rows.h's
+// KernelDefaults), a one-row call prepares them in the forget gate, once per step instead of once
+// per gate.
 template <typename Kernel>
 void prepared_gate(const void* prepared, int32_t g, const GateArgs& args, int16_t* out) {
   PreparedGates<Kernel>& p = *static_cast<PreparedGates<Kernel>*>(const_cast<void*>(prepared));
