@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "qlstm/compiler/ops/op_kind.h"
 #include "qlstm/kernels.h"
 
 namespace qlstm {
@@ -156,33 +157,7 @@ json op_table_row(const CompiledModel& m, size_t k, const ProgramMemory::Op& mem
   json row = {{"op", k}, {"kind", op_kind_name(op.kind)}, {"shape", op_shape(m, op)},
               {"input", quant_json(in.quant)}, {"output", quant_json(out.quant)},
               {"flash_bytes", mem.flash_bytes}, {"ram_bytes", mem.output_bytes}};
-  switch (op.kind) {
-    case QLSTM_OP_LSTM_S8:
-    case QLSTM_OP_GRU_S8:
-    case QLSTM_OP_LSTM_S16:
-      row["direction"] = op.time_direction() == QLSTM_TIME_REVERSE ? "reverse" : "forward";
-      row["output_steps"] = op.output_steps() == QLSTM_OUTPUT_FINAL ? "final" : "all";
-      break;
-    case QLSTM_OP_FULLY_CONNECTED_S8:
-      row["fused_activation"] = op.fc.fused_activation.empty() ? "none" : op.fc.fused_activation;
-      row["per_channel"] = op.fc.per_channel;
-      break;
-    case QLSTM_OP_FULLY_CONNECTED_S16:
-      row["fused_activation"] = op.fc_s16.fused_activation.empty() ? "none" : op.fc_s16.fused_activation;
-      row["per_channel"] = false;
-      break;
-    case QLSTM_OP_TABLE_S8: row["function"] = op.table.function.empty() ? "table" : op.table.function; break;
-    case QLSTM_OP_SOFTMAX_S8:
-      row["beta"] = op.softmax.beta;
-      row["diff_min"] = op.softmax.diff_min;
-      break;
-    case QLSTM_OP_SOFTMAX_S16:
-      row["beta"] = op.softmax_s16.beta;
-      row["input_left_shift"] = op.softmax_s16.input_left_shift;
-      break;
-    case QLSTM_OP_SELECT_STEP: row["step"] = op.select.step; break;
-    default: break;
-  }
+  if (const OpKind* kind = find_op_kind(op.kind)) kind->report(op, &row);
   return row;
 }
 
@@ -206,8 +181,9 @@ json output_json(const CompiledModel& m, const CalibrationStats& last_lstm, cons
   json out = {{"scale", m.output_quant().scale}, {"zero_point", m.output_quant().zero_point},
               {"steps", m.output_is_one_step() ? "one per batch row" : "every step"}};
   const ProgramOp& op = m.ops.back();
-  if (op.kind == QLSTM_OP_SOFTMAX_S16) {
-    out["observer"] = "softmax_s16: fixed 1/32768, 0";
+  const OpKind* kind = find_op_kind(op.kind);
+  if (kind != nullptr && kind->fixed_output != nullptr) {
+    out["observer"] = kind->fixed_output;
   } else if (m.buffers.back().type == QLSTM_ELEMENT_S16) {
     out["observer"] = "16x8: symmetric int16 over 2^" + std::to_string(options.quantization.s16_headroom_bits) +
                       " times max |y| of the float program on the calibration set" +
@@ -216,8 +192,6 @@ json output_json(const CompiledModel& m, const CalibrationStats& last_lstm, cons
     out["observer"] = last_lstm.output_observer;
     out["observed"] = {last_lstm.output_observed.lo, last_lstm.output_observed.hi};
     out["range"] = {last_lstm.output_range.lo, last_lstm.output_range.hi};
-  } else if (op.kind == QLSTM_OP_SOFTMAX_S8) {
-    out["observer"] = "softmax: fixed 1/256, -128";
   } else {
     out["observer"] = std::string(observer_name(options.quantization.output_observer.kind)) + " over the float output of op " +
                       std::to_string(m.ops.size() - 1) + " (" + op_kind_name(op.kind) + ")";

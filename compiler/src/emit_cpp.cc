@@ -6,6 +6,7 @@
 #include <cstring>
 #include <sstream>
 
+#include "qlstm/compiler/ops/op_kind.h"
 #include "qlstm/kernels.h"
 #include "qlstm/params_codec.h"
 
@@ -43,19 +44,8 @@ std::string array_name(const std::string& prefix, const char* path) {
 
 // Each kind by its enum name, for the emitted initializer.
 const char* kind_symbol(int32_t kind) {
-  switch (kind) {
-    case QLSTM_OP_LSTM_S8: return "QLSTM_OP_LSTM_S8";
-    case QLSTM_OP_FULLY_CONNECTED_S8: return "QLSTM_OP_FULLY_CONNECTED_S8";
-    case QLSTM_OP_SOFTMAX_S8: return "QLSTM_OP_SOFTMAX_S8";
-    case QLSTM_OP_TABLE_S8: return "QLSTM_OP_TABLE_S8";
-    case QLSTM_OP_SELECT_STEP: return "QLSTM_OP_SELECT_STEP";
-    case QLSTM_OP_GRU_S8: return "QLSTM_OP_GRU_S8";
-    case QLSTM_OP_LSTM_S16: return "QLSTM_OP_LSTM_S16";
-    case QLSTM_OP_FULLY_CONNECTED_S16: return "QLSTM_OP_FULLY_CONNECTED_S16";
-    case QLSTM_OP_REQUANTIZE: return "QLSTM_OP_REQUANTIZE";
-    case QLSTM_OP_SOFTMAX_S16: return "QLSTM_OP_SOFTMAX_S16";
-    default: return nullptr;
-  }
+  const OpKind* k = find_op_kind(kind);
+  return k ? k->symbol : nullptr;
 }
 
 // Each element type by its enum name.
@@ -160,40 +150,9 @@ EmittedSource emit_program(const CompiledModel& m, const std::string& name, int3
 
 }  // namespace
 
-namespace {
-// "LSTM 4 -> 8, forward": a recurrent op's block P (LSTM or GRU) in one line.
-template <class P>
-std::string describe_recurrent(const char* what, const P& p) {
-  return std::string(what) + " " + std::to_string(p.dims.input_size) + " -> " + std::to_string(p.dims.hidden_size) +
-         (p.time_direction == QLSTM_TIME_REVERSE ? ", reverse" : ", forward") +
-         (p.output_steps == QLSTM_OUTPUT_FINAL ? ", final hidden state only" : "");
-}
-}  // namespace
-
 std::string describe_op(const qlstm_op& o, const ProgramOp& op) {
-  const auto n = [](int64_t v) { return std::to_string(v); };
-  switch (o.kind) {
-    case QLSTM_OP_LSTM_S8: return describe_recurrent("LSTM", o.lstm);
-    case QLSTM_OP_GRU_S8: return describe_recurrent("GRU", o.gru);
-    case QLSTM_OP_FULLY_CONNECTED_S8:
-      return "fully connected " + n(o.fc.input_size) + " -> " + n(o.fc.output_size) +
-             (o.fc.per_channel != 0 ? ", one multiplier per output" : ", one multiplier") +
-             (op.fc.fused_activation.empty() ? "" : ", fused " + op.fc.fused_activation);
-    case QLSTM_OP_SOFTMAX_S8: return "softmax over " + n(o.softmax.row_size);
-    case QLSTM_OP_TABLE_S8:
-      return "table " + (op.table.function.empty() ? std::string("activation") : op.table.function) + " on " +
-             n(o.table.row_size);
-    case QLSTM_OP_SELECT_STEP: return "time step " + n(o.select.step) + " of each sequence, " + n(o.select.row_size) + " wide";
-    case QLSTM_OP_LSTM_S16: return describe_recurrent("16x8 LSTM", o.lstm_s16);
-    case QLSTM_OP_FULLY_CONNECTED_S16:
-      return "16x8 fully connected " + n(o.fc_s16.input_size) + " -> " + n(o.fc_s16.output_size) +
-             (op.fc_s16.fused_activation.empty() ? "" : ", fused " + op.fc_s16.fused_activation);
-    case QLSTM_OP_REQUANTIZE:
-      return std::string("requantization ") + element_word(o.requantize.input_type) + " -> " +
-             element_word(o.requantize.output_type) + " of " + n(o.requantize.row_size);
-    case QLSTM_OP_SOFTMAX_S16: return "16x8 softmax over " + n(o.softmax_s16.row_size);
-    default: return "op of kind " + n(o.kind);
-  }
+  const OpKind* k = find_op_kind(o.kind);
+  return k ? k->describe(o, op) : "op of kind " + std::to_string(o.kind);
 }
 
 std::string c_identifier(const std::string& text) {

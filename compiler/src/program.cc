@@ -1,4 +1,5 @@
 #include "qlstm/compiler/program.h"
+#include "qlstm/compiler/ops/op_kind.h"
 #include "qlstm/compiler/quantized_lstm_s16.h"
 
 #include <algorithm>
@@ -34,20 +35,9 @@ std::vector<int32_t> state_sizes(const CompiledModel& m) {
 
 }  // namespace
 
-const char* op_kind_name(int32_t kind) {
-  switch (kind) {
-    case QLSTM_OP_LSTM_S8: return "lstm";
-    case QLSTM_OP_FULLY_CONNECTED_S8: return "fully_connected";
-    case QLSTM_OP_SOFTMAX_S8: return "softmax";
-    case QLSTM_OP_TABLE_S8: return "table";
-    case QLSTM_OP_SELECT_STEP: return "select_step";
-    case QLSTM_OP_GRU_S8: return "gru";
-    case QLSTM_OP_LSTM_S16: return "lstm_s16";
-    case QLSTM_OP_FULLY_CONNECTED_S16: return "fully_connected_s16";
-    case QLSTM_OP_REQUANTIZE: return "requantize";
-    case QLSTM_OP_SOFTMAX_S16: return "softmax_s16";
-  }
-  return "?";
+bool ProgramOp::recurrent() const {
+  const OpKind* k = find_op_kind(kind);
+  return k != nullptr && k->recurrent;
 }
 
 int16_t quantize_cell(double c, int32_t power) {
@@ -385,7 +375,7 @@ void CompiledModel::validate(const std::string& origin) const {
     if (op.recurrent()) {
       // "LSTM" here and below: any recurrent op (a layer of GRUs is a layer as well).
       // (A requantization between two layers, where a 16x8 layer meets an int8 one, is not the head.)
-      if (after_lstm && prev_kind != QLSTM_OP_LSTM_S8 && prev_kind != QLSTM_OP_GRU_S8 && prev_kind != QLSTM_OP_LSTM_S16 &&
+      if (after_lstm && !ops[k - 1].recurrent() &&
           !(prev_kind == QLSTM_OP_REQUANTIZE && k >= 2 && ops[k - 2].recurrent())) {
         bad(w + "': a recurrent op after the head");
       }
@@ -440,44 +430,16 @@ void CompiledModel::validate(const std::string& origin) const {
       }
     } else {
       if (op.output_offset != 0) bad(w + ".output_offset' must be 0 for a " + op_kind_name(op.kind) + " op");
-      const AffineQuant* op_in = nullptr;
-      const AffineQuant* op_out = nullptr;
-      AffineQuant s16_in, s16_out;
-      int32_t in_width = 0, out_width = 0;
-      switch (op.kind) {
-        case QLSTM_OP_FULLY_CONNECTED_S16:
-          s16_in = {op.fc_s16.input_scale, 0}, s16_out = {op.fc_s16.output_scale, 0};
-          op_in = &s16_in, op_out = &s16_out, in_width = op.fc_s16.input_size, out_width = op.fc_s16.output_size;
-          break;
-        case QLSTM_OP_SOFTMAX_S16:
-          s16_in = {op.softmax_s16.input_scale, 0}, s16_out = softmax_s16_output_quant();
-          op_in = &s16_in, op_out = &s16_out, in_width = out_width = op.softmax_s16.row_size;
-          break;
-        case QLSTM_OP_REQUANTIZE:
-          op_in = &op.requantize.input, op_out = &op.requantize.output;
-          in_width = out_width = op.requantize.row_size;
-          break;
-        case QLSTM_OP_FULLY_CONNECTED_S8:
-          op_in = &op.fc.input, op_out = &op.fc.output, in_width = op.fc.input_size, out_width = op.fc.output_size;
-          break;
-        case QLSTM_OP_SOFTMAX_S8: {
-          static const AffineQuant softmax_out = softmax_output_quant();
-          op_in = &op.softmax.input, op_out = &softmax_out, in_width = out_width = op.softmax.row_size;
-          break;
-        }
-        case QLSTM_OP_TABLE_S8:
-          op_in = &op.table.input, op_out = &op.table.output, in_width = out_width = op.table.row_size;
-          break;
-        case QLSTM_OP_SELECT_STEP:
-          op_in = op_out = &in.quant, in_width = out_width = op.select.row_size;
-          break;
-        default: bad(w + ".kind' is not an op kind this qlstm knows");
-      }
-      if (in_width != in.width || out_width != out.width) bad(w + "': its sizes are not its buffers' widths");
-      if (!same_quant(*op_in, in.quant)) bad(w + "': input quantization differs from its input buffer's");
-      if (!same_quant(*op_out, out.quant)) bad(w + "': output quantization differs from its output buffer's");
-      const int32_t want_steps = op.kind == QLSTM_OP_SELECT_STEP ? QLSTM_BUFFER_ONE_STEP : in.steps;
-      if (op.kind == QLSTM_OP_SELECT_STEP && in.steps != QLSTM_BUFFER_EVERY_STEP) {
+      const OpKind* kind = find_op_kind(op.kind);
+      if (kind == nullptr) bad(w + ".kind' is not an op kind this qlstm knows");
+      // The quantization it was derived for; an op without its own has its input buffer's.
+      OpBoundary ob;
+      if (!kind->boundary(op, &ob)) ob.input = ob.output = in.quant;
+      if (ob.input_width != in.width || ob.output_width != out.width) bad(w + "': its sizes are not its buffers' widths");
+      if (!same_quant(ob.input, in.quant)) bad(w + "': input quantization differs from its input buffer's");
+      if (!same_quant(ob.output, out.quant)) bad(w + "': output quantization differs from its output buffer's");
+      const int32_t want_steps = kind->selects_step ? QLSTM_BUFFER_ONE_STEP : in.steps;
+      if (kind->selects_step && in.steps != QLSTM_BUFFER_EVERY_STEP) {
         bad(w + "': a step selection reads a sequence, not a one-step buffer");
       }
       if (out.steps != want_steps) bad(w + "': its output buffer's steps do not follow from its input's");
@@ -668,73 +630,11 @@ size_t buffer_bytes(const CompiledModel& m, size_t b, int32_t batch, int32_t tim
          std::max<size_t>(qlstm_element_bytes(buf.type), 1);
 }
 
-namespace {
-// A recurrent op of `gates` gates, I -> H, whose kernel needs `scratch` bytes: its flash (int8
-// weights [gates][H][I + H], two int32 biases per gate and unit) and its B x H state rows.
-void add_recurrent(ProgramMemory& mem, ProgramMemory::Op& om, size_t B, int32_t gates, int32_t I, int32_t H,
-                   size_t scratch) {
-  mem.scratch_bytes = std::max(mem.scratch_bytes, scratch);
-  mem.state_values += B * static_cast<size_t>(H);
-  const size_t weights = static_cast<size_t>(gates) * static_cast<size_t>(H) * static_cast<size_t>(I + H);
-  const size_t biases = static_cast<size_t>(2 * gates) * static_cast<size_t>(H) * sizeof(int32_t);
-  mem.weight_bytes += weights;
-  mem.bias_bytes += biases;
-  om.flash_bytes = weights + biases;
-}
-}  // namespace
-
 ProgramMemory program_memory(const CompiledModel& m, int32_t batch, int32_t max_time_steps) {
   ProgramMemory mem;
-  const size_t B = static_cast<size_t>(std::max(batch, 0));
   for (const ProgramOp& op : m.ops) {
     ProgramMemory::Op om;
-    switch (op.kind) {
-      case QLSTM_OP_LSTM_S8: {
-        const int32_t I = op.lstm.input_size, H = op.lstm.hidden_size;
-        const qlstm_lstm_dims dims = {std::max(batch, 1), 1, I, H};
-        add_recurrent(mem, om, B, QLSTM_GATE_COUNT, I, H, qlstm_lstm_s8_scratch_bytes(&dims));
-        mem.cell_values = std::max(mem.cell_values, B * static_cast<size_t>(H));  // a stateless LSTM's cell
-        break;
-      }
-      case QLSTM_OP_FULLY_CONNECTED_S8: {
-        const size_t weights = op.fc.weights.size(), biases = op.fc.effective_bias.size() * sizeof(int32_t);
-        const size_t requants = (op.fc.multipliers.size() + op.fc.shifts.size()) * sizeof(int32_t);
-        mem.weight_bytes += weights;
-        mem.bias_bytes += biases;
-        mem.requant_bytes += requants;
-        om.flash_bytes = weights + biases + requants;
-        break;
-      }
-      case QLSTM_OP_LSTM_S16: {  // int64 biases; its state: the cell and the int16 hidden rows
-        const int32_t I = op.lstm_s16.input_size, H = op.lstm_s16.hidden_size;
-        const qlstm_lstm_dims dims = {std::max(batch, 1), 1, I, H};
-        add_recurrent(mem, om, B, QLSTM_GATE_COUNT, I, H, qlstm_lstm_s16_scratch_bytes(&dims));
-        const size_t wide_biases = static_cast<size_t>(2 * QLSTM_GATE_COUNT) * static_cast<size_t>(H) * sizeof(int32_t);
-        mem.bias_bytes += wide_biases;
-        om.flash_bytes += wide_biases;
-        mem.state_values += B * static_cast<size_t>(H);
-        mem.cell_values = std::max(mem.cell_values, B * static_cast<size_t>(H));
-        break;
-      }
-      case QLSTM_OP_FULLY_CONNECTED_S16: {
-        const size_t weights = op.fc_s16.weights.size(), biases = op.fc_s16.bias.size() * sizeof(int64_t);
-        mem.weight_bytes += weights;
-        mem.bias_bytes += biases;
-        om.flash_bytes = weights + biases;
-        break;
-      }
-      case QLSTM_OP_GRU_S8: {  // its state rows: its Q0.15 hidden, in the cell array
-        const int32_t I = op.gru.input_size, H = op.gru.hidden_size;
-        const qlstm_gru_dims dims = {std::max(batch, 1), 1, I, H};
-        add_recurrent(mem, om, B, QLSTM_GRU_GATE_COUNT, I, H, qlstm_gru_s8_scratch_bytes(&dims));
-        break;
-      }
-      case QLSTM_OP_TABLE_S8:
-        mem.table_bytes += op.table.table.size();
-        om.flash_bytes = op.table.table.size();
-        break;
-      default: break;  // softmax and step selection: a few scalars in the op table
-    }
+    if (const OpKind* kind = find_op_kind(op.kind)) kind->memory(op, batch, &mem, &om);
     if (op.output_buffer >= 0 && static_cast<size_t>(op.output_buffer) < m.buffers.size()) {
       om.output_bytes = buffer_bytes(m, static_cast<size_t>(op.output_buffer), batch, max_time_steps);
     }
@@ -769,29 +669,8 @@ RuntimeProgram runtime_program(const CompiledModel& m, int32_t B, int32_t T, Lay
       output_width = width == op.hidden_size() ? 0 : width;
     }
     if (op.recurrent()) o.state_offset = state_offset(hs, lstm_index++, B);
-    switch (op.kind) {
-      case QLSTM_OP_LSTM_S8:
-        o.lstm = op.lstm.kernel_params(B, T, layout);
-        o.lstm.output_width = output_width;
-        break;
-      case QLSTM_OP_GRU_S8:
-        o.gru = op.gru.kernel_params(B, T, layout);
-        o.gru.output_width = output_width;
-        break;
-      case QLSTM_OP_LSTM_S16:
-        o.lstm_s16 = op.lstm_s16.kernel_params(B, T, layout);
-        o.lstm_s16.output_width = output_width;
-        break;
-      case QLSTM_OP_FULLY_CONNECTED_S16: o.fc_s16 = op.fc_s16.kernel_params(0); break;
-      case QLSTM_OP_REQUANTIZE: o.requantize = op.requantize.kernel_params(0); break;
-      case QLSTM_OP_SOFTMAX_S16: o.softmax_s16 = op.softmax_s16.kernel_params(0); break;
-      // rows: the runner sets them from the input buffer's positions.
-      case QLSTM_OP_FULLY_CONNECTED_S8: o.fc = op.fc.kernel_params(0); break;
-      case QLSTM_OP_SOFTMAX_S8: o.softmax = op.softmax.kernel_params(0); break;
-      case QLSTM_OP_TABLE_S8: o.table = op.table.kernel_params(0); break;
-      case QLSTM_OP_SELECT_STEP: o.select = op.select.kernel_params(); break;
-      default: break;  // an unknown kind: the validation names it
-    }
+    // An unknown kind is left for the validation to name.
+    if (const OpKind* kind = find_op_kind(op.kind)) kind->to_kernel(op, B, T, layout, output_width, &o);
     o.input_buffer = op.input_buffer;
     o.output_buffer = op.output_buffer;
     o.output_offset = op.output_offset;

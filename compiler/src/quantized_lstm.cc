@@ -9,6 +9,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "qlstm/compiler/ops/op_kind.h"
 #include "qlstm/compiler/weight_rounding.h"
 #include "qlstm/kernels.h"
 
@@ -850,29 +851,12 @@ std::vector<double> to_double(const std::vector<float>& v) { return std::vector<
 
 // One per-position op in int8 through the runtime kernel, on n rows.
 std::vector<int8_t> run_op_s8(const ProgramOp& op, const std::vector<int8_t>& x, int32_t n) {
-  std::vector<int8_t> y;
-  qlstm_status st = QLSTM_OK;
-  switch (op.kind) {
-    case QLSTM_OP_FULLY_CONNECTED_S8: {
-      const qlstm_fc_s8_params p = op.fc.kernel_params(n);
-      y.resize(static_cast<size_t>(n) * static_cast<size_t>(op.fc.output_size));
-      st = qlstm_fc_s8(&p, x.data(), y.data());
-      break;
-    }
-    case QLSTM_OP_SOFTMAX_S8: {
-      const qlstm_softmax_s8_params p = op.softmax.kernel_params(n);
-      y.resize(x.size());
-      st = qlstm_softmax_s8(&p, x.data(), y.data());
-      break;
-    }
-    case QLSTM_OP_TABLE_S8: {
-      const qlstm_table_s8_params p = op.table.kernel_params(n);
-      y.resize(x.size());
-      st = qlstm_table_s8(&p, x.data(), y.data());
-      break;
-    }
-    default: throw CompileError(std::string("search: cannot run a ") + op_kind_name(op.kind) + " op alone");
+  const OpKind* kind = find_op_kind(op.kind);
+  if (kind == nullptr || kind->run_rows == nullptr) {
+    throw CompileError(std::string("search: cannot run a ") + op_kind_name(op.kind) + " op alone");
   }
+  std::vector<int8_t> y;
+  const qlstm_status st = kind->run_rows(op, x.data(), n, &y);
   if (st != QLSTM_OK) throw CompileError(std::string("search: the runtime refused a head op: ") + qlstm_status_string(st));
   return y;
 }

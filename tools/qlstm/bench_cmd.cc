@@ -19,6 +19,7 @@
 #include "qlstm/compiler/file_io.h"
 #include "qlstm/compiler/float_gru.h"
 #include "qlstm/compiler/model_file.h"
+#include "qlstm/compiler/ops/op_kind.h"
 #include "qlstm/compiler/quantized_lstm.h"
 #include "qlstm/kernels.h"
 
@@ -255,22 +256,8 @@ std::vector<int64_t> op_macs(const RuntimeProgram& p, int64_t B, int64_t T) {
   for (const qlstm_op& o : p.ops) {
     const int64_t in_positions =
         p.steps[static_cast<size_t>(o.input_buffer)] == QLSTM_BUFFER_ONE_STEP ? B : B * T;
-    if (o.kind == QLSTM_OP_LSTM_S8) {
-      macs.push_back(B * T * QLSTM_GATE_COUNT * o.lstm.dims.hidden_size *
-                     (o.lstm.dims.input_size + o.lstm.dims.hidden_size));
-    } else if (o.kind == QLSTM_OP_LSTM_S16) {
-      macs.push_back(B * T * QLSTM_GATE_COUNT * o.lstm_s16.dims.hidden_size *
-                     (o.lstm_s16.dims.input_size + o.lstm_s16.dims.hidden_size));
-    } else if (o.kind == QLSTM_OP_FULLY_CONNECTED_S16) {
-      macs.push_back(in_positions * o.fc_s16.input_size * o.fc_s16.output_size);
-    } else if (o.kind == QLSTM_OP_GRU_S8) {
-      macs.push_back(B * T * QLSTM_GRU_GATE_COUNT * o.gru.dims.hidden_size *
-                     (o.gru.dims.input_size + o.gru.dims.hidden_size));
-    } else if (o.kind == QLSTM_OP_FULLY_CONNECTED_S8) {
-      macs.push_back(in_positions * o.fc.input_size * o.fc.output_size);
-    } else {
-      macs.push_back(0);
-    }
+    const OpKind* kind = find_op_kind(o.kind);
+    macs.push_back(kind != nullptr ? kind->macs(o, in_positions, B, T) : 0);
   }
   return macs;
 }

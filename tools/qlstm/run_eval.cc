@@ -9,6 +9,7 @@
 #include "device.h"
 #include "exit_status.h"
 #include "qlstm/compiler/file_io.h"
+#include "qlstm/compiler/ops/op_kind.h"
 #include "qlstm/kernels.h"
 
 namespace qlstm {
@@ -35,7 +36,7 @@ std::string lstm_op_label(const CompiledModel& m, size_t k) {
 StateCells state_cells(const CompiledModel& m) {
   bool lstm = false, gru = false;
   for (const ProgramOp& op : m.ops) {
-    lstm = lstm || op.kind == QLSTM_OP_LSTM_S8;
+    lstm = lstm || (op.recurrent() && !op.gru_op());
     gru = gru || op.gru_op();
   }
   return gru ? (lstm ? StateCells::kMixed : StateCells::kGru) : StateCells::kLstm;
@@ -236,7 +237,8 @@ Saturation saturation_ranges(const CompiledModel& m) {
   auto range = [](const ProgramBuffer& b) { return b.type == QLSTM_ELEMENT_S16 ? int16_range(b.quant) : int8_range(b.quant); };
   s.input = range(m.buffers.front());
   s.output = range(m.buffers.back());
-  s.output_fixed = m.ops.back().kind == QLSTM_OP_SOFTMAX_S8 || m.ops.back().kind == QLSTM_OP_SOFTMAX_S16;
+  const OpKind* last = find_op_kind(m.ops.back().kind);
+  s.output_fixed = last != nullptr && last->fixed_output != nullptr;
   for (const ProgramOp* op : lstm_ops(m)) {
     s.has_cell.push_back(!op->gru_op());
     s.cell.push_back(op->gru_op()        ? RangeCount{}

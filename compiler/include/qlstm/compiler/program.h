@@ -137,7 +137,7 @@ struct ProgramOp {
   std::vector<int8_t> initial_hidden;
   std::vector<int16_t> initial_cell;
 
-  bool recurrent() const { return kind == QLSTM_OP_LSTM_S8 || kind == QLSTM_OP_GRU_S8 || s16_lstm_op(); }
+  bool recurrent() const;  // its kind has state (ops/op_kind.h)
   // Of a recurrent op's block (the int8 LSTM's for another kind).
   bool gru_op() const { return kind == QLSTM_OP_GRU_S8; }
   bool s16_lstm_op() const { return kind == QLSTM_OP_LSTM_S16; }

@@ -1,0 +1,89 @@
+// What the compiler knows of each runtime op kind, in one table per kind
+// (compiler/src/ops/<kind>.cc) listed once (compiler/src/ops/registry.cc). The program's table,
+// its memory, its validation, the model file, the emitted source, the report and the tools iterate
+// over the list instead of naming kinds (docs/compiler.md, "Op kinds"). Host only.
+#ifndef QLSTM_COMPILER_OPS_OP_KIND_H_
+#define QLSTM_COMPILER_OPS_OP_KIND_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <nlohmann/json_fwd.hpp>
+#include <string>
+#include <vector>
+
+#include "qlstm/compiler/program.h"
+#include "qlstm/program_s8.h"
+
+namespace qlstm {
+namespace compiler {
+
+// The quantization and the row widths an op was derived for, at its input and its output: what
+// its buffers must have (a recurrent op's output width is its H; its buffer holds D x H).
+struct OpBoundary {
+  AffineQuant input, output;
+  int32_t input_width = 0, output_width = 0;
+};
+
+// One op as a model file stores it: the runtime's parameter record of its kind, the quantization it
+// was derived for, and what the record does not hold (float weight scales, a label for reports).
+struct OpFileRecord {
+  std::vector<uint8_t> params;
+  AffineQuant input, output;
+  std::vector<double> weight_scales;
+  std::string label;
+};
+
+// Where a record being read comes from, for its messages: "FILE: field 'program[k].params...'".
+struct OpFileOrigin {
+  const std::string& origin;  // the file
+  const std::string& where;   // "program[k]"
+  uint32_t version;           // the file's format_version
+};
+
+struct OpKind {
+  int32_t kind;          // a qlstm_op_kind
+  const char* name;      // "lstm": reports and messages
+  const char* symbol;    // "QLSTM_OP_LSTM_S8": the emitted initializer
+  bool recurrent;        // has state rows ([recurrent ops][B][state size])
+  bool int16_data;       // reads or writes int16 buffers: the model file's typed version
+  uint32_t file_version; // the first model-file version that knows the kind
+  // The output quantization the kind fixes, in the report's words; null where calibration chooses it.
+  const char* fixed_output;
+  bool selects_step;     // writes one position per batch row of a sequence (a one-step buffer)
+
+  // The runtime's block of `op` in *o for calls of B rows and T steps (a per-position op's rows
+  // are the runner's); `output_width`: a recurrent op's output buffer width when it is not H, else 0.
+  void (*to_kernel)(const ProgramOp& op, int32_t B, int32_t T, Layout layout, int32_t output_width, qlstm_op* o);
+  // The quantization and widths `op` was derived for; false for a kind without a quantization of
+  // its own (a step selection: its input buffer's), whose widths are set all the same.
+  bool (*boundary)(const ProgramOp& op, OpBoundary* b);
+  // Adds op's flash (and scratch, state and cell rows for `batch`) to mem and its flash to *om.
+  void (*memory)(const ProgramOp& op, int32_t batch, ProgramMemory* mem, ProgramMemory::Op* om);
+  // The report's op-table columns of this kind.
+  void (*report)(const ProgramOp& op, nlohmann::json* row);
+  // One line ("LSTM 4 -> 8, forward"): the emitted source's comments and qlstm bench.
+  std::string (*describe)(const qlstm_op& o, const ProgramOp& op);
+  // Model file: the record of `o` (its kind's block) and op's float scales and label; its arrays'
+  // sizes checked against its dims (throws naming "ops[k].field"); and the way back.
+  std::vector<uint8_t> (*encode)(const qlstm_op& o);
+  void (*file_extras)(const ProgramOp& op, std::vector<double>* weight_scales, std::string* label);
+  void (*check_arrays)(const ProgramOp& op, size_t k);
+  void (*decode)(const OpFileRecord& r, const OpFileOrigin& from, ProgramOp* op);
+  // Multiply-accumulates of a call of B x T positions of which the op reads `in_positions` (qlstm bench).
+  int64_t (*macs)(const qlstm_op& o, int64_t in_positions, int64_t B, int64_t T);
+  // int8 rows in, int8 rows out through the runtime kernel, alone (the head's search); null where
+  // the kind cannot run alone. Returns the kernel's status.
+  qlstm_status (*run_rows)(const ProgramOp& op, const int8_t* x, int32_t rows, std::vector<int8_t>* y);
+};
+
+// Every kind this qlstm knows, in qlstm_op_kind order.
+const std::vector<const OpKind*>& op_kinds();
+// The kind's table, or null for a kind this qlstm does not know.
+const OpKind* find_op_kind(int32_t kind);
+// The kind's table; throws CompileError naming `where` for an unknown kind.
+const OpKind& op_kind(int32_t kind, const std::string& where);
+
+}  // namespace compiler
+}  // namespace qlstm
+
+#endif  // QLSTM_COMPILER_OPS_OP_KIND_H_

@@ -1,0 +1,79 @@
+// The 16x8 fully connected op (qlstm_fc_s16, arm_fully_connected_s16's arithmetic; parameters
+// derive_s16.h): int16 buffers, symmetric, one weight scale, int64 biases.
+#include <nlohmann/json.hpp>
+
+#include "qlstm/compiler/ops/op_helpers.h"
+#include "qlstm/fully_connected_s16.h"
+
+namespace qlstm {
+namespace compiler {
+namespace ops {
+namespace {
+
+void to_kernel(const ProgramOp& op, int32_t, int32_t, Layout, int32_t, qlstm_op* o) {
+  o->fc_s16 = op.fc_s16.kernel_params(0);
+}
+
+bool boundary(const ProgramOp& op, OpBoundary* b) {
+  *b = {{op.fc_s16.input_scale, 0}, {op.fc_s16.output_scale, 0}, op.fc_s16.input_size, op.fc_s16.output_size};
+  return true;
+}
+
+void memory(const ProgramOp& op, int32_t, ProgramMemory* mem, ProgramMemory::Op* om) {
+  const size_t weights = op.fc_s16.weights.size(), biases = op.fc_s16.bias.size() * sizeof(int64_t);
+  mem->weight_bytes += weights;
+  mem->bias_bytes += biases;
+  om->flash_bytes = weights + biases;
+}
+
+void report(const ProgramOp& op, nlohmann::json* row) {
+  (*row)["fused_activation"] = op.fc_s16.fused_activation.empty() ? "none" : op.fc_s16.fused_activation;
+  (*row)["per_channel"] = false;
+}
+
+std::string describe(const qlstm_op& o, const ProgramOp& op) {
+  return "16x8 fully connected " + std::to_string(o.fc_s16.input_size) + " -> " + std::to_string(o.fc_s16.output_size) +
+         (op.fc_s16.fused_activation.empty() ? "" : ", fused " + op.fc_s16.fused_activation);
+}
+
+std::vector<uint8_t> encode(const qlstm_op& o) {
+  return encode_record(o.fc_s16, [](qlstm_fc_s16_params& p, auto& w) { visit_fc_s16_op_fields(p, w); });
+}
+
+void file_extras(const ProgramOp& op, std::vector<double>* weight_scales, std::string* label) {
+  *weight_scales = {op.fc_s16.weight_scale};
+  *label = op.fc_s16.fused_activation;
+}
+
+void check_arrays(const ProgramOp& op, size_t k) {
+  const size_t I = static_cast<size_t>(std::max(op.fc_s16.input_size, 0));
+  const size_t O = static_cast<size_t>(std::max(op.fc_s16.output_size, 0));
+  check_array(k, "fc_s16.weights", op.fc_s16.weights.size(), O * I);
+  check_array(k, "fc_s16.bias", op.fc_s16.bias.size(), O);
+}
+
+void decode(const OpFileRecord& r, const OpFileOrigin& from, ProgramOp* op) {
+  symmetric_s16(r, from);
+  std::vector<uint32_t> aligned;
+  const auto p = decode_rows_record(r, from, aligned, visit_fc_s16_op_fields<qlstm_fc_s16_params, RecordReader>);
+  op->fc_s16 = DerivedFcS16::from_kernel_params(p, r.input.scale, r.output.scale);
+  if (!r.weight_scales.empty()) op->fc_s16.weight_scale = r.weight_scales.front();  // its one weight scale
+  op->fc_s16.fused_activation = r.label;
+}
+
+int64_t macs(const qlstm_op& o, int64_t in_positions, int64_t, int64_t) {
+  return in_positions * o.fc_s16.input_size * o.fc_s16.output_size;
+}
+
+}  // namespace
+
+extern const OpKind kFullyConnectedS16Kind = {
+    QLSTM_OP_FULLY_CONNECTED_S16, "fully_connected_s16", "QLSTM_OP_FULLY_CONNECTED_S16",
+    /*recurrent=*/false, /*int16_data=*/true, /*file_version=*/7,
+    /*fixed_output=*/nullptr, /*selects_step=*/false,
+    to_kernel, boundary, memory, report, describe, encode,
+    file_extras, check_arrays, decode, macs, /*run_rows=*/nullptr};
+
+}  // namespace ops
+}  // namespace compiler
+}  // namespace qlstm

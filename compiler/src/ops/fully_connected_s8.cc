@@ -1,0 +1,85 @@
+// The int8 fully connected op (qlstm_fc_s8, arm_fully_connected_s8's arithmetic; parameters
+// derive_ops.h), on every position of its input buffer; a Relu or Clip after it is its clamp.
+#include <nlohmann/json.hpp>
+
+#include "qlstm/compiler/ops/op_helpers.h"
+#include "qlstm/fully_connected_s8.h"
+
+namespace qlstm {
+namespace compiler {
+namespace ops {
+namespace {
+
+void to_kernel(const ProgramOp& op, int32_t, int32_t, Layout, int32_t, qlstm_op* o) { o->fc = op.fc.kernel_params(0); }
+
+bool boundary(const ProgramOp& op, OpBoundary* b) {
+  *b = {op.fc.input, op.fc.output, op.fc.input_size, op.fc.output_size};
+  return true;
+}
+
+void memory(const ProgramOp& op, int32_t, ProgramMemory* mem, ProgramMemory::Op* om) {
+  const size_t weights = op.fc.weights.size(), biases = op.fc.effective_bias.size() * sizeof(int32_t);
+  const size_t requants = (op.fc.multipliers.size() + op.fc.shifts.size()) * sizeof(int32_t);
+  mem->weight_bytes += weights;
+  mem->bias_bytes += biases;
+  mem->requant_bytes += requants;
+  om->flash_bytes = weights + biases + requants;
+}
+
+void report(const ProgramOp& op, nlohmann::json* row) {
+  (*row)["fused_activation"] = op.fc.fused_activation.empty() ? "none" : op.fc.fused_activation;
+  (*row)["per_channel"] = op.fc.per_channel;
+}
+
+std::string describe(const qlstm_op& o, const ProgramOp& op) {
+  return "fully connected " + std::to_string(o.fc.input_size) + " -> " + std::to_string(o.fc.output_size) +
+         (o.fc.per_channel != 0 ? ", one multiplier per output" : ", one multiplier") +
+         (op.fc.fused_activation.empty() ? "" : ", fused " + op.fc.fused_activation);
+}
+
+std::vector<uint8_t> encode(const qlstm_op& o) {
+  return encode_record(o.fc, [](qlstm_fc_s8_params& p, auto& w) { visit_fc_s8_fields(p, w); });
+}
+
+void file_extras(const ProgramOp& op, std::vector<double>* weight_scales, std::string* label) {
+  *weight_scales = op.fc.weight_scales;
+  *label = op.fc.fused_activation;
+}
+
+void check_arrays(const ProgramOp& op, size_t k) {
+  const size_t I = static_cast<size_t>(std::max(op.fc.input_size, 0));
+  const size_t O = static_cast<size_t>(std::max(op.fc.output_size, 0));
+  const size_t requants = op.fc.per_channel ? O : 1;
+  check_array(k, "fc.weights", op.fc.weights.size(), O * I);
+  check_array(k, "fc.effective_bias", op.fc.effective_bias.size(), O);
+  check_array(k, "fc.multipliers", op.fc.multipliers.size(), requants);
+  check_array(k, "fc.shifts", op.fc.shifts.size(), requants);
+}
+
+void decode(const OpFileRecord& r, const OpFileOrigin& from, ProgramOp* op) {
+  std::vector<uint32_t> aligned;
+  const auto p = decode_rows_record(r, from, aligned, visit_fc_s8_fields<qlstm_fc_s8_params, RecordReader>);
+  op->fc = DerivedFc::from_kernel_params(p, r.input, r.output, r.weight_scales);
+  op->fc.fused_activation = r.label;  // as the compiler named it
+}
+
+qlstm_status run_rows(const ProgramOp& op, const int8_t* x, int32_t rows, std::vector<int8_t>* y) {
+  return run_kernel_rows(op.fc.kernel_params(rows), qlstm_fc_s8, x, rows, op.fc.output_size, y);
+}
+
+int64_t macs(const qlstm_op& o, int64_t in_positions, int64_t, int64_t) {
+  return in_positions * o.fc.input_size * o.fc.output_size;
+}
+
+}  // namespace
+
+extern const OpKind kFullyConnectedS8Kind = {
+    QLSTM_OP_FULLY_CONNECTED_S8, "fully_connected", "QLSTM_OP_FULLY_CONNECTED_S8",
+    /*recurrent=*/false, /*int16_data=*/false, /*file_version=*/4,
+    /*fixed_output=*/nullptr, /*selects_step=*/false,
+    to_kernel, boundary, memory, report, describe, encode,
+    file_extras, check_arrays, decode, macs, run_rows};
+
+}  // namespace ops
+}  // namespace compiler
+}  // namespace qlstm

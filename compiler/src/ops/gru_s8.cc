@@ -1,0 +1,81 @@
+// The int8 GRU op (qlstm_gru_s8: docs/arithmetic.md §13; parameters derive_gru.h). Its state is one
+// Q0.15 hidden, kept in the int16 state array.
+#include <nlohmann/json.hpp>
+
+#include "qlstm/compiler/ops/op_helpers.h"
+#include "qlstm/gru_s8.h"
+
+namespace qlstm {
+namespace compiler {
+namespace ops {
+namespace {
+
+void to_kernel(const ProgramOp& op, int32_t B, int32_t T, Layout layout, int32_t output_width, qlstm_op* o) {
+  o->gru = op.gru.kernel_params(B, T, layout);
+  o->gru.output_width = output_width;
+}
+
+bool boundary(const ProgramOp& op, OpBoundary* b) {
+  *b = {op.gru.input, op.gru.output, op.gru.input_size, op.gru.hidden_size};
+  return true;
+}
+
+void memory(const ProgramOp& op, int32_t batch, ProgramMemory* mem, ProgramMemory::Op* om) {
+  const int32_t I = op.gru.input_size, H = op.gru.hidden_size;
+  const qlstm_gru_dims dims = {std::max(batch, 1), 1, I, H};
+  add_recurrent_memory(mem, om, batch, QLSTM_GRU_GATE_COUNT, I, H, qlstm_gru_s8_scratch_bytes(&dims));
+}
+
+void report(const ProgramOp& op, nlohmann::json* row) {
+  report_recurrent(op.gru.time_direction, op.gru.output_steps, row);
+}
+
+std::string describe(const qlstm_op& o, const ProgramOp&) { return describe_recurrent("GRU", o.gru); }
+
+std::vector<uint8_t> encode(const qlstm_op& o) {
+  return encode_record(o.gru, [](qlstm_gru_s8_params& p, auto& w) { visit_gru_s8_fields(p, w); });
+}
+
+void file_extras(const ProgramOp& op, std::vector<double>* weight_scales, std::string*) {
+  *weight_scales = weight_scales_of(op.gru.gates);
+}
+
+void check_arrays(const ProgramOp& op, size_t k) {
+  check_gate_arrays(k, "gru", op.gru.gates, op.gru.input_size, op.gru.hidden_size, gru_gate_name);
+  check_array(k, "gru.new_gate_zero_state_bias", op.gru.new_gate_zero_state_bias.size(),
+              static_cast<size_t>(std::max(op.gru.hidden_size, 0)));
+}
+
+void decode(const OpFileRecord& r, const OpFileOrigin& from, ProgramOp* op) {
+  std::vector<uint32_t> aligned;
+  auto visit = [](qlstm_gru_s8_params& q, auto& reader) { visit_gru_s8_fields(q, reader); };
+  // Version 5's record ends before new_gate_zero_state_bias.
+  const qlstm_gru_s8_params p =
+      from.version == 5
+          ? decode_record<ShorterRecordReader, qlstm_gru_s8_params>(r, from, aligned, visit, "new_gate_zero_state_bias")
+          : decode_record<RecordReader, qlstm_gru_s8_params>(r, from, aligned, visit);
+  no_call_dims(from, p.dims.batch, p.dims.time_steps);
+  op->gru = DerivedGru::from_kernel_params(p, r.input, r.output);
+  if (from.version == 5) {  // a zero state's accumulator, as version 6 stores it
+    op->gru.new_gate_zero_state_bias =
+        zero_state_bias(op->gru.gates[QLSTM_GRU_GATE_NEW], p.dims.hidden_size, r.output.zero_point);
+  }
+  set_weight_scales(op->gru.gates, r.weight_scales);
+}
+
+int64_t macs(const qlstm_op& o, int64_t, int64_t B, int64_t T) {
+  return B * T * QLSTM_GRU_GATE_COUNT * o.gru.dims.hidden_size * (o.gru.dims.input_size + o.gru.dims.hidden_size);
+}
+
+}  // namespace
+
+extern const OpKind kGruS8Kind = {
+    QLSTM_OP_GRU_S8, "gru", "QLSTM_OP_GRU_S8",
+    /*recurrent=*/true, /*int16_data=*/false, /*file_version=*/5,
+    /*fixed_output=*/nullptr, /*selects_step=*/false,
+    to_kernel, boundary, memory, report, describe, encode,
+    file_extras, check_arrays, decode, macs, /*run_rows=*/nullptr};
+
+}  // namespace ops
+}  // namespace compiler
+}  // namespace qlstm

@@ -1,0 +1,81 @@
+// The 16x8 LSTM op (qlstm_lstm_s16: docs/arithmetic.md §14; parameters derive_s16.h): int16
+// buffers on both sides, symmetric; its state rows hold its cell and then its int16 hidden.
+#include <nlohmann/json.hpp>
+
+#include "qlstm/compiler/ops/op_helpers.h"
+#include "qlstm/kernels.h"
+#include "qlstm/lstm_s16.h"
+
+namespace qlstm {
+namespace compiler {
+namespace ops {
+namespace {
+
+void to_kernel(const ProgramOp& op, int32_t B, int32_t T, Layout layout, int32_t output_width, qlstm_op* o) {
+  o->lstm_s16 = op.lstm_s16.kernel_params(B, T, layout);
+  o->lstm_s16.output_width = output_width;
+}
+
+bool boundary(const ProgramOp& op, OpBoundary* b) {
+  *b = {op.recurrent_input(), op.recurrent_output(), op.lstm_s16.input_size, op.lstm_s16.hidden_size};
+  return true;
+}
+
+// int64 biases; its state: the cell and the int16 hidden rows.
+void memory(const ProgramOp& op, int32_t batch, ProgramMemory* mem, ProgramMemory::Op* om) {
+  const int32_t I = op.lstm_s16.input_size, H = op.lstm_s16.hidden_size;
+  const qlstm_lstm_dims dims = {std::max(batch, 1), 1, I, H};
+  add_recurrent_memory(mem, om, batch, QLSTM_GATE_COUNT, I, H, qlstm_lstm_s16_scratch_bytes(&dims));
+  const size_t wide_biases = static_cast<size_t>(2 * QLSTM_GATE_COUNT) * static_cast<size_t>(H) * sizeof(int32_t);
+  const size_t BH = static_cast<size_t>(std::max(batch, 0)) * static_cast<size_t>(H);
+  mem->bias_bytes += wide_biases;
+  om->flash_bytes += wide_biases;
+  mem->state_values += BH;
+  mem->cell_values = std::max(mem->cell_values, BH);
+}
+
+void report(const ProgramOp& op, nlohmann::json* row) {
+  report_recurrent(op.lstm_s16.time_direction, op.lstm_s16.output_steps, row);
+}
+
+std::string describe(const qlstm_op& o, const ProgramOp&) { return describe_recurrent("16x8 LSTM", o.lstm_s16); }
+
+std::vector<uint8_t> encode(const qlstm_op& o) {
+  return encode_record(o.lstm_s16, [](qlstm_lstm_s16_params& p, auto& w) { visit_lstm_s16_fields(p, w); });
+}
+
+void file_extras(const ProgramOp& op, std::vector<double>* weight_scales, std::string*) {
+  *weight_scales = weight_scales_of(op.lstm_s16.gates);
+}
+
+void check_arrays(const ProgramOp& op, size_t k) {
+  check_gate_arrays(k, "lstm_s16", op.lstm_s16.gates, op.lstm_s16.input_size, op.lstm_s16.hidden_size, gate_name);
+}
+
+void decode(const OpFileRecord& r, const OpFileOrigin& from, ProgramOp* op) {
+  symmetric_s16(r, from);
+  std::vector<uint32_t> aligned;
+  const auto p = decode_record<RecordReader, qlstm_lstm_s16_params>(
+      r, from, aligned, visit_lstm_s16_fields<qlstm_lstm_s16_params, RecordReader>);
+  no_call_dims(from, p.dims.batch, p.dims.time_steps);
+  op->lstm_s16 = DerivedLstmS16::from_kernel_params(p, r.input.scale, r.output.scale);
+  set_weight_scales(op->lstm_s16.gates, r.weight_scales);
+}
+
+int64_t macs(const qlstm_op& o, int64_t, int64_t B, int64_t T) {
+  return B * T * QLSTM_GATE_COUNT * o.lstm_s16.dims.hidden_size *
+         (o.lstm_s16.dims.input_size + o.lstm_s16.dims.hidden_size);
+}
+
+}  // namespace
+
+extern const OpKind kLstmS16Kind = {
+    QLSTM_OP_LSTM_S16, "lstm_s16", "QLSTM_OP_LSTM_S16",
+    /*recurrent=*/true, /*int16_data=*/true, /*file_version=*/7,
+    /*fixed_output=*/nullptr, /*selects_step=*/false,
+    to_kernel, boundary, memory, report, describe, encode,
+    file_extras, check_arrays, decode, macs, /*run_rows=*/nullptr};
+
+}  // namespace ops
+}  // namespace compiler
+}  // namespace qlstm

@@ -1,0 +1,76 @@
+// The int8 LSTM op (qlstm_lstm_s8: docs/arithmetic.md; parameters derive.h).
+#include <nlohmann/json.hpp>
+
+#include "qlstm/compiler/ops/op_helpers.h"
+#include "qlstm/kernels.h"
+
+namespace qlstm {
+namespace compiler {
+namespace ops {
+namespace {
+
+void to_kernel(const ProgramOp& op, int32_t B, int32_t T, Layout layout, int32_t output_width, qlstm_op* o) {
+  o->lstm = op.lstm.kernel_params(B, T, layout);
+  o->lstm.output_width = output_width;
+}
+
+bool boundary(const ProgramOp& op, OpBoundary* b) {
+  *b = {op.lstm.input, op.lstm.output, op.lstm.input_size, op.lstm.hidden_size};
+  return true;
+}
+
+void memory(const ProgramOp& op, int32_t batch, ProgramMemory* mem, ProgramMemory::Op* om) {
+  const int32_t I = op.lstm.input_size, H = op.lstm.hidden_size;
+  const qlstm_lstm_dims dims = {std::max(batch, 1), 1, I, H};
+  add_recurrent_memory(mem, om, batch, QLSTM_GATE_COUNT, I, H, qlstm_lstm_s8_scratch_bytes(&dims));
+  // A stateless LSTM's cell.
+  mem->cell_values = std::max(mem->cell_values, static_cast<size_t>(std::max(batch, 0)) * static_cast<size_t>(H));
+}
+
+void report(const ProgramOp& op, nlohmann::json* row) {
+  report_recurrent(op.lstm.time_direction, op.lstm.output_steps, row);
+}
+
+std::string describe(const qlstm_op& o, const ProgramOp&) { return describe_recurrent("LSTM", o.lstm); }
+
+std::vector<uint8_t> encode(const qlstm_op& o) {
+  return encode_record(o.lstm, [](qlstm_lstm_s8_params& p, auto& w) { visit_lstm_s8_fields(p, w); });
+}
+
+void file_extras(const ProgramOp& op, std::vector<double>* weight_scales, std::string*) {
+  *weight_scales = weight_scales_of(op.lstm.gates);
+}
+
+void check_arrays(const ProgramOp& op, size_t k) {
+  check_gate_arrays(k, "lstm", op.lstm.gates, op.lstm.input_size, op.lstm.hidden_size, gate_name);
+}
+
+void decode(const OpFileRecord& r, const OpFileOrigin& from, ProgramOp* op) {
+  std::vector<uint32_t> aligned;
+  auto visit = [](qlstm_lstm_s8_params& p, auto& reader) { visit_lstm_s8_fields(p, reader); };
+  // Version 3's record ends before output_steps (every step).
+  const qlstm_lstm_s8_params p =
+      from.version == 3
+          ? decode_record<ShorterRecordReader, qlstm_lstm_s8_params>(r, from, aligned, visit, "output_steps")
+          : decode_record<RecordReader, qlstm_lstm_s8_params>(r, from, aligned, visit);
+  no_call_dims(from, p.dims.batch, p.dims.time_steps);
+  op->lstm = DerivedLstm::from_kernel_params(p, r.input, r.output);
+  set_weight_scales(op->lstm.gates, r.weight_scales);
+}
+
+int64_t macs(const qlstm_op& o, int64_t, int64_t B, int64_t T) {
+  return B * T * QLSTM_GATE_COUNT * o.lstm.dims.hidden_size * (o.lstm.dims.input_size + o.lstm.dims.hidden_size);
+}
+
+}  // namespace
+
+extern const OpKind kLstmS8Kind = {
+    QLSTM_OP_LSTM_S8, "lstm", "QLSTM_OP_LSTM_S8",
+    /*recurrent=*/true, /*int16_data=*/false, /*file_version=*/3,
+    /*fixed_output=*/nullptr, /*selects_step=*/false,
+    to_kernel, boundary, memory, report, describe, encode,
+    file_extras, check_arrays, decode, macs, /*run_rows=*/nullptr};
+
+}  // namespace ops
+}  // namespace compiler
+}  // namespace qlstm

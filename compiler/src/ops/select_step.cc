@@ -1,0 +1,57 @@
+// The step selection (qlstm_select_step_params): one time step of a sequence buffer into a
+// one-step buffer, at its input buffer's quantization (it has none of its own).
+#include <nlohmann/json.hpp>
+
+#include "qlstm/compiler/ops/op_helpers.h"
+
+namespace qlstm {
+namespace compiler {
+namespace ops {
+namespace {
+
+void to_kernel(const ProgramOp& op, int32_t, int32_t, Layout, int32_t, qlstm_op* o) {
+  o->select = op.select.kernel_params();
+}
+
+bool boundary(const ProgramOp& op, OpBoundary* b) {
+  b->input_width = b->output_width = op.select.row_size;
+  return false;
+}
+
+void memory(const ProgramOp&, int32_t, ProgramMemory*, ProgramMemory::Op*) {}  // two scalars in the op table
+
+void report(const ProgramOp& op, nlohmann::json* row) { (*row)["step"] = op.select.step; }
+
+std::string describe(const qlstm_op& o, const ProgramOp&) {
+  return "time step " + std::to_string(o.select.step) + " of each sequence, " + std::to_string(o.select.row_size) +
+         " wide";
+}
+
+std::vector<uint8_t> encode(const qlstm_op& o) {
+  return encode_record(o.select, [](qlstm_select_step_params& p, auto& w) { visit_select_step_fields(p, w); });
+}
+
+void file_extras(const ProgramOp&, std::vector<double>*, std::string*) {}
+
+void check_arrays(const ProgramOp&, size_t) {}
+
+void decode(const OpFileRecord& r, const OpFileOrigin& from, ProgramOp* op) {
+  std::vector<uint32_t> aligned;
+  const auto p = decode_record<RecordReader, qlstm_select_step_params>(
+      r, from, aligned, visit_select_step_fields<qlstm_select_step_params, RecordReader>);
+  op->select.step = p.step;
+  op->select.row_size = p.row_size;
+}
+
+}  // namespace
+
+extern const OpKind kSelectStepKind = {
+    QLSTM_OP_SELECT_STEP, "select_step", "QLSTM_OP_SELECT_STEP",
+    /*recurrent=*/false, /*int16_data=*/false, /*file_version=*/4,
+    /*fixed_output=*/nullptr, /*selects_step=*/true,
+    to_kernel, boundary, memory, report, describe, encode,
+    file_extras, check_arrays, decode, no_macs, /*run_rows=*/nullptr};
+
+}  // namespace ops
+}  // namespace compiler
+}  // namespace qlstm

@@ -1,0 +1,58 @@
+// The 16x8 softmax op (qlstm_softmax_s16: docs/arithmetic.md §16; parameters derive_s16.h): an
+// int16 symmetric input, its output fixed at 1/32768, 0.
+#include <nlohmann/json.hpp>
+
+#include "qlstm/compiler/ops/op_helpers.h"
+
+namespace qlstm {
+namespace compiler {
+namespace ops {
+namespace {
+
+void to_kernel(const ProgramOp& op, int32_t, int32_t, Layout, int32_t, qlstm_op* o) {
+  o->softmax_s16 = op.softmax_s16.kernel_params(0);
+}
+
+bool boundary(const ProgramOp& op, OpBoundary* b) {
+  *b = {{op.softmax_s16.input_scale, 0}, softmax_s16_output_quant(), op.softmax_s16.row_size, op.softmax_s16.row_size};
+  return true;
+}
+
+void memory(const ProgramOp&, int32_t, ProgramMemory*, ProgramMemory::Op*) {}  // its tables are the runtime's
+
+void report(const ProgramOp& op, nlohmann::json* row) {
+  (*row)["beta"] = op.softmax_s16.beta;
+  (*row)["input_left_shift"] = op.softmax_s16.input_left_shift;
+}
+
+std::string describe(const qlstm_op& o, const ProgramOp&) {
+  return "16x8 softmax over " + std::to_string(o.softmax_s16.row_size);
+}
+
+std::vector<uint8_t> encode(const qlstm_op& o) {
+  return encode_record(o.softmax_s16, [](qlstm_softmax_s16_params& p, auto& w) { visit_softmax_s16_fields(p, w); });
+}
+
+void file_extras(const ProgramOp&, std::vector<double>*, std::string*) {}
+
+void check_arrays(const ProgramOp&, size_t) {}
+
+void decode(const OpFileRecord& r, const OpFileOrigin& from, ProgramOp* op) {
+  symmetric_s16(r, from);
+  std::vector<uint32_t> aligned;
+  const auto p = decode_rows_record(r, from, aligned, visit_softmax_s16_fields<qlstm_softmax_s16_params, RecordReader>);
+  op->softmax_s16 = DerivedSoftmaxS16::from_kernel_params(p, r.input.scale);
+}
+
+}  // namespace
+
+extern const OpKind kSoftmaxS16Kind = {
+    QLSTM_OP_SOFTMAX_S16, "softmax_s16", "QLSTM_OP_SOFTMAX_S16",
+    /*recurrent=*/false, /*int16_data=*/true, /*file_version=*/7,
+    /*fixed_output=*/"softmax_s16: fixed 1/32768, 0",
+    /*selects_step=*/false, to_kernel, boundary, memory, report, describe,
+    encode, file_extras, check_arrays, decode, no_macs, /*run_rows=*/nullptr};
+
+}  // namespace ops
+}  // namespace compiler
+}  // namespace qlstm

@@ -1,0 +1,62 @@
+// The int8 softmax op (qlstm_softmax_s8, arm_softmax_s8's arithmetic; parameters derive_ops.h): its
+// output is fixed at 1/256, -128.
+#include <nlohmann/json.hpp>
+
+#include "qlstm/compiler/ops/op_helpers.h"
+#include "qlstm/softmax_s8.h"
+
+namespace qlstm {
+namespace compiler {
+namespace ops {
+namespace {
+
+void to_kernel(const ProgramOp& op, int32_t, int32_t, Layout, int32_t, qlstm_op* o) {
+  o->softmax = op.softmax.kernel_params(0);
+}
+
+bool boundary(const ProgramOp& op, OpBoundary* b) {
+  *b = {op.softmax.input, softmax_output_quant(), op.softmax.row_size, op.softmax.row_size};
+  return true;
+}
+
+void memory(const ProgramOp&, int32_t, ProgramMemory*, ProgramMemory::Op*) {}  // a few scalars in the op table
+
+void report(const ProgramOp& op, nlohmann::json* row) {
+  (*row)["beta"] = op.softmax.beta;
+  (*row)["diff_min"] = op.softmax.diff_min;
+}
+
+std::string describe(const qlstm_op& o, const ProgramOp&) {
+  return "softmax over " + std::to_string(o.softmax.row_size);
+}
+
+std::vector<uint8_t> encode(const qlstm_op& o) {
+  return encode_record(o.softmax, [](qlstm_softmax_s8_params& p, auto& w) { visit_softmax_s8_fields(p, w); });
+}
+
+void file_extras(const ProgramOp&, std::vector<double>*, std::string*) {}
+
+void check_arrays(const ProgramOp&, size_t) {}
+
+void decode(const OpFileRecord& r, const OpFileOrigin& from, ProgramOp* op) {
+  std::vector<uint32_t> aligned;
+  const auto p = decode_rows_record(r, from, aligned, visit_softmax_s8_fields<qlstm_softmax_s8_params, RecordReader>);
+  op->softmax = DerivedSoftmax::from_kernel_params(p, r.input);
+}
+
+qlstm_status run_rows(const ProgramOp& op, const int8_t* x, int32_t rows, std::vector<int8_t>* y) {
+  return run_kernel_rows(op.softmax.kernel_params(rows), qlstm_softmax_s8, x, rows, op.softmax.row_size, y);
+}
+
+}  // namespace
+
+extern const OpKind kSoftmaxS8Kind = {
+    QLSTM_OP_SOFTMAX_S8, "softmax", "QLSTM_OP_SOFTMAX_S8",
+    /*recurrent=*/false, /*int16_data=*/false, /*file_version=*/4,
+    /*fixed_output=*/"softmax: fixed 1/256, -128",
+    /*selects_step=*/false, to_kernel, boundary, memory, report, describe,
+    encode, file_extras, check_arrays, decode, no_macs, run_rows};
+
+}  // namespace ops
+}  // namespace compiler
+}  // namespace qlstm

@@ -1,0 +1,68 @@
+// The int8 table op (qlstm_table_s8; parameters derive_ops.h): any elementwise activation as 256
+// entries computed at compile time.
+#include <nlohmann/json.hpp>
+
+#include "qlstm/compiler/ops/op_helpers.h"
+#include "qlstm/table_s8.h"
+
+namespace qlstm {
+namespace compiler {
+namespace ops {
+namespace {
+
+void to_kernel(const ProgramOp& op, int32_t, int32_t, Layout, int32_t, qlstm_op* o) {
+  o->table = op.table.kernel_params(0);
+}
+
+bool boundary(const ProgramOp& op, OpBoundary* b) {
+  *b = {op.table.input, op.table.output, op.table.row_size, op.table.row_size};
+  return true;
+}
+
+void memory(const ProgramOp& op, int32_t, ProgramMemory* mem, ProgramMemory::Op* om) {
+  mem->table_bytes += op.table.table.size();
+  om->flash_bytes = op.table.table.size();
+}
+
+void report(const ProgramOp& op, nlohmann::json* row) {
+  (*row)["function"] = op.table.function.empty() ? "table" : op.table.function;
+}
+
+std::string describe(const qlstm_op& o, const ProgramOp& op) {
+  return "table " + (op.table.function.empty() ? std::string("activation") : op.table.function) + " on " +
+         std::to_string(o.table.row_size);
+}
+
+std::vector<uint8_t> encode(const qlstm_op& o) {
+  return encode_record(o.table, [](qlstm_table_s8_params& p, auto& w) { visit_table_s8_fields(p, w); });
+}
+
+void file_extras(const ProgramOp& op, std::vector<double>*, std::string* label) { *label = op.table.function; }
+
+void check_arrays(const ProgramOp& op, size_t k) {
+  check_array(k, "table.table", op.table.table.size(), QLSTM_TABLE_S8_ENTRIES);
+}
+
+void decode(const OpFileRecord& r, const OpFileOrigin& from, ProgramOp* op) {
+  std::vector<uint32_t> aligned;
+  const auto p = decode_rows_record(r, from, aligned, visit_table_s8_fields<qlstm_table_s8_params, RecordReader>);
+  op->table = DerivedTable::from_kernel_params(p, r.input, r.output);
+  op->table.function = r.label;
+}
+
+qlstm_status run_rows(const ProgramOp& op, const int8_t* x, int32_t rows, std::vector<int8_t>* y) {
+  return run_kernel_rows(op.table.kernel_params(rows), qlstm_table_s8, x, rows, op.table.row_size, y);
+}
+
+}  // namespace
+
+extern const OpKind kTableS8Kind = {
+    QLSTM_OP_TABLE_S8, "table", "QLSTM_OP_TABLE_S8",
+    /*recurrent=*/false, /*int16_data=*/false, /*file_version=*/4,
+    /*fixed_output=*/nullptr, /*selects_step=*/false,
+    to_kernel, boundary, memory, report, describe, encode,
+    file_extras, check_arrays, decode, no_macs, run_rows};
+
+}  // namespace ops
+}  // namespace compiler
+}  // namespace qlstm
