@@ -4,6 +4,8 @@
 
 #include "qlstm/compiler/file_io.h"
 #include "qlstm/compiler/float_gru.h"
+#include "qlstm/compiler/import/fold_constants.h"
+#include "qlstm/compiler/import/upgrade_opset.h"
 
 #include <algorithm>
 #include <cmath>
@@ -1610,9 +1612,13 @@ OnnxLstm import_onnx_bytes(const std::string& bytes, const std::string& origin) 
     throw CompileError(origin + ": default-domain opset " + std::to_string(r.opset) +
                        " is too old (LSTM and GRU as supported need opset 7 or newer)");
   }
-  const Graph g(model.graph());
   std::vector<std::string> problems;
   if (!check_topological(model.graph(), &problems)) refuse(origin, problems);
+  // The graph as the walks below read it: opset-9 Slices in their input form, constant
+  // subgraphs (weights computed from initializers, static shapes) evaluated into initializers.
+  import::upgrade_attribute_forms(&model, r.opset);
+  import::fold_constants(&model, r.opset);
+  const Graph g(model.graph());
   std::vector<const onnx::NodeProto*> lstms;
   for (const auto& n : g.proto().node()) {
     if (recurrent(n)) lstms.push_back(&n);
