@@ -4,6 +4,9 @@
 
 #include "qlstm/compiler/file_io.h"
 #include "qlstm/compiler/float_gru.h"
+#include "qlstm/compiler/import/fold_constants.h"
+#include "qlstm/compiler/import/refusals.h"
+#include "qlstm/compiler/import/upgrade_opset.h"
 
 #include <algorithm>
 #include <cmath>
@@ -90,9 +93,27 @@ class Graph {
   std::vector<const onnx::NodeProto*> data_consumers(const std::string& n) const {
     std::vector<const onnx::NodeProto*> out;
     for (const auto* c : consumers(n)) {
-      if (c->op_type() != "Shape") out.push_back(c);
+      if (!reads_only_shape(*c)) out.push_back(c);
     }
     return out;
+  }
+  // A Shape node, or a layout op whose outputs only such nodes read: torch, exporting a second
+  // nn.LSTM/GRU module with dynamic axes, builds its zero state from Shape of a Transpose of the
+  // first module's output that nothing else reads (the second LSTM reads the value before it).
+  bool reads_only_shape(const onnx::NodeProto& c, int depth = 0) const {
+    if (c.op_type() == "Shape") return true;
+    static const std::set<std::string> kLayout = {"Transpose", "Identity", "Squeeze", "Unsqueeze", "Reshape"};
+    if (depth > 8 || !kLayout.count(c.op_type())) return false;
+    bool read = false;
+    for (const auto& out : c.output()) {
+      if (out.empty()) continue;
+      if (is_graph_output(out)) return false;
+      for (const auto* r : consumers(out)) {
+        if (!reads_only_shape(*r, depth + 1)) return false;
+        read = true;
+      }
+    }
+    return read;  // a dead end is not a shape read: the walks report it
   }
   std::vector<const onnx::NodeProto*> consumers(const std::string& n) const {
     std::vector<const onnx::NodeProto*> out;
@@ -247,10 +268,28 @@ bool axes_of(const Graph& g, const onnx::NodeProto& n, std::vector<int64_t>* axe
 
 // Squeeze/Reshape may only drop the size-1 direction axis, or (for an unbatched model) the
 // size-1 batch axis.
-bool apply_reshape_like(const Graph& g, const onnx::NodeProto& n, bool unbatched, int32_t directions, Labels* l) {
+// A Reshape's constant target read as a shape (0 copies the input's dim, -1 is inferred), not as axes.
+bool reshape_target(const Graph& g, const onnx::NodeProto& n, std::vector<int64_t>* target);
+
+// Whether a rank-3 Reshape `target` maps the labels `in` (with a 'D' axis) to `out` (without it):
+// each entry copies the same axis (0), is inferred (-1, once), or is the features' width.
+bool reshape_target_fits(const std::vector<int64_t>& target, const Labels& in, const Labels& out, int64_t width) {
+  int inferred = 0;
+  for (size_t j = 0; j < target.size(); ++j) {
+    const bool copy = target[j] == 0 && j < in.size() && in[j] == out[j];
+    const bool infer = target[j] == -1 && ++inferred == 1;
+    const bool features = out[j] == 'F' && width > 0 && target[j] == width;
+    const bool other = target[j] > 0 && out[j] != 'F';  // T or B: their sizes are not known here
+    if (!copy && !infer && !features && !other) return false;
+  }
+  return true;
+}
+
+bool apply_reshape_like(const Graph& g, const onnx::NodeProto& n, bool unbatched, int32_t directions, Labels* l,
+                        int64_t width = -1) {
   const std::string& op = n.op_type();
   std::vector<int64_t> axes;
-  if (!axes_of(g, n, &axes)) return false;
+  if (op == "Reshape" ? !reshape_target(g, n, &axes) : !axes_of(g, n, &axes)) return false;
   const int64_t rank = static_cast<int64_t>(l->size());
   if (op == "Squeeze") {
     if (axes.size() != 1) return false;
@@ -267,10 +306,26 @@ bool apply_reshape_like(const Graph& g, const onnx::NodeProto& n, bool unbatched
     const size_t d = l->find('D');
     if (axes.size() != 3 || d == std::string::npos) return false;
     if (directions == 2 && (d + 1 >= l->size() || (*l)[d + 1] != 'F')) return false;
-    l->erase(d, 1);
+    Labels out = *l;
+    out.erase(d, 1);
+    if (!reshape_target_fits(axes, *l, out, width < 0 ? -1 : width * directions)) return false;
+    *l = out;
     return true;
   }
   return false;
+}
+
+bool reshape_target(const Graph& g, const onnx::NodeProto& n, std::vector<int64_t>* target) {
+  target->clear();
+  const onnx::TensorProto* t = n.input_size() >= 2 ? constant_tensor(g, n.input(1)) : nullptr;
+  std::vector<double> v;
+  if (t == nullptr || !tensor_values(*t, &v)) return false;
+  constexpr double kLimit = double(int64_t{1} << 40);
+  for (double x : v) {
+    if (!(x >= -1.0 && x <= kLimit) || x != std::floor(x)) return false;
+    target->push_back(static_cast<int64_t>(x));
+  }
+  return true;
 }
 
 bool axes_of(const Graph& g, const onnx::NodeProto& n, std::vector<int64_t>* axes) {
@@ -296,7 +351,7 @@ bool axes_of(const Graph& g, const onnx::NodeProto& n, std::vector<int64_t>* axe
 // Or to the X of another LSTM node (*next_lstm is then set).
 bool follow_output(const Graph& g, std::string value, Labels labels, bool unbatched, int32_t directions,
                    std::string* graph_output, Labels* out_labels, const onnx::NodeProto** next_lstm,
-                   std::vector<std::string>* problems) {
+                   std::vector<std::string>* problems, int64_t hidden = -1) {
   *next_lstm = nullptr;
   for (int guard = 0; guard < 16; ++guard) {
     const auto next = g.data_consumers(value);
@@ -333,7 +388,7 @@ bool follow_output(const Graph& g, std::string value, Labels labels, bool unbatc
     bool ok = false;
     if (n.op_type() == "Transpose") ok = apply_transpose(n, &labels);
     else if (n.op_type() == "Identity") ok = true;
-    else if (n.op_type() == "Squeeze" || n.op_type() == "Reshape") ok = apply_reshape_like(g, n, unbatched, directions, &labels);
+    else if (n.op_type() == "Squeeze" || n.op_type() == "Reshape") ok = apply_reshape_like(g, n, unbatched, directions, &labels, hidden);
     if (!ok) {
       if (kStructuralOps.count(n.op_type())) {
         problems->push_back(node_label(n) + ": this layout change of the LSTM output is not supported");
@@ -599,12 +654,44 @@ struct StateOrigin {
   int64_t first_row = 0;                     // kInput: the node's first row of the graph input
 };
 
-bool trace_state(const Graph& g, const NodeInfo& n, int k, StateOrigin* o, std::vector<std::string>* problems) {
+// The dims a state's value has when they are constant: a constant's, or those a ConstantOfShape of
+// a constant shape builds (named in *from); false when they depend on the input.
+bool constant_state_dims(const Graph& g, const std::string& name, std::vector<int64_t>* dims, std::string* from) {
+  if (const onnx::TensorProto* t = constant_tensor(g, name)) {
+    dims->assign(t->dims().begin(), t->dims().end());
+    *from = "the constant";
+    return true;
+  }
+  const onnx::NodeProto* p = g.producer(name);
+  const onnx::TensorProto* shape = p != nullptr && p->op_type() == "ConstantOfShape" && p->input_size() >= 1
+                                       ? constant_tensor(g, p->input(0))
+                                       : nullptr;
+  std::vector<double> v;
+  if (shape == nullptr || !tensor_values(*shape, &v)) return false;
+  dims->clear();
+  constexpr double kLimit = double(int64_t{1} << 62);
+  for (double x : v) dims->push_back(x >= -kLimit && x <= kLimit ? static_cast<int64_t>(x) : -1);
+  *from = "the ConstantOfShape " + node_label(*p) + " that builds";
+  return true;
+}
+
+bool trace_state(const Graph& g, const NodeInfo& n, int k, StateOrigin* o, std::vector<std::string>* problems,
+                 int64_t batch) {
   const char* what = k == kInitialH ? "initial_h" : "initial_c";
   if (!present(*n.node, k)) return true;
   const std::string& name = n.node->input(k);
   double v = 0;
-  if (uniform_value(g, name, &v) && v == 0.0) return true;
+  if (uniform_value(g, name, &v) && v == 0.0) {
+    // A zero state of a constant shape must still have ONNX's (a runtime refuses the file).
+    std::vector<int64_t> dims;
+    std::string from;
+    const std::string bad = constant_state_dims(g, name, &dims, &from)
+                                ? import::state_shape_problem(dims, n.directions, batch, n.hidden, n.layout)
+                                : "";
+    if (bad.empty()) return true;
+    problems->push_back(n.label + ": " + from + " " + what + " ('" + name + "') " + bad);
+    return false;
+  }
   const int64_t D = n.directions, H = n.hidden;
   if (const onnx::TensorProto* t = constant_tensor(g, name)) {
     std::vector<double> vals;
@@ -780,6 +867,7 @@ struct PathState {
   bool selected = false;           // a step selection was taken (kept apart: it commutes with them)
   FloatLayer select;
   bool last_is_linear = false;     // the value is a Linear's output (an Add of a constant is its bias)
+  bool features_squeezed = false;  // a feature axis of width 1 was squeezed away
   std::string last_good;           // the last value reached without a problem
   bool failed = false;
 };
@@ -858,6 +946,8 @@ bool is_binary_with_const(const Graph& g, const onnx::NodeProto* n, const char* 
 // What an op is, for a refusal of a node the walk cannot take (or that is not on its path).
 std::string what_it_is(const Graph& g, const onnx::NodeProto& n, const char* cell) {
   const std::string& op = n.op_type();
+  const std::string foreign = import::describe_foreign_node(n);
+  if (!foreign.empty()) return foreign;
   if (op == "LayerNormalization" || op == "ReduceMean") {
     return "a LayerNorm (each vector normalized by its own mean and variance; torch exports it as "
            "LayerNormalization, or ReduceMean/Sub/Pow/Sqrt/Div before opset 17): not supported";
@@ -1008,6 +1098,20 @@ class PathWalker {
     if (op == "MatMul") return reads_at(n, *s, 0) && matmul(n, s);
     if (op == "Add") return add_bias(n, s);
     if (op == "Softmax") return reads_at(n, *s, 0) && softmax(n, s);
+    if (op.rfind("Reduce", 0) == 0 && reads_at(n, *s, 0)) {
+      // Over time it is a pooling; over the features, a LayerNorm's mean (what_it_is).
+      std::vector<int64_t> axes;
+      std::string reduced;
+      if (axes_of(g_, n, &axes)) {
+        for (int64_t a : axes) {
+          const int64_t k = a < 0 ? a + static_cast<int64_t>(s->labels.size()) : a;
+          if (k >= 0 && k < static_cast<int64_t>(s->labels.size())) reduced.push_back(s->labels[static_cast<size_t>(k)]);
+        }
+      }
+      const std::string over_time = import::describe_reduction_over_time(n, reduced);
+      problem(&n, over_time.empty() ? what_it_is(g_, n, c_.cell) : over_time);
+      return false;
+    }
     static const std::map<std::string, ActivationFn> kUnary = {
         {"Relu", ActivationFn::kRelu},       {"Sigmoid", ActivationFn::kSigmoid},
         {"Tanh", ActivationFn::kTanh},       {"LeakyRelu", ActivationFn::kLeakyRelu},
@@ -1098,10 +1202,14 @@ class PathWalker {
         return false;
       }
       const char label = s->labels[static_cast<size_t>(k)];
-      if (!unit_axis(c_, label)) {
+      // A head's one value per position ([B, T, 1] -> [B, T], as a forecaster's .squeeze(-1)):
+      // the output keeps the axis (the same values in the same order) and says so.
+      const bool one_feature = label == 'F' && s->width == 1 && !front_;
+      if (!unit_axis(c_, label) && !one_feature) {
         problem(&n, std::string("a Squeeze of the ") + axis_name(label) + " axis, which is not of size 1: not supported");
         return false;
       }
+      s->features_squeezed = s->features_squeezed || one_feature;
       drop[static_cast<size_t>(k)] = true;
     }
     Labels l;
@@ -1610,9 +1718,13 @@ OnnxLstm import_onnx_bytes(const std::string& bytes, const std::string& origin) 
     throw CompileError(origin + ": default-domain opset " + std::to_string(r.opset) +
                        " is too old (LSTM and GRU as supported need opset 7 or newer)");
   }
-  const Graph g(model.graph());
   std::vector<std::string> problems;
   if (!check_topological(model.graph(), &problems)) refuse(origin, problems);
+  // The graph as the walks below read it: opset-9 Slices in their input form, constant
+  // subgraphs (weights computed from initializers, static shapes) evaluated into initializers.
+  import::upgrade_attribute_forms(&model, r.opset);
+  import::fold_constants(&model, r.opset);
+  const Graph g(model.graph());
   std::vector<const onnx::NodeProto*> lstms;
   for (const auto& n : g.proto().node()) {
     if (recurrent(n)) lstms.push_back(&n);
@@ -1623,7 +1735,11 @@ OnnxLstm import_onnx_bytes(const std::string& bytes, const std::string& origin) 
                          "exported cell by cell (its 'igates'/'hgates' Linear layers); export torch.nn.LSTM instead "
                          "(load the same weights into it: it exports one ONNX LSTM node per layer)");
     } else {
-      problems.push_back("graph: no LSTM or GRU node");
+      for (const auto& n : g.proto().node()) {
+        const std::string why = import::describe_foreign_node(n);
+        if (!why.empty()) problems.push_back(node_label(n) + ": " + why);
+      }
+      if (problems.empty()) problems.push_back("graph: no LSTM or GRU node");
     }
     refuse(origin, problems);
   }
@@ -1766,7 +1882,7 @@ OnnxLstm import_onnx_bytes(const std::string& bytes, const std::string& origin) 
     std::string graph_out;
     std::vector<std::string> link_problems;
     if (!follow_output(g, n->output(kY), ni.layout == 0 ? "TDBF" : "BTDF", unbatched, ni.directions, &graph_out, &l,
-                       &nx, &link_problems) ||
+                       &nx, &link_problems, ni.hidden) ||
         nx == nullptr) {
       break;  // the head starts at this node's Y
     }
@@ -1791,8 +1907,15 @@ OnnxLstm import_onnx_bytes(const std::string& bytes, const std::string& origin) 
     n = nx;
   }
   if (chain_ok && chain.size() != lstms.size()) {
+    std::string off;
+    for (const auto* n : lstms) {
+      bool on = false;
+      for (const NodeInfo& c : chain) on = on || c.node == n;
+      if (!on) off += (off.empty() ? "" : ", ") + info[n].label + " (its X is '" + n->input(kX) + "')";
+    }
     problems.push_back("graph: " + std::to_string(lstms.size()) + " LSTM/GRU nodes, of which " + std::to_string(chain.size()) +
-                       " form a chain from the graph input to the output (only a chain of layers is supported)");
+                       " form a chain from the graph input to the output (only a chain of layers is supported); "
+                       "off the chain: " + off);
     chain_ok = false;
   }
   if (!chain_ok) refuse(origin, problems);
@@ -1870,6 +1993,7 @@ OnnxLstm import_onnx_bytes(const std::string& bytes, const std::string& origin) 
   if (head_ok) {
     Labels want = final_state || hs.selected ? Labels("BF") : in_labels;
     if (unbatched) want.erase(std::remove(want.begin(), want.end(), 'B'), want.end());
+    if (hs.features_squeezed) want.erase(std::remove(want.begin(), want.end(), 'F'), want.end());
     const Labels got = data_axes(ctx, hs.labels);
     if (got != want) {
       head_problems.push_back("graph: the output '" + hs.value + "' has axes " + hs.labels + ", expected " + want +
@@ -1884,6 +2008,7 @@ OnnxLstm import_onnx_bytes(const std::string& bytes, const std::string& origin) 
                        "the output and run the rest on the host");
   }
   r.output_name = hs.value;
+  r.output_squeezes_features = hs.features_squeezed;
   if (hs.selected) {
     hs.select.input_size = hs.select.output_size = D * static_cast<int32_t>(last.hidden);
     prog.head.push_back(hs.select);
@@ -1912,7 +2037,9 @@ OnnxLstm import_onnx_bytes(const std::string& bytes, const std::string& origin) 
   for (int k : {kInitialH, kInitialC}) {
     std::vector<StateOrigin> origins(chain.size());
     bool ok = true;
-    for (size_t j = 0; j < chain.size(); ++j) ok = trace_state(g, chain[j], k, &origins[j], &problems) && ok;
+    for (size_t j = 0; j < chain.size(); ++j) {
+      ok = trace_state(g, chain[j], k, &origins[j], &problems, unbatched ? 1 : ctx.batch_size) && ok;
+    }
     if (!ok) continue;
     const char* what = k == kInitialH ? "initial_h" : "initial_c";
     StateSource src = origins[0].source;

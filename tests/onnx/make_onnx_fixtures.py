@@ -23,7 +23,13 @@ or its bias as an Add; an opset-10 form with Clip bounds as attributes). Refused
 contain (key "errors"): refused_*.
 GRU models (gru_*, group "gru"): nn.GRU exported by torch (key "cell": "GRU", torch's output and,
 when the model returns it, h_n on a fixed input and h0), hand-made GRU graphs, and the refused forms.
-Usage: make_onnx_fixtures.py [OUTDIR] [--only lstm|gru ...]
+Import pre-pass models (import_*, group "import"): torch exports with dynamic axes (two separate
+nn.LSTM / nn.GRU modules), without constant folding, at opset 9 (an attribute Slice), a forecaster
+ending in .squeeze(-1), a Reshape to [0, 0, 128] between bidirectional layers (torch's output on a
+fixed input), and the refusals that must name their node (mean over time, encoder-decoder, RNN,
+Loop, another domain's op, an initial state of the wrong constant shape); import_calibration.npy
+for the CLI tests.
+Usage: make_onnx_fixtures.py [OUTDIR] [--only lstm|gru|import ...]
 """
 import json
 import os
@@ -623,9 +629,174 @@ def gru_models():
             ["(Cos): op 'Cos' is not supported around the GRU", "what to do: the model up to '"])
 
 
+# ----------------------------------------------------------------------------- import pre-pass (group "import")
+class TwoModules(nn.Module):
+    """Two separate recurrent modules, the second reading the first's output (not num_layers=2)."""
+    def __init__(self, cell=nn.LSTM):
+        super().__init__()
+        self.rnn1, self.rnn2 = cell(3, 4, batch_first=True), cell(4, 5, batch_first=True)
+
+    def forward(self, x):
+        return self.rnn2(self.rnn1(x)[0])[0]
+
+
+class OneValuePerStep(nn.Module):
+    """A forecaster: a Linear head of one value per step, squeezed to [B, T]."""
+    def __init__(self):
+        super().__init__()
+        self.lstm, self.fc = nn.LSTM(3, 4, batch_first=True), nn.Linear(4, 1)
+
+    def forward(self, x):
+        return self.fc(self.lstm(x)[0]).squeeze(-1)
+
+
+class MeanOverTime(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lstm, self.fc = nn.LSTM(3, 4, batch_first=True), nn.Linear(4, 2)
+
+    def forward(self, x):
+        return self.fc(self.lstm(x)[0].mean(dim=1))
+
+
+class EncoderDecoder(nn.Module):
+    """The decoder reads the encoder's h_n as its input sequence: two LSTMs that are not a chain."""
+    def __init__(self):
+        super().__init__()
+        self.enc, self.dec = nn.LSTM(3, 4, batch_first=True), nn.LSTM(4, 4, batch_first=True)
+
+    def forward(self, x):
+        _, (h, _) = self.enc(x)
+        return self.dec(h.transpose(0, 1))[0]
+
+
+def import_torch(name, model, opset, x, head, cell=None, dynamic=False, fold=True, **expected):
+    """torch.onnx.export with the options users pass (dynamic batch and time axes, no constant
+    folding), and torch's output on `x` for the float program to be checked against."""
+    model.eval()
+    with torch.no_grad():
+        y = model(x)
+        torch.onnx.export(model, (x,), os.path.join(OUT, name + ".onnx"), opset_version=opset, input_names=["x"],
+                          output_names=["y"], do_constant_folding=fold,
+                          dynamic_axes={"x": {0: "batch", 1: "time"}} if dynamic else None)
+    extra = {}
+    if cell is not None:
+        extra = dict(cell=cell, program=dict(ops=2, directions=1, initial_h="zero", initial_c="zero", h_n=False,
+                                             c_n=False))
+    expect(name, input=rounded(x), input_shape=list(x.shape), output=rounded(y), output_shape=list(y.shape),
+           batch_first=True, unbatched=False, opset=opset, lstm_output="sequence", front=[], head=head,
+           **extra, **expected)
+
+
+def onnx_lstm_weights(lstm, suffix):
+    """One layer of a bidirectional nn.LSTM as ONNX's W, R, B ([2, 4H, .]: gates i, o, f, c)."""
+    blocks = lambda a: np.concatenate([np.split(a, 4)[k] for k in (0, 3, 1, 2)])
+    get = lambda n: getattr(lstm, n).detach().numpy()
+    W = np.stack([blocks(get("weight_ih" + suffix + d)) for d in ("", "_reverse")])
+    R = np.stack([blocks(get("weight_hh" + suffix + d)) for d in ("", "_reverse")])
+    B = np.stack([np.concatenate([blocks(get("bias_ih" + suffix + d)), blocks(get("bias_hh" + suffix + d))])
+                  for d in ("", "_reverse")])
+    return W.astype(np.float32), R.astype(np.float32), B.astype(np.float32)
+
+
+def reshape_0_0_2h(name, H=64, I=3, T=4, N=2):
+    """Two bidirectional LSTM layers joined as the dynamo exporter writes them: Y [T, 2, B, H] ->
+    Transpose [T, B, 2, H] -> Reshape to the constant [0, 0, 2H] (2H = 128: a size, not an axis)."""
+    torch.manual_seed(19)
+    lstm = nn.LSTM(I, H, num_layers=2, bidirectional=True).eval()
+    shape = numpy_helper.from_array(np.array([0, 0, 2 * H], np.int64), "merged_shape")
+    inits, nodes, x = [shape], [], "x"
+    for layer in range(2):
+        W, R, B = onnx_lstm_weights(lstm, "_l%d" % layer)
+        names = ["W%d" % layer, "R%d" % layer, "B%d" % layer]
+        inits += [numpy_helper.from_array(a, n) for a, n in zip((W, R, B), names)]
+        y, out = "Y%d" % layer, ("y" if layer == 1 else "X%d" % (layer + 1))
+        nodes += [helper.make_node("LSTM", [x] + names, [y], name="lstm%d" % layer, hidden_size=H,
+                                   direction="bidirectional"),
+                  helper.make_node("Transpose", [y], [y + "_t"], name="transpose%d" % layer, perm=[0, 2, 1, 3]),
+                  helper.make_node("Reshape", [y + "_t", "merged_shape"], [out], name="merge%d" % layer)]
+        x = out
+    graph = helper.make_graph(nodes, name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [T, N, I])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [T, N, 2 * H])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
+    onnx.checker.check_model(model)
+    onnx.save(model, os.path.join(OUT, name + ".onnx"))
+    xs = torch.randn(T, N, I, generator=torch.Generator().manual_seed(20))
+    with torch.no_grad():
+        ys = lstm(xs)[0]
+    expect(name, input=rounded(xs), input_shape=[T, N, I], output=rounded(ys), output_shape=list(ys.shape),
+           batch_first=False, unbatched=False, opset=14, lstm_output="sequence", front=[], head=[])
+
+
+def refused_graph(name, nodes, inits=(), domains=(), errors=()):
+    """A plain ONNX graph from x [5, 2, 3] to y that the importer must refuse with `errors`."""
+    graph = helper.make_graph(nodes, name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [5, 2, 3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], list(inits))
+    opsets = [helper.make_opsetid("", 14)] + [helper.make_opsetid(d, 1) for d in domains]
+    onnx.save(helper.make_model(graph, opset_imports=opsets), os.path.join(OUT, name + ".onnx"))
+    expect(name, errors=list(errors))
+
+
+def refused_recurrences():
+    rng = np.random.default_rng(21)
+    w = lambda n, *shape: numpy_helper.from_array(rng.standard_normal(shape).astype(np.float32), n)
+    refused_graph("import_refused_rnn", [helper.make_node("RNN", ["x", "W", "R"], ["y"], name="rnn0", hidden_size=4)],
+                  [w("W", 1, 4, 3), w("R", 1, 4, 4)],
+                  errors=["node 'rnn0' (RNN): a plain tanh RNN layer (nn.RNN) is not supported (LSTM and GRU are)"])
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["carried"], ["carried_out"]), helper.make_node("Identity", ["cond"], ["cond_out"])],
+        "step", [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+                 helper.make_tensor_value_info("cond", TensorProto.BOOL, []),
+                 helper.make_tensor_value_info("carried", TensorProto.FLOAT, None)],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("carried_out", TensorProto.FLOAT, None)])
+    trips = numpy_helper.from_array(np.array(5, np.int64), "trips")
+    refused_graph("import_refused_loop", [helper.make_node("Loop", ["trips", "", "x"], ["y"], name="steps", body=body)],
+                  [trips], errors=["node 'steps' (Loop): a Loop: a recurrence written step by step (e.g. an LSTMCell "
+                                   "or GRUCell stepped in Python, exported as a Loop) is not supported"])
+    refused_graph("import_refused_custom_domain",
+                  [helper.make_node("BlockLSTM", ["x"], ["y"], name="tf_lstm", domain="org.tensorflow")],
+                  domains=["org.tensorflow"],
+                  errors=["node 'tf_lstm' (BlockLSTM): an op of domain 'org.tensorflow' (a custom op, or one of "
+                          "another framework"])
+
+
+def import_models():
+    """The graphs the import pre-pass and its fixes make compile, and the refusals they name."""
+    torch.manual_seed(18)
+    x = torch.randn(2, 5, 3, generator=torch.Generator().manual_seed(22))
+    import_torch("import_two_lstm_modules_dynamic", TwoModules(), 14, x, [], dynamic=True)
+    import_torch("import_two_gru_modules_dynamic", TwoModules(nn.GRU), 14, x, [], cell="GRU", dynamic=True)
+    import_torch("import_squeeze_one_value_per_step", OneValuePerStep(), 14, x, ["Linear"],
+                 output_squeezes_features=True)
+    import_torch("import_no_constant_folding", Custom(lambda y, h: y), 14, x, [], fold=False)
+    stacked = models.LstmModel(3, 4, num_layers=2, bidirectional=True, head=[nn.Linear(8, 2)])
+    import_torch("import_no_constant_folding_stacked_bidirectional", stacked, 13, x, ["Linear"], fold=False)
+    last = Custom(lambda y, h: y[:, -1], head=nn.Linear(4, 2))
+    import_torch("import_opset9_slice_last_step", last, 9, x, ["select", "Linear"])
+    reshape_0_0_2h("import_reshape_target_0_0_128")
+    refused("import_refused_mean_over_time", MeanOverTime(), 14,
+            ["node '/ReduceMean' (ReduceMean): a mean over time (ReduceMean over the time axis): pooling over time is "
+             "not supported yet"])
+    refused("import_refused_encoder_decoder", EncoderDecoder(), 14,
+            ["graph: 2 LSTM/GRU nodes, of which 1 form a chain", "off the chain: node '/dec/LSTM' (LSTM)"])
+    refused_recurrences()
+    shape = numpy_helper.from_array(np.array([1, 2 ** 20, 2 ** 14], np.int64), "state_shape")
+    cos = helper.make_node("ConstantOfShape", ["state_shape"], ["zero_state"], name="huge_state")
+    plain("import_refused_state_shape", extra_inits=[shape], pre_nodes=[cos],
+          inputs=["X", "W", "R", "B", "", "zero_state", ""])
+    expect("import_refused_state_shape",
+           error="node 'lstm0' (LSTM): the ConstantOfShape node 'huge_state' (ConstantOfShape) that builds initial_h "
+                 "('zero_state') has shape [1, 1048576, 16384], expected [num_directions = 1, batch = 2, "
+                 "hidden_size = 4]")
+    # compile's calibration for the CLI tests: 8 sequences of 5 steps, batch-first [B, T, 3]
+    np.save(os.path.join(OUT, "import_calibration.npy"),
+            np.random.default_rng(23).standard_normal((8, 5, 3)).astype(np.float32))
+
+
 GROUPS = {"lstm": [accepted_torch, refused_torch, accepted_plain, refused_plain, programs_torch, whole_models,
                    refused_whole],
-          "gru": [gru_models]}
+          "gru": [gru_models], "import": [import_models]}
 
 
 def main():

@@ -98,6 +98,11 @@ int compile_command(const CompileArgs& args) {
                 m.layers() > 1 ? "s" : "", m.directions == 2 ? " bidirectional" : "", onnx.program.ops.front().input_size,
                 m.directions * m.hidden_sizes().back(),
                 onnx.unbatched ? "unbatched [T, F]" : onnx.batch_first ? "batch_first" : "sequence-first");
+    if (onnx.output_squeezes_features) {
+      std::printf("  output keeps the size-1 feature axis the ONNX model squeezes away (%s for %s): the same "
+                  "values in the same order\n",
+                  m.output_is_one_step() ? "[B, 1]" : "[B, T, 1]", m.output_is_one_step() ? "[B]" : "[B, T]");
+    }
     if (!m.all_s8()) {
       std::printf("  activations int16 (16x8: int16 activations and state, int8 weights; int16 ranges %d bits "
                   "above max |v|, an LSTM's output at most 1)\n",

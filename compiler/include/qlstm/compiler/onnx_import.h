@@ -23,6 +23,9 @@ struct OnnxLstm {
   std::vector<std::string> node_names;  // the LSTM or GRU nodes, layer by layer
   std::string input_name;   // graph input the first X is computed from (through the front layers)
   std::string output_name;  // graph output carrying the model's output (the head's, or the last hidden sequence)
+  // The ONNX output squeezes the head's one feature away ([B, T] for [B, T, 1], [B] for [B, 1]);
+  // the compiled model's output keeps that size-1 axis: the same values in the same order.
+  bool output_squeezes_features = false;
   std::string initial_h_name, initial_c_name;  // graph inputs of a state the caller feeds
   std::string h_n_name, c_n_name;              // graph outputs of the final state
   bool batch_first = false; // graph input/output layout [B][T][F] (else [T][B][F])
