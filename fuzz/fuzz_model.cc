@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "qlstm/compiler/model_file.h"
+#include "qlstm/compiler/artifacts/model_file.h"
 #include "qlstm/compiler/quantized_lstm.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

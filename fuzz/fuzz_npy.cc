@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-#include "qlstm/compiler/npy.h"
+#include "qlstm/compiler/io/npy.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {

@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <string>
 
-#include "qlstm/compiler/onnx_import.h"
+#include "qlstm/compiler/import/onnx_import.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {

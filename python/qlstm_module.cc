@@ -19,12 +19,12 @@
 #include "exit_status.h"
 #include "run_eval.h"
 #include "qlstm/compiler/compile.h"
-#include "qlstm/compiler/emit_cpp.h"
-#include "qlstm/compiler/file_io.h"
-#include "qlstm/compiler/model_file.h"
-#include "qlstm/compiler/npy.h"
-#include "qlstm/compiler/onnx_import.h"
-#include "qlstm/compiler/program.h"
+#include "qlstm/compiler/artifacts/emit_cpp.h"
+#include "qlstm/compiler/io/file_io.h"
+#include "qlstm/compiler/artifacts/model_file.h"
+#include "qlstm/compiler/io/npy.h"
+#include "qlstm/compiler/import/onnx_import.h"
+#include "qlstm/compiler/program/program.h"
 
 namespace py = pybind11;
 using namespace qlstm::compiler;

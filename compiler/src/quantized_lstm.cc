@@ -1,5 +1,5 @@
 #include "qlstm/compiler/quantized_lstm.h"
-#include "qlstm/compiler/quantized_lstm_s16.h"
+#include "qlstm/compiler/lower/quantized_lstm_s16.h"
 
 #include <algorithm>
 #include <iterator>
@@ -10,7 +10,7 @@
 #include <tuple>
 
 #include "qlstm/compiler/ops/op_kind.h"
-#include "qlstm/compiler/weight_rounding.h"
+#include "qlstm/compiler/lower/weight_rounding.h"
 #include "qlstm/kernels.h"
 
 namespace qlstm {

@@ -14,9 +14,9 @@
 #include <unistd.h>
 
 #include "qlstm/kernels.h"
-#include "qlstm/compiler/model_file.h"
-#include "qlstm/compiler/npy.h"
-#include "qlstm/compiler/onnx_import.h"
+#include "qlstm/compiler/artifacts/model_file.h"
+#include "qlstm/compiler/io/npy.h"
+#include "qlstm/compiler/import/onnx_import.h"
 #include "qlstm/compiler/quantized_lstm.h"
 #include "emitted_build.h"
 #include "whole_program.h"

@@ -10,9 +10,9 @@
 #include <unistd.h>
 
 #include "eval_metrics.h"
-#include "qlstm/compiler/file_io.h"
-#include "qlstm/compiler/npy.h"
-#include "qlstm/compiler/program.h"
+#include "qlstm/compiler/io/file_io.h"
+#include "qlstm/compiler/io/npy.h"
+#include "qlstm/compiler/program/program.h"
 
 namespace {
 

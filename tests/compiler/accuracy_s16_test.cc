@@ -16,7 +16,7 @@
 
 #include "accuracy_fixture.h"
 #include "qlstm/compiler/quantized_lstm.h"
-#include "qlstm/compiler/quantized_lstm_s16.h"
+#include "qlstm/compiler/lower/quantized_lstm_s16.h"
 
 namespace {
 

@@ -9,8 +9,8 @@
 #include <string>
 
 #include "qlstm/compiler/compile.h"
-#include "qlstm/compiler/file_io.h"
-#include "qlstm/compiler/quantized_lstm_s16.h"
+#include "qlstm/compiler/io/file_io.h"
+#include "qlstm/compiler/lower/quantized_lstm_s16.h"
 #include "normal_tensor.h"
 
 namespace {

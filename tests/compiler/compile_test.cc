@@ -11,7 +11,7 @@
 #include <random>
 
 #include "qlstm/compiler/compile.h"
-#include "qlstm/compiler/file_io.h"
+#include "qlstm/compiler/io/file_io.h"
 #include "normal_tensor.h"
 #include "random_program.h"
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "qlstm/compiler/derive_gru.h"
+#include "qlstm/compiler/lower/derive_gru.h"
 #include "qlstm/compiler/quantized_lstm.h"
 #include "compile_error.h"
 #include "scratch_buffer.h"

@@ -1,4 +1,4 @@
-// The derivation of the ops around the LSTM: FC, softmax, table (compiler/src/derive_ops.cc).
+// The derivation of the ops around the LSTM: FC, softmax, table (compiler/src/lower/derive_ops.cc).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -7,8 +7,8 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
-#include "qlstm/compiler/derive_ops.h"
-#include "qlstm/compiler/float_lstm.h"
+#include "qlstm/compiler/lower/derive_ops.h"
+#include "qlstm/compiler/float/float_lstm.h"
 #include "qlstm/fully_connected_s8.h"
 
 namespace qlstm {

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "qlstm/compiler/derive.h"
-#include "qlstm/compiler/derive_s16.h"
+#include "qlstm/compiler/lower/derive.h"
+#include "qlstm/compiler/lower/derive_s16.h"
 #include "qlstm/compiler/quantized_lstm.h"
 #include "qlstm/lstm_s16.h"
 #include "qlstm/lstm_s8.h"

@@ -9,7 +9,7 @@
 #include "naive_lstm.h"
 #include "zero_point_folding.h"
 #include "qlstm/activation_s16.h"
-#include "qlstm/compiler/derive.h"
+#include "qlstm/compiler/lower/derive.h"
 #include "qlstm/compiler/quantized_lstm.h"
 
 namespace {

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "qlstm/compiler/float_gru.h"
-#include "qlstm/compiler/npy.h"
+#include "qlstm/compiler/float/float_gru.h"
+#include "qlstm/compiler/io/npy.h"
 #include "qlstm/compiler/quantized_lstm.h"
 
 namespace {

@@ -6,8 +6,8 @@
 #include <limits>
 #include <random>
 
-#include "qlstm/compiler/float_layers.h"
-#include "qlstm/compiler/program.h"
+#include "qlstm/compiler/float/float_layers.h"
+#include "qlstm/compiler/program/program.h"
 
 namespace qlstm {
 namespace compiler {

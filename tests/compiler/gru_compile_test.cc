@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "qlstm/compiler/model_file.h"
-#include "qlstm/compiler/program.h"
+#include "qlstm/compiler/artifacts/model_file.h"
+#include "qlstm/compiler/program/program.h"
 #include "qlstm/compiler/quantized_lstm.h"
 #include "random_program.h"
 #include "whole_program.h"

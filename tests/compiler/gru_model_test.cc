@@ -16,7 +16,7 @@
 
 #include "gru_model.h"
 #include "op_fields.h"
-#include "qlstm/compiler/model_file.h"
+#include "qlstm/compiler/artifacts/model_file.h"
 #include "qlstm/params_codec.h"
 #include "qlstm_model_generated.h"
 #include "scratch_buffer.h"

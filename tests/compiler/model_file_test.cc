@@ -6,7 +6,7 @@
 #include <functional>
 #include <random>
 
-#include "qlstm/compiler/model_file.h"
+#include "qlstm/compiler/artifacts/model_file.h"
 #include "qlstm/compiler/quantized_lstm.h"
 #include "qlstm_model_generated.h"
 #include "s16_model.h"

@@ -8,7 +8,7 @@
 #include <string>
 #include <unistd.h>
 
-#include "qlstm/compiler/npy.h"
+#include "qlstm/compiler/io/npy.h"
 
 namespace {
 

@@ -13,7 +13,7 @@
 
 #include <onnx/onnx_pb.h>
 
-#include "qlstm/compiler/onnx_import.h"
+#include "qlstm/compiler/import/onnx_import.h"
 
 namespace {
 

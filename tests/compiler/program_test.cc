@@ -11,8 +11,8 @@
 #include <functional>
 #include <random>
 
-#include "qlstm/compiler/emit_cpp.h"
-#include "qlstm/compiler/model_file.h"
+#include "qlstm/compiler/artifacts/emit_cpp.h"
+#include "qlstm/compiler/artifacts/model_file.h"
 #include "qlstm/compiler/quantized_lstm.h"
 #include "qlstm/params_codec.h"
 #include "qlstm/program_s8.h"

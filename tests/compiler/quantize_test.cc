@@ -4,9 +4,9 @@
 #include <cmath>
 #include <random>
 
-#include "qlstm/compiler/derive.h"
-#include "qlstm/compiler/float_lstm.h"
-#include "qlstm/compiler/quantize.h"
+#include "qlstm/compiler/lower/derive.h"
+#include "qlstm/compiler/float/float_lstm.h"
+#include "qlstm/compiler/calibrate/quantize.h"
 
 namespace {
 

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "qlstm/compiler/emit_cpp.h"
-#include "qlstm/compiler/model_file.h"
-#include "qlstm/compiler/onnx_import.h"
+#include "qlstm/compiler/artifacts/emit_cpp.h"
+#include "qlstm/compiler/artifacts/model_file.h"
+#include "qlstm/compiler/import/onnx_import.h"
 #include "qlstm/compiler/quantized_lstm.h"
 
 namespace {

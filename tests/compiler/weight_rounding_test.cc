@@ -6,9 +6,9 @@
 #include <random>
 #include <string>
 
-#include "qlstm/compiler/derive.h"
+#include "qlstm/compiler/lower/derive.h"
 #include "qlstm/compiler/quantized_lstm.h"
-#include "qlstm/compiler/weight_rounding.h"
+#include "qlstm/compiler/lower/weight_rounding.h"
 
 namespace {
 

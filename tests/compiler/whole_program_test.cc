@@ -8,7 +8,7 @@
 #include <random>
 
 #include "qlstm/compiler/compile.h"
-#include "qlstm/compiler/model_file.h"
+#include "qlstm/compiler/artifacts/model_file.h"
 #include "qlstm/compiler/quantized_lstm.h"
 #include "random_program.h"
 

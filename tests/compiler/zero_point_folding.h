@@ -9,7 +9,7 @@
 #include <random>
 #include <vector>
 
-#include "qlstm/compiler/derive.h"
+#include "qlstm/compiler/lower/derive.h"
 
 namespace testing_support {
 

@@ -10,10 +10,10 @@
 #include <vector>
 
 #include "qlstm/compiler/compile.h"
-#include "qlstm/compiler/file_io.h"
-#include "qlstm/compiler/float_lstm.h"
-#include "qlstm/compiler/npy.h"
-#include "qlstm/compiler/onnx_import.h"
+#include "qlstm/compiler/io/file_io.h"
+#include "qlstm/compiler/float/float_lstm.h"
+#include "qlstm/compiler/io/npy.h"
+#include "qlstm/compiler/import/onnx_import.h"
 #include "qlstm/compiler/quantized_lstm.h"
 
 namespace testing_support {

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "qlstm/compiler/float_lstm.h"
+#include "qlstm/compiler/float/float_lstm.h"
 
 namespace testing_support {
 

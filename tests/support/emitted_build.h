@@ -10,7 +10,7 @@
 #include <sstream>
 #include <string>
 
-#include "qlstm/compiler/emit_cpp.h"
+#include "qlstm/compiler/artifacts/emit_cpp.h"
 
 namespace qlstm {
 namespace compiler {

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "hand_programs.h"
-#include "qlstm/compiler/program.h"
+#include "qlstm/compiler/program/program.h"
 #include "random_gru.h"
 
 namespace testing_support {

@@ -7,8 +7,8 @@
 #include <random>
 #include <vector>
 
-#include "qlstm/compiler/float_gru.h"
-#include "qlstm/compiler/program.h"
+#include "qlstm/compiler/float/float_gru.h"
+#include "qlstm/compiler/program/program.h"
 #include "qlstm/compiler/quantized_lstm.h"
 
 namespace qlstm {

@@ -9,8 +9,8 @@
 #include <random>
 #include <vector>
 
-#include "qlstm/compiler/derive_s16.h"
-#include "qlstm/compiler/program.h"
+#include "qlstm/compiler/lower/derive_s16.h"
+#include "qlstm/compiler/program/program.h"
 
 namespace testing_support {
 

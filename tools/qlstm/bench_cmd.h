@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "qlstm/compiler/program.h"
+#include "qlstm/compiler/program/program.h"
 #include "device.h"
 
 namespace qlstm {

@@ -4,10 +4,10 @@
 #include <cmath>
 #include <filesystem>
 
-#include "qlstm/compiler/emit_cpp.h"
-#include "qlstm/compiler/file_io.h"
-#include "qlstm/compiler/model_file.h"
-#include "qlstm/compiler/quantized_lstm_s16.h"
+#include "qlstm/compiler/artifacts/emit_cpp.h"
+#include "qlstm/compiler/io/file_io.h"
+#include "qlstm/compiler/artifacts/model_file.h"
+#include "qlstm/compiler/lower/quantized_lstm_s16.h"
 
 namespace qlstm {
 namespace cli {

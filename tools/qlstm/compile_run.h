@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "qlstm/compiler/compile.h"
-#include "qlstm/compiler/npy.h"
-#include "qlstm/compiler/onnx_import.h"
+#include "qlstm/compiler/io/npy.h"
+#include "qlstm/compiler/import/onnx_import.h"
 #include "qlstm/compiler/quantized_lstm.h"
 
 namespace qlstm {

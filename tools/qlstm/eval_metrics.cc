@@ -7,8 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "qlstm/compiler/file_io.h"
-#include "qlstm/compiler/npy.h"
+#include "qlstm/compiler/io/file_io.h"
+#include "qlstm/compiler/io/npy.h"
 
 namespace qlstm {
 namespace cli {

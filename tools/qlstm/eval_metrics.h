@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "qlstm/compiler/npy.h"
-#include "qlstm/compiler/quantize.h"
+#include "qlstm/compiler/io/npy.h"
+#include "qlstm/compiler/calibrate/quantize.h"
 
 namespace qlstm {
 namespace cli {

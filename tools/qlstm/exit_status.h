@@ -13,8 +13,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "qlstm/compiler/file_io.h"
-#include "qlstm/compiler/model_file.h"
+#include "qlstm/compiler/io/file_io.h"
+#include "qlstm/compiler/artifacts/model_file.h"
 
 namespace qlstm {
 namespace cli {

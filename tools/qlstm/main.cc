@@ -16,12 +16,12 @@
 #include "device.h"
 #include "exit_status.h"
 #include "kernel_vectors.h"
-#include "qlstm/compiler/derive.h"
-#include "qlstm/compiler/emit_cpp.h"
-#include "qlstm/compiler/file_io.h"
-#include "qlstm/compiler/npy.h"
-#include "qlstm/compiler/quantize.h"
-#include "qlstm/compiler/quantized_lstm_s16.h"
+#include "qlstm/compiler/lower/derive.h"
+#include "qlstm/compiler/artifacts/emit_cpp.h"
+#include "qlstm/compiler/io/file_io.h"
+#include "qlstm/compiler/io/npy.h"
+#include "qlstm/compiler/calibrate/quantize.h"
+#include "qlstm/compiler/lower/quantized_lstm_s16.h"
 #include "qlstm/kernels.h"
 
 namespace qlstm {

@@ -8,7 +8,7 @@
 
 #include "device.h"
 #include "exit_status.h"
-#include "qlstm/compiler/file_io.h"
+#include "qlstm/compiler/io/file_io.h"
 #include "qlstm/compiler/ops/op_kind.h"
 #include "qlstm/kernels.h"
 

@@ -14,9 +14,9 @@
 
 #include "compile_run.h"
 #include "eval_metrics.h"
-#include "qlstm/compiler/npy.h"
-#include "qlstm/compiler/onnx_import.h"
-#include "qlstm/compiler/program.h"
+#include "qlstm/compiler/io/npy.h"
+#include "qlstm/compiler/import/onnx_import.h"
+#include "qlstm/compiler/program/program.h"
 
 namespace qlstm {
 namespace cli {

@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "qlstm/compiler/held_out.h"
-#include "qlstm/compiler/onnx_import.h"
-#include "qlstm/compiler/program.h"
+#include "qlstm/compiler/search/held_out.h"
+#include "qlstm/compiler/import/onnx_import.h"
+#include "qlstm/compiler/program/program.h"
 #include "qlstm/compiler/quantized_lstm.h"
 
 namespace qlstm {

@@ -10,11 +10,11 @@
 #include <string>
 #include <vector>
 
-#include "qlstm/compiler/derive.h"
-#include "qlstm/compiler/derive_gru.h"
-#include "qlstm/compiler/float_lstm.h"
-#include "qlstm/compiler/program.h"
-#include "qlstm/compiler/quantize.h"
+#include "qlstm/compiler/lower/derive.h"
+#include "qlstm/compiler/lower/derive_gru.h"
+#include "qlstm/compiler/float/float_lstm.h"
+#include "qlstm/compiler/program/program.h"
+#include "qlstm/compiler/calibrate/quantize.h"
 
 namespace qlstm {
 namespace compiler {

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "qlstm/compiler/program.h"
+#include "qlstm/compiler/program/program.h"
 #include "qlstm/program_s8.h"
 
 namespace qlstm {

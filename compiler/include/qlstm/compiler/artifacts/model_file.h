@@ -1,0 +1,47 @@
+// The compiled-model file (.qlstm): FlatBuffers, versioned, with a CRC-32 over the model bytes
+// that every load verifies (docs/model-format.md). Host only.
+#ifndef QLSTM_COMPILER_MODEL_FILE_H_
+#define QLSTM_COMPILER_MODEL_FILE_H_
+
+#include <cstdint>
+#include <string>
+
+#include "qlstm/compiler/lower/derive.h"
+#include "qlstm/compiler/program/program.h"
+#include "qlstm/compiler/io/file_io.h"
+
+namespace qlstm {
+namespace compiler {
+
+// 7: typed buffers (Buffer.type, a qlstm_element_type) and the 16x8 kinds (QLSTM_OP_LSTM_S16,
+// QLSTM_OP_FULLY_CONNECTED_S16, QLSTM_OP_REQUANTIZE); written only for a model that needs them,
+// an int8 model still as version 6 (its files unchanged).
+// 6: a GRU record ends with new_gate_zero_state_bias (a stateless first step's new-gate
+// accumulator; version 5's records are read, the field computed from the weights).
+// 5: version 4 with GRU ops (QLSTM_OP_GRU_S8). 4: a program of every op kind (FC, softmax, table,
+// step selection around the LSTM), one-step buffers, the LSTM's output_steps; each op's parameters
+// as the runtime's record of its kind (params_codec.h). Versions 1 (one LSTM), 2 (a program of
+// typed LSTM tables), 3 (LSTM records without output_steps), 4 (no GRU) and 5 are still read.
+constexpr uint32_t kModelFormatVersion = 7;
+// What a model of int8 buffers and int8 kinds only is written as.
+constexpr uint32_t kModelFormatVersionS8 = 6;
+
+// The version serialize_model writes m as: kModelFormatVersion when m has an int16 buffer or a
+// 16x8 kind, else kModelFormatVersionS8.
+uint32_t model_format_version(const CompiledModel& m);
+
+std::string serialize_model(const CompiledModel& m);
+// The file around the (FlatBuffers) model bytes: a format_version (the newest by default) and
+// their CRC-32. serialize_model's last step; the model fuzzer wraps its input with it to get past
+// the checksum.
+std::string seal_model(const std::string& model_bytes, uint32_t version = kModelFormatVersion);
+// Throws CompileError naming `origin` and the field for a file that is truncated, corrupted (CRC),
+// of another version, or inconsistent (array sizes, parameter ranges).
+CompiledModel parse_model(const std::string& bytes, const std::string& origin);
+
+CompiledModel load_model(const std::string& path);
+
+}  // namespace compiler
+}  // namespace qlstm
+
+#endif  // QLSTM_COMPILER_MODEL_FILE_H_

@@ -1,0 +1,85 @@
+// The integer parameters of the ops around the LSTM (fully connected, softmax, table, step
+// selection), derived from their float layers and the quantization of the buffers they read and
+// write (docs/compiler.md). Each owns its arrays and hands the runtime a parameter block pointing
+// into it, and has the inverse for the model file. Host only.
+#ifndef QLSTM_COMPILER_DERIVE_OPS_H_
+#define QLSTM_COMPILER_DERIVE_OPS_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "qlstm/compiler/float/float_layers.h"
+#include "qlstm/compiler/calibrate/quantize.h"
+#include "qlstm/program_s8.h"
+
+namespace qlstm {
+namespace compiler {
+
+struct DerivedFc {
+  int32_t input_size = 0, output_size = 0;
+  AffineQuant input, output;
+  bool per_channel = true;             // one multiplier per output (the default) or one for all
+  std::vector<double> weight_scales;   // [O] (per_channel) or [1]: symmetric int8
+  std::vector<int8_t> weights;         // [O][I]
+  std::vector<int32_t> bias_q;         // [O]: the float bias at s_in * s_w
+  std::vector<int32_t> effective_bias; // [O]: bias_q - zp_in * rowsum(weights)
+  std::vector<int32_t> multipliers, shifts;  // [O] or [1]
+  int32_t activation_min = -128, activation_max = 127;
+  std::string fused_activation;        // "", "relu", "relu6", "clip": folded into the clamp
+
+  qlstm_fc_s8_params kernel_params(int32_t rows) const;
+  static DerivedFc from_kernel_params(const qlstm_fc_s8_params& p, const AffineQuant& input, const AffineQuant& output,
+                                      const std::vector<double>& weight_scales);
+};
+// Whether an activation layer folds into the clamp of the Linear before it (Relu; Clip, which
+// is also ReLU6), and the real range it keeps (+-inf where it does not clip).
+bool folds_into_clamp(const FloatLayer& layer);
+Range clamp_range(const FloatLayer& layer);
+// How a report names a folded Relu or Clip: "relu", "relu6" (Clip to [0, 6]) or "clip".
+std::string fused_activation_name(const FloatLayer& clamp);
+// The int8 FC of `linear` between two quantizations: weights symmetric per output (or one scale),
+// bias at s_in * s_w, multipliers s_in * s_w / s_out; `clamp` (a folding activation after it, or
+// null) becomes activation_min / max. Throws CompileError naming the layer's node for a bias
+// overflowing int32, an accumulator that could wrap, or a multiplier out of range.
+DerivedFc derive_fc(const FloatLayer& linear, const FloatLayer* clamp, const AffineQuant& input,
+                    const AffineQuant& output, bool per_channel = true);
+
+struct DerivedSoftmax {
+  int32_t row_size = 0;
+  AffineQuant input;           // the output is 1/256, -128 (QLSTM_SOFTMAX_S8_*)
+  double beta = 1.0;
+  int32_t input_multiplier = 0, input_left_shift = 0, diff_min = 0;
+
+  qlstm_softmax_s8_params kernel_params(int32_t rows) const;
+  static DerivedSoftmax from_kernel_params(const qlstm_softmax_s8_params& p, const AffineQuant& input);
+};
+// TFLite Micro's int8 softmax preparation (5 integer bits for the scaled difference): multiplier,
+// left shift and diff_min from beta and the input scale.
+DerivedSoftmax derive_softmax(int32_t row_size, const AffineQuant& input, double beta);
+AffineQuant softmax_output_quant();  // scale 1/256, zero point -128
+
+struct DerivedTable {
+  int32_t row_size = 0;
+  AffineQuant input, output;
+  std::string function;       // activation_fn_name, for the report
+  std::vector<int8_t> table;  // [256]: table[x + 128] = quantize_out(f(dequantize_in(x)))
+
+  qlstm_table_s8_params kernel_params(int32_t rows) const;
+  static DerivedTable from_kernel_params(const qlstm_table_s8_params& p, const AffineQuant& input,
+                                         const AffineQuant& output);
+};
+// Each entry exact: f in double at each of the 256 input values, rounded once to the output.
+DerivedTable derive_table(const FloatLayer& activation, int32_t row_size, const AffineQuant& input,
+                          const AffineQuant& output);
+
+struct DerivedSelect {
+  int32_t row_size = 0;
+  int32_t step = -1;
+  qlstm_select_step_params kernel_params() const { return {step, row_size}; }
+};
+
+}  // namespace compiler
+}  // namespace qlstm
+
+#endif  // QLSTM_COMPILER_DERIVE_OPS_H_

@@ -1,0 +1,153 @@
+#include "qlstm/compiler/float/float_layers.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "qlstm/compiler/float/float_lstm.h"
+
+namespace qlstm {
+namespace compiler {
+namespace {
+
+// GELU's tanh approximation (torch's approximate='tanh'): sqrt(2 / pi) and the cubic coefficient.
+constexpr double kGeluTanhScale = 0.7978845608028654;
+constexpr double kGeluTanhCubic = 0.044715;
+// HardSwish's gate (ONNX HardSwish, torch hardswish): clamp(x / 6 + 1/2, 0, 1).
+constexpr double kHardSwishSlope = 1.0 / 6.0;
+constexpr double kHardSwishOffset = 0.5;
+
+double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+
+std::string layer_label(const FloatLayer& l) {
+  const char* kind = "?";
+  switch (l.kind) {
+    case FloatLayerKind::kLinear: kind = "Linear"; break;
+    case FloatLayerKind::kActivation: kind = activation_fn_name(l.fn); break;
+    case FloatLayerKind::kSoftmax: kind = "Softmax"; break;
+    case FloatLayerKind::kSelectStep: kind = "step selection"; break;
+  }
+  return "layer '" + l.node + "' (" + kind + ")";
+}
+
+}  // namespace
+
+const char* activation_fn_name(ActivationFn f) {
+  switch (f) {
+    case ActivationFn::kRelu: return "Relu";
+    case ActivationFn::kClip: return "Clip";
+    case ActivationFn::kLeakyRelu: return "LeakyRelu";
+    case ActivationFn::kSigmoid: return "Sigmoid";
+    case ActivationFn::kTanh: return "Tanh";
+    case ActivationFn::kHardSigmoid: return "HardSigmoid";
+    case ActivationFn::kGelu: return "Gelu";
+    case ActivationFn::kSilu: return "SiLU";
+    case ActivationFn::kHardSwish: return "HardSwish";
+  }
+  return "?";
+}
+
+void FloatLayer::validate() const {
+  const std::string where = layer_label(*this);
+  auto bad = [&](const std::string& why) { throw CompileError(where + ": " + why); };
+  if (input_size < 1 || output_size < 1) {
+    bad("input_size and output_size must be >= 1 (got " + std::to_string(input_size) + " and " +
+        std::to_string(output_size) + ")");
+  }
+  if (kind != FloatLayerKind::kLinear && input_size != output_size) {
+    bad("input_size " + std::to_string(input_size) + " differs from output_size " + std::to_string(output_size));
+  }
+  auto finite = [&](const std::vector<float>& v, const char* what) {
+    for (size_t k = 0; k < v.size(); ++k) {
+      if (!std::isfinite(v[k])) bad(std::string(what) + "[" + std::to_string(k) + "] is not finite");
+    }
+  };
+  switch (kind) {
+    case FloatLayerKind::kLinear: {
+      const size_t want = static_cast<size_t>(output_size) * static_cast<size_t>(input_size);
+      if (weight.size() != want) {
+        bad("weight has " + std::to_string(weight.size()) + " values, expected output_size x input_size = " +
+            std::to_string(want));
+      }
+      if (!bias.empty() && bias.size() != static_cast<size_t>(output_size)) {
+        bad("bias has " + std::to_string(bias.size()) + " values, expected output_size = " +
+            std::to_string(output_size));
+      }
+      finite(weight, "weight");
+      finite(bias, "bias");
+      break;
+    }
+    case FloatLayerKind::kActivation:
+      if (fn == ActivationFn::kClip) {
+        // -inf / +inf stand for an absent bound; NaN is never a bound.
+        if (std::isnan(clip_min) || std::isnan(clip_max) || clip_min > clip_max) {
+          bad("clip bounds [" + std::to_string(clip_min) + ", " + std::to_string(clip_max) + "] are not an interval");
+        }
+      }
+      if ((fn == ActivationFn::kLeakyRelu || fn == ActivationFn::kHardSigmoid) && !std::isfinite(alpha)) {
+        bad("alpha is not finite");
+      }
+      if (fn == ActivationFn::kHardSigmoid && !std::isfinite(beta)) bad("beta is not finite");
+      break;
+    case FloatLayerKind::kSoftmax:
+      if (!std::isfinite(softmax_beta) || !(softmax_beta > 0)) bad("softmax beta must be finite and positive");
+      break;
+    case FloatLayerKind::kSelectStep:
+      break;
+  }
+}
+
+double apply_activation(const FloatLayer& layer, double x) {
+  switch (layer.fn) {
+    case ActivationFn::kRelu: return std::max(x, 0.0);
+    case ActivationFn::kClip: return std::min(std::max(x, layer.clip_min), layer.clip_max);
+    case ActivationFn::kLeakyRelu: return x < 0 ? layer.alpha * x : x;
+    case ActivationFn::kSigmoid: return sigmoid(x);
+    case ActivationFn::kTanh: return std::tanh(x);
+    case ActivationFn::kHardSigmoid: return std::clamp(layer.alpha * x + layer.beta, 0.0, 1.0);
+    case ActivationFn::kGelu:
+      if (layer.gelu_tanh) return 0.5 * x * (1.0 + std::tanh(kGeluTanhScale * (x + kGeluTanhCubic * x * x * x)));
+      return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
+    case ActivationFn::kSilu: return x * sigmoid(x);
+    case ActivationFn::kHardSwish: return x * std::clamp(kHardSwishSlope * x + kHardSwishOffset, 0.0, 1.0);
+  }
+  return x;
+}
+
+std::vector<double> run_float_layer(const FloatLayer& layer, const std::vector<double>& x, size_t positions) {
+  const size_t I = static_cast<size_t>(layer.input_size), O = static_cast<size_t>(layer.output_size);
+  if (x.size() != positions * I) {
+    throw CompileError(layer_label(layer) + ": " + std::to_string(x.size()) + " input values, expected " +
+                       std::to_string(positions) + " positions x " + std::to_string(I));
+  }
+  std::vector<double> y(positions * O);
+  for (size_t p = 0; p < positions; ++p) {
+    const double* in = x.data() + p * I;
+    double* out = y.data() + p * O;
+    switch (layer.kind) {
+      case FloatLayerKind::kLinear:
+        for (size_t o = 0; o < O; ++o) {
+          double acc = layer.bias.empty() ? 0.0 : layer.bias[o];
+          for (size_t i = 0; i < I; ++i) acc += static_cast<double>(layer.weight[o * I + i]) * in[i];
+          out[o] = acc;
+        }
+        break;
+      case FloatLayerKind::kActivation:
+        for (size_t i = 0; i < I; ++i) out[i] = apply_activation(layer, in[i]);
+        break;
+      case FloatLayerKind::kSoftmax: {
+        // Shifted by the maximum so exp never overflows; the result is the same.
+        const double top = *std::max_element(in, in + I);
+        double sum = 0.0;
+        for (size_t i = 0; i < I; ++i) sum += out[i] = std::exp(layer.softmax_beta * (in[i] - top));
+        for (size_t i = 0; i < I; ++i) out[i] /= sum;
+        break;
+      }
+      case FloatLayerKind::kSelectStep:
+        throw CompileError(layer_label(layer) + ": a step selection is not a per-position layer");
+    }
+  }
+  return y;
+}
+
+}  // namespace compiler
+}  // namespace qlstm

@@ -1,0 +1,301 @@
+// The integer parameters of the ops around the LSTM (docs/compiler.md, "Ops around the LSTM").
+#include "qlstm/compiler/lower/derive_ops.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <sstream>
+
+#include "qlstm/compiler/float/float_lstm.h"
+#include "qlstm/fully_connected_s8.h"
+#include "qlstm/softmax_s8.h"
+
+namespace qlstm {
+namespace compiler {
+namespace {
+
+constexpr int32_t kInt8Min = -128, kInt8Max = 127;
+constexpr int32_t kWeightQMax = 127;  // symmetric int8 weights use [-127, 127]
+constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
+// Largest |x - zp_in| of an int8 input: the FC's accumulator bound uses it.
+constexpr int64_t kMaxAbsCenteredInput = 255;
+// TFLite Micro's int8 softmax: the scaled difference x_j - max is held with 5 integer bits in
+// a 32-bit fixed-point number (31 value bits).
+constexpr int32_t kSoftmaxScaledDiffIntegerBits = 5;
+constexpr int32_t kSoftmaxTotalSignedBits = 31;
+
+std::string layer_label(const FloatLayer& layer) { return "layer '" + layer.node + "'"; }
+
+// Copies n values bytewise (a loaded block's arrays may sit unaligned in a file's bytes).
+template <class T>
+std::vector<T> copy_array(const T* from, size_t n) {
+  std::vector<T> v(n);
+  if (n > 0 && from != nullptr) std::memcpy(v.data(), from, n * sizeof(T));
+  return v;
+}
+
+void check_quant(const AffineQuant& q, const std::string& what) {
+  if (!(q.scale > 0) || !std::isfinite(q.scale)) throw CompileError(what + ": scale must be positive and finite");
+  if (q.zero_point < kInt8Min || q.zero_point > kInt8Max) throw CompileError(what + ": zero point out of int8 range");
+}
+
+// An output value's int8 code, clamped (for the fused activation's bounds; +-inf saturate).
+int32_t clamp_code(const AffineQuant& output, double v) {
+  if (std::isnan(v)) return kInt8Min;
+  return output.quantize(std::clamp(v, -1e300, 1e300));
+}
+
+}  // namespace
+
+bool folds_into_clamp(const FloatLayer& layer) {
+  return layer.kind == FloatLayerKind::kActivation && (layer.fn == ActivationFn::kRelu || layer.fn == ActivationFn::kClip);
+}
+
+std::string fused_activation_name(const FloatLayer& clamp) {
+  const Range r = clamp_range(clamp);
+  return clamp.fn == ActivationFn::kRelu ? "relu" : (r.lo == 0.0 && r.hi == 6.0) ? "relu6" : "clip";
+}
+
+Range clamp_range(const FloatLayer& layer) {
+  const double inf = std::numeric_limits<double>::infinity();
+  if (!folds_into_clamp(layer)) return {-inf, inf};
+  if (layer.fn == ActivationFn::kRelu) return {0.0, inf};
+  return {layer.clip_min, layer.clip_max};
+}
+
+DerivedFc derive_fc(const FloatLayer& linear, const FloatLayer* clamp, const AffineQuant& input,
+                    const AffineQuant& output, bool per_channel) {
+  if (linear.kind != FloatLayerKind::kLinear) throw CompileError(layer_label(linear) + ": not a Linear layer");
+  if (clamp != nullptr && !folds_into_clamp(*clamp)) {
+    throw CompileError(layer_label(*clamp) + ": only Relu and Clip fold into a fully connected op's clamp");
+  }
+  linear.validate();
+  check_quant(input, layer_label(linear) + ": input");
+  check_quant(output, layer_label(linear) + ": output");
+  const int32_t I = linear.input_size, O = linear.output_size;
+  DerivedFc d;
+  d.input_size = I;
+  d.output_size = O;
+  d.input = input;
+  d.output = output;
+  d.per_channel = per_channel;
+  // Symmetric scales: per output row max|W[o]| / 127, or one from the whole matrix. A row of
+  // zeros takes the matrix's scale (its bias then keeps the same resolution as the others').
+  double all_max = 0;
+  std::vector<double> row_max(static_cast<size_t>(O), 0.0);
+  for (int32_t o = 0; o < O; ++o) {
+    for (int32_t i = 0; i < I; ++i) {
+      const double w = std::fabs(static_cast<double>(linear.weight[static_cast<size_t>(o) * I + i]));
+      row_max[static_cast<size_t>(o)] = std::max(row_max[static_cast<size_t>(o)], w);
+    }
+    all_max = std::max(all_max, row_max[static_cast<size_t>(o)]);
+  }
+  const double tensor_scale = all_max > 0 ? all_max / kWeightQMax : 1.0;
+  if (per_channel) {
+    for (double m : row_max) d.weight_scales.push_back(m > 0 ? m / kWeightQMax : tensor_scale);
+  } else {
+    d.weight_scales.push_back(tensor_scale);
+  }
+  auto scale_of = [&](int32_t o) { return d.weight_scales[per_channel ? static_cast<size_t>(o) : 0]; };
+  d.weights.resize(static_cast<size_t>(O) * I);
+  d.bias_q.assign(static_cast<size_t>(O), 0);
+  for (int32_t o = 0; o < O; ++o) {
+    const double s_w = scale_of(o);
+    int64_t abs_rowsum = 0;
+    for (int32_t i = 0; i < I; ++i) {
+      const size_t k = static_cast<size_t>(o) * I + i;
+      const double q = std::clamp(std::nearbyint(linear.weight[k] / s_w), -double{kWeightQMax}, double{kWeightQMax});
+      d.weights[k] = static_cast<int8_t>(q);
+      abs_rowsum += std::abs(static_cast<int32_t>(q));
+    }
+    const double bias_scale = input.scale * s_w;
+    if (!linear.bias.empty()) {
+      const double b = linear.bias[static_cast<size_t>(o)];
+      const double bq = std::nearbyint(b / bias_scale);
+      if (!(std::fabs(bq) <= static_cast<double>(kInt32Max))) {
+        std::ostringstream s;
+        s << layer_label(linear) << ": bias[" << o << "] = " << b << " overflows int32 at its scale " << bias_scale
+          << " (input scale x weight scale of output " << o << ")";
+        throw CompileError(s.str());
+      }
+      d.bias_q[static_cast<size_t>(o)] = static_cast<int32_t>(bq);
+    }
+    // The kernel's true accumulator, bias + sum (x - zp) w, must fit int32 (CMSIS-NN's does not
+    // widen): otherwise it wraps and the output is garbage on the device as on the host.
+    const int64_t bound = std::llabs(d.bias_q[static_cast<size_t>(o)]) + kMaxAbsCenteredInput * abs_rowsum;
+    if (bound > kInt32Max) {
+      throw CompileError(layer_label(linear) + ": the accumulator of output " + std::to_string(o) + " can reach " +
+                         std::to_string(bound) + ", beyond int32 (the bias is too large for its scale)");
+    }
+  }
+  d.effective_bias.resize(static_cast<size_t>(O));
+  qlstm_fc_s8_effective_bias(d.weights.data(), d.bias_q.data(), input.zero_point, I, O, d.effective_bias.data());
+  for (size_t q = 0; q < d.weight_scales.size(); ++q) {
+    const qlstm_requant r = quantize_multiplier(input.scale * d.weight_scales[q] / output.scale,
+                                                layer_label(linear) + ": output " + std::to_string(q) + " multiplier");
+    d.multipliers.push_back(r.multiplier);
+    d.shifts.push_back(r.shift);
+  }
+  if (clamp != nullptr) {
+    const Range r = clamp_range(*clamp);
+    d.activation_min = std::max(kInt8Min, clamp_code(output, r.lo));
+    d.activation_max = std::min(kInt8Max, clamp_code(output, r.hi));
+    if (d.activation_min > d.activation_max) {
+      throw CompileError(layer_label(*clamp) + ": the clamp range is empty at the output quantization");
+    }
+    d.fused_activation = fused_activation_name(*clamp);
+  }
+  return d;
+}
+
+qlstm_fc_s8_params DerivedFc::kernel_params(int32_t rows) const {
+  qlstm_fc_s8_params p{};
+  p.rows = rows;
+  p.input_size = input_size;
+  p.output_size = output_size;
+  p.per_channel = per_channel ? 1 : 0;
+  p.multipliers = multipliers.data();
+  p.shifts = shifts.data();
+  p.weights = weights.data();
+  p.effective_bias = effective_bias.data();
+  p.output_zero_point = output.zero_point;
+  p.activation_min = activation_min;
+  p.activation_max = activation_max;
+  return p;
+}
+
+DerivedFc DerivedFc::from_kernel_params(const qlstm_fc_s8_params& p, const AffineQuant& input,
+                                        const AffineQuant& output, const std::vector<double>& weight_scales) {
+  if (p.output_zero_point != output.zero_point) {
+    throw CompileError("output_zero_point " + std::to_string(p.output_zero_point) +
+                       " is not the output quantization's zero point " + std::to_string(output.zero_point));
+  }
+  DerivedFc d;
+  d.input_size = p.input_size;
+  d.output_size = p.output_size;
+  d.input = input;
+  d.output = output;
+  d.per_channel = p.per_channel != 0;
+  const size_t I = static_cast<size_t>(std::max(p.input_size, 0)), O = static_cast<size_t>(std::max(p.output_size, 0));
+  const size_t requants = d.per_channel ? O : 1;
+  d.multipliers = copy_array(p.multipliers, requants);
+  d.shifts = copy_array(p.shifts, requants);
+  d.weights = copy_array(p.weights, O * I);
+  d.effective_bias = copy_array(p.effective_bias, O);
+  d.weight_scales = weight_scales;
+  // bias_q = effective_bias + zp_in * rowsum, modulo 2^32 as the effective bias was formed.
+  d.bias_q.resize(O);
+  for (size_t o = 0; o < O; ++o) {
+    int64_t rowsum = 0;
+    for (size_t i = 0; i < I; ++i) rowsum += d.weights[o * I + i];
+    d.bias_q[o] = static_cast<int32_t>(static_cast<uint32_t>(
+        static_cast<int64_t>(d.effective_bias[o]) + static_cast<int64_t>(input.zero_point) * rowsum));
+  }
+  d.activation_min = p.activation_min;
+  d.activation_max = p.activation_max;
+  // What the clamp says (the layer it came from is not in the block; a full range is no clamp).
+  if (d.activation_min == output.zero_point && d.activation_min > kInt8Min && d.activation_max == kInt8Max) {
+    d.fused_activation = "relu";
+  } else if (d.activation_min != kInt8Min || d.activation_max != kInt8Max) {
+    d.fused_activation = "clip";
+  }
+  return d;
+}
+
+AffineQuant softmax_output_quant() {
+  return {std::ldexp(1.0, QLSTM_SOFTMAX_S8_OUTPUT_SCALE_LOG2), QLSTM_SOFTMAX_S8_OUTPUT_ZERO_POINT};
+}
+
+DerivedSoftmax derive_softmax(int32_t row_size, const AffineQuant& input, double beta) {
+  check_quant(input, "softmax: input");
+  if (!(beta > 0) || !std::isfinite(beta)) throw CompileError("softmax: beta must be positive and finite");
+  if (row_size < 1 || row_size > QLSTM_SOFTMAX_S8_ROW_SIZE_MAX) {
+    // The kernel sums a row's exponentials in int32 (docs/arithmetic.md §11).
+    throw CompileError("softmax: over " + std::to_string(row_size) + " values; the int8 softmax takes 1 to " +
+                       std::to_string(QLSTM_SOFTMAX_S8_ROW_SIZE_MAX));
+  }
+  DerivedSoftmax d;
+  d.row_size = row_size;
+  d.input = input;
+  d.beta = beta;
+  // beta * s_in as a multiplier of the difference held with 5 integer bits, capped at the
+  // largest int32 (docs/compiler.md): TFLite Micro's PreprocessSoftmaxScaling.
+  const double real = std::min(beta * input.scale * std::ldexp(1.0, kSoftmaxTotalSignedBits - kSoftmaxScaledDiffIntegerBits),
+                               static_cast<double>(kInt32Max));
+  const qlstm_requant q = quantize_multiplier(real, "softmax: input multiplier");
+  if (q.multiplier == 0 || q.shift < 0) {
+    std::ostringstream s;
+    s << "softmax: beta x input scale = " << beta * input.scale
+      << " is too small for the int8 softmax (its multiplier needs a right shift)";
+    throw CompileError(s.str());
+  }
+  d.input_multiplier = q.multiplier;
+  d.input_left_shift = q.shift;
+  // The largest difference the fixed-point exp sees, in input units: (2^5 - 1) * 2^(31 - 5) /
+  // 2^left_shift, floored (CalculateInputRadius); smaller differences contribute 0.
+  const double radius = std::floor(((1 << kSoftmaxScaledDiffIntegerBits) - 1) *
+                                   std::ldexp(1.0, kSoftmaxTotalSignedBits - kSoftmaxScaledDiffIntegerBits) /
+                                   std::ldexp(1.0, d.input_left_shift));
+  d.diff_min = -static_cast<int32_t>(radius);
+  return d;
+}
+
+qlstm_softmax_s8_params DerivedSoftmax::kernel_params(int32_t rows) const {
+  return {rows, row_size, input_multiplier, input_left_shift, diff_min};
+}
+
+DerivedSoftmax DerivedSoftmax::from_kernel_params(const qlstm_softmax_s8_params& p, const AffineQuant& input) {
+  DerivedSoftmax d;
+  d.row_size = p.row_size;
+  d.input = input;
+  d.input_multiplier = p.input_multiplier;
+  d.input_left_shift = p.input_left_shift;
+  d.diff_min = p.diff_min;
+  // beta is not in the block: the one the multiplier stands for.
+  d.beta = std::ldexp(static_cast<double>(p.input_multiplier),
+                      p.input_left_shift - kSoftmaxTotalSignedBits -
+                          (kSoftmaxTotalSignedBits - kSoftmaxScaledDiffIntegerBits)) /
+           input.scale;
+  return d;
+}
+
+DerivedTable derive_table(const FloatLayer& activation, int32_t row_size, const AffineQuant& input,
+                          const AffineQuant& output) {
+  if (activation.kind != FloatLayerKind::kActivation) {
+    throw CompileError(layer_label(activation) + ": not an elementwise activation");
+  }
+  activation.validate();
+  check_quant(input, layer_label(activation) + ": input");
+  check_quant(output, layer_label(activation) + ": output");
+  DerivedTable d;
+  d.row_size = row_size;
+  d.input = input;
+  d.output = output;
+  d.function = activation_fn_name(activation.fn);
+  d.table.resize(QLSTM_TABLE_S8_ENTRIES);
+  for (int32_t x = kInt8Min; x <= kInt8Max; ++x) {
+    const double y = apply_activation(activation, input.dequantize(x));
+    if (std::isnan(y)) {
+      throw CompileError(layer_label(activation) + ": " + d.function + " is not a number at input " +
+                         std::to_string(input.dequantize(x)));
+    }
+    d.table[static_cast<size_t>(x - kInt8Min)] = static_cast<int8_t>(clamp_code(output, y));
+  }
+  return d;
+}
+
+qlstm_table_s8_params DerivedTable::kernel_params(int32_t rows) const { return {rows, row_size, table.data()}; }
+
+DerivedTable DerivedTable::from_kernel_params(const qlstm_table_s8_params& p, const AffineQuant& input,
+                                              const AffineQuant& output) {
+  DerivedTable d;
+  d.row_size = p.row_size;
+  d.input = input;
+  d.output = output;
+  d.table = copy_array(p.table, QLSTM_TABLE_S8_ENTRIES);
+  return d;
+}
+
+}  // namespace compiler
+}  // namespace qlstm

@@ -1,0 +1,471 @@
+// The 16x8 LSTM: calibration, derivation and the host run through the program runner.
+#include "qlstm/compiler/lower/quantized_lstm_s16.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "qlstm/compiler/calibrate/quantize.h"
+#include "qlstm/program_s8.h"
+
+namespace qlstm {
+namespace compiler {
+
+std::vector<bool> parse_activations(const std::string& text, int32_t layers) {
+  const std::string usage = "--activations '" + text + "': expected int8, int16 or int16:L,M,... (layers from 0)";
+  if (text == "int8") return {};
+  if (text == "int16") return std::vector<bool>(static_cast<size_t>(layers), true);
+  const std::string prefix = "int16:";
+  if (text.compare(0, prefix.size(), prefix) != 0 || text.size() == prefix.size()) throw CompileError(usage);
+  std::vector<bool> s16(static_cast<size_t>(layers), false);
+  size_t at = prefix.size();
+  while (at <= text.size()) {
+    const size_t comma = std::min(text.find(',', at), text.size());
+    const std::string item = text.substr(at, comma - at);
+    if (item.empty() || item.size() > 6 || item.find_first_not_of("0123456789") != std::string::npos) throw CompileError(usage);
+    const int32_t l = std::stoi(item);
+    if (l >= layers) {
+      throw CompileError("--activations '" + text + "': layer " + item + ", the model has " + std::to_string(layers) +
+                         " layer" + (layers == 1 ? "" : "s"));
+    }
+    s16[static_cast<size_t>(l)] = true;
+    at = comma + 1;
+  }
+  return s16;
+}
+
+namespace {
+
+void check_s16_headroom(int32_t bits) {
+  if (bits < 0 || bits > CompileOptions::kMaxS16HeadroomBits) {
+    throw CompileError("16x8: a boundary headroom of " + std::to_string(bits) + " bits, expected 0 to " +
+                       std::to_string(CompileOptions::kMaxS16HeadroomBits));
+  }
+}
+
+}  // namespace
+
+int16_t quantize_s16(double x, double scale) {
+  return static_cast<int16_t>(std::clamp(std::nearbyint(x / scale), -32768.0, 32767.0));
+}
+
+QuantizedLstmS16 QuantizedLstmS16::compile(const FloatLstm& lstm, const CalibrationSet& calibration,
+                                           const CompileOptions& options, const OpChoice* weights) {
+  const OpObservation observed = observe_op(lstm, calibration, options.progress);
+  const int32_t I = lstm.input_size, H = lstm.hidden_size;
+  double max_x = 0, max_h = 0;
+  std::vector<double> sum_x(static_cast<size_t>(I), 0.0);
+  int64_t steps = 0;
+  for (const CalibrationSequence& s : observed.inputs.sequences) {
+    for (size_t k = 0; k < s.values.size(); ++k) {
+      max_x = std::max(max_x, std::fabs(static_cast<double>(s.values[k])));
+      sum_x[k % static_cast<size_t>(I)] += s.values[k];
+    }
+    for (float v : s.h0) max_h = std::max(max_h, std::fabs(static_cast<double>(v)));
+    steps += s.time_steps;
+  }
+  DeriveOptions derive = options.derive;
+  if (weights != nullptr) {
+    derive.weight_clip_ratio = weights->weight_clip;
+    derive.bias_correction = weights->bias_correction;
+    derive.weight_rounding = WeightRounding::kNearest;  // adaptive rounding: not derived for 16x8 yet
+  }
+  if (derive.bias_correction && steps > 0) {
+    derive.mean_x.assign(static_cast<size_t>(I), 0.0);
+    derive.mean_h.assign(static_cast<size_t>(H), 0.0);
+    for (int32_t i = 0; i < I; ++i) derive.mean_x[static_cast<size_t>(i)] = sum_x[static_cast<size_t>(i)] / static_cast<double>(steps);
+    for (int32_t h = 0; h < H; ++h) {
+      derive.mean_h[static_cast<size_t>(h)] = observed.sum_h[static_cast<size_t>(h)] / static_cast<double>(steps);
+    }
+  }
+  for (const std::vector<float>& y : observed.outputs) {
+    for (float v : y) max_h = std::max(max_h, std::fabs(static_cast<double>(v)));
+  }
+  QuantizedLstmS16 q;
+  const CellScaleChoice cell = choose_cell_scale(options.cell_scale, observed.cell_max_abs);
+  check_s16_headroom(options.s16_headroom_bits);
+  const int32_t bits = options.s16_headroom_bits;
+  q.d_ = derive_lstm_s16_params(
+      lstm, symmetric_s16_scale(s16_boundary_range(max_x, bits, false), "input (max |x| of the calibration data)"),
+      symmetric_s16_scale(s16_boundary_range(max_h, bits, true), "output (max |h| of the calibration run)"), cell, derive);
+  return q;
+}
+
+std::vector<int16_t> QuantizedLstmS16::run_s16(const std::vector<int16_t>& x, const SequenceShape& shape,
+                                               const std::vector<int16_t>* h0, const std::vector<int16_t>* c0) const {
+  const int32_t B = shape.batch, T = shape.time_steps, H = d_.hidden_size;
+  const size_t rows = static_cast<size_t>(B) * static_cast<size_t>(H);
+  if (x.size() != static_cast<size_t>(B) * static_cast<size_t>(T) * static_cast<size_t>(d_.input_size)) {
+    throw CompileError("QuantizedLstmS16::run_s16: the input does not hold B x T x I values");
+  }
+  qlstm_op op{};
+  op.kind = QLSTM_OP_LSTM_S16;
+  op.lstm_s16 = d_.kernel_params(B, 0, shape.layout);
+  op.input_buffer = 0;
+  op.output_buffer = 1;
+  const int32_t widths[2] = {d_.input_size, H};
+  const int32_t steps[2] = {QLSTM_BUFFER_EVERY_STEP, QLSTM_BUFFER_EVERY_STEP};
+  const int32_t types[2] = {QLSTM_ELEMENT_S16, QLSTM_ELEMENT_S16};
+  const qlstm_program program = {&op, 1, 2, widths, 2 * rows, steps, B,
+                                 shape.layout == Layout::kTimeMajor ? QLSTM_LAYOUT_TIME_MAJOR : QLSTM_LAYOUT_BATCH_MAJOR,
+                                 types};
+  op.lstm_s16.dims.time_steps = T;
+  const size_t scratch_bytes = qlstm_op_scratch_bytes(&op);
+  op.lstm_s16.dims.time_steps = 0;
+  struct alignas(QLSTM_SCRATCH_ALIGNMENT) Block {
+    unsigned char bytes[QLSTM_SCRATCH_ALIGNMENT];
+  };
+  std::vector<Block> scratch(scratch_bytes / sizeof(Block) + 1);
+  std::vector<int16_t> cell(rows), y(static_cast<size_t>(B) * static_cast<size_t>(T) * static_cast<size_t>(H));
+  qlstm_program_context ctx = {scratch.data(), scratch.size() * sizeof(Block), cell.data(), {nullptr, nullptr}, 0};
+  // The state: the cell rows, then the hidden rows, in the cell array; the int8 hidden array unused.
+  std::vector<int16_t> state(2 * rows, 0);
+  std::vector<int8_t> unused_hidden(2 * rows, 0);
+  if (c0 != nullptr) std::copy(c0->begin(), c0->end(), state.begin());
+  if (h0 != nullptr) std::copy(h0->begin(), h0->end(), state.begin() + static_cast<std::ptrdiff_t>(rows));
+  const bool stateful = h0 != nullptr || c0 != nullptr;
+  const qlstm_status st = qlstm_program_run(&program, &ctx, x.empty() ? nullptr : x.data(), y.data(), T,
+                                            stateful ? unused_hidden.data() : nullptr, stateful ? state.data() : nullptr);
+  if (st != QLSTM_OK) throw CompileError(std::string("QuantizedLstmS16::run_s16: ") + qlstm_status_string(st));
+  return y;
+}
+
+std::vector<float> QuantizedLstmS16::run_float(const std::vector<float>& x, const SequenceShape& shape,
+                                               const float* h0, const float* c0) const {
+  std::vector<int16_t> x16(x.size());
+  for (size_t k = 0; k < x.size(); ++k) x16[k] = quantize_s16(x[k], d_.input_scale);
+  const size_t rows = static_cast<size_t>(shape.batch) * static_cast<size_t>(d_.hidden_size);
+  std::vector<int16_t> h16, c16;
+  if (h0 != nullptr) {
+    for (size_t k = 0; k < rows; ++k) h16.push_back(quantize_s16(h0[k], d_.output_scale));
+  }
+  if (c0 != nullptr) {
+    for (size_t k = 0; k < rows; ++k) c16.push_back(quantize_cell(c0[k], d_.cell.power));
+  }
+  if (h0 != nullptr && c0 == nullptr) c16.assign(rows, 0);
+  if (c0 != nullptr && h0 == nullptr) h16.assign(rows, 0);
+  const std::vector<int16_t> y16 = run_s16(x16, shape, h16.empty() ? nullptr : &h16, c16.empty() ? nullptr : &c16);
+  std::vector<float> y(y16.size());
+  for (size_t k = 0; k < y.size(); ++k) y[k] = static_cast<float>(y16[k] * d_.output_scale);
+  return y;
+}
+
+}  // namespace compiler
+}  // namespace qlstm
+
+namespace qlstm {
+namespace compiler {
+namespace {
+
+// Max |v| and the per-feature sums of a [n][W] block of values.
+struct Observed {
+  double max_abs = 0;
+  std::vector<double> sum;
+  int64_t rows = 0;
+  void add(const std::vector<float>& v, size_t width) {
+    if (sum.size() < width) sum.resize(width, 0.0);
+    for (size_t k = 0; k < v.size(); ++k) {
+      max_abs = std::max(max_abs, std::fabs(static_cast<double>(v[k])));
+      sum[k % width] += v[k];
+    }
+    rows += static_cast<int64_t>(v.size() / std::max<size_t>(width, 1));
+  }
+  std::vector<double> mean(size_t from, size_t n) const {
+    std::vector<double> m(n, 0.0);
+    for (size_t k = 0; k < n && rows > 0; ++k) m[k] = sum[from + k] / static_cast<double>(rows);
+    return m;
+  }
+};
+
+std::string layer_label(const FloatLayer& l) { return "node '" + l.node + "'"; }
+
+// A sequence the 16x8 weight choice scores on: its input and every layer's float output.
+struct Scored {
+  int32_t time_steps = 0;
+  std::vector<float> x;
+  std::vector<std::vector<float>> layer_outputs;  // [T][D x H] per layer
+};
+
+// The weight derivations a 16x8 LSTM op chooses from: the int8 search's choice first (clips and
+// bias correction), then max-abs and MSE-clipped scales, each with and without bias correction.
+// int8's choice is tuned to int8's boundary noise; with int16 boundaries the weights' own error
+// is most of what is left, and which derivation leaves least of it differs by model
+// (docs/compiler.md). Only the first when the user fixed the weights or turned the search off,
+// and, as the int8 search, when the calibration has nothing to hold out (`held_out`: its
+// score_method): scored on the data bias correction takes its means from, a single sequence
+// favours the candidates that fit it.
+std::vector<DeriveOptions> weight_candidates(const CompileOptions& options, const OpChoice& chosen, bool held_out,
+                                             std::vector<double> mean_x, std::vector<double> mean_h) {
+  DeriveOptions base = options.derive;
+  base.weight_rounding = WeightRounding::kNearest;  // adaptive rounding: not derived for 16x8 yet
+  base.mean_x = std::move(mean_x);
+  base.mean_h = std::move(mean_h);
+  DeriveOptions first = base;
+  first.weight_clip_ratio = chosen.weight_clip;
+  first.bias_correction = chosen.bias_correction;
+  std::vector<DeriveOptions> out = {first};
+  if (options.tuning != Tuning::kSearch || options.user_fixed.weights || options.user_fixed.bias_correction || !held_out) {
+    return out;
+  }
+  for (WeightScaleMethod method : {WeightScaleMethod::kMaxAbs, WeightScaleMethod::kMseClip}) {
+    for (bool bias_correction : {false, true}) {
+      DeriveOptions o = base;
+      o.weight_method = method;
+      o.weight_clip_ratio = {};
+      o.bias_correction = bias_correction;
+      out.push_back(o);
+    }
+  }
+  return out;
+}
+
+// One 16x8 op of layer l, direction d, against the float layer's output for that direction, on
+// the scored sequences (its input: the float model's, quantized at s_in).
+double op_sqnr_db(const DerivedLstmS16& d16, const std::vector<Scored>& scored, int32_t l, int32_t d, int32_t D,
+                  double s_in) {
+  const QuantizedLstmS16 q = QuantizedLstmS16::from_derived(d16);
+  const int32_t H = d16.hidden_size, W = D * H;
+  std::vector<float> ref, got;
+  for (const Scored& s : scored) {
+    const std::vector<float>& x = l == 0 ? s.x : s.layer_outputs[static_cast<size_t>(l - 1)];
+    std::vector<float> xq(x.size());
+    for (size_t k = 0; k < x.size(); ++k) xq[k] = static_cast<float>(quantize_s16(x[k], s_in) * s_in);
+    const std::vector<float> y = q.run_float(xq, {1, s.time_steps, Layout::kBatchMajor});
+    got.insert(got.end(), y.begin(), y.end());
+    const std::vector<float>& f = s.layer_outputs[static_cast<size_t>(l)];
+    for (int32_t t = 0; t < s.time_steps; ++t) {
+      ref.insert(ref.end(), f.begin() + static_cast<ptrdiff_t>(t) * W + static_cast<ptrdiff_t>(d) * H,
+                 f.begin() + static_cast<ptrdiff_t>(t) * W + static_cast<ptrdiff_t>(d + 1) * H);
+    }
+  }
+  return sqnr_db(ref, got);
+}
+
+// Op k's constant initial state as a 16x8 LSTM keeps it (ProgramOp::initial_cell): rows of
+// [c at 2^P | h at the op's output scale], one row shared or one per batch row as the model's
+// constants; a source that is not constant leaves its half 0. Empty without a constant.
+std::vector<int16_t> s16_constant_state(const FloatProgram& program, size_t k, const DerivedLstmS16& d) {
+  const bool h_const = program.initial_hidden == StateSource::kConstant;
+  const bool c_const = program.initial_cell == StateSource::kConstant;
+  if (!h_const && !c_const) return {};
+  const size_t H = static_cast<size_t>(d.hidden_size);
+  const std::vector<float>& any = h_const ? program.h0.at(k) : program.c0.at(k);
+  const size_t rows = any.size() / H;
+  std::vector<int16_t> out(rows * 2 * H, 0);
+  for (size_t r = 0; r < rows; ++r) {
+    for (size_t u = 0; u < H; ++u) {
+      if (c_const) out[2 * H * r + u] = quantize_cell(program.c0.at(k).at((r * H + u) % program.c0.at(k).size()), d.cell.power);
+      if (h_const) out[2 * H * r + H + u] = quantize_s16(program.h0.at(k).at((r * H + u) % program.h0.at(k).size()), d.output_scale);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+CompiledModel s16_program(const FloatProgram& program, const CalibrationSet& calibration, const QuantizedProgram& int8,
+                          const CompileOptions& options) {
+  const char* retry = "; compile it with --activations int8";
+  for (const FloatLstm& op : program.ops) {
+    if (op.cell != CellKind::kLstm) {
+      throw CompileError(std::string("16x8: the model has a ") + cell_kind_name(op.cell) +
+                         " layer; 16x8 has an LSTM kernel only (as CMSIS-NN)" + retry);
+    }
+  }
+  if (program.constant_state_batch() > 0) {
+    throw CompileError("16x8: the model's initial state is learned per batch row (" +
+                       std::to_string(program.constant_state_batch()) +
+                       " rows); the 16x8 calibration runs each sequence alone, so it takes a constant state "
+                       "shared by every row only, for now" + retry);
+  }
+  const int32_t D = program.directions, L = program.layers();
+  const std::vector<FloatLayer> head = compiled_head_layers(program);
+  // What every boundary takes on the calibration set, through the float program.
+  Observed input;
+  std::vector<Observed> fronts(program.front.size()), layers(static_cast<size_t>(L)), heads(head.size());
+  const size_t I = static_cast<size_t>(program.input_size());
+  // The sequences the weight choice scores on: the first ones whose MACs fit the search's budget.
+  int64_t macs_per_step = 0;
+  for (const FloatLstm& op : program.ops) macs_per_step += 4 * int64_t{op.hidden_size} * (op.input_size + op.hidden_size);
+  std::vector<Scored> scored;
+  int64_t scored_macs = 0;
+  for (const CalibrationSequence& s : calibration.sequences) {
+    if (s.time_steps == 0) continue;
+    const FloatProgramResult f = run_float_program(program, s.values.data(), {1, s.time_steps, Layout::kBatchMajor});
+    if (scored.empty() || scored_macs + s.time_steps * macs_per_step <= options.search_max_macs) {
+      scored_macs += s.time_steps * macs_per_step;
+      scored.push_back({s.time_steps, program.front.empty() ? s.values : f.front_outputs.back(), f.layer_outputs});
+    }
+    input.add(s.values, I);
+    for (size_t j = 0; j < program.front.size(); ++j) {
+      fronts[j].add(f.front_outputs[j], static_cast<size_t>(program.front[j].output_size));
+    }
+    for (int32_t l = 0; l < L; ++l) {
+      layers[static_cast<size_t>(l)].add(f.layer_outputs[static_cast<size_t>(l)],
+                                         static_cast<size_t>(D * program.ops[static_cast<size_t>(l * D)].hidden_size));
+    }
+    for (size_t j = 0; j < head.size(); ++j) heads[j].add(f.head_outputs[j], static_cast<size_t>(head[j].output_size));
+  }
+  // Inputs and Linear outputs: unbounded; an LSTM layer's output: |h| < 1.
+  check_s16_headroom(options.s16_headroom_bits);
+  auto scale = [&options](const Observed& o, bool lstm_output, const std::string& what) {
+    return symmetric_s16_scale(s16_boundary_range(o.max_abs, options.s16_headroom_bits, lstm_output), what);
+  };
+
+  if (options.s16_layers.size() != static_cast<size_t>(L)) {
+    throw CompileError("16x8: a choice for " + std::to_string(options.s16_layers.size()) + " layers, the model has " +
+                       std::to_string(L));
+  }
+  CompiledModel m;
+  m.directions = D;
+  // A requantization from the last buffer to (type, quant): where a 16x8 layer meets an int8 one.
+  auto requantize_to = [&m](int32_t type, const AffineQuant& quant, const std::string& what) {
+    const ProgramBuffer from = m.buffers.back();
+    ProgramOp rq;
+    rq.kind = QLSTM_OP_REQUANTIZE;
+    rq.requantize = derive_requantize(from.width, from.type, from.quant, type, quant, what);
+    rq.input_buffer = static_cast<int32_t>(m.buffers.size()) - 1;
+    rq.output_buffer = rq.input_buffer + 1;
+    m.buffers.push_back({from.width, quant, from.steps, type});
+    m.ops.push_back(std::move(rq));
+  };
+  // One int8 op of the front or the head (op k8 of the int8 program), in its 16x8 form while the
+  // buffers are int16 and it has a 16x8 kernel (a Linear, with its folded Relu or Clip: layers[j],
+  // observed[j]; a softmax over 2 or more values); else a requantization to the int8 program's quantization there and the int8 op
+  // itself, and int8 from there on.
+  auto per_position_op = [&](size_t k8, const std::vector<FloatLayer>& float_layers,
+                             const std::vector<Observed>& observed, size_t& j) {
+    const ProgramOp& op8 = int8.model.ops[k8];
+    const ProgramBuffer& out8 = int8.model.buffers[static_cast<size_t>(op8.output_buffer)];
+    const bool s16 = m.buffers.back().type == QLSTM_ELEMENT_S16;
+    ProgramOp op;
+    ProgramBuffer out = out8;
+    if (op8.kind == QLSTM_OP_SELECT_STEP) {
+      op = op8;
+      out.quant = m.buffers.back().quant;
+      out.type = m.buffers.back().type;
+    } else if (s16 && op8.kind == QLSTM_OP_FULLY_CONNECTED_S8) {
+      const FloatLayer& linear = float_layers.at(j);
+      const bool clamp = j + 1 < float_layers.size() && folds_into_clamp(float_layers[j + 1]);
+      const Observed& o = observed[j + (clamp ? 1 : 0)];
+      op.kind = QLSTM_OP_FULLY_CONNECTED_S16;
+      op.fc_s16 = derive_fc_s16(linear, clamp ? &float_layers[j + 1] : nullptr, m.buffers.back().quant.scale,
+                                scale(o, false, "16x8: the output of " + layer_label(linear)));
+      out.quant = {op.fc_s16.output_scale, 0};
+      out.type = QLSTM_ELEMENT_S16;
+      j += clamp ? 2 : 1;
+    } else if (s16 && op8.kind == QLSTM_OP_SOFTMAX_S8 && op8.softmax.row_size >= 2) {
+      // The 16x8 softmax on the int16 logits; its output int16 at 1/32768. (A row of one stays
+      // int8: upstream's int16 arithmetic stores its probability of 1 as -32768.)
+      op.kind = QLSTM_OP_SOFTMAX_S16;
+      op.softmax_s16 = derive_softmax_s16(op8.softmax.row_size, m.buffers.back().quant.scale, op8.softmax.beta);
+      out.quant = softmax_s16_output_quant();
+      out.type = QLSTM_ELEMENT_S16;
+      if (j < float_layers.size() && float_layers[j].kind == FloatLayerKind::kSoftmax) ++j;
+    } else {
+      if (s16) {  // hand over to int8 at the quantization the int8 program has here
+        requantize_to(QLSTM_ELEMENT_S8, int8.model.buffers[static_cast<size_t>(op8.input_buffer)].quant,
+                      "16x8: the requantization before op " + std::to_string(k8));
+      }
+      op = op8;
+    }
+    op.input_buffer = static_cast<int32_t>(m.buffers.size()) - 1;
+    op.output_buffer = op.input_buffer + 1;
+    m.buffers.push_back(out);
+    m.ops.push_back(std::move(op));
+  };
+
+  // The front (per-step layers before the first LSTM): 16x8 when the first layer is, from an int16
+  // model input; else the int8 program's own ops.
+  m.buffers.push_back(int8.model.buffers.front());
+  size_t k_front = 0;  // the int8 program's ops before its first recurrent op
+  while (k_front < int8.model.ops.size() && !int8.model.ops[k_front].recurrent()) ++k_front;
+  if (options.s16_layers.front()) {
+    m.buffers.front() = {m.buffers.front().width, {scale(input, false, "16x8: the model input"), 0},
+                         QLSTM_BUFFER_EVERY_STEP, QLSTM_ELEMENT_S16};
+  }
+  for (size_t k8 = 0, j = 0; k8 < k_front; ++k8) per_position_op(k8, program.front, fronts, j);
+  const Observed& stack_input = program.front.empty() ? input : fronts.back();
+
+  // The stack, layer by layer: a 16x8 layer's ops are QLSTM_OP_LSTM_S16 with the int8 search's
+  // weight choices; an int8 layer's are the int8 program's own, at its quantization.
+  for (int32_t l = 0; l < L; ++l) {
+    const bool s16_layer = options.s16_layers[static_cast<size_t>(l)];
+    const size_t b8 = k_front + static_cast<size_t>(l);  // the int8 program's buffer of layer l's input
+    const Observed& in = l == 0 ? stack_input : layers[static_cast<size_t>(l - 1)];
+    const std::string in_name = l == 0 ? (program.front.empty() ? std::string("16x8: the model input")
+                                                                : "16x8: the output of " + layer_label(program.front.back()))
+                                       : "16x8: the output of layer " + std::to_string(l - 1);
+    if (s16_layer) {
+      if (m.buffers.back().type != QLSTM_ELEMENT_S16) {
+        requantize_to(QLSTM_ELEMENT_S16, {scale(in, l > 0, in_name), 0},
+                      "16x8: the requantization before layer " + std::to_string(l));
+      }
+    } else if (m.buffers.back().type != QLSTM_ELEMENT_S8) {
+      requantize_to(QLSTM_ELEMENT_S8, int8.model.buffers[b8].quant,
+                    "16x8: the requantization before layer " + std::to_string(l));
+    }
+    const double s_in = m.buffers.back().quant.scale;
+    const ProgramBuffer& out8 = int8.model.buffers[b8 + 1];
+    ProgramBuffer out = out8;
+    if (s16_layer) out = {out8.width, {scale(layers[static_cast<size_t>(l)], true, "16x8: the output of layer " + std::to_string(l)), 0},
+                          out8.steps, QLSTM_ELEMENT_S16};
+    for (int32_t d = 0; d < D; ++d) {
+      const size_t k = static_cast<size_t>(l * D + d);  // the LSTM op's index among the recurrent ops
+      ProgramOp op = int8.model.ops[k_front + k];
+      if (s16_layer) {
+        const FloatLstm& lstm = program.ops[k];
+        const int32_t H = lstm.hidden_size;
+        const std::string where = "16x8: layer " + std::to_string(l) + (D == 2 ? (d ? " reverse" : " forward") : "");
+        // The cell scale by the requested policy on the observed cells (the int8 search's headroom
+        // is tuned to int8's error, which a 16x8 cell does not share).
+        const CellScaleChoice cell = choose_cell_scale(options.cell_scale, int8.stats.at(k).cell_max_abs);
+        const std::vector<DeriveOptions> candidates =
+            weight_candidates(options, int8.stats.at(k).chosen, int8.stats.at(k).score_method != "none",
+                              in.mean(0, static_cast<size_t>(lstm.input_size)),
+                              layers[static_cast<size_t>(l)].mean(static_cast<size_t>(d * H), static_cast<size_t>(H)));
+        ProgramOp op16;
+        op16.kind = QLSTM_OP_LSTM_S16;
+        double best_db = -std::numeric_limits<double>::infinity();
+        for (const DeriveOptions& derive : candidates) {
+          DerivedLstmS16 derived;
+          try {
+            derived = derive_lstm_s16_params(lstm, s_in, out.quant.scale, cell, derive);
+          } catch (const CompileError& e) {
+            if (&derive == &candidates.front()) throw CompileError(where + ": " + e.what());
+            continue;  // another candidate's weights: the first one's error is the one to report
+          }
+          const double db = candidates.size() == 1 ? 0.0 : op_sqnr_db(derived, scored, l, d, D, s_in);
+          if (db > best_db) {
+            best_db = db;
+            op16.lstm_s16 = std::move(derived);
+          }
+        }
+        op16.lstm_s16.output_steps = op.lstm.output_steps;
+        op16.initial_cell = s16_constant_state(program, k, op16.lstm_s16);
+        op16.output_offset = op.output_offset;
+        op = std::move(op16);
+      }
+      op.input_buffer = static_cast<int32_t>(m.buffers.size()) - 1;
+      op.output_buffer = op.input_buffer + 1;
+      m.ops.push_back(std::move(op));
+    }
+    m.buffers.push_back(out);
+  }
+  // The head: 16x8 while it has 16x8 kernels, then a requantization and the int8 program's ops.
+  size_t j = 0;  // the head layer the next op starts at
+  if (!head.empty() && head.front().kind == FloatLayerKind::kSelectStep) j = 1;
+  for (size_t k8 = k_front + static_cast<size_t>(L * D); k8 < int8.model.ops.size(); ++k8) {
+    per_position_op(k8, head, heads, j);
+  }
+  m.name = int8.model.name;
+  m.batch_first = int8.model.batch_first;
+  m.initial_hidden = program.initial_hidden;
+  m.initial_cell = program.initial_cell;
+  m.hidden_output = program.hidden_output;
+  m.cell_output = program.cell_output;
+  return m;
+}
+
+}  // namespace compiler
+}  // namespace qlstm

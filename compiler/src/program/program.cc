@@ -1,0 +1,837 @@
+#include "qlstm/compiler/program/program.h"
+#include "qlstm/compiler/ops/op_kind.h"
+#include "qlstm/compiler/lower/quantized_lstm_s16.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "qlstm/kernels.h"
+#include "qlstm/program_s8.h"
+
+namespace qlstm {
+namespace compiler {
+namespace {
+
+size_t position(Layout layout, int32_t B, int32_t T, int32_t b, int32_t t) {
+  return layout == Layout::kTimeMajor ? static_cast<size_t>(t) * B + b : static_cast<size_t>(b) * T + t;
+}
+
+// A field qlstm_program_validate names: "ops[k].field" for a field of op k.
+std::string program_field(const char* field, int32_t op_index) {
+  return (op_index >= 0 ? "ops[" + std::to_string(op_index) + "]." : std::string()) + (field ? field : "?");
+}
+
+bool same_quant(const AffineQuant& a, const AffineQuant& b) { return a.scale == b.scale && a.zero_point == b.zero_point; }
+
+// Per recurrent op, the values per batch row it keeps in each state array (ProgramOp::state_size).
+std::vector<int32_t> state_sizes(const CompiledModel& m) {
+  std::vector<int32_t> sizes;
+  for (const ProgramOp& op : m.ops) {
+    if (op.recurrent()) sizes.push_back(op.state_size());
+  }
+  return sizes;
+}
+
+}  // namespace
+
+bool ProgramOp::recurrent() const {
+  const OpKind* k = find_op_kind(kind);
+  return k != nullptr && k->recurrent;
+}
+
+int16_t quantize_cell(double c, int32_t power) {
+  const double q = std::nearbyint(std::ldexp(c, -power));
+  return static_cast<int16_t>(std::clamp(q, -32768.0, 32767.0));
+}
+
+const char* state_source_name(StateSource s) {
+  switch (s) {
+    case StateSource::kZero: return "zero";
+    case StateSource::kConstant: return "constant";
+    case StateSource::kInput: return "input";
+  }
+  return "?";
+}
+
+int32_t FloatProgram::state_size() const {
+  int32_t n = 0;
+  for (const FloatLstm& op : ops) n += op.hidden_size;
+  return n;
+}
+
+int32_t FloatProgram::constant_state_batch() const {
+  for (const std::vector<std::vector<float>>* s : {&h0, &c0}) {
+    for (size_t k = 0; k < s->size() && k < ops.size(); ++k) {
+      const size_t H = static_cast<size_t>(ops[k].hidden_size);
+      if (H > 0 && (*s)[k].size() > H) return static_cast<int32_t>((*s)[k].size() / H);
+    }
+  }
+  return 0;
+}
+
+namespace {
+
+// Validates a run of per-position layers whose first reads `width` values; returns the last's
+// output width. `where` names the run ("front", "head").
+int32_t validate_layers(const std::vector<FloatLayer>& layers, int32_t width, const char* where) {
+  for (size_t k = 0; k < layers.size(); ++k) {
+    const FloatLayer& l = layers[k];
+    const std::string at = std::string(where) + " layer " + std::to_string(k);
+    try {
+      l.validate();
+    } catch (const CompileError& e) {
+      throw CompileError(at + ": " + e.what());
+    }
+    if (l.input_size != width) {
+      throw CompileError(at + " ('" + l.node + "'): input_size " + std::to_string(l.input_size) +
+                         " is not the output size " + std::to_string(width) + " of what it reads");
+    }
+    width = l.output_size;
+  }
+  return width;
+}
+
+}  // namespace
+
+void FloatProgram::validate() const {
+  if (ops.empty()) throw CompileError("program: no LSTM op");
+  if (directions != 1 && directions != 2) throw CompileError("program: directions must be 1 or 2");
+  if (ops.size() % static_cast<size_t>(directions) != 0) {
+    throw CompileError("program: the op count is not a multiple of the directions");
+  }
+  const int32_t state_batch = constant_state_batch();
+  for (size_t k = 0; k < ops.size(); ++k) {
+    const FloatLstm& op = ops[k];
+    const std::string where = "layer " + std::to_string(k / directions) +
+                              (directions == 2 ? (k % 2 ? " reverse" : " forward") : "");
+    try {
+      op.validate();
+    } catch (const CompileError& e) {
+      throw CompileError(where + ": " + e.what());
+    }
+    const bool want_reverse = directions == 2 && k % 2 == 1;
+    if (directions == 2 && op.reverse != want_reverse) {
+      throw CompileError(where + ": the direction does not match its position in the layer");
+    }
+    const size_t layer = k / static_cast<size_t>(directions);
+    if (layer > 0) {
+      const int32_t below = directions * ops[(layer - 1) * directions].hidden_size;
+      if (op.input_size != below) {
+        throw CompileError(where + ": input_size " + std::to_string(op.input_size) +
+                           " is not the layer below's output size " + std::to_string(below));
+      }
+    } else if (op.input_size != ops[0].input_size) {
+      throw CompileError(where + ": input_size differs from the other direction's");
+    }
+    if (directions == 2 && op.hidden_size != ops[layer * 2].hidden_size) {
+      throw CompileError(where + ": hidden_size differs from the other direction's");
+    }
+    // A constant state: H values shared by every row, or state_batch rows of H (all ops alike).
+    const size_t H = static_cast<size_t>(op.hidden_size);
+    const size_t rows = state_batch > 0 ? static_cast<size_t>(state_batch) : 1;
+    const std::string row_text = state_batch > 0 ? std::to_string(rows) + " x " : std::string();
+    if (initial_hidden == StateSource::kConstant && (h0.size() != ops.size() || h0[k].size() != rows * H)) {
+      throw CompileError(where + ": the constant initial_h needs " + row_text + std::to_string(H) + " values");
+    }
+    if (initial_cell == StateSource::kConstant && (c0.size() != ops.size() || c0[k].size() != rows * H)) {
+      throw CompileError(where + ": the constant initial_c needs " + row_text + std::to_string(H) + " values");
+    }
+  }
+  for (const FloatLayer& l : front) {
+    if (l.kind == FloatLayerKind::kSelectStep) {
+      throw CompileError("front layer '" + l.node + "': a step selection before the LSTM");
+    }
+  }
+  if (validate_layers(front, input_size(), "front") != ops.front().input_size) {
+    throw CompileError("front layer '" + front.back().node + "': output_size " +
+                       std::to_string(front.back().output_size) + " is not the LSTM's input_size " +
+                       std::to_string(ops.front().input_size));
+  }
+  for (size_t k = 0; k < head.size(); ++k) {
+    if (head[k].kind != FloatLayerKind::kSelectStep) continue;
+    if (k != 0 || lstm_output != LstmOutput::kSequence) {
+      throw CompileError("head layer " + std::to_string(k) + " ('" + head[k].node +
+                         "'): a step selection must be the first head layer, on the LSTM's output sequence");
+    }
+  }
+  validate_layers(head, stack_output_size(), "head");
+}
+
+size_t state_offset(const std::vector<int32_t>& hidden_sizes, int32_t op, int32_t batch) {
+  size_t n = 0;
+  for (int32_t k = 0; k < op; ++k) n += static_cast<size_t>(batch) * static_cast<size_t>(hidden_sizes[k]);
+  return n;
+}
+
+namespace {
+
+std::vector<float> to_float(const std::vector<double>& v) { return std::vector<float>(v.begin(), v.end()); }
+
+// Runs per-position layers over `positions` rows, recording each layer's output.
+std::vector<double> run_layers(const std::vector<FloatLayer>& layers, std::vector<double> x, size_t positions,
+                               std::vector<std::vector<float>>* outputs) {
+  for (const FloatLayer& l : layers) {
+    x = run_float_layer(l, x, positions);
+    outputs->push_back(to_float(x));
+  }
+  return x;
+}
+
+// A constant initial state of op k for `B` rows: its shared row repeated, or its own rows.
+std::vector<float> constant_state_rows(const std::vector<float>& s, int32_t H, int32_t B, const char* what) {
+  if (s.size() == static_cast<size_t>(H)) {
+    std::vector<float> rows;
+    for (int32_t b = 0; b < B; ++b) rows.insert(rows.end(), s.begin(), s.end());
+    return rows;
+  }
+  if (s.size() != static_cast<size_t>(B) * static_cast<size_t>(H)) {
+    throw CompileError(std::string("input: the model's constant ") + what + " has " + std::to_string(s.size() / H) +
+                       " batch rows, so the batch must be " + std::to_string(s.size() / H) + ", not " +
+                       std::to_string(B));
+  }
+  return s;
+}
+
+}  // namespace
+
+FloatProgramResult run_float_program(const FloatProgram& p, const float* x, const SequenceShape& shape,
+                                     const float* h0, const float* c0, const ProgramStepVisitor& visit) {
+  const int32_t B = shape.batch, T = shape.time_steps, D = p.directions;
+  const size_t positions = static_cast<size_t>(B) * static_cast<size_t>(T);
+  std::vector<int32_t> hs;
+  for (const FloatLstm& op : p.ops) hs.push_back(op.hidden_size);
+  FloatProgramResult r;
+  const size_t S = state_offset(hs, static_cast<int32_t>(hs.size()), B);
+  r.h_n.assign(S, 0.0f);
+  r.c_n.assign(S, 0.0f);
+  // Front: per step, in double; the LSTM reads its float result, as torch's float model does.
+  const std::vector<double> x_in(x, x + positions * static_cast<size_t>(p.input_size()));
+  std::vector<float> input = to_float(run_layers(p.front, x_in, positions, &r.front_outputs));
+  for (int32_t l = 0; l < p.layers(); ++l) {
+    const int32_t H = p.ops[static_cast<size_t>(l * D)].hidden_size, W = D * H;
+    std::vector<float> out(positions * static_cast<size_t>(W));
+    for (int32_t d = 0; d < D; ++d) {
+      const int32_t k = l * D + d;
+      const FloatLstm& op = p.ops[static_cast<size_t>(k)];
+      const size_t off = state_offset(hs, k, B);
+      std::vector<float> hk, ck;
+      const float* hp = h0 ? h0 + off : nullptr;
+      const float* cp = c0 ? c0 + off : nullptr;
+      if (!h0 && p.initial_hidden == StateSource::kConstant) {
+        hk = constant_state_rows(p.h0[static_cast<size_t>(k)], op.hidden_size, B, "initial_h");
+        hp = hk.data();
+      }
+      if (!c0 && p.initial_cell == StateSource::kConstant) {
+        ck = constant_state_rows(p.c0[static_cast<size_t>(k)], op.hidden_size, B, "initial_c");
+        cp = ck.data();
+      }
+      StepVisitor op_visit;
+      if (visit) op_visit = [&visit, k](const double* c, const double* h, int32_t n) { visit(k, c, h, n); };
+      const FloatResult f = run_float(op, input.data(), shape, hp, cp, op_visit);
+      for (size_t row = 0; row < positions; ++row) {
+        std::copy_n(f.output.begin() + static_cast<ptrdiff_t>(row * H), H,
+                    out.begin() + static_cast<ptrdiff_t>(row * W + static_cast<size_t>(d) * H));
+      }
+      std::copy(f.h_n.begin(), f.h_n.end(), r.h_n.begin() + static_cast<ptrdiff_t>(off));
+      std::copy(f.c_n.begin(), f.c_n.end(), r.c_n.begin() + static_cast<ptrdiff_t>(off));
+    }
+    r.layer_outputs.push_back(out);
+    input = std::move(out);
+  }
+  // What the head reads: the last layer's sequence, one step of it, or the last op's h_n.
+  std::vector<double> y;
+  size_t rows = positions;
+  size_t head_start = 0;
+  if (p.lstm_output == LstmOutput::kFinalState) {
+    const size_t off = state_offset(hs, static_cast<int32_t>(hs.size()) - 1, B);
+    y.assign(r.h_n.begin() + static_cast<ptrdiff_t>(off), r.h_n.end());
+    rows = static_cast<size_t>(B);
+  } else if (!p.head.empty() && p.head.front().kind == FloatLayerKind::kSelectStep) {
+    const FloatLayer& sel = p.head.front();
+    const int32_t t = sel.step >= 0 ? sel.step : T + sel.step;
+    if (t < 0 || t >= T) {
+      throw CompileError("input: layer '" + sel.node + "' selects step " + std::to_string(sel.step) + " of a " +
+                         std::to_string(T) + "-step sequence");
+    }
+    const size_t W = static_cast<size_t>(sel.input_size);
+    for (int32_t b = 0; b < B; ++b) {
+      const size_t at = shape.layout == Layout::kTimeMajor ? static_cast<size_t>(t) * B + b : static_cast<size_t>(b) * T + t;
+      y.insert(y.end(), input.begin() + static_cast<ptrdiff_t>(at * W), input.begin() + static_cast<ptrdiff_t>((at + 1) * W));
+    }
+    rows = static_cast<size_t>(B);
+    r.head_outputs.push_back(to_float(y));
+    head_start = 1;
+  } else {
+    y.assign(input.begin(), input.end());
+  }
+  const std::vector<FloatLayer> rest(p.head.begin() + static_cast<ptrdiff_t>(head_start), p.head.end());
+  y = run_layers(rest, std::move(y), rows, &r.head_outputs);
+  r.output = to_float(y);
+  return r;
+}
+
+int32_t CompiledModel::lstm_op_count() const {
+  return static_cast<int32_t>(std::count_if(ops.begin(), ops.end(), [](const ProgramOp& op) { return op.recurrent(); }));
+}
+
+std::vector<int32_t> CompiledModel::hidden_sizes() const {
+  std::vector<int32_t> hs;
+  for (const ProgramOp& op : ops) {
+    if (op.recurrent()) hs.push_back(op.hidden_size());
+  }
+  return hs;
+}
+
+int32_t CompiledModel::state_size() const {
+  int32_t n = 0;
+  for (int32_t h : state_sizes(*this)) n += h;
+  return n;
+}
+
+bool CompiledModel::all_s8() const {
+  return std::all_of(buffers.begin(), buffers.end(), [](const ProgramBuffer& b) { return b.type == QLSTM_ELEMENT_S8; });
+}
+
+bool CompiledModel::all_forward() const {
+  for (const ProgramOp& op : ops) {
+    if (op.recurrent() && op.time_direction() != QLSTM_TIME_FORWARD) return false;
+  }
+  return true;
+}
+
+namespace {
+bool any_reverse_gru(const CompiledModel& m) {
+  return std::any_of(m.ops.begin(), m.ops.end(),
+                     [](const ProgramOp& op) { return op.gru_op() && op.time_direction() != QLSTM_TIME_FORWARD; });
+}
+}  // namespace
+
+std::string CompiledModel::streaming_refusal() const {
+  if (!all_forward()) {
+    return std::string("the model has a reverse ") + (any_reverse_gru(*this) ? "GRU" : "LSTM") +
+           ", which starts from the last time step; it cannot be streamed in chunks";
+  }
+  for (size_t k = 0; k < ops.size(); ++k) {
+    if (ops[k].kind == QLSTM_OP_SELECT_STEP && ops[k].select.step != -1) {
+      return "op " + std::to_string(k) + " selects time step " + std::to_string(ops[k].select.step) +
+             " of the whole sequence; a chunk does not know which step that is, so the model cannot be streamed";
+    }
+  }
+  return "";
+}
+
+void CompiledModel::validate(const std::string& origin) const {
+  auto bad = [&](const std::string& why) { throw CompileError(origin + ": " + why); };
+  // First what the runtime checks on the device (indices, widths, areas, state, each op's params),
+  // on the very table run_program_s8 runs; then what only the compiler knows (the op order, the
+  // quantization of each buffer, the initial state).
+  // At the fewest steps every op can run: a selection of step k needs k + 1 (or -k) of them.
+  int32_t min_steps = 1;
+  for (const ProgramOp& op : ops) {
+    if (op.kind == QLSTM_OP_SELECT_STEP && op.select.step > -(1 << 20) && op.select.step < (1 << 20)) {
+      min_steps = std::max(min_steps, op.select.step >= 0 ? op.select.step + 1 : -op.select.step);
+    }
+  }
+  const RuntimeProgram r = runtime_program(*this, 1, min_steps, batch_first ? Layout::kBatchMajor : Layout::kTimeMajor);
+  const qlstm_program table = r.table();
+  const char* field = nullptr;
+  int32_t op_index = -1;
+  const qlstm_status st = qlstm_program_validate(&table, nullptr, min_steps, &field, &op_index);
+  if (st != QLSTM_OK) bad(program_field(field, op_index) + ": " + qlstm_status_string(st));
+  if (ops.empty()) bad("field 'ops': the program has no op");
+  if (directions != 1 && directions != 2) bad("field 'directions' must be 1 or 2");
+  const int32_t lstm_ops = lstm_op_count();
+  if (lstm_ops < 1 || lstm_ops % directions != 0) bad("field 'ops': not a whole number of LSTM layers");
+  for (size_t b = 0; b < buffers.size(); ++b) {
+    const ProgramBuffer& buf = buffers[b];
+    const std::string w = "field 'buffers[" + std::to_string(b) + "]";
+    if (buf.width < 1 || buf.width > (1 << 16)) bad(w + ".width' out of range");
+    if (!(buf.quant.scale > 0) || !std::isfinite(buf.quant.scale)) bad(w + ".scale' is not positive");
+    if (buf.type != QLSTM_ELEMENT_S8 && buf.type != QLSTM_ELEMENT_S16) bad(w + ".type' is not an element type");
+    if (buf.type == QLSTM_ELEMENT_S16 && buf.quant.zero_point != 0) bad(w + ".zero_point' must be 0 for int16");
+    if (buf.quant.zero_point < -128 || buf.quant.zero_point > 127) bad(w + ".zero_point' out of int8 range");
+    if (buf.steps != QLSTM_BUFFER_EVERY_STEP && buf.steps != QLSTM_BUFFER_ONE_STEP) bad(w + ".steps' is not a buffer_steps");
+  }
+  // Each buffer is written by the ops of one stage: the buffer after it is the next stage's.
+  int32_t lstm_seen = 0, prev_kind = -1;
+  bool after_lstm = false;
+  for (size_t k = 0; k < ops.size(); ++k) {
+    const ProgramOp& op = ops[k];
+    const std::string w = "field 'ops[" + std::to_string(k) + "]";
+    if (op.input_buffer < 0 || op.output_buffer < 0 || static_cast<size_t>(op.input_buffer) >= buffers.size() ||
+        static_cast<size_t>(op.output_buffer) >= buffers.size()) {
+      bad(w + "': buffer index out of range");
+    }
+    const ProgramBuffer& in = buffers[static_cast<size_t>(op.input_buffer)];
+    const ProgramBuffer& out = buffers[static_cast<size_t>(op.output_buffer)];
+    // Op k reads the buffer before the one it writes, the next buffer; the second direction of a
+    // layer reads and writes the first's.
+    const bool second_direction = op.recurrent() && lstm_seen % directions == 1;
+    const int32_t want_out = second_direction ? ops[k - 1].output_buffer : (k == 0 ? 1 : ops[k - 1].output_buffer + 1);
+    if (op.output_buffer != want_out || op.input_buffer != op.output_buffer - 1) {
+      bad(w + "': buffers out of program order");
+    }
+    if (op.recurrent()) {
+      // "LSTM" here and below: any recurrent op (a layer of GRUs is a layer as well).
+      // (A requantization between two layers, where a 16x8 layer meets an int8 one, is not the head.)
+      if (after_lstm && !ops[k - 1].recurrent() &&
+          !(prev_kind == QLSTM_OP_REQUANTIZE && k >= 2 && ops[k - 2].recurrent())) {
+        bad(w + "': a recurrent op after the head");
+      }
+      const int32_t dir = lstm_seen % directions;
+      const int32_t hidden = op.hidden_size(), steps = op.output_steps();
+      ++lstm_seen;
+      after_lstm = true;
+      if (op.output_offset != dir * hidden) bad(w + ".output_offset' is not its direction's half");
+      if (directions * hidden != out.width) bad(w + "': hidden_size does not fill its output buffer");
+      if (!same_quant(op.recurrent_input(), in.quant)) bad(w + "': input quantization differs from its input buffer's");
+      if (!same_quant(op.recurrent_output(), out.quant)) {
+        bad(w + "': output quantization differs from its output buffer's");
+      }
+      if (in.steps != QLSTM_BUFFER_EVERY_STEP) {
+        bad(w + "': " + (op.gru_op() ? "a GRU" : "an LSTM") + " reads a sequence, not a one-step buffer");
+      }
+      const int32_t want_steps = steps == QLSTM_OUTPUT_FINAL ? QLSTM_BUFFER_ONE_STEP : QLSTM_BUFFER_EVERY_STEP;
+      if (out.steps != want_steps) bad(w + ".output_steps' does not match its output buffer's steps");
+      if (steps == QLSTM_OUTPUT_FINAL && lstm_seen <= lstm_ops - directions) {
+        bad(w + ".output_steps': only the last layer's ops may write their final states alone");
+      }
+      if ((op.time_direction() == QLSTM_TIME_REVERSE) != (dir == 1) && directions == 2) {
+        bad(w + ".time_direction' does not match its half of the layer");
+      }
+      // [H] for every batch row, or [B][H] of the batch the model fixes (the same B for every op).
+      const size_t H = static_cast<size_t>(hidden);
+      const size_t rows = static_cast<size_t>(std::max(constant_state_batch(), 1));
+      auto state_ok = [&](StateSource source, size_t n) {
+        return (source == StateSource::kConstant) == (n != 0) && (n == 0 || n == H || n == rows * H);
+      };
+      if (op.s16_lstm_op()) {
+        // Its constant state: rows of [c | h] (2H int16) in initial_cell, from either constant source.
+        const bool constant = initial_hidden == StateSource::kConstant || initial_cell == StateSource::kConstant;
+        const size_t n = op.initial_cell.size();
+        if (!op.initial_hidden.empty()) bad(w + ".initial_hidden': a 16x8 LSTM keeps its initial state in initial_cell");
+        if (constant != (n != 0) || (n != 0 && n != 2 * H && n != rows * 2 * H)) {
+          bad(w + ".initial_cell' does not match the model's initial state (rows of 2H: c, then h)");
+        }
+      } else if (op.gru_op()) {
+        // A GRU's h0 is Q0.15 in its int16 state row: initial_cell, from the initial_hidden source.
+        if (!op.initial_hidden.empty()) bad(w + ".initial_hidden': a GRU keeps its initial state in initial_cell");
+        if (!state_ok(initial_hidden, op.initial_cell.size())) {
+          bad(w + ".initial_cell' does not match the model's initial hidden state");
+        }
+      } else {
+        if (!state_ok(initial_hidden, op.initial_hidden.size())) {
+          bad(w + ".initial_hidden' does not match the model's initial state");
+        }
+        if (!state_ok(initial_cell, op.initial_cell.size())) {
+          bad(w + ".initial_cell' does not match the model's initial state");
+        }
+      }
+    } else {
+      if (op.output_offset != 0) bad(w + ".output_offset' must be 0 for a " + op_kind_name(op.kind) + " op");
+      const OpKind* kind = find_op_kind(op.kind);
+      if (kind == nullptr) bad(w + ".kind' is not an op kind this qlstm knows");
+      // The quantization it was derived for; an op without its own has its input buffer's.
+      OpBoundary ob;
+      if (!kind->boundary(op, &ob)) ob.input = ob.output = in.quant;
+      if (ob.input_width != in.width || ob.output_width != out.width) bad(w + "': its sizes are not its buffers' widths");
+      if (!same_quant(ob.input, in.quant)) bad(w + "': input quantization differs from its input buffer's");
+      if (!same_quant(ob.output, out.quant)) bad(w + "': output quantization differs from its output buffer's");
+      const int32_t want_steps = kind->selects_step ? QLSTM_BUFFER_ONE_STEP : in.steps;
+      if (kind->selects_step && in.steps != QLSTM_BUFFER_EVERY_STEP) {
+        bad(w + "': a step selection reads a sequence, not a one-step buffer");
+      }
+      if (out.steps != want_steps) bad(w + "': its output buffer's steps do not follow from its input's");
+      if (!op.initial_hidden.empty() || !op.initial_cell.empty()) bad(w + "': only an LSTM op has an initial state");
+    }
+    prev_kind = op.kind;
+  }
+  if (static_cast<size_t>(ops.back().output_buffer) + 1 != buffers.size()) {
+    bad("field 'buffers': " + std::to_string(buffers.size()) + " buffers, the last op writes buffer " +
+        std::to_string(ops.back().output_buffer));
+  }
+}
+
+CompiledModel assemble_program(std::vector<ProgramOp> ops, int32_t directions) {
+  CompiledModel m;
+  m.directions = directions;
+  const int32_t layers = static_cast<int32_t>(ops.size()) / directions;
+  const ProgramOp& first = ops.front();
+  const int32_t type = first.s16_lstm_op() ? QLSTM_ELEMENT_S16 : QLSTM_ELEMENT_S8;
+  const int32_t input_size = first.gru_op() ? first.gru.input_size : first.s16_lstm_op() ? first.lstm_s16.input_size
+                                                                                          : first.lstm.input_size;
+  m.buffers.push_back({input_size, first.recurrent_input(), QLSTM_BUFFER_EVERY_STEP, type});
+  for (int32_t l = 0; l < layers; ++l) {
+    const ProgramOp& layer = ops[static_cast<size_t>(l * directions)];
+    const int32_t H = layer.hidden_size();
+    m.buffers.push_back({directions * H, layer.recurrent_output(), QLSTM_BUFFER_EVERY_STEP, type});
+    for (int32_t dir = 0; dir < directions; ++dir) {
+      ProgramOp& op = ops[static_cast<size_t>(l * directions + dir)];
+      op.input_buffer = l;
+      op.output_buffer = l + 1;
+      op.output_offset = dir * H;
+    }
+  }
+  m.ops = std::move(ops);
+  return m;
+}
+
+namespace {
+
+CompiledModel single_op_model(ProgramOp op, const std::string& name, bool batch_first) {
+  std::vector<ProgramOp> ops(1, std::move(op));
+  CompiledModel m = assemble_program(std::move(ops), 1);
+  m.name = name;
+  m.batch_first = batch_first;
+  return m;
+}
+
+}  // namespace
+
+CompiledModel single_op_model(const DerivedLstm& d, const std::string& name, bool batch_first) {
+  ProgramOp op;
+  op.lstm = d;
+  return single_op_model(std::move(op), name, batch_first);
+}
+
+CompiledModel single_op_model(const DerivedGru& d, const std::string& name, bool batch_first) {
+  ProgramOp op;
+  op.kind = QLSTM_OP_GRU_S8;
+  op.gru = d;
+  return single_op_model(std::move(op), name, batch_first);
+}
+
+int32_t CompiledModel::constant_state_batch() const {
+  for (const ProgramOp& op : ops) {
+    const size_t H = static_cast<size_t>(std::max(op.state_size(), 1));  // 2H for a 16x8 LSTM's [c | h] rows
+    if (op.recurrent() && std::max(op.initial_hidden.size(), op.initial_cell.size()) > H) {
+      return static_cast<int32_t>(std::max(op.initial_hidden.size(), op.initial_cell.size()) / H);
+    }
+  }
+  return 0;
+}
+
+namespace {
+
+// A constant state of one row ([H], repeated) or of `batch` rows ([B][H]) for `batch` rows.
+template <class T>
+void append_state_rows(std::vector<T>& to, const std::vector<T>& constant, size_t H, int32_t batch, T zero) {
+  if (constant.empty()) {
+    to.insert(to.end(), H * static_cast<size_t>(batch), zero);
+  } else if (constant.size() == H) {
+    for (int32_t b = 0; b < batch; ++b) to.insert(to.end(), constant.begin(), constant.end());
+  } else if (constant.size() == H * static_cast<size_t>(batch)) {
+    to.insert(to.end(), constant.begin(), constant.end());
+  } else {
+    throw CompileError("state: the model's constant initial state has " + std::to_string(constant.size() / H) +
+                       " batch rows, so the batch must be " + std::to_string(constant.size() / H) + ", not " +
+                       std::to_string(batch));
+  }
+}
+
+}  // namespace
+
+std::vector<int16_t> s16_state_block(const std::vector<int16_t>& constant, size_t H, int32_t batch) {
+  std::vector<int16_t> rows;
+  append_state_rows(rows, constant, 2 * H, batch, int16_t{0});
+  std::vector<int16_t> block(rows.size());
+  const size_t B = static_cast<size_t>(batch);
+  for (size_t b = 0; b < B; ++b) {
+    std::copy_n(rows.begin() + static_cast<ptrdiff_t>(2 * H * b), H, block.begin() + static_cast<ptrdiff_t>(H * b));
+    std::copy_n(rows.begin() + static_cast<ptrdiff_t>(2 * H * b + H), H,
+                block.begin() + static_cast<ptrdiff_t>(B * H + H * b));
+  }
+  return block;
+}
+
+ProgramState initial_program_state(const CompiledModel& m, int32_t batch) {
+  ProgramState s;
+  for (const ProgramOp& op : m.ops) {
+    if (!op.recurrent()) continue;
+    const size_t H = static_cast<size_t>(op.state_size());
+    if (op.s16_lstm_op()) {  // its int8 hidden rows unused; its cell rows: c, then its int16 h
+      s.hidden.insert(s.hidden.end(), H * static_cast<size_t>(batch), int8_t{0});
+      const std::vector<int16_t> block = s16_state_block(op.initial_cell, H / 2, batch);
+      s.cell.insert(s.cell.end(), block.begin(), block.end());
+      continue;
+    }
+    append_state_rows(s.hidden, op.initial_hidden, H, batch, static_cast<int8_t>(op.recurrent_output().zero_point));
+    append_state_rows(s.cell, op.initial_cell, H, batch, int16_t{0});
+  }
+  return s;
+}
+
+ProgramState quantize_program_state(const CompiledModel& m, int32_t batch, const std::vector<float>* h,
+                                    const std::vector<float>* c, const std::string& what) {
+  ProgramState s = initial_program_state(m, batch);
+  // The float state is [ops][B][H]: H per op, whatever the op keeps (2H for a 16x8 LSTM).
+  size_t n = 0;
+  for (int32_t H : m.hidden_sizes()) n += static_cast<size_t>(batch) * static_cast<size_t>(H);
+  for (const std::vector<float>* v : {h, c}) {
+    if (v != nullptr && v->size() != n) {
+      throw CompileError(what + ": " + std::to_string(v->size()) + " state values, expected ops x B x H = " +
+                         std::to_string(n));
+    }
+    for (size_t k = 0; v != nullptr && k < v->size(); ++k) {
+      if (!std::isfinite((*v)[k])) throw CompileError(what + ": non-finite state value at index " + std::to_string(k));
+    }
+  }
+  size_t at = 0, q = 0;  // into the float state, into the quantized one
+  for (const ProgramOp& op : m.ops) {
+    if (!op.recurrent()) continue;
+    const size_t BH = static_cast<size_t>(batch) * static_cast<size_t>(op.hidden_size());
+    for (size_t e = 0; e < BH; ++e) {
+      const size_t f = at + e;
+      if (op.gru_op()) {
+        if (h) s.cell[q + e] = quantize_cell((*h)[f], kGruHiddenPower);  // Q0.15
+      } else if (op.s16_lstm_op()) {  // c at 2^P, then h at its output scale, both in cell
+        if (c) s.cell[q + e] = quantize_cell((*c)[f], op.lstm_s16.cell.power);
+        if (h) s.cell[q + BH + e] = quantize_s16((*h)[f], op.lstm_s16.output_scale);
+      } else {
+        if (h) s.hidden[q + e] = op.lstm.output.quantize((*h)[f]);
+        if (c) s.cell[q + e] = quantize_cell((*c)[f], op.lstm.cell.power);
+      }
+    }
+    at += BH;
+    q += static_cast<size_t>(batch) * static_cast<size_t>(op.state_size());
+  }
+  return s;
+}
+
+void dequantize_program_state(const CompiledModel& m, const ProgramState& s, int32_t batch, std::vector<float>* h,
+                              std::vector<float>* c) {
+  size_t q = 0;
+  for (const ProgramOp& op : m.ops) {
+    if (!op.recurrent()) continue;
+    const size_t BH = static_cast<size_t>(batch) * static_cast<size_t>(op.hidden_size());
+    for (size_t e = 0; e < BH; ++e) {
+      double hv = 0, cv = 0;
+      if (op.gru_op()) {
+        hv = std::ldexp(static_cast<double>(s.cell[q + e]), kGruHiddenPower);
+      } else if (op.s16_lstm_op()) {
+        cv = std::ldexp(static_cast<double>(s.cell[q + e]), op.lstm_s16.cell.power);
+        hv = s.cell[q + BH + e] * op.lstm_s16.output_scale;
+      } else {
+        hv = op.lstm.output.dequantize(s.hidden[q + e]);
+        cv = std::ldexp(static_cast<double>(s.cell[q + e]), op.lstm.cell.power);
+      }
+      h->push_back(static_cast<float>(hv));
+      c->push_back(static_cast<float>(cv));
+    }
+    q += static_cast<size_t>(batch) * static_cast<size_t>(op.state_size());
+  }
+}
+
+size_t buffer_bytes(const CompiledModel& m, size_t b, int32_t batch, int32_t time_steps) {
+  const ProgramBuffer& buf = m.buffers[b];
+  const size_t steps = buf.steps == QLSTM_BUFFER_ONE_STEP ? 1 : static_cast<size_t>(std::max(time_steps, 0));
+  return static_cast<size_t>(std::max(batch, 0)) * steps * static_cast<size_t>(std::max(buf.width, 0)) *
+         std::max<size_t>(qlstm_element_bytes(buf.type), 1);
+}
+
+ProgramMemory program_memory(const CompiledModel& m, int32_t batch, int32_t max_time_steps) {
+  ProgramMemory mem;
+  for (const ProgramOp& op : m.ops) {
+    ProgramMemory::Op om;
+    if (const OpKind* kind = find_op_kind(op.kind)) kind->memory(op, batch, &mem, &om);
+    if (op.output_buffer >= 0 && static_cast<size_t>(op.output_buffer) < m.buffers.size()) {
+      om.output_bytes = buffer_bytes(m, static_cast<size_t>(op.output_buffer), batch, max_time_steps);
+    }
+    mem.ops.push_back(om);
+  }
+  // Both areas are sized for the largest inner buffer (the runtime's context has one size).
+  for (size_t b = 1; b + 1 < m.buffers.size(); ++b) {
+    mem.activation_bytes = std::max(mem.activation_bytes, buffer_bytes(m, b, batch, max_time_steps));
+  }
+  return mem;
+}
+
+RuntimeProgram runtime_program(const CompiledModel& m, int32_t B, int32_t T, Layout layout) {
+  RuntimeProgram r;
+  const std::vector<int32_t> hs = state_sizes(m);
+  const bool typed = !m.all_s8();
+  for (const ProgramBuffer& buf : m.buffers) {
+    r.widths.push_back(buf.width);
+    r.steps.push_back(buf.steps);
+    if (typed) r.types.push_back(buf.type);
+  }
+  r.batch = B;
+  r.layout = layout == Layout::kTimeMajor ? QLSTM_LAYOUT_TIME_MAJOR : QLSTM_LAYOUT_BATCH_MAJOR;
+  int32_t lstm_index = 0;
+  for (const ProgramOp& op : m.ops) {
+    qlstm_op o{};
+    o.kind = op.kind;
+    // A recurrent op's output buffer width (an index out of range is left for the validation to name).
+    int32_t output_width = 0;
+    if (op.output_buffer >= 0 && static_cast<size_t>(op.output_buffer) < m.buffers.size()) {
+      const int32_t width = m.buffers[static_cast<size_t>(op.output_buffer)].width;
+      output_width = width == op.hidden_size() ? 0 : width;
+    }
+    if (op.recurrent()) o.state_offset = state_offset(hs, lstm_index++, B);
+    // An unknown kind is left for the validation to name.
+    if (const OpKind* kind = find_op_kind(op.kind)) kind->to_kernel(op, B, T, layout, output_width, &o);
+    o.input_buffer = op.input_buffer;
+    o.output_buffer = op.output_buffer;
+    o.output_offset = op.output_offset;
+    r.ops.push_back(o);
+  }
+  r.state_values = state_offset(hs, static_cast<int32_t>(hs.size()), B);
+  return r;
+}
+
+std::vector<uint8_t> run_program_raw(const CompiledModel& m, const void* x, size_t x_bytes, const SequenceShape& shape,
+                                     ProgramState* state) {
+  const int32_t B = shape.batch, T = shape.time_steps;
+  if (B < 1 || T < 0) throw CompileError("input: batch must be >= 1 and time steps >= 0");
+  const size_t positions = static_cast<size_t>(B) * static_cast<size_t>(T);
+  const size_t element = qlstm_element_bytes(m.buffers.front().type);
+  if (x_bytes != positions * static_cast<size_t>(m.input_size()) * element) {
+    throw CompileError("input: " + std::to_string(x_bytes / std::max<size_t>(element, 1)) + " values, expected " +
+                       std::to_string(positions * static_cast<size_t>(m.input_size())) + " (B=" +
+                       std::to_string(B) + " T=" + std::to_string(T) + " x " + std::to_string(m.input_size()) + ")");
+  }
+  ProgramState own;
+  if (state == nullptr) {
+    own = initial_program_state(m, B);
+    state = &own;
+  }
+  const size_t S = static_cast<size_t>(B) * static_cast<size_t>(m.state_size());
+  if (state->hidden.size() != S || state->cell.size() != S) {
+    throw CompileError("state: hidden and cell must have ops x B x H = " + std::to_string(S) + " values");
+  }
+  // The runtime's own program runner, as the emitted source calls it on the device.
+  const ProgramMemory mem = program_memory(m, B, T);
+  const RuntimeProgram r = runtime_program(m, B, T, shape.layout);
+  ProgramContextStorage storage(mem);
+  std::vector<uint8_t> y(buffer_bytes(m, m.buffers.size() - 1, B, T));
+  // The runner reads and writes whole elements: int16 buffers need their alignment.
+  std::vector<int16_t> x_aligned((x_bytes + 1) / 2), y_aligned((y.size() + 1) / 2);
+  if (x_bytes > 0) std::memcpy(x_aligned.data(), x, x_bytes);
+  const qlstm_program program = r.table();
+  qlstm_program_context ctx = storage.context();
+  const qlstm_status st = qlstm_program_run(&program, &ctx, x_aligned.data(), y_aligned.data(), T, state->hidden.data(),
+                                            state->cell.data());
+  if (st != QLSTM_OK) {
+    const char* field = nullptr;
+    int32_t op_index = -1;
+    qlstm_program_validate(&program, &ctx, T, &field, &op_index);
+    throw CompileError(std::string("program: the runtime refused to run it: ") + qlstm_status_string(st) +
+                       (field ? " (" + program_field(field, op_index) + ")" : std::string()));
+  }
+  if (!y.empty()) std::memcpy(y.data(), y_aligned.data(), y.size());
+  return y;
+}
+
+std::vector<float> run_program_float(const CompiledModel& m, const std::vector<float>& x, const SequenceShape& shape) {
+  const std::vector<uint8_t> raw = quantize_raw_input(m, x);
+  return dequantize_raw_output(m, run_program_raw(m, raw.data(), raw.size(), shape));
+}
+
+std::vector<uint8_t> quantize_raw_input(const CompiledModel& m, const std::vector<float>& x) {
+  const ProgramBuffer& in = m.buffers.front();
+  std::vector<uint8_t> raw(x.size() * qlstm_element_bytes(in.type));
+  for (size_t k = 0; k < x.size(); ++k) {
+    if (in.type == QLSTM_ELEMENT_S16) {
+      const double q = std::nearbyint(x[k] / in.quant.scale) + in.quant.zero_point;
+      const int16_t v = static_cast<int16_t>(std::clamp(std::isnan(q) ? 0.0 : q, -32768.0, 32767.0));
+      std::memcpy(&raw[2 * k], &v, sizeof v);
+    } else {
+      raw[k] = static_cast<uint8_t>(in.quant.quantize(x[k]));
+    }
+  }
+  return raw;
+}
+
+std::vector<float> dequantize_raw_output(const CompiledModel& m, const std::vector<uint8_t>& y) {
+  const ProgramBuffer& out = m.buffers.back();
+  std::vector<float> f(y.size() / qlstm_element_bytes(out.type));
+  for (size_t k = 0; k < f.size(); ++k) {
+    int32_t q = static_cast<int8_t>(y[k]);
+    if (out.type == QLSTM_ELEMENT_S16) {
+      int16_t v;
+      std::memcpy(&v, &y[2 * k], sizeof v);
+      q = v;
+    }
+    f[k] = static_cast<float>(out.quant.dequantize(q));
+  }
+  return f;
+}
+
+std::vector<int8_t> run_program_s8(const CompiledModel& m, const std::vector<int8_t>& x,
+                                   const SequenceShape& shape, ProgramState* state) {
+  if (m.buffers.front().type != QLSTM_ELEMENT_S8 || m.buffers.back().type != QLSTM_ELEMENT_S8) {
+    throw CompileError("program: its input or output is not int8 (a 16x8 model: run_program_raw)");
+  }
+  const std::vector<uint8_t> y = run_program_raw(m, x.data(), x.size(), shape, state);
+  return std::vector<int8_t>(reinterpret_cast<const int8_t*>(y.data()), reinterpret_cast<const int8_t*>(y.data()) + y.size());
+}
+
+void gather_steps(const int8_t* x, int32_t B, int32_t T, int32_t F, Layout layout, int32_t t0, int32_t n,
+                  int8_t* chunk) {
+  for (int32_t b = 0; b < B; ++b) {
+    for (int32_t t = 0; t < n; ++t) {
+      std::copy_n(x + position(layout, B, T, b, t0 + t) * F, F, chunk + position(layout, B, n, b, t) * F);
+    }
+  }
+}
+
+void scatter_steps(const int8_t* chunk, int32_t B, int32_t T, int32_t F, Layout layout, int32_t t0, int32_t n,
+                   int8_t* y) {
+  for (int32_t b = 0; b < B; ++b) {
+    for (int32_t t = 0; t < n; ++t) {
+      std::copy_n(chunk + position(layout, B, n, b, t) * F, F, y + position(layout, B, T, b, t0 + t) * F);
+    }
+  }
+}
+
+std::vector<uint8_t> run_program_raw_streamed(const CompiledModel& m, const void* x, size_t x_bytes,
+                                              const SequenceShape& shape, int32_t chunk, ProgramState* state) {
+  if (chunk < 1) throw CompileError("chunk: must be at least 1 time step, got " + std::to_string(chunk));
+  const std::string refusal = m.streaming_refusal();
+  if (!refusal.empty()) throw CompileError("chunk: " + refusal);
+  const int32_t B = shape.batch, T = shape.time_steps;
+  const size_t in_element = qlstm_element_bytes(m.buffers.front().type);
+  const size_t out_element = qlstm_element_bytes(m.buffers.back().type);
+  if (B < 1 || T < 0 || x_bytes != static_cast<size_t>(B) * static_cast<size_t>(T) * m.input_size() * in_element) {
+    return run_program_raw(m, x, x_bytes, shape, state);  // reports the shape error
+  }
+  ProgramState own;
+  if (state == nullptr) {
+    own = initial_program_state(m, B);
+    state = &own;
+  }
+  // Positions are copied as rows of bytes: I (or O) elements of the buffer's type each.
+  const int32_t row_in = m.input_size() * static_cast<int32_t>(in_element);
+  const int32_t row_out = m.output_size() * static_cast<int32_t>(out_element);
+  const int8_t* xb = static_cast<const int8_t*>(x);
+  // A one-step output: one position per chunk, the output of the chunk's last step.
+  const bool one_step = m.output_is_one_step();
+  const int32_t chunks = (T + chunk - 1) / chunk;
+  std::vector<uint8_t> y(static_cast<size_t>(B) * (one_step ? chunks : T) * row_out);
+  std::vector<int8_t> xc;
+  int8_t* yb = reinterpret_cast<int8_t*>(y.data());
+  for (int32_t t0 = 0, c = 0; t0 < T; t0 += chunk, ++c) {
+    const int32_t n = std::min(chunk, T - t0);
+    xc.resize(static_cast<size_t>(B) * n * row_in);
+    gather_steps(xb, B, T, row_in, shape.layout, t0, n, xc.data());
+    const std::vector<uint8_t> yc = run_program_raw(m, xc.data(), xc.size(), {B, n, shape.layout}, state);
+    const int8_t* ycb = reinterpret_cast<const int8_t*>(yc.data());
+    if (one_step) {
+      scatter_steps(ycb, B, chunks, row_out, shape.layout, c, 1, yb);
+    } else {
+      scatter_steps(ycb, B, T, row_out, shape.layout, t0, n, yb);
+    }
+  }
+  return y;
+}
+
+std::vector<int8_t> run_program_s8_streamed(const CompiledModel& m, const std::vector<int8_t>& x,
+                                            const SequenceShape& shape, int32_t chunk, ProgramState* state) {
+  if (!m.all_s8()) throw CompileError("run_program_s8_streamed: a 16x8 program: run_program_raw_streamed");
+  const std::vector<uint8_t> y = run_program_raw_streamed(m, x.data(), x.size(), shape, chunk, state);
+  return std::vector<int8_t>(y.begin(), y.end());
+}
+
+}  // namespace compiler
+}  // namespace qlstm
