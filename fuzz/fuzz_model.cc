@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "qlstm/compiler/artifacts/model_file.h"
-#include "qlstm/compiler/quantized_lstm.h"
+#include "qlstm/compiler/lower/compile_program.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace qlstm::compiler;

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "accuracy_fixture.h"
-#include "qlstm/compiler/quantized_lstm.h"
+#include "qlstm/compiler/lower/compile_program.h"
 
 using namespace qlstm::compiler;
 

@@ -17,7 +17,7 @@
 #include "qlstm/compiler/artifacts/model_file.h"
 #include "qlstm/compiler/io/npy.h"
 #include "qlstm/compiler/import/onnx_import.h"
-#include "qlstm/compiler/quantized_lstm.h"
+#include "qlstm/compiler/lower/compile_program.h"
 #include "emitted_build.h"
 #include "whole_program.h"
 

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "accuracy_fixture.h"
-#include "qlstm/compiler/quantized_lstm.h"
+#include "qlstm/compiler/lower/compile_program.h"
 #include "qlstm/compiler/lower/quantized_lstm_s16.h"
 
 namespace {

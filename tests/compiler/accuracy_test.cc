@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "accuracy_fixture.h"
-#include "qlstm/compiler/quantized_lstm.h"
+#include "qlstm/compiler/lower/compile_program.h"
 
 namespace {
 

@@ -226,7 +226,7 @@ TEST(Search, SamplesTheWholeCalibrationSetAtAnEvenStride) {
   // A budget of exactly kBudgetSequences sequences (steps x 4H(I + H) MACs each).
   o.search_max_macs = int64_t{kBudgetSequences} * kSteps * 4 * kHidden * (kInputs + kHidden);
 
-  const QuantizedLstm q = QuantizedLstm::compile(lstm, ordered, o);
+  const QuantizedLayer q = QuantizedLayer::compile(lstm, ordered, o);
   const std::vector<int64_t>& scored = q.calibration().scored_sequences;
   ASSERT_EQ(scored.size(), static_cast<size_t>(kBudgetSequences));
   EXPECT_EQ(q.calibration().scored_steps, int64_t{kBudgetSequences} * kSteps);
@@ -246,7 +246,7 @@ TEST(Search, SamplesTheWholeCalibrationSetAtAnEvenStride) {
   const SequenceShape shape{20, kSteps, Layout::kBatchMajor};
   const std::vector<float> want = run_float(lstm, x.data(), shape).output;
   const double ordered_db = sqnr_db(want, q.run_float(x, shape));
-  const double shuffled_db = sqnr_db(want, QuantizedLstm::compile(lstm, shuffled, o).run_float(x, shape));
+  const double shuffled_db = sqnr_db(want, QuantizedLayer::compile(lstm, shuffled, o).run_float(x, shape));
   std::printf("held out: ordered %.2f dB, shuffled %.2f dB\n", ordered_db, shuffled_db);
   EXPECT_NEAR(ordered_db, shuffled_db, 1.0);
   EXPECT_GT(ordered_db, 30.0);
@@ -255,7 +255,7 @@ TEST(Search, SamplesTheWholeCalibrationSetAtAnEvenStride) {
   o.search_max_macs = 1;
   std::vector<int64_t> firsts;
   for (int32_t f = 0; f < o.search_folds; ++f) firsts.push_back(int64_t{f} * kSequences / o.search_folds);
-  EXPECT_EQ(QuantizedLstm::compile(lstm, ordered, o).calibration().scored_sequences, firsts);
+  EXPECT_EQ(QuantizedLayer::compile(lstm, ordered, o).calibration().scored_sequences, firsts);
 }
 
 // The options a user sets are kept: the search tunes only the others, and the report says which.

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "qlstm/compiler/lower/derive_gru.h"
-#include "qlstm/compiler/quantized_lstm.h"
+#include "qlstm/compiler/lower/compile_program.h"
 #include "compile_error.h"
 #include "scratch_buffer.h"
 #include "zero_point_folding.h"

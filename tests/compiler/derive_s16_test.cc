@@ -14,7 +14,7 @@
 
 #include "qlstm/compiler/lower/derive.h"
 #include "qlstm/compiler/lower/derive_s16.h"
-#include "qlstm/compiler/quantized_lstm.h"
+#include "qlstm/compiler/lower/compile_program.h"
 #include "qlstm/lstm_s16.h"
 #include "qlstm/lstm_s8.h"
 #include "compile_error.h"

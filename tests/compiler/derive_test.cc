@@ -10,7 +10,7 @@
 #include "zero_point_folding.h"
 #include "qlstm/activation_s16.h"
 #include "qlstm/compiler/lower/derive.h"
-#include "qlstm/compiler/quantized_lstm.h"
+#include "qlstm/compiler/lower/compile_program.h"
 
 namespace {
 
@@ -67,7 +67,7 @@ TEST(GateOrder, DistinctGatesSurviveQuantization) {
     l.gates[QLSTM_GATE_OUTPUT].bias_x[u] = 1.0f;
   }
   const CalibrationSet calib = random_calibration(I, 16, 20, 4);
-  const QuantizedLstm q = QuantizedLstm::compile(l, calib, CompileOptions{});
+  const QuantizedLayer q = QuantizedLayer::compile(l, calib, CompileOptions{});
   const CalibrationSet test = random_calibration(I, 8, 20, 5);
   std::vector<float> x;
   for (const auto& s : test.sequences) x.insert(x.end(), s.values.begin(), s.values.end());
@@ -102,7 +102,7 @@ TEST(Derive, ZeroPointFoldingIdentity) {
 TEST(Derive, HostRunIsTheKernelAndMatchesTheIndependentModel) {
   const int32_t I = 5, H = 9;
   const FloatLstm l = random_lstm(I, H, 12);
-  const QuantizedLstm q = QuantizedLstm::compile(l, random_calibration(I, 8, 12, 13), CompileOptions{});
+  const QuantizedLayer q = QuantizedLayer::compile(l, random_calibration(I, 8, 12, 13), CompileOptions{});
   for (Layout layout : {Layout::kBatchMajor, Layout::kTimeMajor}) {
     const SequenceShape shape{3, 11, layout};
     std::mt19937_64 rng(14);
@@ -112,7 +112,7 @@ TEST(Derive, HostRunIsTheKernelAndMatchesTheIndependentModel) {
     const qlstm_lstm_s8_params p = q.kernel_params(shape);
     EXPECT_EQ(y, naive::run(p, x.data(), nullptr, qlstm::kSigmoidTableU16));
     // Stateful from the initial state equals stateless; the state ends at the last step.
-    QuantizedLstm::State st = q.initial_state(3);
+    QuantizedLayer::State st = q.initial_state(3);
     EXPECT_EQ(q.run_s8(x, shape, &st), y);
   }
 }
@@ -137,11 +137,11 @@ TEST(Derive, ErrorsNameTheGateAndTheQuantity) {
   expect_error([&] { FloatLstm::from_torch(I, H, wih, nan_w, b, b); },
                "gate 'forget': recurrent weight is not finite (nan) at [1][1]");
   const FloatLstm l = FloatLstm::from_torch(I, H, wih, whh, b, b);
-  expect_error([&] { QuantizedLstm::compile(l, CalibrationSet{}, CompileOptions{}); },
+  expect_error([&] { QuantizedLayer::compile(l, CalibrationSet{}, CompileOptions{}); },
                "calibration set is empty");
   CalibrationSet bad = random_calibration(I, 2, 4, 1);
   bad.sequences[1].values[5] = INFINITY;
-  expect_error([&] { QuantizedLstm::compile(l, bad, CompileOptions{}); },
+  expect_error([&] { QuantizedLayer::compile(l, bad, CompileOptions{}); },
                "sequence 1 has a non-finite value (inf) at step 1, feature 2");
   // A bias that overflows int32 at its scale: input scale x weight scale = 1e-6 x (0.1 / 127).
   std::vector<float> big_bias = b;

@@ -8,7 +8,7 @@
 
 #include "qlstm/compiler/float/float_gru.h"
 #include "qlstm/compiler/io/npy.h"
-#include "qlstm/compiler/quantized_lstm.h"
+#include "qlstm/compiler/lower/compile_program.h"
 
 namespace {
 

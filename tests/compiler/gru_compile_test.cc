@@ -10,7 +10,7 @@
 
 #include "qlstm/compiler/artifacts/model_file.h"
 #include "qlstm/compiler/program/program.h"
-#include "qlstm/compiler/quantized_lstm.h"
+#include "qlstm/compiler/lower/compile_program.h"
 #include "random_program.h"
 #include "whole_program.h"
 

@@ -7,7 +7,7 @@
 #include <random>
 
 #include "qlstm/compiler/artifacts/model_file.h"
-#include "qlstm/compiler/quantized_lstm.h"
+#include "qlstm/compiler/lower/compile_program.h"
 #include "qlstm_model_generated.h"
 #include "s16_model.h"
 
@@ -30,7 +30,7 @@ CompiledModel small_model() {
   set.add_batch(x, {8, 10, Layout::kBatchMajor}, I);
   CompileOptions o;
   o.tuning = Tuning::kNone;
-  CompiledModel m = single_op_model(QuantizedLstm::compile(l, set, o).derived(), "small", true);
+  CompiledModel m = single_op_model(QuantizedLayer::compile(l, set, o).derived(), "small", true);
   m.report_json = "{\"note\": \"test\"}";
   return m;
 }

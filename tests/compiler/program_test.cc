@@ -13,7 +13,7 @@
 
 #include "qlstm/compiler/artifacts/emit_cpp.h"
 #include "qlstm/compiler/artifacts/model_file.h"
-#include "qlstm/compiler/quantized_lstm.h"
+#include "qlstm/compiler/lower/compile_program.h"
 #include "qlstm/params_codec.h"
 #include "qlstm/program_s8.h"
 #include "qlstm_model_generated.h"

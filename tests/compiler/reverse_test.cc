@@ -10,7 +10,7 @@
 #include "qlstm/compiler/artifacts/emit_cpp.h"
 #include "qlstm/compiler/artifacts/model_file.h"
 #include "qlstm/compiler/import/onnx_import.h"
-#include "qlstm/compiler/quantized_lstm.h"
+#include "qlstm/compiler/lower/compile_program.h"
 
 namespace {
 
@@ -66,7 +66,7 @@ TEST(Reverse, ImportedReverseModelCompilesRunsAndRoundTrips) {
   cal.add_batch(normal(rng, static_cast<size_t>(8 * 20 * I)), cs, I);
   CompileOptions opt;
   opt.tuning = Tuning::kNone;
-  const QuantizedLstm q = QuantizedLstm::compile(onnx.program.ops[0], cal, opt);
+  const QuantizedLayer q = QuantizedLayer::compile(onnx.program.ops[0], cal, opt);
   ASSERT_EQ(q.derived().time_direction, QLSTM_TIME_REVERSE);
   EXPECT_EQ(q.kernel_params({2, 5, Layout::kTimeMajor}).time_direction, QLSTM_TIME_REVERSE);
 

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "qlstm/compiler/lower/derive.h"
-#include "qlstm/compiler/quantized_lstm.h"
+#include "qlstm/compiler/lower/compile_program.h"
 #include "qlstm/compiler/lower/weight_rounding.h"
 
 namespace {
@@ -313,7 +313,7 @@ TEST(AdaptiveRounding, NamesParse) {
   EXPECT_THROW(parse_weight_rounding("ada"), CompileError);
 }
 
-// QuantizedLstm::compile passes a given moment through to derive_params, and computes it from its
+// QuantizedLayer::compile passes a given moment through to derive_params, and computes it from its
 // own float pass when none is given: the same weights either way.
 TEST(AdaptiveRounding, ThroughCompile) {
   const int32_t I = 6, H = 8;
@@ -323,10 +323,10 @@ TEST(AdaptiveRounding, ThroughCompile) {
   o.tuning = Tuning::kNone;
   o.derive.weight_rounding = WeightRounding::kAdaptive;
   o.derive.operand_second_moment = operand_second_moment(lstm, cal);
-  const QuantizedLstm q = QuantizedLstm::compile(lstm, cal, o);
+  const QuantizedLayer q = QuantizedLayer::compile(lstm, cal, o);
   EXPECT_EQ(q.derived().options.weight_rounding, WeightRounding::kAdaptive);
   o.derive.operand_second_moment.clear();
-  const QuantizedLstm own = QuantizedLstm::compile(lstm, cal, o);
+  const QuantizedLayer own = QuantizedLayer::compile(lstm, cal, o);
   EXPECT_EQ(own.derived().options.weight_rounding, WeightRounding::kAdaptive);
   for (int32_t g = 0; g < QLSTM_GATE_COUNT; ++g) {
     EXPECT_EQ(own.derived().gates[static_cast<size_t>(g)].w_x, q.derived().gates[static_cast<size_t>(g)].w_x) << g;

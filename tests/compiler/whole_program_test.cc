@@ -9,7 +9,7 @@
 
 #include "qlstm/compiler/compile.h"
 #include "qlstm/compiler/artifacts/model_file.h"
-#include "qlstm/compiler/quantized_lstm.h"
+#include "qlstm/compiler/lower/compile_program.h"
 #include "random_program.h"
 
 namespace qlstm {

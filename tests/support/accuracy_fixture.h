@@ -14,7 +14,7 @@
 #include "qlstm/compiler/float/float_lstm.h"
 #include "qlstm/compiler/io/npy.h"
 #include "qlstm/compiler/import/onnx_import.h"
-#include "qlstm/compiler/quantized_lstm.h"
+#include "qlstm/compiler/lower/compile_program.h"
 
 namespace testing_support {
 
@@ -132,7 +132,7 @@ struct FixtureRun {
 
 // As a user compiles the fixture: an ONNX fixture through the library's entry point
 // (compile_model on model.onnx's bytes and calib_x, run with run_program_s8), any other through
-// QuantizedLstm::compile and the kernel. Throws CompileError.
+// QuantizedLayer::compile and the kernel. Throws CompileError.
 inline FixtureRun run_fixture(const AccuracyFixture& f, const qlstm::compiler::CompileOptions& options) {
   using namespace qlstm::compiler;
   FixtureRun run;
@@ -145,7 +145,7 @@ inline FixtureRun run_fixture(const AccuracyFixture& f, const qlstm::compiler::C
     return run;
   }
   if (!f.is_onnx()) {
-    const QuantizedLstm q = QuantizedLstm::compile(f.lstm, f.calibration(), options);
+    const QuantizedLayer q = QuantizedLayer::compile(f.lstm, f.calibration(), options);
     run.y = q.run_float(f.test_x, f.test_shape());
     run.derived = q.derived();
     run.stats = q.calibration();

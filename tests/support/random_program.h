@@ -9,7 +9,7 @@
 
 #include "qlstm/compiler/float/float_gru.h"
 #include "qlstm/compiler/program/program.h"
-#include "qlstm/compiler/quantized_lstm.h"
+#include "qlstm/compiler/lower/compile_program.h"
 
 namespace qlstm {
 namespace compiler {

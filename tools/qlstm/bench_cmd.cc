@@ -20,7 +20,7 @@
 #include "qlstm/compiler/float/float_gru.h"
 #include "qlstm/compiler/artifacts/model_file.h"
 #include "qlstm/compiler/ops/op_kind.h"
-#include "qlstm/compiler/quantized_lstm.h"
+#include "qlstm/compiler/lower/compile_program.h"
 #include "qlstm/kernels.h"
 
 namespace qlstm {
@@ -100,7 +100,7 @@ CompiledModel synthetic_model(const ShapeSpec& s, bool gru, std::mt19937_64& rng
   const FloatLstm f = FloatLstm::from_torch(s.input_size, s.hidden_size, w_ih, w_hh, b_ih, b_hh);
   CalibrationSet cal;
   cal.add_batch(x, cal_shape, s.input_size);
-  return single_op_model(QuantizedLstm::compile(f, cal, options).derived(), name, !s.time_major);
+  return single_op_model(QuantizedLayer::compile(f, cal, options).derived(), name, !s.time_major);
 }
 
 // The entry of a variant list named `name`, or null; throws UsageError when this CPU lacks it.

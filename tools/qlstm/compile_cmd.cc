@@ -13,7 +13,7 @@
 #include "qlstm/compiler/io/npy.h"
 #include "qlstm/compiler/import/onnx_import.h"
 #include "qlstm/compiler/program/program.h"
-#include "qlstm/compiler/quantized_lstm.h"
+#include "qlstm/compiler/lower/compile_program.h"
 #include "qlstm/compiler/io/file_io.h"
 #include "qlstm/kernels.h"
 #include "device.h"

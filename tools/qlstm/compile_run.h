@@ -13,7 +13,7 @@
 #include "qlstm/compiler/compile.h"
 #include "qlstm/compiler/io/npy.h"
 #include "qlstm/compiler/import/onnx_import.h"
-#include "qlstm/compiler/quantized_lstm.h"
+#include "qlstm/compiler/lower/compile_program.h"
 
 namespace qlstm {
 namespace cli {

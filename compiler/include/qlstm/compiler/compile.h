@@ -15,7 +15,7 @@
 #include "qlstm/compiler/search/held_out.h"
 #include "qlstm/compiler/import/onnx_import.h"
 #include "qlstm/compiler/program/program.h"
-#include "qlstm/compiler/quantized_lstm.h"
+#include "qlstm/compiler/lower/compile_program.h"
 
 namespace qlstm {
 namespace compiler {

@@ -13,7 +13,7 @@
 #include "qlstm/compiler/lower/derive_s16.h"
 #include "qlstm/compiler/float/float_lstm.h"
 #include "qlstm/compiler/program/program.h"
-#include "qlstm/compiler/quantized_lstm.h"
+#include "qlstm/compiler/lower/compile_program.h"
 
 namespace qlstm {
 namespace compiler {

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "qlstm/compiler/float/float_lstm.h"
-#include "qlstm/compiler/quantized_lstm.h"
+#include "qlstm/compiler/lower/compile_program.h"
 
 namespace qlstm {
 namespace compiler {

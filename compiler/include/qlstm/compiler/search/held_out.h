@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "qlstm/compiler/quantized_lstm.h"
+#include "qlstm/compiler/lower/compile_program.h"
 
 namespace qlstm {
 namespace compiler {

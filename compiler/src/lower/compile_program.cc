@@ -1,0 +1,449 @@
+#include "qlstm/compiler/lower/compile_program.h"
+
+#include <algorithm>
+#include <cmath>
+#include <iterator>
+#include <limits>
+#include <numeric>
+#include <sstream>
+#include <tuple>
+
+#include "qlstm/compiler/lower/quantized_lstm_s16.h"
+#include "qlstm/compiler/ops/op_kind.h"
+#include "qlstm/kernels.h"
+
+namespace qlstm {
+namespace compiler {
+
+namespace {
+
+// One op of the front or the head: a layer, and the Relu/Clip folded into it (a Linear's).
+struct LayerOp {
+  const FloatLayer* layer = nullptr;
+  const FloatLayer* clamp = nullptr;
+};
+
+std::vector<LayerOp> layer_ops(const std::vector<FloatLayer>& layers) {
+  std::vector<LayerOp> out;
+  for (size_t k = 0; k < layers.size(); ++k) {
+    LayerOp op{&layers[k], nullptr};
+    if (layers[k].kind == FloatLayerKind::kLinear && k + 1 < layers.size() && folds_into_clamp(layers[k + 1])) {
+      op.clamp = &layers[++k];
+    }
+    out.push_back(op);
+  }
+  return out;
+}
+
+std::string node_label(const FloatLayer& l) { return "node '" + l.node + "'"; }
+
+// Each entry's float values through one op (positions x width in, out), and the quantization the
+// output observer picks from those of the first `observed` entries (the others are validation's).
+AffineQuant run_layer_op(const LayerOp& op, std::vector<std::vector<double>>& values,
+                         const std::vector<int32_t>& positions, const ObserverConfig& observer, size_t observed) {
+  std::vector<float> all;
+  for (size_t e = 0; e < values.size(); ++e) {
+    const size_t n = static_cast<size_t>(positions[e]);
+    values[e] = run_float_layer(*op.layer, values[e], n);
+    if (op.clamp) values[e] = run_float_layer(*op.clamp, values[e], n);
+    for (double v : values[e]) {
+      if (!std::isfinite(v)) throw CompileError("calibration: " + node_label(*op.layer) + " produced a non-finite value");
+      if (e < observed) all.push_back(static_cast<float>(v));
+    }
+  }
+  if (op.layer->kind == FloatLayerKind::kSoftmax) return softmax_output_quant();
+  if (all.empty()) throw CompileError("calibration: every sequence has zero time steps");
+  const Range r = choose_range(all, observer);
+  return affine_from_range(r.lo, r.hi);
+}
+
+// The int8 op of a per-position layer between two quantizations.
+ProgramOp derive_layer_op(const LayerOp& lop, const AffineQuant& input, const AffineQuant& output,
+                          const CompileOptions& options) {
+  ProgramOp op;
+  const FloatLayer& l = *lop.layer;
+  switch (l.kind) {
+    case FloatLayerKind::kLinear:
+      op.kind = QLSTM_OP_FULLY_CONNECTED_S8;
+      op.fc = derive_fc(l, lop.clamp, input, output, options.fc_per_channel);
+      break;
+    case FloatLayerKind::kActivation:
+      op.kind = QLSTM_OP_TABLE_S8;
+      op.table = derive_table(l, l.input_size, input, output);
+      break;
+    case FloatLayerKind::kSoftmax:
+      op.kind = QLSTM_OP_SOFTMAX_S8;
+      try {
+        op.softmax = derive_softmax(l.input_size, input, l.softmax_beta);
+      } catch (const CompileError& e) {
+        throw CompileError(node_label(l) + ": " + e.what());
+      }
+      break;
+    case FloatLayerKind::kSelectStep:
+      throw CompileError(node_label(l) + ": a step selection must come first in the head, right after the LSTM");
+  }
+  return op;
+}
+
+std::vector<double> to_double(const std::vector<float>& v) { return std::vector<double>(v.begin(), v.end()); }
+
+// One per-position op in int8 through the runtime kernel, on n rows.
+std::vector<int8_t> run_op_s8(const ProgramOp& op, const std::vector<int8_t>& x, int32_t n) {
+  const OpKind* kind = find_op_kind(op.kind);
+  if (kind == nullptr || kind->run_rows == nullptr) {
+    throw CompileError(std::string("search: cannot run a ") + op_kind_name(op.kind) + " op alone");
+  }
+  std::vector<int8_t> y;
+  const qlstm_status st = kind->run_rows(op, x.data(), n, &y);
+  if (st != QLSTM_OK) throw CompileError(std::string("search: the runtime refused a head op: ") + qlstm_status_string(st));
+  return y;
+}
+
+// The options op k compiles with: the choices given for it, if any, exactly.
+CompileOptions with_choice(const CompileOptions& options, size_t k) {
+  if (k >= options.op_choices.size()) return options;
+  const OpChoice& c = options.op_choices[k];
+  CompileOptions o = options;
+  o.tuning = Tuning::kNone;
+  o.input_observer = c.input_observer;
+  o.output_observer = c.output_observer;
+  o.cell_scale.headroom = c.cell_headroom;
+  o.derive.bias_correction = c.bias_correction;
+  o.derive.weight_clip_ratio = c.weight_clip;
+  o.derive.weight_rounding = c.weight_rounding;
+  return o;
+}
+
+// Row (sequence % rows) of a constant state of one row [H] or of rows [rows][H].
+std::vector<float> state_row(const std::vector<float>& state, int32_t H, size_t sequence) {
+  const size_t rows = state.size() / static_cast<size_t>(H), r = rows > 1 ? sequence % rows : 0;
+  return std::vector<float>(state.begin() + static_cast<ptrdiff_t>(r * H), state.begin() + static_cast<ptrdiff_t>((r + 1) * H));
+}
+
+}  // namespace
+
+std::vector<FloatLayer> compiled_head_layers(const FloatProgram& program) {
+  // h_n[-1] of a bidirectional stack is the last layer's reverse state alone: both ops of the
+  // layer write their final states into one [B][2H] buffer and the Linear that reads h_n[-1]
+  // gets zero weights for the forward half (exact: those products are 0).
+  std::vector<FloatLayer> head_layers = program.head;
+  if (program.lstm_output == LstmOutput::kFinalState && program.directions == 2) {
+    if (head_layers.empty() || head_layers.front().kind != FloatLayerKind::kLinear) {
+      throw CompileError("program: h_n[-1] of a bidirectional LSTM is the reverse direction's state alone; qlstm "
+                         "compiles it when a Linear reads it first, here " +
+                         (head_layers.empty() ? std::string("it is the model's output") : node_label(head_layers.front())) +
+                         " does; read y[:, -1] or put the Linear first");
+    }
+    FloatLayer& first = head_layers.front();
+    const int32_t H = program.ops.back().hidden_size, O = first.output_size;
+    std::vector<float> padded(static_cast<size_t>(O) * 2 * H, 0.0f);
+    for (int32_t o = 0; o < O; ++o) {
+      std::copy_n(first.weight.begin() + static_cast<ptrdiff_t>(o) * H, H,
+                  padded.begin() + static_cast<ptrdiff_t>(o) * 2 * H + H);
+    }
+    first.weight = std::move(padded);
+    first.input_size = 2 * H;
+  }
+  return head_layers;
+}
+
+bool writes_final_state_only(const FloatProgram& p) {
+  const bool last_step = !p.head.empty() && p.head.front().kind == FloatLayerKind::kSelectStep && p.head.front().step == -1;
+  return p.lstm_output == LstmOutput::kFinalState || (last_step && p.directions == 1 && !p.ops.back().reverse);
+}
+
+bool keeps_inner_sequence(const FloatProgram& p) {
+  return p.layers() > 1 || !p.front.empty() || (!p.head.empty() && !writes_final_state_only(p));
+}
+
+QuantizedProgram compile_program(const FloatProgram& program, const CalibrationSet& calibration,
+                                 const CompileOptions& options, const CalibrationSet* validation) {
+  program.validate();
+  for (const std::vector<FloatLayer>* part : {&program.front, &program.head}) {
+    for (const FloatLayer& l : *part) l.validate();
+  }
+  if (calibration.sequences.empty()) throw CompileError("calibration: the calibration set is empty");
+  const int32_t D = program.directions, I = program.input_size();
+  const size_t ops_count = program.ops.size();
+  const bool has_select = !program.head.empty() && program.head.front().kind == FloatLayerKind::kSelectStep;
+  const FloatLstm& last_lstm = program.ops.back();
+  const std::vector<FloatLayer> head_layers = compiled_head_layers(program);
+  if (program.lstm_output == LstmOutput::kFinalState && has_select) {
+    throw CompileError(node_label(program.head.front()) + ": selects a step of h_n, which has one");
+  }
+  // The head reads one step of the stack's output: the last op's final state alone (written
+  // without the sequence), or step k of the sequence (a selection op).
+  const bool final_state = writes_final_state_only(program);
+  const bool select_op = has_select && !final_state;
+  std::optional<int32_t> head_step;  // the step of the last layer's output the head reads
+  if (program.lstm_output == LstmOutput::kFinalState) head_step = last_lstm.reverse ? 0 : -1;
+  if (has_select) head_step = program.head.front().step;
+  // The step whose output is op k's final hidden state.
+  auto final_step = [&](size_t k) { return program.ops[k].reverse ? 0 : -1; };
+  for (const FloatLayer& l : program.front) {
+    if (l.kind == FloatLayerKind::kSelectStep) throw CompileError(node_label(l) + ": a step selection before the LSTM");
+  }
+  // One calibration entry per sequence and per starting state, as every layer sees it.
+  struct Entry {
+    int32_t time_steps = 0;
+    std::vector<float> x;  // this layer's input [T][F]
+    bool chained = false;  // starts from the state the previous chained entry left
+    bool validation = false;  // scored by the search, never observed
+  };
+  const bool fed = program.initial_hidden == StateSource::kInput || program.initial_cell == StateSource::kInput;
+  std::vector<Entry> entries;
+  for (int pass = 0; pass < (fed ? 2 : 1); ++pass) {
+    for (size_t k = 0; k < calibration.sequences.size(); ++k) {
+      const CalibrationSequence& s = calibration.sequences[k];
+      if (pass == 0) check_sequence(s, k, I);
+      entries.push_back({s.time_steps, s.values, pass == 1});
+    }
+  }
+  // The entries the observers read: the validation sequences come after them.
+  const size_t observed_entries = entries.size();
+  for (size_t k = 0; validation && k < validation->sequences.size(); ++k) {
+    const CalibrationSequence& s = validation->sequences[k];
+    try {
+      check_sequence(s, k, I);
+    } catch (const CompileError& e) {
+      throw CompileError(std::string("validation set: ") + e.what());
+    }
+    entries.push_back({s.time_steps, s.values, false, true});
+  }
+  QuantizedProgram result;
+  result.source = program;
+  CompiledModel& m = result.model;
+  std::vector<int32_t> positions;
+  for (const Entry& en : entries) positions.push_back(en.time_steps);
+
+  // The front: per-step ops on the model input, each observed on the float pass.
+  std::optional<BoundaryQuant> lstm_input;
+  if (!program.front.empty()) {
+    std::vector<float> inputs;
+    for (const CalibrationSequence& s : calibration.sequences) inputs.insert(inputs.end(), s.values.begin(), s.values.end());
+    if (inputs.empty()) throw CompileError("calibration: every sequence has zero time steps");
+    const Range r = choose_range(inputs, options.input_observer);
+    m.buffers.push_back({I, affine_from_range(r.lo, r.hi), QLSTM_BUFFER_EVERY_STEP});
+    std::vector<std::vector<double>> values;
+    for (Entry& en : entries) values.push_back(to_double(en.x));
+    for (const LayerOp& lop : layer_ops(program.front)) {
+      const AffineQuant out = run_layer_op(lop, values, positions, options.output_observer, observed_entries);
+      ProgramOp op = derive_layer_op(lop, m.buffers.back().quant, out, options);
+      op.input_buffer = static_cast<int32_t>(m.buffers.size()) - 1;
+      op.output_buffer = op.input_buffer + 1;
+      m.buffers.push_back({lop.layer->output_size, out, QLSTM_BUFFER_EVERY_STEP});
+      m.ops.push_back(std::move(op));
+    }
+    for (size_t e = 0; e < entries.size(); ++e) entries[e].x.assign(values[e].begin(), values[e].end());
+    lstm_input = BoundaryQuant{m.buffers.back().quant, "the output of the front end (" + program.front.back().node + ")"};
+  }
+
+  // The head, planned on the float pass of the last layer: what it reads (every step, one step or
+  // h_n), its per-position ops (the selection is not one) and each one's output quantization, and
+  // the float model's output per entry.
+  std::vector<LayerOp> head_ops = layer_ops(head_layers);
+  if (has_select) head_ops.erase(head_ops.begin());
+  std::vector<AffineQuant> head_quants;
+  std::vector<std::vector<double>> head_values;
+  auto plan_head = [&](const std::vector<std::vector<float>>& stack_out) {
+    const int32_t W = D * last_lstm.hidden_size;
+    std::vector<int32_t> head_positions;
+    for (size_t e = 0; e < entries.size(); ++e) {
+      const int32_t T = entries[e].time_steps;
+      if (!head_step) {
+        head_values.push_back(to_double(stack_out[e]));
+        head_positions.push_back(T);
+        continue;
+      }
+      // Each direction's part of the row: its final state (h_n) or the selected step.
+      const int32_t H = last_lstm.hidden_size;
+      std::vector<double> row;
+      for (int32_t d = 0; d < D; ++d) {
+        const size_t k = program.ops.size() - static_cast<size_t>(D - d);
+        const int32_t step = program.lstm_output == LstmOutput::kFinalState ? final_step(k) : *head_step;
+        const int32_t t = step < 0 ? T + step : step;
+        if (t < 0 || t >= T) {
+          throw CompileError("calibration: sequence " + std::to_string(e % calibration.sequences.size()) + " has " +
+                             std::to_string(T) + " steps; the head reads step " + std::to_string(step));
+        }
+        const auto at = stack_out[e].begin() + static_cast<ptrdiff_t>(t) * W + static_cast<ptrdiff_t>(d) * H;
+        row.insert(row.end(), at, at + H);
+      }
+      head_values.push_back(std::move(row));
+      head_positions.push_back(1);
+    }
+    for (const LayerOp& lop : head_ops) {
+      head_quants.push_back(run_layer_op(lop, head_values, head_positions, options.output_observer, observed_entries));
+    }
+  };
+  // The head in int8 on rows of the last op's output in `lstm_output` (the search's score).
+  auto run_head = [&](const AffineQuant& lstm_output, const std::vector<int8_t>& rows, int32_t n) {
+    std::vector<int8_t> x = rows;
+    AffineQuant q = lstm_output;
+    for (size_t j = 0; j < head_ops.size(); ++j) {
+      x = run_op_s8(derive_layer_op(head_ops[j], q, head_quants[j], options), x, n);
+      q = head_quants[j];
+    }
+    std::vector<float> y;
+    for (int8_t v : x) y.push_back(static_cast<float>(q.dequantize(v)));
+    return y;
+  };
+
+  // The LSTM stack, layer by layer.
+  std::vector<ProgramOp> lstm_ops;
+  for (int32_t l = 0; l < program.layers(); ++l) {
+    const int32_t H = program.ops[static_cast<size_t>(l * D)].hidden_size, W = D * H;
+    // The one float pass of this layer: each op's observation (what its observers and its search
+    // read) and, together, the layer's output, the input of the layer above.
+    std::vector<OpObservation> observed(static_cast<size_t>(D));
+    std::vector<std::vector<float>> outs(entries.size());
+    std::vector<std::vector<float>> carried_h(static_cast<size_t>(D)), carried_c(static_cast<size_t>(D));
+    for (size_t e = 0; e < entries.size(); ++e) {
+      Entry& en = entries[e];
+      outs[e].assign(static_cast<size_t>(en.time_steps) * W, 0.0f);
+      for (int32_t d = 0; d < D; ++d) {
+        const size_t k = static_cast<size_t>(l * D + d);
+        std::vector<float> h0, c0;
+        // A per-row constant state: calibration sequence e is row e of its batch (in order).
+        const size_t row = en.validation ? e - observed_entries : e % calibration.sequences.size();
+        if (program.initial_hidden == StateSource::kConstant) h0 = state_row(program.h0[k], H, row);
+        if (program.initial_cell == StateSource::kConstant) c0 = state_row(program.c0[k], H, row);
+        if (en.chained && program.initial_hidden == StateSource::kInput) h0 = carried_h[static_cast<size_t>(d)];
+        if (en.chained && program.initial_cell == StateSource::kInput) c0 = carried_c[static_cast<size_t>(d)];
+        // The last op of the layer takes the input: the layer's output replaces it below.
+        const FloatResult f = observed[static_cast<size_t>(d)].add(
+            program.ops[k], {en.time_steps, d + 1 == D ? std::move(en.x) : en.x, std::move(h0), std::move(c0)},
+            en.validation);
+        for (int32_t t = 0; t < en.time_steps; ++t) {
+          std::copy_n(f.output.begin() + static_cast<ptrdiff_t>(t) * H, H,
+                      outs[e].begin() + static_cast<ptrdiff_t>(t) * W + static_cast<ptrdiff_t>(d) * H);
+        }
+        if (en.chained) {
+          carried_h[static_cast<size_t>(d)] = f.h_n;
+          carried_c[static_cast<size_t>(d)] = f.c_n;
+        }
+      }
+      if (options.progress) options.progress("calibrating", static_cast<int64_t>(e + 1), static_cast<int64_t>(entries.size()));
+    }
+    OpBoundaries fixed;
+    if (l > 0) {
+      fixed.input = BoundaryQuant{lstm_ops.back().recurrent_output(), "the output of layer " + std::to_string(l - 1)};
+    }
+    if (l == 0 && lstm_input) fixed.input = lstm_input;
+    if (l + 1 == program.layers()) {
+      fixed.scored_step = head_step;
+      plan_head(outs);
+      // One op per layer: its candidates are scored by the model's output through the head.
+      if (D == 1 && !head_ops.empty()) {
+        fixed.head = run_head;
+        for (const std::vector<double>& v : head_values) fixed.head_reference.emplace_back(v.begin(), v.end());
+      }
+    }
+    if (D == 2) {
+      std::vector<float> all;
+      for (size_t e = 0; e < observed_entries; ++e) all.insert(all.end(), outs[e].begin(), outs[e].end());
+      for (float v : all) {
+        if (!std::isfinite(v)) throw CompileError("calibration: layer " + std::to_string(l) + " produced a non-finite output");
+      }
+      if (all.empty()) throw CompileError("calibration: every sequence has zero time steps");
+      const Range r = choose_range(all, options.output_observer);
+      fixed.output = BoundaryQuant{affine_from_range(r.lo, r.hi),
+                                   std::string(observer_name(options.output_observer.kind)) + " over both directions"};
+    }
+    for (int32_t d = 0; d < D; ++d) {
+      const size_t k = static_cast<size_t>(l * D + d);
+      if (d == 1 && !fixed.input) {  // both directions read the same buffer
+        fixed.input = BoundaryQuant{lstm_ops.back().recurrent_input(),
+                                    "the forward direction's choice (" + result.stats.back().input_observer + ")"};
+      } else if (d == 1) {
+        fixed.input->quant = lstm_ops.back().recurrent_input();
+      }
+      if (l + 1 == program.layers() && program.lstm_output == LstmOutput::kFinalState) {
+        fixed.scored_step = final_step(k);  // what the op writes
+      }
+      QuantizedLayer q = [&] {
+        try {
+          return QuantizedLayer::compile(program.ops[k], observed[static_cast<size_t>(d)], with_choice(options, k), fixed);
+        } catch (const CompileError& e) {
+          if (ops_count == 1) throw;
+          throw CompileError("layer " + std::to_string(l) + (D == 2 ? (d ? " reverse" : " forward") : "") + ": " +
+                             e.what());
+        }
+      }();
+      ProgramOp op = q.program_op();
+      if (program.initial_hidden == StateSource::kConstant && op.gru_op()) {
+        // A GRU's h0 is its Q0.15 state row (ProgramOp::initial_cell).
+        for (float v : program.h0[k]) op.initial_cell.push_back(quantize_cell(v, kGruHiddenPower));
+      } else if (program.initial_hidden == StateSource::kConstant) {
+        for (float v : program.h0[k]) op.initial_hidden.push_back(op.lstm.output.quantize(v));
+      }
+      if (program.initial_cell == StateSource::kConstant && !op.gru_op()) {
+        for (float v : program.c0[k]) op.initial_cell.push_back(quantize_cell(v, op.lstm.cell.power));
+      }
+      lstm_ops.push_back(std::move(op));
+      result.stats.push_back(q.calibration());
+    }
+    for (size_t e = 0; e < entries.size(); ++e) entries[e].x = std::move(outs[e]);
+  }
+  // The last layer's ops write their final states only (both directions: into one [B][2H] row).
+  if (final_state) {
+    for (size_t k = lstm_ops.size() - static_cast<size_t>(program.lstm_output == LstmOutput::kFinalState ? D : 1);
+         k < lstm_ops.size(); ++k) {
+      lstm_ops[k].lstm.output_steps = QLSTM_OUTPUT_FINAL;
+      lstm_ops[k].gru.output_steps = QLSTM_OUTPUT_FINAL;
+    }
+  }
+  {
+    // The stack's ops after the front's, its buffers after the front's (buffer 0 is the first
+    // LSTM's input when there is no front).
+    const int32_t first = m.buffers.empty() ? 0 : static_cast<int32_t>(m.buffers.size()) - 1;
+    CompiledModel stack = assemble_program(std::move(lstm_ops), D);
+    if (m.buffers.empty()) m.buffers.push_back(stack.buffers.front());
+    for (size_t b = 1; b < stack.buffers.size(); ++b) m.buffers.push_back(stack.buffers[b]);
+    if (final_state) m.buffers.back().steps = QLSTM_BUFFER_ONE_STEP;
+    for (ProgramOp& op : stack.ops) {
+      op.input_buffer += first;
+      op.output_buffer += first;
+      m.ops.push_back(std::move(op));
+    }
+  }
+
+  // The head's ops, each between the quantization before it and its own observed one.
+  const int32_t W = D * last_lstm.hidden_size;
+  if (has_select) {
+    if (select_op) {
+      ProgramOp op;
+      op.kind = QLSTM_OP_SELECT_STEP;
+      op.select = {W, program.head.front().step};
+      op.input_buffer = static_cast<int32_t>(m.buffers.size()) - 1;
+      op.output_buffer = op.input_buffer + 1;
+      m.buffers.push_back({W, m.buffers.back().quant, QLSTM_BUFFER_ONE_STEP});
+      m.ops.push_back(std::move(op));
+    }
+  }
+  for (size_t j = 0; j < head_ops.size(); ++j) {
+    const LayerOp& lop = head_ops[j];
+    const AffineQuant& out = head_quants[j];
+    ProgramOp op = derive_layer_op(lop, m.buffers.back().quant, out, options);
+    op.input_buffer = static_cast<int32_t>(m.buffers.size()) - 1;
+    op.output_buffer = op.input_buffer + 1;
+    m.buffers.push_back({lop.layer->output_size, out, m.buffers.back().steps});
+    m.ops.push_back(std::move(op));
+  }
+  // The first pass's entries start from the program's own state, one per calibration sequence.
+  for (size_t e = 0; e < calibration.sequences.size(); ++e) {
+    result.float_outputs.emplace_back(head_values[e].begin(), head_values[e].end());
+  }
+  m.directions = D;
+  m.initial_hidden = program.initial_hidden;
+  m.initial_cell = program.initial_cell;
+  m.hidden_output = program.hidden_output;
+  m.cell_output = program.cell_output;
+  if (std::find(options.s16_layers.begin(), options.s16_layers.end(), true) != options.s16_layers.end()) {
+    m = s16_program(program, calibration, result, options);
+  }
+  return result;
+}
+
+}  // namespace compiler
+}  // namespace qlstm
