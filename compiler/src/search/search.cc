@@ -172,347 +172,431 @@ QuantizedLayer QuantizedLayer::compile(const FloatLstm& source, const Calibratio
   return compile(source, observe_op(source, calibration, options.progress), options);
 }
 
-QuantizedLayer QuantizedLayer::compile(const FloatLstm& source, const OpObservation& observed,
-                                     const CompileOptions& options, const OpBoundaries& fixed) {
-  source.validate();
-  const std::vector<CalibrationSequence>& sequences = observed.inputs.sequences;
-  const size_t calibration_count = observed.validation_begin.value_or(sequences.size());
-  if (calibration_count == 0) throw CompileError("calibration: the calibration set is empty");
-  if (observed.outputs.size() != sequences.size() || observed.sequence_sum_h.size() != sequences.size() ||
-      observed.sequence_cell_max_abs.size() != sequences.size()) {
-    throw CompileError("calibration: the observation has " + std::to_string(observed.outputs.size()) +
-                       " float outputs for " + std::to_string(sequences.size()) + " sequences");
-  }
-  for (size_t k = 0; k < sequences.size(); ++k) check_float_output(observed.outputs[k], k);
-  const int32_t H = source.hidden_size;
-  std::vector<size_t> calibration(calibration_count);
-  std::iota(calibration.begin(), calibration.end(), size_t{0});
+namespace {
 
-  CalibrationStats stats;
-  stats.tuning = options.tuning;
-  stats.sequences = static_cast<int64_t>(calibration_count);
+// A candidate's score: per group and pooled over the groups (one SQNR of all held-out outputs).
+struct Score {
+  bool ok = false;
+  std::vector<double> group;
+  double pooled = -std::numeric_limits<double>::infinity();
+};
+
+// The score groups: each scores its sequences with the op derived from sets[set]. K-fold:
+// contiguous blocks of the calibration sequences (a time-ordered file's folds are periods, so a
+// fold's score includes the drift between periods); with a validation set: groups of it.
+struct Group {
+  size_t set = 0;
+  std::vector<size_t> scored;
+};
+
+// One op's search, step by step (QuantizedLayer::compile runs them in order): what calibration
+// observed, the groups it scores on, which choices it tunes, the candidates' ranges, then the
+// coordinate descent over the candidates, and the record of what it chose.
+class LayerSearch {
+ public:
+  LayerSearch(const FloatLstm& source, const OpObservation& observed, const CompileOptions& options,
+              const OpBoundaries& fixed)
+      : source_(source), observed_(observed), sequences_(observed.inputs.sequences), options_(options),
+        fixed_(fixed), H_(source.hidden_size), gru_(source.cell == CellKind::kGru) {}
+
+  void check_observation();
+  void observe();
+  void make_groups();
+  void decide_tuning();
+  void candidate_ranges();
+  void second_moments();
+  void start();
+  void search();
+  // The result: the best candidate derived from every calibration sequence, and what was chosen.
+  QuantizedLayer result(CalibrationStats* stats);
+
+ private:
+  void k_fold_groups(size_t folds, int64_t macs_per_step);
+  void validation_groups(size_t folds, int64_t macs_per_step);
+  QuantizedLayer build(const Candidate& c, size_t set) const;
+  std::vector<std::vector<float>> references();
+  Score score(const Candidate& c, const std::vector<std::vector<float>>& reference, int64_t expected);
+  void descend(const std::vector<std::vector<float>>& reference);
+
+  const FloatLstm& source_;
+  const OpObservation& observed_;
+  const std::vector<CalibrationSequence>& sequences_;
+  const CompileOptions& options_;
+  const OpBoundaries& fixed_;
+  const int32_t H_;
+  const bool gru_;  // no cell to scale, no adaptive rounding (derive_gru.h)
+  size_t calibration_count_ = 0;
+  std::vector<size_t> calibration_;
+  CalibrationStats stats_;
   // The derivation sets: [0] every calibration sequence (the result's), then each fold's complement.
-  std::vector<DerivationData> sets;
-  sets.reserve(1 + static_cast<size_t>(std::max(options.search_folds, 2)));
-  sets.push_back(derivation_data(source, observed, calibration));
-  const DerivationData& all = sets.front();
-  stats.steps = all.steps;
+  std::vector<DerivationData> sets_;
+  std::vector<Group> groups_;
+  bool searching_ = false;
+  bool tune_input_ = false, tune_output_ = false, tune_headroom_ = false;
+  bool search_input_ = false, search_output_ = false, search_headroom_ = false;
+  bool search_bias_ = false, search_clips_ = false, search_rounding_ = false;
+  std::vector<ObserverConfig> in_configs_, out_configs_;
+  std::vector<std::vector<Range>> in_ranges_, out_ranges_;
+  Candidate best_;
+};
+
+void LayerSearch::check_observation() {
+  source_.validate();
+  calibration_count_ = observed_.validation_begin.value_or(sequences_.size());
+  if (calibration_count_ == 0) throw CompileError("calibration: the calibration set is empty");
+  if (observed_.outputs.size() != sequences_.size() || observed_.sequence_sum_h.size() != sequences_.size() ||
+      observed_.sequence_cell_max_abs.size() != sequences_.size()) {
+    throw CompileError("calibration: the observation has " + std::to_string(observed_.outputs.size()) +
+                       " float outputs for " + std::to_string(sequences_.size()) + " sequences");
+  }
+  for (size_t k = 0; k < sequences_.size(); ++k) check_float_output(observed_.outputs[k], k);
+  calibration_.resize(calibration_count_);
+  std::iota(calibration_.begin(), calibration_.end(), size_t{0});
+}
+
+void LayerSearch::observe() {
+  stats_.tuning = options_.tuning;
+  stats_.sequences = static_cast<int64_t>(calibration_count_);
+  sets_.reserve(1 + static_cast<size_t>(std::max(options_.search_folds, 2)));
+  sets_.push_back(derivation_data(source_, observed_, calibration_));
+  const DerivationData& all = sets_.front();
+  stats_.steps = all.steps;
   const auto [in_lo, in_hi] = std::minmax_element(all.inputs.begin(), all.inputs.end());
   const auto [out_lo, out_hi] = std::minmax_element(all.outputs.begin(), all.outputs.end());
-  stats.input_observed = {*in_lo, *in_hi};
-  stats.output_observed = {*out_lo, *out_hi};
-  stats.cell_max_abs = all.cell_max;
+  stats_.input_observed = {*in_lo, *in_hi};
+  stats_.output_observed = {*out_lo, *out_hi};
+  stats_.cell_max_abs = all.cell_max;
+}
 
-  // What the search tunes: each choice neither fixed by the program (a boundary decided outside
-  // the op) nor by the user (UserFixedChoices), who gets exactly what was asked for.
-  const UserFixedChoices& user = options.user_fixed;
-  bool searching = options.tuning == Tuning::kSearch;
-  // The score groups: each scores its sequences with the op derived from sets[set]. K-fold:
-  // contiguous blocks of the calibration sequences (a time-ordered file's folds are periods, so a
-  // fold's score includes the drift between periods); with a validation set: groups of it.
-  struct Group {
-    size_t set = 0;
-    std::vector<size_t> scored;
-  };
-  std::vector<Group> groups;
-  if (searching) {
-    const int64_t macs_per_step = int64_t{source.gate_count()} * H * (source.input_size + H);
-    const size_t folds = static_cast<size_t>(std::max(options.search_folds, 2));
-    if (observed.validation_begin) {
-      std::vector<size_t> validation(sequences.size() - calibration_count);
-      std::iota(validation.begin(), validation.end(), calibration_count);
-      const std::vector<size_t> scored = scored_indices(sequences, validation, macs_per_step, options.search_max_macs, folds);
-      const size_t G = std::min(folds, scored.size());
-      for (size_t g = 0; g < G; ++g) {
-        groups.push_back({0, std::vector<size_t>(scored.begin() + static_cast<ptrdiff_t>(g * scored.size() / G),
-                                                 scored.begin() + static_cast<ptrdiff_t>((g + 1) * scored.size() / G))});
-      }
-      stats.score_method = "validation";
-    } else if (calibration_count >= 2) {
-      const size_t K = std::min(folds, calibration_count);
-      const std::vector<size_t> scored = scored_indices(sequences, calibration, macs_per_step, options.search_max_macs, K);
-      for (size_t f = 0; f < K; ++f) {
-        const size_t begin = f * calibration_count / K, end = (f + 1) * calibration_count / K;
-        std::vector<size_t> complement;
-        for (size_t k = 0; k < calibration_count; ++k) {
-          if (k < begin || k >= end) complement.push_back(k);
-        }
-        Group g;
-        for (size_t k : scored) {
-          if (k >= begin && k < end) g.scored.push_back(k);
-        }
-        if (g.scored.empty()) continue;
-        try {
-          sets.push_back(derivation_data(source, observed, complement));
-        } catch (const CompileError&) {
-          continue;  // the other folds have no steps: nothing to derive this fold's op from
-        }
-        sets.back().excluded_begin = begin;
-        sets.back().excluded_end = end;
-        g.set = sets.size() - 1;
-        groups.push_back(std::move(g));
-      }
-      stats.score_method = "k-fold";
-    }
-    if (groups.size() < 2) {
-      stats.score_note = observed.validation_begin
-                             ? "fewer than 2 validation sequences with steps: nothing to score on"
-                             : "fewer than 2 calibration sequences with steps: nothing to hold out";
-      stats.score_method = "none";
-      groups.clear();
-      searching = false;
-    }
+void LayerSearch::validation_groups(size_t folds, int64_t macs_per_step) {
+  std::vector<size_t> validation(sequences_.size() - calibration_count_);
+  std::iota(validation.begin(), validation.end(), calibration_count_);
+  const std::vector<size_t> scored = scored_indices(sequences_, validation, macs_per_step, options_.search_max_macs, folds);
+  const size_t G = std::min(folds, scored.size());
+  for (size_t g = 0; g < G; ++g) {
+    groups_.push_back({0, std::vector<size_t>(scored.begin() + static_cast<ptrdiff_t>(g * scored.size() / G),
+                                              scored.begin() + static_cast<ptrdiff_t>((g + 1) * scored.size() / G))});
   }
-  // Upstream's observers are candidates whenever a search was asked for (its start), even if
-  // the data leaves nothing to search with.
-  const bool tuned = options.tuning == Tuning::kSearch;
-  // A GRU has no cell to scale, and adaptive rounding does not describe its new gate's recurrent
-  // operand r * h (derive_gru.h): neither is a choice for it.
-  const bool gru = source.cell == CellKind::kGru;
-  const int32_t weight_blocks = 2 * source.gate_count();
-  const bool tune_input = tuned && !fixed.input && !user.input_observer;
-  const bool tune_output = tuned && !fixed.output && !user.output_observer;
-  const bool tune_headroom =
-      tuned && !gru && options.cell_scale.policy == CellScalePolicy::kCalibrated && !user.cell_headroom;
-  const bool search_input = searching && tune_input;
-  const bool search_output = searching && tune_output;
-  const bool search_headroom = searching && tune_headroom;
-  const bool search_bias = searching && !user.bias_correction;
-  const bool search_clips = searching && !user.weights;
-  const bool search_rounding = searching && !gru && !user.weight_rounding;
+  stats_.score_method = "validation";
+}
+
+void LayerSearch::k_fold_groups(size_t folds, int64_t macs_per_step) {
+  const size_t K = std::min(folds, calibration_count_);
+  const std::vector<size_t> scored = scored_indices(sequences_, calibration_, macs_per_step, options_.search_max_macs, K);
+  for (size_t f = 0; f < K; ++f) {
+    const size_t begin = f * calibration_count_ / K, end = (f + 1) * calibration_count_ / K;
+    std::vector<size_t> complement;
+    for (size_t k = 0; k < calibration_count_; ++k) {
+      if (k < begin || k >= end) complement.push_back(k);
+    }
+    Group g;
+    for (size_t k : scored) {
+      if (k >= begin && k < end) g.scored.push_back(k);
+    }
+    if (g.scored.empty()) continue;
+    try {
+      sets_.push_back(derivation_data(source_, observed_, complement));
+    } catch (const CompileError&) {
+      continue;  // the other folds have no steps: nothing to derive this fold's op from
+    }
+    sets_.back().excluded_begin = begin;
+    sets_.back().excluded_end = end;
+    g.set = sets_.size() - 1;
+    groups_.push_back(std::move(g));
+  }
+  stats_.score_method = "k-fold";
+}
+
+void LayerSearch::make_groups() {
+  searching_ = options_.tuning == Tuning::kSearch;
+  if (!searching_) return;
+  const int64_t macs_per_step = int64_t{source_.gate_count()} * H_ * (source_.input_size + H_);
+  const size_t folds = static_cast<size_t>(std::max(options_.search_folds, 2));
+  if (observed_.validation_begin) {
+    validation_groups(folds, macs_per_step);
+  } else if (calibration_count_ >= 2) {
+    k_fold_groups(folds, macs_per_step);
+  }
+  if (groups_.size() < 2) {
+    stats_.score_note = observed_.validation_begin ? "fewer than 2 validation sequences with steps: nothing to score on"
+                                                   : "fewer than 2 calibration sequences with steps: nothing to hold out";
+    stats_.score_method = "none";
+    groups_.clear();
+    searching_ = false;
+  }
+}
+
+// What the search tunes: each choice neither fixed by the program (a boundary decided outside the
+// op) nor by the user (UserFixedChoices), who gets exactly what was asked for. Upstream's observers
+// are candidates whenever a search was asked for (its start), even if the data leaves nothing to
+// search with.
+void LayerSearch::decide_tuning() {
+  const UserFixedChoices& user = options_.user_fixed;
+  const bool tuned = options_.tuning == Tuning::kSearch;
+  tune_input_ = tuned && !fixed_.input && !user.input_observer;
+  tune_output_ = tuned && !fixed_.output && !user.output_observer;
+  tune_headroom_ = tuned && !gru_ && options_.cell_scale.policy == CellScalePolicy::kCalibrated && !user.cell_headroom;
+  search_input_ = searching_ && tune_input_;
+  search_output_ = searching_ && tune_output_;
+  search_headroom_ = searching_ && tune_headroom_;
+  search_bias_ = searching_ && !user.bias_correction;
+  search_clips_ = searching_ && !user.weights;
+  search_rounding_ = searching_ && !gru_ && !user.weight_rounding;
   for (const auto& [name, user_set, searched] :
-       {std::tuple<const char*, bool, bool>{"input_observer", user.input_observer, search_input},
-        {"output_observer", user.output_observer, search_output},
-        {"cell_headroom", user.cell_headroom, search_headroom},
-        {"bias_correction", user.bias_correction, search_bias},
-        {"weight_clips", user.weights, search_clips},
-        {"weight_rounding", user.weight_rounding, search_rounding}}) {
-    if (user_set) stats.fixed_by_user.push_back(name);
-    if (searched) stats.searched.push_back(name);
+       {std::tuple<const char*, bool, bool>{"input_observer", user.input_observer, search_input_},
+        {"output_observer", user.output_observer, search_output_},
+        {"cell_headroom", user.cell_headroom, search_headroom_},
+        {"bias_correction", user.bias_correction, search_bias_},
+        {"weight_clips", user.weights, search_clips_},
+        {"weight_rounding", user.weight_rounding, search_rounding_}}) {
+    if (user_set) stats_.fixed_by_user.push_back(name);
+    if (searched) stats_.searched.push_back(name);
   }
+}
 
-  // Candidate observers, the requested one first; each set's ranges by each.
-  std::vector<ObserverConfig> in_configs = {options.input_observer}, out_configs = {options.output_observer};
+// Candidate observers, the requested one first; each set's ranges by each.
+void LayerSearch::candidate_ranges() {
+  in_configs_ = {options_.input_observer};
+  out_configs_ = {options_.output_observer};
   for (const char* name : {"minmax", "percentile:99.99", "percentile:99.9", "mse", "kl"}) {
-    if (tune_input && (search_input || in_configs.size() < 2)) in_configs.push_back(parse_observer(name));
-    if (tune_output && (search_output || out_configs.size() < 2)) out_configs.push_back(parse_observer(name));
+    if (tune_input_ && (search_input_ || in_configs_.size() < 2)) in_configs_.push_back(parse_observer(name));
+    if (tune_output_ && (search_output_ || out_configs_.size() < 2)) out_configs_.push_back(parse_observer(name));
   }
-  auto label = [](const ObserverConfig& c) {
-    return c.kind == ObserverKind::kPercentile ? std::string("percentile:") + std::to_string(c.percentile).substr(0, 5)
-                                               : std::string(observer_name(c.kind));
-  };
-  std::vector<std::vector<Range>> in_ranges(sets.size()), out_ranges(sets.size());
-  for (size_t s = 0; s < sets.size(); ++s) {
-    for (const ObserverConfig& c : in_configs) {
-      in_ranges[s].push_back(fixed.input ? range_of(fixed.input->quant) : choose_range(sets[s].inputs, c));
+  in_ranges_.assign(sets_.size(), {});
+  out_ranges_.assign(sets_.size(), {});
+  for (size_t s = 0; s < sets_.size(); ++s) {
+    for (const ObserverConfig& c : in_configs_) {
+      in_ranges_[s].push_back(fixed_.input ? range_of(fixed_.input->quant) : choose_range(sets_[s].inputs, c));
     }
-    for (const ObserverConfig& c : out_configs) {
-      out_ranges[s].push_back(fixed.output ? range_of(fixed.output->quant) : choose_range(sets[s].outputs, c));
+    for (const ObserverConfig& c : out_configs_) {
+      out_ranges_[s].push_back(fixed_.output ? range_of(fixed_.output->quant) : choose_range(sets_[s].outputs, c));
     }
   }
+}
 
-  // Adaptive rounding's second moment per set: each calibration sequence's sum computed once and
-  // added, in order, to every set that holds it.
-  if (search_rounding || options.derive.weight_rounding == WeightRounding::kAdaptive) {
-    std::vector<std::vector<double>> sums(sets.size());
-    std::vector<int64_t> sum_steps(sets.size(), 0);
-    for (size_t k : calibration) {
-      const CalibrationSequence& seq = sequences[k];
-      std::vector<double> one;
-      int64_t steps = 0;
-      accumulate_operand_moment(one, steps, seq.values.data(), observed.outputs[k].data(),
-                                seq.h0.empty() ? nullptr : seq.h0.data(), seq.time_steps, source.input_size, H,
-                                source.reverse);
-      if (steps == 0) continue;
-      auto add = [&](std::vector<double>& to, int64_t& to_steps) {
-        if (to.empty()) to.assign(one.size(), 0.0);
-        for (size_t v = 0; v < one.size(); ++v) to[v] += one[v];
-        to_steps += steps;
-      };
-      for (size_t set = 0; set < sets.size(); ++set) {
-        if (k < sets[set].excluded_begin || k >= sets[set].excluded_end) add(sums[set], sum_steps[set]);
+// Adaptive rounding's second moment per set: each calibration sequence's sum computed once and
+// added, in order, to every set that holds it.
+void LayerSearch::second_moments() {
+  if (!search_rounding_ && options_.derive.weight_rounding != WeightRounding::kAdaptive) return;
+  std::vector<std::vector<double>> sums(sets_.size());
+  std::vector<int64_t> sum_steps(sets_.size(), 0);
+  for (size_t k : calibration_) {
+    const CalibrationSequence& seq = sequences_[k];
+    std::vector<double> one;
+    int64_t steps = 0;
+    accumulate_operand_moment(one, steps, seq.values.data(), observed_.outputs[k].data(),
+                              seq.h0.empty() ? nullptr : seq.h0.data(), seq.time_steps, source_.input_size, H_,
+                              source_.reverse);
+    if (steps == 0) continue;
+    for (size_t set = 0; set < sets_.size(); ++set) {
+      if (k >= sets_[set].excluded_begin && k < sets_[set].excluded_end) continue;
+      if (sums[set].empty()) sums[set].assign(one.size(), 0.0);
+      for (size_t v = 0; v < one.size(); ++v) sums[set][v] += one[v];
+      sum_steps[set] += steps;
+    }
+  }
+  for (size_t set = 0; set < sets_.size(); ++set) {
+    if (sum_steps[set] == 0) continue;
+    sets_[set].moment = std::move(sums[set]);
+    for (double& v : sets_[set].moment) v /= static_cast<double>(sum_steps[set]);
+  }
+}
+
+QuantizedLayer LayerSearch::build(const Candidate& c, size_t set) const {
+  DeriveOptions d = options_.derive;
+  d.weight_rounding = c.adaptive_rounding ? WeightRounding::kAdaptive : WeightRounding::kNearest;
+  if (c.adaptive_rounding) d.operand_second_moment = sets_[set].moment;
+  d.mean_x = sets_[set].mean_x;
+  d.mean_h = sets_[set].mean_h;
+  d.bias_correction = c.bias_correction;
+  for (int32_t b = 0; b < kWeightBlocks; ++b) {
+    if (c.clip[static_cast<size_t>(b)] > 0) d.weight_clip_ratio[static_cast<size_t>(b)] = c.clip[static_cast<size_t>(b)];
+  }
+  const Range& ir = in_ranges_[set][c.input_range];
+  const Range& orr = out_ranges_[set][c.output_range];
+  const AffineQuant in = fixed_.input ? fixed_.input->quant : affine_from_range(ir.lo, ir.hi);
+  const AffineQuant out = fixed_.output ? fixed_.output->quant : affine_from_range(orr.lo, orr.hi);
+  if (gru_) return QuantizedLayer(source_, derive_gru_params(gru_of(source_), in, out, d), stats_);
+  CellScaleRequest cell_request = options_.cell_scale;
+  if (cell_request.policy == CellScalePolicy::kCalibrated) cell_request.headroom = c.headroom;
+  return QuantizedLayer(source_, derive_params(source_, in, out, choose_cell_scale(cell_request, sets_[set].cell_max), d),
+                        stats_);
+}
+
+// The start: with a search asked for, upstream's choices (min/max boundaries, max|W| weights, 2
+// bits of cell headroom) where the user left them open; what is kept when nothing can be held
+// out. Otherwise the options as given.
+void LayerSearch::start() {
+  best_.headroom = tune_headroom_ ? kUpstreamCellHeadroom : options_.cell_scale.headroom;
+  best_.bias_correction = options_.derive.bias_correction;
+  best_.adaptive_rounding = options_.derive.weight_rounding == WeightRounding::kAdaptive;
+  best_.input_range = std::min<size_t>(1, in_configs_.size() - 1);
+  best_.output_range = std::min<size_t>(1, out_configs_.size() - 1);
+}
+
+// Each group's float reference: the op's output (the steps the head reads), or the model's.
+std::vector<std::vector<float>> LayerSearch::references() {
+  std::vector<std::vector<float>> reference(groups_.size());
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    for (size_t k : groups_[g].scored) {
+      if (fixed_.head) {
+        const std::vector<float>& r = fixed_.head_reference.at(k);
+        reference[g].insert(reference[g].end(), r.begin(), r.end());
+      } else {
+        append_scored(reference[g], observed_.outputs[k], sequences_[k].time_steps, H_, fixed_.scored_step);
       }
-    }
-    for (size_t set = 0; set < sets.size(); ++set) {
-      if (sum_steps[set] == 0) continue;
-      sets[set].moment = std::move(sums[set]);
-      for (double& v : sets[set].moment) v /= static_cast<double>(sum_steps[set]);
+      stats_.scored_sequences.push_back(static_cast<int64_t>(k));
+      stats_.scored_steps += sequences_[k].time_steps;
     }
   }
+  return reference;
+}
 
-  auto build = [&](const Candidate& c, size_t set) {
-    DeriveOptions d = options.derive;
-    d.weight_rounding = c.adaptive_rounding ? WeightRounding::kAdaptive : WeightRounding::kNearest;
-    if (c.adaptive_rounding) d.operand_second_moment = sets[set].moment;
-    d.mean_x = sets[set].mean_x;
-    d.mean_h = sets[set].mean_h;
-    d.bias_correction = c.bias_correction;
-    for (int32_t b = 0; b < kWeightBlocks; ++b) {
-      if (c.clip[static_cast<size_t>(b)] > 0) d.weight_clip_ratio[static_cast<size_t>(b)] = c.clip[static_cast<size_t>(b)];
-    }
-    const Range& ir = in_ranges[set][c.input_range];
-    const Range& orr = out_ranges[set][c.output_range];
-    const AffineQuant in = fixed.input ? fixed.input->quant : affine_from_range(ir.lo, ir.hi);
-    const AffineQuant out = fixed.output ? fixed.output->quant : affine_from_range(orr.lo, orr.hi);
-    if (gru) return QuantizedLayer(source, derive_gru_params(gru_of(source), in, out, d), stats);
-    CellScaleRequest cell_request = options.cell_scale;
-    if (cell_request.policy == CellScalePolicy::kCalibrated) cell_request.headroom = c.headroom;
-    return QuantizedLayer(source, derive_params(source, in, out, choose_cell_scale(cell_request, sets[set].cell_max), d),
-                         stats);
-  };
-
-  // The start: with a search asked for, upstream's choices (min/max boundaries, max|W| weights,
-  // 2 bits of cell headroom) where the user left them open; what is kept when nothing can be
-  // held out. Otherwise the options as given.
-  Candidate best;
-  best.headroom = tune_headroom ? kUpstreamCellHeadroom : options.cell_scale.headroom;
-  best.bias_correction = options.derive.bias_correction;
-  best.adaptive_rounding = options.derive.weight_rounding == WeightRounding::kAdaptive;
-  best.input_range = std::min<size_t>(1, in_configs.size() - 1);
-  best.output_range = std::min<size_t>(1, out_configs.size() - 1);
-  if (searching) {
-    // Each group's float reference: the op's output (the steps the head reads), or the model's.
-    std::vector<std::vector<float>> reference(groups.size());
-    for (size_t g = 0; g < groups.size(); ++g) {
-      for (size_t k : groups[g].scored) {
-        if (fixed.head) {
-          const std::vector<float>& r = fixed.head_reference.at(k);
-          reference[g].insert(reference[g].end(), r.begin(), r.end());
+Score LayerSearch::score(const Candidate& c, const std::vector<std::vector<float>>& reference, int64_t expected) {
+  Score result;
+  try {
+    std::vector<std::optional<QuantizedLayer>> built(sets_.size());
+    double signal = 0, noise = 0;
+    for (size_t g = 0; g < groups_.size(); ++g) {
+      if (!built[groups_[g].set]) built[groups_[g].set] = build(c, groups_[g].set);
+      const QuantizedLayer& q = *built[groups_[g].set];
+      std::vector<float> y;
+      std::vector<int8_t> rows;  // what the head reads, when the score is the model's output
+      for (size_t k : groups_[g].scored) {
+        const CalibrationSequence& s = sequences_[k];
+        QuantizedLayer::State state = q.quantize_state(s.h0, s.c0, 1);
+        const std::vector<int8_t> ys8 = q.run_s8(q.quantize_input(s.values), {1, s.time_steps, Layout::kBatchMajor}, &state);
+        if (fixed_.head) {
+          append_scored(rows, ys8, s.time_steps, H_, fixed_.scored_step);
         } else {
-          append_scored(reference[g], observed.outputs[k], sequences[k].time_steps, H, fixed.scored_step);
+          append_scored(y, q.dequantize_output(ys8), s.time_steps, H_, fixed_.scored_step);
         }
-        stats.scored_sequences.push_back(static_cast<int64_t>(k));
-        stats.scored_steps += sequences[k].time_steps;
       }
+      if (fixed_.head) y = fixed_.head(q.output_quant(), rows, static_cast<int32_t>(rows.size() / static_cast<size_t>(H_)));
+      const NoiseSums n = noise_sums(reference[g], y);
+      signal += n.signal;
+      noise += n.noise;
+      result.group.push_back(n.sqnr_db());
     }
-    const double clip_ratios[] = {1.0, 0.95, 0.9, 0.85, 0.8, 0.75, 0.7, 0.6};
-    const double headrooms[] = {1.0, 1.25, 1.5, 2.0, 3.0, 4.0};
-    constexpr int kPasses = 2;
-    const int64_t expected_evaluations =
-        1 + kPasses * static_cast<int64_t>(in_configs.size() + out_configs.size() +
-                                           (search_headroom ? std::size(headrooms) : 0) + (search_bias ? 1 : 0) +
-                                           (search_clips ? weight_blocks * std::size(clip_ratios) : 0)) +
-        (search_rounding ? (search_bias ? 2 : 1) : 0);
-    // A candidate's score: per group and pooled over the groups (one SQNR of all held-out outputs).
-    struct Score {
-      bool ok = false;
-      std::vector<double> group;
-      double pooled = -std::numeric_limits<double>::infinity();
-    };
-    auto score = [&](const Candidate& c) -> Score {
-      Score result;
-      try {
-        std::vector<std::optional<QuantizedLayer>> built(sets.size());
-        double signal = 0, noise = 0;
-        for (size_t g = 0; g < groups.size(); ++g) {
-          if (!built[groups[g].set]) built[groups[g].set] = build(c, groups[g].set);
-          const QuantizedLayer& q = *built[groups[g].set];
-          std::vector<float> y;
-          std::vector<int8_t> rows;  // what the head reads, when the score is the model's output
-          for (size_t k : groups[g].scored) {
-            const CalibrationSequence& s = sequences[k];
-            State state = q.quantize_state(s.h0, s.c0, 1);
-            const std::vector<int8_t> ys8 = q.run_s8(q.quantize_input(s.values), {1, s.time_steps, Layout::kBatchMajor}, &state);
-            if (fixed.head) {
-              append_scored(rows, ys8, s.time_steps, H, fixed.scored_step);
-            } else {
-              append_scored(y, q.dequantize_output(ys8), s.time_steps, H, fixed.scored_step);
-            }
-          }
-          if (fixed.head) y = fixed.head(q.output_quant(), rows, static_cast<int32_t>(rows.size() / static_cast<size_t>(H)));
-          const NoiseSums n = noise_sums(reference[g], y);
-          signal += n.signal;
-          noise += n.noise;
-          result.group.push_back(n.sqnr_db());
-        }
-        result.pooled = NoiseSums{signal, noise}.sqnr_db();
-        result.ok = true;
-      } catch (const CompileError&) {
-        // e.g. an accumulator that could wrap: not a candidate
-      }
-      ++stats.evaluations;
-      if (options.progress) options.progress("searching", stats.evaluations, expected_evaluations);
-      return result;
-    };
-    Score best_score = score(best);
-    stats.start_sqnr_db = best_score.pooled;
-    // A change is taken when its gain, held out, averages more than both a hundredth of a dB and
-    // the spread of that gain between the groups (with 4 folds, twice its standard error).
-    constexpr double kMinGainDb = 0.01;
-    auto try_candidate = [&](const Candidate& c) {
-      const Score s = score(c);
-      if (!s.ok) return;
-      if (!best_score.ok) {
-        best_score = s;
-        best = c;
-        return;
-      }
-      const GainSpread gain = gain_spread(best_score.group, s.group);
-      if (gain.mean > kMinGainDb && gain.mean > gain.spread) {
-        best_score = s;
-        best = c;
-      }
-    };
-    for (int pass = 0; pass < kPasses; ++pass) {
-      for (size_t k = 0; k < in_configs.size(); ++k) {
-        Candidate c = best;
-        c.input_range = k;
-        try_candidate(c);
-      }
-      for (size_t k = 0; k < out_configs.size(); ++k) {
-        Candidate c = best;
-        c.output_range = k;
-        try_candidate(c);
-      }
-      if (search_headroom) {
-        for (double h : headrooms) {
-          Candidate c = best;
-          c.headroom = h;
-          try_candidate(c);
-        }
-      }
-      if (search_bias) {
-        Candidate c = best;
-        c.bias_correction = !c.bias_correction;
-        try_candidate(c);
-      }
-      for (int32_t b = 0; b < weight_blocks && search_clips; ++b) {
-        for (double r : clip_ratios) {
-          Candidate c = best;
-          c.clip[static_cast<size_t>(b)] = r;
-          try_candidate(c);
-        }
-      }
-    }
-    // Adaptive rounding last (each of its derivations costs up to tens of ms on the largest
-    // models): on the searched result, and with bias correction toggled, which it interacts with.
-    if (search_rounding) {
-      Candidate c = best;
-      c.adaptive_rounding = !c.adaptive_rounding;
-      try_candidate(c);
-      if (search_bias) {
-        c.bias_correction = !c.bias_correction;
-        try_candidate(c);
-      }
-    }
-    stats.final_sqnr_db = best_score.pooled;
-    stats.fold_sqnr_db = best_score.group;
-    stats.folds = static_cast<int32_t>(groups.size());
+    result.pooled = NoiseSums{signal, noise}.sqnr_db();
+    result.ok = true;
+  } catch (const CompileError&) {
+    // e.g. an accumulator that could wrap: not a candidate
   }
-  stats.input_range = in_ranges[0][best.input_range];
-  stats.output_range = out_ranges[0][best.output_range];
-  stats.input_observer = fixed.input ? fixed.input->source : label(in_configs[best.input_range]);
-  stats.output_observer = fixed.output ? fixed.output->source : label(out_configs[best.output_range]);
-  stats.chosen.input_observer = in_configs[best.input_range];
-  stats.chosen.output_observer = out_configs[best.output_range];
-  stats.chosen.cell_headroom = best.headroom;
-  stats.chosen.bias_correction = best.bias_correction;
-  stats.chosen.weight_rounding = best.adaptive_rounding ? WeightRounding::kAdaptive : WeightRounding::kNearest;
+  ++stats_.evaluations;
+  if (options_.progress) options_.progress("searching", stats_.evaluations, expected);
+  return result;
+}
+
+constexpr double kClipRatios[] = {1.0, 0.95, 0.9, 0.85, 0.8, 0.75, 0.7, 0.6};
+constexpr double kHeadrooms[] = {1.0, 1.25, 1.5, 2.0, 3.0, 4.0};
+constexpr int kPasses = 2;
+// A change is taken when its gain, held out, averages more than both a hundredth of a dB and the
+// spread of that gain between the groups (with 4 folds, twice its standard error).
+constexpr double kMinGainDb = 0.01;
+
+// Coordinate descent from the start: two passes over the boundaries, the cell headroom, bias
+// correction and each weight block's clip; adaptive rounding last (each of its derivations costs
+// up to tens of ms on the largest models), on the searched result and with bias correction
+// toggled, which it interacts with.
+void LayerSearch::descend(const std::vector<std::vector<float>>& reference) {
+  const int32_t weight_blocks = 2 * source_.gate_count();
+  const int64_t expected =
+      1 + kPasses * static_cast<int64_t>(in_configs_.size() + out_configs_.size() +
+                                         (search_headroom_ ? std::size(kHeadrooms) : 0) + (search_bias_ ? 1 : 0) +
+                                         (search_clips_ ? weight_blocks * std::size(kClipRatios) : 0)) +
+      (search_rounding_ ? (search_bias_ ? 2 : 1) : 0);
+  Score best_score = score(best_, reference, expected);
+  stats_.start_sqnr_db = best_score.pooled;
+  auto try_candidate = [&](const Candidate& c) {
+    const Score s = score(c, reference, expected);
+    if (!s.ok) return;
+    const GainSpread gain = best_score.ok ? gain_spread(best_score.group, s.group) : GainSpread{};
+    if (!best_score.ok || (gain.mean > kMinGainDb && gain.mean > gain.spread)) {
+      best_score = s;
+      best_ = c;
+    }
+  };
+  auto vary = [&](auto set, const auto& values) {
+    for (const auto& v : values) {
+      Candidate c = best_;
+      set(c, v);
+      try_candidate(c);
+    }
+  };
+  std::vector<size_t> in_choices(in_configs_.size()), out_choices(out_configs_.size());
+  std::iota(in_choices.begin(), in_choices.end(), size_t{0});
+  std::iota(out_choices.begin(), out_choices.end(), size_t{0});
+  for (int pass = 0; pass < kPasses; ++pass) {
+    vary([](Candidate& c, size_t k) { c.input_range = k; }, in_choices);
+    vary([](Candidate& c, size_t k) { c.output_range = k; }, out_choices);
+    if (search_headroom_) vary([](Candidate& c, double h) { c.headroom = h; }, kHeadrooms);
+    if (search_bias_) {
+      Candidate c = best_;
+      c.bias_correction = !c.bias_correction;
+      try_candidate(c);
+    }
+    for (int32_t b = 0; b < weight_blocks && search_clips_; ++b) {
+      vary([b](Candidate& c, double r) { c.clip[static_cast<size_t>(b)] = r; }, kClipRatios);
+    }
+  }
+  if (search_rounding_) {
+    Candidate c = best_;
+    c.adaptive_rounding = !c.adaptive_rounding;
+    try_candidate(c);
+    if (search_bias_) {
+      c.bias_correction = !c.bias_correction;
+      try_candidate(c);
+    }
+  }
+  stats_.final_sqnr_db = best_score.pooled;
+  stats_.fold_sqnr_db = best_score.group;
+  stats_.folds = static_cast<int32_t>(groups_.size());
+}
+
+void LayerSearch::search() {
+  if (searching_) descend(references());
+}
+
+std::string observer_label(const ObserverConfig& c) {
+  return c.kind == ObserverKind::kPercentile ? std::string("percentile:") + std::to_string(c.percentile).substr(0, 5)
+                                             : std::string(observer_name(c.kind));
+}
+
+QuantizedLayer LayerSearch::result(CalibrationStats* stats) {
+  stats_.input_range = in_ranges_[0][best_.input_range];
+  stats_.output_range = out_ranges_[0][best_.output_range];
+  stats_.input_observer = fixed_.input ? fixed_.input->source : observer_label(in_configs_[best_.input_range]);
+  stats_.output_observer = fixed_.output ? fixed_.output->source : observer_label(out_configs_[best_.output_range]);
+  stats_.chosen.input_observer = in_configs_[best_.input_range];
+  stats_.chosen.output_observer = out_configs_[best_.output_range];
+  stats_.chosen.cell_headroom = best_.headroom;
+  stats_.chosen.bias_correction = best_.bias_correction;
+  stats_.chosen.weight_rounding = best_.adaptive_rounding ? WeightRounding::kAdaptive : WeightRounding::kNearest;
   for (int32_t b = 0; b < kWeightBlocks; ++b) {
     const size_t i = static_cast<size_t>(b);
-    stats.chosen.weight_clip[i] = best.clip[i] > 0 ? best.clip[i] : options.derive.weight_clip_ratio[i];
+    stats_.chosen.weight_clip[i] = best_.clip[i] > 0 ? best_.clip[i] : options_.derive.weight_clip_ratio[i];
   }
-  QuantizedLayer result = build(best, 0);
+  QuantizedLayer layer = build(best_, 0);
+  *stats = stats_;
+  return layer;
+}
+
+}  // namespace
+
+QuantizedLayer QuantizedLayer::compile(const FloatLstm& source, const OpObservation& observed,
+                                       const CompileOptions& options, const OpBoundaries& fixed) {
+  LayerSearch search(source, observed, options, fixed);
+  search.check_observation();
+  search.observe();
+  search.make_groups();
+  search.decide_tuning();
+  search.candidate_ranges();
+  search.second_moments();
+  search.start();
+  search.search();
+  CalibrationStats stats;
+  QuantizedLayer result = search.result(&stats);
   result.stats_ = stats;
   return result;
 }
