@@ -156,293 +156,373 @@ bool keeps_inner_sequence(const FloatProgram& p) {
   return p.layers() > 1 || !p.front.empty() || (!p.head.empty() && !writes_final_state_only(p));
 }
 
-QuantizedProgram compile_program(const FloatProgram& program, const CalibrationSet& calibration,
-                                 const CompileOptions& options, const CalibrationSet* validation) {
-  program.validate();
-  for (const std::vector<FloatLayer>* part : {&program.front, &program.head}) {
+namespace {
+
+// One calibration entry per sequence and per starting state, as every layer sees it.
+struct Entry {
+  int32_t time_steps = 0;
+  std::vector<float> x;  // this layer's input [T][F]
+  bool chained = false;  // starts from the state the previous chained entry left
+  bool validation = false;  // scored by the search, never observed
+};
+
+// The whole program's compile, step by step (compile_program runs them in order): the entries
+// every layer is calibrated on, the front, the head's plan, the stack layer by layer (one float
+// pass, the boundaries the program fixes, each op searched and derived), then the head's ops.
+class ProgramCompiler {
+ public:
+  ProgramCompiler(const FloatProgram& program, const CalibrationSet& calibration, const CompileOptions& options)
+      : program_(program), calibration_(calibration), options_(options), D_(program.directions),
+        I_(program.input_size()), last_lstm_(program.ops.back()) {}
+
+  void check();
+  void make_entries(const CalibrationSet* validation);
+  void lower_front();
+  void lower_stack();
+  void lower_head();
+  QuantizedProgram finish();
+
+ private:
+  // The step whose output is op k's final hidden state.
+  int32_t final_step(size_t k) const { return program_.ops[k].reverse ? 0 : -1; }
+  void plan_head(const std::vector<std::vector<float>>& stack_out);
+  std::vector<double> head_row(const std::vector<float>& stack_out, size_t e) const;
+  std::vector<float> run_head(const AffineQuant& lstm_output, const std::vector<int8_t>& rows, int32_t n) const;
+  void observe_layer(int32_t l, std::vector<OpObservation>* observed, std::vector<std::vector<float>>* outs);
+  OpBoundaries layer_boundaries(int32_t l, const std::vector<std::vector<float>>& outs);
+  void compile_layer(int32_t l, const std::vector<OpObservation>& observed, OpBoundaries fixed);
+  void assemble_stack();
+
+  const FloatProgram& program_;
+  const CalibrationSet& calibration_;
+  const CompileOptions& options_;
+  const int32_t D_, I_;
+  const FloatLstm& last_lstm_;
+  bool has_select_ = false, final_state_ = false, select_op_ = false;
+  std::vector<FloatLayer> head_layers_;
+  std::optional<int32_t> head_step_;  // the step of the last layer's output the head reads
+  std::vector<Entry> entries_;
+  size_t observed_entries_ = 0;  // the entries the observers read: the validation sequences come after them
+  std::vector<int32_t> positions_;
+  std::optional<BoundaryQuant> lstm_input_;
+  std::vector<LayerOp> head_ops_;
+  std::vector<AffineQuant> head_quants_;
+  std::vector<std::vector<double>> head_values_;
+  std::vector<ProgramOp> lstm_ops_;
+  QuantizedProgram result_;
+};
+
+void ProgramCompiler::check() {
+  program_.validate();
+  for (const std::vector<FloatLayer>* part : {&program_.front, &program_.head}) {
     for (const FloatLayer& l : *part) l.validate();
   }
-  if (calibration.sequences.empty()) throw CompileError("calibration: the calibration set is empty");
-  const int32_t D = program.directions, I = program.input_size();
-  const size_t ops_count = program.ops.size();
-  const bool has_select = !program.head.empty() && program.head.front().kind == FloatLayerKind::kSelectStep;
-  const FloatLstm& last_lstm = program.ops.back();
-  const std::vector<FloatLayer> head_layers = compiled_head_layers(program);
-  if (program.lstm_output == LstmOutput::kFinalState && has_select) {
-    throw CompileError(node_label(program.head.front()) + ": selects a step of h_n, which has one");
+  if (calibration_.sequences.empty()) throw CompileError("calibration: the calibration set is empty");
+  has_select_ = !program_.head.empty() && program_.head.front().kind == FloatLayerKind::kSelectStep;
+  head_layers_ = compiled_head_layers(program_);
+  if (program_.lstm_output == LstmOutput::kFinalState && has_select_) {
+    throw CompileError(node_label(program_.head.front()) + ": selects a step of h_n, which has one");
   }
   // The head reads one step of the stack's output: the last op's final state alone (written
   // without the sequence), or step k of the sequence (a selection op).
-  const bool final_state = writes_final_state_only(program);
-  const bool select_op = has_select && !final_state;
-  std::optional<int32_t> head_step;  // the step of the last layer's output the head reads
-  if (program.lstm_output == LstmOutput::kFinalState) head_step = last_lstm.reverse ? 0 : -1;
-  if (has_select) head_step = program.head.front().step;
-  // The step whose output is op k's final hidden state.
-  auto final_step = [&](size_t k) { return program.ops[k].reverse ? 0 : -1; };
-  for (const FloatLayer& l : program.front) {
+  final_state_ = writes_final_state_only(program_);
+  select_op_ = has_select_ && !final_state_;
+  if (program_.lstm_output == LstmOutput::kFinalState) head_step_ = last_lstm_.reverse ? 0 : -1;
+  if (has_select_) head_step_ = program_.head.front().step;
+  for (const FloatLayer& l : program_.front) {
     if (l.kind == FloatLayerKind::kSelectStep) throw CompileError(node_label(l) + ": a step selection before the LSTM");
   }
-  // One calibration entry per sequence and per starting state, as every layer sees it.
-  struct Entry {
-    int32_t time_steps = 0;
-    std::vector<float> x;  // this layer's input [T][F]
-    bool chained = false;  // starts from the state the previous chained entry left
-    bool validation = false;  // scored by the search, never observed
-  };
-  const bool fed = program.initial_hidden == StateSource::kInput || program.initial_cell == StateSource::kInput;
-  std::vector<Entry> entries;
+}
+
+void ProgramCompiler::make_entries(const CalibrationSet* validation) {
+  const bool fed = program_.initial_hidden == StateSource::kInput || program_.initial_cell == StateSource::kInput;
   for (int pass = 0; pass < (fed ? 2 : 1); ++pass) {
-    for (size_t k = 0; k < calibration.sequences.size(); ++k) {
-      const CalibrationSequence& s = calibration.sequences[k];
-      if (pass == 0) check_sequence(s, k, I);
-      entries.push_back({s.time_steps, s.values, pass == 1});
+    for (size_t k = 0; k < calibration_.sequences.size(); ++k) {
+      const CalibrationSequence& s = calibration_.sequences[k];
+      if (pass == 0) check_sequence(s, k, I_);
+      entries_.push_back({s.time_steps, s.values, pass == 1});
     }
   }
-  // The entries the observers read: the validation sequences come after them.
-  const size_t observed_entries = entries.size();
+  observed_entries_ = entries_.size();
   for (size_t k = 0; validation && k < validation->sequences.size(); ++k) {
     const CalibrationSequence& s = validation->sequences[k];
     try {
-      check_sequence(s, k, I);
+      check_sequence(s, k, I_);
     } catch (const CompileError& e) {
       throw CompileError(std::string("validation set: ") + e.what());
     }
-    entries.push_back({s.time_steps, s.values, false, true});
+    entries_.push_back({s.time_steps, s.values, false, true});
   }
-  QuantizedProgram result;
-  result.source = program;
-  CompiledModel& m = result.model;
-  std::vector<int32_t> positions;
-  for (const Entry& en : entries) positions.push_back(en.time_steps);
+  result_.source = program_;
+  for (const Entry& en : entries_) positions_.push_back(en.time_steps);
+}
 
-  // The front: per-step ops on the model input, each observed on the float pass.
-  std::optional<BoundaryQuant> lstm_input;
-  if (!program.front.empty()) {
-    std::vector<float> inputs;
-    for (const CalibrationSequence& s : calibration.sequences) inputs.insert(inputs.end(), s.values.begin(), s.values.end());
-    if (inputs.empty()) throw CompileError("calibration: every sequence has zero time steps");
-    const Range r = choose_range(inputs, options.input_observer);
-    m.buffers.push_back({I, affine_from_range(r.lo, r.hi), QLSTM_BUFFER_EVERY_STEP});
-    std::vector<std::vector<double>> values;
-    for (Entry& en : entries) values.push_back(to_double(en.x));
-    for (const LayerOp& lop : layer_ops(program.front)) {
-      const AffineQuant out = run_layer_op(lop, values, positions, options.output_observer, observed_entries);
-      ProgramOp op = derive_layer_op(lop, m.buffers.back().quant, out, options);
-      op.input_buffer = static_cast<int32_t>(m.buffers.size()) - 1;
-      op.output_buffer = op.input_buffer + 1;
-      m.buffers.push_back({lop.layer->output_size, out, QLSTM_BUFFER_EVERY_STEP});
-      m.ops.push_back(std::move(op));
+// The front: per-step ops on the model input, each observed on the float pass.
+void ProgramCompiler::lower_front() {
+  if (program_.front.empty()) return;
+  CompiledModel& m = result_.model;
+  std::vector<float> inputs;
+  for (const CalibrationSequence& s : calibration_.sequences) inputs.insert(inputs.end(), s.values.begin(), s.values.end());
+  if (inputs.empty()) throw CompileError("calibration: every sequence has zero time steps");
+  const Range r = choose_range(inputs, options_.input_observer);
+  m.buffers.push_back({I_, affine_from_range(r.lo, r.hi), QLSTM_BUFFER_EVERY_STEP});
+  std::vector<std::vector<double>> values;
+  for (Entry& en : entries_) values.push_back(to_double(en.x));
+  for (const LayerOp& lop : layer_ops(program_.front)) {
+    const AffineQuant out = run_layer_op(lop, values, positions_, options_.output_observer, observed_entries_);
+    ProgramOp op = derive_layer_op(lop, m.buffers.back().quant, out, options_);
+    op.input_buffer = static_cast<int32_t>(m.buffers.size()) - 1;
+    op.output_buffer = op.input_buffer + 1;
+    m.buffers.push_back({lop.layer->output_size, out, QLSTM_BUFFER_EVERY_STEP});
+    m.ops.push_back(std::move(op));
+  }
+  for (size_t e = 0; e < entries_.size(); ++e) entries_[e].x.assign(values[e].begin(), values[e].end());
+  lstm_input_ = BoundaryQuant{m.buffers.back().quant, "the output of the front end (" + program_.front.back().node + ")"};
+}
+
+// Entry e's row the head reads: each direction's part, its final state (h_n) or the selected step.
+std::vector<double> ProgramCompiler::head_row(const std::vector<float>& stack_out, size_t e) const {
+  const int32_t T = entries_[e].time_steps, H = last_lstm_.hidden_size, W = D_ * H;
+  std::vector<double> row;
+  for (int32_t d = 0; d < D_; ++d) {
+    const size_t k = program_.ops.size() - static_cast<size_t>(D_ - d);
+    const int32_t step = program_.lstm_output == LstmOutput::kFinalState ? final_step(k) : *head_step_;
+    const int32_t t = step < 0 ? T + step : step;
+    if (t < 0 || t >= T) {
+      throw CompileError("calibration: sequence " + std::to_string(e % calibration_.sequences.size()) + " has " +
+                         std::to_string(T) + " steps; the head reads step " + std::to_string(step));
     }
-    for (size_t e = 0; e < entries.size(); ++e) entries[e].x.assign(values[e].begin(), values[e].end());
-    lstm_input = BoundaryQuant{m.buffers.back().quant, "the output of the front end (" + program.front.back().node + ")"};
+    const auto at = stack_out.begin() + static_cast<ptrdiff_t>(t) * W + static_cast<ptrdiff_t>(d) * H;
+    row.insert(row.end(), at, at + H);
   }
+  return row;
+}
 
-  // The head, planned on the float pass of the last layer: what it reads (every step, one step or
-  // h_n), its per-position ops (the selection is not one) and each one's output quantization, and
-  // the float model's output per entry.
-  std::vector<LayerOp> head_ops = layer_ops(head_layers);
-  if (has_select) head_ops.erase(head_ops.begin());
-  std::vector<AffineQuant> head_quants;
-  std::vector<std::vector<double>> head_values;
-  auto plan_head = [&](const std::vector<std::vector<float>>& stack_out) {
-    const int32_t W = D * last_lstm.hidden_size;
-    std::vector<int32_t> head_positions;
-    for (size_t e = 0; e < entries.size(); ++e) {
-      const int32_t T = entries[e].time_steps;
-      if (!head_step) {
-        head_values.push_back(to_double(stack_out[e]));
-        head_positions.push_back(T);
-        continue;
-      }
-      // Each direction's part of the row: its final state (h_n) or the selected step.
-      const int32_t H = last_lstm.hidden_size;
-      std::vector<double> row;
-      for (int32_t d = 0; d < D; ++d) {
-        const size_t k = program.ops.size() - static_cast<size_t>(D - d);
-        const int32_t step = program.lstm_output == LstmOutput::kFinalState ? final_step(k) : *head_step;
-        const int32_t t = step < 0 ? T + step : step;
-        if (t < 0 || t >= T) {
-          throw CompileError("calibration: sequence " + std::to_string(e % calibration.sequences.size()) + " has " +
-                             std::to_string(T) + " steps; the head reads step " + std::to_string(step));
-        }
-        const auto at = stack_out[e].begin() + static_cast<ptrdiff_t>(t) * W + static_cast<ptrdiff_t>(d) * H;
-        row.insert(row.end(), at, at + H);
-      }
-      head_values.push_back(std::move(row));
+// The head, planned on the float pass of the last layer: what it reads (every step, one step or
+// h_n), its per-position ops (the selection is not one) and each one's output quantization, and
+// the float model's output per entry.
+void ProgramCompiler::plan_head(const std::vector<std::vector<float>>& stack_out) {
+  std::vector<int32_t> head_positions;
+  for (size_t e = 0; e < entries_.size(); ++e) {
+    if (!head_step_) {
+      head_values_.push_back(to_double(stack_out[e]));
+      head_positions.push_back(entries_[e].time_steps);
+    } else {
+      head_values_.push_back(head_row(stack_out[e], e));
       head_positions.push_back(1);
     }
-    for (const LayerOp& lop : head_ops) {
-      head_quants.push_back(run_layer_op(lop, head_values, head_positions, options.output_observer, observed_entries));
-    }
-  };
-  // The head in int8 on rows of the last op's output in `lstm_output` (the search's score).
-  auto run_head = [&](const AffineQuant& lstm_output, const std::vector<int8_t>& rows, int32_t n) {
-    std::vector<int8_t> x = rows;
-    AffineQuant q = lstm_output;
-    for (size_t j = 0; j < head_ops.size(); ++j) {
-      x = run_op_s8(derive_layer_op(head_ops[j], q, head_quants[j], options), x, n);
-      q = head_quants[j];
-    }
-    std::vector<float> y;
-    for (int8_t v : x) y.push_back(static_cast<float>(q.dequantize(v)));
-    return y;
-  };
+  }
+  for (const LayerOp& lop : head_ops_) {
+    head_quants_.push_back(run_layer_op(lop, head_values_, head_positions, options_.output_observer, observed_entries_));
+  }
+}
 
-  // The LSTM stack, layer by layer.
-  std::vector<ProgramOp> lstm_ops;
-  for (int32_t l = 0; l < program.layers(); ++l) {
-    const int32_t H = program.ops[static_cast<size_t>(l * D)].hidden_size, W = D * H;
-    // The one float pass of this layer: each op's observation (what its observers and its search
-    // read) and, together, the layer's output, the input of the layer above.
-    std::vector<OpObservation> observed(static_cast<size_t>(D));
-    std::vector<std::vector<float>> outs(entries.size());
-    std::vector<std::vector<float>> carried_h(static_cast<size_t>(D)), carried_c(static_cast<size_t>(D));
-    for (size_t e = 0; e < entries.size(); ++e) {
-      Entry& en = entries[e];
-      outs[e].assign(static_cast<size_t>(en.time_steps) * W, 0.0f);
-      for (int32_t d = 0; d < D; ++d) {
-        const size_t k = static_cast<size_t>(l * D + d);
-        std::vector<float> h0, c0;
-        // A per-row constant state: calibration sequence e is row e of its batch (in order).
-        const size_t row = en.validation ? e - observed_entries : e % calibration.sequences.size();
-        if (program.initial_hidden == StateSource::kConstant) h0 = state_row(program.h0[k], H, row);
-        if (program.initial_cell == StateSource::kConstant) c0 = state_row(program.c0[k], H, row);
-        if (en.chained && program.initial_hidden == StateSource::kInput) h0 = carried_h[static_cast<size_t>(d)];
-        if (en.chained && program.initial_cell == StateSource::kInput) c0 = carried_c[static_cast<size_t>(d)];
-        // The last op of the layer takes the input: the layer's output replaces it below.
-        const FloatResult f = observed[static_cast<size_t>(d)].add(
-            program.ops[k], {en.time_steps, d + 1 == D ? std::move(en.x) : en.x, std::move(h0), std::move(c0)},
-            en.validation);
-        for (int32_t t = 0; t < en.time_steps; ++t) {
-          std::copy_n(f.output.begin() + static_cast<ptrdiff_t>(t) * H, H,
-                      outs[e].begin() + static_cast<ptrdiff_t>(t) * W + static_cast<ptrdiff_t>(d) * H);
-        }
-        if (en.chained) {
-          carried_h[static_cast<size_t>(d)] = f.h_n;
-          carried_c[static_cast<size_t>(d)] = f.c_n;
-        }
-      }
-      if (options.progress) options.progress("calibrating", static_cast<int64_t>(e + 1), static_cast<int64_t>(entries.size()));
-    }
-    OpBoundaries fixed;
-    if (l > 0) {
-      fixed.input = BoundaryQuant{lstm_ops.back().recurrent_output(), "the output of layer " + std::to_string(l - 1)};
-    }
-    if (l == 0 && lstm_input) fixed.input = lstm_input;
-    if (l + 1 == program.layers()) {
-      fixed.scored_step = head_step;
-      plan_head(outs);
-      // One op per layer: its candidates are scored by the model's output through the head.
-      if (D == 1 && !head_ops.empty()) {
-        fixed.head = run_head;
-        for (const std::vector<double>& v : head_values) fixed.head_reference.emplace_back(v.begin(), v.end());
-      }
-    }
-    if (D == 2) {
-      std::vector<float> all;
-      for (size_t e = 0; e < observed_entries; ++e) all.insert(all.end(), outs[e].begin(), outs[e].end());
-      for (float v : all) {
-        if (!std::isfinite(v)) throw CompileError("calibration: layer " + std::to_string(l) + " produced a non-finite output");
-      }
-      if (all.empty()) throw CompileError("calibration: every sequence has zero time steps");
-      const Range r = choose_range(all, options.output_observer);
-      fixed.output = BoundaryQuant{affine_from_range(r.lo, r.hi),
-                                   std::string(observer_name(options.output_observer.kind)) + " over both directions"};
-    }
-    for (int32_t d = 0; d < D; ++d) {
-      const size_t k = static_cast<size_t>(l * D + d);
-      if (d == 1 && !fixed.input) {  // both directions read the same buffer
-        fixed.input = BoundaryQuant{lstm_ops.back().recurrent_input(),
-                                    "the forward direction's choice (" + result.stats.back().input_observer + ")"};
-      } else if (d == 1) {
-        fixed.input->quant = lstm_ops.back().recurrent_input();
-      }
-      if (l + 1 == program.layers() && program.lstm_output == LstmOutput::kFinalState) {
-        fixed.scored_step = final_step(k);  // what the op writes
-      }
-      QuantizedLayer q = [&] {
-        try {
-          return QuantizedLayer::compile(program.ops[k], observed[static_cast<size_t>(d)], with_choice(options, k), fixed);
-        } catch (const CompileError& e) {
-          if (ops_count == 1) throw;
-          throw CompileError("layer " + std::to_string(l) + (D == 2 ? (d ? " reverse" : " forward") : "") + ": " +
-                             e.what());
-        }
-      }();
-      ProgramOp op = q.program_op();
-      if (program.initial_hidden == StateSource::kConstant && op.gru_op()) {
-        // A GRU's h0 is its Q0.15 state row (ProgramOp::initial_cell).
-        for (float v : program.h0[k]) op.initial_cell.push_back(quantize_cell(v, kGruHiddenPower));
-      } else if (program.initial_hidden == StateSource::kConstant) {
-        for (float v : program.h0[k]) op.initial_hidden.push_back(op.lstm.output.quantize(v));
-      }
-      if (program.initial_cell == StateSource::kConstant && !op.gru_op()) {
-        for (float v : program.c0[k]) op.initial_cell.push_back(quantize_cell(v, op.lstm.cell.power));
-      }
-      lstm_ops.push_back(std::move(op));
-      result.stats.push_back(q.calibration());
-    }
-    for (size_t e = 0; e < entries.size(); ++e) entries[e].x = std::move(outs[e]);
+// The head in int8 on rows of the last op's output in `lstm_output` (the search's score).
+std::vector<float> ProgramCompiler::run_head(const AffineQuant& lstm_output, const std::vector<int8_t>& rows,
+                                             int32_t n) const {
+  std::vector<int8_t> x = rows;
+  AffineQuant q = lstm_output;
+  for (size_t j = 0; j < head_ops_.size(); ++j) {
+    x = run_op_s8(derive_layer_op(head_ops_[j], q, head_quants_[j], options_), x, n);
+    q = head_quants_[j];
   }
-  // The last layer's ops write their final states only (both directions: into one [B][2H] row).
-  if (final_state) {
-    for (size_t k = lstm_ops.size() - static_cast<size_t>(program.lstm_output == LstmOutput::kFinalState ? D : 1);
-         k < lstm_ops.size(); ++k) {
-      lstm_ops[k].lstm.output_steps = QLSTM_OUTPUT_FINAL;
-      lstm_ops[k].gru.output_steps = QLSTM_OUTPUT_FINAL;
-    }
-  }
-  {
-    // The stack's ops after the front's, its buffers after the front's (buffer 0 is the first
-    // LSTM's input when there is no front).
-    const int32_t first = m.buffers.empty() ? 0 : static_cast<int32_t>(m.buffers.size()) - 1;
-    CompiledModel stack = assemble_program(std::move(lstm_ops), D);
-    if (m.buffers.empty()) m.buffers.push_back(stack.buffers.front());
-    for (size_t b = 1; b < stack.buffers.size(); ++b) m.buffers.push_back(stack.buffers[b]);
-    if (final_state) m.buffers.back().steps = QLSTM_BUFFER_ONE_STEP;
-    for (ProgramOp& op : stack.ops) {
-      op.input_buffer += first;
-      op.output_buffer += first;
-      m.ops.push_back(std::move(op));
-    }
-  }
+  std::vector<float> y;
+  for (int8_t v : x) y.push_back(static_cast<float>(q.dequantize(v)));
+  return y;
+}
 
-  // The head's ops, each between the quantization before it and its own observed one.
-  const int32_t W = D * last_lstm.hidden_size;
-  if (has_select) {
-    if (select_op) {
-      ProgramOp op;
-      op.kind = QLSTM_OP_SELECT_STEP;
-      op.select = {W, program.head.front().step};
-      op.input_buffer = static_cast<int32_t>(m.buffers.size()) - 1;
-      op.output_buffer = op.input_buffer + 1;
-      m.buffers.push_back({W, m.buffers.back().quant, QLSTM_BUFFER_ONE_STEP});
-      m.ops.push_back(std::move(op));
+// The one float pass of layer l: each op's observation (what its observers and its search read)
+// and, together, the layer's output, the input of the layer above.
+void ProgramCompiler::observe_layer(int32_t l, std::vector<OpObservation>* observed,
+                                    std::vector<std::vector<float>>* outs) {
+  const int32_t H = program_.ops[static_cast<size_t>(l * D_)].hidden_size, W = D_ * H;
+  observed->assign(static_cast<size_t>(D_), OpObservation{});
+  outs->assign(entries_.size(), {});
+  std::vector<std::vector<float>> carried_h(static_cast<size_t>(D_)), carried_c(static_cast<size_t>(D_));
+  for (size_t e = 0; e < entries_.size(); ++e) {
+    Entry& en = entries_[e];
+    (*outs)[e].assign(static_cast<size_t>(en.time_steps) * W, 0.0f);
+    for (int32_t d = 0; d < D_; ++d) {
+      const size_t k = static_cast<size_t>(l * D_ + d);
+      std::vector<float> h0, c0;
+      // A per-row constant state: calibration sequence e is row e of its batch (in order).
+      const size_t row = en.validation ? e - observed_entries_ : e % calibration_.sequences.size();
+      if (program_.initial_hidden == StateSource::kConstant) h0 = state_row(program_.h0[k], H, row);
+      if (program_.initial_cell == StateSource::kConstant) c0 = state_row(program_.c0[k], H, row);
+      if (en.chained && program_.initial_hidden == StateSource::kInput) h0 = carried_h[static_cast<size_t>(d)];
+      if (en.chained && program_.initial_cell == StateSource::kInput) c0 = carried_c[static_cast<size_t>(d)];
+      // The last op of the layer takes the input: the layer's output replaces it below.
+      const FloatResult f = (*observed)[static_cast<size_t>(d)].add(
+          program_.ops[k], {en.time_steps, d + 1 == D_ ? std::move(en.x) : en.x, std::move(h0), std::move(c0)},
+          en.validation);
+      for (int32_t t = 0; t < en.time_steps; ++t) {
+        std::copy_n(f.output.begin() + static_cast<ptrdiff_t>(t) * H, H,
+                    (*outs)[e].begin() + static_cast<ptrdiff_t>(t) * W + static_cast<ptrdiff_t>(d) * H);
+      }
+      if (en.chained) {
+        carried_h[static_cast<size_t>(d)] = f.h_n;
+        carried_c[static_cast<size_t>(d)] = f.c_n;
+      }
+    }
+    if (options_.progress) options_.progress("calibrating", static_cast<int64_t>(e + 1), static_cast<int64_t>(entries_.size()));
+  }
+}
+
+// What the program fixes of layer l's boundaries: its input (the layer below's output, or the
+// front's), the last layer's scored steps and head, and a bidirectional layer's shared output.
+OpBoundaries ProgramCompiler::layer_boundaries(int32_t l, const std::vector<std::vector<float>>& outs) {
+  OpBoundaries fixed;
+  if (l > 0) fixed.input = BoundaryQuant{lstm_ops_.back().recurrent_output(), "the output of layer " + std::to_string(l - 1)};
+  if (l == 0 && lstm_input_) fixed.input = lstm_input_;
+  if (l + 1 == program_.layers()) {
+    fixed.scored_step = head_step_;
+    plan_head(outs);
+    // One op per layer: its candidates are scored by the model's output through the head.
+    if (D_ == 1 && !head_ops_.empty()) {
+      fixed.head = [this](const AffineQuant& q, const std::vector<int8_t>& rows, int32_t n) { return run_head(q, rows, n); };
+      for (const std::vector<double>& v : head_values_) fixed.head_reference.emplace_back(v.begin(), v.end());
     }
   }
-  for (size_t j = 0; j < head_ops.size(); ++j) {
-    const LayerOp& lop = head_ops[j];
-    const AffineQuant& out = head_quants[j];
-    ProgramOp op = derive_layer_op(lop, m.buffers.back().quant, out, options);
+  if (D_ == 2) {
+    std::vector<float> all;
+    for (size_t e = 0; e < observed_entries_; ++e) all.insert(all.end(), outs[e].begin(), outs[e].end());
+    for (float v : all) {
+      if (!std::isfinite(v)) throw CompileError("calibration: layer " + std::to_string(l) + " produced a non-finite output");
+    }
+    if (all.empty()) throw CompileError("calibration: every sequence has zero time steps");
+    const Range r = choose_range(all, options_.output_observer);
+    fixed.output = BoundaryQuant{affine_from_range(r.lo, r.hi),
+                                 std::string(observer_name(options_.output_observer.kind)) + " over both directions"};
+  }
+  return fixed;
+}
+
+// Each op of layer l searched and derived, with its constant initial state in its formats.
+void ProgramCompiler::compile_layer(int32_t l, const std::vector<OpObservation>& observed, OpBoundaries fixed) {
+  for (int32_t d = 0; d < D_; ++d) {
+    const size_t k = static_cast<size_t>(l * D_ + d);
+    if (d == 1 && !fixed.input) {  // both directions read the same buffer
+      fixed.input = BoundaryQuant{lstm_ops_.back().recurrent_input(),
+                                  "the forward direction's choice (" + result_.stats.back().input_observer + ")"};
+    } else if (d == 1) {
+      fixed.input->quant = lstm_ops_.back().recurrent_input();
+    }
+    if (l + 1 == program_.layers() && program_.lstm_output == LstmOutput::kFinalState) {
+      fixed.scored_step = final_step(k);  // what the op writes
+    }
+    QuantizedLayer q = [&] {
+      try {
+        return QuantizedLayer::compile(program_.ops[k], observed[static_cast<size_t>(d)], with_choice(options_, k), fixed);
+      } catch (const CompileError& e) {
+        if (program_.ops.size() == 1) throw;
+        throw CompileError("layer " + std::to_string(l) + (D_ == 2 ? (d ? " reverse" : " forward") : "") + ": " + e.what());
+      }
+    }();
+    ProgramOp op = q.program_op();
+    if (program_.initial_hidden == StateSource::kConstant && op.gru_op()) {
+      // A GRU's h0 is its Q0.15 state row (ProgramOp::initial_cell).
+      for (float v : program_.h0[k]) op.initial_cell.push_back(quantize_cell(v, kGruHiddenPower));
+    } else if (program_.initial_hidden == StateSource::kConstant) {
+      for (float v : program_.h0[k]) op.initial_hidden.push_back(op.lstm.output.quantize(v));
+    }
+    if (program_.initial_cell == StateSource::kConstant && !op.gru_op()) {
+      for (float v : program_.c0[k]) op.initial_cell.push_back(quantize_cell(v, op.lstm.cell.power));
+    }
+    lstm_ops_.push_back(std::move(op));
+    result_.stats.push_back(q.calibration());
+  }
+}
+
+// The stack's ops after the front's, its buffers after the front's (buffer 0 is the first LSTM's
+// input when there is no front); the last layer's ops write their final states only when the
+// head reads nothing else (both directions: into one [B][2H] row).
+void ProgramCompiler::assemble_stack() {
+  if (final_state_) {
+    for (size_t k = lstm_ops_.size() - static_cast<size_t>(program_.lstm_output == LstmOutput::kFinalState ? D_ : 1);
+         k < lstm_ops_.size(); ++k) {
+      lstm_ops_[k].lstm.output_steps = QLSTM_OUTPUT_FINAL;
+      lstm_ops_[k].gru.output_steps = QLSTM_OUTPUT_FINAL;
+    }
+  }
+  CompiledModel& m = result_.model;
+  const int32_t first = m.buffers.empty() ? 0 : static_cast<int32_t>(m.buffers.size()) - 1;
+  CompiledModel stack = assemble_program(std::move(lstm_ops_), D_);
+  if (m.buffers.empty()) m.buffers.push_back(stack.buffers.front());
+  for (size_t b = 1; b < stack.buffers.size(); ++b) m.buffers.push_back(stack.buffers[b]);
+  if (final_state_) m.buffers.back().steps = QLSTM_BUFFER_ONE_STEP;
+  for (ProgramOp& op : stack.ops) {
+    op.input_buffer += first;
+    op.output_buffer += first;
+    m.ops.push_back(std::move(op));
+  }
+}
+
+// The LSTM stack, layer by layer.
+void ProgramCompiler::lower_stack() {
+  head_ops_ = layer_ops(head_layers_);
+  if (has_select_) head_ops_.erase(head_ops_.begin());
+  for (int32_t l = 0; l < program_.layers(); ++l) {
+    std::vector<OpObservation> observed;
+    std::vector<std::vector<float>> outs;
+    observe_layer(l, &observed, &outs);
+    compile_layer(l, observed, layer_boundaries(l, outs));
+    for (size_t e = 0; e < entries_.size(); ++e) entries_[e].x = std::move(outs[e]);
+  }
+  assemble_stack();
+}
+
+// The head's ops, each between the quantization before it and its own observed one.
+void ProgramCompiler::lower_head() {
+  CompiledModel& m = result_.model;
+  const int32_t W = D_ * last_lstm_.hidden_size;
+  if (select_op_) {
+    ProgramOp op;
+    op.kind = QLSTM_OP_SELECT_STEP;
+    op.select = {W, program_.head.front().step};
+    op.input_buffer = static_cast<int32_t>(m.buffers.size()) - 1;
+    op.output_buffer = op.input_buffer + 1;
+    m.buffers.push_back({W, m.buffers.back().quant, QLSTM_BUFFER_ONE_STEP});
+    m.ops.push_back(std::move(op));
+  }
+  for (size_t j = 0; j < head_ops_.size(); ++j) {
+    const LayerOp& lop = head_ops_[j];
+    const AffineQuant& out = head_quants_[j];
+    ProgramOp op = derive_layer_op(lop, m.buffers.back().quant, out, options_);
     op.input_buffer = static_cast<int32_t>(m.buffers.size()) - 1;
     op.output_buffer = op.input_buffer + 1;
     m.buffers.push_back({lop.layer->output_size, out, m.buffers.back().steps});
     m.ops.push_back(std::move(op));
   }
+}
+
+QuantizedProgram ProgramCompiler::finish() {
   // The first pass's entries start from the program's own state, one per calibration sequence.
-  for (size_t e = 0; e < calibration.sequences.size(); ++e) {
-    result.float_outputs.emplace_back(head_values[e].begin(), head_values[e].end());
+  for (size_t e = 0; e < calibration_.sequences.size(); ++e) {
+    result_.float_outputs.emplace_back(head_values_[e].begin(), head_values_[e].end());
   }
-  m.directions = D;
-  m.initial_hidden = program.initial_hidden;
-  m.initial_cell = program.initial_cell;
-  m.hidden_output = program.hidden_output;
-  m.cell_output = program.cell_output;
-  if (std::find(options.s16_layers.begin(), options.s16_layers.end(), true) != options.s16_layers.end()) {
-    m = s16_program(program, calibration, result, options);
+  CompiledModel& m = result_.model;
+  m.directions = D_;
+  m.initial_hidden = program_.initial_hidden;
+  m.initial_cell = program_.initial_cell;
+  m.hidden_output = program_.hidden_output;
+  m.cell_output = program_.cell_output;
+  if (std::find(options_.s16_layers.begin(), options_.s16_layers.end(), true) != options_.s16_layers.end()) {
+    m = s16_program(program_, calibration_, result_, options_);
   }
-  return result;
+  return std::move(result_);
+}
+
+}  // namespace
+
+QuantizedProgram compile_program(const FloatProgram& program, const CalibrationSet& calibration,
+                                 const CompileOptions& options, const CalibrationSet* validation) {
+  ProgramCompiler c(program, calibration, options);
+  c.check();
+  c.make_entries(validation);
+  c.lower_front();
+  c.lower_stack();
+  c.lower_head();
+  return c.finish();
 }
 
 }  // namespace compiler

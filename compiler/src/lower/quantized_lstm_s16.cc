@@ -261,210 +261,278 @@ std::vector<int16_t> s16_constant_state(const FloatProgram& program, size_t k, c
   return out;
 }
 
-}  // namespace
+// The 16x8 form of an int8 program, step by step (s16_program runs them in order).
+class S16ProgramBuilder {
+ public:
+  S16ProgramBuilder(const FloatProgram& program, const CalibrationSet& calibration, const QuantizedProgram& int8,
+                    const CompileOptions& options)
+      : program_(program), calibration_(calibration), int8_(int8), options_(options), D_(program.directions),
+        L_(program.layers()), head_(compiled_head_layers(program)) {}
 
-CompiledModel s16_program(const FloatProgram& program, const CalibrationSet& calibration, const QuantizedProgram& int8,
-                          const CompileOptions& options) {
+  void check_scope() const;
+  void observe();
+  void lower_front();
+  void lower_layer(int32_t l);
+  void lower_head();
+  CompiledModel finish();
+
+ private:
+  double scale(const Observed& o, bool lstm_output, const std::string& what) const {
+    return symmetric_s16_scale(s16_boundary_range(o.max_abs, options_.s16_headroom_bits, lstm_output), what);
+  }
+  void requantize_to(int32_t type, const AffineQuant& quant, const std::string& what);
+  void per_position_op(size_t k8, const std::vector<FloatLayer>& float_layers, const std::vector<Observed>& observed,
+                       size_t& j);
+  void layer_input(int32_t l, bool s16_layer);
+  ProgramOp lstm_s16_op(int32_t l, int32_t d, const ProgramOp& op8, const ProgramBuffer& out, double s_in) const;
+
+  const FloatProgram& program_;
+  const CalibrationSet& calibration_;
+  const QuantizedProgram& int8_;
+  const CompileOptions& options_;
+  const int32_t D_, L_;
+  const std::vector<FloatLayer> head_;
+  // What every boundary takes on the calibration set, through the float program.
+  Observed input_;
+  std::vector<Observed> fronts_, layers_, heads_;
+  std::vector<Scored> scored_;  // the sequences the weight choice scores on
+  size_t k_front_ = 0;          // the int8 program's ops before its first recurrent op
+  CompiledModel m_;
+};
+
+void S16ProgramBuilder::check_scope() const {
   const char* retry = "; compile it with --activations int8";
-  for (const FloatLstm& op : program.ops) {
+  for (const FloatLstm& op : program_.ops) {
     if (op.cell != CellKind::kLstm) {
       throw CompileError(std::string("16x8: the model has a ") + cell_kind_name(op.cell) +
                          " layer; 16x8 has an LSTM kernel only (as CMSIS-NN)" + retry);
     }
   }
-  if (program.constant_state_batch() > 0) {
+  if (program_.constant_state_batch() > 0) {
     throw CompileError("16x8: the model's initial state is learned per batch row (" +
-                       std::to_string(program.constant_state_batch()) +
+                       std::to_string(program_.constant_state_batch()) +
                        " rows); the 16x8 calibration runs each sequence alone, so it takes a constant state "
                        "shared by every row only, for now" + retry);
   }
-  const int32_t D = program.directions, L = program.layers();
-  const std::vector<FloatLayer> head = compiled_head_layers(program);
-  // What every boundary takes on the calibration set, through the float program.
-  Observed input;
-  std::vector<Observed> fronts(program.front.size()), layers(static_cast<size_t>(L)), heads(head.size());
-  const size_t I = static_cast<size_t>(program.input_size());
-  // The sequences the weight choice scores on: the first ones whose MACs fit the search's budget.
+}
+
+// Every boundary's values over the calibration set, and the sequences the weight choice scores
+// on: the first ones whose MACs fit the search's budget. Inputs and Linear outputs are unbounded;
+// an LSTM layer's output |h| < 1.
+void S16ProgramBuilder::observe() {
+  fronts_.resize(program_.front.size());
+  layers_.resize(static_cast<size_t>(L_));
+  heads_.resize(head_.size());
+  const size_t I = static_cast<size_t>(program_.input_size());
   int64_t macs_per_step = 0;
-  for (const FloatLstm& op : program.ops) macs_per_step += 4 * int64_t{op.hidden_size} * (op.input_size + op.hidden_size);
-  std::vector<Scored> scored;
+  for (const FloatLstm& op : program_.ops) macs_per_step += 4 * int64_t{op.hidden_size} * (op.input_size + op.hidden_size);
   int64_t scored_macs = 0;
-  for (const CalibrationSequence& s : calibration.sequences) {
+  for (const CalibrationSequence& s : calibration_.sequences) {
     if (s.time_steps == 0) continue;
-    const FloatProgramResult f = run_float_program(program, s.values.data(), {1, s.time_steps, Layout::kBatchMajor});
-    if (scored.empty() || scored_macs + s.time_steps * macs_per_step <= options.search_max_macs) {
+    const FloatProgramResult f = run_float_program(program_, s.values.data(), {1, s.time_steps, Layout::kBatchMajor});
+    if (scored_.empty() || scored_macs + s.time_steps * macs_per_step <= options_.search_max_macs) {
       scored_macs += s.time_steps * macs_per_step;
-      scored.push_back({s.time_steps, program.front.empty() ? s.values : f.front_outputs.back(), f.layer_outputs});
+      scored_.push_back({s.time_steps, program_.front.empty() ? s.values : f.front_outputs.back(), f.layer_outputs});
     }
-    input.add(s.values, I);
-    for (size_t j = 0; j < program.front.size(); ++j) {
-      fronts[j].add(f.front_outputs[j], static_cast<size_t>(program.front[j].output_size));
+    input_.add(s.values, I);
+    for (size_t j = 0; j < program_.front.size(); ++j) {
+      fronts_[j].add(f.front_outputs[j], static_cast<size_t>(program_.front[j].output_size));
     }
-    for (int32_t l = 0; l < L; ++l) {
-      layers[static_cast<size_t>(l)].add(f.layer_outputs[static_cast<size_t>(l)],
-                                         static_cast<size_t>(D * program.ops[static_cast<size_t>(l * D)].hidden_size));
+    for (int32_t l = 0; l < L_; ++l) {
+      layers_[static_cast<size_t>(l)].add(f.layer_outputs[static_cast<size_t>(l)],
+                                          static_cast<size_t>(D_ * program_.ops[static_cast<size_t>(l * D_)].hidden_size));
     }
-    for (size_t j = 0; j < head.size(); ++j) heads[j].add(f.head_outputs[j], static_cast<size_t>(head[j].output_size));
+    for (size_t j = 0; j < head_.size(); ++j) heads_[j].add(f.head_outputs[j], static_cast<size_t>(head_[j].output_size));
   }
-  // Inputs and Linear outputs: unbounded; an LSTM layer's output: |h| < 1.
-  check_s16_headroom(options.s16_headroom_bits);
-  auto scale = [&options](const Observed& o, bool lstm_output, const std::string& what) {
-    return symmetric_s16_scale(s16_boundary_range(o.max_abs, options.s16_headroom_bits, lstm_output), what);
-  };
-
-  if (options.s16_layers.size() != static_cast<size_t>(L)) {
-    throw CompileError("16x8: a choice for " + std::to_string(options.s16_layers.size()) + " layers, the model has " +
-                       std::to_string(L));
+  check_s16_headroom(options_.s16_headroom_bits);
+  if (options_.s16_layers.size() != static_cast<size_t>(L_)) {
+    throw CompileError("16x8: a choice for " + std::to_string(options_.s16_layers.size()) + " layers, the model has " +
+                       std::to_string(L_));
   }
-  CompiledModel m;
-  m.directions = D;
-  // A requantization from the last buffer to (type, quant): where a 16x8 layer meets an int8 one.
-  auto requantize_to = [&m](int32_t type, const AffineQuant& quant, const std::string& what) {
-    const ProgramBuffer from = m.buffers.back();
-    ProgramOp rq;
-    rq.kind = QLSTM_OP_REQUANTIZE;
-    rq.requantize = derive_requantize(from.width, from.type, from.quant, type, quant, what);
-    rq.input_buffer = static_cast<int32_t>(m.buffers.size()) - 1;
-    rq.output_buffer = rq.input_buffer + 1;
-    m.buffers.push_back({from.width, quant, from.steps, type});
-    m.ops.push_back(std::move(rq));
-  };
-  // One int8 op of the front or the head (op k8 of the int8 program), in its 16x8 form while the
-  // buffers are int16 and it has a 16x8 kernel (a Linear, with its folded Relu or Clip: layers[j],
-  // observed[j]; a softmax over 2 or more values); else a requantization to the int8 program's quantization there and the int8 op
-  // itself, and int8 from there on.
-  auto per_position_op = [&](size_t k8, const std::vector<FloatLayer>& float_layers,
-                             const std::vector<Observed>& observed, size_t& j) {
-    const ProgramOp& op8 = int8.model.ops[k8];
-    const ProgramBuffer& out8 = int8.model.buffers[static_cast<size_t>(op8.output_buffer)];
-    const bool s16 = m.buffers.back().type == QLSTM_ELEMENT_S16;
-    ProgramOp op;
-    ProgramBuffer out = out8;
-    if (op8.kind == QLSTM_OP_SELECT_STEP) {
-      op = op8;
-      out.quant = m.buffers.back().quant;
-      out.type = m.buffers.back().type;
-    } else if (s16 && op8.kind == QLSTM_OP_FULLY_CONNECTED_S8) {
-      const FloatLayer& linear = float_layers.at(j);
-      const bool clamp = j + 1 < float_layers.size() && folds_into_clamp(float_layers[j + 1]);
-      const Observed& o = observed[j + (clamp ? 1 : 0)];
-      op.kind = QLSTM_OP_FULLY_CONNECTED_S16;
-      op.fc_s16 = derive_fc_s16(linear, clamp ? &float_layers[j + 1] : nullptr, m.buffers.back().quant.scale,
-                                scale(o, false, "16x8: the output of " + layer_label(linear)));
-      out.quant = {op.fc_s16.output_scale, 0};
-      out.type = QLSTM_ELEMENT_S16;
-      j += clamp ? 2 : 1;
-    } else if (s16 && op8.kind == QLSTM_OP_SOFTMAX_S8 && op8.softmax.row_size >= 2) {
-      // The 16x8 softmax on the int16 logits; its output int16 at 1/32768. (A row of one stays
-      // int8: upstream's int16 arithmetic stores its probability of 1 as -32768.)
-      op.kind = QLSTM_OP_SOFTMAX_S16;
-      op.softmax_s16 = derive_softmax_s16(op8.softmax.row_size, m.buffers.back().quant.scale, op8.softmax.beta);
-      out.quant = softmax_s16_output_quant();
-      out.type = QLSTM_ELEMENT_S16;
-      if (j < float_layers.size() && float_layers[j].kind == FloatLayerKind::kSoftmax) ++j;
-    } else {
-      if (s16) {  // hand over to int8 at the quantization the int8 program has here
-        requantize_to(QLSTM_ELEMENT_S8, int8.model.buffers[static_cast<size_t>(op8.input_buffer)].quant,
-                      "16x8: the requantization before op " + std::to_string(k8));
-      }
-      op = op8;
+  m_.directions = D_;
+}
+
+// A requantization from the last buffer to (type, quant): where a 16x8 layer meets an int8 one.
+void S16ProgramBuilder::requantize_to(int32_t type, const AffineQuant& quant, const std::string& what) {
+  const ProgramBuffer from = m_.buffers.back();
+  ProgramOp rq;
+  rq.kind = QLSTM_OP_REQUANTIZE;
+  rq.requantize = derive_requantize(from.width, from.type, from.quant, type, quant, what);
+  rq.input_buffer = static_cast<int32_t>(m_.buffers.size()) - 1;
+  rq.output_buffer = rq.input_buffer + 1;
+  m_.buffers.push_back({from.width, quant, from.steps, type});
+  m_.ops.push_back(std::move(rq));
+}
+
+// One int8 op of the front or the head (op k8 of the int8 program), in its 16x8 form while the
+// buffers are int16 and it has a 16x8 kernel (a Linear, with its folded Relu or Clip: layers[j],
+// observed[j]; a softmax over 2 or more values); else a requantization to the int8 program's
+// quantization there and the int8 op itself, and int8 from there on.
+void S16ProgramBuilder::per_position_op(size_t k8, const std::vector<FloatLayer>& float_layers,
+                                        const std::vector<Observed>& observed, size_t& j) {
+  const ProgramOp& op8 = int8_.model.ops[k8];
+  const ProgramBuffer& out8 = int8_.model.buffers[static_cast<size_t>(op8.output_buffer)];
+  const bool s16 = m_.buffers.back().type == QLSTM_ELEMENT_S16;
+  ProgramOp op;
+  ProgramBuffer out = out8;
+  if (op8.kind == QLSTM_OP_SELECT_STEP) {
+    op = op8;
+    out.quant = m_.buffers.back().quant;
+    out.type = m_.buffers.back().type;
+  } else if (s16 && op8.kind == QLSTM_OP_FULLY_CONNECTED_S8) {
+    const FloatLayer& linear = float_layers.at(j);
+    const bool clamp = j + 1 < float_layers.size() && folds_into_clamp(float_layers[j + 1]);
+    const Observed& o = observed[j + (clamp ? 1 : 0)];
+    op.kind = QLSTM_OP_FULLY_CONNECTED_S16;
+    op.fc_s16 = derive_fc_s16(linear, clamp ? &float_layers[j + 1] : nullptr, m_.buffers.back().quant.scale,
+                              scale(o, false, "16x8: the output of " + layer_label(linear)));
+    out.quant = {op.fc_s16.output_scale, 0};
+    out.type = QLSTM_ELEMENT_S16;
+    j += clamp ? 2 : 1;
+  } else if (s16 && op8.kind == QLSTM_OP_SOFTMAX_S8 && op8.softmax.row_size >= 2) {
+    // The 16x8 softmax on the int16 logits; its output int16 at 1/32768. (A row of one stays
+    // int8: upstream's int16 arithmetic stores its probability of 1 as -32768.)
+    op.kind = QLSTM_OP_SOFTMAX_S16;
+    op.softmax_s16 = derive_softmax_s16(op8.softmax.row_size, m_.buffers.back().quant.scale, op8.softmax.beta);
+    out.quant = softmax_s16_output_quant();
+    out.type = QLSTM_ELEMENT_S16;
+    if (j < float_layers.size() && float_layers[j].kind == FloatLayerKind::kSoftmax) ++j;
+  } else {
+    if (s16) {  // hand over to int8 at the quantization the int8 program has here
+      requantize_to(QLSTM_ELEMENT_S8, int8_.model.buffers[static_cast<size_t>(op8.input_buffer)].quant,
+                    "16x8: the requantization before op " + std::to_string(k8));
     }
-    op.input_buffer = static_cast<int32_t>(m.buffers.size()) - 1;
-    op.output_buffer = op.input_buffer + 1;
-    m.buffers.push_back(out);
-    m.ops.push_back(std::move(op));
-  };
-
-  // The front (per-step layers before the first LSTM): 16x8 when the first layer is, from an int16
-  // model input; else the int8 program's own ops.
-  m.buffers.push_back(int8.model.buffers.front());
-  size_t k_front = 0;  // the int8 program's ops before its first recurrent op
-  while (k_front < int8.model.ops.size() && !int8.model.ops[k_front].recurrent()) ++k_front;
-  if (options.s16_layers.front()) {
-    m.buffers.front() = {m.buffers.front().width, {scale(input, false, "16x8: the model input"), 0},
-                         QLSTM_BUFFER_EVERY_STEP, QLSTM_ELEMENT_S16};
+    op = op8;
   }
-  for (size_t k8 = 0, j = 0; k8 < k_front; ++k8) per_position_op(k8, program.front, fronts, j);
-  const Observed& stack_input = program.front.empty() ? input : fronts.back();
+  op.input_buffer = static_cast<int32_t>(m_.buffers.size()) - 1;
+  op.output_buffer = op.input_buffer + 1;
+  m_.buffers.push_back(out);
+  m_.ops.push_back(std::move(op));
+}
 
-  // The stack, layer by layer: a 16x8 layer's ops are QLSTM_OP_LSTM_S16 with the int8 search's
-  // weight choices; an int8 layer's are the int8 program's own, at its quantization.
-  for (int32_t l = 0; l < L; ++l) {
-    const bool s16_layer = options.s16_layers[static_cast<size_t>(l)];
-    const size_t b8 = k_front + static_cast<size_t>(l);  // the int8 program's buffer of layer l's input
-    const Observed& in = l == 0 ? stack_input : layers[static_cast<size_t>(l - 1)];
-    const std::string in_name = l == 0 ? (program.front.empty() ? std::string("16x8: the model input")
-                                                                : "16x8: the output of " + layer_label(program.front.back()))
-                                       : "16x8: the output of layer " + std::to_string(l - 1);
-    if (s16_layer) {
-      if (m.buffers.back().type != QLSTM_ELEMENT_S16) {
-        requantize_to(QLSTM_ELEMENT_S16, {scale(in, l > 0, in_name), 0},
-                      "16x8: the requantization before layer " + std::to_string(l));
-      }
-    } else if (m.buffers.back().type != QLSTM_ELEMENT_S8) {
-      requantize_to(QLSTM_ELEMENT_S8, int8.model.buffers[b8].quant,
+// The front (per-step layers before the first LSTM): 16x8 when the first layer is, from an int16
+// model input; else the int8 program's own ops.
+void S16ProgramBuilder::lower_front() {
+  m_.buffers.push_back(int8_.model.buffers.front());
+  while (k_front_ < int8_.model.ops.size() && !int8_.model.ops[k_front_].recurrent()) ++k_front_;
+  if (options_.s16_layers.front()) {
+    m_.buffers.front() = {m_.buffers.front().width, {scale(input_, false, "16x8: the model input"), 0},
+                          QLSTM_BUFFER_EVERY_STEP, QLSTM_ELEMENT_S16};
+  }
+  for (size_t k8 = 0, j = 0; k8 < k_front_; ++k8) per_position_op(k8, program_.front, fronts_, j);
+}
+
+// Layer l's input in the layer's element type: a requantization where the type changes.
+void S16ProgramBuilder::layer_input(int32_t l, bool s16_layer) {
+  const Observed& stack_input = program_.front.empty() ? input_ : fronts_.back();
+  const Observed& in = l == 0 ? stack_input : layers_[static_cast<size_t>(l - 1)];
+  const std::string in_name = l == 0 ? (program_.front.empty() ? std::string("16x8: the model input")
+                                                               : "16x8: the output of " + layer_label(program_.front.back()))
+                                     : "16x8: the output of layer " + std::to_string(l - 1);
+  const size_t b8 = k_front_ + static_cast<size_t>(l);  // the int8 program's buffer of layer l's input
+  if (s16_layer) {
+    if (m_.buffers.back().type != QLSTM_ELEMENT_S16) {
+      requantize_to(QLSTM_ELEMENT_S16, {scale(in, l > 0, in_name), 0},
                     "16x8: the requantization before layer " + std::to_string(l));
     }
-    const double s_in = m.buffers.back().quant.scale;
-    const ProgramBuffer& out8 = int8.model.buffers[b8 + 1];
-    ProgramBuffer out = out8;
-    if (s16_layer) out = {out8.width, {scale(layers[static_cast<size_t>(l)], true, "16x8: the output of layer " + std::to_string(l)), 0},
-                          out8.steps, QLSTM_ELEMENT_S16};
-    for (int32_t d = 0; d < D; ++d) {
-      const size_t k = static_cast<size_t>(l * D + d);  // the LSTM op's index among the recurrent ops
-      ProgramOp op = int8.model.ops[k_front + k];
-      if (s16_layer) {
-        const FloatLstm& lstm = program.ops[k];
-        const int32_t H = lstm.hidden_size;
-        const std::string where = "16x8: layer " + std::to_string(l) + (D == 2 ? (d ? " reverse" : " forward") : "");
-        // The cell scale by the requested policy on the observed cells (the int8 search's headroom
-        // is tuned to int8's error, which a 16x8 cell does not share).
-        const CellScaleChoice cell = choose_cell_scale(options.cell_scale, int8.stats.at(k).cell_max_abs);
-        const std::vector<DeriveOptions> candidates =
-            weight_candidates(options, int8.stats.at(k).chosen, int8.stats.at(k).score_method != "none",
-                              in.mean(0, static_cast<size_t>(lstm.input_size)),
-                              layers[static_cast<size_t>(l)].mean(static_cast<size_t>(d * H), static_cast<size_t>(H)));
-        ProgramOp op16;
-        op16.kind = QLSTM_OP_LSTM_S16;
-        double best_db = -std::numeric_limits<double>::infinity();
-        for (const DeriveOptions& derive : candidates) {
-          DerivedLstmS16 derived;
-          try {
-            derived = derive_lstm_s16_params(lstm, s_in, out.quant.scale, cell, derive);
-          } catch (const CompileError& e) {
-            if (&derive == &candidates.front()) throw CompileError(where + ": " + e.what());
-            continue;  // another candidate's weights: the first one's error is the one to report
-          }
-          const double db = candidates.size() == 1 ? 0.0 : op_sqnr_db(derived, scored, l, d, D, s_in);
-          if (db > best_db) {
-            best_db = db;
-            op16.lstm_s16 = std::move(derived);
-          }
-        }
-        op16.lstm_s16.output_steps = op.lstm.output_steps;
-        op16.initial_cell = s16_constant_state(program, k, op16.lstm_s16);
-        op16.output_offset = op.output_offset;
-        op = std::move(op16);
-      }
-      op.input_buffer = static_cast<int32_t>(m.buffers.size()) - 1;
-      op.output_buffer = op.input_buffer + 1;
-      m.ops.push_back(std::move(op));
+  } else if (m_.buffers.back().type != QLSTM_ELEMENT_S8) {
+    requantize_to(QLSTM_ELEMENT_S8, int8_.model.buffers[b8].quant,
+                  "16x8: the requantization before layer " + std::to_string(l));
+  }
+}
+
+// Direction d of a 16x8 layer l: the int8 search's weight candidates derived in 16x8, the best on
+// the scored sequences; the cell scale by the requested policy on the observed cells (the int8
+// search's headroom is tuned to int8's error, which a 16x8 cell does not share).
+ProgramOp S16ProgramBuilder::lstm_s16_op(int32_t l, int32_t d, const ProgramOp& op8, const ProgramBuffer& out,
+                                         double s_in) const {
+  const size_t k = static_cast<size_t>(l * D_ + d);  // the LSTM op's index among the recurrent ops
+  const Observed& in = l == 0 ? (program_.front.empty() ? input_ : fronts_.back()) : layers_[static_cast<size_t>(l - 1)];
+  const FloatLstm& lstm = program_.ops[k];
+  const int32_t H = lstm.hidden_size;
+  const std::string where = "16x8: layer " + std::to_string(l) + (D_ == 2 ? (d ? " reverse" : " forward") : "");
+  const CellScaleChoice cell = choose_cell_scale(options_.cell_scale, int8_.stats.at(k).cell_max_abs);
+  const std::vector<DeriveOptions> candidates =
+      weight_candidates(options_, int8_.stats.at(k).chosen, int8_.stats.at(k).score_method != "none",
+                        in.mean(0, static_cast<size_t>(lstm.input_size)),
+                        layers_[static_cast<size_t>(l)].mean(static_cast<size_t>(d * H), static_cast<size_t>(H)));
+  ProgramOp op16;
+  op16.kind = QLSTM_OP_LSTM_S16;
+  double best_db = -std::numeric_limits<double>::infinity();
+  for (const DeriveOptions& derive : candidates) {
+    DerivedLstmS16 derived;
+    try {
+      derived = derive_lstm_s16_params(lstm, s_in, out.quant.scale, cell, derive);
+    } catch (const CompileError& e) {
+      if (&derive == &candidates.front()) throw CompileError(where + ": " + e.what());
+      continue;  // another candidate's weights: the first one's error is the one to report
     }
-    m.buffers.push_back(out);
+    const double db = candidates.size() == 1 ? 0.0 : op_sqnr_db(derived, scored_, l, d, D_, s_in);
+    if (db > best_db) {
+      best_db = db;
+      op16.lstm_s16 = std::move(derived);
+    }
   }
-  // The head: 16x8 while it has 16x8 kernels, then a requantization and the int8 program's ops.
+  op16.lstm_s16.output_steps = op8.lstm.output_steps;
+  op16.initial_cell = s16_constant_state(program_, k, op16.lstm_s16);
+  op16.output_offset = op8.output_offset;
+  return op16;
+}
+
+// Layer l: a 16x8 layer's ops are QLSTM_OP_LSTM_S16 with the int8 search's weight choices; an
+// int8 layer's are the int8 program's own, at its quantization.
+void S16ProgramBuilder::lower_layer(int32_t l) {
+  const bool s16_layer = options_.s16_layers[static_cast<size_t>(l)];
+  layer_input(l, s16_layer);
+  const size_t b8 = k_front_ + static_cast<size_t>(l);
+  const double s_in = m_.buffers.back().quant.scale;
+  const ProgramBuffer& out8 = int8_.model.buffers[b8 + 1];
+  ProgramBuffer out = out8;
+  if (s16_layer) {
+    out = {out8.width, {scale(layers_[static_cast<size_t>(l)], true, "16x8: the output of layer " + std::to_string(l)), 0},
+           out8.steps, QLSTM_ELEMENT_S16};
+  }
+  for (int32_t d = 0; d < D_; ++d) {
+    const size_t k = static_cast<size_t>(l * D_ + d);
+    ProgramOp op = int8_.model.ops[k_front_ + k];
+    if (s16_layer) op = lstm_s16_op(l, d, op, out, s_in);
+    op.input_buffer = static_cast<int32_t>(m_.buffers.size()) - 1;
+    op.output_buffer = op.input_buffer + 1;
+    m_.ops.push_back(std::move(op));
+  }
+  m_.buffers.push_back(out);
+}
+
+// The head: 16x8 while it has 16x8 kernels, then a requantization and the int8 program's ops.
+void S16ProgramBuilder::lower_head() {
   size_t j = 0;  // the head layer the next op starts at
-  if (!head.empty() && head.front().kind == FloatLayerKind::kSelectStep) j = 1;
-  for (size_t k8 = k_front + static_cast<size_t>(L * D); k8 < int8.model.ops.size(); ++k8) {
-    per_position_op(k8, head, heads, j);
+  if (!head_.empty() && head_.front().kind == FloatLayerKind::kSelectStep) j = 1;
+  for (size_t k8 = k_front_ + static_cast<size_t>(L_ * D_); k8 < int8_.model.ops.size(); ++k8) {
+    per_position_op(k8, head_, heads_, j);
   }
-  m.name = int8.model.name;
-  m.batch_first = int8.model.batch_first;
-  m.initial_hidden = program.initial_hidden;
-  m.initial_cell = program.initial_cell;
-  m.hidden_output = program.hidden_output;
-  m.cell_output = program.cell_output;
-  return m;
+}
+
+CompiledModel S16ProgramBuilder::finish() {
+  m_.name = int8_.model.name;
+  m_.batch_first = int8_.model.batch_first;
+  m_.initial_hidden = program_.initial_hidden;
+  m_.initial_cell = program_.initial_cell;
+  m_.hidden_output = program_.hidden_output;
+  m_.cell_output = program_.cell_output;
+  return std::move(m_);
+}
+
+}  // namespace
+
+CompiledModel s16_program(const FloatProgram& program, const CalibrationSet& calibration, const QuantizedProgram& int8,
+                          const CompileOptions& options) {
+  S16ProgramBuilder b(program, calibration, int8, options);
+  b.check_scope();
+  b.observe();
+  b.lower_front();
+  for (int32_t l = 0; l < program.layers(); ++l) b.lower_layer(l);
+  b.lower_head();
+  return b.finish();
 }
 
 }  // namespace compiler
