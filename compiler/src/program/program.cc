@@ -321,30 +321,55 @@ std::string CompiledModel::streaming_refusal() const {
   return "";
 }
 
-void CompiledModel::validate(const std::string& origin) const {
-  auto bad = [&](const std::string& why) { throw CompileError(origin + ": " + why); };
-  // First what the runtime checks on the device (indices, widths, areas, state, each op's params),
-  // on the very table run_program_s8 runs; then what only the compiler knows (the op order, the
-  // quantization of each buffer, the initial state).
-  // At the fewest steps every op can run: a selection of step k needs k + 1 (or -k) of them.
+namespace {
+
+// The checks of CompiledModel::validate, each naming `origin` and the field.
+class ModelChecker {
+ public:
+  ModelChecker(const CompiledModel& m, const std::string& origin) : m_(m), origin_(origin) {}
+  void runtime_table() const;
+  void buffers() const;
+  void ops();
+
+ private:
+  [[noreturn]] void bad(const std::string& why) const { throw CompileError(origin_ + ": " + why); }
+  void recurrent_op(size_t k, const std::string& w, const ProgramBuffer& in, const ProgramBuffer& out);
+  void recurrent_state(const ProgramOp& op, const std::string& w) const;
+  void per_position_op(const ProgramOp& op, const std::string& w, const ProgramBuffer& in,
+                       const ProgramBuffer& out) const;
+
+  const CompiledModel& m_;
+  const std::string& origin_;
+  int32_t lstm_seen_ = 0, prev_kind_ = -1;
+  bool after_lstm_ = false;
+};
+
+// What the runtime checks on the device (indices, widths, areas, state, each op's params), on the
+// very table run_program_s8 runs, at the fewest steps every op can run: a selection of step k
+// needs k + 1 (or -k) of them.
+void ModelChecker::runtime_table() const {
   int32_t min_steps = 1;
-  for (const ProgramOp& op : ops) {
+  for (const ProgramOp& op : m_.ops) {
     if (op.kind == QLSTM_OP_SELECT_STEP && op.select.step > -(1 << 20) && op.select.step < (1 << 20)) {
       min_steps = std::max(min_steps, op.select.step >= 0 ? op.select.step + 1 : -op.select.step);
     }
   }
-  const RuntimeProgram r = runtime_program(*this, 1, min_steps, batch_first ? Layout::kBatchMajor : Layout::kTimeMajor);
+  const Layout layout = m_.batch_first ? Layout::kBatchMajor : Layout::kTimeMajor;
+  const RuntimeProgram r = runtime_program(m_, 1, min_steps, layout);
   const qlstm_program table = r.table();
   const char* field = nullptr;
   int32_t op_index = -1;
   const qlstm_status st = qlstm_program_validate(&table, nullptr, min_steps, &field, &op_index);
   if (st != QLSTM_OK) bad(program_field(field, op_index) + ": " + qlstm_status_string(st));
-  if (ops.empty()) bad("field 'ops': the program has no op");
-  if (directions != 1 && directions != 2) bad("field 'directions' must be 1 or 2");
-  const int32_t lstm_ops = lstm_op_count();
-  if (lstm_ops < 1 || lstm_ops % directions != 0) bad("field 'ops': not a whole number of LSTM layers");
-  for (size_t b = 0; b < buffers.size(); ++b) {
-    const ProgramBuffer& buf = buffers[b];
+}
+
+void ModelChecker::buffers() const {
+  if (m_.ops.empty()) bad("field 'ops': the program has no op");
+  if (m_.directions != 1 && m_.directions != 2) bad("field 'directions' must be 1 or 2");
+  const int32_t lstm_ops = m_.lstm_op_count();
+  if (lstm_ops < 1 || lstm_ops % m_.directions != 0) bad("field 'ops': not a whole number of LSTM layers");
+  for (size_t b = 0; b < m_.buffers.size(); ++b) {
+    const ProgramBuffer& buf = m_.buffers[b];
     const std::string w = "field 'buffers[" + std::to_string(b) + "]";
     if (buf.width < 1 || buf.width > (1 << 16)) bad(w + ".width' out of range");
     if (!(buf.quant.scale > 0) || !std::isfinite(buf.quant.scale)) bad(w + ".scale' is not positive");
@@ -353,9 +378,14 @@ void CompiledModel::validate(const std::string& origin) const {
     if (buf.quant.zero_point < -128 || buf.quant.zero_point > 127) bad(w + ".zero_point' out of int8 range");
     if (buf.steps != QLSTM_BUFFER_EVERY_STEP && buf.steps != QLSTM_BUFFER_ONE_STEP) bad(w + ".steps' is not a buffer_steps");
   }
-  // Each buffer is written by the ops of one stage: the buffer after it is the next stage's.
-  int32_t lstm_seen = 0, prev_kind = -1;
-  bool after_lstm = false;
+}
+
+// Each buffer is written by the ops of one stage: the buffer after it is the next stage's. Op k
+// reads the buffer before the one it writes, the next buffer; the second direction of a layer
+// reads and writes the first's.
+void ModelChecker::ops() {
+  const std::vector<ProgramOp>& ops = m_.ops;
+  const std::vector<ProgramBuffer>& buffers = m_.buffers;
   for (size_t k = 0; k < ops.size(); ++k) {
     const ProgramOp& op = ops[k];
     const std::string w = "field 'ops[" + std::to_string(k) + "]";
@@ -365,92 +395,115 @@ void CompiledModel::validate(const std::string& origin) const {
     }
     const ProgramBuffer& in = buffers[static_cast<size_t>(op.input_buffer)];
     const ProgramBuffer& out = buffers[static_cast<size_t>(op.output_buffer)];
-    // Op k reads the buffer before the one it writes, the next buffer; the second direction of a
-    // layer reads and writes the first's.
-    const bool second_direction = op.recurrent() && lstm_seen % directions == 1;
+    const bool second_direction = op.recurrent() && lstm_seen_ % m_.directions == 1;
     const int32_t want_out = second_direction ? ops[k - 1].output_buffer : (k == 0 ? 1 : ops[k - 1].output_buffer + 1);
     if (op.output_buffer != want_out || op.input_buffer != op.output_buffer - 1) {
       bad(w + "': buffers out of program order");
     }
     if (op.recurrent()) {
-      // "LSTM" here and below: any recurrent op (a layer of GRUs is a layer as well).
-      // (A requantization between two layers, where a 16x8 layer meets an int8 one, is not the head.)
-      if (after_lstm && !ops[k - 1].recurrent() &&
-          !(prev_kind == QLSTM_OP_REQUANTIZE && k >= 2 && ops[k - 2].recurrent())) {
-        bad(w + "': a recurrent op after the head");
-      }
-      const int32_t dir = lstm_seen % directions;
-      const int32_t hidden = op.hidden_size(), steps = op.output_steps();
-      ++lstm_seen;
-      after_lstm = true;
-      if (op.output_offset != dir * hidden) bad(w + ".output_offset' is not its direction's half");
-      if (directions * hidden != out.width) bad(w + "': hidden_size does not fill its output buffer");
-      if (!same_quant(op.recurrent_input(), in.quant)) bad(w + "': input quantization differs from its input buffer's");
-      if (!same_quant(op.recurrent_output(), out.quant)) {
-        bad(w + "': output quantization differs from its output buffer's");
-      }
-      if (in.steps != QLSTM_BUFFER_EVERY_STEP) {
-        bad(w + "': " + (op.gru_op() ? "a GRU" : "an LSTM") + " reads a sequence, not a one-step buffer");
-      }
-      const int32_t want_steps = steps == QLSTM_OUTPUT_FINAL ? QLSTM_BUFFER_ONE_STEP : QLSTM_BUFFER_EVERY_STEP;
-      if (out.steps != want_steps) bad(w + ".output_steps' does not match its output buffer's steps");
-      if (steps == QLSTM_OUTPUT_FINAL && lstm_seen <= lstm_ops - directions) {
-        bad(w + ".output_steps': only the last layer's ops may write their final states alone");
-      }
-      if ((op.time_direction() == QLSTM_TIME_REVERSE) != (dir == 1) && directions == 2) {
-        bad(w + ".time_direction' does not match its half of the layer");
-      }
-      // [H] for every batch row, or [B][H] of the batch the model fixes (the same B for every op).
-      const size_t H = static_cast<size_t>(hidden);
-      const size_t rows = static_cast<size_t>(std::max(constant_state_batch(), 1));
-      auto state_ok = [&](StateSource source, size_t n) {
-        return (source == StateSource::kConstant) == (n != 0) && (n == 0 || n == H || n == rows * H);
-      };
-      if (op.s16_lstm_op()) {
-        // Its constant state: rows of [c | h] (2H int16) in initial_cell, from either constant source.
-        const bool constant = initial_hidden == StateSource::kConstant || initial_cell == StateSource::kConstant;
-        const size_t n = op.initial_cell.size();
-        if (!op.initial_hidden.empty()) bad(w + ".initial_hidden': a 16x8 LSTM keeps its initial state in initial_cell");
-        if (constant != (n != 0) || (n != 0 && n != 2 * H && n != rows * 2 * H)) {
-          bad(w + ".initial_cell' does not match the model's initial state (rows of 2H: c, then h)");
-        }
-      } else if (op.gru_op()) {
-        // A GRU's h0 is Q0.15 in its int16 state row: initial_cell, from the initial_hidden source.
-        if (!op.initial_hidden.empty()) bad(w + ".initial_hidden': a GRU keeps its initial state in initial_cell");
-        if (!state_ok(initial_hidden, op.initial_cell.size())) {
-          bad(w + ".initial_cell' does not match the model's initial hidden state");
-        }
-      } else {
-        if (!state_ok(initial_hidden, op.initial_hidden.size())) {
-          bad(w + ".initial_hidden' does not match the model's initial state");
-        }
-        if (!state_ok(initial_cell, op.initial_cell.size())) {
-          bad(w + ".initial_cell' does not match the model's initial state");
-        }
-      }
+      recurrent_op(k, w, in, out);
     } else {
-      if (op.output_offset != 0) bad(w + ".output_offset' must be 0 for a " + op_kind_name(op.kind) + " op");
-      const OpKind* kind = find_op_kind(op.kind);
-      if (kind == nullptr) bad(w + ".kind' is not an op kind this qlstm knows");
-      // The quantization it was derived for; an op without its own has its input buffer's.
-      OpBoundary ob;
-      if (!kind->boundary(op, &ob)) ob.input = ob.output = in.quant;
-      if (ob.input_width != in.width || ob.output_width != out.width) bad(w + "': its sizes are not its buffers' widths");
-      if (!same_quant(ob.input, in.quant)) bad(w + "': input quantization differs from its input buffer's");
-      if (!same_quant(ob.output, out.quant)) bad(w + "': output quantization differs from its output buffer's");
-      const int32_t want_steps = kind->selects_step ? QLSTM_BUFFER_ONE_STEP : in.steps;
-      if (kind->selects_step && in.steps != QLSTM_BUFFER_EVERY_STEP) {
-        bad(w + "': a step selection reads a sequence, not a one-step buffer");
-      }
-      if (out.steps != want_steps) bad(w + "': its output buffer's steps do not follow from its input's");
-      if (!op.initial_hidden.empty() || !op.initial_cell.empty()) bad(w + "': only an LSTM op has an initial state");
+      per_position_op(op, w, in, out);
     }
-    prev_kind = op.kind;
+    prev_kind_ = op.kind;
   }
   if (static_cast<size_t>(ops.back().output_buffer) + 1 != buffers.size()) {
     bad("field 'buffers': " + std::to_string(buffers.size()) + " buffers, the last op writes buffer " +
         std::to_string(ops.back().output_buffer));
   }
+}
+
+// "LSTM" here and below: any recurrent op (a layer of GRUs is a layer as well). (A requantization
+// between two layers, where a 16x8 layer meets an int8 one, is not the head.)
+void ModelChecker::recurrent_op(size_t k, const std::string& w, const ProgramBuffer& in, const ProgramBuffer& out) {
+  const ProgramOp& op = m_.ops[k];
+  const int32_t directions = m_.directions;
+  if (after_lstm_ && !m_.ops[k - 1].recurrent() &&
+      !(prev_kind_ == QLSTM_OP_REQUANTIZE && k >= 2 && m_.ops[k - 2].recurrent())) {
+    bad(w + "': a recurrent op after the head");
+  }
+  const int32_t dir = lstm_seen_ % directions;
+  const int32_t hidden = op.hidden_size(), steps = op.output_steps();
+  ++lstm_seen_;
+  after_lstm_ = true;
+  if (op.output_offset != dir * hidden) bad(w + ".output_offset' is not its direction's half");
+  if (directions * hidden != out.width) bad(w + "': hidden_size does not fill its output buffer");
+  if (!same_quant(op.recurrent_input(), in.quant)) bad(w + "': input quantization differs from its input buffer's");
+  if (!same_quant(op.recurrent_output(), out.quant)) bad(w + "': output quantization differs from its output buffer's");
+  if (in.steps != QLSTM_BUFFER_EVERY_STEP) {
+    bad(w + "': " + (op.gru_op() ? "a GRU" : "an LSTM") + " reads a sequence, not a one-step buffer");
+  }
+  const int32_t want_steps = steps == QLSTM_OUTPUT_FINAL ? QLSTM_BUFFER_ONE_STEP : QLSTM_BUFFER_EVERY_STEP;
+  if (out.steps != want_steps) bad(w + ".output_steps' does not match its output buffer's steps");
+  if (steps == QLSTM_OUTPUT_FINAL && lstm_seen_ <= m_.lstm_op_count() - directions) {
+    bad(w + ".output_steps': only the last layer's ops may write their final states alone");
+  }
+  if ((op.time_direction() == QLSTM_TIME_REVERSE) != (dir == 1) && directions == 2) {
+    bad(w + ".time_direction' does not match its half of the layer");
+  }
+  recurrent_state(op, w);
+}
+
+// [H] for every batch row, or [B][H] of the batch the model fixes (the same B for every op).
+void ModelChecker::recurrent_state(const ProgramOp& op, const std::string& w) const {
+  const size_t H = static_cast<size_t>(op.hidden_size());
+  const size_t rows = static_cast<size_t>(std::max(m_.constant_state_batch(), 1));
+  auto state_ok = [&](StateSource source, size_t n) {
+    return (source == StateSource::kConstant) == (n != 0) && (n == 0 || n == H || n == rows * H);
+  };
+  if (op.s16_lstm_op()) {
+    // Its constant state: rows of [c | h] (2H int16) in initial_cell, from either constant source.
+    const bool constant = m_.initial_hidden == StateSource::kConstant || m_.initial_cell == StateSource::kConstant;
+    const size_t n = op.initial_cell.size();
+    if (!op.initial_hidden.empty()) bad(w + ".initial_hidden': a 16x8 LSTM keeps its initial state in initial_cell");
+    if (constant != (n != 0) || (n != 0 && n != 2 * H && n != rows * 2 * H)) {
+      bad(w + ".initial_cell' does not match the model's initial state (rows of 2H: c, then h)");
+    }
+  } else if (op.gru_op()) {
+    // A GRU's h0 is Q0.15 in its int16 state row: initial_cell, from the initial_hidden source.
+    if (!op.initial_hidden.empty()) bad(w + ".initial_hidden': a GRU keeps its initial state in initial_cell");
+    if (!state_ok(m_.initial_hidden, op.initial_cell.size())) {
+      bad(w + ".initial_cell' does not match the model's initial hidden state");
+    }
+  } else {
+    if (!state_ok(m_.initial_hidden, op.initial_hidden.size())) {
+      bad(w + ".initial_hidden' does not match the model's initial state");
+    }
+    if (!state_ok(m_.initial_cell, op.initial_cell.size())) {
+      bad(w + ".initial_cell' does not match the model's initial state");
+    }
+  }
+}
+
+// The quantization it was derived for (an op without its own has its input buffer's), its widths,
+// its steps, and no state.
+void ModelChecker::per_position_op(const ProgramOp& op, const std::string& w, const ProgramBuffer& in,
+                                   const ProgramBuffer& out) const {
+  if (op.output_offset != 0) bad(w + ".output_offset' must be 0 for a " + op_kind_name(op.kind) + " op");
+  const OpKind* kind = find_op_kind(op.kind);
+  if (kind == nullptr) bad(w + ".kind' is not an op kind this qlstm knows");
+  OpBoundary ob;
+  if (!kind->boundary(op, &ob)) ob.input = ob.output = in.quant;
+  if (ob.input_width != in.width || ob.output_width != out.width) bad(w + "': its sizes are not its buffers' widths");
+  if (!same_quant(ob.input, in.quant)) bad(w + "': input quantization differs from its input buffer's");
+  if (!same_quant(ob.output, out.quant)) bad(w + "': output quantization differs from its output buffer's");
+  const int32_t want_steps = kind->selects_step ? QLSTM_BUFFER_ONE_STEP : in.steps;
+  if (kind->selects_step && in.steps != QLSTM_BUFFER_EVERY_STEP) {
+    bad(w + "': a step selection reads a sequence, not a one-step buffer");
+  }
+  if (out.steps != want_steps) bad(w + "': its output buffer's steps do not follow from its input's");
+  if (!op.initial_hidden.empty() || !op.initial_cell.empty()) bad(w + "': only an LSTM op has an initial state");
+}
+
+}  // namespace
+
+// First what the runtime checks on the device; then what only the compiler knows (the op order,
+// the quantization of each buffer, the initial state).
+void CompiledModel::validate(const std::string& origin) const {
+  ModelChecker check(*this, origin);
+  check.runtime_table();
+  check.buffers();
+  check.ops();
 }
 
 CompiledModel assemble_program(std::vector<ProgramOp> ops, int32_t directions) {
