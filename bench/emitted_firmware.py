@@ -203,9 +203,9 @@ def runtime_components(members):
 
 def flash_parts(map_path, model_source):
     """Flash bytes kept from the model's NAME_model.cc (code, const data) and from each member of the
-    runtime library."""
+    runtime library (all, and code: its .text* input sections)."""
     model = {"code": 0, "const": 0}
-    runtime, runtime_code = {}, 0
+    runtime, runtime_code = {}, {}
     obj = os.path.basename(model_source) + ".obj"
     for out, section, size, origin in map_sections(map_path):
         if out not in FLASH_OUTPUTS or size == 0:
@@ -217,7 +217,7 @@ def flash_parts(map_path, model_source):
             if m:
                 member = m.group(1) + ("[%s]" % section if section in SECTION_COMPONENTS else "")
                 runtime[member] = runtime.get(member, 0) + size
-                runtime_code += size if section.startswith(".text") else 0
+                runtime_code[member] = runtime_code.get(member, 0) + (size if section.startswith(".text") else 0)
     if model["code"] == 0 or model["const"] == 0:
         fail("%s: found no code or no const data from %s (the map's format changed?)" % (map_path, obj))
     if not runtime:
@@ -310,7 +310,8 @@ def measure(a, work):
                 "flash_bytes": text + data, "text_bytes": text, "data_bytes": data, "bss_bytes": bss,
                 "model_code_bytes": model["code"], "model_const_bytes": model["const"],
                 "runtime_bytes": sum(runtime.values()), "runtime_members": runtime,
-                "runtime_code_bytes": runtime_code, "runtime_components": runtime_components(runtime),
+                "runtime_code_bytes": sum(runtime_code.values()), "runtime_components": runtime_components(runtime),
+                "runtime_component_code": runtime_components(runtime_code),
             })
             log("%s on %s: %d instructions, %d estimated cycles, %d flash bytes" % (
                 name, cpu, int(counted[1]), int(counted[3]), text + data))
@@ -350,13 +351,14 @@ def markdown(rows, prov):
     names = [n for n, _ in RUNTIME_COMPONENTS]
     lines += ["", "Runtime lib bytes by component (bench/emitted_firmware.py RUNTIME_COMPONENTS: s16 is every 16x8 "
               "kernel and the requantization, dots_s8 the Arm int8 dot products the LSTM, FC and GRU variants share, "
-              "runner the program runner, the variant lists and the status names; code: its .text* input sections, "
-              "the rest const data):", "",
-              "| model | cpu | " + " | ".join(names) + " | runtime lib | of which code |", "|---|---|" + "---:|" * (len(names) + 2)]
+              "runner the program runner, the variant lists and the status names; each as all its bytes (its code: "
+              "its .text* input sections; the rest is const data):", "",
+              "| model | cpu | " + " | ".join(names) + " | runtime lib |", "|---|---|" + "---:|" * (len(names) + 1)]
     for r in rows:
         c = r["runtime_components"]
-        lines.append("| %s | %s | %s | %d | %d |" % (r["model"], r["cpu"], " | ".join(str(c[n]) for n in names),
-                                                    r["runtime_bytes"], r["runtime_code_bytes"]))
+        code = r["runtime_component_code"]
+        lines.append("| %s | %s | %s | %d (%d) |" % (r["model"], r["cpu"], " | ".join(
+            "%d (%d)" % (c[n], code[n]) for n in names), r["runtime_bytes"], r["runtime_code_bytes"]))
     return "\n".join(lines)
 
 
