@@ -17,7 +17,8 @@ model given with --model NAME=ONNX,CALIBRATION,TEST: layers around the LSTM, a l
     brackets with qlstm_bench_begin() / qlstm_bench_end(),
   - checks the firmware's output equals `qlstm run` on the host,
   - reads the flash bytes: `arm-none-eabi-size` text + data of the ELF, and from the linker map
-    the bytes kept from NAME_model.cc (code and const data) and from the runtime library.
+    the bytes kept from NAME_model.cc (code and const data) and from the runtime library, the
+    runtime's split by component (RUNTIME_COMPONENTS: GRU, 16x8, LSTM s8, FC s8, ...) by archive member.
 The table goes to stdout (progress to stderr). Any failing step stops the script with that
 command's output. Needs numpy, and torch + onnx for the kws model (Debian's /usr/bin/python3 here).
 """
@@ -168,11 +169,43 @@ def map_sections(path):
     return rows
 
 
+# The runtime library's archive members by component: the first pattern a member matches names it.
+RUNTIME_COMPONENTS = [
+    ("gru", r"^gru_s8"),                       # the GRU: driver, reference and every variant
+    ("s16", r"(_s16|^s16_|^requantize)"),      # 16x8: LSTM, FC, softmax, their variants, requantization
+    ("lstm_s8", r"^(lstm_s8|sigmoid_table)"),  # the int8 LSTM (the sigmoid table: LSTM and GRU gates)
+    ("dots_s8", r"^dot4_s8_arm"),              # the Arm int8 dot products (LSTM, FC and GRU variants)
+    ("fc_s8", r"^fc_s8"),
+    ("softmax_s8", r"^softmax_s8"),
+    ("table_s8", r"^table_s8"),
+    ("runner", r"^(program_s8|variants|status)\."),  # the program runner, the variant lists, status names
+]
+
+
+# Input sections that belong to another component than their member's: "member[section]" in the
+# runtime's members. qlstm_element_bytes (a buffer element's size, for the runner and the
+# requantization) is defined beside the requantization.
+SECTION_COMPONENTS = {".text.qlstm_element_bytes": "runner"}
+
+
+def runtime_components(members):
+    """The runtime's flash bytes per component (RUNTIME_COMPONENTS) from its bytes per archive member."""
+    parts = {name: 0 for name, _ in RUNTIME_COMPONENTS}
+    for member, size in members.items():
+        section = re.search(r"\[(.*)\]$", member)
+        name = SECTION_COMPONENTS[section.group(1)] if section else next(
+            (n for n, pattern in RUNTIME_COMPONENTS if re.search(pattern, member)), None)
+        if name is None:
+            fail("runtime member %s is in no component of RUNTIME_COMPONENTS" % member)
+        parts[name] += size
+    return parts
+
+
 def flash_parts(map_path, model_source):
     """Flash bytes kept from the model's NAME_model.cc (code, const data) and from each member of the
-    runtime library."""
+    runtime library (all, and code: its .text* input sections)."""
     model = {"code": 0, "const": 0}
-    runtime = {}
+    runtime, runtime_code = {}, {}
     obj = os.path.basename(model_source) + ".obj"
     for out, section, size, origin in map_sections(map_path):
         if out not in FLASH_OUTPUTS or size == 0:
@@ -182,12 +215,14 @@ def flash_parts(map_path, model_source):
         else:
             m = re.search(r"libqlstm_runtime\.a\((.*)\)$", origin)
             if m:
-                runtime[m.group(1)] = runtime.get(m.group(1), 0) + size
+                member = m.group(1) + ("[%s]" % section if section in SECTION_COMPONENTS else "")
+                runtime[member] = runtime.get(member, 0) + size
+                runtime_code[member] = runtime_code.get(member, 0) + (size if section.startswith(".text") else 0)
     if model["code"] == 0 or model["const"] == 0:
         fail("%s: found no code or no const data from %s (the map's format changed?)" % (map_path, obj))
     if not runtime:
         fail("%s: found nothing from libqlstm_runtime.a (the map's format changed?)" % map_path)
-    return model, runtime
+    return model, runtime, runtime_code
 
 
 def elf_size(elf):
@@ -264,7 +299,7 @@ def measure(a, work):
                      "wrote %r (does examples/firmware/main.c call qlstm_bench_begin/qlstm_bench_end around "
                      "NAME_run?)" % (name, cpu, counted))
             text, data, bss = elf_size(elf)
-            model, runtime = flash_parts(os.path.join(fw, "model_firmware.map"),
+            model, runtime, runtime_code = flash_parts(os.path.join(fw, "model_firmware.map"),
                                          os.path.join(mdir, name + "_model.cc"))
             rows.append({
                 "model": name, "cpu": cpu, "batch": batch, "time_steps": steps,
@@ -275,6 +310,8 @@ def measure(a, work):
                 "flash_bytes": text + data, "text_bytes": text, "data_bytes": data, "bss_bytes": bss,
                 "model_code_bytes": model["code"], "model_const_bytes": model["const"],
                 "runtime_bytes": sum(runtime.values()), "runtime_members": runtime,
+                "runtime_code_bytes": sum(runtime_code.values()), "runtime_components": runtime_components(runtime),
+                "runtime_component_code": runtime_components(runtime_code),
             })
             log("%s on %s: %d instructions, %d estimated cycles, %d flash bytes" % (
                 name, cpu, int(counted[1]), int(counted[3]), text + data))
@@ -311,6 +348,17 @@ def markdown(rows, prov):
               "docs/targets.md). model code / model const: bytes the link kept from NAME_model.cc (.text*; .rodata* and .data*); "
               "runtime lib: from libqlstm_runtime.a; both from the linker map; rest: main.c, the board, newlib, "
               "libgcc and padding. JSON (--out json) splits the runtime by archive member."]
+    names = [n for n, _ in RUNTIME_COMPONENTS]
+    lines += ["", "Runtime lib bytes by component (bench/emitted_firmware.py RUNTIME_COMPONENTS: s16 is every 16x8 "
+              "kernel and the requantization, dots_s8 the Arm int8 dot products the LSTM, FC and GRU variants share, "
+              "runner the program runner, the variant lists and the status names; each as all its bytes (its code: "
+              "its .text* input sections; the rest is const data):", "",
+              "| model | cpu | " + " | ".join(names) + " | runtime lib |", "|---|---|" + "---:|" * (len(names) + 1)]
+    for r in rows:
+        c = r["runtime_components"]
+        code = r["runtime_component_code"]
+        lines.append("| %s | %s | %s | %d (%d) |" % (r["model"], r["cpu"], " | ".join(
+            "%d (%d)" % (c[n], code[n]) for n in names), r["runtime_bytes"], r["runtime_code_bytes"]))
     return "\n".join(lines)
 
 

@@ -1,6 +1,12 @@
 // The one list of kernel variants: dispatch, the variant tester and the benchmarks all read it.
 // An optimized variant adds its entry here, ahead of the reference, under the ISA macro that
 // its folder is built for.
+//
+// QLSTM_BEST_VARIANT_ONLY (CMake option QLSTM_BEST_VARIANT_ONLY, a firmware for one Cortex-M CPU):
+// each list keeps only the best variant for the CPU's ISA (MVE, else DSP, else Thumb-2; the scalar
+// one for the 16x8 kernels without DSP) and the reference, which runs the calls the best declines;
+// a CMSIS-NN backend, if configured, stays first. The other variants are then not linked. Without
+// an Arm M-profile target (the host: its variants are chosen by CPUID at run time) it changes nothing.
 #include "qlstm/kernels.h"
 
 namespace qlstm {
@@ -16,6 +22,24 @@ extern const LstmS8Variant kLstmS8X86Avx2Variant;
 #if defined(__ARM_ARCH_ISA_THUMB) && __ARM_ARCH_ISA_THUMB >= 2 && defined(__ARM_ARCH_PROFILE) && \
     __ARM_ARCH_PROFILE == 'M'
 #define QLSTM_HAVE_ARM_M 1
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+#define QLSTM_ARM_BEST_MVE 1  // the best variant of this CPU's ISA: MVE, DSP or Thumb-2
+#elif defined(__ARM_FEATURE_DSP)
+#define QLSTM_ARM_BEST_DSP 1
+#else
+#define QLSTM_ARM_BEST_THUMB2 1
+#endif
+#if defined(QLSTM_BEST_VARIANT_ONLY) && QLSTM_BEST_VARIANT_ONLY
+// The lists below keep the best and the reference: no int8 scalar variant, and no DSP or Thumb-2
+// one unless it is the best (the 16x8 scalar ones stand for Thumb-2, which has none of its own).
+#define QLSTM_ONLY_BEST 1
+#if !defined(QLSTM_ARM_BEST_DSP)
+#define QLSTM_SKIP_DSP 1
+#endif
+#if !defined(QLSTM_ARM_BEST_THUMB2)
+#define QLSTM_SKIP_THUMB2 1
+#endif
+#endif
 extern const LstmS8Variant kLstmS8ArmThumb2Variant;
 #if defined(__ARM_FEATURE_DSP)
 extern const LstmS8Variant kLstmS8ArmDspVariant;
@@ -33,17 +57,19 @@ const LstmS8Variant* const* lstm_s8_variants(size_t* count) {
 #if defined(QLSTM_HAVE_ARM_M) && defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
       &kLstmS8ArmMveVariant,
 #endif
-#if defined(QLSTM_HAVE_ARM_M) && defined(__ARM_FEATURE_DSP)
+#if defined(QLSTM_HAVE_ARM_M) && defined(__ARM_FEATURE_DSP) && !defined(QLSTM_SKIP_DSP)
       &kLstmS8ArmDspVariant,
 #endif
-#if defined(QLSTM_HAVE_ARM_M)
+#if defined(QLSTM_HAVE_ARM_M) && !defined(QLSTM_SKIP_THUMB2)
       &kLstmS8ArmThumb2Variant,
 #endif
 #if defined(__x86_64__) && defined(__GNUC__)
       &kLstmS8X86Avx512VnniVariant,
       &kLstmS8X86Avx2Variant,
 #endif
+#if !defined(QLSTM_ONLY_BEST)
       &kLstmS8ScalarVariant,
+#endif
       &kLstmS8ReferenceVariant,
   };
   if (count != nullptr) *count = sizeof(kVariants) / sizeof(kVariants[0]);
@@ -77,17 +103,19 @@ const FcS8Variant* const* fc_s8_variants(size_t* count) {
 #if defined(QLSTM_HAVE_ARM_M) && defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
       &kFcS8ArmMveVariant,
 #endif
-#if defined(QLSTM_HAVE_ARM_M) && defined(__ARM_FEATURE_DSP)
+#if defined(QLSTM_HAVE_ARM_M) && defined(__ARM_FEATURE_DSP) && !defined(QLSTM_SKIP_DSP)
       &kFcS8ArmDspVariant,
 #endif
-#if defined(QLSTM_HAVE_ARM_M)
+#if defined(QLSTM_HAVE_ARM_M) && !defined(QLSTM_SKIP_THUMB2)
       &kFcS8ArmThumb2Variant,
 #endif
 #if defined(__x86_64__) && defined(__GNUC__)
       &kFcS8X86Avx512VnniVariant,
       &kFcS8X86Avx2Variant,
 #endif
+#if !defined(QLSTM_ONLY_BEST)
       &kFcS8ScalarVariant,
+#endif
       &kFcS8ReferenceVariant,
   };
   if (count != nullptr) *count = sizeof(kVariants) / sizeof(kVariants[0]);
@@ -116,17 +144,19 @@ const GruS8Variant* const* gru_s8_variants(size_t* count) {
 #if defined(QLSTM_HAVE_ARM_M) && defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
       &kGruS8ArmMveVariant,
 #endif
-#if defined(QLSTM_HAVE_ARM_M) && defined(__ARM_FEATURE_DSP)
+#if defined(QLSTM_HAVE_ARM_M) && defined(__ARM_FEATURE_DSP) && !defined(QLSTM_SKIP_DSP)
       &kGruS8ArmDspVariant,
 #endif
-#if defined(QLSTM_HAVE_ARM_M)
+#if defined(QLSTM_HAVE_ARM_M) && !defined(QLSTM_SKIP_THUMB2)
       &kGruS8ArmThumb2Variant,
 #endif
 #if defined(__x86_64__) && defined(__GNUC__)
       &kGruS8X86Avx512VnniVariant,
       &kGruS8X86Avx2Variant,
 #endif
+#if !defined(QLSTM_ONLY_BEST)
       &kGruS8ScalarVariant,
+#endif
       &kGruS8ReferenceVariant,
   };
   if (count != nullptr) *count = sizeof(kVariants) / sizeof(kVariants[0]);
@@ -161,13 +191,15 @@ const LstmS16Variant* const* lstm_s16_variants(size_t* count) {
 #if defined(QLSTM_HAVE_ARM_M) && defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
       &kLstmS16ArmMveVariant,
 #endif
-#if defined(QLSTM_HAVE_ARM_M) && defined(__ARM_FEATURE_DSP)
+#if defined(QLSTM_HAVE_ARM_M) && defined(__ARM_FEATURE_DSP) && !defined(QLSTM_SKIP_DSP)
       &kLstmS16ArmDspVariant,
 #endif
 #if defined(__x86_64__) && defined(__GNUC__)
       &kLstmS16X86Avx2Variant,
 #endif
+#if !defined(QLSTM_SKIP_THUMB2)
       &kLstmS16ScalarVariant,
+#endif
       &kLstmS16ReferenceVariant,
   };
   if (count != nullptr) *count = sizeof(kVariants) / sizeof(kVariants[0]);
@@ -179,13 +211,15 @@ const FcS16Variant* const* fc_s16_variants(size_t* count) {
 #if defined(QLSTM_HAVE_ARM_M) && defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
       &kFcS16ArmMveVariant,
 #endif
-#if defined(QLSTM_HAVE_ARM_M) && defined(__ARM_FEATURE_DSP)
+#if defined(QLSTM_HAVE_ARM_M) && defined(__ARM_FEATURE_DSP) && !defined(QLSTM_SKIP_DSP)
       &kFcS16ArmDspVariant,
 #endif
 #if defined(__x86_64__) && defined(__GNUC__)
       &kFcS16X86Avx2Variant,
 #endif
+#if !defined(QLSTM_SKIP_THUMB2)
       &kFcS16ScalarVariant,
+#endif
       &kFcS16ReferenceVariant,
   };
   if (count != nullptr) *count = sizeof(kVariants) / sizeof(kVariants[0]);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "hand_programs.h"
+#include "program_kinds.h"
 #include "program_ops.h"
 #include "qlstm/fixed_point.h"
 #include "qlstm/program_s8.h"
@@ -126,6 +127,15 @@ TEST(ProgramS16, StatelessEqualsTheKernelsOneByOne) {
     std::vector<int8_t> y(c.b.output_size(), 0x5A);
     ASSERT_EQ(qlstm_program_run(&c.b.program, &c.b.ctx, x.data(), y.data(), kT, nullptr, nullptr), QLSTM_OK);
     EXPECT_EQ(y, c.by_kernels(x, kT, nullptr, nullptr)) << "seed " << seed;
+  }
+}
+
+// The 16x8 kinds in the runner's kind table (tests/support/program_kinds.h): the program's own
+// kinds run it as every kind does, stateless and stateful; one left out is refused naming its op.
+TEST(ProgramS16, OwnKindsRunAsEveryKindAndAMissingKindIsRefused) {
+  for (const bool stateful : {false, true}) {
+    Classifier c(stateful ? 12 : 11);
+    testing_support::expect_kinds_run_as_every_kind(c.b.program, c.b.ctx, kT, stateful, stateful ? 2 : 1);
   }
 }
 

@@ -131,6 +131,29 @@ int main(void) {
   if (qlstm_fc_s8(&fc_call, final_h, logits) != QLSTM_OK) return fail("fc");
   if (qlstm_softmax_s8(&softmax_call, logits, expected) != QLSTM_OK) return fail("softmax");
   if (memcmp(probabilities, expected, sizeof expected) != 0) return fail("program differs from its ops");
+  {
+    /* The kind table is C too: the program's three kinds run it the same; without the softmax the
+       call is refused naming op 2's kind, and runs no op. */
+    const qlstm_op_handler* const kinds[3] = {&qlstm_op_handler_softmax_s8, &qlstm_op_handler_lstm_s8,
+                                              &qlstm_op_handler_fully_connected_s8};
+    int8_t again[B * O];
+    const char* kind_field = NULL;
+    int32_t kind_op = -1;
+    if (qlstm_program_run_kinds(&program, kinds, 3, &pctx, input, again, T, NULL, NULL) != QLSTM_OK ||
+        memcmp(again, probabilities, sizeof again) != 0) {
+      return fail("program run with its kinds");
+    }
+    if (qlstm_program_validate_kinds(&program, kinds + 1, 2, &pctx, T, &kind_field, &kind_op) !=
+            QLSTM_ERROR_UNSUPPORTED ||
+        kind_op != 2 || strcmp(kind_field, "kind") != 0) {
+      return fail("a kind missing from the table accepted or misnamed");
+    }
+    memset(again, 0x55, sizeof again);
+    if (qlstm_program_run_kinds(&program, kinds + 1, 2, &pctx, input, again, T, NULL, NULL) != QLSTM_ERROR_UNSUPPORTED ||
+        again[0] != 0x55) {
+      return fail("a kind missing from the table run");
+    }
+  }
   const qlstm_table_s8_params reversed = {B, O, table};
   if (qlstm_table_s8(&reversed, expected, expected) != QLSTM_OK) return fail("table");
   for (int k = 0; k < B * O; ++k) {

@@ -48,6 +48,18 @@ const char* kind_symbol(int32_t kind) {
   return k ? k->symbol : nullptr;
 }
 
+// Each kind's handler in the runtime (program_s8.h): QLSTM_OP_LSTM_S8 -> qlstm_op_handler_lstm_s8.
+std::string kind_handler(int32_t kind) {
+  const std::string symbol = kind_symbol(kind) ? kind_symbol(kind) : "";
+  const std::string prefix = "QLSTM_OP_";
+  if (symbol.compare(0, prefix.size(), prefix) != 0) throw CompileError("emit: no handler for op kind " + std::to_string(kind));
+  std::string handler = "qlstm_op_handler_";
+  for (size_t i = prefix.size(); i < symbol.size(); ++i) {
+    handler += static_cast<char>(std::tolower(static_cast<unsigned char>(symbol[i])));
+  }
+  return handler;
+}
+
 // Each element type by its enum name.
 const char* element_symbol(int32_t type) {
   switch (type) {
@@ -415,7 +427,17 @@ EmittedSource emit_program(const CompiledModel& m, const std::string& name, int3
   s << "};\nconst qlstm_program kProgram = {kOps, " << upper << "_OPS, " << n_buffers << ", kBufferWidths, " << state
     << ", kBufferSteps, " << upper << "_BATCH, "
     << (rt.layout == QLSTM_LAYOUT_TIME_MAJOR ? "QLSTM_LAYOUT_TIME_MAJOR" : "QLSTM_LAYOUT_BATCH_MAJOR")
-    << (typed ? ", kBufferTypes};\n\n" : ", nullptr};  // every buffer int8\n\n")
+    << (typed ? ", kBufferTypes};\n" : ", nullptr};  // every buffer int8\n");
+  // The kinds the program uses, in order of their first op: the runner links only their checks and
+  // kernels.
+  std::vector<int32_t> kinds;
+  for (const qlstm_op& o : ops) {
+    if (std::find(kinds.begin(), kinds.end(), o.kind) == kinds.end()) kinds.push_back(o.kind);
+  }
+  s << "// The kinds of op the table holds: a firmware links only their checks and kernels.\n"
+    << "const qlstm_op_handler* const kKinds[" << kinds.size() << "] = {";
+  for (size_t i = 0; i < kinds.size(); ++i) s << (i ? ", " : "") << "&" << kind_handler(kinds[i]);
+  s << "};\n\n"
     << "// Every entry point runs the table through the runtime's program runner.\n"
     << "qlstm_status run_program(const " << in_t << "* input, " << out_t
     << "* output, int32_t time_steps, int8_t* hidden,\n"
@@ -423,7 +445,8 @@ EmittedSource emit_program(const CompiledModel& m, const std::string& name, int3
     << "  qlstm_program_context ctx = {g_scratch, sizeof g_scratch, g_cell, {"
     << (mem.activation_bytes > 0 ? "g_activations[0], g_activations[1]}, sizeof g_activations[0]" : "nullptr, nullptr}, 0")
     << "};\n"
-    << "  return qlstm_program_run(&kProgram, &ctx, input, output, time_steps, hidden, cell);\n}\n\n";
+    << "  return qlstm_program_run_kinds(&kProgram, kKinds, " << kinds.size()
+    << ", &ctx, input, output, time_steps, hidden, cell);\n}\n\n";
   if (has_state) {
     s << "void initial_state(int8_t* hidden, int16_t* cell) {\n";
     for (int32_t k : lstm_ops) {

@@ -156,6 +156,40 @@ qlstm_status qlstm_program_run(const qlstm_program* program, qlstm_program_conte
                                const void* input, void* output, int32_t time_steps,
                                int8_t* hidden, int16_t* cell);
 
+/* The kinds a caller runs: one handler per op kind (its checks and its run), opaque. The runner
+ * above (qlstm_program_validate, qlstm_program_run) knows every kind, so a firmware calling it links
+ * every kernel; one that lists only the kinds its program uses (as the emitted NAME_model.cc does)
+ * and calls qlstm_program_validate_kinds / qlstm_program_run_kinds links only theirs (with
+ * -ffunction-sections -fdata-sections and --gc-sections). */
+typedef struct qlstm_op_handler qlstm_op_handler;
+extern const qlstm_op_handler qlstm_op_handler_lstm_s8;            /* QLSTM_OP_LSTM_S8 */
+extern const qlstm_op_handler qlstm_op_handler_fully_connected_s8; /* QLSTM_OP_FULLY_CONNECTED_S8 */
+extern const qlstm_op_handler qlstm_op_handler_softmax_s8;         /* QLSTM_OP_SOFTMAX_S8 */
+extern const qlstm_op_handler qlstm_op_handler_table_s8;           /* QLSTM_OP_TABLE_S8 */
+extern const qlstm_op_handler qlstm_op_handler_select_step;        /* QLSTM_OP_SELECT_STEP */
+extern const qlstm_op_handler qlstm_op_handler_gru_s8;             /* QLSTM_OP_GRU_S8 */
+extern const qlstm_op_handler qlstm_op_handler_lstm_s16;           /* QLSTM_OP_LSTM_S16 */
+extern const qlstm_op_handler qlstm_op_handler_fully_connected_s16; /* QLSTM_OP_FULLY_CONNECTED_S16 */
+extern const qlstm_op_handler qlstm_op_handler_requantize;         /* QLSTM_OP_REQUANTIZE */
+extern const qlstm_op_handler qlstm_op_handler_softmax_s16;        /* QLSTM_OP_SOFTMAX_S16 */
+
+/* qlstm_program_validate with only the kinds of kinds[0, kind_count) (in any order; NULL when
+ * kind_count is 0): an op of a valid kind that the table lacks gives QLSTM_ERROR_UNSUPPORTED with
+ * *field "kind" and *op_index the op. kind_count < 0: QLSTM_ERROR_BAD_PROGRAM, "kind_count"; kinds
+ * NULL with kind_count > 0, or a NULL entry: QLSTM_ERROR_NULL_POINTER, "kinds". With every kind it
+ * is qlstm_program_validate. */
+qlstm_status qlstm_program_validate_kinds(const qlstm_program* program, const qlstm_op_handler* const* kinds,
+                                          int32_t kind_count, const qlstm_program_context* ctx,
+                                          int32_t max_time_steps, const char** field, int32_t* op_index);
+
+/* qlstm_program_run with only the kinds of kinds[0, kind_count): validates first with
+ * qlstm_program_validate_kinds, so a program with an op of another kind runs no op
+ * (QLSTM_ERROR_UNSUPPORTED) and leaves the output and the state untouched. The same outputs and
+ * states as qlstm_program_run otherwise. */
+qlstm_status qlstm_program_run_kinds(const qlstm_program* program, const qlstm_op_handler* const* kinds,
+                                     int32_t kind_count, qlstm_program_context* ctx, const void* input,
+                                     void* output, int32_t time_steps, int8_t* hidden, int16_t* cell);
+
 /* A recurrent op's state elements per batch row in each state array (its state holds B x this
  * many at state_offset): H of an int8 LSTM and of a GRU, 2H of a 16x8 LSTM (its cell, then its
  * int16 hidden, both in the cell array); 0 for another kind or NULL. */
