@@ -48,16 +48,11 @@ const char* kind_symbol(int32_t kind) {
   return k ? k->symbol : nullptr;
 }
 
-// Each kind's handler in the runtime (program_s8.h): QLSTM_OP_LSTM_S8 -> qlstm_op_handler_lstm_s8.
-std::string kind_handler(int32_t kind) {
-  const std::string symbol = kind_symbol(kind) ? kind_symbol(kind) : "";
-  const std::string prefix = "QLSTM_OP_";
-  if (symbol.compare(0, prefix.size(), prefix) != 0) throw CompileError("emit: no handler for op kind " + std::to_string(kind));
-  std::string handler = "qlstm_op_handler_";
-  for (size_t i = prefix.size(); i < symbol.size(); ++i) {
-    handler += static_cast<char>(std::tolower(static_cast<unsigned char>(symbol[i])));
-  }
-  return handler;
+// Each kind's handler in the runtime (program_s8.h): what the emitted kind table lists.
+const char* kind_handler(int32_t kind) {
+  const OpKind* k = find_op_kind(kind);
+  if (k == nullptr) throw CompileError("emit: no handler for op kind " + std::to_string(kind));
+  return k->handler;
 }
 
 // Each element type by its enum name.
@@ -190,14 +185,72 @@ std::vector<int16_t> cell_constant(const ProgramOp& op, int32_t batch) {
                           : op.initial_cell;
 }
 
-EmittedSource emit_program(const CompiledModel& m, const std::string& name, int32_t batch,
-                           int32_t max_time_steps, const std::string& origin) {
+// In bytes: an int16 buffer's elements times two.
+std::string bytes_of(int32_t type) {
+  return type == QLSTM_ELEMENT_S16 ? std::string(" * sizeof(int16_t)") : std::string();
+}
+
+// NAME_model.h and NAME_model.cc of a program, part by part: what every part needs is decided once
+// (prepare), then each part writes its lines.
+class ProgramEmitter {
+ public:
+  ProgramEmitter(const CompiledModel& model, const std::string& model_name, int32_t firmware_batch,
+                 int32_t max_steps, const std::string& from)
+      : m(model), name(model_name), batch(firmware_batch), max_time_steps(max_steps), origin(from) {}
+  void prepare();
+  EmittedSource emit() {
+    std::ostringstream h, s;
+    header_defines(h);
+    header_edges(h);
+    header_api(h);
+    source_data(s);
+    source_table(s);
+    source_kinds(s);
+    source_state(s);
+    source_entry_points(s);
+    return {h.str(), s.str()};
+  }
+
+ private:
+  void header_defines(std::ostringstream& h) const;
+  void header_edges(std::ostringstream& h) const;
+  void header_api(std::ostringstream& h) const;
+  void source_data(std::ostringstream& s) const;
+  void source_table(std::ostringstream& s) const;
+  void source_kinds(std::ostringstream& s) const;
+  void source_state(std::ostringstream& s) const;
+  void source_entry_points(std::ostringstream& s) const;
+
+  const CompiledModel& m;
+  const std::string& name;
+  const int32_t batch, max_time_steps;
+  const std::string& origin;
+  RuntimeProgram rt;
+  std::vector<qlstm_op> ops;
+  int32_t n_ops = 0, n_buffers = 0;
+  bool sequence_between_ops = false;
+  std::string upper, layout;
+  ProgramMemory mem;
+  size_t scratch = 0, max_cell = 0, state = 0;
+  bool stateful = false, constant_state = false, can_stream = false, per_step = false, has_state = false;
+  std::string no_stream;  // "": chunks give the output of one call
+  std::vector<int32_t> lstm_ops;  // the recurrent ops (LSTM and GRU): the ones with state
+  int32_t last_h = 0;  // its H (a 16x8 LSTM keeps 2H state values per row: not its size)
+  const char* last_kind = "LSTM";
+  std::string one_row;  // what a one-step output holds
+  bool typed = false;   // a typed program (int16 buffers) says so; an int8 one's source stays as it was
+  int32_t in_type = QLSTM_ELEMENT_S8, out_type = QLSTM_ELEMENT_S8;
+  std::string in_t, out_t, in_word, out_word;
+  size_t activation_bytes = 0;
+  std::string per_call_output;
+};
+
+void ProgramEmitter::prepare() {
   const Layout layout_kind = m.batch_first ? Layout::kBatchMajor : Layout::kTimeMajor;
   // Every op's parameter block in the runtime's form (dims.time_steps and rows are set per call).
-  const RuntimeProgram rt = runtime_program(m, batch, 0, layout_kind);
-  const std::vector<qlstm_op>& ops = rt.ops;
-  const int32_t n_ops = static_cast<int32_t>(ops.size()), n_buffers = static_cast<int32_t>(rt.widths.size());
-  bool sequence_between_ops = false;
+  rt = runtime_program(m, batch, 0, layout_kind);
+  ops = rt.ops;
+  n_ops = static_cast<int32_t>(ops.size()), n_buffers = static_cast<int32_t>(rt.widths.size());
   for (int32_t b = 1; b + 1 < n_buffers; ++b) {
     sequence_between_ops = sequence_between_ops || rt.steps[static_cast<size_t>(b)] == QLSTM_BUFFER_EVERY_STEP;
   }
@@ -213,49 +266,44 @@ EmittedSource emit_program(const CompiledModel& m, const std::string& name, int3
                        " rows), so its firmware runs batches of " + std::to_string(state_batch) + ": give --batch " +
                        std::to_string(state_batch));
   }
-  std::string upper = name;
+  upper = name;
   for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  const std::string layout = m.batch_first ? "batch-major [B][T][F]" : "time-major [T][B][F]";
-  const ProgramMemory mem = program_memory(m, batch, sequence_between_ops ? max_time_steps : 1);
-  const size_t scratch = std::max<size_t>(mem.scratch_bytes, 1), max_cell = std::max<size_t>(mem.cell_values, 1);
-  const size_t state = rt.state_values;
-  const bool stateful = m.initial_hidden != StateSource::kZero || m.initial_cell != StateSource::kZero ||
-                        m.hidden_output || m.cell_output;
-  const bool constant_state = m.initial_hidden == StateSource::kConstant || m.initial_cell == StateSource::kConstant;
-  const std::string no_stream = m.streaming_refusal();  // "": chunks give the output of one call
-  const bool can_stream = no_stream.empty();
-  const bool per_step = !m.output_is_one_step();
-  std::vector<int32_t> lstm_ops;  // the recurrent ops (LSTM and GRU): the ones with state
+  layout = m.batch_first ? "batch-major [B][T][F]" : "time-major [T][B][F]";
+  mem = program_memory(m, batch, sequence_between_ops ? max_time_steps : 1);
+  scratch = std::max<size_t>(mem.scratch_bytes, 1), max_cell = std::max<size_t>(mem.cell_values, 1);
+  state = rt.state_values;
+  stateful = m.initial_hidden != StateSource::kZero || m.initial_cell != StateSource::kZero || m.hidden_output ||
+             m.cell_output;
+  constant_state = m.initial_hidden == StateSource::kConstant || m.initial_cell == StateSource::kConstant;
+  no_stream = m.streaming_refusal();
+  can_stream = no_stream.empty();
+  per_step = !m.output_is_one_step();
   for (int32_t k = 0; k < n_ops; ++k) {
     if (qlstm_op_state_size(&ops[static_cast<size_t>(k)]) > 0) lstm_ops.push_back(k);
   }
-  const bool has_state = !lstm_ops.empty() && (stateful || constant_state || can_stream);
-  // Its H (a 16x8 LSTM keeps 2H state values per row: not its size).
-  const int32_t last_h = lstm_ops.empty() ? 0 : m.ops[static_cast<size_t>(lstm_ops.back())].hidden_size();
-  const char* last_kind = !lstm_ops.empty() && ops[static_cast<size_t>(lstm_ops.back())].kind == QLSTM_OP_GRU_S8 ? "GRU" : "LSTM";
-  // What a one-step output holds: the head on a selected step or on the last recurrent op's final state.
-  std::string one_row = std::string("the ") + last_kind + "'s final hidden state";
+  has_state = !lstm_ops.empty() && (stateful || constant_state || can_stream);
+  last_h = lstm_ops.empty() ? 0 : m.ops[static_cast<size_t>(lstm_ops.back())].hidden_size();
+  if (!lstm_ops.empty() && m.ops[static_cast<size_t>(lstm_ops.back())].gru_op()) last_kind = "GRU";
+  // The head on a selected step or on the last recurrent op's final state.
+  one_row = std::string("the ") + last_kind + "'s final hidden state";
   for (const qlstm_op& o : ops) {
     if (o.kind != QLSTM_OP_SELECT_STEP) continue;
     one_row = o.select.step == -1 ? std::string("the last time step") : "time step " + std::to_string(o.select.step);
   }
-  // A typed program (int16 buffers) says so; an int8 one's source stays as it was.
-  const bool typed = !m.all_s8();
-  const int32_t in_type = m.buffers.front().type, out_type = m.buffers.back().type;
-  const std::string in_t = element_c_type(in_type), out_t = element_c_type(out_type);
-  const std::string in_word = element_word(in_type), out_word = element_word(out_type);
-  // In bytes: an int16 buffer's elements times two.
-  auto bytes_of = [](int32_t type) {
-    return type == QLSTM_ELEMENT_S16 ? std::string(" * sizeof(int16_t)") : std::string();
-  };
+  typed = !m.all_s8();
+  in_type = m.buffers.front().type, out_type = m.buffers.back().type;
+  in_t = element_c_type(in_type), out_t = element_c_type(out_type);
+  in_word = element_word(in_type), out_word = element_word(out_type);
   // Two areas in one array: an even size keeps the second int16-aligned too.
-  const size_t activation_bytes = typed ? (mem.activation_bytes + 1) / 2 * 2 : mem.activation_bytes;
-  const std::string per_call_output =
-      per_step ? upper + "_BATCH x T x " + upper + "_OUTPUT_SIZE " + out_word + ", a position per time step"
-               : upper + "_BATCH x " + upper + "_OUTPUT_SIZE " + out_word +
-                     ", one position per batch row: the output for\n   " + one_row;
+  activation_bytes = typed ? (mem.activation_bytes + 1) / 2 * 2 : mem.activation_bytes;
+  per_call_output = per_step
+                        ? upper + "_BATCH x T x " + upper + "_OUTPUT_SIZE " + out_word + ", a position per time step"
+                        : upper + "_BATCH x " + upper + "_OUTPUT_SIZE " + out_word +
+                              ", one position per batch row: the output for\n   " + one_row;
+}
 
-  std::ostringstream h;
+// The header's comment, its sizes, scales and the recurrent ops' state formats.
+void ProgramEmitter::header_defines(std::ostringstream& h) const {
   h << "// GENERATED by qlstm compile from " << origin << " -- do not edit.\n"
     << "// A program of " << n_ops << " fused " << (typed ? "" : "int8 ") << "op" << (n_ops > 1 ? "s" : "")
     << (typed ? " over int8 and int16 buffers" : "") << ", input " << m.input_size()
@@ -317,6 +365,10 @@ EmittedSource emit_program(const CompiledModel& m, const std::string& name, int3
   h << "#define " << upper << "_CAN_STREAM " << (can_stream ? 1 : 0) << " /* " << name << "_reset and " << name
     << "_stream exist */\n#define " << upper << "_HAS_STATE_IO " << (stateful ? 1 : 0) << " /* " << name
     << "_initial_state and " << name << "_run_state exist */\n\n";
+}
+
+// Quantization at the model's edges.
+void ProgramEmitter::header_edges(std::ostringstream& h) const {
   // Quantization at the model's edges, in single precision (no libm): rounding half to even as the
   // compiler's host run does, so a value the host quantizes exactly lands on the same integer.
   const bool in_s16 = in_type == QLSTM_ELEMENT_S16;
@@ -340,6 +392,10 @@ EmittedSource emit_program(const CompiledModel& m, const std::string& name, int3
     << "/* An " << out_word << " output value in float: OUTPUT_SCALE x (q - OUTPUT_ZERO_POINT). */\n"
     << "static inline float " << name << "_dequantize_output(" << out_t << " q) {\n"
     << "  return " << upper << "_OUTPUT_SCALE * (float)((int32_t)q - " << upper << "_OUTPUT_ZERO_POINT);\n}\n\n";
+}
+
+// The entry points' declarations.
+void ProgramEmitter::header_api(std::ostringstream& h) const {
   h << "/* One call over `time_steps` steps" << (sequence_between_ops ? " (at most " + upper + "_MAX_TIME_STEPS)" : "")
     << " from the model's initial state" << (constant_state ? " (its constants)" : " (zero)") << ":\n   input "
     << upper << "_BATCH x T x " << upper << "_INPUT_SIZE " << in_word << " (" << upper
@@ -376,8 +432,10 @@ EmittedSource emit_program(const CompiledModel& m, const std::string& name, int3
     h << "/* No " << name << "_stream: " << no_stream << ". */\n\n";
   }
   h << "#ifdef __cplusplus\n}\n#endif\n\n#endif\n";
+}
 
-  std::ostringstream s;
+// The source's arrays (each op's parameters, constant states) and static memory.
+void ProgramEmitter::source_data(std::ostringstream& s) const {
   s << "// GENERATED by qlstm compile from " << origin << " -- do not edit.\n"
     << "#include \"" << name << "_model.h\"\n\nnamespace {\n\n";
   for (int32_t k = 0; k < n_ops; ++k) {
@@ -402,6 +460,9 @@ EmittedSource emit_program(const CompiledModel& m, const std::string& name, int3
     s << "int8_t g_stream_hidden[" << state << "];\nint16_t g_stream_cell[" << state << "];\n"
       << "bool g_stream_started = false;\n";
   }
+}
+
+void ProgramEmitter::source_table(std::ostringstream& s) const {
   // The program as data: one qlstm_op per op (its parameter block in flash), run by the runtime.
   s << "\nconst qlstm_op kOps[" << upper << "_OPS] = {\n";
   for (int32_t k = 0; k < n_ops; ++k) {
@@ -428,6 +489,9 @@ EmittedSource emit_program(const CompiledModel& m, const std::string& name, int3
     << ", kBufferSteps, " << upper << "_BATCH, "
     << (rt.layout == QLSTM_LAYOUT_TIME_MAJOR ? "QLSTM_LAYOUT_TIME_MAJOR" : "QLSTM_LAYOUT_BATCH_MAJOR")
     << (typed ? ", kBufferTypes};\n" : ", nullptr};  // every buffer int8\n");
+}
+
+void ProgramEmitter::source_kinds(std::ostringstream& s) const {
   // The kinds the program uses, in order of their first op: the runner links only their checks and
   // kernels.
   std::vector<int32_t> kinds;
@@ -447,6 +511,9 @@ EmittedSource emit_program(const CompiledModel& m, const std::string& name, int3
     << "};\n"
     << "  return qlstm_program_run_kinds(&kProgram, kKinds, " << kinds.size()
     << ", &ctx, input, output, time_steps, hidden, cell);\n}\n\n";
+}
+
+void ProgramEmitter::source_state(std::ostringstream& s) const {
   if (has_state) {
     s << "void initial_state(int8_t* hidden, int16_t* cell) {\n";
     for (int32_t k : lstm_ops) {
@@ -466,6 +533,9 @@ EmittedSource emit_program(const CompiledModel& m, const std::string& name, int3
     }
     s << "}\n\n";
   }
+}
+
+void ProgramEmitter::source_entry_points(std::ostringstream& s) const {
   s << "}  // namespace\n\n"
     << "extern \"C\" const qlstm_program* " << name << "_program(void) { return &kProgram; }\n\n"
     << "extern \"C\" qlstm_status " << name << "_run(const " << in_t << "* input, " << out_t
@@ -493,7 +563,13 @@ EmittedSource emit_program(const CompiledModel& m, const std::string& name, int3
       << "  if (!g_stream_started) " << name << "_reset();\n"
       << "  return run_program(input, output, time_steps, g_stream_hidden, g_stream_cell);\n}\n";
   }
-  return {h.str(), s.str()};
+}
+
+EmittedSource emit_program(const CompiledModel& m, const std::string& name, int32_t batch,
+                           int32_t max_time_steps, const std::string& origin) {
+  ProgramEmitter e(m, name, batch, max_time_steps, origin);
+  e.prepare();
+  return e.emit();
 }
 
 

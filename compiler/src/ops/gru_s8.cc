@@ -71,6 +71,7 @@ int64_t macs(const qlstm_op& o, int64_t, int64_t B, int64_t T) {
 
 extern const OpKind kGruS8Kind = {
     QLSTM_OP_GRU_S8, "gru", "QLSTM_OP_GRU_S8",
+    "qlstm_op_handler_gru_s8",
     /*recurrent=*/true, /*int16_data=*/false, /*file_version=*/5,
     /*fixed_output=*/nullptr, /*selects_step=*/false,
     to_kernel, boundary, memory, report, describe, encode,

@@ -71,6 +71,7 @@ int64_t macs(const qlstm_op& o, int64_t, int64_t B, int64_t T) {
 
 extern const OpKind kLstmS16Kind = {
     QLSTM_OP_LSTM_S16, "lstm_s16", "QLSTM_OP_LSTM_S16",
+    "qlstm_op_handler_lstm_s16",
     /*recurrent=*/true, /*int16_data=*/true, /*file_version=*/7,
     /*fixed_output=*/nullptr, /*selects_step=*/false,
     to_kernel, boundary, memory, report, describe, encode,

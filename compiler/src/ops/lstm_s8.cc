@@ -66,6 +66,7 @@ int64_t macs(const qlstm_op& o, int64_t, int64_t B, int64_t T) {
 
 extern const OpKind kLstmS8Kind = {
     QLSTM_OP_LSTM_S8, "lstm", "QLSTM_OP_LSTM_S8",
+    "qlstm_op_handler_lstm_s8",
     /*recurrent=*/true, /*int16_data=*/false, /*file_version=*/3,
     /*fixed_output=*/nullptr, /*selects_step=*/false,
     to_kernel, boundary, memory, report, describe, encode,

@@ -44,6 +44,7 @@ struct OpKind {
   int32_t kind;          // a qlstm_op_kind
   const char* name;      // "lstm": reports and messages
   const char* symbol;    // "QLSTM_OP_LSTM_S8": the emitted initializer
+  const char* handler;   // "qlstm_op_handler_lstm_s8": its runner in the runtime (the emitted kind table)
   bool recurrent;        // has state rows ([recurrent ops][B][state size])
   bool int16_data;       // reads or writes int16 buffers: the model file's typed version
   uint32_t file_version; // the first model-file version that knows the kind
