@@ -213,6 +213,7 @@ class ProgramEmitter {
 
  private:
   void header_defines(std::ostringstream& h) const;
+  void header_state_formats(std::ostringstream& h) const;
   void header_edges(std::ostringstream& h) const;
   void header_api(std::ostringstream& h) const;
   void source_data(std::ostringstream& s) const;
@@ -341,6 +342,11 @@ void ProgramEmitter::header_defines(std::ostringstream& h) const {
     << "#define " << upper << "_INPUT_ZERO_POINT " << m.input_quant().zero_point << "\n"
     << "#define " << upper << "_OUTPUT_SCALE " << m.output_quant().scale << "f\n"
     << "#define " << upper << "_OUTPUT_ZERO_POINT " << m.output_quant().zero_point << "\n";
+  header_state_formats(h);
+}
+
+// Each recurrent op's state format, and whether streaming and the state entry points exist.
+void ProgramEmitter::header_state_formats(std::ostringstream& h) const {
   for (int32_t k : lstm_ops) {
     const ProgramOp& rop = m.ops[static_cast<size_t>(k)];
     const std::string op = upper + "_OP" + std::to_string(k);
