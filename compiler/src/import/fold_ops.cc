@@ -1,5 +1,7 @@
 #include "fold_ops.h"
 
+#include "graph.h"
+
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -12,18 +14,6 @@ namespace import {
 namespace {
 
 using Dims = std::vector<int64_t>;
-
-const onnx::AttributeProto* attr(const onnx::NodeProto& n, const char* name) {
-  for (const auto& a : n.attribute()) {
-    if (a.name() == name) return &a;
-  }
-  return nullptr;
-}
-
-int64_t int_attr(const onnx::NodeProto& n, const char* name, int64_t fallback) {
-  const onnx::AttributeProto* a = attr(n, name);
-  return a == nullptr ? fallback : a->i();
-}
 
 // An axis in [-rank, rank) made non-negative; false out of range.
 bool normalize_axis(int64_t axis, int64_t rank, int64_t* out) {
@@ -80,7 +70,7 @@ bool remap(const ConstTensor& in, const Dims& out_dims, const std::function<int6
 }
 
 bool cast(const onnx::NodeProto& n, const ConstTensor& in, ConstTensor* out) {
-  const int32_t to = static_cast<int32_t>(int_attr(n, "to", -1));
+  const int32_t to = static_cast<int32_t>(int_attribute(n, "to", -1));
   if (!foldable_type(to)) return false;
   *out = ConstTensor();
   out->type = to;
@@ -104,7 +94,7 @@ bool cast(const onnx::NodeProto& n, const ConstTensor& in, ConstTensor* out) {
 // Squeeze/Unsqueeze axes: the attribute before opset 13, the second input since.
 bool axes_input(const onnx::NodeProto& n, const std::vector<const ConstTensor*>& in, Dims* axes, bool* given) {
   *given = true;
-  if (const onnx::AttributeProto* a = attr(n, "axes")) {
+  if (const onnx::AttributeProto* a = attribute(n, "axes")) {
     axes->assign(a->ints().begin(), a->ints().end());
     return true;
   }
@@ -155,7 +145,7 @@ bool squeeze(const onnx::NodeProto& n, const std::vector<const ConstTensor*>& in
 bool transpose(const onnx::NodeProto& n, const ConstTensor& in, ConstTensor* out) {
   const size_t rank = in.dims.size();
   Dims perm;
-  if (const onnx::AttributeProto* a = attr(n, "perm")) {
+  if (const onnx::AttributeProto* a = attribute(n, "perm")) {
     perm.assign(a->ints().begin(), a->ints().end());
   } else {
     for (size_t k = rank; k-- > 0;) perm.push_back(static_cast<int64_t>(k));
@@ -179,7 +169,7 @@ bool transpose(const onnx::NodeProto& n, const ConstTensor& in, ConstTensor* out
 bool reshape(const onnx::NodeProto& n, const std::vector<const ConstTensor*>& in, ConstTensor* out) {
   Dims shape;
   if (in.size() < 2 || in[1] == nullptr || !as_ints(*in[1], &shape)) return false;
-  const bool allowzero = int_attr(n, "allowzero", 0) != 0;
+  const bool allowzero = int_attribute(n, "allowzero", 0) != 0;
   const Dims& d = in[0]->dims;
   int64_t known = 1, infer = -1;
   for (size_t k = 0; k < shape.size(); ++k) {
@@ -211,7 +201,7 @@ bool concat(const onnx::NodeProto& n, const std::vector<const ConstTensor*>& in,
   if (in.empty()) return false;
   const int64_t rank = static_cast<int64_t>(in[0]->dims.size());
   int64_t axis = 0;
-  if (!normalize_axis(int_attr(n, "axis", 0), rank, &axis)) return false;
+  if (!normalize_axis(int_attribute(n, "axis", 0), rank, &axis)) return false;
   Dims dims = in[0]->dims;
   dims[static_cast<size_t>(axis)] = 0;
   for (const ConstTensor* t : in) {
@@ -238,7 +228,7 @@ bool gather(const onnx::NodeProto& n, const ConstTensor& data, const ConstTensor
   const int64_t rank = static_cast<int64_t>(data.dims.size());
   int64_t axis = 0;
   Dims idx;
-  if (rank == 0 || !normalize_axis(int_attr(n, "axis", 0), rank, &axis) || !as_ints(indices, &idx)) return false;
+  if (rank == 0 || !normalize_axis(int_attribute(n, "axis", 0), rank, &axis) || !as_ints(indices, &idx)) return false;
   const int64_t size = data.dims[static_cast<size_t>(axis)];
   for (int64_t& i : idx) {
     if (!normalize_axis(i, size, &i)) return false;
@@ -391,7 +381,7 @@ bool elementwise(const std::string& op, const ConstTensor& a, const ConstTensor&
 bool constant_of_shape(const onnx::NodeProto& n, const ConstTensor& shape, ConstTensor* out) {
   Dims dims;
   if (!as_ints(shape, &dims)) return false;
-  const onnx::AttributeProto* v = attr(n, "value");
+  const onnx::AttributeProto* v = attribute(n, "value");
   if (v == nullptr) return filled(onnx::TensorProto::FLOAT, dims, 0.0, out);
   ConstTensor value;
   if (!v->has_t() || !decode(v->t(), &value) || value.size() != 1) return false;
@@ -402,7 +392,7 @@ bool constant_of_shape(const onnx::NodeProto& n, const ConstTensor& shape, Const
 // num_outputs, or equal parts).
 bool split_sizes(const onnx::NodeProto& n, const std::vector<const ConstTensor*>& in, int64_t size, Dims* sizes) {
   const int64_t parts = n.output_size();
-  if (const onnx::AttributeProto* a = attr(n, "split")) {
+  if (const onnx::AttributeProto* a = attribute(n, "split")) {
     sizes->assign(a->ints().begin(), a->ints().end());
   } else if (in.size() > 1 && in[1] != nullptr) {
     if (!as_ints(*in[1], sizes)) return false;
@@ -410,7 +400,7 @@ bool split_sizes(const onnx::NodeProto& n, const std::vector<const ConstTensor*>
     if (parts < 1) return false;
     const int64_t each = (size + parts - 1) / parts;  // opset 18: the last part may be smaller
     for (int64_t k = 0; k < parts; ++k) sizes->push_back(std::max<int64_t>(0, std::min(each, size - k * each)));
-    if (attr(n, "num_outputs") == nullptr && size % parts != 0) return false;
+    if (attribute(n, "num_outputs") == nullptr && size % parts != 0) return false;
   }
   int64_t total = 0;
   for (int64_t s : *sizes) {
@@ -425,7 +415,7 @@ bool split(const onnx::NodeProto& n, const std::vector<const ConstTensor*>& in, 
   const int64_t rank = static_cast<int64_t>(x.dims.size());
   int64_t axis = 0;
   Dims sizes;
-  if (!normalize_axis(int_attr(n, "axis", 0), rank, &axis) ||
+  if (!normalize_axis(int_attribute(n, "axis", 0), rank, &axis) ||
       !split_sizes(n, in, x.dims[static_cast<size_t>(axis)], &sizes)) {
     return false;
   }
@@ -484,7 +474,7 @@ bool evaluate(const onnx::NodeProto& n, int64_t opset, const std::vector<const C
 bool evaluate_shape(const onnx::NodeProto& n, const std::vector<int64_t>& dims, ConstTensor* out) {
   const int64_t rank = static_cast<int64_t>(dims.size());
   auto clamp = [&](int64_t v) { return v < 0 ? (v < -rank ? 0 : v + rank) : std::min(v, rank); };
-  const int64_t b = clamp(int_attr(n, "start", 0)), e = clamp(int_attr(n, "end", rank));
+  const int64_t b = clamp(int_attribute(n, "start", 0)), e = clamp(int_attribute(n, "end", rank));
   *out = ConstTensor();
   out->type = onnx::TensorProto::INT64;
   for (int64_t k = b; k < e; ++k) out->i.push_back(dims[static_cast<size_t>(k)]);

@@ -1,0 +1,221 @@
+#include "recognize/path_walker.h"
+
+#include "qlstm/compiler/import/refusals.h"
+
+namespace qlstm {
+namespace compiler {
+namespace import {
+
+const std::set<std::string> kStructuralOps = {
+    "Constant", "ConstantOfShape", "Shape", "Gather", "Unsqueeze", "Squeeze", "Concat", "Expand",
+    "Cast", "Reshape", "Transpose", "Identity", "Slice"};
+
+int64_t axis_size(const PathContext& c, char label, int64_t width) {
+  switch (label) {
+    case 'T': return c.time_size;
+    case 'B': return c.unbatched ? 1 : c.batch_size;
+    case 'F': return width;
+    case 'D': return c.directions;
+    default: return 1;
+  }
+}
+
+// A size-1 axis that layout ops may drop, insert or move freely.
+bool unit_axis(const PathContext& c, char label) {
+  return label == '1' || label == 't' || (label == 'D' && c.directions == 1) || (label == 'B' && c.unbatched);
+}
+
+const char* axis_name(char label) {
+  switch (label) {
+    case 'T': return "time";
+    case 'B': return "batch";
+    case 'F': return "feature";
+    case 'D': return "direction";
+    case 't': return "selected step";
+    default: return "size-1";
+  }
+}
+
+// Labels without the size-1 axes: the order of the data.
+Labels data_axes(const PathContext& c, const Labels& l) {
+  Labels out;
+  for (char a : l) {
+    if (!unit_axis(c, a)) out.push_back(a);
+  }
+  return out;
+}
+
+// What an op is, for a refusal of a node the walk cannot take (or that is not on its path).
+std::string what_it_is(const Graph& g, const onnx::NodeProto& n, const char* cell) {
+  const std::string& op = n.op_type();
+  const std::string foreign = import::describe_foreign_node(n);
+  if (!foreign.empty()) return foreign;
+  if (op == "LayerNormalization" || op == "ReduceMean") {
+    return "a LayerNorm (each vector normalized by its own mean and variance; torch exports it as "
+           "LayerNormalization, or ReduceMean/Sub/Pow/Sqrt/Div before opset 17): not supported";
+  }
+  if (op == "MatMul" || op == "Gemm") {
+    const bool b_const = n.input_size() >= 2 && is_const(g, n.input(1));
+    const bool a_const = n.input_size() >= 1 && is_const(g, n.input(0));
+    if (!a_const && !b_const) return "a product of two activations (as in attention), not a Linear with constant weights: not supported";
+    if (a_const) return "a product with the activation as its right operand (it mixes positions, not features): not supported";
+    if (op == "Gemm" && int_attribute(n, "transA", 0) != 0) return "a Gemm with transA = 1 (it mixes positions): not supported";
+    return "a Linear (" + op + ") on a tensor whose last axis is not the features: not supported";
+  }
+  if (op == "Conv" || op == "ConvTranspose" || op == "ConvInteger") return "a convolution: not supported (only per-step Linear layers)";
+  if (op == "Gather" && n.input_size() >= 1 && is_const(g, n.input(0))) {
+    return "an embedding lookup (a Gather from a constant table): not supported; feed the embedded vectors as the input";
+  }
+  if (op == "Softmax" || op == "LogSoftmax") {
+    if (op == "LogSoftmax") return "a LogSoftmax: not supported (export a Softmax, or take the log on the host)";
+    return "a Softmax not on the last (feature) axis: not supported";
+  }
+  if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") {
+    return "an elementwise " + op + " that is neither a Linear's bias nor part of a recognized activation: not supported";
+  }
+  if (op == "BatchNormalization" || op == "InstanceNormalization") return "a normalization (" + op + "): not supported";
+  if (op == "Concat") return "a Concat on the data path (a branch or a skip connection): not supported";
+  return "op '" + op + "' is not supported around the " + cell;
+}
+
+// The ops a walk takes (some only in some forms); past a refusal they are not reported again.
+const std::set<std::string> kPathOps = {
+    "Identity", "Dropout", "Transpose", "Squeeze", "Unsqueeze", "Flatten", "Reshape", "Gather", "Slice", "Gemm",
+    "MatMul", "Add", "Mul", "Div", "Erf", "Softmax", "Relu", "Sigmoid", "Tanh", "LeakyRelu", "HardSigmoid",
+    "HardSwish", "Clip", "Gelu"};
+
+// Walks from s->value until the value `stop` (front: the first LSTM's X) or a graph output
+// (head: stop empty). False when a node was refused (every problem found is reported).
+bool PathWalker::walk(PathState* s, const std::string& stop) {
+  for (int guard = 0; guard < 256; ++guard) {
+    if (!s->failed) s->last_good = s->value;
+    if (!stop.empty() && s->value == stop) return !s->failed;
+    if (stop.empty() && g_.is_graph_output(s->value)) {
+      if (!g_.data_consumers(s->value).empty()) {
+        problem(nullptr, "the output '" + s->value + "' is also read by other nodes (a branch)");
+        return false;
+      }
+      return !s->failed;
+    }
+    const auto cs = g_.data_consumers(s->value);
+    if (cs.empty()) {
+      problem(nullptr, "'" + s->value + "' on the data path reaches no " + (stop.empty() ? "graph output" : c_.cell));
+      return false;
+    }
+    if (cs.size() > 1 || g_.is_graph_output(s->value)) {
+      if (s->failed) return false;  // reported already
+      if (match_activation_pattern(s)) continue;
+      std::string names;
+      for (const auto* n : cs) names += (names.empty() ? "" : ", ") + node_label(*n);
+      problem(nullptr, "'" + s->value + "' is read by " + std::to_string(cs.size()) + " nodes (" + names +
+                           "): a branch of the data path (only a chain of layers is supported)");
+      return false;
+    }
+    const onnx::NodeProto& n = *cs[0];
+    if (n.output_size() < 1 || n.output(0).empty()) {
+      problem(&n, "has no output");
+      return false;
+    }
+    used_->insert(&n);
+    if (s->failed) {
+      // Past a refused node the shapes are unknown: report only ops refused whatever their shape.
+      if (!kPathOps.count(n.op_type())) problem(&n, what_it_is(g_, n, c_.cell));
+    } else if (!take(n, s)) {
+      s->failed = true;
+    }
+    if (n.output_size() != 1 && s->failed) return false;
+    s->value = n.output(0);
+  }
+  problem(nullptr, "the data path is too long");
+  return false;
+}
+
+void PathWalker::problem(const onnx::NodeProto* n, const std::string& why) {
+  problems_->push_back((n ? node_label(*n) : std::string("graph")) + ": " + why);
+}
+
+// The value `n` reads on the data path must be its input `k`.
+bool PathWalker::reads_at(const onnx::NodeProto& n, const PathState& s, int k) {
+  if (n.input_size() > k && n.input(k) == s.value) return true;
+  problem(&n, what_it_is(g_, n, c_.cell));
+  return false;
+}
+
+bool PathWalker::features_last(const onnx::NodeProto& n, const PathState& s, const char* what) {
+  const Labels d = data_axes(c_, s.labels);
+  if (d.find('D') != std::string::npos) {
+    problem(&n, std::string(what) + " on the " + c_.cell + "'s output before its two directions are merged into the features");
+    return false;
+  }
+  if (d.empty() || d.back() != 'F' || s.labels.back() != 'F') {
+    problem(&n, std::string(what) + " on a tensor whose last axis is the " + axis_name(s.labels.back()) +
+                    " axis, not the features: not supported");
+    return false;
+  }
+  return true;
+}
+
+void PathWalker::add_layer(PathState* s, FloatLayer l, bool linear) {
+  l.input_size = s->width;
+  if (l.kind != FloatLayerKind::kLinear) l.output_size = s->width;
+  s->width = l.output_size;
+  s->layers.push_back(std::move(l));
+  s->last_is_linear = linear;
+}
+
+FloatLayer PathWalker::activation(const onnx::NodeProto& n, ActivationFn fn) {
+  FloatLayer l;
+  l.kind = FloatLayerKind::kActivation;
+  l.node = n.name().empty() ? n.output(0) : n.name();
+  l.fn = fn;
+  return l;
+}
+
+bool PathWalker::take(const onnx::NodeProto& n, PathState* s) {
+  const std::string& op = n.op_type();
+  if (op == "Identity") return reads_at(n, *s, 0);
+  if (op == "Dropout") {
+    // Eval mode: the identity (its mask output must be unused).
+    if (!reads_at(n, *s, 0)) return false;
+    if (n.output_size() > 1 && !n.output(1).empty() && !g_.consumers(n.output(1)).empty()) {
+      problem(&n, "a Dropout whose mask is used: not supported");
+      return false;
+    }
+    return true;
+  }
+  if (op == "Transpose") return reads_at(n, *s, 0) && transpose(n, s);
+  if (op == "Squeeze") return reads_at(n, *s, 0) && squeeze(n, s);
+  if (op == "Unsqueeze") return reads_at(n, *s, 0) && unsqueeze(n, s);
+  if (op == "Flatten") return reads_at(n, *s, 0) && flatten(n, s);
+  if (op == "Reshape") return reads_at(n, *s, 0) && reshape(n, s);
+  if (op == "Gather") return reads_at(n, *s, 0) && gather(n, s);
+  if (op == "Slice") return reads_at(n, *s, 0) && slice(n, s);
+  if (op == "Gemm") return reads_at(n, *s, 0) && gemm(n, s);
+  if (op == "MatMul") return reads_at(n, *s, 0) && matmul(n, s);
+  if (op == "Add") return add_bias(n, s);
+  if (op == "Softmax") return reads_at(n, *s, 0) && softmax(n, s);
+  if (op.rfind("Reduce", 0) == 0 && reads_at(n, *s, 0)) return reduction(n, *s);
+  ActivationFn fn = ActivationFn::kRelu;
+  if (unary_activation_fn(op, &fn)) return unary_activation(n, fn, s);
+  problem(&n, what_it_is(g_, n, c_.cell));
+  return false;
+}
+
+// A reduction: over time it is a pooling; over the features, a LayerNorm's mean (what_it_is).
+bool PathWalker::reduction(const onnx::NodeProto& n, const PathState& s) {
+  std::vector<int64_t> axes;
+  std::string reduced;
+  if (axes_of(g_, n, &axes)) {
+    for (int64_t a : axes) {
+      const int64_t k = a < 0 ? a + static_cast<int64_t>(s.labels.size()) : a;
+      if (k >= 0 && k < static_cast<int64_t>(s.labels.size())) reduced.push_back(s.labels[static_cast<size_t>(k)]);
+    }
+  }
+  const std::string over_time = import::describe_reduction_over_time(n, reduced);
+  problem(&n, over_time.empty() ? what_it_is(g_, n, c_.cell) : over_time);
+  return false;
+}
+
+}  // namespace import
+}  // namespace compiler
+}  // namespace qlstm
