@@ -277,109 +277,154 @@ std::string console_value(const std::string& console, const std::string& key) {
   return console.substr(at + key.size(), end == std::string::npos ? std::string::npos : end - at - key.size());
 }
 
-// One call of the program of `m` over `s` (B, T, layout; I and H are the model's): its figures
-// printed, the last line the instructions (target: the sum over the ops, each op's first) or the
-// median microseconds (host). Returns the exit status.
-int bench_program(const CompiledModel& m, const ShapeSpec& s, const std::string& what, const BenchArgs& args,
-                  std::mt19937_64& rng) {
-  const SequenceShape shape{s.batch, s.time_steps, s.time_major ? Layout::kTimeMajor : Layout::kBatchMajor};
-  const std::vector<int8_t> x = bench_input(m, shape, rng);
-  const std::vector<int8_t> expected = host_simulation(m, x, shape);
-  const RuntimeProgram program = runtime_program(m, shape.batch, shape.time_steps, shape.layout);
-  const std::vector<int64_t> macs_per_op = op_macs(program, s.batch, s.time_steps);
+// What every part of one benchmark call reads: the model, the call's shape, its input and the host
+// simulation's output, the program's table and each op's MACs.
+struct BenchCall {
+  const CompiledModel& m;
+  const ShapeSpec& s;
+  SequenceShape shape;
+  std::vector<int8_t> x, expected;
+  RuntimeProgram program;
+  std::vector<int64_t> macs_per_op;
   int64_t macs = 0;
-  for (int64_t n : macs_per_op) macs += n;
-  const ProgramMemory mem = program_memory(m, s.batch, s.time_steps);
-  const size_t call_ram = mem.scratch_bytes + mem.cell_values * sizeof(int16_t) + 2 * mem.activation_bytes;
-  int32_t last_h = 0;
-  for (const qlstm_op& o : program.ops) {
-    const int32_t state = o.kind == QLSTM_OP_LSTM_S16 ? o.lstm_s16.dims.hidden_size : qlstm_op_state_size(&o);
-    last_h = state > 0 ? state : last_h;  // a 16x8 LSTM's state is its cell and hidden, 2H
+
+  BenchCall(const CompiledModel& model, const ShapeSpec& spec, std::mt19937_64& rng)
+      : m(model),
+        s(spec),
+        shape{spec.batch, spec.time_steps, spec.time_major ? Layout::kTimeMajor : Layout::kBatchMajor},
+        x(bench_input(model, shape, rng)),
+        expected(host_simulation(model, x, shape)),
+        program(runtime_program(model, shape.batch, shape.time_steps, shape.layout)),
+        macs_per_op(op_macs(program, spec.batch, spec.time_steps)) {
+    for (int64_t n : macs_per_op) macs += n;
   }
   // Op k's line: what it computes, on which sizes.
-  const auto op_line = [&](size_t k) {
-    return "op " + std::to_string(k) + " (" + describe_op(program.ops[k], m.ops[k]) + ")";
-  };
+  std::string op_line(size_t k) const { return "op " + std::to_string(k) + " (" + describe_op(program.ops[k], m.ops[k]) + ")"; }
+  // The last recurrent op's state per batch row (a 16x8 LSTM's state is its cell and hidden, 2H: its H).
+  int32_t last_hidden_size() const {
+    int32_t last_h = 0;
+    for (const qlstm_op& o : program.ops) {
+      const int32_t state = o.kind == QLSTM_OP_LSTM_S16 ? o.lstm_s16.dims.hidden_size : qlstm_op_state_size(&o);
+      last_h = state > 0 ? state : last_h;
+    }
+    return last_h;
+  }
+};
 
+// The call's sizes, MACs per op, flash and RAM.
+void print_call_figures(const BenchCall& c, const std::string& what) {
+  const ProgramMemory mem = program_memory(c.m, c.s.batch, c.s.time_steps);
+  const size_t call_ram = mem.scratch_bytes + mem.cell_values * sizeof(int16_t) + 2 * mem.activation_bytes;
   std::printf("model: %s\n", what.c_str());
-  std::printf("shape: B=%d T=%d I=%d H=%d %s, %lld MACs\n", s.batch, s.time_steps, m.input_size(), last_h,
-              s.time_major ? "time-major" : "batch-major", static_cast<long long>(macs));
-  if (m.ops.size() > 1) {
-    std::printf("program: %zu ops\n", m.ops.size());
-    for (size_t k = 0; k < m.ops.size(); ++k) {
-      std::printf("  %s: %lld MACs\n", op_line(k).c_str(), static_cast<long long>(macs_per_op[k]));
+  std::printf("shape: B=%d T=%d I=%d H=%d %s, %lld MACs\n", c.s.batch, c.s.time_steps, c.m.input_size(),
+              c.last_hidden_size(), c.s.time_major ? "time-major" : "batch-major", static_cast<long long>(c.macs));
+  if (c.m.ops.size() > 1) {
+    std::printf("program: %zu ops\n", c.m.ops.size());
+    for (size_t k = 0; k < c.m.ops.size(); ++k) {
+      std::printf("  %s: %lld MACs\n", c.op_line(k).c_str(), static_cast<long long>(c.macs_per_op[k]));
     }
   }
   std::printf("flash for the weights and biases: %zu bytes\n", mem.flash_bytes());
   std::printf("RAM per call: %zu bytes (scratch %zu, cell state %zu, activations %zu)\n", call_ram,
               mem.scratch_bytes, mem.cell_values * sizeof(int16_t), 2 * mem.activation_bytes);
+}
 
-  if (args.target.empty()) {
-    const ProgramRunOptions forced = host_variants(args.variant);
-    HostProgram host(m, shape);
-    std::vector<int8_t> y(expected.size());
-    std::vector<double> us;
-    std::vector<std::vector<double>> op_us(m.ops.size());
-    const auto run_once = [&] {
-      const auto t0 = std::chrono::steady_clock::now();
-      const qlstm_status st = host.run(forced, x, &y, s.time_steps, true);
-      const auto t1 = std::chrono::steady_clock::now();
-      if (st != QLSTM_OK) {
-        throw CompileError("kernel error (variant " + args.variant + "): " + qlstm_status_string(st));
-      }
-      for (size_t k = 0; k < op_us.size(); ++k) op_us[k].push_back(g_op_us[k]);
-      return std::chrono::duration<double, std::micro>(t1 - t0).count();
-    };
-    run_once();  // warm-up
-    for (std::vector<double>& t : op_us) t.clear();
-    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(args.min_ms);
-    while (static_cast<int>(us.size()) < args.min_runs || std::chrono::steady_clock::now() < until) {
-      us.push_back(run_once());
+// The variant dispatch picks for the first recurrent op (LSTM or GRU), or null.
+const char* dispatched_variant(const RuntimeProgram& program) {
+  for (const qlstm_op& o : program.ops) {
+    size_t n = 0;
+    if (o.kind == QLSTM_OP_LSTM_S8) {
+      const LstmS8Variant* const* all = lstm_s8_variants(&n);  // sets n before it is read
+      const LstmS8Variant* c = select_lstm_s8_variant(all, n, o.lstm);
+      return c != nullptr ? c->name : nullptr;
     }
-    std::sort(us.begin(), us.end());
-    // What dispatch picks for the first recurrent op (LSTM or GRU).
-    const char* chosen = nullptr;
-    for (const qlstm_op& o : host.program.ops) {
-      size_t n = 0;
-      if (o.kind == QLSTM_OP_LSTM_S8) {
-        const LstmS8Variant* const* all = lstm_s8_variants(&n);
-        const LstmS8Variant* c = select_lstm_s8_variant(all, n, o.lstm);
-        chosen = c != nullptr ? c->name : nullptr;
-      } else if (o.kind == QLSTM_OP_GRU_S8) {
-        const GruS8Variant* const* all = gru_s8_variants(&n);
-        const GruS8Variant* c = select_gru_s8_variant(all, n, o.gru);
-        chosen = c != nullptr ? c->name : nullptr;
-      } else {
-        continue;
-      }
-      break;
+    if (o.kind == QLSTM_OP_GRU_S8) {
+      const GruS8Variant* const* all = gru_s8_variants(&n);
+      const GruS8Variant* c = select_gru_s8_variant(all, n, o.gru);
+      return c != nullptr ? c->name : nullptr;
     }
-    if (args.variant == "default" && chosen != nullptr) {
-      std::printf("host variant: default (dispatched: %s)\n", chosen);
-    } else {
-      std::printf("host variant: %s\n", args.variant.c_str());
-    }
-    const bool exact = y == expected && variants_match_reference(host, x, y.size(), s.time_steps);
-    if (m.ops.size() > 1) {
-      // Each op's median, and its share of the sum of the medians (timer overhead aside).
-      std::vector<double> medians;
-      double sum = 0;
-      for (std::vector<double>& t : op_us) {
-        std::sort(t.begin(), t.end());
-        medians.push_back(t[t.size() / 2]);
-        sum += medians.back();
-      }
-      for (size_t k = 0; k < medians.size(); ++k) {
-        std::printf("%s: median %.2f us (%.1f%%)\n", op_line(k).c_str(), medians[k],
-                    sum > 0 ? 100.0 * medians[k] / sum : 0.0);
-      }
-    }
-    std::printf("runs: %zu, min %.2f us, median per sequence: %.2f us\n", us.size(), us.front(), us[us.size() / 2]);
-    std::printf("microseconds: %.2f\n", us[us.size() / 2]);
-    return exact ? kExitOk : kExitRefused;
   }
+  return nullptr;
+}
 
-  const TargetBench b = bench_on_target(m, x, shape, args.target, args.variant, args.profile);
+// Each op's median, and its share of the sum of the medians (timer overhead aside).
+void print_op_medians(const BenchCall& c, std::vector<std::vector<double>>* op_us) {
+  std::vector<double> medians;
+  double sum = 0;
+  for (std::vector<double>& t : *op_us) {
+    std::sort(t.begin(), t.end());
+    medians.push_back(t[t.size() / 2]);
+    sum += medians.back();
+  }
+  for (size_t k = 0; k < medians.size(); ++k) {
+    std::printf("%s: median %.2f us (%.1f%%)\n", c.op_line(k).c_str(), medians[k],
+                sum > 0 ? 100.0 * medians[k] / sum : 0.0);
+  }
+}
+
+// The call timed on the host (at least min_runs runs and min_ms), each variant checked against
+// its reference; the last line the median microseconds.
+int bench_on_host(const BenchCall& c, const BenchArgs& args) {
+  const ProgramRunOptions forced = host_variants(args.variant);
+  HostProgram host(c.m, c.shape);
+  std::vector<int8_t> y(c.expected.size());
+  std::vector<double> us;
+  std::vector<std::vector<double>> op_us(c.m.ops.size());
+  const auto run_once = [&] {
+    const auto t0 = std::chrono::steady_clock::now();
+    const qlstm_status st = host.run(forced, c.x, &y, c.s.time_steps, true);
+    const auto t1 = std::chrono::steady_clock::now();
+    if (st != QLSTM_OK) {
+      throw CompileError("kernel error (variant " + args.variant + "): " + qlstm_status_string(st));
+    }
+    for (size_t k = 0; k < op_us.size(); ++k) op_us[k].push_back(g_op_us[k]);
+    return std::chrono::duration<double, std::micro>(t1 - t0).count();
+  };
+  run_once();  // warm-up
+  for (std::vector<double>& t : op_us) t.clear();
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(args.min_ms);
+  while (static_cast<int>(us.size()) < args.min_runs || std::chrono::steady_clock::now() < until) {
+    us.push_back(run_once());
+  }
+  std::sort(us.begin(), us.end());
+  const char* chosen = dispatched_variant(host.program);
+  if (args.variant == "default" && chosen != nullptr) {
+    std::printf("host variant: default (dispatched: %s)\n", chosen);
+  } else {
+    std::printf("host variant: %s\n", args.variant.c_str());
+  }
+  const bool exact = y == c.expected && variants_match_reference(host, c.x, y.size(), c.s.time_steps);
+  if (c.m.ops.size() > 1) print_op_medians(c, &op_us);
+  std::printf("runs: %zu, min %.2f us, median per sequence: %.2f us\n", us.size(), us.front(), us[us.size() / 2]);
+  std::printf("microseconds: %.2f\n", us[us.size() / 2]);
+  return exact ? kExitOk : kExitRefused;
+}
+
+// --profile: the first op's estimated cycles by timing class (docs/targets.md, "Estimated cycles"),
+// then per function its blocks' instructions and their estimated cycles.
+void print_target_profile(const TargetBench& b) {
+  std::printf("estimated cycles per instruction class (%s):\n", b.op_cycles.size() > 1 ? "op 0" : "the call");
+  for (const device::ClassCount& k : b.classes) {
+    std::printf("%12llu cycles %5.1f%%  %10llu instructions  %s\n", static_cast<unsigned long long>(k.cycles),
+                100.0 * static_cast<double>(k.cycles) / static_cast<double>(b.op_cycles[0]),
+                static_cast<unsigned long long>(k.instructions), k.name.c_str());
+  }
+  std::printf("instructions per function (blocks starting in it), then estimated cycles:\n");
+  for (const device::FunctionCount& f : b.profile) {
+    std::printf("  %10llu  %5.1f%%", static_cast<unsigned long long>(f.instructions),
+                100.0 * static_cast<double>(f.instructions) / static_cast<double>(b.instructions));
+    if (f.has_cycles) {
+      std::printf("  %10llu cycles %5.1f%%", static_cast<unsigned long long>(f.cycles),
+                  100.0 * static_cast<double>(f.cycles) / static_cast<double>(b.cycles));
+    }
+    std::printf("  %s\n", f.name.c_str());
+  }
+}
+
+// The call run on the target under QEMU (bit-exact with the host, or bench_on_target throws); the
+// last line the instructions: the sum over the ops.
+int bench_on_device(const BenchCall& c, const BenchArgs& args) {
+  const TargetBench b = bench_on_target(c.m, c.x, c.shape, args.target, args.variant, args.profile);
   std::printf("target: %s (QEMU %s, -cpu %s), variant: %s\n", b.cpu.c_str(), b.qemu_machine.c_str(),
               b.qemu_cpu.c_str(), b.variant.c_str());
   std::printf("output: bit-exact with the host simulation\n");
@@ -389,31 +434,12 @@ int bench_program(const CompiledModel& m, const ShapeSpec& s, const std::string&
   } else {
     std::printf("kernel flash: not measured (the size probes hold one recurrent kernel each)\n");
   }
-  if (args.profile) {
-    // The first op's estimated cycles by timing class (docs/targets.md, "Estimated cycles").
-    std::printf("estimated cycles per instruction class (%s):\n", b.op_cycles.size() > 1 ? "op 0" : "the call");
-    for (const device::ClassCount& c : b.classes) {
-      std::printf("%12llu cycles %5.1f%%  %10llu instructions  %s\n", static_cast<unsigned long long>(c.cycles),
-                  100.0 * static_cast<double>(c.cycles) / static_cast<double>(b.op_cycles[0]),
-                  static_cast<unsigned long long>(c.instructions), c.name.c_str());
-    }
-    // Per function: its blocks' instructions, then their estimated cycles.
-    std::printf("instructions per function (blocks starting in it), then estimated cycles:\n");
-    for (const device::FunctionCount& f : b.profile) {
-      std::printf("  %10llu  %5.1f%%", static_cast<unsigned long long>(f.instructions),
-                  100.0 * static_cast<double>(f.instructions) / static_cast<double>(b.instructions));
-      if (f.has_cycles) {
-        std::printf("  %10llu cycles %5.1f%%", static_cast<unsigned long long>(f.cycles),
-                    100.0 * static_cast<double>(f.cycles) / static_cast<double>(b.cycles));
-      }
-      std::printf("  %s\n", f.name.c_str());
-    }
-  }
+  if (args.profile) print_target_profile(b);
   for (size_t o = 0; o < b.op_instructions.size() && b.op_instructions.size() > 1; ++o) {
-    std::printf("%s: %llu instructions\n", op_line(o).c_str(), static_cast<unsigned long long>(b.op_instructions[o]));
+    std::printf("%s: %llu instructions\n", c.op_line(o).c_str(), static_cast<unsigned long long>(b.op_instructions[o]));
   }
   for (size_t o = 0; o < b.op_cycles.size() && b.op_cycles.size() > 1; ++o) {
-    std::printf("%s: %llu estimated cycles\n", op_line(o).c_str(), static_cast<unsigned long long>(b.op_cycles[o]));
+    std::printf("%s: %llu estimated cycles\n", c.op_line(o).c_str(), static_cast<unsigned long long>(b.op_cycles[o]));
   }
   // The estimate: each executed instruction charged its cycles from the core's timing tables, zero
   // wait states, no caches or interrupts (docs/targets.md, "Estimated cycles").
@@ -423,6 +449,16 @@ int bench_program(const CompiledModel& m, const ShapeSpec& s, const std::string&
   std::printf("instructions per MAC: %.3f\n", static_cast<double>(b.instructions) / static_cast<double>(b.macs));
   std::printf("instructions: %llu\n", static_cast<unsigned long long>(b.instructions));
   return 0;
+}
+
+// One call of the program of `m` over `s` (B, T, layout; I and H are the model's): its figures
+// printed, the last line the instructions (target: the sum over the ops) or the median
+// microseconds (host). Returns the exit status.
+int bench_program(const CompiledModel& m, const ShapeSpec& s, const std::string& what, const BenchArgs& args,
+                  std::mt19937_64& rng) {
+  const BenchCall call(m, s, rng);
+  print_call_figures(call, what);
+  return args.target.empty() ? bench_on_host(call, args) : bench_on_device(call, args);
 }
 
 }  // namespace
