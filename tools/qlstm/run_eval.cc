@@ -33,11 +33,19 @@ std::string lstm_op_label(const CompiledModel& m, size_t k) {
   return "layer " + std::to_string(k / static_cast<size_t>(m.directions)) + (reverse ? " reverse" : " forward");
 }
 
+// Op k's state value (h, or c when `cell`) as its kind keeps it.
+StateValue state_value(const ProgramOp& op, bool cell) {
+  const RecurrentState& state = *op_kind(op.kind, "state").state;
+  return cell ? state.c(op) : state.h(op);
+}
+
 StateCells state_cells(const CompiledModel& m) {
-  bool lstm = false, gru = false;
+  bool lstm = false, gru = false;  // with a cell, without
   for (const ProgramOp& op : m.ops) {
-    lstm = lstm || (op.recurrent() && !op.gru_op());
-    gru = gru || op.gru_op();
+    if (!op.recurrent()) continue;
+    const bool has_cell = state_value(op, true).present();
+    lstm = lstm || has_cell;
+    gru = gru || !has_cell;
   }
   return gru ? (lstm ? StateCells::kMixed : StateCells::kGru) : StateCells::kLstm;
 }
@@ -109,21 +117,28 @@ std::vector<float> float_state(const NpyArray& a, const std::string& path, const
   return v;
 }
 
+// The float values a state value holds (none for an absent one: nothing is clipped).
+RangeCount state_range(const StateValue& v) {
+  switch (v.format) {
+    case StateValue::kAffineS8: return int8_range(v.quant);
+    case StateValue::kScaledS16: return int16_range(v.quant);
+    case StateValue::kPowerOfTwoS16: return cell_range(v.power);
+    case StateValue::kAbsent: break;
+  }
+  return RangeCount{};
+}
+
 // Per LSTM op, the float state values beyond what its int8 hidden (the op's output quantization)
 // or int16 cell (2^P) holds: quantizing clips them.
 std::vector<RangeCount> state_clipping(const CompiledModel& m, int32_t batch, const std::vector<float>& v, bool cell) {
   std::vector<RangeCount> counts;
   size_t at = 0;
   for (const ProgramOp* op : lstm_ops(m)) {
-    // A GRU's h is Q0.15 (its c unused: nothing clipped).
-    RangeCount r = op->gru_op()            ? cell_range(kGruHiddenPower)
-                   : op->s16_lstm_op() && cell ? cell_range(op->lstm_s16.cell.power)
-                   : op->s16_lstm_op()         ? int16_range(op->recurrent_output())
-                   : cell                      ? cell_range(op->lstm.cell.power)
-                                               : int8_range(op->lstm.output);
+    const StateValue value = state_value(*op, cell);  // a GRU's c is absent: nothing clipped
+    RangeCount r = state_range(value);
     const size_t n = static_cast<size_t>(batch) * static_cast<size_t>(op->hidden_size());
     for (size_t e = 0; e < n; ++e, ++at) {
-      if (!(op->gru_op() && cell)) r.add(v[at]);
+      if (value.present()) r.add(v[at]);
     }
     counts.push_back(r);
   }
@@ -201,16 +216,14 @@ std::vector<ComparedOutput> compare_state(const CompiledModel& m, int32_t batch,
   const std::vector<const ProgramOp*> ops = lstm_ops(m);
   size_t at = 0;
   for (size_t k = 0; k < ops.size(); ++k) {
-    const ProgramOp& o = *ops[k];
-    const int32_t power = o.s16_lstm_op() ? o.lstm_s16.cell.power : o.lstm.cell.power;
+    const StateValue hv = state_value(*ops[k], false), cv = state_value(*ops[k], true);
     const auto from = static_cast<ptrdiff_t>(at), to = from + batch * ops[k]->hidden_size();
     auto slice = [&](const std::vector<float>& v) { return std::vector<float>(v.begin() + from, v.begin() + to); };
     const std::string who = " (" + lstm_op_label(m, k) + ")";
     const int32_t op = static_cast<int32_t>(k);
-    const double h_step = o.gru_op() ? std::ldexp(1.0, kGruHiddenPower) : o.recurrent_output().scale;
-    if (m.hidden_output) hs.push_back(compare_output("h_n", "h_n" + who, op, slice(f.h_n), slice(h), h_step));
-    if (m.cell_output) {
-      cs.push_back(compare_output("c_n", "c_n" + who, op, slice(f.c_n), slice(c), std::ldexp(1.0, power)));
+    if (m.hidden_output) hs.push_back(compare_output("h_n", "h_n" + who, op, slice(f.h_n), slice(h), hv.step()));
+    if (m.cell_output) {  // a GRU's c_n (absent: step 1) is 0 in both
+      cs.push_back(compare_output("c_n", "c_n" + who, op, slice(f.c_n), slice(c), cv.step()));
     }
     at = static_cast<size_t>(to);
   }
@@ -240,10 +253,9 @@ Saturation saturation_ranges(const CompiledModel& m) {
   const OpKind* last = find_op_kind(m.ops.back().kind);
   s.output_fixed = last != nullptr && last->fixed_output != nullptr;
   for (const ProgramOp* op : lstm_ops(m)) {
-    s.has_cell.push_back(!op->gru_op());
-    s.cell.push_back(op->gru_op()        ? RangeCount{}
-                     : op->s16_lstm_op() ? cell_range(op->lstm_s16.cell.power)
-                                         : cell_range(op->lstm.cell.power));
+    const StateValue cell = state_value(*op, true);
+    s.has_cell.push_back(cell.present());
+    s.cell.push_back(state_range(cell));
     s.hidden.push_back(range(m.buffers[static_cast<size_t>(op->output_buffer)]));
   }
   return s;

@@ -349,24 +349,7 @@ void ProgramEmitter::header_defines(std::ostringstream& h) const {
 void ProgramEmitter::header_state_formats(std::ostringstream& h) const {
   for (int32_t k : lstm_ops) {
     const ProgramOp& rop = m.ops[static_cast<size_t>(k)];
-    const std::string op = upper + "_OP" + std::to_string(k);
-    if (rop.gru_op()) {
-      h << "#define " << op << "_GRU_HIDDEN_Q0_15 1 /* its state: h in Q0.15 in its cell (int16) rows; its hidden\n"
-        << "   (int8) rows are unused */\n";
-      continue;
-    }
-    if (rop.s16_lstm_op()) {
-      const DerivedLstmS16& d = rop.lstm_s16;
-      h << "#define " << op << "_HIDDEN_SCALE " << d.output_scale
-        << "f /* 16x8: its state, in cell at its offset: B x H c at 2^P, then B x H int16 h at\n"
-        << "   this scale; its hidden (int8) rows are unused */\n"
-        << "#define " << op << "_CELL_SCALE_POWER " << d.cell.power << "\n";
-      continue;
-    }
-    const DerivedLstm& d = rop.lstm;
-    h << "#define " << op << "_HIDDEN_SCALE " << d.output.scale << "f /* its state rows: h, and c at 2^P */\n"
-      << "#define " << op << "_HIDDEN_ZERO_POINT " << d.output.zero_point << "\n"
-      << "#define " << op << "_CELL_SCALE_POWER " << d.cell.power << "\n";
+    op_kind(rop.kind, "emit").state->header_defines(rop, upper + "_OP" + std::to_string(k), h);
   }
   h << "#define " << upper << "_CAN_STREAM " << (can_stream ? 1 : 0) << " /* " << name << "_reset and " << name
     << "_stream exist */\n#define " << upper << "_HAS_STATE_IO " << (stateful ? 1 : 0) << " /* " << name

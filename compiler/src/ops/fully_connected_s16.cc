@@ -70,7 +70,7 @@ int64_t macs(const qlstm_op& o, int64_t in_positions, int64_t, int64_t) {
 extern const OpKind kFullyConnectedS16Kind = {
     QLSTM_OP_FULLY_CONNECTED_S16, "fully_connected_s16", "QLSTM_OP_FULLY_CONNECTED_S16",
     "qlstm_op_handler_fully_connected_s16",
-    /*recurrent=*/false, /*int16_data=*/true, /*file_version=*/7,
+    /*state=*/nullptr, /*int16_data=*/true, /*file_version=*/7,
     /*fixed_output=*/nullptr, /*selects_step=*/false,
     to_kernel, boundary, memory, report, describe, encode,
     file_extras, check_arrays, decode, macs, /*run_rows=*/nullptr};

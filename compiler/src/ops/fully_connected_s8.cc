@@ -76,7 +76,7 @@ int64_t macs(const qlstm_op& o, int64_t in_positions, int64_t, int64_t) {
 extern const OpKind kFullyConnectedS8Kind = {
     QLSTM_OP_FULLY_CONNECTED_S8, "fully_connected", "QLSTM_OP_FULLY_CONNECTED_S8",
     "qlstm_op_handler_fully_connected_s8",
-    /*recurrent=*/false, /*int16_data=*/false, /*file_version=*/4,
+    /*state=*/nullptr, /*int16_data=*/false, /*file_version=*/4,
     /*fixed_output=*/nullptr, /*selects_step=*/false,
     to_kernel, boundary, memory, report, describe, encode,
     file_extras, check_arrays, decode, macs, run_rows};

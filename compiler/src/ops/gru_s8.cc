@@ -67,12 +67,38 @@ int64_t macs(const qlstm_op& o, int64_t, int64_t B, int64_t T) {
   return B * T * QLSTM_GRU_GATE_COUNT * o.gru.dims.hidden_size * (o.gru.dims.input_size + o.gru.dims.hidden_size);
 }
 
+// Its state: one Q0.15 h in the cell array (its hidden rows unused), no c.
+StateValue state_h(const ProgramOp&) { return power_of_two_state(kGruHiddenPower); }
+StateValue state_c(const ProgramOp&) { return StateValue{}; }
+
+void initial_rows(const ProgramOp& op, int32_t batch, std::vector<int8_t>* hidden, std::vector<int16_t>* cell) {
+  const size_t H = static_cast<size_t>(op.gru.hidden_size);
+  append_state_rows(*hidden, op.initial_hidden, H, batch, static_cast<int8_t>(op.gru.output.zero_point));
+  append_state_rows(*cell, op.initial_cell, H, batch, int16_t{0});
+}
+
+// Its h0 is Q0.15 in its int16 state row: initial_cell, from the initial_hidden source.
+std::string initial_state_problem(const ProgramOp& op, const CompiledModel& m) {
+  if (!op.initial_hidden.empty()) return ".initial_hidden': a GRU keeps its initial state in initial_cell";
+  if (!state_matches_source(m, m.initial_hidden, op.initial_cell.size(), static_cast<size_t>(op.gru.hidden_size))) {
+    return ".initial_cell' does not match the model's initial hidden state";
+  }
+  return "";
+}
+
+void header_defines(const ProgramOp&, const std::string& prefix, std::ostream& h) {
+  h << "#define " << prefix << "_GRU_HIDDEN_Q0_15 1 /* its state: h in Q0.15 in its cell (int16) rows; its hidden\n"
+    << "   (int8) rows are unused */\n";
+}
+
+const RecurrentState kGruS8State = {state_h, state_c, initial_rows, initial_state_problem, header_defines};
+
 }  // namespace
 
 extern const OpKind kGruS8Kind = {
     QLSTM_OP_GRU_S8, "gru", "QLSTM_OP_GRU_S8",
     "qlstm_op_handler_gru_s8",
-    /*recurrent=*/true, /*int16_data=*/false, /*file_version=*/5,
+    &kGruS8State, /*int16_data=*/false, /*file_version=*/5,
     /*fixed_output=*/nullptr, /*selects_step=*/false,
     to_kernel, boundary, memory, report, describe, encode,
     file_extras, check_arrays, decode, macs, /*run_rows=*/nullptr};

@@ -8,6 +8,20 @@
 
 namespace qlstm {
 namespace compiler {
+
+std::vector<int16_t> s16_state_block(const std::vector<int16_t>& constant, size_t H, int32_t batch) {
+  std::vector<int16_t> rows;
+  ops::append_state_rows(rows, constant, 2 * H, batch, int16_t{0});
+  std::vector<int16_t> block(rows.size());
+  const size_t B = static_cast<size_t>(batch);
+  for (size_t b = 0; b < B; ++b) {
+    std::copy_n(rows.begin() + static_cast<ptrdiff_t>(2 * H * b), H, block.begin() + static_cast<ptrdiff_t>(H * b));
+    std::copy_n(rows.begin() + static_cast<ptrdiff_t>(2 * H * b + H), H,
+                block.begin() + static_cast<ptrdiff_t>(B * H + H * b));
+  }
+  return block;
+}
+
 namespace ops {
 namespace {
 
@@ -67,12 +81,47 @@ int64_t macs(const qlstm_op& o, int64_t, int64_t B, int64_t T) {
          (o.lstm_s16.dims.input_size + o.lstm_s16.dims.hidden_size);
 }
 
+// Its state, int16 only, in the cell array: B x H c at 2^P, then B x H h at its output scale (its
+// hidden rows unused).
+StateValue state_h(const ProgramOp& op) { return scaled_s16_state(op.lstm_s16.output_scale, /*after_cell=*/true); }
+StateValue state_c(const ProgramOp& op) { return power_of_two_state(op.lstm_s16.cell.power); }
+
+void initial_rows(const ProgramOp& op, int32_t batch, std::vector<int8_t>* hidden, std::vector<int16_t>* cell) {
+  const size_t H = static_cast<size_t>(op.lstm_s16.hidden_size);
+  hidden->insert(hidden->end(), 2 * H * static_cast<size_t>(batch), int8_t{0});
+  const std::vector<int16_t> block = s16_state_block(op.initial_cell, H, batch);
+  cell->insert(cell->end(), block.begin(), block.end());
+}
+
+// Its constant state: rows of [c | h] (2H int16) in initial_cell, from either constant source.
+std::string initial_state_problem(const ProgramOp& op, const CompiledModel& m) {
+  const size_t H = static_cast<size_t>(op.lstm_s16.hidden_size);
+  const bool constant = m.initial_hidden == StateSource::kConstant || m.initial_cell == StateSource::kConstant;
+  const size_t n = op.initial_cell.size();
+  const size_t rows = static_cast<size_t>(std::max(m.constant_state_batch(), 1));
+  if (!op.initial_hidden.empty()) return ".initial_hidden': a 16x8 LSTM keeps its initial state in initial_cell";
+  if (constant != (n != 0) || (n != 0 && n != 2 * H && n != rows * 2 * H)) {
+    return ".initial_cell' does not match the model's initial state (rows of 2H: c, then h)";
+  }
+  return "";
+}
+
+void header_defines(const ProgramOp& op, const std::string& prefix, std::ostream& h) {
+  const DerivedLstmS16& d = op.lstm_s16;
+  h << "#define " << prefix << "_HIDDEN_SCALE " << d.output_scale
+    << "f /* 16x8: its state, in cell at its offset: B x H c at 2^P, then B x H int16 h at\n"
+    << "   this scale; its hidden (int8) rows are unused */\n"
+    << "#define " << prefix << "_CELL_SCALE_POWER " << d.cell.power << "\n";
+}
+
+const RecurrentState kLstmS16State = {state_h, state_c, initial_rows, initial_state_problem, header_defines};
+
 }  // namespace
 
 extern const OpKind kLstmS16Kind = {
     QLSTM_OP_LSTM_S16, "lstm_s16", "QLSTM_OP_LSTM_S16",
     "qlstm_op_handler_lstm_s16",
-    /*recurrent=*/true, /*int16_data=*/true, /*file_version=*/7,
+    &kLstmS16State, /*int16_data=*/true, /*file_version=*/7,
     /*fixed_output=*/nullptr, /*selects_step=*/false,
     to_kernel, boundary, memory, report, describe, encode,
     file_extras, check_arrays, decode, macs, /*run_rows=*/nullptr};

@@ -62,12 +62,42 @@ int64_t macs(const qlstm_op& o, int64_t, int64_t B, int64_t T) {
   return B * T * QLSTM_GATE_COUNT * o.lstm.dims.hidden_size * (o.lstm.dims.input_size + o.lstm.dims.hidden_size);
 }
 
+// Its state: h int8 at its output quantization in the hidden array, c at 2^P in the cell array.
+StateValue state_h(const ProgramOp& op) { return affine_s8_state(op.lstm.output); }
+StateValue state_c(const ProgramOp& op) { return power_of_two_state(op.lstm.cell.power); }
+
+void initial_rows(const ProgramOp& op, int32_t batch, std::vector<int8_t>* hidden, std::vector<int16_t>* cell) {
+  const size_t H = static_cast<size_t>(op.lstm.hidden_size);
+  append_state_rows(*hidden, op.initial_hidden, H, batch, static_cast<int8_t>(op.lstm.output.zero_point));
+  append_state_rows(*cell, op.initial_cell, H, batch, int16_t{0});
+}
+
+std::string initial_state_problem(const ProgramOp& op, const CompiledModel& m) {
+  const size_t H = static_cast<size_t>(op.lstm.hidden_size);
+  if (!state_matches_source(m, m.initial_hidden, op.initial_hidden.size(), H)) {
+    return ".initial_hidden' does not match the model's initial state";
+  }
+  if (!state_matches_source(m, m.initial_cell, op.initial_cell.size(), H)) {
+    return ".initial_cell' does not match the model's initial state";
+  }
+  return "";
+}
+
+void header_defines(const ProgramOp& op, const std::string& prefix, std::ostream& h) {
+  const DerivedLstm& d = op.lstm;
+  h << "#define " << prefix << "_HIDDEN_SCALE " << d.output.scale << "f /* its state rows: h, and c at 2^P */\n"
+    << "#define " << prefix << "_HIDDEN_ZERO_POINT " << d.output.zero_point << "\n"
+    << "#define " << prefix << "_CELL_SCALE_POWER " << d.cell.power << "\n";
+}
+
+const RecurrentState kLstmS8State = {state_h, state_c, initial_rows, initial_state_problem, header_defines};
+
 }  // namespace
 
 extern const OpKind kLstmS8Kind = {
     QLSTM_OP_LSTM_S8, "lstm", "QLSTM_OP_LSTM_S8",
     "qlstm_op_handler_lstm_s8",
-    /*recurrent=*/true, /*int16_data=*/false, /*file_version=*/3,
+    &kLstmS8State, /*int16_data=*/false, /*file_version=*/3,
     /*fixed_output=*/nullptr, /*selects_step=*/false,
     to_kernel, boundary, memory, report, describe, encode,
     file_extras, check_arrays, decode, macs, /*run_rows=*/nullptr};

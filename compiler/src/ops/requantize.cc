@@ -48,7 +48,7 @@ void decode(const OpFileRecord& r, const OpFileOrigin& from, ProgramOp* op) {
 extern const OpKind kRequantizeKind = {
     QLSTM_OP_REQUANTIZE, "requantize", "QLSTM_OP_REQUANTIZE",
     "qlstm_op_handler_requantize",
-    /*recurrent=*/false, /*int16_data=*/true, /*file_version=*/7,
+    /*state=*/nullptr, /*int16_data=*/true, /*file_version=*/7,
     /*fixed_output=*/nullptr, /*selects_step=*/false,
     to_kernel, boundary, memory, report, describe, encode,
     file_extras, check_arrays, decode, no_macs, /*run_rows=*/nullptr};

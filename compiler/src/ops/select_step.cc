@@ -48,7 +48,7 @@ void decode(const OpFileRecord& r, const OpFileOrigin& from, ProgramOp* op) {
 extern const OpKind kSelectStepKind = {
     QLSTM_OP_SELECT_STEP, "select_step", "QLSTM_OP_SELECT_STEP",
     "qlstm_op_handler_select_step",
-    /*recurrent=*/false, /*int16_data=*/false, /*file_version=*/4,
+    /*state=*/nullptr, /*int16_data=*/false, /*file_version=*/4,
     /*fixed_output=*/nullptr, /*selects_step=*/true,
     to_kernel, boundary, memory, report, describe, encode,
     file_extras, check_arrays, decode, no_macs, /*run_rows=*/nullptr};

@@ -49,7 +49,7 @@ void decode(const OpFileRecord& r, const OpFileOrigin& from, ProgramOp* op) {
 extern const OpKind kSoftmaxS16Kind = {
     QLSTM_OP_SOFTMAX_S16, "softmax_s16", "QLSTM_OP_SOFTMAX_S16",
     "qlstm_op_handler_softmax_s16",
-    /*recurrent=*/false, /*int16_data=*/true, /*file_version=*/7,
+    /*state=*/nullptr, /*int16_data=*/true, /*file_version=*/7,
     /*fixed_output=*/"softmax_s16: fixed 1/32768, 0",
     /*selects_step=*/false, to_kernel, boundary, memory, report, describe,
     encode, file_extras, check_arrays, decode, no_macs, /*run_rows=*/nullptr};

@@ -53,7 +53,7 @@ qlstm_status run_rows(const ProgramOp& op, const int8_t* x, int32_t rows, std::v
 extern const OpKind kSoftmaxS8Kind = {
     QLSTM_OP_SOFTMAX_S8, "softmax", "QLSTM_OP_SOFTMAX_S8",
     "qlstm_op_handler_softmax_s8",
-    /*recurrent=*/false, /*int16_data=*/false, /*file_version=*/4,
+    /*state=*/nullptr, /*int16_data=*/false, /*file_version=*/4,
     /*fixed_output=*/"softmax: fixed 1/256, -128",
     /*selects_step=*/false, to_kernel, boundary, memory, report, describe,
     encode, file_extras, check_arrays, decode, no_macs, run_rows};

@@ -59,7 +59,7 @@ qlstm_status run_rows(const ProgramOp& op, const int8_t* x, int32_t rows, std::v
 extern const OpKind kTableS8Kind = {
     QLSTM_OP_TABLE_S8, "table", "QLSTM_OP_TABLE_S8",
     "qlstm_op_handler_table_s8",
-    /*recurrent=*/false, /*int16_data=*/false, /*file_version=*/4,
+    /*state=*/nullptr, /*int16_data=*/false, /*file_version=*/4,
     /*fixed_output=*/nullptr, /*selects_step=*/false,
     to_kernel, boundary, memory, report, describe, encode,
     file_extras, check_arrays, decode, no_macs, run_rows};

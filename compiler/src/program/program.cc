@@ -37,7 +37,7 @@ std::vector<int32_t> state_sizes(const CompiledModel& m) {
 
 bool ProgramOp::recurrent() const {
   const OpKind* k = find_op_kind(kind);
-  return k != nullptr && k->recurrent;
+  return k != nullptr && k->state != nullptr;
 }
 
 int16_t quantize_cell(double c, int32_t power) {
@@ -444,35 +444,11 @@ void ModelChecker::recurrent_op(size_t k, const std::string& w, const ProgramBuf
   recurrent_state(op, w);
 }
 
-// [H] for every batch row, or [B][H] of the batch the model fixes (the same B for every op).
+// [H] for every batch row, or [B][H] of the batch the model fixes (the same B for every op), as
+// its kind keeps it.
 void ModelChecker::recurrent_state(const ProgramOp& op, const std::string& w) const {
-  const size_t H = static_cast<size_t>(op.hidden_size());
-  const size_t rows = static_cast<size_t>(std::max(m_.constant_state_batch(), 1));
-  auto state_ok = [&](StateSource source, size_t n) {
-    return (source == StateSource::kConstant) == (n != 0) && (n == 0 || n == H || n == rows * H);
-  };
-  if (op.s16_lstm_op()) {
-    // Its constant state: rows of [c | h] (2H int16) in initial_cell, from either constant source.
-    const bool constant = m_.initial_hidden == StateSource::kConstant || m_.initial_cell == StateSource::kConstant;
-    const size_t n = op.initial_cell.size();
-    if (!op.initial_hidden.empty()) bad(w + ".initial_hidden': a 16x8 LSTM keeps its initial state in initial_cell");
-    if (constant != (n != 0) || (n != 0 && n != 2 * H && n != rows * 2 * H)) {
-      bad(w + ".initial_cell' does not match the model's initial state (rows of 2H: c, then h)");
-    }
-  } else if (op.gru_op()) {
-    // A GRU's h0 is Q0.15 in its int16 state row: initial_cell, from the initial_hidden source.
-    if (!op.initial_hidden.empty()) bad(w + ".initial_hidden': a GRU keeps its initial state in initial_cell");
-    if (!state_ok(m_.initial_hidden, op.initial_cell.size())) {
-      bad(w + ".initial_cell' does not match the model's initial hidden state");
-    }
-  } else {
-    if (!state_ok(m_.initial_hidden, op.initial_hidden.size())) {
-      bad(w + ".initial_hidden' does not match the model's initial state");
-    }
-    if (!state_ok(m_.initial_cell, op.initial_cell.size())) {
-      bad(w + ".initial_cell' does not match the model's initial state");
-    }
-  }
+  const std::string problem = op_kind(op.kind, w).state->initial_state_problem(op, m_);
+  if (!problem.empty()) bad(w + problem);
 }
 
 // The quantization it was derived for (an op without its own has its input buffer's), its widths,
@@ -511,10 +487,11 @@ CompiledModel assemble_program(std::vector<ProgramOp> ops, int32_t directions) {
   m.directions = directions;
   const int32_t layers = static_cast<int32_t>(ops.size()) / directions;
   const ProgramOp& first = ops.front();
-  const int32_t type = first.s16_lstm_op() ? QLSTM_ELEMENT_S16 : QLSTM_ELEMENT_S8;
-  const int32_t input_size = first.gru_op() ? first.gru.input_size : first.s16_lstm_op() ? first.lstm_s16.input_size
-                                                                                          : first.lstm.input_size;
-  m.buffers.push_back({input_size, first.recurrent_input(), QLSTM_BUFFER_EVERY_STEP, type});
+  const OpKind& kind = op_kind(first.kind, "program");
+  const int32_t type = kind.int16_data ? QLSTM_ELEMENT_S16 : QLSTM_ELEMENT_S8;
+  OpBoundary first_boundary;
+  kind.boundary(first, &first_boundary);
+  m.buffers.push_back({first_boundary.input_width, first.recurrent_input(), QLSTM_BUFFER_EVERY_STEP, type});
   for (int32_t l = 0; l < layers; ++l) {
     const ProgramOp& layer = ops[static_cast<size_t>(l * directions)];
     const int32_t H = layer.hidden_size();
@@ -565,55 +542,40 @@ int32_t CompiledModel::constant_state_batch() const {
   return 0;
 }
 
-namespace {
-
-// A constant state of one row ([H], repeated) or of `batch` rows ([B][H]) for `batch` rows.
-template <class T>
-void append_state_rows(std::vector<T>& to, const std::vector<T>& constant, size_t H, int32_t batch, T zero) {
-  if (constant.empty()) {
-    to.insert(to.end(), H * static_cast<size_t>(batch), zero);
-  } else if (constant.size() == H) {
-    for (int32_t b = 0; b < batch; ++b) to.insert(to.end(), constant.begin(), constant.end());
-  } else if (constant.size() == H * static_cast<size_t>(batch)) {
-    to.insert(to.end(), constant.begin(), constant.end());
-  } else {
-    throw CompileError("state: the model's constant initial state has " + std::to_string(constant.size() / H) +
-                       " batch rows, so the batch must be " + std::to_string(constant.size() / H) + ", not " +
-                       std::to_string(batch));
-  }
-}
-
-}  // namespace
-
-std::vector<int16_t> s16_state_block(const std::vector<int16_t>& constant, size_t H, int32_t batch) {
-  std::vector<int16_t> rows;
-  append_state_rows(rows, constant, 2 * H, batch, int16_t{0});
-  std::vector<int16_t> block(rows.size());
-  const size_t B = static_cast<size_t>(batch);
-  for (size_t b = 0; b < B; ++b) {
-    std::copy_n(rows.begin() + static_cast<ptrdiff_t>(2 * H * b), H, block.begin() + static_cast<ptrdiff_t>(H * b));
-    std::copy_n(rows.begin() + static_cast<ptrdiff_t>(2 * H * b + H), H,
-                block.begin() + static_cast<ptrdiff_t>(B * H + H * b));
-  }
-  return block;
-}
-
 ProgramState initial_program_state(const CompiledModel& m, int32_t batch) {
   ProgramState s;
   for (const ProgramOp& op : m.ops) {
-    if (!op.recurrent()) continue;
-    const size_t H = static_cast<size_t>(op.state_size());
-    if (op.s16_lstm_op()) {  // its int8 hidden rows unused; its cell rows: c, then its int16 h
-      s.hidden.insert(s.hidden.end(), H * static_cast<size_t>(batch), int8_t{0});
-      const std::vector<int16_t> block = s16_state_block(op.initial_cell, H / 2, batch);
-      s.cell.insert(s.cell.end(), block.begin(), block.end());
-      continue;
-    }
-    append_state_rows(s.hidden, op.initial_hidden, H, batch, static_cast<int8_t>(op.recurrent_output().zero_point));
-    append_state_rows(s.cell, op.initial_cell, H, batch, int16_t{0});
+    const OpKind* kind = find_op_kind(op.kind);
+    if (kind != nullptr && kind->state != nullptr) kind->state->initial_rows(op, batch, &s.hidden, &s.cell);
   }
   return s;
 }
+
+namespace {
+
+// A recurrent op's B x H values of h or c from the float state (at `at`) into its rows (at
+// `rows`: of the hidden or the cell array as v says); nothing for a null state or an absent value.
+void quantize_state_value(const StateValue& v, const std::vector<float>* f, size_t at, size_t BH, size_t rows,
+                          ProgramState* s) {
+  if (f == nullptr || !v.present()) return;
+  const size_t to = rows + (v.after_cell ? BH : 0);
+  for (size_t e = 0; e < BH; ++e) {
+    if (v.format == StateValue::kAffineS8) {
+      s->hidden[to + e] = v.quantize_s8((*f)[at + e]);
+    } else {
+      s->cell[to + e] = v.quantize_s16((*f)[at + e]);
+    }
+  }
+}
+
+// Element e of h or c in float from its rows (0 for an absent value).
+double dequantize_state_value(const StateValue& v, const ProgramState& s, size_t rows, size_t BH, size_t e) {
+  if (!v.present()) return 0;
+  const size_t at = rows + (v.after_cell ? BH : 0) + e;
+  return v.dequantize(v.format == StateValue::kAffineS8 ? s.hidden[at] : s.cell[at]);
+}
+
+}  // namespace
 
 ProgramState quantize_program_state(const CompiledModel& m, int32_t batch, const std::vector<float>* h,
                                     const std::vector<float>* c, const std::string& what) {
@@ -630,49 +592,32 @@ ProgramState quantize_program_state(const CompiledModel& m, int32_t batch, const
       if (!std::isfinite((*v)[k])) throw CompileError(what + ": non-finite state value at index " + std::to_string(k));
     }
   }
-  size_t at = 0, q = 0;  // into the float state, into the quantized one
+  size_t at = 0, rows = 0;  // into the float state, into the quantized one
   for (const ProgramOp& op : m.ops) {
     if (!op.recurrent()) continue;
+    const RecurrentState& state = *op_kind(op.kind, what).state;
     const size_t BH = static_cast<size_t>(batch) * static_cast<size_t>(op.hidden_size());
-    for (size_t e = 0; e < BH; ++e) {
-      const size_t f = at + e;
-      if (op.gru_op()) {
-        if (h) s.cell[q + e] = quantize_cell((*h)[f], kGruHiddenPower);  // Q0.15
-      } else if (op.s16_lstm_op()) {  // c at 2^P, then h at its output scale, both in cell
-        if (c) s.cell[q + e] = quantize_cell((*c)[f], op.lstm_s16.cell.power);
-        if (h) s.cell[q + BH + e] = quantize_s16((*h)[f], op.lstm_s16.output_scale);
-      } else {
-        if (h) s.hidden[q + e] = op.lstm.output.quantize((*h)[f]);
-        if (c) s.cell[q + e] = quantize_cell((*c)[f], op.lstm.cell.power);
-      }
-    }
+    quantize_state_value(state.h(op), h, at, BH, rows, &s);
+    quantize_state_value(state.c(op), c, at, BH, rows, &s);
     at += BH;
-    q += static_cast<size_t>(batch) * static_cast<size_t>(op.state_size());
+    rows += static_cast<size_t>(batch) * static_cast<size_t>(op.state_size());
   }
   return s;
 }
 
 void dequantize_program_state(const CompiledModel& m, const ProgramState& s, int32_t batch, std::vector<float>* h,
                               std::vector<float>* c) {
-  size_t q = 0;
+  size_t rows = 0;
   for (const ProgramOp& op : m.ops) {
     if (!op.recurrent()) continue;
+    const RecurrentState& state = *op_kind(op.kind, "state").state;
+    const StateValue hv = state.h(op), cv = state.c(op);
     const size_t BH = static_cast<size_t>(batch) * static_cast<size_t>(op.hidden_size());
     for (size_t e = 0; e < BH; ++e) {
-      double hv = 0, cv = 0;
-      if (op.gru_op()) {
-        hv = std::ldexp(static_cast<double>(s.cell[q + e]), kGruHiddenPower);
-      } else if (op.s16_lstm_op()) {
-        cv = std::ldexp(static_cast<double>(s.cell[q + e]), op.lstm_s16.cell.power);
-        hv = s.cell[q + BH + e] * op.lstm_s16.output_scale;
-      } else {
-        hv = op.lstm.output.dequantize(s.hidden[q + e]);
-        cv = std::ldexp(static_cast<double>(s.cell[q + e]), op.lstm.cell.power);
-      }
-      h->push_back(static_cast<float>(hv));
-      c->push_back(static_cast<float>(cv));
+      h->push_back(static_cast<float>(dequantize_state_value(hv, s, rows, BH, e)));
+      c->push_back(static_cast<float>(dequantize_state_value(cv, s, rows, BH, e)));
     }
-    q += static_cast<size_t>(batch) * static_cast<size_t>(op.state_size());
+    rows += static_cast<size_t>(batch) * static_cast<size_t>(op.state_size());
   }
 }
 

@@ -18,6 +18,32 @@ namespace ops {
 
 [[noreturn]] void bad_record(const OpFileOrigin& from, const std::string& why);
 
+// A constant state of one row ([H], repeated) or of `batch` rows ([B][H]) appended for `batch`
+// rows; `zero` fills them when there is no constant.
+template <class T>
+void append_state_rows(std::vector<T>& to, const std::vector<T>& constant, size_t H, int32_t batch, T zero) {
+  if (constant.empty()) {
+    to.insert(to.end(), H * static_cast<size_t>(batch), zero);
+  } else if (constant.size() == H) {
+    for (int32_t b = 0; b < batch; ++b) to.insert(to.end(), constant.begin(), constant.end());
+  } else if (constant.size() == H * static_cast<size_t>(batch)) {
+    to.insert(to.end(), constant.begin(), constant.end());
+  } else {
+    throw CompileError("state: the model's constant initial state has " + std::to_string(constant.size() / H) +
+                       " batch rows, so the batch must be " + std::to_string(constant.size() / H) + ", not " +
+                       std::to_string(batch));
+  }
+}
+
+// Whether `n` values of a constant initial state fit its source: n != 0 exactly for a constant
+// source, and then [H] or [B][H] for the batch the model fixes.
+bool state_matches_source(const CompiledModel& m, StateSource source, size_t n, size_t H);
+
+// The value formats of a recurrent kind's state (RecurrentState::h, ::c).
+StateValue affine_s8_state(const AffineQuant& q);
+StateValue scaled_s16_state(double scale, bool after_cell);
+StateValue power_of_two_state(int32_t power);
+
 struct ByteSink {
   std::vector<uint8_t>* out;
   void put(const uint8_t* bytes, size_t n) { out->insert(out->end(), bytes, bytes + n); }

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <nlohmann/json_fwd.hpp>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -40,12 +41,48 @@ struct OpFileOrigin {
   uint32_t version;           // the file's format_version
 };
 
+// One of a recurrent op's state values (h or c) as the runtime keeps it per batch row
+// (program_s8.h): absent, or B x H elements of the int8 hidden array or of the int16 cell array.
+struct StateValue {
+  enum Format {
+    kAbsent,         // a GRU's c
+    kAffineS8,       // in the hidden array at `quant` (an int8 LSTM's h)
+    kScaledS16,      // in the cell array at quant.scale, zero point 0 (a 16x8 LSTM's h)
+    kPowerOfTwoS16,  // in the cell array at 2^power (a cell; a GRU's Q0.15 h)
+  };
+  Format format = kAbsent;
+  AffineQuant quant;
+  int32_t power = 0;
+  bool after_cell = false;  // B x H further than the op's first rows of the cell array (after its c)
+
+  bool present() const { return format != kAbsent; }
+  double step() const;  // the value of one integer step (1 for an absent value)
+  int8_t quantize_s8(double v) const;    // kAffineS8
+  int16_t quantize_s16(double v) const;  // the int16 formats: nearest, saturated
+  double dequantize(int32_t q) const;
+};
+
+// How a recurrent kind keeps its state, and what the compiler does with it.
+struct RecurrentState {
+  StateValue (*h)(const ProgramOp& op);
+  StateValue (*c)(const ProgramOp& op);
+  // Its rows of both state arrays (B x qlstm_op_state_size each) from its constant initial state,
+  // or as a zero state when it has none; throws when a constant's batch is not `batch`.
+  void (*initial_rows)(const ProgramOp& op, int32_t batch, std::vector<int8_t>* hidden, std::vector<int16_t>* cell);
+  // Its initial-state arrays against the model's state sources: what is wrong
+  // (".initial_cell' does not match ...", after the op's name) or "".
+  std::string (*initial_state_problem)(const ProgramOp& op, const CompiledModel& m);
+  // The emitted header's lines on its state format, each define named `prefix`_... (NAME_OPk).
+  void (*header_defines)(const ProgramOp& op, const std::string& prefix, std::ostream& h);
+};
+
 struct OpKind {
   int32_t kind;          // a qlstm_op_kind
   const char* name;      // "lstm": reports and messages
   const char* symbol;    // "QLSTM_OP_LSTM_S8": the emitted initializer
   const char* handler;   // "qlstm_op_handler_lstm_s8": its runner in the runtime (the emitted kind table)
-  bool recurrent;        // has state rows ([recurrent ops][B][state size])
+  // A recurrent kind's state (rows of [recurrent ops][B][state size]); null for a kind without.
+  const RecurrentState* state;
   bool int16_data;       // reads or writes int16 buffers: the model file's typed version
   uint32_t file_version; // the first model-file version that knows the kind
   // The output quantization the kind fixes, in the report's words; null where calibration chooses it.
