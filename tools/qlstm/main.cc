@@ -305,121 +305,126 @@ int list_variants() {
   return 0;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  CLI::App app{"qlstm: fused int8 LSTM compiler and runtime tools"};
-  app.require_subcommand(1);
-  app.set_version_flag("--version", "qlstm 0.1.0");
-  app.footer(kExitStatusFooter);
-
+// verify-vectors' and export-vectors' options.
+struct VectorArgs {
   std::vector<std::string> paths;
   std::string variant = "default";
   bool verbose = false;
-  CLI::App* vv = app.add_subcommand(
+  std::string target;
+  std::string out;  // export-vectors: the bundle
+};
+
+CLI::App* add_verify_vectors(CLI::App* app, VectorArgs* a) {
+  CLI::App* vv = app->add_subcommand(
       "verify-vectors", "Run kernel test vectors (files or folders of *.json) bit for bit");
-  vv->add_option("paths", paths, "vector files or folders")->required();
-  vv->add_option("--variant", variant,
+  vv->add_option("paths", a->paths, "vector files or folders")->required();
+  vv->add_option("--variant", a->variant,
                  "kernel variant: 'default' (what qlstm_lstm_s8 and qlstm_fc_s8 run), 'all' (each "
                  "supported one), or a name from 'qlstm variants'")
       ->capture_default_str();
-  vv->add_flag("-v,--verbose", verbose, "print every passing case");
-  std::string vv_target;
-  vv->add_option("--target", vv_target, "run on the emulated CPU instead of the host: " + cpu_list());
+  vv->add_flag("-v,--verbose", a->verbose, "print every passing case");
+  vv->add_option("--target", a->target, "run on the emulated CPU instead of the host: " + cpu_list());
 
-  CLI::App* vars = app.add_subcommand("variants", "List the kernel variants built in");
+  return vv;
+}
 
-  qlstm::cli::CompileArgs ca;
-  CLI::App* comp = app.add_subcommand("compile", "Compile an ONNX LSTM into a fused int8 LSTM");
-  comp->add_option("model", ca.model, "the ONNX model (LSTM layers, one or stacked, either direction)")->required();
-  comp->add_option("--calibration", ca.calibration, "float32 .npy files of sequences in the model's layout")
+CLI::App* add_compile(CLI::App* app, qlstm::cli::CompileArgs* ca) {
+  CLI::App* comp = app->add_subcommand("compile", "Compile an ONNX LSTM into a fused int8 LSTM");
+  comp->add_option("model", ca->model, "the ONNX model (LSTM layers, one or stacked, either direction)")->required();
+  comp->add_option("--calibration", ca->calibration, "float32 .npy files of sequences in the model's layout")
       ->required();
-  comp->add_option("--validation", ca.validation,
+  comp->add_option("--validation", ca->validation,
                    ".npy/.npz sequences the search scores on and the report's held-out SQNR is measured on, "
                    "never observed (default: k-fold over the calibration sequences)");
-  comp->add_option("-o,--output-dir", ca.outdir, "output folder")->capture_default_str();
-  comp->add_option("--name", ca.name, "base name of the outputs (default: the model file's)")
+  comp->add_option("-o,--output-dir", ca->outdir, "output folder")->capture_default_str();
+  comp->add_option("--name", ca->name, "base name of the outputs (default: the model file's)")
       ->check(CLI::Validator(
           [](std::string& v) {
             return v == qlstm::compiler::c_identifier(v) ? std::string()
                                                           : "--name '" + v + "' is not a C identifier (letters, digits, '_')";
           },
           "C identifier"));
-  comp->add_option("--batch", ca.batch,
+  comp->add_option("--batch", ca->batch,
                    "batch size the firmware source is generated for (default: the batch a learned per-row "
                    "initial state fixes, else 1)")
       ->check(CLI::PositiveNumber);
   const auto observer = parsed_by([](const std::string& v) { qlstm::compiler::parse_observer(v); }, "OBSERVER");
   // Each of these, when given, is kept as given: the search tunes only the ones left out.
   CLI::Option* input_observer =
-      comp->add_option("--input-observer", ca.input_observer,
+      comp->add_option("--input-observer", ca->input_observer,
                        "minmax, percentile[:P], mse, kl (default: searched, starting from minmax)")
           ->capture_default_str()->check(observer);
   CLI::Option* output_observer =
-      comp->add_option("--output-observer", ca.output_observer, "minmax, percentile[:P], mse, kl (default: searched)")
+      comp->add_option("--output-observer", ca->output_observer, "minmax, percentile[:P], mse, kl (default: searched)")
           ->capture_default_str()->check(observer);
   CLI::Option* weights =
-      comp->add_option("--weights", ca.weights, "weight scales: maxabs or mse (default: per-block clips searched)")
+      comp->add_option("--weights", ca->weights, "weight scales: maxabs or mse (default: per-block clips searched)")
           ->capture_default_str()
           ->check(parsed_by([](const std::string& v) { qlstm::compiler::parse_weight_method(v); }, "METHOD"));
   CLI::Option* cell_scale =
-      comp->add_option("--cell-scale", ca.cell_scale,
+      comp->add_option("--cell-scale", ca->cell_scale,
                        "calibrated[:HEADROOM], sequence-bound:T, fixed:P (default: calibrated, headroom searched)")
           ->capture_default_str()
           ->check(parsed_by([](const std::string& v) { qlstm::compiler::parse_cell_policy(v); }, "POLICY"));
-  comp->add_flag("!--no-search", ca.search, "use exactly the options given (no accuracy search)");
-  comp->add_option("--activations", ca.activations,
+  comp->add_flag("!--no-search", ca->search, "use exactly the options given (no accuracy search)");
+  comp->add_option("--activations", ca->activations,
                    "int8, int16 or int16:L,M,...: 16x8 (int16 activations and state, int8 weights, CMSIS-NN's "
                    "16x8 arithmetic) for every LSTM layer or the listed ones (from 0); the head follows the "
                    "last layer up to the first op without a 16x8 kernel (an activation table runs in int8 after "
                    "a requantization; a softmax over 2 or more values is 16x8)")
       ->capture_default_str()
       ->check(parsed_by([](const std::string& v) { qlstm::compiler::parse_activations(v, 1 << 16); }, "ACTIVATIONS"));
-  comp->add_option("--int16-headroom", ca.int16_headroom,
+  comp->add_option("--int16-headroom", ca->int16_headroom,
                    "16x8 boundaries cover 2^BITS times the calibration's max |v| (an LSTM's output at most 1, "
                    "its bound): values beyond the calibration are kept for a few dB of int16 rounding noise")
       ->capture_default_str()
       ->check(CLI::Range(0, qlstm::compiler::CompileOptions::kMaxS16HeadroomBits));
   CLI::Option* weight_rounding =
-      comp->add_option("--weight-rounding", ca.weight_rounding,
+      comp->add_option("--weight-rounding", ca->weight_rounding,
                        "nearest, or adaptive: each weight rounded up or down for the least gate error on the "
                        "calibration data (default: searched, starting from nearest)")
           ->capture_default_str()
           ->check(parsed_by([](const std::string& v) { qlstm::compiler::parse_weight_rounding(v); }, "ROUNDING"));
   CLI::Option* bias_correction = comp->add_flag(
-      "--bias-correction", ca.bias_correction, "fold the weights' expected error into the bias (default: searched)");
-  comp->callback([&ca, input_observer, output_observer, weights, weight_rounding, cell_scale, bias_correction] {
-    ca.user_fixed.weight_rounding = weight_rounding->count() > 0;
-    ca.user_fixed.input_observer = input_observer->count() > 0;
-    ca.user_fixed.output_observer = output_observer->count() > 0;
-    ca.user_fixed.cell_headroom = cell_scale->count() > 0;
-    ca.user_fixed.bias_correction = bias_correction->count() > 0;
-    ca.user_fixed.weights = weights->count() > 0;
+      "--bias-correction", ca->bias_correction, "fold the weights' expected error into the bias (default: searched)");
+  comp->callback([ca, input_observer, output_observer, weights, weight_rounding, cell_scale, bias_correction] {
+    ca->user_fixed.weight_rounding = weight_rounding->count() > 0;
+    ca->user_fixed.input_observer = input_observer->count() > 0;
+    ca->user_fixed.output_observer = output_observer->count() > 0;
+    ca->user_fixed.cell_headroom = cell_scale->count() > 0;
+    ca->user_fixed.bias_correction = bias_correction->count() > 0;
+    ca->user_fixed.weights = weights->count() > 0;
   });
-  comp->add_option("--max-time-steps", ca.max_time_steps,
+  comp->add_option("--max-time-steps", ca->max_time_steps,
                    "a stacked model's longest call: sizes the emitted activation buffers (default: the ONNX input's T)")
       ->check(CLI::Range(1, 1 << 20));
 
-  qlstm::cli::RunArgs ra;
-  CLI::App* run = app.add_subcommand("run", "Run a compiled model on the host, bit-exact with the device");
-  run->add_option("model", ra.model, "the .qlstm file")->required();
-  run->add_option("--input", ra.input, "input .npy (int8; float32 with --float)")->required();
-  run->add_option("--output", ra.output,
+  return comp;
+}
+
+CLI::App* add_run(CLI::App* app, qlstm::cli::RunArgs* ra) {
+  CLI::App* run = app->add_subcommand("run", "Run a compiled model on the host, bit-exact with the device");
+  run->add_option("model", ra->model, "the .qlstm file")->required();
+  run->add_option("--input", ra->input, "input .npy (int8; float32 with --float)")->required();
+  run->add_option("--output", ra->output,
                  "output .npy: the model's output, per step in the input's layout, or [B, W] for one row per sequence")
       ->required();
-  run->add_flag("--float", ra.float_io,
+  run->add_flag("--float", ra->float_io,
                "float32 in and out (the model's own graph output, e.g. a softmax's probabilities), quantized and "
                "dequantized at the boundaries");
-  run->add_option("--target", ra.target, "run on the emulated CPU instead of the host: " + cpu_list());
-  run->add_option("--chunk", ra.chunk, "stream: reset, then stateful calls of N time steps each (equals one call)")
+  run->add_option("--target", ra->target, "run on the emulated CPU instead of the host: " + cpu_list());
+  run->add_option("--chunk", ra->chunk, "stream: reset, then stateful calls of N time steps each (equals one call)")
       ->check(CLI::Range(1, 1 << 30));
-  run->add_option("--h0", ra.h0, "initial hidden state .npy [ops, B, H] (int8, a GRU model's int16 Q0.15; float32 with --float)");
-  run->add_option("--c0", ra.c0, "initial cell state .npy [ops, B, H] (int16 at 2^P; float32 with --float)");
-  run->add_option("--h-n", ra.h_n, "write the final hidden state .npy [ops, B, H] (as --h0)");
-  run->add_option("--c-n", ra.c_n, "write the final cell state .npy [ops, B, H]");
+  run->add_option("--h0", ra->h0, "initial hidden state .npy [ops, B, H] (int8, a GRU model's int16 Q0.15; float32 with --float)");
+  run->add_option("--c0", ra->c0, "initial cell state .npy [ops, B, H] (int16 at 2^P; float32 with --float)");
+  run->add_option("--h-n", ra->h_n, "write the final hidden state .npy [ops, B, H] (as --h0)");
+  run->add_option("--c-n", ra->c_n, "write the final cell state .npy [ops, B, H]");
 
-  qlstm::cli::BenchArgs ba;
-  CLI::App* bench = app.add_subcommand(
+  return run;
+}
+
+CLI::App* add_bench(CLI::App* app, qlstm::cli::BenchArgs* ba) {
+  CLI::App* bench = app->add_subcommand(
       "bench", "Measure one call of a model's program: executed instructions on an emulated CPU, or time on the host");
   bench->footer(
       std::string("With --target the figure is the number of instructions the emulated CPU executed in the\n"
@@ -432,39 +437,68 @@ int main(int argc, char** argv) {
       "On the host, every variant built in and supported on this CPU also runs on the same input\n"
       "and is compared with the reference variant, one line each; a difference exits 1.\n" +
       std::string(kExitStatusFooter)));
-  bench->add_option("model", ba.model, "a .qlstm file (or give --shape)");
-  bench->add_option("--shape", ba.shape, "B=1,T=49,I=10,H=64[,time_major] (with a model: B and T; T defaults to the model's own)");
-  bench->add_option("--cell", ba.cell, "with --shape: the synthetic layer, lstm or gru")->capture_default_str();
-  bench->add_option("--target", ba.target, "the emulated CPU: " + cpu_list());
-  bench->add_option("--variant", ba.variant, "kernel variant (see 'qlstm variants')")->capture_default_str();
-  bench->add_flag("--profile", ba.profile, "with --target: instructions and estimated cycles per function and class");
-  bench->add_option("--runs", ba.min_runs, "host: at least this many timed calls")->capture_default_str()
+  bench->add_option("model", ba->model, "a .qlstm file (or give --shape)");
+  bench->add_option("--shape", ba->shape, "B=1,T=49,I=10,H=64[,time_major] (with a model: B and T; T defaults to the model's own)");
+  bench->add_option("--cell", ba->cell, "with --shape: the synthetic layer, lstm or gru")->capture_default_str();
+  bench->add_option("--target", ba->target, "the emulated CPU: " + cpu_list());
+  bench->add_option("--variant", ba->variant, "kernel variant (see 'qlstm variants')")->capture_default_str();
+  bench->add_flag("--profile", ba->profile, "with --target: instructions and estimated cycles per function and class");
+  bench->add_option("--runs", ba->min_runs, "host: at least this many timed calls")->capture_default_str()
       ->check(CLI::PositiveNumber);
 
-  std::vector<std::string> export_paths;
-  std::string export_out;
-  CLI::App* ex = app.add_subcommand("export-vectors", "Write kernel vectors as a bundle for the device's vector runner");
-  ex->add_option("paths", export_paths, "vector files or folders")->required();
-  ex->add_option("-o,--output", export_out, "the bundle file")->required();
+  return bench;
+}
 
-  qlstm::cli::EvalArgs ea;
-  CLI::App* ev = app.add_subcommand("eval", "Accuracy of a compiled model against its float ONNX source");
-  ev->add_option("onnx", ea.onnx, "the ONNX model")->required();
-  ev->add_option("model", ea.model, "the .qlstm file compiled from it")->required();
-  ev->add_option("--data", ea.data, "float32 .npy sequences in the model's layout")->required();
-  ev->add_option("--plot", ea.plot, "write an SVG: float vs int8 over time, and the error histogram");
-  ev->add_option("--labels", ea.labels,
+CLI::App* add_export_vectors(CLI::App* app, VectorArgs* a) {
+  CLI::App* ex = app->add_subcommand("export-vectors", "Write kernel vectors as a bundle for the device's vector runner");
+  ex->add_option("paths", a->paths, "vector files or folders")->required();
+  ex->add_option("-o,--output", a->out, "the bundle file")->required();
+
+  return ex;
+}
+
+CLI::App* add_eval(CLI::App* app, qlstm::cli::EvalArgs* ea) {
+  CLI::App* ev = app->add_subcommand("eval", "Accuracy of a compiled model against its float ONNX source");
+  ev->add_option("onnx", ea->onnx, "the ONNX model")->required();
+  ev->add_option("model", ea->model, "the .qlstm file compiled from it")->required();
+  ev->add_option("--data", ea->data, "float32 .npy sequences in the model's layout")->required();
+  ev->add_option("--plot", ea->plot, "write an SVG: float vs int8 over time, and the error histogram");
+  ev->add_option("--labels", ea->labels,
                  "a classifier's true class per sequence, integer .npy [B]: top-1 accuracy float vs int8");
-  ev->add_option("--targets", ea.targets,
+  ev->add_option("--targets", ea->targets,
                  "a forecaster's expected outputs, float32 .npy of the output's shape: its error float vs int8");
-  ev->add_option("--units", ea.units,
+  ev->add_option("--units", ea->units,
                  "with --targets: a JSON file whose \"output_units\" {name, scale, offset} give that error in the "
                  "user's units (v * scale + offset)");
-  ev->add_option("--h0", ea.h0,
+  ev->add_option("--h0", ea->h0,
                  "initial hidden state of both runs, float32 .npy [ops, B, H] (default: the model's own; zero for a "
                  "state input)");
-  ev->add_option("--c0", ea.c0, "initial cell state of both runs, float32 .npy [ops, B, H] (as --h0)");
-  ev->add_option("--json", ea.json, "write every figure printed (SQNR per output, saturation, ...) as JSON");
+  ev->add_option("--c0", ea->c0, "initial cell state of both runs, float32 .npy [ops, B, H] (as --h0)");
+  ev->add_option("--json", ea->json, "write every figure printed (SQNR per output, saturation, ...) as JSON");
+
+  return ev;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"qlstm: fused int8 LSTM compiler and runtime tools"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "qlstm 0.1.0");
+  app.footer(kExitStatusFooter);
+
+  VectorArgs va, xa;
+  qlstm::cli::CompileArgs ca;
+  qlstm::cli::RunArgs ra;
+  qlstm::cli::BenchArgs ba;
+  qlstm::cli::EvalArgs ea;
+  CLI::App* vv = add_verify_vectors(&app, &va);
+  CLI::App* vars = app.add_subcommand("variants", "List the kernel variants built in");
+  CLI::App* comp = add_compile(&app, &ca);
+  CLI::App* run = add_run(&app, &ra);
+  CLI::App* bench = add_bench(&app, &ba);
+  CLI::App* ex = add_export_vectors(&app, &xa);
+  CLI::App* ev = add_eval(&app, &ea);
 
   try {
     app.parse(argc, argv);
@@ -474,14 +508,14 @@ int main(int argc, char** argv) {
   }
   const CLI::App* sub = app.get_subcommands().front();
   try {
-    if (sub == vv) return vv_target.empty() ? verify_vectors(paths, variant, verbose)
-                                            : verify_vectors_on_target(paths, variant, vv_target);
+    if (sub == vv) return va.target.empty() ? verify_vectors(va.paths, va.variant, va.verbose)
+                                            : verify_vectors_on_target(va.paths, va.variant, va.target);
     if (sub == bench) return qlstm::cli::bench_command(ba);
     if (sub == vars) return list_variants();
     if (sub == comp) return qlstm::cli::compile_command(ca);
     if (sub == run) return qlstm::cli::run_command(ra);
     if (sub == ev) return qlstm::cli::eval_command(ea);
-    if (sub == ex) return export_vectors(export_paths, export_out);
+    if (sub == ex) return export_vectors(xa.paths, xa.out);
   } catch (const std::exception& e) {
     return qlstm::cli::error_exit(sub->get_name().c_str(), e);
   }
