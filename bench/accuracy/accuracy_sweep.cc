@@ -40,10 +40,10 @@ Result evaluate(const AccuracyFixture& f, const CompileOptions& o) {
     const auto& d = q.derived;
     char b[256];
     std::snprintf(b, sizeof b, "in %s, out %s, headroom %.2f, bias corr %s, rounding %s, clip", st.input_observer.c_str(),
-                  st.output_observer.c_str(), d.cell.headroom, d.options.bias_correction ? "on" : "off",
-                  weight_rounding_name(d.options.weight_rounding));
+                  st.output_observer.c_str(), d.cell.headroom, d.weights.bias_correction ? "on" : "off",
+                  weight_rounding_name(d.weights.weight_rounding));
     r.choice = b;
-    for (double c : d.options.weight_clip_ratio) r.choice += " " + (c > 0 ? std::to_string(c).substr(0, 4) : std::string("-"));
+    for (double c : d.weights.weight_clip_ratio) r.choice += " " + (c > 0 ? std::to_string(c).substr(0, 4) : std::string("-"));
     if (st.tuning == Tuning::kSearch) {
       if (st.score_method == "none") {
         r.choice += "; not searched: " + st.score_note;
@@ -174,9 +174,9 @@ int main(int argc, char** argv) {
     std::printf("| %s |", f.name.c_str());
     for (int k = 0; k < 6; ++k) {
       CompileOptions o = fixed();
-      o.derive.weight_method = k % 2 == 0 || k >= 4 ? WeightScaleMethod::kMaxAbs : WeightScaleMethod::kMseClip;
-      o.derive.bias_correction = k == 2 || k == 3 || k == 5;
-      if (k >= 4) o.derive.weight_rounding = WeightRounding::kAdaptive;
+      o.weights.weight_method = k % 2 == 0 || k >= 4 ? WeightScaleMethod::kMaxAbs : WeightScaleMethod::kMseClip;
+      o.weights.bias_correction = k == 2 || k == 3 || k == 5;
+      if (k >= 4) o.weights.weight_rounding = WeightRounding::kAdaptive;
       std::printf(" %s |", cell(evaluate(f, o)).c_str());
     }
     std::printf("\n");

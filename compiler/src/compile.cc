@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "qlstm/compiler/lower/quantized_lstm_s16.h"
 #include "qlstm/compiler/ops/op_kind.h"
 #include "qlstm/kernels.h"
 
@@ -41,22 +42,16 @@ json gates_json(const ProgramOp& op) {
 }
 
 // The weight blocks' clip ratios: 2 per gate (input side, recurrent side), in gate order.
-json weights_json(const DeriveOptions& o, int32_t gate_count) {
+json weights_json(const WeightDecision& o, int32_t gate_count) {
   json clips = json::array();
   for (int32_t b = 0; b < 2 * gate_count; ++b) clips.push_back(o.weight_clip_ratio[static_cast<size_t>(b)]);
   return {{"method", weight_method_name(o.weight_method)}, {"bias_correction", o.bias_correction},
           {"rounding", weight_rounding_name(o.weight_rounding)}, {"clip_ratio", clips}};
 }
-// A 16x8 LSTM's weights are the int8 search's choice (`chosen`), rounded to nearest.
-json weights_json(const ProgramOp& op, const OpChoice& chosen, const DeriveOptions& derive) {
-  if (op.s16_lstm_op()) {
-    DeriveOptions o = derive;
-    o.weight_clip_ratio = chosen.weight_clip;
-    o.bias_correction = chosen.bias_correction;
-    o.weight_rounding = WeightRounding::kNearest;
-    return weights_json(o, QLSTM_GATE_COUNT);
-  }
-  return op.gru_op() ? weights_json(op.gru.options, QLSTM_GRU_GATE_COUNT) : weights_json(op.lstm.options, QLSTM_GATE_COUNT);
+// A 16x8 LSTM's weights: the int8 search's choice (`chosen`) as the 16x8 op starts from it.
+json weights_json(const ProgramOp& op, const OpDecision& chosen) {
+  if (op.s16_lstm_op()) return weights_json(s16_decision(chosen, chosen.cell_scale).weights, QLSTM_GATE_COUNT);
+  return op.gru_op() ? weights_json(op.gru.weights, QLSTM_GRU_GATE_COUNT) : weights_json(op.lstm.weights, QLSTM_GATE_COUNT);
 }
 
 // An LSTM's cell scale; a GRU has no cell, its hidden state is Q0.15.
@@ -270,7 +265,7 @@ json build_report(const OnnxLstm& onnx, const ModelCompileOptions& options, cons
                    {"input", quant_json(op.recurrent_input())}, {"output", quant_json(op.recurrent_output())},
                    {"input_observer", r.stats[k].input_observer}, {"output_observer", r.stats[k].output_observer},
                    {"cell", cell_json(op)},
-                   {"weights", weights_json(op, r.stats[k].chosen, options.quantization.derive)},
+                   {"weights", weights_json(op, r.stats[k].chosen)},
                    {"search", search_json(r.stats[k])}, {"gates", gates_json(op)}});
     ++k;
   }
@@ -283,7 +278,7 @@ json build_report(const OnnxLstm& onnx, const ModelCompileOptions& options, cons
                      {"rows", rows}};
   if (m.ops.size() == 1) {  // one recurrent op alone: its details at the top, as before
     report["cell"] = cell_json(m.ops[0]);
-    report["weights"] = weights_json(m.ops[0], first.chosen, options.quantization.derive);
+    report["weights"] = weights_json(m.ops[0], first.chosen);
     report["search"] = search_json(first);
     report["gates"] = gates_json(m.ops[0]);
   }
@@ -301,6 +296,7 @@ int32_t declared_time_steps(const OnnxLstm& onnx) {
 ModelCompileResult compile_model(const OnnxLstm& onnx, const std::vector<CalibrationTensor>& calibration,
                                  const ModelCompileOptions& options) {
   const FloatProgram& prog = onnx.program;
+  validate_options(options.quantization, prog);
   const int32_t I = prog.input_size();
   CalibrationSet set;
   // A per-row constant initial state fixes the batch: calibration row b starts from row b.

@@ -50,7 +50,7 @@ TEST(AccuracyS16, AboveInt8OnEveryFixture) {
     const AccuracyFixture f = load_accuracy_fixture(QLSTM_ACCURACY_FIXTURES, name);
     const testing_support::FixtureRun r8 = run_fixture(f, CompileOptions{});
     const double s8 = sqnr_db(f.test_y, r8.y);
-    const QuantizedLstmS16 q = QuantizedLstmS16::compile(f.lstm, f.calibration(), CompileOptions{}, &r8.stats.chosen);
+    const QuantizedLstmS16 q = QuantizedLstmS16::compile(f.lstm, f.calibration(), s16_decision(r8.stats.chosen, CellScaleRequest{}));
     const double s16 = sqnr_db(f.test_y, q.run_float(f.test_x, f.test_shape()));
     const double ceiling = sqnr_db(f.test_y, with_int8_weights(f.lstm, q.derived(), f));
     // The path `qlstm compile --activations int16` takes: the int8 program's 16x8 form.
@@ -79,7 +79,7 @@ TEST(AccuracyS16, AboveInt8OnEveryFixture) {
 TEST(AccuracyS16, InitialStateAsTorchGivesIt) {
   const AccuracyFixture f = load_accuracy_fixture(QLSTM_ACCURACY_FIXTURES, "torch_reference");
   ASSERT_FALSE(f.h0.empty());
-  const QuantizedLstmS16 q = QuantizedLstmS16::compile(f.lstm, f.calibration(), CompileOptions{});
+  const QuantizedLstmS16 q = QuantizedLstmS16::compile(f.lstm, f.calibration(), starting_decision(CompileOptions{}));
   const double with_state = sqnr_db(f.test_y, q.run_float(f.test_x, f.test_shape(), f.h0.data(), f.c0.data()));
   const double without = sqnr_db(f.test_y, q.run_float(f.test_x, f.test_shape()));
   std::printf("torch_reference: 16x8 with h0, c0 %6.2f dB, from a zero state %6.2f dB\n", with_state, without);

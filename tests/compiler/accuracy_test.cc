@@ -201,7 +201,7 @@ TEST(Accuracy, DefaultSearchesOnHeldOutFolds) {
   EXPECT_EQ(one.derived.cell.headroom, 4.0);
   EXPECT_EQ(one.stats.input_observer, "minmax");
   EXPECT_EQ(one.stats.output_observer, "minmax");
-  EXPECT_FALSE(one.derived.options.bias_correction);
+  EXPECT_FALSE(one.derived.weights.bias_correction);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <algorithm>
 #include <random>
 
@@ -275,8 +276,8 @@ TEST(Search, KeepsTheChoicesTheUserFixed) {
   CompileOptions& q = user.quantization;
   q.output_observer = parse_observer("mse");
   q.cell_scale = parse_cell_policy("calibrated:3");
-  q.derive.weight_method = parse_weight_method("mse");
-  q.derive.bias_correction = true;
+  q.weights.weight_method = parse_weight_method("mse");
+  q.weights.bias_correction = true;
   q.user_fixed.output_observer = q.user_fixed.cell_headroom = q.user_fixed.weights = q.user_fixed.bias_correction = true;
   const ModelCompileResult r = compile_model(bytes, calib, user);
   const std::vector<std::string> fixed = {"output_observer", "cell_headroom", "bias_correction", "weight_clips"};
@@ -290,14 +291,41 @@ TEST(Search, KeepsTheChoicesTheUserFixed) {
     EXPECT_EQ(st.searched, searched_here) << k;
     EXPECT_EQ(st.output_observer, "mse") << k;
     EXPECT_EQ(d.cell.headroom, 3.0) << k;
-    EXPECT_TRUE(d.options.bias_correction) << k;
-    EXPECT_EQ(d.options.weight_method, WeightScaleMethod::kMseClip) << k;
-    for (double c : d.options.weight_clip_ratio) EXPECT_EQ(c, 0.0) << k;  // no clip searched over mse
+    EXPECT_TRUE(d.weights.bias_correction) << k;
+    EXPECT_EQ(d.weights.weight_method, WeightScaleMethod::kMseClip) << k;
+    for (double c : d.weights.weight_clip_ratio) EXPECT_EQ(c, 0.0) << k;  // no clip searched over mse
     EXPECT_LT(st.evaluations, searched.stats[k].evaluations) << k;
     const nlohmann::json& js = r.report.at("ops").at(k).at("search");
     EXPECT_EQ(js.at("fixed_by_user"), nlohmann::json(fixed)) << k;
     EXPECT_EQ(js.at("scored_sequences"), 12) << k;
     EXPECT_EQ(js.at("scored_steps"), 60) << k;
+  }
+}
+
+// Options out of range are refused at the entry (validate_options), naming the option, before
+// the calibration set is read: an empty one would otherwise be the first error.
+TEST(CompileModel, RefusesOptionsOutOfRangeNamingThem) {
+  const std::string bytes = read_file(kFixtures + "/torch_two_layers.onnx");
+  const std::vector<std::pair<std::function<void(CompileOptions&)>, std::string>> cases = {
+      {[](CompileOptions& o) { o.input_observer = {ObserverKind::kPercentile, 101}; }, "input_observer: percentile 101"},
+      {[](CompileOptions& o) { o.cell_scale.headroom = 0.5; }, "cell_scale calibrated:0.5: headroom must be in [1, 64]"},
+      {[](CompileOptions& o) { o.cell_scale = parse_cell_policy("fixed:-20"); }, "cell_scale fixed:-20: P must be in"},
+      {[](CompileOptions& o) { o.weights.weight_clip_ratio[3] = 1.5; }, "weights.weight_clip_ratio[3]: 1.5"},
+      {[](CompileOptions& o) { o.weights.cell_clip = 40000; }, "weights.cell_clip: 40000 outside [0, 32767]"},
+      {[](CompileOptions& o) { o.s16_headroom_bits = 9; }, "int16_headroom (--int16-headroom): a boundary headroom of 9 bits, expected 0 to 8"},
+      {[](CompileOptions& o) { o.search_folds = 1; }, "search_folds: 1, expected at least 2"},
+      {[](CompileOptions& o) { o.s16_layers = {true}; }, "16x8: a choice for 1 layers, the model has 2"},
+      {[](CompileOptions& o) { o.op_choices.resize(1); }, "op_choices: 1 decisions for 2 recurrent ops"},
+  };
+  for (const auto& [set, message] : cases) {
+    ModelCompileOptions o = fast("two");
+    set(o.quantization);
+    try {
+      compile_model(bytes, {}, o);
+      ADD_FAILURE() << message << ": accepted";
+    } catch (const CompileError& e) {
+      EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+    }
   }
 }
 

@@ -156,7 +156,7 @@ struct AccuracyCase {
 
 // Output SQNR of the int8 kernel against run_float_gru (double), boundaries from the float run's
 // min/max over the same sequences (B = 4, T = 24), default options.
-double accuracy_sqnr(const AccuracyCase& c, const DeriveOptions& options = {}) {
+double accuracy_sqnr(const AccuracyCase& c, const WeightDecision& options = {}) {
   const FloatGru gru = random_gru(c.I, c.H, c.seed, c.with_bias, c.reverse);
   const SequenceShape shape{4, 24, Layout::kBatchMajor};
   const std::vector<float> x = random_inputs(static_cast<size_t>(shape.batch) * shape.time_steps * c.I, c.seed + 1);
@@ -202,17 +202,18 @@ TEST(DeriveGru, BiasCorrectionReducesTheMeanOutputError) {
     const SequenceShape shape{8, 24, Layout::kBatchMajor};
     const std::vector<float> x = random_inputs(static_cast<size_t>(shape.batch) * shape.time_steps * I, seed + 1, 1.5f);
     const FloatGruResult f = run_float_gru(gru, x.data(), shape);
-    DeriveOptions options;
+    WeightDecision options;
     for (int g = 0; g < QLSTM_GRU_GATE_COUNT; ++g) options.weight_clip_ratio[gru_weight_block(g, false)] = 0.6;
     const AffineQuant in = quant_from_minmax(x), out = quant_from_minmax(f.output);
     const DerivedGru plain = derive_gru_params(gru, in, out, options);
     options.bias_correction = true;
-    options.mean_x.assign(static_cast<size_t>(I), 0.0);
-    options.mean_h.assign(static_cast<size_t>(H), 0.0);
+    OperandStats means;
+    means.mean_x.assign(static_cast<size_t>(I), 0.0);
+    means.mean_h.assign(static_cast<size_t>(H), 0.0);
     const size_t steps = x.size() / static_cast<size_t>(I);
-    for (size_t k = 0; k < x.size(); ++k) options.mean_x[k % I] += x[k] / steps;
-    for (size_t k = 0; k < f.output.size(); ++k) options.mean_h[k % H] += f.output[k] / steps;
-    const DerivedGru corrected = derive_gru_params(gru, in, out, options);
+    for (size_t k = 0; k < x.size(); ++k) means.mean_x[k % I] += x[k] / steps;
+    for (size_t k = 0; k < f.output.size(); ++k) means.mean_h[k % H] += f.output[k] / steps;
+    const DerivedGru corrected = derive_gru_params(gru, in, out, options, means);
     // Mean (signed) error per unit, then its mean magnitude over the units.
     auto mean_error = [&](const DerivedGru& d) {
       const std::vector<float> y = run_kernel(d, x, shape);
@@ -267,13 +268,13 @@ TEST(DeriveGru, RefusalsNameTheGateAndTheQuantity) {
   // h_q0_15 (|h| <= 2^15) in the kernel's 32-bit pre-shift. (No biases: b_hn would overflow first.)
   expect_error([&] { derive_gru_params(random_gru(I, H, 5, false, false), in, AffineQuant{1e-10, 0}, {}); },
                {"output: scale", "too fine for the Q0.15 hidden state"});
-  DeriveOptions adaptive;
+  WeightDecision adaptive;
   adaptive.weight_rounding = WeightRounding::kAdaptive;
   expect_error([&] { derive_gru_params(gru, in, out, adaptive); }, {"weight_rounding adaptive", "new gate"});
-  DeriveOptions clip;
+  WeightDecision clip;
   clip.cell_clip = 100;
   expect_error([&] { derive_gru_params(gru, in, out, clip); }, {"cell_clip", "no cell"});
-  DeriveOptions corrected;
+  WeightDecision corrected;
   corrected.bias_correction = true;
   expect_error([&] { derive_gru_params(gru, in, out, corrected); }, {"bias correction: needs the calibration means"});
   expect_error([&] { derive_gru_params(gru, AffineQuant{0.0, 0}, out, {}); }, {"input: scale"});

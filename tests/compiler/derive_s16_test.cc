@@ -186,7 +186,7 @@ TEST(DeriveS16, RefusalsNameTheGateRowAndQuantity) {
   big_bias.gates[QLSTM_GATE_OUTPUT].bias_x[1] = 1e6f;
   expect_error([&] { derive_lstm_s16_params(big_bias, 1e-4, 1e-4, cell, {}); },
                {"gate 'output'", "bias[1]", "leaves int32"});
-  DeriveOptions adaptive;
+  WeightDecision adaptive;
   adaptive.weight_rounding = WeightRounding::kAdaptive;
   expect_error([&] { derive_lstm_s16_params(random_lstm(2, 2, 7), 1e-3, 1e-4, cell, adaptive); },
                {"weight_rounding adaptive", "16x8"});

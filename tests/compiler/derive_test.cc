@@ -164,8 +164,8 @@ TEST(Derive, ErrorsNameTheGateAndTheQuantity) {
   }, "accumulator of row 0 can reach");
   expect_error([&] {
     derive_params(l, AffineQuant{0.01, 0}, AffineQuant{1.0 / 128, 0},
-                  choose_cell_scale(parse_cell_policy("fixed:-12"), 0), DeriveOptions{});
-    DeriveOptions o;
+                  choose_cell_scale(parse_cell_policy("fixed:-12"), 0), WeightDecision{});
+    WeightDecision o;
     o.bias_correction = true;
     derive_params(l, AffineQuant{0.01, 0}, AffineQuant{1.0 / 128, 0},
                   choose_cell_scale(parse_cell_policy("fixed:-12"), 0), o);

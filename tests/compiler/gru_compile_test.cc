@@ -173,7 +173,7 @@ TEST(GruCompile, AdaptiveRoundingAskedForAGruIsRefusedByName) {
   std::mt19937_64 rng(51);
   const FloatProgram p = random_program(4, 8, 1, 1, rng, CellKind::kGru);
   CompileOptions o = fast();
-  o.derive.weight_rounding = WeightRounding::kAdaptive;
+  o.weights.weight_rounding = WeightRounding::kAdaptive;
   try {
     compile_program(p, calibration(4, rng), o);
     ADD_FAILURE() << "no error";

@@ -116,7 +116,7 @@ inline qlstm::compiler::CompileOptions upstream_options(const AccuracyFixture& f
   o.tuning = Tuning::kNone;
   o.input_observer = parse_observer("minmax");
   o.output_observer = parse_observer("minmax");
-  o.derive.weight_method = WeightScaleMethod::kMaxAbs;
+  o.weights.weight_method = WeightScaleMethod::kMaxAbs;
   const std::string policy = f.meta.value("upstream_cell_policy", "calibrated-2bits");
   o.cell_scale = parse_cell_policy(policy == "calibrated-2bits" ? "calibrated:4" : policy);
   return o;

@@ -52,7 +52,7 @@ inline qlstm::compiler::CompiledModel s16_model(std::mt19937_64& rng, const S16M
   cell.power = shape.cell_power;
   ProgramOp rec;
   rec.kind = QLSTM_OP_LSTM_S16;
-  rec.lstm_s16 = derive_lstm_s16_params(lstm, s_in, s_h, cell, DeriveOptions{});
+  rec.lstm_s16 = derive_lstm_s16_params(lstm, s_in, s_h, cell, WeightDecision{});
   const int32_t steps = shape.final_state ? QLSTM_BUFFER_ONE_STEP : QLSTM_BUFFER_EVERY_STEP;
   if (shape.final_state) rec.lstm_s16.output_steps = QLSTM_OUTPUT_FINAL;
   CompiledModel m = assemble_program({rec}, 1);

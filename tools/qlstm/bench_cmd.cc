@@ -94,7 +94,7 @@ CompiledModel synthetic_model(const ShapeSpec& s, bool gru, std::mt19937_64& rng
     const std::vector<float> y = run_float_gru(f, x.data(), cal_shape).output;
     const Range in = choose_range(x, options.input_observer), out = choose_range(y, options.output_observer);
     const DerivedGru d = derive_gru_params(f, affine_from_range(in.lo, in.hi), affine_from_range(out.lo, out.hi),
-                                           options.derive);
+                                           options.weights);
     return single_op_model(d, name, !s.time_major);
   }
   const FloatLstm f = FloatLstm::from_torch(s.input_size, s.hidden_size, w_ih, w_hh, b_ih, b_hh);

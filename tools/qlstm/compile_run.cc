@@ -42,9 +42,9 @@ ModelCompileOptions model_compile_options(const CompileArgs& args, const OnnxLst
   o.input_observer = parse_observer(args.input_observer);
   o.output_observer = parse_observer(args.output_observer);
   o.cell_scale = parse_cell_policy(args.cell_scale);
-  o.derive.weight_method = parse_weight_method(args.weights);
-  o.derive.bias_correction = args.bias_correction;
-  o.derive.weight_rounding = parse_weight_rounding(args.weight_rounding);
+  o.weights.weight_method = parse_weight_method(args.weights);
+  o.weights.bias_correction = args.bias_correction;
+  o.weights.weight_rounding = parse_weight_rounding(args.weight_rounding);
   o.tuning = args.search ? Tuning::kSearch : Tuning::kNone;
   o.s16_layers = parse_activations(args.activations, onnx.program.layers());
   o.s16_headroom_bits = args.int16_headroom;

@@ -59,13 +59,13 @@ AffineQuant run_layer_op(const LayerOp& op, std::vector<std::vector<double>>& va
 
 // The int8 op of a per-position layer between two quantizations.
 ProgramOp derive_layer_op(const LayerOp& lop, const AffineQuant& input, const AffineQuant& output,
-                          const CompileOptions& options) {
+                          const OpDecision& decision) {
   ProgramOp op;
   const FloatLayer& l = *lop.layer;
   switch (l.kind) {
     case FloatLayerKind::kLinear:
       op.kind = QLSTM_OP_FULLY_CONNECTED_S8;
-      op.fc = derive_fc(l, lop.clamp, input, output, options.fc_per_channel);
+      op.fc = derive_fc(l, lop.clamp, input, output, decision.fc_per_channel);
       break;
     case FloatLayerKind::kActivation:
       op.kind = QLSTM_OP_TABLE_S8;
@@ -97,21 +97,6 @@ std::vector<int8_t> run_op_s8(const ProgramOp& op, const std::vector<int8_t>& x,
   const qlstm_status st = kind->run_rows(op, x.data(), n, &y);
   if (st != QLSTM_OK) throw CompileError(std::string("search: the runtime refused a head op: ") + qlstm_status_string(st));
   return y;
-}
-
-// The options op k compiles with: the choices given for it, if any, exactly.
-CompileOptions with_choice(const CompileOptions& options, size_t k) {
-  if (k >= options.op_choices.size()) return options;
-  const OpChoice& c = options.op_choices[k];
-  CompileOptions o = options;
-  o.tuning = Tuning::kNone;
-  o.input_observer = c.input_observer;
-  o.output_observer = c.output_observer;
-  o.cell_scale.headroom = c.cell_headroom;
-  o.derive.bias_correction = c.bias_correction;
-  o.derive.weight_clip_ratio = c.weight_clip;
-  o.derive.weight_rounding = c.weight_rounding;
-  return o;
 }
 
 // Row (sequence % rows) of a constant state of one row [H] or of rows [rows][H].
@@ -172,7 +157,8 @@ struct Entry {
 class ProgramCompiler {
  public:
   ProgramCompiler(const FloatProgram& program, const CalibrationSet& calibration, const CompileOptions& options)
-      : program_(program), calibration_(calibration), options_(options), D_(program.directions),
+      : program_(program), calibration_(calibration), options_(options), start_(starting_decision(options)),
+        plan_(search_plan(options)), D_(program.directions),
         I_(program.input_size()), last_lstm_(program.ops.back()) {}
 
   void check();
@@ -191,11 +177,16 @@ class ProgramCompiler {
   void observe_layer(int32_t l, std::vector<OpObservation>* observed, std::vector<std::vector<float>>* outs);
   OpBoundaries layer_boundaries(int32_t l, const std::vector<std::vector<float>>& outs);
   void compile_layer(int32_t l, const std::vector<OpObservation>& observed, OpBoundaries fixed);
+  QuantizedLayer compile_op(size_t k, const OpObservation& observed, const OpBoundaries& fixed) const;
   void assemble_stack();
 
   const FloatProgram& program_;
   const CalibrationSet& calibration_;
-  const CompileOptions& options_;
+  const CompileOptions& options_;  // only for op_choices and s16_layers
+  // The decision the program's ops start from (the boundaries it observes, the layers around the
+  // stack, the recurrent ops' search) and how the search runs.
+  const OpDecision start_;
+  const SearchPlan plan_;
   const int32_t D_, I_;
   const FloatLstm& last_lstm_;
   bool has_select_ = false, final_state_ = false, select_op_ = false;
@@ -211,6 +202,15 @@ class ProgramCompiler {
   std::vector<ProgramOp> lstm_ops_;
   QuantizedProgram result_;
 };
+
+// Op k searched from the start decision, or, when the options give its decision (the held-out
+// estimate's replay of the search), derived with exactly that one.
+QuantizedLayer ProgramCompiler::compile_op(size_t k, const OpObservation& observed, const OpBoundaries& fixed) const {
+  if (k >= options_.op_choices.size()) return QuantizedLayer::compile(program_.ops[k], observed, start_, plan_, fixed);
+  SearchPlan exact = plan_;
+  exact.tuning = Tuning::kNone;
+  return QuantizedLayer::compile(program_.ops[k], observed, options_.op_choices[k], exact, fixed);
+}
 
 void ProgramCompiler::check() {
   program_.validate();
@@ -264,13 +264,13 @@ void ProgramCompiler::lower_front() {
   std::vector<float> inputs;
   for (const CalibrationSequence& s : calibration_.sequences) inputs.insert(inputs.end(), s.values.begin(), s.values.end());
   if (inputs.empty()) throw CompileError("calibration: every sequence has zero time steps");
-  const Range r = choose_range(inputs, options_.input_observer);
+  const Range r = choose_range(inputs, start_.input_observer);
   m.buffers.push_back({I_, affine_from_range(r.lo, r.hi), QLSTM_BUFFER_EVERY_STEP});
   std::vector<std::vector<double>> values;
   for (Entry& en : entries_) values.push_back(to_double(en.x));
   for (const LayerOp& lop : layer_ops(program_.front)) {
-    const AffineQuant out = run_layer_op(lop, values, positions_, options_.output_observer, observed_entries_);
-    ProgramOp op = derive_layer_op(lop, m.buffers.back().quant, out, options_);
+    const AffineQuant out = run_layer_op(lop, values, positions_, start_.output_observer, observed_entries_);
+    ProgramOp op = derive_layer_op(lop, m.buffers.back().quant, out, start_);
     op.input_buffer = static_cast<int32_t>(m.buffers.size()) - 1;
     op.output_buffer = op.input_buffer + 1;
     m.buffers.push_back({lop.layer->output_size, out, QLSTM_BUFFER_EVERY_STEP});
@@ -313,7 +313,7 @@ void ProgramCompiler::plan_head(const std::vector<std::vector<float>>& stack_out
     }
   }
   for (const LayerOp& lop : head_ops_) {
-    head_quants_.push_back(run_layer_op(lop, head_values_, head_positions, options_.output_observer, observed_entries_));
+    head_quants_.push_back(run_layer_op(lop, head_values_, head_positions, start_.output_observer, observed_entries_));
   }
 }
 
@@ -323,7 +323,7 @@ std::vector<float> ProgramCompiler::run_head(const AffineQuant& lstm_output, con
   std::vector<int8_t> x = rows;
   AffineQuant q = lstm_output;
   for (size_t j = 0; j < head_ops_.size(); ++j) {
-    x = run_op_s8(derive_layer_op(head_ops_[j], q, head_quants_[j], options_), x, n);
+    x = run_op_s8(derive_layer_op(head_ops_[j], q, head_quants_[j], start_), x, n);
     q = head_quants_[j];
   }
   std::vector<float> y;
@@ -364,7 +364,7 @@ void ProgramCompiler::observe_layer(int32_t l, std::vector<OpObservation>* obser
         carried_c[static_cast<size_t>(d)] = f.c_n;
       }
     }
-    if (options_.progress) options_.progress("calibrating", static_cast<int64_t>(e + 1), static_cast<int64_t>(entries_.size()));
+    if (plan_.progress) plan_.progress("calibrating", static_cast<int64_t>(e + 1), static_cast<int64_t>(entries_.size()));
   }
 }
 
@@ -390,9 +390,9 @@ OpBoundaries ProgramCompiler::layer_boundaries(int32_t l, const std::vector<std:
       if (!std::isfinite(v)) throw CompileError("calibration: layer " + std::to_string(l) + " produced a non-finite output");
     }
     if (all.empty()) throw CompileError("calibration: every sequence has zero time steps");
-    const Range r = choose_range(all, options_.output_observer);
+    const Range r = choose_range(all, start_.output_observer);
     fixed.output = BoundaryQuant{affine_from_range(r.lo, r.hi),
-                                 std::string(observer_name(options_.output_observer.kind)) + " over both directions"};
+                                 std::string(observer_name(start_.output_observer.kind)) + " over both directions"};
   }
   return fixed;
 }
@@ -412,7 +412,7 @@ void ProgramCompiler::compile_layer(int32_t l, const std::vector<OpObservation>&
     }
     QuantizedLayer q = [&] {
       try {
-        return QuantizedLayer::compile(program_.ops[k], observed[static_cast<size_t>(d)], with_choice(options_, k), fixed);
+        return compile_op(k, observed[static_cast<size_t>(d)], fixed);
       } catch (const CompileError& e) {
         if (program_.ops.size() == 1) throw;
         throw CompileError("layer " + std::to_string(l) + (D_ == 2 ? (d ? " reverse" : " forward") : "") + ": " + e.what());
@@ -487,7 +487,7 @@ void ProgramCompiler::lower_head() {
   for (size_t j = 0; j < head_ops_.size(); ++j) {
     const LayerOp& lop = head_ops_[j];
     const AffineQuant& out = head_quants_[j];
-    ProgramOp op = derive_layer_op(lop, m.buffers.back().quant, out, options_);
+    ProgramOp op = derive_layer_op(lop, m.buffers.back().quant, out, start_);
     op.input_buffer = static_cast<int32_t>(m.buffers.size()) - 1;
     op.output_buffer = op.input_buffer + 1;
     m.buffers.push_back({lop.layer->output_size, out, m.buffers.back().steps});
@@ -507,15 +507,21 @@ QuantizedProgram ProgramCompiler::finish() {
   m.hidden_output = program_.hidden_output;
   m.cell_output = program_.cell_output;
   if (std::find(options_.s16_layers.begin(), options_.s16_layers.end(), true) != options_.s16_layers.end()) {
-    m = s16_program(program_, calibration_, result_, options_);
+    m = s16_program(program_, calibration_, result_, start_, options_.s16_layers, plan_);
   }
   return std::move(result_);
 }
 
 }  // namespace
 
+void validate_options(const CompileOptions& options, const FloatProgram& program) {
+  const bool gru = std::any_of(program.ops.begin(), program.ops.end(), [](const FloatLstm& op) { return op.cell == CellKind::kGru; });
+  validate_options(options, static_cast<int32_t>(program.ops.size()), program.layers(), gru);
+}
+
 QuantizedProgram compile_program(const FloatProgram& program, const CalibrationSet& calibration,
                                  const CompileOptions& options, const CalibrationSet* validation) {
+  validate_options(options, program);
   ProgramCompiler c(program, calibration, options);
   c.check();
   c.make_entries(validation);

@@ -267,27 +267,28 @@ double quantize_weights(const std::vector<float>& w, WeightScaleMethod method, d
   return scale;
 }
 
-void check_derive_inputs(const AffineQuant& input, const AffineQuant& output, const DeriveOptions& options,
-                         int32_t input_size, int32_t hidden_size) {
+void check_derive_inputs(const AffineQuant& input, const AffineQuant& output, const WeightDecision& weights,
+                         const OperandStats& observed, int32_t input_size, int32_t hidden_size) {
   if (!(input.scale > 0) || !std::isfinite(input.scale)) {
     throw CompileError("input: scale must be positive and finite");
   }
   if (!(output.scale > 0) || !std::isfinite(output.scale)) {
     throw CompileError("output: scale must be positive and finite");
   }
-  if (options.bias_correction && (options.mean_x.size() != static_cast<size_t>(input_size) ||
-                                  options.mean_h.size() != static_cast<size_t>(hidden_size))) {
+  if (weights.bias_correction && (observed.mean_x.size() != static_cast<size_t>(input_size) ||
+                                  observed.mean_h.size() != static_cast<size_t>(hidden_size))) {
     throw CompileError("bias correction: needs the calibration means of x [I] and h [H]");
   }
 }
 
 void derive_gate(const FloatGate& fg, int32_t I, int32_t H, const AffineQuant& input, const AffineQuant& output,
-                 const DeriveOptions& options, int32_t block_gate, RecurrentBias recurrent_bias,
+                 const WeightDecision& weights, const OperandStats& observed, int32_t block_gate,
+                 RecurrentBias recurrent_bias,
                  const std::vector<double>* rounding_moment, const std::string& label, DerivedGate* dg) {
-  dg->w_x_scale = quantize_weights(fg.w_x, options.weight_method,
-                                   options.weight_clip_ratio[weight_block(block_gate, false)], &dg->w_x);
-  dg->w_h_scale = quantize_weights(fg.w_h, options.weight_method,
-                                   options.weight_clip_ratio[weight_block(block_gate, true)], &dg->w_h);
+  dg->w_x_scale = quantize_weights(fg.w_x, weights.weight_method,
+                                   weights.weight_clip_ratio[weight_block(block_gate, false)], &dg->w_x);
+  dg->w_h_scale = quantize_weights(fg.w_h, weights.weight_method,
+                                   weights.weight_clip_ratio[weight_block(block_gate, true)], &dg->w_h);
   if (rounding_moment) {
     round_gate_adaptive(fg, static_cast<size_t>(I), static_cast<size_t>(H), *rounding_moment, dg);
   }
@@ -301,10 +302,10 @@ void derive_gate(const FloatGate& fg, int32_t I, int32_t H, const AffineQuant& i
     const size_t row_x = static_cast<size_t>(r) * I, row_h = static_cast<size_t>(r) * H;
     double b = folded ? static_cast<double>(fg.bias_x[r]) + fg.bias_h[r] : static_cast<double>(fg.bias_x[r]);
     double b_recurrent = folded ? 0.0 : static_cast<double>(fg.bias_h[r]);
-    if (options.bias_correction) {
-      add_weight_error(&b, &fg.w_x[row_x], &dg->w_x[row_x], dg->w_x_scale, options.mean_x.data(), I);
+    if (weights.bias_correction) {
+      add_weight_error(&b, &fg.w_x[row_x], &dg->w_x[row_x], dg->w_x_scale, observed.mean_x.data(), I);
       add_weight_error(folded ? &b : &b_recurrent, &fg.w_h[row_h], &dg->w_h[row_h], dg->w_h_scale,
-                       options.mean_h.data(), H);
+                       observed.mean_h.data(), H);
     }
     dg->bias_q[r] = quantize_bias(b, input_bias_scale, label, folded ? "bias" : "input bias", r,
                                   "input scale x input weight scale");
@@ -326,50 +327,50 @@ void derive_gate(const FloatGate& fg, int32_t I, int32_t H, const AffineQuant& i
 
 DerivedLstm derive_params(const FloatLstm& lstm, const AffineQuant& input,
                           const AffineQuant& output, const CellScaleChoice& cell,
-                          const DeriveOptions& options) {
+                          const WeightDecision& weights, const OperandStats& observed) {
   // Its gates are an LSTM's: a GRU layer (three gates, gates[3] empty) would be read past them.
   if (lstm.cell != CellKind::kLstm) {
     throw CompileError(std::string("a ") + cell_kind_name(lstm.cell) + " layer: the LSTM derivation cannot "
                        "derive it (derive_gru_params does)");
   }
   lstm.validate();
-  check_derive_inputs(input, output, options, lstm.input_size, lstm.hidden_size);
+  check_derive_inputs(input, output, weights, observed, lstm.input_size, lstm.hidden_size);
   if (cell.power < kCellScalePowerMin || cell.power > kCellScalePowerMax) {
     throw CompileError("cell scale power " + std::to_string(cell.power) + " outside [-15, 2]");
   }
-  if (options.cell_clip < 0 || options.cell_clip > kInt16Max) {
-    throw CompileError("cell clip " + std::to_string(options.cell_clip) + " outside [0, 32767]");
+  if (weights.cell_clip < 0 || weights.cell_clip > kInt16Max) {
+    throw CompileError("cell clip " + std::to_string(weights.cell_clip) + " outside [0, 32767]");
   }
   const int32_t I = lstm.input_size, H = lstm.hidden_size;
   DerivedLstm d = derived_layer<DerivedLstm>(I, H, input, output);
   d.cell = cell;
-  d.cell_clip = options.cell_clip;
-  d.options = options_as_derived(options);
+  d.cell_clip = weights.cell_clip;
+  d.weights = weights;
   const size_t operands = static_cast<size_t>(I) + static_cast<size_t>(H);
-  if (options.weight_rounding == WeightRounding::kAdaptive &&
-      options.operand_second_moment.size() != operands * operands) {
+  if (weights.weight_rounding == WeightRounding::kAdaptive &&
+      observed.operand_second_moment.size() != operands * operands) {
     throw CompileError("adaptive weight rounding: operand_second_moment has " +
-                       std::to_string(options.operand_second_moment.size()) +
+                       std::to_string(observed.operand_second_moment.size()) +
                        " values, expected (I + H)^2 = " + std::to_string(operands * operands));
   }
   // With bias correction the bias absorbs the mean error e . E[z]: what is left, and what the
   // rounding minimizes, is e^T (C - m m^T) e with m = [mean_x ; mean_h].
   std::vector<double> rounding_moment;
-  if (options.weight_rounding == WeightRounding::kAdaptive) {
-    rounding_moment = options.operand_second_moment;
-    if (options.bias_correction) {
-      std::vector<double> m(options.mean_x);
-      m.insert(m.end(), options.mean_h.begin(), options.mean_h.end());
+  if (weights.weight_rounding == WeightRounding::kAdaptive) {
+    rounding_moment = observed.operand_second_moment;
+    if (weights.bias_correction) {
+      std::vector<double> m(observed.mean_x);
+      m.insert(m.end(), observed.mean_h.begin(), observed.mean_h.end());
       for (size_t a = 0; a < operands; ++a) {
         for (size_t b = 0; b < operands; ++b) rounding_moment[a * operands + b] -= m[a] * m[b];
       }
     }
   }
-  const bool adaptive = options.weight_rounding == WeightRounding::kAdaptive;
+  const bool adaptive = weights.weight_rounding == WeightRounding::kAdaptive;
   for (int32_t g = 0; g < QLSTM_GATE_COUNT; ++g) {
     DerivedGate& dg = d.gates[static_cast<size_t>(g)];
     dg.activation = g == QLSTM_GATE_CELL ? QLSTM_ACTIVATION_TANH : QLSTM_ACTIVATION_SIGMOID;
-    derive_gate(lstm.gates[static_cast<size_t>(g)], I, H, input, output, options, g, RecurrentBias::kFolded,
+    derive_gate(lstm.gates[static_cast<size_t>(g)], I, H, input, output, weights, observed, g, RecurrentBias::kFolded,
                 adaptive ? &rounding_moment : nullptr, gate_label(g), &dg);
   }
   const double cell_scale = std::ldexp(1.0, cell.power);
@@ -401,14 +402,6 @@ void copy_kernel_gate_arrays(const int8_t* input_weights, const int32_t* input_e
   copy(dg->input_effective_bias, input_effective_bias, H);
   copy(dg->w_h, hidden_weights, H * H);
   copy(dg->hidden_effective_bias, hidden_effective_bias, H);
-}
-
-DeriveOptions options_as_derived(const DeriveOptions& options) {
-  DeriveOptions o = options;
-  o.mean_x.clear();
-  o.mean_h.clear();
-  o.operand_second_moment.clear();
-  return o;
 }
 
 void check_output_zero_point(int32_t output_zero_point, const AffineQuant& output) {

@@ -22,25 +22,25 @@ std::string gru_gate_label(int32_t g) { return std::string("gate '") + gru_gate_
 }  // namespace
 
 DerivedGru derive_gru_params(const FloatGru& gru, const AffineQuant& input, const AffineQuant& output,
-                             const DeriveOptions& options) {
+                             const WeightDecision& weights, const OperandStats& observed) {
   gru.validate();
-  check_derive_inputs(input, output, options, gru.input_size, gru.hidden_size);
-  if (options.cell_clip != 0) {
-    throw CompileError("cell_clip " + std::to_string(options.cell_clip) + ": a GRU has no cell to clip");
+  check_derive_inputs(input, output, weights, observed, gru.input_size, gru.hidden_size);
+  if (weights.cell_clip != 0) {
+    throw CompileError("cell_clip " + std::to_string(weights.cell_clip) + ": a GRU has no cell to clip");
   }
   // weight_rounding.h minimizes e^T C e over one moment C of the operands [x ; h]; the new gate's
   // recurrent operand is r ⊙ h, different for every row, which that moment does not describe.
-  if (options.weight_rounding == WeightRounding::kAdaptive) {
+  if (weights.weight_rounding == WeightRounding::kAdaptive) {
     throw CompileError("weight_rounding adaptive: not supported for a GRU (the new gate's recurrent operand "
                        "r * h differs per row; one operand moment does not describe it); use nearest");
   }
   const int32_t I = gru.input_size, H = gru.hidden_size;
   DerivedGru d = derived_layer<DerivedGru>(I, H, input, output);
-  d.options = options_as_derived(options);
+  d.weights = weights;
   for (int32_t g = 0; g < QLSTM_GRU_GATE_COUNT; ++g) {
     // r and z: both float biases on the input side; n: b_hn stays inside r ⊙ (...) (§13).
     const RecurrentBias placement = g == QLSTM_GRU_GATE_NEW ? RecurrentBias::kRecurrentSide : RecurrentBias::kFolded;
-    derive_gate(gru.gates[static_cast<size_t>(g)], I, H, input, output, options, g, placement, nullptr,
+    derive_gate(gru.gates[static_cast<size_t>(g)], I, H, input, output, weights, observed, g, placement, nullptr,
                 gru_gate_label(g), &d.gates[static_cast<size_t>(g)]);
   }
   d.new_gate_zero_state_bias = zero_state_bias(d.gates[QLSTM_GRU_GATE_NEW], H, output.zero_point);

@@ -56,22 +56,22 @@ void check_row_range(int64_t bias, const int8_t* w, int32_t n, const std::string
 }
 
 void derive_gate_s16(const FloatGate& fg, int32_t I, int32_t H, double input_scale, double output_scale,
-                     const DeriveOptions& options, int32_t g, DerivedGateS16* dg) {
+                     const WeightDecision& weights, const OperandStats& observed, int32_t g, DerivedGateS16* dg) {
   const std::string label = gate_label(g);
   dg->activation = g == QLSTM_GATE_CELL ? QLSTM_ACTIVATION_TANH : QLSTM_ACTIVATION_SIGMOID;
-  dg->w_x_scale = quantize_weights(fg.w_x, options.weight_method,
-                                   options.weight_clip_ratio[weight_block(g, false)], &dg->w_x);
-  dg->w_h_scale = quantize_weights(fg.w_h, options.weight_method,
-                                   options.weight_clip_ratio[weight_block(g, true)], &dg->w_h);
+  dg->w_x_scale = quantize_weights(fg.w_x, weights.weight_method,
+                                   weights.weight_clip_ratio[weight_block(g, false)], &dg->w_x);
+  dg->w_h_scale = quantize_weights(fg.w_h, weights.weight_method,
+                                   weights.weight_clip_ratio[weight_block(g, true)], &dg->w_h);
   const double bias_scale = input_scale * dg->w_x_scale;
   dg->input_effective_bias.resize(static_cast<size_t>(H));
   dg->hidden_effective_bias.assign(static_cast<size_t>(H), 0);
   for (int32_t r = 0; r < H; ++r) {
     const size_t row_x = static_cast<size_t>(r) * I, row_h = static_cast<size_t>(r) * H;
     double b = static_cast<double>(fg.bias_x[r]) + fg.bias_h[r];
-    if (options.bias_correction) {  // the expected matmul error of the int8 weights, (W - s W_q) . E[z]
-      for (int32_t j = 0; j < I; ++j) b += (fg.w_x[row_x + j] - dg->w_x_scale * dg->w_x[row_x + j]) * options.mean_x[j];
-      for (int32_t j = 0; j < H; ++j) b += (fg.w_h[row_h + j] - dg->w_h_scale * dg->w_h[row_h + j]) * options.mean_h[j];
+    if (weights.bias_correction) {  // the expected matmul error of the int8 weights, (W - s W_q) . E[z]
+      for (int32_t j = 0; j < I; ++j) b += (fg.w_x[row_x + j] - dg->w_x_scale * dg->w_x[row_x + j]) * observed.mean_x[j];
+      for (int32_t j = 0; j < H; ++j) b += (fg.w_h[row_h + j] - dg->w_h_scale * dg->w_h[row_h + j]) * observed.mean_h[j];
     }
     const double bq = std::nearbyint(b / bias_scale);
     if (!(std::fabs(bq) <= static_cast<double>(kInt32Max))) {
@@ -106,21 +106,22 @@ double s16_boundary_range(double max_abs, int32_t headroom_bits, bool lstm_outpu
 }
 
 DerivedLstmS16 derive_lstm_s16_params(const FloatLstm& lstm, double input_scale, double output_scale,
-                                      const CellScaleChoice& cell, const DeriveOptions& options) {
+                                      const CellScaleChoice& cell, const WeightDecision& weights,
+                                      const OperandStats& observed) {
   if (lstm.cell != CellKind::kLstm) {
     throw CompileError(std::string("a ") + cell_kind_name(lstm.cell) + " layer: no 16x8 kernel for it (16x8 is the LSTM's)");
   }
   lstm.validate();
-  check_derive_inputs(AffineQuant{input_scale, 0}, AffineQuant{output_scale, 0}, options, lstm.input_size,
+  check_derive_inputs(AffineQuant{input_scale, 0}, AffineQuant{output_scale, 0}, weights, observed, lstm.input_size,
                       lstm.hidden_size);
-  if (options.weight_rounding == WeightRounding::kAdaptive) {
+  if (weights.weight_rounding == WeightRounding::kAdaptive) {
     throw CompileError("weight_rounding adaptive: not derived for 16x8 yet; use nearest");
   }
   if (cell.power < kCellScalePowerMin || cell.power > kCellScalePowerMax) {
     throw CompileError("cell scale power " + std::to_string(cell.power) + " outside [-15, 2]");
   }
-  if (options.cell_clip < 0 || options.cell_clip > static_cast<int32_t>(kInt16MaxValue)) {
-    throw CompileError("cell clip " + std::to_string(options.cell_clip) + " outside [0, 32767]");
+  if (weights.cell_clip < 0 || weights.cell_clip > static_cast<int32_t>(kInt16MaxValue)) {
+    throw CompileError("cell clip " + std::to_string(weights.cell_clip) + " outside [0, 32767]");
   }
   DerivedLstmS16 d;
   d.input_size = lstm.input_size;
@@ -128,10 +129,10 @@ DerivedLstmS16 derive_lstm_s16_params(const FloatLstm& lstm, double input_scale,
   d.input_scale = input_scale;
   d.output_scale = output_scale;
   d.cell = cell;
-  d.cell_clip = options.cell_clip;
+  d.cell_clip = weights.cell_clip;
   for (int32_t g = 0; g < QLSTM_GATE_COUNT; ++g) {
     derive_gate_s16(lstm.gates[static_cast<size_t>(g)], lstm.input_size, lstm.hidden_size, input_scale, output_scale,
-                    options, g, &d.gates[static_cast<size_t>(g)]);
+                    weights, observed, g, &d.gates[static_cast<size_t>(g)]);
   }
   // The cell update and o * tanh(c) are the int8 LSTM's (§5, §6), the hidden's scale int16's.
   const double cell_scale = std::ldexp(1.0, cell.power);

@@ -34,24 +34,22 @@ std::vector<bool> parse_activations(const std::string& text, int32_t layers) {
   return s16;
 }
 
-namespace {
-
-void check_s16_headroom(int32_t bits) {
-  if (bits < 0 || bits > CompileOptions::kMaxS16HeadroomBits) {
-    throw CompileError("16x8: a boundary headroom of " + std::to_string(bits) + " bits, expected 0 to " +
-                       std::to_string(CompileOptions::kMaxS16HeadroomBits));
-  }
+OpDecision s16_decision(const OpDecision& int8_chosen, const CellScaleRequest& requested) {
+  OpDecision d = int8_chosen;
+  d.precision = Precision::kS16x8;
+  d.cell_scale = requested;
+  d.weights.weight_rounding = WeightRounding::kNearest;
+  return d;
 }
-
-}  // namespace
 
 int16_t quantize_s16(double x, double scale) {
   return static_cast<int16_t>(std::clamp(std::nearbyint(x / scale), -32768.0, 32767.0));
 }
 
 QuantizedLstmS16 QuantizedLstmS16::compile(const FloatLstm& lstm, const CalibrationSet& calibration,
-                                           const CompileOptions& options, const OpChoice* weights) {
-  const OpObservation observed = observe_op(lstm, calibration, options.progress);
+                                           const OpDecision& decision, const ProgressFn& progress) {
+  validate_decision(decision, "");
+  const OpObservation observed = observe_op(lstm, calibration, progress);
   const int32_t I = lstm.input_size, H = lstm.hidden_size;
   double max_x = 0, max_h = 0;
   std::vector<double> sum_x(static_cast<size_t>(I), 0.0);
@@ -64,30 +62,25 @@ QuantizedLstmS16 QuantizedLstmS16::compile(const FloatLstm& lstm, const Calibrat
     for (float v : s.h0) max_h = std::max(max_h, std::fabs(static_cast<double>(v)));
     steps += s.time_steps;
   }
-  DeriveOptions derive = options.derive;
-  if (weights != nullptr) {
-    derive.weight_clip_ratio = weights->weight_clip;
-    derive.bias_correction = weights->bias_correction;
-    derive.weight_rounding = WeightRounding::kNearest;  // adaptive rounding: not derived for 16x8 yet
-  }
-  if (derive.bias_correction && steps > 0) {
-    derive.mean_x.assign(static_cast<size_t>(I), 0.0);
-    derive.mean_h.assign(static_cast<size_t>(H), 0.0);
-    for (int32_t i = 0; i < I; ++i) derive.mean_x[static_cast<size_t>(i)] = sum_x[static_cast<size_t>(i)] / static_cast<double>(steps);
+  OperandStats means;
+  if (decision.weights.bias_correction && steps > 0) {
+    means.mean_x.assign(static_cast<size_t>(I), 0.0);
+    means.mean_h.assign(static_cast<size_t>(H), 0.0);
+    for (int32_t i = 0; i < I; ++i) means.mean_x[static_cast<size_t>(i)] = sum_x[static_cast<size_t>(i)] / static_cast<double>(steps);
     for (int32_t h = 0; h < H; ++h) {
-      derive.mean_h[static_cast<size_t>(h)] = observed.sum_h[static_cast<size_t>(h)] / static_cast<double>(steps);
+      means.mean_h[static_cast<size_t>(h)] = observed.sum_h[static_cast<size_t>(h)] / static_cast<double>(steps);
     }
   }
   for (const std::vector<float>& y : observed.outputs) {
     for (float v : y) max_h = std::max(max_h, std::fabs(static_cast<double>(v)));
   }
   QuantizedLstmS16 q;
-  const CellScaleChoice cell = choose_cell_scale(options.cell_scale, observed.cell_max_abs);
-  check_s16_headroom(options.s16_headroom_bits);
-  const int32_t bits = options.s16_headroom_bits;
+  const CellScaleChoice cell = choose_cell_scale(decision.cell_scale, observed.cell_max_abs);
+  const int32_t bits = decision.s16_headroom_bits;
   q.d_ = derive_lstm_s16_params(
       lstm, symmetric_s16_scale(s16_boundary_range(max_x, bits, false), "input (max |x| of the calibration data)"),
-      symmetric_s16_scale(s16_boundary_range(max_h, bits, true), "output (max |h| of the calibration run)"), cell, derive);
+      symmetric_s16_scale(s16_boundary_range(max_h, bits, true), "output (max |h| of the calibration run)"), cell,
+      decision.weights, means);
   return q;
 }
 
@@ -194,26 +187,18 @@ struct Scored {
 // and, as the int8 search, when the calibration has nothing to hold out (`held_out`: its
 // score_method): scored on the data bias correction takes its means from, a single sequence
 // favours the candidates that fit it.
-std::vector<DeriveOptions> weight_candidates(const CompileOptions& options, const OpChoice& chosen, bool held_out,
-                                             std::vector<double> mean_x, std::vector<double> mean_h) {
-  DeriveOptions base = options.derive;
-  base.weight_rounding = WeightRounding::kNearest;  // adaptive rounding: not derived for 16x8 yet
-  base.mean_x = std::move(mean_x);
-  base.mean_h = std::move(mean_h);
-  DeriveOptions first = base;
-  first.weight_clip_ratio = chosen.weight_clip;
-  first.bias_correction = chosen.bias_correction;
-  std::vector<DeriveOptions> out = {first};
-  if (options.tuning != Tuning::kSearch || options.user_fixed.weights || options.user_fixed.bias_correction || !held_out) {
+std::vector<WeightDecision> weight_candidates(const WeightDecision& chosen, const SearchPlan& plan, bool held_out) {
+  std::vector<WeightDecision> out = {chosen};
+  if (plan.tuning != Tuning::kSearch || plan.user_fixed.weights || plan.user_fixed.bias_correction || !held_out) {
     return out;
   }
   for (WeightScaleMethod method : {WeightScaleMethod::kMaxAbs, WeightScaleMethod::kMseClip}) {
     for (bool bias_correction : {false, true}) {
-      DeriveOptions o = base;
-      o.weight_method = method;
-      o.weight_clip_ratio = {};
-      o.bias_correction = bias_correction;
-      out.push_back(o);
+      WeightDecision w = chosen;
+      w.weight_method = method;
+      w.weight_clip_ratio = {};
+      w.bias_correction = bias_correction;
+      out.push_back(w);
     }
   }
   return out;
@@ -265,8 +250,9 @@ std::vector<int16_t> s16_constant_state(const FloatProgram& program, size_t k, c
 class S16ProgramBuilder {
  public:
   S16ProgramBuilder(const FloatProgram& program, const CalibrationSet& calibration, const QuantizedProgram& int8,
-                    const CompileOptions& options)
-      : program_(program), calibration_(calibration), int8_(int8), options_(options), D_(program.directions),
+                    const OpDecision& start, const std::vector<bool>& s16_layers, const SearchPlan& plan)
+      : program_(program), calibration_(calibration), int8_(int8), start_(start), s16_layers_(s16_layers), plan_(plan),
+        D_(program.directions),
         L_(program.layers()), head_(compiled_head_layers(program)) {}
 
   void check_scope() const;
@@ -278,7 +264,7 @@ class S16ProgramBuilder {
 
  private:
   double scale(const Observed& o, bool lstm_output, const std::string& what) const {
-    return symmetric_s16_scale(s16_boundary_range(o.max_abs, options_.s16_headroom_bits, lstm_output), what);
+    return symmetric_s16_scale(s16_boundary_range(o.max_abs, start_.s16_headroom_bits, lstm_output), what);
   }
   void requantize_to(int32_t type, const AffineQuant& quant, const std::string& what);
   void per_position_op(size_t k8, const std::vector<FloatLayer>& float_layers, const std::vector<Observed>& observed,
@@ -289,7 +275,9 @@ class S16ProgramBuilder {
   const FloatProgram& program_;
   const CalibrationSet& calibration_;
   const QuantizedProgram& int8_;
-  const CompileOptions& options_;
+  const OpDecision& start_;  // the program's: the cell scale policy and the 16x8 headroom
+  const std::vector<bool>& s16_layers_;
+  const SearchPlan& plan_;
   const int32_t D_, L_;
   const std::vector<FloatLayer> head_;
   // What every boundary takes on the calibration set, through the float program.
@@ -330,7 +318,7 @@ void S16ProgramBuilder::observe() {
   for (const CalibrationSequence& s : calibration_.sequences) {
     if (s.time_steps == 0) continue;
     const FloatProgramResult f = run_float_program(program_, s.values.data(), {1, s.time_steps, Layout::kBatchMajor});
-    if (scored_.empty() || scored_macs + s.time_steps * macs_per_step <= options_.search_max_macs) {
+    if (scored_.empty() || scored_macs + s.time_steps * macs_per_step <= plan_.max_macs) {
       scored_macs += s.time_steps * macs_per_step;
       scored_.push_back({s.time_steps, program_.front.empty() ? s.values : f.front_outputs.back(), f.layer_outputs});
     }
@@ -343,11 +331,6 @@ void S16ProgramBuilder::observe() {
                                           static_cast<size_t>(D_ * program_.ops[static_cast<size_t>(l * D_)].hidden_size));
     }
     for (size_t j = 0; j < head_.size(); ++j) heads_[j].add(f.head_outputs[j], static_cast<size_t>(head_[j].output_size));
-  }
-  check_s16_headroom(options_.s16_headroom_bits);
-  if (options_.s16_layers.size() != static_cast<size_t>(L_)) {
-    throw CompileError("16x8: a choice for " + std::to_string(options_.s16_layers.size()) + " layers, the model has " +
-                       std::to_string(L_));
   }
   m_.directions = D_;
 }
@@ -415,7 +398,7 @@ void S16ProgramBuilder::per_position_op(size_t k8, const std::vector<FloatLayer>
 void S16ProgramBuilder::lower_front() {
   m_.buffers.push_back(int8_.model.buffers.front());
   while (k_front_ < int8_.model.ops.size() && !int8_.model.ops[k_front_].recurrent()) ++k_front_;
-  if (options_.s16_layers.front()) {
+  if (s16_layers_.front()) {
     m_.buffers.front() = {m_.buffers.front().width, {scale(input_, false, "16x8: the model input"), 0},
                           QLSTM_BUFFER_EVERY_STEP, QLSTM_ELEMENT_S16};
   }
@@ -451,20 +434,21 @@ ProgramOp S16ProgramBuilder::lstm_s16_op(int32_t l, int32_t d, const ProgramOp& 
   const FloatLstm& lstm = program_.ops[k];
   const int32_t H = lstm.hidden_size;
   const std::string where = "16x8: layer " + std::to_string(l) + (D_ == 2 ? (d ? " reverse" : " forward") : "");
-  const CellScaleChoice cell = choose_cell_scale(options_.cell_scale, int8_.stats.at(k).cell_max_abs);
-  const std::vector<DeriveOptions> candidates =
-      weight_candidates(options_, int8_.stats.at(k).chosen, int8_.stats.at(k).score_method != "none",
-                        in.mean(0, static_cast<size_t>(lstm.input_size)),
-                        layers_[static_cast<size_t>(l)].mean(static_cast<size_t>(d * H), static_cast<size_t>(H)));
+  const OpDecision decision = s16_decision(int8_.stats.at(k).chosen, start_.cell_scale);
+  const CellScaleChoice cell = choose_cell_scale(decision.cell_scale, int8_.stats.at(k).cell_max_abs);
+  const std::vector<WeightDecision> candidates =
+      weight_candidates(decision.weights, plan_, int8_.stats.at(k).score_method != "none");
+  const OperandStats means{in.mean(0, static_cast<size_t>(lstm.input_size)),
+                           layers_[static_cast<size_t>(l)].mean(static_cast<size_t>(d * H), static_cast<size_t>(H)), {}};
   ProgramOp op16;
   op16.kind = QLSTM_OP_LSTM_S16;
   double best_db = -std::numeric_limits<double>::infinity();
-  for (const DeriveOptions& derive : candidates) {
+  for (const WeightDecision& weights : candidates) {
     DerivedLstmS16 derived;
     try {
-      derived = derive_lstm_s16_params(lstm, s_in, out.quant.scale, cell, derive);
+      derived = derive_lstm_s16_params(lstm, s_in, out.quant.scale, cell, weights, means);
     } catch (const CompileError& e) {
-      if (&derive == &candidates.front()) throw CompileError(where + ": " + e.what());
+      if (&weights == &candidates.front()) throw CompileError(where + ": " + e.what());
       continue;  // another candidate's weights: the first one's error is the one to report
     }
     const double db = candidates.size() == 1 ? 0.0 : op_sqnr_db(derived, scored_, l, d, D_, s_in);
@@ -482,7 +466,7 @@ ProgramOp S16ProgramBuilder::lstm_s16_op(int32_t l, int32_t d, const ProgramOp& 
 // Layer l: a 16x8 layer's ops are QLSTM_OP_LSTM_S16 with the int8 search's weight choices; an
 // int8 layer's are the int8 program's own, at its quantization.
 void S16ProgramBuilder::lower_layer(int32_t l) {
-  const bool s16_layer = options_.s16_layers[static_cast<size_t>(l)];
+  const bool s16_layer = s16_layers_[static_cast<size_t>(l)];
   layer_input(l, s16_layer);
   const size_t b8 = k_front_ + static_cast<size_t>(l);
   const double s_in = m_.buffers.back().quant.scale;
@@ -525,8 +509,8 @@ CompiledModel S16ProgramBuilder::finish() {
 }  // namespace
 
 CompiledModel s16_program(const FloatProgram& program, const CalibrationSet& calibration, const QuantizedProgram& int8,
-                          const CompileOptions& options) {
-  S16ProgramBuilder b(program, calibration, int8, options);
+                          const OpDecision& start, const std::vector<bool>& s16_layers, const SearchPlan& plan) {
+  S16ProgramBuilder b(program, calibration, int8, start, s16_layers, plan);
   b.check_scope();
   b.observe();
   b.lower_front();

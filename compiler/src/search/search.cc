@@ -166,10 +166,12 @@ GainSpread gain_spread(const std::vector<double>& from, const std::vector<double
 QuantizedLayer QuantizedLayer::compile(const FloatLstm& source, const CalibrationSet& calibration,
                                      const CompileOptions& options) {
   source.validate();
+  validate_options(options, 1, 1, source.cell == CellKind::kGru);
   if (calibration.sequences.empty()) {
     throw CompileError("calibration: the calibration set is empty");
   }
-  return compile(source, observe_op(source, calibration, options.progress), options);
+  return compile(source, observe_op(source, calibration, options.progress), starting_decision(options),
+                 search_plan(options));
 }
 
 namespace {
@@ -194,9 +196,9 @@ struct Group {
 // coordinate descent over the candidates, and the record of what it chose.
 class LayerSearch {
  public:
-  LayerSearch(const FloatLstm& source, const OpObservation& observed, const CompileOptions& options,
+  LayerSearch(const FloatLstm& source, const OpObservation& observed, const OpDecision& start, const SearchPlan& plan,
               const OpBoundaries& fixed)
-      : source_(source), observed_(observed), sequences_(observed.inputs.sequences), options_(options),
+      : source_(source), observed_(observed), sequences_(observed.inputs.sequences), start_(start), plan_(plan),
         fixed_(fixed), H_(source.hidden_size), gru_(source.cell == CellKind::kGru) {}
 
   void check_observation();
@@ -213,6 +215,7 @@ class LayerSearch {
  private:
   void k_fold_groups(size_t folds, int64_t macs_per_step);
   void validation_groups(size_t folds, int64_t macs_per_step);
+  OpDecision decision_of(const Candidate& c) const;
   QuantizedLayer build(const Candidate& c, size_t set) const;
   std::vector<std::vector<float>> references();
   Score score(const Candidate& c, const std::vector<std::vector<float>>& reference, int64_t expected);
@@ -221,7 +224,8 @@ class LayerSearch {
   const FloatLstm& source_;
   const OpObservation& observed_;
   const std::vector<CalibrationSequence>& sequences_;
-  const CompileOptions& options_;
+  const OpDecision& start_;  // the decision the search starts from (what it leaves open, it keeps)
+  const SearchPlan& plan_;
   const OpBoundaries& fixed_;
   const int32_t H_;
   const bool gru_;  // no cell to scale, no adaptive rounding (derive_gru.h)
@@ -255,9 +259,9 @@ void LayerSearch::check_observation() {
 }
 
 void LayerSearch::observe() {
-  stats_.tuning = options_.tuning;
+  stats_.tuning = plan_.tuning;
   stats_.sequences = static_cast<int64_t>(calibration_count_);
-  sets_.reserve(1 + static_cast<size_t>(std::max(options_.search_folds, 2)));
+  sets_.reserve(1 + static_cast<size_t>(plan_.folds));
   sets_.push_back(derivation_data(source_, observed_, calibration_));
   const DerivationData& all = sets_.front();
   stats_.steps = all.steps;
@@ -271,7 +275,7 @@ void LayerSearch::observe() {
 void LayerSearch::validation_groups(size_t folds, int64_t macs_per_step) {
   std::vector<size_t> validation(sequences_.size() - calibration_count_);
   std::iota(validation.begin(), validation.end(), calibration_count_);
-  const std::vector<size_t> scored = scored_indices(sequences_, validation, macs_per_step, options_.search_max_macs, folds);
+  const std::vector<size_t> scored = scored_indices(sequences_, validation, macs_per_step, plan_.max_macs, folds);
   const size_t G = std::min(folds, scored.size());
   for (size_t g = 0; g < G; ++g) {
     groups_.push_back({0, std::vector<size_t>(scored.begin() + static_cast<ptrdiff_t>(g * scored.size() / G),
@@ -282,7 +286,7 @@ void LayerSearch::validation_groups(size_t folds, int64_t macs_per_step) {
 
 void LayerSearch::k_fold_groups(size_t folds, int64_t macs_per_step) {
   const size_t K = std::min(folds, calibration_count_);
-  const std::vector<size_t> scored = scored_indices(sequences_, calibration_, macs_per_step, options_.search_max_macs, K);
+  const std::vector<size_t> scored = scored_indices(sequences_, calibration_, macs_per_step, plan_.max_macs, K);
   for (size_t f = 0; f < K; ++f) {
     const size_t begin = f * calibration_count_ / K, end = (f + 1) * calibration_count_ / K;
     std::vector<size_t> complement;
@@ -308,10 +312,10 @@ void LayerSearch::k_fold_groups(size_t folds, int64_t macs_per_step) {
 }
 
 void LayerSearch::make_groups() {
-  searching_ = options_.tuning == Tuning::kSearch;
+  searching_ = plan_.tuning == Tuning::kSearch;
   if (!searching_) return;
   const int64_t macs_per_step = int64_t{source_.gate_count()} * H_ * (source_.input_size + H_);
-  const size_t folds = static_cast<size_t>(std::max(options_.search_folds, 2));
+  const size_t folds = static_cast<size_t>(plan_.folds);
   if (observed_.validation_begin) {
     validation_groups(folds, macs_per_step);
   } else if (calibration_count_ >= 2) {
@@ -331,11 +335,11 @@ void LayerSearch::make_groups() {
 // are candidates whenever a search was asked for (its start), even if the data leaves nothing to
 // search with.
 void LayerSearch::decide_tuning() {
-  const UserFixedChoices& user = options_.user_fixed;
-  const bool tuned = options_.tuning == Tuning::kSearch;
+  const UserFixedChoices& user = plan_.user_fixed;
+  const bool tuned = plan_.tuning == Tuning::kSearch;
   tune_input_ = tuned && !fixed_.input && !user.input_observer;
   tune_output_ = tuned && !fixed_.output && !user.output_observer;
-  tune_headroom_ = tuned && !gru_ && options_.cell_scale.policy == CellScalePolicy::kCalibrated && !user.cell_headroom;
+  tune_headroom_ = tuned && !gru_ && start_.cell_scale.policy == CellScalePolicy::kCalibrated && !user.cell_headroom;
   search_input_ = searching_ && tune_input_;
   search_output_ = searching_ && tune_output_;
   search_headroom_ = searching_ && tune_headroom_;
@@ -356,8 +360,8 @@ void LayerSearch::decide_tuning() {
 
 // Candidate observers, the requested one first; each set's ranges by each.
 void LayerSearch::candidate_ranges() {
-  in_configs_ = {options_.input_observer};
-  out_configs_ = {options_.output_observer};
+  in_configs_ = {start_.input_observer};
+  out_configs_ = {start_.output_observer};
   for (const char* name : {"minmax", "percentile:99.99", "percentile:99.9", "mse", "kl"}) {
     if (tune_input_ && (search_input_ || in_configs_.size() < 2)) in_configs_.push_back(parse_observer(name));
     if (tune_output_ && (search_output_ || out_configs_.size() < 2)) out_configs_.push_back(parse_observer(name));
@@ -377,7 +381,7 @@ void LayerSearch::candidate_ranges() {
 // Adaptive rounding's second moment per set: each calibration sequence's sum computed once and
 // added, in order, to every set that holds it.
 void LayerSearch::second_moments() {
-  if (!search_rounding_ && options_.derive.weight_rounding != WeightRounding::kAdaptive) return;
+  if (!search_rounding_ && start_.weights.weight_rounding != WeightRounding::kAdaptive) return;
   std::vector<std::vector<double>> sums(sets_.size());
   std::vector<int64_t> sum_steps(sets_.size(), 0);
   for (size_t k : calibration_) {
@@ -402,34 +406,44 @@ void LayerSearch::second_moments() {
   }
 }
 
-QuantizedLayer LayerSearch::build(const Candidate& c, size_t set) const {
-  DeriveOptions d = options_.derive;
-  d.weight_rounding = c.adaptive_rounding ? WeightRounding::kAdaptive : WeightRounding::kNearest;
-  if (c.adaptive_rounding) d.operand_second_moment = sets_[set].moment;
-  d.mean_x = sets_[set].mean_x;
-  d.mean_h = sets_[set].mean_h;
-  d.bias_correction = c.bias_correction;
-  for (int32_t b = 0; b < kWeightBlocks; ++b) {
-    if (c.clip[static_cast<size_t>(b)] > 0) d.weight_clip_ratio[static_cast<size_t>(b)] = c.clip[static_cast<size_t>(b)];
+// A candidate as a decision record: the start's, with what the candidate tunes.
+OpDecision LayerSearch::decision_of(const Candidate& c) const {
+  OpDecision d = start_;
+  d.input_observer = in_configs_[c.input_range];
+  d.output_observer = out_configs_[c.output_range];
+  if (d.cell_scale.policy == CellScalePolicy::kCalibrated) d.cell_scale.headroom = c.headroom;
+  d.weights.bias_correction = c.bias_correction;
+  d.weights.weight_rounding = c.adaptive_rounding ? WeightRounding::kAdaptive : WeightRounding::kNearest;
+  for (size_t b = 0; b < d.weights.weight_clip_ratio.size(); ++b) {
+    if (c.clip[b] > 0) d.weights.weight_clip_ratio[b] = c.clip[b];
   }
+  return d;
+}
+
+// The candidate derived from set `set`: its decision and that set's data (the observers' ranges,
+// the means, the second moment, max |c|).
+QuantizedLayer LayerSearch::build(const Candidate& c, size_t set) const {
+  const OpDecision d = decision_of(c);
+  const DerivationData& data = sets_[set];
+  OperandStats observed{data.mean_x, data.mean_h, {}};
+  if (c.adaptive_rounding) observed.operand_second_moment = data.moment;
   const Range& ir = in_ranges_[set][c.input_range];
   const Range& orr = out_ranges_[set][c.output_range];
   const AffineQuant in = fixed_.input ? fixed_.input->quant : affine_from_range(ir.lo, ir.hi);
   const AffineQuant out = fixed_.output ? fixed_.output->quant : affine_from_range(orr.lo, orr.hi);
-  if (gru_) return QuantizedLayer(source_, derive_gru_params(gru_of(source_), in, out, d), stats_);
-  CellScaleRequest cell_request = options_.cell_scale;
-  if (cell_request.policy == CellScalePolicy::kCalibrated) cell_request.headroom = c.headroom;
-  return QuantizedLayer(source_, derive_params(source_, in, out, choose_cell_scale(cell_request, sets_[set].cell_max), d),
+  if (gru_) return QuantizedLayer(source_, derive_gru_params(gru_of(source_), in, out, d.weights, observed), stats_);
+  return QuantizedLayer(source_, derive_params(source_, in, out, choose_cell_scale(d.cell_scale, data.cell_max), d.weights,
+                                               observed),
                         stats_);
 }
 
 // The start: with a search asked for, upstream's choices (min/max boundaries, max|W| weights, 2
 // bits of cell headroom) where the user left them open; what is kept when nothing can be held
-// out. Otherwise the options as given.
+// out. Otherwise the start decision as given.
 void LayerSearch::start() {
-  best_.headroom = tune_headroom_ ? kUpstreamCellHeadroom : options_.cell_scale.headroom;
-  best_.bias_correction = options_.derive.bias_correction;
-  best_.adaptive_rounding = options_.derive.weight_rounding == WeightRounding::kAdaptive;
+  best_.headroom = tune_headroom_ ? kUpstreamCellHeadroom : start_.cell_scale.headroom;
+  best_.bias_correction = start_.weights.bias_correction;
+  best_.adaptive_rounding = start_.weights.weight_rounding == WeightRounding::kAdaptive;
   best_.input_range = std::min<size_t>(1, in_configs_.size() - 1);
   best_.output_range = std::min<size_t>(1, out_configs_.size() - 1);
 }
@@ -484,7 +498,7 @@ Score LayerSearch::score(const Candidate& c, const std::vector<std::vector<float
     // e.g. an accumulator that could wrap: not a candidate
   }
   ++stats_.evaluations;
-  if (options_.progress) options_.progress("searching", stats_.evaluations, expected);
+  if (plan_.progress) plan_.progress("searching", stats_.evaluations, expected);
   return result;
 }
 
@@ -568,15 +582,7 @@ QuantizedLayer LayerSearch::result(CalibrationStats* stats) {
   stats_.output_range = out_ranges_[0][best_.output_range];
   stats_.input_observer = fixed_.input ? fixed_.input->source : observer_label(in_configs_[best_.input_range]);
   stats_.output_observer = fixed_.output ? fixed_.output->source : observer_label(out_configs_[best_.output_range]);
-  stats_.chosen.input_observer = in_configs_[best_.input_range];
-  stats_.chosen.output_observer = out_configs_[best_.output_range];
-  stats_.chosen.cell_headroom = best_.headroom;
-  stats_.chosen.bias_correction = best_.bias_correction;
-  stats_.chosen.weight_rounding = best_.adaptive_rounding ? WeightRounding::kAdaptive : WeightRounding::kNearest;
-  for (int32_t b = 0; b < kWeightBlocks; ++b) {
-    const size_t i = static_cast<size_t>(b);
-    stats_.chosen.weight_clip[i] = best_.clip[i] > 0 ? best_.clip[i] : options_.derive.weight_clip_ratio[i];
-  }
+  stats_.chosen = decision_of(best_);
   QuantizedLayer layer = build(best_, 0);
   *stats = stats_;
   return layer;
@@ -586,7 +592,13 @@ QuantizedLayer LayerSearch::result(CalibrationStats* stats) {
 
 QuantizedLayer QuantizedLayer::compile(const FloatLstm& source, const OpObservation& observed,
                                        const CompileOptions& options, const OpBoundaries& fixed) {
-  LayerSearch search(source, observed, options, fixed);
+  validate_options(options, 1, 1, source.cell == CellKind::kGru);
+  return compile(source, observed, starting_decision(options), search_plan(options), fixed);
+}
+
+QuantizedLayer QuantizedLayer::compile(const FloatLstm& source, const OpObservation& observed, const OpDecision& start,
+                                       const SearchPlan& plan, const OpBoundaries& fixed) {
+  LayerSearch search(source, observed, start, plan, fixed);
   search.check_observation();
   search.observe();
   search.make_groups();

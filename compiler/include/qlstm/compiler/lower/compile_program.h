@@ -33,8 +33,13 @@ struct QuantizedProgram {
   // output is one step) from the program's own initial state, kept for measuring the int8 model.
   std::vector<std::vector<float>> float_outputs;
 };
-// `validation`: sequences the search scores its candidates on instead of k-fold over the
-// calibration set; run through the float program but never observed.
+// validate_options (search/options.h) for this program's recurrent ops, layers and cell kind: the
+// check compile_model and compile_program make before any work.
+void validate_options(const CompileOptions& options, const FloatProgram& program);
+
+// Throws what validate_options throws first. `validation`: sequences the search scores its
+// candidates on instead of k-fold over the calibration set; run through the float program but
+// never observed.
 QuantizedProgram compile_program(const FloatProgram& program, const CalibrationSet& calibration,
                                  const CompileOptions& options, const CalibrationSet* validation = nullptr);
 // Whether the last LSTM op writes only its final hidden state (QLSTM_OUTPUT_FINAL): the head

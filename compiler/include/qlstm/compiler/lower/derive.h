@@ -66,26 +66,33 @@ struct CellScaleChoice {
 // (finer is not representable) and the choice says so.
 CellScaleChoice choose_cell_scale(const CellScaleRequest& request, double observed_max_abs);
 
-// Index of a weight block in DeriveOptions::weight_clip_ratio: (gate, input or recurrent side).
+// Index of a weight block in WeightDecision::weight_clip_ratio: (gate, input or recurrent side).
 constexpr int32_t kWeightBlocks = 2 * QLSTM_GATE_COUNT;
 constexpr int32_t weight_block(int32_t gate, bool recurrent) { return 2 * gate + (recurrent ? 1 : 0); }
 
-struct DeriveOptions {
+// How a recurrent op's weights and cell clip are derived: decisions only (the search's, or the
+// user's), no calibration data; part of the op's decision record (search/decision.h).
+struct WeightDecision {
   WeightScaleMethod weight_method = WeightScaleMethod::kMaxAbs;
   // Per block: 0 = scale by weight_method; r in (0, 1] = clip at r * max|W| (scale r * max|W| / 127).
   std::array<double, kWeightBlocks> weight_clip_ratio{};
   // Bias correction: fold the expected matmul error of the int8 weights, (W - W_q) . E[x] and
-  // (W_h - W_hq) . E[h], into the bias. Needs the calibration means of x ([I]) and h ([H]).
+  // (W_h - W_hq) . E[h], into the bias (OperandStats' means).
   bool bias_correction = false;
-  std::vector<double> mean_x, mean_h;
   // kAdaptive: each gate row [w_x ; w_h] is rounded, at its two blocks' scales, to minimize
-  // e^T C e (e = w - s q), C = operand_second_moment = E[z z^T] over the calibration steps,
-  // z = [x_t ; h_{t-1}] (float, [(I+H)][(I+H)] row-major; weight_rounding.h computes it). With
-  // bias_correction the bias absorbs the mean error, so the rounding minimizes e^T (C - m m^T) e,
-  // m = [mean_x ; mean_h]. A missing or misshapen moment is a CompileError naming the field.
+  // e^T C e (e = w - s q) over OperandStats::operand_second_moment; with bias_correction the bias
+  // absorbs the mean error, so the rounding minimizes e^T (C - m m^T) e, m = [mean_x ; mean_h].
   WeightRounding weight_rounding = WeightRounding::kNearest;
-  std::vector<double> operand_second_moment;
   int32_t cell_clip = 0;  // quantized clip for the kernel; 0 = none (PyTorch has none)
+};
+
+// What calibration observed that derivation needs for a WeightDecision: data, not decisions.
+struct OperandStats {
+  std::vector<double> mean_x, mean_h;  // bias correction: E[x] ([I]) and E[h] ([H])
+  // Adaptive rounding: E[z z^T] over the calibration steps, z = [x_t ; h_{t-1}] (float,
+  // [(I+H)][(I+H)] row-major; weight_rounding.h computes it). A missing or misshapen moment is a
+  // CompileError naming the field.
+  std::vector<double> operand_second_moment;
 };
 
 struct DerivedGate {
@@ -107,7 +114,7 @@ struct DerivedLstm {
   int32_t cell_clip = 0;
   int32_t time_direction = QLSTM_TIME_FORWARD;  // QLSTM_TIME_REVERSE for an ONNX "reverse" LSTM
   int32_t output_steps = QLSTM_OUTPUT_ALL_STEPS;  // QLSTM_OUTPUT_FINAL: only h_n (a head reads nothing else)
-  DeriveOptions options;  // as derived (without the calibration means and second moment)
+  WeightDecision weights;  // as derived
   std::array<DerivedGate, QLSTM_GATE_COUNT> gates;
   qlstm_requant forget_times_cell_to_cell{}, input_times_cell_gate_to_cell{},
       output_times_tanh_cell_to_hidden{};
@@ -126,7 +133,7 @@ struct DerivedLstm {
 // kernel's 32-bit left shift before the multiply).
 DerivedLstm derive_params(const FloatLstm& lstm, const AffineQuant& input,
                           const AffineQuant& output, const CellScaleChoice& cell,
-                          const DeriveOptions& options);
+                          const WeightDecision& weights, const OperandStats& observed = {});
 
 // Symmetric per-tensor int8 quantization of one weight block; returns the scale. clip_ratio > 0
 // overrides the method: the scale is clip_ratio * max|W| / 127.
@@ -142,20 +149,17 @@ enum class RecurrentBias { kFolded, kRecurrentSide };
 
 // Throws CompileError for a boundary scale that is not positive and finite, or bias correction
 // without calibration means of x [I] and h [H].
-void check_derive_inputs(const AffineQuant& input, const AffineQuant& output, const DeriveOptions& options,
-                         int32_t input_size, int32_t hidden_size);
+void check_derive_inputs(const AffineQuant& input, const AffineQuant& output, const WeightDecision& weights,
+                         const OperandStats& observed, int32_t input_size, int32_t hidden_size);
 
-// One gate: int8 weights of both blocks (`block_gate`'s clip ratios in options.weight_clip_ratio),
+// One gate: int8 weights of both blocks (`block_gate`'s clip ratios in weights.weight_clip_ratio),
 // then, when rounding_moment is set, adaptive rounding of each row against it; the effective
-// biases (bias-corrected if options say so), the Q3.12 multipliers, the accumulator checks.
+// biases (bias-corrected, with observed's means, if weights say so), the Q3.12 multipliers, the accumulator checks.
 // `label` ("gate 'forget'") starts every error message. dg->activation is left to the caller.
 void derive_gate(const FloatGate& fg, int32_t input_size, int32_t hidden_size, const AffineQuant& input,
-                 const AffineQuant& output, const DeriveOptions& options, int32_t block_gate,
+                 const AffineQuant& output, const WeightDecision& weights, const OperandStats& observed, int32_t block_gate,
                  RecurrentBias recurrent_bias, const std::vector<double>* rounding_moment,
                  const std::string& label, DerivedGate* dg);
-
-// The options as a derived object records them: without the calibration means and second moment.
-DeriveOptions options_as_derived(const DeriveOptions& options);
 
 // A derived layer (DerivedLstm, DerivedGru) with its sizes and boundary quantizations set.
 template <class Derived>

@@ -15,7 +15,7 @@
 namespace qlstm {
 namespace compiler {
 
-// Index of a GRU weight block in DeriveOptions::weight_clip_ratio (the LSTM's first six entries).
+// Index of a GRU weight block in WeightDecision::weight_clip_ratio (the LSTM's first six entries).
 constexpr int32_t gru_weight_block(int32_t gate, bool recurrent) { return weight_block(gate, recurrent); }
 
 // Everything the GRU kernel needs, owned, plus what it was derived from. The hidden state is
@@ -25,7 +25,7 @@ struct DerivedGru {
   AffineQuant input, output;
   int32_t time_direction = QLSTM_TIME_FORWARD;
   int32_t output_steps = QLSTM_OUTPUT_ALL_STEPS;
-  DeriveOptions options;  // as derived (without the calibration means and second moment)
+  WeightDecision weights;  // as derived
   // gates[g].activation is unused (r, z sigmoid; n tanh, fixed by the kernel).
   std::array<DerivedGate, QLSTM_GRU_GATE_COUNT> gates;
   qlstm_requant reset_times_hidden_to_q3_12{}, update_times_difference_to_q0_15{}, hidden_q0_15_to_output{};
@@ -48,7 +48,7 @@ std::vector<int32_t> zero_state_bias(const DerivedGate& gate, int32_t hidden_siz
 // Throws CompileError (naming the gate and the quantity) for a bias that overflows int32 at its
 // scale, a multiplier out of range, or an accumulator that could overflow int32.
 DerivedGru derive_gru_params(const FloatGru& gru, const AffineQuant& input, const AffineQuant& output,
-                             const DeriveOptions& options);
+                             const WeightDecision& weights, const OperandStats& observed = {});
 
 }  // namespace compiler
 }  // namespace qlstm

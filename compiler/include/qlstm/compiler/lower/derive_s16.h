@@ -60,14 +60,15 @@ struct DerivedLstmS16 {
   static DerivedLstmS16 from_kernel_params(const qlstm_lstm_s16_params& p, double input_scale, double output_scale);
 };
 
-// Derives the 16x8 parameters. options: weight_method, weight_clip_ratio, bias_correction (with
-// the calibration means) and cell_clip as for the int8 LSTM; adaptive rounding is refused (not
+// Derives the 16x8 parameters. weights: weight_method, weight_clip_ratio, bias_correction (with
+// observed's means) and cell_clip as for the int8 LSTM; adaptive rounding is refused (not
 // derived for 16x8 yet). Throws CompileError naming the gate, the row and the quantity for a
 // bias or an accumulator that leaves int32 (the range CMSIS-NN's optimized 16x8 paths need:
 // |bias| + 32768 * sum|w| < 2^31 on both sides of every row), a multiplier out of range, or a
 // gate shift above QLSTM_S16_SHIFT_MAX.
 DerivedLstmS16 derive_lstm_s16_params(const FloatLstm& lstm, double input_scale, double output_scale,
-                                      const CellScaleChoice& cell, const DeriveOptions& options);
+                                      const CellScaleChoice& cell, const WeightDecision& weights,
+                                      const OperandStats& observed = {});
 
 // The 16x8 fully connected op (qlstm_fc_s16, arm_fully_connected_s16's arithmetic): symmetric
 // int16 input and output, int8 weights with one symmetric scale (the kernel has one multiplier),

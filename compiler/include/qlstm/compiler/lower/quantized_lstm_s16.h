@@ -20,13 +20,13 @@ namespace compiler {
 
 class QuantizedLstmS16 {
  public:
-  // Throws CompileError for empty or non-finite calibration data, a range that is zero, and
-  // every derivation error (derive_lstm_s16_params; options.derive as there). weights: when not
-  // null, the weight choices of an int8 compile's search for the same LSTM (its per-block weight
-  // clips and bias correction, CalibrationStats::chosen), taken for the 16x8 weights, which are
-  // the same int8 blocks.
-  static QuantizedLstmS16 compile(const FloatLstm& lstm, const CalibrationSet& calibration,
-                                  const CompileOptions& options, const OpChoice* weights = nullptr);
+  // Calibrates on `calibration` and derives with `decision` (its cell scale, weights and 16x8
+  // headroom; s16_decision makes one from an int8 search's choice for the same LSTM, whose weight
+  // blocks are the same). Throws CompileError for a decision out of range (validate_decision),
+  // empty or non-finite calibration data, a range that is zero, and every derivation error
+  // (derive_lstm_s16_params).
+  static QuantizedLstmS16 compile(const FloatLstm& lstm, const CalibrationSet& calibration, const OpDecision& decision,
+                                  const ProgressFn& progress = nullptr);
   // An already derived 16x8 LSTM, to run on the host.
   static QuantizedLstmS16 from_derived(DerivedLstmS16 d) {
     QuantizedLstmS16 q;
@@ -56,9 +56,17 @@ class QuantizedLstmS16 {
 // kernel (an activation table), where a QLSTM_OP_REQUANTIZE to the int8
 // program's quantization of that point hands over to the int8 ops that follow. Throws
 // CompileError naming the node for what has no 16x8 form yet: a GRU, layers before the stack, an
-// initial state or a state output.
+// initial state or a state output. `start`: the program's starting decision (its cell scale
+// policy and 16x8 headroom); s16_layers: which layers are 16x8 (one flag per layer); `plan`: whether
+// the weights may be chosen again (docs/compiler.md).
 CompiledModel s16_program(const FloatProgram& program, const CalibrationSet& calibration, const QuantizedProgram& int8,
-                          const CompileOptions& options);
+                          const OpDecision& start, const std::vector<bool>& s16_layers, const SearchPlan& plan);
+
+// A 16x8 LSTM op's decision from the int8 search's choice for it (`int8_chosen`: its observers,
+// weight clips, bias correction): the weights rounded to nearest (adaptive rounding is not
+// derived for 16x8 yet), the cell scale by `requested` (the int8 search's headroom is tuned to
+// int8's error, which a 16x8 cell does not share).
+OpDecision s16_decision(const OpDecision& int8_chosen, const CellScaleRequest& requested);
 
 // The CLI's --activations: "int8" (no layer 16x8: empty), "int16" (every layer) or "int16:L,M,..."
 // (the listed layers, from 0; mixed precision), as CompileOptions::s16_layers for a model of

@@ -38,7 +38,7 @@ void accumulate_operand_moment(std::vector<double>& sum, int64_t& steps, const f
                                const float* h_out, const float* h0, int32_t T, int32_t I, int32_t H,
                                bool reverse);
 
-// DeriveOptions::operand_second_moment of `lstm` over a calibration set: E[z z^T] over all steps,
+// OperandStats::operand_second_moment of `lstm` over a calibration set: E[z z^T] over all steps,
 // the hidden operands from the float model (run_float with each sequence's h0 and c0).
 std::vector<double> operand_second_moment(const FloatLstm& lstm, const CalibrationSet& calibration);
 

@@ -13,6 +13,7 @@
 #include "qlstm/compiler/calibrate/calibration.h"
 #include "qlstm/compiler/calibrate/quantize.h"
 #include "qlstm/compiler/lower/derive.h"
+#include "qlstm/compiler/search/decision.h"
 
 namespace qlstm {
 namespace compiler {
@@ -33,48 +34,60 @@ struct UserFixedChoices {
   bool input_observer = false;
   bool output_observer = false;
   bool cell_headroom = false;    // CompileOptions::cell_scale.headroom (calibrated policy)
-  bool bias_correction = false;  // CompileOptions::derive.bias_correction
-  bool weights = false;          // CompileOptions::derive.weight_method: no per-block clip search
-  bool weight_rounding = false;  // CompileOptions::derive.weight_rounding
+  bool bias_correction = false;  // CompileOptions::weights.bias_correction
+  bool weights = false;          // CompileOptions::weights.weight_method: no per-block clip search
+  bool weight_rounding = false;  // CompileOptions::weights.weight_rounding
 };
 
-// What the search chose for one LSTM op: given back in CompileOptions::op_choices, the same
-// derivation runs on other data (the held-out estimate compiles each fold this way).
-struct OpChoice {
-  ObserverConfig input_observer, output_observer;
-  double cell_headroom = 1.25;  // calibrated cell policy only
-  bool bias_correction = false;
-  std::array<double, kWeightBlocks> weight_clip{};  // 0: the weight method's scale
-  WeightRounding weight_rounding = WeightRounding::kNearest;
-};
-
+// What the user (the CLI, the Python module, a test) asks for. validate_options checks it once, at
+// the entry (compile_model, compile_program); starting_decision turns its decisions into the
+// OpDecision every op starts from, and only the search's own parameters (search_plan) are read
+// after that.
 struct CompileOptions {
   ObserverConfig input_observer{ObserverKind::kMinMax, 99.99};
   ObserverConfig output_observer{ObserverKind::kMinMax, 99.99};
   CellScaleRequest cell_scale;
-  DeriveOptions derive;
+  WeightDecision weights;
   Tuning tuning = Tuning::kSearch;
   // The search scores each candidate on calibration sequences whose multiply-accumulates
   // (steps x 4H(I + H)) fit in this budget: as many as fit, taken at an even stride over the
   // whole set (sequence 0 first, so at least one), so a time-ordered file is sampled everywhere.
   int64_t search_max_macs = int64_t{1} << 26;
   UserFixedChoices user_fixed;
-  // Folds of the search's held-out scoring (contiguous blocks of the calibration sequences).
+  // Folds of the search's held-out scoring (contiguous blocks of the calibration sequences), >= 2.
   int32_t search_folds = 4;
-  // When not empty, op k (an LSTM op, in program order) takes op_choices[k] exactly, unsearched.
-  std::vector<OpChoice> op_choices;
+  // When not empty, recurrent op k (in program order) takes op_choices[k] exactly, unsearched
+  // (the held-out estimate replays the search's decisions so).
+  std::vector<OpDecision> op_choices;
   // The Linear layers around the stack: one weight scale and multiplier per output (the
   // default, CMSIS-NN's per-channel FC) or one for the layer.
   bool fc_per_channel = true;
   // Which LSTM layers run 16x8 (int16 activations, int8 weights; s16_program): empty for none
   // (int8, the default), else one flag per layer; the head follows the last layer.
   std::vector<bool> s16_layers;
-  static constexpr int32_t kMaxS16HeadroomBits = 8;
-  // A 16x8 boundary's range is the calibration's max |v| times 2^s16_headroom_bits (an LSTM's
-  // output at most 1): s16_boundary_range. 0 to kMaxS16HeadroomBits.
-  int32_t s16_headroom_bits = 2;
+  static constexpr int32_t kMaxS16HeadroomBits = OpDecision::kMaxS16HeadroomBits;
+  int32_t s16_headroom_bits = 2;  // OpDecision::s16_headroom_bits
   ProgressFn progress;
 };
+
+// Throws CompileError naming the option for a value outside its range (validate_decision's, the
+// folds, the search budget, op_choices and s16_layers against the program's ops and layers,
+// adaptive rounding or a cell clip on a GRU). Called once at the entry, before any work.
+void validate_options(const CompileOptions& options, int32_t recurrent_ops, int32_t layers, bool has_gru);
+
+// The decision every op starts from: the options' observers, cell scale, weights, FC scales and
+// 16x8 headroom, int8.
+OpDecision starting_decision(const CompileOptions& options);
+
+// How one op's search runs (not what it decides).
+struct SearchPlan {
+  Tuning tuning = Tuning::kSearch;
+  int64_t max_macs = int64_t{1} << 26;
+  int32_t folds = 4;
+  UserFixedChoices user_fixed;
+  ProgressFn progress;
+};
+SearchPlan search_plan(const CompileOptions& options);
 
 // A boundary quantization decided outside the op: used as given, neither observed nor searched.
 // `source` says where it comes from, for the report ("the output of layer 0").
@@ -126,7 +139,7 @@ struct CalibrationStats {
   std::string score_note;
   int32_t folds = 0;
   std::vector<double> fold_sqnr_db;  // the result's, per fold
-  OpChoice chosen;                   // what the result was derived with
+  OpDecision chosen;                 // what the result was derived with
 };
 
 }  // namespace compiler

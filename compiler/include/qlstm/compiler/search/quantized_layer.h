@@ -20,13 +20,16 @@ namespace compiler {
 class QuantizedLayer {
  public:
   // Calibrates on `calibration` (the float model run over it feeds the observers), then derives
-  // the kernel parameters. Throws CompileError for an empty set or non-finite data (naming the
-  // sequence and position) and for every derivation error.
+  // the kernel parameters. Throws CompileError for options out of range (validate_options), an
+  // empty set or non-finite data (naming the sequence and position) and for every derivation error.
   static QuantizedLayer compile(const FloatLstm& source, const CalibrationSet& calibration,
                                const CompileOptions& options);
   // The same from an observation already made (no float run); `fixed` boundaries are used as given.
   static QuantizedLayer compile(const FloatLstm& source, const OpObservation& observed,
                                const CompileOptions& options, const OpBoundaries& fixed = {});
+  // The search from `start` (a validated decision) as `plan` says; stats().chosen is its result.
+  static QuantizedLayer compile(const FloatLstm& source, const OpObservation& observed, const OpDecision& start,
+                                const SearchPlan& plan, const OpBoundaries& fixed = {});
   // From already chosen boundary quantization and cell scale.
   QuantizedLayer(FloatLstm source, DerivedLstm derived, CalibrationStats stats = {});
   // A GRU layer (source.cell == CellKind::kGru) from its derived parameters.
