@@ -53,6 +53,122 @@ void print_op_table(const CompiledModel& m, const nlohmann::json& table) {
               m.output_quant().zero_point);
 }
 
+// A progress indicator on stderr when the set is large: each stage in tenths, redrawn in place on
+// a terminal, one plain line per tenth in a log. Null for a small set.
+ProgressFn progress_indicator(const std::vector<CalibrationTensor>& calibration) {
+  size_t sequences = 0;
+  for (const CalibrationTensor& t : calibration) sequences += static_cast<size_t>(t.shape.batch);
+  if (sequences < kLargeCalibrationSet) return nullptr;
+  return [last = std::string(), tenth = -1, tty = ::isatty(STDERR_FILENO) == 1](
+             const char* stage, int64_t done, int64_t total) mutable {
+    const int now = total > 0 ? static_cast<int>(std::min<int64_t>(10, done * 10 / total)) : 10;
+    if (stage == last && now == tenth) return;
+    last = stage;
+    tenth = now;
+    std::fprintf(stderr, "%sqlstm compile: %s %3d%%%s", tty ? "\r" : "", stage, now * 10,
+                 !tty || now == 10 ? "\n" : "");
+    std::fflush(stderr);
+  };
+}
+
+// The model's recurrent layers, its edges' quantization and the activations' width.
+void print_model_summary(const OnnxLstm& onnx, const ModelCompileResult& r, const ModelCompileOptions& mo) {
+  const CompiledModel& m = r.model;
+  std::string nodes;
+  for (const std::string& n : onnx.node_names) nodes += (nodes.empty() ? "'" : ", '") + n + "'";
+  std::printf("  %s %s: %d layer%s%s, input %d, output %d, %s\n", cell_kind_name(onnx.program.ops.front().cell),
+              nodes.c_str(), m.layers(),
+              m.layers() > 1 ? "s" : "", m.directions == 2 ? " bidirectional" : "", onnx.program.ops.front().input_size,
+              m.directions * m.hidden_sizes().back(),
+              onnx.unbatched ? "unbatched [T, F]" : onnx.batch_first ? "batch_first" : "sequence-first");
+  if (onnx.output_squeezes_features) {
+    std::printf("  output keeps the size-1 feature axis the ONNX model squeezes away (%s for %s): the same "
+                "values in the same order\n",
+                m.output_is_one_step() ? "[B, 1]" : "[B, T, 1]", m.output_is_one_step() ? "[B]" : "[B, T]");
+  }
+  if (!m.all_s8()) {
+    std::printf("  activations int16 (16x8: int16 activations and state, int8 weights; int16 ranges %d bits "
+                "above max |v|, an LSTM's output at most 1)\n",
+                mo.quantization.s16_headroom_bits);
+  }
+  std::printf("  input  scale %.6g  zero point %d  (%s)\n", m.input_quant().scale, m.input_quant().zero_point,
+              m.all_s8() ? r.stats.front().input_observer.c_str() : "16x8: max |x| and headroom");
+}
+
+// Each recurrent op's output quantization, state format and what the search did.
+void print_recurrent_ops(const ModelCompileResult& r, bool whole) {
+  const CompiledModel& m = r.model;
+  size_t lstm = 0;  // the LSTM ops': the calibration stats
+  for (const ProgramOp& op : m.ops) {
+    if (!op.recurrent()) continue;
+    const std::string who = m.lstm_op_count() == 1 ? std::string("") : " [" + lstm_op_label(m, lstm) + "]";
+    std::printf("  %s scale %.6g  zero point %d  (%s)%s\n", whole ? "hidden" : "output", op.recurrent_output().scale,
+                op.recurrent_output().zero_point,
+                op.s16_lstm_op() ? "16x8: max |h| and headroom, at most 1" : r.stats[lstm].output_observer.c_str(), who.c_str());
+    if (op.gru_op()) {
+      std::printf("  state  Q0.15 hidden (a GRU has no cell)%s\n", who.c_str());
+    } else if (op.s16_lstm_op()) {
+      const DerivedLstmS16& d = op.lstm_s16;
+      std::printf("  cell   2^%d (%s, observed max |c| %.4g); hidden int16%s\n", d.cell.power,
+                  cell_policy_name(d.cell.policy), d.cell.observed_max_abs, who.c_str());
+    } else {
+      const DerivedLstm& d = op.lstm;
+      std::printf("  cell   2^%d (%s, observed max |c| %.4g)%s\n", d.cell.power, cell_policy_name(d.cell.policy),
+                  d.cell.observed_max_abs, who.c_str());
+    }
+    const CalibrationStats& st = r.stats[lstm];
+    auto names = [](const std::vector<std::string>& v) {
+      std::string s;
+      for (const std::string& n : v) s += (s.empty() ? "" : ", ") + n;
+      return s.empty() ? std::string("none") : s;
+    };
+    if (st.tuning == Tuning::kSearch && st.score_method == "none") {
+      std::printf("  search: %s; upstream's choices where left open%s\n", st.score_note.c_str(), who.c_str());
+      std::printf("  kept as given: %s%s\n", names(st.fixed_by_user).c_str(), who.c_str());
+    } else if (st.tuning == Tuning::kSearch) {
+      std::printf("  search tuned: %s (scored held out, %s of %d folds: %zu sequences, %lld steps)%s\n",
+                  names(st.searched).c_str(), st.score_method == "k-fold" ? "k-fold" : "validation groups", st.folds,
+                  st.scored_sequences.size(), static_cast<long long>(st.scored_steps), who.c_str());
+      std::printf("  kept as given: %s%s\n", names(st.fixed_by_user).c_str(), who.c_str());
+    } else {
+      std::printf("  search off (--no-search): every option as given%s\n", who.c_str());
+    }
+    ++lstm;
+  }
+}
+
+// The op table, the state's sources, flash, RAM and the SQNR figures.
+void print_program_summary(const ModelCompileResult& r, const ModelCompileOptions& mo, bool whole) {
+  const CompiledModel& m = r.model;
+  if (whole) print_op_table(m, r.report.at("op_table"));
+  if (m.initial_hidden != StateSource::kZero || m.initial_cell != StateSource::kZero || m.hidden_output ||
+      m.cell_output) {
+    std::printf("  state  initial h %s, c %s; final state %s (h_n %s at each op's output quantization, c_n "
+                "int16 at 2^P)\n", state_source_name(m.initial_hidden), state_source_name(m.initial_cell),
+                m.hidden_output || m.cell_output ? "an output" : "not an output", m.all_s8() ? "int8" : "int16");
+  }
+  const ProgramMemory& mem = r.memory;
+  std::printf("  flash  %zu bytes (weights %zu, biases %zu%s)\n", mem.flash_bytes(), mem.weight_bytes, mem.bias_bytes,
+              whole ? (", requantization " + std::to_string(mem.requant_bytes) + ", tables " +
+                       std::to_string(mem.table_bytes)).c_str() : "");
+  std::printf("  RAM    %zu bytes for batch %d (scratch %zu, state %zu, activations %zu)\n", mem.ram_bytes(),
+              mo.batch, mem.scratch_bytes, mem.state_bytes(), 2 * mem.activation_bytes);
+  // The figure to expect on new data first; the calibration set's own is optimistic.
+  const HeldOutEstimate& h = r.held_out;
+  const char* mode = m.all_s8() ? "int8" : "16x8";
+  if (h.available()) {
+    std::printf("  SQNR   %.2f dB +- %.2f %s vs float held out (%s: %d folds, %lld sequences; the folds "
+                "spread %.2f dB)\n", h.sqnr_db, h.standard_error_db, mode,
+                h.method == "k-fold" ? "k-fold over the calibration set" : "validation set", h.folds,
+                static_cast<long long>(h.sequences), h.spread_db);
+    if (!h.caution.empty()) std::printf("  caution: %s\n", h.caution.c_str());
+  } else {
+    std::printf("  SQNR   no held-out figure: %s\n", h.note.c_str());
+  }
+  std::printf("  SQNR   %.2f dB %s vs float on the calibration set itself (%lld sequences; not held out)\n",
+              r.sqnr_db, mode, static_cast<long long>(r.calibration_sequences));
+}
+
 }  // namespace
 
 int compile_command(const CompileArgs& args) {
@@ -65,115 +181,18 @@ int compile_command(const CompileArgs& args) {
     }
     ModelCompileOptions mo = model_compile_options(args, onnx);
     mo.warn = [](const std::string& w) { std::fprintf(stderr, "qlstm compile: warning: %s\n", w.c_str()); };
-    CompileOptions& o = mo.quantization;
-    // A progress indicator on stderr when the set is large: each stage in tenths, redrawn in place
-    // on a terminal, one plain line per tenth in a log.
-    size_t sequences = 0;
-    for (const CalibrationTensor& t : calibration) sequences += static_cast<size_t>(t.shape.batch);
-    if (sequences >= kLargeCalibrationSet) {
-      o.progress = [last = std::string(), tenth = -1, tty = ::isatty(STDERR_FILENO) == 1](
-                       const char* stage, int64_t done, int64_t total) mutable {
-        const int now = total > 0 ? static_cast<int>(std::min<int64_t>(10, done * 10 / total)) : 10;
-        if (stage == last && now == tenth) return;
-        last = stage;
-        tenth = now;
-        std::fprintf(stderr, "%sqlstm compile: %s %3d%%%s", tty ? "\r" : "", stage, now * 10,
-                     !tty || now == 10 ? "\n" : "");
-        std::fflush(stderr);
-      };
-    }
+    mo.quantization.progress = progress_indicator(calibration);
     const ModelCompileResult r = compile_model(onnx, calibration, mo);
     const CompiledModel& m = r.model;
-    const std::string& name = m.name;
     // Everything is computed; only now is anything written.
     write_model_files(model_files(m, r.report, mo.batch, r.max_time_steps, args.model), args.outdir);
 
     std::printf("qlstm compile: %s -> %s/%s.{qlstm, _model.h, _model.cc, _report.json}\n",
-                args.model.c_str(), args.outdir.c_str(), name.c_str());
-    std::string nodes;
-    for (const std::string& n : onnx.node_names) nodes += (nodes.empty() ? "'" : ", '") + n + "'";
+                args.model.c_str(), args.outdir.c_str(), m.name.c_str());
     const bool whole = m.lstm_op_count() != static_cast<int32_t>(m.ops.size());  // layers around the LSTMs
-    std::printf("  %s %s: %d layer%s%s, input %d, output %d, %s\n", cell_kind_name(onnx.program.ops.front().cell),
-                nodes.c_str(), m.layers(),
-                m.layers() > 1 ? "s" : "", m.directions == 2 ? " bidirectional" : "", onnx.program.ops.front().input_size,
-                m.directions * m.hidden_sizes().back(),
-                onnx.unbatched ? "unbatched [T, F]" : onnx.batch_first ? "batch_first" : "sequence-first");
-    if (onnx.output_squeezes_features) {
-      std::printf("  output keeps the size-1 feature axis the ONNX model squeezes away (%s for %s): the same "
-                  "values in the same order\n",
-                  m.output_is_one_step() ? "[B, 1]" : "[B, T, 1]", m.output_is_one_step() ? "[B]" : "[B, T]");
-    }
-    if (!m.all_s8()) {
-      std::printf("  activations int16 (16x8: int16 activations and state, int8 weights; int16 ranges %d bits "
-                  "above max |v|, an LSTM's output at most 1)\n",
-                  mo.quantization.s16_headroom_bits);
-    }
-    std::printf("  input  scale %.6g  zero point %d  (%s)\n", m.input_quant().scale, m.input_quant().zero_point,
-                m.all_s8() ? r.stats.front().input_observer.c_str() : "16x8: max |x| and headroom");
-    size_t lstm = 0;  // the LSTM ops': the calibration stats
-    for (const ProgramOp& op : m.ops) {
-      if (!op.recurrent()) continue;
-      const std::string who = m.lstm_op_count() == 1 ? std::string("") : " [" + lstm_op_label(m, lstm) + "]";
-      std::printf("  %s scale %.6g  zero point %d  (%s)%s\n", whole ? "hidden" : "output", op.recurrent_output().scale,
-                  op.recurrent_output().zero_point,
-                  op.s16_lstm_op() ? "16x8: max |h| and headroom, at most 1" : r.stats[lstm].output_observer.c_str(), who.c_str());
-      if (op.gru_op()) {
-        std::printf("  state  Q0.15 hidden (a GRU has no cell)%s\n", who.c_str());
-      } else if (op.s16_lstm_op()) {
-        const DerivedLstmS16& d = op.lstm_s16;
-        std::printf("  cell   2^%d (%s, observed max |c| %.4g); hidden int16%s\n", d.cell.power,
-                    cell_policy_name(d.cell.policy), d.cell.observed_max_abs, who.c_str());
-      } else {
-        const DerivedLstm& d = op.lstm;
-        std::printf("  cell   2^%d (%s, observed max |c| %.4g)%s\n", d.cell.power, cell_policy_name(d.cell.policy),
-                    d.cell.observed_max_abs, who.c_str());
-      }
-      const CalibrationStats& st = r.stats[lstm];
-      auto names = [](const std::vector<std::string>& v) {
-        std::string s;
-        for (const std::string& n : v) s += (s.empty() ? "" : ", ") + n;
-        return s.empty() ? std::string("none") : s;
-      };
-      if (st.tuning == Tuning::kSearch && st.score_method == "none") {
-        std::printf("  search: %s; upstream's choices where left open%s\n", st.score_note.c_str(), who.c_str());
-        std::printf("  kept as given: %s%s\n", names(st.fixed_by_user).c_str(), who.c_str());
-      } else if (st.tuning == Tuning::kSearch) {
-        std::printf("  search tuned: %s (scored held out, %s of %d folds: %zu sequences, %lld steps)%s\n",
-                    names(st.searched).c_str(), st.score_method == "k-fold" ? "k-fold" : "validation groups", st.folds,
-                    st.scored_sequences.size(), static_cast<long long>(st.scored_steps), who.c_str());
-        std::printf("  kept as given: %s%s\n", names(st.fixed_by_user).c_str(), who.c_str());
-      } else {
-        std::printf("  search off (--no-search): every option as given%s\n", who.c_str());
-      }
-      ++lstm;
-    }
-    if (whole) print_op_table(m, r.report.at("op_table"));
-    if (m.initial_hidden != StateSource::kZero || m.initial_cell != StateSource::kZero || m.hidden_output ||
-        m.cell_output) {
-      std::printf("  state  initial h %s, c %s; final state %s (h_n %s at each op's output quantization, c_n "
-                  "int16 at 2^P)\n", state_source_name(m.initial_hidden), state_source_name(m.initial_cell),
-                  m.hidden_output || m.cell_output ? "an output" : "not an output", m.all_s8() ? "int8" : "int16");
-    }
-    const ProgramMemory& mem = r.memory;
-    std::printf("  flash  %zu bytes (weights %zu, biases %zu%s)\n", mem.flash_bytes(), mem.weight_bytes, mem.bias_bytes,
-                whole ? (", requantization " + std::to_string(mem.requant_bytes) + ", tables " +
-                         std::to_string(mem.table_bytes)).c_str() : "");
-    std::printf("  RAM    %zu bytes for batch %d (scratch %zu, state %zu, activations %zu)\n", mem.ram_bytes(),
-                mo.batch, mem.scratch_bytes, mem.state_bytes(), 2 * mem.activation_bytes);
-    // The figure to expect on new data first; the calibration set's own is optimistic.
-    const HeldOutEstimate& h = r.held_out;
-    const char* mode = m.all_s8() ? "int8" : "16x8";
-    if (h.available()) {
-      std::printf("  SQNR   %.2f dB +- %.2f %s vs float held out (%s: %d folds, %lld sequences; the folds "
-                  "spread %.2f dB)\n", h.sqnr_db, h.standard_error_db, mode,
-                  h.method == "k-fold" ? "k-fold over the calibration set" : "validation set", h.folds,
-                  static_cast<long long>(h.sequences), h.spread_db);
-      if (!h.caution.empty()) std::printf("  caution: %s\n", h.caution.c_str());
-    } else {
-      std::printf("  SQNR   no held-out figure: %s\n", h.note.c_str());
-    }
-    std::printf("  SQNR   %.2f dB %s vs float on the calibration set itself (%lld sequences; not held out)\n",
-                r.sqnr_db, mode, static_cast<long long>(r.calibration_sequences));
+    print_model_summary(onnx, r, mo);
+    print_recurrent_ops(r, whole);
+    print_program_summary(r, mo, whole);
     return 0;
   } catch (const std::exception& e) {
     return error_exit("compile", e);
