@@ -48,9 +48,9 @@ json weights_json(const WeightDecision& o, int32_t gate_count) {
   return {{"method", weight_method_name(o.weight_method)}, {"bias_correction", o.bias_correction},
           {"rounding", weight_rounding_name(o.weight_rounding)}, {"clip_ratio", clips}};
 }
-// A 16x8 LSTM's weights: the int8 search's choice (`chosen`) as the 16x8 op starts from it.
-json weights_json(const ProgramOp& op, const OpDecision& chosen) {
-  if (op.s16_lstm_op()) return weights_json(s16_decision(chosen, chosen.cell_scale).weights, QLSTM_GATE_COUNT);
+// The weights as the op was derived (a 16x8 LSTM: the candidate its own selection kept).
+json weights_json(const ProgramOp& op) {
+  if (op.s16_lstm_op()) return weights_json(op.lstm_s16.weights, QLSTM_GATE_COUNT);
   return op.gru_op() ? weights_json(op.gru.weights, QLSTM_GRU_GATE_COUNT) : weights_json(op.lstm.weights, QLSTM_GATE_COUNT);
 }
 
@@ -265,7 +265,7 @@ json build_report(const OnnxLstm& onnx, const ModelCompileOptions& options, cons
                    {"input", quant_json(op.recurrent_input())}, {"output", quant_json(op.recurrent_output())},
                    {"input_observer", r.stats[k].input_observer}, {"output_observer", r.stats[k].output_observer},
                    {"cell", cell_json(op)},
-                   {"weights", weights_json(op, r.stats[k].chosen)},
+                   {"weights", weights_json(op)},
                    {"search", search_json(r.stats[k])}, {"gates", gates_json(op)}});
     ++k;
   }
@@ -278,7 +278,7 @@ json build_report(const OnnxLstm& onnx, const ModelCompileOptions& options, cons
                      {"rows", rows}};
   if (m.ops.size() == 1) {  // one recurrent op alone: its details at the top, as before
     report["cell"] = cell_json(m.ops[0]);
-    report["weights"] = weights_json(m.ops[0], first.chosen);
+    report["weights"] = weights_json(m.ops[0]);
     report["search"] = search_json(first);
     report["gates"] = gates_json(m.ops[0]);
   }

@@ -130,6 +130,7 @@ DerivedLstmS16 derive_lstm_s16_params(const FloatLstm& lstm, double input_scale,
   d.output_scale = output_scale;
   d.cell = cell;
   d.cell_clip = weights.cell_clip;
+  d.weights = weights;
   for (int32_t g = 0; g < QLSTM_GATE_COUNT; ++g) {
     derive_gate_s16(lstm.gates[static_cast<size_t>(g)], lstm.input_size, lstm.hidden_size, input_scale, output_scale,
                     weights, observed, g, &d.gates[static_cast<size_t>(g)]);

@@ -48,6 +48,7 @@ struct DerivedLstmS16 {
   int32_t cell_clip = 0;
   int32_t time_direction = QLSTM_TIME_FORWARD;
   int32_t output_steps = QLSTM_OUTPUT_ALL_STEPS;
+  WeightDecision weights;  // as derived (the report; not in a model file)
   std::array<DerivedGateS16, QLSTM_GATE_COUNT> gates;
   qlstm_requant forget_times_cell_to_cell{}, input_times_cell_gate_to_cell{},
       output_times_tanh_cell_to_hidden{};
