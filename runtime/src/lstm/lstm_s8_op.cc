@@ -1,0 +1,26 @@
+// The int8 LSTM's part of the program runner (program_op.h): a recurrent op on int8 buffers whose
+// state is one int8 hidden row and one int16 cell row per batch row.
+#include "program_op.h"
+
+namespace {
+
+using namespace qlstm::program;
+
+constexpr int32_t kStateRows = 1;  // its hidden in the hidden array, its cell in the cell array
+
+// Its checks, scratch and state size.
+using Op =
+    RecurrentOp<qlstm_lstm_s8_params, &qlstm_op::lstm, qlstm_lstm_s8_validate, qlstm_lstm_s8_scratch_bytes, kStateRows>;
+constexpr RecurrentKind kRecurrent = Op::recurrent(true);
+
+qlstm_status run_lstm_s8_op(const OpCall& c) {
+  const qlstm_lstm_s8_params p = recurrent_call_params(c.program, c.op, c.op.lstm, c.time_steps);
+  qlstm_lstm_s8_context ctx = {c.ctx.scratch, c.ctx.scratch_bytes, c.hidden ? c.cell + c.op.state_offset : c.ctx.cell,
+                               c.hidden ? c.hidden + c.op.state_offset : nullptr};
+  return qlstm::run_lstm_s8_prechecked(c.options.variant, p, ctx, in_as<int8_t>(c), recurrent_out<int8_t>(c));
+}
+
+}  // namespace
+
+extern "C" const qlstm_op_handler qlstm_op_handler_lstm_s8 =
+    Op::handler(QLSTM_OP_LSTM_S8, types_of<QLSTM_ELEMENT_S8>, &kRecurrent, run_lstm_s8_op);

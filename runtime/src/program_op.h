@@ -1,0 +1,262 @@
+// What the program runner (program_s8.cc) and every kind's handler (runtime/src/<kind>/<kind>_op.cc)
+// share: struct qlstm_op_handler, an op's call, the buffer helpers and the check and run templates
+// of the recurrent ops and the per-position ops. Each handler is its own translation unit, so a
+// firmware whose kind table lists only some kinds links only theirs (--gc-sections).
+#ifndef QLSTM_SRC_PROGRAM_OP_H_
+#define QLSTM_SRC_PROGRAM_OP_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "qlstm/kernels.h"
+#include "qlstm/program_s8.h"
+
+namespace qlstm::program {
+
+struct Failure {
+  qlstm_status status;
+  const char* field;
+  int32_t op;  // -1: a field of the program or the context
+};
+inline constexpr Failure kNoFailure = {QLSTM_OK, nullptr, -1};
+
+inline Failure bad_op(const char* field, int32_t k) { return {QLSTM_ERROR_BAD_PROGRAM, field, k}; }
+
+inline bool one_step(const qlstm_program& program, int32_t buffer) {
+  return program.buffer_steps[buffer] == QLSTM_BUFFER_ONE_STEP;
+}
+
+// Positions (rows of the buffer's width) a buffer holds in a call of time_steps steps: B x T, or
+// B for a one-step buffer. Fits int32 once the op writing or reading it is valid.
+inline int32_t positions(const qlstm_program& program, int32_t buffer, int32_t time_steps) {
+  return one_step(program, buffer) ? program.batch : program.batch * time_steps;
+}
+
+// A buffer's element type (a qlstm_element_type): int8 without buffer_types.
+inline int32_t element_type(const qlstm_program& program, int32_t buffer) {
+  return program.buffer_types == nullptr ? static_cast<int32_t>(QLSTM_ELEMENT_S8) : program.buffer_types[buffer];
+}
+inline size_t element_bytes(const qlstm_program& program, int32_t buffer) {
+  return qlstm_element_bytes(element_type(program, buffer));
+}
+
+inline int32_t in_width(const qlstm_program& program, const qlstm_op& op) {
+  return program.buffer_widths[op.input_buffer];
+}
+inline int32_t out_width(const qlstm_program& program, const qlstm_op& op) {
+  return program.buffer_widths[op.output_buffer];
+}
+
+// The element types an op reads and writes (a requantization's and a selection's: their buffers',
+// checked elsewhere): each kind's handler has its own.
+struct OpTypes {
+  int32_t in, out;
+};
+template <int32_t Type>
+OpTypes types_of(const qlstm_program&, const qlstm_op&) {
+  return {Type, Type};
+}
+
+// One op's call on a validated program: its input and output (the caller's arrays or an area, in
+// their buffers' element types), the caller's state (hidden NULL: stateless) and the options.
+struct OpCall {
+  const qlstm_program& program;
+  const qlstm_op& op;
+  int32_t time_steps;
+  const qlstm_program_context& ctx;
+  const void* in;
+  void* out;
+  int8_t* hidden;
+  int16_t* cell;
+  const qlstm::ProgramRunOptions& options;
+};
+// An int16 buffer's area or the caller's array is 2-byte aligned (checked before any op runs).
+template <class T>
+const T* in_as(const OpCall& c) {
+  return static_cast<const T*>(c.in);
+}
+template <class T>
+T* out_as(const OpCall& c) {
+  return static_cast<T*>(c.out);
+}
+
+// A kernel's validation: qlstm_lstm_s8_validate, qlstm_fc_s8_validate, ...
+template <class P>
+using ValidateFn = qlstm_status (*)(const P*, const char**);
+
+// The kernel's own validation of op k's params as its call hands them over.
+template <class P>
+Failure validated(ValidateFn<P> validate, const P& params, int32_t k) {
+  const char* field = nullptr;
+  const qlstm_status st = validate(&params, &field);
+  return st == QLSTM_OK ? kNoFailure : Failure{st, field, k};
+}
+
+using TypesFn = OpTypes (*)(const qlstm_program& program, const qlstm_op& op);
+using RunFn = qlstm_status (*)(const OpCall& call);
+
+// qlstm_op_scratch_bytes asks for the scratch of the op's block as it is, not of a call.
+inline constexpr int32_t kBlockTimeSteps = -1;
+
+// What the runner asks of a recurrent op's kind (one with state) past its checks.
+struct RecurrentKind {
+  size_t (*scratch_bytes)(const qlstm_op& op, int32_t time_steps);  // time_steps: the call's, or kBlockTimeSteps
+  int32_t (*state_size)(const qlstm_op& op);                         // qlstm_op_state_size
+  bool needs_context_cell;  // its kernel takes the context's cell (the LSTMs: a stateless call's)
+};
+
+}  // namespace qlstm::program
+
+// One kind's part of the runner: the types of its buffers, its checks past the buffer indices and
+// areas (steps, widths, state, its kernel's own validation), its recurrent part and its run. A
+// firmware that lists only its program's kinds links only theirs (qlstm_program_run_kinds).
+struct qlstm_op_handler {
+  int32_t kind;
+  qlstm::program::TypesFn types;
+  qlstm::program::Failure (*check)(const qlstm_program& program, int32_t k, int32_t time_steps);
+  const qlstm::program::RecurrentKind* recurrent;  // nullptr: not a recurrent op
+  qlstm::program::RunFn run;
+};
+
+namespace qlstm::program {
+
+// ---- The recurrent ops (the LSTMs, the GRU; P: the kind's block, op.*Block) ----
+
+// A recurrent op's params as the runner hands them to the kernel: the call's time steps, the row
+// width of its output buffer. Only for an op whose output buffer index is valid.
+template <class P>
+P recurrent_call_params(const qlstm_program& program, const qlstm_op& op, const P& block, int32_t time_steps) {
+  P p = block;
+  p.dims.time_steps = time_steps;
+  const int32_t width = program.buffer_widths[op.output_buffer];
+  p.output_width = width == p.dims.hidden_size ? 0 : width;
+  return p;
+}
+
+// Its state elements per batch row in each state array: kStateRows rows of H.
+template <class P, P qlstm_op::*Block, int32_t kStateRows>
+int32_t recurrent_state_size(const qlstm_op& op) {
+  return kStateRows * (op.*Block).dims.hidden_size;
+}
+
+// Reads a sequence, writes a sequence or (FINAL) a one-step buffer; its width, batch, layout,
+// params and state rows.
+template <class P, P qlstm_op::*Block, ValidateFn<P> Validate, int32_t kStateRows>
+Failure check_recurrent(const qlstm_program& program, int32_t k, int32_t time_steps) {
+  const qlstm_op& op = program.ops[k];
+  const P& block = op.*Block;
+  const auto& d = block.dims;
+  if (one_step(program, op.input_buffer)) return bad_op("input_buffer", k);
+  const bool final_only = block.output_steps == QLSTM_OUTPUT_FINAL;
+  if (one_step(program, op.output_buffer) != final_only) return bad_op("output_steps", k);
+  if (d.batch != program.batch) return bad_op("dims.batch", k);
+  if (block.layout != program.layout) return bad_op("layout", k);
+  if (d.input_size != program.buffer_widths[op.input_buffer]) return bad_op("dims.input_size", k);
+  if (op.output_offset < 0 ||
+      static_cast<int64_t>(op.output_offset) + d.hidden_size > program.buffer_widths[op.output_buffer]) {
+    return bad_op("output_offset", k);
+  }
+  const Failure f = validated(Validate, recurrent_call_params(program, op, block, time_steps), k);
+  if (f.status != QLSTM_OK) return f;
+  // B x the state size fits int32 once the params are valid.
+  const size_t rows =
+      static_cast<size_t>(d.batch) * static_cast<size_t>(recurrent_state_size<P, Block, kStateRows>(op));
+  if (op.state_offset > program.state_values || rows > program.state_values - op.state_offset) {
+    return bad_op("state_offset", k);
+  }
+  return kNoFailure;
+}
+
+// The scratch of a recurrent op's call (Bytes: its kernel's scratch size of its dims).
+template <class P, P qlstm_op::*Block, size_t (*Bytes)(const decltype(P::dims)*)>
+size_t recurrent_scratch_bytes(const qlstm_op& op, int32_t time_steps) {
+  decltype(P::dims) dims = (op.*Block).dims;
+  if (time_steps != kBlockTimeSteps) dims.time_steps = time_steps;
+  return Bytes(&dims);
+}
+
+// A recurrent op's output rows start output_offset elements into its output buffer's.
+template <class T>
+T* recurrent_out(const OpCall& c) {
+  T* out = out_as<T>(c);
+  return out != nullptr ? out + c.op.output_offset : nullptr;
+}
+
+// A recurrent kind's handler and recurrent part from its block, validation, scratch size and
+// state rows.
+template <class P, P qlstm_op::*Block, ValidateFn<P> Validate, size_t (*Bytes)(const decltype(P::dims)*),
+          int32_t kStateRows>
+struct RecurrentOp {
+  static constexpr RecurrentKind recurrent(bool needs_context_cell) {
+    return {recurrent_scratch_bytes<P, Block, Bytes>, recurrent_state_size<P, Block, kStateRows>, needs_context_cell};
+  }
+  static constexpr qlstm_op_handler handler(int32_t kind, TypesFn types, const RecurrentKind* recurrent, RunFn run) {
+    return {kind, types, check_recurrent<P, Block, Validate, kStateRows>, recurrent, run};
+  }
+};
+
+// ---- The other kinds: per position, stateless ----
+
+// Their params (P: the kind's block) with rows set to the input buffer's positions.
+template <class P>
+P row_call_params(const qlstm_program& program, const qlstm_op& op, const P& block, int32_t time_steps) {
+  P p = block;
+  p.rows = positions(program, op.input_buffer, time_steps);
+  return p;
+}
+
+// Keeps the positions (a selection: one step of a sequence), writes a whole row of its output
+// buffer, has no state. Its kind's checks of its widths and its kernel's own validation follow.
+Failure check_rows(const qlstm_program& program, int32_t k, int32_t time_steps, bool selection);
+
+// A fully connected op (int8 or 16x8): its input_size / output_size are its buffers' widths (and a
+// 16x8 one in a program has a bias).
+template <class P, P qlstm_op::*Block, ValidateFn<P> Validate, bool kNeedsBias>
+Failure check_fully_connected(const qlstm_program& program, int32_t k, int32_t time_steps) {
+  const Failure f = check_rows(program, k, time_steps, false);
+  if (f.status != QLSTM_OK) return f;
+  const qlstm_op& op = program.ops[k];
+  const P& block = op.*Block;
+  if (block.input_size != in_width(program, op)) return bad_op("input_size", k);
+  if (block.output_size != out_width(program, op)) return bad_op("output_size", k);
+  if constexpr (kNeedsBias) {
+    if (block.bias == nullptr) return {QLSTM_ERROR_NULL_POINTER, "bias", k};
+  }
+  return validated(Validate, row_call_params(program, op, block, time_steps), k);
+}
+
+// A fully connected kind's handler (Run: its call of its kernel).
+template <class P, P qlstm_op::*Block, ValidateFn<P> Validate, bool kNeedsBias>
+constexpr qlstm_op_handler fully_connected_handler(int32_t kind, TypesFn types, RunFn run) {
+  return {kind, types, check_fully_connected<P, Block, Validate, kNeedsBias>, nullptr, run};
+}
+
+// A softmax, table or requantization op: row_size is both its buffers' width.
+template <class P, P qlstm_op::*Block, ValidateFn<P> Validate>
+Failure check_same_width(const qlstm_program& program, int32_t k, int32_t time_steps) {
+  const Failure f = check_rows(program, k, time_steps, false);
+  if (f.status != QLSTM_OK) return f;
+  const qlstm_op& op = program.ops[k];
+  const P& block = op.*Block;
+  if (block.row_size != in_width(program, op) || block.row_size != out_width(program, op)) return bad_op("row_size", k);
+  return validated(Validate, row_call_params(program, op, block, time_steps), k);
+}
+
+// The per-position kernels without a status of their own: softmax, table, requantization.
+template <class P, P qlstm_op::*Block, class In, class Out, void (*Kernel)(const P&, const In*, Out*)>
+qlstm_status run_rows(const OpCall& c) {
+  Kernel(row_call_params(c.program, c.op, c.op.*Block, c.time_steps), in_as<In>(c), out_as<Out>(c));
+  return QLSTM_OK;
+}
+
+// A softmax, table or requantization kind's handler: the same width in and out, a kernel without a
+// status of its own.
+template <class P, P qlstm_op::*Block, ValidateFn<P> Validate, class In, class Out,
+          void (*Kernel)(const P&, const In*, Out*)>
+constexpr qlstm_op_handler same_width_handler(int32_t kind, TypesFn types) {
+  return {kind, types, check_same_width<P, Block, Validate>, nullptr, run_rows<P, Block, In, Out, Kernel>};
+}
+
+}  // namespace qlstm::program
+
+#endif  // QLSTM_SRC_PROGRAM_OP_H_

@@ -1,0 +1,55 @@
+// Step selection: one step of every batch row of a sequence buffer copied into a one-step buffer.
+// It has no kernel of its own; the copy is here, in its part of the program runner (program_op.h).
+#include "program_op.h"
+
+namespace {
+
+using namespace qlstm::program;
+
+// Its buffers' type, whichever it is (the runner checks both buffers have the same).
+OpTypes select_types(const qlstm_program& program, const qlstm_op& op) {
+  const int32_t t = element_type(program, op.input_buffer);
+  return {t, t};
+}
+
+// The step a selection copies in a call of time_steps steps (-1: the last).
+int32_t selected_step(const qlstm_select_step_params& s, int32_t time_steps) {
+  return s.step < 0 ? time_steps + s.step : s.step;
+}
+
+Failure check_select(const qlstm_program& program, int32_t k, int32_t time_steps) {
+  const Failure f = check_rows(program, k, time_steps, true);
+  if (f.status != QLSTM_OK) return f;
+  const qlstm_op& op = program.ops[k];
+  if (op.select.row_size < 1 || op.select.row_size != in_width(program, op) ||
+      op.select.row_size != out_width(program, op)) {
+    return bad_op("row_size", k);
+  }
+  if (op.select.step < -time_steps || op.select.step >= time_steps) return bad_op("step", k);
+  return kNoFailure;
+}
+
+// Copies step t of every batch row (bytes: W elements of the buffers' type).
+void select_step(const qlstm_program& program, const qlstm_op& op, int32_t time_steps, const int8_t* in,
+                 int8_t* out) {
+  const int32_t B = program.batch, t = selected_step(op.select, time_steps);
+  const ptrdiff_t W = static_cast<ptrdiff_t>(op.select.row_size) * static_cast<ptrdiff_t>(element_bytes(program, op.input_buffer));
+  const bool time_major = program.layout == QLSTM_LAYOUT_TIME_MAJOR;
+  for (int32_t b = 0; b < B; ++b) {
+    const ptrdiff_t position = time_major ? static_cast<ptrdiff_t>(t) * B + b : static_cast<ptrdiff_t>(b) * time_steps + t;
+    const int8_t* src = in + position * W;
+    int8_t* dst = out + static_cast<ptrdiff_t>(b) * W;
+    for (ptrdiff_t e = 0; e < W; ++e) dst[e] = src[e];
+  }
+}
+
+qlstm_status run_select(const OpCall& c) {
+  select_step(c.program, c.op, c.time_steps, in_as<int8_t>(c), out_as<int8_t>(c));
+  return QLSTM_OK;
+}
+
+}  // namespace
+
+extern "C" const qlstm_op_handler qlstm_op_handler_select_step = {
+    QLSTM_OP_SELECT_STEP, select_types, check_select, nullptr, run_select,
+};
