@@ -14,52 +14,7 @@ namespace {
 
 using nlohmann::json;
 
-json requant_json(const qlstm_requant& q) { return {{"multiplier", q.multiplier}, {"shift", q.shift}}; }
-
 json quant_json(const AffineQuant& q) { return {{"scale", q.scale}, {"zero_point", q.zero_point}}; }
-
-json cell_json(const CellScaleChoice& cell, int32_t clip) {
-  return {{"scale_power", cell.power}, {"policy", cell_policy_name(cell.policy)},
-          {"headroom", cell.headroom}, {"observed_max_abs", cell.observed_max_abs},
-          {"clamped_to_min", cell.clamped_to_min}, {"clip", clip}};
-}
-
-// A recurrent op's gates by name (an LSTM's four, a GRU's three; int8 or 16x8).
-template <class Gate, size_t N>
-json gates_json(const std::array<Gate, N>& gates, const char* (*name)(int32_t)) {
-  json j = json::object();
-  for (size_t g = 0; g < N; ++g) {
-    const Gate& dg = gates[g];
-    j[name(static_cast<int32_t>(g))] = {{"input_weight_scale", dg.w_x_scale}, {"hidden_weight_scale", dg.w_h_scale},
-                                        {"input_to_q3_12", requant_json(dg.input_to_q3_12)},
-                                        {"hidden_to_q3_12", requant_json(dg.hidden_to_q3_12)}};
-  }
-  return j;
-}
-json gates_json(const ProgramOp& op) {
-  if (op.s16_lstm_op()) return gates_json(op.lstm_s16.gates, gate_name);
-  return op.gru_op() ? gates_json(op.gru.gates, gru_gate_name) : gates_json(op.lstm.gates, gate_name);
-}
-
-// The weight blocks' clip ratios: 2 per gate (input side, recurrent side), in gate order.
-json weights_json(const WeightDecision& o, int32_t gate_count) {
-  json clips = json::array();
-  for (int32_t b = 0; b < 2 * gate_count; ++b) clips.push_back(o.weight_clip_ratio[static_cast<size_t>(b)]);
-  return {{"method", weight_method_name(o.weight_method)}, {"bias_correction", o.bias_correction},
-          {"rounding", weight_rounding_name(o.weight_rounding)}, {"clip_ratio", clips}};
-}
-// The weights as the op was derived (a 16x8 LSTM: the candidate its own selection kept).
-json weights_json(const ProgramOp& op) {
-  if (op.s16_lstm_op()) return weights_json(op.lstm_s16.weights, QLSTM_GATE_COUNT);
-  return op.gru_op() ? weights_json(op.gru.weights, QLSTM_GRU_GATE_COUNT) : weights_json(op.lstm.weights, QLSTM_GATE_COUNT);
-}
-
-// An LSTM's cell scale; a GRU has no cell, its hidden state is Q0.15.
-json cell_json(const ProgramOp& op) {
-  if (op.gru_op()) return {{"none", "a GRU has no cell; its hidden state is kept in Q0.15"}};
-  if (op.s16_lstm_op()) return cell_json(op.lstm_s16.cell, op.lstm_s16.cell_clip);
-  return cell_json(op.lstm.cell, op.lstm.cell_clip);
-}
 
 json search_json(const CalibrationStats& st) {
   auto db = [](double v) { return std::isfinite(v) ? json(v) : json(v > 0 ? "inf" : "-inf"); };
@@ -249,24 +204,18 @@ json build_report(const OnnxLstm& onnx, const ModelCompileOptions& options, cons
     if (!op.recurrent()) continue;
     const int32_t layer = static_cast<int32_t>(k) / m.directions;
     const char* dir = op.time_direction() == QLSTM_TIME_REVERSE ? "reverse" : "forward";
+    const RecurrentState& state = *op_kind(op.kind, "report").state;
     json row = {{"op", k}, {"kind", op_kind_name(op.kind)}, {"layer", layer}, {"direction", dir},
                 {"hidden", quant_json(op.recurrent_output())}};
-    if (op.gru_op()) {
-      row["hidden_state"] = "q0_15 in the int16 row (c), its int8 row (h) unused";
-    } else if (op.s16_lstm_op()) {
-      row["cell_scale_power"] = op.lstm_s16.cell.power;
-      row["hidden_state"] = "int16 after its cell in the int16 rows (c: 2H per batch row), its int8 rows unused";
-    } else {
-      row["cell_scale_power"] = op.lstm.cell.power;
-    }
+    state.report_state_row(op, &row);
     rows.push_back(row);
-    ops.push_back({{"kind", op_kind_name(op.kind)}, {"layer", layer}, {"direction", dir},
-                   {"input_size", m.buffers[static_cast<size_t>(op.input_buffer)].width}, {"hidden_size", op.hidden_size()},
-                   {"input", quant_json(op.recurrent_input())}, {"output", quant_json(op.recurrent_output())},
-                   {"input_observer", r.stats[k].input_observer}, {"output_observer", r.stats[k].output_observer},
-                   {"cell", cell_json(op)},
-                   {"weights", weights_json(op)},
-                   {"search", search_json(r.stats[k])}, {"gates", gates_json(op)}});
+    json entry = {{"kind", op_kind_name(op.kind)}, {"layer", layer}, {"direction", dir},
+                  {"input_size", m.buffers[static_cast<size_t>(op.input_buffer)].width}, {"hidden_size", op.hidden_size()},
+                  {"input", quant_json(op.recurrent_input())}, {"output", quant_json(op.recurrent_output())},
+                  {"input_observer", r.stats[k].input_observer}, {"output_observer", r.stats[k].output_observer},
+                  {"search", search_json(r.stats[k])}};
+    state.report_details(op, &entry);  // "cell", "weights", "gates"
+    ops.push_back(entry);
     ++k;
   }
   report["ops"] = ops;
@@ -277,10 +226,8 @@ json build_report(const OnnxLstm& onnx, const ModelCompileOptions& options, cons
                                     (m.all_s8() ? ")" : "; a 16x8 LSTM op: its B x H cells, then its B x H int16 hiddens at its output scale, in c, h unused)")},
                      {"rows", rows}};
   if (m.ops.size() == 1) {  // one recurrent op alone: its details at the top, as before
-    report["cell"] = cell_json(m.ops[0]);
-    report["weights"] = weights_json(m.ops[0]);
+    op_kind(m.ops[0].kind, "report").state->report_details(m.ops[0], &report);
     report["search"] = search_json(first);
-    report["gates"] = gates_json(m.ops[0]);
   }
   return report;
 }

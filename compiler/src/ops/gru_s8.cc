@@ -91,7 +91,18 @@ void header_defines(const ProgramOp&, const std::string& prefix, std::ostream& h
     << "   (int8) rows are unused */\n";
 }
 
-const RecurrentState kGruS8State = {state_h, state_c, initial_rows, initial_state_problem, header_defines};
+void report_state_row(const ProgramOp&, nlohmann::json* row) {
+  (*row)["hidden_state"] = "q0_15 in the int16 row (c), its int8 row (h) unused";
+}
+
+void report_details(const ProgramOp& op, nlohmann::json* entry) {
+  (*entry)["cell"] = {{"none", "a GRU has no cell; its hidden state is kept in Q0.15"}};
+  (*entry)["weights"] = weights_json(op.gru.weights, QLSTM_GRU_GATE_COUNT);
+  (*entry)["gates"] = gates_json(op.gru.gates, gru_gate_name);
+}
+
+const RecurrentState kGruS8State = {state_h,        state_c,          initial_rows,  initial_state_problem,
+                                    header_defines, report_state_row, report_details};
 
 }  // namespace
 

@@ -114,7 +114,16 @@ void header_defines(const ProgramOp& op, const std::string& prefix, std::ostream
     << "#define " << prefix << "_CELL_SCALE_POWER " << d.cell.power << "\n";
 }
 
-const RecurrentState kLstmS16State = {state_h, state_c, initial_rows, initial_state_problem, header_defines};
+void report_state_row(const ProgramOp& op, nlohmann::json* row) {
+  (*row)["cell_scale_power"] = op.lstm_s16.cell.power;
+  (*row)["hidden_state"] = "int16 after its cell in the int16 rows (c: 2H per batch row), its int8 rows unused";
+}
+
+// Its weights: the candidate its own selection kept.
+void report_details(const ProgramOp& op, nlohmann::json* entry) { report_lstm_details(op.lstm_s16, entry); }
+
+const RecurrentState kLstmS16State = {state_h,        state_c,          initial_rows,  initial_state_problem,
+                                      header_defines, report_state_row, report_details};
 
 }  // namespace
 

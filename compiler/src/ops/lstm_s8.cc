@@ -90,7 +90,12 @@ void header_defines(const ProgramOp& op, const std::string& prefix, std::ostream
     << "#define " << prefix << "_CELL_SCALE_POWER " << d.cell.power << "\n";
 }
 
-const RecurrentState kLstmS8State = {state_h, state_c, initial_rows, initial_state_problem, header_defines};
+void report_state_row(const ProgramOp& op, nlohmann::json* row) { (*row)["cell_scale_power"] = op.lstm.cell.power; }
+
+void report_details(const ProgramOp& op, nlohmann::json* entry) { report_lstm_details(op.lstm, entry); }
+
+const RecurrentState kLstmS8State = {state_h,        state_c,          initial_rows,  initial_state_problem,
+                                     header_defines, report_state_row, report_details};
 
 }  // namespace
 

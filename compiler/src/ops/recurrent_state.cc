@@ -41,6 +41,21 @@ bool state_matches_source(const CompiledModel& m, StateSource source, size_t n, 
   return (source == StateSource::kConstant) == (n != 0) && (n == 0 || n == H || n == rows * H);
 }
 
+nlohmann::json requant_json(const qlstm_requant& q) { return {{"multiplier", q.multiplier}, {"shift", q.shift}}; }
+
+nlohmann::json cell_json(const CellScaleChoice& cell, int32_t clip) {
+  return {{"scale_power", cell.power}, {"policy", cell_policy_name(cell.policy)},
+          {"headroom", cell.headroom}, {"observed_max_abs", cell.observed_max_abs},
+          {"clamped_to_min", cell.clamped_to_min}, {"clip", clip}};
+}
+
+nlohmann::json weights_json(const WeightDecision& o, int32_t gate_count) {
+  nlohmann::json clips = nlohmann::json::array();
+  for (int32_t b = 0; b < 2 * gate_count; ++b) clips.push_back(o.weight_clip_ratio[static_cast<size_t>(b)]);
+  return {{"method", weight_method_name(o.weight_method)}, {"bias_correction", o.bias_correction},
+          {"rounding", weight_rounding_name(o.weight_rounding)}, {"clip_ratio", clips}};
+}
+
 StateValue affine_s8_state(const AffineQuant& q) {
   StateValue v;
   v.format = StateValue::kAffineS8;

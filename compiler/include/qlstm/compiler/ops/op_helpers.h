@@ -5,11 +5,14 @@
 #define QLSTM_COMPILER_OPS_OP_HELPERS_H_
 
 #include <algorithm>
+#include <array>
 #include <cstring>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "qlstm/compiler/ops/op_kind.h"
+#include "qlstm/kernels.h"
 #include "qlstm/params_codec.h"
 
 namespace qlstm {
@@ -38,6 +41,32 @@ void append_state_rows(std::vector<T>& to, const std::vector<T>& constant, size_
 // Whether `n` values of a constant initial state fit its source: n != 0 exactly for a constant
 // source, and then [H] or [B][H] for the batch the model fixes.
 bool state_matches_source(const CompiledModel& m, StateSource source, size_t n, size_t H);
+
+// The report's pieces of a recurrent op (report_details): a requantization, the cell scale, the
+// weights as derived (2 clip ratios per gate: input side, recurrent side, in gate order).
+nlohmann::json requant_json(const qlstm_requant& q);
+nlohmann::json cell_json(const CellScaleChoice& cell, int32_t clip);
+nlohmann::json weights_json(const WeightDecision& o, int32_t gate_count);
+// Its gates by name (an LSTM's four, a GRU's three; int8 or 16x8).
+template <class Gate, size_t N>
+nlohmann::json gates_json(const std::array<Gate, N>& gates, const char* (*name)(int32_t)) {
+  nlohmann::json j = nlohmann::json::object();
+  for (size_t g = 0; g < N; ++g) {
+    const Gate& dg = gates[g];
+    j[name(static_cast<int32_t>(g))] = {{"input_weight_scale", dg.w_x_scale}, {"hidden_weight_scale", dg.w_h_scale},
+                                        {"input_to_q3_12", requant_json(dg.input_to_q3_12)},
+                                        {"hidden_to_q3_12", requant_json(dg.hidden_to_q3_12)}};
+  }
+  return j;
+}
+
+// An LSTM's (int8 or 16x8: `d` its Derived block) "cell", "weights" and "gates".
+template <class DerivedLstmBlock>
+void report_lstm_details(const DerivedLstmBlock& d, nlohmann::json* entry) {
+  (*entry)["cell"] = cell_json(d.cell, d.cell_clip);
+  (*entry)["weights"] = weights_json(d.weights, QLSTM_GATE_COUNT);
+  (*entry)["gates"] = gates_json(d.gates, gate_name);
+}
 
 // The value formats of a recurrent kind's state (RecurrentState::h, ::c).
 StateValue affine_s8_state(const AffineQuant& q);

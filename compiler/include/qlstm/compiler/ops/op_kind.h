@@ -74,6 +74,10 @@ struct RecurrentState {
   std::string (*initial_state_problem)(const ProgramOp& op, const CompiledModel& m);
   // The emitted header's lines on its state format, each define named `prefix`_... (NAME_OPk).
   void (*header_defines)(const ProgramOp& op, const std::string& prefix, std::ostream& h);
+  // The report: its row of "state" (what its rows hold), and its entry's "cell", "weights" and
+  // "gates" (as derived).
+  void (*report_state_row)(const ProgramOp& op, nlohmann::json* row);
+  void (*report_details)(const ProgramOp& op, nlohmann::json* entry);
 };
 
 struct OpKind {
