@@ -491,6 +491,11 @@ def main():
     summary = cycle_summary(rows, m55_split(a.qlstm) if "cortex-m55" in a.cpus.split(",") else None)
     print(summary)
     flash = FLASH.format(table=flash_table(rows))
+    if a.write:
+        # The runtime's flash per model comes from bench/emitted_firmware.py (firmware builds):
+        # kept as it stands, after this page's own flash section.
+        import fc_table
+        flash += fc_table.carried_section(a.write, RUNTIME_FLASH_BEGIN, RUNTIME_FLASH_END)
     gru_rows = measure(a.qlstm, a.cpus.split(","), a.variants.split(","), "gru")
     g = gru_table(rows, gru_rows)
     print(g)
@@ -555,6 +560,9 @@ def main():
         os.replace(tmp, a.write)
         print("wrote " + a.write, file=sys.stderr)
 
+
+RUNTIME_FLASH_BEGIN = "<!-- section kept from bench/emitted_firmware.py runs (bench/target_table.py carries it over) -->"
+RUNTIME_FLASH_END = "<!-- end of the section kept from bench/emitted_firmware.py runs -->"
 
 TEMPLATE = """# Performance
 
