@@ -495,7 +495,8 @@ def main():
         # The runtime's flash per model comes from bench/emitted_firmware.py (firmware builds):
         # kept as it stands, after this page's own flash section.
         import fc_table
-        flash += fc_table.carried_section(a.write, RUNTIME_FLASH_BEGIN, RUNTIME_FLASH_END)
+        kept = fc_table.carried_section(a.write, RUNTIME_FLASH_BEGIN, RUNTIME_FLASH_END)
+        flash = flash.rstrip("\n") + "\n" + kept + "\n" if kept else flash
     gru_rows = measure(a.qlstm, a.cpus.split(","), a.variants.split(","), "gru")
     g = gru_table(rows, gru_rows)
     print(g)
