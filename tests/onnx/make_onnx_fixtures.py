@@ -426,11 +426,12 @@ class Custom(nn.Module):
         return self.head(self.pick(y, h))
 
 
-def refused(name, model, opset, errors, x=None):
+def refused(name, model, opset, errors, x=None, dynamic=False):
     x = torch.randn(2, 5, 3) if x is None else x
     with torch.no_grad():
         torch.onnx.export(model.eval(), (x,), os.path.join(OUT, name + ".onnx"), opset_version=opset,
-                          input_names=["x"], output_names=["y"])
+                          input_names=["x"], output_names=["y"],
+                          dynamic_axes={"x": {0: "batch", 1: "time"}} if dynamic else None)
     expect(name, errors=errors)
 
 
@@ -659,6 +660,18 @@ class MeanOverTime(nn.Module):
         return self.fc(self.lstm(x)[0].mean(dim=1))
 
 
+class StateFromTimeAxis(nn.Module):
+    """A zero state sized from the wrong axis of x (time, not batch): traced where the two are equal,
+    it builds [1, time, H] with dynamic axes, which ONNX Runtime refuses once they differ."""
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(3, 4, batch_first=True)
+
+    def forward(self, x):
+        h0 = torch.zeros(1, x.shape[1], 4)
+        return self.lstm(x, (h0, h0))[0]
+
+
 class EncoderDecoder(nn.Module):
     """The decoder reads the encoder's h_n as its input sequence: two LSTMs that are not a chain."""
     def __init__(self):
@@ -699,13 +712,19 @@ def onnx_lstm_weights(lstm, suffix):
     return W.astype(np.float32), R.astype(np.float32), B.astype(np.float32)
 
 
-def reshape_0_0_2h(name, H=64, I=3, T=4, N=2):
+def reshape_0_0_2h(name, H=64, I=3, T=4, N=2, from_shape=False):
     """Two bidirectional LSTM layers joined as the dynamo exporter writes them: Y [T, 2, B, H] ->
-    Transpose [T, B, 2, H] -> Reshape to the constant [0, 0, 2H] (2H = 128: a size, not an axis)."""
+    Transpose [T, B, 2, H] -> Reshape to the constant [0, 0, 2H] (2H = 128: a size, not an axis),
+    or (from_shape, dynamic time and batch axes) to a target computed from Shape of the Transpose:
+    Concat(Unsqueeze(Gather(shape, 0)), Unsqueeze(Gather(shape, 1)), [2H])."""
     torch.manual_seed(19)
     lstm = nn.LSTM(I, H, num_layers=2, bidirectional=True).eval()
-    shape = numpy_helper.from_array(np.array([0, 0, 2 * H], np.int64), "merged_shape")
-    inits, nodes, x = [shape], [], "x"
+    inits, nodes, x = [], [], "x"
+    const = lambda n, v: numpy_helper.from_array(np.array(v, np.int64), n)
+    if from_shape:
+        inits += [const("axis0", 0), const("axis1", 1), const("unsq_axes", [0]), const("width", [2 * H])]
+    else:
+        inits.append(const("merged_shape", [0, 0, 2 * H]))
     for layer in range(2):
         W, R, B = onnx_lstm_weights(lstm, "_l%d" % layer)
         names = ["W%d" % layer, "R%d" % layer, "B%d" % layer]
@@ -713,11 +732,22 @@ def reshape_0_0_2h(name, H=64, I=3, T=4, N=2):
         y, out = "Y%d" % layer, ("y" if layer == 1 else "X%d" % (layer + 1))
         nodes += [helper.make_node("LSTM", [x] + names, [y], name="lstm%d" % layer, hidden_size=H,
                                    direction="bidirectional"),
-                  helper.make_node("Transpose", [y], [y + "_t"], name="transpose%d" % layer, perm=[0, 2, 1, 3]),
-                  helper.make_node("Reshape", [y + "_t", "merged_shape"], [out], name="merge%d" % layer)]
+                  helper.make_node("Transpose", [y], [y + "_t"], name="transpose%d" % layer, perm=[0, 2, 1, 3])]
+        target = "merged_shape"
+        if from_shape:
+            p = "l%d_" % layer
+            target = p + "target"
+            nodes += [helper.make_node("Shape", [y + "_t"], [p + "shape"], name=p + "shape"),
+                      helper.make_node("Gather", [p + "shape", "axis0"], [p + "t"], name=p + "gather_t", axis=0),
+                      helper.make_node("Gather", [p + "shape", "axis1"], [p + "b"], name=p + "gather_b", axis=0),
+                      helper.make_node("Unsqueeze", [p + "t", "unsq_axes"], [p + "t1"], name=p + "unsqueeze_t"),
+                      helper.make_node("Unsqueeze", [p + "b", "unsq_axes"], [p + "b1"], name=p + "unsqueeze_b"),
+                      helper.make_node("Concat", [p + "t1", p + "b1", "width"], [target], name=p + "concat", axis=0)]
+        nodes.append(helper.make_node("Reshape", [y + "_t", target], [out], name="merge%d" % layer))
         x = out
-    graph = helper.make_graph(nodes, name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [T, N, I])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [T, N, 2 * H])], inits)
+    dims = ["time", "batch"] if from_shape else [T, N]
+    graph = helper.make_graph(nodes, name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, dims + [I])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, dims + [2 * H])], inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
     onnx.checker.check_model(model)
     onnx.save(model, os.path.join(OUT, name + ".onnx"))
@@ -775,12 +805,17 @@ def import_models():
     last = Custom(lambda y, h: y[:, -1], head=nn.Linear(4, 2))
     import_torch("import_opset9_slice_last_step", last, 9, x, ["select", "Linear"])
     reshape_0_0_2h("import_reshape_target_0_0_128")
+    reshape_0_0_2h("import_reshape_target_from_shape", from_shape=True)
     refused("import_refused_mean_over_time", MeanOverTime(), 14,
             ["node '/ReduceMean' (ReduceMean): a mean over time (ReduceMean over the time axis): pooling over time is "
              "not supported yet"])
     refused("import_refused_encoder_decoder", EncoderDecoder(), 14,
             ["graph: 2 LSTM/GRU nodes, of which 1 form a chain", "off the chain: node '/dec/LSTM' (LSTM)"])
     refused_recurrences()
+    refused("import_refused_state_from_time_axis", StateFromTimeAxis(), 14,
+            ["node '/lstm/LSTM' (LSTM): the ConstantOfShape node '/ConstantOfShape' (ConstantOfShape) that builds "
+             "initial_h ('/ConstantOfShape_output_0') has shape [1, time, 4], expected [num_directions = 1, "
+             "batch = X's axis 'batch', hidden_size = 4]"], x=torch.randn(2, 2, 3), dynamic=True)
     shape = numpy_helper.from_array(np.array([1, 2 ** 20, 2 ** 14], np.int64), "state_shape")
     cos = helper.make_node("ConstantOfShape", ["state_shape"], ["zero_state"], name="huge_state")
     plain("import_refused_state_shape", extra_inits=[shape], pre_nodes=[cos],

@@ -114,51 +114,18 @@ bool constant_scalar(const Graph& g, const std::string& name, double* x) {
   return true;
 }
 
-// Abstract evaluation of a constant subgraph: is every element of `name` the same known value,
-// whatever the (possibly input-dependent) shape? That is all "zero initial state" needs.
-bool uniform_value(const Graph& g, const std::string& name, double* value, int depth) {
-  if (depth > 64) return false;
-  if (const onnx::TensorProto* t = g.initializer(name)) {
-    std::vector<double> v;
-    if (!tensor_values(*t, &v) || v.empty()) return false;
-    for (double x : v) {
-      if (x != v[0]) return false;
-    }
-    *value = v[0];
+bool uniform_value(const Graph& g, const std::string& name, double* value) {
+  if (const UniformValue* u = g.uniform(name)) {
+    *value = u->value;
     return true;
   }
-  const onnx::NodeProto* p = g.producer(name);
-  if (p == nullptr) return false;  // a graph input: known only at run time
-  const std::string& op = p->op_type();
-  if (op == "Constant") {
-    const onnx::AttributeProto* v = attribute(*p, "value");
-    if (v == nullptr || !v->has_t()) return false;
-    std::vector<double> vals;
-    if (!tensor_values(v->t(), &vals) || vals.empty()) return false;
-    for (double x : vals) {
-      if (x != vals[0]) return false;
-    }
-    *value = vals[0];
-    return true;
+  std::vector<double> v;
+  if (!constant_values(g, name, &v) || v.empty()) return false;
+  for (double x : v) {
+    if (x != v[0]) return false;
   }
-  if (op == "ConstantOfShape") {
-    const onnx::AttributeProto* v = attribute(*p, "value");
-    if (v == nullptr) {
-      *value = 0.0;  // the default fill
-      return true;
-    }
-    std::vector<double> vals;
-    if (!v->has_t() || !tensor_values(v->t(), &vals) || vals.size() != 1) return false;
-    *value = vals[0];
-    return true;
-  }
-  // Ops whose output elements are all copies of input 0's elements.
-  static const std::set<std::string> kElementPreserving = {
-      "Expand", "Identity", "Cast", "Reshape", "Squeeze", "Unsqueeze", "Transpose", "Tile", "Slice"};
-  if (kElementPreserving.count(op) && p->input_size() >= 1) {
-    return uniform_value(g, p->input(0), value, depth + 1);
-  }
-  return false;
+  *value = v[0];
+  return true;
 }
 
 // A constant read as a count, index or axis: an integer of sane magnitude (a damaged model may

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "import/shapes.h"
+
 namespace qlstm {
 namespace compiler {
 namespace import {
@@ -22,7 +24,8 @@ std::string fmt(double v);
 
 class Graph {
  public:
-  explicit Graph(const onnx::GraphProto& g) : g_(g) {
+  // `facts`: the shape pass's, when it ran (null: no shapes, no uniform values).
+  explicit Graph(const onnx::GraphProto& g, const ShapeFacts* facts = nullptr) : g_(g), facts_(facts) {
     for (const auto& t : g.initializer()) initializers_[t.name()] = &t;
     for (int k = 0; k < g.node_size(); ++k) {
       for (const auto& out : g.node(k).output()) {
@@ -44,31 +47,14 @@ class Graph {
     const auto it = producer_.find(n);
     return it == producer_.end() ? nullptr : &g_.node(it->second);
   }
-  // The nodes reading `n`'s values (a Shape node reads only its shape: the exporter's zero state).
+  // The nodes reading `n`'s values: all but Shape nodes, which read only its shape (the shape
+  // pass folded those it could; import/shapes.h).
   std::vector<const onnx::NodeProto*> data_consumers(const std::string& n) const {
     std::vector<const onnx::NodeProto*> out;
     for (const auto* c : consumers(n)) {
-      if (!reads_only_shape(*c)) out.push_back(c);
+      if (c->op_type() != "Shape") out.push_back(c);
     }
     return out;
-  }
-  // A Shape node, or a layout op whose outputs only such nodes read: torch, exporting a second
-  // nn.LSTM/GRU module with dynamic axes, builds its zero state from Shape of a Transpose of the
-  // first module's output that nothing else reads (the second LSTM reads the value before it).
-  bool reads_only_shape(const onnx::NodeProto& c, int depth = 0) const {
-    if (c.op_type() == "Shape") return true;
-    static const std::set<std::string> kLayout = {"Transpose", "Identity", "Squeeze", "Unsqueeze", "Reshape"};
-    if (depth > 8 || !kLayout.count(c.op_type())) return false;
-    bool read = false;
-    for (const auto& out : c.output()) {
-      if (out.empty()) continue;
-      if (is_graph_output(out)) return false;
-      for (const auto* r : consumers(out)) {
-        if (!reads_only_shape(*r, depth + 1)) return false;
-        read = true;
-      }
-    }
-    return read;  // a dead end is not a shape read: the walks report it
   }
   std::vector<const onnx::NodeProto*> consumers(const std::string& n) const {
     std::vector<const onnx::NodeProto*> out;
@@ -78,11 +64,16 @@ class Graph {
     }
     return out;
   }
+  // The value's shape (symbolic where the export is dynamic), or null when its rank is unknown.
+  const Shape* shape(const std::string& n) const { return facts_ ? facts_->shape(n) : nullptr; }
+  // A value filled with one number by the shape arithmetic the shape pass folded, or null.
+  const UniformValue* uniform(const std::string& n) const { return facts_ ? facts_->uniform_value(n) : nullptr; }
   bool is_graph_input(const std::string& n) const { return inputs_.count(n) && !initializer(n); }
   bool is_graph_output(const std::string& n) const { return outputs_.count(n) > 0; }
 
  private:
   const onnx::GraphProto& g_;
+  const ShapeFacts* facts_;
   std::map<std::string, const onnx::TensorProto*> initializers_;
   std::map<std::string, int> producer_;
   std::map<std::string, std::vector<int>> consumers_;
@@ -104,9 +95,10 @@ bool is_const(const Graph& g, const std::string& name);
 bool constant_values(const Graph& g, const std::string& name, std::vector<double>* v,
                      std::vector<int64_t>* dims = nullptr);
 bool constant_scalar(const Graph& g, const std::string& name, double* x);
-// Abstract evaluation of a constant subgraph: is every element of `name` the same known value,
-// whatever the (possibly input-dependent) shape? That is all "zero initial state" needs.
-bool uniform_value(const Graph& g, const std::string& name, double* value, int depth = 0);
+// Is every element of `name` the same known value, whatever the (possibly input-dependent)
+// shape? A constant whose elements are equal, or a uniform value of the shape pass. That is all
+// "zero initial state" needs.
+bool uniform_value(const Graph& g, const std::string& name, double* value);
 
 // A constant read as a count, index or axis: an integer of sane magnitude (a damaged model may
 // hold anything, and converting a huge double to int64 is undefined).

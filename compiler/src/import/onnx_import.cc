@@ -107,6 +107,7 @@ void share_state_rows(FloatProgram* p, const std::vector<int32_t>& hidden, int64
 struct Import {
   std::string origin;                                // the file, for messages
   const Graph* g = nullptr;                          // the graph after the pre-pass
+  ShapeFacts facts;                                  // its shapes and uniform values
   OnnxLstm r;                                        // the result, filled step by step
   std::vector<std::string> problems;                 // every reason to refuse found so far
   std::vector<const onnx::NodeProto*> lstms;         // the LSTM and GRU nodes, in graph order
@@ -143,6 +144,7 @@ void read_model(const std::string& bytes, onnx::ModelProto* out, Import* im) {
   // subgraphs (weights computed from initializers, static shapes) evaluated into initializers.
   import::upgrade_attribute_forms(&model, r.opset);
   import::fold_constants(&model, r.opset);
+  im->facts = import::fold_shapes(&model);
 }
 
 // The LSTM and GRU nodes, each read (attributes, weights); refuses a graph without any (naming
@@ -634,7 +636,7 @@ OnnxLstm import_onnx_bytes(const std::string& bytes, const std::string& origin) 
   im.origin = origin;
   onnx::ModelProto model;
   read_model(bytes, &model, &im);
-  const Graph g(model.graph());
+  const Graph g(model.graph(), &im.facts);
   im.g = &g;
   find_recurrent_nodes(&im);
   find_chain_head(&im);

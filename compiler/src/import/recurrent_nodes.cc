@@ -248,25 +248,44 @@ FloatLstm node_op(const NodeInfo& n, int32_t d) {
 
 namespace {
 
-// The dims a state's value has when they are constant: a constant's, or those a ConstantOfShape of
-// a constant shape builds (named in *from); false when they depend on the input.
-bool constant_state_dims(const Graph& g, const std::string& name, std::vector<int64_t>* dims, std::string* from) {
+// The shape of a zero state: a constant's, or that of the uniform value the shape pass found
+// (named in *from, symbolic where it follows the input's axes); false when it is not known.
+bool zero_state_shape(const Graph& g, const std::string& name, Shape* shape, std::string* from) {
   if (const onnx::TensorProto* t = constant_tensor(g, name)) {
-    dims->assign(t->dims().begin(), t->dims().end());
+    shape->clear();
+    for (int64_t d : t->dims()) shape->push_back(Dim{d, ""});
     *from = "the constant";
     return true;
   }
-  const onnx::NodeProto* p = g.producer(name);
-  const onnx::TensorProto* shape = p != nullptr && p->op_type() == "ConstantOfShape" && p->input_size() >= 1
-                                       ? constant_tensor(g, p->input(0))
-                                       : nullptr;
-  std::vector<double> v;
-  if (shape == nullptr || !tensor_values(*shape, &v)) return false;
-  dims->clear();
-  constexpr double kLimit = double(int64_t{1} << 62);
-  for (double x : v) dims->push_back(x >= -kLimit && x <= kLimit ? static_cast<int64_t>(x) : -1);
-  *from = "the ConstantOfShape " + node_label(*p) + " that builds";
+  const UniformValue* u = g.uniform(name);
+  if (u == nullptr || !u->shape_known) return false;
+  *shape = u->shape;
+  *from = (u->origin.rfind("node ", 0) == 0 ? "the ConstantOfShape " : "") + u->origin + " that builds";
   return true;
+}
+
+// ONNX's shape of initial_h / initial_c: [num_directions, batch, hidden_size] (layout 0) or
+// [batch, num_directions, hidden_size] (layout 1), batch that of X. Empty when `s` has it, else
+// what is wrong.
+std::string state_shape_problem(const Shape& s, int64_t directions, const Dim& batch, int64_t hidden, int64_t layout) {
+  const size_t d = layout == 1 ? 1 : 0, b = layout == 1 ? 0 : 1;
+  const bool batch_ok = s.size() == 3 && (s[b].known() ? s[b].value >= 1 : !s[b].unknown()) &&
+                        (batch.unknown() || s[b].unknown() || same_dim(s[b], batch));
+  if (s.size() == 3 && s[d].value == directions && s[2].value == hidden && batch_ok) return "";
+  const std::string D = "num_directions = " + std::to_string(directions);
+  const std::string B = batch.unknown() ? std::string("batch")
+                        : batch.known() ? "batch = " + dim_string(batch) : "batch = X's axis '" + batch.symbol + "'";
+  const std::string H = "hidden_size = " + std::to_string(hidden);
+  return "has shape " + shape_string(s) + ", expected [" + (layout == 1 ? B + ", " + D : D + ", " + B) + ", " + H +
+         "] (ONNX's shape of an initial state" + (layout == 1 ? " with layout 1)" : ")");
+}
+
+// The batch axis of the node's X ([T, B, I], or [B, T, I] with layout 1): a number or the input's
+// axis name; `declared` (the graph input's, < 0 unknown) when X's shape is not known.
+Dim batch_of_x(const Graph& g, const NodeInfo& n, int64_t declared) {
+  const Shape* x = g.shape(n.node->input(kX));
+  if (x != nullptr && x->size() == 3) return (*x)[n.layout == 1 ? 0 : 1];
+  return Dim{declared, ""};
 }
 
 // A constant initial state [D, batch, H]: one row per direction when the batch rows are equal.
@@ -351,10 +370,10 @@ bool trace_state(const Graph& g, const NodeInfo& n, int k, StateOrigin* o, std::
   double v = 0;
   if (uniform_value(g, name, &v) && v == 0.0) {
     // A zero state of a constant shape must still have ONNX's (a runtime refuses the file).
-    std::vector<int64_t> dims;
+    Shape shape;
     std::string from;
-    const std::string bad = constant_state_dims(g, name, &dims, &from)
-                                ? import::state_shape_problem(dims, n.directions, batch, n.hidden, n.layout)
+    const std::string bad = zero_state_shape(g, name, &shape, &from)
+                                ? state_shape_problem(shape, n.directions, batch_of_x(g, n, batch), n.hidden, n.layout)
                                 : "";
     if (bad.empty()) return true;
     problems->push_back(n.label + ": " + from + " " + what + " ('" + name + "') " + bad);

@@ -3,16 +3,6 @@
 namespace qlstm {
 namespace compiler {
 namespace import {
-namespace {
-
-std::string join(const std::vector<int64_t>& v) {
-  std::string s = "[";
-  for (size_t k = 0; k < v.size(); ++k) s += (k ? ", " : "") + std::to_string(v[k]);
-  return s + "]";
-}
-
-}  // namespace
-
 std::string describe_foreign_node(const onnx::NodeProto& n) {
   if (!n.domain().empty() && n.domain() != "ai.onnx") {
     return "an op of domain '" + n.domain() + "' (a custom op, or one of another framework such as a TensorFlow op "
@@ -37,19 +27,6 @@ std::string describe_reduction_over_time(const onnx::NodeProto& n, const std::st
                                                                                           : "a reduction";
   return what + " over time (" + op + " over the time axis): pooling over time is not supported yet (a model "
          "reads every step, or one: y[:, -1] or h_n[-1])";
-}
-
-std::string state_shape_problem(const std::vector<int64_t>& dims, int64_t directions, int64_t batch, int64_t hidden,
-                                int64_t layout) {
-  const size_t d = layout == 1 ? 1 : 0, b = layout == 1 ? 0 : 1;
-  const bool ok = dims.size() == 3 && dims[d] == directions && dims[2] == hidden && (batch < 0 || dims[b] == batch) &&
-                  dims[b] >= 1;
-  if (ok) return "";
-  const std::string D = "num_directions = " + std::to_string(directions);
-  const std::string B = batch < 0 ? std::string("batch") : "batch = " + std::to_string(batch);
-  const std::string H = "hidden_size = " + std::to_string(hidden);
-  return "has shape " + join(dims) + ", expected [" + (layout == 1 ? B + ", " + D : D + ", " + B) + ", " + H +
-         "] (ONNX's shape of an initial state" + (layout == 1 ? " with layout 1)" : ")");
 }
 
 }  // namespace import

@@ -23,12 +23,6 @@ std::string describe_foreign_node(const onnx::NodeProto& n);
 // the features is a LayerNorm's, described by the caller).
 std::string describe_reduction_over_time(const onnx::NodeProto& n, const std::string& reduced);
 
-// ONNX's shape of initial_h / initial_c: [num_directions, batch, hidden_size] (layout 0) or
-// [batch, num_directions, hidden_size] (layout 1); batch < 0 when unknown. Empty when `dims`
-// has it, else what is wrong.
-std::string state_shape_problem(const std::vector<int64_t>& dims, int64_t directions, int64_t batch, int64_t hidden,
-                                int64_t layout);
-
 }  // namespace import
 }  // namespace compiler
 }  // namespace qlstm
