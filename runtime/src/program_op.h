@@ -40,6 +40,13 @@ inline size_t element_bytes(const qlstm_program& program, int32_t buffer) {
   return qlstm_element_bytes(element_type(program, buffer));
 }
 
+// The op's block as its kind's type P (the runner checked params is not NULL and the handler is
+// the op's kind's).
+template <class P>
+const P& block_of(const qlstm_op& op) {
+  return *static_cast<const P*>(op.params);
+}
+
 inline int32_t in_width(const qlstm_program& program, const qlstm_op& op) {
   return program.buffer_widths[op.input_buffer];
 }
@@ -120,7 +127,7 @@ struct qlstm_op_handler {
 
 namespace qlstm::program {
 
-// ---- The recurrent ops (the LSTMs, the GRU; P: the kind's block, op.*Block) ----
+// ---- The recurrent ops (the LSTMs, the GRU; P: the kind's block, block_of<P>(op)) ----
 
 // A recurrent op's params as the runner hands them to the kernel: the call's time steps, the row
 // width of its output buffer. Only for an op whose output buffer index is valid.
@@ -134,17 +141,17 @@ P recurrent_call_params(const qlstm_program& program, const qlstm_op& op, const 
 }
 
 // Its state elements per batch row in each state array: kStateRows rows of H.
-template <class P, P qlstm_op::*Block, int32_t kStateRows>
+template <class P, int32_t kStateRows>
 int32_t recurrent_state_size(const qlstm_op& op) {
-  return kStateRows * (op.*Block).dims.hidden_size;
+  return kStateRows * block_of<P>(op).dims.hidden_size;
 }
 
 // Reads a sequence, writes a sequence or (FINAL) a one-step buffer; its width, batch, layout,
 // params and state rows.
-template <class P, P qlstm_op::*Block, ValidateFn<P> Validate, int32_t kStateRows>
+template <class P, ValidateFn<P> Validate, int32_t kStateRows>
 Failure check_recurrent(const qlstm_program& program, int32_t k, int32_t time_steps) {
   const qlstm_op& op = program.ops[k];
-  const P& block = op.*Block;
+  const P& block = block_of<P>(op);
   const auto& d = block.dims;
   if (one_step(program, op.input_buffer)) return bad_op("input_buffer", k);
   const bool final_only = block.output_steps == QLSTM_OUTPUT_FINAL;
@@ -160,7 +167,7 @@ Failure check_recurrent(const qlstm_program& program, int32_t k, int32_t time_st
   if (f.status != QLSTM_OK) return f;
   // B x the state size fits int32 once the params are valid.
   const size_t rows =
-      static_cast<size_t>(d.batch) * static_cast<size_t>(recurrent_state_size<P, Block, kStateRows>(op));
+      static_cast<size_t>(d.batch) * static_cast<size_t>(recurrent_state_size<P, kStateRows>(op));
   if (op.state_offset > program.state_values || rows > program.state_values - op.state_offset) {
     return bad_op("state_offset", k);
   }
@@ -168,9 +175,9 @@ Failure check_recurrent(const qlstm_program& program, int32_t k, int32_t time_st
 }
 
 // The scratch of a recurrent op's call (Bytes: its kernel's scratch size of its dims).
-template <class P, P qlstm_op::*Block, size_t (*Bytes)(const decltype(P::dims)*)>
+template <class P, size_t (*Bytes)(const decltype(P::dims)*)>
 size_t recurrent_scratch_bytes(const qlstm_op& op, int32_t time_steps) {
-  decltype(P::dims) dims = (op.*Block).dims;
+  decltype(P::dims) dims = block_of<P>(op).dims;
   if (time_steps != kBlockTimeSteps) dims.time_steps = time_steps;
   return Bytes(&dims);
 }
@@ -184,14 +191,14 @@ T* recurrent_out(const OpCall& c) {
 
 // A recurrent kind's handler and recurrent part from its block, validation, scratch size and
 // state rows.
-template <class P, P qlstm_op::*Block, ValidateFn<P> Validate, size_t (*Bytes)(const decltype(P::dims)*),
+template <class P, ValidateFn<P> Validate, size_t (*Bytes)(const decltype(P::dims)*),
           int32_t kStateRows>
 struct RecurrentOp {
   static constexpr RecurrentKind recurrent(bool needs_context_cell) {
-    return {recurrent_scratch_bytes<P, Block, Bytes>, recurrent_state_size<P, Block, kStateRows>, needs_context_cell};
+    return {recurrent_scratch_bytes<P, Bytes>, recurrent_state_size<P, kStateRows>, needs_context_cell};
   }
   static constexpr qlstm_op_handler handler(int32_t kind, TypesFn types, const RecurrentKind* recurrent, RunFn run) {
-    return {kind, types, check_recurrent<P, Block, Validate, kStateRows>, recurrent, run};
+    return {kind, types, check_recurrent<P, Validate, kStateRows>, recurrent, run};
   }
 };
 
@@ -211,12 +218,12 @@ Failure check_rows(const qlstm_program& program, int32_t k, int32_t time_steps, 
 
 // A fully connected op (int8 or 16x8): its input_size / output_size are its buffers' widths (and a
 // 16x8 one in a program has a bias).
-template <class P, P qlstm_op::*Block, ValidateFn<P> Validate, bool kNeedsBias>
+template <class P, ValidateFn<P> Validate, bool kNeedsBias>
 Failure check_fully_connected(const qlstm_program& program, int32_t k, int32_t time_steps) {
   const Failure f = check_rows(program, k, time_steps, false);
   if (f.status != QLSTM_OK) return f;
   const qlstm_op& op = program.ops[k];
-  const P& block = op.*Block;
+  const P& block = block_of<P>(op);
   if (block.input_size != in_width(program, op)) return bad_op("input_size", k);
   if (block.output_size != out_width(program, op)) return bad_op("output_size", k);
   if constexpr (kNeedsBias) {
@@ -226,35 +233,35 @@ Failure check_fully_connected(const qlstm_program& program, int32_t k, int32_t t
 }
 
 // A fully connected kind's handler (Run: its call of its kernel).
-template <class P, P qlstm_op::*Block, ValidateFn<P> Validate, bool kNeedsBias>
+template <class P, ValidateFn<P> Validate, bool kNeedsBias>
 constexpr qlstm_op_handler fully_connected_handler(int32_t kind, TypesFn types, RunFn run) {
-  return {kind, types, check_fully_connected<P, Block, Validate, kNeedsBias>, nullptr, run};
+  return {kind, types, check_fully_connected<P, Validate, kNeedsBias>, nullptr, run};
 }
 
 // A softmax, table or requantization op: row_size is both its buffers' width.
-template <class P, P qlstm_op::*Block, ValidateFn<P> Validate>
+template <class P, ValidateFn<P> Validate>
 Failure check_same_width(const qlstm_program& program, int32_t k, int32_t time_steps) {
   const Failure f = check_rows(program, k, time_steps, false);
   if (f.status != QLSTM_OK) return f;
   const qlstm_op& op = program.ops[k];
-  const P& block = op.*Block;
+  const P& block = block_of<P>(op);
   if (block.row_size != in_width(program, op) || block.row_size != out_width(program, op)) return bad_op("row_size", k);
   return validated(Validate, row_call_params(program, op, block, time_steps), k);
 }
 
 // The per-position kernels without a status of their own: softmax, table, requantization.
-template <class P, P qlstm_op::*Block, class In, class Out, void (*Kernel)(const P&, const In*, Out*)>
+template <class P, class In, class Out, void (*Kernel)(const P&, const In*, Out*)>
 qlstm_status run_rows(const OpCall& c) {
-  Kernel(row_call_params(c.program, c.op, c.op.*Block, c.time_steps), in_as<In>(c), out_as<Out>(c));
+  Kernel(row_call_params(c.program, c.op, block_of<P>(c.op), c.time_steps), in_as<In>(c), out_as<Out>(c));
   return QLSTM_OK;
 }
 
 // A softmax, table or requantization kind's handler: the same width in and out, a kernel without a
 // status of its own.
-template <class P, P qlstm_op::*Block, ValidateFn<P> Validate, class In, class Out,
+template <class P, ValidateFn<P> Validate, class In, class Out,
           void (*Kernel)(const P&, const In*, Out*)>
 constexpr qlstm_op_handler same_width_handler(int32_t kind, TypesFn types) {
-  return {kind, types, check_same_width<P, Block, Validate>, nullptr, run_rows<P, Block, In, Out, Kernel>};
+  return {kind, types, check_same_width<P, Validate>, nullptr, run_rows<P, In, Out, Kernel>};
 }
 
 }  // namespace qlstm::program

@@ -61,6 +61,7 @@ Failure check_op(const qlstm_program& program, const Kinds& kinds, int32_t k, in
   if (op.kind < 0 || op.kind >= QLSTM_OP_KIND_COUNT) return bad_op("kind", k);
   const qlstm_op_handler* const handler = handler_of(kinds, op.kind);
   if (handler == nullptr) return {QLSTM_ERROR_UNSUPPORTED, "kind", k};  // a kind the caller's table lacks
+  if (op.params == nullptr) return {QLSTM_ERROR_NULL_POINTER, "params", k};
   if (op.input_buffer < 0 || op.input_buffer >= last) return bad_op("input_buffer", k);
   if (op.output_buffer < 1 || op.output_buffer > last) return bad_op("output_buffer", k);
   const bool reads_area = is_intermediate(program, op.input_buffer);
@@ -225,7 +226,8 @@ qlstm_status qlstm::run_program_s8(const qlstm_program* program, qlstm_program_c
 // The sizes of an op of any kind, from its kind's handler: these link every kind.
 namespace {
 const RecurrentKind* recurrent_of(const qlstm_op* op) {
-  const qlstm_op_handler* const handler = op == nullptr ? nullptr : handler_of(kEveryKind, op->kind);
+  const qlstm_op_handler* const handler =
+      op == nullptr || op->params == nullptr ? nullptr : handler_of(kEveryKind, op->kind);
   return handler != nullptr ? handler->recurrent : nullptr;
 }
 }  // namespace

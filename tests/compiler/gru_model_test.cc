@@ -16,6 +16,7 @@
 
 #include "gru_model.h"
 #include "op_fields.h"
+#include "program_ops.h"
 #include "qlstm/compiler/artifacts/model_file.h"
 #include "qlstm/params_codec.h"
 #include "qlstm_model_generated.h"
@@ -104,8 +105,8 @@ TEST(GruModel, MemoryCountsTheGrus) {
   EXPECT_EQ(mem.ops[0].flash_bytes, static_cast<size_t>(3 * H * (I + H) + 6 * H * 4));
   const RuntimeProgram r = runtime_program(m, kB, kT, Layout::kBatchMajor);
   EXPECT_EQ(r.ops[1].state_offset, static_cast<size_t>(kB * H));
-  EXPECT_EQ(r.ops[1].gru.output_width, 2 * H);
-  EXPECT_EQ(r.ops[1].gru.time_direction, QLSTM_TIME_REVERSE);
+  EXPECT_EQ(testing_support::block<qlstm_gru_s8_params>(r.ops[1]).output_width, 2 * H);
+  EXPECT_EQ(testing_support::block<qlstm_gru_s8_params>(r.ops[1]).time_direction, QLSTM_TIME_REVERSE);
   EXPECT_NE(m.streaming_refusal().find("reverse GRU"), std::string::npos) << m.streaming_refusal();
 }
 
@@ -164,8 +165,8 @@ std::string crafted_file(const CompiledModel& m, uint32_t version,
   for (size_t k = 0; k < m.ops.size(); ++k) {
     std::vector<uint8_t> record =
         r.ops[k].kind == QLSTM_OP_GRU_S8
-            ? testing_support::record_of(r.ops[k].gru, [](const auto& p, auto& w) { qlstm::visit_gru_s8_fields(p, w); })
-            : testing_support::record_of(r.ops[k].fc, [](const auto& p, auto& w) { qlstm::visit_fc_s8_fields(p, w); });
+            ? testing_support::record_of(testing_support::block<qlstm_gru_s8_params>(r.ops[k]), [](const auto& p, auto& w) { qlstm::visit_gru_s8_fields(p, w); })
+            : testing_support::record_of(testing_support::block<qlstm_fc_s8_params>(r.ops[k]), [](const auto& p, auto& w) { qlstm::visit_fc_s8_fields(p, w); });
     edit(k, record);
     const ProgramOp& op = m.ops[k];
     const AffineQuant qi = op.recurrent() ? op.recurrent_input() : op.fc.input;

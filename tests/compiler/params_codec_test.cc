@@ -21,6 +21,7 @@
 #include "bundle_format.h"
 #include "device.h"
 #include "kernel_vectors.h"
+#include "program_ops.h"
 #include "qlstm/compiler/artifacts/emit_cpp.h"
 #include "qlstm/compiler/artifacts/model_file.h"
 #include "qlstm/params_codec.h"
@@ -54,6 +55,7 @@ std::string records_of(const std::vector<qlstm_op>& ops, const std::vector<int32
 struct DecodedOps {
   std::vector<uint32_t> storage;
   std::vector<qlstm_op> ops;
+  std::vector<qlstm::OpBlock> blocks;  // ops[k].params points into blocks[k]
   std::vector<int32_t> widths;
 };
 
@@ -63,7 +65,8 @@ DecodedOps read_ops(const std::string& bytes, size_t op_count, size_t buffer_cou
   std::memcpy(d.storage.data(), bytes.data(), bytes.size());
   qlstm::RecordReader r(reinterpret_cast<const uint8_t*>(d.storage.data()), bytes.size());
   d.ops.resize(op_count);
-  for (qlstm_op& op : d.ops) qlstm::visit_op_fields(op, r);
+  d.blocks.resize(op_count);
+  for (size_t k = 0; k < op_count; ++k) qlstm::visit_op_fields(d.ops[k], d.blocks[k], r);
   d.widths.resize(buffer_count);
   for (int32_t& w : d.widths) r.i32("width", w);
   EXPECT_TRUE(r.complete()) << (r.failed() ? r.failed() : "bytes after the last field");
@@ -82,8 +85,8 @@ TEST(ParamsCodec, TheTestProgramHasNonDefaultDirectionAndWidth) {
   const CompiledModel m = test_model();  // the table points into it
   const RuntimeProgram p = runtime_program(m, kBatch, 0, Layout::kBatchMajor);
   ASSERT_EQ(p.ops.size(), 4u);
-  EXPECT_EQ(p.ops[1].lstm.time_direction, QLSTM_TIME_REVERSE);
-  EXPECT_EQ(p.ops[1].lstm.output_width, 10);
+  EXPECT_EQ(testing_support::block<qlstm_lstm_s8_params>(p.ops[1]).time_direction, QLSTM_TIME_REVERSE);
+  EXPECT_EQ(testing_support::block<qlstm_lstm_s8_params>(p.ops[1]).output_width, 10);
   EXPECT_EQ(p.ops[1].output_offset, 5);
 }
 
@@ -114,7 +117,8 @@ void expect_bundle_round_trip(const qlstm::device::BundleCase& c, const RuntimeP
   const std::vector<int32_t> types = p.types.empty() ? std::vector<int32_t>(p.widths.size(), QLSTM_ELEMENT_S8) : p.types;
   EXPECT_EQ(std::vector<int32_t>(v.buffer_types, v.buffer_types + v.buffer_count), types);
   std::vector<qlstm_op> ops(p.ops.size());
-  for (qlstm_op& op : ops) qlstm::visit_op_fields(op, r);
+  std::vector<qlstm::OpBlock> blocks(p.ops.size());
+  for (size_t k = 0; k < ops.size(); ++k) qlstm::visit_op_fields(ops[k], blocks[k], r);
   const qlstm::bundle::CaseSizes n = qlstm::bundle::case_sizes(v, ops.data());
   EXPECT_EQ(n.input_bytes, static_cast<int64_t>(x.size()));
   qlstm::bundle::visit_case_data(v, n, r);
@@ -128,7 +132,7 @@ TEST(ParamsCodec, DeviceBundleKeepsEveryField) {
   const RuntimeProgram p = runtime_program(m, kBatch, 4, Layout::kTimeMajor);
   qlstm::device::BundleCase c;
   c.name = "roundtrip";
-  c.ops = p.ops;
+  for (const qlstm_op& op : p.ops) c.ops.emplace_back(op);
   c.buffer_widths = p.widths;
   const std::vector<int8_t> x(static_cast<size_t>(kBatch) * 4 * 3, 1);
   c.input = x.data();
@@ -271,7 +275,8 @@ void expect_emitted_table(const EmittedProbe& probe, const RuntimeProgram& p) {
   std::memcpy(storage.data(), bytes.data(), bytes.size());
   qlstm::RecordReader r(reinterpret_cast<const uint8_t*>(storage.data()), bytes.size());
   std::vector<qlstm_op> ops(p.ops.size());
-  for (qlstm_op& op : ops) qlstm::visit_op_fields(op, r);
+  std::vector<qlstm::OpBlock> blocks(p.ops.size());
+  for (size_t k = 0; k < ops.size(); ++k) qlstm::visit_op_fields(ops[k], blocks[k], r);
   std::vector<int32_t> widths(p.widths.size()), steps(p.steps.size()), types(p.widths.size());
   for (int32_t& w : widths) r.i32("width", w);
   for (int32_t& s : steps) r.i32("steps", s);
@@ -548,8 +553,9 @@ TEST(ParamsCodec, VectorCaseKeepsEveryFieldThroughTheBundle) {
     const char* field = nullptr;
     EXPECT_EQ(qlstm_lstm_s8_validate(&p, &field), QLSTM_OK) << (field ? field : "");
     const qlstm::device::BundleCase b = qlstm::device::single_op_case(c.name, p);
-    const DecodedOps d = read_ops(records_of(b.ops, b.buffer_widths), 1, 2);
-    expect_same_ops(b.ops, d.ops, "vector case " + c.name);
+    const std::vector<qlstm_op> ops = {b.ops[0].op};
+    const DecodedOps d = read_ops(records_of(ops, b.buffer_widths), 1, 2);
+    expect_same_ops(ops, d.ops, "vector case " + c.name);
     EXPECT_EQ(d.widths, (std::vector<int32_t>{p.dims.input_size, p.dims.hidden_size}));
   }
 }
@@ -564,17 +570,19 @@ TEST(ParamsCodec, TruncatedRecordNamesTheField) {
   for (size_t cut : {size_t{0}, size_t{3}, size_t{8}, record.size() / 2, record.size() - 4}) {
     qlstm::RecordReader r(reinterpret_cast<const uint8_t*>(storage.data()), cut);
     qlstm_op op{};
-    qlstm::visit_op_fields(op, r);
+    qlstm::OpBlock block{};
+    qlstm::visit_op_fields(op, block, r);
     ASSERT_NE(r.failed(), nullptr) << "cut at " << cut;
     EXPECT_FALSE(r.complete());
   }
   qlstm::RecordReader whole(reinterpret_cast<const uint8_t*>(storage.data()), record.size());
   qlstm_op op{};
-  qlstm::visit_op_fields(op, whole);
+  qlstm::OpBlock block{};
+  qlstm::visit_op_fields(op, block, whole);
   EXPECT_TRUE(whole.complete());
   // The last field of a cut record: the state offset.
   qlstm::RecordReader last(reinterpret_cast<const uint8_t*>(storage.data()), record.size() - 4);
-  qlstm::visit_op_fields(op, last);
+  qlstm::visit_op_fields(op, block, last);
   EXPECT_STREQ(last.failed(), "state_offset");
 }
 

@@ -131,7 +131,7 @@ TEST(Program, ModelFileKeepsTheProgram) {
   const EmittedSource e = emit_cpp(back, "prog", B, T, "test");
   EXPECT_NE(e.header.find("prog_run_state("), std::string::npos);
   EXPECT_EQ(e.header.find("prog_stream("), std::string::npos);
-  EXPECT_NE(e.source.find("QLSTM_TIME_REVERSE, 10, QLSTM_OUTPUT_ALL_STEPS},"), std::string::npos);  // the reverse half: width 2H
+  EXPECT_NE(e.source.find("QLSTM_TIME_REVERSE, 10, QLSTM_OUTPUT_ALL_STEPS};"), std::string::npos);  // the reverse half: width 2H
   EXPECT_THROW(emit_cpp(back, "prog", B, 0, "test"), CompileError);  // stacked: needs max time steps
   EXPECT_THROW(run_program_s8_streamed(back, x, s, 2, &a), CompileError);
 }
@@ -250,8 +250,8 @@ TEST(Program, VersionThreeFileWithoutOutputStepsStillLoads) {
   std::vector<flatbuffers::Offset<fb::Op>> ops;
   for (size_t k = 0; k < m.ops.size(); ++k) {
     std::vector<uint8_t> record =
-        testing_support::record_of(r.ops[k].lstm, [](const auto& p, auto& w) { qlstm::visit_lstm_s8_fields(p, w); });
-    ASSERT_EQ(r.ops[k].lstm.output_steps, QLSTM_OUTPUT_ALL_STEPS);
+        testing_support::record_of(testing_support::block<qlstm_lstm_s8_params>(r.ops[k]), [](const auto& p, auto& w) { qlstm::visit_lstm_s8_fields(p, w); });
+    ASSERT_EQ(testing_support::block<qlstm_lstm_s8_params>(r.ops[k]).output_steps, QLSTM_OUTPUT_ALL_STEPS);
     record.resize(record.size() - sizeof(int32_t));  // version 3's record ends before output_steps
     const ProgramOp& op = m.ops[k];
     const fb::AffineQuant in(op.lstm.input.scale, op.lstm.input.zero_point),
@@ -399,16 +399,16 @@ TEST(ProgramValidate, NamesEachBadFieldOfAHandBuiltTable) {
        bad_program("output_offset", 2)},
       {"negative output offset", [](StackTable& t) { t.ops[2].output_offset = -1; },
        bad_program("output_offset", 2)},
-      {"batch", [](StackTable& t) { t.ops[1].lstm.dims.batch = B + 1; }, bad_program("dims.batch", 1)},
-      {"layout", [](StackTable& t) { t.ops[1].lstm.layout = QLSTM_LAYOUT_TIME_MAJOR; }, bad_program("layout", 1)},
+      {"batch", [](StackTable& t) { testing_support::block<qlstm_lstm_s8_params>(t.ops[1]).dims.batch = B + 1; }, bad_program("dims.batch", 1)},
+      {"layout", [](StackTable& t) { testing_support::block<qlstm_lstm_s8_params>(t.ops[1]).layout = QLSTM_LAYOUT_TIME_MAJOR; }, bad_program("layout", 1)},
       {"state offset", [](StackTable& t) { t.ops[3].state_offset += 1; }, bad_program("state_offset", 3)},
       {"huge state offset", [](StackTable& t) { t.ops[0].state_offset = SIZE_MAX; }, bad_program("state_offset", 0)},
       {"state size", [](StackTable& t) { t.program.state_values -= 1; }, bad_program("state_offset", 3)},
-      {"shift", [](StackTable& t) { t.ops[1].lstm.gates[QLSTM_GATE_FORGET].hidden_to_q3_12.shift = 40; },
+      {"shift", [](StackTable& t) { testing_support::block<qlstm_lstm_s8_params>(t.ops[1]).gates[QLSTM_GATE_FORGET].hidden_to_q3_12.shift = 40; },
        std::to_string(QLSTM_ERROR_BAD_SHIFT) + " gates[forget].hidden_to_q3_12.shift 1"},
-      {"direction", [](StackTable& t) { t.ops[2].lstm.time_direction = 5; },
+      {"direction", [](StackTable& t) { testing_support::block<qlstm_lstm_s8_params>(t.ops[2]).time_direction = 5; },
        std::to_string(QLSTM_ERROR_BAD_DIRECTION) + " time_direction 2"},
-      {"weights", [](StackTable& t) { t.ops[0].lstm.gates[QLSTM_GATE_CELL].input_weights = nullptr; },
+      {"weights", [](StackTable& t) { testing_support::block<qlstm_lstm_s8_params>(t.ops[0]).gates[QLSTM_GATE_CELL].input_weights = nullptr; },
        "1 gates[cell].input_weights 0"},
       {"scratch", [](StackTable& t) { t.ctx.scratch_bytes = 8; },
        std::to_string(QLSTM_ERROR_SCRATCH_TOO_SMALL) + " scratch_bytes -1"},

@@ -190,23 +190,23 @@ TEST(GruProgram, ValidationRefusesBadGruOpsNamingTheField) {
     std::string want;
   };
   const std::vector<Bad> bads = {
-      {"gate shift", [](Built& b) { b.ops[1].gru.gates[QLSTM_GRU_GATE_RESET].input_to_q3_12.shift = 40; },
+      {"gate shift", [](Built& b) { block<qlstm_gru_s8_params>(b.ops[1]).gates[QLSTM_GRU_GATE_RESET].input_to_q3_12.shift = 40; },
        refusal(QLSTM_ERROR_BAD_SHIFT, "gates[reset].input_to_q3_12.shift", 1)},
-      {"gate weights", [](Built& b) { b.ops[1].gru.gates[QLSTM_GRU_GATE_NEW].hidden_weights = nullptr; },
+      {"gate weights", [](Built& b) { block<qlstm_gru_s8_params>(b.ops[1]).gates[QLSTM_GRU_GATE_NEW].hidden_weights = nullptr; },
        refusal(QLSTM_ERROR_NULL_POINTER, "gates[new].hidden_weights", 1)},
-      {"output requant", [](Built& b) { b.ops[1].gru.hidden_q0_15_to_output.multiplier = -1; },
+      {"output requant", [](Built& b) { block<qlstm_gru_s8_params>(b.ops[1]).hidden_q0_15_to_output.multiplier = -1; },
        refusal(QLSTM_ERROR_BAD_MULTIPLIER, "hidden_q0_15_to_output.multiplier", 1)},
-      {"zero point", [](Built& b) { b.ops[1].gru.output_zero_point = 300; },
+      {"zero point", [](Built& b) { block<qlstm_gru_s8_params>(b.ops[1]).output_zero_point = 300; },
        refusal(QLSTM_ERROR_BAD_ZERO_POINT, "output_zero_point", 1)},
-      {"batch", [](Built& b) { b.ops[1].gru.dims.batch = B + 1; }, refusal(QLSTM_ERROR_BAD_PROGRAM, "dims.batch", 1)},
-      {"layout", [](Built& b) { b.ops[1].gru.layout = 1 - b.layout; }, refusal(QLSTM_ERROR_BAD_PROGRAM, "layout", 1)},
-      {"input size", [](Built& b) { b.ops[1].gru.dims.input_size = H + 1; },
+      {"batch", [](Built& b) { block<qlstm_gru_s8_params>(b.ops[1]).dims.batch = B + 1; }, refusal(QLSTM_ERROR_BAD_PROGRAM, "dims.batch", 1)},
+      {"layout", [](Built& b) { block<qlstm_gru_s8_params>(b.ops[1]).layout = 1 - b.layout; }, refusal(QLSTM_ERROR_BAD_PROGRAM, "layout", 1)},
+      {"input size", [](Built& b) { block<qlstm_gru_s8_params>(b.ops[1]).dims.input_size = H + 1; },
        refusal(QLSTM_ERROR_BAD_PROGRAM, "dims.input_size", 1)},
       {"output offset", [](Built& b) { b.ops[1].output_offset = 1; }, refusal(QLSTM_ERROR_BAD_PROGRAM, "output_offset", 1)},
-      {"output steps", [](Built& b) { b.ops[1].gru.output_steps = QLSTM_OUTPUT_FINAL; },
+      {"output steps", [](Built& b) { block<qlstm_gru_s8_params>(b.ops[1]).output_steps = QLSTM_OUTPUT_FINAL; },
        refusal(QLSTM_ERROR_BAD_PROGRAM, "output_steps", 1)},
       {"state offset", [](Built& b) { b.ops[1].state_offset = 1; }, refusal(QLSTM_ERROR_BAD_PROGRAM, "state_offset", 1)},
-      {"direction", [](Built& b) { b.ops[1].gru.time_direction = 7; },
+      {"direction", [](Built& b) { block<qlstm_gru_s8_params>(b.ops[1]).time_direction = 7; },
        refusal(QLSTM_ERROR_BAD_DIRECTION, "time_direction", 1)},
       {"scratch", [](Built& b) { b.ctx.scratch_bytes -= 1; },
        refusal(QLSTM_ERROR_SCRATCH_TOO_SMALL, "scratch_bytes", -1)},
@@ -220,7 +220,7 @@ TEST(GruProgram, ValidationRefusesBadGruOpsNamingTheField) {
     build_gru(b, true, QLSTM_OUTPUT_ALL_STEPS, true, rng);
     make_fc(b.fcs.emplace_back(), I, I, false, false, rng);
     qlstm_op front = testing_support::program_op(QLSTM_OP_FULLY_CONNECTED_S8, 0, 1);
-    front.fc = b.fcs.back().params;
+    set_block(front, b.fcs.back().params);
     b.ops.insert(b.ops.begin(), front);
     b.ops[1].input_buffer = 1, b.ops[1].output_buffer = 2;
     b.ops[2].input_buffer = 2, b.ops[2].output_buffer = 3;
@@ -246,7 +246,7 @@ TEST(GruProgram, StatelessGruNeedsNoCell) {
   b.ctx.cell = nullptr;  // only an LSTM op uses it
   EXPECT_EQ(verdict(&b.program, &b.ctx, T), "ok");
   EXPECT_EQ(qlstm_op_state_size(&b.ops[0]), H);
-  EXPECT_EQ(qlstm_op_scratch_bytes(&b.ops[0]), qlstm_gru_s8_scratch_bytes(&b.ops[0].gru.dims));
+  EXPECT_EQ(qlstm_op_scratch_bytes(&b.ops[0]), qlstm_gru_s8_scratch_bytes(&block<qlstm_gru_s8_params>(b.ops[0]).dims));
   EXPECT_GT(qlstm_op_scratch_bytes(&b.ops[0]), 0u);
 }
 

@@ -79,7 +79,7 @@ TEST(ProgramRunner, ClassifierOnASelectedStepEqualsTheOpsOneByOne) {
       ASSERT_EQ(qlstm_program_run(&b.program, &b.ctx, x.data(), y.data(), T, nullptr, nullptr), QLSTM_OK);
       const std::vector<int8_t> seq = lstm_alone(b.lstms[0].params, T, x, nullptr, nullptr);
       const std::vector<int8_t> expected =
-          softmax_alone(b.ops[3].softmax, fc_alone(b.fcs[0].params, select_alone(seq, B, T, H, step, time_major)));
+          softmax_alone(block<qlstm_softmax_s8_params>(b.ops[3]), fc_alone(b.fcs[0].params, select_alone(seq, B, T, H, step, time_major)));
       EXPECT_EQ(y, expected) << (time_major ? "time-major" : "batch-major") << " step " << step;
       EXPECT_EQ(y.size(), static_cast<size_t>(B * O));
     }
@@ -153,7 +153,7 @@ TEST(ProgramRunner, FcOnlyProgramNeedsNoScratch) {
   Fc f;
   make_fc(f, I, O, true, false, rng);
   qlstm_op op = program_op(QLSTM_OP_FULLY_CONNECTED_S8, 0, 1);
-  op.fc = f.params;
+  set_block(op, f.params);
   const int32_t widths[] = {I, O}, steps[] = {kEvery, kEvery};
   const qlstm_program program = {&op, 1, 2, widths, 0, steps, B, QLSTM_LAYOUT_BATCH_MAJOR, nullptr};
   qlstm_program_context ctx = {nullptr, 0, nullptr, {nullptr, nullptr}, 0};
@@ -194,7 +194,7 @@ TEST(ProgramValidate, NamesEachRuleOfTheNewKindsAndOneStepBuffers) {
       {"select from one step", build_final_head,
        [](Built& b) {
          b.ops[1] = program_op(QLSTM_OP_SELECT_STEP, 1, 2);
-         b.ops[1].select = {0, H};
+         set_block(b.ops[1], qlstm_select_step_params{0, H});
          b.widths[2] = H;
        },
        bad("input_buffer", 1)},
@@ -202,37 +202,37 @@ TEST(ProgramValidate, NamesEachRuleOfTheNewKindsAndOneStepBuffers) {
       {"softmax changes the steps", classifier, [](Built& b) { b.steps[4] = kEvery; }, bad("output_buffer", 3)},
       {"table changes the steps", build_final_head, [](Built& b) { b.steps[3] = kEvery; }, bad("output_buffer", 2)},
       // Widths.
-      {"FC input size", classifier, [](Built& b) { b.ops[2].fc.input_size = H + 1; }, bad("input_size", 2)},
+      {"FC input size", classifier, [](Built& b) { block<qlstm_fc_s8_params>(b.ops[2]).input_size = H + 1; }, bad("input_size", 2)},
       {"FC output size", classifier, [](Built& b) { b.widths[3] = O + 1; }, bad("output_size", 2)},
-      {"softmax row size", classifier, [](Built& b) { b.ops[3].softmax.row_size = O - 1; }, bad("row_size", 3)},
+      {"softmax row size", classifier, [](Built& b) { block<qlstm_softmax_s8_params>(b.ops[3]).row_size = O - 1; }, bad("row_size", 3)},
       {"softmax output width", classifier, [](Built& b) { b.widths[4] = O + 2; }, bad("row_size", 3)},
-      {"table row size", build_final_head, [](Built& b) { b.ops[2].table.row_size = O + 1; }, bad("row_size", 2)},
-      {"select row size", classifier, [](Built& b) { b.ops[1].select.row_size = H - 1; }, bad("row_size", 1)},
+      {"table row size", build_final_head, [](Built& b) { block<qlstm_table_s8_params>(b.ops[2]).row_size = O + 1; }, bad("row_size", 2)},
+      {"select row size", classifier, [](Built& b) { block<qlstm_select_step_params>(b.ops[1]).row_size = H - 1; }, bad("row_size", 1)},
       {"select output width", classifier, [](Built& b) { b.widths[2] = H + 1; }, bad("row_size", 1)},
       {"FC output offset", classifier, [](Built& b) { b.ops[2].output_offset = 1; }, bad("output_offset", 2)},
       {"LSTM final width", build_final_head, [](Built& b) { b.widths[1] = H - 1; }, bad("output_offset", 0)},
       // The step.
-      {"step T", classifier, [](Built& b) { b.ops[1].select.step = T; }, bad("step", 1)},
-      {"step -T-1", classifier, [](Built& b) { b.ops[1].select.step = -T - 1; }, bad("step", 1)},
+      {"step T", classifier, [](Built& b) { block<qlstm_select_step_params>(b.ops[1]).step = T; }, bad("step", 1)},
+      {"step -T-1", classifier, [](Built& b) { block<qlstm_select_step_params>(b.ops[1]).step = -T - 1; }, bad("step", 1)},
       // State only for an LSTM.
       {"FC state offset", classifier, [](Built& b) { b.ops[2].state_offset = 1; }, bad("state_offset", 2)},
       // The kernels' own validation, named as they name it.
       {"FC shift", classifier, [](Built& b) { b.fcs[0].shifts[1] = 40; }, refusal(QLSTM_ERROR_BAD_SHIFT, "shifts", 2)},
-      {"FC weights", classifier, [](Built& b) { b.ops[2].fc.weights = nullptr; },
+      {"FC weights", classifier, [](Built& b) { block<qlstm_fc_s8_params>(b.ops[2]).weights = nullptr; },
        refusal(QLSTM_ERROR_NULL_POINTER, "weights", 2)},
-      {"FC clamp", build_final_head, [](Built& b) { b.ops[1].fc.activation_max = -129; },
+      {"FC clamp", build_final_head, [](Built& b) { block<qlstm_fc_s8_params>(b.ops[1]).activation_max = -129; },
        refusal(QLSTM_ERROR_BAD_DIMS, "activation_max", 1)},
-      {"softmax diff_min", classifier, [](Built& b) { b.ops[3].softmax.diff_min = 5; },
+      {"softmax diff_min", classifier, [](Built& b) { block<qlstm_softmax_s8_params>(b.ops[3]).diff_min = 5; },
        refusal(QLSTM_ERROR_BAD_DIFF_MIN, "diff_min", 3)},
-      {"softmax shift", classifier, [](Built& b) { b.ops[3].softmax.input_left_shift = -1; },
+      {"softmax shift", classifier, [](Built& b) { block<qlstm_softmax_s8_params>(b.ops[3]).input_left_shift = -1; },
        refusal(QLSTM_ERROR_BAD_SHIFT, "input_left_shift", 3)},
-      {"table entries", build_final_head, [](Built& b) { b.ops[2].table.table = nullptr; },
+      {"table entries", build_final_head, [](Built& b) { block<qlstm_table_s8_params>(b.ops[2]).table = nullptr; },
        refusal(QLSTM_ERROR_NULL_POINTER, "table", 2)},
-      {"LSTM output steps", build_final_head, [](Built& b) { b.ops[0].lstm.output_steps = 3; },
+      {"LSTM output steps", build_final_head, [](Built& b) { block<qlstm_lstm_s8_params>(b.ops[0]).output_steps = 3; },
        bad("output_steps", 0)},
-      {"LSTM batch", build_final_head, [](Built& b) { b.ops[0].lstm.dims.batch = B + 1; }, bad("dims.batch", 0)},
+      {"LSTM batch", build_final_head, [](Built& b) { block<qlstm_lstm_s8_params>(b.ops[0]).dims.batch = B + 1; }, bad("dims.batch", 0)},
       {"LSTM layout", classifier,
-       [](Built& b) { b.ops[0].lstm.layout = 1 - b.layout; }, bad("layout", 0)},
+       [](Built& b) { block<qlstm_lstm_s8_params>(b.ops[0]).layout = 1 - b.layout; }, bad("layout", 0)},
       // The context: one-step buffers are B positions.
       {"one-step area", build_final_head, [](Built& b) { b.ctx.activation_bytes = B * H - 1; },
        refusal(QLSTM_ERROR_SCRATCH_TOO_SMALL, "activation_bytes", -1)},
@@ -273,7 +273,7 @@ TEST(ProgramValidate, SelectedStepIsCheckedForTheCall) {
   EXPECT_EQ(verdict(&b.program, nullptr, 4), "ok");
   EXPECT_EQ(verdict(&b.program, nullptr, 3), bad("step", 1));
   EXPECT_EQ(verdict(&b.program, nullptr, 0), bad("step", 1));
-  b.ops[1].select.step = -1;
+  block<qlstm_select_step_params>(b.ops[1]).step = -1;
   EXPECT_EQ(verdict(&b.program, nullptr, 1), "ok");
   EXPECT_EQ(verdict(&b.program, nullptr, 0), bad("step", 1));
 }

@@ -18,7 +18,9 @@
 namespace {
 
 using testing_support::hand::Built;
+using testing_support::block;
 using testing_support::program_op;
+using testing_support::set_block;
 using testing_support::refusal;
 using testing_support::verdict;
 
@@ -80,13 +82,13 @@ struct Classifier {
     b.steps.assign(5, QLSTM_BUFFER_EVERY_STEP);
     b.types = {QLSTM_ELEMENT_S16, QLSTM_ELEMENT_S16, QLSTM_ELEMENT_S16, QLSTM_ELEMENT_S8, QLSTM_ELEMENT_S8};
     qlstm_op l = program_op(QLSTM_OP_LSTM_S16, 0, 1);
-    l.lstm_s16 = lstm.p;
+    set_block(l, lstm.p);
     qlstm_op f = program_op(QLSTM_OP_FULLY_CONNECTED_S16, 1, 2);
-    f.fc_s16 = fc.p;
+    set_block(f, fc.p);
     qlstm_op q = program_op(QLSTM_OP_REQUANTIZE, 2, 3);
-    q.requantize = {0, kO, QLSTM_ELEMENT_S16, QLSTM_ELEMENT_S8, 0, -3, {1 << 30, -7}};
+    set_block(q, qlstm_requantize_params{0, kO, QLSTM_ELEMENT_S16, QLSTM_ELEMENT_S8, 0, -3, {1 << 30, -7}});
     qlstm_op s = program_op(QLSTM_OP_SOFTMAX_S8, 3, 4);
-    s.softmax = {0, kO, 1518500250, 22, -496};
+    set_block(s, qlstm_softmax_s8_params{0, kO, 1518500250, 22, -496});
     b.ops = {l, f, q, s};
     b.state_values = 2 * static_cast<size_t>(kB * kH);
     b.finish();
@@ -107,11 +109,11 @@ struct Classifier {
     qlstm_fc_s16_params fp = fc.p;
     fp.rows = rows;
     EXPECT_EQ(qlstm_fc_s16(&fp, h.data(), logits.data()), QLSTM_OK);
-    qlstm_requantize_params qp = b.ops[2].requantize;
+    qlstm_requantize_params qp = block<qlstm_requantize_params>(b.ops[2]);
     qp.rows = rows;
     std::vector<int8_t> q(static_cast<size_t>(rows * kO)), y(q.size());
     EXPECT_EQ(qlstm_requantize(&qp, logits.data(), q.data()), QLSTM_OK);
-    qlstm_softmax_s8_params sp = b.ops[3].softmax;
+    qlstm_softmax_s8_params sp = block<qlstm_softmax_s8_params>(b.ops[3]);
     sp.rows = rows;
     EXPECT_EQ(qlstm_softmax_s8(&sp, q.data(), y.data()), QLSTM_OK);
     return y;
@@ -193,15 +195,15 @@ TEST(ProgramS16, RefusesBuffersOfTheWrongTypeNamingThem) {
       {"an unknown type", [](Built& b) { b.types[4] = 2; }, refusal(QLSTM_ERROR_BAD_ELEMENT_TYPE, "buffer_types", -1)},
       {"no types: every buffer int8", [](Built& b) { b.types.clear(); },
        refusal(QLSTM_ERROR_BAD_ELEMENT_TYPE, "input_buffer", 0)},
-      {"a requantization from int8", [](Built& b) { b.ops[2].requantize.input_type = QLSTM_ELEMENT_S8; },
+      {"a requantization from int8", [](Built& b) { block<qlstm_requantize_params>(b.ops[2]).input_type = QLSTM_ELEMENT_S8; },
        refusal(QLSTM_ERROR_BAD_ELEMENT_TYPE, "input_buffer", 2)},
-      {"an int16 zero point out of int8", [](Built& b) { b.ops[2].requantize.output_zero_point = 128; },
+      {"an int16 zero point out of int8", [](Built& b) { block<qlstm_requantize_params>(b.ops[2]).output_zero_point = 128; },
        refusal(QLSTM_ERROR_BAD_ZERO_POINT, "output_zero_point", 2)},
-      {"a 16x8 FC without a bias", [](Built& b) { b.ops[1].fc_s16.bias = nullptr; },
+      {"a 16x8 FC without a bias", [](Built& b) { block<qlstm_fc_s16_params>(b.ops[1]).bias = nullptr; },
        refusal(QLSTM_ERROR_NULL_POINTER, "bias", 1)},
       {"the 16x8 LSTM's state past state_values", [](Built& b) { b.state_values = kB * kH; },
        refusal(QLSTM_ERROR_BAD_PROGRAM, "state_offset", 0)},
-      {"a 16x8 gate shift", [](Built& b) { b.ops[0].lstm_s16.gates[1].input_to_q3_12.shift = QLSTM_S16_SHIFT_MAX + 1; },
+      {"a 16x8 gate shift", [](Built& b) { block<qlstm_lstm_s16_params>(b.ops[0]).gates[1].input_to_q3_12.shift = QLSTM_S16_SHIFT_MAX + 1; },
        refusal(QLSTM_ERROR_BAD_SHIFT, "gates[input].input_to_q3_12.shift", 0)},
   };
   for (const Case& k : cases) {
@@ -225,7 +227,7 @@ void fill_softmax_s16_program(const Classifier& c, Built& b, bool with_softmax =
   b.ops = {c.b.ops[0], c.b.ops[1]};
   if (with_softmax) {
     qlstm_op s = program_op(QLSTM_OP_SOFTMAX_S16, 2, 3);
-    s.softmax_s16 = {0, kO, 1407374884, 2};
+    set_block(s, qlstm_softmax_s16_params{0, kO, 1407374884, 2});
     b.ops.push_back(s);
   }
   b.state_values = c.b.state_values;
@@ -247,7 +249,7 @@ TEST(ProgramS16, SoftmaxS16HeadEqualsTheKernelsAndIsValidatedByField) {
   std::vector<int16_t> logits(y.size()), want(y.size());
   ASSERT_EQ(qlstm_program_run(&logits_only.program, &logits_only.ctx, x.data(), logits.data(), kT, nullptr, nullptr),
             QLSTM_OK);
-  qlstm_softmax_s16_params sp = b.ops[2].softmax_s16;
+  qlstm_softmax_s16_params sp = block<qlstm_softmax_s16_params>(b.ops[2]);
   sp.rows = kB * kT;
   ASSERT_EQ(qlstm_softmax_s16(&sp, logits.data(), want.data()), QLSTM_OK);
   EXPECT_EQ(y, want);
@@ -263,11 +265,11 @@ TEST(ProgramS16, SoftmaxS16HeadEqualsTheKernelsAndIsValidatedByField) {
   const Case cases[] = {
       {"an int8 output", [](Built& b) { b.types[3] = QLSTM_ELEMENT_S8; },
        refusal(QLSTM_ERROR_BAD_ELEMENT_TYPE, "output_buffer", 2)},
-      {"a row size not its buffers'", [](Built& b) { b.ops[2].softmax_s16.row_size = kO + 1; },
+      {"a row size not its buffers'", [](Built& b) { block<qlstm_softmax_s16_params>(b.ops[2]).row_size = kO + 1; },
        refusal(QLSTM_ERROR_BAD_PROGRAM, "row_size", 2)},
-      {"a negative multiplier", [](Built& b) { b.ops[2].softmax_s16.input_multiplier = -1; },
+      {"a negative multiplier", [](Built& b) { block<qlstm_softmax_s16_params>(b.ops[2]).input_multiplier = -1; },
        refusal(QLSTM_ERROR_BAD_MULTIPLIER, "input_multiplier", 2)},
-      {"a shift beyond 15", [](Built& b) { b.ops[2].softmax_s16.input_left_shift = QLSTM_SOFTMAX_S16_SHIFT_MAX + 1; },
+      {"a shift beyond 15", [](Built& b) { block<qlstm_softmax_s16_params>(b.ops[2]).input_left_shift = QLSTM_SOFTMAX_S16_SHIFT_MAX + 1; },
        refusal(QLSTM_ERROR_BAD_SHIFT, "input_left_shift", 2)},
   };
   for (const Case& k : cases) {

@@ -23,6 +23,9 @@
 namespace testing_support {
 namespace hand {
 
+using testing_support::block;
+using testing_support::set_block;
+
 inline constexpr int32_t kEvery = QLSTM_BUFFER_EVERY_STEP, kOne = QLSTM_BUFFER_ONE_STEP;
 
 inline std::vector<int8_t> random_s8(size_t n, std::mt19937_64& rng) {
@@ -94,14 +97,17 @@ struct Built {
                state_values, steps.data(), B, layout, types.empty() ? nullptr : types.data()};
     size_t scratch = 0, largest_h = 1, area = 1;
     for (const qlstm_op& op : ops) {
+      // A copy of its block with the call's steps.
+      qlstm::OpBlock copy{};
       qlstm_op call = op;
-      call.lstm.dims.time_steps = T;
-      call.gru.dims.time_steps = T;
-      call.lstm_s16.dims.time_steps = T;
+      call.params = qlstm::copy_op_block(op, &copy);
+      if (op.kind == QLSTM_OP_LSTM_S8) copy.lstm.dims.time_steps = T;
+      if (op.kind == QLSTM_OP_GRU_S8) copy.gru.dims.time_steps = T;
+      if (op.kind == QLSTM_OP_LSTM_S16) copy.lstm_s16.dims.time_steps = T;
       scratch = std::max(scratch, qlstm_op_scratch_bytes(&call));
-      if (op.kind == QLSTM_OP_LSTM_S8) largest_h = std::max(largest_h, static_cast<size_t>(op.lstm.dims.hidden_size));
+      if (op.kind == QLSTM_OP_LSTM_S8) largest_h = std::max(largest_h, static_cast<size_t>(block<qlstm_lstm_s8_params>(op).dims.hidden_size));
       if (op.kind == QLSTM_OP_LSTM_S16) {
-        largest_h = std::max(largest_h, static_cast<size_t>(op.lstm_s16.dims.hidden_size));
+        largest_h = std::max(largest_h, static_cast<size_t>(block<qlstm_lstm_s16_params>(op).dims.hidden_size));
       }
     }
     for (size_t b = 1; b + 1 < widths.size(); ++b) {
@@ -135,7 +141,7 @@ inline std::vector<int8_t> fc_alone(const qlstm_fc_s8_params& params, const std:
 
 inline qlstm_op fc_op(const qlstm_fc_s8_params& p, int32_t input_buffer, int32_t output_buffer) {
   qlstm_op op = program_op(QLSTM_OP_FULLY_CONNECTED_S8, input_buffer, output_buffer);
-  op.fc = p;
+  set_block(op, p);
   return op;
 }
 
@@ -157,13 +163,13 @@ inline void build_classifier(Built& b, bool time_major, int32_t step, std::mt199
   b.steps = {kEvery, kEvery, kOne, kOne, kOne};
   b.ops.push_back(lstm_op(b.lstms[0].params, 0, 1, 0));
   qlstm_op select = program_op(QLSTM_OP_SELECT_STEP, 1, 2);
-  select.select = {step, H};
+  set_block(select, qlstm_select_step_params{step, H});
   b.ops.push_back(select);
   qlstm_op fc = program_op(QLSTM_OP_FULLY_CONNECTED_S8, 2, 3);
-  fc.fc = b.fcs[0].params;
+  set_block(fc, b.fcs[0].params);
   b.ops.push_back(fc);
   qlstm_op softmax = program_op(QLSTM_OP_SOFTMAX_S8, 3, 4);
-  softmax.softmax = {0, O, 1518500250, 22, -496};
+  set_block(softmax, qlstm_softmax_s8_params{0, O, 1518500250, 22, -496});
   b.ops.push_back(softmax);
   b.state_values = static_cast<size_t>(B * H);
   b.finish();
@@ -182,10 +188,10 @@ inline void build_final_head(Built& b, bool time_major, std::mt19937_64& rng) {
   b.steps = {kEvery, kOne, kOne, kOne};
   b.ops.push_back(lstm_op(b.lstms[0].params, 0, 1, 0));
   qlstm_op fc = program_op(QLSTM_OP_FULLY_CONNECTED_S8, 1, 2);
-  fc.fc = b.fcs[0].params;
+  set_block(fc, b.fcs[0].params);
   b.ops.push_back(fc);
   qlstm_op table = program_op(QLSTM_OP_TABLE_S8, 2, 3);
-  table.table = b.tables[0].params;
+  set_block(table, b.tables[0].params);
   b.ops.push_back(table);
   b.state_values = static_cast<size_t>(B * H);
   b.finish();
@@ -203,11 +209,11 @@ inline void build_front(Built& b, bool time_major, std::mt19937_64& rng) {
   b.widths = {I, F, H, O};
   b.steps = {kEvery, kEvery, kEvery, kEvery};
   qlstm_op front = program_op(QLSTM_OP_FULLY_CONNECTED_S8, 0, 1);
-  front.fc = b.fcs[0].params;
+  set_block(front, b.fcs[0].params);
   b.ops.push_back(front);
   b.ops.push_back(lstm_op(b.lstms[0].params, 1, 2, 0));
   qlstm_op head = program_op(QLSTM_OP_FULLY_CONNECTED_S8, 2, 3);
-  head.fc = b.fcs[1].params;
+  set_block(head, b.fcs[1].params);
   b.ops.push_back(head);
   b.state_values = static_cast<size_t>(B * H);
   b.finish();

@@ -5,11 +5,35 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <string>
 
+#include "qlstm/params_codec.h"
 #include "qlstm/program_s8.h"
 
 namespace testing_support {
+
+// The blocks the tests' hand-built ops point to: one per set_block, kept for the test binary's
+// whole run (never const, so a test may change one through block<P>()).
+inline std::deque<qlstm::OpBlock>& test_blocks() {
+  static std::deque<qlstm::OpBlock> blocks;
+  return blocks;
+}
+
+// A copy of p as op's block (op.kind must be set: p is its kind's block type).
+template <class P>
+void set_block(qlstm_op& op, const P& p) {
+  qlstm_op source = op;
+  source.params = &p;
+  op.params = qlstm::copy_op_block(source, &test_blocks().emplace_back());
+}
+
+// The op's block, for a test to read or change (a hand-built op's, in test_blocks(), or one of a
+// RuntimeProgram's blocks: storage that is not const either way).
+template <class P>
+P& block(const qlstm_op& op) {
+  return *const_cast<P*>(static_cast<const P*>(op.params));
+}
 
 inline qlstm_op program_op(int32_t kind, int32_t input_buffer, int32_t output_buffer) {
   qlstm_op op{};
@@ -22,16 +46,16 @@ inline qlstm_op program_op(int32_t kind, int32_t input_buffer, int32_t output_bu
 inline qlstm_op lstm_op(const qlstm_lstm_s8_params& p, int32_t input_buffer, int32_t output_buffer,
                         size_t state_offset) {
   qlstm_op op = program_op(QLSTM_OP_LSTM_S8, input_buffer, output_buffer);
-  op.lstm = p;
+  set_block(op, p);
   op.state_offset = state_offset;
   return op;
 }
 
 inline qlstm_op gru_op(const qlstm_gru_s8_params& p, int32_t input_buffer, int32_t output_buffer,
                        size_t state_offset) {
-  qlstm_op op = lstm_op(qlstm_lstm_s8_params{}, input_buffer, output_buffer, state_offset);
-  op.kind = QLSTM_OP_GRU_S8;  // its block instead of the (unused) LSTM one
-  op.gru = p;
+  qlstm_op op = program_op(QLSTM_OP_GRU_S8, input_buffer, output_buffer);
+  set_block(op, p);
+  op.state_offset = state_offset;
   return op;
 }
 

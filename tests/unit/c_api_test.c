@@ -104,17 +104,17 @@ int main(void) {
   qlstm_op ops[3];
   memset(ops, 0, sizeof ops);
   ops[0].kind = QLSTM_OP_LSTM_S8;
-  ops[0].lstm = p;
+  ops[0].params = &p;
   ops[0].input_buffer = 0;
   ops[0].output_buffer = 1;
   const qlstm_fc_s8_params fc = {0, H, O, 0, fc_multiplier, fc_shift, fc_weights, fc_bias, 5, -128, 127};
   ops[1].kind = QLSTM_OP_FULLY_CONNECTED_S8;
-  ops[1].fc = fc;
+  ops[1].params = &fc;
   ops[1].input_buffer = 1;
   ops[1].output_buffer = 2;
-  const qlstm_softmax_s8_params softmax = {0, O, 1518500250, 22, -496};
+  qlstm_softmax_s8_params softmax = {0, O, 1518500250, 22, -496};  /* changed below */
   ops[2].kind = QLSTM_OP_SOFTMAX_S8;
-  ops[2].softmax = softmax;
+  ops[2].params = &softmax;
   ops[2].input_buffer = 2;
   ops[2].output_buffer = 3;
   const int32_t widths[4] = {I, H, O, O};
@@ -164,7 +164,7 @@ int main(void) {
 
   const char* field = NULL;
   int32_t bad_op = -1;
-  ops[2].softmax.diff_min = 1;
+  softmax.diff_min = 1;
   if (qlstm_program_validate(&program, NULL, T, &field, &bad_op) != QLSTM_ERROR_BAD_DIFF_MIN || bad_op != 2 ||
       strcmp(field, "diff_min") != 0) {
     return fail("bad softmax op accepted or misnamed");

@@ -304,7 +304,7 @@ struct BenchCall {
   int32_t last_hidden_size() const {
     int32_t last_h = 0;
     for (const qlstm_op& o : program.ops) {
-      const int32_t state = o.kind == QLSTM_OP_LSTM_S16 ? o.lstm_s16.dims.hidden_size : qlstm_op_state_size(&o);
+      const int32_t state = o.kind == QLSTM_OP_LSTM_S16 ? op_block<qlstm_lstm_s16_params>(o).dims.hidden_size : qlstm_op_state_size(&o);
       last_h = state > 0 ? state : last_h;
     }
     return last_h;
@@ -335,12 +335,12 @@ const char* dispatched_variant(const RuntimeProgram& program) {
     size_t n = 0;
     if (o.kind == QLSTM_OP_LSTM_S8) {
       const LstmS8Variant* const* all = lstm_s8_variants(&n);  // sets n before it is read
-      const LstmS8Variant* c = select_lstm_s8_variant(all, n, o.lstm);
+      const LstmS8Variant* c = select_lstm_s8_variant(all, n, op_block<qlstm_lstm_s8_params>(o));
       return c != nullptr ? c->name : nullptr;
     }
     if (o.kind == QLSTM_OP_GRU_S8) {
       const GruS8Variant* const* all = gru_s8_variants(&n);
-      const GruS8Variant* c = select_gru_s8_variant(all, n, o.gru);
+      const GruS8Variant* c = select_gru_s8_variant(all, n, op_block<qlstm_gru_s8_params>(o));
       return c != nullptr ? c->name : nullptr;
     }
   }

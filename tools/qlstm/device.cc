@@ -107,10 +107,10 @@ BundleCase single_op_case(const std::string& name, const qlstm_lstm_s8_params& p
   c.name = name;
   qlstm_op op{};
   op.kind = QLSTM_OP_LSTM_S8;
-  op.lstm = params;
+  op.params = &params;
   op.input_buffer = 0;
   op.output_buffer = 1;
-  c.ops = {op};
+  c.ops = {OwnedOp(op)};
   c.buffer_widths = {params.dims.input_size, params.output_width > 0 ? params.output_width : params.dims.hidden_size};
   return c;
 }
@@ -118,7 +118,7 @@ BundleCase single_op_case(const std::string& name, const qlstm_lstm_s8_params& p
 BundleCase program_case(const std::string& name, const qlstm_program& program, int32_t time_steps) {
   BundleCase c;
   c.name = name;
-  c.ops.assign(program.ops, program.ops + program.op_count);
+  for (int32_t k = 0; k < program.op_count; ++k) c.ops.emplace_back(program.ops[k]);  // each with a copy of its block
   c.buffer_widths.assign(program.buffer_widths, program.buffer_widths + program.buffer_count);
   c.buffer_steps.assign(program.buffer_steps, program.buffer_steps + program.buffer_count);
   if (program.buffer_types != nullptr) {
@@ -137,8 +137,8 @@ struct CallShape {
   int32_t batch, time_steps, layout;
 };
 CallShape call_shape(const BundleCase& c) {
-  if (c.batch == 0 && !c.ops.empty() && c.ops.front().kind == QLSTM_OP_LSTM_S8) {
-    const qlstm_lstm_s8_params& p = c.ops.front().lstm;
+  if (c.batch == 0 && !c.ops.empty() && c.ops.front().op.kind == QLSTM_OP_LSTM_S8) {
+    const qlstm_lstm_s8_params& p = op_block<qlstm_lstm_s8_params>(c.ops.front().op);
     return {p.dims.batch, p.dims.time_steps, p.layout};
   }
   return {c.batch, c.time_steps, c.layout};
@@ -212,8 +212,10 @@ std::string bundle(const std::vector<BundleCase>& cases) {
                                 c.final_h,
                                 c.final_c};
     bundle::visit_case_header(v, w);
-    for (const qlstm_op& op : c.ops) visit_op_fields(op, w);
-    const bundle::CaseSizes n = bundle::case_sizes(v, c.ops.data());
+    std::vector<qlstm_op> ops;
+    for (const OwnedOp& o : c.ops) ops.push_back(o.op);
+    for (const qlstm_op& op : ops) visit_op_fields(op, w);
+    const bundle::CaseSizes n = bundle::case_sizes(v, ops.data());
     if (n.input < 0) throw DeviceError("bundle: case '" + c.name + "' is too large");
     bundle::visit_case_data(v, n, w);
   });

@@ -13,6 +13,7 @@
 #include "qlstm/fully_connected_s16.h"
 #include "qlstm/lstm_s16.h"
 #include "qlstm/lstm_s8.h"
+#include "qlstm/params_codec.h"
 #include "qlstm/program_s8.h"
 
 namespace qlstm {
@@ -46,7 +47,7 @@ Target find_target(const std::string& cpu);
 // the first and last buffers' element types (int16 little-endian in a 16x8 program).
 struct BundleCase {
   std::string name;
-  std::vector<qlstm_op> ops;
+  std::vector<OwnedOp> ops;  // each with its own copy of its block
   std::vector<int32_t> buffer_widths;
   std::vector<int32_t> buffer_steps;  // a qlstm_buffer_steps per buffer; empty: every step
   std::vector<int32_t> buffer_types;  // a qlstm_element_type per buffer; empty: every buffer int8

@@ -550,7 +550,7 @@ std::string device_bundle(const std::vector<VectorFile>& files) {
                       const std::vector<int8_t>& input, const std::vector<int8_t>& expected) {
     device::BundleCase b;
     b.name = name;
-    b.ops = {op};
+    b.ops = {OwnedOp(op)};  // a copy of the block the caller's op points to
     b.buffer_widths = {in_width, out_width};
     b.batch = rows;
     b.time_steps = 1;
@@ -566,16 +566,17 @@ std::string device_bundle(const std::vector<VectorFile>& files) {
       out.push_back(std::move(b));
     }
     for (const FcCase& c : f.fc_cases) {
+      const qlstm_fc_s8_params params = c.params();
       qlstm_op op{};
       op.kind = QLSTM_OP_FULLY_CONNECTED_S8;
-      op.fc = c.params();
+      op.params = &params;
       op.output_buffer = 1;
       row_case(c.name, op, c.block.rows, c.block.input_size, c.block.output_size, c.input, c.expected_output);
     }
     for (const SoftmaxCase& c : f.softmax_cases) {
       qlstm_op op{};
       op.kind = QLSTM_OP_SOFTMAX_S8;
-      op.softmax = c.params;
+      op.params = &c.params;
       op.output_buffer = 1;
       row_case(c.name, op, c.params.rows, c.params.row_size, c.params.row_size, c.input, c.expected_output);
     }

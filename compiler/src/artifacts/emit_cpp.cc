@@ -68,15 +68,14 @@ const char* element_symbol(int32_t type) {
 const char* element_c_type(int32_t type) { return type == QLSTM_ELEMENT_S16 ? "int16_t" : "int8_t"; }
 const char* element_word(int32_t type) { return type == QLSTM_ELEMENT_S16 ? "int16" : "int8"; }
 
-// Visitors of qlstm::visit_op_fields (runtime/include/qlstm/params_codec.h): the arrays of a
-// parameter block as static const arrays, then the block as a nested initializer naming them
-// ({} for the blocks of the other kinds).
+// Visitors of qlstm::visit_op_fields / visit_block_fields (runtime/include/qlstm/params_codec.h):
+// the arrays of a parameter block as static const arrays, then the block as a nested initializer
+// naming them.
 class ArrayDeclarations {
  public:
   ArrayDeclarations(std::ostringstream& s, std::string prefix) : s_(s), prefix_(std::move(prefix)) {}
   void open(const char*) {}
   void close() {}
-  void unused(const char*) {}
   void i32(const char*, int32_t) {}
   template <class T>
   void array(const char* name, const T* data, int64_t count) {
@@ -105,10 +104,6 @@ class Initializer {
   void close() {
     s_ << "}";
     first_ = false;
-  }
-  void unused(const char*) {
-    separate();
-    s_ << "{}";
   }
   void i32(const char* name, int32_t v) {
     separate();
@@ -289,7 +284,8 @@ void ProgramEmitter::prepare() {
   one_row = std::string("the ") + last_kind + "'s final hidden state";
   for (const qlstm_op& o : ops) {
     if (o.kind != QLSTM_OP_SELECT_STEP) continue;
-    one_row = o.select.step == -1 ? std::string("the last time step") : "time step " + std::to_string(o.select.step);
+    const int32_t step = op_block<qlstm_select_step_params>(o).step;
+    one_row = step == -1 ? std::string("the last time step") : "time step " + std::to_string(step);
   }
   typed = !m.all_s8();
   in_type = m.buffers.front().type, out_type = m.buffers.back().type;
@@ -452,13 +448,25 @@ void ProgramEmitter::source_data(std::ostringstream& s) const {
 }
 
 void ProgramEmitter::source_table(std::ostringstream& s) const {
-  // The program as data: one qlstm_op per op (its parameter block in flash), run by the runtime.
-  s << "\nconst qlstm_op kOps[" << upper << "_OPS] = {\n";
+  // The program as data, in flash: each op's parameter block, then one qlstm_op per op pointing to
+  // it (its kind, its block, its buffers), run by the runtime.
+  s << "\n";
   for (int32_t k = 0; k < n_ops; ++k) {
-    s << "  // op " << k << ": " << describe_op(ops[static_cast<size_t>(k)], m.ops[static_cast<size_t>(k)]) << "\n  ";
-    Initializer init(s, "kOp" + std::to_string(k) + "_", "    ");
-    visit_op_fields(ops[static_cast<size_t>(k)], init);
-    s << ",\n";
+    const qlstm_op& o = ops[static_cast<size_t>(k)];
+    const char* type = op_block_type(o.kind);
+    if (type == nullptr) throw CompileError("emit: no parameter block for op kind " + std::to_string(o.kind));
+    const std::string prefix = "kOp" + std::to_string(k) + "_";
+    s << "// op " << k << ": " << describe_op(o, m.ops[static_cast<size_t>(k)]) << "\nconst " << type << " " << prefix
+      << "params = ";
+    Initializer init(s, prefix, "  ");
+    visit_block_fields(o, init);
+    s << ";\n";
+  }
+  s << "const qlstm_op kOps[" << upper << "_OPS] = {\n";
+  for (int32_t k = 0; k < n_ops; ++k) {
+    const qlstm_op& o = ops[static_cast<size_t>(k)];
+    s << "  {" << kind_symbol(o.kind) << ", &kOp" << k << "_params, " << o.input_buffer << ", " << o.output_buffer << ", "
+      << o.output_offset << ", " << o.state_offset << "},\n";
   }
   s << "};\nconst int32_t kBufferWidths[" << n_buffers << "] = {";
   for (int32_t b = 0; b < n_buffers; ++b) s << (b ? ", " : "") << rt.widths[static_cast<size_t>(b)];

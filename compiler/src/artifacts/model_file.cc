@@ -166,8 +166,8 @@ std::string serialize_model(const CompiledModel& m) {
     buffers.push_back(fb::CreateBuffer(b, buf.width, &q, buf.steps, buf.type));
   }
   // Every op's parameter block as the runtime's record (batch 1, no time steps: the call's).
-  const std::vector<qlstm_op> kernel_ops =
-      runtime_program(m, 1, 0, m.batch_first ? Layout::kBatchMajor : Layout::kTimeMajor).ops;
+  const RuntimeProgram table = runtime_program(m, 1, 0, m.batch_first ? Layout::kBatchMajor : Layout::kTimeMajor);
+  const std::vector<qlstm_op>& kernel_ops = table.ops;  // their params point into table
   std::vector<flatbuffers::Offset<fb::Op>> ops;
   for (size_t k = 0; k < m.ops.size(); ++k) {
     const ProgramOp& op = m.ops[k];

@@ -91,9 +91,10 @@ std::vector<int16_t> QuantizedLstmS16::run_s16(const std::vector<int16_t>& x, co
   if (x.size() != static_cast<size_t>(B) * static_cast<size_t>(T) * static_cast<size_t>(d_.input_size)) {
     throw CompileError("QuantizedLstmS16::run_s16: the input does not hold B x T x I values");
   }
+  qlstm_lstm_s16_params params = d_.kernel_params(B, 0, shape.layout);
   qlstm_op op{};
   op.kind = QLSTM_OP_LSTM_S16;
-  op.lstm_s16 = d_.kernel_params(B, 0, shape.layout);
+  op.params = &params;
   op.input_buffer = 0;
   op.output_buffer = 1;
   const int32_t widths[2] = {d_.input_size, H};
@@ -102,9 +103,9 @@ std::vector<int16_t> QuantizedLstmS16::run_s16(const std::vector<int16_t>& x, co
   const qlstm_program program = {&op, 1, 2, widths, 2 * rows, steps, B,
                                  shape.layout == Layout::kTimeMajor ? QLSTM_LAYOUT_TIME_MAJOR : QLSTM_LAYOUT_BATCH_MAJOR,
                                  types};
-  op.lstm_s16.dims.time_steps = T;
+  params.dims.time_steps = T;
   const size_t scratch_bytes = qlstm_op_scratch_bytes(&op);
-  op.lstm_s16.dims.time_steps = 0;
+  params.dims.time_steps = 0;
   struct alignas(QLSTM_SCRATCH_ALIGNMENT) Block {
     unsigned char bytes[QLSTM_SCRATCH_ALIGNMENT];
   };

@@ -10,8 +10,11 @@ namespace compiler {
 namespace ops {
 namespace {
 
-void to_kernel(const ProgramOp& op, int32_t, int32_t, Layout, int32_t, qlstm_op* o) {
-  o->fc_s16 = op.fc_s16.kernel_params(0);
+const qlstm_fc_s16_params& block_of(const qlstm_op& o) { return op_block<qlstm_fc_s16_params>(o); }
+
+const void* to_kernel(const ProgramOp& op, int32_t, int32_t, Layout, int32_t, OpBlock* block) {
+  block->fc_s16 = op.fc_s16.kernel_params(0);
+  return &block->fc_s16;
 }
 
 bool boundary(const ProgramOp& op, OpBoundary* b) {
@@ -32,12 +35,12 @@ void report(const ProgramOp& op, nlohmann::json* row) {
 }
 
 std::string describe(const qlstm_op& o, const ProgramOp& op) {
-  return "16x8 fully connected " + std::to_string(o.fc_s16.input_size) + " -> " + std::to_string(o.fc_s16.output_size) +
+  return "16x8 fully connected " + std::to_string(block_of(o).input_size) + " -> " + std::to_string(block_of(o).output_size) +
          (op.fc_s16.fused_activation.empty() ? "" : ", fused " + op.fc_s16.fused_activation);
 }
 
 std::vector<uint8_t> encode(const qlstm_op& o) {
-  return encode_record(o.fc_s16, [](qlstm_fc_s16_params& p, auto& w) { visit_fc_s16_op_fields(p, w); });
+  return encode_record(block_of(o), [](qlstm_fc_s16_params& p, auto& w) { visit_fc_s16_op_fields(p, w); });
 }
 
 void file_extras(const ProgramOp& op, std::vector<double>* weight_scales, std::string* label) {
@@ -62,7 +65,7 @@ void decode(const OpFileRecord& r, const OpFileOrigin& from, ProgramOp* op) {
 }
 
 int64_t macs(const qlstm_op& o, int64_t in_positions, int64_t, int64_t) {
-  return in_positions * o.fc_s16.input_size * o.fc_s16.output_size;
+  return in_positions * block_of(o).input_size * block_of(o).output_size;
 }
 
 }  // namespace

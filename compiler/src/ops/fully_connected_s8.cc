@@ -10,7 +10,12 @@ namespace compiler {
 namespace ops {
 namespace {
 
-void to_kernel(const ProgramOp& op, int32_t, int32_t, Layout, int32_t, qlstm_op* o) { o->fc = op.fc.kernel_params(0); }
+const qlstm_fc_s8_params& block_of(const qlstm_op& o) { return op_block<qlstm_fc_s8_params>(o); }
+
+const void* to_kernel(const ProgramOp& op, int32_t, int32_t, Layout, int32_t, OpBlock* block) {
+  block->fc = op.fc.kernel_params(0);
+  return &block->fc;
+}
 
 bool boundary(const ProgramOp& op, OpBoundary* b) {
   *b = {op.fc.input, op.fc.output, op.fc.input_size, op.fc.output_size};
@@ -32,13 +37,13 @@ void report(const ProgramOp& op, nlohmann::json* row) {
 }
 
 std::string describe(const qlstm_op& o, const ProgramOp& op) {
-  return "fully connected " + std::to_string(o.fc.input_size) + " -> " + std::to_string(o.fc.output_size) +
-         (o.fc.per_channel != 0 ? ", one multiplier per output" : ", one multiplier") +
+  return "fully connected " + std::to_string(block_of(o).input_size) + " -> " + std::to_string(block_of(o).output_size) +
+         (block_of(o).per_channel != 0 ? ", one multiplier per output" : ", one multiplier") +
          (op.fc.fused_activation.empty() ? "" : ", fused " + op.fc.fused_activation);
 }
 
 std::vector<uint8_t> encode(const qlstm_op& o) {
-  return encode_record(o.fc, [](qlstm_fc_s8_params& p, auto& w) { visit_fc_s8_fields(p, w); });
+  return encode_record(block_of(o), [](qlstm_fc_s8_params& p, auto& w) { visit_fc_s8_fields(p, w); });
 }
 
 void file_extras(const ProgramOp& op, std::vector<double>* weight_scales, std::string* label) {
@@ -68,7 +73,7 @@ qlstm_status run_rows(const ProgramOp& op, const int8_t* x, int32_t rows, std::v
 }
 
 int64_t macs(const qlstm_op& o, int64_t in_positions, int64_t, int64_t) {
-  return in_positions * o.fc.input_size * o.fc.output_size;
+  return in_positions * block_of(o).input_size * block_of(o).output_size;
 }
 
 }  // namespace

@@ -10,9 +10,12 @@ namespace compiler {
 namespace ops {
 namespace {
 
-void to_kernel(const ProgramOp& op, int32_t B, int32_t T, Layout layout, int32_t output_width, qlstm_op* o) {
-  o->gru = op.gru.kernel_params(B, T, layout);
-  o->gru.output_width = output_width;
+const qlstm_gru_s8_params& block_of(const qlstm_op& o) { return op_block<qlstm_gru_s8_params>(o); }
+
+const void* to_kernel(const ProgramOp& op, int32_t B, int32_t T, Layout layout, int32_t output_width, OpBlock* block) {
+  block->gru = op.gru.kernel_params(B, T, layout);
+  block->gru.output_width = output_width;
+  return &block->gru;
 }
 
 bool boundary(const ProgramOp& op, OpBoundary* b) {
@@ -30,10 +33,10 @@ void report(const ProgramOp& op, nlohmann::json* row) {
   report_recurrent(op.gru.time_direction, op.gru.output_steps, row);
 }
 
-std::string describe(const qlstm_op& o, const ProgramOp&) { return describe_recurrent("GRU", o.gru); }
+std::string describe(const qlstm_op& o, const ProgramOp&) { return describe_recurrent("GRU", block_of(o)); }
 
 std::vector<uint8_t> encode(const qlstm_op& o) {
-  return encode_record(o.gru, [](qlstm_gru_s8_params& p, auto& w) { visit_gru_s8_fields(p, w); });
+  return encode_record(block_of(o), [](qlstm_gru_s8_params& p, auto& w) { visit_gru_s8_fields(p, w); });
 }
 
 void file_extras(const ProgramOp& op, std::vector<double>* weight_scales, std::string*) {
@@ -64,7 +67,7 @@ void decode(const OpFileRecord& r, const OpFileOrigin& from, ProgramOp* op) {
 }
 
 int64_t macs(const qlstm_op& o, int64_t, int64_t B, int64_t T) {
-  return B * T * QLSTM_GRU_GATE_COUNT * o.gru.dims.hidden_size * (o.gru.dims.input_size + o.gru.dims.hidden_size);
+  return B * T * QLSTM_GRU_GATE_COUNT * block_of(o).dims.hidden_size * (block_of(o).dims.input_size + block_of(o).dims.hidden_size);
 }
 
 // Its state: one Q0.15 h in the cell array (its hidden rows unused), no c.

@@ -25,9 +25,12 @@ std::vector<int16_t> s16_state_block(const std::vector<int16_t>& constant, size_
 namespace ops {
 namespace {
 
-void to_kernel(const ProgramOp& op, int32_t B, int32_t T, Layout layout, int32_t output_width, qlstm_op* o) {
-  o->lstm_s16 = op.lstm_s16.kernel_params(B, T, layout);
-  o->lstm_s16.output_width = output_width;
+const qlstm_lstm_s16_params& block_of(const qlstm_op& o) { return op_block<qlstm_lstm_s16_params>(o); }
+
+const void* to_kernel(const ProgramOp& op, int32_t B, int32_t T, Layout layout, int32_t output_width, OpBlock* block) {
+  block->lstm_s16 = op.lstm_s16.kernel_params(B, T, layout);
+  block->lstm_s16.output_width = output_width;
+  return &block->lstm_s16;
 }
 
 bool boundary(const ProgramOp& op, OpBoundary* b) {
@@ -52,10 +55,10 @@ void report(const ProgramOp& op, nlohmann::json* row) {
   report_recurrent(op.lstm_s16.time_direction, op.lstm_s16.output_steps, row);
 }
 
-std::string describe(const qlstm_op& o, const ProgramOp&) { return describe_recurrent("16x8 LSTM", o.lstm_s16); }
+std::string describe(const qlstm_op& o, const ProgramOp&) { return describe_recurrent("16x8 LSTM", block_of(o)); }
 
 std::vector<uint8_t> encode(const qlstm_op& o) {
-  return encode_record(o.lstm_s16, [](qlstm_lstm_s16_params& p, auto& w) { visit_lstm_s16_fields(p, w); });
+  return encode_record(block_of(o), [](qlstm_lstm_s16_params& p, auto& w) { visit_lstm_s16_fields(p, w); });
 }
 
 void file_extras(const ProgramOp& op, std::vector<double>* weight_scales, std::string*) {
@@ -77,8 +80,8 @@ void decode(const OpFileRecord& r, const OpFileOrigin& from, ProgramOp* op) {
 }
 
 int64_t macs(const qlstm_op& o, int64_t, int64_t B, int64_t T) {
-  return B * T * QLSTM_GATE_COUNT * o.lstm_s16.dims.hidden_size *
-         (o.lstm_s16.dims.input_size + o.lstm_s16.dims.hidden_size);
+  return B * T * QLSTM_GATE_COUNT * block_of(o).dims.hidden_size *
+         (block_of(o).dims.input_size + block_of(o).dims.hidden_size);
 }
 
 // Its state, int16 only, in the cell array: B x H c at 2^P, then B x H h at its output scale (its

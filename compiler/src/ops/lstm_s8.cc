@@ -9,9 +9,12 @@ namespace compiler {
 namespace ops {
 namespace {
 
-void to_kernel(const ProgramOp& op, int32_t B, int32_t T, Layout layout, int32_t output_width, qlstm_op* o) {
-  o->lstm = op.lstm.kernel_params(B, T, layout);
-  o->lstm.output_width = output_width;
+const qlstm_lstm_s8_params& block_of(const qlstm_op& o) { return op_block<qlstm_lstm_s8_params>(o); }
+
+const void* to_kernel(const ProgramOp& op, int32_t B, int32_t T, Layout layout, int32_t output_width, OpBlock* block) {
+  block->lstm = op.lstm.kernel_params(B, T, layout);
+  block->lstm.output_width = output_width;
+  return &block->lstm;
 }
 
 bool boundary(const ProgramOp& op, OpBoundary* b) {
@@ -31,10 +34,10 @@ void report(const ProgramOp& op, nlohmann::json* row) {
   report_recurrent(op.lstm.time_direction, op.lstm.output_steps, row);
 }
 
-std::string describe(const qlstm_op& o, const ProgramOp&) { return describe_recurrent("LSTM", o.lstm); }
+std::string describe(const qlstm_op& o, const ProgramOp&) { return describe_recurrent("LSTM", block_of(o)); }
 
 std::vector<uint8_t> encode(const qlstm_op& o) {
-  return encode_record(o.lstm, [](qlstm_lstm_s8_params& p, auto& w) { visit_lstm_s8_fields(p, w); });
+  return encode_record(block_of(o), [](qlstm_lstm_s8_params& p, auto& w) { visit_lstm_s8_fields(p, w); });
 }
 
 void file_extras(const ProgramOp& op, std::vector<double>* weight_scales, std::string*) {
@@ -59,7 +62,7 @@ void decode(const OpFileRecord& r, const OpFileOrigin& from, ProgramOp* op) {
 }
 
 int64_t macs(const qlstm_op& o, int64_t, int64_t B, int64_t T) {
-  return B * T * QLSTM_GATE_COUNT * o.lstm.dims.hidden_size * (o.lstm.dims.input_size + o.lstm.dims.hidden_size);
+  return B * T * QLSTM_GATE_COUNT * block_of(o).dims.hidden_size * (block_of(o).dims.input_size + block_of(o).dims.hidden_size);
 }
 
 // Its state: h int8 at its output quantization in the hidden array, c at 2^P in the cell array.

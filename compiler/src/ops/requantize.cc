@@ -9,10 +9,13 @@ namespace compiler {
 namespace ops {
 namespace {
 
+const qlstm_requantize_params& block_of(const qlstm_op& o) { return op_block<qlstm_requantize_params>(o); }
+
 const char* element_word(int32_t type) { return type == QLSTM_ELEMENT_S16 ? "int16" : "int8"; }
 
-void to_kernel(const ProgramOp& op, int32_t, int32_t, Layout, int32_t, qlstm_op* o) {
-  o->requantize = op.requantize.kernel_params(0);
+const void* to_kernel(const ProgramOp& op, int32_t, int32_t, Layout, int32_t, OpBlock* block) {
+  block->requantize = op.requantize.kernel_params(0);
+  return &block->requantize;
 }
 
 bool boundary(const ProgramOp& op, OpBoundary* b) {
@@ -25,12 +28,12 @@ void memory(const ProgramOp&, int32_t, ProgramMemory*, ProgramMemory::Op*) {}  /
 void report(const ProgramOp&, nlohmann::json*) {}
 
 std::string describe(const qlstm_op& o, const ProgramOp&) {
-  return std::string("requantization ") + element_word(o.requantize.input_type) + " -> " +
-         element_word(o.requantize.output_type) + " of " + std::to_string(o.requantize.row_size);
+  return std::string("requantization ") + element_word(block_of(o).input_type) + " -> " +
+         element_word(block_of(o).output_type) + " of " + std::to_string(block_of(o).row_size);
 }
 
 std::vector<uint8_t> encode(const qlstm_op& o) {
-  return encode_record(o.requantize, [](qlstm_requantize_params& p, auto& w) { visit_requantize_fields(p, w); });
+  return encode_record(block_of(o), [](qlstm_requantize_params& p, auto& w) { visit_requantize_fields(p, w); });
 }
 
 void file_extras(const ProgramOp&, std::vector<double>*, std::string*) {}

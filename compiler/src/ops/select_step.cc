@@ -9,8 +9,11 @@ namespace compiler {
 namespace ops {
 namespace {
 
-void to_kernel(const ProgramOp& op, int32_t, int32_t, Layout, int32_t, qlstm_op* o) {
-  o->select = op.select.kernel_params();
+const qlstm_select_step_params& block_of(const qlstm_op& o) { return op_block<qlstm_select_step_params>(o); }
+
+const void* to_kernel(const ProgramOp& op, int32_t, int32_t, Layout, int32_t, OpBlock* block) {
+  block->select = op.select.kernel_params();
+  return &block->select;
 }
 
 bool boundary(const ProgramOp& op, OpBoundary* b) {
@@ -23,12 +26,12 @@ void memory(const ProgramOp&, int32_t, ProgramMemory*, ProgramMemory::Op*) {}  /
 void report(const ProgramOp& op, nlohmann::json* row) { (*row)["step"] = op.select.step; }
 
 std::string describe(const qlstm_op& o, const ProgramOp&) {
-  return "time step " + std::to_string(o.select.step) + " of each sequence, " + std::to_string(o.select.row_size) +
+  return "time step " + std::to_string(block_of(o).step) + " of each sequence, " + std::to_string(block_of(o).row_size) +
          " wide";
 }
 
 std::vector<uint8_t> encode(const qlstm_op& o) {
-  return encode_record(o.select, [](qlstm_select_step_params& p, auto& w) { visit_select_step_fields(p, w); });
+  return encode_record(block_of(o), [](qlstm_select_step_params& p, auto& w) { visit_select_step_fields(p, w); });
 }
 
 void file_extras(const ProgramOp&, std::vector<double>*, std::string*) {}

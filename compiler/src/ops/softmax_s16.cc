@@ -9,8 +9,11 @@ namespace compiler {
 namespace ops {
 namespace {
 
-void to_kernel(const ProgramOp& op, int32_t, int32_t, Layout, int32_t, qlstm_op* o) {
-  o->softmax_s16 = op.softmax_s16.kernel_params(0);
+const qlstm_softmax_s16_params& block_of(const qlstm_op& o) { return op_block<qlstm_softmax_s16_params>(o); }
+
+const void* to_kernel(const ProgramOp& op, int32_t, int32_t, Layout, int32_t, OpBlock* block) {
+  block->softmax_s16 = op.softmax_s16.kernel_params(0);
+  return &block->softmax_s16;
 }
 
 bool boundary(const ProgramOp& op, OpBoundary* b) {
@@ -26,11 +29,11 @@ void report(const ProgramOp& op, nlohmann::json* row) {
 }
 
 std::string describe(const qlstm_op& o, const ProgramOp&) {
-  return "16x8 softmax over " + std::to_string(o.softmax_s16.row_size);
+  return "16x8 softmax over " + std::to_string(block_of(o).row_size);
 }
 
 std::vector<uint8_t> encode(const qlstm_op& o) {
-  return encode_record(o.softmax_s16, [](qlstm_softmax_s16_params& p, auto& w) { visit_softmax_s16_fields(p, w); });
+  return encode_record(block_of(o), [](qlstm_softmax_s16_params& p, auto& w) { visit_softmax_s16_fields(p, w); });
 }
 
 void file_extras(const ProgramOp&, std::vector<double>*, std::string*) {}

@@ -10,8 +10,11 @@ namespace compiler {
 namespace ops {
 namespace {
 
-void to_kernel(const ProgramOp& op, int32_t, int32_t, Layout, int32_t, qlstm_op* o) {
-  o->softmax = op.softmax.kernel_params(0);
+const qlstm_softmax_s8_params& block_of(const qlstm_op& o) { return op_block<qlstm_softmax_s8_params>(o); }
+
+const void* to_kernel(const ProgramOp& op, int32_t, int32_t, Layout, int32_t, OpBlock* block) {
+  block->softmax = op.softmax.kernel_params(0);
+  return &block->softmax;
 }
 
 bool boundary(const ProgramOp& op, OpBoundary* b) {
@@ -27,11 +30,11 @@ void report(const ProgramOp& op, nlohmann::json* row) {
 }
 
 std::string describe(const qlstm_op& o, const ProgramOp&) {
-  return "softmax over " + std::to_string(o.softmax.row_size);
+  return "softmax over " + std::to_string(block_of(o).row_size);
 }
 
 std::vector<uint8_t> encode(const qlstm_op& o) {
-  return encode_record(o.softmax, [](qlstm_softmax_s8_params& p, auto& w) { visit_softmax_s8_fields(p, w); });
+  return encode_record(block_of(o), [](qlstm_softmax_s8_params& p, auto& w) { visit_softmax_s8_fields(p, w); });
 }
 
 void file_extras(const ProgramOp&, std::vector<double>*, std::string*) {}

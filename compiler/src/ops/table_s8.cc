@@ -10,8 +10,11 @@ namespace compiler {
 namespace ops {
 namespace {
 
-void to_kernel(const ProgramOp& op, int32_t, int32_t, Layout, int32_t, qlstm_op* o) {
-  o->table = op.table.kernel_params(0);
+const qlstm_table_s8_params& block_of(const qlstm_op& o) { return op_block<qlstm_table_s8_params>(o); }
+
+const void* to_kernel(const ProgramOp& op, int32_t, int32_t, Layout, int32_t, OpBlock* block) {
+  block->table = op.table.kernel_params(0);
+  return &block->table;
 }
 
 bool boundary(const ProgramOp& op, OpBoundary* b) {
@@ -30,11 +33,11 @@ void report(const ProgramOp& op, nlohmann::json* row) {
 
 std::string describe(const qlstm_op& o, const ProgramOp& op) {
   return "table " + (op.table.function.empty() ? std::string("activation") : op.table.function) + " on " +
-         std::to_string(o.table.row_size);
+         std::to_string(block_of(o).row_size);
 }
 
 std::vector<uint8_t> encode(const qlstm_op& o) {
-  return encode_record(o.table, [](qlstm_table_s8_params& p, auto& w) { visit_table_s8_fields(p, w); });
+  return encode_record(block_of(o), [](qlstm_table_s8_params& p, auto& w) { visit_table_s8_fields(p, w); });
 }
 
 void file_extras(const ProgramOp& op, std::vector<double>*, std::string* label) { *label = op.table.function; }

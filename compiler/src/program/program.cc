@@ -657,6 +657,7 @@ RuntimeProgram runtime_program(const CompiledModel& m, int32_t B, int32_t T, Lay
   r.batch = B;
   r.layout = layout == Layout::kTimeMajor ? QLSTM_LAYOUT_TIME_MAJOR : QLSTM_LAYOUT_BATCH_MAJOR;
   int32_t lstm_index = 0;
+  r.blocks.assign(m.ops.size(), OpBlock{});  // sized once: the ops point into it
   for (const ProgramOp& op : m.ops) {
     qlstm_op o{};
     o.kind = op.kind;
@@ -668,7 +669,9 @@ RuntimeProgram runtime_program(const CompiledModel& m, int32_t B, int32_t T, Lay
     }
     if (op.recurrent()) o.state_offset = state_offset(hs, lstm_index++, B);
     // An unknown kind is left for the validation to name.
-    if (const OpKind* kind = find_op_kind(op.kind)) kind->to_kernel(op, B, T, layout, output_width, &o);
+    if (const OpKind* kind = find_op_kind(op.kind)) {
+      o.params = kind->to_kernel(op, B, T, layout, output_width, &r.blocks[r.ops.size()]);
+    }
     o.input_buffer = op.input_buffer;
     o.output_buffer = op.output_buffer;
     o.output_offset = op.output_offset;

@@ -10,7 +10,6 @@
 //   void open(const char* name);   void close();           an aggregate: the block, dims, a gate, a requant
 //   void i32(const char* name, int32_t& field);          every scalar (const int32_t& for a const block)
 //   template <class T> void array(const char* name, const T*& data, int64_t count);
-//   void unused(const char* name);                       a block of another op kind (visit_op_fields)
 // Array extents follow from the dims visited before them (count < 0: the dims are invalid).
 // Names are full paths, e.g. "gates[forget].input_to_q3_12.shift", static strings.
 #ifndef QLSTM_PARAMS_CODEC_H_
@@ -304,28 +303,135 @@ void offset(V& v, const char* name, size_t& field) {
 }
 }  // namespace codec_detail
 
-// One op of a program (qlstm_op or const qlstm_op): its kind, its kind's parameter block, its
-// wiring. The blocks of the other kinds are visited as unused(name), in the struct's order (an
-// initializer writes {} for them). An unknown kind visits no block (a reader then stops at the
-// next field, or validation refuses the kind).
+// The block an op's params points to, as its kind's type P (the op's kind must be P's).
+template <class P>
+const P& op_block(const qlstm_op& op) {
+  return *static_cast<const P*>(op.params);
+}
+
+// Every kind's block: X(kind, member, block type, visitor of its fields), in qlstm_op_kind order.
+#define QLSTM_OP_BLOCKS(X)                                                                    \
+  X(QLSTM_OP_LSTM_S8, lstm, qlstm_lstm_s8_params, visit_lstm_s8_fields)                       \
+  X(QLSTM_OP_FULLY_CONNECTED_S8, fc, qlstm_fc_s8_params, visit_fc_s8_fields)                  \
+  X(QLSTM_OP_SOFTMAX_S8, softmax, qlstm_softmax_s8_params, visit_softmax_s8_fields)           \
+  X(QLSTM_OP_TABLE_S8, table, qlstm_table_s8_params, visit_table_s8_fields)                   \
+  X(QLSTM_OP_SELECT_STEP, select, qlstm_select_step_params, visit_select_step_fields)         \
+  X(QLSTM_OP_GRU_S8, gru, qlstm_gru_s8_params, visit_gru_s8_fields)                           \
+  X(QLSTM_OP_LSTM_S16, lstm_s16, qlstm_lstm_s16_params, visit_lstm_s16_fields)                \
+  X(QLSTM_OP_FULLY_CONNECTED_S16, fc_s16, qlstm_fc_s16_params, visit_fc_s16_op_fields)        \
+  X(QLSTM_OP_REQUANTIZE, requantize, qlstm_requantize_params, visit_requantize_fields)        \
+  X(QLSTM_OP_SOFTMAX_S16, softmax_s16, qlstm_softmax_s16_params, visit_softmax_s16_fields)
+
+// Room for one op's block of any kind: where a reader of op records (the device bundle, the
+// model file, the host's table) keeps the block the op's params points to.
+union OpBlock {
+#define QLSTM_BLOCK_MEMBER(kind, member, type, visit) type member;
+  QLSTM_OP_BLOCKS(QLSTM_BLOCK_MEMBER)
+#undef QLSTM_BLOCK_MEMBER
+};
+
+namespace codec_detail {
+// Reading: the block of the kind read into `block`; returns where op.params must point (NULL for
+// an unknown kind, which visits nothing).
+template <class V>
+const void* visit_block(int32_t kind, OpBlock& block, V& v) {
+  switch (kind) {
+#define QLSTM_BLOCK_READ(kind, member, type, visit) \
+  case kind: visit(block.member, v); return &block.member;
+    QLSTM_OP_BLOCKS(QLSTM_BLOCK_READ)
+#undef QLSTM_BLOCK_READ
+    default: return nullptr;
+  }
+}
+
+// Writing: the block `params` points to, as its kind's type.
+template <class V>
+void visit_block(int32_t kind, const void* params, V& v) {
+  switch (kind) {
+#define QLSTM_BLOCK_WRITE(kind, member, type, visit) \
+  case kind: visit(*static_cast<const type*>(params), v); return;
+    QLSTM_OP_BLOCKS(QLSTM_BLOCK_WRITE)
+#undef QLSTM_BLOCK_WRITE
+    default: return;
+  }
+}
+
 template <class Op, class V>
-void visit_op_fields(Op& op, V& v) {
-  v.open("op");
-  v.i32("kind", op.kind);
-  if (op.kind == QLSTM_OP_LSTM_S8) visit_lstm_s8_fields(op.lstm, v); else v.unused("lstm");
-  if (op.kind == QLSTM_OP_FULLY_CONNECTED_S8) visit_fc_s8_fields(op.fc, v); else v.unused("fc");
-  if (op.kind == QLSTM_OP_SOFTMAX_S8) visit_softmax_s8_fields(op.softmax, v); else v.unused("softmax");
-  if (op.kind == QLSTM_OP_TABLE_S8) visit_table_s8_fields(op.table, v); else v.unused("table");
-  if (op.kind == QLSTM_OP_SELECT_STEP) visit_select_step_fields(op.select, v); else v.unused("select");
-  if (op.kind == QLSTM_OP_GRU_S8) visit_gru_s8_fields(op.gru, v); else v.unused("gru");
-  if (op.kind == QLSTM_OP_LSTM_S16) visit_lstm_s16_fields(op.lstm_s16, v); else v.unused("lstm_s16");
-  if (op.kind == QLSTM_OP_FULLY_CONNECTED_S16) visit_fc_s16_op_fields(op.fc_s16, v); else v.unused("fc_s16");
-  if (op.kind == QLSTM_OP_REQUANTIZE) visit_requantize_fields(op.requantize, v); else v.unused("requantize");
-  if (op.kind == QLSTM_OP_SOFTMAX_S16) visit_softmax_s16_fields(op.softmax_s16, v); else v.unused("softmax_s16");
+void visit_wiring(Op& op, V& v) {
   v.i32("input_buffer", op.input_buffer);
   v.i32("output_buffer", op.output_buffer);
   v.i32("output_offset", op.output_offset);
-  codec_detail::offset(v, "state_offset", op.state_offset);
+  offset(v, "state_offset", op.state_offset);
+}
+}  // namespace codec_detail
+
+// Copies the block op's params points to into *to, as its kind's type; returns where a copy of
+// op must point (NULL for NULL params or an unknown kind).
+inline const void* copy_op_block(const qlstm_op& op, OpBlock* to) {
+  if (op.params == nullptr) return nullptr;
+  switch (op.kind) {
+#define QLSTM_BLOCK_COPY(kind, member, type, visit) \
+  case kind: to->member = *static_cast<const type*>(op.params); return &to->member;
+    QLSTM_OP_BLOCKS(QLSTM_BLOCK_COPY)
+#undef QLSTM_BLOCK_COPY
+    default: return nullptr;
+  }
+}
+
+// The C type of the kind's block ("qlstm_lstm_s8_params"), or NULL for an unknown kind: the
+// emitted source's block declarations.
+inline const char* op_block_type(int32_t kind) {
+  switch (kind) {
+#define QLSTM_BLOCK_TYPE(kind, member, type, visit) \
+  case kind: return #type;
+    QLSTM_OP_BLOCKS(QLSTM_BLOCK_TYPE)
+#undef QLSTM_BLOCK_TYPE
+    default: return nullptr;
+  }
+}
+
+// An op with its own copy of its block: its params point to it, also after a copy (a case that
+// outlives the table it came from).
+struct OwnedOp {
+  qlstm_op op{};
+  OpBlock block{};
+  OwnedOp() = default;
+  explicit OwnedOp(const qlstm_op& o) : op(o) { op.params = copy_op_block(o, &block); }
+  OwnedOp(const OwnedOp& o) : OwnedOp(o.op) {}
+  OwnedOp& operator=(const OwnedOp& o) {
+    if (this != &o) {
+      op = o.op;
+      op.params = copy_op_block(o.op, &block);
+    }
+    return *this;
+  }
+};
+
+// The block of op's kind alone (its params must be set): the emitted block initializer.
+template <class V>
+void visit_block_fields(const qlstm_op& op, V& v) {
+  if (op.params != nullptr) codec_detail::visit_block(op.kind, op.params, v);
+}
+
+// One op of a program as written: its kind, its kind's block (none when params is NULL or the
+// kind unknown), its wiring.
+template <class V>
+void visit_op_fields(const qlstm_op& op, V& v) {
+  v.open("op");
+  v.i32("kind", op.kind);
+  visit_block_fields(op, v);
+  codec_detail::visit_wiring(op, v);
+  v.close();
+}
+
+// The same as read: the block goes to `block` and op.params points to it (NULL for an unknown
+// kind: a reader then stops at the next field, or validation refuses the kind).
+template <class V>
+void visit_op_fields(qlstm_op& op, OpBlock& block, V& v) {
+  v.open("op");
+  v.i32("kind", op.kind);
+  op.params = codec_detail::visit_block(op.kind, block, v);
+  codec_detail::visit_wiring(op, v);
   v.close();
 }
 
@@ -342,7 +448,6 @@ class RecordWriter {
   explicit RecordWriter(Sink& sink) : sink_(sink) {}
   void open(const char*) {}
   void close() {}
-  void unused(const char*) {}
   void i32(const char*, int32_t v) { put_le(static_cast<uint32_t>(v), 4); }
   template <class T>
   void array(const char*, const T* data, int64_t count) {
@@ -374,7 +479,6 @@ class RecordReader {
   RecordReader(const uint8_t* data, size_t size) : start_(data), p_(data), end_(data + size) {}
   void open(const char*) {}
   void close() {}
-  void unused(const char*) {}
   void i32(const char* name, int32_t& v) {
     v = 0;
     if (failed_ != nullptr) return;

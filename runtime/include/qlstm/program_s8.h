@@ -45,32 +45,24 @@ typedef enum qlstm_buffer_steps {
   QLSTM_BUFFER_ONE_STEP = 1    /* 1: [B][width] (a recurrent op's final state, a selected step, a head) */
 } qlstm_buffer_steps;
 
-/* One op: its kind and that kind's parameter block (the other blocks are unused). Every op reads
- * its input buffer's positions and writes as many to its output buffer (an LSTM or GRU with
- * output_steps QLSTM_OUTPUT_FINAL and a step selection write one per batch row). The LSTM and the
- * GRU are the recurrent ops: the ones with state. */
+/* One op: its kind and a pointer to that kind's parameter block. Every op reads its input
+ * buffer's positions and writes as many to its output buffer (an LSTM or GRU with output_steps
+ * QLSTM_OUTPUT_FINAL and a step selection write one per batch row). The LSTM and the GRU are the
+ * recurrent ops: the ones with state. An op holds only its own kind's block, so a program's table
+ * grows by a pointer per op, not by every kind's block. */
 typedef struct qlstm_op {
   int32_t kind;                /* a qlstm_op_kind */
-  /* dims.batch and layout the program's, dims.input_size its input buffer's width. The runner
-   * sets dims.time_steps (the call's) and output_width (its output buffer's width). */
-  qlstm_lstm_s8_params lstm;
-  /* The runner sets rows (the input buffer's positions); input_size / output_size / row_size
-   * are the buffers' widths. */
-  qlstm_fc_s8_params fc;
-  qlstm_softmax_s8_params softmax;
-  qlstm_table_s8_params table;
-  qlstm_select_step_params select;
-  /* As lstm: dims.batch and layout the program's, dims.input_size its input buffer's width; the
-   * runner sets dims.time_steps and output_width. */
-  qlstm_gru_s8_params gru;
-  /* As lstm (an int16 hidden state; the runner sets dims.time_steps and output_width). */
-  qlstm_lstm_s16_params lstm_s16;
-  /* As fc (bias required in a program). */
-  qlstm_fc_s16_params fc_s16;
-  /* As fc: the runner sets rows; row_size the buffers' width, the types theirs. */
-  qlstm_requantize_params requantize;
-  /* As softmax: the runner sets rows; row_size the (int16) buffers' width. */
-  qlstm_softmax_s16_params softmax_s16;
+  /* The kind's block, by kind: qlstm_lstm_s8_params (LSTM_S8), qlstm_fc_s8_params
+   * (FULLY_CONNECTED_S8), qlstm_softmax_s8_params (SOFTMAX_S8), qlstm_table_s8_params (TABLE_S8),
+   * qlstm_select_step_params (SELECT_STEP), qlstm_gru_s8_params (GRU_S8), qlstm_lstm_s16_params
+   * (LSTM_S16), qlstm_fc_s16_params (FULLY_CONNECTED_S16), qlstm_requantize_params (REQUANTIZE),
+   * qlstm_softmax_s16_params (SOFTMAX_S16).
+   * A recurrent op's: dims.batch and layout the program's, dims.input_size its input buffer's
+   * width; the runner sets dims.time_steps (the call's) and output_width (its output buffer's
+   * width) in its copy. A per-position op's: the runner sets rows (the input buffer's
+   * positions); input_size / output_size / row_size are the buffers' widths (a 16x8 fully
+   * connected op has a bias). */
+  const void* params;
   int32_t input_buffer;        /* 0 ... buffer_count - 2 */
   int32_t output_buffer;       /* 1 ... buffer_count - 1, not in the input buffer's area */
   int32_t output_offset;       /* elements into each output position's row: offset + H <= width */
@@ -106,7 +98,8 @@ typedef struct qlstm_program_context {
 /* Checks that running the program can only touch its buffers, whatever the table holds.
  * The program: ops, buffer_widths and buffer_steps not NULL, op_count >= 1, buffer_count >= 2,
  * batch >= 1, layout a qlstm_layout, buffer 0 every step and every buffer_steps a
- * qlstm_buffer_steps. Each op: its kind; its buffer indices; that it does not read and write the
+ * qlstm_buffer_steps. Each op: its kind; its params set (QLSTM_ERROR_NULL_POINTER, "params"); its
+ * buffer indices; that it does not read and write the
  * same activation area nor read an intermediate buffer its area does not hold (not yet written, or
  * since overwritten); the steps of its buffers (a recurrent op and a selection read a sequence; a
  * recurrent op writes a sequence, or a one-step buffer exactly when its output_steps is
@@ -193,10 +186,10 @@ qlstm_status qlstm_program_run_kinds(const qlstm_program* program, const qlstm_o
 /* A recurrent op's state elements per batch row in each state array (its state holds B x this
  * many at state_offset): H of an int8 LSTM and of a GRU, 2H of a 16x8 LSTM (its cell, then its
  * int16 hidden, both in the cell array); 0 for another kind or NULL. */
-int32_t qlstm_op_state_size(const qlstm_op* op);
+int32_t qlstm_op_state_size(const qlstm_op* op);  /* 0 too when op->params is NULL */
 
 /* The scratch bytes op's kernel needs with its block's dims (time_steps as set): that of
- * qlstm_lstm_s8_scratch_bytes or qlstm_gru_s8_scratch_bytes, 0 for another kind, for NULL or for
+ * qlstm_lstm_s8_scratch_bytes or qlstm_gru_s8_scratch_bytes, 0 for another kind, for NULL (op or its params) or for
  * invalid dims. */
 size_t qlstm_op_scratch_bytes(const qlstm_op* op);
 

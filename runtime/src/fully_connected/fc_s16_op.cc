@@ -6,12 +6,12 @@ namespace {
 using namespace qlstm::program;
 
 qlstm_status run_fc_s16_op(const OpCall& c) {
-  return qlstm::run_fc_s16_prechecked(row_call_params(c.program, c.op, c.op.fc_s16, c.time_steps), in_as<int16_t>(c),
+  return qlstm::run_fc_s16_prechecked(row_call_params(c.program, c.op, block_of<qlstm_fc_s16_params>(c.op), c.time_steps), in_as<int16_t>(c),
                                       out_as<int16_t>(c));
 }
 
 }  // namespace
 
 extern "C" const qlstm_op_handler qlstm_op_handler_fully_connected_s16 =
-    fully_connected_handler<qlstm_fc_s16_params, &qlstm_op::fc_s16, qlstm_fc_s16_validate, true>(
+    fully_connected_handler<qlstm_fc_s16_params, qlstm_fc_s16_validate, true>(
         QLSTM_OP_FULLY_CONNECTED_S16, types_of<QLSTM_ELEMENT_S16>, run_fc_s16_op);

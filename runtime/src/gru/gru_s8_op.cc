@@ -10,12 +10,12 @@ constexpr int32_t kStateRows = 1;  // its hidden, in the cell array (its rows of
 
 // Its checks, scratch and state size.
 using Op =
-    RecurrentOp<qlstm_gru_s8_params, &qlstm_op::gru, qlstm_gru_s8_validate, qlstm_gru_s8_scratch_bytes, kStateRows>;
+    RecurrentOp<qlstm_gru_s8_params, qlstm_gru_s8_validate, qlstm_gru_s8_scratch_bytes, kStateRows>;
 constexpr RecurrentKind kRecurrent = Op::recurrent(false);
 
 // Stateless: NULL, the kernel's own zero state in its scratch.
 qlstm_status run_gru_s8_op(const OpCall& c) {
-  const qlstm_gru_s8_params p = recurrent_call_params(c.program, c.op, c.op.gru, c.time_steps);
+  const qlstm_gru_s8_params p = recurrent_call_params(c.program, c.op, block_of<qlstm_gru_s8_params>(c.op), c.time_steps);
   qlstm_gru_s8_context ctx = {c.ctx.scratch, c.ctx.scratch_bytes, c.hidden ? c.cell + c.op.state_offset : nullptr};
   return qlstm::run_gru_s8_prechecked(c.options.gru_variant, p, ctx, in_as<int8_t>(c), recurrent_out<int8_t>(c));
 }

@@ -9,13 +9,13 @@ using namespace qlstm::program;
 constexpr int32_t kStateRows = 2;  // its cell, then its int16 hidden (its rows of hidden unused)
 
 // Its checks, scratch and state size.
-using Op = RecurrentOp<qlstm_lstm_s16_params, &qlstm_op::lstm_s16, qlstm_lstm_s16_validate,
+using Op = RecurrentOp<qlstm_lstm_s16_params, qlstm_lstm_s16_validate,
                        qlstm_lstm_s16_scratch_bytes, kStateRows>;
 constexpr RecurrentKind kRecurrent = Op::recurrent(true);
 
 // Stateless: the context's cell and a zero hidden.
 qlstm_status run_lstm_s16_op(const OpCall& c) {
-  const qlstm_lstm_s16_params p = recurrent_call_params(c.program, c.op, c.op.lstm_s16, c.time_steps);
+  const qlstm_lstm_s16_params p = recurrent_call_params(c.program, c.op, block_of<qlstm_lstm_s16_params>(c.op), c.time_steps);
   const ptrdiff_t rows = static_cast<ptrdiff_t>(p.dims.batch) * p.dims.hidden_size;
   qlstm_lstm_s16_context ctx = {c.ctx.scratch, c.ctx.scratch_bytes, c.hidden ? c.cell + c.op.state_offset : c.ctx.cell,
                                 c.hidden ? c.cell + c.op.state_offset + rows : nullptr};

@@ -10,11 +10,11 @@ constexpr int32_t kStateRows = 1;  // its hidden in the hidden array, its cell i
 
 // Its checks, scratch and state size.
 using Op =
-    RecurrentOp<qlstm_lstm_s8_params, &qlstm_op::lstm, qlstm_lstm_s8_validate, qlstm_lstm_s8_scratch_bytes, kStateRows>;
+    RecurrentOp<qlstm_lstm_s8_params, qlstm_lstm_s8_validate, qlstm_lstm_s8_scratch_bytes, kStateRows>;
 constexpr RecurrentKind kRecurrent = Op::recurrent(true);
 
 qlstm_status run_lstm_s8_op(const OpCall& c) {
-  const qlstm_lstm_s8_params p = recurrent_call_params(c.program, c.op, c.op.lstm, c.time_steps);
+  const qlstm_lstm_s8_params p = recurrent_call_params(c.program, c.op, block_of<qlstm_lstm_s8_params>(c.op), c.time_steps);
   qlstm_lstm_s8_context ctx = {c.ctx.scratch, c.ctx.scratch_bytes, c.hidden ? c.cell + c.op.state_offset : c.ctx.cell,
                                c.hidden ? c.hidden + c.op.state_offset : nullptr};
   return qlstm::run_lstm_s8_prechecked(c.options.variant, p, ctx, in_as<int8_t>(c), recurrent_out<int8_t>(c));

@@ -7,11 +7,11 @@ namespace {
 using namespace qlstm::program;
 
 OpTypes requantize_types(const qlstm_program&, const qlstm_op& op) {
-  return {op.requantize.input_type, op.requantize.output_type};
+  return {block_of<qlstm_requantize_params>(op).input_type, block_of<qlstm_requantize_params>(op).output_type};
 }
 
 }  // namespace
 
 extern "C" const qlstm_op_handler qlstm_op_handler_requantize =
-    same_width_handler<qlstm_requantize_params, &qlstm_op::requantize, qlstm_requantize_validate, void, void,
+    same_width_handler<qlstm_requantize_params, qlstm_requantize_validate, void, void,
                        qlstm::requantize_prechecked>(QLSTM_OP_REQUANTIZE, requantize_types);

@@ -21,19 +21,20 @@ Failure check_select(const qlstm_program& program, int32_t k, int32_t time_steps
   const Failure f = check_rows(program, k, time_steps, true);
   if (f.status != QLSTM_OK) return f;
   const qlstm_op& op = program.ops[k];
-  if (op.select.row_size < 1 || op.select.row_size != in_width(program, op) ||
-      op.select.row_size != out_width(program, op)) {
+  const qlstm_select_step_params& select = block_of<qlstm_select_step_params>(op);
+  if (select.row_size < 1 || select.row_size != in_width(program, op) || select.row_size != out_width(program, op)) {
     return bad_op("row_size", k);
   }
-  if (op.select.step < -time_steps || op.select.step >= time_steps) return bad_op("step", k);
+  if (select.step < -time_steps || select.step >= time_steps) return bad_op("step", k);
   return kNoFailure;
 }
 
 // Copies step t of every batch row (bytes: W elements of the buffers' type).
 void select_step(const qlstm_program& program, const qlstm_op& op, int32_t time_steps, const int8_t* in,
                  int8_t* out) {
-  const int32_t B = program.batch, t = selected_step(op.select, time_steps);
-  const ptrdiff_t W = static_cast<ptrdiff_t>(op.select.row_size) * static_cast<ptrdiff_t>(element_bytes(program, op.input_buffer));
+  const qlstm_select_step_params& select = block_of<qlstm_select_step_params>(op);
+  const int32_t B = program.batch, t = selected_step(select, time_steps);
+  const ptrdiff_t W = static_cast<ptrdiff_t>(select.row_size) * static_cast<ptrdiff_t>(element_bytes(program, op.input_buffer));
   const bool time_major = program.layout == QLSTM_LAYOUT_TIME_MAJOR;
   for (int32_t b = 0; b < B; ++b) {
     const ptrdiff_t position = time_major ? static_cast<ptrdiff_t>(t) * B + b : static_cast<ptrdiff_t>(b) * time_steps + t;

@@ -113,12 +113,17 @@ int read_case(FILE* f, ProgramCase* k, const char** field) {
     *field = "op_count";
     return 2;
   }
+  // Each op and, where its params point, its block.
   k->ops = r.failed() == nullptr ? static_cast<qlstm_op*>(arena_take(static_cast<uint32_t>(n) * sizeof(qlstm_op)))
                                  : nullptr;
-  if (r.failed() == nullptr && k->ops == nullptr) return 1;
+  qlstm::OpBlock* blocks =
+      k->ops != nullptr ? static_cast<qlstm::OpBlock*>(arena_take(static_cast<uint32_t>(n) * sizeof(qlstm::OpBlock)))
+                        : nullptr;
+  if (r.failed() == nullptr && (k->ops == nullptr || blocks == nullptr)) return 1;
   for (int32_t o = 0; o < n && r.failed() == nullptr; ++o) {
     memset(&k->ops[o], 0, sizeof k->ops[o]);
-    qlstm::visit_op_fields(k->ops[o], r);
+    memset(&blocks[o], 0, sizeof blocks[o]);
+    qlstm::visit_op_fields(k->ops[o], blocks[o], r);
   }
   if (r.failed() == nullptr) {
     k->sizes = qlstm::bundle::case_sizes(k->view, k->ops);
@@ -234,18 +239,18 @@ size_t case_runs(const ProgramCase& k, const char* variant_name, Run runs[kMaxRu
     runs[0] = {nullptr, nullptr, nullptr, kOnlyImplementation};
     const char* picked = nullptr;
     if (lstm_op != nullptr) {
-      const qlstm::LstmS8Variant* v = qlstm::select_lstm_s8_variant(lstm, nlstm, lstm_op->lstm);
+      const qlstm::LstmS8Variant* v = qlstm::select_lstm_s8_variant(lstm, nlstm, qlstm::op_block<qlstm_lstm_s8_params>(*lstm_op));
       picked = v != nullptr ? v->name : nullptr;
     } else if (gru_op != nullptr) {
-      const qlstm::GruS8Variant* v = qlstm::select_gru_s8_variant(gru, ngru, gru_op->gru);
+      const qlstm::GruS8Variant* v = qlstm::select_gru_s8_variant(gru, ngru, qlstm::op_block<qlstm_gru_s8_params>(*gru_op));
       picked = v != nullptr ? v->name : nullptr;
     } else if (fc_op != nullptr) {
-      const qlstm::FcS8Variant* v = qlstm::select_fc_s8_variant(fc, nfc, fc_op->fc);
+      const qlstm::FcS8Variant* v = qlstm::select_fc_s8_variant(fc, nfc, qlstm::op_block<qlstm_fc_s8_params>(*fc_op));
       picked = v != nullptr ? v->name : nullptr;
     } else if (lstm_s16_op != nullptr) {
       size_t ns16 = 0;
       const qlstm::LstmS16Variant* const* s16 = qlstm::lstm_s16_variants(&ns16);
-      const qlstm::LstmS16Variant* v = qlstm::select_lstm_s16_variant(s16, ns16, lstm_s16_op->lstm_s16);
+      const qlstm::LstmS16Variant* v = qlstm::select_lstm_s16_variant(s16, ns16, qlstm::op_block<qlstm_lstm_s16_params>(*lstm_s16_op));
       picked = v != nullptr ? v->name : nullptr;
     }
     if (picked != nullptr) runs[0].name = picked;
@@ -292,9 +297,10 @@ bool alloc_program(const ProgramCase& k, ProgramMemory* m) {
     const size_t s = qlstm_op_scratch_bytes(&k.ops[o]);
     scratch = s > scratch ? s : scratch;
     // Only an LSTM op (int8 or 16x8) run statelessly needs a cell.
-    const int32_t h = k.ops[o].kind == QLSTM_OP_LSTM_S8    ? k.ops[o].lstm.dims.hidden_size
-                      : k.ops[o].kind == QLSTM_OP_LSTM_S16 ? k.ops[o].lstm_s16.dims.hidden_size
-                                                           : 0;
+    const qlstm_op& op = k.ops[o];
+    const int32_t h = op.kind == QLSTM_OP_LSTM_S8    ? qlstm::op_block<qlstm_lstm_s8_params>(op).dims.hidden_size
+                      : op.kind == QLSTM_OP_LSTM_S16 ? qlstm::op_block<qlstm_lstm_s16_params>(op).dims.hidden_size
+                                                     : 0;
     max_h = h > max_h ? h : max_h;
   }
   uint64_t area = 0;

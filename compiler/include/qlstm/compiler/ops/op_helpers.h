@@ -98,7 +98,6 @@ class ShorterRecordReader {
       : r_(data, size), first_missing_(first_missing) {}
   void open(const char* name) { r_.open(name); }
   void close() { r_.close(); }
-  void unused(const char* name) { r_.unused(name); }
   void i32(const char* name, int32_t& v) {
     if (!missing(name)) r_.i32(name, v);
   }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "qlstm/compiler/program/program.h"
+#include "qlstm/params_codec.h"
 #include "qlstm/program_s8.h"
 
 namespace qlstm {
@@ -93,9 +94,11 @@ struct OpKind {
   const char* fixed_output;
   bool selects_step;     // writes one position per batch row of a sequence (a one-step buffer)
 
-  // The runtime's block of `op` in *o for calls of B rows and T steps (a per-position op's rows
-  // are the runner's); `output_width`: a recurrent op's output buffer width when it is not H, else 0.
-  void (*to_kernel)(const ProgramOp& op, int32_t B, int32_t T, Layout layout, int32_t output_width, qlstm_op* o);
+  // The runtime's block of `op` in *block for calls of B rows and T steps (a per-position op's rows
+  // are the runner's), returned as the qlstm_op's params; `output_width`: a recurrent op's output
+  // buffer width when it is not H, else 0.
+  const void* (*to_kernel)(const ProgramOp& op, int32_t B, int32_t T, Layout layout, int32_t output_width,
+                           OpBlock* block);
   // The quantization and widths `op` was derived for; false for a kind without a quantization of
   // its own (a step selection: its input buffer's), whose widths are set all the same.
   bool (*boundary)(const ProgramOp& op, OpBoundary* b);

@@ -18,6 +18,7 @@
 #include "qlstm/compiler/lower/derive_s16.h"
 #include "qlstm/compiler/float/float_layers.h"
 #include "qlstm/compiler/float/float_lstm.h"
+#include "qlstm/params_codec.h"
 #include "qlstm/program_s8.h"
 
 namespace qlstm {
@@ -288,7 +289,15 @@ void dequantize_program_state(const CompiledModel& m, const ProgramState& s, int
 // (qlstm_program_run) and what qlstm_program_validate checks (CompiledModel::validate). Built for
 // any model, consistent or not: the runtime validation refuses a bad index or width.
 struct RuntimeProgram {
+  RuntimeProgram() = default;
+  // Each op's params points into `blocks`: moved, never copied.
+  RuntimeProgram(RuntimeProgram&&) = default;
+  RuntimeProgram& operator=(RuntimeProgram&&) = default;
+  RuntimeProgram(const RuntimeProgram&) = delete;
+  RuntimeProgram& operator=(const RuntimeProgram&) = delete;
+
   std::vector<qlstm_op> ops;
+  std::vector<OpBlock> blocks;  // ops[k].params points to blocks[k]'s member of its kind
   std::vector<int32_t> widths;  // per buffer
   size_t state_values = 0;      // B x the sum of the ops' H
   std::vector<int32_t> steps;   // per buffer, a qlstm_buffer_steps
