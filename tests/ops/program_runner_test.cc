@@ -184,6 +184,14 @@ TEST(ProgramValidate, NamesEachRuleOfTheNewKindsAndOneStepBuffers) {
       {"batch", classifier, [](Built& b) { b.program.batch = 0; }, refusal(QLSTM_ERROR_BAD_DIMS, "batch", -1)},
       {"layout", classifier, [](Built& b) { b.program.layout = 2; }, refusal(QLSTM_ERROR_BAD_LAYOUT, "layout", -1)},
       {"kind", classifier, [](Built& b) { b.ops[2].kind = QLSTM_OP_KIND_COUNT; }, bad("kind", 2)},
+      // An op without its block: named, and it has neither state nor scratch.
+      {"params", classifier,
+       [](Built& b) {
+         b.ops[0].params = nullptr;
+         EXPECT_EQ(qlstm_op_state_size(&b.ops[0]), 0);
+         EXPECT_EQ(qlstm_op_scratch_bytes(&b.ops[0]), 0u);
+       },
+       refusal(QLSTM_ERROR_NULL_POINTER, "params", 0)},
       // Steps of the buffers.
       {"LSTM reads one step", classifier, [](Built& b) { b.ops[2] = lstm_op(b.lstms[0].params, 2, 3, 0); },
        bad("input_buffer", 2)},
