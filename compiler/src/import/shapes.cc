@@ -3,6 +3,8 @@
 #include <onnx/checker.h>
 #include <onnx/shape_inference/implementation.h>
 
+#include <algorithm>
+#include <limits>
 #include <set>
 
 #include "graph.h"
@@ -59,17 +61,26 @@ bool fully_known(const Shape& s) {
   return true;
 }
 
+// A shape tensor's elements as far as they are known (a number, a name or unknown each): a 1-D
+// integer tensor, or a scalar.
+struct ShapeValue {
+  std::vector<Dim> dims;  // a number of any sign (a Reshape's -1), a name, or kUnknownElement
+  bool scalar = false;
+};
+constexpr int64_t kUnknownElement = std::numeric_limits<int64_t>::min();
+bool is_number(const Dim& d) { return d.symbol.empty() && d.value != kUnknownElement; }
+
 class ShapePass {
  public:
   explicit ShapePass(onnx::ModelProto* model) : model_(model), g_(*model->mutable_graph()) {}
 
   ShapeFacts run() {
     infer();
+    for (const auto& n : g_.node()) read_before_.insert(n.input().begin(), n.input().end());
     {
-      const Graph view(g_);  // read-only, dropped before the rewrite
+      const Graph view(g_);  // read-only, dropped before the nodes change
       for (int k = 0; k < g_.node_size(); ++k) classify(view, g_.node(k));
     }
-    for (const auto& n : g_.node()) read_before_.insert(n.input().begin(), n.input().end());
     rewrite_reshape_targets();
     remove_folded();
     return std::move(facts_);
@@ -78,13 +89,13 @@ class ShapePass {
  private:
   // ONNX's inference on a copy (the model keeps its own value_info), on a model ONNX's checker
   // passes (its inference assumes one: damaged attributes crash it); any other keeps the shapes it
-  // declares.
+  // declares. Without its data propagation, which crashes libonnx 1.12 on models the checker
+  // passes (a Concat of shapes along axis 2): the shape arithmetic is evaluated here instead.
   void infer() {
     onnx::ModelProto copy = *model_;
     try {
       onnx::checker::check_model(copy);
-      onnx::shape_inference::InferShapes(copy, onnx::OpSchemaRegistry::Instance(),
-                                         onnx::ShapeInferenceOptions(false, 0, /*data_prop=*/true));
+      onnx::shape_inference::InferShapes(copy);
     } catch (const std::exception&) {
       copy = *model_;
     }
@@ -104,49 +115,206 @@ class ShapePass {
 
   bool is_constant(const Graph& g, const std::string& name) const { return constant_tensor(g, name) != nullptr; }
 
-  // Shape data (a value computed from Shape reads), or a uniform value, for each node's outputs.
+  // A shape tensor's elements (a 1-D integer tensor, or a scalar), as far as they are known:
+  // computed from Shape reads (shape_values_), or a constant.
+  bool shape_value(const Graph& g, const std::string& name, ShapeValue* out) const {
+    const auto it = shape_values_.find(name);
+    if (it != shape_values_.end()) {
+      *out = it->second;
+      return true;
+    }
+    std::vector<double> v;
+    std::vector<int64_t> dims;
+    if (name.empty() || !constant_values(g, name, &v, &dims) || dims.size() > 1 || v.size() > kMaxRank) return false;
+    *out = ShapeValue{{}, dims.empty()};
+    for (double x : v) {
+      int64_t i = 0;
+      if (!small_int(x, &i)) return false;
+      out->dims.push_back(Dim{i, ""});  // a negative number too: a Reshape's -1
+    }
+    return true;
+  }
+
+  // Output 0 of a shape-arithmetic node reading at least one Shape read, evaluated; false when
+  // the node is not of the forms the exporters write (it then stays, for the importer to name).
+  bool evaluate_shape_op(const Graph& g, const onnx::NodeProto& n, ShapeValue* out) const {
+    const std::string& op = n.op_type();
+    if (op == "Shape") {
+      const Shape* in = n.input_size() == 1 ? facts_.shape(n.input(0)) : nullptr;
+      if (in == nullptr) return false;
+      const int64_t rank = static_cast<int64_t>(in->size());
+      auto clamp_axis = [&](int64_t a) { return std::min(std::max(a < 0 ? a + rank : a, int64_t{0}), rank); };
+      const int64_t start = clamp_axis(int_attribute(n, "start", 0)), end = clamp_axis(int_attribute(n, "end", rank));
+      for (int64_t k = start; k < end; ++k) {
+        const Dim& d = (*in)[static_cast<size_t>(k)];
+        out->dims.push_back(d.unknown() ? Dim{kUnknownElement, ""} : d);
+      }
+      return true;
+    }
+    bool reads_shape = false;
+    std::vector<ShapeValue> in(static_cast<size_t>(n.input_size()));
+    for (int k = 0; k < n.input_size(); ++k) {
+      reads_shape = reads_shape || shape_values_.count(n.input(k)) > 0;
+      if (!shape_value(g, n.input(k), &in[static_cast<size_t>(k)]) && !(op == "Slice" && k > 0)) return false;
+    }
+    if (!reads_shape || in.empty()) return false;
+    const ShapeValue& x = in[0];
+    if (op == "Identity" || op == "Cast") {
+      *out = x;
+    } else if (op == "Gather") {
+      if (x.scalar || in.size() != 2 || !axis_is_0(n, 1) || !gather(x, in[1], out)) return false;
+    } else if (op == "Unsqueeze" || op == "Squeeze") {
+      const bool unsqueeze = op == "Unsqueeze";
+      std::vector<int64_t> axes;
+      if (x.scalar != unsqueeze || !axes_of(g, n, &axes) || (unsqueeze ? axes.size() != 1 : axes.size() > 1)) return false;
+      for (int64_t a : axes) {
+        if (a != 0 && a != -1) return false;
+      }
+      if (!unsqueeze && x.dims.size() != 1) return false;
+      *out = ShapeValue{x.dims, !unsqueeze};
+    } else if (op == "Concat") {
+      if (!axis_is_0(n, 1)) return false;
+      for (const ShapeValue& v : in) {
+        if (v.scalar) return false;
+        out->dims.insert(out->dims.end(), v.dims.begin(), v.dims.end());
+      }
+    } else if (op == "Slice") {
+      if (x.scalar || !slice(g, n, x, out)) return false;
+    } else if (op == "Add" || op == "Sub" || op == "Mul") {
+      if (in.size() != 2 || !elementwise(op, x, in[1], out)) return false;
+    } else {
+      return false;
+    }
+    return out->dims.size() <= kMaxRank;
+  }
+
+  static bool axis_is_0(const onnx::NodeProto& n, int64_t rank) {
+    const int64_t axis = int_attribute(n, "axis", 0);
+    return axis == 0 || axis == -rank;
+  }
+
+  static bool gather(const ShapeValue& x, const ShapeValue& indices, ShapeValue* out) {
+    const int64_t size = static_cast<int64_t>(x.dims.size());
+    for (const Dim& i : indices.dims) {
+      if (!is_number(i) || i.value < -size || i.value >= size) return false;
+      out->dims.push_back(x.dims[static_cast<size_t>(i.value < 0 ? i.value + size : i.value)]);
+    }
+    out->scalar = indices.scalar;
+    return true;
+  }
+
+  // Slice along axis 0 with step 1 and constant bounds, as ONNX clamps them.
+  bool slice(const Graph& g, const onnx::NodeProto& n, const ShapeValue& x, ShapeValue* out) const {
+    ShapeValue starts, ends, axes, steps;
+    if (n.input_size() < 3 || !shape_value(g, n.input(1), &starts) || !shape_value(g, n.input(2), &ends)) return false;
+    if (starts.dims.size() != 1 || ends.dims.size() != 1 || !is_number(starts.dims[0]) || !is_number(ends.dims[0])) {
+      return false;
+    }
+    if (n.input_size() > 3 && !n.input(3).empty() &&
+        (!shape_value(g, n.input(3), &axes) || axes.dims.size() != 1 || (axes.dims[0].value != 0 && axes.dims[0].value != -1))) {
+      return false;
+    }
+    if (n.input_size() > 4 && !n.input(4).empty() &&
+        (!shape_value(g, n.input(4), &steps) || steps.dims.size() != 1 || steps.dims[0].value != 1)) {
+      return false;
+    }
+    const int64_t size = static_cast<int64_t>(x.dims.size());
+    auto bound = [&](int64_t v) { return std::min(std::max(v < 0 ? v + size : v, int64_t{0}), size); };
+    const int64_t b = bound(starts.dims[0].value), e = bound(ends.dims[0].value);
+    out->dims.assign(x.dims.begin() + b, x.dims.begin() + std::max(b, e));
+    return true;
+  }
+
+  // Numbers where both sides are numbers (a scalar broadcast), unknown otherwise.
+  static bool elementwise(const std::string& op, const ShapeValue& a, const ShapeValue& b, ShapeValue* out) {
+    const size_t size = std::max(a.dims.size(), b.dims.size());
+    if ((a.dims.size() != size && a.dims.size() != 1) || (b.dims.size() != size && b.dims.size() != 1)) return false;
+    out->scalar = a.scalar && b.scalar;
+    for (size_t k = 0; k < size; ++k) {
+      const Dim& x = a.dims[a.dims.size() == 1 ? 0 : k];
+      const Dim& y = b.dims[b.dims.size() == 1 ? 0 : k];
+      Dim r{kUnknownElement, ""};
+      constexpr int64_t kLimit = int64_t{1} << 30;  // products stay far from overflow
+      if (is_number(x) && is_number(y) && x.value > -kLimit && x.value < kLimit && y.value > -kLimit && y.value < kLimit) {
+        r.value = op == "Add" ? x.value + y.value : op == "Sub" ? x.value - y.value : x.value * y.value;
+      }
+      out->dims.push_back(r);
+    }
+    return true;
+  }
+
+  // numpy's broadcast of two shapes; an axis it cannot tell is unknown.
+  static Shape broadcast(const Shape& a, const Shape& b) {
+    Shape out(std::max(a.size(), b.size()));
+    for (size_t k = 0; k < out.size(); ++k) {
+      const Dim* x = k < out.size() - a.size() ? nullptr : &a[k - (out.size() - a.size())];
+      const Dim* y = k < out.size() - b.size() ? nullptr : &b[k - (out.size() - b.size())];
+      if (x == nullptr || (x->value == 1 && y != nullptr)) out[k] = *y;
+      else if (y == nullptr || y->value == 1 || same_dim(*x, *y)) out[k] = *x;
+    }
+    return out;
+  }
+
+  // A shape value as an axis list: its numbers >= 0 and its names (unknown for anything else).
+  static Shape as_shape(const ShapeValue& v) {
+    Shape s;
+    for (const Dim& d : v.dims) s.push_back((is_number(d) && d.value >= 0) || !d.symbol.empty() ? d : Dim{});
+    return s;
+  }
+
+  // A shape value, or a uniform value, for each node's outputs.
   void classify(const Graph& g, const onnx::NodeProto& n) {
     if (!default_domain(n) || n.output_size() < 1 || n.output(0).empty()) return;
     const std::string& op = n.op_type();
-    if (op == "Shape") {
-      shape_data_.insert(n.output(0));
-      return;
+    ShapeValue sv;
+    if (kShapeArithmetic.count(op) || op == "Shape") {
+      if (evaluate_shape_op(g, n, &sv)) {
+        shape_values_[n.output(0)] = sv;
+        return;
+      }
     }
     UniformValue u;
-    std::vector<double> dims;
-    const bool from_shape = n.input_size() >= 1 && shape_data_.count(n.input(0)) > 0;
+    bool have = false;
+    const bool from_shape = n.input_size() >= 1 && shape_values_.count(n.input(0)) > 0;
     if (op == "ConstantOfShape") {
       const onnx::AttributeProto* v = attribute(n, "value");
       std::vector<double> fill;
       if (v != nullptr && (!v->has_t() || !tensor_values(v->t(), &fill) || fill.size() != 1)) return;
       u.value = v == nullptr ? 0.0 : fill[0];  // 0 is the default fill
       u.origin = node_label(n);
+      if (n.input_size() == 1 && shape_value(g, n.input(0), &sv) && !sv.scalar) {
+        u.shape = as_shape(sv);
+        have = true;
+      }
     } else if (kElementPreserving.count(op) && !from_shape && n.input_size() >= 1 && uniform_input(g, n, &u)) {
       for (int k = 1; k < n.input_size(); ++k) {
-        const std::string& in = n.input(k);
-        if (!in.empty() && !shape_data_.count(in) && !is_constant(g, in)) return;
+        if (!n.input(k).empty() && !shape_value(g, n.input(k), &sv)) return;
+      }
+      const Shape* in = uniform_shape(n.input(0));
+      if (op == "Expand" && in != nullptr && n.input_size() == 2 && shape_value(g, n.input(1), &sv) && !sv.scalar) {
+        u.shape = broadcast(*in, as_shape(sv));
+        have = true;
+      } else if ((op == "Identity" || op == "Cast") && in != nullptr) {
+        u.shape = *in;
+        have = true;
       }
     } else {
-      bool any_shape = false, all_known = n.input_size() > 0;
-      for (const auto& in : n.input()) {
-        if (in.empty()) continue;
-        const bool shape = shape_data_.count(in) > 0;
-        any_shape = any_shape || shape;
-        all_known = all_known && (shape || is_constant(g, in));
-      }
-      if (kShapeArithmetic.count(op) && any_shape && all_known) shape_data_.insert(n.output(0));
       return;
     }
-    bool have = false;
-    if (const Shape* s = facts_.shape(n.output(0))) {
-      u.shape = *s;
-      have = true;
-    } else if (op == "ConstantOfShape" && constant_values(g, n.input(0), &dims) && dims.size() <= kMaxRank) {
-      for (double d : dims) u.shape.push_back(Dim{d >= 0 && d <= kMaxDim ? static_cast<int64_t>(d) : -1, ""});
-      have = true;
+    if (!have) {
+      if (const Shape* s = facts_.shape(n.output(0))) {
+        u.shape = *s;
+        have = true;
+      }
     }
     u.shape_known = have && fully_known(u.shape);
     facts_.uniform[n.output(0)] = u;
+  }
+
+  // The shape of input 0 of a node making a uniform value: the uniform value's, or the constant's.
+  const Shape* uniform_shape(const std::string& name) const {
+    if (const UniformValue* u = facts_.uniform_value(name)) return u->shape_known ? &u->shape : nullptr;
+    return facts_.shape(name);
   }
 
   // Input 0 is uniform: one found before, or a constant whose elements are all equal.
@@ -166,26 +334,38 @@ class ShapePass {
     return true;
   }
 
-  // A Reshape reading a target computed from Shape gets a constant target: each axis of its
-  // inferred output a number, 0 where it copies the input's axis at the same place, -1 for at
-  // most one other (sizes that are zero or allowzero=1 keep the node as it is).
+  // A Reshape reading a target computed from Shape gets a constant target: its numbers as they
+  // are (0 copies the input's axis, -1 is inferred), 0 for a name equal to the input's axis at the
+  // same place, -1 for at most one other (allowzero=1 keeps the node as it is).
   void rewrite_reshape_targets() {
-    for (auto& n : *g_.mutable_node()) {
-      if (n.op_type() != "Reshape" || n.input_size() != 2 || !shape_data_.count(n.input(1))) continue;
-      if (n.output_size() < 1 || int_attribute(n, "allowzero", 0) != 0) continue;
+    std::vector<std::pair<int, std::vector<int64_t>>> targets;
+    for (int k = 0; k < g_.node_size(); ++k) {
+      const onnx::NodeProto& n = g_.node(k);
+      if (n.op_type() != "Reshape" || n.input_size() != 2 || !shape_values_.count(n.input(1))) continue;
+      if (int_attribute(n, "allowzero", 0) != 0) continue;
+      const ShapeValue& t = shape_values_.at(n.input(1));
       const Shape* in = facts_.shape(n.input(0));
-      const Shape* out = facts_.shape(n.output(0));
-      if (in == nullptr || out == nullptr || !fully_known(*out)) continue;
       std::vector<int64_t> target;
-      int unresolved = 0;
-      for (size_t k = 0; k < out->size(); ++k) {
-        const Dim& d = (*out)[k];
-        if (d.known()) target.push_back(d.value);
-        else if (k < in->size() && same_dim((*in)[k], d)) target.push_back(0);
-        else target.push_back(-1), ++unresolved;
-        if (d.value == 0) unresolved = 2;  // 0 would read as "copy"
+      int inferred = 0;
+      for (size_t j = 0; j < t.dims.size(); ++j) {
+        const Dim& d = t.dims[j];
+        if (is_number(d) && d.value < -1) {
+          inferred = 2;  // not a target: the node stays for the importer to name
+        } else if (is_number(d)) {
+          target.push_back(d.value);
+          inferred += d.value == -1 ? 1 : 0;
+        } else if (!d.symbol.empty() && in != nullptr && j < in->size() && same_dim((*in)[j], d)) {
+          target.push_back(0);
+        } else {
+          target.push_back(-1);
+          ++inferred;
+        }
       }
-      if (unresolved > 1) continue;
+      if (t.scalar || inferred > 1) continue;
+      targets.emplace_back(k, target);
+    }
+    for (const auto& [k, target] : targets) {
+      onnx::NodeProto& n = *g_.mutable_node(k);
       onnx::TensorProto* t = g_.add_initializer();
       t->set_name(unused_name(n.input(1) + "_target"));
       t->set_data_type(onnx::TensorProto::INT64);
@@ -242,7 +422,7 @@ class ShapePass {
   onnx::ModelProto* model_;
   onnx::GraphProto& g_;
   ShapeFacts facts_;
-  std::set<std::string> shape_data_;
+  std::map<std::string, ShapeValue> shape_values_;  // the values computed from Shape reads
   std::set<std::string> read_before_;  // the values some node read before the rewrite
 };
 
