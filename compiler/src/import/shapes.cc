@@ -38,7 +38,6 @@ const std::set<std::string> kElementPreserving = {"Expand", "Identity", "Cast", 
 const std::set<std::string> kKept = {"LSTM", "GRU", "RNN", "Loop", "Scan", "If"};
 
 constexpr size_t kMaxRank = 64;
-constexpr double kMaxDim = double(int64_t{1} << 62);
 
 bool default_domain(const onnx::NodeProto& n) { return n.domain().empty() || n.domain() == "ai.onnx"; }
 
