@@ -127,7 +127,8 @@ class Folder {
   bool fold(const onnx::NodeProto& n) {
     std::vector<ConstTensor> out;
     if (n.op_type() == "Shape") {
-      const Dims* d = n.input_size() == 1 ? shape(n.input(0)) : nullptr;
+      // One input and one output (a damaged node may have more: left for the importer to name).
+      const Dims* d = n.input_size() == 1 && n.output_size() == 1 ? shape(n.input(0)) : nullptr;
       out.emplace_back();
       if (d == nullptr || !evaluate_shape(n, *d, &out[0])) return false;
     } else {
