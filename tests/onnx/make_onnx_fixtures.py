@@ -816,6 +816,9 @@ def import_models():
             ["node '/lstm/LSTM' (LSTM): the ConstantOfShape node '/ConstantOfShape' (ConstantOfShape) that builds "
              "initial_h ('/ConstantOfShape_output_0') has shape [1, time, 4], expected [num_directions = 1, "
              "batch = X's axis 'batch', hidden_size = 4]"], x=torch.randn(2, 2, 3), dynamic=True)
+    refused("import_refused_squeeze_without_axes_dynamic", Custom(lambda y, h: y.squeeze()), 14,
+            ["(Squeeze): a Squeeze without axes of a value whose batch axis is dynamic ('batch'): which axes it "
+             "drops depends on each call's sizes; name the axes to squeeze"], dynamic=True)
     shape = numpy_helper.from_array(np.array([1, 2 ** 20, 2 ** 14], np.int64), "state_shape")
     cos = helper.make_node("ConstantOfShape", ["state_shape"], ["zero_state"], name="huge_state")
     plain("import_refused_state_shape", extra_inits=[shape], pre_nodes=[cos],

@@ -50,8 +50,22 @@ bool PathWalker::squeeze(const onnx::NodeProto& n, PathState* s) {
   const int64_t rank = static_cast<int64_t>(s->labels.size());
   std::vector<bool> drop(s->labels.size(), false);
   if (axes.empty()) {  // every size-1 axis
+    // Which axes that drops is up to each call's sizes where one is dynamic (a batch or time axis
+    // exported as such): its inferred shape, when the walk does not know the size, must say.
+    const Shape* shape = c_.g->shape(n.input(0));
     for (size_t k = 0; k < s->labels.size(); ++k) {
-      if (axis_size(c_, s->labels[k], s->width) == 1) {
+      int64_t size = axis_size(c_, s->labels[k], s->width);
+      if (size < 0 && shape != nullptr && shape->size() == s->labels.size() && (*shape)[k].known()) {
+        size = (*shape)[k].value;
+      }
+      if (size < 0) {
+        const bool named = shape != nullptr && shape->size() == s->labels.size() && !(*shape)[k].symbol.empty();
+        problem(&n, std::string("a Squeeze without axes of a value whose ") + axis_name(s->labels[k]) + " axis is " +
+                        (named ? "dynamic ('" + (*shape)[k].symbol + "')" : std::string("of unknown size")) +
+                        ": which axes it drops depends on each call's sizes; name the axes to squeeze");
+        return false;
+      }
+      if (size == 1) {
         if (!unit_axis(c_, s->labels[k])) {
           problem(&n, std::string("a Squeeze without axes drops the ") + axis_name(s->labels[k]) +
                           " axis (its size is 1 here): name the axes to squeeze");
