@@ -68,6 +68,13 @@ class Graph {
   const Shape* shape(const std::string& n) const { return facts_ ? facts_->shape(n) : nullptr; }
   // A value filled with one number by the shape arithmetic the shape pass folded, or null.
   const UniformValue* uniform(const std::string& n) const { return facts_ ? facts_->uniform_value(n) : nullptr; }
+  // Two axis sizes that differ for certain: two numbers, or two of the graph inputs' declared
+  // dynamic axes (ShapeFacts::input_axes).
+  bool sizes_differ(const Dim& a, const Dim& b) const {
+    if (a.known() && b.known()) return a.value != b.value;
+    return facts_ != nullptr && !a.symbol.empty() && !b.symbol.empty() && a.symbol != b.symbol &&
+           facts_->input_axes.count(a.symbol) && facts_->input_axes.count(b.symbol);
+  }
   bool is_graph_input(const std::string& n) const { return inputs_.count(n) && !initializer(n); }
   bool is_graph_output(const std::string& n) const { return outputs_.count(n) > 0; }
 

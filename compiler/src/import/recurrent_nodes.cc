@@ -267,11 +267,14 @@ bool zero_state_shape(const Graph& g, const std::string& name, Shape* shape, std
 // ONNX's shape of initial_h / initial_c: [num_directions, batch, hidden_size] (layout 0) or
 // [batch, num_directions, hidden_size] (layout 1), batch that of X. Empty when `s` has it, else
 // what is wrong.
-std::string state_shape_problem(const Shape& s, int64_t directions, const Dim& batch, int64_t hidden, int64_t layout) {
+std::string state_shape_problem(const Graph& g, const Shape& s, int64_t directions, const Dim& batch, int64_t hidden,
+                                int64_t layout) {
   const size_t d = layout == 1 ? 1 : 0, b = layout == 1 ? 0 : 1;
-  const bool batch_ok = s.size() == 3 && (s[b].known() ? s[b].value >= 1 : !s[b].unknown()) &&
-                        (batch.unknown() || s[b].unknown() || same_dim(s[b], batch));
-  if (s.size() == 3 && s[d].value == directions && s[2].value == hidden && batch_ok) return "";
+  // Refused only where the sizes differ for certain (Graph::sizes_differ); the rest is the call's.
+  const bool ok = s.size() == 3 && !g.sizes_differ(s[d], Dim{directions, ""}) &&
+                  !g.sizes_differ(s[2], Dim{hidden, ""}) && !(s[b].known() && s[b].value < 1) &&
+                  !g.sizes_differ(s[b], batch);
+  if (ok) return "";
   const std::string D = "num_directions = " + std::to_string(directions);
   const std::string B = batch.unknown() ? std::string("batch")
                         : batch.known() ? "batch = " + dim_string(batch) : "batch = X's axis '" + batch.symbol + "'";
@@ -373,7 +376,7 @@ bool trace_state(const Graph& g, const NodeInfo& n, int k, StateOrigin* o, std::
     Shape shape;
     std::string from;
     const std::string bad = zero_state_shape(g, name, &shape, &from)
-                                ? state_shape_problem(shape, n.directions, batch_of_x(g, n, batch), n.hidden, n.layout)
+                                ? state_shape_problem(g, shape, n.directions, batch_of_x(g, n, batch), n.hidden, n.layout)
                                 : "";
     if (bad.empty()) return true;
     problems->push_back(n.label + ": " + from + " " + what + " ('" + name + "') " + bad);

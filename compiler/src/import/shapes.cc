@@ -105,6 +105,15 @@ class ShapePass {
       for (int64_t d : t.dims()) s.push_back(Dim{d, ""});
       facts_.shapes[t.name()] = s;
     }
+    // The names of the graph inputs' dynamic axes (not of an initializer listed as an input).
+    std::set<std::string> initializers;
+    for (const auto& t : g.initializer()) initializers.insert(t.name());
+    for (const auto& v : model_->graph().input()) {
+      if (initializers.count(v.name()) || !v.type().has_tensor_type() || !v.type().tensor_type().has_shape()) continue;
+      for (const auto& d : v.type().tensor_type().shape().dim()) {
+        if (!d.has_dim_value() && d.has_dim_param()) facts_.input_axes.insert(d.dim_param());
+      }
+    }
     for (const auto* list : {&g.input(), &g.value_info(), &g.output()}) {
       for (const auto& v : *list) {
         if (read_shape(v.type(), &s)) facts_.shapes[v.name()] = s;

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,10 @@ struct UniformValue {
 struct ShapeFacts {
   std::map<std::string, Shape> shapes;         // every value whose rank is known
   std::map<std::string, UniformValue> uniform;  // values filled with one number
+  // The names of the graph inputs' dynamic axes: what the exporter declared as distinct axes. Two
+  // of these that differ are taken as different sizes; any other two names (an exporter's own
+  // placeholders, "unk__3") may still be equal.
+  std::set<std::string> input_axes;
   const Shape* shape(const std::string& name) const {
     const auto it = shapes.find(name);
     return it == shapes.end() ? nullptr : &it->second;
