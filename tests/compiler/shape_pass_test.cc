@@ -9,6 +9,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include "import/onnx_model.h"
 #include "import/shapes.h"
 
 namespace {
@@ -31,7 +32,7 @@ std::multiset<std::string> ops(const onnx::ModelProto& m) {
 TEST(ShapePass, FoldsTheZeroStatesOfTwoModulesWithTheirAxisNames) {
   onnx::ModelProto m = load("import_two_lstm_modules_dynamic");
   ASSERT_EQ(ops(m).count("Shape"), 2u);
-  const ShapeFacts facts = fold_shapes(&m);
+  const ShapeFacts facts = fold_shapes(&m, passes_checker(m));
   const auto left = ops(m);
   // The Shape reads, their Gather/Unsqueeze/Concat, the ConstantOfShape and the Transpose only a
   // Shape read are gone; the data path stays.
@@ -60,7 +61,7 @@ TEST(ShapePass, FoldsTheZeroStatesOfTwoModulesWithTheirAxisNames) {
 
 TEST(ShapePass, GivesAReshapeTargetComputedFromShapeAConstantOne) {
   onnx::ModelProto m = load("import_reshape_target_from_shape");
-  fold_shapes(&m);
+  fold_shapes(&m, passes_checker(m));
   EXPECT_EQ(ops(m), (std::multiset<std::string>{"LSTM", "LSTM", "Transpose", "Transpose", "Reshape", "Reshape"}));
   int reshapes = 0;
   for (const auto& n : m.graph().node()) {
@@ -85,7 +86,7 @@ TEST(ShapePass, KeepsADeadEndAndWhatItCannotKnow) {
   dead->set_op_type("Shape");
   dead->add_input("y");
   dead->add_output("unused_shape");
-  fold_shapes(&m);
+  fold_shapes(&m, passes_checker(m));
   EXPECT_EQ(ops(m).count("Shape"), 1u);
 
   // A model ONNX's checker refuses (an LSTM with a ninth input) gets no inferred shapes: the first
@@ -97,7 +98,8 @@ TEST(ShapePass, KeepsADeadEndAndWhatItCannotKnow) {
       while (n.input_size() < 9) n.add_input("");
     }
   }
-  const ShapeFacts facts = fold_shapes(&bad);
+  EXPECT_FALSE(passes_checker(bad));
+  const ShapeFacts facts = fold_shapes(&bad, passes_checker(bad));
   EXPECT_EQ(facts.shape("/rnn1/LSTM_output_0"), nullptr);  // only the declared shapes
   EXPECT_EQ(ops(bad).count("Shape"), 1u);
   const UniformValue* first = facts.uniform_value("/rnn1/ConstantOfShape_output_0");
@@ -118,7 +120,7 @@ TEST(ShapePass, LeavesShapeArithmeticOfOtherFormsToTheImporter) {
       if (a.name() == "axis") a.set_i(2);
     }
   }
-  const ShapeFacts facts = fold_shapes(&m);
+  const ShapeFacts facts = fold_shapes(&m, passes_checker(m));
   EXPECT_EQ(ops(m).count("Concat"), 2u);
   const UniformValue* u = facts.uniform_value("/rnn1/ConstantOfShape_output_0");
   ASSERT_NE(u, nullptr);
@@ -126,3 +128,17 @@ TEST(ShapePass, LeavesShapeArithmeticOfOtherFormsToTheImporter) {
 }
 
 }  // namespace
+
+TEST(ShapePass, InferenceLeavesTheModelAsItWas) {
+  // ONNX's inference runs on the model itself (no copy of its weights): its value_info, inputs and
+  // outputs are restored after the read, and a model not checked gets no inference at all.
+  onnx::ModelProto m = load("import_two_lstm_modules_dynamic");
+  const std::string before = m.SerializeAsString();
+  size_t inferred = 0;
+  ASSERT_TRUE(with_inferred_shapes(&m, true, [&](const onnx::GraphProto& g) { inferred = g.value_info_size(); }));
+  EXPECT_GT(inferred, static_cast<size_t>(m.graph().value_info_size()));
+  EXPECT_EQ(m.SerializeAsString(), before);
+  bool called = false;
+  EXPECT_FALSE(with_inferred_shapes(&m, false, [&](const onnx::GraphProto&) { called = true; }));
+  EXPECT_FALSE(called);
+}

@@ -1,7 +1,5 @@
 #include "qlstm/compiler/import/fold_constants.h"
 
-#include <onnx/shape_inference/implementation.h>
-
 #include <map>
 #include <set>
 #include <string>
@@ -9,6 +7,7 @@
 
 #include "const_tensor.h"
 #include "fold_ops.h"
+#include "onnx_model.h"
 
 namespace qlstm {
 namespace compiler {
@@ -53,7 +52,8 @@ bool static_dims(const onnx::ValueInfoProto& v, Dims* out) {
 
 class Folder {
  public:
-  Folder(onnx::ModelProto* model, int64_t opset) : model_(model), g_(model->mutable_graph()), opset_(opset) {
+  Folder(onnx::ModelProto* model, int64_t opset, bool checked)
+      : model_(model), g_(model->mutable_graph()), opset_(opset), checked_(checked) {
     for (const auto& t : g_->initializer()) {
       initializers_[t.name()] = &t;
       shapes_[t.name()] = Dims(t.dims().begin(), t.dims().end());
@@ -112,16 +112,10 @@ class Folder {
     return it == shapes_.end() ? nullptr : &it->second;
   }
 
-  // ONNX's shape inference, on a copy (the model keeps its own value_info); a graph it fails on
-  // simply has fewer static shapes.
+  // ONNX's shape inference where it runs (see with_inferred_shapes); a graph it refuses simply has
+  // fewer static shapes.
   void infer_shapes() {
-    onnx::ModelProto copy = *model_;
-    try {
-      onnx::shape_inference::InferShapes(copy);
-    } catch (const std::exception&) {
-      return;
-    }
-    read_shapes(copy.graph());
+    with_inferred_shapes(model_, checked_, [this](const onnx::GraphProto& g) { read_shapes(g); });
   }
 
   bool fold(const onnx::NodeProto& n) {
@@ -169,6 +163,7 @@ class Folder {
   onnx::ModelProto* model_;
   onnx::GraphProto* g_;
   int64_t opset_;
+  bool checked_;  // ONNX's inference may run (the model as read passed its checker)
   std::map<std::string, const onnx::TensorProto*> initializers_;
   std::map<std::string, ConstTensor> values_;
   std::map<std::string, Dims> shapes_;
@@ -178,7 +173,7 @@ class Folder {
 
 }  // namespace
 
-void fold_constants(onnx::ModelProto* model, int64_t opset) { Folder(model, opset).run(); }
+void fold_constants(onnx::ModelProto* model, int64_t opset, bool checked) { Folder(model, opset, checked).run(); }
 
 }  // namespace import
 }  // namespace compiler

@@ -6,6 +6,7 @@
 #include <onnx/onnx_pb.h>
 
 #include "import/graph.h"
+#include "import/onnx_model.h"
 #include "import/recurrent_nodes.h"
 #include "qlstm/compiler/import/fold_constants.h"
 #include "qlstm/compiler/import/refusals.h"
@@ -142,9 +143,10 @@ void read_model(const std::string& bytes, onnx::ModelProto* out, Import* im) {
   if (!check_topological(model.graph(), &problems)) refuse(origin, problems);
   // The graph as the walks below read it: opset-9 Slices in their input form, constant
   // subgraphs (weights computed from initializers, static shapes) evaluated into initializers.
+  const bool checked = import::passes_checker(model);
   import::upgrade_attribute_forms(&model, r.opset);
-  import::fold_constants(&model, r.opset);
-  im->facts = import::fold_shapes(&model);
+  import::fold_constants(&model, r.opset, checked);
+  im->facts = import::fold_shapes(&model, checked);
 }
 
 // The LSTM and GRU nodes, each read (attributes, weights); refuses a graph without any (naming

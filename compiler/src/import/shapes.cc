@@ -1,13 +1,11 @@
 #include "shapes.h"
 
-#include <onnx/checker.h>
-#include <onnx/shape_inference/implementation.h>
-
 #include <algorithm>
 #include <limits>
 #include <set>
 
 #include "graph.h"
+#include "onnx_model.h"
 
 namespace qlstm {
 namespace compiler {
@@ -29,8 +27,8 @@ std::string shape_string(const Shape& s) {
 namespace {
 
 // Ops that compute on shapes (the exporters' Shape -> Gather -> Unsqueeze -> Concat chains).
-const std::set<std::string> kShapeArithmetic = {"Gather", "Unsqueeze", "Squeeze", "Concat", "Slice", "Cast",
-                                                 "Reshape", "Identity", "Add", "Sub", "Mul", "Div"};
+const std::set<std::string> kShapeArithmetic = {"Gather", "Unsqueeze", "Squeeze", "Concat", "Slice",
+                                                 "Cast", "Identity", "Add", "Sub", "Mul"};
 // Ops whose output elements are all copies of input 0's elements.
 const std::set<std::string> kElementPreserving = {"Expand", "Identity", "Cast", "Reshape", "Squeeze",
                                                    "Unsqueeze", "Transpose", "Tile", "Slice"};
@@ -71,7 +69,7 @@ bool is_number(const Dim& d) { return d.symbol.empty() && d.value != kUnknownEle
 
 class ShapePass {
  public:
-  explicit ShapePass(onnx::ModelProto* model) : model_(model), g_(*model->mutable_graph()) {}
+  ShapePass(onnx::ModelProto* model, bool checked) : model_(model), checked_(checked), g_(*model->mutable_graph()) {}
 
   ShapeFacts run() {
     infer();
@@ -86,33 +84,27 @@ class ShapePass {
   }
 
  private:
-  // ONNX's inference on a copy (the model keeps its own value_info), on a model ONNX's checker
-  // passes (its inference assumes one: damaged attributes crash it); any other keeps the shapes it
-  // declares. Without its data propagation, which crashes libonnx 1.12 on models the checker
-  // passes (a Concat of shapes along axis 2): the shape arithmetic is evaluated here instead.
+  // ONNX's inference where it runs (see with_inferred_shapes); otherwise the shapes the model
+  // declares. The shape arithmetic is evaluated here, not by ONNX's data propagation.
   void infer() {
-    onnx::ModelProto copy = *model_;
-    try {
-      onnx::checker::check_model(copy);
-      onnx::shape_inference::InferShapes(copy);
-    } catch (const std::exception&) {
-      copy = *model_;
+    if (!with_inferred_shapes(model_, checked_, [this](const onnx::GraphProto& g) { read_shapes(g); })) read_shapes(g_);
+    // The names of the graph inputs' dynamic axes (not of an initializer listed as an input).
+    std::set<std::string> initializers;
+    for (const auto& t : g_.initializer()) initializers.insert(t.name());
+    for (const auto& v : g_.input()) {
+      if (initializers.count(v.name()) || !v.type().has_tensor_type() || !v.type().tensor_type().has_shape()) continue;
+      for (const auto& d : v.type().tensor_type().shape().dim()) {
+        if (!d.has_dim_value() && d.has_dim_param()) facts_.input_axes.insert(d.dim_param());
+      }
     }
-    const onnx::GraphProto& g = copy.graph();
+  }
+
+  void read_shapes(const onnx::GraphProto& g) {
     Shape s;
     for (const auto& t : g.initializer()) {
       s.clear();
       for (int64_t d : t.dims()) s.push_back(Dim{d, ""});
       facts_.shapes[t.name()] = s;
-    }
-    // The names of the graph inputs' dynamic axes (not of an initializer listed as an input).
-    std::set<std::string> initializers;
-    for (const auto& t : g.initializer()) initializers.insert(t.name());
-    for (const auto& v : model_->graph().input()) {
-      if (initializers.count(v.name()) || !v.type().has_tensor_type() || !v.type().tensor_type().has_shape()) continue;
-      for (const auto& d : v.type().tensor_type().shape().dim()) {
-        if (!d.has_dim_value() && d.has_dim_param()) facts_.input_axes.insert(d.dim_param());
-      }
     }
     for (const auto* list : {&g.input(), &g.value_info(), &g.output()}) {
       for (const auto& v : *list) {
@@ -120,8 +112,6 @@ class ShapePass {
       }
     }
   }
-
-  bool is_constant(const Graph& g, const std::string& name) const { return constant_tensor(g, name) != nullptr; }
 
   // A shape tensor's elements (a 1-D integer tensor, or a scalar), as far as they are known:
   // computed from Shape reads (shape_values_), or a constant.
@@ -375,23 +365,13 @@ class ShapePass {
     for (const auto& [k, target] : targets) {
       onnx::NodeProto& n = *g_.mutable_node(k);
       onnx::TensorProto* t = g_.add_initializer();
-      t->set_name(unused_name(n.input(1) + "_target"));
+      t->set_name(fresh_name(value_names(g_), n.input(1) + "_target"));
       t->set_data_type(onnx::TensorProto::INT64);
       t->add_dims(static_cast<int64_t>(target.size()));
       for (int64_t v : target) t->add_int64_data(v);
       facts_.shapes[t->name()] = Shape{Dim{static_cast<int64_t>(target.size()), ""}};
       n.set_input(1, t->name());
     }
-  }
-
-  std::string unused_name(const std::string& base) const {
-    std::set<std::string> names;
-    for (const auto& t : g_.initializer()) names.insert(t.name());
-    for (const auto& n : g_.node()) names.insert(n.output().begin(), n.output().end());
-    for (const auto& i : g_.input()) names.insert(i.name());
-    std::string name = base;
-    for (int k = 1; names.count(name); ++k) name = base + "_" + std::to_string(k);
-    return name;
   }
 
   // Removes the producers of uniform values of known shape (the value lives in ShapeFacts), then,
@@ -428,6 +408,7 @@ class ShapePass {
   }
 
   onnx::ModelProto* model_;
+  bool checked_;  // ONNX's inference may run (the model as read passed its checker)
   onnx::GraphProto& g_;
   ShapeFacts facts_;
   std::map<std::string, ShapeValue> shape_values_;  // the values computed from Shape reads
@@ -436,7 +417,7 @@ class ShapePass {
 
 }  // namespace
 
-ShapeFacts fold_shapes(onnx::ModelProto* model) { return ShapePass(model).run(); }
+ShapeFacts fold_shapes(onnx::ModelProto* model, bool checked) { return ShapePass(model, checked).run(); }
 
 }  // namespace import
 }  // namespace compiler

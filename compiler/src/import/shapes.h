@@ -68,8 +68,10 @@ struct ShapeFacts {
 //     inferred output shape (0 to copy an input axis, -1 for one unresolved axis), when that
 //     target is unambiguous;
 //   - Shape nodes, and the shape arithmetic and layout ops nothing reads any more, leave the graph.
+// `checked`: the model as read passed ONNX's checker (see with_inferred_shapes); without it, or
+// where the inference refuses, the shapes are the ones the model declares.
 // A graph ONNX's inference cannot process keeps its nodes (the importer's checks name them).
-ShapeFacts fold_shapes(onnx::ModelProto* model);
+ShapeFacts fold_shapes(onnx::ModelProto* model, bool checked);
 
 }  // namespace import
 }  // namespace compiler

@@ -4,25 +4,12 @@
 #include <string>
 #include <vector>
 
+#include "onnx_model.h"
+
 namespace qlstm {
 namespace compiler {
 namespace import {
 namespace {
-
-// A name no value of `g` has, built from `base`.
-std::string fresh_name(const std::set<std::string>& taken, const std::string& base) {
-  std::string name = base;
-  for (int k = 1; taken.count(name); ++k) name = base + "_" + std::to_string(k);
-  return name;
-}
-
-std::set<std::string> value_names(const onnx::GraphProto& g) {
-  std::set<std::string> names;
-  for (const auto& i : g.input()) names.insert(i.name());
-  for (const auto& t : g.initializer()) names.insert(t.name());
-  for (const auto& n : g.node()) names.insert(n.output().begin(), n.output().end());
-  return names;
-}
 
 // Slice-1's attributes starts, ends (required) and axes (optional) as inputs 1-3; false (the
 // node unchanged) when it is not that form.

@@ -19,7 +19,9 @@ namespace import {
 // above 2^26 elements, an element type other than float, double, int32, int64, bool) is left as
 // it is for the importer's checks to name. Shapes that depend on the input's dynamic dims stay
 // nodes (the importer reads them as structure). `model` must be in topological order.
-void fold_constants(onnx::ModelProto* model, int64_t opset);
+// `checked`: the model as read passed ONNX's checker, so ONNX's shape inference may run on it
+// for the shapes of Shape nodes' inputs; without it only the declared shapes serve.
+void fold_constants(onnx::ModelProto* model, int64_t opset, bool checked);
 
 }  // namespace import
 }  // namespace compiler

@@ -1,0 +1,39 @@
+// What the import pre-passes (upgrade_opset, fold_constants, shapes) share about the ONNX model
+// they rewrite: names for the values they add, and ONNX's shape inference.
+#ifndef QLSTM_COMPILER_SRC_IMPORT_ONNX_MODEL_H_
+#define QLSTM_COMPILER_SRC_IMPORT_ONNX_MODEL_H_
+
+#include <onnx/onnx_pb.h>
+
+#include <functional>
+#include <set>
+#include <string>
+
+namespace qlstm {
+namespace compiler {
+namespace import {
+
+// The names of every value of `g`: its inputs, initializers and node outputs.
+std::set<std::string> value_names(const onnx::GraphProto& g);
+// A name not in `taken`, built from `base` ("base", then "base_1", "base_2", ...).
+std::string fresh_name(const std::set<std::string>& taken, const std::string& base);
+
+// Whether ONNX's checker passes the model. ONNX's inference functions assume such a model
+// (damaged attributes crash them), so the import checks the file as read, before its pre-passes
+// rewrite it: the opset-9 Slices they put in input form would no longer pass.
+bool passes_checker(const onnx::ModelProto& model);
+
+// Runs ONNX's shape inference and calls `read` with the graph whose value_info, inputs and
+// outputs then carry the inferred types; then restores those, so the model is not copied,
+// weights and all. `checked`: the model as read passed the checker (passes_checker); when false,
+// nothing runs. Without ONNX's data propagation, which crashes libonnx 1.12 on models the checker
+// passes (a Concat of shapes along axis 2). Returns false, without calling `read`, when the model
+// was not checked or the inference refuses it.
+bool with_inferred_shapes(onnx::ModelProto* model, bool checked,
+                          const std::function<void(const onnx::GraphProto&)>& read);
+
+}  // namespace import
+}  // namespace compiler
+}  // namespace qlstm
+
+#endif  // QLSTM_COMPILER_SRC_IMPORT_ONNX_MODEL_H_
