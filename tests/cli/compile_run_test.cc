@@ -99,7 +99,7 @@ TEST_F(CompileRun, BatchFirstAndSequenceFirstEndToEnd) {
     ASSERT_EQ(sh(std::string(QLSTM_CLI) + " run " + out + "/m.qlstm --input " + path("x8.npy") +
                  " --output " + path("y8.npy")).status, 0);
     const std::vector<int8_t> y8 = read_npy(path("y8.npy")).as_int8("y8");
-    EXPECT_EQ(y8, run_kernel_s8(m.ops[0].lstm, x8, shape));
+    EXPECT_EQ(y8, run_kernel_s8(m.ops[0].as<DerivedLstm>(), x8, shape));
     // Streamed (--chunk): reset, then stateful calls of N steps; the same bytes.
     for (const char* chunk : {"1", "2", "5", "7", "100"}) {
       ASSERT_EQ(sh(std::string(QLSTM_CLI) + " run " + out + "/m.qlstm --input " + path("x8.npy") + " --output " +

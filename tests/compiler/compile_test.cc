@@ -73,8 +73,8 @@ TEST(CompileModel, ReportFromOnnxBytes) {
   EXPECT_EQ(r.report.at("firmware_batch"), 2);
   // The upper layer's input is the lower layer's output buffer, and says so.
   EXPECT_EQ(r.report.at("ops").at(1).at("input_observer"), "the output of layer 0");
-  EXPECT_EQ(m.ops[1].lstm.input.scale, m.ops[0].lstm.output.scale);
-  EXPECT_EQ(m.ops[1].lstm.input.zero_point, m.ops[0].lstm.output.zero_point);
+  EXPECT_EQ(m.ops[1].as<DerivedLstm>().input.scale, m.ops[0].as<DerivedLstm>().output.scale);
+  EXPECT_EQ(m.ops[1].as<DerivedLstm>().input.zero_point, m.ops[0].as<DerivedLstm>().output.zero_point);
 
   // The program is compile_program's on the same sequences.
   const OnnxLstm onnx = import_onnx_bytes(bytes, "two");
@@ -90,12 +90,12 @@ TEST(CompileModel, ReportFromOnnxBytes) {
               run_float_program(onnx.program, s.values.data(), {1, s.time_steps, Layout::kBatchMajor}).output);
   }
   for (size_t k = 0; k < m.ops.size(); ++k) {
-    EXPECT_EQ(q.model.ops[k].lstm.output.scale, m.ops[k].lstm.output.scale);
-    EXPECT_EQ(q.model.ops[k].lstm.cell.power, m.ops[k].lstm.cell.power);
-    for (size_t g = 0; g < m.ops[k].lstm.gates.size(); ++g) {
-      EXPECT_EQ(q.model.ops[k].lstm.gates[g].w_x, m.ops[k].lstm.gates[g].w_x);
-      EXPECT_EQ(q.model.ops[k].lstm.gates[g].w_h, m.ops[k].lstm.gates[g].w_h);
-      EXPECT_EQ(q.model.ops[k].lstm.gates[g].input_effective_bias, m.ops[k].lstm.gates[g].input_effective_bias);
+    EXPECT_EQ(q.model.ops[k].as<DerivedLstm>().output.scale, m.ops[k].as<DerivedLstm>().output.scale);
+    EXPECT_EQ(q.model.ops[k].as<DerivedLstm>().cell.power, m.ops[k].as<DerivedLstm>().cell.power);
+    for (size_t g = 0; g < m.ops[k].as<DerivedLstm>().gates.size(); ++g) {
+      EXPECT_EQ(q.model.ops[k].as<DerivedLstm>().gates[g].w_x, m.ops[k].as<DerivedLstm>().gates[g].w_x);
+      EXPECT_EQ(q.model.ops[k].as<DerivedLstm>().gates[g].w_h, m.ops[k].as<DerivedLstm>().gates[g].w_h);
+      EXPECT_EQ(q.model.ops[k].as<DerivedLstm>().gates[g].input_effective_bias, m.ops[k].as<DerivedLstm>().gates[g].input_effective_bias);
     }
   }
 }
@@ -283,7 +283,7 @@ TEST(Search, KeepsTheChoicesTheUserFixed) {
   const std::vector<std::string> fixed = {"output_observer", "cell_headroom", "bias_correction", "weight_clips"};
   for (size_t k = 0; k < 2; ++k) {
     const CalibrationStats& st = r.stats[k];
-    const DerivedLstm& d = r.model.ops[k].lstm;
+    const DerivedLstm& d = r.model.ops[k].as<DerivedLstm>();
     EXPECT_EQ(st.fixed_by_user, fixed) << k;
     // Layer 1's input is layer 0's output buffer: searched by neither.
     const std::vector<std::string> searched_here =

@@ -163,7 +163,7 @@ TEST(GruCompile, ClassifierHeadOnTheLastStep) {
   const Measured m = compile_and_measure(p, CompileOptions{}, 42);
   const CompiledModel& cm = m.q.model;
   EXPECT_TRUE(cm.output_is_one_step());
-  EXPECT_EQ(cm.ops.front().gru.output_steps, QLSTM_OUTPUT_FINAL);
+  EXPECT_EQ(cm.ops.front().as<DerivedGru>().output_steps, QLSTM_OUTPUT_FINAL);
   EXPECT_EQ(count_kind(cm, QLSTM_OP_FULLY_CONNECTED_S8), 1);
   std::printf("GRU + Linear head: %.2f dB held out\n", m.held_out_sqnr_db);
   EXPECT_GE(m.held_out_sqnr_db, 30.0);

@@ -45,15 +45,15 @@ void gru_call(const DerivedGru& d, const std::vector<int8_t>& x, int32_t B, int3
 // Q0.15, the initial state, receives the final one.
 std::vector<int8_t> ops_one_by_one(const CompiledModel& m, const std::vector<int8_t>& x, const SequenceShape& s,
                                    std::vector<int16_t>& state) {
-  const int32_t H = m.ops[0].gru.hidden_size;
-  const bool final_only = m.ops[0].gru.output_steps == QLSTM_OUTPUT_FINAL;
+  const int32_t H = m.ops[0].as<DerivedGru>().hidden_size;
+  const bool final_only = m.ops[0].as<DerivedGru>().output_steps == QLSTM_OUTPUT_FINAL;
   const size_t positions = static_cast<size_t>(s.batch) * static_cast<size_t>(final_only ? 1 : s.time_steps);
   std::vector<int8_t> y(positions * 2 * H);
   for (int32_t d = 0; d < 2; ++d) {
-    gru_call(m.ops[static_cast<size_t>(d)].gru, x, s.batch, s.time_steps, s.layout, 2 * H,
+    gru_call(m.ops[static_cast<size_t>(d)].as<DerivedGru>(), x, s.batch, s.time_steps, s.layout, 2 * H,
              state.data() + d * s.batch * H, y.data() + d * H);
   }
-  qlstm_fc_s8_params fc = m.ops[2].fc.kernel_params(static_cast<int32_t>(positions));
+  qlstm_fc_s8_params fc = m.ops[2].as<DerivedFc>().kernel_params(static_cast<int32_t>(positions));
   std::vector<int8_t> out(positions * static_cast<size_t>(fc.output_size));
   EXPECT_EQ(qlstm_fc_s8(&fc, y.data(), out.data()), QLSTM_OK);
   return out;
@@ -123,9 +123,11 @@ TEST(GruModel, ModelFileRoundTripIsExact) {
     for (size_t k = 0; k < a.ops.size(); ++k) {
       EXPECT_EQ(back.ops[k].initial_cell, m.ops[k].initial_cell);
       EXPECT_EQ(back.ops[k].initial_hidden, m.ops[k].initial_hidden);
-      EXPECT_EQ(back.ops[k].recurrent_input().scale, m.ops[k].recurrent_input().scale);
+      if (m.ops[k].recurrent()) {
+        EXPECT_EQ(back.ops[k].recurrent_input().scale, m.ops[k].recurrent_input().scale);
+      }
     }
-    for (size_t g = 0; g < 3; ++g) EXPECT_EQ(back.ops[1].gru.gates[g].w_h_scale, m.ops[1].gru.gates[g].w_h_scale);
+    for (size_t g = 0; g < 3; ++g) EXPECT_EQ(back.ops[1].as<DerivedGru>().gates[g].w_h_scale, m.ops[1].as<DerivedGru>().gates[g].w_h_scale);
     EXPECT_EQ(back.buffers[1].steps, m.buffers[1].steps);
     EXPECT_EQ(back.initial_hidden, StateSource::kConstant);
     const std::vector<int8_t> x = random_s8(static_cast<size_t>(kB * kT * m.input_size()), rng);
@@ -169,8 +171,8 @@ std::string crafted_file(const CompiledModel& m, uint32_t version,
             : testing_support::record_of(testing_support::block<qlstm_fc_s8_params>(r.ops[k]), [](const auto& p, auto& w) { qlstm::visit_fc_s8_fields(p, w); });
     edit(k, record);
     const ProgramOp& op = m.ops[k];
-    const AffineQuant qi = op.recurrent() ? op.recurrent_input() : op.fc.input;
-    const AffineQuant qo = op.recurrent() ? op.recurrent_output() : op.fc.output;
+    const AffineQuant qi = op.recurrent() ? op.recurrent_input() : op.as<DerivedFc>().input;
+    const AffineQuant qo = op.recurrent() ? op.recurrent_output() : op.as<DerivedFc>().output;
     const fb::AffineQuant in(qi.scale, qi.zero_point), out(qo.scale, qo.zero_point);
     ops.push_back(fb::CreateOpDirect(b, op.kind, &record, op.input_buffer, op.output_buffer, op.output_offset, nullptr,
                                      op.initial_cell.empty() ? nullptr : &op.initial_cell, &in, &out));
@@ -233,7 +235,7 @@ TEST(GruModel, CraftedFilesAreRefusedNamingTheField) {
   EXPECT_NE(shift.find("ops[1].gates[reset].input_to_q3_12.shift"), std::string::npos) << shift;
   // A version-5 record ends before new_gate_zero_state_bias; a version-6 one may not.
   const auto v5_record = [&](size_t k, std::vector<uint8_t>& r) {
-    if (m.ops[k].kind == QLSTM_OP_GRU_S8) r.resize(r.size() - 4 * static_cast<size_t>(m.ops[k].gru.hidden_size));
+    if (m.ops[k].kind == QLSTM_OP_GRU_S8) r.resize(r.size() - 4 * static_cast<size_t>(m.ops[k].as<DerivedGru>().hidden_size));
   };
   const std::string v6_short = error_of(crafted_file(m, kModelFormatVersion, v5_record));
   EXPECT_NE(v6_short.find("field 'program[0].params.new_gate_zero_state_bias': the record ends early"),
@@ -249,7 +251,7 @@ TEST(GruModel, Version5FileGetsTheZeroStateBiasFromItsWeights) {
   std::mt19937_64 rng(606);
   const CompiledModel m = gru_model(rng, {});
   const std::string v5 = crafted_file(m, 5, [&](size_t k, std::vector<uint8_t>& r) {
-    if (m.ops[k].kind == QLSTM_OP_GRU_S8) r.resize(r.size() - 4 * static_cast<size_t>(m.ops[k].gru.hidden_size));
+    if (m.ops[k].kind == QLSTM_OP_GRU_S8) r.resize(r.size() - 4 * static_cast<size_t>(m.ops[k].as<DerivedGru>().hidden_size));
   });
   const CompiledModel back = parse_model(v5, "v5.qlstm");
   ASSERT_EQ(back.ops.size(), m.ops.size());
@@ -257,7 +259,7 @@ TEST(GruModel, Version5FileGetsTheZeroStateBiasFromItsWeights) {
   for (size_t k = 0; k < m.ops.size(); ++k) {
     if (m.ops[k].kind != QLSTM_OP_GRU_S8) continue;
     ++grus;
-    EXPECT_EQ(back.ops[k].gru.new_gate_zero_state_bias, m.ops[k].gru.new_gate_zero_state_bias) << k;
+    EXPECT_EQ(back.ops[k].as<DerivedGru>().new_gate_zero_state_bias, m.ops[k].as<DerivedGru>().new_gate_zero_state_bias) << k;
   }
   EXPECT_GT(grus, 0u);
 }
@@ -270,15 +272,15 @@ TEST(GruModel, InconsistentGruOpIsRefusedNamingTheField) {
     std::function<void(CompiledModel&)> edit;
     std::string want;
   } bads[] = {
-      {"kernel field", [](CompiledModel& m) { m.ops[1].gru.update_times_difference_to_q0_15.shift = 40; },
+      {"kernel field", [](CompiledModel& m) { m.ops[1].as<DerivedGru>().update_times_difference_to_q0_15.shift = 40; },
        "ops[1].update_times_difference_to_q0_15.shift"},
-      {"int8 h0", [](CompiledModel& m) { m.ops[0].initial_hidden.assign(m.ops[0].gru.hidden_size, 0); },
+      {"int8 h0", [](CompiledModel& m) { m.ops[0].initial_hidden.assign(m.ops[0].as<DerivedGru>().hidden_size, 0); },
        "field 'ops[0].initial_hidden': a GRU keeps its initial state in initial_cell"},
       {"h0 size", [](CompiledModel& m) { m.ops[1].initial_cell.pop_back(); },
        "field 'ops[1].initial_cell' does not match the model's initial hidden state"},
-      {"direction", [](CompiledModel& m) { m.ops[1].gru.time_direction = QLSTM_TIME_FORWARD; },
+      {"direction", [](CompiledModel& m) { m.ops[1].as<DerivedGru>().time_direction = QLSTM_TIME_FORWARD; },
        "field 'ops[1].time_direction' does not match its half of the layer"},
-      {"quantization", [](CompiledModel& m) { m.ops[1].gru.output.scale *= 2; },
+      {"quantization", [](CompiledModel& m) { m.ops[1].as<DerivedGru>().output.scale *= 2; },
        "field 'ops[1]': output quantization differs from its output buffer's"},
       {"offset", [](CompiledModel& m) { m.ops[1].output_offset = 0; }, "ops[1].output_offset"},
   };

@@ -50,19 +50,19 @@ TEST(ModelFile, RoundTripIsExact) {
   EXPECT_EQ(r.name, "small");
   EXPECT_TRUE(r.batch_first);
   EXPECT_EQ(r.report_json, m.report_json);
-  EXPECT_EQ(r.ops[0].lstm.input.scale, m.ops[0].lstm.input.scale);
-  EXPECT_EQ(r.ops[0].lstm.output.zero_point, m.ops[0].lstm.output.zero_point);
-  EXPECT_EQ(r.ops[0].lstm.cell.power, m.ops[0].lstm.cell.power);
+  EXPECT_EQ(r.ops[0].as<DerivedLstm>().input.scale, m.ops[0].as<DerivedLstm>().input.scale);
+  EXPECT_EQ(r.ops[0].as<DerivedLstm>().output.zero_point, m.ops[0].as<DerivedLstm>().output.zero_point);
+  EXPECT_EQ(r.ops[0].as<DerivedLstm>().cell.power, m.ops[0].as<DerivedLstm>().cell.power);
   for (int g = 0; g < QLSTM_GATE_COUNT; ++g) {
-    EXPECT_EQ(r.ops[0].lstm.gates[g].w_x, m.ops[0].lstm.gates[g].w_x);
-    EXPECT_EQ(r.ops[0].lstm.gates[g].hidden_effective_bias, m.ops[0].lstm.gates[g].hidden_effective_bias);
-    EXPECT_EQ(r.ops[0].lstm.gates[g].input_to_q3_12.multiplier, m.ops[0].lstm.gates[g].input_to_q3_12.multiplier);
+    EXPECT_EQ(r.ops[0].as<DerivedLstm>().gates[g].w_x, m.ops[0].as<DerivedLstm>().gates[g].w_x);
+    EXPECT_EQ(r.ops[0].as<DerivedLstm>().gates[g].hidden_effective_bias, m.ops[0].as<DerivedLstm>().gates[g].hidden_effective_bias);
+    EXPECT_EQ(r.ops[0].as<DerivedLstm>().gates[g].input_to_q3_12.multiplier, m.ops[0].as<DerivedLstm>().gates[g].input_to_q3_12.multiplier);
   }
   std::mt19937_64 rng(2);
   std::vector<int8_t> x(2 * 7 * 3);
   for (auto& v : x) v = static_cast<int8_t>(rng());
   const SequenceShape shape{2, 7, Layout::kBatchMajor};
-  EXPECT_EQ(run_kernel_s8(r.ops[0].lstm, x, shape), run_kernel_s8(m.ops[0].lstm, x, shape));
+  EXPECT_EQ(run_kernel_s8(r.ops[0].as<DerivedLstm>(), x, shape), run_kernel_s8(m.ops[0].as<DerivedLstm>(), x, shape));
 }
 
 TEST(ModelFile, DamageIsRefusedWithTheReason) {
@@ -76,14 +76,14 @@ TEST(ModelFile, DamageIsRefusedWithTheReason) {
   std::vector<int8_t> x(2 * 7 * 3);
   for (auto& v : x) v = static_cast<int8_t>(rng());
   const SequenceShape shape{2, 7, Layout::kBatchMajor};
-  const std::vector<int8_t> want = run_kernel_s8(ref.ops[0].lstm, x, shape);
+  const std::vector<int8_t> want = run_kernel_s8(ref.ops[0].as<DerivedLstm>(), x, shape);
   size_t refused = 0, harmless = 0;
   for (size_t k = 0; k < good.size(); ++k) {
     std::string d = good;
     d[k] = static_cast<char>(d[k] ^ 0x5A);
     try {
       const CompiledModel m = parse_model(d, "damaged");
-      ASSERT_EQ(run_kernel_s8(m.ops[0].lstm, x, shape), want) << "byte " << k << " changed the model silently";
+      ASSERT_EQ(run_kernel_s8(m.ops[0].as<DerivedLstm>(), x, shape), want) << "byte " << k << " changed the model silently";
       ASSERT_EQ(m.name, ref.name);
       ++harmless;
     } catch (const CompileError&) {
@@ -133,7 +133,7 @@ void expect_s16_round_trip(const CompiledModel& m, std::mt19937_64& rng) {
   }
   ASSERT_EQ(r.ops.size(), m.ops.size());
   for (size_t k = 0; k < m.ops.size(); ++k) EXPECT_EQ(r.ops[k].kind, m.ops[k].kind) << k;
-  const DerivedLstmS16 &a = m.ops[0].lstm_s16, &b = r.ops[0].lstm_s16;
+  const DerivedLstmS16 &a = m.ops[0].as<DerivedLstmS16>(), &b = r.ops[0].as<DerivedLstmS16>();
   EXPECT_EQ(b.input_scale, a.input_scale);
   EXPECT_EQ(b.output_scale, a.output_scale);
   EXPECT_EQ(b.cell.power, a.cell.power);
@@ -143,10 +143,10 @@ void expect_s16_round_trip(const CompiledModel& m, std::mt19937_64& rng) {
     EXPECT_EQ(b.gates[g].input_effective_bias, a.gates[g].input_effective_bias);
     EXPECT_EQ(b.gates[g].w_x_scale, a.gates[g].w_x_scale);
   }
-  EXPECT_EQ(r.ops[1].fc_s16.bias, m.ops[1].fc_s16.bias);
-  EXPECT_EQ(r.ops[1].fc_s16.weight_scale, m.ops[1].fc_s16.weight_scale);
+  EXPECT_EQ(r.ops[1].as<DerivedFcS16>().bias, m.ops[1].as<DerivedFcS16>().bias);
+  EXPECT_EQ(r.ops[1].as<DerivedFcS16>().weight_scale, m.ops[1].as<DerivedFcS16>().weight_scale);
   if (m.ops[2].kind == QLSTM_OP_SOFTMAX_S16) {
-    const DerivedSoftmaxS16 &sa = m.ops[2].softmax_s16, &sb = r.ops[2].softmax_s16;
+    const DerivedSoftmaxS16 &sa = m.ops[2].as<DerivedSoftmaxS16>(), &sb = r.ops[2].as<DerivedSoftmaxS16>();
     EXPECT_EQ(sb.row_size, sa.row_size);
     EXPECT_EQ(sb.input_multiplier, sa.input_multiplier);
     EXPECT_EQ(sb.input_left_shift, sa.input_left_shift);
@@ -154,7 +154,7 @@ void expect_s16_round_trip(const CompiledModel& m, std::mt19937_64& rng) {
     EXPECT_NEAR(sb.beta, sa.beta, 1e-9);  // the beta its multiplier stands for
     EXPECT_EQ(r.buffers.back().quant.scale, 1.0 / 32768);
   } else {
-    EXPECT_EQ(r.ops[2].requantize.to_output.multiplier, m.ops[2].requantize.to_output.multiplier);
+    EXPECT_EQ(r.ops[2].as<DerivedRequantize>().to_output.multiplier, m.ops[2].as<DerivedRequantize>().to_output.multiplier);
   }
   // Written again, the same bytes.
   EXPECT_EQ(serialize_model(r), serialize_model(m));
@@ -257,7 +257,7 @@ TEST(ModelFile, DamagedS16FileIsRefused) {
   EXPECT_NE(s8_input.find("model.qlstm"), std::string::npos) << s8_input;
   const std::string zero_point = crafted([](CompiledModel& m) { m.buffers[0].quant.zero_point = 3; });
   EXPECT_NE(zero_point.find("buffers[0].zero_point' must be 0 for int16"), std::string::npos) << zero_point;
-  const std::string shift = crafted([](CompiledModel& m) { m.ops[1].fc_s16.to_output.shift = 99; });
+  const std::string shift = crafted([](CompiledModel& m) { m.ops[1].as<DerivedFcS16>().to_output.shift = 99; });
   EXPECT_NE(shift.find("ops[1].shift"), std::string::npos) << shift;
   // A 16x8 op's int16 side with a zero point: the model bytes edited in place, sealed again.
   {

@@ -43,6 +43,41 @@ std::vector<int8_t> columns(const std::vector<int8_t>& y, int32_t width, int32_t
   return out;
 }
 
+TEST(Program, AnOpHoldsOnlyItsOwnKindsBlock) {
+  // set() writes the kind with its block; reading the block as another kind's is refused (a
+  // non-recurrent op has no hidden size either), where one member per kind read zeros.
+  ProgramOp op;
+  EXPECT_EQ(op.kind, QLSTM_OP_LSTM_S8);
+  EXPECT_TRUE(op.holds<DerivedLstm>());
+  DerivedFc fc;
+  fc.input_size = 3;
+  fc.output_size = 2;
+  op.set(fc);
+  EXPECT_EQ(op.kind, QLSTM_OP_FULLY_CONNECTED_S8);
+  EXPECT_TRUE(op.holds<DerivedFc>());
+  EXPECT_FALSE(op.holds<DerivedLstm>());
+  EXPECT_EQ(op.as<DerivedFc>().output_size, 2);
+  EXPECT_FALSE(op.recurrent());
+  try {
+    (void)op.as<DerivedLstm>();
+    ADD_FAILURE() << "an FC op read as an LSTM";
+  } catch (const CompileError& e) {
+    EXPECT_NE(std::string(e.what()).find("a fully_connected op read as a lstm op"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(op.hidden_size(), CompileError);
+  op.kind = QLSTM_OP_GRU_S8;  // a kind changed without its block
+  EXPECT_FALSE(op.holds<DerivedFc>());
+  EXPECT_THROW(op.as<DerivedGru>(), CompileError);
+  DerivedGru gru;
+  gru.hidden_size = 5;
+  op.set(gru);
+  EXPECT_TRUE(op.recurrent());
+  EXPECT_EQ(op.hidden_size(), 5);
+  EXPECT_EQ(op.state_size(), 5);
+  op.set_output_steps(QLSTM_OUTPUT_FINAL);
+  EXPECT_EQ(op.as<DerivedGru>().output_steps, QLSTM_OUTPUT_FINAL);
+}
+
 TEST(Program, BidirectionalLayerIsTwoOpsWritingTheirHalves) {
   std::mt19937_64 rng(1);
   const int32_t I = 5, H = 7, B = 3, T = 9;
@@ -50,16 +85,16 @@ TEST(Program, BidirectionalLayerIsTwoOpsWritingTheirHalves) {
   const CompiledModel& m = q.model;
   ASSERT_EQ(m.ops.size(), 2u);
   EXPECT_EQ(m.output_size(), 2 * H);
-  EXPECT_EQ(m.ops[1].lstm.time_direction, QLSTM_TIME_REVERSE);
+  EXPECT_EQ(m.ops[1].as<DerivedLstm>().time_direction, QLSTM_TIME_REVERSE);
   // One buffer quantization for the concatenated output, shared by both directions.
-  EXPECT_EQ(m.ops[0].lstm.output.scale, m.ops[1].lstm.output.scale);
-  EXPECT_EQ(m.ops[0].lstm.output.zero_point, m.ops[1].lstm.output.zero_point);
+  EXPECT_EQ(m.ops[0].as<DerivedLstm>().output.scale, m.ops[1].as<DerivedLstm>().output.scale);
+  EXPECT_EQ(m.ops[0].as<DerivedLstm>().output.zero_point, m.ops[1].as<DerivedLstm>().output.zero_point);
   for (Layout layout : {Layout::kBatchMajor, Layout::kTimeMajor}) {
     const SequenceShape s{B, T, layout};
     const std::vector<int8_t> x = random_s8(static_cast<size_t>(B) * T * I, rng);
     const std::vector<int8_t> y = run_program_s8(m, x, s);
-    EXPECT_EQ(columns(y, 2 * H, 0, H), run_kernel_s8(m.ops[0].lstm, x, s));
-    EXPECT_EQ(columns(y, 2 * H, H, H), run_kernel_s8(m.ops[1].lstm, x, s));
+    EXPECT_EQ(columns(y, 2 * H, 0, H), run_kernel_s8(m.ops[0].as<DerivedLstm>(), x, s));
+    EXPECT_EQ(columns(y, 2 * H, H, H), run_kernel_s8(m.ops[1].as<DerivedLstm>(), x, s));
   }
 }
 
@@ -70,13 +105,13 @@ TEST(Program, StackedLayersChainTheirInt8Outputs) {
   const CompiledModel& m = q.model;
   ASSERT_EQ(m.ops.size(), 3u);
   for (size_t k = 1; k < m.ops.size(); ++k) {  // a layer's input quantization is the one below's output's
-    EXPECT_EQ(m.ops[k].lstm.input.scale, m.ops[k - 1].lstm.output.scale);
-    EXPECT_EQ(m.ops[k].lstm.input.zero_point, m.ops[k - 1].lstm.output.zero_point);
+    EXPECT_EQ(m.ops[k].as<DerivedLstm>().input.scale, m.ops[k - 1].as<DerivedLstm>().output.scale);
+    EXPECT_EQ(m.ops[k].as<DerivedLstm>().input.zero_point, m.ops[k - 1].as<DerivedLstm>().output.zero_point);
   }
   const SequenceShape s{B, T, Layout::kTimeMajor};
   const std::vector<int8_t> x = random_s8(static_cast<size_t>(B) * T * I, rng);
   std::vector<int8_t> chain = x;
-  for (const ProgramOp& op : m.ops) chain = run_kernel_s8(op.lstm, chain, s);
+  for (const ProgramOp& op : m.ops) chain = run_kernel_s8(op.as<DerivedLstm>(), chain, s);
   EXPECT_EQ(run_program_s8(m, x, s), chain);
   // Streamed from the same state: chunks of any size give the one-call output and final state.
   ProgramState one = initial_program_state(m, B);
@@ -98,7 +133,7 @@ TEST(Program, CellScaleCoversAConstantInitialCell) {
   p.c0 = {std::vector<float>(H, 6.0f)};  // far beyond what the inputs drive the cell to
   p.h0 = {std::vector<float>(H, 0.25f)};
   const QuantizedProgram q = compile_program(p, calibration(I, rng), fast());
-  const DerivedLstm& d = q.model.ops[0].lstm;
+  const DerivedLstm& d = q.model.ops[0].as<DerivedLstm>();
   EXPECT_GE(d.cell.observed_max_abs, 6.0);
   EXPECT_GE(std::ldexp(32767.0, d.cell.power), 6.0);
   ASSERT_EQ(q.model.ops[0].initial_cell.size(), static_cast<size_t>(H));
@@ -140,7 +175,7 @@ TEST(Program, InconsistentProgramIsRefusedNamingTheField) {
   std::mt19937_64 rng(5);
   const QuantizedProgram q = compile_program(random_program(3, 4, 2, 1, rng), calibration(3, rng), fast());
   CompiledModel m = q.model;
-  m.ops[1].lstm.input.scale *= 2;
+  m.ops[1].as<DerivedLstm>().input.scale *= 2;
   try {
     m.validate("x.qlstm");
     FAIL() << "accepted";
@@ -185,7 +220,7 @@ TEST(Program, VersionOneFileOfOneLstmStillLoads) {
   std::mt19937_64 rng(6);
   const int32_t I = 3, H = 4;
   const QuantizedProgram q = compile_program(random_program(I, H, 1, 1, rng), calibration(I, rng), fast());
-  const DerivedLstm& d = q.model.ops[0].lstm;
+  const DerivedLstm& d = q.model.ops[0].as<DerivedLstm>();
   // A version-1 file as earlier qlstm wrote it: the boundary quantization in Model, one Lstm.
   namespace fb = qlstm::fb;
   flatbuffers::FlatBufferBuilder b;
@@ -223,7 +258,7 @@ TEST(Program, VersionTwoFileOfAProgramStillLoads) {
   const std::vector<flatbuffers::Offset<fb::Buffer>> buffers = legacy_buffers(b, m);
   std::vector<flatbuffers::Offset<fb::LstmOp>> ops;
   for (const ProgramOp& op : m.ops) {
-    ops.push_back(fb::CreateLstmOpDirect(b, legacy_lstm(b, op.lstm, true), op.input_buffer, op.output_buffer,
+    ops.push_back(fb::CreateLstmOpDirect(b, legacy_lstm(b, op.as<DerivedLstm>(), true), op.input_buffer, op.output_buffer,
                                          op.output_offset));
   }
   const fb::AffineQuant in(m.input_quant().scale, m.input_quant().zero_point),
@@ -231,7 +266,7 @@ TEST(Program, VersionTwoFileOfAProgramStillLoads) {
   b.Finish(fb::CreateModelDirect(b, "v2", false, &in, &out, 0, "{}", m.directions, &buffers, &ops));
   const CompiledModel back = parse_model(legacy_file(b, 2), "v2.qlstm");
   ASSERT_EQ(back.ops.size(), 4u);
-  EXPECT_EQ(back.ops[1].lstm.time_direction, QLSTM_TIME_REVERSE);
+  EXPECT_EQ(back.ops[1].as<DerivedLstm>().time_direction, QLSTM_TIME_REVERSE);
   const SequenceShape s{2, 6, Layout::kTimeMajor};
   const std::vector<int8_t> x = random_s8(2u * 6 * 3, rng);
   EXPECT_EQ(run_program_s8(back, x, s), run_program_s8(m, x, s));
@@ -254,8 +289,8 @@ TEST(Program, VersionThreeFileWithoutOutputStepsStillLoads) {
     ASSERT_EQ(testing_support::block<qlstm_lstm_s8_params>(r.ops[k]).output_steps, QLSTM_OUTPUT_ALL_STEPS);
     record.resize(record.size() - sizeof(int32_t));  // version 3's record ends before output_steps
     const ProgramOp& op = m.ops[k];
-    const fb::AffineQuant in(op.lstm.input.scale, op.lstm.input.zero_point),
-        out(op.lstm.output.scale, op.lstm.output.zero_point);
+    const fb::AffineQuant in(op.as<DerivedLstm>().input.scale, op.as<DerivedLstm>().input.zero_point),
+        out(op.as<DerivedLstm>().output.scale, op.as<DerivedLstm>().output.zero_point);
     ops.push_back(fb::CreateOpDirect(b, QLSTM_OP_LSTM_S8, &record, op.input_buffer, op.output_buffer,
                                      op.output_offset, nullptr, nullptr, &in, &out));
   }
@@ -265,7 +300,7 @@ TEST(Program, VersionThreeFileWithoutOutputStepsStillLoads) {
                                  fb::StateSource_Zero, fb::StateSource_Zero, false, false, &ops));
   const CompiledModel back = parse_model(legacy_file(b, 3), "v3.qlstm");
   ASSERT_EQ(back.ops.size(), 2u);
-  for (const ProgramOp& op : back.ops) EXPECT_EQ(op.lstm.output_steps, QLSTM_OUTPUT_ALL_STEPS);
+  for (const ProgramOp& op : back.ops) EXPECT_EQ(op.as<DerivedLstm>().output_steps, QLSTM_OUTPUT_ALL_STEPS);
   for (const ProgramBuffer& buf : back.buffers) EXPECT_EQ(buf.steps, QLSTM_BUFFER_EVERY_STEP);
   const SequenceShape s{2, 6, Layout::kTimeMajor};
   const std::vector<int8_t> x = random_s8(2u * 6 * 3, rng);
@@ -292,7 +327,7 @@ TEST(ProgramRunner, RefusesBadProgramsAndSmallContexts) {
   const QuantizedProgram q = compile_program(random_program(I, H, 2, 1, rng), calibration(I, rng), fast());
   std::vector<qlstm_op> ops(2);
   for (size_t k = 0; k < 2; ++k) {
-    ops[k] = lstm_op(q.model.ops[k].lstm.kernel_params(B, T, Layout::kBatchMajor), static_cast<int32_t>(k),
+    ops[k] = lstm_op(q.model.ops[k].as<DerivedLstm>().kernel_params(B, T, Layout::kBatchMajor), static_cast<int32_t>(k),
                      static_cast<int32_t>(k + 1), k * static_cast<size_t>(B * H));
   }
   alignas(QLSTM_SCRATCH_ALIGNMENT) unsigned char scratch[1024];
@@ -342,7 +377,7 @@ struct StackTable {
 
   explicit StackTable(const CompiledModel& m) {
     for (size_t k = 0; k < m.ops.size(); ++k) {
-      ops.push_back(lstm_op(m.ops[k].lstm.kernel_params(B, T, Layout::kBatchMajor), static_cast<int32_t>(k),
+      ops.push_back(lstm_op(m.ops[k].as<DerivedLstm>().kernel_params(B, T, Layout::kBatchMajor), static_cast<int32_t>(k),
                             static_cast<int32_t>(k + 1), k * static_cast<size_t>(B * H)));
     }
     program = {ops.data(), 4, 5, widths.data(), 4 * static_cast<size_t>(B * H), steps.data(), B,
@@ -477,16 +512,16 @@ TEST(Program, LoaderRefusesEachInconsistentFieldBehindAValidChecksum) {
       {&bi.model, [](CompiledModel& m) { m.buffers.pop_back(); }, "model.qlstm: ops[2].input_buffer" + program},
       {&bi.model, [](CompiledModel& m) { m.buffers.push_back(m.buffers.back()); },
        "model.qlstm: field 'buffers': 4 buffers, the last op writes buffer 2"},
-      {&bi.model, [](CompiledModel& m) { m.ops[1].lstm.hidden_size = 5; },
+      {&bi.model, [](CompiledModel& m) { m.ops[1].as<DerivedLstm>().hidden_size = 5; },
        "serialize_model: field 'ops[1].lstm.gates[forget].input_weights': expected 15 values"},
-      {&bi.model, [](CompiledModel& m) { m.ops[1].lstm.time_direction = 7; },
+      {&bi.model, [](CompiledModel& m) { m.ops[1].as<DerivedLstm>().time_direction = 7; },
        std::string("model.qlstm: ops[1].time_direction: ") + qlstm_status_string(QLSTM_ERROR_BAD_DIRECTION)},
-      {&bi.model, [](CompiledModel& m) { m.ops[1].lstm.time_direction = QLSTM_TIME_FORWARD; },
+      {&bi.model, [](CompiledModel& m) { m.ops[1].as<DerivedLstm>().time_direction = QLSTM_TIME_FORWARD; },
        "model.qlstm: field 'ops[1].time_direction' does not match its half of the layer"},
-      {&bi.model, [](CompiledModel& m) { m.ops[2].lstm.gates[QLSTM_GATE_INPUT].input_to_q3_12.shift = -40; },
+      {&bi.model, [](CompiledModel& m) { m.ops[2].as<DerivedLstm>().gates[QLSTM_GATE_INPUT].input_to_q3_12.shift = -40; },
        std::string("model.qlstm: ops[2].gates[input].input_to_q3_12.shift: ") +
            qlstm_status_string(QLSTM_ERROR_BAD_SHIFT)},
-      {&bi.model, [](CompiledModel& m) { m.ops[0].lstm.cell_clip = 40000; },
+      {&bi.model, [](CompiledModel& m) { m.ops[0].as<DerivedLstm>().cell_clip = 40000; },
        std::string("model.qlstm: ops[0].cell_clip: ") + qlstm_status_string(QLSTM_ERROR_BAD_CELL_CLIP)},
       // Buffers 1 and 3 share activation area 0.
       {&stack.model, [](CompiledModel& m) { m.ops[2].input_buffer = 1; }, "model.qlstm: ops[2].output_buffer" + program},

@@ -126,7 +126,7 @@ TEST(WholeProgram, ClassifierOnTheLastStepHoldsNoSequence) {
   const Compiled c = compile_and_run(p, T, options);
   const CompiledModel& m = c.q.model;
   EXPECT_EQ(kinds(m), (std::vector<int32_t>{QLSTM_OP_LSTM_S8, QLSTM_OP_FULLY_CONNECTED_S8, QLSTM_OP_SOFTMAX_S8}));
-  EXPECT_EQ(m.ops[0].lstm.output_steps, QLSTM_OUTPUT_FINAL);
+  EXPECT_EQ(m.ops[0].as<DerivedLstm>().output_steps, QLSTM_OUTPUT_FINAL);
   EXPECT_EQ(m.buffers[1].steps, QLSTM_BUFFER_ONE_STEP);
   EXPECT_TRUE(m.output_is_one_step());
   EXPECT_EQ(m.output_quant().scale, 1.0 / 256);
@@ -159,7 +159,7 @@ TEST(WholeProgram, BidirectionalClassifierSelectsTheLastStep) {
   const CompiledModel& m = c.q.model;
   EXPECT_EQ(kinds(m), (std::vector<int32_t>{QLSTM_OP_LSTM_S8, QLSTM_OP_LSTM_S8, QLSTM_OP_SELECT_STEP,
                                             QLSTM_OP_FULLY_CONNECTED_S8, QLSTM_OP_SOFTMAX_S8}));
-  EXPECT_EQ(m.ops[1].lstm.output_steps, QLSTM_OUTPUT_ALL_STEPS);
+  EXPECT_EQ(m.ops[1].as<DerivedLstm>().output_steps, QLSTM_OUTPUT_ALL_STEPS);
   const double sqnr = sqnr_db(c.want, c.got), agree = argmax_agreement(c.want, c.got, C);
   EXPECT_GE(sqnr, kMinSqnrDb);
   EXPECT_GE(agree, kMinArgmaxAgreement);
@@ -180,9 +180,9 @@ TEST(WholeProgram, FinalStateHeadWithFoldedRelu) {
   const Compiled c = compile_and_run(p, T, options);
   const CompiledModel& m = c.q.model;
   EXPECT_EQ(kinds(m), (std::vector<int32_t>{QLSTM_OP_LSTM_S8, QLSTM_OP_FULLY_CONNECTED_S8, QLSTM_OP_FULLY_CONNECTED_S8}));
-  EXPECT_EQ(m.ops[0].lstm.output_steps, QLSTM_OUTPUT_FINAL);
-  EXPECT_EQ(m.ops[1].fc.fused_activation, "relu");
-  EXPECT_EQ(m.ops[1].fc.activation_min, m.buffers[2].quant.zero_point);
+  EXPECT_EQ(m.ops[0].as<DerivedLstm>().output_steps, QLSTM_OUTPUT_FINAL);
+  EXPECT_EQ(m.ops[1].as<DerivedFc>().fused_activation, "relu");
+  EXPECT_EQ(m.ops[1].as<DerivedFc>().activation_min, m.buffers[2].quant.zero_point);
   EXPECT_EQ(m.buffers[2].quant.dequantize(-128), 0.0);  // the ReLU's output range starts at 0
   const double sqnr = sqnr_db(c.want, c.got);
   EXPECT_GE(sqnr, kMinSqnrDb);
@@ -217,8 +217,8 @@ TEST(WholeProgram, LinearFrontEnd) {
   const CompiledModel& m = c.q.model;
   EXPECT_EQ(kinds(m), (std::vector<int32_t>{QLSTM_OP_FULLY_CONNECTED_S8, QLSTM_OP_LSTM_S8}));
   EXPECT_EQ(m.input_size(), I);
-  EXPECT_EQ(m.ops[1].lstm.input.scale, m.buffers[1].quant.scale);
-  EXPECT_EQ(m.ops[1].lstm.input.zero_point, m.buffers[1].quant.zero_point);
+  EXPECT_EQ(m.ops[1].as<DerivedLstm>().input.scale, m.buffers[1].quant.scale);
+  EXPECT_EQ(m.ops[1].as<DerivedLstm>().input.zero_point, m.buffers[1].quant.zero_point);
   const double sqnr = sqnr_db(c.want, c.got);
   EXPECT_GE(sqnr, kMinSqnrDb);
   std::printf("front end: SQNR %.1f dB\n", sqnr);
@@ -268,21 +268,21 @@ TEST(WholeProgram, ModelFileKeepsEveryOpKind) {
   EXPECT_EQ(kinds(m), (std::vector<int32_t>{QLSTM_OP_FULLY_CONNECTED_S8, QLSTM_OP_LSTM_S8, QLSTM_OP_SELECT_STEP,
                                             QLSTM_OP_FULLY_CONNECTED_S8, QLSTM_OP_TABLE_S8,
                                             QLSTM_OP_FULLY_CONNECTED_S8, QLSTM_OP_SOFTMAX_S8}));
-  EXPECT_EQ(m.ops[1].lstm.output_steps, QLSTM_OUTPUT_ALL_STEPS);  // y[:, 2] needs the sequence
+  EXPECT_EQ(m.ops[1].as<DerivedLstm>().output_steps, QLSTM_OUTPUT_ALL_STEPS);  // y[:, 2] needs the sequence
   EXPECT_GE(sqnr_db(c.want, c.got), kMinSqnrDb);
   const CompiledModel back = parse_model(serialize_model(m), "m.qlstm");
   ASSERT_EQ(kinds(back), kinds(m));
   ASSERT_EQ(back.buffers.size(), m.buffers.size());
   for (size_t b = 0; b < m.buffers.size(); ++b) EXPECT_EQ(back.buffers[b].steps, m.buffers[b].steps) << b;
-  EXPECT_EQ(back.ops[2].select.step, 2);
-  EXPECT_EQ(back.ops[3].fc.weights, m.ops[3].fc.weights);
-  EXPECT_EQ(back.ops[3].fc.weight_scales, m.ops[3].fc.weight_scales);
-  EXPECT_FALSE(back.ops[3].fc.per_channel);
-  EXPECT_EQ(back.ops[3].fc.fused_activation, m.ops[3].fc.fused_activation);
-  EXPECT_EQ(back.ops[3].fc.bias_q, m.ops[3].fc.bias_q);
-  EXPECT_EQ(back.ops[4].table.table, m.ops[4].table.table);
-  EXPECT_EQ(back.ops[4].table.function, activation_fn_name(ActivationFn::kSigmoid));
-  EXPECT_EQ(back.ops[6].softmax.diff_min, m.ops[6].softmax.diff_min);
+  EXPECT_EQ(back.ops[2].as<DerivedSelect>().step, 2);
+  EXPECT_EQ(back.ops[3].as<DerivedFc>().weights, m.ops[3].as<DerivedFc>().weights);
+  EXPECT_EQ(back.ops[3].as<DerivedFc>().weight_scales, m.ops[3].as<DerivedFc>().weight_scales);
+  EXPECT_FALSE(back.ops[3].as<DerivedFc>().per_channel);
+  EXPECT_EQ(back.ops[3].as<DerivedFc>().fused_activation, m.ops[3].as<DerivedFc>().fused_activation);
+  EXPECT_EQ(back.ops[3].as<DerivedFc>().bias_q, m.ops[3].as<DerivedFc>().bias_q);
+  EXPECT_EQ(back.ops[4].as<DerivedTable>().table, m.ops[4].as<DerivedTable>().table);
+  EXPECT_EQ(back.ops[4].as<DerivedTable>().function, activation_fn_name(ActivationFn::kSigmoid));
+  EXPECT_EQ(back.ops[6].as<DerivedSoftmax>().diff_min, m.ops[6].as<DerivedSoftmax>().diff_min);
   const std::vector<int8_t> x8 = quantized_input(c);
   EXPECT_EQ(run_program_s8(back, x8, c.shape), run_program_s8(m, x8, c.shape));
   // A fixed step of the whole sequence cannot be streamed.
@@ -331,12 +331,12 @@ TEST(WholeProgram, BidirectionalFinalStateHead) {
   const CompiledModel& m = c.q.model;
   EXPECT_EQ(kinds(m), (std::vector<int32_t>{QLSTM_OP_LSTM_S8, QLSTM_OP_LSTM_S8, QLSTM_OP_FULLY_CONNECTED_S8,
                                             QLSTM_OP_FULLY_CONNECTED_S8}));
-  EXPECT_EQ(m.ops[0].lstm.output_steps, QLSTM_OUTPUT_FINAL);
-  EXPECT_EQ(m.ops[1].lstm.output_steps, QLSTM_OUTPUT_FINAL);
+  EXPECT_EQ(m.ops[0].as<DerivedLstm>().output_steps, QLSTM_OUTPUT_FINAL);
+  EXPECT_EQ(m.ops[1].as<DerivedLstm>().output_steps, QLSTM_OUTPUT_FINAL);
   EXPECT_EQ(m.buffers[1].width, 2 * H);
   EXPECT_EQ(m.buffers[1].steps, QLSTM_BUFFER_ONE_STEP);
   for (int32_t o = 0; o < 6; ++o) {  // the forward half's weights are zero
-    for (int32_t i = 0; i < H; ++i) EXPECT_EQ(m.ops[2].fc.weights[static_cast<size_t>(o * 2 * H + i)], 0);
+    for (int32_t i = 0; i < H; ++i) EXPECT_EQ(m.ops[2].as<DerivedFc>().weights[static_cast<size_t>(o * 2 * H + i)], 0);
   }
   const double sqnr = sqnr_db(c.want, c.got);
   EXPECT_GE(sqnr, kMinSqnrDb);
@@ -421,15 +421,15 @@ TEST(WholeProgram, LoaderRefusesEachInconsistentFieldOfTheNewKinds) {
     std::string expected;  // part of the message
   };
   const Case cases[] = {
-      {[](CompiledModel& m) { m.ops[1].fc.shifts[0] = 40; }, "model.qlstm: ops[1].shifts"},
-      {[](CompiledModel& m) { m.ops[1].fc.activation_min = 100, m.ops[1].fc.activation_max = 50; },
+      {[](CompiledModel& m) { m.ops[1].as<DerivedFc>().shifts[0] = 40; }, "model.qlstm: ops[1].shifts"},
+      {[](CompiledModel& m) { m.ops[1].as<DerivedFc>().activation_min = 100, m.ops[1].as<DerivedFc>().activation_max = 50; },
        "model.qlstm: ops[1].activation_max"},
-      {[](CompiledModel& m) { m.ops[1].fc.weights.pop_back(); },
+      {[](CompiledModel& m) { m.ops[1].as<DerivedFc>().weights.pop_back(); },
        "serialize_model: field 'ops[1].fc.weights': expected 24 values"},
-      {[](CompiledModel& m) { m.ops[2].table.table.resize(255); },
+      {[](CompiledModel& m) { m.ops[2].as<DerivedTable>().table.resize(255); },
        "serialize_model: field 'ops[2].table.table': expected 256 values"},
-      {[](CompiledModel& m) { m.ops[3].softmax.diff_min = 5; }, "model.qlstm: ops[3].diff_min"},
-      {[](CompiledModel& m) { m.ops[0].lstm.output_steps = QLSTM_OUTPUT_ALL_STEPS; }, "model.qlstm: ops[0].output_steps"},
+      {[](CompiledModel& m) { m.ops[3].as<DerivedSoftmax>().diff_min = 5; }, "model.qlstm: ops[3].diff_min"},
+      {[](CompiledModel& m) { m.ops[0].as<DerivedLstm>().output_steps = QLSTM_OUTPUT_ALL_STEPS; }, "model.qlstm: ops[0].output_steps"},
       {[](CompiledModel& m) { m.buffers[2].steps = QLSTM_BUFFER_EVERY_STEP; }, "model.qlstm: ops[1].output_buffer"},
       {[](CompiledModel& m) { m.buffers[2].quant.scale *= 2; },
        "model.qlstm: field 'ops[1]': output quantization differs from its output buffer's"},

@@ -33,12 +33,12 @@ inline qlstm::compiler::CompiledModel gru_model(std::mt19937_64& rng, const GruM
     g.params.output_steps = o.final_state ? QLSTM_OUTPUT_FINAL : QLSTM_OUTPUT_ALL_STEPS;
     ProgramOp& op = ops[static_cast<size_t>(d)];
     op.kind = QLSTM_OP_GRU_S8;
-    op.gru = DerivedGru::from_kernel_params(g.params, in, out);  // copies the arrays
+    op.set(DerivedGru::from_kernel_params(g.params, in, out));  // copies the arrays
     // A zero state's new-gate accumulator at this zero point, as the compiler and a v5 file derive it.
-    op.gru.new_gate_zero_state_bias = zero_state_bias(op.gru.gates[QLSTM_GRU_GATE_NEW], H, out.zero_point);
-    for (size_t k = 0; k < op.gru.gates.size(); ++k) {
-      op.gru.gates[k].w_x_scale = 0.01 * static_cast<double>(k + 1);
-      op.gru.gates[k].w_h_scale = 0.02 * static_cast<double>(k + 1 + d);
+    op.as<DerivedGru>().new_gate_zero_state_bias = zero_state_bias(op.as<DerivedGru>().gates[QLSTM_GRU_GATE_NEW], H, out.zero_point);
+    for (size_t k = 0; k < op.as<DerivedGru>().gates.size(); ++k) {
+      op.as<DerivedGru>().gates[k].w_x_scale = 0.01 * static_cast<double>(k + 1);
+      op.as<DerivedGru>().gates[k].w_h_scale = 0.02 * static_cast<double>(k + 1 + d);
     }
     if (o.constant_state) {
       for (int32_t e = 0; e < H; ++e) op.initial_cell.push_back(static_cast<int16_t>(s16(rng)));
@@ -54,7 +54,7 @@ inline qlstm::compiler::CompiledModel gru_model(std::mt19937_64& rng, const GruM
   ProgramOp head;
   head.kind = QLSTM_OP_FULLY_CONNECTED_S8;
   const AffineQuant head_out{0.1, f.params.output_zero_point};
-  head.fc = DerivedFc::from_kernel_params(f.params, out, head_out, std::vector<double>(O, 0.003));
+  head.set(DerivedFc::from_kernel_params(f.params, out, head_out, std::vector<double>(O, 0.003)));
   head.input_buffer = 1;
   head.output_buffer = 2;
   m.ops.push_back(head);

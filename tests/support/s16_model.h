@@ -52,9 +52,9 @@ inline qlstm::compiler::CompiledModel s16_model(std::mt19937_64& rng, const S16M
   cell.power = shape.cell_power;
   ProgramOp rec;
   rec.kind = QLSTM_OP_LSTM_S16;
-  rec.lstm_s16 = derive_lstm_s16_params(lstm, s_in, s_h, cell, WeightDecision{});
+  rec.set(derive_lstm_s16_params(lstm, s_in, s_h, cell, WeightDecision{}));
   const int32_t steps = shape.final_state ? QLSTM_BUFFER_ONE_STEP : QLSTM_BUFFER_EVERY_STEP;
-  if (shape.final_state) rec.lstm_s16.output_steps = QLSTM_OUTPUT_FINAL;
+  if (shape.final_state) rec.as<DerivedLstmS16>().output_steps = QLSTM_OUTPUT_FINAL;
   CompiledModel m = assemble_program({rec}, 1);
   m.buffers.back().steps = steps;
   m.name = "s16";
@@ -68,11 +68,11 @@ inline qlstm::compiler::CompiledModel s16_model(std::mt19937_64& rng, const S16M
   linear.bias = fill(static_cast<size_t>(C));
   ProgramOp fc;
   fc.kind = QLSTM_OP_FULLY_CONNECTED_S16;
-  fc.fc_s16 = derive_fc_s16(linear, nullptr, s_h, s_logits);
+  fc.set(derive_fc_s16(linear, nullptr, s_h, s_logits));
   if (shape.softmax_s16) {
     ProgramOp sm;
     sm.kind = QLSTM_OP_SOFTMAX_S16;
-    sm.softmax_s16 = derive_softmax_s16(C, s_logits, 1.0);
+    sm.set(derive_softmax_s16(C, s_logits, 1.0));
     const ProgramBuffer outs[] = {{C, {s_logits, 0}, steps, QLSTM_ELEMENT_S16},
                                   {C, softmax_s16_output_quant(), steps, QLSTM_ELEMENT_S16}};
     ProgramOp* head[] = {&fc, &sm};
@@ -83,10 +83,10 @@ inline qlstm::compiler::CompiledModel s16_model(std::mt19937_64& rng, const S16M
   const AffineQuant logits8{4.0 / 127, 0};
   ProgramOp rq;
   rq.kind = QLSTM_OP_REQUANTIZE;
-  rq.requantize = derive_requantize(C, QLSTM_ELEMENT_S16, {s_logits, 0}, QLSTM_ELEMENT_S8, logits8, "logits");
+  rq.set(derive_requantize(C, QLSTM_ELEMENT_S16, {s_logits, 0}, QLSTM_ELEMENT_S8, logits8, "logits"));
   ProgramOp sm;
   sm.kind = QLSTM_OP_SOFTMAX_S8;
-  sm.softmax = derive_softmax(C, logits8, 1.0);
+  sm.set(derive_softmax(C, logits8, 1.0));
   const ProgramBuffer outs[] = {{C, {s_logits, 0}, steps, QLSTM_ELEMENT_S16},
                                 {C, logits8, steps, QLSTM_ELEMENT_S8},
                                 {C, softmax_output_quant(), steps, QLSTM_ELEMENT_S8}};

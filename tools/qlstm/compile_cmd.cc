@@ -108,11 +108,11 @@ void print_recurrent_ops(const ModelCompileResult& r, bool whole) {
     if (op.gru_op()) {
       std::printf("  state  Q0.15 hidden (a GRU has no cell)%s\n", who.c_str());
     } else if (op.s16_lstm_op()) {
-      const DerivedLstmS16& d = op.lstm_s16;
+      const DerivedLstmS16& d = op.as<DerivedLstmS16>();
       std::printf("  cell   2^%d (%s, observed max |c| %.4g); hidden int16%s\n", d.cell.power,
                   cell_policy_name(d.cell.policy), d.cell.observed_max_abs, who.c_str());
     } else {
-      const DerivedLstm& d = op.lstm;
+      const DerivedLstm& d = op.as<DerivedLstm>();
       std::printf("  cell   2^%d (%s, observed max |c| %.4g)%s\n", d.cell.power, cell_policy_name(d.cell.policy),
                   d.cell.observed_max_abs, who.c_str());
     }

@@ -238,7 +238,7 @@ CompiledModel parse_model(const std::string& bytes, const std::string& origin) {
     if (!(in.scale > 0) || !(out.scale > 0)) bad(origin, "field 'input.scale' or 'output.scale' is not positive");
     if (in.zero_point < -128 || in.zero_point > 127) bad(origin, "field 'input.zero_point' out of int8 range");
     std::vector<ProgramOp> ops(1);
-    ops[0].lstm = read_lstm(m->lstm(), in, out, origin, "lstm");
+    ops[0].set(read_lstm(m->lstm(), in, out, origin, "lstm"));
     const std::string name = c.name, report = c.report_json;
     const bool batch_first = c.batch_first;
     c = assemble_program(std::move(ops), 1);
@@ -274,8 +274,8 @@ CompiledModel parse_model(const std::string& bytes, const std::string& origin) {
       const fb::Lstm* l = o->lstm();
       if (l == nullptr) bad(origin, "field '" + w + ".lstm' missing");
       ProgramOp op;
-      op.lstm = read_lstm(l, read_quant(l->input(), origin, w + ".lstm.input"),
-                          read_quant(l->output(), origin, w + ".lstm.output"), origin, w + ".lstm");
+      op.set(read_lstm(l, read_quant(l->input(), origin, w + ".lstm.input"),
+                          read_quant(l->output(), origin, w + ".lstm.output"), origin, w + ".lstm"));
       op.input_buffer = o->input_buffer();
       op.output_buffer = o->output_buffer();
       op.output_offset = o->output_offset();

@@ -65,16 +65,16 @@ ProgramOp derive_layer_op(const LayerOp& lop, const AffineQuant& input, const Af
   switch (l.kind) {
     case FloatLayerKind::kLinear:
       op.kind = QLSTM_OP_FULLY_CONNECTED_S8;
-      op.fc = derive_fc(l, lop.clamp, input, output, decision.fc_per_channel);
+      op.set(derive_fc(l, lop.clamp, input, output, decision.fc_per_channel));
       break;
     case FloatLayerKind::kActivation:
       op.kind = QLSTM_OP_TABLE_S8;
-      op.table = derive_table(l, l.input_size, input, output);
+      op.set(derive_table(l, l.input_size, input, output));
       break;
     case FloatLayerKind::kSoftmax:
       op.kind = QLSTM_OP_SOFTMAX_S8;
       try {
-        op.softmax = derive_softmax(l.input_size, input, l.softmax_beta);
+        op.set(derive_softmax(l.input_size, input, l.softmax_beta));
       } catch (const CompileError& e) {
         throw CompileError(node_label(l) + ": " + e.what());
       }
@@ -423,10 +423,10 @@ void ProgramCompiler::compile_layer(int32_t l, const std::vector<OpObservation>&
       // A GRU's h0 is its Q0.15 state row (ProgramOp::initial_cell).
       for (float v : program_.h0[k]) op.initial_cell.push_back(quantize_cell(v, kGruHiddenPower));
     } else if (program_.initial_hidden == StateSource::kConstant) {
-      for (float v : program_.h0[k]) op.initial_hidden.push_back(op.lstm.output.quantize(v));
+      for (float v : program_.h0[k]) op.initial_hidden.push_back(op.as<DerivedLstm>().output.quantize(v));
     }
     if (program_.initial_cell == StateSource::kConstant && !op.gru_op()) {
-      for (float v : program_.c0[k]) op.initial_cell.push_back(quantize_cell(v, op.lstm.cell.power));
+      for (float v : program_.c0[k]) op.initial_cell.push_back(quantize_cell(v, op.as<DerivedLstm>().cell.power));
     }
     lstm_ops_.push_back(std::move(op));
     result_.stats.push_back(q.calibration());
@@ -440,8 +440,7 @@ void ProgramCompiler::assemble_stack() {
   if (final_state_) {
     for (size_t k = lstm_ops_.size() - static_cast<size_t>(program_.lstm_output == LstmOutput::kFinalState ? D_ : 1);
          k < lstm_ops_.size(); ++k) {
-      lstm_ops_[k].lstm.output_steps = QLSTM_OUTPUT_FINAL;
-      lstm_ops_[k].gru.output_steps = QLSTM_OUTPUT_FINAL;
+      lstm_ops_[k].set_output_steps(QLSTM_OUTPUT_FINAL);
     }
   }
   CompiledModel& m = result_.model;
@@ -478,7 +477,7 @@ void ProgramCompiler::lower_head() {
   if (select_op_) {
     ProgramOp op;
     op.kind = QLSTM_OP_SELECT_STEP;
-    op.select = {W, program_.head.front().step};
+    op.set(DerivedSelect{W, program_.head.front().step});
     op.input_buffer = static_cast<int32_t>(m.buffers.size()) - 1;
     op.output_buffer = op.input_buffer + 1;
     m.buffers.push_back({W, m.buffers.back().quant, QLSTM_BUFFER_ONE_STEP});

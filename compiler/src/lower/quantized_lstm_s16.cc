@@ -341,7 +341,7 @@ void S16ProgramBuilder::requantize_to(int32_t type, const AffineQuant& quant, co
   const ProgramBuffer from = m_.buffers.back();
   ProgramOp rq;
   rq.kind = QLSTM_OP_REQUANTIZE;
-  rq.requantize = derive_requantize(from.width, from.type, from.quant, type, quant, what);
+  rq.set(derive_requantize(from.width, from.type, from.quant, type, quant, what));
   rq.input_buffer = static_cast<int32_t>(m_.buffers.size()) - 1;
   rq.output_buffer = rq.input_buffer + 1;
   m_.buffers.push_back({from.width, quant, from.steps, type});
@@ -368,16 +368,17 @@ void S16ProgramBuilder::per_position_op(size_t k8, const std::vector<FloatLayer>
     const bool clamp = j + 1 < float_layers.size() && folds_into_clamp(float_layers[j + 1]);
     const Observed& o = observed[j + (clamp ? 1 : 0)];
     op.kind = QLSTM_OP_FULLY_CONNECTED_S16;
-    op.fc_s16 = derive_fc_s16(linear, clamp ? &float_layers[j + 1] : nullptr, m_.buffers.back().quant.scale,
-                              scale(o, false, "16x8: the output of " + layer_label(linear)));
-    out.quant = {op.fc_s16.output_scale, 0};
+    op.set(derive_fc_s16(linear, clamp ? &float_layers[j + 1] : nullptr, m_.buffers.back().quant.scale,
+                              scale(o, false, "16x8: the output of " + layer_label(linear))));
+    out.quant = {op.as<DerivedFcS16>().output_scale, 0};
     out.type = QLSTM_ELEMENT_S16;
     j += clamp ? 2 : 1;
-  } else if (s16 && op8.kind == QLSTM_OP_SOFTMAX_S8 && op8.softmax.row_size >= 2) {
+  } else if (s16 && op8.kind == QLSTM_OP_SOFTMAX_S8 && op8.as<DerivedSoftmax>().row_size >= 2) {
     // The 16x8 softmax on the int16 logits; its output int16 at 1/32768. (A row of one stays
     // int8: upstream's int16 arithmetic stores its probability of 1 as -32768.)
     op.kind = QLSTM_OP_SOFTMAX_S16;
-    op.softmax_s16 = derive_softmax_s16(op8.softmax.row_size, m_.buffers.back().quant.scale, op8.softmax.beta);
+    const DerivedSoftmax& softmax = op8.as<DerivedSoftmax>();
+    op.set(derive_softmax_s16(softmax.row_size, m_.buffers.back().quant.scale, softmax.beta));
     out.quant = softmax_s16_output_quant();
     out.type = QLSTM_ELEMENT_S16;
     if (j < float_layers.size() && float_layers[j].kind == FloatLayerKind::kSoftmax) ++j;
@@ -455,11 +456,11 @@ ProgramOp S16ProgramBuilder::lstm_s16_op(int32_t l, int32_t d, const ProgramOp& 
     const double db = candidates.size() == 1 ? 0.0 : op_sqnr_db(derived, scored_, l, d, D_, s_in);
     if (db > best_db) {
       best_db = db;
-      op16.lstm_s16 = std::move(derived);
+      op16.set(std::move(derived));
     }
   }
-  op16.lstm_s16.output_steps = op8.lstm.output_steps;
-  op16.initial_cell = s16_constant_state(program_, k, op16.lstm_s16);
+  op16.set_output_steps(op8.output_steps());
+  op16.initial_cell = s16_constant_state(program_, k, op16.as<DerivedLstmS16>());
   op16.output_offset = op8.output_offset;
   return op16;
 }

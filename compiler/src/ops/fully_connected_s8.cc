@@ -13,18 +13,20 @@ namespace {
 const qlstm_fc_s8_params& block_of(const qlstm_op& o) { return op_block<qlstm_fc_s8_params>(o); }
 
 const void* to_kernel(const ProgramOp& op, int32_t, int32_t, Layout, int32_t, OpBlock* block) {
-  block->fc = op.fc.kernel_params(0);
+  block->fc = op.as<DerivedFc>().kernel_params(0);
   return &block->fc;
 }
 
 bool boundary(const ProgramOp& op, OpBoundary* b) {
-  *b = {op.fc.input, op.fc.output, op.fc.input_size, op.fc.output_size};
+  const DerivedFc& fc = op.as<DerivedFc>();
+  *b = {fc.input, fc.output, fc.input_size, fc.output_size};
   return true;
 }
 
 void memory(const ProgramOp& op, int32_t, ProgramMemory* mem, ProgramMemory::Op* om) {
-  const size_t weights = op.fc.weights.size(), biases = op.fc.effective_bias.size() * sizeof(int32_t);
-  const size_t requants = (op.fc.multipliers.size() + op.fc.shifts.size()) * sizeof(int32_t);
+  const DerivedFc& fc = op.as<DerivedFc>();
+  const size_t weights = fc.weights.size(), biases = fc.effective_bias.size() * sizeof(int32_t);
+  const size_t requants = (fc.multipliers.size() + fc.shifts.size()) * sizeof(int32_t);
   mem->weight_bytes += weights;
   mem->bias_bytes += biases;
   mem->requant_bytes += requants;
@@ -32,14 +34,16 @@ void memory(const ProgramOp& op, int32_t, ProgramMemory* mem, ProgramMemory::Op*
 }
 
 void report(const ProgramOp& op, nlohmann::json* row) {
-  (*row)["fused_activation"] = op.fc.fused_activation.empty() ? "none" : op.fc.fused_activation;
-  (*row)["per_channel"] = op.fc.per_channel;
+  const DerivedFc& fc = op.as<DerivedFc>();
+  (*row)["fused_activation"] = fc.fused_activation.empty() ? "none" : fc.fused_activation;
+  (*row)["per_channel"] = fc.per_channel;
 }
 
 std::string describe(const qlstm_op& o, const ProgramOp& op) {
+  const DerivedFc& fc = op.as<DerivedFc>();
   return "fully connected " + std::to_string(block_of(o).input_size) + " -> " + std::to_string(block_of(o).output_size) +
          (block_of(o).per_channel != 0 ? ", one multiplier per output" : ", one multiplier") +
-         (op.fc.fused_activation.empty() ? "" : ", fused " + op.fc.fused_activation);
+         (fc.fused_activation.empty() ? "" : ", fused " + fc.fused_activation);
 }
 
 std::vector<uint8_t> encode(const qlstm_op& o) {
@@ -47,29 +51,32 @@ std::vector<uint8_t> encode(const qlstm_op& o) {
 }
 
 void file_extras(const ProgramOp& op, std::vector<double>* weight_scales, std::string* label) {
-  *weight_scales = op.fc.weight_scales;
-  *label = op.fc.fused_activation;
+  const DerivedFc& fc = op.as<DerivedFc>();
+  *weight_scales = fc.weight_scales;
+  *label = fc.fused_activation;
 }
 
 void check_arrays(const ProgramOp& op, size_t k) {
-  const size_t I = static_cast<size_t>(std::max(op.fc.input_size, 0));
-  const size_t O = static_cast<size_t>(std::max(op.fc.output_size, 0));
-  const size_t requants = op.fc.per_channel ? O : 1;
-  check_array(k, "fc.weights", op.fc.weights.size(), O * I);
-  check_array(k, "fc.effective_bias", op.fc.effective_bias.size(), O);
-  check_array(k, "fc.multipliers", op.fc.multipliers.size(), requants);
-  check_array(k, "fc.shifts", op.fc.shifts.size(), requants);
+  const DerivedFc& d = op.as<DerivedFc>();
+  const size_t I = static_cast<size_t>(std::max(d.input_size, 0));
+  const size_t O = static_cast<size_t>(std::max(d.output_size, 0));
+  const size_t requants = d.per_channel ? O : 1;
+  check_array(k, "fc.weights", d.weights.size(), O * I);
+  check_array(k, "fc.effective_bias", d.effective_bias.size(), O);
+  check_array(k, "fc.multipliers", d.multipliers.size(), requants);
+  check_array(k, "fc.shifts", d.shifts.size(), requants);
 }
 
 void decode(const OpFileRecord& r, const OpFileOrigin& from, ProgramOp* op) {
   std::vector<uint32_t> aligned;
   const auto p = decode_rows_record(r, from, aligned, visit_fc_s8_fields<qlstm_fc_s8_params, RecordReader>);
-  op->fc = DerivedFc::from_kernel_params(p, r.input, r.output, r.weight_scales);
-  op->fc.fused_activation = r.label;  // as the compiler named it
+  op->set(DerivedFc::from_kernel_params(p, r.input, r.output, r.weight_scales));
+  op->as<DerivedFc>().fused_activation = r.label;  // as the compiler named it
 }
 
 qlstm_status run_rows(const ProgramOp& op, const int8_t* x, int32_t rows, std::vector<int8_t>* y) {
-  return run_kernel_rows(op.fc.kernel_params(rows), qlstm_fc_s8, x, rows, op.fc.output_size, y);
+  const DerivedFc& fc = op.as<DerivedFc>();
+  return run_kernel_rows(fc.kernel_params(rows), qlstm_fc_s8, x, rows, fc.output_size, y);
 }
 
 int64_t macs(const qlstm_op& o, int64_t in_positions, int64_t, int64_t) {

@@ -13,24 +13,27 @@ namespace {
 const qlstm_gru_s8_params& block_of(const qlstm_op& o) { return op_block<qlstm_gru_s8_params>(o); }
 
 const void* to_kernel(const ProgramOp& op, int32_t B, int32_t T, Layout layout, int32_t output_width, OpBlock* block) {
-  block->gru = op.gru.kernel_params(B, T, layout);
+  block->gru = op.as<DerivedGru>().kernel_params(B, T, layout);
   block->gru.output_width = output_width;
   return &block->gru;
 }
 
 bool boundary(const ProgramOp& op, OpBoundary* b) {
-  *b = {op.gru.input, op.gru.output, op.gru.input_size, op.gru.hidden_size};
+  const DerivedGru& gru = op.as<DerivedGru>();
+  *b = {gru.input, gru.output, gru.input_size, gru.hidden_size};
   return true;
 }
 
 void memory(const ProgramOp& op, int32_t batch, ProgramMemory* mem, ProgramMemory::Op* om) {
-  const int32_t I = op.gru.input_size, H = op.gru.hidden_size;
+  const DerivedGru& gru = op.as<DerivedGru>();
+  const int32_t I = gru.input_size, H = gru.hidden_size;
   const qlstm_gru_dims dims = {std::max(batch, 1), 1, I, H};
   add_recurrent_memory(mem, om, batch, QLSTM_GRU_GATE_COUNT, I, H, qlstm_gru_s8_scratch_bytes(&dims));
 }
 
 void report(const ProgramOp& op, nlohmann::json* row) {
-  report_recurrent(op.gru.time_direction, op.gru.output_steps, row);
+  const DerivedGru& gru = op.as<DerivedGru>();
+  report_recurrent(gru.time_direction, gru.output_steps, row);
 }
 
 std::string describe(const qlstm_op& o, const ProgramOp&) { return describe_recurrent("GRU", block_of(o)); }
@@ -40,13 +43,14 @@ std::vector<uint8_t> encode(const qlstm_op& o) {
 }
 
 void file_extras(const ProgramOp& op, std::vector<double>* weight_scales, std::string*) {
-  *weight_scales = weight_scales_of(op.gru.gates);
+  *weight_scales = weight_scales_of(op.as<DerivedGru>().gates);
 }
 
 void check_arrays(const ProgramOp& op, size_t k) {
-  check_gate_arrays(k, "gru", op.gru.gates, op.gru.input_size, op.gru.hidden_size, gru_gate_name);
-  check_array(k, "gru.new_gate_zero_state_bias", op.gru.new_gate_zero_state_bias.size(),
-              static_cast<size_t>(std::max(op.gru.hidden_size, 0)));
+  const DerivedGru& d = op.as<DerivedGru>();
+  check_gate_arrays(k, "gru", d.gates, d.input_size, d.hidden_size, gru_gate_name);
+  check_array(k, "gru.new_gate_zero_state_bias", d.new_gate_zero_state_bias.size(),
+              static_cast<size_t>(std::max(d.hidden_size, 0)));
 }
 
 void decode(const OpFileRecord& r, const OpFileOrigin& from, ProgramOp* op) {
@@ -58,12 +62,12 @@ void decode(const OpFileRecord& r, const OpFileOrigin& from, ProgramOp* op) {
           ? decode_record<ShorterRecordReader, qlstm_gru_s8_params>(r, from, aligned, visit, "new_gate_zero_state_bias")
           : decode_record<RecordReader, qlstm_gru_s8_params>(r, from, aligned, visit);
   no_call_dims(from, p.dims.batch, p.dims.time_steps);
-  op->gru = DerivedGru::from_kernel_params(p, r.input, r.output);
+  op->set(DerivedGru::from_kernel_params(p, r.input, r.output));
   if (from.version == 5) {  // a zero state's accumulator, as version 6 stores it
-    op->gru.new_gate_zero_state_bias =
-        zero_state_bias(op->gru.gates[QLSTM_GRU_GATE_NEW], p.dims.hidden_size, r.output.zero_point);
+    op->as<DerivedGru>().new_gate_zero_state_bias =
+        zero_state_bias(op->as<DerivedGru>().gates[QLSTM_GRU_GATE_NEW], p.dims.hidden_size, r.output.zero_point);
   }
-  set_weight_scales(op->gru.gates, r.weight_scales);
+  set_weight_scales(op->as<DerivedGru>().gates, r.weight_scales);
 }
 
 int64_t macs(const qlstm_op& o, int64_t, int64_t B, int64_t T) {
@@ -75,15 +79,17 @@ StateValue state_h(const ProgramOp&) { return power_of_two_state(kGruHiddenPower
 StateValue state_c(const ProgramOp&) { return StateValue{}; }
 
 void initial_rows(const ProgramOp& op, int32_t batch, std::vector<int8_t>* hidden, std::vector<int16_t>* cell) {
-  const size_t H = static_cast<size_t>(op.gru.hidden_size);
-  append_state_rows(*hidden, op.initial_hidden, H, batch, static_cast<int8_t>(op.gru.output.zero_point));
+  const DerivedGru& gru = op.as<DerivedGru>();
+  const size_t H = static_cast<size_t>(gru.hidden_size);
+  append_state_rows(*hidden, op.initial_hidden, H, batch, static_cast<int8_t>(gru.output.zero_point));
   append_state_rows(*cell, op.initial_cell, H, batch, int16_t{0});
 }
 
 // Its h0 is Q0.15 in its int16 state row: initial_cell, from the initial_hidden source.
 std::string initial_state_problem(const ProgramOp& op, const CompiledModel& m) {
   if (!op.initial_hidden.empty()) return ".initial_hidden': a GRU keeps its initial state in initial_cell";
-  if (!state_matches_source(m, m.initial_hidden, op.initial_cell.size(), static_cast<size_t>(op.gru.hidden_size))) {
+  const size_t H = static_cast<size_t>(op.as<DerivedGru>().hidden_size);
+  if (!state_matches_source(m, m.initial_hidden, op.initial_cell.size(), H)) {
     return ".initial_cell' does not match the model's initial hidden state";
   }
   return "";
@@ -99,13 +105,15 @@ void report_state_row(const ProgramOp&, nlohmann::json* row) {
 }
 
 void report_details(const ProgramOp& op, nlohmann::json* entry) {
+  const DerivedGru& gru = op.as<DerivedGru>();
   (*entry)["cell"] = {{"none", "a GRU has no cell; its hidden state is kept in Q0.15"}};
-  (*entry)["weights"] = weights_json(op.gru.weights, QLSTM_GRU_GATE_COUNT);
-  (*entry)["gates"] = gates_json(op.gru.gates, gru_gate_name);
+  (*entry)["weights"] = weights_json(gru.weights, QLSTM_GRU_GATE_COUNT);
+  (*entry)["gates"] = gates_json(gru.gates, gru_gate_name);
 }
 
-const RecurrentState kGruS8State = {state_h,        state_c,          initial_rows,  initial_state_problem,
-                                    header_defines, report_state_row, report_details};
+const RecurrentState kGruS8State = {
+    affine_recurrent_shape<DerivedGru>, set_recurrent_output_steps<DerivedGru>, state_h, state_c, initial_rows,
+    initial_state_problem, header_defines, report_state_row, report_details};
 
 }  // namespace
 

@@ -28,19 +28,21 @@ namespace {
 const qlstm_lstm_s16_params& block_of(const qlstm_op& o) { return op_block<qlstm_lstm_s16_params>(o); }
 
 const void* to_kernel(const ProgramOp& op, int32_t B, int32_t T, Layout layout, int32_t output_width, OpBlock* block) {
-  block->lstm_s16 = op.lstm_s16.kernel_params(B, T, layout);
+  block->lstm_s16 = op.as<DerivedLstmS16>().kernel_params(B, T, layout);
   block->lstm_s16.output_width = output_width;
   return &block->lstm_s16;
 }
 
 bool boundary(const ProgramOp& op, OpBoundary* b) {
-  *b = {op.recurrent_input(), op.recurrent_output(), op.lstm_s16.input_size, op.lstm_s16.hidden_size};
+  const DerivedLstmS16& lstm = op.as<DerivedLstmS16>();
+  *b = {op.recurrent_input(), op.recurrent_output(), lstm.input_size, lstm.hidden_size};
   return true;
 }
 
 // int64 biases; its state: the cell and the int16 hidden rows.
 void memory(const ProgramOp& op, int32_t batch, ProgramMemory* mem, ProgramMemory::Op* om) {
-  const int32_t I = op.lstm_s16.input_size, H = op.lstm_s16.hidden_size;
+  const DerivedLstmS16& lstm = op.as<DerivedLstmS16>();
+  const int32_t I = lstm.input_size, H = lstm.hidden_size;
   const qlstm_lstm_dims dims = {std::max(batch, 1), 1, I, H};
   add_recurrent_memory(mem, om, batch, QLSTM_GATE_COUNT, I, H, qlstm_lstm_s16_scratch_bytes(&dims));
   const size_t wide_biases = static_cast<size_t>(2 * QLSTM_GATE_COUNT) * static_cast<size_t>(H) * sizeof(int32_t);
@@ -52,7 +54,8 @@ void memory(const ProgramOp& op, int32_t batch, ProgramMemory* mem, ProgramMemor
 }
 
 void report(const ProgramOp& op, nlohmann::json* row) {
-  report_recurrent(op.lstm_s16.time_direction, op.lstm_s16.output_steps, row);
+  const DerivedLstmS16& lstm = op.as<DerivedLstmS16>();
+  report_recurrent(lstm.time_direction, lstm.output_steps, row);
 }
 
 std::string describe(const qlstm_op& o, const ProgramOp&) { return describe_recurrent("16x8 LSTM", block_of(o)); }
@@ -62,11 +65,12 @@ std::vector<uint8_t> encode(const qlstm_op& o) {
 }
 
 void file_extras(const ProgramOp& op, std::vector<double>* weight_scales, std::string*) {
-  *weight_scales = weight_scales_of(op.lstm_s16.gates);
+  *weight_scales = weight_scales_of(op.as<DerivedLstmS16>().gates);
 }
 
 void check_arrays(const ProgramOp& op, size_t k) {
-  check_gate_arrays(k, "lstm_s16", op.lstm_s16.gates, op.lstm_s16.input_size, op.lstm_s16.hidden_size, gate_name);
+  const DerivedLstmS16& lstm = op.as<DerivedLstmS16>();
+  check_gate_arrays(k, "lstm_s16", lstm.gates, lstm.input_size, lstm.hidden_size, gate_name);
 }
 
 void decode(const OpFileRecord& r, const OpFileOrigin& from, ProgramOp* op) {
@@ -75,8 +79,8 @@ void decode(const OpFileRecord& r, const OpFileOrigin& from, ProgramOp* op) {
   const auto p = decode_record<RecordReader, qlstm_lstm_s16_params>(
       r, from, aligned, visit_lstm_s16_fields<qlstm_lstm_s16_params, RecordReader>);
   no_call_dims(from, p.dims.batch, p.dims.time_steps);
-  op->lstm_s16 = DerivedLstmS16::from_kernel_params(p, r.input.scale, r.output.scale);
-  set_weight_scales(op->lstm_s16.gates, r.weight_scales);
+  op->set(DerivedLstmS16::from_kernel_params(p, r.input.scale, r.output.scale));
+  set_weight_scales(op->as<DerivedLstmS16>().gates, r.weight_scales);
 }
 
 int64_t macs(const qlstm_op& o, int64_t, int64_t B, int64_t T) {
@@ -86,11 +90,13 @@ int64_t macs(const qlstm_op& o, int64_t, int64_t B, int64_t T) {
 
 // Its state, int16 only, in the cell array: B x H c at 2^P, then B x H h at its output scale (its
 // hidden rows unused).
-StateValue state_h(const ProgramOp& op) { return scaled_s16_state(op.lstm_s16.output_scale, /*after_cell=*/true); }
-StateValue state_c(const ProgramOp& op) { return power_of_two_state(op.lstm_s16.cell.power); }
+StateValue state_h(const ProgramOp& op) {
+  return scaled_s16_state(op.as<DerivedLstmS16>().output_scale, /*after_cell=*/true);
+}
+StateValue state_c(const ProgramOp& op) { return power_of_two_state(op.as<DerivedLstmS16>().cell.power); }
 
 void initial_rows(const ProgramOp& op, int32_t batch, std::vector<int8_t>* hidden, std::vector<int16_t>* cell) {
-  const size_t H = static_cast<size_t>(op.lstm_s16.hidden_size);
+  const size_t H = static_cast<size_t>(op.as<DerivedLstmS16>().hidden_size);
   hidden->insert(hidden->end(), 2 * H * static_cast<size_t>(batch), int8_t{0});
   const std::vector<int16_t> block = s16_state_block(op.initial_cell, H, batch);
   cell->insert(cell->end(), block.begin(), block.end());
@@ -98,7 +104,7 @@ void initial_rows(const ProgramOp& op, int32_t batch, std::vector<int8_t>* hidde
 
 // Its constant state: rows of [c | h] (2H int16) in initial_cell, from either constant source.
 std::string initial_state_problem(const ProgramOp& op, const CompiledModel& m) {
-  const size_t H = static_cast<size_t>(op.lstm_s16.hidden_size);
+  const size_t H = static_cast<size_t>(op.as<DerivedLstmS16>().hidden_size);
   const bool constant = m.initial_hidden == StateSource::kConstant || m.initial_cell == StateSource::kConstant;
   const size_t n = op.initial_cell.size();
   const size_t rows = static_cast<size_t>(std::max(m.constant_state_batch(), 1));
@@ -110,7 +116,7 @@ std::string initial_state_problem(const ProgramOp& op, const CompiledModel& m) {
 }
 
 void header_defines(const ProgramOp& op, const std::string& prefix, std::ostream& h) {
-  const DerivedLstmS16& d = op.lstm_s16;
+  const DerivedLstmS16& d = op.as<DerivedLstmS16>();
   h << "#define " << prefix << "_HIDDEN_SCALE " << d.output_scale
     << "f /* 16x8: its state, in cell at its offset: B x H c at 2^P, then B x H int16 h at\n"
     << "   this scale; its hidden (int8) rows are unused */\n"
@@ -118,15 +124,24 @@ void header_defines(const ProgramOp& op, const std::string& prefix, std::ostream
 }
 
 void report_state_row(const ProgramOp& op, nlohmann::json* row) {
-  (*row)["cell_scale_power"] = op.lstm_s16.cell.power;
+  (*row)["cell_scale_power"] = op.as<DerivedLstmS16>().cell.power;
   (*row)["hidden_state"] = "int16 after its cell in the int16 rows (c: 2H per batch row), its int8 rows unused";
 }
 
 // Its weights: the candidate its own selection kept.
-void report_details(const ProgramOp& op, nlohmann::json* entry) { report_lstm_details(op.lstm_s16, entry); }
+void report_details(const ProgramOp& op, nlohmann::json* entry) { report_lstm_details(op.as<DerivedLstmS16>(), entry); }
 
-const RecurrentState kLstmS16State = {state_h,        state_c,          initial_rows,  initial_state_problem,
-                                      header_defines, report_state_row, report_details};
+RecurrentShape shape(const ProgramOp& op) {
+  const DerivedLstmS16& d = op.as<DerivedLstmS16>();
+  // Its state is int16 only: c, then h, in the cell array (2H per batch row).
+  return {d.hidden_size, d.time_direction, d.output_steps, {d.input_scale, 0}, {d.output_scale, 0}, 2 * d.hidden_size};
+}
+
+const RecurrentState kLstmS16State = {shape,          set_recurrent_output_steps<DerivedLstmS16>,
+                                      state_h,        state_c,
+                                      initial_rows,   initial_state_problem,
+                                      header_defines, report_state_row,
+                                      report_details};
 
 }  // namespace
 

@@ -12,18 +12,20 @@ namespace {
 const qlstm_lstm_s8_params& block_of(const qlstm_op& o) { return op_block<qlstm_lstm_s8_params>(o); }
 
 const void* to_kernel(const ProgramOp& op, int32_t B, int32_t T, Layout layout, int32_t output_width, OpBlock* block) {
-  block->lstm = op.lstm.kernel_params(B, T, layout);
+  block->lstm = op.as<DerivedLstm>().kernel_params(B, T, layout);
   block->lstm.output_width = output_width;
   return &block->lstm;
 }
 
 bool boundary(const ProgramOp& op, OpBoundary* b) {
-  *b = {op.lstm.input, op.lstm.output, op.lstm.input_size, op.lstm.hidden_size};
+  const DerivedLstm& lstm = op.as<DerivedLstm>();
+  *b = {lstm.input, lstm.output, lstm.input_size, lstm.hidden_size};
   return true;
 }
 
 void memory(const ProgramOp& op, int32_t batch, ProgramMemory* mem, ProgramMemory::Op* om) {
-  const int32_t I = op.lstm.input_size, H = op.lstm.hidden_size;
+  const DerivedLstm& lstm = op.as<DerivedLstm>();
+  const int32_t I = lstm.input_size, H = lstm.hidden_size;
   const qlstm_lstm_dims dims = {std::max(batch, 1), 1, I, H};
   add_recurrent_memory(mem, om, batch, QLSTM_GATE_COUNT, I, H, qlstm_lstm_s8_scratch_bytes(&dims));
   // A stateless LSTM's cell.
@@ -31,7 +33,8 @@ void memory(const ProgramOp& op, int32_t batch, ProgramMemory* mem, ProgramMemor
 }
 
 void report(const ProgramOp& op, nlohmann::json* row) {
-  report_recurrent(op.lstm.time_direction, op.lstm.output_steps, row);
+  const DerivedLstm& lstm = op.as<DerivedLstm>();
+  report_recurrent(lstm.time_direction, lstm.output_steps, row);
 }
 
 std::string describe(const qlstm_op& o, const ProgramOp&) { return describe_recurrent("LSTM", block_of(o)); }
@@ -41,11 +44,12 @@ std::vector<uint8_t> encode(const qlstm_op& o) {
 }
 
 void file_extras(const ProgramOp& op, std::vector<double>* weight_scales, std::string*) {
-  *weight_scales = weight_scales_of(op.lstm.gates);
+  *weight_scales = weight_scales_of(op.as<DerivedLstm>().gates);
 }
 
 void check_arrays(const ProgramOp& op, size_t k) {
-  check_gate_arrays(k, "lstm", op.lstm.gates, op.lstm.input_size, op.lstm.hidden_size, gate_name);
+  const DerivedLstm& d = op.as<DerivedLstm>();
+  check_gate_arrays(k, "lstm", d.gates, d.input_size, d.hidden_size, gate_name);
 }
 
 void decode(const OpFileRecord& r, const OpFileOrigin& from, ProgramOp* op) {
@@ -57,8 +61,8 @@ void decode(const OpFileRecord& r, const OpFileOrigin& from, ProgramOp* op) {
           ? decode_record<ShorterRecordReader, qlstm_lstm_s8_params>(r, from, aligned, visit, "output_steps")
           : decode_record<RecordReader, qlstm_lstm_s8_params>(r, from, aligned, visit);
   no_call_dims(from, p.dims.batch, p.dims.time_steps);
-  op->lstm = DerivedLstm::from_kernel_params(p, r.input, r.output);
-  set_weight_scales(op->lstm.gates, r.weight_scales);
+  op->set(DerivedLstm::from_kernel_params(p, r.input, r.output));
+  set_weight_scales(op->as<DerivedLstm>().gates, r.weight_scales);
 }
 
 int64_t macs(const qlstm_op& o, int64_t, int64_t B, int64_t T) {
@@ -66,17 +70,18 @@ int64_t macs(const qlstm_op& o, int64_t, int64_t B, int64_t T) {
 }
 
 // Its state: h int8 at its output quantization in the hidden array, c at 2^P in the cell array.
-StateValue state_h(const ProgramOp& op) { return affine_s8_state(op.lstm.output); }
-StateValue state_c(const ProgramOp& op) { return power_of_two_state(op.lstm.cell.power); }
+StateValue state_h(const ProgramOp& op) { return affine_s8_state(op.as<DerivedLstm>().output); }
+StateValue state_c(const ProgramOp& op) { return power_of_two_state(op.as<DerivedLstm>().cell.power); }
 
 void initial_rows(const ProgramOp& op, int32_t batch, std::vector<int8_t>* hidden, std::vector<int16_t>* cell) {
-  const size_t H = static_cast<size_t>(op.lstm.hidden_size);
-  append_state_rows(*hidden, op.initial_hidden, H, batch, static_cast<int8_t>(op.lstm.output.zero_point));
+  const DerivedLstm& lstm = op.as<DerivedLstm>();
+  const size_t H = static_cast<size_t>(lstm.hidden_size);
+  append_state_rows(*hidden, op.initial_hidden, H, batch, static_cast<int8_t>(lstm.output.zero_point));
   append_state_rows(*cell, op.initial_cell, H, batch, int16_t{0});
 }
 
 std::string initial_state_problem(const ProgramOp& op, const CompiledModel& m) {
-  const size_t H = static_cast<size_t>(op.lstm.hidden_size);
+  const size_t H = static_cast<size_t>(op.as<DerivedLstm>().hidden_size);
   if (!state_matches_source(m, m.initial_hidden, op.initial_hidden.size(), H)) {
     return ".initial_hidden' does not match the model's initial state";
   }
@@ -87,18 +92,21 @@ std::string initial_state_problem(const ProgramOp& op, const CompiledModel& m) {
 }
 
 void header_defines(const ProgramOp& op, const std::string& prefix, std::ostream& h) {
-  const DerivedLstm& d = op.lstm;
+  const DerivedLstm& d = op.as<DerivedLstm>();
   h << "#define " << prefix << "_HIDDEN_SCALE " << d.output.scale << "f /* its state rows: h, and c at 2^P */\n"
     << "#define " << prefix << "_HIDDEN_ZERO_POINT " << d.output.zero_point << "\n"
     << "#define " << prefix << "_CELL_SCALE_POWER " << d.cell.power << "\n";
 }
 
-void report_state_row(const ProgramOp& op, nlohmann::json* row) { (*row)["cell_scale_power"] = op.lstm.cell.power; }
+void report_state_row(const ProgramOp& op, nlohmann::json* row) {
+  (*row)["cell_scale_power"] = op.as<DerivedLstm>().cell.power;
+}
 
-void report_details(const ProgramOp& op, nlohmann::json* entry) { report_lstm_details(op.lstm, entry); }
+void report_details(const ProgramOp& op, nlohmann::json* entry) { report_lstm_details(op.as<DerivedLstm>(), entry); }
 
-const RecurrentState kLstmS8State = {state_h,        state_c,          initial_rows,  initial_state_problem,
-                                     header_defines, report_state_row, report_details};
+const RecurrentState kLstmS8State = {
+    affine_recurrent_shape<DerivedLstm>, set_recurrent_output_steps<DerivedLstm>, state_h, state_c, initial_rows,
+    initial_state_problem, header_defines, report_state_row, report_details};
 
 }  // namespace
 

@@ -14,12 +14,13 @@ const qlstm_requantize_params& block_of(const qlstm_op& o) { return op_block<qls
 const char* element_word(int32_t type) { return type == QLSTM_ELEMENT_S16 ? "int16" : "int8"; }
 
 const void* to_kernel(const ProgramOp& op, int32_t, int32_t, Layout, int32_t, OpBlock* block) {
-  block->requantize = op.requantize.kernel_params(0);
+  block->requantize = op.as<DerivedRequantize>().kernel_params(0);
   return &block->requantize;
 }
 
 bool boundary(const ProgramOp& op, OpBoundary* b) {
-  *b = {op.requantize.input, op.requantize.output, op.requantize.row_size, op.requantize.row_size};
+  const DerivedRequantize& rq = op.as<DerivedRequantize>();
+  *b = {rq.input, rq.output, rq.row_size, rq.row_size};
   return true;
 }
 
@@ -43,7 +44,7 @@ void check_arrays(const ProgramOp&, size_t) {}
 void decode(const OpFileRecord& r, const OpFileOrigin& from, ProgramOp* op) {
   std::vector<uint32_t> aligned;
   const auto p = decode_rows_record(r, from, aligned, visit_requantize_fields<qlstm_requantize_params, RecordReader>);
-  op->requantize = DerivedRequantize::from_kernel_params(p, r.input, r.output);
+  op->set(DerivedRequantize::from_kernel_params(p, r.input, r.output));
 }
 
 }  // namespace

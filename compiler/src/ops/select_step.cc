@@ -12,18 +12,18 @@ namespace {
 const qlstm_select_step_params& block_of(const qlstm_op& o) { return op_block<qlstm_select_step_params>(o); }
 
 const void* to_kernel(const ProgramOp& op, int32_t, int32_t, Layout, int32_t, OpBlock* block) {
-  block->select = op.select.kernel_params();
+  block->select = op.as<DerivedSelect>().kernel_params();
   return &block->select;
 }
 
 bool boundary(const ProgramOp& op, OpBoundary* b) {
-  b->input_width = b->output_width = op.select.row_size;
+  b->input_width = b->output_width = op.as<DerivedSelect>().row_size;
   return false;
 }
 
 void memory(const ProgramOp&, int32_t, ProgramMemory*, ProgramMemory::Op*) {}  // two scalars in the op table
 
-void report(const ProgramOp& op, nlohmann::json* row) { (*row)["step"] = op.select.step; }
+void report(const ProgramOp& op, nlohmann::json* row) { (*row)["step"] = op.as<DerivedSelect>().step; }
 
 std::string describe(const qlstm_op& o, const ProgramOp&) {
   return "time step " + std::to_string(block_of(o).step) + " of each sequence, " + std::to_string(block_of(o).row_size) +
@@ -42,8 +42,10 @@ void decode(const OpFileRecord& r, const OpFileOrigin& from, ProgramOp* op) {
   std::vector<uint32_t> aligned;
   const auto p = decode_record<RecordReader, qlstm_select_step_params>(
       r, from, aligned, visit_select_step_fields<qlstm_select_step_params, RecordReader>);
-  op->select.step = p.step;
-  op->select.row_size = p.row_size;
+  DerivedSelect d;
+  d.step = p.step;
+  d.row_size = p.row_size;
+  op->set(d);
 }
 
 }  // namespace

@@ -12,20 +12,22 @@ namespace {
 const qlstm_softmax_s16_params& block_of(const qlstm_op& o) { return op_block<qlstm_softmax_s16_params>(o); }
 
 const void* to_kernel(const ProgramOp& op, int32_t, int32_t, Layout, int32_t, OpBlock* block) {
-  block->softmax_s16 = op.softmax_s16.kernel_params(0);
+  block->softmax_s16 = op.as<DerivedSoftmaxS16>().kernel_params(0);
   return &block->softmax_s16;
 }
 
 bool boundary(const ProgramOp& op, OpBoundary* b) {
-  *b = {{op.softmax_s16.input_scale, 0}, softmax_s16_output_quant(), op.softmax_s16.row_size, op.softmax_s16.row_size};
+  const DerivedSoftmaxS16& softmax = op.as<DerivedSoftmaxS16>();
+  *b = {{softmax.input_scale, 0}, softmax_s16_output_quant(), softmax.row_size, softmax.row_size};
   return true;
 }
 
 void memory(const ProgramOp&, int32_t, ProgramMemory*, ProgramMemory::Op*) {}  // its tables are the runtime's
 
 void report(const ProgramOp& op, nlohmann::json* row) {
-  (*row)["beta"] = op.softmax_s16.beta;
-  (*row)["input_left_shift"] = op.softmax_s16.input_left_shift;
+  const DerivedSoftmaxS16& softmax = op.as<DerivedSoftmaxS16>();
+  (*row)["beta"] = softmax.beta;
+  (*row)["input_left_shift"] = softmax.input_left_shift;
 }
 
 std::string describe(const qlstm_op& o, const ProgramOp&) {
@@ -44,7 +46,7 @@ void decode(const OpFileRecord& r, const OpFileOrigin& from, ProgramOp* op) {
   symmetric_s16(r, from);
   std::vector<uint32_t> aligned;
   const auto p = decode_rows_record(r, from, aligned, visit_softmax_s16_fields<qlstm_softmax_s16_params, RecordReader>);
-  op->softmax_s16 = DerivedSoftmaxS16::from_kernel_params(p, r.input.scale);
+  op->set(DerivedSoftmaxS16::from_kernel_params(p, r.input.scale));
 }
 
 }  // namespace

@@ -13,20 +13,22 @@ namespace {
 const qlstm_softmax_s8_params& block_of(const qlstm_op& o) { return op_block<qlstm_softmax_s8_params>(o); }
 
 const void* to_kernel(const ProgramOp& op, int32_t, int32_t, Layout, int32_t, OpBlock* block) {
-  block->softmax = op.softmax.kernel_params(0);
+  block->softmax = op.as<DerivedSoftmax>().kernel_params(0);
   return &block->softmax;
 }
 
 bool boundary(const ProgramOp& op, OpBoundary* b) {
-  *b = {op.softmax.input, softmax_output_quant(), op.softmax.row_size, op.softmax.row_size};
+  const DerivedSoftmax& softmax = op.as<DerivedSoftmax>();
+  *b = {softmax.input, softmax_output_quant(), softmax.row_size, softmax.row_size};
   return true;
 }
 
 void memory(const ProgramOp&, int32_t, ProgramMemory*, ProgramMemory::Op*) {}  // a few scalars in the op table
 
 void report(const ProgramOp& op, nlohmann::json* row) {
-  (*row)["beta"] = op.softmax.beta;
-  (*row)["diff_min"] = op.softmax.diff_min;
+  const DerivedSoftmax& softmax = op.as<DerivedSoftmax>();
+  (*row)["beta"] = softmax.beta;
+  (*row)["diff_min"] = softmax.diff_min;
 }
 
 std::string describe(const qlstm_op& o, const ProgramOp&) {
@@ -44,11 +46,12 @@ void check_arrays(const ProgramOp&, size_t) {}
 void decode(const OpFileRecord& r, const OpFileOrigin& from, ProgramOp* op) {
   std::vector<uint32_t> aligned;
   const auto p = decode_rows_record(r, from, aligned, visit_softmax_s8_fields<qlstm_softmax_s8_params, RecordReader>);
-  op->softmax = DerivedSoftmax::from_kernel_params(p, r.input);
+  op->set(DerivedSoftmax::from_kernel_params(p, r.input));
 }
 
 qlstm_status run_rows(const ProgramOp& op, const int8_t* x, int32_t rows, std::vector<int8_t>* y) {
-  return run_kernel_rows(op.softmax.kernel_params(rows), qlstm_softmax_s8, x, rows, op.softmax.row_size, y);
+  const DerivedSoftmax& softmax = op.as<DerivedSoftmax>();
+  return run_kernel_rows(softmax.kernel_params(rows), qlstm_softmax_s8, x, rows, softmax.row_size, y);
 }
 
 }  // namespace

@@ -13,26 +13,30 @@ namespace {
 const qlstm_table_s8_params& block_of(const qlstm_op& o) { return op_block<qlstm_table_s8_params>(o); }
 
 const void* to_kernel(const ProgramOp& op, int32_t, int32_t, Layout, int32_t, OpBlock* block) {
-  block->table = op.table.kernel_params(0);
+  block->table = op.as<DerivedTable>().kernel_params(0);
   return &block->table;
 }
 
 bool boundary(const ProgramOp& op, OpBoundary* b) {
-  *b = {op.table.input, op.table.output, op.table.row_size, op.table.row_size};
+  const DerivedTable& table = op.as<DerivedTable>();
+  *b = {table.input, table.output, table.row_size, table.row_size};
   return true;
 }
 
 void memory(const ProgramOp& op, int32_t, ProgramMemory* mem, ProgramMemory::Op* om) {
-  mem->table_bytes += op.table.table.size();
-  om->flash_bytes = op.table.table.size();
+  const DerivedTable& d = op.as<DerivedTable>();
+  mem->table_bytes += d.table.size();
+  om->flash_bytes = d.table.size();
 }
 
 void report(const ProgramOp& op, nlohmann::json* row) {
-  (*row)["function"] = op.table.function.empty() ? "table" : op.table.function;
+  const DerivedTable& d = op.as<DerivedTable>();
+  (*row)["function"] = d.function.empty() ? "table" : d.function;
 }
 
 std::string describe(const qlstm_op& o, const ProgramOp& op) {
-  return "table " + (op.table.function.empty() ? std::string("activation") : op.table.function) + " on " +
+  const DerivedTable& d = op.as<DerivedTable>();
+  return "table " + (d.function.empty() ? std::string("activation") : d.function) + " on " +
          std::to_string(block_of(o).row_size);
 }
 
@@ -40,21 +44,24 @@ std::vector<uint8_t> encode(const qlstm_op& o) {
   return encode_record(block_of(o), [](qlstm_table_s8_params& p, auto& w) { visit_table_s8_fields(p, w); });
 }
 
-void file_extras(const ProgramOp& op, std::vector<double>*, std::string* label) { *label = op.table.function; }
+void file_extras(const ProgramOp& op, std::vector<double>*, std::string* label) {
+  *label = op.as<DerivedTable>().function;
+}
 
 void check_arrays(const ProgramOp& op, size_t k) {
-  check_array(k, "table.table", op.table.table.size(), QLSTM_TABLE_S8_ENTRIES);
+  check_array(k, "table.table", op.as<DerivedTable>().table.size(), QLSTM_TABLE_S8_ENTRIES);
 }
 
 void decode(const OpFileRecord& r, const OpFileOrigin& from, ProgramOp* op) {
   std::vector<uint32_t> aligned;
   const auto p = decode_rows_record(r, from, aligned, visit_table_s8_fields<qlstm_table_s8_params, RecordReader>);
-  op->table = DerivedTable::from_kernel_params(p, r.input, r.output);
-  op->table.function = r.label;
+  op->set(DerivedTable::from_kernel_params(p, r.input, r.output));
+  op->as<DerivedTable>().function = r.label;
 }
 
 qlstm_status run_rows(const ProgramOp& op, const int8_t* x, int32_t rows, std::vector<int8_t>* y) {
-  return run_kernel_rows(op.table.kernel_params(rows), qlstm_table_s8, x, rows, op.table.row_size, y);
+  const DerivedTable& table = op.as<DerivedTable>();
+  return run_kernel_rows(table.kernel_params(rows), qlstm_table_s8, x, rows, table.row_size, y);
 }
 
 }  // namespace

@@ -40,6 +40,30 @@ bool ProgramOp::recurrent() const {
   return k != nullptr && k->state != nullptr;
 }
 
+void ProgramOp::wrong_block(int32_t wanted) const {
+  throw CompileError(std::string("internal: a ") + op_kind_name(kind) + " op read as a " + op_kind_name(wanted) +
+                     " op (its block is of its kind only)");
+}
+
+namespace {
+RecurrentShape recurrent_shape(const ProgramOp& op) {
+  const OpKind& k = op_kind(op.kind, "op");
+  if (k.state == nullptr) throw CompileError(std::string("internal: a ") + k.name + " op has no recurrent shape");
+  return k.state->shape(op);
+}
+}  // namespace
+
+int32_t ProgramOp::hidden_size() const { return recurrent_shape(*this).hidden_size; }
+int32_t ProgramOp::time_direction() const { return recurrent_shape(*this).time_direction; }
+int32_t ProgramOp::output_steps() const { return recurrent_shape(*this).output_steps; }
+AffineQuant ProgramOp::recurrent_input() const { return recurrent_shape(*this).input; }
+AffineQuant ProgramOp::recurrent_output() const { return recurrent_shape(*this).output; }
+int32_t ProgramOp::state_size() const { return recurrent_shape(*this).state_size; }
+void ProgramOp::set_output_steps(int32_t output_steps) {
+  recurrent_shape(*this);  // refuses a kind without state
+  op_kind(kind, "op").state->set_output_steps(this, output_steps);
+}
+
 int16_t quantize_cell(double c, int32_t power) {
   const double q = std::nearbyint(std::ldexp(c, -power));
   return static_cast<int16_t>(std::clamp(q, -32768.0, 32767.0));
@@ -313,8 +337,8 @@ std::string CompiledModel::streaming_refusal() const {
            ", which starts from the last time step; it cannot be streamed in chunks";
   }
   for (size_t k = 0; k < ops.size(); ++k) {
-    if (ops[k].kind == QLSTM_OP_SELECT_STEP && ops[k].select.step != -1) {
-      return "op " + std::to_string(k) + " selects time step " + std::to_string(ops[k].select.step) +
+    if (ops[k].kind == QLSTM_OP_SELECT_STEP && ops[k].as<DerivedSelect>().step != -1) {
+      return "op " + std::to_string(k) + " selects time step " + std::to_string(ops[k].as<DerivedSelect>().step) +
              " of the whole sequence; a chunk does not know which step that is, so the model cannot be streamed";
     }
   }
@@ -350,9 +374,9 @@ class ModelChecker {
 void ModelChecker::runtime_table() const {
   int32_t min_steps = 1;
   for (const ProgramOp& op : m_.ops) {
-    if (op.kind == QLSTM_OP_SELECT_STEP && op.select.step > -(1 << 20) && op.select.step < (1 << 20)) {
-      min_steps = std::max(min_steps, op.select.step >= 0 ? op.select.step + 1 : -op.select.step);
-    }
+    if (op.kind != QLSTM_OP_SELECT_STEP) continue;
+    const int32_t step = op.as<DerivedSelect>().step;
+    if (step > -(1 << 20) && step < (1 << 20)) min_steps = std::max(min_steps, step >= 0 ? step + 1 : -step);
   }
   const Layout layout = m_.batch_first ? Layout::kBatchMajor : Layout::kTimeMajor;
   const RuntimeProgram r = runtime_program(m_, 1, min_steps, layout);
@@ -521,21 +545,22 @@ CompiledModel single_op_model(ProgramOp op, const std::string& name, bool batch_
 
 CompiledModel single_op_model(const DerivedLstm& d, const std::string& name, bool batch_first) {
   ProgramOp op;
-  op.lstm = d;
+  op.set(d);
   return single_op_model(std::move(op), name, batch_first);
 }
 
 CompiledModel single_op_model(const DerivedGru& d, const std::string& name, bool batch_first) {
   ProgramOp op;
   op.kind = QLSTM_OP_GRU_S8;
-  op.gru = d;
+  op.set(d);
   return single_op_model(std::move(op), name, batch_first);
 }
 
 int32_t CompiledModel::constant_state_batch() const {
   for (const ProgramOp& op : ops) {
+    if (!op.recurrent()) continue;
     const size_t H = static_cast<size_t>(std::max(op.state_size(), 1));  // 2H for a 16x8 LSTM's [c | h] rows
-    if (op.recurrent() && std::max(op.initial_hidden.size(), op.initial_cell.size()) > H) {
+    if (std::max(op.initial_hidden.size(), op.initial_cell.size()) > H) {
       return static_cast<int32_t>(std::max(op.initial_hidden.size(), op.initial_cell.size()) / H);
     }
   }
@@ -663,7 +688,7 @@ RuntimeProgram runtime_program(const CompiledModel& m, int32_t B, int32_t T, Lay
     o.kind = op.kind;
     // A recurrent op's output buffer width (an index out of range is left for the validation to name).
     int32_t output_width = 0;
-    if (op.output_buffer >= 0 && static_cast<size_t>(op.output_buffer) < m.buffers.size()) {
+    if (op.recurrent() && op.output_buffer >= 0 && static_cast<size_t>(op.output_buffer) < m.buffers.size()) {
       const int32_t width = m.buffers[static_cast<size_t>(op.output_buffer)].width;
       output_width = width == op.hidden_size() ? 0 : width;
     }

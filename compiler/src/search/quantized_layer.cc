@@ -37,9 +37,9 @@ ProgramOp QuantizedLayer::program_op() const {
   ProgramOp op;
   if (is_gru()) {
     op.kind = QLSTM_OP_GRU_S8;
-    op.gru = gru_;
+    op.set(gru_);
   } else {
-    op.lstm = derived_;
+    op.set(derived_);
   }
   return op;
 }

@@ -11,6 +11,7 @@
 #include "qlstm/compiler/float/float_lstm.h"
 #include "qlstm/compiler/calibrate/quantize.h"
 #include "qlstm/lstm_s8.h"
+#include "qlstm/program_s8.h"
 
 namespace qlstm {
 namespace compiler {
@@ -108,6 +109,7 @@ struct DerivedGate {
 
 // Everything the kernel needs, owned, plus what it was derived from.
 struct DerivedLstm {
+  static constexpr int32_t kKind = QLSTM_OP_LSTM_S8;  // its op kind (ProgramOp::set)
   int32_t input_size = 0, hidden_size = 0;
   AffineQuant input, output;  // the hidden state shares the output's scale and zero point
   CellScaleChoice cell;

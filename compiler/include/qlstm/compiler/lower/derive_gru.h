@@ -11,6 +11,7 @@
 #include "qlstm/compiler/float/float_gru.h"
 #include "qlstm/compiler/calibrate/quantize.h"
 #include "qlstm/gru_s8.h"
+#include "qlstm/program_s8.h"
 
 namespace qlstm {
 namespace compiler {
@@ -21,6 +22,7 @@ constexpr int32_t gru_weight_block(int32_t gate, bool recurrent) { return weight
 // Everything the GRU kernel needs, owned, plus what it was derived from. The hidden state is
 // Q0.15 (|h| <= 1); its int8 form, the output and the recurrent operand, is at `output`.
 struct DerivedGru {
+  static constexpr int32_t kKind = QLSTM_OP_GRU_S8;  // its op kind (ProgramOp::set)
   int32_t input_size = 0, hidden_size = 0;
   AffineQuant input, output;
   int32_t time_direction = QLSTM_TIME_FORWARD;

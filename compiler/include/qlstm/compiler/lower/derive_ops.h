@@ -17,6 +17,7 @@ namespace qlstm {
 namespace compiler {
 
 struct DerivedFc {
+  static constexpr int32_t kKind = QLSTM_OP_FULLY_CONNECTED_S8;  // its op kind (ProgramOp::set)
   int32_t input_size = 0, output_size = 0;
   AffineQuant input, output;
   bool per_channel = true;             // one multiplier per output (the default) or one for all
@@ -46,6 +47,7 @@ DerivedFc derive_fc(const FloatLayer& linear, const FloatLayer* clamp, const Aff
                     const AffineQuant& output, bool per_channel = true);
 
 struct DerivedSoftmax {
+  static constexpr int32_t kKind = QLSTM_OP_SOFTMAX_S8;  // its op kind (ProgramOp::set)
   int32_t row_size = 0;
   AffineQuant input;           // the output is 1/256, -128 (QLSTM_SOFTMAX_S8_*)
   double beta = 1.0;
@@ -60,6 +62,7 @@ DerivedSoftmax derive_softmax(int32_t row_size, const AffineQuant& input, double
 AffineQuant softmax_output_quant();  // scale 1/256, zero point -128
 
 struct DerivedTable {
+  static constexpr int32_t kKind = QLSTM_OP_TABLE_S8;  // its op kind (ProgramOp::set)
   int32_t row_size = 0;
   AffineQuant input, output;
   std::string function;       // activation_fn_name, for the report
@@ -74,6 +77,7 @@ DerivedTable derive_table(const FloatLayer& activation, int32_t row_size, const 
                           const AffineQuant& output);
 
 struct DerivedSelect {
+  static constexpr int32_t kKind = QLSTM_OP_SELECT_STEP;  // its op kind (ProgramOp::set)
   int32_t row_size = 0;
   int32_t step = -1;
   qlstm_select_step_params kernel_params() const { return {step, row_size}; }

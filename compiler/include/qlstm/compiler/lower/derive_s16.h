@@ -14,6 +14,7 @@
 #include "qlstm/lstm_s16.h"
 #include "qlstm/requantize.h"
 #include "qlstm/softmax_s16.h"
+#include "qlstm/program_s8.h"
 
 namespace qlstm {
 namespace compiler {
@@ -42,6 +43,7 @@ struct DerivedGateS16 {
 
 // Everything qlstm_lstm_s16 needs, owned. The hidden state is int16 at the output's scale.
 struct DerivedLstmS16 {
+  static constexpr int32_t kKind = QLSTM_OP_LSTM_S16;  // its op kind (ProgramOp::set)
   int32_t input_size = 0, hidden_size = 0;
   double input_scale = 0, output_scale = 0;  // int16, zero point 0
   CellScaleChoice cell;
@@ -76,6 +78,7 @@ DerivedLstmS16 derive_lstm_s16_params(const FloatLstm& lstm, double input_scale,
 // an int64 bias at s_in * s_w, one multiplier s_in * s_w / s_out; a folded Relu or Clip becomes
 // the int16 clamp.
 struct DerivedFcS16 {
+  static constexpr int32_t kKind = QLSTM_OP_FULLY_CONNECTED_S16;  // its op kind (ProgramOp::set)
   int32_t input_size = 0, output_size = 0;
   double input_scale = 0, output_scale = 0, weight_scale = 0;
   std::vector<int8_t> weights;  // [O][I]
@@ -98,6 +101,7 @@ DerivedFcS16 derive_fc_s16(const FloatLayer& linear, const FloatLayer* clamp, do
 // A requantization between two buffers (qlstm_requantize): where a 16x8 part of a program meets
 // an int8 one. The multiplier is s_in / s_out.
 struct DerivedRequantize {
+  static constexpr int32_t kKind = QLSTM_OP_REQUANTIZE;  // its op kind (ProgramOp::set)
   int32_t row_size = 0;
   int32_t input_type = QLSTM_ELEMENT_S16, output_type = QLSTM_ELEMENT_S8;
   AffineQuant input, output;  // zero point 0 on the int16 side
@@ -116,6 +120,7 @@ DerivedRequantize derive_requantize(int32_t row_size, int32_t input_type, const 
 // The 16x8 softmax (qlstm_softmax_s16, docs/arithmetic.md §16): an int16 symmetric input, the
 // output int16 at 1/32768, zero point 0 (QLSTM_SOFTMAX_S16_*).
 struct DerivedSoftmaxS16 {
+  static constexpr int32_t kKind = QLSTM_OP_SOFTMAX_S16;  // its op kind (ProgramOp::set)
   int32_t row_size = 0;
   double input_scale = 0;
   double beta = 1.0;

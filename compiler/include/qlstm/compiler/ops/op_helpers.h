@@ -21,6 +21,20 @@ namespace ops {
 
 [[noreturn]] void bad_record(const OpFileOrigin& from, const std::string& why);
 
+// RecurrentState::shape of a kind whose block is int8 at affine quantizations on both sides and
+// keeps H values per row in each state array (the int8 LSTM, the GRU).
+template <class Derived>
+RecurrentShape affine_recurrent_shape(const ProgramOp& op) {
+  const Derived& d = op.as<Derived>();
+  return {d.hidden_size, d.time_direction, d.output_steps, d.input, d.output, d.hidden_size};
+}
+
+// RecurrentState::set_output_steps of any recurrent kind's block.
+template <class Derived>
+void set_recurrent_output_steps(ProgramOp* op, int32_t output_steps) {
+  op->as<Derived>().output_steps = output_steps;
+}
+
 // A constant state of one row ([H], repeated) or of `batch` rows ([B][H]) appended for `batch`
 // rows; `zero` fills them when there is no constant.
 template <class T>

@@ -63,8 +63,20 @@ struct StateValue {
   double dequantize(int32_t q) const;
 };
 
+// A recurrent op's sizes, direction and quantization at its boundary, whatever its kind.
+struct RecurrentShape {
+  int32_t hidden_size = 0;
+  int32_t time_direction = QLSTM_TIME_FORWARD;
+  int32_t output_steps = QLSTM_OUTPUT_ALL_STEPS;
+  AffineQuant input, output;  // symmetric (zero point 0) for a 16x8 LSTM
+  int32_t state_size = 0;     // values per batch row in each state array: H, or 2H (16x8 LSTM)
+};
+
 // How a recurrent kind keeps its state, and what the compiler does with it.
 struct RecurrentState {
+  RecurrentShape (*shape)(const ProgramOp& op);
+  // Sets what the op writes: every step, or its final hidden state only (QLSTM_OUTPUT_FINAL).
+  void (*set_output_steps)(ProgramOp* op, int32_t output_steps);
   StateValue (*h)(const ProgramOp& op);
   StateValue (*c)(const ProgramOp& op);
   // Its rows of both state arrays (B x qlstm_op_state_size each) from its constant initial state,

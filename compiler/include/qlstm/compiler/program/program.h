@@ -7,6 +7,7 @@
 #ifndef QLSTM_COMPILER_PROGRAM_H_
 #define QLSTM_COMPILER_PROGRAM_H_
 
+#include <any>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -113,18 +114,29 @@ const char* op_kind_name(int32_t kind);
 // op" of the state, the layers or the direction, they mean a recurrent op.
 struct ProgramOp {
   int32_t kind = QLSTM_OP_LSTM_S8;
-  DerivedLstm lstm;  // input/output quantization = those of its input and output buffers
-  DerivedFc fc;
-  DerivedSoftmax softmax;
-  DerivedTable table;
-  DerivedSelect select;
-  DerivedGru gru;  // kind QLSTM_OP_GRU_S8; input/output quantization as lstm's
-  // The 16x8 kinds (QLSTM_OP_LSTM_S16, QLSTM_OP_FULLY_CONNECTED_S16, QLSTM_OP_SOFTMAX_S16) over int16 buffers, and the
-  // requantization between an int16 and an int8 buffer (QLSTM_OP_REQUANTIZE).
-  DerivedLstmS16 lstm_s16;
-  DerivedFcS16 fc_s16;
-  DerivedRequantize requantize;
-  DerivedSoftmaxS16 softmax_s16;  // QLSTM_OP_SOFTMAX_S16: int16 buffers on both sides
+  // The kind's derived parameters: a Derived<Kind> (DerivedLstm, DerivedFc, ...), whose kKind is
+  // `kind`; set() keeps the two in step. A default op is an int8 LSTM with a default DerivedLstm.
+  // An LSTM's or a GRU's input/output quantization = those of its input and output buffers.
+  template <class Derived>
+  void set(Derived d) {
+    kind = Derived::kKind;
+    block_ = std::move(d);
+  }
+  template <class Derived>
+  bool holds() const {
+    return kind == Derived::kKind && std::any_cast<Derived>(&block_) != nullptr;
+  }
+  // The block as `Derived`; throws CompileError when the op holds another kind's.
+  template <class Derived>
+  const Derived& as() const {
+    const Derived* d = std::any_cast<Derived>(&block_);
+    if (d == nullptr || kind != Derived::kKind) wrong_block(Derived::kKind);
+    return *d;
+  }
+  template <class Derived>
+  Derived& as() {
+    return const_cast<Derived&>(static_cast<const ProgramOp*>(this)->as<Derived>());
+  }
   int32_t input_buffer = 0, output_buffer = 1;
   int32_t output_offset = 0;  // first element of the op's part of each output row
   // StateSource::kConstant: [H], the same for every batch row, or [B][H], one per row of the
@@ -139,28 +151,22 @@ struct ProgramOp {
   std::vector<int16_t> initial_cell;
 
   bool recurrent() const;  // its kind has state (ops/op_kind.h)
-  // Of a recurrent op's block (the int8 LSTM's for another kind).
   bool gru_op() const { return kind == QLSTM_OP_GRU_S8; }
   bool s16_lstm_op() const { return kind == QLSTM_OP_LSTM_S16; }
-  int32_t hidden_size() const {
-    return gru_op() ? gru.hidden_size : s16_lstm_op() ? lstm_s16.hidden_size : lstm.hidden_size;
-  }
-  int32_t time_direction() const {
-    return gru_op() ? gru.time_direction : s16_lstm_op() ? lstm_s16.time_direction : lstm.time_direction;
-  }
-  int32_t output_steps() const {
-    return gru_op() ? gru.output_steps : s16_lstm_op() ? lstm_s16.output_steps : lstm.output_steps;
-  }
-  // Symmetric (zero point 0) for a 16x8 LSTM.
-  AffineQuant recurrent_input() const {
-    return gru_op() ? gru.input : s16_lstm_op() ? AffineQuant{lstm_s16.input_scale, 0} : lstm.input;
-  }
-  AffineQuant recurrent_output() const {
-    return gru_op() ? gru.output : s16_lstm_op() ? AffineQuant{lstm_s16.output_scale, 0} : lstm.output;
-  }
+  // Of a recurrent op (its kind's RecurrentState::shape); throw CompileError for another kind.
+  int32_t hidden_size() const;
+  int32_t time_direction() const;
+  int32_t output_steps() const;
+  AffineQuant recurrent_input() const;   // symmetric (zero point 0) for a 16x8 LSTM
+  AffineQuant recurrent_output() const;
   // Values per batch row this recurrent op keeps in each state array (qlstm_op_state_size): H, or
   // 2H for a 16x8 LSTM (its cell, then its int16 hidden, in the cell array).
-  int32_t state_size() const { return s16_lstm_op() ? 2 * lstm_s16.hidden_size : hidden_size(); }
+  int32_t state_size() const;
+  void set_output_steps(int32_t output_steps);  // QLSTM_OUTPUT_ALL_STEPS or QLSTM_OUTPUT_FINAL
+
+ private:
+  [[noreturn]] void wrong_block(int32_t wanted) const;
+  std::any block_ = DerivedLstm{};
 };
 
 struct ProgramBuffer {
