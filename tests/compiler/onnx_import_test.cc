@@ -80,6 +80,7 @@ double check_whole_model(const OnnxLstm& m, const nlohmann::json& e, FloatProgra
   EXPECT_EQ(p.constant_state_batch(), e.value("state_batch", 0));
   // A head squeezed to [B, T] keeps its size-1 feature axis in the program, and says so.
   EXPECT_EQ(m.output_squeezes_features, e.value("output_squeezes_features", false));
+  EXPECT_EQ(m.output_squeezes_batch, e.value("output_squeezes_batch", false));
   const std::vector<float> x = e["input"].get<std::vector<float>>();
   const std::vector<float> h0 = e.value("h0", std::vector<float>{});
   const SequenceShape shape = input_shape(m, e);

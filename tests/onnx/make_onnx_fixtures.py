@@ -696,9 +696,10 @@ def import_torch(name, model, opset, x, head, cell=None, dynamic=False, fold=Tru
     if cell is not None:
         extra = dict(cell=cell, program=dict(ops=2, directions=1, initial_h="zero", initial_c="zero", h_n=False,
                                              c_n=False))
-    expect(name, input=rounded(x), input_shape=list(x.shape), output=rounded(y), output_shape=list(y.shape),
-           batch_first=True, unbatched=False, opset=opset, lstm_output="sequence", front=[], head=head,
-           **extra, **expected)
+    fields = dict(input=rounded(x), input_shape=list(x.shape), output=rounded(y), output_shape=list(y.shape),
+                  batch_first=True, unbatched=False, opset=opset, lstm_output="sequence", front=[], head=head, **extra)
+    fields.update(expected)
+    expect(name, **fields)
 
 
 def onnx_lstm_weights(lstm, suffix):
@@ -791,6 +792,24 @@ def refused_recurrences():
                           "another framework"])
 
 
+class SqueezeAll(nn.Module):
+    def forward(self, x):
+        return x.squeeze()
+
+
+def batch_of_one():
+    """Exports with a static batch of 1 whose head squeezes the batch axis away, as deployment
+    code writes them: the compiled output keeps it (one row per batch row)."""
+    x = torch.randn(1, 5, 3, generator=torch.Generator().manual_seed(24))
+    import_torch("import_batch1_squeeze_sequence", Custom(lambda y, h: y.squeeze(0), head=nn.Linear(4, 2)), 14, x,
+                 ["Linear"], output_squeezes_batch=True)
+    import_torch("import_batch1_squeeze_without_axes",
+                 Custom(lambda y, h: y, head=nn.Sequential(nn.Linear(4, 2), SqueezeAll())), 14, x, ["Linear"],
+                 output_squeezes_batch=True)
+    import_torch("import_batch1_squeeze_final_state", Custom(lambda y, h: h[-1].squeeze(0), head=nn.Linear(4, 2)),
+                 14, x, ["Linear"], lstm_output="final_state", output_squeezes_batch=True)
+
+
 def import_models():
     """The graphs the import pre-pass and its fixes make compile, and the refusals they name."""
     torch.manual_seed(18)
@@ -827,6 +846,7 @@ def import_models():
            error="node 'lstm0' (LSTM): the ConstantOfShape node 'huge_state' (ConstantOfShape) that builds initial_h "
                  "('zero_state') has shape [1, 1048576, 16384], expected [num_directions = 1, batch = 2, "
                  "hidden_size = 4]")
+    batch_of_one()
     # compile's calibration for the CLI tests: 8 sequences of 5 steps, batch-first [B, T, 3]
     np.save(os.path.join(OUT, "import_calibration.npy"),
             np.random.default_rng(23).standard_normal((8, 5, 3)).astype(np.float32))

@@ -86,6 +86,10 @@ void print_model_summary(const OnnxLstm& onnx, const ModelCompileResult& r, cons
                 "values in the same order\n",
                 m.output_is_one_step() ? "[B, 1]" : "[B, T, 1]", m.output_is_one_step() ? "[B]" : "[B, T]");
   }
+  if (onnx.output_squeezes_batch) {
+    std::printf("  output keeps the batch axis the ONNX model (exported with a batch of 1) squeezes away: one row "
+                "per batch row, for any batch\n");
+  }
   if (!m.all_s8()) {
     std::printf("  activations int16 (16x8: int16 activations and state, int8 weights; int16 ranges %d bits "
                 "above max |v|, an LSTM's output at most 1)\n",

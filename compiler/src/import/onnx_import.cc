@@ -424,13 +424,16 @@ PathState head_from_final_state(Import* im) {
     taken.insert(cs[0]);
     start = cs[0]->output(0);
   }
-  // An unbatched model's h_n [rows, 1, H] loses its batch axis first ([rows, H]).
+  // An unbatched model's h_n [rows, 1, H] loses its batch axis first ([rows, H]); so may that of
+  // an export whose batch is static 1 (the output then keeps it: one row per batch row).
+  const bool one_row = !unbatched && im->ctx.batch_size == 1;
   for (int guard = 0; guard < 4 && !g.is_graph_output(start); ++guard) {
     const onnx::NodeProto* sq = only_consumer(g, start);
     std::vector<int64_t> axes;
-    const bool drops_batch = sq != nullptr && sq->op_type() == "Squeeze" && unbatched && axes_of(g, *sq, &axes) &&
-                             axes == std::vector<int64_t>{1} && sq->output_size() >= 1;
+    const bool drops_batch = sq != nullptr && sq->op_type() == "Squeeze" && (unbatched || one_row) &&
+                             axes_of(g, *sq, &axes) && axes == std::vector<int64_t>{1} && sq->output_size() >= 1;
     if (!drops_batch && !(sq != nullptr && sq->op_type() == "Identity" && sq->output_size() >= 1)) break;
+    hs.batch_squeezed = hs.batch_squeezed || (drops_batch && one_row);
     taken.insert(sq);
     start = sq->output(0);
   }
@@ -456,7 +459,7 @@ PathState head_from_final_state(Import* im) {
   }
   taken.insert(gather);
   hs.value = gather->output(0);
-  hs.labels = unbatched ? "F" : "BF";
+  hs.labels = unbatched || hs.batch_squeezed ? "F" : "BF";
   hs.width = static_cast<int32_t>(last.hidden);
   return hs;
 }
@@ -479,6 +482,7 @@ void walk_head(Import* im, PathState* start) {
     Labels want = im->final_state || hs.selected ? Labels("BF") : im->in_labels;
     if (unbatched) want.erase(std::remove(want.begin(), want.end(), 'B'), want.end());
     if (hs.features_squeezed) want.erase(std::remove(want.begin(), want.end(), 'F'), want.end());
+    if (hs.batch_squeezed) want.erase(std::remove(want.begin(), want.end(), 'B'), want.end());
     const Labels got = data_axes(im->ctx, hs.labels);
     if (got != want) {
       head_problems.push_back("graph: the output '" + hs.value + "' has axes " + hs.labels + ", expected " + want +
@@ -494,6 +498,7 @@ void walk_head(Import* im, PathState* start) {
   }
   r.output_name = hs.value;
   r.output_squeezes_features = hs.features_squeezed;
+  r.output_squeezes_batch = hs.batch_squeezed;
   if (hs.selected) {
     hs.select.input_size = hs.select.output_size = D * static_cast<int32_t>(last.hidden);
     prog.head.push_back(hs.select);

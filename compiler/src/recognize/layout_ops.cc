@@ -41,6 +41,8 @@ bool PathWalker::transpose(const onnx::NodeProto& n, PathState* s) {
   return true;
 }
 
+bool PathWalker::one_row_batch(char label) const { return label == 'B' && !c_.unbatched && !front_ && c_.batch_size == 1; }
+
 bool PathWalker::squeeze(const onnx::NodeProto& n, PathState* s) {
   std::vector<int64_t> axes;
   if (!axes_of(*c_.g, n, &axes)) {
@@ -66,7 +68,9 @@ bool PathWalker::squeeze(const onnx::NodeProto& n, PathState* s) {
         return false;
       }
       if (size == 1) {
-        if (!unit_axis(c_, s->labels[k])) {
+        if (one_row_batch(s->labels[k])) {
+          s->batch_squeezed = true;
+        } else if (!unit_axis(c_, s->labels[k])) {
           problem(&n, std::string("a Squeeze without axes drops the ") + axis_name(s->labels[k]) +
                           " axis (its size is 1 here): name the axes to squeeze");
           return false;
@@ -85,11 +89,15 @@ bool PathWalker::squeeze(const onnx::NodeProto& n, PathState* s) {
     // A head's one value per position ([B, T, 1] -> [B, T], as a forecaster's .squeeze(-1)):
     // the output keeps the axis (the same values in the same order) and says so.
     const bool one_feature = label == 'F' && s->width == 1 && !front_;
-    if (!unit_axis(c_, label) && !one_feature) {
+    // The batch axis of an export whose batch is static 1 ([1, T, F] -> [T, F], as deployment
+    // code writes): the output keeps it, as one row per call, and says so.
+    const bool one_row = one_row_batch(label);
+    if (!unit_axis(c_, label) && !one_feature && !one_row) {
       problem(&n, std::string("a Squeeze of the ") + axis_name(label) + " axis, which is not of size 1: not supported");
       return false;
     }
     s->features_squeezed = s->features_squeezed || one_feature;
+    s->batch_squeezed = s->batch_squeezed || one_row;
     drop[static_cast<size_t>(k)] = true;
   }
   Labels l;

@@ -69,6 +69,7 @@ struct PathState {
   FloatLayer select;
   bool last_is_linear = false;     // the value is a Linear's output (an Add of a constant is its bias)
   bool features_squeezed = false;  // a feature axis of width 1 was squeezed away
+  bool batch_squeezed = false;     // the batch axis of an export with a static batch of 1 was squeezed away
   std::string last_good;           // the last value reached without a problem
   bool failed = false;
 };
@@ -99,6 +100,7 @@ class PathWalker {
   bool reduction(const onnx::NodeProto& n, const PathState& s);
   // layout_ops.cc
   bool transpose(const onnx::NodeProto& n, PathState* s);
+  bool one_row_batch(char label) const;  // the batch axis, squeezable in the head: a static batch of 1
   bool squeeze(const onnx::NodeProto& n, PathState* s);
   bool unsqueeze(const onnx::NodeProto& n, PathState* s);
   bool flatten(const onnx::NodeProto& n, PathState* s);

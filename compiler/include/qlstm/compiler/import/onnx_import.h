@@ -26,6 +26,9 @@ struct OnnxLstm {
   // The ONNX output squeezes the head's one feature away ([B, T] for [B, T, 1], [B] for [B, 1]);
   // the compiled model's output keeps that size-1 axis: the same values in the same order.
   bool output_squeezes_features = false;
+  // The ONNX output squeezes away the batch axis of an export whose batch is static 1 ([T, F] for
+  // [1, T, F]); the compiled model's output keeps it (a row per batch row, any batch).
+  bool output_squeezes_batch = false;
   std::string initial_h_name, initial_c_name;  // graph inputs of a state the caller feeds
   std::string h_n_name, c_n_name;              // graph outputs of the final state
   bool batch_first = false; // graph input/output layout [B][T][F] (else [T][B][F])
