@@ -143,7 +143,7 @@ void read_model(const std::string& bytes, onnx::ModelProto* out, Import* im) {
   if (!check_topological(model.graph(), &problems)) refuse(origin, problems);
   // The graph as the walks below read it: opset-9 Slices in their input form, constant
   // subgraphs (weights computed from initializers, static shapes) evaluated into initializers.
-  const bool checked = import::passes_checker(model);
+  const bool checked = import::passes_checker(&model);
   import::upgrade_attribute_forms(&model, r.opset);
   import::fold_constants(&model, r.opset, checked);
   im->facts = import::fold_shapes(&model, checked);

@@ -23,9 +23,36 @@ std::string fresh_name(const std::set<std::string>& taken, const std::string& ba
   return name;
 }
 
-bool passes_checker(const onnx::ModelProto& model) {
+namespace {
+
+bool has_shape(const onnx::ValueInfoProto& v) { return v.type().has_tensor_type() && v.type().tensor_type().has_shape(); }
+
+// Takes the graph outputs declared without a shape (or without a type) out of the graph's output
+// list while it lives: ONNX's checker refuses them, though the nodes that write them are sound, and
+// the inference then writes their types as value_info. The list is restored as it was.
+class ShapelessOutputsSetAside {
+ public:
+  explicit ShapelessOutputsSetAside(onnx::GraphProto* g) : g_(g), outputs_(g->output()) {
+    auto* out = g_->mutable_output();
+    for (int k = out->size(); k-- > 0;) {
+      if (!has_shape(out->Get(k))) out->DeleteSubrange(k, 1);
+    }
+  }
+  ~ShapelessOutputsSetAside() { *g_->mutable_output() = outputs_; }
+  ShapelessOutputsSetAside(const ShapelessOutputsSetAside&) = delete;
+  ShapelessOutputsSetAside& operator=(const ShapelessOutputsSetAside&) = delete;
+
+ private:
+  onnx::GraphProto* g_;
+  google::protobuf::RepeatedPtrField<onnx::ValueInfoProto> outputs_;
+};
+
+}  // namespace
+
+bool passes_checker(onnx::ModelProto* model) {
+  const ShapelessOutputsSetAside aside(model->mutable_graph());
   try {
-    onnx::checker::check_model(model);
+    onnx::checker::check_model(*model);
   } catch (const std::exception&) {
     return false;
   }
@@ -39,17 +66,18 @@ bool with_inferred_shapes(onnx::ModelProto* model, bool checked,
   onnx::GraphProto* g = model->mutable_graph();
   const auto value_info = g->value_info();
   const auto inputs = g->input();
-  const auto outputs = g->output();
   bool inferred = true;
-  try {
-    onnx::shape_inference::InferShapes(*model);
-    read(*g);
-  } catch (const std::exception&) {
-    inferred = false;
+  {
+    const ShapelessOutputsSetAside aside(g);  // restores the outputs, inferred types and all
+    try {
+      onnx::shape_inference::InferShapes(*model);
+      read(*g);
+    } catch (const std::exception&) {
+      inferred = false;
+    }
   }
   *g->mutable_value_info() = value_info;
   *g->mutable_input() = inputs;
-  *g->mutable_output() = outputs;
   return inferred;
 }
 

@@ -18,13 +18,16 @@ std::set<std::string> value_names(const onnx::GraphProto& g);
 // A name not in `taken`, built from `base` ("base", then "base_1", "base_2", ...).
 std::string fresh_name(const std::set<std::string>& taken, const std::string& base);
 
-// Whether ONNX's checker passes the model. ONNX's inference functions assume such a model
-// (damaged attributes crash them), so the import checks the file as read, before its pre-passes
-// rewrite it: the opset-9 Slices they put in input form would no longer pass.
-bool passes_checker(const onnx::ModelProto& model);
+// Whether ONNX's checker passes the model, but for graph outputs declared without a shape (which
+// it refuses; exporters and hand-built graphs write them): those are set aside while it runs, and
+// the model is left as it was. ONNX's inference functions assume a checked model (damaged
+// attributes crash them), so the import checks the file as read, before its pre-passes rewrite
+// it: the opset-9 Slices they put in input form would no longer pass.
+bool passes_checker(onnx::ModelProto* model);
 
-// Runs ONNX's shape inference and calls `read` with the graph whose value_info, inputs and
-// outputs then carry the inferred types; then restores those, so the model is not copied,
+// Runs ONNX's shape inference and calls `read` with the graph whose value_info and inputs then
+// carry the inferred types (a graph output declared without a shape among the value_info, not
+// the outputs); then restores the value_info, inputs and outputs, so the model is not copied,
 // weights and all. `checked`: the model as read passed the checker (passes_checker); when false,
 // nothing runs. Without ONNX's data propagation, which crashes libonnx 1.12 on models the checker
 // passes (a Concat of shapes along axis 2). Returns false, without calling `read`, when the model
