@@ -64,15 +64,12 @@ ProgramOp derive_layer_op(const LayerOp& lop, const AffineQuant& input, const Af
   const FloatLayer& l = *lop.layer;
   switch (l.kind) {
     case FloatLayerKind::kLinear:
-      op.kind = QLSTM_OP_FULLY_CONNECTED_S8;
       op.set(derive_fc(l, lop.clamp, input, output, decision.fc_per_channel));
       break;
     case FloatLayerKind::kActivation:
-      op.kind = QLSTM_OP_TABLE_S8;
       op.set(derive_table(l, l.input_size, input, output));
       break;
     case FloatLayerKind::kSoftmax:
-      op.kind = QLSTM_OP_SOFTMAX_S8;
       try {
         op.set(derive_softmax(l.input_size, input, l.softmax_beta));
       } catch (const CompileError& e) {
@@ -476,7 +473,6 @@ void ProgramCompiler::lower_head() {
   const int32_t W = D_ * last_lstm_.hidden_size;
   if (select_op_) {
     ProgramOp op;
-    op.kind = QLSTM_OP_SELECT_STEP;
     op.set(DerivedSelect{W, program_.head.front().step});
     op.input_buffer = static_cast<int32_t>(m.buffers.size()) - 1;
     op.output_buffer = op.input_buffer + 1;

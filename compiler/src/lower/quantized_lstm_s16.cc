@@ -340,7 +340,6 @@ void S16ProgramBuilder::observe() {
 void S16ProgramBuilder::requantize_to(int32_t type, const AffineQuant& quant, const std::string& what) {
   const ProgramBuffer from = m_.buffers.back();
   ProgramOp rq;
-  rq.kind = QLSTM_OP_REQUANTIZE;
   rq.set(derive_requantize(from.width, from.type, from.quant, type, quant, what));
   rq.input_buffer = static_cast<int32_t>(m_.buffers.size()) - 1;
   rq.output_buffer = rq.input_buffer + 1;
@@ -367,7 +366,6 @@ void S16ProgramBuilder::per_position_op(size_t k8, const std::vector<FloatLayer>
     const FloatLayer& linear = float_layers.at(j);
     const bool clamp = j + 1 < float_layers.size() && folds_into_clamp(float_layers[j + 1]);
     const Observed& o = observed[j + (clamp ? 1 : 0)];
-    op.kind = QLSTM_OP_FULLY_CONNECTED_S16;
     op.set(derive_fc_s16(linear, clamp ? &float_layers[j + 1] : nullptr, m_.buffers.back().quant.scale,
                               scale(o, false, "16x8: the output of " + layer_label(linear))));
     out.quant = {op.as<DerivedFcS16>().output_scale, 0};
@@ -376,7 +374,6 @@ void S16ProgramBuilder::per_position_op(size_t k8, const std::vector<FloatLayer>
   } else if (s16 && op8.kind == QLSTM_OP_SOFTMAX_S8 && op8.as<DerivedSoftmax>().row_size >= 2) {
     // The 16x8 softmax on the int16 logits; its output int16 at 1/32768. (A row of one stays
     // int8: upstream's int16 arithmetic stores its probability of 1 as -32768.)
-    op.kind = QLSTM_OP_SOFTMAX_S16;
     const DerivedSoftmax& softmax = op8.as<DerivedSoftmax>();
     op.set(derive_softmax_s16(softmax.row_size, m_.buffers.back().quant.scale, softmax.beta));
     out.quant = softmax_s16_output_quant();
@@ -442,8 +439,7 @@ ProgramOp S16ProgramBuilder::lstm_s16_op(int32_t l, int32_t d, const ProgramOp& 
       weight_candidates(decision.weights, plan_, int8_.stats.at(k).score_method != "none");
   const OperandStats means{in.mean(0, static_cast<size_t>(lstm.input_size)),
                            layers_[static_cast<size_t>(l)].mean(static_cast<size_t>(d * H), static_cast<size_t>(H)), {}};
-  ProgramOp op16;
-  op16.kind = QLSTM_OP_LSTM_S16;
+  ProgramOp op16;  // the best candidate's (the first one that derives, whatever its score)
   double best_db = -std::numeric_limits<double>::infinity();
   for (const WeightDecision& weights : candidates) {
     DerivedLstmS16 derived;
@@ -454,7 +450,7 @@ ProgramOp S16ProgramBuilder::lstm_s16_op(int32_t l, int32_t d, const ProgramOp& 
       continue;  // another candidate's weights: the first one's error is the one to report
     }
     const double db = candidates.size() == 1 ? 0.0 : op_sqnr_db(derived, scored_, l, d, D_, s_in);
-    if (db > best_db) {
+    if (db > best_db || !op16.holds<DerivedLstmS16>()) {
       best_db = db;
       op16.set(std::move(derived));
     }

@@ -551,7 +551,6 @@ CompiledModel single_op_model(const DerivedLstm& d, const std::string& name, boo
 
 CompiledModel single_op_model(const DerivedGru& d, const std::string& name, bool batch_first) {
   ProgramOp op;
-  op.kind = QLSTM_OP_GRU_S8;
   op.set(d);
   return single_op_model(std::move(op), name, batch_first);
 }

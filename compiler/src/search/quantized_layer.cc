@@ -36,7 +36,6 @@ const DerivedGru& QuantizedLayer::derived_gru() const {
 ProgramOp QuantizedLayer::program_op() const {
   ProgramOp op;
   if (is_gru()) {
-    op.kind = QLSTM_OP_GRU_S8;
     op.set(gru_);
   } else {
     op.set(derived_);
