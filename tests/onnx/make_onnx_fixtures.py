@@ -633,12 +633,22 @@ def gru_models():
 # ----------------------------------------------------------------------------- import pre-pass (group "import")
 class TwoModules(nn.Module):
     """Two separate recurrent modules, the second reading the first's output (not num_layers=2)."""
-    def __init__(self, cell=nn.LSTM):
+    def __init__(self, cell=nn.LSTM, between=lambda y: y):
         super().__init__()
         self.rnn1, self.rnn2 = cell(3, 4, batch_first=True), cell(4, 5, batch_first=True)
+        self.between = between
 
     def forward(self, x):
-        return self.rnn2(self.rnn1(x)[0])[0]
+        return self.rnn2(self.between(self.rnn1(x)[0]))[0]
+
+
+class Lambda(nn.Module):
+    def __init__(self, f):
+        super().__init__()
+        self.f = f
+
+    def forward(self, x):
+        return self.f(x)
 
 
 class OneValuePerStep(nn.Module):
@@ -810,6 +820,19 @@ def batch_of_one():
                  14, x, ["Linear"], lstm_output="final_state", output_squeezes_batch=True)
 
 
+def between_layers(x):
+    """Layout ops between two recurrent modules, beyond torch's own: they follow the layout ops'
+    one set of rules (recognize/layout_view.cc), as in front of and after the layers."""
+    import_torch("import_between_layers_reshape_dynamic",
+                 TwoModules(between=lambda y: y.reshape(y.shape[0], y.shape[1], -1)), 14, x, [], dynamic=True)
+    import_torch("import_between_layers_unsqueeze_flatten",
+                 TwoModules(between=lambda y: torch.flatten(y.unsqueeze(2), 2)), 14, x, [])
+    refused("import_refused_front_squeezes_batch",
+            Custom(lambda y, h: y, front=Lambda(lambda x: x.squeeze(0).unsqueeze(1).transpose(0, 1))), 14,
+            ["(Squeeze): a Squeeze of the batch axis in front of the LSTM (of size 1 in this export, any size in the "
+             "compiled model): not supported; keep that axis"], x=torch.randn(1, 5, 3))
+
+
 def import_models():
     """The graphs the import pre-pass and its fixes make compile, and the refusals they name."""
     torch.manual_seed(18)
@@ -847,6 +870,7 @@ def import_models():
                  "('zero_state') has shape [1, 1048576, 16384], expected [num_directions = 1, batch = 2, "
                  "hidden_size = 4]")
     batch_of_one()
+    between_layers(x)
     # compile's calibration for the CLI tests: 8 sequences of 5 steps, batch-first [B, T, 3]
     np.save(os.path.join(OUT, "import_calibration.npy"),
             np.random.default_rng(23).standard_normal((8, 5, 3)).astype(np.float32))

@@ -276,20 +276,20 @@ void walk_front(Import* im) {
     }
     PathState s;
     s.value = r.input_name;
-    s.labels = cand;
-    s.width = !r.input_shape.empty() && r.input_shape.back() > 0 ? static_cast<int32_t>(r.input_shape.back())
+    s.view.labels = cand;
+    s.view.width = !r.input_shape.empty() && r.input_shape.back() > 0 ? static_cast<int32_t>(r.input_shape.back())
                                                                    : static_cast<int32_t>(first.input_size);
     std::vector<std::string> p;
     std::set<const onnx::NodeProto*> u;
     const bool walked = PathWalker(cc, true, &p, &u).walk(&s, head->input(kX));
-    Labels at_x = s.labels;
+    Labels at_x = s.view.labels;
     if (cc.unbatched) std::replace(at_x.begin(), at_x.end(), '1', 'B');
     if (walked && at_x != want_x) {
-      p.push_back("graph: the input reaches " + first.label + " as " + s.labels + ", expected " + want_x +
+      p.push_back("graph: the input reaches " + first.label + " as " + s.view.labels + ", expected " + want_x +
                   " (T time, B batch, F features)");
-    } else if (walked && s.width != first.input_size) {
+    } else if (walked && s.view.width != first.input_size) {
       p.push_back("graph: " + first.label + " reads " + std::to_string(first.input_size) + " features, but its input has " +
-                  std::to_string(s.width));
+                  std::to_string(s.view.width));
     }
     if (p.empty()) {
       in_labels = cand;
@@ -315,6 +315,14 @@ void walk_front(Import* im) {
   r.program.front = front.layers;
 }
 
+// A recurrent node's output Y as ONNX writes it: [T, D, B, H] (layout 0) or [B, T, D, H].
+LayoutView y_view(const NodeInfo& n) {
+  LayoutView v;
+  v.labels = n.layout == 0 ? "TDBF" : "BTDF";
+  v.width = static_cast<int32_t>(n.hidden);
+  return v;
+}
+
 // The chain: each node's Y reaches the next node's X through layout ops only, with matching sizes,
 // directions and op; the last node's Y (or, Y unused, its h_n) feeds the head. Refuses a broken
 // chain or recurrent nodes off it.
@@ -327,7 +335,6 @@ void follow_chain(Import* im) {
   const std::vector<const onnx::NodeProto*>& lstms = im->lstms;
   std::vector<NodeInfo>& chain = im->chain;
   bool& final_state = im->final_state;
-  const bool unbatched = im->ctx.unbatched;
   bool chain_ok = true;
   for (const onnx::NodeProto* n = head; n != nullptr;) {
     if (chain.size() > lstms.size()) break;
@@ -338,14 +345,15 @@ void follow_chain(Import* im) {
       break;
     }
     const onnx::NodeProto* nx = nullptr;
-    Labels l;
+    PathContext layer = im->ctx;
+    layer.directions = ni.directions;
+    LayoutView view = y_view(ni);
     std::string graph_out;
     std::vector<std::string> link_problems;
-    if (!follow_output(g, n->output(kY), ni.layout == 0 ? "TDBF" : "BTDF", unbatched, ni.directions, &graph_out, &l,
-                       &nx, &link_problems, ni.hidden) ||
-        nx == nullptr) {
+    if (!follow_output(layer, n->output(kY), &view, &graph_out, &nx, &link_problems) || nx == nullptr) {
       break;  // the head starts at this node's Y
     }
+    const Labels& l = view.labels;
     const NodeInfo& nn = info[nx];
     const Labels want = nn.layout == 0 ? "TBF" : "BTF";
     if (l != want) {
@@ -385,8 +393,7 @@ void follow_chain(Import* im) {
 PathState head_from_y(const NodeInfo& last) {
   PathState hs;
   hs.value = last.node->output(kY);
-  hs.labels = last.layout == 0 ? "TDBF" : "BTDF";
-  hs.width = static_cast<int32_t>(last.hidden);
+  hs.view = y_view(last);
   return hs;
 }
 
@@ -433,7 +440,7 @@ PathState head_from_final_state(Import* im) {
     const bool drops_batch = sq != nullptr && sq->op_type() == "Squeeze" && (unbatched || one_row) &&
                              axes_of(g, *sq, &axes) && axes == std::vector<int64_t>{1} && sq->output_size() >= 1;
     if (!drops_batch && !(sq != nullptr && sq->op_type() == "Identity" && sq->output_size() >= 1)) break;
-    hs.batch_squeezed = hs.batch_squeezed || (drops_batch && one_row);
+    hs.view.batch_squeezed = hs.view.batch_squeezed || (drops_batch && one_row);
     taken.insert(sq);
     start = sq->output(0);
   }
@@ -459,8 +466,8 @@ PathState head_from_final_state(Import* im) {
   }
   taken.insert(gather);
   hs.value = gather->output(0);
-  hs.labels = unbatched || hs.batch_squeezed ? "F" : "BF";
-  hs.width = static_cast<int32_t>(last.hidden);
+  hs.view.labels = unbatched || hs.view.batch_squeezed ? "F" : "BF";
+  hs.view.width = static_cast<int32_t>(last.hidden);
   return hs;
 }
 
@@ -481,11 +488,11 @@ void walk_head(Import* im, PathState* start) {
   if (head_ok) {
     Labels want = im->final_state || hs.selected ? Labels("BF") : im->in_labels;
     if (unbatched) want.erase(std::remove(want.begin(), want.end(), 'B'), want.end());
-    if (hs.features_squeezed) want.erase(std::remove(want.begin(), want.end(), 'F'), want.end());
-    if (hs.batch_squeezed) want.erase(std::remove(want.begin(), want.end(), 'B'), want.end());
-    const Labels got = data_axes(im->ctx, hs.labels);
+    if (hs.view.features_squeezed) want.erase(std::remove(want.begin(), want.end(), 'F'), want.end());
+    if (hs.view.batch_squeezed) want.erase(std::remove(want.begin(), want.end(), 'B'), want.end());
+    const Labels got = data_axes(im->ctx, hs.view.labels);
     if (got != want) {
-      head_problems.push_back("graph: the output '" + hs.value + "' has axes " + hs.labels + ", expected " + want +
+      head_problems.push_back("graph: the output '" + hs.value + "' has axes " + hs.view.labels + ", expected " + want +
                               " (T time, B batch, F features, D directions, t/1 size 1): its layout is not the "
                               "input's, or the directions are not merged");
       head_ok = false;
@@ -497,8 +504,8 @@ void walk_head(Import* im, PathState* start) {
                        "the output and run the rest on the host");
   }
   r.output_name = hs.value;
-  r.output_squeezes_features = hs.features_squeezed;
-  r.output_squeezes_batch = hs.batch_squeezed;
+  r.output_squeezes_features = hs.view.features_squeezed;
+  r.output_squeezes_batch = hs.view.batch_squeezed;
   if (hs.selected) {
     hs.select.input_size = hs.select.output_size = D * static_cast<int32_t>(last.hidden);
     prog.head.push_back(hs.select);

@@ -63,14 +63,14 @@ bool PathWalker::clip_bounds(const onnx::NodeProto& n, FloatLayer* l) {
 }
 
 bool PathWalker::softmax(const onnx::NodeProto& n, PathState* s) {
-  const int64_t rank = static_cast<int64_t>(s->labels.size());
+  const int64_t rank = static_cast<int64_t>(s->view.labels.size());
   // Opset 13 made the default axis -1 (before: 1, over the flattened trailing axes).
   int64_t axis = int_attribute(n, "axis", c_.opset >= 13 ? -1 : 1);
   if (axis < 0) axis += rank;
-  if (axis != rank - 1 || s->labels.back() != 'F' || !features_last(n, *s, "a Softmax")) {
+  if (axis != rank - 1 || s->view.labels.back() != 'F' || !features_last(n, *s, "a Softmax")) {
     if (axis >= 0 && axis < rank && axis != rank - 1) {
       problem(&n, std::string("a Softmax over axis ") + std::to_string(axis) + " (the " +
-                      axis_name(s->labels[static_cast<size_t>(axis)]) +
+                      axis_name(s->view.labels[static_cast<size_t>(axis)]) +
                       " axis), not the last (feature) axis: not supported");
     }
     return false;
@@ -104,8 +104,8 @@ bool PathWalker::match_activation_pattern(PathState* s) {
 }
 
 bool PathWalker::features_last_quiet(const PathState& s) const {
-  const Labels d = data_axes(c_, s.labels);
-  return !d.empty() && d.back() == 'F' && s.labels.back() == 'F' && d.find('D') == std::string::npos;
+  const Labels d = data_axes(c_, s.view.labels);
+  return !d.empty() && d.back() == 'F' && s.view.labels.back() == 'F' && d.find('D') == std::string::npos;
 }
 
 bool PathWalker::match_gated(const std::string& x, const std::vector<const onnx::NodeProto*>& cs, FloatLayer* l,

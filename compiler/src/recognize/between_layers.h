@@ -5,21 +5,21 @@
 
 #include <onnx/onnx_pb.h>
 
-#include <cstdint>
 #include <string>
 #include <vector>
 
-#include "recognize/path_walker.h"
+#include "recognize/layout_view.h"
 
 namespace qlstm {
 namespace compiler {
 namespace import {
 
-// Follows the single-consumer chain of layout ops from `start` (with labels) to a graph output.
-// Or to the X of another LSTM node (*next_lstm is then set).
-bool follow_output(const Graph& g, std::string value, Labels labels, bool unbatched, int32_t directions,
-                   std::string* graph_output, Labels* out_labels, const onnx::NodeProto** next_lstm,
-                   std::vector<std::string>* problems, int64_t hidden = -1);
+// Follows the single-consumer chain of layout ops from `value` (whose view is *view; c the axes of
+// the layer that writes it) to a graph output (*graph_output then set) or to the X of another
+// recurrent node (*next_lstm then set), leaving *view the view it reaches. False, with problems,
+// where the chain is not layout ops only.
+bool follow_output(const PathContext& c, std::string value, LayoutView* view, std::string* graph_output,
+                   const onnx::NodeProto** next_lstm, std::vector<std::string>* problems);
 
 }  // namespace import
 }  // namespace compiler

@@ -17,9 +17,9 @@ bool PathWalker::linear_weights(const onnx::NodeProto& n, const std::string& w_n
   // [K][N] (or [N][K] transposed): K inputs, N outputs.
   const int64_t K = dims.size() == 2 ? dims[transposed ? 1 : 0] : -1;
   const int64_t N = dims.size() == 2 ? dims[transposed ? 0 : 1] : -1;
-  if (K != s.width || N < 1) {
+  if (K != s.view.width || N < 1) {
     problem(&n, "a Linear whose weight has shape " + join(dims) + ", expected " +
-                    (transposed ? "[outputs, " + std::to_string(s.width) + "]" : "[" + std::to_string(s.width) + ", outputs]"));
+                    (transposed ? "[outputs, " + std::to_string(s.view.width) + "]" : "[" + std::to_string(s.view.width) + ", outputs]"));
     return false;
   }
   l->kind = FloatLayerKind::kLinear;
@@ -58,8 +58,8 @@ bool PathWalker::gemm(const onnx::NodeProto& n, PathState* s) {
     problem(&n, what_it_is(g_, n, c_.cell));
     return false;
   }
-  if (s->labels.size() != 2) {
-    problem(&n, "a Gemm on a rank-" + std::to_string(s->labels.size()) + " tensor (Gemm takes a matrix)");
+  if (s->view.labels.size() != 2) {
+    problem(&n, "a Gemm on a rank-" + std::to_string(s->view.labels.size()) + " tensor (Gemm takes a matrix)");
     return false;
   }
   if (!features_last(n, *s, "a Gemm")) return false;

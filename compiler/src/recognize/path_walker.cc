@@ -10,41 +10,6 @@ const std::set<std::string> kStructuralOps = {
     "Constant", "ConstantOfShape", "Shape", "Gather", "Unsqueeze", "Squeeze", "Concat", "Expand",
     "Cast", "Reshape", "Transpose", "Identity", "Slice"};
 
-int64_t axis_size(const PathContext& c, char label, int64_t width) {
-  switch (label) {
-    case 'T': return c.time_size;
-    case 'B': return c.unbatched ? 1 : c.batch_size;
-    case 'F': return width;
-    case 'D': return c.directions;
-    default: return 1;
-  }
-}
-
-// A size-1 axis that layout ops may drop, insert or move freely.
-bool unit_axis(const PathContext& c, char label) {
-  return label == '1' || label == 't' || (label == 'D' && c.directions == 1) || (label == 'B' && c.unbatched);
-}
-
-const char* axis_name(char label) {
-  switch (label) {
-    case 'T': return "time";
-    case 'B': return "batch";
-    case 'F': return "feature";
-    case 'D': return "direction";
-    case 't': return "selected step";
-    default: return "size-1";
-  }
-}
-
-// Labels without the size-1 axes: the order of the data.
-Labels data_axes(const PathContext& c, const Labels& l) {
-  Labels out;
-  for (char a : l) {
-    if (!unit_axis(c, a)) out.push_back(a);
-  }
-  return out;
-}
-
 // What an op is, for a refusal of a node the walk cannot take (or that is not on its path).
 std::string what_it_is(const Graph& g, const onnx::NodeProto& n, const char* cell) {
   const std::string& op = n.op_type();
@@ -142,13 +107,13 @@ bool PathWalker::reads_at(const onnx::NodeProto& n, const PathState& s, int k) {
 }
 
 bool PathWalker::features_last(const onnx::NodeProto& n, const PathState& s, const char* what) {
-  const Labels d = data_axes(c_, s.labels);
+  const Labels d = data_axes(c_, s.view.labels);
   if (d.find('D') != std::string::npos) {
     problem(&n, std::string(what) + " on the " + c_.cell + "'s output before its two directions are merged into the features");
     return false;
   }
-  if (d.empty() || d.back() != 'F' || s.labels.back() != 'F') {
-    problem(&n, std::string(what) + " on a tensor whose last axis is the " + axis_name(s.labels.back()) +
+  if (d.empty() || d.back() != 'F' || s.view.labels.back() != 'F') {
+    problem(&n, std::string(what) + " on a tensor whose last axis is the " + axis_name(s.view.labels.back()) +
                     " axis, not the features: not supported");
     return false;
   }
@@ -156,9 +121,9 @@ bool PathWalker::features_last(const onnx::NodeProto& n, const PathState& s, con
 }
 
 void PathWalker::add_layer(PathState* s, FloatLayer l, bool linear) {
-  l.input_size = s->width;
-  if (l.kind != FloatLayerKind::kLinear) l.output_size = s->width;
-  s->width = l.output_size;
+  l.input_size = s->view.width;
+  if (l.kind != FloatLayerKind::kLinear) l.output_size = s->view.width;
+  s->view.width = l.output_size;
   s->layers.push_back(std::move(l));
   s->last_is_linear = linear;
 }
@@ -173,21 +138,17 @@ FloatLayer PathWalker::activation(const onnx::NodeProto& n, ActivationFn fn) {
 
 bool PathWalker::take(const onnx::NodeProto& n, PathState* s) {
   const std::string& op = n.op_type();
-  if (op == "Identity") return reads_at(n, *s, 0);
-  if (op == "Dropout") {
-    // Eval mode: the identity (its mask output must be unused).
+  if (kLayoutOps.count(op)) {
     if (!reads_at(n, *s, 0)) return false;
-    if (n.output_size() > 1 && !n.output(1).empty() && !g_.consumers(n.output(1)).empty()) {
-      problem(&n, "a Dropout whose mask is used: not supported");
+    std::string why;
+    if (!apply_layout_op(c_, front_ ? PathPart::kFront : PathPart::kHead, n, &s->view, &why)) {
+      problem(&n, why);
       return false;
     }
+    // A Linear's output through Identity or Dropout is still its output (an Add may be its bias).
+    if (op != "Identity" && op != "Dropout") s->last_is_linear = false;
     return true;
   }
-  if (op == "Transpose") return reads_at(n, *s, 0) && transpose(n, s);
-  if (op == "Squeeze") return reads_at(n, *s, 0) && squeeze(n, s);
-  if (op == "Unsqueeze") return reads_at(n, *s, 0) && unsqueeze(n, s);
-  if (op == "Flatten") return reads_at(n, *s, 0) && flatten(n, s);
-  if (op == "Reshape") return reads_at(n, *s, 0) && reshape(n, s);
   if (op == "Gather") return reads_at(n, *s, 0) && gather(n, s);
   if (op == "Slice") return reads_at(n, *s, 0) && slice(n, s);
   if (op == "Gemm") return reads_at(n, *s, 0) && gemm(n, s);
@@ -207,8 +168,8 @@ bool PathWalker::reduction(const onnx::NodeProto& n, const PathState& s) {
   std::string reduced;
   if (axes_of(g_, n, &axes)) {
     for (int64_t a : axes) {
-      const int64_t k = a < 0 ? a + static_cast<int64_t>(s.labels.size()) : a;
-      if (k >= 0 && k < static_cast<int64_t>(s.labels.size())) reduced.push_back(s.labels[static_cast<size_t>(k)]);
+      const int64_t k = a < 0 ? a + static_cast<int64_t>(s.view.labels.size()) : a;
+      if (k >= 0 && k < static_cast<int64_t>(s.view.labels.size())) reduced.push_back(s.view.labels[static_cast<size_t>(k)]);
     }
   }
   const std::string over_time = import::describe_reduction_over_time(n, reduced);

@@ -3,7 +3,8 @@
 // graph input to the first LSTM's X) and of the head (from the last LSTM's output to the graph
 // output). Its recognizers live one group of patterns per file:
 //   path_walker.cc     the walk, the dispatch on the op and the refusals (what_it_is);
-//   layout_ops.cc      Transpose, Squeeze, Unsqueeze, Flatten, Reshape;
+//   layout_view.cc     the layout ops (Identity, Dropout, Transpose, Squeeze, Unsqueeze, Flatten,
+//                      Reshape): views, not layers (recognize/layout_view.h);
 //   step_selection.cc  one time step: Gather, Slice;
 //   linear.cc          Gemm, MatMul and the Add of a Linear's bias;
 //   activations.cc     the unary activations, Clip, Softmax and the multi-node activations.
@@ -18,20 +19,15 @@
 #include <vector>
 
 #include "import/graph.h"
+#include "recognize/layout_view.h"
 #include "qlstm/compiler/float/float_layers.h"
 
 namespace qlstm {
 namespace compiler {
 namespace import {
 
-// Axis labels of a tensor on the data path: 'T' time, 'B' batch, 'F' features, 'D' directions.
-using Labels = std::string;
-
 // Ops that only move data (the layout around the LSTM) or build constants (the initial state).
 extern const std::set<std::string> kStructuralOps;
-
-// Applies a Transpose's perm (reversed when absent) to the labels; false when it does not fit.
-bool apply_transpose(const onnx::NodeProto& n, Labels* l);
 
 // ------------------------------------------------------------------ the layers around the stack
 // A walk along the data path: from the graph input to the first LSTM's X (the front), and from
@@ -39,37 +35,14 @@ bool apply_transpose(const onnx::NodeProto& n, Labels* l);
 // size-1 axes, or the axes the layouts need), a step selection, or a per-position layer on the
 // feature axis; anything else is refused with what it is.
 
-// What the walk knows about the axes: their labels (Labels above, plus 't' one selected step and
-// '1' an inserted axis, both of size 1) and sizes.
-struct PathContext {
-  const Graph* g = nullptr;
-  const char* cell = "LSTM";  // the stack's op, for messages
-  int64_t opset = 0;
-  int32_t directions = 1;
-  bool unbatched = false;
-  int64_t time_size = -1, batch_size = -1;  // as declared by the graph input; -1 unknown
-};
-
-// The size of the axis `label` (-1 unknown); `width` is the feature axis's.
-int64_t axis_size(const PathContext& c, char label, int64_t width);
-// A size-1 axis that layout ops may drop, insert or move freely.
-bool unit_axis(const PathContext& c, char label);
-// The axis's name in messages ("time", "batch", ...).
-const char* axis_name(char label);
-// Labels without the size-1 axes: the order of the data.
-Labels data_axes(const PathContext& c, const Labels& l);
-
 // Where a walk is: the value reached, its axes and the layers taken so far.
 struct PathState {
   std::string value;
-  Labels labels;
-  int32_t width = 0;               // elements on the feature axis
+  LayoutView view;                 // the value's axes
   std::vector<FloatLayer> layers;  // per-position layers, in order
   bool selected = false;           // a step selection was taken (kept apart: it commutes with them)
   FloatLayer select;
   bool last_is_linear = false;     // the value is a Linear's output (an Add of a constant is its bias)
-  bool features_squeezed = false;  // a feature axis of width 1 was squeezed away
-  bool batch_squeezed = false;     // the batch axis of an export with a static batch of 1 was squeezed away
   std::string last_good;           // the last value reached without a problem
   bool failed = false;
 };
@@ -98,13 +71,6 @@ class PathWalker {
   FloatLayer activation(const onnx::NodeProto& n, ActivationFn fn);
   bool take(const onnx::NodeProto& n, PathState* s);
   bool reduction(const onnx::NodeProto& n, const PathState& s);
-  // layout_ops.cc
-  bool transpose(const onnx::NodeProto& n, PathState* s);
-  bool one_row_batch(char label) const;  // the batch axis, squeezable in the head: a static batch of 1
-  bool squeeze(const onnx::NodeProto& n, PathState* s);
-  bool unsqueeze(const onnx::NodeProto& n, PathState* s);
-  bool flatten(const onnx::NodeProto& n, PathState* s);
-  bool reshape(const onnx::NodeProto& n, PathState* s);
   // step_selection.cc
   bool select_step(const onnx::NodeProto& n, PathState* s, int64_t step, size_t axis, bool keep_axis);
   bool gather(const onnx::NodeProto& n, PathState* s);

@@ -26,16 +26,16 @@ bool PathWalker::select_step(const onnx::NodeProto& n, PathState* s, int64_t ste
   s->select.node = n.name().empty() ? n.output(0) : n.name();
   s->select.step = static_cast<int32_t>(step);
   if (keep_axis) {
-    s->labels[axis] = 't';
+    s->view.labels[axis] = 't';
   } else {
-    s->labels.erase(axis, 1);
+    s->view.labels.erase(axis, 1);
   }
   s->last_is_linear = false;
   return true;
 }
 
 bool PathWalker::gather(const onnx::NodeProto& n, PathState* s) {
-  const int64_t rank = static_cast<int64_t>(s->labels.size());
+  const int64_t rank = static_cast<int64_t>(s->view.labels.size());
   int64_t axis = int_attribute(n, "axis", 0);
   if (axis < 0) axis += rank;
   std::vector<double> idx;
@@ -46,11 +46,11 @@ bool PathWalker::gather(const onnx::NodeProto& n, PathState* s) {
     problem(&n, "a Gather whose index is not one constant, or whose axis is out of range: not supported");
     return false;
   }
-  const char label = s->labels[static_cast<size_t>(axis)];
+  const char label = s->view.labels[static_cast<size_t>(axis)];
   const bool keep = !dims.empty();
   if (label == 'T') return select_step(n, s, k, static_cast<size_t>(axis), keep);
   if (unit_axis(c_, label) && (k == 0 || k == -1)) {
-    if (!keep) s->labels.erase(static_cast<size_t>(axis), 1);
+    if (!keep) s->view.labels.erase(static_cast<size_t>(axis), 1);
     return true;
   }
   if (label == 'D') {
@@ -75,7 +75,7 @@ bool PathWalker::slice(const onnx::NodeProto& n, PathState* s) {
     problem(&n, "a Slice that is not one constant range of one axis with step 1: not supported");
     return false;
   }
-  const int64_t rank = static_cast<int64_t>(s->labels.size());
+  const int64_t rank = static_cast<int64_t>(s->view.labels.size());
   int64_t axis = 0, b_int = 0;
   if ((!axes.empty() && !small_int(axes[0], &axis)) || !small_int(starts[0], &b_int)) axis = rank;  // refused below
   if (axis < 0) axis += rank;
@@ -83,7 +83,7 @@ bool PathWalker::slice(const onnx::NodeProto& n, PathState* s) {
     problem(&n, "a Slice of an axis out of range, or with a start that is not a small integer");
     return false;
   }
-  const char label = s->labels[static_cast<size_t>(axis)];
+  const char label = s->view.labels[static_cast<size_t>(axis)];
   // Ends past the axis: torch writes INT64_MAX for "to the end".
   constexpr double kToTheEnd = 1u << 30;
   const double b = starts[0], e = ends[0];
@@ -95,7 +95,7 @@ bool PathWalker::slice(const onnx::NodeProto& n, PathState* s) {
     problem(&n, "a Slice of several time steps: not supported (a model reads every step, or one)");
     return false;
   }
-  const int64_t size = axis_size(c_, label, s->width);
+  const int64_t size = axis_size(c_, label, s->view.width);
   if (b == 0 && (e >= kToTheEnd || (size >= 0 && e >= static_cast<double>(size)))) return true;  // all of it
   problem(&n, std::string("a Slice of part of the ") + axis_name(label) + " axis: not supported");
   return false;
