@@ -32,7 +32,6 @@ inline qlstm::compiler::CompiledModel gru_model(std::mt19937_64& rng, const GruM
     g.params.time_direction = d == 0 ? QLSTM_TIME_FORWARD : QLSTM_TIME_REVERSE;
     g.params.output_steps = o.final_state ? QLSTM_OUTPUT_FINAL : QLSTM_OUTPUT_ALL_STEPS;
     ProgramOp& op = ops[static_cast<size_t>(d)];
-    op.kind = QLSTM_OP_GRU_S8;
     op.set(DerivedGru::from_kernel_params(g.params, in, out));  // copies the arrays
     // A zero state's new-gate accumulator at this zero point, as the compiler and a v5 file derive it.
     op.as<DerivedGru>().new_gate_zero_state_bias = zero_state_bias(op.as<DerivedGru>().gates[QLSTM_GRU_GATE_NEW], H, out.zero_point);
@@ -52,7 +51,6 @@ inline qlstm::compiler::CompiledModel gru_model(std::mt19937_64& rng, const GruM
   hand::Fc f;
   hand::make_fc(f, 2 * H, O, true, false, rng);
   ProgramOp head;
-  head.kind = QLSTM_OP_FULLY_CONNECTED_S8;
   const AffineQuant head_out{0.1, f.params.output_zero_point};
   head.set(DerivedFc::from_kernel_params(f.params, out, head_out, std::vector<double>(O, 0.003)));
   head.input_buffer = 1;

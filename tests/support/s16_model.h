@@ -51,7 +51,6 @@ inline qlstm::compiler::CompiledModel s16_model(std::mt19937_64& rng, const S16M
   CellScaleChoice cell;
   cell.power = shape.cell_power;
   ProgramOp rec;
-  rec.kind = QLSTM_OP_LSTM_S16;
   rec.set(derive_lstm_s16_params(lstm, s_in, s_h, cell, WeightDecision{}));
   const int32_t steps = shape.final_state ? QLSTM_BUFFER_ONE_STEP : QLSTM_BUFFER_EVERY_STEP;
   if (shape.final_state) rec.as<DerivedLstmS16>().output_steps = QLSTM_OUTPUT_FINAL;
@@ -67,11 +66,9 @@ inline qlstm::compiler::CompiledModel s16_model(std::mt19937_64& rng, const S16M
   linear.weight = fill(static_cast<size_t>(C * H));
   linear.bias = fill(static_cast<size_t>(C));
   ProgramOp fc;
-  fc.kind = QLSTM_OP_FULLY_CONNECTED_S16;
   fc.set(derive_fc_s16(linear, nullptr, s_h, s_logits));
   if (shape.softmax_s16) {
     ProgramOp sm;
-    sm.kind = QLSTM_OP_SOFTMAX_S16;
     sm.set(derive_softmax_s16(C, s_logits, 1.0));
     const ProgramBuffer outs[] = {{C, {s_logits, 0}, steps, QLSTM_ELEMENT_S16},
                                   {C, softmax_s16_output_quant(), steps, QLSTM_ELEMENT_S16}};
@@ -82,10 +79,8 @@ inline qlstm::compiler::CompiledModel s16_model(std::mt19937_64& rng, const S16M
   }
   const AffineQuant logits8{4.0 / 127, 0};
   ProgramOp rq;
-  rq.kind = QLSTM_OP_REQUANTIZE;
   rq.set(derive_requantize(C, QLSTM_ELEMENT_S16, {s_logits, 0}, QLSTM_ELEMENT_S8, logits8, "logits"));
   ProgramOp sm;
-  sm.kind = QLSTM_OP_SOFTMAX_S8;
   sm.set(derive_softmax(C, logits8, 1.0));
   const ProgramBuffer outs[] = {{C, {s_logits, 0}, steps, QLSTM_ELEMENT_S16},
                                 {C, logits8, steps, QLSTM_ELEMENT_S8},

@@ -362,10 +362,12 @@ class ShapePass {
       if (t.scalar || inferred > 1) continue;
       targets.emplace_back(k, target);
     }
+    std::set<std::string> names = targets.empty() ? std::set<std::string>() : value_names(g_);
     for (const auto& [k, target] : targets) {
       onnx::NodeProto& n = *g_.mutable_node(k);
       onnx::TensorProto* t = g_.add_initializer();
-      t->set_name(fresh_name(value_names(g_), n.input(1) + "_target"));
+      t->set_name(fresh_name(names, n.input(1) + "_target"));
+      names.insert(t->name());
       t->set_data_type(onnx::TensorProto::INT64);
       t->add_dims(static_cast<int64_t>(target.size()));
       for (int64_t v : target) t->add_int64_data(v);

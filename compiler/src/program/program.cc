@@ -46,11 +46,13 @@ void ProgramOp::wrong_block(int32_t wanted) const {
 }
 
 namespace {
-RecurrentShape recurrent_shape(const ProgramOp& op) {
+// The op's kind's state hooks; throws for a kind without state.
+const RecurrentState& recurrent_state(const ProgramOp& op) {
   const OpKind& k = op_kind(op.kind, "op");
   if (k.state == nullptr) throw CompileError(std::string("internal: a ") + k.name + " op has no recurrent shape");
-  return k.state->shape(op);
+  return *k.state;
 }
+RecurrentShape recurrent_shape(const ProgramOp& op) { return recurrent_state(op).shape(op); }
 }  // namespace
 
 int32_t ProgramOp::hidden_size() const { return recurrent_shape(*this).hidden_size; }
@@ -60,8 +62,7 @@ AffineQuant ProgramOp::recurrent_input() const { return recurrent_shape(*this).i
 AffineQuant ProgramOp::recurrent_output() const { return recurrent_shape(*this).output; }
 int32_t ProgramOp::state_size() const { return recurrent_shape(*this).state_size; }
 void ProgramOp::set_output_steps(int32_t output_steps) {
-  recurrent_shape(*this);  // refuses a kind without state
-  op_kind(kind, "op").state->set_output_steps(this, output_steps);
+  recurrent_state(*this).set_output_steps(this, output_steps);
 }
 
 int16_t quantize_cell(double c, int32_t power) {
