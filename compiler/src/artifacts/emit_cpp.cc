@@ -282,9 +282,9 @@ void ProgramEmitter::prepare() {
   if (!lstm_ops.empty() && m.ops[static_cast<size_t>(lstm_ops.back())].gru_op()) last_kind = "GRU";
   // The head on a selected step or on the last recurrent op's final state.
   one_row = std::string("the ") + last_kind + "'s final hidden state";
-  for (const qlstm_op& o : ops) {
-    if (o.kind != QLSTM_OP_SELECT_STEP) continue;
-    const int32_t step = op_block<qlstm_select_step_params>(o).step;
+  for (const ProgramOp& op : m.ops) {
+    int32_t step = 0;
+    if (!selected_step(op, &step)) continue;
     one_row = step == -1 ? std::string("the last time step") : "time step " + std::to_string(step);
   }
   typed = !m.all_s8();

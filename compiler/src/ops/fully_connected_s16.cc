@@ -80,7 +80,7 @@ extern const OpKind kFullyConnectedS16Kind = {
     QLSTM_OP_FULLY_CONNECTED_S16, "fully_connected_s16", "QLSTM_OP_FULLY_CONNECTED_S16",
     "qlstm_op_handler_fully_connected_s16",
     /*state=*/nullptr, /*int16_data=*/true, /*file_version=*/7,
-    /*fixed_output=*/nullptr, /*selects_step=*/false,
+    /*fixed_output=*/nullptr, /*selected_step=*/nullptr,
     to_kernel, boundary, memory, report, describe, encode,
     file_extras, check_arrays, decode, macs, /*run_rows=*/nullptr};
 

@@ -89,7 +89,7 @@ extern const OpKind kFullyConnectedS8Kind = {
     QLSTM_OP_FULLY_CONNECTED_S8, "fully_connected", "QLSTM_OP_FULLY_CONNECTED_S8",
     "qlstm_op_handler_fully_connected_s8",
     /*state=*/nullptr, /*int16_data=*/false, /*file_version=*/4,
-    /*fixed_output=*/nullptr, /*selects_step=*/false,
+    /*fixed_output=*/nullptr, /*selected_step=*/nullptr,
     to_kernel, boundary, memory, report, describe, encode,
     file_extras, check_arrays, decode, macs, run_rows};
 

@@ -121,7 +121,7 @@ extern const OpKind kGruS8Kind = {
     QLSTM_OP_GRU_S8, "gru", "QLSTM_OP_GRU_S8",
     "qlstm_op_handler_gru_s8",
     &kGruS8State, /*int16_data=*/false, /*file_version=*/5,
-    /*fixed_output=*/nullptr, /*selects_step=*/false,
+    /*fixed_output=*/nullptr, /*selected_step=*/nullptr,
     to_kernel, boundary, memory, report, describe, encode,
     file_extras, check_arrays, decode, macs, /*run_rows=*/nullptr};
 

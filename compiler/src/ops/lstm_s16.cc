@@ -149,7 +149,7 @@ extern const OpKind kLstmS16Kind = {
     QLSTM_OP_LSTM_S16, "lstm_s16", "QLSTM_OP_LSTM_S16",
     "qlstm_op_handler_lstm_s16",
     &kLstmS16State, /*int16_data=*/true, /*file_version=*/7,
-    /*fixed_output=*/nullptr, /*selects_step=*/false,
+    /*fixed_output=*/nullptr, /*selected_step=*/nullptr,
     to_kernel, boundary, memory, report, describe, encode,
     file_extras, check_arrays, decode, macs, /*run_rows=*/nullptr};
 

@@ -114,7 +114,7 @@ extern const OpKind kLstmS8Kind = {
     QLSTM_OP_LSTM_S8, "lstm", "QLSTM_OP_LSTM_S8",
     "qlstm_op_handler_lstm_s8",
     &kLstmS8State, /*int16_data=*/false, /*file_version=*/3,
-    /*fixed_output=*/nullptr, /*selects_step=*/false,
+    /*fixed_output=*/nullptr, /*selected_step=*/nullptr,
     to_kernel, boundary, memory, report, describe, encode,
     file_extras, check_arrays, decode, macs, /*run_rows=*/nullptr};
 

@@ -78,6 +78,13 @@ const OpKind& op_kind(int32_t kind, const std::string& where) {
   return *k;
 }
 
+bool selected_step(const ProgramOp& op, int32_t* step) {
+  const OpKind* k = find_op_kind(op.kind);
+  if (k == nullptr || k->selected_step == nullptr) return false;
+  *step = k->selected_step(op);
+  return true;
+}
+
 const char* op_kind_name(int32_t kind) {
   const OpKind* k = find_op_kind(kind);
   return k ? k->name : "?";

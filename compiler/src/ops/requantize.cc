@@ -53,7 +53,7 @@ extern const OpKind kRequantizeKind = {
     QLSTM_OP_REQUANTIZE, "requantize", "QLSTM_OP_REQUANTIZE",
     "qlstm_op_handler_requantize",
     /*state=*/nullptr, /*int16_data=*/true, /*file_version=*/7,
-    /*fixed_output=*/nullptr, /*selects_step=*/false,
+    /*fixed_output=*/nullptr, /*selected_step=*/nullptr,
     to_kernel, boundary, memory, report, describe, encode,
     file_extras, check_arrays, decode, no_macs, /*run_rows=*/nullptr};
 

@@ -48,13 +48,15 @@ void decode(const OpFileRecord& r, const OpFileOrigin& from, ProgramOp* op) {
   op->set(d);
 }
 
+int32_t selected_step(const ProgramOp& op) { return op.as<DerivedSelect>().step; }
+
 }  // namespace
 
 extern const OpKind kSelectStepKind = {
     QLSTM_OP_SELECT_STEP, "select_step", "QLSTM_OP_SELECT_STEP",
     "qlstm_op_handler_select_step",
     /*state=*/nullptr, /*int16_data=*/false, /*file_version=*/4,
-    /*fixed_output=*/nullptr, /*selects_step=*/true,
+    /*fixed_output=*/nullptr, selected_step,
     to_kernel, boundary, memory, report, describe, encode,
     file_extras, check_arrays, decode, no_macs, /*run_rows=*/nullptr};
 

@@ -56,7 +56,7 @@ extern const OpKind kSoftmaxS16Kind = {
     "qlstm_op_handler_softmax_s16",
     /*state=*/nullptr, /*int16_data=*/true, /*file_version=*/7,
     /*fixed_output=*/"softmax_s16: fixed 1/32768, 0",
-    /*selects_step=*/false, to_kernel, boundary, memory, report, describe,
+    /*selected_step=*/nullptr, to_kernel, boundary, memory, report, describe,
     encode, file_extras, check_arrays, decode, no_macs, /*run_rows=*/nullptr};
 
 }  // namespace ops

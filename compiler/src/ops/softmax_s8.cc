@@ -61,7 +61,7 @@ extern const OpKind kSoftmaxS8Kind = {
     "qlstm_op_handler_softmax_s8",
     /*state=*/nullptr, /*int16_data=*/false, /*file_version=*/4,
     /*fixed_output=*/"softmax: fixed 1/256, -128",
-    /*selects_step=*/false, to_kernel, boundary, memory, report, describe,
+    /*selected_step=*/nullptr, to_kernel, boundary, memory, report, describe,
     encode, file_extras, check_arrays, decode, no_macs, run_rows};
 
 }  // namespace ops

@@ -70,7 +70,7 @@ extern const OpKind kTableS8Kind = {
     QLSTM_OP_TABLE_S8, "table", "QLSTM_OP_TABLE_S8",
     "qlstm_op_handler_table_s8",
     /*state=*/nullptr, /*int16_data=*/false, /*file_version=*/4,
-    /*fixed_output=*/nullptr, /*selects_step=*/false,
+    /*fixed_output=*/nullptr, /*selected_step=*/nullptr,
     to_kernel, boundary, memory, report, describe, encode,
     file_extras, check_arrays, decode, no_macs, run_rows};
 

@@ -338,8 +338,9 @@ std::string CompiledModel::streaming_refusal() const {
            ", which starts from the last time step; it cannot be streamed in chunks";
   }
   for (size_t k = 0; k < ops.size(); ++k) {
-    if (ops[k].kind == QLSTM_OP_SELECT_STEP && ops[k].as<DerivedSelect>().step != -1) {
-      return "op " + std::to_string(k) + " selects time step " + std::to_string(ops[k].as<DerivedSelect>().step) +
+    int32_t step = -1;
+    if (selected_step(ops[k], &step) && step != -1) {
+      return "op " + std::to_string(k) + " selects time step " + std::to_string(step) +
              " of the whole sequence; a chunk does not know which step that is, so the model cannot be streamed";
     }
   }
@@ -375,8 +376,8 @@ class ModelChecker {
 void ModelChecker::runtime_table() const {
   int32_t min_steps = 1;
   for (const ProgramOp& op : m_.ops) {
-    if (op.kind != QLSTM_OP_SELECT_STEP) continue;
-    const int32_t step = op.as<DerivedSelect>().step;
+    int32_t step = 0;
+    if (!selected_step(op, &step)) continue;
     if (step > -(1 << 20) && step < (1 << 20)) min_steps = std::max(min_steps, step >= 0 ? step + 1 : -step);
   }
   const Layout layout = m_.batch_first ? Layout::kBatchMajor : Layout::kTimeMajor;
@@ -488,8 +489,8 @@ void ModelChecker::per_position_op(const ProgramOp& op, const std::string& w, co
   if (ob.input_width != in.width || ob.output_width != out.width) bad(w + "': its sizes are not its buffers' widths");
   if (!same_quant(ob.input, in.quant)) bad(w + "': input quantization differs from its input buffer's");
   if (!same_quant(ob.output, out.quant)) bad(w + "': output quantization differs from its output buffer's");
-  const int32_t want_steps = kind->selects_step ? QLSTM_BUFFER_ONE_STEP : in.steps;
-  if (kind->selects_step && in.steps != QLSTM_BUFFER_EVERY_STEP) {
+  const int32_t want_steps = kind->selected_step ? QLSTM_BUFFER_ONE_STEP : in.steps;
+  if (kind->selected_step && in.steps != QLSTM_BUFFER_EVERY_STEP) {
     bad(w + "': a step selection reads a sequence, not a one-step buffer");
   }
   if (out.steps != want_steps) bad(w + "': its output buffer's steps do not follow from its input's");

@@ -104,7 +104,10 @@ struct OpKind {
   uint32_t file_version; // the first model-file version that knows the kind
   // The output quantization the kind fixes, in the report's words; null where calibration chooses it.
   const char* fixed_output;
-  bool selects_step;     // writes one position per batch row of a sequence (a one-step buffer)
+  // A kind that writes one position per batch row of a sequence (a one-step buffer): the step
+  // `op` reads, >= 0 from the first, < 0 from the last (-1 the last). Null for a kind that writes
+  // as many positions as it reads.
+  int32_t (*selected_step)(const ProgramOp& op);
 
   // The runtime's block of `op` in *block for calls of B rows and T steps (a per-position op's rows
   // are the runner's), returned as the qlstm_op's params; `output_width`: a recurrent op's output
@@ -132,6 +135,9 @@ struct OpKind {
   // the kind cannot run alone. Returns the kernel's status.
   qlstm_status (*run_rows)(const ProgramOp& op, const int8_t* x, int32_t rows, std::vector<int8_t>* y);
 };
+
+// The step `op` selects (OpKind::selected_step), or false for an op that selects none.
+bool selected_step(const ProgramOp& op, int32_t* step);
 
 // Every kind this qlstm knows, in qlstm_op_kind order.
 const std::vector<const OpKind*>& op_kinds();
