@@ -10,6 +10,7 @@
 #include "qlstm/compiler/compile.h"
 #include "qlstm/compiler/artifacts/emit_cpp.h"
 #include "qlstm/compiler/artifacts/model_file.h"
+#include "qlstm/compiler/ops/op_kind.h"
 #include "qlstm/compiler/io/npy.h"
 #include "qlstm/compiler/import/onnx_import.h"
 #include "qlstm/compiler/program/program.h"
@@ -106,20 +107,11 @@ void print_recurrent_ops(const ModelCompileResult& r, bool whole) {
   for (const ProgramOp& op : m.ops) {
     if (!op.recurrent()) continue;
     const std::string who = m.lstm_op_count() == 1 ? std::string("") : " [" + lstm_op_label(m, lstm) + "]";
+    const RecurrentState& state = recurrent_state(op);
     std::printf("  %s scale %.6g  zero point %d  (%s)%s\n", whole ? "hidden" : "output", op.recurrent_output().scale,
                 op.recurrent_output().zero_point,
-                op.s16_lstm_op() ? "16x8: max |h| and headroom, at most 1" : r.stats[lstm].output_observer.c_str(), who.c_str());
-    if (op.gru_op()) {
-      std::printf("  state  Q0.15 hidden (a GRU has no cell)%s\n", who.c_str());
-    } else if (op.s16_lstm_op()) {
-      const DerivedLstmS16& d = op.as<DerivedLstmS16>();
-      std::printf("  cell   2^%d (%s, observed max |c| %.4g); hidden int16%s\n", d.cell.power,
-                  cell_policy_name(d.cell.policy), d.cell.observed_max_abs, who.c_str());
-    } else {
-      const DerivedLstm& d = op.as<DerivedLstm>();
-      std::printf("  cell   2^%d (%s, observed max |c| %.4g)%s\n", d.cell.power, cell_policy_name(d.cell.policy),
-                  d.cell.observed_max_abs, who.c_str());
-    }
+                state.output_observer ? state.output_observer : r.stats[lstm].output_observer.c_str(), who.c_str());
+    std::printf("  %s%s\n", state.summary_state(op).c_str(), who.c_str());
     const CalibrationStats& st = r.stats[lstm];
     auto names = [](const std::vector<std::string>& v) {
       std::string s;

@@ -574,10 +574,10 @@ void check_eval_pair(const OnnxLstm& onnx, const CompiledModel& m, const std::st
   for (const ProgramOp& op : m.ops) {
     if (!op.recurrent()) continue;
     const CellKind cell = onnx.program.ops[k].cell;
-    if (op.gru_op() != (cell == CellKind::kGru)) {
-      throw CompileError(model_name + ": recurrent op " + std::to_string(k) + " is " +
-                         (op.gru_op() ? "a GRU" : "an LSTM") + ", in " + onnx_name + " it is " +
-                         (cell == CellKind::kGru ? "a GRU" : "an LSTM"));
+    const RecurrentState& state = recurrent_state(op);
+    if (std::string(state.cell) != cell_kind_name(cell)) {
+      throw CompileError(model_name + ": recurrent op " + std::to_string(k) + " is " + state.a_cell + ", in " +
+                         onnx_name + " it is " + (cell == CellKind::kGru ? "a GRU" : "an LSTM"));
     }
     ++k;
   }

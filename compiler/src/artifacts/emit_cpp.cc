@@ -173,11 +173,9 @@ EmittedSource emit_cpp(const CompiledModel& m, const std::string& name, int32_t 
 
 namespace {
 
-// What an op's initial_cell array holds in the source: its constant, or a 16x8 LSTM's [c | h]
-// rows laid out for the batch as the runtime keeps them (B x H cells, then B x H hiddens).
+// What an op's initial_cell array holds in the source (its kind's layout of its constant).
 std::vector<int16_t> cell_constant(const ProgramOp& op, int32_t batch) {
-  return op.s16_lstm_op() ? s16_state_block(op.initial_cell, static_cast<size_t>(op.hidden_size()), batch)
-                          : op.initial_cell;
+  return recurrent_state(op).emitted_cell_rows(op, batch);
 }
 
 // In bytes: an int16 buffer's elements times two.
@@ -279,7 +277,7 @@ void ProgramEmitter::prepare() {
   }
   has_state = !lstm_ops.empty() && (stateful || constant_state || can_stream);
   last_h = lstm_ops.empty() ? 0 : m.ops[static_cast<size_t>(lstm_ops.back())].hidden_size();
-  if (!lstm_ops.empty() && m.ops[static_cast<size_t>(lstm_ops.back())].gru_op()) last_kind = "GRU";
+  if (!lstm_ops.empty()) last_kind = recurrent_state(m.ops[static_cast<size_t>(lstm_ops.back())]).cell;
   // The head on a selected step or on the last recurrent op's final state.
   one_row = std::string("the ") + last_kind + "'s final hidden state";
   for (const ProgramOp& op : m.ops) {

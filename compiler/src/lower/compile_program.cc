@@ -416,15 +416,7 @@ void ProgramCompiler::compile_layer(int32_t l, const std::vector<OpObservation>&
       }
     }();
     ProgramOp op = q.program_op();
-    if (program_.initial_hidden == StateSource::kConstant && op.gru_op()) {
-      // A GRU's h0 is its Q0.15 state row (ProgramOp::initial_cell).
-      for (float v : program_.h0[k]) op.initial_cell.push_back(quantize_cell(v, kGruHiddenPower));
-    } else if (program_.initial_hidden == StateSource::kConstant) {
-      for (float v : program_.h0[k]) op.initial_hidden.push_back(op.as<DerivedLstm>().output.quantize(v));
-    }
-    if (program_.initial_cell == StateSource::kConstant && !op.gru_op()) {
-      for (float v : program_.c0[k]) op.initial_cell.push_back(quantize_cell(v, op.as<DerivedLstm>().cell.power));
-    }
+    set_constant_state(program_, k, &op);
     lstm_ops_.push_back(std::move(op));
     result_.stats.push_back(q.calibration());
   }

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "qlstm/compiler/calibrate/quantize.h"
+#include "qlstm/compiler/ops/op_kind.h"
 #include "qlstm/program_s8.h"
 
 namespace qlstm {
@@ -227,26 +228,6 @@ double op_sqnr_db(const DerivedLstmS16& d16, const std::vector<Scored>& scored, 
   return sqnr_db(ref, got);
 }
 
-// Op k's constant initial state as a 16x8 LSTM keeps it (ProgramOp::initial_cell): rows of
-// [c at 2^P | h at the op's output scale], one row shared or one per batch row as the model's
-// constants; a source that is not constant leaves its half 0. Empty without a constant.
-std::vector<int16_t> s16_constant_state(const FloatProgram& program, size_t k, const DerivedLstmS16& d) {
-  const bool h_const = program.initial_hidden == StateSource::kConstant;
-  const bool c_const = program.initial_cell == StateSource::kConstant;
-  if (!h_const && !c_const) return {};
-  const size_t H = static_cast<size_t>(d.hidden_size);
-  const std::vector<float>& any = h_const ? program.h0.at(k) : program.c0.at(k);
-  const size_t rows = any.size() / H;
-  std::vector<int16_t> out(rows * 2 * H, 0);
-  for (size_t r = 0; r < rows; ++r) {
-    for (size_t u = 0; u < H; ++u) {
-      if (c_const) out[2 * H * r + u] = quantize_cell(program.c0.at(k).at((r * H + u) % program.c0.at(k).size()), d.cell.power);
-      if (h_const) out[2 * H * r + H + u] = quantize_s16(program.h0.at(k).at((r * H + u) % program.h0.at(k).size()), d.output_scale);
-    }
-  }
-  return out;
-}
-
 // The 16x8 form of an int8 program, step by step (s16_program runs them in order).
 class S16ProgramBuilder {
  public:
@@ -456,7 +437,7 @@ ProgramOp S16ProgramBuilder::lstm_s16_op(int32_t l, int32_t d, const ProgramOp& 
     }
   }
   op16.set_output_steps(op8.output_steps());
-  op16.initial_cell = s16_constant_state(program_, k, op16.as<DerivedLstmS16>());
+  set_constant_state(program_, k, &op16);
   op16.output_offset = op8.output_offset;
   return op16;
 }

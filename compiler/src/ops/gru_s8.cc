@@ -111,8 +111,19 @@ void report_details(const ProgramOp& op, nlohmann::json* entry) {
   (*entry)["gates"] = gates_json(gru.gates, gru_gate_name);
 }
 
+// Its h0 is its Q0.15 state row (initial_cell); it has no c.
+void set_initial_state(ProgramOp* op, const std::vector<float>* h0, const std::vector<float>*) {
+  if (h0 == nullptr) return;
+  for (float v : *h0) op->initial_cell.push_back(state_h(*op).quantize_s16(v));
+}
+
+std::vector<int16_t> emitted_cell_rows(const ProgramOp& op, int32_t) { return op.initial_cell; }
+
+std::string summary_state(const ProgramOp&) { return "state  Q0.15 hidden (a GRU has no cell)"; }
+
 const RecurrentState kGruS8State = {
-    affine_recurrent_shape<DerivedGru>, set_recurrent_output_steps<DerivedGru>, state_h, state_c, initial_rows,
+    "GRU", "a GRU", affine_recurrent_shape<DerivedGru>, set_recurrent_output_steps<DerivedGru>, state_h, state_c,
+    initial_rows, set_initial_state, emitted_cell_rows, summary_state, /*output_observer=*/nullptr,
     initial_state_problem, header_defines, report_state_row, report_details};
 
 }  // namespace

@@ -137,11 +137,34 @@ RecurrentShape shape(const ProgramOp& op) {
   return {d.hidden_size, d.time_direction, d.output_steps, {d.input_scale, 0}, {d.output_scale, 0}, 2 * d.hidden_size};
 }
 
-const RecurrentState kLstmS16State = {shape,          set_recurrent_output_steps<DerivedLstmS16>,
-                                      state_h,        state_c,
-                                      initial_rows,   initial_state_problem,
-                                      header_defines, report_state_row,
-                                      report_details};
+// Its constant state in initial_cell: rows of [c at 2^P | h at its output scale], one row shared
+// or one per batch row as the model's constants; a source that is not constant leaves its half 0.
+void set_initial_state(ProgramOp* op, const std::vector<float>* h0, const std::vector<float>* c0) {
+  if (h0 == nullptr && c0 == nullptr) return;
+  const StateValue h = state_h(*op), c = state_c(*op);
+  const size_t H = static_cast<size_t>(op->as<DerivedLstmS16>().hidden_size);
+  const size_t rows = (h0 != nullptr ? h0 : c0)->size() / H;
+  std::vector<int16_t>& out = op->initial_cell;
+  out.assign(rows * 2 * H, 0);
+  for (size_t r = 0; r < rows; ++r) {
+    for (size_t u = 0; u < H; ++u) {
+      if (c0 != nullptr) out[2 * H * r + u] = c.quantize_s16(c0->at((r * H + u) % c0->size()));
+      if (h0 != nullptr) out[2 * H * r + H + u] = h.quantize_s16(h0->at((r * H + u) % h0->size()));
+    }
+  }
+}
+
+// Its [c | h] rows laid out for the batch as the runtime keeps them (B x H cells, then B x H h).
+std::vector<int16_t> emitted_cell_rows(const ProgramOp& op, int32_t batch) {
+  return s16_state_block(op.initial_cell, static_cast<size_t>(op.as<DerivedLstmS16>().hidden_size), batch);
+}
+
+std::string summary_state(const ProgramOp& op) { return cell_summary(op.as<DerivedLstmS16>().cell, "; hidden int16"); }
+
+const RecurrentState kLstmS16State = {"LSTM", "an LSTM", shape, set_recurrent_output_steps<DerivedLstmS16>,
+                                      state_h, state_c, initial_rows, set_initial_state, emitted_cell_rows,
+                                      summary_state, "16x8: max |h| and headroom, at most 1",
+                                      initial_state_problem, header_defines, report_state_row, report_details};
 
 }  // namespace
 

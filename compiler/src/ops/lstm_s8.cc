@@ -104,8 +104,24 @@ void report_state_row(const ProgramOp& op, nlohmann::json* row) {
 
 void report_details(const ProgramOp& op, nlohmann::json* entry) { report_lstm_details(op.as<DerivedLstm>(), entry); }
 
+// h0 at its output quantization in initial_hidden, c0 at 2^P in initial_cell.
+void set_initial_state(ProgramOp* op, const std::vector<float>* h0, const std::vector<float>* c0) {
+  const StateValue h = state_h(*op), c = state_c(*op);
+  if (h0 != nullptr) {
+    for (float v : *h0) op->initial_hidden.push_back(h.quantize_s8(v));
+  }
+  if (c0 != nullptr) {
+    for (float v : *c0) op->initial_cell.push_back(c.quantize_s16(v));
+  }
+}
+
+std::vector<int16_t> emitted_cell_rows(const ProgramOp& op, int32_t) { return op.initial_cell; }
+
+std::string summary_state(const ProgramOp& op) { return cell_summary(op.as<DerivedLstm>().cell, ""); }
+
 const RecurrentState kLstmS8State = {
-    affine_recurrent_shape<DerivedLstm>, set_recurrent_output_steps<DerivedLstm>, state_h, state_c, initial_rows,
+    "LSTM", "an LSTM", affine_recurrent_shape<DerivedLstm>, set_recurrent_output_steps<DerivedLstm>, state_h, state_c,
+    initial_rows, set_initial_state, emitted_cell_rows, summary_state, /*output_observer=*/nullptr,
     initial_state_problem, header_defines, report_state_row, report_details};
 
 }  // namespace

@@ -2,6 +2,7 @@
 // and the check of a constant initial state against the model's sources.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 #include "qlstm/compiler/ops/op_helpers.h"
 
@@ -77,6 +78,13 @@ StateValue power_of_two_state(int32_t power) {
   v.power = power;
   v.quant = {std::ldexp(1.0, power), 0};
   return v;
+}
+
+std::string cell_summary(const CellScaleChoice& cell, const char* tail) {
+  char line[160];
+  std::snprintf(line, sizeof line, "cell   2^%d (%s, observed max |c| %.4g)%s", cell.power, cell_policy_name(cell.policy),
+                cell.observed_max_abs, tail);
+  return line;
 }
 
 }  // namespace ops

@@ -78,6 +78,18 @@ const OpKind& op_kind(int32_t kind, const std::string& where) {
   return *k;
 }
 
+const RecurrentState& recurrent_state(const ProgramOp& op) {
+  const OpKind& k = op_kind(op.kind, "op");
+  if (k.state == nullptr) throw CompileError(std::string("internal: a ") + k.name + " op has no recurrent shape");
+  return *k.state;
+}
+
+void set_constant_state(const FloatProgram& p, size_t k, ProgramOp* op) {
+  const std::vector<float>* h0 = p.initial_hidden == StateSource::kConstant ? &p.h0.at(k) : nullptr;
+  const std::vector<float>* c0 = p.initial_cell == StateSource::kConstant ? &p.c0.at(k) : nullptr;
+  recurrent_state(*op).set_initial_state(op, h0, c0);
+}
+
 bool selected_step(const ProgramOp& op, int32_t* step) {
   const OpKind* k = find_op_kind(op.kind);
   if (k == nullptr || k->selected_step == nullptr) return false;

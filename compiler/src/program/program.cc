@@ -46,12 +46,6 @@ void ProgramOp::wrong_block(int32_t wanted) const {
 }
 
 namespace {
-// The op's kind's state hooks; throws for a kind without state.
-const RecurrentState& recurrent_state(const ProgramOp& op) {
-  const OpKind& k = op_kind(op.kind, "op");
-  if (k.state == nullptr) throw CompileError(std::string("internal: a ") + k.name + " op has no recurrent shape");
-  return *k.state;
-}
 RecurrentShape recurrent_shape(const ProgramOp& op) { return recurrent_state(op).shape(op); }
 }  // namespace
 
@@ -325,17 +319,12 @@ bool CompiledModel::all_forward() const {
   return true;
 }
 
-namespace {
-bool any_reverse_gru(const CompiledModel& m) {
-  return std::any_of(m.ops.begin(), m.ops.end(),
-                     [](const ProgramOp& op) { return op.gru_op() && op.time_direction() != QLSTM_TIME_FORWARD; });
-}
-}  // namespace
-
 std::string CompiledModel::streaming_refusal() const {
-  if (!all_forward()) {
-    return std::string("the model has a reverse ") + (any_reverse_gru(*this) ? "GRU" : "LSTM") +
-           ", which starts from the last time step; it cannot be streamed in chunks";
+  for (const ProgramOp& op : ops) {
+    if (op.recurrent() && op.time_direction() != QLSTM_TIME_FORWARD) {
+      return std::string("the model has a reverse ") + recurrent_state(op).cell +
+             ", which starts from the last time step; it cannot be streamed in chunks";
+    }
   }
   for (size_t k = 0; k < ops.size(); ++k) {
     int32_t step = -1;
@@ -457,7 +446,7 @@ void ModelChecker::recurrent_op(size_t k, const std::string& w, const ProgramBuf
   if (!same_quant(op.recurrent_input(), in.quant)) bad(w + "': input quantization differs from its input buffer's");
   if (!same_quant(op.recurrent_output(), out.quant)) bad(w + "': output quantization differs from its output buffer's");
   if (in.steps != QLSTM_BUFFER_EVERY_STEP) {
-    bad(w + "': " + (op.gru_op() ? "a GRU" : "an LSTM") + " reads a sequence, not a one-step buffer");
+    bad(w + "': " + compiler::recurrent_state(op).a_cell + " reads a sequence, not a one-step buffer");
   }
   const int32_t want_steps = steps == QLSTM_OUTPUT_FINAL ? QLSTM_BUFFER_ONE_STEP : QLSTM_BUFFER_EVERY_STEP;
   if (out.steps != want_steps) bad(w + ".output_steps' does not match its output buffer's steps");

@@ -86,6 +86,8 @@ void report_lstm_details(const DerivedLstmBlock& d, nlohmann::json* entry) {
 StateValue affine_s8_state(const AffineQuant& q);
 StateValue scaled_s16_state(double scale, bool after_cell);
 StateValue power_of_two_state(int32_t power);
+// qlstm compile's line on an LSTM's cell: "cell   2^P (policy, observed max |c| M)" and `tail`.
+std::string cell_summary(const CellScaleChoice& cell, const char* tail);
 
 struct ByteSink {
   std::vector<uint8_t>* out;

@@ -74,6 +74,8 @@ struct RecurrentShape {
 
 // How a recurrent kind keeps its state, and what the compiler does with it.
 struct RecurrentState {
+  const char* cell;    // "LSTM", "GRU": the layer it computes (messages, the emitted comments)
+  const char* a_cell;  // "an LSTM", "a GRU"
   RecurrentShape (*shape)(const ProgramOp& op);
   // Sets what the op writes: every step, or its final hidden state only (QLSTM_OUTPUT_FINAL).
   void (*set_output_steps)(ProgramOp* op, int32_t output_steps);
@@ -82,6 +84,15 @@ struct RecurrentState {
   // Its rows of both state arrays (B x qlstm_op_state_size each) from its constant initial state,
   // or as a zero state when it has none; throws when a constant's batch is not `batch`.
   void (*initial_rows)(const ProgramOp& op, int32_t batch, std::vector<int8_t>* hidden, std::vector<int16_t>* cell);
+  // Its constant initial state, quantized into its initial_hidden / initial_cell as it keeps them,
+  // from the model's float rows of op k (h0, c0: [H] or [B][H]; null for a source not constant).
+  void (*set_initial_state)(ProgramOp* op, const std::vector<float>* h0, const std::vector<float>* c0);
+  // What its initial_cell array holds in the emitted source for calls of `batch` rows.
+  std::vector<int16_t> (*emitted_cell_rows)(const ProgramOp& op, int32_t batch);
+  // qlstm compile's line on its state ("cell   2^-12 (calibrated, observed max |c| 0.8)"), and its
+  // output quantization's rule where the kind fixes it (null: calibration's observer).
+  std::string (*summary_state)(const ProgramOp& op);
+  const char* output_observer;
   // Its initial-state arrays against the model's state sources: what is wrong
   // (".initial_cell' does not match ...", after the op's name) or "".
   std::string (*initial_state_problem)(const ProgramOp& op, const CompiledModel& m);
@@ -138,6 +149,12 @@ struct OpKind {
 
 // The step `op` selects (OpKind::selected_step), or false for an op that selects none.
 bool selected_step(const ProgramOp& op, int32_t* step);
+
+// Recurrent op k's constant initial state from the program's float rows, through its kind's
+// set_initial_state: the sources that are constant (none: nothing).
+void set_constant_state(const FloatProgram& p, size_t k, ProgramOp* op);
+// The recurrent op's kind's state hooks; throws for a kind without state.
+const RecurrentState& recurrent_state(const ProgramOp& op);
 
 // Every kind this qlstm knows, in qlstm_op_kind order.
 const std::vector<const OpKind*>& op_kinds();

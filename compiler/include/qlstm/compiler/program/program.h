@@ -151,8 +151,6 @@ struct ProgramOp {
   std::vector<int16_t> initial_cell;
 
   bool recurrent() const;  // its kind has state (ops/op_kind.h)
-  bool gru_op() const { return kind == QLSTM_OP_GRU_S8; }
-  bool s16_lstm_op() const { return kind == QLSTM_OP_LSTM_S16; }
   // Of a recurrent op (its kind's RecurrentState::shape); throw CompileError for another kind.
   int32_t hidden_size() const;
   int32_t time_direction() const;
