@@ -23,10 +23,9 @@ bool is_intermediate(const qlstm_program& program, int32_t buffer) {
 
 // Every kind, for qlstm_program_validate and qlstm_program_run (the host, the device bundle).
 const qlstm_op_handler* const kAllKinds[] = {
-    &qlstm_op_handler_lstm_s8,  &qlstm_op_handler_fully_connected_s8,  &qlstm_op_handler_softmax_s8,
-    &qlstm_op_handler_table_s8, &qlstm_op_handler_select_step,         &qlstm_op_handler_gru_s8,
-    &qlstm_op_handler_lstm_s16, &qlstm_op_handler_fully_connected_s16, &qlstm_op_handler_requantize,
-    &qlstm_op_handler_softmax_s16,
+#define QLSTM_OP_KIND_ENTRY(name, value, handler, member, block, visit) &qlstm_op_handler_##handler,
+    QLSTM_OP_KINDS(QLSTM_OP_KIND_ENTRY)
+#undef QLSTM_OP_KIND_ENTRY
 };
 static_assert(sizeof(kAllKinds) / sizeof(kAllKinds[0]) == QLSTM_OP_KIND_COUNT, "a handler per kind");
 

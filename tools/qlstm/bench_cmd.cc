@@ -300,12 +300,11 @@ struct BenchCall {
   }
   // Op k's line: what it computes, on which sizes.
   std::string op_line(size_t k) const { return "op " + std::to_string(k) + " (" + describe_op(program.ops[k], m.ops[k]) + ")"; }
-  // The last recurrent op's state per batch row (a 16x8 LSTM's state is its cell and hidden, 2H: its H).
+  // The last recurrent op's hidden size.
   int32_t last_hidden_size() const {
     int32_t last_h = 0;
-    for (const qlstm_op& o : program.ops) {
-      const int32_t state = o.kind == QLSTM_OP_LSTM_S16 ? op_block<qlstm_lstm_s16_params>(o).dims.hidden_size : qlstm_op_state_size(&o);
-      last_h = state > 0 ? state : last_h;
+    for (const ProgramOp& op : m.ops) {
+      if (op.recurrent()) last_h = op.hidden_size();
     }
     return last_h;
   }

@@ -309,24 +309,14 @@ const P& op_block(const qlstm_op& op) {
   return *static_cast<const P*>(op.params);
 }
 
-// Every kind's block: X(kind, member, block type, visitor of its fields), in qlstm_op_kind order.
-#define QLSTM_OP_BLOCKS(X)                                                                    \
-  X(QLSTM_OP_LSTM_S8, lstm, qlstm_lstm_s8_params, visit_lstm_s8_fields)                       \
-  X(QLSTM_OP_FULLY_CONNECTED_S8, fc, qlstm_fc_s8_params, visit_fc_s8_fields)                  \
-  X(QLSTM_OP_SOFTMAX_S8, softmax, qlstm_softmax_s8_params, visit_softmax_s8_fields)           \
-  X(QLSTM_OP_TABLE_S8, table, qlstm_table_s8_params, visit_table_s8_fields)                   \
-  X(QLSTM_OP_SELECT_STEP, select, qlstm_select_step_params, visit_select_step_fields)         \
-  X(QLSTM_OP_GRU_S8, gru, qlstm_gru_s8_params, visit_gru_s8_fields)                           \
-  X(QLSTM_OP_LSTM_S16, lstm_s16, qlstm_lstm_s16_params, visit_lstm_s16_fields)                \
-  X(QLSTM_OP_FULLY_CONNECTED_S16, fc_s16, qlstm_fc_s16_params, visit_fc_s16_op_fields)        \
-  X(QLSTM_OP_REQUANTIZE, requantize, qlstm_requantize_params, visit_requantize_fields)        \
-  X(QLSTM_OP_SOFTMAX_S16, softmax_s16, qlstm_softmax_s16_params, visit_softmax_s16_fields)
+// Every kind's block, from op_kinds.h's list: QLSTM_OP_KINDS(X) with
+// X(NAME, value, handler, member, block type, visitor of its fields).
 
 // Room for one op's block of any kind: where a reader of op records (the device bundle, the
 // model file, the host's table) keeps the block the op's params points to.
 union OpBlock {
-#define QLSTM_BLOCK_MEMBER(kind, member, type, visit) type member;
-  QLSTM_OP_BLOCKS(QLSTM_BLOCK_MEMBER)
+#define QLSTM_BLOCK_MEMBER(name, value, handler, member, type, visit) type member;
+  QLSTM_OP_KINDS(QLSTM_BLOCK_MEMBER)
 #undef QLSTM_BLOCK_MEMBER
 };
 
@@ -336,9 +326,9 @@ namespace codec_detail {
 template <class V>
 const void* visit_block(int32_t kind, OpBlock& block, V& v) {
   switch (kind) {
-#define QLSTM_BLOCK_READ(kind, member, type, visit) \
-  case kind: visit(block.member, v); return &block.member;
-    QLSTM_OP_BLOCKS(QLSTM_BLOCK_READ)
+#define QLSTM_BLOCK_READ(name, value, handler, member, type, visit) \
+  case QLSTM_OP_##name: visit(block.member, v); return &block.member;
+    QLSTM_OP_KINDS(QLSTM_BLOCK_READ)
 #undef QLSTM_BLOCK_READ
     default: return nullptr;
   }
@@ -348,9 +338,9 @@ const void* visit_block(int32_t kind, OpBlock& block, V& v) {
 template <class V>
 void visit_block(int32_t kind, const void* params, V& v) {
   switch (kind) {
-#define QLSTM_BLOCK_WRITE(kind, member, type, visit) \
-  case kind: visit(*static_cast<const type*>(params), v); return;
-    QLSTM_OP_BLOCKS(QLSTM_BLOCK_WRITE)
+#define QLSTM_BLOCK_WRITE(name, value, handler, member, type, visit) \
+  case QLSTM_OP_##name: visit(*static_cast<const type*>(params), v); return;
+    QLSTM_OP_KINDS(QLSTM_BLOCK_WRITE)
 #undef QLSTM_BLOCK_WRITE
     default: return;
   }
@@ -370,9 +360,9 @@ void visit_wiring(Op& op, V& v) {
 inline const void* copy_op_block(const qlstm_op& op, OpBlock* to) {
   if (op.params == nullptr) return nullptr;
   switch (op.kind) {
-#define QLSTM_BLOCK_COPY(kind, member, type, visit) \
-  case kind: to->member = *static_cast<const type*>(op.params); return &to->member;
-    QLSTM_OP_BLOCKS(QLSTM_BLOCK_COPY)
+#define QLSTM_BLOCK_COPY(name, value, handler, member, type, visit) \
+  case QLSTM_OP_##name: to->member = *static_cast<const type*>(op.params); return &to->member;
+    QLSTM_OP_KINDS(QLSTM_BLOCK_COPY)
 #undef QLSTM_BLOCK_COPY
     default: return nullptr;
   }
@@ -382,9 +372,9 @@ inline const void* copy_op_block(const qlstm_op& op, OpBlock* to) {
 // emitted source's block declarations.
 inline const char* op_block_type(int32_t kind) {
   switch (kind) {
-#define QLSTM_BLOCK_TYPE(kind, member, type, visit) \
-  case kind: return #type;
-    QLSTM_OP_BLOCKS(QLSTM_BLOCK_TYPE)
+#define QLSTM_BLOCK_TYPE(name, value, handler, member, type, visit) \
+  case QLSTM_OP_##name: return #type;
+    QLSTM_OP_KINDS(QLSTM_BLOCK_TYPE)
 #undef QLSTM_BLOCK_TYPE
     default: return nullptr;
   }

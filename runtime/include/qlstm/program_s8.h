@@ -15,6 +15,7 @@
 #include "qlstm/gru_s8.h"
 #include "qlstm/lstm_s16.h"
 #include "qlstm/lstm_s8.h"
+#include "qlstm/op_kinds.h"
 #include "qlstm/requantize.h"
 #include "qlstm/softmax_s16.h"
 #include "qlstm/softmax_s8.h"
@@ -25,18 +26,13 @@
 extern "C" {
 #endif
 
+/* The op kinds: QLSTM_OP_LSTM_S8 = 0, QLSTM_OP_FULLY_CONNECTED_S8 = 1, ... as qlstm/op_kinds.h
+ * lists them (with what each runs). */
 typedef enum qlstm_op_kind {
-  QLSTM_OP_LSTM_S8 = 0,            /* qlstm_lstm_s8 over the whole input buffer */
-  QLSTM_OP_FULLY_CONNECTED_S8 = 1, /* qlstm_fc_s8 on every position of its input buffer */
-  QLSTM_OP_SOFTMAX_S8 = 2,         /* qlstm_softmax_s8 on every position */
-  QLSTM_OP_TABLE_S8 = 3,           /* qlstm_table_s8 on every position */
-  QLSTM_OP_SELECT_STEP = 4,        /* one time step of a sequence buffer into a one-step buffer */
-  QLSTM_OP_GRU_S8 = 5,             /* qlstm_gru_s8 over the whole input buffer */
-  QLSTM_OP_LSTM_S16 = 6,           /* qlstm_lstm_s16 over the whole (int16) input buffer */
-  QLSTM_OP_FULLY_CONNECTED_S16 = 7, /* qlstm_fc_s16 on every position of its (int16) input buffer */
-  QLSTM_OP_REQUANTIZE = 8,         /* qlstm_requantize on every position: int8 <-> int16 */
-  QLSTM_OP_SOFTMAX_S16 = 9,        /* qlstm_softmax_s16 on every position of its (int16) input buffer */
-  QLSTM_OP_KIND_COUNT = 10
+#define QLSTM_OP_KIND_VALUE(name, value, handler, member, block, visit) QLSTM_OP_##name = value,
+  QLSTM_OP_KINDS(QLSTM_OP_KIND_VALUE)
+#undef QLSTM_OP_KIND_VALUE
+  QLSTM_OP_KIND_COUNT /* one past the last (the list's values are 0, 1, ... in order) */
 } qlstm_op_kind;
 
 /* How many positions a buffer holds per batch row. */
@@ -155,16 +151,11 @@ qlstm_status qlstm_program_run(const qlstm_program* program, qlstm_program_conte
  * and calls qlstm_program_validate_kinds / qlstm_program_run_kinds links only theirs (with
  * -ffunction-sections -fdata-sections and --gc-sections). */
 typedef struct qlstm_op_handler qlstm_op_handler;
-extern const qlstm_op_handler qlstm_op_handler_lstm_s8;            /* QLSTM_OP_LSTM_S8 */
-extern const qlstm_op_handler qlstm_op_handler_fully_connected_s8; /* QLSTM_OP_FULLY_CONNECTED_S8 */
-extern const qlstm_op_handler qlstm_op_handler_softmax_s8;         /* QLSTM_OP_SOFTMAX_S8 */
-extern const qlstm_op_handler qlstm_op_handler_table_s8;           /* QLSTM_OP_TABLE_S8 */
-extern const qlstm_op_handler qlstm_op_handler_select_step;        /* QLSTM_OP_SELECT_STEP */
-extern const qlstm_op_handler qlstm_op_handler_gru_s8;             /* QLSTM_OP_GRU_S8 */
-extern const qlstm_op_handler qlstm_op_handler_lstm_s16;           /* QLSTM_OP_LSTM_S16 */
-extern const qlstm_op_handler qlstm_op_handler_fully_connected_s16; /* QLSTM_OP_FULLY_CONNECTED_S16 */
-extern const qlstm_op_handler qlstm_op_handler_requantize;         /* QLSTM_OP_REQUANTIZE */
-extern const qlstm_op_handler qlstm_op_handler_softmax_s16;        /* QLSTM_OP_SOFTMAX_S16 */
+/* One per kind: qlstm_op_handler_lstm_s8 (QLSTM_OP_LSTM_S8), ..._fully_connected_s8, ... (op_kinds.h). */
+#define QLSTM_OP_KIND_HANDLER(name, value, handler, member, block, visit) \
+  extern const qlstm_op_handler qlstm_op_handler_##handler;
+QLSTM_OP_KINDS(QLSTM_OP_KIND_HANDLER)
+#undef QLSTM_OP_KIND_HANDLER
 
 /* qlstm_program_validate with only the kinds of kinds[0, kind_count) (in any order; NULL when
  * kind_count is 0): an op of a valid kind that the table lacks gives QLSTM_ERROR_UNSUPPORTED with
