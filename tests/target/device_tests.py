@@ -246,6 +246,7 @@ def emitted_agrees(a, info, work, name, model, i, batch_first, kind, rng):
     rc, out = run(["cmake", "--build", build])
     if rc != 0:
         fail("build examples/firmware with the emitted source of %s:\n%s" % (name, out))
+    code = runtime_code_matches(a, work, name, build)
     elf = os.path.join(build, "model_firmware.elf")
     shape = (1, EMITTED_STEPS, i) if batch_first else (EMITTED_STEPS, 1, i)
     x8 = rng.integers(-128, 128, size=shape, dtype=np.int8)
@@ -286,9 +287,46 @@ def emitted_agrees(a, info, work, name, model, i, batch_first, kind, rng):
             fail("%s: the emitted firmware's output (chunks of %d) differs from qlstm run on the host" % (name, chunk))
         if state_args and open(state_out, "rb").read() != want_state:
             fail("%s: the emitted firmware's final state (chunks of %d) differs from the host's h_n / c_n" % (name, chunk))
-    return "%d ops, %s, output %s: device == host%s" % (
+    return "%d ops, %s, output %s: device == host%s; %s" % (
         program_ops, kind, "per step" if per_step else "per batch row",
-        "" if kind.startswith("whole") else ", one call and streamed in chunks of 1, 7 and 40")
+        "" if kind.startswith("whole") else ", one call and streamed in chunks of 1, 7 and 40", code)
+
+
+def runtime_code_kept(map_path):
+    """Bytes of the runtime library's .text input sections a firmware's linker map shows kept (GNU ld:
+    " .text.name 0xADDR 0xSIZE origin", or the name alone on its line and the rest on the next)."""
+    with open(map_path) as f:
+        lines = f.read().split("\n")
+    lines = lines[lines.index("Linker script and memory map") + 1:]
+    total, pending = 0, None
+    for line in lines:
+        if pending is not None:
+            m = re.match(r"^\s+0x[0-9a-f]+\s+(0x[0-9a-f]+)\s+(\S.*)$", line)
+            rest = (pending,) + m.groups() if m else None
+            pending = None
+        else:
+            m = re.match(r"^ (\.text\S*)(?:\s+0x[0-9a-f]+\s+(0x[0-9a-f]+)\s+(\S.*))?$", line)
+            if not m:
+                continue
+            if m.group(2) is None:
+                pending = m.group(1)
+                continue
+            rest = m.groups()
+        if rest and re.search(r"libqlstm_runtime\.a\(", rest[2]):
+            total += int(rest[1], 16)
+    return total
+
+
+def runtime_code_matches(a, work, name, build):
+    """The report's runtime_code (qlstm compile --target: the union of its kinds' probes) is the
+    runtime code the emitted firmware's link kept, to the byte."""
+    with open(os.path.join(work, name + "_report.json")) as f:
+        said = json.load(f)["runtime_code"]
+    kept = runtime_code_kept(os.path.join(build, "model_firmware.map"))
+    if said["cpu"] != a.cpu or said["bytes"] != kept:
+        fail("%s: the report's runtime code on %s is %d bytes, the emitted firmware keeps %d" %
+             (name, said["cpu"], said["bytes"], kept))
+    return "runtime code %d bytes, as the report says" % kept
 
 
 def firmware_models(a, models, seed):
@@ -302,7 +340,7 @@ def firmware_models(a, models, seed):
         work = os.path.join(a.work, name)
         os.makedirs(work)
         model, i = compile_model(a, work, onnx_path, batch_first, cal, rng, name,
-                                 ["--max-time-steps", str(EMITTED_STEPS)])
+                                 ["--max-time-steps", str(EMITTED_STEPS), "--target", a.cpu])
         yield work, model, i, rng
 
 

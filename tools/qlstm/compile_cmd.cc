@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <unistd.h>
 
 #include "qlstm/compiler/compile.h"
@@ -167,8 +168,27 @@ void print_program_summary(const ModelCompileResult& r, const ModelCompileOption
 
 }  // namespace
 
+// The report's runtime_code: the runtime's code a firmware of the model's emitted source keeps on
+// the target, from its kinds' probes (device::runtime_code_bytes).
+nlohmann::json runtime_code(const device::Target& t, const CompiledModel& m) {
+  std::vector<int32_t> kinds;
+  nlohmann::json names = nlohmann::json::array();
+  for (const ProgramOp& op : m.ops) {
+    if (std::find(kinds.begin(), kinds.end(), op.kind) != kinds.end()) continue;
+    kinds.push_back(op.kind);
+    names.push_back(op_kind_name(op.kind));
+  }
+  return {{"cpu", t.cpu},
+          {"bytes", device::runtime_code_bytes(t, kinds)},
+          {"kinds", names},
+          {"what", "code (.text) the runtime library adds to a firmware of the emitted source built as "
+                   "examples/firmware builds it (the CPU's best variants), measured from the host build's "
+                   "kind probes (targets/cortex-m/firmware/kind_probe.cc); const data left out"}};
+}
+
 int compile_command(const CompileArgs& args) {
   try {
+    if (!args.target.empty()) device::find_target(args.target);  // an unknown CPU fails before any work
     const OnnxLstm onnx = import_onnx(args.model);
     std::vector<CalibrationTensor> calibration;
     for (const std::string& path : args.calibration) {
@@ -180,8 +200,10 @@ int compile_command(const CompileArgs& args) {
     mo.quantization.progress = progress_indicator(calibration);
     const ModelCompileResult r = compile_model(onnx, calibration, mo);
     const CompiledModel& m = r.model;
+    nlohmann::json report = r.report;
+    if (!args.target.empty()) report["runtime_code"] = runtime_code(device::find_target(args.target), m);
     // Everything is computed; only now is anything written.
-    write_model_files(model_files(m, r.report, mo.batch, r.max_time_steps, args.model), args.outdir);
+    write_model_files(model_files(m, report, mo.batch, r.max_time_steps, args.model), args.outdir);
 
     std::printf("qlstm compile: %s -> %s/%s.{qlstm, _model.h, _model.cc, _report.json}\n",
                 args.model.c_str(), args.outdir.c_str(), m.name.c_str());
@@ -189,6 +211,12 @@ int compile_command(const CompileArgs& args) {
     print_model_summary(onnx, r, mo);
     print_recurrent_ops(r, whole);
     print_program_summary(r, mo, whole);
+    if (report.contains("runtime_code")) {
+      const nlohmann::json& rc = report.at("runtime_code");
+      std::printf("  runtime code on %s: %lld bytes (the runtime's code a firmware of %s_model.cc keeps there)\n",
+                  rc.at("cpu").get<std::string>().c_str(), static_cast<long long>(rc.at("bytes").get<int64_t>()),
+                  m.name.c_str());
+    }
     return 0;
   } catch (const std::exception& e) {
     return error_exit("compile", e);

@@ -37,6 +37,9 @@ struct CompileArgs {
   // The options given on the command line: kept as given, the search tunes only the others.
   compiler::UserFixedChoices user_fixed;
   int32_t max_time_steps = 0;  // a stacked model's activation buffers; 0 = the ONNX input's T
+  // A Cortex-M CPU the firmware is for (tools/qlstm/device.h): the report and the summary give the
+  // runtime code its firmware keeps there. Empty: not given.
+  std::string target;
 };
 
 constexpr size_t kLargeCalibrationSet = 256;  // sequences from which compile shows its progress

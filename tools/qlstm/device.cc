@@ -16,6 +16,8 @@
 #include <algorithm>
 #include <array>
 #include <map>
+#include <regex>
+#include <set>
 #include <sstream>
 
 #include "bundle_format.h"
@@ -100,6 +102,62 @@ Target find_target(const std::string& cpu) {
     throw DeviceError(t.dir + "/target.txt: missing qemu_machine or qemu_cpu");
   }
   return t;
+}
+
+namespace {
+// The runtime's .text input sections a firmware's linker map shows kept: (section, archive member)
+// of each, with its size. GNU ld writes " .text.name  0xADDR  0xSIZE origin", the name alone on its
+// line when it is long (then the address, size and origin on the next).
+std::map<std::pair<std::string, std::string>, int64_t> runtime_code_sections(const std::string& map_path) {
+  std::ifstream in(map_path);
+  if (!in) throw DeviceError("no " + map_path + " (rebuild the firmware)");
+  static const std::regex whole(R"(^ (\.text\S*)\s+0x[0-9a-f]+\s+(0x[0-9a-f]+)\s+(\S.*)$)");
+  static const std::regex named(R"(^ (\.text\S*)$)");
+  static const std::regex rest(R"(^\s+0x[0-9a-f]+\s+(0x[0-9a-f]+)\s+(\S.*)$)");
+  static const std::regex member(R"(libqlstm_runtime\.a\((.*)\)$)");
+  static const std::string kBestVariants = "/best_variants.cc.obj";
+  std::map<std::pair<std::string, std::string>, int64_t> kept;
+  std::string line, pending;
+  bool in_map = false;
+  auto add = [&](const std::string& section, const std::string& size, const std::string& origin) {
+    std::smatch m;
+    const int64_t n = std::stoll(size, nullptr, 16);
+    // The probes' own variant lists (variants.cc built with QLSTM_BEST_VARIANT_ONLY) stand for the
+    // runtime's, as examples/firmware builds them.
+    if (n > 0 && std::regex_search(origin, m, member)) kept[{section, m[1].str()}] = n;
+    if (n > 0 && origin.size() >= kBestVariants.size() &&
+        origin.compare(origin.size() - kBestVariants.size(), kBestVariants.size(), kBestVariants) == 0) {
+      kept[{section, "variants.cc.obj"}] = n;
+    }
+  };
+  while (std::getline(in, line)) {
+    if (!in_map) {
+      in_map = line == "Linker script and memory map";
+      continue;
+    }
+    std::smatch m;
+    if (!pending.empty()) {
+      if (std::regex_match(line, m, rest)) add(pending, m[1].str(), m[2].str());
+      pending.clear();
+    } else if (std::regex_match(line, m, whole)) {
+      add(m[1].str(), m[2].str(), m[3].str());
+    } else if (std::regex_match(line, m, named)) {
+      pending = m[1].str();
+    }
+  }
+  if (!in_map) throw DeviceError(map_path + ": not a linker map (no 'Linker script and memory map')");
+  return kept;
+}
+}  // namespace
+
+int64_t runtime_code_bytes(const Target& t, const std::vector<int32_t>& kinds) {
+  std::map<std::pair<std::string, std::string>, int64_t> kept = runtime_code_sections(t.dir + "/kind_probe_none.map");
+  for (int32_t k : std::set<int32_t>(kinds.begin(), kinds.end())) {
+    for (const auto& s : runtime_code_sections(t.dir + "/kind_probe_" + std::to_string(k) + ".map")) kept.insert(s);
+  }
+  int64_t bytes = 0;
+  for (const auto& s : kept) bytes += s.second;
+  return bytes;
 }
 
 BundleCase single_op_case(const std::string& name, const qlstm_lstm_s8_params& params) {

@@ -157,6 +157,16 @@ struct KernelSize {
 };
 KernelSize kernel_size(const Target& t, const std::string& variant);
 
+// The runtime code a firmware of the emitted source of a program of these kinds (qlstm_op_kind
+// values) keeps on this target, built as examples/firmware builds it (the CPU's best variants): the
+// bytes of the runtime's .text input sections its kinds' probes keep together
+// (targets/cortex-m/firmware/kind_probe.cc: kind_probe_none.map and kind_probe_<kind>.map). The
+// link keeps what its roots reach, and the model's roots are its kinds' probes' roots together,
+// so the figure is the link's. (Its const data is left out: the link merges equal strings across
+// objects, so the probes' strings do not add up to the model's.) Throws DeviceError for a missing
+// map.
+int64_t runtime_code_bytes(const Target& t, const std::vector<int32_t>& kinds);
+
 }  // namespace device
 }  // namespace qlstm
 

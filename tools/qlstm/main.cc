@@ -344,6 +344,10 @@ CLI::App* add_compile(CLI::App* app, qlstm::cli::CompileArgs* ca) {
                                                           : "--name '" + v + "' is not a C identifier (letters, digits, '_')";
           },
           "C identifier"));
+  comp->add_option("--target", ca->target,
+                   "the Cortex-M CPU the firmware is for: the report (runtime_code) and the summary give the "
+                   "runtime code a firmware of the emitted source keeps on it, as the host build's kind probes "
+                   "measured it: " + cpu_list());
   comp->add_option("--batch", ca->batch,
                    "batch size the firmware source is generated for (default: the batch a learned per-row "
                    "initial state fixes, else 1)")
