@@ -16,7 +16,6 @@
 #include <algorithm>
 #include <array>
 #include <map>
-#include <regex>
 #include <set>
 #include <sstream>
 
@@ -111,38 +110,43 @@ namespace {
 std::map<std::pair<std::string, std::string>, int64_t> runtime_code_sections(const std::string& map_path) {
   std::ifstream in(map_path);
   if (!in) throw DeviceError("no " + map_path + " (rebuild the firmware)");
-  static const std::regex whole(R"(^ (\.text\S*)\s+0x[0-9a-f]+\s+(0x[0-9a-f]+)\s+(\S.*)$)");
-  static const std::regex named(R"(^ (\.text\S*)$)");
-  static const std::regex rest(R"(^\s+0x[0-9a-f]+\s+(0x[0-9a-f]+)\s+(\S.*)$)");
-  static const std::regex member(R"(libqlstm_runtime\.a\((.*)\)$)");
-  static const std::string kBestVariants = "/best_variants.cc.obj";
+  const std::string archive = "libqlstm_runtime.a(";
+  // The probes' own variant lists (variants.cc built with QLSTM_BEST_VARIANT_ONLY) stand for the
+  // runtime's, as examples/firmware builds them.
+  const std::string best_variants = "/best_variants.cc.obj";
   std::map<std::pair<std::string, std::string>, int64_t> kept;
-  std::string line, pending;
-  bool in_map = false;
-  auto add = [&](const std::string& section, const std::string& size, const std::string& origin) {
-    std::smatch m;
-    const int64_t n = std::stoll(size, nullptr, 16);
-    // The probes' own variant lists (variants.cc built with QLSTM_BEST_VARIANT_ONLY) stand for the
-    // runtime's, as examples/firmware builds them.
-    if (n > 0 && std::regex_search(origin, m, member)) kept[{section, m[1].str()}] = n;
-    if (n > 0 && origin.size() >= kBestVariants.size() &&
-        origin.compare(origin.size() - kBestVariants.size(), kBestVariants.size(), kBestVariants) == 0) {
+  auto ends_with = [](const std::string& s, const std::string& tail) {
+    return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+  };
+  // The address, size and origin that follow a section's name; false when the line has none.
+  auto add = [&](const std::string& section, std::istringstream& rest) {
+    std::string address, size, origin;
+    if (!(rest >> address >> size) || address.rfind("0x", 0) != 0 || size.rfind("0x", 0) != 0) return false;
+    std::getline(rest >> std::ws, origin);
+    const int64_t n = std::strtoll(size.c_str(), nullptr, 16);
+    const size_t at = origin.find(archive);
+    if (n > 0 && at != std::string::npos && ends_with(origin, ")")) {
+      kept[{section, origin.substr(at + archive.size(), origin.size() - at - archive.size() - 1)}] = n;
+    } else if (n > 0 && ends_with(origin, best_variants)) {
       kept[{section, "variants.cc.obj"}] = n;
     }
+    return true;
   };
+  std::string line, pending;
+  bool in_map = false;
   while (std::getline(in, line)) {
     if (!in_map) {
       in_map = line == "Linker script and memory map";
       continue;
     }
-    std::smatch m;
+    std::istringstream fields(line);
     if (!pending.empty()) {
-      if (std::regex_match(line, m, rest)) add(pending, m[1].str(), m[2].str());
+      add(pending, fields);
       pending.clear();
-    } else if (std::regex_match(line, m, whole)) {
-      add(m[1].str(), m[2].str(), m[3].str());
-    } else if (std::regex_match(line, m, named)) {
-      pending = m[1].str();
+    } else if (line.rfind(" .text", 0) == 0) {
+      std::string name;
+      fields >> name;
+      if (!add(name, fields)) pending = name;  // a long name: the rest on the next line
     }
   }
   if (!in_map) throw DeviceError(map_path + ": not a linker map (no 'Linker script and memory map')");
