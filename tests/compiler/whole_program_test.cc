@@ -349,9 +349,44 @@ TEST(WholeProgram, BidirectionalFinalStateHead) {
     compile_program(p, calib, fast());
     FAIL() << "compiled";
   } catch (const CompileError& e) {
-    EXPECT_NE(std::string(e.what()).find("node '/Tanh' does; read y[:, -1] or put the Linear first"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("node '/Tanh' does; read y[:, -1] or torch.cat((h_n[-2], h_n[-1]), 1), or "
+                                         "put the Linear first"),
+              std::string::npos)
         << e.what();
   }
+}
+
+// Both directions' final states side by side: torch.cat((h_n[-2], h_n[-1]), 1) is the [B][2H] row
+// the two ops write, read as it is (no Linear needed), and torch.cat((h_n[-1], h_n[-2]), 1) the
+// same row with the first Linear's columns swapped; both equal the float program to the SQNR bound.
+TEST(WholeProgram, BothDirectionsFinalStatesSideBySide) {
+  std::mt19937_64 rng(34);
+  const int32_t I = 3, H = 8, T = 12;
+  FloatProgram p = random_program(I, H, 2, 2, rng);
+  p.lstm_output = LstmOutput::kFinalState;
+  p.final_directions = {0, 1};
+  const Compiled alone = compile_and_run(p, T, fast());
+  EXPECT_EQ(alone.q.model.output_size(), 2 * H);
+  EXPECT_TRUE(alone.q.model.output_is_one_step());
+  double sqnr = sqnr_db(alone.want, alone.got);
+  EXPECT_GE(sqnr, kMinSqnrDb);
+  std::printf("cat(h_n[-2], h_n[-1]) as the output: SQNR %.1f dB\n", sqnr);
+  p.final_directions = {1, 0};
+  p.head = {linear(2 * H, 5, 0.35f, rng, "/fc/Gemm")};
+  const Compiled swapped = compile_and_run(p, T, fast());
+  const FloatLayer& fc = p.head.front();
+  const DerivedFc& d = swapped.q.model.ops.back().as<DerivedFc>();
+  ASSERT_EQ(d.input_size, 2 * H);
+  for (int32_t o = 0; o < 5; ++o) {  // the Linear's reverse-state columns moved first, its forward-state ones second
+    for (int32_t i = 0; i < H; ++i) {
+      const double s_w = d.weight_scales[static_cast<size_t>(o)];
+      EXPECT_EQ(d.weights[static_cast<size_t>(o * 2 * H + H + i)], std::nearbyint(fc.weight[static_cast<size_t>(o * 2 * H + i)] / s_w));
+      EXPECT_EQ(d.weights[static_cast<size_t>(o * 2 * H + i)], std::nearbyint(fc.weight[static_cast<size_t>(o * 2 * H + H + i)] / s_w));
+    }
+  }
+  sqnr = sqnr_db(swapped.want, swapped.got);
+  EXPECT_GE(sqnr, kMinSqnrDb);
+  std::printf("cat(h_n[-1], h_n[-2]) -> Linear: SQNR %.1f dB\n", sqnr);
 }
 
 // A learned initial state that differs per batch row ([L, B, H]) is compiled in; the model then

@@ -26,7 +26,9 @@ when the model returns it, h_n on a fixed input and h0), hand-made GRU graphs, a
 Import pre-pass models (import_*, group "import"): torch exports with dynamic axes (two separate
 nn.LSTM / nn.GRU modules), without constant folding, at opset 9 (an attribute Slice), a forecaster
 ending in .squeeze(-1), a Reshape to [0, 0, 128] between bidirectional layers (torch's output on a
-fixed input), and the refusals that must name their node (mean over time, encoder-decoder, RNN,
+fixed input), heads on the last layer's final states (import_h_n_*: torch.cat((h_n[-2], h_n[-1]), 1)
+in either order, flattened, one row; a row of another layer refused), a classifier with dead output
+units (import_dead_output_units), and the refusals that must name their node (mean over time, encoder-decoder, RNN,
 Loop, another domain's op, an initial state of the wrong constant shape); import_calibration.npy
 for the CLI tests.
 Usage: make_onnx_fixtures.py [OUTDIR] [--only lstm|gru|import ...]
@@ -411,9 +413,9 @@ class OverTime(nn.Module):
 
 
 class Custom(nn.Module):
-    def __init__(self, pick, front=None, head=None, bidirectional=False, layers=1, quantizable=False):
+    def __init__(self, pick, front=None, head=None, bidirectional=False, layers=1, quantizable=False, cell=nn.LSTM):
         super().__init__()
-        lstm_class = nn.LSTM
+        lstm_class = cell
         if quantizable:
             import torch.ao.nn.quantizable as q
             lstm_class = q.LSTM
@@ -422,8 +424,8 @@ class Custom(nn.Module):
         self.head = head or nn.Identity()
 
     def forward(self, x):
-        y, (h, _) = self.lstm(self.front(x))
-        return self.head(self.pick(y, h))
+        y, state = self.lstm(self.front(x))
+        return self.head(self.pick(y, state[0] if isinstance(state, tuple) else state))
 
 
 def refused(name, model, opset, errors, x=None, dynamic=False):
@@ -457,8 +459,6 @@ def refused_whole():
             ["(Gather): a Gather of one batch row", advice_head])
     refused("refused_several_steps", Custom(lambda y, h: y[:, -3:], head=nn.Linear(4, 2)), 13,
             ["(Slice): a Slice of several time steps", advice_head])
-    refused("refused_h_n_forward_bidirectional", Custom(lambda y, h: h[-2], head=nn.Linear(4, 2), bidirectional=True),
-            14, ["a Gather of h_n row -2: only h_n[-1]", "read y[:, -1] (forward) and y[:, 0]"])
     refused("refused_log_softmax_and_layer_norm",
             Custom(lambda y, h: y[:, -1], front=nn.LayerNorm(3), head=nn.LogSoftmax(dim=-1)), 17,
             ["(LayerNormalization): a LayerNorm", "(LogSoftmax): a LogSoftmax", advice_front, advice_head])
@@ -833,6 +833,50 @@ def between_layers(x):
              "compiled model): not supported; keep that axis"], x=torch.randn(1, 5, 3))
 
 
+def final_states(x):
+    """Heads on the last layer's final states as published classifiers read them: both directions
+    side by side (torch.cat((h_n[-2], h_n[-1]), dim=1), either order, or h_n.permute(1, 0, 2)
+    flattened), one row of either direction, a squeezed unidirectional h_n; and the reads of
+    another layer's state, refused with a route."""
+    cat = lambda y, h: torch.cat((h[-2], h[-1]), dim=1)
+    fs = dict(lstm_output="final_state")
+    import_torch("import_h_n_cat_bidirectional", Custom(cat, head=nn.Linear(8, 2), bidirectional=True), 14, x,
+                 ["Linear"], dynamic=True, final_directions=[0, 1], **fs)
+    import_torch("import_h_n_cat_reversed_stacked",
+                 Custom(lambda y, h: torch.cat((h[-1], h[-2]), dim=-1), head=nn.Linear(8, 3), bidirectional=True,
+                        layers=2), 13, x, ["Linear"], final_directions=[1, 0], **fs)
+    import_torch("import_h_n_cat_output", Custom(cat, bidirectional=True), 17, x, [], final_directions=[0, 1], **fs)
+    import_torch("import_h_n_permute_reshape",
+                 Custom(lambda y, h: h.permute(1, 0, 2).reshape(h.shape[1], -1), head=nn.Linear(8, 2),
+                        bidirectional=True), 15, x, ["Linear"], dynamic=True, final_directions=[0, 1], **fs)
+    import_torch("import_h_n_forward_row", Custom(lambda y, h: h[-2], head=nn.Linear(4, 2), bidirectional=True), 14,
+                 x, ["Linear"], final_directions=[0], **fs)
+    import_torch("import_h_n_squeeze", Custom(lambda y, h: h.squeeze(0), head=nn.Linear(4, 2)), 14, x, ["Linear"],
+                 **fs)
+    import_torch("import_gru_h_n_cat_bidirectional", Custom(cat, head=nn.Linear(8, 2), bidirectional=True, cell=nn.GRU),
+                 14, x, ["Linear"], cell="GRU", final_directions=[0, 1],
+                 program=dict(ops=2, directions=2, initial_h="zero", initial_c="zero", h_n=False, c_n=False), **fs)
+    refused("import_refused_h_n_other_layer",
+            Custom(lambda y, h: torch.cat((h[0], h[-1]), dim=1), head=nn.Linear(8, 2), bidirectional=True, layers=2),
+            14, ["(Gather): a Gather of h_n row 0, the final state of layer 0 of 2: only the last layer's final "
+                 "states can feed the head (h_n[-1], h_n[-2]); export the stack up to that layer as its own model"])
+    refused("import_refused_h_n_every_layer",
+            Custom(lambda y, h: h.permute(1, 0, 2).reshape(h.shape[1], -1), head=nn.Linear(8, 2), layers=2), 14,
+            ["(Transpose): reads the final states of every layer of the stack; only the last layer's can feed the "
+             "head: read h_n[-1]"])
+
+
+def dead_units(x):
+    """A trained classifier's dead output units: a row an L2 decay left at 1e-33 and an all-zero row,
+    each with a bias: compiles (the row weight scale's floor) and equals torch in float."""
+    model = Custom(lambda y, h: y[:, -1], head=nn.Linear(4, 3))
+    with torch.no_grad():
+        model.head.weight[1].fill_(1e-33)
+        model.head.weight[2].zero_()
+        model.head.bias[1], model.head.bias[2] = 0.3, -0.2
+    import_torch("import_dead_output_units", model, 14, x, ["select", "Linear"])
+
+
 def import_models():
     """The graphs the import pre-pass and its fixes make compile, and the refusals they name."""
     torch.manual_seed(18)
@@ -871,6 +915,8 @@ def import_models():
                  "hidden_size = 4]")
     batch_of_one()
     between_layers(x)
+    final_states(x)
+    dead_units(x)
     # compile's calibration for the CLI tests: 8 sequences of 5 steps, batch-first [B, T, 3]
     np.save(os.path.join(OUT, "import_calibration.npy"),
             np.random.default_rng(23).standard_normal((8, 5, 3)).astype(np.float32))

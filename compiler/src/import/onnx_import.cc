@@ -16,6 +16,7 @@
 #include "recognize/path_walker.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 
@@ -444,30 +445,102 @@ PathState head_from_final_state(Import* im) {
     taken.insert(sq);
     start = sq->output(0);
   }
-  const auto cs = g.data_consumers(start);
   const int64_t rows = static_cast<int64_t>(chain.size()) * D;
-  double index = 0;
-  const onnx::NodeProto* gather = cs.size() == 1 ? cs[0] : nullptr;
-  const bool is_row = gather != nullptr && gather->op_type() == "Gather" && gather->input_size() == 2 &&
-                      gather->input(0) == start && int_attribute(*gather, "axis", 0) == 0 &&
-                      constant_scalar(g, gather->input(1), &index) && gather->output_size() >= 1;
-  if (g.is_graph_output(start) || !is_row) {
-    problems.push_back((gather ? node_label(*gather) : "graph") + std::string(": h_n is read other than as one row "
-                       "h_n[-1] feeding the head (with Y unused, the head must read h_n[-1] only)"));
+  const int32_t H = static_cast<int32_t>(last.hidden);
+  const Labels row_labels = unbatched || hs.view.batch_squeezed ? "F" : "BF";
+  const auto cs = g.data_consumers(start);
+  // Every direction of one layer as a tensor ([D, B, H]) through layout ops: the head's walk
+  // merges the directions into the features (h_n.permute(1, 0, 2).reshape(B, -1), forward first).
+  const onnx::NodeProto* first = cs.size() == 1 ? cs[0] : nullptr;
+  if (!g.is_graph_output(start) && first != nullptr && kLayoutOps.count(first->op_type())) {
+    if (chain.size() > 1) {
+      problems.push_back(node_label(*first) + ": reads the final states of every layer of the stack; only the last "
+                         "layer's can feed the head: read h_n[-1], or torch.cat((h_n[-2], h_n[-1]), 1) of a "
+                         "bidirectional stack");
+      refuse(origin, problems);
+    }
+    for (int32_t d = 0; D > 1 && d < D; ++d) prog.final_directions.push_back(d);  // D = 1: h_n[-1], the default
+    hs.value = start;
+    hs.view.labels = "D" + row_labels;
+    hs.view.width = H;
+    return hs;
+  }
+  // One row h_n[k], or rows side by side: torch.cat((h_n[-2], h_n[-1]), dim=1).
+  std::vector<const onnx::NodeProto*> gathers;
+  std::vector<int32_t> directions;
+  const onnx::NodeProto* concat = nullptr;
+  for (const onnx::NodeProto* n : cs) {
+    double index = 0;
+    const bool is_row = n->op_type() == "Gather" && n->input_size() == 2 && n->input(0) == start &&
+                        int_attribute(*n, "axis", 0) == 0 && constant_scalar(g, n->input(1), &index) &&
+                        n->output_size() >= 1 && index >= -rows && index < rows && index == std::floor(index);
+    if (g.is_graph_output(start) || !is_row) {
+      problems.push_back(node_label(*n) + ": h_n is read other than as rows h_n[k] (one, or several concatenated "
+                         "along the features) feeding the head (with Y unused, the head reads the last layer's "
+                         "final states only)");
+      refuse(origin, problems);
+    }
+    const int64_t row = index < 0 ? static_cast<int64_t>(index) + rows : static_cast<int64_t>(index);
+    if (row / D != static_cast<int64_t>(chain.size()) - 1) {
+      problems.push_back(node_label(*n) + ": a Gather of h_n row " + fmt(index) + ", the final state of layer " +
+                         std::to_string(row / D) + " of " + std::to_string(chain.size()) +
+                         ": only the last layer's final states can feed the head (h_n[-1]" +
+                         (D == 2 ? ", h_n[-2]" : "") + "); export the stack up to that layer as its own model");
+      refuse(origin, problems);
+    }
+    gathers.push_back(n);
+    directions.push_back(static_cast<int32_t>(row % D));
+  }
+  if (gathers.empty()) {
+    problems.push_back("graph: h_n is read other than as rows h_n[k] feeding the head");
     refuse(origin, problems);
   }
-  if (index != -1 && index != static_cast<double>(rows - 1)) {
-    std::string advice = D == 2 ? " (for both directions of the last layer, read y[:, -1] (forward) and y[:, 0] "
-                                  "(reverse) instead; or h_n[-1], the reverse direction)"
-                                : "";
-    problems.push_back(node_label(*gather) + ": a Gather of h_n row " + fmt(index) +
-                       ": only h_n[-1] (the last layer's final state) can feed the head" + advice);
+  if (gathers.size() == 1 && !g.is_graph_output(gathers[0]->output(0))) {
+    const auto next = g.data_consumers(gathers[0]->output(0));
+    if (next.size() == 1 && next[0]->op_type() == "Concat") concat = next[0];
+  } else if (gathers.size() > 1) {
+    const auto next = g.data_consumers(gathers[0]->output(0));
+    concat = next.size() == 1 && next[0]->op_type() == "Concat" ? next[0] : nullptr;
+  }
+  if (concat != nullptr) {
+    // Every input of the Concat one of the Gathers, and every Gather read by it alone.
+    const int64_t axis = int_attribute(*concat, "axis", 0);
+    const int64_t rank = static_cast<int64_t>(row_labels.size());
+    bool ok = (axis == rank - 1 || axis == -1) && concat->output_size() >= 1;
+    std::vector<int32_t> order;
+    for (int j = 0; ok && j < concat->input_size(); ++j) {
+      const auto at = std::find_if(gathers.begin(), gathers.end(),
+                                   [&](const onnx::NodeProto* n) { return n->output(0) == concat->input(j); });
+      ok = at != gathers.end();
+      if (ok) order.push_back(directions[static_cast<size_t>(at - gathers.begin())]);
+    }
+    for (const onnx::NodeProto* n : gathers) {
+      ok = ok && !g.is_graph_output(n->output(0)) && g.data_consumers(n->output(0)).size() == 1 &&
+           g.data_consumers(n->output(0))[0] == concat;
+    }
+    if (!ok) {
+      problems.push_back(node_label(*concat) + ": a Concat of h_n rows is supported only along the feature axis, "
+                         "of those rows alone (torch.cat((h_n[-2], h_n[-1]), dim=1))");
+      refuse(origin, problems);
+    }
+    for (const onnx::NodeProto* n : gathers) taken.insert(n);
+    taken.insert(concat);
+    prog.final_directions = order;
+    hs.value = concat->output(0);
+    hs.view.labels = row_labels;
+    hs.view.width = static_cast<int32_t>(order.size()) * H;
+    return hs;
+  }
+  if (gathers.size() > 1) {
+    problems.push_back(node_label(*gathers[1]) + ": h_n rows read apart; the head reads one row h_n[k] or rows "
+                       "concatenated along the features");
     refuse(origin, problems);
   }
-  taken.insert(gather);
-  hs.value = gather->output(0);
-  hs.view.labels = unbatched || hs.view.batch_squeezed ? "F" : "BF";
-  hs.view.width = static_cast<int32_t>(last.hidden);
+  taken.insert(gathers[0]);
+  if (directions[0] != D - 1) prog.final_directions = directions;  // h_n[-1] is the default
+  hs.value = gathers[0]->output(0);
+  hs.view.labels = row_labels;
+  hs.view.width = H;
   return hs;
 }
 

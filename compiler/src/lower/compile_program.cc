@@ -105,27 +105,38 @@ std::vector<float> state_row(const std::vector<float>& state, int32_t H, size_t 
 }  // namespace
 
 std::vector<FloatLayer> compiled_head_layers(const FloatProgram& program) {
-  // h_n[-1] of a bidirectional stack is the last layer's reverse state alone: both ops of the
-  // layer write their final states into one [B][2H] buffer and the Linear that reads h_n[-1]
-  // gets zero weights for the forward half (exact: those products are 0).
+  // The last layer's ops all write their final states into one [B][D x H] row, forward first. A
+  // head that reads other directions, or in another order (h_n[-1] of a bidirectional stack is the
+  // reverse direction's alone; torch.cat((h_n[-1], h_n[-2]), 1) swaps them), reads them through
+  // its first Linear, whose weights are moved to the columns of the directions they read (zero for
+  // the others: those products are 0, so the result is exact).
   std::vector<FloatLayer> head_layers = program.head;
-  if (program.lstm_output == LstmOutput::kFinalState && program.directions == 2) {
-    if (head_layers.empty() || head_layers.front().kind != FloatLayerKind::kLinear) {
-      throw CompileError("program: h_n[-1] of a bidirectional LSTM is the reverse direction's state alone; qlstm "
-                         "compiles it when a Linear reads it first, here " +
-                         (head_layers.empty() ? std::string("it is the model's output") : node_label(head_layers.front())) +
-                         " does; read y[:, -1] or put the Linear first");
-    }
-    FloatLayer& first = head_layers.front();
-    const int32_t H = program.ops.back().hidden_size, O = first.output_size;
-    std::vector<float> padded(static_cast<size_t>(O) * 2 * H, 0.0f);
-    for (int32_t o = 0; o < O; ++o) {
-      std::copy_n(first.weight.begin() + static_cast<ptrdiff_t>(o) * H, H,
-                  padded.begin() + static_cast<ptrdiff_t>(o) * 2 * H + H);
-    }
-    first.weight = std::move(padded);
-    first.input_size = 2 * H;
+  if (program.lstm_output != LstmOutput::kFinalState) return head_layers;
+  const std::vector<int32_t> read = program.read_directions();
+  std::vector<int32_t> all(static_cast<size_t>(program.directions));
+  for (int32_t d = 0; d < program.directions; ++d) all[static_cast<size_t>(d)] = d;
+  if (read == all) return head_layers;
+  if (head_layers.empty() || head_layers.front().kind != FloatLayerKind::kLinear) {
+    const std::string what = read.size() == 1 ? "h_n[-1] of a bidirectional LSTM is the reverse direction's state alone"
+                                              : "the head reads the final states in another order than forward, reverse";
+    throw CompileError("program: " + what + "; qlstm compiles it when a Linear reads it first, here " +
+                       (head_layers.empty() ? std::string("it is the model's output") : node_label(head_layers.front())) +
+                       " does; read y[:, -1] or torch.cat((h_n[-2], h_n[-1]), 1), or put the Linear first");
   }
+  FloatLayer& first = head_layers.front();
+  const int32_t H = program.ops.back().hidden_size, O = first.output_size, D = program.directions;
+  const int32_t in = static_cast<int32_t>(read.size()) * H;
+  std::vector<float> moved(static_cast<size_t>(O) * D * H, 0.0f);
+  for (int32_t o = 0; o < O; ++o) {
+    for (size_t j = 0; j < read.size(); ++j) {
+      for (int32_t i = 0; i < H; ++i) {
+        moved[static_cast<size_t>(o) * D * H + static_cast<size_t>(read[j]) * H + i] +=
+            first.weight[static_cast<size_t>(o) * in + j * H + i];
+      }
+    }
+  }
+  first.weight = std::move(moved);
+  first.input_size = D * H;
   return head_layers;
 }
 

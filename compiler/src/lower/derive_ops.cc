@@ -20,6 +20,13 @@ constexpr int32_t kWeightQMax = 127;  // symmetric int8 weights use [-127, 127]
 constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
 // Largest |x - zp_in| of an int8 input: the FC's accumulator bound uses it.
 constexpr int64_t kMaxAbsCenteredInput = 255;
+// The floor of an FC output row's weight scale (docs/arithmetic.md, "weight scale floor"): one
+// weight step moves that row's output by at least 2^-20 of an output step, and the row's bias fits
+// in 2^30 bias steps. A row of near-zero weights (a dead unit an L2 decay left at 1e-33) then
+// quantizes to zeros, and its bias stays exact to far below an output step, instead of
+// overflowing int32 at a scale of 1e-38.
+constexpr int32_t kRowScaleFloorBits = 20;
+constexpr double kBiasStepsMax = 1 << 30;
 // TFLite Micro's int8 softmax: the scaled difference x_j - max is held with 5 integer bits in
 // a 32-bit fixed-point number (31 value bits).
 constexpr int32_t kSoftmaxScaledDiffIntegerBits = 5;
@@ -91,9 +98,20 @@ DerivedFc derive_fc(const FloatLayer& linear, const FloatLayer* clamp, const Aff
     }
     all_max = std::max(all_max, row_max[static_cast<size_t>(o)]);
   }
-  const double tensor_scale = all_max > 0 ? all_max / kWeightQMax : 1.0;
+  std::vector<double> floor(static_cast<size_t>(O));
+  double all_floor = 0;
+  for (int32_t o = 0; o < O; ++o) {
+    const double b = linear.bias.empty() ? 0.0 : std::fabs(static_cast<double>(linear.bias[static_cast<size_t>(o)]));
+    floor[static_cast<size_t>(o)] =
+        std::max(std::ldexp(output.scale / input.scale, -kRowScaleFloorBits), b / (input.scale * kBiasStepsMax));
+    all_floor = std::max(all_floor, floor[static_cast<size_t>(o)]);
+  }
+  const double tensor_scale = all_max > 0 ? std::max(all_max / kWeightQMax, all_floor) : 1.0;
   if (per_channel) {
-    for (double m : row_max) d.weight_scales.push_back(m > 0 ? m / kWeightQMax : tensor_scale);
+    for (int32_t o = 0; o < O; ++o) {
+      const double m = row_max[static_cast<size_t>(o)];
+      d.weight_scales.push_back(m > 0 ? std::max(m / kWeightQMax, floor[static_cast<size_t>(o)]) : tensor_scale);
+    }
   } else {
     d.weight_scales.push_back(tensor_scale);
   }

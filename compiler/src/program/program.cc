@@ -167,6 +167,15 @@ void FloatProgram::validate() const {
                        std::to_string(front.back().output_size) + " is not the LSTM's input_size " +
                        std::to_string(ops.front().input_size));
   }
+  if (!final_directions.empty() && lstm_output != LstmOutput::kFinalState) {
+    throw CompileError("program: final_directions is set but the head reads the sequence, not the final states");
+  }
+  for (int32_t d : final_directions) {
+    if (d < 0 || d >= directions) {
+      throw CompileError("program: final_directions names direction " + std::to_string(d) + " of a layer with " +
+                         std::to_string(directions));
+    }
+  }
   for (size_t k = 0; k < head.size(); ++k) {
     if (head[k].kind != FloatLayerKind::kSelectStep) continue;
     if (k != 0 || lstm_output != LstmOutput::kSequence) {
@@ -263,8 +272,15 @@ FloatProgramResult run_float_program(const FloatProgram& p, const float* x, cons
   size_t rows = positions;
   size_t head_start = 0;
   if (p.lstm_output == LstmOutput::kFinalState) {
-    const size_t off = state_offset(hs, static_cast<int32_t>(hs.size()) - 1, B);
-    y.assign(r.h_n.begin() + static_cast<ptrdiff_t>(off), r.h_n.end());
+    // Each batch row: the read directions' final states of the last layer, side by side.
+    const int32_t last_layer_first_op = static_cast<int32_t>(hs.size()) - p.directions;
+    const size_t H = static_cast<size_t>(hs.back());
+    for (int32_t b = 0; b < B; ++b) {
+      for (int32_t d : p.read_directions()) {
+        const size_t off = state_offset(hs, last_layer_first_op + d, B) + static_cast<size_t>(b) * H;
+        y.insert(y.end(), r.h_n.begin() + static_cast<ptrdiff_t>(off), r.h_n.begin() + static_cast<ptrdiff_t>(off + H));
+      }
+    }
     rows = static_cast<size_t>(B);
   } else if (!p.head.empty() && p.head.front().kind == FloatLayerKind::kSelectStep) {
     const FloatLayer& sel = p.head.front();

@@ -36,7 +36,8 @@ const char* state_source_name(StateSource s);
 // What the layers after the LSTM stack read from it.
 enum class LstmOutput {
   kSequence,    // Y: every step of the last layer (then a head may select a step)
-  kFinalState,  // h_n[-1] only (the last op's final hidden state; Y unused, so no sequence is stored)
+  kFinalState,  // final hidden states of the last layer (FloatProgram::final_directions; Y unused, so no
+                // sequence is stored)
 };
 
 // The float program the ONNX importer produces and the compiler quantizes: per-step layers in
@@ -46,6 +47,10 @@ struct FloatProgram {
   std::vector<FloatLayer> front;  // per step, on the model input, before the first LSTM
   std::vector<FloatLayer> head;   // after the stack; a kSelectStep first turns the sequence into one step
   LstmOutput lstm_output = LstmOutput::kSequence;
+  // kFinalState: the last layer's directions whose final hidden states the head reads, side by
+  // side in this order (H each): {D - 1} for h_n[-1], {0, 1} for torch.cat((h_n[-2], h_n[-1]), 1)
+  // of a bidirectional layer. Empty means {D - 1}.
+  std::vector<int32_t> final_directions;
   std::vector<FloatLstm> ops;  // layer-major; in a bidirectional layer the forward op first
   int32_t directions = 1;      // ops per layer: 1, or 2 for bidirectional
   StateSource initial_hidden = StateSource::kZero, initial_cell = StateSource::kZero;
@@ -59,7 +64,12 @@ struct FloatProgram {
   int32_t input_size() const { return front.empty() ? ops.front().input_size : front.front().input_size; }
   // What the head reads from the stack, per position: D x H of Y, or H of the last op's h_n.
   int32_t stack_output_size() const {
-    return lstm_output == LstmOutput::kFinalState ? ops.back().hidden_size : directions * ops.back().hidden_size;
+    return lstm_output == LstmOutput::kFinalState ? static_cast<int32_t>(read_directions().size()) * ops.back().hidden_size
+                                                  : directions * ops.back().hidden_size;
+  }
+  // final_directions, or {D - 1} when it is empty.
+  std::vector<int32_t> read_directions() const {
+    return final_directions.empty() ? std::vector<int32_t>{directions - 1} : final_directions;
   }
   int32_t output_size() const { return head.empty() ? stack_output_size() : head.back().output_size; }
   // The model's output is a sequence (one row per step), not one row per batch row (after a step
