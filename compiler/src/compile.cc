@@ -260,9 +260,9 @@ ModelCompileResult compile_model(const OnnxLstm& onnx, const std::vector<Calibra
   r.warnings = calibration_warnings(set, I);
   // Layers after one step (h_n, y[:, k]) see one value per channel and calibration sequence, so
   // their ranges rest on as many values as there are sequences (docs/compiler.md).
-  const bool one_step_head = prog.lstm_output == LstmOutput::kFinalState ||
-                             (!prog.head.empty() && prog.head.front().kind == FloatLayerKind::kSelectStep);
-  const size_t head_layers = prog.head.size() - (prog.head.empty() || prog.head.front().kind != FloatLayerKind::kSelectStep ? 0 : 1);
+  const bool reads_sequence = !prog.head.empty() && reads_whole_sequence(prog.head.front().kind);
+  const bool one_step_head = prog.lstm_output == LstmOutput::kFinalState || reads_sequence;
+  const size_t head_layers = prog.head.size() - (reads_sequence ? 1 : 0);
   if (one_step_head && head_layers > 0 && set.sequences.size() < kOneStepHeadCalibrationSequences) {
     r.warnings.push_back("calibration: the layers after the LSTM read one step per sequence, so each of their "
                          "ranges comes from only " + std::to_string(set.sequences.size()) +
@@ -275,7 +275,7 @@ ModelCompileResult compile_model(const OnnxLstm& onnx, const std::vector<Calibra
   r.max_time_steps = options.max_time_steps > 0 ? options.max_time_steps : declared_time_steps(onnx);
   if (keeps_inner_sequence(prog) && r.max_time_steps < 1) {
     throw CompileError(options.model_origin + ": the input's sequence length is symbolic; a model that keeps a "
-                       "sequence between its ops (stacked layers, a front end, a per-step head or a selected step) "
+                       "sequence between its ops (stacked layers, a front end, a per-step head, a selected step or a pooling over time) "
                        "needs --max-time-steps N (its activation buffers hold N steps)");
   }
   CalibrationSet validation;

@@ -123,7 +123,7 @@ std::vector<uint8_t> run_raw(const CompiledModel& m, const std::vector<uint8_t>&
 // version-7 file; it reads back with every type and parameter and runs bit for bit as before.
 void expect_s16_round_trip(const CompiledModel& m, std::mt19937_64& rng) {
   ASSERT_FALSE(m.all_s8());
-  EXPECT_EQ(model_format_version(m), kModelFormatVersion);
+  EXPECT_EQ(model_format_version(m), kModelFormatVersionTyped);
   EXPECT_EQ(model_format_version(small_model()), kModelFormatVersionS8);
   const CompiledModel r = parse_model(serialize_model(m), "mem");
   ASSERT_EQ(r.buffers.size(), m.buffers.size());
@@ -189,7 +189,7 @@ TEST(ModelFile, S16ProgramWithStateRoundTripIsExact) {
   std::uniform_int_distribution<int32_t> d(-20000, 20000);
   for (int32_t e = 0; e < 2 * H; ++e) m.ops[0].initial_cell.push_back(static_cast<int16_t>(d(rng)));
   ASSERT_NO_THROW(m.validate("state"));
-  EXPECT_EQ(model_format_version(m), kModelFormatVersion);
+  EXPECT_EQ(model_format_version(m), kModelFormatVersionTyped);
   const CompiledModel r = parse_model(serialize_model(m), "mem");
   EXPECT_EQ(r.initial_hidden, StateSource::kConstant);
   EXPECT_EQ(r.initial_cell, StateSource::kConstant);
@@ -273,7 +273,7 @@ TEST(ModelFile, DamagedS16FileIsRefused) {
   // A version-6 file knows no 16x8 kind (the version is outside the checksum).
   bool kind_refused = false;
   for (size_t k = 0; k + 4 <= good.size() && !kind_refused; ++k) {
-    const char current[4] = {static_cast<char>(kModelFormatVersion), 0, 0, 0};
+    const char current[4] = {static_cast<char>(kModelFormatVersionTyped), 0, 0, 0};
     if (good.compare(k, 4, std::string(current, 4)) != 0) continue;
     std::string d = good;
     d[k] = static_cast<char>(kModelFormatVersionS8);

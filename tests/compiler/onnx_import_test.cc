@@ -34,6 +34,7 @@ const char* layer_name(const FloatLayer& l) {
     case FloatLayerKind::kLinear: return "Linear";
     case FloatLayerKind::kSoftmax: return "Softmax";
     case FloatLayerKind::kSelectStep: return "select";
+    case FloatLayerKind::kPoolTime: return l.pool == PoolFn::kMean ? "mean" : "max";
     case FloatLayerKind::kActivation: return activation_fn_name(l.fn);
   }
   return "?";

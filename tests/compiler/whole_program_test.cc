@@ -389,6 +389,60 @@ TEST(WholeProgram, BothDirectionsFinalStatesSideBySide) {
   std::printf("cat(h_n[-1], h_n[-2]) -> Linear: SQNR %.1f dB\n", sqnr);
 }
 
+// Pooling over time (y.mean(dim=1), y.max(dim=1).values) then a Linear: the last layer writes its
+// sequence, a pool op (its input's quantization) writes one row per batch row, and the held-out
+// SQNR against the float program reaches the bound; in the time-major layout the same int8 model
+// gives the same bytes per sequence.
+TEST(WholeProgram, PoolingOverTime) {
+  for (PoolFn fn : {PoolFn::kMean, PoolFn::kMax}) {
+    std::mt19937_64 rng(fn == PoolFn::kMean ? 41 : 42);
+    const int32_t I = 3, H = 8, T = 12;
+    FloatProgram p = random_program(I, H, 1, fn == PoolFn::kMean ? 1 : 2, rng);
+    const int32_t W = p.directions * H;
+    FloatLayer pool = elementwise(FloatLayerKind::kPoolTime, W, "/ReduceMean");
+    pool.pool = fn;
+    p.head = {pool, linear(W, 4, 0.4f, rng, "/fc/Gemm")};
+    const Compiled c = compile_and_run(p, T, fast());
+    const CompiledModel& m = c.q.model;
+    const size_t lstms = static_cast<size_t>(p.directions);
+    ASSERT_EQ(m.ops.size(), lstms + 2);
+    EXPECT_EQ(m.ops[lstms].kind, QLSTM_OP_POOL_S8);
+    const DerivedPool& d = m.ops[lstms].as<DerivedPool>();
+    EXPECT_EQ(d.block.kind, fn == PoolFn::kMean ? QLSTM_POOL_AVERAGE : QLSTM_POOL_MAX);
+    EXPECT_TRUE(d.over_time());
+    const ProgramBuffer& in = m.buffers[static_cast<size_t>(m.ops[lstms].input_buffer)];
+    const ProgramBuffer& out = m.buffers[static_cast<size_t>(m.ops[lstms].output_buffer)];
+    EXPECT_EQ(in.steps, QLSTM_BUFFER_EVERY_STEP);
+    EXPECT_EQ(out.steps, QLSTM_BUFFER_ONE_STEP);
+    EXPECT_EQ(in.quant.scale, out.quant.scale);
+    EXPECT_EQ(in.quant.zero_point, out.quant.zero_point);
+    EXPECT_TRUE(m.output_is_one_step());
+    // Not streamable: a chunk holds part of what it pools (the bidirectional one: its reverse op says so first).
+    EXPECT_NE(m.streaming_refusal().find(p.directions == 1 ? "the mean over every time step of the whole sequence"
+                                                           : "reverse"),
+              std::string::npos)
+        << m.streaming_refusal();
+    const double sqnr = sqnr_db(c.want, c.got);
+    EXPECT_GE(sqnr, kMinSqnrDb);
+    std::printf("%s over time -> Linear: SQNR %.1f dB\n", fn == PoolFn::kMean ? "mean" : "max", sqnr);
+    // Time-major: the same sequences transposed give the same output bytes.
+    const int32_t B = c.shape.batch;
+    std::vector<int8_t> x8(c.x.size()), x8_tm(c.x.size());
+    for (size_t k = 0; k < x8.size(); ++k) x8[k] = m.input_quant().quantize(c.x[k]);
+    for (int32_t b = 0; b < B; ++b) {
+      for (int32_t t = 0; t < T; ++t) {
+        std::copy_n(x8.begin() + (static_cast<ptrdiff_t>(b) * T + t) * I, I, x8_tm.begin() + (static_cast<ptrdiff_t>(t) * B + b) * I);
+      }
+    }
+    EXPECT_EQ(run_program_s8(m, x8_tm, {B, T, Layout::kTimeMajor}), run_program_s8(m, x8, c.shape));
+    // The model file: version 8 (the pooling kind), read back to the same program and bytes.
+    const std::string file = serialize_model(m);
+    EXPECT_EQ(model_format_version(m), 8u);
+    const CompiledModel back = parse_model(file, "mem");
+    EXPECT_EQ(run_program_s8(back, x8, c.shape), run_program_s8(m, x8, c.shape));
+  }
+}
+
 // A learned initial state that differs per batch row ([L, B, H]) is compiled in; the model then
 // runs only at that batch.
 TEST(WholeProgram, PerRowConstantInitialState) {
@@ -468,7 +522,7 @@ TEST(WholeProgram, LoaderRefusesEachInconsistentFieldOfTheNewKinds) {
       {[](CompiledModel& m) { m.buffers[2].steps = QLSTM_BUFFER_EVERY_STEP; }, "model.qlstm: ops[1].output_buffer"},
       {[](CompiledModel& m) { m.buffers[2].quant.scale *= 2; },
        "model.qlstm: field 'ops[1]': output quantization differs from its output buffer's"},
-      {[](CompiledModel& m) { m.ops[3].kind = QLSTM_OP_KIND_COUNT; }, "field 'ops[3].kind': 10 is not an op kind this qlstm knows"},
+      {[](CompiledModel& m) { m.ops[3].kind = QLSTM_OP_KIND_COUNT; }, "field 'ops[3].kind': " + std::to_string(QLSTM_OP_KIND_COUNT) + " is not an op kind this qlstm knows"},
   };
   for (const Case& c : cases) {
     CompiledModel m = base;

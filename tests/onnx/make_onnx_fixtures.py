@@ -26,9 +26,9 @@ when the model returns it, h_n on a fixed input and h0), hand-made GRU graphs, a
 Import pre-pass models (import_*, group "import"): torch exports with dynamic axes (two separate
 nn.LSTM / nn.GRU modules), without constant folding, at opset 9 (an attribute Slice), a forecaster
 ending in .squeeze(-1), a Reshape to [0, 0, 128] between bidirectional layers (torch's output on a
-fixed input), heads on the last layer's final states (import_h_n_*: torch.cat((h_n[-2], h_n[-1]), 1)
+fixed input), the mean and max over time (import_pool_*), heads on the last layer's final states (import_h_n_*: torch.cat((h_n[-2], h_n[-1]), 1)
 in either order, flattened, one row; a row of another layer refused), a classifier with dead output
-units (import_dead_output_units), and the refusals that must name their node (mean over time, encoder-decoder, RNN,
+units (import_dead_output_units), and the refusals that must name their node (sum over time, encoder-decoder, RNN,
 Loop, another domain's op, an initial state of the wrong constant shape); import_calibration.npy
 for the CLI tests.
 Usage: make_onnx_fixtures.py [OUTDIR] [--only lstm|gru|import ...]
@@ -877,6 +877,29 @@ def dead_units(x):
     import_torch("import_dead_output_units", model, 14, x, ["select", "Linear"])
 
 
+def pooling(x):
+    """Pooling over time instead of the last step, as published classifiers write it: the mean or the
+    max over the time axis (keepdims either way), after an LSTM, a bidirectional LSTM or a GRU, with
+    and without a head; a sum over time and a pooling after per-step layers are refused, named."""
+    import_torch("import_pool_max_bidirectional",
+                 Custom(lambda y, h: y.max(dim=1).values, head=nn.Linear(8, 2), bidirectional=True), 17, x,
+                 ["max", "Linear"], dynamic=True)
+    import_torch("import_pool_mean_keepdim", Custom(lambda y, h: y.mean(dim=1, keepdim=True).squeeze(1),
+                                                    head=nn.Linear(4, 3)), 13, x, ["mean", "Linear"])
+    import_torch("import_pool_mean_output", Custom(lambda y, h: torch.mean(y, 1)), 15, x, ["mean"], dynamic=True)
+    import_torch("import_pool_max_gru", Custom(lambda y, h: torch.amax(y, dim=1), head=nn.Linear(4, 2), cell=nn.GRU),
+                 14, x, ["max", "Linear"], cell="GRU",
+                 program=dict(ops=1, directions=1, initial_h="zero", initial_c="zero", h_n=False, c_n=False))
+    refused("import_refused_sum_over_time", Custom(lambda y, h: y.sum(dim=1), head=nn.Linear(4, 2)), 14,
+            ["node '/ReduceSum' (ReduceSum): a sum over time (ReduceSum over the time axis): not supported (a mean "
+             "or a max over the time axis alone is: y.mean(dim=1), y.max(dim=1).values)"])
+    refused("import_refused_pool_after_linear",
+            Custom(lambda y, h: y, head=nn.Sequential(nn.Linear(4, 4), Lambda(lambda z: z.mean(dim=1)))), 14,
+            ["node '/head/head.1/ReduceMean' (ReduceMean): a pooling over time after per-step layers "
+             "(/head/head.0/MatMul): not supported yet; pool the recurrent layer's output directly, then apply the "
+             "layers"])
+
+
 def import_models():
     """The graphs the import pre-pass and its fixes make compile, and the refusals they name."""
     torch.manual_seed(18)
@@ -892,9 +915,8 @@ def import_models():
     import_torch("import_opset9_slice_last_step", last, 9, x, ["select", "Linear"])
     reshape_0_0_2h("import_reshape_target_0_0_128")
     reshape_0_0_2h("import_reshape_target_from_shape", from_shape=True)
-    refused("import_refused_mean_over_time", MeanOverTime(), 14,
-            ["node '/ReduceMean' (ReduceMean): a mean over time (ReduceMean over the time axis): pooling over time is "
-             "not supported yet"])
+    # Made where its refusal was, on an input drawn as that refusal's was: the later fixtures unchanged.
+    import_torch("import_pool_mean", MeanOverTime(), 14, torch.randn(2, 5, 3), ["mean", "Linear"])
     refused("import_refused_encoder_decoder", EncoderDecoder(), 14,
             ["graph: 2 LSTM/GRU nodes, of which 1 form a chain", "off the chain: node '/dec/LSTM' (LSTM)"])
     refused_recurrences()
@@ -917,6 +939,7 @@ def import_models():
     between_layers(x)
     final_states(x)
     dead_units(x)
+    pooling(x)
     # compile's calibration for the CLI tests: 8 sequences of 5 steps, batch-first [B, T, 3]
     np.save(os.path.join(OUT, "import_calibration.npy"),
             np.random.default_rng(23).standard_normal((8, 5, 3)).astype(np.float32))

@@ -97,6 +97,9 @@ MODELS = [
     ("tests/onnx/models/gru_torch_bi2_state.onnx", False, None, None),
     ("tests/onnx/models/gru_plain_reverse.onnx", False, None, None),
     ("tests/onnx/models/gru_torch_h_n_linear_stack2.onnx", True, None, None),
+    # Pooling over time (issue 30): the mean after an LSTM, the max after a GRU, each then a Linear.
+    ("tests/onnx/models/import_pool_mean.onnx", True, None, None),
+    ("tests/onnx/models/import_pool_max_gru.onnx", True, None, None),
 ]
 
 
@@ -214,6 +217,7 @@ EMITTED = [
     ("bi2_state", "tests/onnx/models/torch_bi2_state.onnx", False, None, "whole_state"),
     ("digits_gru", "examples/digits/digits_gru.onnx", True, "examples/digits/calibration.npy", "stream"),
     ("gru_bi1", "tests/onnx/models/gru_torch_bidirectional.onnx", False, None, "whole"),
+    ("pool_mean", "tests/onnx/models/import_pool_mean.onnx", True, None, "whole"),  # a pooling over time
 ]
 EMITTED_STEPS = 40
 

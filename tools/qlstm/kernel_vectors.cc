@@ -324,6 +324,42 @@ SoftmaxCase read_softmax_case(const json& j, const std::string& where) {
   return c;
 }
 
+PoolCase read_pool_case(const json& j, const std::string& where) {
+  const Node n(j, where, "");
+  if (!j.is_object()) n.fail("a case must be an object");
+  PoolCase c;
+  c.name = n.at("name").string();
+  qlstm_pool_s8_params& p = c.params;
+  const std::string kind = n.at("kind").string();
+  if (kind != "max" && kind != "avg") n.at("kind").fail("expected \"max\" or \"avg\"");
+  p.kind = kind == "max" ? QLSTM_POOL_MAX : QLSTM_POOL_AVERAGE;
+  auto pair = [&](const char* key, int32_t* a, int32_t* b) {
+    const std::vector<int32_t> v = n.at(key).int_array<int32_t>(2);
+    *a = v[0];
+    *b = v[1];
+  };
+  const std::vector<int32_t> in = n.at("input_shape").int_array<int32_t>(4);
+  const std::vector<int32_t> out = n.at("output_shape").int_array<int32_t>(4);
+  if (in[0] != out[0] || in[3] != out[3]) n.at("output_shape").fail("batch and channels must be the input's");
+  p.batch = in[0];
+  p.input_height = in[1];
+  p.input_width = in[2];
+  p.channels = in[3];
+  p.output_height = out[1];
+  p.output_width = out[2];
+  pair("window", &p.window_height, &p.window_width);
+  pair("stride", &p.stride_height, &p.stride_width);
+  pair("padding", &p.padding_height, &p.padding_width);
+  p.activation_min = static_cast<int32_t>(n.at("activation_min").integer(INT8_MIN, INT8_MAX));
+  p.activation_max = static_cast<int32_t>(n.at("activation_max").integer(INT8_MIN, INT8_MAX));
+  check_case_params(qlstm_pool_s8_validate, p, where);
+  const size_t in_count = static_cast<size_t>(p.batch) * p.input_height * p.input_width * p.channels;
+  const size_t out_count = static_cast<size_t>(p.batch) * p.output_height * p.output_width * p.channels;
+  c.input = n.at("input").int_array<int8_t>(in_count);
+  c.expected_output = n.at("expected").at("output").int_array<int8_t>(out_count);
+  return c;
+}
+
 // The first differing value of a [rows][row_size] output, as "output[k] (row=r col=c): ...".
 template <typename Value>
 std::string first_row_mismatch(const std::vector<Value>& expected, const std::vector<Value>& got, int32_t row_size,
@@ -428,10 +464,10 @@ VectorFile load_vector_file(const std::string& path) {
   if (!doc.is_object()) root.fail("the file must hold a JSON object");
   const std::string format = root.at("format").string();
   if (format != kFormat && format != kFcFormat && format != kSoftmaxFormat && format != kFcS16Format &&
-      format != kLstmS16Format) {
+      format != kLstmS16Format && format != kPoolFormat) {
     root.at("format").fail("unsupported format \"" + format + "\" (expected \"" + kFormat + "\", \"" + kFcFormat +
-                           "\", \"" + kSoftmaxFormat + "\", \"" + kFcS16Format + "\" or \"" + kLstmS16Format +
-                           "\")");
+                           "\", \"" + kSoftmaxFormat + "\", \"" + kFcS16Format + "\", \"" + kLstmS16Format +
+                           "\" or \"" + kPoolFormat + "\")");
   }
   VectorFile file;
   file.path = path;
@@ -456,6 +492,9 @@ VectorFile load_vector_file(const std::string& path) {
     } else if (format == kFcS16Format) {
       file.fc_s16_cases.push_back(read_fc_s16_case(cases[k], where));
       name = file.fc_s16_cases.back().name;
+    } else if (format == kPoolFormat) {
+      file.pool_cases.push_back(read_pool_case(cases[k], where));
+      name = file.pool_cases.back().name;
     } else if (format == kSoftmaxFormat) {
       file.softmax_cases.push_back(read_softmax_case(cases[k], where));
       name = file.softmax_cases.back().name;
@@ -573,6 +612,15 @@ std::string device_bundle(const std::vector<VectorFile>& files) {
       op.output_buffer = 1;
       row_case(c.name, op, c.block.rows, c.block.input_size, c.block.output_size, c.input, c.expected_output);
     }
+    for (const PoolCase& c : f.pool_cases) {
+      qlstm_op op{};
+      op.kind = QLSTM_OP_POOL_S8;
+      op.params = &c.params;
+      op.output_buffer = 1;
+      const qlstm_pool_s8_params& p = c.params;
+      row_case(c.name, op, p.batch, p.input_height * p.input_width * p.channels,
+               p.output_height * p.output_width * p.channels, c.input, c.expected_output);
+    }
     for (const SoftmaxCase& c : f.softmax_cases) {
       qlstm_op op{};
       op.kind = QLSTM_OP_SOFTMAX_S8;
@@ -614,17 +662,28 @@ CaseResult run_fc_s16_case(const FcS16Case& c, const FcS16Variant* variant) {
   return r;
 }
 
-CaseResult run_softmax_case(const SoftmaxCase& c) {
+// An int8 case of a kernel with its own status (kernel(&params, in, out)): its output against the
+// expected [rows][row_size] values.
+template <class Case, class Kernel>
+CaseResult run_int8_rows_case(const Case& c, Kernel kernel, int32_t row_size, const char* row, const char* col) {
   CaseResult r;
   r.output.assign(c.expected_output.size(), 0);
-  r.status = qlstm_softmax_s8(&c.params, c.input.data(), r.output.data());
+  r.status = kernel(&c.params, c.input.data(), r.output.data());
   if (r.status != QLSTM_OK) {
     r.mismatch = std::string("kernel returned an error: ") + qlstm_status_string(r.status);
     return r;
   }
-  r.mismatch = first_row_mismatch(c.expected_output, r.output, c.params.row_size, "row", "i");
+  r.mismatch = first_row_mismatch(c.expected_output, r.output, row_size, row, col);
   r.passed = r.mismatch.empty();
   return r;
+}
+
+CaseResult run_pool_case(const PoolCase& c) {
+  return run_int8_rows_case(c, qlstm_pool_s8, c.params.channels, "position", "c");
+}
+
+CaseResult run_softmax_case(const SoftmaxCase& c) {
+  return run_int8_rows_case(c, qlstm_softmax_s8, c.params.row_size, "row", "i");
 }
 
 CaseResult run_lstm_s16_case(const LstmS16Case& c, const LstmS16Variant* variant) {

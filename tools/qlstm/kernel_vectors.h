@@ -15,6 +15,7 @@
 #include "qlstm/kernels.h"
 #include "qlstm/lstm_s16.h"
 #include "qlstm/lstm_s8.h"
+#include "qlstm/pool_s8.h"
 #include "qlstm/softmax_s8.h"
 
 namespace qlstm {
@@ -25,6 +26,7 @@ inline constexpr const char* kFcFormat = "fc-s8-vectors/1";
 inline constexpr const char* kSoftmaxFormat = "softmax-s8-vectors/1";
 inline constexpr const char* kFcS16Format = "fc-s16-vectors/1";
 inline constexpr const char* kLstmS16Format = "lstm-s16-kernel-vectors/1";
+inline constexpr const char* kPoolFormat = "pool-s8-vectors/1";
 
 // One gate's arrays (its scalars live in the case's block); Bias: int32_t, int64_t for 16x8.
 template <class Bias>
@@ -114,6 +116,14 @@ struct SoftmaxCase {
   std::vector<int8_t> expected_output;
 };
 
+// A max or average pooling case: NHWC images, every field of the kernel's block.
+struct PoolCase {
+  std::string name;
+  qlstm_pool_s8_params params{};
+  std::vector<int8_t> input;            // [N][H][W][C]
+  std::vector<int8_t> expected_output;  // [N][OH][OW][C]
+};
+
 // One file: the cases of its format (the other lists are empty).
 struct VectorFile {
   std::string path;
@@ -124,8 +134,10 @@ struct VectorFile {
   std::vector<SoftmaxCase> softmax_cases;  // softmax-s8-vectors/1
   std::vector<FcS16Case> fc_s16_cases;     // fc-s16-vectors/1
   std::vector<LstmS16Case> lstm_s16_cases; // lstm-s16-kernel-vectors/1
+  std::vector<PoolCase> pool_cases;        // pool-s8-vectors/1
   size_t case_count() const {
-    return cases.size() + fc_cases.size() + softmax_cases.size() + fc_s16_cases.size() + lstm_s16_cases.size();
+    return cases.size() + fc_cases.size() + softmax_cases.size() + fc_s16_cases.size() + lstm_s16_cases.size() +
+           pool_cases.size();
   }
 };
 
@@ -154,7 +166,8 @@ struct CaseResult {
 
 // Every case of the files, with its expected values, as a bundle for the device firmware
 // (device::bundle): an LSTM case as a one-op program over its call, an FC case as a one-op
-// program over B positions of one step (T = 1), a softmax case likewise over its rows. The 16x8
+// program over B positions of one step (T = 1), a softmax case likewise over its rows, a pooling
+// case over its images (one position each). The 16x8
 // cases (not program ops yet) make a bundle of their own, "QLSB" (device::s16_bundle): files of
 // both kinds together throw FormatError.
 std::string device_bundle(const std::vector<VectorFile>& files);
@@ -164,6 +177,8 @@ CaseResult run_case(const KernelCase& c, const LstmS8Variant& variant);
 // The FC case through `variant` (nullptr: qlstm_fc_s8's dispatch); the softmax case.
 CaseResult run_fc_case(const FcCase& c, const FcS8Variant* variant);
 CaseResult run_softmax_case(const SoftmaxCase& c);
+// The pooling case through qlstm_pool_s8.
+CaseResult run_pool_case(const PoolCase& c);
 // The 16x8 FC case through `variant` (nullptr: qlstm_fc_s16's dispatch).
 CaseResult run_fc_s16_case(const FcS16Case& c, const FcS16Variant* variant);
 // The 16x8 LSTM case through `variant` (nullptr: qlstm_lstm_s16's dispatch); the results in *_s16.

@@ -199,6 +199,14 @@ bool verify_file(const qlstm::vectors::VectorFile& file, const SelectedVariants&
       count(c.name, v != nullptr ? v->name : "default", qlstm::vectors::run_fc_s16_case(c, v), detail);
     }
   }
+  for (const auto& c : file.pool_cases) {
+    const qlstm_pool_s8_params& p = c.params;
+    const std::string detail = std::string(p.kind == QLSTM_POOL_MAX ? "max" : "avg") + " " +
+                               std::to_string(p.batch) + "x" + std::to_string(p.input_height) + "x" +
+                               std::to_string(p.input_width) + "x" + std::to_string(p.channels) + " window " +
+                               std::to_string(p.window_height) + "x" + std::to_string(p.window_width);
+    count(c.name, "reference", qlstm::vectors::run_pool_case(c), detail);
+  }
   for (const auto& c : file.softmax_cases) {
     const std::string detail = "rows=" + std::to_string(c.params.rows) + " row_size=" + std::to_string(c.params.row_size);
     count(c.name, "reference", qlstm::vectors::run_softmax_case(c), detail);

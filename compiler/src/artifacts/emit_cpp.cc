@@ -282,6 +282,8 @@ void ProgramEmitter::prepare() {
   one_row = std::string("the ") + last_kind + "'s final hidden state";
   for (const ProgramOp& op : m.ops) {
     int32_t step = 0;
+    const std::string pooled = pooled_over_time(op);
+    if (!pooled.empty()) one_row = pooled;
     if (!selected_step(op, &step)) continue;
     one_row = step == -1 ? std::string("the last time step") : "time step " + std::to_string(step);
   }

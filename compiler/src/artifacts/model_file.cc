@@ -151,11 +151,15 @@ fb::StateSource to_fb(StateSource s) {
 
 uint32_t model_format_version(const CompiledModel& m) {
   bool typed = !m.all_s8();
+  uint32_t kinds_version = 0;
   for (const ProgramOp& op : m.ops) {
     const OpKind* kind = find_op_kind(op.kind);
     typed = typed || (kind != nullptr && kind->int16_data);
+    if (kind != nullptr) kinds_version = std::max(kinds_version, kind->file_version);
   }
-  return typed ? kModelFormatVersion : kModelFormatVersionS8;
+  // The oldest version that reads the model: 6 for int8 kinds, 7 with int16 buffers or kinds, or
+  // the newest kind's own.
+  return std::max(typed ? kModelFormatVersionTyped : kModelFormatVersionS8, kinds_version);
 }
 
 std::string serialize_model(const CompiledModel& m) {

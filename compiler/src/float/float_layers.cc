@@ -25,11 +25,33 @@ std::string layer_label(const FloatLayer& l) {
     case FloatLayerKind::kActivation: kind = activation_fn_name(l.fn); break;
     case FloatLayerKind::kSoftmax: kind = "Softmax"; break;
     case FloatLayerKind::kSelectStep: kind = "step selection"; break;
+    case FloatLayerKind::kPoolTime: kind = l.pool == PoolFn::kMean ? "mean over time" : "max over time"; break;
   }
   return "layer '" + l.node + "' (" + kind + ")";
 }
 
 }  // namespace
+
+std::vector<double> pool_over_time(const FloatLayer& layer, const std::vector<double>& x, int32_t T) {
+  const size_t W = static_cast<size_t>(layer.input_size);
+  if (layer.kind != FloatLayerKind::kPoolTime || T < 1 || x.size() != static_cast<size_t>(T) * W) {
+    throw CompileError(layer_label(layer) + ": pools " + std::to_string(x.size()) + " values as " + std::to_string(T) +
+                       " steps of " + std::to_string(W));
+  }
+  const bool mean = layer.pool == PoolFn::kMean;
+  std::vector<double> y(x.begin(), x.begin() + static_cast<ptrdiff_t>(W));
+  for (size_t t = 1; t < static_cast<size_t>(T); ++t) {
+    for (size_t i = 0; i < W; ++i) y[i] = mean ? y[i] + x[t * W + i] : std::max(y[i], x[t * W + i]);
+  }
+  if (mean) {
+    for (double& v : y) v /= T;
+  }
+  return y;
+}
+
+bool reads_whole_sequence(FloatLayerKind kind) {
+  return kind == FloatLayerKind::kSelectStep || kind == FloatLayerKind::kPoolTime;
+}
 
 const char* activation_fn_name(ActivationFn f) {
   switch (f) {
@@ -92,6 +114,7 @@ void FloatLayer::validate() const {
       if (!std::isfinite(softmax_beta) || !(softmax_beta > 0)) bad("softmax beta must be finite and positive");
       break;
     case FloatLayerKind::kSelectStep:
+    case FloatLayerKind::kPoolTime:
       break;
   }
 }
@@ -143,7 +166,8 @@ std::vector<double> run_float_layer(const FloatLayer& layer, const std::vector<d
         break;
       }
       case FloatLayerKind::kSelectStep:
-        throw CompileError(layer_label(layer) + ": a step selection is not a per-position layer");
+      case FloatLayerKind::kPoolTime:
+        throw CompileError(layer_label(layer) + ": reads a whole sequence; it is not a per-position layer");
     }
   }
   return y;

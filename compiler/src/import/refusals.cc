@@ -25,8 +25,8 @@ std::string describe_reduction_over_time(const onnx::NodeProto& n, const std::st
   const std::string& op = n.op_type();
   const std::string what = op == "ReduceMean" ? "a mean" : op == "ReduceMax" ? "a max" : op == "ReduceSum" ? "a sum"
                                                                                           : "a reduction";
-  return what + " over time (" + op + " over the time axis): pooling over time is not supported yet (a model "
-         "reads every step, or one: y[:, -1] or h_n[-1])";
+  return what + " over time (" + op + " over the time axis" + (reduced == "T" ? "" : " and others") +
+         "): not supported (a mean or a max over the time axis alone is: y.mean(dim=1), y.max(dim=1).values)";
 }
 
 }  // namespace import

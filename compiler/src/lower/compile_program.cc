@@ -77,7 +77,9 @@ ProgramOp derive_layer_op(const LayerOp& lop, const AffineQuant& input, const Af
       }
       break;
     case FloatLayerKind::kSelectStep:
-      throw CompileError(node_label(l) + ": a step selection must come first in the head, right after the LSTM");
+    case FloatLayerKind::kPoolTime:
+      throw CompileError(node_label(l) + ": a step selection or a pooling over time must come first in the head, "
+                         "right after the LSTM");
   }
   return op;
 }
@@ -181,6 +183,7 @@ class ProgramCompiler {
   int32_t final_step(size_t k) const { return program_.ops[k].reverse ? 0 : -1; }
   void plan_head(const std::vector<std::vector<float>>& stack_out);
   std::vector<double> head_row(const std::vector<float>& stack_out, size_t e) const;
+  std::vector<double> pooled_row(const std::vector<float>& stack_out, size_t e) const;
   std::vector<float> run_head(const AffineQuant& lstm_output, const std::vector<int8_t>& rows, int32_t n) const;
   void observe_layer(int32_t l, std::vector<OpObservation>* observed, std::vector<std::vector<float>>* outs);
   OpBoundaries layer_boundaries(int32_t l, const std::vector<std::vector<float>>& outs);
@@ -198,6 +201,7 @@ class ProgramCompiler {
   const int32_t D_, I_;
   const FloatLstm& last_lstm_;
   bool has_select_ = false, final_state_ = false, select_op_ = false;
+  bool pool_ = false;  // the head pools the last layer's sequence over time first
   std::vector<FloatLayer> head_layers_;
   std::optional<int32_t> head_step_;  // the step of the last layer's output the head reads
   std::vector<Entry> entries_;
@@ -227,6 +231,11 @@ void ProgramCompiler::check() {
   }
   if (calibration_.sequences.empty()) throw CompileError("calibration: the calibration set is empty");
   has_select_ = !program_.head.empty() && program_.head.front().kind == FloatLayerKind::kSelectStep;
+  pool_ = !program_.head.empty() && program_.head.front().kind == FloatLayerKind::kPoolTime;
+  if (pool_ && std::find(options_.s16_layers.begin(), options_.s16_layers.end(), true) != options_.s16_layers.end()) {
+    throw CompileError(node_label(program_.head.front()) + ": a pooling over time after 16x8 layers is not "
+                       "supported yet; compile the layers int8 (without --s16-layers)");
+  }
   head_layers_ = compiled_head_layers(program_);
   if (program_.lstm_output == LstmOutput::kFinalState && has_select_) {
     throw CompileError(node_label(program_.head.front()) + ": selects a step of h_n, which has one");
@@ -238,7 +247,9 @@ void ProgramCompiler::check() {
   if (program_.lstm_output == LstmOutput::kFinalState) head_step_ = last_lstm_.reverse ? 0 : -1;
   if (has_select_) head_step_ = program_.head.front().step;
   for (const FloatLayer& l : program_.front) {
-    if (l.kind == FloatLayerKind::kSelectStep) throw CompileError(node_label(l) + ": a step selection before the LSTM");
+    if (reads_whole_sequence(l.kind)) {
+      throw CompileError(node_label(l) + ": a step selection or a pooling over time before the LSTM");
+    }
   }
 }
 
@@ -306,13 +317,27 @@ std::vector<double> ProgramCompiler::head_row(const std::vector<float>& stack_ou
   return row;
 }
 
+// Entry e's mean or max over its steps of the last layer's output (the head's pooling over time).
+std::vector<double> ProgramCompiler::pooled_row(const std::vector<float>& stack_out, size_t e) const {
+  const int32_t T = entries_[e].time_steps;
+  const FloatLayer& pool = program_.head.front();
+  if (T < 1) {
+    throw CompileError("calibration: sequence " + std::to_string(e % calibration_.sequences.size()) +
+                       " has no time steps for " + node_label(pool) + " to pool");
+  }
+  return pool_over_time(pool, to_double(stack_out), T);
+}
+
 // The head, planned on the float pass of the last layer: what it reads (every step, one step or
 // h_n), its per-position ops (the selection is not one) and each one's output quantization, and
 // the float model's output per entry.
 void ProgramCompiler::plan_head(const std::vector<std::vector<float>>& stack_out) {
   std::vector<int32_t> head_positions;
   for (size_t e = 0; e < entries_.size(); ++e) {
-    if (!head_step_) {
+    if (pool_) {
+      head_values_.push_back(pooled_row(stack_out[e], e));
+      head_positions.push_back(1);
+    } else if (!head_step_) {
       head_values_.push_back(to_double(stack_out[e]));
       head_positions.push_back(entries_[e].time_steps);
     } else {
@@ -386,7 +411,7 @@ OpBoundaries ProgramCompiler::layer_boundaries(int32_t l, const std::vector<std:
     fixed.scored_step = head_step_;
     plan_head(outs);
     // One op per layer: its candidates are scored by the model's output through the head.
-    if (D_ == 1 && !head_ops_.empty()) {
+    if (D_ == 1 && !head_ops_.empty() && !pool_) {
       fixed.head = [this](const AffineQuant& q, const std::vector<int8_t>& rows, int32_t n) { return run_head(q, rows, n); };
       for (const std::vector<double>& v : head_values_) fixed.head_reference.emplace_back(v.begin(), v.end());
     }
@@ -459,7 +484,7 @@ void ProgramCompiler::assemble_stack() {
 // The LSTM stack, layer by layer.
 void ProgramCompiler::lower_stack() {
   head_ops_ = layer_ops(head_layers_);
-  if (has_select_) head_ops_.erase(head_ops_.begin());
+  if (has_select_ || pool_) head_ops_.erase(head_ops_.begin());
   for (int32_t l = 0; l < program_.layers(); ++l) {
     std::vector<OpObservation> observed;
     std::vector<std::vector<float>> outs;
@@ -474,6 +499,14 @@ void ProgramCompiler::lower_stack() {
 void ProgramCompiler::lower_head() {
   CompiledModel& m = result_.model;
   const int32_t W = D_ * last_lstm_.hidden_size;
+  if (pool_) {
+    ProgramOp op;
+    op.set(derive_pool_time(program_.head.front(), m.buffers.back().quant));
+    op.input_buffer = static_cast<int32_t>(m.buffers.size()) - 1;
+    op.output_buffer = op.input_buffer + 1;
+    m.buffers.push_back({W, m.buffers.back().quant, QLSTM_BUFFER_ONE_STEP});
+    m.ops.push_back(std::move(op));
+  }
   if (select_op_) {
     ProgramOp op;
     op.set(DerivedSelect{W, program_.head.front().step});

@@ -167,6 +167,27 @@ DerivedFc derive_fc(const FloatLayer& linear, const FloatLayer* clamp, const Aff
   return d;
 }
 
+int32_t DerivedPool::input_width() const {
+  return over_time() ? block.channels : block.input_height * block.input_width * block.channels;
+}
+
+int32_t DerivedPool::output_width() const {
+  return over_time() ? block.channels : block.output_height * block.output_width * block.channels;
+}
+
+DerivedPool derive_pool_time(const FloatLayer& pool, const AffineQuant& quant) {
+  if (pool.kind != FloatLayerKind::kPoolTime) throw CompileError(layer_label(pool) + ": not a pooling over time");
+  if (pool.input_size < 1) throw CompileError(layer_label(pool) + ": input_size must be >= 1");
+  check_quant(quant, layer_label(pool) + ": input");
+  DerivedPool d;
+  d.block.kind = pool.pool == PoolFn::kMax ? QLSTM_POOL_MAX : QLSTM_POOL_AVERAGE;
+  d.block.channels = pool.input_size;
+  d.block.activation_min = kInt8Min;
+  d.block.activation_max = kInt8Max;
+  d.quant = quant;
+  return d;
+}
+
 qlstm_fc_s8_params DerivedFc::kernel_params(int32_t rows) const {
   qlstm_fc_s8_params p{};
   p.rows = rows;

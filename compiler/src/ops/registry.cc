@@ -8,7 +8,7 @@ namespace compiler {
 namespace ops {
 
 extern const OpKind kLstmS8Kind, kFullyConnectedS8Kind, kSoftmaxS8Kind, kTableS8Kind, kSelectStepKind, kGruS8Kind,
-    kLstmS16Kind, kFullyConnectedS16Kind, kRequantizeKind, kSoftmaxS16Kind;
+    kLstmS16Kind, kFullyConnectedS16Kind, kRequantizeKind, kSoftmaxS16Kind, kPoolS8Kind;
 
 void bad_record(const OpFileOrigin& from, const std::string& why) { throw CompileError(from.origin + ": " + why); }
 
@@ -59,7 +59,7 @@ const std::vector<const OpKind*>& op_kinds() {
   static const std::vector<const OpKind*> kinds = {
       &ops::kLstmS8Kind,  &ops::kFullyConnectedS8Kind,  &ops::kSoftmaxS8Kind,  &ops::kTableS8Kind,
       &ops::kSelectStepKind, &ops::kGruS8Kind,        &ops::kLstmS16Kind,    &ops::kFullyConnectedS16Kind,
-      &ops::kRequantizeKind, &ops::kSoftmaxS16Kind};
+      &ops::kRequantizeKind, &ops::kSoftmaxS16Kind, &ops::kPoolS8Kind};
   return kinds;
 }
 
@@ -95,6 +95,11 @@ bool selected_step(const ProgramOp& op, int32_t* step) {
   if (k == nullptr || k->selected_step == nullptr) return false;
   *step = k->selected_step(op);
   return true;
+}
+
+std::string pooled_over_time(const ProgramOp& op) {
+  const OpKind* k = find_op_kind(op.kind);
+  return k == nullptr || k->pools_time == nullptr ? std::string() : k->pools_time(op);
 }
 
 const char* op_kind_name(int32_t kind) {

@@ -158,8 +158,8 @@ void FloatProgram::validate() const {
     }
   }
   for (const FloatLayer& l : front) {
-    if (l.kind == FloatLayerKind::kSelectStep) {
-      throw CompileError("front layer '" + l.node + "': a step selection before the LSTM");
+    if (reads_whole_sequence(l.kind)) {
+      throw CompileError("front layer '" + l.node + "': a step selection or a pooling over time before the LSTM");
     }
   }
   if (validate_layers(front, input_size(), "front") != ops.front().input_size) {
@@ -177,10 +177,11 @@ void FloatProgram::validate() const {
     }
   }
   for (size_t k = 0; k < head.size(); ++k) {
-    if (head[k].kind != FloatLayerKind::kSelectStep) continue;
+    if (!reads_whole_sequence(head[k].kind)) continue;
     if (k != 0 || lstm_output != LstmOutput::kSequence) {
       throw CompileError("head layer " + std::to_string(k) + " ('" + head[k].node +
-                         "'): a step selection must be the first head layer, on the LSTM's output sequence");
+                         "'): a step selection or a pooling over time must be the first head layer, on the "
+                         "LSTM's output sequence");
     }
   }
   validate_layers(head, stack_output_size(), "head");
@@ -297,6 +298,22 @@ FloatProgramResult run_float_program(const FloatProgram& p, const float* x, cons
     rows = static_cast<size_t>(B);
     r.head_outputs.push_back(to_float(y));
     head_start = 1;
+  } else if (!p.head.empty() && p.head.front().kind == FloatLayerKind::kPoolTime) {
+    const FloatLayer& pool = p.head.front();
+    if (T < 1) throw CompileError("input: layer '" + pool.node + "' pools a sequence of no time steps");
+    const size_t W = static_cast<size_t>(pool.input_size);
+    for (int32_t b = 0; b < B; ++b) {
+      std::vector<double> seq;  // batch row b's steps
+      for (int32_t t = 0; t < T; ++t) {
+        const size_t at = shape.layout == Layout::kTimeMajor ? static_cast<size_t>(t) * B + b : static_cast<size_t>(b) * T + t;
+        seq.insert(seq.end(), input.begin() + static_cast<ptrdiff_t>(at * W), input.begin() + static_cast<ptrdiff_t>((at + 1) * W));
+      }
+      const std::vector<double> row = pool_over_time(pool, seq, T);
+      y.insert(y.end(), row.begin(), row.end());
+    }
+    rows = static_cast<size_t>(B);
+    r.head_outputs.push_back(to_float(y));
+    head_start = 1;
   } else {
     y.assign(input.begin(), input.end());
   }
@@ -343,6 +360,11 @@ std::string CompiledModel::streaming_refusal() const {
     }
   }
   for (size_t k = 0; k < ops.size(); ++k) {
+    const std::string pooled = pooled_over_time(ops[k]);
+    if (!pooled.empty()) {
+      return "op " + std::to_string(k) + " takes " + pooled + " of the whole sequence; a chunk holds only part of "
+             "it, so the model cannot be streamed";
+    }
     int32_t step = -1;
     if (selected_step(ops[k], &step) && step != -1) {
       return "op " + std::to_string(k) + " selects time step " + std::to_string(step) +
@@ -494,9 +516,10 @@ void ModelChecker::per_position_op(const ProgramOp& op, const std::string& w, co
   if (ob.input_width != in.width || ob.output_width != out.width) bad(w + "': its sizes are not its buffers' widths");
   if (!same_quant(ob.input, in.quant)) bad(w + "': input quantization differs from its input buffer's");
   if (!same_quant(ob.output, out.quant)) bad(w + "': output quantization differs from its output buffer's");
-  const int32_t want_steps = kind->selected_step ? QLSTM_BUFFER_ONE_STEP : in.steps;
-  if (kind->selected_step && in.steps != QLSTM_BUFFER_EVERY_STEP) {
-    bad(w + "': a step selection reads a sequence, not a one-step buffer");
+  const bool reads_sequence = kind->selected_step != nullptr || !pooled_over_time(op).empty();
+  const int32_t want_steps = reads_sequence ? QLSTM_BUFFER_ONE_STEP : in.steps;
+  if (reads_sequence && in.steps != QLSTM_BUFFER_EVERY_STEP) {
+    bad(w + "': a step selection or a pooling over time reads a sequence, not a one-step buffer");
   }
   if (out.steps != want_steps) bad(w + "': its output buffer's steps do not follow from its input's");
   if (!op.initial_hidden.empty() || !op.initial_cell.empty()) bad(w + "': only an LSTM op has an initial state");

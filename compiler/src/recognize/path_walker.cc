@@ -155,22 +155,51 @@ bool PathWalker::take(const onnx::NodeProto& n, PathState* s) {
   if (op == "MatMul") return reads_at(n, *s, 0) && matmul(n, s);
   if (op == "Add") return add_bias(n, s);
   if (op == "Softmax") return reads_at(n, *s, 0) && softmax(n, s);
-  if (op.rfind("Reduce", 0) == 0 && reads_at(n, *s, 0)) return reduction(n, *s);
+  if (op.rfind("Reduce", 0) == 0 && reads_at(n, *s, 0)) return reduction(n, s);
   ActivationFn fn = ActivationFn::kRelu;
   if (unary_activation_fn(op, &fn)) return unary_activation(n, fn, s);
   problem(&n, what_it_is(g_, n, c_.cell));
   return false;
 }
 
-// A reduction: over time it is a pooling; over the features, a LayerNorm's mean (what_it_is).
-bool PathWalker::reduction(const onnx::NodeProto& n, const PathState& s) {
+// A reduction: over time (alone) a mean or a max is a pooling over time, the head's first layer;
+// over the features, a LayerNorm's mean (what_it_is).
+bool PathWalker::reduction(const onnx::NodeProto& n, PathState* s) {
   std::vector<int64_t> axes;
   std::string reduced;
+  size_t time_axis = 0;
   if (axes_of(g_, n, &axes)) {
     for (int64_t a : axes) {
-      const int64_t k = a < 0 ? a + static_cast<int64_t>(s.view.labels.size()) : a;
-      if (k >= 0 && k < static_cast<int64_t>(s.view.labels.size())) reduced.push_back(s.view.labels[static_cast<size_t>(k)]);
+      const int64_t k = a < 0 ? a + static_cast<int64_t>(s->view.labels.size()) : a;
+      if (k >= 0 && k < static_cast<int64_t>(s->view.labels.size())) {
+        reduced.push_back(s->view.labels[static_cast<size_t>(k)]);
+        if (reduced.back() == 'T') time_axis = static_cast<size_t>(k);
+      }
     }
+  }
+  const std::string& op = n.op_type();
+  if (reduced == "T" && (op == "ReduceMean" || op == "ReduceMax") && !front_) {
+    if (s->selected) {
+      problem(&n, "a pooling over time after a step selection or another pooling: not supported");
+      return false;
+    }
+    if (!s->layers.empty()) {
+      problem(&n, "a pooling over time after per-step layers (" + s->layers.front().node + "): not supported yet; "
+                  "pool the recurrent layer's output directly, then apply the layers");
+      return false;
+    }
+    s->selected = true;
+    s->select = FloatLayer{};
+    s->select.kind = FloatLayerKind::kPoolTime;
+    s->select.pool = op == "ReduceMax" ? PoolFn::kMax : PoolFn::kMean;
+    s->select.node = n.name().empty() ? n.output(0) : n.name();
+    if (int_attribute(n, "keepdims", 1) != 0) {
+      s->view.labels[time_axis] = 't';
+    } else {
+      s->view.labels.erase(time_axis, 1);
+    }
+    s->last_is_linear = false;
+    return true;
   }
   const std::string over_time = import::describe_reduction_over_time(n, reduced);
   problem(&n, over_time.empty() ? what_it_is(g_, n, c_.cell) : over_time);

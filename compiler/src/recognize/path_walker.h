@@ -70,7 +70,7 @@ class PathWalker {
   void add_layer(PathState* s, FloatLayer l, bool linear);
   FloatLayer activation(const onnx::NodeProto& n, ActivationFn fn);
   bool take(const onnx::NodeProto& n, PathState* s);
-  bool reduction(const onnx::NodeProto& n, const PathState& s);
+  bool reduction(const onnx::NodeProto& n, PathState* s);
   // step_selection.cc
   bool select_step(const onnx::NodeProto& n, PathState* s, int64_t step, size_t axis, bool keep_axis);
   bool gather(const onnx::NodeProto& n, PathState* s);

@@ -13,7 +13,7 @@ bool PathWalker::select_step(const onnx::NodeProto& n, PathState* s, int64_t ste
     return false;
   }
   if (s->selected) {
-    problem(&n, "a second selection of one time step: not supported");
+    problem(&n, "a selection of one time step after another, or after a pooling over time: not supported");
     return false;
   }
   constexpr int64_t kMaxStep = int64_t{1} << 30;

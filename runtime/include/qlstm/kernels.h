@@ -18,6 +18,7 @@
 #include "qlstm/gru_s8.h"
 #include "qlstm/lstm_s16.h"
 #include "qlstm/lstm_s8.h"
+#include "qlstm/pool_s8.h"
 #include "qlstm/program_s8.h"
 #include "qlstm/requantize.h"
 
@@ -233,6 +234,8 @@ void softmax_s8_prechecked(const qlstm_softmax_s8_params& params, const int8_t* 
 void softmax_s16_prechecked(const qlstm_softmax_s16_params& params, const int16_t* input, int16_t* output);
 void table_s8_prechecked(const qlstm_table_s8_params& params, const int8_t* input, int8_t* output);
 void requantize_prechecked(const qlstm_requantize_params& params, const void* input, void* output);
+// The pooling op on validated params (qlstm_pool_s8_validate), batch >= 0.
+void pool_s8_prechecked(const qlstm_pool_s8_params& params, const int8_t* input, int8_t* output);
 
 // qlstm_program_run with a fixed variant for every op (nullptr: the per-call dispatch of
 // qlstm_lstm_s8) and a hook around each op (the device's instruction counter); the program runner

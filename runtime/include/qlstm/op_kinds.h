@@ -29,6 +29,8 @@
   /* qlstm_requantize on every position: int8 <-> int16 */                                               \
   X(REQUANTIZE, 8, requantize, requantize, qlstm_requantize_params, visit_requantize_fields)             \
   /* qlstm_softmax_s16 on every position of its (int16) input buffer */                                  \
-  X(SOFTMAX_S16, 9, softmax_s16, softmax_s16, qlstm_softmax_s16_params, visit_softmax_s16_fields)
+  X(SOFTMAX_S16, 9, softmax_s16, softmax_s16, qlstm_softmax_s16_params, visit_softmax_s16_fields)          \
+  /* qlstm_pool_s8: a sequence over time into one step, or each position's image */                      \
+  X(POOL_S8, 10, pool_s8, pool, qlstm_pool_s8_params, visit_pool_s8_fields)
 
 #endif /* QLSTM_OP_KINDS_H_ */

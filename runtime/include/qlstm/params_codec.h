@@ -285,6 +285,27 @@ void visit_select_step_fields(P& p, V& v) {
   v.close();
 }
 
+template <class P, class V>
+void visit_pool_s8_fields(P& p, V& v) {
+  v.open("pool");
+  v.i32("kind", p.kind);
+  v.i32("batch", p.batch);
+  v.i32("input_height", p.input_height);
+  v.i32("input_width", p.input_width);
+  v.i32("channels", p.channels);
+  v.i32("window_height", p.window_height);
+  v.i32("window_width", p.window_width);
+  v.i32("stride_height", p.stride_height);
+  v.i32("stride_width", p.stride_width);
+  v.i32("padding_height", p.padding_height);
+  v.i32("padding_width", p.padding_width);
+  v.i32("output_height", p.output_height);
+  v.i32("output_width", p.output_width);
+  v.i32("activation_min", p.activation_min);
+  v.i32("activation_max", p.activation_max);
+  v.close();
+}
+
 #undef QLSTM_VISIT_GRU_GATE
 #undef QLSTM_VISIT_GATE
 #undef QLSTM_VISIT_GATE_MATMULS

@@ -16,6 +16,7 @@
 #include "qlstm/lstm_s16.h"
 #include "qlstm/lstm_s8.h"
 #include "qlstm/op_kinds.h"
+#include "qlstm/pool_s8.h"
 #include "qlstm/requantize.h"
 #include "qlstm/softmax_s16.h"
 #include "qlstm/softmax_s8.h"
@@ -43,7 +44,7 @@ typedef enum qlstm_buffer_steps {
 
 /* One op: its kind and a pointer to that kind's parameter block. Every op reads its input
  * buffer's positions and writes as many to its output buffer (an LSTM or GRU with output_steps
- * QLSTM_OUTPUT_FINAL and a step selection write one per batch row). The LSTM and the GRU are the
+ * QLSTM_OUTPUT_FINAL, a step selection and a pooling over time write one per batch row). The LSTM and the GRU are the
  * recurrent ops: the ones with state. An op holds only its own kind's block, so a program's table
  * grows by a pointer per op, not by every kind's block. */
 typedef struct qlstm_op {
@@ -52,7 +53,8 @@ typedef struct qlstm_op {
    * (FULLY_CONNECTED_S8), qlstm_softmax_s8_params (SOFTMAX_S8), qlstm_table_s8_params (TABLE_S8),
    * qlstm_select_step_params (SELECT_STEP), qlstm_gru_s8_params (GRU_S8), qlstm_lstm_s16_params
    * (LSTM_S16), qlstm_fc_s16_params (FULLY_CONNECTED_S16), qlstm_requantize_params (REQUANTIZE),
-   * qlstm_softmax_s16_params (SOFTMAX_S16).
+   * qlstm_softmax_s16_params (SOFTMAX_S16), qlstm_pool_s8_params (POOL_S8: input_height 0 pools a
+   * sequence over time into a one-step buffer, the runner setting its geometry per call).
    * A recurrent op's: dims.batch and layout the program's, dims.input_size its input buffer's
    * width; the runner sets dims.time_steps (the call's) and output_width (its output buffer's
    * width) in its copy. A per-position op's: the runner sets rows (the input buffer's

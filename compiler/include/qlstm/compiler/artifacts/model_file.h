@@ -22,9 +22,12 @@ namespace compiler {
 // step selection around the LSTM), one-step buffers, the LSTM's output_steps; each op's parameters
 // as the runtime's record of its kind (params_codec.h). Versions 1 (one LSTM), 2 (a program of
 // typed LSTM tables), 3 (LSTM records without output_steps), 4 (no GRU) and 5 are still read.
-constexpr uint32_t kModelFormatVersion = 7;
+// 8: version 7 with the pooling kind (QLSTM_OP_POOL_S8); written only for a model that has one.
+constexpr uint32_t kModelFormatVersion = 8;
 // What a model of int8 buffers and int8 kinds only is written as.
 constexpr uint32_t kModelFormatVersionS8 = 6;
+// What a model with int16 buffers or kinds (and none newer) is written as.
+constexpr uint32_t kModelFormatVersionTyped = 7;
 
 // The version serialize_model writes m as: kModelFormatVersion when m has an int16 buffer or a
 // 16x8 kind, else kModelFormatVersionS8.

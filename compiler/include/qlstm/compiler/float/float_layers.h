@@ -24,7 +24,15 @@ enum class FloatLayerKind {
   kActivation,  // y = f(x) elementwise
   kSoftmax,     // softmax over the last axis (each position's values), with beta
   kSelectStep,  // y[:, step] of a sequence (one position per batch row)
+  kPoolTime,    // the mean or the max over every step of a sequence (one position per batch row)
 };
+
+// kPoolTime's reduction: y.mean(dim=1) (ONNX ReduceMean), y.max(dim=1).values (ReduceMax).
+enum class PoolFn { kMean, kMax };
+
+// A head layer that reads a whole sequence and writes one position per batch row: a step
+// selection or a pooling over time (the head's first layer, if any).
+bool reads_whole_sequence(FloatLayerKind kind);
 
 struct FloatLayer {
   FloatLayerKind kind = FloatLayerKind::kLinear;
@@ -43,6 +51,8 @@ struct FloatLayer {
   double softmax_beta = 1.0;
   // kSelectStep: >= 0 from the first step, < 0 from the last (-1: y[:, -1])
   int32_t step = -1;
+  // kPoolTime
+  PoolFn pool = PoolFn::kMean;
 
   // Throws CompileError naming the node for inconsistent sizes or non-finite values.
   void validate() const;
@@ -51,7 +61,11 @@ struct FloatLayer {
 // f(x) in double.
 double apply_activation(const FloatLayer& layer, double x);
 
-// Applies one per-position layer (not kSelectStep) to `positions` rows of input_size values.
+// A kPoolTime layer on one sequence x of T steps ([T][input_size]): the mean or the max of each
+// feature over the steps (T >= 1).
+std::vector<double> pool_over_time(const FloatLayer& layer, const std::vector<double>& x, int32_t T);
+
+// Applies one per-position layer (not kSelectStep or kPoolTime) to `positions` rows of input_size values.
 std::vector<double> run_float_layer(const FloatLayer& layer, const std::vector<double>& x, size_t positions);
 
 }  // namespace compiler

@@ -76,6 +76,22 @@ struct DerivedTable {
 DerivedTable derive_table(const FloatLayer& activation, int32_t row_size, const AffineQuant& input,
                           const AffineQuant& output);
 
+// A pooling op (qlstm_pool_s8): its block, and the one quantization of its input and output
+// (pooling keeps it: the max and the mean of raw int8 values are at the same scale and zero point).
+struct DerivedPool {
+  static constexpr int32_t kKind = QLSTM_OP_POOL_S8;
+  qlstm_pool_s8_params block{};  // input_height 0: a sequence over time (the runner sets the geometry)
+  AffineQuant quant;
+  bool over_time() const { return block.input_height == 0; }
+  // Elements per position of its input and output buffers.
+  int32_t input_width() const;
+  int32_t output_width() const;
+  const char* name() const { return block.kind == QLSTM_POOL_MAX ? "max" : "mean"; }
+};
+// The mean or max over every time step of a sequence of `pool.input_size` values per step, at the
+// sequence's quantization (FloatLayerKind::kPoolTime).
+DerivedPool derive_pool_time(const FloatLayer& pool, const AffineQuant& quant);
+
 struct DerivedSelect {
   static constexpr int32_t kKind = QLSTM_OP_SELECT_STEP;  // its op kind (ProgramOp::set)
   int32_t row_size = 0;

@@ -145,10 +145,16 @@ struct OpKind {
   // int8 rows in, int8 rows out through the runtime kernel, alone (the head's search); null where
   // the kind cannot run alone. Returns the kernel's status.
   qlstm_status (*run_rows)(const ProgramOp& op, const int8_t* x, int32_t rows, std::vector<int8_t>* y);
+  // A kind that writes one position per batch row from every step of a sequence (a pooling over
+  // time): what that position holds ("the mean over every time step"); null, or "" for an op
+  // that does not, where the kind has other forms.
+  std::string (*pools_time)(const ProgramOp& op) = nullptr;
 };
 
 // The step `op` selects (OpKind::selected_step), or false for an op that selects none.
 bool selected_step(const ProgramOp& op, int32_t* step);
+// What `op` pools over every time step (OpKind::pools_time), or "" for an op that pools none.
+std::string pooled_over_time(const ProgramOp& op);
 
 // Recurrent op k's constant initial state from the program's float rows, through its kind's
 // set_initial_state: the sources that are constant (none: nothing).

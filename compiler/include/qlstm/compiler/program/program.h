@@ -45,7 +45,7 @@ enum class LstmOutput {
 // layer's (the stack's own output when there is none).
 struct FloatProgram {
   std::vector<FloatLayer> front;  // per step, on the model input, before the first LSTM
-  std::vector<FloatLayer> head;   // after the stack; a kSelectStep first turns the sequence into one step
+  std::vector<FloatLayer> head;   // after the stack; a kSelectStep or kPoolTime first turns the sequence into one step
   LstmOutput lstm_output = LstmOutput::kSequence;
   // kFinalState: the last layer's directions whose final hidden states the head reads, side by
   // side in this order (H each): {D - 1} for h_n[-1], {0, 1} for torch.cat((h_n[-2], h_n[-1]), 1)
@@ -75,7 +75,7 @@ struct FloatProgram {
   // The model's output is a sequence (one row per step), not one row per batch row (after a step
   // selection or from h_n).
   bool sequence_output() const {
-    return lstm_output == LstmOutput::kSequence && (head.empty() || head.front().kind != FloatLayerKind::kSelectStep);
+    return lstm_output == LstmOutput::kSequence && (head.empty() || !reads_whole_sequence(head.front().kind));
   }
   // The batch a per-row constant initial state fixes; 0 when there is none (any batch).
   int32_t constant_state_batch() const;
