@@ -27,7 +27,8 @@ Import pre-pass models (import_*, group "import"): torch exports with dynamic ax
 nn.LSTM / nn.GRU modules), without constant folding, at opset 9 (an attribute Slice), a forecaster
 ending in .squeeze(-1), a Reshape to [0, 0, 128] between bidirectional layers (torch's output on a
 fixed input), the mean and max over time (import_pool_*), heads on the last layer's final states (import_h_n_*: torch.cat((h_n[-2], h_n[-1]), 1)
-in either order, flattened, one row; a row of another layer refused), a classifier with dead output
+in either order, flattened, one row; a row of another layer refused), BatchNorm1d folded into the
+Linears (import_batchnorm_*), a classifier with dead output
 units (import_dead_output_units), and the refusals that must name their node (sum over time, encoder-decoder, RNN,
 Loop, another domain's op, an initial state of the wrong constant shape); import_calibration.npy
 for the CLI tests.
@@ -454,7 +455,7 @@ def refused_whole():
     refused("refused_softmax_over_time", Custom(lambda y, h: y, head=nn.Softmax(dim=1)), 13,
             ["(Softmax): a Softmax over axis 1 (the time axis), not the last (feature) axis", advice_head])
     refused("refused_transpose_mixes", OverTime(), 13,
-            ["(Transpose): a Transpose that moves the feature axis", advice_head])
+            ["(MatMul): a MatMul on a tensor whose last axis is the time axis, not the features", advice_head])
     refused("refused_batch_row", Custom(lambda y, h: y[0], head=nn.Linear(4, 2)), 13,
             ["(Gather): a Gather of one batch row", advice_head])
     refused("refused_several_steps", Custom(lambda y, h: y[:, -3:], head=nn.Linear(4, 2)), 13,
@@ -900,6 +901,38 @@ def pooling(x):
              "layers"])
 
 
+def trained_batch_norm(n):
+    """A BatchNorm1d as training leaves it: running statistics and an affine far from 0 and 1."""
+    bn = nn.BatchNorm1d(n)
+    with torch.no_grad():
+        bn.running_mean.normal_(0.0, 0.5)
+        bn.running_var.uniform_(0.2, 3.0)
+        bn.weight.uniform_(0.5, 2.0)
+        bn.bias.normal_(0.0, 0.5)
+    return bn
+
+
+def batch_norm(x):
+    """BatchNorm1d in eval mode around the head's Linears: folded into the Linear before it, or the
+    one after it, or alone a diagonal Linear; on a sequence as BatchNorm1d on [B, F, T]. Over the
+    time axis it is refused, named."""
+    import_torch("import_batchnorm_before_linear",
+                 Custom(lambda y, h: y[:, -1], head=nn.Sequential(trained_batch_norm(4), nn.Linear(4, 2))), 14, x,
+                 ["select", "Linear"])
+    import_torch("import_batchnorm_after_linear",
+                 Custom(lambda y, h: h[-1], head=nn.Sequential(nn.Linear(4, 6), trained_batch_norm(6), nn.ReLU(),
+                                                               nn.Linear(6, 2))), 13, x, ["Linear", "Relu", "Linear"],
+                 lstm_output="final_state")
+    import_torch("import_batchnorm_alone", Custom(lambda y, h: y[:, -1], head=trained_batch_norm(4)), 17, x,
+                 ["select", "Linear"])
+    features_first = Lambda(lambda z: z.transpose(1, 2))
+    import_torch("import_batchnorm_sequence",
+                 Custom(lambda y, h: y, head=nn.Sequential(features_first, trained_batch_norm(4), features_first,
+                                                           nn.Linear(4, 2))), 15, x, ["Linear"], dynamic=True)
+    refused("import_refused_batchnorm_over_time", Custom(lambda y, h: y, head=trained_batch_norm(5)), 14,
+            ["(BatchNormalization): a BatchNormalization over the time axis (its input's axis 1), not the features"])
+
+
 def import_models():
     """The graphs the import pre-pass and its fixes make compile, and the refusals they name."""
     torch.manual_seed(18)
@@ -940,6 +973,7 @@ def import_models():
     final_states(x)
     dead_units(x)
     pooling(x)
+    batch_norm(x)
     # compile's calibration for the CLI tests: 8 sequences of 5 steps, batch-first [B, T, 3]
     np.save(os.path.join(OUT, "import_calibration.npy"),
             np.random.default_rng(23).standard_normal((8, 5, 3)).astype(np.float32))

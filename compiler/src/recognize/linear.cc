@@ -1,5 +1,7 @@
-// Linear layers on the feature axis: Gemm, MatMul with constant weights, and the Add of a
-// constant after one (its bias).
+// Linear layers on the feature axis: Gemm, MatMul with constant weights, the Add of a constant
+// after one (its bias), and an inference BatchNormalization folded into one.
+#include <cmath>
+
 #include "recognize/path_walker.h"
 
 namespace qlstm {
@@ -101,6 +103,69 @@ bool PathWalker::add_bias(const onnx::NodeProto& n, PathState* s) {
   if (!bias_values(n, other, l.output_size, 1.0, &extra)) return false;
   if (l.bias.empty()) l.bias.assign(extra.size(), 0.0f);
   for (size_t o = 0; o < extra.size(); ++o) l.bias[o] += extra[o];
+  return true;
+}
+
+// An inference BatchNormalization over the features (BatchNorm1d on [B, F] or [B, F, T]): the
+// per-feature affine y = scale (x - mean) / sqrt(var + eps) + bias, folded into the Linear before
+// it or, failing that, the Linear after it; alone, a diagonal Linear (exact).
+bool PathWalker::batch_norm(const onnx::NodeProto& n, PathState* s) {
+  const Labels& l = s->view.labels;
+  if (n.input_size() != 5 || int_attribute(n, "training_mode", 0) != 0 || n.output_size() != 1) {
+    problem(&n, "a BatchNormalization in training mode (with its running statistics as outputs): export the "
+                "model in eval mode (model.eval())");
+    return false;
+  }
+  if (l.size() < 2 || l[1] != 'F' || data_axes(c_, l).find('D') != std::string::npos) {
+    problem(&n, std::string("a BatchNormalization over the ") + (l.size() < 2 ? "size-1" : axis_name(l[1])) +
+                    " axis (its input's axis 1), not the features: normalize the features (BatchNorm1d on [B, F] "
+                    "or on [B, F, T])");
+    return false;
+  }
+  const size_t F = static_cast<size_t>(s->view.width);
+  std::vector<double> v[4];
+  const char* names[4] = {"scale", "B", "mean", "var"};
+  for (int k = 0; k < 4; ++k) {
+    std::vector<int64_t> dims;
+    if (!constant_values(g_, n.input(k + 1), &v[k], &dims) || v[k].size() != F) {
+      problem(&n, std::string("a BatchNormalization whose ") + names[k] + " is not a constant of " +
+                      std::to_string(F) + " values (one per feature)");
+      return false;
+    }
+  }
+  const double eps = float_attribute(n, "epsilon", 1e-5);
+  std::vector<double> scale(F), shift(F);
+  for (size_t i = 0; i < F; ++i) {
+    if (!(v[3][i] + eps > 0)) {
+      problem(&n, "a BatchNormalization whose var + epsilon is not positive at feature " + std::to_string(i));
+      return false;
+    }
+    scale[i] = v[0][i] / std::sqrt(v[3][i] + eps);
+    shift[i] = v[1][i] - v[2][i] * scale[i];
+  }
+  if (s->last_is_linear && !s->layers.empty() && s->layers.back().kind == FloatLayerKind::kLinear) {
+    // After a Linear: each output row scaled, its bias scaled and shifted.
+    FloatLayer& lin = s->layers.back();
+    const size_t I = static_cast<size_t>(lin.input_size);
+    if (lin.bias.empty()) lin.bias.assign(F, 0.0f);
+    for (size_t o = 0; o < F; ++o) {
+      for (size_t i = 0; i < I; ++i) lin.weight[o * I + i] = static_cast<float>(lin.weight[o * I + i] * scale[o]);
+      lin.bias[o] = static_cast<float>(lin.bias[o] * scale[o] + shift[o]);
+    }
+    return true;
+  }
+  FloatLayer d;
+  d.kind = FloatLayerKind::kLinear;
+  d.node = n.name().empty() ? n.output(0) : n.name();
+  d.output_size = static_cast<int32_t>(F);
+  d.weight.assign(F * F, 0.0f);
+  d.bias.resize(F);
+  for (size_t i = 0; i < F; ++i) {
+    d.weight[i * F + i] = static_cast<float>(scale[i]);
+    d.bias[i] = static_cast<float>(shift[i]);
+  }
+  add_layer(s, std::move(d), true);
+  s->last_is_batch_norm = true;
   return true;
 }
 

@@ -47,7 +47,7 @@ std::string what_it_is(const Graph& g, const onnx::NodeProto& n, const char* cel
 const std::set<std::string> kPathOps = {
     "Identity", "Dropout", "Transpose", "Squeeze", "Unsqueeze", "Flatten", "Reshape", "Gather", "Slice", "Gemm",
     "MatMul", "Add", "Mul", "Div", "Erf", "Softmax", "Relu", "Sigmoid", "Tanh", "LeakyRelu", "HardSigmoid",
-    "HardSwish", "Clip", "Gelu"};
+    "HardSwish", "Clip", "Gelu", "BatchNormalization"};
 
 // Walks from s->value until the value `stop` (front: the first LSTM's X) or a graph output
 // (head: stop empty). False when a node was refused (every problem found is reported).
@@ -122,6 +122,22 @@ bool PathWalker::features_last(const onnx::NodeProto& n, const PathState& s, con
 
 void PathWalker::add_layer(PathState* s, FloatLayer l, bool linear) {
   l.input_size = s->view.width;
+  if (linear && s->last_is_batch_norm) {
+    // A Linear after a BatchNorm takes its affine in: W' = W diag(scale), b' = b + W shift.
+    const FloatLayer bn = std::move(s->layers.back());
+    s->layers.pop_back();
+    const size_t I = static_cast<size_t>(l.input_size), O = static_cast<size_t>(l.output_size);
+    if (l.bias.empty()) l.bias.assign(O, 0.0f);
+    for (size_t o = 0; o < O; ++o) {
+      double b = l.bias[o];
+      for (size_t i = 0; i < I; ++i) {
+        b += static_cast<double>(l.weight[o * I + i]) * bn.bias[i];
+        l.weight[o * I + i] = static_cast<float>(static_cast<double>(l.weight[o * I + i]) * bn.weight[i * I + i]);
+      }
+      l.bias[o] = static_cast<float>(b);
+    }
+  }
+  s->last_is_batch_norm = false;
   if (l.kind != FloatLayerKind::kLinear) l.output_size = s->view.width;
   s->view.width = l.output_size;
   s->layers.push_back(std::move(l));
@@ -154,6 +170,7 @@ bool PathWalker::take(const onnx::NodeProto& n, PathState* s) {
   if (op == "Gemm") return reads_at(n, *s, 0) && gemm(n, s);
   if (op == "MatMul") return reads_at(n, *s, 0) && matmul(n, s);
   if (op == "Add") return add_bias(n, s);
+  if (op == "BatchNormalization") return reads_at(n, *s, 0) && batch_norm(n, s);
   if (op == "Softmax") return reads_at(n, *s, 0) && softmax(n, s);
   if (op.rfind("Reduce", 0) == 0 && reads_at(n, *s, 0)) return reduction(n, s);
   ActivationFn fn = ActivationFn::kRelu;

@@ -43,6 +43,9 @@ struct PathState {
   bool selected = false;           // a step selection was taken (kept apart: it commutes with them)
   FloatLayer select;
   bool last_is_linear = false;     // the value is a Linear's output (an Add of a constant is its bias)
+  // The last layer is a BatchNorm's per-feature affine as a diagonal Linear, which the next Linear
+  // takes in (recognize/linear.cc).
+  bool last_is_batch_norm = false;
   std::string last_good;           // the last value reached without a problem
   bool failed = false;
 };
@@ -83,6 +86,7 @@ class PathWalker {
   bool gemm(const onnx::NodeProto& n, PathState* s);
   bool matmul(const onnx::NodeProto& n, PathState* s);
   bool add_bias(const onnx::NodeProto& n, PathState* s);
+  bool batch_norm(const onnx::NodeProto& n, PathState* s);
   // activations.cc
   static bool unary_activation_fn(const std::string& op, ActivationFn* fn);
   bool unary_activation(const onnx::NodeProto& n, ActivationFn fn, PathState* s);
