@@ -933,6 +933,14 @@ def batch_norm(x):
             ["(BatchNormalization): a BatchNormalization over the time axis (its input's axis 1), not the features"])
 
 
+def more_reads(x):
+    """Other spellings of the same reads: a max over axis -2, and h_n.view(-1, H)."""
+    import_torch("import_pool_max_negative_axis", Custom(lambda y, h: torch.max(y, dim=-2).values, head=nn.Linear(4, 2)),
+                 16, x, ["max", "Linear"], dynamic=True)
+    import_torch("import_h_n_view", Custom(lambda y, h: h.view(-1, 4), head=nn.Linear(4, 2)), 14, x, ["Linear"],
+                 dynamic=True, lstm_output="final_state")
+
+
 def import_models():
     """The graphs the import pre-pass and its fixes make compile, and the refusals they name."""
     torch.manual_seed(18)
@@ -974,6 +982,7 @@ def import_models():
     dead_units(x)
     pooling(x)
     batch_norm(x)
+    more_reads(x)
     # compile's calibration for the CLI tests: 8 sequences of 5 steps, batch-first [B, T, 3]
     np.save(os.path.join(OUT, "import_calibration.npy"),
             np.random.default_rng(23).standard_normal((8, 5, 3)).astype(np.float32))

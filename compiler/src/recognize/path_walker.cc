@@ -15,9 +15,16 @@ std::string what_it_is(const Graph& g, const onnx::NodeProto& n, const char* cel
   const std::string& op = n.op_type();
   const std::string foreign = import::describe_foreign_node(n);
   if (!foreign.empty()) return foreign;
-  if (op == "LayerNormalization" || op == "ReduceMean") {
+  // A ReduceMean of the last axis alone is how torch exports a LayerNorm before opset 17.
+  std::vector<int64_t> axes;
+  const bool last_axis = op == "ReduceMean" && axes_of(g, n, &axes) && axes == std::vector<int64_t>{-1};
+  if (op == "LayerNormalization" || last_axis) {
     return "a LayerNorm (each vector normalized by its own mean and variance; torch exports it as "
            "LayerNormalization, or ReduceMean/Sub/Pow/Sqrt/Div before opset 17): not supported";
+  }
+  if (op.rfind("Reduce", 0) == 0) {
+    return "a reduction (" + op + ") off the data path's chain, or of axes other than time alone: not supported "
+           "(a mean or a max over the time axis of the recurrent layer's output is)";
   }
   if (op == "MatMul" || op == "Gemm") {
     const bool b_const = n.input_size() >= 2 && is_const(g, n.input(1));
