@@ -273,6 +273,21 @@ ModelCompileResult compile_model(const OnnxLstm& onnx, const std::vector<Calibra
     for (const std::string& w : r.warnings) options.warn(w);
   }
   r.max_time_steps = options.max_time_steps > 0 ? options.max_time_steps : declared_time_steps(onnx);
+  // A Linear on every step flattened fixes the steps of every call.
+  if (!prog.head.empty() && prog.head.front().kind == FloatLayerKind::kFlattenTime) {
+    const FloatLayer& flat = prog.head.front();
+    if (!onnx.batch_first || onnx.unbatched) {
+      throw CompileError(options.model_origin + ": node '" + flat.node + "' flattens every step of a sequence-first "
+                         "input; qlstm reads the steps of a batch row together only batch-first: export the model "
+                         "with batch_first=True (the input [B, T, F])");
+    }
+    if (options.max_time_steps > 0 && options.max_time_steps != flat.flatten_steps) {
+      throw CompileError(options.model_origin + ": --max-time-steps " + std::to_string(options.max_time_steps) +
+                         ": node '" + flat.node + "' flattens exactly " + std::to_string(flat.flatten_steps) +
+                         " steps into a Linear, so every call has that many");
+    }
+    r.max_time_steps = flat.flatten_steps;
+  }
   if (keeps_inner_sequence(prog) && r.max_time_steps < 1) {
     throw CompileError(options.model_origin + ": the input's sequence length is symbolic; a model that keeps a "
                        "sequence between its ops (stacked layers, a front end, a per-step head, a selected step or a pooling over time) "

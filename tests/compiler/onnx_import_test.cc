@@ -35,6 +35,7 @@ const char* layer_name(const FloatLayer& l) {
     case FloatLayerKind::kSoftmax: return "Softmax";
     case FloatLayerKind::kSelectStep: return "select";
     case FloatLayerKind::kPoolTime: return l.pool == PoolFn::kMean ? "mean" : "max";
+    case FloatLayerKind::kFlattenTime: return "flatten";
     case FloatLayerKind::kActivation: return activation_fn_name(l.fn);
   }
   return "?";

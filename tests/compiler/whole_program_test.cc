@@ -443,6 +443,46 @@ TEST(WholeProgram, PoolingOverTime) {
   }
 }
 
+// Every step flattened into one Linear (y.reshape(B, -1) then Linear(T x H)): the FC reads the
+// last layer's sequence buffer as one row of T x H per batch row, with no copy; the model runs on
+// exactly T steps (another T is refused, naming both), cannot be streamed, and reads back from its
+// model file to the same bytes.
+TEST(WholeProgram, FlattenEveryStepIntoALinear) {
+  std::mt19937_64 rng(43);
+  const int32_t I = 3, H = 6, T = 7;
+  FloatProgram p = random_program(I, H, 1, 1, rng);
+  FloatLayer flat = elementwise(FloatLayerKind::kFlattenTime, H, "/Reshape");
+  flat.flatten_steps = T;
+  flat.output_size = T * H;
+  p.head = {flat, linear(T * H, 3, 0.3f, rng, "/fc/Gemm")};
+  const Compiled c = compile_and_run(p, T, fast());
+  const CompiledModel& m = c.q.model;
+  EXPECT_EQ(kinds(m), (std::vector<int32_t>{QLSTM_OP_LSTM_S8, QLSTM_OP_FULLY_CONNECTED_S8}));
+  EXPECT_EQ(m.ops[1].as<DerivedFc>().input_size, T * H);
+  EXPECT_EQ(m.buffers[1].steps, QLSTM_BUFFER_EVERY_STEP);
+  EXPECT_EQ(m.buffers[2].steps, QLSTM_BUFFER_ONE_STEP);
+  EXPECT_EQ(m.fixed_time_steps(), T);
+  EXPECT_NE(m.streaming_refusal().find("reads all 7 steps of a sequence at once"), std::string::npos)
+      << m.streaming_refusal();
+  const double sqnr = sqnr_db(c.want, c.got);
+  EXPECT_GE(sqnr, kMinSqnrDb);
+  std::printf("flatten of every step -> Linear: SQNR %.1f dB\n", sqnr);
+  std::vector<int8_t> x8(c.x.size());
+  for (size_t k = 0; k < x8.size(); ++k) x8[k] = m.input_quant().quantize(c.x[k]);
+  const CompiledModel back = parse_model(serialize_model(m), "mem");
+  EXPECT_EQ(back.fixed_time_steps(), T);
+  EXPECT_EQ(run_program_s8(back, x8, c.shape), run_program_s8(m, x8, c.shape));
+  // Another number of steps: refused before the runtime sees it.
+  const std::vector<int8_t> longer(static_cast<size_t>(c.shape.batch) * (T + 1) * I, 0);
+  try {
+    run_program_s8(m, longer, {c.shape.batch, T + 1, Layout::kBatchMajor});
+    FAIL() << "ran " << T + 1 << " steps";
+  } catch (const CompileError& e) {
+    EXPECT_NE(std::string(e.what()).find("8 time steps; the model reads exactly 7 per sequence"), std::string::npos)
+        << e.what();
+  }
+}
+
 // A learned initial state that differs per batch row ([L, B, H]) is compiled in; the model then
 // runs only at that batch.
 TEST(WholeProgram, PerRowConstantInitialState) {

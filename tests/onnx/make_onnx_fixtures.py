@@ -28,7 +28,7 @@ nn.LSTM / nn.GRU modules), without constant folding, at opset 9 (an attribute Sl
 ending in .squeeze(-1), a Reshape to [0, 0, 128] between bidirectional layers (torch's output on a
 fixed input), the mean and max over time (import_pool_*), heads on the last layer's final states (import_h_n_*: torch.cat((h_n[-2], h_n[-1]), 1)
 in either order, flattened, one row; a row of another layer refused), BatchNorm1d folded into the
-Linears (import_batchnorm_*), a classifier with dead output
+Linears (import_batchnorm_*), every step flattened into a Linear (import_flatten_*), a classifier with dead output
 units (import_dead_output_units), and the refusals that must name their node (sum over time, encoder-decoder, RNN,
 Loop, another domain's op, an initial state of the wrong constant shape); import_calibration.npy
 for the CLI tests.
@@ -941,6 +941,21 @@ def more_reads(x):
                  dynamic=True, lstm_output="final_state")
 
 
+def flatten_steps(x):
+    """Every step flattened into one Linear (y.reshape(B, -1), torch.flatten(y, 1)): the model then
+    runs on sequences of exactly T steps (T from the Linear's inputs when the time axis is dynamic).
+    A flatten after a per-step layer is refused, named."""
+    import_torch("import_flatten_reshape", Custom(lambda y, h: y.reshape(y.shape[0], -1), head=nn.Linear(20, 2)), 14,
+                 x, ["flatten", "Linear"], dynamic=True)
+    import_torch("import_flatten_bidirectional",
+                 Custom(lambda y, h: torch.flatten(y, 1), head=nn.Sequential(nn.Linear(40, 6), nn.ReLU(), nn.Linear(6, 2)),
+                        bidirectional=True), 17, x, ["flatten", "Linear", "Relu", "Linear"])
+    refused("import_refused_flatten_after_linear",
+            Custom(lambda y, h: y, head=nn.Sequential(nn.Linear(4, 4), nn.Flatten(), nn.Linear(20, 2))), 14,
+            ["(Flatten): a flatten of every step after per-step layers (/head/head.0/MatMul): not supported yet; "
+             "flatten the recurrent layer's output directly"])
+
+
 def import_models():
     """The graphs the import pre-pass and its fixes make compile, and the refusals they name."""
     torch.manual_seed(18)
@@ -983,6 +998,7 @@ def import_models():
     pooling(x)
     batch_norm(x)
     more_reads(x)
+    flatten_steps(x)
     # compile's calibration for the CLI tests: 8 sequences of 5 steps, batch-first [B, T, 3]
     np.save(os.path.join(OUT, "import_calibration.npy"),
             np.random.default_rng(23).standard_normal((8, 5, 3)).astype(np.float32))

@@ -88,6 +88,18 @@ TEST(DevicePrograms, EqualTheHostRunner) {
         names.push_back(std::string("final_head_T") + std::to_string(t) + (stateful ? "_stateful" : "") + layout);
       }
     }
+    for (const int32_t kind : {QLSTM_POOL_AVERAGE, QLSTM_POOL_MAX}) {
+      HostCall& p = calls.emplace_back();
+      build_pooled(p.program, time_major, kind, rng);
+      p.time_steps = T;
+      names.push_back(std::string(kind == QLSTM_POOL_MAX ? "max" : "mean") + "_over_time" + layout);
+    }
+    if (!time_major) {
+      HostCall& f = calls.emplace_back();
+      build_flattened(f.program, rng);
+      f.time_steps = T;
+      names.push_back("flattened_steps_fc" + layout);
+    }
     HostCall& c = calls.emplace_back();
     build_front(c.program, time_major, rng);
     c.time_steps = T;

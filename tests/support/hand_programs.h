@@ -152,12 +152,17 @@ inline void start(Built& b, bool time_major) {
   b.layout = time_major ? QLSTM_LAYOUT_TIME_MAJOR : QLSTM_LAYOUT_BATCH_MAJOR;
 }
 
-// LSTM (every step) -> select step -> FC -> softmax: a classifier on y[:, step].
-inline void build_classifier(Built& b, bool time_major, int32_t step, std::mt19937_64& rng) {
+// A program of B rows and T steps in the layout whose first op is a random LSTM (b.lstms[0]).
+inline void begin_with_lstm(Built& b, bool time_major, std::mt19937_64& rng) {
   b.B = B;
   b.T = T;
   b.layout = time_major ? QLSTM_LAYOUT_TIME_MAJOR : QLSTM_LAYOUT_BATCH_MAJOR;
   make_random_lstm(b.lstms.emplace_back(), rng, {B, T, I, H}, time_major, Regime::kTypical);
+}
+
+// LSTM (every step) -> select step -> FC -> softmax: a classifier on y[:, step].
+inline void build_classifier(Built& b, bool time_major, int32_t step, std::mt19937_64& rng) {
+  begin_with_lstm(b, time_major, rng);
   make_fc(b.fcs.emplace_back(), H, O, true, false, rng);
   b.widths = {I, H, H, O, O};
   b.steps = {kEvery, kEvery, kOne, kOne, kOne};
@@ -177,10 +182,7 @@ inline void build_classifier(Built& b, bool time_major, int32_t step, std::mt199
 
 // LSTM final state -> FC (ReLU, per tensor) -> table: a head on h_n.
 inline void build_final_head(Built& b, bool time_major, std::mt19937_64& rng) {
-  b.B = B;
-  b.T = T;
-  b.layout = time_major ? QLSTM_LAYOUT_TIME_MAJOR : QLSTM_LAYOUT_BATCH_MAJOR;
-  make_random_lstm(b.lstms.emplace_back(), rng, {B, T, I, H}, time_major, Regime::kTypical);
+  begin_with_lstm(b, time_major, rng);
   b.lstms[0].params.output_steps = QLSTM_OUTPUT_FINAL;
   make_fc(b.fcs.emplace_back(), H, O, false, true, rng);
   make_table(b.tables.emplace_back(), O, rng);
@@ -193,6 +195,46 @@ inline void build_final_head(Built& b, bool time_major, std::mt19937_64& rng) {
   qlstm_op table = program_op(QLSTM_OP_TABLE_S8, 2, 3);
   set_block(table, b.tables[0].params);
   b.ops.push_back(table);
+  b.state_values = static_cast<size_t>(B * H);
+  b.finish();
+}
+
+// Appends an op of `kind` from buffer `in` to buffer `out` with (a copy of) its block.
+template <class P>
+inline void add_op(Built& b, int32_t kind, int32_t in, int32_t out, const P& params) {
+  qlstm_op op = program_op(kind, in, out);
+  set_block(op, params);
+  b.ops.push_back(op);
+}
+
+// LSTM (every step) -> the mean or max over time (kind: a qlstm_pool_kind) -> FC: a classifier
+// on y.mean(dim=1) or y.max(dim=1).values.
+inline void build_pooled(Built& b, bool time_major, int32_t kind, std::mt19937_64& rng) {
+  begin_with_lstm(b, time_major, rng);
+  make_fc(b.fcs.emplace_back(), H, O, true, false, rng);
+  b.widths = {I, H, H, O};
+  b.steps = {kEvery, kEvery, kOne, kOne};
+  b.ops.push_back(lstm_op(b.lstms[0].params, 0, 1, 0));
+  qlstm_pool_s8_params pool{};
+  pool.kind = kind;
+  pool.channels = H;
+  pool.activation_min = -128;
+  pool.activation_max = 127;
+  add_op(b, QLSTM_OP_POOL_S8, 1, 2, pool);
+  add_op(b, QLSTM_OP_FULLY_CONNECTED_S8, 2, 3, b.fcs[0].params);
+  b.state_values = static_cast<size_t>(B * H);
+  b.finish();
+}
+
+// LSTM (every step) -> FC on all T steps of each batch row at once (y.reshape(B, -1) then a
+// Linear of T x H inputs): batch-major, calls of exactly T steps.
+inline void build_flattened(Built& b, std::mt19937_64& rng) {
+  begin_with_lstm(b, false, rng);
+  make_fc(b.fcs.emplace_back(), T * H, O, true, false, rng);
+  b.widths = {I, H, O};
+  b.steps = {kEvery, kEvery, kOne};
+  b.ops.push_back(lstm_op(b.lstms[0].params, 0, 1, 0));
+  add_op(b, QLSTM_OP_FULLY_CONNECTED_S8, 1, 2, b.fcs[0].params);
   b.state_values = static_cast<size_t>(B * H);
   b.finish();
 }

@@ -284,6 +284,9 @@ void ProgramEmitter::prepare() {
     int32_t step = 0;
     const std::string pooled = pooled_over_time(op);
     if (!pooled.empty()) one_row = pooled;
+    if (m.fixed_time_steps() > 0) {
+      one_row = "a Linear over all " + std::to_string(m.fixed_time_steps()) + " time steps (calls of exactly that many)";
+    }
     if (!selected_step(op, &step)) continue;
     one_row = step == -1 ? std::string("the last time step") : "time step " + std::to_string(step);
   }

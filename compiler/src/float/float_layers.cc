@@ -26,6 +26,7 @@ std::string layer_label(const FloatLayer& l) {
     case FloatLayerKind::kSoftmax: kind = "Softmax"; break;
     case FloatLayerKind::kSelectStep: kind = "step selection"; break;
     case FloatLayerKind::kPoolTime: kind = l.pool == PoolFn::kMean ? "mean over time" : "max over time"; break;
+    case FloatLayerKind::kFlattenTime: kind = "flatten of every step"; break;
   }
   return "layer '" + l.node + "' (" + kind + ")";
 }
@@ -50,7 +51,8 @@ std::vector<double> pool_over_time(const FloatLayer& layer, const std::vector<do
 }
 
 bool reads_whole_sequence(FloatLayerKind kind) {
-  return kind == FloatLayerKind::kSelectStep || kind == FloatLayerKind::kPoolTime;
+  return kind == FloatLayerKind::kSelectStep || kind == FloatLayerKind::kPoolTime ||
+         kind == FloatLayerKind::kFlattenTime;
 }
 
 const char* activation_fn_name(ActivationFn f) {
@@ -75,7 +77,7 @@ void FloatLayer::validate() const {
     bad("input_size and output_size must be >= 1 (got " + std::to_string(input_size) + " and " +
         std::to_string(output_size) + ")");
   }
-  if (kind != FloatLayerKind::kLinear && input_size != output_size) {
+  if (kind != FloatLayerKind::kLinear && kind != FloatLayerKind::kFlattenTime && input_size != output_size) {
     bad("input_size " + std::to_string(input_size) + " differs from output_size " + std::to_string(output_size));
   }
   auto finite = [&](const std::vector<float>& v, const char* what) {
@@ -115,6 +117,11 @@ void FloatLayer::validate() const {
       break;
     case FloatLayerKind::kSelectStep:
     case FloatLayerKind::kPoolTime:
+      break;
+    case FloatLayerKind::kFlattenTime:
+      if (flatten_steps < 1 || static_cast<int64_t>(flatten_steps) * input_size != output_size) {
+        bad("output_size must be flatten_steps x input_size");
+      }
       break;
   }
 }
@@ -167,6 +174,7 @@ std::vector<double> run_float_layer(const FloatLayer& layer, const std::vector<d
       }
       case FloatLayerKind::kSelectStep:
       case FloatLayerKind::kPoolTime:
+      case FloatLayerKind::kFlattenTime:
         throw CompileError(layer_label(layer) + ": reads a whole sequence; it is not a per-position layer");
     }
   }

@@ -581,6 +581,13 @@ void walk_head(Import* im, PathState* start) {
   r.output_squeezes_batch = hs.view.batch_squeezed;
   if (hs.selected) {
     hs.select.input_size = hs.select.output_size = D * static_cast<int32_t>(last.hidden);
+    if (hs.select.kind == FloatLayerKind::kFlattenTime) {
+      if (hs.select.flatten_steps < 1) {
+        problems.push_back("node '" + hs.select.node + "': a flatten of every step of a dynamic time axis that no "
+                           "Linear reads: its size is unknown; export with a fixed sequence length");
+      }
+      hs.select.output_size = std::max(hs.select.flatten_steps, 1) * hs.select.input_size;
+    }
     prog.head.push_back(hs.select);
   }
   prog.head.insert(prog.head.end(), hs.layers.begin(), hs.layers.end());

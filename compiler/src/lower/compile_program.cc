@@ -78,7 +78,8 @@ ProgramOp derive_layer_op(const LayerOp& lop, const AffineQuant& input, const Af
       break;
     case FloatLayerKind::kSelectStep:
     case FloatLayerKind::kPoolTime:
-      throw CompileError(node_label(l) + ": a step selection or a pooling over time must come first in the head, "
+    case FloatLayerKind::kFlattenTime:
+      throw CompileError(node_label(l) + ": a step selection, a pooling or a flatten over time must come first in the head, "
                          "right after the LSTM");
   }
   return op;
@@ -202,6 +203,7 @@ class ProgramCompiler {
   const FloatLstm& last_lstm_;
   bool has_select_ = false, final_state_ = false, select_op_ = false;
   bool pool_ = false;  // the head pools the last layer's sequence over time first
+  bool flatten_ = false;  // the head's first Linear reads every step of each sequence at once
   std::vector<FloatLayer> head_layers_;
   std::optional<int32_t> head_step_;  // the step of the last layer's output the head reads
   std::vector<Entry> entries_;
@@ -232,10 +234,16 @@ void ProgramCompiler::check() {
   if (calibration_.sequences.empty()) throw CompileError("calibration: the calibration set is empty");
   has_select_ = !program_.head.empty() && program_.head.front().kind == FloatLayerKind::kSelectStep;
   pool_ = !program_.head.empty() && program_.head.front().kind == FloatLayerKind::kPoolTime;
-  if (pool_ && std::find(options_.s16_layers.begin(), options_.s16_layers.end(), true) != options_.s16_layers.end()) {
-    throw CompileError(node_label(program_.head.front()) + ": a pooling over time after 16x8 layers is not "
-                       "supported yet; compile the layers int8 (without --s16-layers)");
+  flatten_ = !program_.head.empty() && program_.head.front().kind == FloatLayerKind::kFlattenTime;
+  if (flatten_ && (program_.head.size() < 2 || program_.head[1].kind != FloatLayerKind::kLinear)) {
+    throw CompileError(node_label(program_.head.front()) + ": a flatten of every step must feed a Linear directly");
   }
+  if ((pool_ || flatten_) &&
+      std::find(options_.s16_layers.begin(), options_.s16_layers.end(), true) != options_.s16_layers.end()) {
+    throw CompileError(node_label(program_.head.front()) + ": a pooling or a flatten over time after 16x8 layers is "
+                       "not supported yet; compile the layers int8 (without --s16-layers)");
+  }
+
   head_layers_ = compiled_head_layers(program_);
   if (program_.lstm_output == LstmOutput::kFinalState && has_select_) {
     throw CompileError(node_label(program_.head.front()) + ": selects a step of h_n, which has one");
@@ -337,6 +345,15 @@ void ProgramCompiler::plan_head(const std::vector<std::vector<float>>& stack_out
     if (pool_) {
       head_values_.push_back(pooled_row(stack_out[e], e));
       head_positions.push_back(1);
+    } else if (flatten_) {
+      const int32_t steps = program_.head.front().flatten_steps;
+      if (entries_[e].time_steps != steps) {
+        throw CompileError("calibration: sequence " + std::to_string(e % calibration_.sequences.size()) + " has " +
+                           std::to_string(entries_[e].time_steps) + " steps; the model reads exactly " +
+                           std::to_string(steps) + " (" + node_label(program_.head.front()) + " flattens every step)");
+      }
+      head_values_.push_back(to_double(stack_out[e]));
+      head_positions.push_back(1);
     } else if (!head_step_) {
       head_values_.push_back(to_double(stack_out[e]));
       head_positions.push_back(entries_[e].time_steps);
@@ -411,7 +428,7 @@ OpBoundaries ProgramCompiler::layer_boundaries(int32_t l, const std::vector<std:
     fixed.scored_step = head_step_;
     plan_head(outs);
     // One op per layer: its candidates are scored by the model's output through the head.
-    if (D_ == 1 && !head_ops_.empty() && !pool_) {
+    if (D_ == 1 && !head_ops_.empty() && !pool_ && !flatten_) {
       fixed.head = [this](const AffineQuant& q, const std::vector<int8_t>& rows, int32_t n) { return run_head(q, rows, n); };
       for (const std::vector<double>& v : head_values_) fixed.head_reference.emplace_back(v.begin(), v.end());
     }
@@ -484,7 +501,7 @@ void ProgramCompiler::assemble_stack() {
 // The LSTM stack, layer by layer.
 void ProgramCompiler::lower_stack() {
   head_ops_ = layer_ops(head_layers_);
-  if (has_select_ || pool_) head_ops_.erase(head_ops_.begin());
+  if (has_select_ || pool_ || flatten_) head_ops_.erase(head_ops_.begin());
   for (int32_t l = 0; l < program_.layers(); ++l) {
     std::vector<OpObservation> observed;
     std::vector<std::vector<float>> outs;
@@ -521,7 +538,9 @@ void ProgramCompiler::lower_head() {
     ProgramOp op = derive_layer_op(lop, m.buffers.back().quant, out, start_);
     op.input_buffer = static_cast<int32_t>(m.buffers.size()) - 1;
     op.output_buffer = op.input_buffer + 1;
-    m.buffers.push_back({lop.layer->output_size, out, m.buffers.back().steps});
+    // After a flatten the first Linear reads the sequence and writes one row per batch row.
+    const int32_t steps = flatten_ && j == 0 ? QLSTM_BUFFER_ONE_STEP : m.buffers.back().steps;
+    m.buffers.push_back({lop.layer->output_size, out, steps});
     m.ops.push_back(std::move(op));
   }
 }

@@ -197,6 +197,15 @@ namespace {
 
 std::vector<float> to_float(const std::vector<double>& v) { return std::vector<float>(v.begin(), v.end()); }
 
+// Appends step t of batch row b of a [B][T][W] or [T][B][W] sequence (as shape.layout) to *y.
+void append_step(const std::vector<float>& x, const SequenceShape& shape, int32_t b, int32_t t, size_t W,
+                 std::vector<double>* y) {
+  const size_t B = static_cast<size_t>(shape.batch), T = static_cast<size_t>(shape.time_steps);
+  const size_t at = shape.layout == Layout::kTimeMajor ? static_cast<size_t>(t) * B + static_cast<size_t>(b)
+                                                       : static_cast<size_t>(b) * T + static_cast<size_t>(t);
+  y->insert(y->end(), x.begin() + static_cast<ptrdiff_t>(at * W), x.begin() + static_cast<ptrdiff_t>((at + 1) * W));
+}
+
 // Runs per-position layers over `positions` rows, recording each layer's output.
 std::vector<double> run_layers(const std::vector<FloatLayer>& layers, std::vector<double> x, size_t positions,
                                std::vector<std::vector<float>>* outputs) {
@@ -290,10 +299,18 @@ FloatProgramResult run_float_program(const FloatProgram& p, const float* x, cons
       throw CompileError("input: layer '" + sel.node + "' selects step " + std::to_string(sel.step) + " of a " +
                          std::to_string(T) + "-step sequence");
     }
-    const size_t W = static_cast<size_t>(sel.input_size);
+    for (int32_t b = 0; b < B; ++b) append_step(input, shape, b, t, static_cast<size_t>(sel.input_size), &y);
+    rows = static_cast<size_t>(B);
+    r.head_outputs.push_back(to_float(y));
+    head_start = 1;
+  } else if (!p.head.empty() && p.head.front().kind == FloatLayerKind::kFlattenTime) {
+    const FloatLayer& flat = p.head.front();
+    if (T != flat.flatten_steps) {
+      throw CompileError("input: layer '" + flat.node + "' flattens exactly " + std::to_string(flat.flatten_steps) +
+                         " steps; the input has " + std::to_string(T));
+    }
     for (int32_t b = 0; b < B; ++b) {
-      const size_t at = shape.layout == Layout::kTimeMajor ? static_cast<size_t>(t) * B + b : static_cast<size_t>(b) * T + t;
-      y.insert(y.end(), input.begin() + static_cast<ptrdiff_t>(at * W), input.begin() + static_cast<ptrdiff_t>((at + 1) * W));
+      for (int32_t t = 0; t < T; ++t) append_step(input, shape, b, t, static_cast<size_t>(flat.input_size), &y);
     }
     rows = static_cast<size_t>(B);
     r.head_outputs.push_back(to_float(y));
@@ -301,13 +318,9 @@ FloatProgramResult run_float_program(const FloatProgram& p, const float* x, cons
   } else if (!p.head.empty() && p.head.front().kind == FloatLayerKind::kPoolTime) {
     const FloatLayer& pool = p.head.front();
     if (T < 1) throw CompileError("input: layer '" + pool.node + "' pools a sequence of no time steps");
-    const size_t W = static_cast<size_t>(pool.input_size);
     for (int32_t b = 0; b < B; ++b) {
       std::vector<double> seq;  // batch row b's steps
-      for (int32_t t = 0; t < T; ++t) {
-        const size_t at = shape.layout == Layout::kTimeMajor ? static_cast<size_t>(t) * B + b : static_cast<size_t>(b) * T + t;
-        seq.insert(seq.end(), input.begin() + static_cast<ptrdiff_t>(at * W), input.begin() + static_cast<ptrdiff_t>((at + 1) * W));
-      }
+      for (int32_t t = 0; t < T; ++t) append_step(input, shape, b, t, static_cast<size_t>(pool.input_size), &seq);
       const std::vector<double> row = pool_over_time(pool, seq, T);
       y.insert(y.end(), row.begin(), row.end());
     }
@@ -352,6 +365,37 @@ bool CompiledModel::all_forward() const {
   return true;
 }
 
+namespace {
+
+// Steps op k reads at once (CompiledModel::fixed_time_steps), or 0.
+int32_t flattened_steps(const CompiledModel& m, const ProgramOp& op) {
+  const OpKind* kind = find_op_kind(op.kind);
+  int32_t step = 0;
+  OpBoundary ob;
+  const auto in_range = [&](int32_t b) { return b >= 0 && static_cast<size_t>(b) < m.buffers.size(); };
+  if (op.recurrent() || kind == nullptr || selected_step(op, &step) || !pooled_over_time(op).empty() ||
+      !in_range(op.input_buffer) || !in_range(op.output_buffer) || !kind->boundary(op, &ob)) {
+    return 0;
+  }
+  const ProgramBuffer& in = m.buffers[static_cast<size_t>(op.input_buffer)];
+  const ProgramBuffer& out = m.buffers[static_cast<size_t>(op.output_buffer)];
+  if (in.steps != QLSTM_BUFFER_EVERY_STEP || out.steps != QLSTM_BUFFER_ONE_STEP || in.width < 1 ||
+      ob.input_width % in.width != 0) {
+    return 0;
+  }
+  return ob.input_width / in.width;
+}
+
+}  // namespace
+
+int32_t CompiledModel::fixed_time_steps() const {
+  for (const ProgramOp& op : ops) {
+    const int32_t steps = flattened_steps(*this, op);
+    if (steps > 0) return steps;
+  }
+  return 0;
+}
+
 std::string CompiledModel::streaming_refusal() const {
   for (const ProgramOp& op : ops) {
     if (op.recurrent() && op.time_direction() != QLSTM_TIME_FORWARD) {
@@ -360,6 +404,11 @@ std::string CompiledModel::streaming_refusal() const {
     }
   }
   for (size_t k = 0; k < ops.size(); ++k) {
+    const int32_t flattened = flattened_steps(*this, ops[k]);
+    if (flattened > 0) {
+      return "op " + std::to_string(k) + " reads all " + std::to_string(flattened) + " steps of a sequence at once "
+             "(a Linear on every step flattened); the model runs on sequences of exactly that many steps";
+    }
     const std::string pooled = pooled_over_time(ops[k]);
     if (!pooled.empty()) {
       return "op " + std::to_string(k) + " takes " + pooled + " of the whole sequence; a chunk holds only part of "
@@ -407,6 +456,8 @@ void ModelChecker::runtime_table() const {
     if (!selected_step(op, &step)) continue;
     if (step > -(1 << 20) && step < (1 << 20)) min_steps = std::max(min_steps, step >= 0 ? step + 1 : -step);
   }
+  // A model that reads every step at once runs on exactly that many.
+  if (m_.fixed_time_steps() > 0) min_steps = m_.fixed_time_steps();
   const Layout layout = m_.batch_first ? Layout::kBatchMajor : Layout::kTimeMajor;
   const RuntimeProgram r = runtime_program(m_, 1, min_steps, layout);
   const qlstm_program table = r.table();
@@ -513,10 +564,13 @@ void ModelChecker::per_position_op(const ProgramOp& op, const std::string& w, co
   if (kind == nullptr) bad(w + ".kind' is not an op kind this qlstm knows");
   OpBoundary ob;
   if (!kind->boundary(op, &ob)) ob.input = ob.output = in.quant;
-  if (ob.input_width != in.width || ob.output_width != out.width) bad(w + "': its sizes are not its buffers' widths");
+  const int32_t flattened = flattened_steps(m_, op);  // its input: that many rows of its input buffer
+  if (ob.input_width != in.width * std::max(flattened, 1) || ob.output_width != out.width) {
+    bad(w + "': its sizes are not its buffers' widths");
+  }
   if (!same_quant(ob.input, in.quant)) bad(w + "': input quantization differs from its input buffer's");
   if (!same_quant(ob.output, out.quant)) bad(w + "': output quantization differs from its output buffer's");
-  const bool reads_sequence = kind->selected_step != nullptr || !pooled_over_time(op).empty();
+  const bool reads_sequence = kind->selected_step != nullptr || !pooled_over_time(op).empty() || flattened > 0;
   const int32_t want_steps = reads_sequence ? QLSTM_BUFFER_ONE_STEP : in.steps;
   if (reads_sequence && in.steps != QLSTM_BUFFER_EVERY_STEP) {
     bad(w + "': a step selection or a pooling over time reads a sequence, not a one-step buffer");
@@ -745,6 +799,11 @@ std::vector<uint8_t> run_program_raw(const CompiledModel& m, const void* x, size
     throw CompileError("input: " + std::to_string(x_bytes / std::max<size_t>(element, 1)) + " values, expected " +
                        std::to_string(positions * static_cast<size_t>(m.input_size())) + " (B=" +
                        std::to_string(B) + " T=" + std::to_string(T) + " x " + std::to_string(m.input_size()) + ")");
+  }
+  const int32_t fixed = m.fixed_time_steps();
+  if (fixed > 0 && T != fixed) {
+    throw CompileError("input: " + std::to_string(T) + " time steps; the model reads exactly " + std::to_string(fixed) +
+                       " per sequence (a Linear on every step flattened)");
   }
   ProgramState own;
   if (state == nullptr) {

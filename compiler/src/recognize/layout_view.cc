@@ -56,6 +56,7 @@ class LayoutRules {
   bool unsqueeze(const onnx::NodeProto& n);
   bool flatten(const onnx::NodeProto& n);
   bool reshape(const onnx::NodeProto& n);
+  bool merge_time(const Labels& before);
 
  private:
   bool fail(const std::string& why) {
@@ -204,12 +205,23 @@ bool LayoutRules::flatten(const onnx::NodeProto& n) {
   }
   const Labels left = data_axes(c_, v_.labels.substr(0, static_cast<size_t>(axis)));
   const Labels right = data_axes(c_, v_.labels.substr(static_cast<size_t>(axis)));
+  if (part_ == PathPart::kHead && left == "B" && right == "TF") return merge_time(left);
   if (left.size() > 1 || left.find('F') != std::string::npos || (right != "F" && right != "DF")) {
     return fail("a Flatten that merges the " + v_.labels + " axes into [" + left + "][" + right +
                     "]: it mixes positions with features; not supported");
   }
   if (right == "DF") v_.width *= c_.directions;
   v_.labels = std::string(left.empty() ? "1" : left) + "F";
+  return true;
+}
+
+// Every step of each batch row merged into one row of features (the head only, batch-major).
+bool LayoutRules::merge_time(const Labels& before) {
+  if (v_.flattened_steps != 0) return fail("a second merge of the time axis into the features: not supported");
+  v_.step_width = v_.width;
+  v_.flattened_steps = c_.time_size > 0 ? static_cast<int32_t>(c_.time_size) : -1;
+  v_.width = v_.flattened_steps > 0 ? v_.flattened_steps * v_.step_width : 0;
+  v_.labels = before + "F";
   return true;
 }
 
@@ -239,6 +251,11 @@ bool LayoutRules::reshape(const onnx::NodeProto& n) {
     if (r < real.size()) {
       const char cur = v_.labels[real[r]];
       const int64_t size = axis_size(c_, cur, width);
+      // y.reshape(B, -1) of a batch-major [B, T, F] head: every step into one row (merge_time).
+      const bool time_merge = part_ == PathPart::kHead && cur == 'T' && r + 2 == real.size() && out == "B" &&
+                              v_.labels[real[r + 1]] == 'F' && j + 1 == target.size() &&
+                              (t == -1 || (c_.time_size > 0 && t == c_.time_size * width));
+      if (time_merge) return merge_time(out);
       const bool merge = cur == 'D' && r + 1 < real.size() && v_.labels[real[r + 1]] == 'F' &&
                          ((t == -1 && j + 1 == target.size()) || t == c_.directions * width);
       if (merge) {

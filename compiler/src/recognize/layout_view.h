@@ -46,6 +46,11 @@ struct LayoutView {
   int32_t width = 0;               // elements on the feature axis
   bool features_squeezed = false;  // a feature axis of width 1 was squeezed away (the head only)
   bool batch_squeezed = false;     // the batch axis of an export with a static batch of 1 was squeezed away (the head only)
+  // The head only: the time axis was merged into the features (y.reshape(B, -1), Flatten): T steps
+  // of step_width each, width T x step_width; -1 while T is unknown (a dynamic time axis: the
+  // Linear that reads it tells, and width is 0 until then).
+  int32_t flattened_steps = 0;
+  int32_t step_width = 0;
 };
 
 // Where on the data path a view is: the head alone may squeeze the model output's feature axis of

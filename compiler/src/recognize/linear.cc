@@ -65,6 +65,7 @@ bool PathWalker::gemm(const onnx::NodeProto& n, PathState* s) {
     return false;
   }
   if (!features_last(n, *s, "a Gemm")) return false;
+  if (!resolve_flattened_steps(n, n.input(1), int_attribute(n, "transB", 0) != 0, s)) return false;
   FloatLayer l;
   if (!linear_weights(n, n.input(1), int_attribute(n, "transB", 0) != 0, float_attribute(n, "alpha", 1.0), &l, *s)) {
     return false;
@@ -79,6 +80,7 @@ bool PathWalker::gemm(const onnx::NodeProto& n, PathState* s) {
 
 bool PathWalker::matmul(const onnx::NodeProto& n, PathState* s) {
   if (n.input_size() != 2 || !features_last(n, *s, "a MatMul")) return false;
+  if (!resolve_flattened_steps(n, n.input(1), false, s)) return false;
   FloatLayer l;
   if (!linear_weights(n, n.input(1), false, 1.0, &l, *s)) return false;
   add_layer(s, std::move(l), true);

@@ -127,6 +127,55 @@ bool PathWalker::features_last(const onnx::NodeProto& n, const PathState& s, con
   return true;
 }
 
+// The head's first layer reading the whole sequence (a pooling, a flatten): after nothing else
+// that reads it, and before any per-step layer (the program runs it first).
+bool PathWalker::read_whole_sequence(const onnx::NodeProto& n, PathState* s, FloatLayerKind kind, const std::string& what,
+                                     const std::string& verb) {
+  if (s->selected) {
+    problem(&n, what + " after a step selection, a pooling or a flatten over time: not supported");
+    return false;
+  }
+  if (!s->layers.empty()) {
+    problem(&n, what + " after per-step layers (" + s->layers.front().node + "): not supported yet; " + verb +
+                    " the recurrent layer's output directly, then apply the layers");
+    return false;
+  }
+  s->selected = true;
+  s->select = FloatLayer{};
+  s->select.kind = kind;
+  s->select.node = n.name().empty() ? n.output(0) : n.name();
+  s->last_is_linear = false;
+  return true;
+}
+
+// The time axis merged into the features (LayoutRules::merge_time): the head's first layer, the
+// model's steps then fixed (a Linear of T x H inputs reads them).
+bool PathWalker::flatten_time(const onnx::NodeProto& n, PathState* s) {
+  if (!read_whole_sequence(n, s, FloatLayerKind::kFlattenTime, "a flatten of every step", "flatten")) return false;
+  s->select.flatten_steps = s->view.flattened_steps;  // -1 until the Linear tells (a dynamic time axis)
+  s->last_is_linear = false;
+  return true;
+}
+
+// A Linear of K inputs on a flattened sequence whose time axis is dynamic: K / the step width steps.
+bool PathWalker::resolve_flattened_steps(const onnx::NodeProto& n, const std::string& w_name, bool transposed,
+                                         PathState* s) {
+  if (s->view.flattened_steps != -1) return true;
+  std::vector<double> w;
+  std::vector<int64_t> dims;
+  const int64_t K = constant_values(g_, w_name, &w, &dims) && dims.size() == 2 ? dims[transposed ? 1 : 0] : -1;
+  const int64_t step = s->view.step_width;
+  if (K < step || step < 1 || K % step != 0 || K / step > (int64_t{1} << 20)) {
+    problem(&n, "a Linear of " + std::to_string(K) + " inputs on every step of " + std::to_string(step) +
+                    " values flattened: not a whole number of steps");
+    return false;
+  }
+  s->view.flattened_steps = static_cast<int32_t>(K / step);
+  s->view.width = static_cast<int32_t>(K);
+  s->select.flatten_steps = s->view.flattened_steps;
+  return true;
+}
+
 void PathWalker::add_layer(PathState* s, FloatLayer l, bool linear) {
   l.input_size = s->view.width;
   if (linear && s->last_is_batch_norm) {
@@ -164,10 +213,12 @@ bool PathWalker::take(const onnx::NodeProto& n, PathState* s) {
   if (kLayoutOps.count(op)) {
     if (!reads_at(n, *s, 0)) return false;
     std::string why;
+    const bool flattened = s->view.flattened_steps != 0;
     if (!apply_layout_op(c_, front_ ? PathPart::kFront : PathPart::kHead, n, &s->view, &why)) {
       problem(&n, why);
       return false;
     }
+    if (!flattened && s->view.flattened_steps != 0 && !flatten_time(n, s)) return false;
     // A Linear's output through Identity or Dropout is still its output (an Add may be its bias).
     if (op != "Identity" && op != "Dropout") s->last_is_linear = false;
     return true;
@@ -203,20 +254,8 @@ bool PathWalker::reduction(const onnx::NodeProto& n, PathState* s) {
   }
   const std::string& op = n.op_type();
   if (reduced == "T" && (op == "ReduceMean" || op == "ReduceMax") && !front_) {
-    if (s->selected) {
-      problem(&n, "a pooling over time after a step selection or another pooling: not supported");
-      return false;
-    }
-    if (!s->layers.empty()) {
-      problem(&n, "a pooling over time after per-step layers (" + s->layers.front().node + "): not supported yet; "
-                  "pool the recurrent layer's output directly, then apply the layers");
-      return false;
-    }
-    s->selected = true;
-    s->select = FloatLayer{};
-    s->select.kind = FloatLayerKind::kPoolTime;
+    if (!read_whole_sequence(n, s, FloatLayerKind::kPoolTime, "a pooling over time", "pool")) return false;
     s->select.pool = op == "ReduceMax" ? PoolFn::kMax : PoolFn::kMean;
-    s->select.node = n.name().empty() ? n.output(0) : n.name();
     if (int_attribute(n, "keepdims", 1) != 0) {
       s->view.labels[time_axis] = 't';
     } else {

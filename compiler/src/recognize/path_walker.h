@@ -87,6 +87,10 @@ class PathWalker {
   bool matmul(const onnx::NodeProto& n, PathState* s);
   bool add_bias(const onnx::NodeProto& n, PathState* s);
   bool batch_norm(const onnx::NodeProto& n, PathState* s);
+  bool flatten_time(const onnx::NodeProto& n, PathState* s);
+  bool read_whole_sequence(const onnx::NodeProto& n, PathState* s, FloatLayerKind kind, const std::string& what,
+                           const std::string& verb);
+  bool resolve_flattened_steps(const onnx::NodeProto& n, const std::string& w_name, bool transposed, PathState* s);
   // activations.cc
   static bool unary_activation_fn(const std::string& op, ActivationFn* fn);
   bool unary_activation(const onnx::NodeProto& n, ActivationFn fn, PathState* s);

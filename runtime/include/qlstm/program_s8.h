@@ -59,7 +59,9 @@ typedef struct qlstm_op {
    * width; the runner sets dims.time_steps (the call's) and output_width (its output buffer's
    * width) in its copy. A per-position op's: the runner sets rows (the input buffer's
    * positions); input_size / output_size / row_size are the buffers' widths (a 16x8 fully
-   * connected op has a bias). */
+   * connected op has a bias). An int8 fully connected op from a sequence buffer to a one-step
+   * buffer reads all T steps of each batch row as one row (input_size = T x the width; batch-major,
+   * calls of exactly T steps): a Linear on y.reshape(B, -1). */
   const void* params;
   int32_t input_buffer;        /* 0 ... buffer_count - 2 */
   int32_t output_buffer;       /* 1 ... buffer_count - 1, not in the input buffer's area */

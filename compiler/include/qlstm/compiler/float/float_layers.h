@@ -25,6 +25,7 @@ enum class FloatLayerKind {
   kSoftmax,     // softmax over the last axis (each position's values), with beta
   kSelectStep,  // y[:, step] of a sequence (one position per batch row)
   kPoolTime,    // the mean or the max over every step of a sequence (one position per batch row)
+  kFlattenTime, // every step of a sequence side by side, one row per batch row (y.reshape(B, -1))
 };
 
 // kPoolTime's reduction: y.mean(dim=1) (ONNX ReduceMean), y.max(dim=1).values (ReduceMax).
@@ -53,6 +54,9 @@ struct FloatLayer {
   int32_t step = -1;
   // kPoolTime
   PoolFn pool = PoolFn::kMean;
+  // kFlattenTime: the steps it takes (the model then runs on sequences of exactly that many);
+  // output_size = flatten_steps x input_size
+  int32_t flatten_steps = 0;
 
   // Throws CompileError naming the node for inconsistent sizes or non-finite values.
   void validate() const;

@@ -212,6 +212,10 @@ struct CompiledModel {
   bool all_forward() const;    // every recurrent op walks time forwards
   // The output holds one position per batch row (a last-step or h_n head): buffers.back().steps.
   bool output_is_one_step() const { return buffers.back().steps == QLSTM_BUFFER_ONE_STEP; }
+  // The steps every call must have when an op reads all of a sequence's steps at once (a Linear
+  // on y.reshape(B, -1): a per-position op from a sequence buffer to a one-step buffer whose input
+  // is a whole number of its input buffer's rows), else 0.
+  int32_t fixed_time_steps() const;
   // Why the model cannot be streamed in chunks (a reverse recurrent op, a selection of a fixed step), or
   // "" when it can.
   std::string streaming_refusal() const;
