@@ -398,42 +398,33 @@ PathState head_from_y(const NodeInfo& last) {
   return hs;
 }
 
-// The head's start when it reads the final state: the row h_n[-1] (torch's Concat of every
-// layer's h_n first, an unbatched model's Squeeze of the batch axis); refuses any other read.
-PathState head_from_final_state(Import* im) {
-  const std::string& origin = im->origin;
-  std::vector<std::string>& problems = im->problems;
+// h_n as the head reads it: the last node's, or torch's Concat of every layer's along axis 0;
+// then an unbatched model's Squeeze of the batch axis ([rows, 1, H] -> [rows, H]), or that of an
+// export whose batch is static 1 (the output then keeps it: one row per batch row).
+std::string final_state_value(Import* im, PathState* hs) {
   const Graph& g = *im->g;
   const std::vector<NodeInfo>& chain = im->chain;
   const NodeInfo& last = chain.back();
-  const int32_t D = im->chain.front().directions;
   const bool unbatched = im->ctx.unbatched;
-  std::set<const onnx::NodeProto*>& taken = im->taken;
-  FloatProgram& prog = im->r.program;
-  PathState hs;
-  prog.lstm_output = LstmOutput::kFinalState;
   const std::string& yh = last.node->output_size() > kYH ? last.node->output(kYH) : std::string();
   std::string start = yh;
   if (yh.empty() || !used(g, *last.node, kYH)) {
-    problems.push_back(last.label + ": neither its output Y nor its h_n is used (the model outputs nothing of it)");
-    refuse(origin, problems);
+    im->problems.push_back(last.label + ": neither its output Y nor its h_n is used (the model outputs nothing of it)");
+    refuse(im->origin, im->problems);
   }
   if (chain.size() > 1) {
-    // torch concatenates every layer's h_n along axis 0 before taking a row.
     const auto cs = g.consumers(chain[0].node->output(kYH));
     bool ok = cs.size() == 1 && cs[0]->op_type() == "Concat" && cs[0]->input_size() == static_cast<int>(chain.size()) &&
               attribute(*cs[0], "axis") != nullptr && attribute(*cs[0], "axis")->i() == 0 && cs[0]->output_size() >= 1;
     for (size_t j = 0; ok && j < chain.size(); ++j) ok = cs[0]->input(static_cast<int>(j)) == chain[j].node->output(kYH);
     if (!ok) {
-      problems.push_back("graph: the layers' h_n must be concatenated along axis 0, in layer order, before the head "
-                         "reads h_n[-1]");
-      refuse(origin, problems);
+      im->problems.push_back("graph: the layers' h_n must be concatenated along axis 0, in layer order, before the "
+                             "head reads h_n[-1]");
+      refuse(im->origin, im->problems);
     }
-    taken.insert(cs[0]);
+    im->taken.insert(cs[0]);
     start = cs[0]->output(0);
   }
-  // An unbatched model's h_n [rows, 1, H] loses its batch axis first ([rows, H]); so may that of
-  // an export whose batch is static 1 (the output then keeps it: one row per batch row).
   const bool one_row = !unbatched && im->ctx.batch_size == 1;
   for (int guard = 0; guard < 4 && !g.is_graph_output(start); ++guard) {
     const onnx::NodeProto* sq = only_consumer(g, start);
@@ -441,23 +432,105 @@ PathState head_from_final_state(Import* im) {
     const bool drops_batch = sq != nullptr && sq->op_type() == "Squeeze" && (unbatched || one_row) &&
                              axes_of(g, *sq, &axes) && axes == std::vector<int64_t>{1} && sq->output_size() >= 1;
     if (!drops_batch && !(sq != nullptr && sq->op_type() == "Identity" && sq->output_size() >= 1)) break;
-    hs.view.batch_squeezed = hs.view.batch_squeezed || (drops_batch && one_row);
-    taken.insert(sq);
+    hs->view.batch_squeezed = hs->view.batch_squeezed || (drops_batch && one_row);
+    im->taken.insert(sq);
     start = sq->output(0);
   }
-  const int64_t rows = static_cast<int64_t>(chain.size()) * D;
-  const int32_t H = static_cast<int32_t>(last.hidden);
-  const Labels row_labels = unbatched || hs.view.batch_squeezed ? "F" : "BF";
-  const auto cs = g.data_consumers(start);
+  return start;
+}
+
+// The rows of h_n the head gathers (h_n[k], constant k), each a final state of the last layer:
+// the Gathers and their directions; refuses any other read.
+struct GatheredRows {
+  std::vector<const onnx::NodeProto*> gathers;
+  std::vector<int32_t> directions;
+};
+GatheredRows gathered_rows(Import* im, const std::string& h_n) {
+  const Graph& g = *im->g;
+  const size_t layers = im->chain.size();
+  const int32_t D = im->chain.front().directions;
+  const int64_t rows = static_cast<int64_t>(layers) * D;
+  GatheredRows r;
+  for (const onnx::NodeProto* n : g.data_consumers(h_n)) {
+    double index = 0;
+    const bool is_row = n->op_type() == "Gather" && n->input_size() == 2 && n->input(0) == h_n &&
+                        int_attribute(*n, "axis", 0) == 0 && constant_scalar(g, n->input(1), &index) &&
+                        n->output_size() >= 1 && index >= -rows && index < rows && index == std::floor(index);
+    if (g.is_graph_output(h_n) || !is_row) {
+      im->problems.push_back(node_label(*n) + ": h_n is read other than as rows h_n[k] (one, or several "
+                             "concatenated along the features) feeding the head (with Y unused, the head reads the "
+                             "last layer's final states only)");
+      refuse(im->origin, im->problems);
+    }
+    const int64_t row = index < 0 ? static_cast<int64_t>(index) + rows : static_cast<int64_t>(index);
+    if (row / D != static_cast<int64_t>(layers) - 1) {
+      im->problems.push_back(node_label(*n) + ": a Gather of h_n row " + fmt(index) + ", the final state of layer " +
+                             std::to_string(row / D) + " of " + std::to_string(layers) +
+                             ": only the last layer's final states can feed the head (h_n[-1]" +
+                             (D == 2 ? ", h_n[-2]" : "") + "); export the stack up to that layer as its own model");
+      refuse(im->origin, im->problems);
+    }
+    r.gathers.push_back(n);
+    r.directions.push_back(static_cast<int32_t>(row % D));
+  }
+  if (r.gathers.empty()) {
+    im->problems.push_back("graph: h_n is read other than as rows h_n[k] feeding the head");
+    refuse(im->origin, im->problems);
+  }
+  return r;
+}
+
+// The Concat that puts the gathered rows side by side (torch.cat((h_n[-2], h_n[-1]), dim=1)), or
+// null: each of its inputs one of the rows, each row read by it alone, along the feature axis.
+// Sets the directions it reads, in its order.
+const onnx::NodeProto* rows_concat(Import* im, const GatheredRows& r, size_t rank, std::vector<int32_t>* order) {
+  const Graph& g = *im->g;
+  const std::string& first = r.gathers[0]->output(0);
+  const auto next = g.data_consumers(first);
+  const bool one_concat = next.size() == 1 && next[0]->op_type() == "Concat";
+  if (!one_concat || (r.gathers.size() == 1 && g.is_graph_output(first))) return nullptr;
+  const onnx::NodeProto* concat = next[0];
+  const int64_t axis = int_attribute(*concat, "axis", 0);
+  bool ok = (axis == static_cast<int64_t>(rank) - 1 || axis == -1) && concat->output_size() >= 1;
+  for (int j = 0; ok && j < concat->input_size(); ++j) {
+    const auto at = std::find_if(r.gathers.begin(), r.gathers.end(),
+                                 [&](const onnx::NodeProto* n) { return n->output(0) == concat->input(j); });
+    ok = at != r.gathers.end();
+    if (ok) order->push_back(r.directions[static_cast<size_t>(at - r.gathers.begin())]);
+  }
+  for (const onnx::NodeProto* n : r.gathers) {
+    ok = ok && !g.is_graph_output(n->output(0)) && g.data_consumers(n->output(0)).size() == 1 &&
+         g.data_consumers(n->output(0))[0] == concat;
+  }
+  if (!ok) {
+    im->problems.push_back(node_label(*concat) + ": a Concat of h_n rows is supported only along the feature axis, "
+                           "of those rows alone (torch.cat((h_n[-2], h_n[-1]), dim=1))");
+    refuse(im->origin, im->problems);
+  }
+  return concat;
+}
+
+// The head's start when it reads the final states of the last layer (Y unused): one row h_n[k],
+// rows side by side, or (one layer) every direction through layout ops; refuses any other read.
+// FloatProgram::final_directions records the directions read, left empty for h_n[-1].
+PathState head_from_final_state(Import* im) {
+  const Graph& g = *im->g;
+  const int32_t D = im->chain.front().directions;
+  const int32_t H = static_cast<int32_t>(im->chain.back().hidden);
+  FloatProgram& prog = im->r.program;
+  prog.lstm_output = LstmOutput::kFinalState;
+  PathState hs;
+  const std::string start = final_state_value(im, &hs);
+  const Labels row_labels = im->ctx.unbatched || hs.view.batch_squeezed ? "F" : "BF";
   // Every direction of one layer as a tensor ([D, B, H]) through layout ops: the head's walk
   // merges the directions into the features (h_n.permute(1, 0, 2).reshape(B, -1), forward first).
-  const onnx::NodeProto* first = cs.size() == 1 ? cs[0] : nullptr;
-  if (!g.is_graph_output(start) && first != nullptr && kLayoutOps.count(first->op_type())) {
-    if (chain.size() > 1) {
-      problems.push_back(node_label(*first) + ": reads the final states of every layer of the stack; only the last "
-                         "layer's can feed the head: read h_n[-1], or torch.cat((h_n[-2], h_n[-1]), 1) of a "
-                         "bidirectional stack");
-      refuse(origin, problems);
+  const auto cs = g.data_consumers(start);
+  if (!g.is_graph_output(start) && cs.size() == 1 && kLayoutOps.count(cs[0]->op_type())) {
+    if (im->chain.size() > 1) {
+      im->problems.push_back(node_label(*cs[0]) + ": reads the final states of every layer of the stack; only the "
+                             "last layer's can feed the head: read h_n[-1], or torch.cat((h_n[-2], h_n[-1]), 1) of "
+                             "a bidirectional stack");
+      refuse(im->origin, im->problems);
     }
     for (int32_t d = 0; D > 1 && d < D; ++d) prog.final_directions.push_back(d);  // D = 1: h_n[-1], the default
     hs.value = start;
@@ -465,80 +538,25 @@ PathState head_from_final_state(Import* im) {
     hs.view.width = H;
     return hs;
   }
-  // One row h_n[k], or rows side by side: torch.cat((h_n[-2], h_n[-1]), dim=1).
-  std::vector<const onnx::NodeProto*> gathers;
-  std::vector<int32_t> directions;
-  const onnx::NodeProto* concat = nullptr;
-  for (const onnx::NodeProto* n : cs) {
-    double index = 0;
-    const bool is_row = n->op_type() == "Gather" && n->input_size() == 2 && n->input(0) == start &&
-                        int_attribute(*n, "axis", 0) == 0 && constant_scalar(g, n->input(1), &index) &&
-                        n->output_size() >= 1 && index >= -rows && index < rows && index == std::floor(index);
-    if (g.is_graph_output(start) || !is_row) {
-      problems.push_back(node_label(*n) + ": h_n is read other than as rows h_n[k] (one, or several concatenated "
-                         "along the features) feeding the head (with Y unused, the head reads the last layer's "
-                         "final states only)");
-      refuse(origin, problems);
-    }
-    const int64_t row = index < 0 ? static_cast<int64_t>(index) + rows : static_cast<int64_t>(index);
-    if (row / D != static_cast<int64_t>(chain.size()) - 1) {
-      problems.push_back(node_label(*n) + ": a Gather of h_n row " + fmt(index) + ", the final state of layer " +
-                         std::to_string(row / D) + " of " + std::to_string(chain.size()) +
-                         ": only the last layer's final states can feed the head (h_n[-1]" +
-                         (D == 2 ? ", h_n[-2]" : "") + "); export the stack up to that layer as its own model");
-      refuse(origin, problems);
-    }
-    gathers.push_back(n);
-    directions.push_back(static_cast<int32_t>(row % D));
-  }
-  if (gathers.empty()) {
-    problems.push_back("graph: h_n is read other than as rows h_n[k] feeding the head");
-    refuse(origin, problems);
-  }
-  if (gathers.size() == 1 && !g.is_graph_output(gathers[0]->output(0))) {
-    const auto next = g.data_consumers(gathers[0]->output(0));
-    if (next.size() == 1 && next[0]->op_type() == "Concat") concat = next[0];
-  } else if (gathers.size() > 1) {
-    const auto next = g.data_consumers(gathers[0]->output(0));
-    concat = next.size() == 1 && next[0]->op_type() == "Concat" ? next[0] : nullptr;
-  }
-  if (concat != nullptr) {
-    // Every input of the Concat one of the Gathers, and every Gather read by it alone.
-    const int64_t axis = int_attribute(*concat, "axis", 0);
-    const int64_t rank = static_cast<int64_t>(row_labels.size());
-    bool ok = (axis == rank - 1 || axis == -1) && concat->output_size() >= 1;
-    std::vector<int32_t> order;
-    for (int j = 0; ok && j < concat->input_size(); ++j) {
-      const auto at = std::find_if(gathers.begin(), gathers.end(),
-                                   [&](const onnx::NodeProto* n) { return n->output(0) == concat->input(j); });
-      ok = at != gathers.end();
-      if (ok) order.push_back(directions[static_cast<size_t>(at - gathers.begin())]);
-    }
-    for (const onnx::NodeProto* n : gathers) {
-      ok = ok && !g.is_graph_output(n->output(0)) && g.data_consumers(n->output(0)).size() == 1 &&
-           g.data_consumers(n->output(0))[0] == concat;
-    }
-    if (!ok) {
-      problems.push_back(node_label(*concat) + ": a Concat of h_n rows is supported only along the feature axis, "
-                         "of those rows alone (torch.cat((h_n[-2], h_n[-1]), dim=1))");
-      refuse(origin, problems);
-    }
-    for (const onnx::NodeProto* n : gathers) taken.insert(n);
-    taken.insert(concat);
+  const GatheredRows rows = gathered_rows(im, start);
+  std::vector<int32_t> order;
+  if (const onnx::NodeProto* concat = rows_concat(im, rows, row_labels.size(), &order)) {
+    for (const onnx::NodeProto* n : rows.gathers) im->taken.insert(n);
+    im->taken.insert(concat);
     prog.final_directions = order;
     hs.value = concat->output(0);
     hs.view.labels = row_labels;
     hs.view.width = static_cast<int32_t>(order.size()) * H;
     return hs;
   }
-  if (gathers.size() > 1) {
-    problems.push_back(node_label(*gathers[1]) + ": h_n rows read apart; the head reads one row h_n[k] or rows "
-                       "concatenated along the features");
-    refuse(origin, problems);
+  if (rows.gathers.size() > 1) {
+    im->problems.push_back(node_label(*rows.gathers[1]) + ": h_n rows read apart; the head reads one row h_n[k] or "
+                           "rows concatenated along the features");
+    refuse(im->origin, im->problems);
   }
-  taken.insert(gathers[0]);
-  if (directions[0] != D - 1) prog.final_directions = directions;  // h_n[-1] is the default
-  hs.value = gathers[0]->output(0);
+  im->taken.insert(rows.gathers[0]);
+  if (rows.directions[0] != D - 1) prog.final_directions = rows.directions;  // h_n[-1] is the default
+  hs.value = rows.gathers[0]->output(0);
   hs.view.labels = row_labels;
   hs.view.width = H;
   return hs;
