@@ -182,6 +182,7 @@ json build_report(const OnnxLstm& onnx, const ModelCompileOptions& options, cons
   if (keeps_inner_sequence(onnx.program)) report["max_time_steps"] = r.max_time_steps;
   if (declared_time_steps(onnx) > 0) report["time_steps"] = declared_time_steps(onnx);  // what bench runs
   report["warnings"] = r.warnings;
+  report["import_rewrites"] = onnx.notes;  // what the import rewrote (a cell loop fused), one line each
   // The state interface: [ops][B][H]; row k in op k's hidden quantization and cell scale 2^P.
   json rows = json::array();
   json ops = json::array();

@@ -694,13 +694,15 @@ class EncoderDecoder(nn.Module):
         return self.dec(h.transpose(0, 1))[0]
 
 
-def import_torch(name, model, opset, x, head, cell=None, dynamic=False, fold=True, **expected):
+def import_torch(name, model, opset, x, head, cell=None, dynamic=False, fold=True, traced=None, **expected):
     """torch.onnx.export with the options users pass (dynamic batch and time axes, no constant
-    folding), and torch's output on `x` for the float program to be checked against."""
+    folding), and torch's output on `x` for the float program to be checked against (exported on
+    `traced` when given: a Python loop unrolled over fewer steps than x has)."""
     model.eval()
     with torch.no_grad():
         y = model(x)
-        torch.onnx.export(model, (x,), os.path.join(OUT, name + ".onnx"), opset_version=opset, input_names=["x"],
+        torch.onnx.export(model, (x if traced is None else traced,), os.path.join(OUT, name + ".onnx"),
+                          opset_version=opset, input_names=["x"],
                           output_names=["y"], do_constant_folding=fold,
                           dynamic_axes={"x": {0: "batch", 1: "time"}} if dynamic else None)
     extra = {}
@@ -956,6 +958,72 @@ def flatten_steps(x):
              "flatten the recurrent layer's output directly"])
 
 
+class CellLoop(nn.Module):
+    """nn.LSTMCell / nn.GRUCell stepped in Python (exported unrolled: a Gemm or MatMul pair, Split and
+    the state update per step), `layers` cells chained per step, from a zero state; the head reads
+    the last h, or every step's h stacked along time."""
+    def __init__(self, cell=nn.LSTMCell, layers=1, bias=True, stack=False, reverse=False, time_major=False,
+                 steps=None, h0=torch.zeros, same_weights=True):
+        super().__init__()
+        sizes = [3] + [4] * layers
+        self.cells = nn.ModuleList([cell(sizes[k], 4, bias=bias) for k in range(layers)])
+        self.other = cell(3, 4, bias=bias)  # the refused loop whose odd steps have weights of their own
+        self.fc = nn.Linear(4, 2)
+        self.lstm, self.stack, self.reverse, self.time_major = cell is nn.LSTMCell, stack, reverse, time_major
+        self.steps, self.h0, self.same_weights = steps, h0, same_weights
+
+    def forward(self, x):
+        B, T = (x.shape[1], x.shape[0]) if self.time_major else (x.shape[0], x.shape[1])
+        state = [(self.h0(B, 4), self.h0(B, 4)) if self.lstm else self.h0(B, 4) for _ in self.cells]
+        outs = []
+        for t in range(self.steps or T):
+            h = x[T - 1 - t if self.reverse else t] if self.time_major else x[:, T - 1 - t if self.reverse else t]
+            for k, cell in enumerate(self.cells):
+                if not self.same_weights and t % 2 == 1:
+                    cell = self.other
+                state[k] = cell(h, state[k])
+                h = state[k][0] if self.lstm else state[k]
+            outs.append(h)
+        if self.stack:
+            return self.fc(torch.stack(outs, 0 if self.time_major else 1))
+        return self.fc(h)
+
+
+def cell_loops(x):
+    """Cells stepped in a Python loop, fused back into one LSTM or GRU node per cell (item 2)."""
+    torch.manual_seed(31)
+    last = dict(lstm_output="final_state")
+    # Traced over 3 steps, a dynamic time axis: the fused layer runs over all 5 of x, as the loop does.
+    import_torch("import_cell_lstm_loop", CellLoop(), 14, x, ["Linear"], dynamic=True, traced=x[:, :3], **last)
+    import_torch("import_cell_gru_loop_stacked_outputs", CellLoop(nn.GRUCell, stack=True), 13, x, ["Linear"],
+                 cell="GRU", program=dict(ops=1, directions=1, initial_h="zero", initial_c="zero", h_n=False,
+                                          c_n=False))
+    import_torch("import_cell_lstm_two_cells_no_bias", CellLoop(layers=2, bias=False, stack=True), 13, x, ["Linear"],
+                 program=dict(ops=2, directions=1, initial_h="zero", initial_c="zero", h_n=False, c_n=False))
+    import_torch("import_cell_lstm_reverse", CellLoop(reverse=True), 17, x, ["Linear"], **last)
+    import_torch("import_cell_gru_time_major", CellLoop(nn.GRUCell, time_major=True, stack=True), 14,
+                 x.transpose(0, 1).contiguous(), ["Linear"], batch_first=False)
+    import_torch("import_cell_gru_two_cells", CellLoop(nn.GRUCell, layers=2), 14, x, ["Linear"], cell="GRU", **last)
+    refused("import_refused_cell_loop_own_weights", CellLoop(same_weights=False), 14,
+            ["step 1 of the LSTMCell loop at node '/cells.0/Split' (Split) has weights other than step 0's"], x=x)
+    refused("import_refused_cell_loop_part", CellLoop(steps=3), 14,
+            ["runs 3 steps over 'x', whose time axis has 5: a loop over part of the sequence is not supported"], x=x)
+    refused("import_refused_cell_loop_state", CellLoop(nn.GRUCell, h0=torch.ones), 14,
+            ["not from zeros: only a zero initial state is supported for a cell loop"], x=x)
+    # Two stacked LSTM nodes, the first without a Y_h output, the head on the second's: refused
+    # (it read past the first node's outputs before).
+    rng = np.random.default_rng(32)
+    w = lambda n, *shape: numpy_helper.from_array(rng.standard_normal(shape).astype(np.float32), n)
+    refused_graph("import_refused_h_n_first_layer_without_y_h", [
+        helper.make_node("LSTM", ["x", "W0", "R0"], ["y0"], name="layer0", hidden_size=4),
+        helper.make_node("Squeeze", ["y0", "axis1"], ["x1"], name="between"),
+        helper.make_node("LSTM", ["x1", "W1", "R1"], ["", "h1"], name="layer1", hidden_size=4),
+        helper.make_node("Squeeze", ["h1", "axis0"], ["y"], name="head")],
+        [w("W0", 1, 16, 3), w("R0", 1, 16, 4), w("W1", 1, 16, 4), w("R1", 1, 16, 4),
+         numpy_helper.from_array(np.array([1], np.int64), "axis1"), numpy_helper.from_array(np.array([0], np.int64), "axis0")],
+        errors=["graph: the layers' h_n must be concatenated along axis 0, in layer order, before the head reads h_n[-1]"])
+
+
 def import_models():
     """The graphs the import pre-pass and its fixes make compile, and the refusals they name."""
     torch.manual_seed(18)
@@ -999,6 +1067,7 @@ def import_models():
     batch_norm(x)
     more_reads(x)
     flatten_steps(x)
+    cell_loops(x)
     # compile's calibration for the CLI tests: 8 sequences of 5 steps, batch-first [B, T, 3]
     np.save(os.path.join(OUT, "import_calibration.npy"),
             np.random.default_rng(23).standard_normal((8, 5, 3)).astype(np.float32))

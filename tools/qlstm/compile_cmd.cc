@@ -83,6 +83,7 @@ void print_model_summary(const OnnxLstm& onnx, const ModelCompileResult& r, cons
               m.layers() > 1 ? "s" : "", m.directions == 2 ? " bidirectional" : "", onnx.program.ops.front().input_size,
               m.directions * m.hidden_sizes().back(),
               onnx.unbatched ? "unbatched [T, F]" : onnx.batch_first ? "batch_first" : "sequence-first");
+  for (const std::string& note : onnx.notes) std::printf("  %s\n", note.c_str());
   if (onnx.output_squeezes_features) {
     std::printf("  output keeps the size-1 feature axis the ONNX model squeezes away (%s for %s): the same "
                 "values in the same order\n",

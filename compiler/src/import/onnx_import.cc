@@ -5,6 +5,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include "import/cell_loops.h"
 #include "import/graph.h"
 #include "import/onnx_model.h"
 #include "import/recurrent_nodes.h"
@@ -148,6 +149,8 @@ void read_model(const std::string& bytes, onnx::ModelProto* out, Import* im) {
   import::upgrade_attribute_forms(&model, r.opset);
   import::fold_constants(&model, r.opset, checked);
   im->facts = import::fold_shapes(&model, checked);
+  import::fuse_cell_loops(&model, r.opset, &im->facts, &r.notes, &problems);
+  if (!problems.empty()) refuse(origin, problems);
 }
 
 // The LSTM and GRU nodes, each read (attributes, weights); refuses a graph without any (naming
@@ -413,10 +416,12 @@ std::string final_state_value(Import* im, PathState* hs) {
     refuse(im->origin, im->problems);
   }
   if (chain.size() > 1) {
-    const auto cs = g.consumers(chain[0].node->output(kYH));
+    const auto cs = g.consumers(chain[0].node->output_size() > kYH ? chain[0].node->output(kYH) : std::string());
     bool ok = cs.size() == 1 && cs[0]->op_type() == "Concat" && cs[0]->input_size() == static_cast<int>(chain.size()) &&
               attribute(*cs[0], "axis") != nullptr && attribute(*cs[0], "axis")->i() == 0 && cs[0]->output_size() >= 1;
-    for (size_t j = 0; ok && j < chain.size(); ++j) ok = cs[0]->input(static_cast<int>(j)) == chain[j].node->output(kYH);
+    for (size_t j = 0; ok && j < chain.size(); ++j) {
+      ok = chain[j].node->output_size() > kYH && cs[0]->input(static_cast<int>(j)) == chain[j].node->output(kYH);
+    }
     if (!ok) {
       im->problems.push_back("graph: the layers' h_n must be concatenated along axis 0, in layer order, before the "
                              "head reads h_n[-1]");

@@ -35,6 +35,8 @@ struct OnnxLstm {
   bool unbatched = false;   // graph input [T][F] and output [T][W] (or [W] per row): one sequence (batch_first set)
   int64_t opset = 0;
   std::vector<int64_t> input_shape;  // as declared; -1 for a symbolic dimension
+  // What the import rewrote before reading the graph, one line each (an nn.LSTMCell loop fused).
+  std::vector<std::string> notes;
 };
 
 // Throws CompileError. For a model outside the scope, the message has one line per problem,
