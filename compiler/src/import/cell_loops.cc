@@ -555,12 +555,15 @@ class Fuser {
 
   // Every value a loop computes is read only inside it, except its last h and c and its stack.
   bool check_reads() {
-    for (const Loop& l : loops_) {
+    for (size_t k = 0; k < loops_.size(); ++k) {
+      const Loop& l = loops_[k];
+      std::vector<const onnx::NodeProto*> nodes = l.stack_nodes;
       for (int s : l.steps) {
-        for (const auto* n : steps_[static_cast<size_t>(s)].nodes) removed_.insert(n);
-        for (const auto& p : steps_[static_cast<size_t>(s)].proj) removed_.insert(p.nodes.begin(), p.nodes.end());
+        const Step& st = steps_[static_cast<size_t>(s)];
+        nodes.insert(nodes.end(), st.nodes.begin(), st.nodes.end());
+        for (const auto& p : st.proj) nodes.insert(nodes.end(), p.nodes.begin(), p.nodes.end());
       }
-      removed_.insert(l.stack_nodes.begin(), l.stack_nodes.end());
+      for (const auto* n : nodes) removed_[n] = static_cast<int>(k);
     }
     for (size_t index = 0; index < loops_.size(); ++index) {
       Loop& l = loops_[index];
@@ -827,7 +830,8 @@ class Fuser {
         if (done[k] || (below >= 0 && !done[static_cast<size_t>(below)])) continue;
         const onnx::NodeProto* last = nullptr;
         for (const auto& n : model_->graph().node()) {
-          if (removed_.count(&n) && owner(&n) == static_cast<int>(k)) last = &n;
+          const auto it = removed_.find(&n);
+          if (it != removed_.end() && it->second == static_cast<int>(k)) last = &n;
         }
         auto nodes = fused_nodes(static_cast<int>(k));
         auto& slot = at[last];
@@ -846,21 +850,6 @@ class Fuser {
     auto* nodes = model_->mutable_graph()->mutable_node();
     nodes->Clear();
     for (auto& n : kept) *nodes->Add() = std::move(n);
-  }
-
-  int owner(const onnx::NodeProto* n) const {
-    for (size_t k = 0; k < loops_.size(); ++k) {
-      const Loop& l = loops_[k];
-      if (std::find(l.stack_nodes.begin(), l.stack_nodes.end(), n) != l.stack_nodes.end()) return static_cast<int>(k);
-      for (int s : l.steps) {
-        const Step& st = steps_[static_cast<size_t>(s)];
-        if (std::find(st.nodes.begin(), st.nodes.end(), n) != st.nodes.end()) return static_cast<int>(k);
-        for (const auto& p : st.proj) {
-          if (std::find(p.nodes.begin(), p.nodes.end(), n) != p.nodes.end()) return static_cast<int>(k);
-        }
-      }
-    }
-    return -1;
   }
 
   // The nodes only the loops read (x[:, t]'s Gathers, their index constants) leave with them.
@@ -928,7 +917,7 @@ class Fuser {
   Graph g_;
   std::vector<Step> steps_;
   std::vector<Loop> loops_;
-  std::set<const onnx::NodeProto*> removed_;
+  std::map<const onnx::NodeProto*, int> removed_;  // every node of a loop, and which
   std::set<std::string> used_names_;
 };
 
