@@ -122,6 +122,45 @@ const FcS8Variant* const* fc_s8_variants(size_t* count) {
   return kVariants;
 }
 
+#ifdef QLSTM_HAVE_CMSIS_NN
+extern const PoolS8Variant kPoolS8CmsisNnVariant;
+#endif
+extern const PoolS8Variant kPoolS8ScalarVariant;
+#if defined(__x86_64__) && defined(__GNUC__)
+extern const PoolS8Variant kPoolS8X86Avx2Variant;
+#endif
+#if defined(QLSTM_HAVE_ARM_M) && defined(__ARM_FEATURE_DSP)
+extern const PoolS8Variant kPoolS8ArmDspVariant;
+#endif
+#if defined(QLSTM_HAVE_ARM_M) && defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+extern const PoolS8Variant kPoolS8ArmMveVariant;
+#endif
+
+// The LSTM's order and names; no Thumb-2 one: without DSP a byte load and a compare or an add per
+// value is all there is, which the portable blocks do (Cortex-M3 runs "scalar").
+const PoolS8Variant* const* pool_s8_variants(size_t* count) {
+  static const PoolS8Variant* const kVariants[] = {
+#ifdef QLSTM_HAVE_CMSIS_NN
+      &kPoolS8CmsisNnVariant,
+#endif
+#if defined(QLSTM_HAVE_ARM_M) && defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+      &kPoolS8ArmMveVariant,
+#endif
+#if defined(QLSTM_HAVE_ARM_M) && defined(__ARM_FEATURE_DSP) && !defined(QLSTM_SKIP_DSP)
+      &kPoolS8ArmDspVariant,
+#endif
+#if defined(__x86_64__) && defined(__GNUC__)
+      &kPoolS8X86Avx2Variant,
+#endif
+#if !defined(QLSTM_ONLY_BEST) || defined(QLSTM_ARM_BEST_THUMB2)
+      &kPoolS8ScalarVariant,  // Thumb-2's best
+#endif
+      &kPoolS8ReferenceVariant,
+  };
+  if (count != nullptr) *count = sizeof(kVariants) / sizeof(kVariants[0]);
+  return kVariants;
+}
+
 extern const GruS8Variant kGruS8ScalarVariant;
 #if defined(__x86_64__) && defined(__GNUC__)
 extern const GruS8Variant kGruS8X86Avx512VnniVariant;

@@ -147,6 +147,39 @@ TEST(ProgramRunner, FrontFcThenLstmThenPerStepFcWithEveryFcVariant) {
   }
 }
 
+// LSTM -> mean or max over time -> FC, each pooling variant this CPU supports against the
+// reference's run of the same program (the pooling op's window set per call from T and the layout).
+TEST(ProgramRunner, PooledOverTimeWithEveryPoolVariant) {
+  size_t n = 0;
+  const qlstm::PoolS8Variant* const* variants = qlstm::pool_s8_variants(&n);
+  for (const bool time_major : {false, true}) {
+    for (const int32_t kind : {QLSTM_POOL_MAX, QLSTM_POOL_AVERAGE}) {
+      std::mt19937_64 rng(500 + static_cast<unsigned>(time_major) * 2 + static_cast<unsigned>(kind));
+      Built b;
+      build_pooled(b, time_major, kind, rng);
+      const std::vector<int8_t> x = random_s8(static_cast<size_t>(B * T * I), rng);
+      qlstm::ProgramRunOptions reference;
+      reference.pool_variant = &qlstm::kPoolS8ReferenceVariant;
+      std::vector<int8_t> want(b.output_size(), 0x5A);
+      ASSERT_EQ(qlstm::run_program_s8(&b.program, &b.ctx, x.data(), want.data(), T, nullptr, nullptr, reference),
+                QLSTM_OK);
+      for (size_t k = 0; k < n; ++k) {
+        const qlstm::PoolS8Variant& v = *variants[k];
+        if (v.is_supported != nullptr && !v.is_supported()) {
+          std::printf("pooling variant %s: not supported on this CPU, skipped\n", v.name);
+          continue;
+        }
+        qlstm::ProgramRunOptions options;
+        options.pool_variant = &v;
+        std::vector<int8_t> y(b.output_size(), 0x5A);
+        ASSERT_EQ(qlstm::run_program_s8(&b.program, &b.ctx, x.data(), y.data(), T, nullptr, nullptr, options), QLSTM_OK)
+            << v.name;
+        EXPECT_EQ(y, want) << v.name << (time_major ? " time-major" : " batch-major") << " kind " << kind;
+      }
+    }
+  }
+}
+
 // A program without an LSTM needs no scratch and no cell.
 TEST(ProgramRunner, FcOnlyProgramNeedsNoScratch) {
   std::mt19937_64 rng(400);

@@ -678,8 +678,12 @@ CaseResult run_int8_rows_case(const Case& c, Kernel kernel, int32_t row_size, co
   return r;
 }
 
-CaseResult run_pool_case(const PoolCase& c) {
-  return run_int8_rows_case(c, qlstm_pool_s8, c.params.channels, "position", "c");
+CaseResult run_pool_case(const PoolCase& c, const PoolS8Variant* variant) {
+  if (variant == nullptr) return run_int8_rows_case(c, qlstm_pool_s8, c.params.channels, "position", "c");
+  const auto with_variant = [variant](const qlstm_pool_s8_params* p, const int8_t* in, int8_t* out) {
+    return run_pool_s8(*variant, p, in, out);
+  };
+  return run_int8_rows_case(c, with_variant, c.params.channels, "position", "c");
 }
 
 CaseResult run_softmax_case(const SoftmaxCase& c) {

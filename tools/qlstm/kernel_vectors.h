@@ -178,7 +178,8 @@ CaseResult run_case(const KernelCase& c, const LstmS8Variant& variant);
 CaseResult run_fc_case(const FcCase& c, const FcS8Variant* variant);
 CaseResult run_softmax_case(const SoftmaxCase& c);
 // The pooling case through qlstm_pool_s8.
-CaseResult run_pool_case(const PoolCase& c);
+// variant nullptr: qlstm_pool_s8's dispatch.
+CaseResult run_pool_case(const PoolCase& c, const PoolS8Variant* variant);
 // The 16x8 FC case through `variant` (nullptr: qlstm_fc_s16's dispatch).
 CaseResult run_fc_s16_case(const FcS16Case& c, const FcS16Variant* variant);
 // The 16x8 LSTM case through `variant` (nullptr: qlstm_lstm_s16's dispatch); the results in *_s16.

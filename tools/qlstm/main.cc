@@ -96,6 +96,7 @@ struct SelectedVariants {
   std::vector<const qlstm::FcS8Variant*> fc;
   std::vector<const qlstm::LstmS16Variant*> lstm_s16;  // nullptr: qlstm_lstm_s16's dispatch
   std::vector<const qlstm::FcS16Variant*> fc_s16;      // nullptr: qlstm_fc_s16's dispatch
+  std::vector<const qlstm::PoolS8Variant*> pool;       // nullptr: qlstm_pool_s8's dispatch
 };
 SelectedVariants select_variants(const std::string& name, bool* ok) {
   SelectedVariants s;
@@ -105,6 +106,7 @@ SelectedVariants select_variants(const std::string& name, bool* ok) {
     s.fc.push_back(nullptr);
     s.lstm_s16.push_back(nullptr);
     s.fc_s16.push_back(nullptr);
+    s.pool.push_back(nullptr);
     return s;
   }
   bool unsupported = false;
@@ -117,7 +119,9 @@ SelectedVariants select_variants(const std::string& name, bool* ok) {
   s.lstm_s16 = pick_variants(lstm_s16, count, name, &unsupported);
   const qlstm::FcS16Variant* const* fc_s16 = qlstm::fc_s16_variants(&count);
   s.fc_s16 = pick_variants(fc_s16, count, name, &unsupported);
-  if (s.lstm.empty() && s.fc.empty() && s.lstm_s16.empty() && s.fc_s16.empty()) {
+  const qlstm::PoolS8Variant* const* pool = qlstm::pool_s8_variants(&count);
+  s.pool = pick_variants(pool, count, name, &unsupported);
+  if (s.lstm.empty() && s.fc.empty() && s.lstm_s16.empty() && s.fc_s16.empty() && s.pool.empty()) {
     std::fprintf(stderr, "qlstm: unknown variant '%s' (see 'qlstm variants')\n", name.c_str());
     *ok = false;
   }
@@ -158,6 +162,11 @@ bool verify_file(const qlstm::vectors::VectorFile& file, const SelectedVariants&
   if (!file.cases.empty() && variants.lstm.empty()) {
     std::fprintf(stderr, "qlstm verify-vectors: error: %s: variant '%s' is not an LSTM variant (see 'qlstm variants')\n",
                  path, variant_name.c_str());
+    return false;
+  }
+  if (!file.pool_cases.empty() && variants.pool.empty()) {
+    std::fprintf(stderr, "qlstm verify-vectors: error: %s: variant '%s' is not a pooling variant (see 'qlstm "
+                 "variants')\n", path, variant_name.c_str());
     return false;
   }
   if ((!file.lstm_s16_cases.empty() && variants.lstm_s16.empty()) ||
@@ -205,7 +214,9 @@ bool verify_file(const qlstm::vectors::VectorFile& file, const SelectedVariants&
                                std::to_string(p.batch) + "x" + std::to_string(p.input_height) + "x" +
                                std::to_string(p.input_width) + "x" + std::to_string(p.channels) + " window " +
                                std::to_string(p.window_height) + "x" + std::to_string(p.window_width);
-    count(c.name, "reference", qlstm::vectors::run_pool_case(c), detail);
+    for (const qlstm::PoolS8Variant* v : variants.pool) {
+      count(c.name, v != nullptr ? v->name : "default", qlstm::vectors::run_pool_case(c, v), detail);
+    }
   }
   for (const auto& c : file.softmax_cases) {
     const std::string detail = "rows=" + std::to_string(c.params.rows) + " row_size=" + std::to_string(c.params.row_size);
@@ -309,6 +320,9 @@ int list_variants() {
   std::printf("16x8 fully connected op:\n");
   const qlstm::FcS16Variant* const* fc_s16 = qlstm::fc_s16_variants(&count);
   print_variants(fc_s16, count, ", declines some calls");
+  std::printf("pooling op:\n");
+  const qlstm::PoolS8Variant* const* pool = qlstm::pool_s8_variants(&count);
+  print_variants(pool, count, ", declines some calls");
   std::printf("default: per call, the first supported variant above that can run the call\n");
   return 0;
 }

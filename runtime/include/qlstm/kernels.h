@@ -234,8 +234,27 @@ void softmax_s8_prechecked(const qlstm_softmax_s8_params& params, const int8_t* 
 void softmax_s16_prechecked(const qlstm_softmax_s16_params& params, const int16_t* input, int16_t* output);
 void table_s8_prechecked(const qlstm_table_s8_params& params, const int8_t* input, int8_t* output);
 void requantize_prechecked(const qlstm_requantize_params& params, const void* input, void* output);
-// The pooling op on validated params (qlstm_pool_s8_validate), batch >= 0.
-void pool_s8_prechecked(const qlstm_pool_s8_params& params, const int8_t* input, int8_t* output);
+// ---- The pooling op's variants (pool_s8.h, docs/arithmetic.md §17): one function for the whole
+// call, each equal to the reference bit for bit (tests/variants).
+using PoolS8Fn = void (*)(const qlstm_pool_s8_params& params, const int8_t* input, int8_t* output);
+struct PoolS8Variant {
+  const char* name;
+  bool (*is_supported)();                          // null: any CPU
+  bool (*can_run)(const qlstm_pool_s8_params& p);  // null: every valid call
+  PoolS8Fn run;                                    // params validated, batch >= 1
+};
+// Best first, the reference last (runs every call); *count receives the number of entries.
+const PoolS8Variant* const* pool_s8_variants(size_t* count);
+extern const PoolS8Variant kPoolS8ReferenceVariant;
+const PoolS8Variant* select_pool_s8_variant(const PoolS8Variant* const* list, size_t count,
+                                            const qlstm_pool_s8_params& p);
+// As qlstm_pool_s8() with the given variant: QLSTM_ERROR_UNSUPPORTED / QLSTM_ERROR_NO_VARIANT as run_lstm_s8.
+qlstm_status run_pool_s8(const PoolS8Variant& variant, const qlstm_pool_s8_params* params, const int8_t* input,
+                         int8_t* output);
+// Validated params (qlstm_pool_s8_validate), batch >= 0; variant nullptr: per-call dispatch over
+// pool_s8_variants().
+qlstm_status run_pool_s8_prechecked(const PoolS8Variant* variant, const qlstm_pool_s8_params& params,
+                                    const int8_t* input, int8_t* output);
 
 // qlstm_program_run with a fixed variant for every op (nullptr: the per-call dispatch of
 // qlstm_lstm_s8) and a hook around each op (the device's instruction counter); the program runner
@@ -244,6 +263,7 @@ struct ProgramRunOptions {
   const LstmS8Variant* variant = nullptr;
   const GruS8Variant* gru_variant = nullptr;  // nullptr: the per-call dispatch of qlstm_gru_s8
   const FcS8Variant* fc_variant = nullptr;  // nullptr: the per-call dispatch of qlstm_fc_s8
+  const PoolS8Variant* pool_variant = nullptr;  // nullptr: the per-call dispatch of qlstm_pool_s8
   void (*before_op)(int32_t op) = nullptr;
   void (*after_op)(int32_t op) = nullptr;
 };

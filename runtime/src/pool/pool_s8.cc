@@ -1,8 +1,11 @@
-// The pooling kernel: validation and the reference (docs/arithmetic.md §17), one output value at a
-// time in the order of arm_max_pool_s8 / arm_avgpool_s8's definition.
+// The pooling kernel: validation, the reference (docs/arithmetic.md §17), one output value at a
+// time in the order of arm_max_pool_s8 / arm_avgpool_s8's definition, and the dispatch over the
+// variants (pool_s8_variants(): runtime/src/variants.cc).
 #include "qlstm/pool_s8.h"
 
+#include "pool/pool_average.h"
 #include "qlstm/fixed_point.h"
+#include "qlstm/kernels.h"
 #include "row_op.h"
 
 namespace qlstm {
@@ -55,14 +58,8 @@ FieldFailure check_params(const qlstm_pool_s8_params* p) {
 int32_t max_of(int32_t a, int32_t b) { return a > b ? a : b; }
 int32_t min_of(int32_t a, int32_t b) { return a < b ? a : b; }
 
-// sum / count rounded to nearest, exact halves away from raw 0, with C's truncating division.
-int32_t rounded_average(int32_t sum, int32_t count) {
-  return sum > 0 ? (sum + count / 2) / count : (sum - count / 2) / count;
-}
-
-}  // namespace
-
-void pool_s8_prechecked(const qlstm_pool_s8_params& p, const int8_t* input, int8_t* output) {
+// The specification in code: one output value at a time.
+void pool_s8_reference(const qlstm_pool_s8_params& p, const int8_t* input, int8_t* output) {
   const int32_t H = p.input_height, W = p.input_width, C = p.channels;
   for (int32_t n = 0; n < p.batch; ++n) {
     const int8_t* image = input + static_cast<int64_t>(n) * image_elements(H, W, C);
@@ -82,12 +79,47 @@ void pool_s8_prechecked(const qlstm_pool_s8_params& p, const int8_t* input, int8
               acc = p.kind == QLSTM_POOL_MAX ? max_of(acc, v) : acc + v;
             }
           }
-          if (p.kind == QLSTM_POOL_AVERAGE) acc = rounded_average(acc, count);
+          if (p.kind == QLSTM_POOL_AVERAGE) acc = pool_rounded_average(acc, count);
           *output++ = static_cast<int8_t>(fxp::clamp(acc, p.activation_min, p.activation_max));
         }
       }
     }
   }
+}
+
+}  // namespace
+
+const PoolS8Variant kPoolS8ReferenceVariant = {"reference", nullptr, nullptr, pool_s8_reference};
+
+const PoolS8Variant* select_pool_s8_variant(const PoolS8Variant* const* list, size_t count,
+                                            const qlstm_pool_s8_params& p) {
+  for (size_t k = 0; k < count; ++k) {
+    const PoolS8Variant& v = *list[k];
+    if ((v.is_supported == nullptr || v.is_supported()) && (v.can_run == nullptr || v.can_run(p))) return list[k];
+  }
+  return nullptr;
+}
+
+qlstm_status run_pool_s8_prechecked(const PoolS8Variant* variant, const qlstm_pool_s8_params& params,
+                                    const int8_t* input, int8_t* output) {
+  if (variant == nullptr) {
+    size_t count = 0;
+    const PoolS8Variant* const* all = pool_s8_variants(&count);
+    variant = select_pool_s8_variant(all, count, params);
+    if (variant == nullptr) return QLSTM_ERROR_NO_VARIANT;
+  }
+  if (params.batch > 0) variant->run(params, input, output);
+  return QLSTM_OK;
+}
+
+qlstm_status run_pool_s8(const PoolS8Variant& variant, const qlstm_pool_s8_params* params, const int8_t* input,
+                         int8_t* output) {
+  const FieldFailure f = check_params(params);
+  if (f.status != QLSTM_OK) return f.status;
+  if (params->batch > 0 && (input == nullptr || output == nullptr)) return QLSTM_ERROR_NULL_POINTER;
+  if (variant.is_supported != nullptr && !variant.is_supported()) return QLSTM_ERROR_UNSUPPORTED;
+  if (variant.can_run != nullptr && !variant.can_run(*params)) return QLSTM_ERROR_NO_VARIANT;
+  return run_pool_s8_prechecked(&variant, *params, input, output);
 }
 
 }  // namespace qlstm
@@ -100,6 +132,5 @@ extern "C" qlstm_status qlstm_pool_s8(const qlstm_pool_s8_params* params, const 
   const qlstm::FieldFailure f = qlstm::check_params(params);
   if (f.status != QLSTM_OK) return f.status;
   if (params->batch > 0 && (input == nullptr || output == nullptr)) return QLSTM_ERROR_NULL_POINTER;
-  qlstm::pool_s8_prechecked(*params, input, output);
-  return QLSTM_OK;
+  return qlstm::run_pool_s8_prechecked(nullptr, *params, input, output);
 }

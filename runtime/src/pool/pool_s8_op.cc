@@ -4,6 +4,7 @@
 // layout), or >= 1, each position's [input_height][input_width][channels] image into an
 // [output_height][output_width][channels] one.
 #include "program_op.h"
+#include "qlstm/kernels.h"
 #include "qlstm/pool_s8.h"
 
 namespace {
@@ -45,8 +46,8 @@ Failure check_pool(const qlstm_program& program, int32_t k, int32_t time_steps) 
 
 qlstm_status run_pool(const OpCall& c) {
   if (c.program.batch == 0) return QLSTM_OK;
-  qlstm::pool_s8_prechecked(call_params(c.program, c.op, c.time_steps), in_as<int8_t>(c), out_as<int8_t>(c));
-  return QLSTM_OK;
+  return qlstm::run_pool_s8_prechecked(c.options.pool_variant, call_params(c.program, c.op, c.time_steps),
+                                       in_as<int8_t>(c), out_as<int8_t>(c));
 }
 
 }  // namespace

@@ -4,7 +4,7 @@
 // int32 lanes (lstm_s8_x86_lanes.inc): the requantization (64-bit products of VPMULDQ for the
 // SRDHM, shifts and masks for the rounding divide), the table activations (one 32-bit gather
 // fetches both neighbours), the cell and the hidden update. The fully connected op: the same
-// dot products and requantization (fc_s8_x86_lanes.inc).
+// dot products and requantization (fc_s8_x86_lanes.inc). Pooling: pool_s8_x86_avx2.inc.
 //
 // Everything below the target pragma (GCC's, or clang's attribute push) is compiled for AVX2 and
 // has internal linkage, so no inline function of a shared header is emitted here with AVX2
@@ -16,6 +16,7 @@
 
 #include "qlstm/activation_s16.h"
 #include "qlstm/fixed_point.h"
+#include "blocked/pool_blocks.h"
 #include "qlstm/kernels.h"
 #include "reference/gru_s8_reference.h"
 #include "reference/lstm_s8_reference.h"
@@ -71,6 +72,7 @@ __m256i dot8(const int8_t* v, const int8_t* w, ptrdiff_t stride, int32_t n, cons
 
 #include "x86/fc_s8_x86_lanes.inc"
 #include "x86/gru_s8_x86_lanes.inc"
+#include "x86/pool_s8_x86_avx2.inc"
 
 #if defined(__clang__)
 #pragma clang attribute pop
@@ -88,6 +90,9 @@ extern const FcS8Variant kFcS8X86Avx2Variant = {"x86_avx2", x86::is_supported, n
 
 extern const GruS8Variant kGruS8X86Avx2Variant = {"x86_avx2", x86::is_supported, nullptr, x86::gate,
     x86::gru_new_gate, x86::gru_update, x86::gru_output, nullptr};
+
+extern const PoolS8Variant kPoolS8X86Avx2Variant = {"x86_avx2", x86::is_supported, nullptr,
+                                                    blocked::pool_blocks<x86::Pool>};
 
 }  // namespace qlstm
 

@@ -5,9 +5,11 @@
 //   qlstm_device bench BUNDLE VARIANT          case 0 once, between the instruction-count markers
 //   qlstm_device variants                      the variants built for this CPU, one per line (the
 //                                             fully connected op's as "fc NAME", the 16x8 kernels' as
-//                                             "lstm_s16 NAME" and "fc_s16 NAME")
+//                                             "lstm_s16 NAME" and "fc_s16 NAME", pooling's as "pool NAME")
 //   qlstm_device fc-bench I O per-tensor|per-channel VARIANT
 //                                             one FC call between the instruction-count markers
+//   qlstm_device pool-bench max|avg H W C KH KW STRIDE PAD VARIANT
+//                                             one pooling call between the instruction-count markers
 //   qlstm_device lstm-s16-bench B T I H VARIANT [time-major]
 //                                             one 16x8 LSTM call between the instruction-count markers
 //   qlstm_device icount-self-test              a known count of instructions between the markers
@@ -1105,6 +1107,88 @@ long fc_variant_test() {
   return mismatches;
 }
 
+// ---- The pooling variants (pool_s8_variants) the same way: images of every channel count at the
+// block widths and their neighbours with random windows, strides, padding and clamps, and
+// sequences pooled over up to 600 steps (past the 16-bit sums' 256 positions), all -128 included.
+bool pool_case(Rng& r, int32_t n, const qlstm_pool_s8_params& p, uint32_t* mismatches, long* runs) {
+  constexpr uint32_t kGuardBytes = 8;
+  constexpr uint8_t kGuard = 0x5A;
+  g_arena_used = 0;
+  const uint32_t in_bytes = static_cast<uint32_t>(p.batch * p.input_height * p.input_width * p.channels) + 1;
+  const uint32_t out_bytes = static_cast<uint32_t>(p.batch * p.output_height * p.output_width * p.channels) + kGuardBytes;
+  int8_t* x = static_cast<int8_t*>(arena_take(in_bytes));
+  int8_t* want = static_cast<int8_t*>(arena_take(out_bytes));
+  int8_t* got = static_cast<int8_t*>(arena_take(out_bytes));
+  if (!x || !want || !got) return false;
+  for (uint32_t k = 0; k < in_bytes; ++k) x[k] = n == 1 ? int8_t{-128} : r.s8();
+  memset(want, kGuard, out_bytes);
+  const qlstm_status want_st = qlstm::run_pool_s8(qlstm::kPoolS8ReferenceVariant, &p, x + 1, want);
+  size_t nvar = 0;
+  const qlstm::PoolS8Variant* const* all = qlstm::pool_s8_variants(&nvar);
+  for (size_t v = 0; v < nvar; ++v) {
+    if (all[v] == &qlstm::kPoolS8ReferenceVariant) continue;
+    memset(got, kGuard, out_bytes);
+    const qlstm_status st = qlstm::run_pool_s8(*all[v], &p, x + 1, got);  // unaligned input
+    ++*runs;
+    if (st != QLSTM_OK || want_st != QLSTM_OK || memcmp(got, want, out_bytes) != 0) {
+      ++*mismatches;
+      printf("FAIL pool variant %s: %s in %ldx%ldx%ld window %ldx%ld (status %s)\n", all[v]->name,
+             p.kind == QLSTM_POOL_MAX ? "max" : "average", (long)p.input_height, (long)p.input_width,
+             (long)p.channels, (long)p.window_height, (long)p.window_width, qlstm_status_string(st));
+    }
+  }
+  return true;
+}
+
+long pool_variant_test() {
+  static const int32_t kChannels[] = {1, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 64, 65};
+  static const int32_t kSteps[] = {1, 2, 3, 5, 7, 100, 127, 128, 129, 200, 254, 255, 256, 257, 600};
+  Rng r{0x9E3779B97F4A7C15ull};
+  long cases = 0, runs = 0;
+  uint32_t mismatches = 0;
+  for (int32_t C : kChannels) {
+    for (int32_t kind = 0; kind < 2; ++kind) {
+      qlstm_pool_s8_params p{};
+      p.kind = kind;
+      p.batch = r.range(1, 2);
+      p.channels = C;
+      p.input_height = r.range(1, 6);
+      p.input_width = r.range(1, 6);
+      p.window_height = r.range(1, 4);
+      p.window_width = r.range(1, 4);
+      p.stride_height = r.range(1, 3);
+      p.stride_width = r.range(1, 3);
+      p.padding_height = r.range(0, p.window_height - 1);
+      p.padding_width = r.range(0, p.window_width - 1);
+      p.output_height = (p.input_height - 1 + p.padding_height) / p.stride_height + 1;
+      p.output_width = (p.input_width - 1 + p.padding_width) / p.stride_width + 1;
+      p.activation_min = r.range(0, 2) == 0 ? r.range(-128, 0) : -128;
+      p.activation_max = 127;
+      for (int32_t values = 0; values < 2; ++values) {
+        if (!pool_case(r, values, p, &mismatches, &runs)) return -1;
+        ++cases;
+      }
+      for (int32_t T : kSteps) {
+        qlstm_pool_s8_params t{};
+        t.kind = kind;
+        t.batch = 2;
+        t.channels = C;
+        t.input_height = t.window_height = T;
+        t.input_width = t.window_width = t.stride_height = t.stride_width = t.output_height = t.output_width = 1;
+        t.activation_min = -128;
+        t.activation_max = 127;
+        for (int32_t values = 0; values < 2; ++values) {
+          if (!pool_case(r, values, t, &mismatches, &runs)) return -1;
+          ++cases;
+        }
+      }
+    }
+  }
+  printf("variant-test: pool: %ld cases, %ld variant runs against the reference, %ld mismatches\n", cases, runs,
+         (long)mismatches);
+  return mismatches;
+}
+
 // ---- The 16x8 variants (lstm_s16_variants, fc_s16_variants) the same way, each against the 16x8
 // reference: edge sizes past 256 columns too (where the DSP variant's 32-bit partial sums hand over
 // to int64 and its x operand is no longer expanded), typical and extreme values (int16 and int8
@@ -1415,6 +1499,64 @@ int fc_bench(int32_t I, int32_t O, bool per_channel, const char* variant_name) {
   return 0;
 }
 
+// pool-bench: one pooling call of the named variant between the instruction-count markers
+// (docs/performance.md, bench/pool_table.py): one H x W x C image of random values (the same for
+// every variant), a KH x KW window, the same stride and padding on both axes, no clamp; checked
+// against the reference afterwards. A sequence pooled over time is H = KH = T, W = KW = 1.
+int pool_bench(int32_t kind, const int32_t (&g)[7], const char* variant_name) {
+  size_t n = 0;
+  const qlstm::PoolS8Variant* const* all = qlstm::pool_s8_variants(&n);
+  const qlstm::PoolS8Variant* variant = bench_variant(all, n, variant_name, "pooling");
+  if (variant == nullptr) return kExitBadInput;
+  qlstm_pool_s8_params p{};
+  p.kind = kind;
+  p.batch = 1;
+  p.input_height = g[0];
+  p.input_width = g[1];
+  p.channels = g[2];
+  p.window_height = g[3];
+  p.window_width = g[4];
+  p.stride_height = p.stride_width = g[5];
+  p.padding_height = p.padding_width = g[6];
+  p.output_height = p.stride_height > 0 ? (p.input_height + 2 * p.padding_height - p.window_height) / p.stride_height + 1 : 0;
+  p.output_width = p.stride_width > 0 ? (p.input_width + 2 * p.padding_width - p.window_width) / p.stride_width + 1 : 0;
+  p.activation_min = -128;
+  p.activation_max = 127;
+  Rng r{kBenchSeed};
+  g_arena_used = 0;
+  const uint32_t in_bytes = static_cast<uint32_t>(p.input_height * p.input_width * p.channels);
+  const uint32_t out_bytes = static_cast<uint32_t>(p.output_height * p.output_width * p.channels);
+  if (qlstm_pool_s8_validate(&p, nullptr) != QLSTM_OK) {
+    printf("qlstm_device: pool-bench: invalid geometry\n");
+    return kExitBadInput;
+  }
+  int8_t* x = static_cast<int8_t*>(arena_take(in_bytes));
+  int8_t* got = static_cast<int8_t*>(arena_take(out_bytes));
+  int8_t* want = static_cast<int8_t*>(arena_take(out_bytes));
+  if (!x || !got || !want) {
+    printf("qlstm_device: pool-bench: the image does not fit this firmware's arena\n");
+    return kExitBadInput;
+  }
+  for (uint32_t k = 0; k < in_bytes; ++k) x[k] = r.s8();
+  if (variant->can_run != nullptr && !variant->can_run(p)) {
+    printf("qlstm_device: pool-bench: variant %s declines this call\n", variant->name);
+    return kExitBadInput;
+  }
+  printf("variant: %s\n", variant->name);
+  qlstm_bench_begin();
+  variant->run(p, x, got);
+  qlstm_bench_end();
+  const qlstm_status st = qlstm::run_pool_s8(qlstm::kPoolS8ReferenceVariant, &p, x, want);
+  if (st != QLSTM_OK || memcmp(got, want, out_bytes) != 0) {
+    printf("FAIL pool-bench %s: differs from the reference\n", variant->name);
+    return kExitMismatch;
+  }
+  printf("pool-bench: %s %ldx%ldx%ld window %ldx%ld stride %ld pad %ld: bit-exact with reference\n",
+         kind == QLSTM_POOL_MAX ? "max" : "avg", (long)g[0], (long)g[1], (long)g[2], (long)g[3], (long)g[4],
+         (long)g[5], (long)g[6]);
+  return 0;
+}
+
 // lstm-s16-bench: one 16x8 LSTM call of the named variant between the instruction-count markers
 // (docs/performance.md, bench/s16_table.py): a stateless forward call writing every step, with
 // random parameters and input of the variant-test's typical regime (the same for every variant),
@@ -1479,7 +1621,7 @@ int lstm_s16_bench(const qlstm_lstm_dims& d, bool time_major, const char* varian
 }
 
 int usage() {
-  printf("usage: qlstm_device verify BUNDLE [VARIANT|all] | run BUNDLE OUT [VARIANT|all] | bench BUNDLE VARIANT|all | variants | variant-test [CASES] | fc-bench I O per-tensor|per-channel VARIANT | lstm-s16-bench B T I H VARIANT [time-major] | icount-self-test | cycle-self-test | --fault\n");
+  printf("usage: qlstm_device verify BUNDLE [VARIANT|all] | run BUNDLE OUT [VARIANT|all] | bench BUNDLE VARIANT|all | variants | variant-test [CASES] | fc-bench I O per-tensor|per-channel VARIANT | pool-bench max|avg H W C KH KW STRIDE PAD VARIANT | lstm-s16-bench B T I H VARIANT [time-major] | icount-self-test | cycle-self-test | --fault\n");
   return kExitBadInput;
 }
 
@@ -1528,11 +1670,21 @@ int main(int argc, char** argv) {
     if (gru < 0) return kExitBadInput;
     const long s16 = s16_variant_test();
     if (s16 < 0) return kExitBadInput;
-    return lstm == 0 && fc == 0 && gru == 0 && s16 == 0 ? 0 : kExitMismatch;
+    const long pool = pool_variant_test();
+    if (pool < 0) {
+      printf("FAIL pool case does not fit the arena\n");
+      return kExitBadInput;
+    }
+    return lstm == 0 && fc == 0 && gru == 0 && s16 == 0 && pool == 0 ? 0 : kExitMismatch;
   }
   if (strcmp(cmd, "fc-bench") == 0 && argc == 6) {
     return fc_bench(static_cast<int32_t>(strtol(argv[2], nullptr, 10)), static_cast<int32_t>(strtol(argv[3], nullptr, 10)),
                     strcmp(argv[4], "per-channel") == 0, argv[5]);
+  }
+  if (strcmp(cmd, "pool-bench") == 0 && argc == 11 && (strcmp(argv[2], "max") == 0 || strcmp(argv[2], "avg") == 0)) {
+    int32_t g[7];
+    for (int k = 0; k < 7; ++k) g[k] = static_cast<int32_t>(strtol(argv[3 + k], nullptr, 10));
+    return pool_bench(strcmp(argv[2], "max") == 0 ? QLSTM_POOL_MAX : QLSTM_POOL_AVERAGE, g, argv[10]);
   }
   if (strcmp(cmd, "lstm-s16-bench") == 0 && (argc == 7 || (argc == 8 && strcmp(argv[7], "time-major") == 0))) {
     const auto dim = [&argv](int i) { return static_cast<int32_t>(strtol(argv[i], nullptr, 10)); };
@@ -1548,6 +1700,8 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < n; ++i) printf("lstm_s16 %s\n", lstm_s16[i]->name);
     const qlstm::FcS16Variant* const* fc_s16 = qlstm::fc_s16_variants(&n);
     for (size_t i = 0; i < n; ++i) printf("fc_s16 %s\n", fc_s16[i]->name);
+    const qlstm::PoolS8Variant* const* pool = qlstm::pool_s8_variants(&n);
+    for (size_t i = 0; i < n; ++i) printf("pool %s\n", pool[i]->name);
     return 0;
   }
   if (strcmp(cmd, "verify") == 0 && (argc == 3 || argc == 4)) {
