@@ -596,6 +596,19 @@ def test_lstm_s16_bench(a):
     print("lstm-s16-bench: a call too large for the arena is refused")
 
 
+def test_pool_bench(a):
+    """pool-bench, the pooling measurement behind docs/performance.md (bench/pool_table.py): the
+    average of 100 steps of 128 features, over time; then a geometry the kernel refuses (status 2)."""
+    bench_best_against_reference(a, "pool", "pool-bench", ["avg", "100", "1", "128", "100", "1", "1", "0"])
+    info = target_info(a.qlstm, a.cpu)
+    rc, out = qemu(info, os.path.join(info["dir"], "qlstm_device.elf"),
+                   ["pool-bench", "max", "4", "4", "8", "2", "2", "0", "0", "reference"], timeout=60)
+    print(out, end="")
+    if rc != 2 or "invalid geometry" not in out:
+        fail("pool-bench with stride 0: status %d" % rc)
+    print("pool-bench: an invalid geometry is refused")
+
+
 def main():
     global np
     if sys.argv[1:] == ["count-models"]:
@@ -605,7 +618,7 @@ def main():
     np = numpy
     p = argparse.ArgumentParser()
     p.add_argument("mode", choices=["fault", "models", "emitted", "whole", "icount", "variants", "fc_bench",
-                                     "lstm_s16_bench", "s16"])
+                                     "lstm_s16_bench", "s16", "pool_bench"])
     p.add_argument("--qlstm", required=True)
     p.add_argument("--cpu", required=True)
     p.add_argument("--work")
@@ -613,7 +626,7 @@ def main():
     a = p.parse_args()
     {"fault": test_fault, "models": test_models, "emitted": test_emitted, "whole": test_whole, "icount": test_icount,
      "variants": test_variants, "fc_bench": test_fc_bench, "lstm_s16_bench": test_lstm_s16_bench,
-     "s16": test_s16}[a.mode](a)
+     "s16": test_s16, "pool_bench": test_pool_bench}[a.mode](a)
 
 
 if __name__ == "__main__":
