@@ -989,6 +989,60 @@ class CellLoop(nn.Module):
         return self.fc(h)
 
 
+class CellLoopState(nn.Module):
+    """A cell loop that takes its state in and gives it back (a streaming model's form): every
+    step's h stacked into a Linear, and the last h (and c) returned."""
+    def __init__(self, cell=nn.LSTMCell):
+        super().__init__()
+        self.cell, self.fc, self.lstm = cell(3, 4), nn.Linear(4, 2), cell is nn.LSTMCell
+
+    def forward(self, x, h, c=None):
+        outs = []
+        for t in range(x.shape[1]):
+            if self.lstm:
+                h, c = self.cell(x[:, t], (h, c))
+            else:
+                h = self.cell(x[:, t], h)
+            outs.append(h)
+        y = self.fc(torch.stack(outs, 1))
+        return (y, h, c) if self.lstm else (y, h)
+
+
+class CellLoopHeadOnState(nn.Module):
+    """A classifier on the last h that also returns it: refused, as for nn.LSTM's h_n."""
+    def __init__(self):
+        super().__init__()
+        self.cell, self.fc = nn.LSTMCell(3, 4), nn.Linear(4, 2)
+
+    def forward(self, x):
+        h = c = torch.zeros(x.shape[0], 4)
+        for t in range(x.shape[1]):
+            h, c = self.cell(x[:, t], (h, c))
+        return self.fc(h), h
+
+
+def cell_loop_state(name, cell, x):
+    """Exports CellLoopState with a dynamic batch: its state inputs [B, H] become initial_h /
+    initial_c ([1, B, H]: the same values), its returned state h_n / c_n."""
+    model = CellLoopState(cell).eval()
+    g = torch.Generator().manual_seed(33)
+    h0, c0 = 0.5 * torch.randn(x.shape[0], 4, generator=g), 0.5 * torch.randn(x.shape[0], 4, generator=g)
+    lstm = cell is nn.LSTMCell
+    args = (x, h0, c0) if lstm else (x, h0)
+    with torch.no_grad():
+        outs = model(*args)
+        names, out_names = ["x", "h0", "c0"][:len(args)], ["y", "h_n", "c_n"][:len(args)]
+        torch.onnx.export(model, args, os.path.join(OUT, name + ".onnx"), opset_version=14, input_names=names,
+                          output_names=out_names, dynamic_axes={n: {0: "batch"} for n in names})
+    program = dict(ops=1, directions=1, initial_h="input", initial_c="input" if lstm else "zero", h_n=True, c_n=lstm)
+    if lstm:  # run_float_program takes h0 only: the structure here (the CLI test runs it)
+        expect(name, program=dict(program, batch_first=True), head=["Linear"])
+        return
+    expect(name, cell="GRU", input=rounded(x), input_shape=list(x.shape), output=rounded(outs[0]),
+           output_shape=list(outs[0].shape), batch_first=True, unbatched=False, opset=14, lstm_output="sequence",
+           front=[], head=["Linear"], state_batch=0, program=program, h0=rounded(h0), h_n=rounded(outs[1]))
+
+
 def cell_loops(x):
     """Cells stepped in a Python loop, fused back into one LSTM or GRU node per cell (item 2)."""
     torch.manual_seed(31)
@@ -1009,7 +1063,14 @@ def cell_loops(x):
     refused("import_refused_cell_loop_part", CellLoop(steps=3), 14,
             ["runs 3 steps over 'x', whose time axis has 5: a loop over part of the sequence is not supported"], x=x)
     refused("import_refused_cell_loop_state", CellLoop(nn.GRUCell, h0=torch.ones), 14,
-            ["not from zeros: only a zero initial state is supported for a cell loop"], x=x)
+            ["starts from the state '/cells.0/Constant_4_output_0', neither zeros nor a model input of [batch, hidden]"],
+            x=x)
+    cell_loop_state("import_cell_gru_state_in_and_out", nn.GRUCell, x)
+    cell_loop_state("import_cell_lstm_state_in_and_out", nn.LSTMCell, x)
+    refused("import_refused_cell_loop_head_on_returned_state", CellLoopHeadOnState(), 14,
+            ["node '/fc/Gemm' (Gemm) reads the last state 'onnx::Gemm_103' of the LSTMCell loop at node '/cell/Split' "
+             "(Split), which the model also returns: a head on a state the model gives back is not supported yet"],
+            x=x)
     # Two stacked LSTM nodes, the first without a Y_h output, the head on the second's: refused
     # (it read past the first node's outputs before).
     rng = np.random.default_rng(32)

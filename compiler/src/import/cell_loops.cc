@@ -348,6 +348,7 @@ struct Loop {
   std::string label;        // "the LSTMCell loop at node '/cell/Split' (Split)"
   std::string y, y_h, y_c;  // Y's name; the last step's h and c when read outside ("" when not)
   std::string node_y_h;     // the fused node's Y_h, when it has one
+  std::string h0, c0;       // graph inputs [B, H] the loop starts from ("" for zeros)
   bool h_n_stacked = false;  // a loop above reads its last h: Y_h joins the layers' h_n Concat
 };
 
@@ -460,13 +461,20 @@ class Fuser {
       if (s.in().input == s.rec().input) return fail(node_label(*s.anchor) + ": its input is its own hidden state");
     }
     double z = 1.0;
+    // A state passed in as a model input [B, H] becomes the node's initial_h / initial_c.
+    const auto model_input = [&](const std::string& v) {
+      const Shape* shape = g_.shape(v);
+      return g_.is_graph_input(v) && shape != nullptr && shape->size() == 2;
+    };
     const bool zero_h = (first.rec().folded && first.kind == Kind::kLstm) || (uniform_value(g_, first.h_prev, &z) && z == 0.0);
     const bool zero_c = first.kind == Kind::kGru || (uniform_value(g_, first.c_prev, &z) && z == 0.0);
-    if (!zero_h || !zero_c) {
+    if (!zero_h && model_input(first.h_prev)) l.h0 = first.h_prev;
+    if (!zero_c && model_input(first.c_prev)) l.c0 = first.c_prev;
+    if ((!zero_h && l.h0.empty()) || (!zero_c && l.c0.empty())) {
       return fail(node_label(*first.anchor) + ": " + l.label + " starts from the state '" +
-                  (zero_h ? first.c_prev : first.h_prev) + "', not from zeros: only a zero initial state is "
-                  "supported for a cell loop (start it from torch.zeros, or run nn.LSTM / nn.GRU, whose initial "
-                  "state may be a model input)");
+                  (zero_h || !l.h0.empty() ? first.c_prev : first.h_prev) + "', neither zeros nor a model input of "
+                  "[batch, hidden]: a cell loop starts from torch.zeros or from a state passed in (or run nn.LSTM / "
+                  "nn.GRU, whose initial state may be a model input)");
     }
     return read_inputs(index, T);
   }
@@ -597,6 +605,9 @@ class Fuser {
       l.y_h = read_outside(last.h_new) ? last.h_new : "";
       l.y_c = read_outside(last.c_new) ? last.c_new : "";
     }
+    for (size_t index = 0; index < loops_.size(); ++index) {
+      if (!check_state_interface(static_cast<int>(index))) return false;
+    }
     // The last layer's h_n[-1], as nn.LSTM(num_layers=L) exports it: every layer's Y_h in a Concat.
     for (const Loop& l : loops_) {
       if (l.y_h.empty()) continue;
@@ -610,6 +621,54 @@ class Fuser {
       }
     }
     return true;
+  }
+
+  // A state the loop takes from a model input, or gives as a model output: one loop, not stacked
+  // cells (their state would be one [layers, B, H] input), and an input read by the loop only.
+  bool check_state_interface(int index) {
+    const Loop& l = loops_[static_cast<size_t>(index)];
+    const Step& last = steps_[static_cast<size_t>(l.steps.back())];
+    const bool outputs = (!l.y_h.empty() && g_.is_graph_output(last.h_new)) ||
+                         (!l.y_c.empty() && g_.is_graph_output(last.c_new));
+    if (l.h0.empty() && l.c0.empty() && !outputs) return true;
+    bool stacked = l.below >= 0;
+    for (const Loop& o : loops_) stacked = stacked || o.below == index;
+    if (stacked) {
+      return fail(l.label + ": a state passed in or out of stacked cells is not supported (one cell loop's is; "
+                  "or run nn.LSTM / nn.GRU with num_layers, whose state is one [layers, batch, hidden] tensor)");
+    }
+    for (const std::string& v : {l.y_h, l.y_c}) {
+      if (v.empty() || !g_.is_graph_output(v)) continue;
+      for (const auto* c : g_.consumers(v)) {
+        if (removed_.count(c)) continue;
+        return fail(node_label(*c) + " reads the last state '" + v + "' of " + l.label + ", which the model also "
+                    "returns: a head on a state the model gives back is not supported yet (as for nn.LSTM's h_n); "
+                    "return the state alone, or read every step's h (torch.stack)");
+      }
+    }
+    for (const std::string& v : {l.h0, l.c0}) {
+      if (v.empty()) continue;
+      for (const auto* c : g_.consumers(v)) {
+        if (!removed_.count(c)) return fail(node_label(*c) + " reads the model input '" + v + "', the initial state of " + l.label + ": only the loop may read it");
+      }
+    }
+    return true;
+  }
+
+  // A graph input or output declared [B, H] becomes [1, B, H]: ONNX's state layout, the same values.
+  void add_directions_axis(const std::string& name, bool input) {
+    auto* values = input ? model_->mutable_graph()->mutable_input() : model_->mutable_graph()->mutable_output();
+    for (auto& v : *values) {
+      if (v.name() != name || !v.type().has_tensor_type()) continue;
+      auto* shape = v.mutable_type()->mutable_tensor_type()->mutable_shape();
+      onnx::TensorShapeProto fixed;
+      fixed.add_dim()->set_dim_value(1);
+      for (const auto& d : shape->dim()) *fixed.add_dim() = d;
+      *shape = fixed;
+    }
+    Shape s = facts_->shapes.count(name) ? facts_->shapes[name] : Shape{};
+    s.insert(s.begin(), Dim{1, ""});
+    facts_->shapes[name] = s;
   }
 
   std::string fresh(const std::string& base) {
@@ -728,6 +787,12 @@ class Fuser {
     node.set_op_type(l.kind == Kind::kLstm ? "LSTM" : "GRU");
     node.set_name(fresh(scope + node.op_type()));
     for (const std::string& v : {x, W, R, Bn}) node.add_input(v);
+    if (!l.h0.empty() || !l.c0.empty()) {
+      for (const std::string& v : {std::string(), l.h0, l.c0}) node.add_input(v);  // sequence_lens, initial_h, initial_c
+      if (l.kind == Kind::kGru) node.mutable_input()->RemoveLast();
+      if (!l.h0.empty()) add_directions_axis(l.h0, true);
+      if (!l.c0.empty()) add_directions_axis(l.c0, true);
+    }
     l.y = y_read ? fresh(scope + "Y") : "";
     const std::string yh = l.y_h.empty() && !l.h_n_stacked ? "" : fresh(scope + "Y_h");
     l.node_y_h = yh;
@@ -754,11 +819,11 @@ class Fuser {
     const Dim H_dim{H, ""}, one{1, ""};
     if (!l.y.empty()) set_shape(l.y, {T_dim, one, B_dim, H_dim});
     if (!yh.empty()) set_shape(yh, {one, B_dim, H_dim});
-    if (!l.y_h.empty() && l.below < 0) squeeze(yh, 0, l.y_h, scope, &nodes);
+    if (!l.y_h.empty() && l.below < 0) final_state(yh, l.y_h, scope, node.name(), 1, &nodes);
     if (!l.y_h.empty() && l.below >= 0) last_layer_h(index, scope, &nodes);
     if (!yc.empty()) {
       set_shape(yc, {one, B_dim, H_dim});
-      squeeze(yc, 0, l.y_c, scope, &nodes);
+      final_state(yc, l.y_c, scope, node.name(), 2, &nodes);
     }
     if (l.stack != nullptr) {
       const std::string& out = l.stack->output(0);
@@ -775,6 +840,25 @@ class Fuser {
                       node.op_type() + " layer (" + (l.reverse ? "reverse, " : "") + "hidden " + std::to_string(H) +
                       ") over every step of its input");
     return nodes;
+  }
+
+  // The last step's h (or c) `value` from the node's output `k` (`made`): squeezed to [B, H] for
+  // the nodes that read it; a model output takes the node's [1, B, H] output itself, under its name.
+  void final_state(const std::string& made, const std::string& value, const std::string& scope,
+                   const std::string& node_name, int k, std::vector<onnx::NodeProto>* nodes) {
+    if (!g_.is_graph_output(value)) {
+      squeeze(made, 0, value, scope, nodes);
+      return;
+    }
+    for (auto& n : *nodes) {
+      if (n.name() == node_name) n.set_output(k, value);
+    }
+    facts_->shapes[value] = facts_->shapes[made];
+    add_directions_axis(value, false);
+    facts_->shapes[value] = facts_->shapes[made];
+    bool read = false;
+    for (const auto* c : g_.consumers(value)) read = read || !removed_.count(c);
+    if (read) renamed_[value] = squeeze(value, 0, "", scope, nodes);
   }
 
   // h_n = Concat(every layer's Y_h) along axis 0, then h_n[-1]: the last h of loop `index`.
@@ -841,7 +925,13 @@ class Fuser {
     }
     std::vector<onnx::NodeProto> kept;
     for (const auto& n : model_->graph().node()) {
-      if (!removed_.count(&n)) kept.push_back(n);
+      if (!removed_.count(&n)) {
+        kept.push_back(n);
+        for (auto& in : *kept.back().mutable_input()) {
+          const auto r = renamed_.find(in);
+          if (r != renamed_.end()) in = r->second;
+        }
+      }
       const auto it = at.find(&n);
       if (it != at.end()) kept.insert(kept.end(), it->second.begin(), it->second.end());
     }
@@ -919,6 +1009,7 @@ class Fuser {
   std::vector<Loop> loops_;
   std::map<const onnx::NodeProto*, int> removed_;  // every node of a loop, and which
   std::set<std::string> used_names_;
+  std::map<std::string, std::string> renamed_;  // a model output the kept nodes read squeezed
 };
 
 }  // namespace

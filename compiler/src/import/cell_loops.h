@@ -28,8 +28,10 @@ namespace import {
 //   - steps chain by their state (c for an LSTM, h for a GRU) and all hold the same weights;
 //   - step k reads x[:, k] (or x[k], or x[:, T-1-k]: a reverse loop) of one input, or step k's h of
 //     another loop (a stacked cell: its layers become stacked nodes);
-//   - it starts from a zero state; its last h and c may be read by anything, every step's h
-//     stacked along time (torch.stack(outs, 1)) becomes the node's Y.
+//   - it starts from a zero state or from model inputs [B, H] (then initial_h / initial_c,
+//     declared [1, B, H]); its last h and c may be read by anything (a returned one becomes Y_h /
+//     Y_c under its output's name, [1, B, H]), every step's h stacked along time
+//     (torch.stack(outs, 1)) becomes the node's Y.
 // A loop that reads or exposes anything else is left out with a reason in `problems`, naming the
 // node. Returns the number of loops fused; `notes` gets one line per loop for the report.
 int fuse_cell_loops(onnx::ModelProto* model, int64_t opset, ShapeFacts* facts, std::vector<std::string>* notes,
