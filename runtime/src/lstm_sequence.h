@@ -103,7 +103,7 @@ void run_lstm_sequence(const LstmSequence& q, const Stages& stages, Elem no_stat
   // output position. Only the final state: one [B][W] output that every step overwrites (time
   // stride 0). A step reads its recurrent input, the previous h, in every gate stage before the
   // hidden stage writes the new one, so the in-place update is the same computation.
-  const bool final_only = q.output_steps == QLSTM_OUTPUT_FINAL;
+  const bool final_only = q.output_steps != QLSTM_OUTPUT_ALL_STEPS;  // FINAL, or FIRST: one [B][W] output
   const SequenceStrides strides = sequence_strides(q.layout, q.output_steps, q.output_width, B, T, I, H);
   const ptrdiff_t x_step = strides.x_step, x_row = strides.x_row;
   const ptrdiff_t y_step = strides.y_step, y_row = strides.y_row;
@@ -121,7 +121,8 @@ void run_lstm_sequence(const LstmSequence& q, const Stages& stages, Elem no_stat
   int16_t* const cell_gate_q0_15 = input_q0_15 + BH;
   int16_t* const output_q0_15 = forget_q0_15;  // the forget gate is dead after the cell update
 
-  for (int32_t s = 0; s < T; ++s) {
+  const int32_t steps = steps_run(q.output_steps, T);
+  for (int32_t s = 0; s < steps; ++s) {
     const int32_t t = reverse ? T - 1 - s : s;
     GateArgsOf<Elem> args = {B, I, H, input + t * x_step, x_row, nullptr, H};
     if (s > 0) {

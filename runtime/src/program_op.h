@@ -154,7 +154,7 @@ Failure check_recurrent(const qlstm_program& program, int32_t k, int32_t time_st
   const P& block = block_of<P>(op);
   const auto& d = block.dims;
   if (one_step(program, op.input_buffer)) return bad_op("input_buffer", k);
-  const bool final_only = block.output_steps == QLSTM_OUTPUT_FINAL;
+  const bool final_only = block.output_steps != QLSTM_OUTPUT_ALL_STEPS;  // one step written
   if (one_step(program, op.output_buffer) != final_only) return bad_op("output_steps", k);
   if (d.batch != program.batch) return bad_op("dims.batch", k);
   if (block.layout != program.layout) return bad_op("layout", k);

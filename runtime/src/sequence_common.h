@@ -57,11 +57,11 @@ inline FieldFailure check_sequence_options(int32_t layout, int32_t time_directio
   if (time_direction != QLSTM_TIME_FORWARD && time_direction != QLSTM_TIME_REVERSE) {
     return {QLSTM_ERROR_BAD_DIRECTION, "time_direction"};
   }
-  if (output_steps != QLSTM_OUTPUT_ALL_STEPS && output_steps != QLSTM_OUTPUT_FINAL) {
+  if (output_steps != QLSTM_OUTPUT_ALL_STEPS && output_steps != QLSTM_OUTPUT_FINAL && output_steps != QLSTM_OUTPUT_FIRST) {
     return {QLSTM_ERROR_BAD_OUTPUT_STEPS, "output_steps"};
   }
   if (output_width != 0) {
-    const int64_t positions = static_cast<int64_t>(batch) * (output_steps == QLSTM_OUTPUT_FINAL ? 1 : time_steps);
+    const int64_t positions = static_cast<int64_t>(batch) * (output_steps != QLSTM_OUTPUT_ALL_STEPS ? 1 : time_steps);
     if (output_width < hidden_size || positions * output_width > fxp::kInt32Max) {
       return {QLSTM_ERROR_BAD_OUTPUT_WIDTH, "output_width"};
     }
@@ -88,7 +88,7 @@ inline qlstm_status check_sequence_buffers(int32_t time_steps, int32_t output_st
   if (scratch == nullptr) return QLSTM_ERROR_NULL_POINTER;
   if (time_steps > 0 && input == nullptr) return QLSTM_ERROR_NULL_POINTER;
   // The final state is written even when T == 0.
-  if ((time_steps > 0 || output_steps == QLSTM_OUTPUT_FINAL) && output == nullptr) return QLSTM_ERROR_NULL_POINTER;
+  if ((time_steps > 0 || output_steps != QLSTM_OUTPUT_ALL_STEPS) && output == nullptr) return QLSTM_ERROR_NULL_POINTER;
   if (scratch_bytes < scratch_bytes_needed) return QLSTM_ERROR_SCRATCH_TOO_SMALL;
   if (!is_scratch_aligned(scratch)) return QLSTM_ERROR_SCRATCH_MISALIGNED;
   return QLSTM_OK;
@@ -103,7 +103,7 @@ struct SequenceStrides {
 inline SequenceStrides sequence_strides(int32_t layout, int32_t output_steps, int32_t output_width, int32_t B,
                                         int32_t T, int32_t I, int32_t H) {
   const bool time_major = layout == QLSTM_LAYOUT_TIME_MAJOR;
-  const bool final_only = output_steps == QLSTM_OUTPUT_FINAL;
+  const bool final_only = output_steps != QLSTM_OUTPUT_ALL_STEPS;  // one [B][W] output
   const ptrdiff_t W = output_width > 0 ? output_width : H;
   SequenceStrides s;
   s.x_step = time_major ? static_cast<ptrdiff_t>(B) * I : I;
@@ -111,6 +111,11 @@ inline SequenceStrides sequence_strides(int32_t layout, int32_t output_steps, in
   s.y_step = final_only ? 0 : (time_major ? B * W : W);
   s.y_row = final_only || time_major ? W : static_cast<ptrdiff_t>(T) * W;
   return s;
+}
+
+// Steps a call runs: all T, or the first one alone (QLSTM_OUTPUT_FIRST).
+inline int32_t steps_run(int32_t output_steps, int32_t time_steps) {
+  return output_steps == QLSTM_OUTPUT_FIRST && time_steps > 1 ? 1 : time_steps;
 }
 
 // Dispatch (LstmS8Variant, GruS8Variant): the first entry of list[0, count) that this CPU

@@ -147,9 +147,10 @@ TEST(WholeProgram, ClassifierOnTheLastStepHoldsNoSequence) {
               c.shape.batch);
 }
 
-// A bidirectional classifier: y[:, -1] holds the reverse direction's first step too, so the
-// sequence is kept and a selection op copies the last step.
-TEST(WholeProgram, BidirectionalClassifierSelectsTheLastStep) {
+// A bidirectional classifier: y[:, -1] holds the reverse direction's first step, so the reverse
+// op runs that step alone (QLSTM_OUTPUT_FIRST) beside the forward op's final state: no sequence
+// is stored and no selection op copies a step; the model file is version 9 and reads back.
+TEST(WholeProgram, BidirectionalClassifierRunsTheReverseOpOneStep) {
   std::mt19937_64 rng(32);
   const int32_t I = 4, H = 10, C = 4, T = 14;
   FloatProgram p = random_program(I, H, 1, 2, rng);
@@ -157,9 +158,16 @@ TEST(WholeProgram, BidirectionalClassifierSelectsTheLastStep) {
             elementwise(FloatLayerKind::kSoftmax, C, "/Softmax")};
   const Compiled c = compile_and_run(p, T, fast());
   const CompiledModel& m = c.q.model;
-  EXPECT_EQ(kinds(m), (std::vector<int32_t>{QLSTM_OP_LSTM_S8, QLSTM_OP_LSTM_S8, QLSTM_OP_SELECT_STEP,
-                                            QLSTM_OP_FULLY_CONNECTED_S8, QLSTM_OP_SOFTMAX_S8}));
-  EXPECT_EQ(m.ops[1].as<DerivedLstm>().output_steps, QLSTM_OUTPUT_ALL_STEPS);
+  EXPECT_EQ(kinds(m), (std::vector<int32_t>{QLSTM_OP_LSTM_S8, QLSTM_OP_LSTM_S8, QLSTM_OP_FULLY_CONNECTED_S8,
+                                            QLSTM_OP_SOFTMAX_S8}));
+  EXPECT_EQ(m.ops[0].as<DerivedLstm>().output_steps, QLSTM_OUTPUT_FINAL);
+  EXPECT_EQ(m.ops[1].as<DerivedLstm>().output_steps, QLSTM_OUTPUT_FIRST);
+  EXPECT_EQ(m.buffers[static_cast<size_t>(m.ops[1].output_buffer)].steps, QLSTM_BUFFER_ONE_STEP);
+  EXPECT_FALSE(keeps_inner_sequence(p));
+  EXPECT_EQ(model_format_version(m), kModelFormatVersionFirstStep);
+  std::vector<int8_t> x8(c.x.size());
+  for (size_t k = 0; k < x8.size(); ++k) x8[k] = m.input_quant().quantize(c.x[k]);
+  EXPECT_EQ(run_program_s8(parse_model(serialize_model(m), "mem"), x8, c.shape), run_program_s8(m, x8, c.shape));
   const double sqnr = sqnr_db(c.want, c.got), agree = argmax_agreement(c.want, c.got, C);
   EXPECT_GE(sqnr, kMinSqnrDb);
   EXPECT_GE(agree, kMinArgmaxAgreement);

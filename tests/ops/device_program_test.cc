@@ -122,6 +122,12 @@ TEST(DevicePrograms, EqualTheHostRunner) {
         names.push_back("gru_bidirectional_T" + std::to_string(bi.time_steps) + what);
       }
     }
+    // y[:, -1] of a bidirectional layer: the forward op's final state beside the reverse op's
+    // first step, run alone.
+    HostCall& last = calls.emplace_back();
+    build_bidirectional_gru(last.program, time_major, QLSTM_OUTPUT_FINAL, rng, QLSTM_OUTPUT_FIRST);
+    last.time_steps = T;
+    names.push_back("gru_bidirectional_last_step" + layout);
   }
   std::vector<qlstm::device::BundleCase> cases;
   for (size_t k = 0; k < calls.size(); ++k) {

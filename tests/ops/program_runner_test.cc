@@ -269,7 +269,7 @@ TEST(ProgramValidate, NamesEachRuleOfTheNewKindsAndOneStepBuffers) {
        refusal(QLSTM_ERROR_BAD_SHIFT, "input_left_shift", 3)},
       {"table entries", build_final_head, [](Built& b) { block<qlstm_table_s8_params>(b.ops[2]).table = nullptr; },
        refusal(QLSTM_ERROR_NULL_POINTER, "table", 2)},
-      {"LSTM output steps", build_final_head, [](Built& b) { block<qlstm_lstm_s8_params>(b.ops[0]).output_steps = 3; },
+      {"LSTM output steps", build_final_head, [](Built& b) { block<qlstm_lstm_s8_params>(b.ops[0]).output_steps = QLSTM_OUTPUT_ALL_STEPS; },
        bad("output_steps", 0)},
       {"LSTM batch", build_final_head, [](Built& b) { block<qlstm_lstm_s8_params>(b.ops[0]).dims.batch = B + 1; }, bad("dims.batch", 0)},
       {"LSTM layout", classifier,

@@ -282,15 +282,18 @@ inline void build_gru(Built& b, bool time_major, int32_t output_steps, bool with
 }
 
 // A bidirectional GRU layer: a forward and a reverse GRU op reading the input and writing the two
-// halves of each [2H] row (FINAL: of each batch row's final states), their states one after the other.
-inline void build_bidirectional_gru(Built& b, bool time_major, int32_t output_steps, std::mt19937_64& rng) {
+// halves of each [2H] row (FINAL: of each batch row's final states; with reverse_steps FIRST the
+// reverse op runs its first step alone: y[:, -1] as the compiler writes it), their states one
+// after the other.
+inline void build_bidirectional_gru(Built& b, bool time_major, int32_t output_steps, std::mt19937_64& rng,
+                                    int32_t reverse_steps = -1) {
   start(b, time_major);
   b.widths = {I, 2 * H};
-  b.steps = {kEvery, output_steps == QLSTM_OUTPUT_FINAL ? kOne : kEvery};
+  b.steps = {kEvery, output_steps == QLSTM_OUTPUT_ALL_STEPS ? kEvery : kOne};
   for (int32_t d = 0; d < 2; ++d) {
     RandomGru& g = b.grus.emplace_back();
     make_random_gru(g, rng, {B, T, I, H}, time_major, Regime::kTypical);
-    g.params.output_steps = output_steps;
+    g.params.output_steps = d == 1 && reverse_steps >= 0 ? reverse_steps : output_steps;
     g.params.time_direction = d == 0 ? QLSTM_TIME_FORWARD : QLSTM_TIME_REVERSE;
     qlstm_op op = gru_op(g.params, 0, 1, static_cast<size_t>(d * B * H));
     op.output_offset = d * H;

@@ -40,13 +40,15 @@ inline i64 output(i64 h, const qlstm_requant& q, i64 zp) { return clamp(to_s32(r
 // recurrent accumulators a zero state's: 0 for r and z, new_gate_zero_state_bias for n, with no
 // matmul); otherwise it starts from
 // *state ([B][H], Q0.15) and writes the final state back. The result is the output buffer as the
-// kernel leaves it (p.output_steps, p.output_width, p.layout), positions it does not write
+// kernel leaves it (p.output_steps, p.output_width, p.layout; QLSTM_OUTPUT_FIRST runs the first
+// step alone), positions it does not write
 // holding `fill`.
 inline std::vector<int8_t> run(const qlstm_gru_s8_params& p, const int8_t* input, std::vector<int16_t>* state,
                                const uint16_t* table, int8_t fill) {
   const int B = p.dims.batch, T = p.dims.time_steps, I = p.dims.input_size, H = p.dims.hidden_size;
   const bool tm = p.layout == QLSTM_LAYOUT_TIME_MAJOR;
-  const bool final_only = p.output_steps == QLSTM_OUTPUT_FINAL;
+  const bool final_only = p.output_steps != QLSTM_OUTPUT_ALL_STEPS;  // one [B][W] output
+  const i64 steps = p.output_steps == QLSTM_OUTPUT_FIRST && T > 1 ? 1 : T;  // FIRST: the first step alone
   const bool reverse = p.time_direction == QLSTM_TIME_REVERSE;
   const i64 W = p.output_width > 0 ? p.output_width : H;
   std::vector<int8_t> out(static_cast<size_t>(B * (final_only ? 1 : T) * W), fill);
@@ -79,7 +81,7 @@ inline std::vector<int8_t> run(const qlstm_gru_s8_params& p, const int8_t* input
     if (state != nullptr) {
       for (i64 r = 0; r < H; ++r) h[static_cast<size_t>(r)] = (*state)[static_cast<size_t>(b * H + r)];
     }
-    for (i64 s = 0; s < T; ++s) {
+    for (i64 s = 0; s < steps; ++s) {
       const i64 t = reverse ? T - 1 - s : s;
       zero_state_step = state == nullptr && s == 0;
       std::vector<i64> h8(static_cast<size_t>(H));

@@ -73,7 +73,7 @@ inline void make_random_gru(RandomGru& out, std::mt19937_64& rng, qlstm_gru_dims
 // The bytes a call with `p` writes into its output (p.output_steps, p.output_width).
 inline size_t gru_output_size(const qlstm_gru_s8_params& p) {
   const size_t W = static_cast<size_t>(p.output_width > 0 ? p.output_width : p.dims.hidden_size);
-  const size_t steps = p.output_steps == QLSTM_OUTPUT_FINAL ? 1 : static_cast<size_t>(p.dims.time_steps);
+  const size_t steps = p.output_steps != QLSTM_OUTPUT_ALL_STEPS ? 1 : static_cast<size_t>(p.dims.time_steps);
   return static_cast<size_t>(p.dims.batch) * steps * W;
 }
 

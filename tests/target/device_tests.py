@@ -100,6 +100,8 @@ MODELS = [
     # Pooling over time (issue 30): the mean after an LSTM, the max after a GRU, each then a Linear.
     ("tests/onnx/models/import_pool_mean.onnx", True, None, None),
     ("tests/onnx/models/import_pool_max_gru.onnx", True, None, None),
+    # y[:, -1] of a bidirectional GRU: the reverse op runs its first step alone (issue 30, item 7).
+    ("tests/onnx/models/gru_torch_bidirectional_last_linear.onnx", True, None, None),
 ]
 
 

@@ -376,7 +376,7 @@ TEST_F(GruValidation, Dims) {
 TEST_F(GruValidation, SequenceOptions) {
   expect_bad([](qlstm_gru_s8_params& p) { p.layout = 2; }, QLSTM_ERROR_BAD_LAYOUT, "layout");
   expect_bad([](qlstm_gru_s8_params& p) { p.time_direction = -1; }, QLSTM_ERROR_BAD_DIRECTION, "time_direction");
-  expect_bad([](qlstm_gru_s8_params& p) { p.output_steps = 2; }, QLSTM_ERROR_BAD_OUTPUT_STEPS, "output_steps");
+  expect_bad([](qlstm_gru_s8_params& p) { p.output_steps = 3; }, QLSTM_ERROR_BAD_OUTPUT_STEPS, "output_steps");
   expect_bad([](qlstm_gru_s8_params& p) { p.output_width = 3; }, QLSTM_ERROR_BAD_OUTPUT_WIDTH, "output_width");
   expect_bad([](qlstm_gru_s8_params& p) { p.output_width = INT32_MAX; }, QLSTM_ERROR_BAD_OUTPUT_WIDTH,
              "output_width");

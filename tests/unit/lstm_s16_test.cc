@@ -70,7 +70,7 @@ TEST(LstmS16Validate, NamesEachField) {
       {"dims", [](qlstm_lstm_s16_params& p) { p.dims.hidden_size = 0; }},
       {"layout", [](qlstm_lstm_s16_params& p) { p.layout = 2; }},
       {"time_direction", [](qlstm_lstm_s16_params& p) { p.time_direction = 2; }},
-      {"output_steps", [](qlstm_lstm_s16_params& p) { p.output_steps = 2; }},
+      {"output_steps", [](qlstm_lstm_s16_params& p) { p.output_steps = 3; }},
       {"output_width", [](qlstm_lstm_s16_params& p) { p.output_width = 3; }},
       {"gates[cell].input_effective_bias", [](qlstm_lstm_s16_params& p) { p.gates[2].input_effective_bias = nullptr; }},
       {"gates[forget].input_to_q3_12.multiplier", [](qlstm_lstm_s16_params& p) { p.gates[0].input_to_q3_12.multiplier = -1; }},

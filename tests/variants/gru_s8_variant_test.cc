@@ -115,7 +115,8 @@ class GruVariantTest : public ::testing::TestWithParam<const qlstm::GruS8Variant
     if (regime == Regime::kExtreme && rng() % 2 == 0) push_to_int8_ends(gru, rng);
     qlstm_gru_s8_params& p = gru.params;
     p.time_direction = o.reverse ? QLSTM_TIME_REVERSE : QLSTM_TIME_FORWARD;
-    p.output_steps = o.final_only ? QLSTM_OUTPUT_FINAL : QLSTM_OUTPUT_ALL_STEPS;
+    // One step written: the final state, or the first step run alone (a reverse op's y[:, -1]).
+    p.output_steps = !o.final_only ? QLSTM_OUTPUT_ALL_STEPS : rng() % 2 ? QLSTM_OUTPUT_FIRST : QLSTM_OUTPUT_FINAL;
     p.output_width = o.wide_output ? dims.hidden_size + 1 + static_cast<int32_t>(rng() % 7) : 0;
     const std::vector<int16_t> start = random_gru_state(rng, dims);
     const std::vector<int16_t>* from = o.stateful ? &start : nullptr;

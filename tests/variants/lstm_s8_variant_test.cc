@@ -208,6 +208,65 @@ TEST_P(VariantTest, ReverseAndStridedCallsMatchReference) {
   }
 }
 
+// QLSTM_OUTPUT_FIRST (a reverse op's y[:, -1]): the first step run alone writes [B][W] the values
+// a whole call writes at that step (step 0 forward, T-1 reverse), for every variant; stateful
+// calls start from the given state; T == 0 writes the initial state, as QLSTM_OUTPUT_FINAL does.
+TEST_P(VariantTest, FirstStepAloneEqualsThatStepOfTheWholeCall) {
+  const qlstm::LstmS8Variant& v = *GetParam();
+  std::mt19937_64 rng(6100);
+  for (int k = 0; k < 48; ++k) {
+    const int B = 1 + static_cast<int>(rng() % 3), T = static_cast<int>(rng() % 7);
+    const int I = kEdgeSizes[rng() % kEdgeCount], H = kEdgeSizes[rng() % kEdgeCount];
+    RandomLstm l;
+    const bool time_major = k % 2 == 0, stateful = k % 3 == 0;
+    make_random_lstm(l, rng, {B, T, I, H}, time_major, static_cast<Regime>(k % 3));
+    l.params.time_direction = k % 4 < 2 ? QLSTM_TIME_REVERSE : QLSTM_TIME_FORWARD;
+    const int W = k % 5 == 1 ? H + 1 + static_cast<int>(rng() % 7) : H;
+    l.params.output_width = W == H ? 0 : W;
+    const size_t BH = static_cast<size_t>(B * H);
+    std::vector<int8_t> h0(BH);
+    std::vector<int16_t> c0(BH);
+    for (auto& x : h0) x = static_cast<int8_t>(rng());
+    for (auto& x : c0) x = static_cast<int16_t>(rng());
+    auto call = [&](const qlstm::LstmS8Variant& with, int32_t output_steps, std::vector<int8_t>* out) {
+      testing_support::ScratchBuffer scratch(l.params.dims);
+      std::vector<int16_t> cell = stateful ? c0 : std::vector<int16_t>(BH, 99);
+      std::vector<int8_t> hidden = h0;
+      qlstm_lstm_s8_context ctx = scratch.context(cell.data(), stateful ? hidden.data() : nullptr);
+      qlstm_lstm_s8_params p = l.params;
+      p.output_steps = output_steps;
+      return qlstm::run_lstm_s8(with, &p, &ctx, l.input.data(), out->data());
+    };
+    const size_t positions = static_cast<size_t>(B) * static_cast<size_t>(T > 0 ? T : 1);
+    std::vector<int8_t> whole(positions * static_cast<size_t>(W), 0x5a), first(static_cast<size_t>(B * W), 0x5a);
+    const std::string what = std::string(v.name) + " case " + std::to_string(k) + " B=" + std::to_string(B) +
+                             " T=" + std::to_string(T) + " I=" + std::to_string(I) + " H=" + std::to_string(H) +
+                             (l.params.time_direction == QLSTM_TIME_REVERSE ? " reverse" : " forward") +
+                             (time_major ? " time-major" : " batch-major") + (stateful ? " stateful" : "");
+    ASSERT_EQ(call(qlstm::lstm_s8_reference_variant(), T > 0 ? QLSTM_OUTPUT_ALL_STEPS : QLSTM_OUTPUT_FINAL, &whole),
+              QLSTM_OK) << what;
+    qlstm_lstm_s8_params first_params = l.params;
+    first_params.output_steps = QLSTM_OUTPUT_FIRST;
+    const qlstm_status st = call(v, QLSTM_OUTPUT_FIRST, &first);
+    if (declines(v, first_params)) {
+      ASSERT_EQ(st, QLSTM_ERROR_NO_VARIANT) << what;
+      ++tally_.declined;
+      continue;
+    }
+    ++tally_.run;
+    ASSERT_EQ(st, QLSTM_OK) << what;
+    const int t0 = l.params.time_direction == QLSTM_TIME_REVERSE ? T - 1 : 0;
+    for (int b = 0; b < B; ++b) {
+      for (int r = 0; r < W; ++r) {
+        const size_t at = T == 0 ? static_cast<size_t>(b * W + r)
+                          : time_major ? (static_cast<size_t>(t0) * B + b) * W + r
+                                       : (static_cast<size_t>(b) * T + t0) * W + r;
+        ASSERT_EQ(first[static_cast<size_t>(b * W + r)], whole[at]) << what << " row " << b << " element " << r;
+      }
+    }
+  }
+}
+
 // Stage contract: the gate reads strided rows and an optional recurrent input.
 TEST_P(VariantTest, GateStageWithStridesMatchesModel) {
   if (GetParam()->gate == nullptr) GTEST_SKIP() << "a whole-sequence variant has no gate stage";

@@ -85,7 +85,7 @@ LstmCase make_lstm(Rng& r, int32_t n) {
   p.output_times_tanh_cell_to_hidden = {r.pick(1 << 30, INT32_MAX), extreme ? r.pick(-31, 31) : r.pick(-16, -1)};
   p.cell_clip = r.g() % 2 ? 0 : r.pick(1, 32767);
   p.time_direction = n % 4 == 3 ? QLSTM_TIME_REVERSE : QLSTM_TIME_FORWARD;
-  p.output_steps = n % 5 == 2 ? QLSTM_OUTPUT_FINAL : QLSTM_OUTPUT_ALL_STEPS;
+  p.output_steps = n % 5 == 2 ? QLSTM_OUTPUT_FINAL : n % 5 == 4 ? QLSTM_OUTPUT_FIRST : QLSTM_OUTPUT_ALL_STEPS;
   p.output_width = n % 7 == 1 ? H + r.pick(1, 5) : 0;
   for (int32_t k = 0; k < B * T * I; ++k) c.input.push_back(r.s16(extreme));
   for (int32_t k = 0; k < B * H; ++k) {
@@ -104,7 +104,7 @@ struct LstmRun {
 LstmRun run_lstm(const qlstm::LstmS16Variant& v, const LstmCase& c) {
   const qlstm_lstm_dims& d = c.p.dims;
   const int32_t W = c.p.output_width > 0 ? c.p.output_width : d.hidden_size;
-  const int32_t steps = c.p.output_steps == QLSTM_OUTPUT_FINAL ? 1 : d.time_steps;
+  const int32_t steps = c.p.output_steps != QLSTM_OUTPUT_ALL_STEPS ? 1 : d.time_steps;
   LstmRun r;
   r.output.assign(static_cast<size_t>(d.batch * steps * W), 0x5A5A);  // positions a call leaves alone stay so
   r.h = c.h0;

@@ -38,6 +38,7 @@ void print_op_table(const CompiledModel& m, const nlohmann::json& table) {
   for (const nlohmann::json& row : table) {
     std::string more;
     if (row.contains("output_steps") && row["output_steps"] == "final") more = ", the last step only";
+    if (row.contains("output_steps") && row["output_steps"] == "first") more = ", one step (the last time step)";
     if (row.contains("direction") && row["direction"] == "reverse") more += ", reverse";
     if (row.contains("fused_activation") && row["fused_activation"] != "none") {
       more += ", " + row["fused_activation"].get<std::string>() + " folded in";

@@ -127,8 +127,9 @@ class Initializer {
       return n.size() >= suffix.size() && n.compare(n.size() - suffix.size(), suffix.size(), suffix) == 0;
     };
     if (n == "kind" && kind_symbol(v) != nullptr) return kind_symbol(v);
-    if (n == "output_steps" && (v == QLSTM_OUTPUT_ALL_STEPS || v == QLSTM_OUTPUT_FINAL)) {
-      return v == QLSTM_OUTPUT_FINAL ? "QLSTM_OUTPUT_FINAL" : "QLSTM_OUTPUT_ALL_STEPS";
+    if (n == "output_steps" && (v == QLSTM_OUTPUT_ALL_STEPS || v == QLSTM_OUTPUT_FINAL || v == QLSTM_OUTPUT_FIRST)) {
+      return v == QLSTM_OUTPUT_FINAL ? "QLSTM_OUTPUT_FINAL" : v == QLSTM_OUTPUT_FIRST ? "QLSTM_OUTPUT_FIRST"
+                                                                                      : "QLSTM_OUTPUT_ALL_STEPS";
     }
     if (n == "layout" && (v == QLSTM_LAYOUT_BATCH_MAJOR || v == QLSTM_LAYOUT_TIME_MAJOR)) {
       return v == QLSTM_LAYOUT_TIME_MAJOR ? "QLSTM_LAYOUT_TIME_MAJOR" : "QLSTM_LAYOUT_BATCH_MAJOR";

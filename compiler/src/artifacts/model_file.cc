@@ -156,6 +156,9 @@ uint32_t model_format_version(const CompiledModel& m) {
     const OpKind* kind = find_op_kind(op.kind);
     typed = typed || (kind != nullptr && kind->int16_data);
     if (kind != nullptr) kinds_version = std::max(kinds_version, kind->file_version);
+    if (op.recurrent() && op.output_steps() == QLSTM_OUTPUT_FIRST) {
+      kinds_version = std::max(kinds_version, kModelFormatVersionFirstStep);
+    }
   }
   // The oldest version that reads the model: 6 for int8 kinds, 7 with int16 buffers or kinds, or
   // the newest kind's own.

@@ -145,7 +145,19 @@ std::vector<FloatLayer> compiled_head_layers(const FloatProgram& program) {
 
 bool writes_final_state_only(const FloatProgram& p) {
   const bool last_step = !p.head.empty() && p.head.front().kind == FloatLayerKind::kSelectStep && p.head.front().step == -1;
-  return p.lstm_output == LstmOutput::kFinalState || (last_step && p.directions == 1 && !p.ops.back().reverse);
+  return p.lstm_output == LstmOutput::kFinalState || (last_step && p.directions == 1 && !p.ops.back().reverse) ||
+         (last_step && runs_reverse_one_step(p));
+}
+
+// y[:, -1] of a last layer with a reverse direction: the reverse op's value at the last time step
+// is its first step, so it runs that step alone (QLSTM_OUTPUT_FIRST), the forward op writing its
+// final state beside it. Not where the model's state is an input or an output: the state left
+// after a call would then be the first step's.
+bool runs_reverse_one_step(const FloatProgram& p) {
+  const bool last_step = !p.head.empty() && p.head.front().kind == FloatLayerKind::kSelectStep && p.head.front().step == -1;
+  return last_step && p.lstm_output != LstmOutput::kFinalState && p.ops.back().reverse &&
+         p.initial_hidden == StateSource::kZero && p.initial_cell == StateSource::kZero && !p.hidden_output &&
+         !p.cell_output;
 }
 
 bool keeps_inner_sequence(const FloatProgram& p) {
@@ -480,9 +492,11 @@ void ProgramCompiler::compile_layer(int32_t l, const std::vector<OpObservation>&
 // head reads nothing else (both directions: into one [B][2H] row).
 void ProgramCompiler::assemble_stack() {
   if (final_state_) {
-    for (size_t k = lstm_ops_.size() - static_cast<size_t>(program_.lstm_output == LstmOutput::kFinalState ? D_ : 1);
-         k < lstm_ops_.size(); ++k) {
-      lstm_ops_[k].set_output_steps(QLSTM_OUTPUT_FINAL);
+    const bool one_reverse_step = runs_reverse_one_step(program_);
+    const size_t last_layer = program_.lstm_output == LstmOutput::kFinalState || one_reverse_step ? D_ : 1;
+    for (size_t k = lstm_ops_.size() - last_layer; k < lstm_ops_.size(); ++k) {
+      const bool first = one_reverse_step && program_.ops[k].reverse;
+      lstm_ops_[k].set_output_steps(first ? QLSTM_OUTPUT_FIRST : QLSTM_OUTPUT_FINAL);
     }
   }
   CompiledModel& m = result_.model;

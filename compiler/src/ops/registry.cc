@@ -49,7 +49,7 @@ void add_recurrent_memory(ProgramMemory* mem, ProgramMemory::Op* om, int32_t bat
 
 void report_recurrent(int32_t time_direction, int32_t output_steps, nlohmann::json* row) {
   (*row)["direction"] = time_direction == QLSTM_TIME_REVERSE ? "reverse" : "forward";
-  (*row)["output_steps"] = output_steps == QLSTM_OUTPUT_FINAL ? "final" : "all";
+  (*row)["output_steps"] = output_steps == QLSTM_OUTPUT_FINAL ? "final" : output_steps == QLSTM_OUTPUT_FIRST ? "first" : "all";
 }
 
 }  // namespace ops

@@ -537,10 +537,15 @@ void ModelChecker::recurrent_op(size_t k, const std::string& w, const ProgramBuf
   if (in.steps != QLSTM_BUFFER_EVERY_STEP) {
     bad(w + "': " + compiler::recurrent_state(op).a_cell + " reads a sequence, not a one-step buffer");
   }
-  const int32_t want_steps = steps == QLSTM_OUTPUT_FINAL ? QLSTM_BUFFER_ONE_STEP : QLSTM_BUFFER_EVERY_STEP;
+  const bool one_step = steps != QLSTM_OUTPUT_ALL_STEPS;  // FINAL, or FIRST (a reverse op's y[:, -1])
+  const int32_t want_steps = one_step ? QLSTM_BUFFER_ONE_STEP : QLSTM_BUFFER_EVERY_STEP;
   if (out.steps != want_steps) bad(w + ".output_steps' does not match its output buffer's steps");
-  if (steps == QLSTM_OUTPUT_FINAL && lstm_seen_ <= m_.lstm_op_count() - directions) {
-    bad(w + ".output_steps': only the last layer's ops may write their final states alone");
+  if (one_step && lstm_seen_ <= m_.lstm_op_count() - directions) {
+    bad(w + ".output_steps': only the last layer's ops may write one step alone");
+  }
+  if (steps == QLSTM_OUTPUT_FIRST && (m_.hidden_output || m_.cell_output || m_.initial_hidden != StateSource::kZero ||
+                                      m_.initial_cell != StateSource::kZero)) {
+    bad(w + ".output_steps': a recurrent op runs its first step alone only in a model without a state interface");
   }
   if ((op.time_direction() == QLSTM_TIME_REVERSE) != (dir == 1) && directions == 2) {
     bad(w + ".time_direction' does not match its half of the layer");

@@ -92,8 +92,8 @@ qlstm_status qlstm_gru_s8_reset_state(const qlstm_gru_s8_params* params, qlstm_g
 /* Runs the GRU over the whole input, by the best variant this CPU has (qlstm/kernels.h; each
  * equal to the portable reference bit for bit).
  * input: B*T*I int8 values, output: B*T*W int8 values (W = output_width, or H), in
- * params->layout; with output_steps QLSTM_OUTPUT_FINAL, output: B*W values [B][W]. The input may
- * be NULL when T == 0, and so may the output unless output_steps is QLSTM_OUTPUT_FINAL. */
+ * params->layout; with output_steps QLSTM_OUTPUT_FINAL or QLSTM_OUTPUT_FIRST, output: B*W values
+ * [B][W]. The input may be NULL when T == 0, and so may the output with QLSTM_OUTPUT_ALL_STEPS. */
 qlstm_status qlstm_gru_s8(const qlstm_gru_s8_params* params, qlstm_gru_s8_context* ctx,
                           const int8_t* input, int8_t* output);
 

@@ -61,7 +61,7 @@ qlstm_status qlstm_lstm_s16_validate(const qlstm_lstm_s16_params* params, const 
 /* cell = 0, hidden = 0. */
 qlstm_status qlstm_lstm_s16_reset_state(const qlstm_lstm_s16_params* params, qlstm_lstm_s16_context* ctx);
 /* The portable reference. input: B*T*I int16 values, output: B*T*W (or B*W with
- * QLSTM_OUTPUT_FINAL), as qlstm_lstm_s8. */
+ * QLSTM_OUTPUT_FINAL or QLSTM_OUTPUT_FIRST), as qlstm_lstm_s8. */
 qlstm_status qlstm_lstm_s16(const qlstm_lstm_s16_params* params, qlstm_lstm_s16_context* ctx,
                             const int16_t* input, int16_t* output);
 

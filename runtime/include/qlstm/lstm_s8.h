@@ -49,11 +49,15 @@ typedef enum qlstm_time_direction {
 /* Which hidden states a call writes (qlstm_lstm_s8_params.output_steps). */
 typedef enum qlstm_output_steps {
   QLSTM_OUTPUT_ALL_STEPS = 0, /* every step: output [B][T][W] or [T][B][W] */
-  QLSTM_OUTPUT_FINAL = 1      /* only the final hidden state (the last step processed: step T-1
+  QLSTM_OUTPUT_FINAL = 1,     /* only the final hidden state (the last step processed: step T-1
                                  forward, step 0 reverse; ONNX's Y_h, PyTorch's h_n): output [B][W].
                                  A classifier's head then needs B x W bytes, not B x T x W. With
                                  T == 0 it is the initial state: the carried hidden state of a
                                  stateful call, output_zero_point otherwise. */
+  QLSTM_OUTPUT_FIRST = 2      /* only the first step processed, and only that step is run (step 0
+                                 forward, step T-1 reverse: what y[:, -1] reads of a reverse
+                                 direction): output [B][W], one step's work instead of T. A stateful
+                                 call writes back the state after that step. With T == 0 as FINAL. */
 } qlstm_output_steps;
 
 typedef enum qlstm_activation {
@@ -142,8 +146,8 @@ qlstm_status qlstm_lstm_s8_reset_state(const qlstm_lstm_s8_params* params,
 /* Runs the LSTM over the whole input with the best kernel variant built in that this CPU
  * supports and that can run this call (chosen per call; the portable reference runs every call).
  * input: B*T*I int8 values, output: B*T*W int8 values (W = output_width, or H), in
- * params->layout; with output_steps QLSTM_OUTPUT_FINAL, output: B*W values [B][W]. The input may
- * be NULL when T == 0, and so may the output unless output_steps is QLSTM_OUTPUT_FINAL. */
+ * params->layout; with output_steps QLSTM_OUTPUT_FINAL or QLSTM_OUTPUT_FIRST, output: B*W values
+ * [B][W]. The input may be NULL when T == 0, and so may the output with QLSTM_OUTPUT_ALL_STEPS. */
 qlstm_status qlstm_lstm_s8(const qlstm_lstm_s8_params* params, qlstm_lstm_s8_context* ctx,
                            const int8_t* input, int8_t* output);
 

@@ -44,7 +44,7 @@ typedef enum qlstm_buffer_steps {
 
 /* One op: its kind and a pointer to that kind's parameter block. Every op reads its input
  * buffer's positions and writes as many to its output buffer (an LSTM or GRU with output_steps
- * QLSTM_OUTPUT_FINAL, a step selection and a pooling over time write one per batch row). The LSTM and the GRU are the
+ * QLSTM_OUTPUT_FINAL or QLSTM_OUTPUT_FIRST, a step selection and a pooling over time write one per batch row). The LSTM and the GRU are the
  * recurrent ops: the ones with state. An op holds only its own kind's block, so a program's table
  * grows by a pointer per op, not by every kind's block. */
 typedef struct qlstm_op {
@@ -103,7 +103,7 @@ typedef struct qlstm_program_context {
  * same activation area nor read an intermediate buffer its area does not hold (not yet written, or
  * since overwritten); the steps of its buffers (a recurrent op and a selection read a sequence; a
  * recurrent op writes a sequence, or a one-step buffer exactly when its output_steps is
- * QLSTM_OUTPUT_FINAL; a selection writes a one-step buffer; a fully connected, softmax or table op
+ * QLSTM_OUTPUT_FINAL or QLSTM_OUTPUT_FIRST; a selection writes a one-step buffer; a fully connected, softmax or table op
  * writes a buffer of the same steps as it reads); the widths (a recurrent op's dims.input_size is
  * its input buffer's width and output_offset + H <= its output buffer's, its dims.batch and layout
  * the program's; a fully connected op's input_size / output_size and a softmax's, table's,

@@ -138,13 +138,14 @@ qlstm_status run_gru_s8_walk(const qlstm_gru_s8_params& p, qlstm_gru_s8_context&
   }
 
   const SequenceStrides s = sequence_strides(p.layout, p.output_steps, p.output_width, B, T, I, H);
-  if (p.output_steps == QLSTM_OUTPUT_FINAL && T == 0) {
+  if (p.output_steps != QLSTM_OUTPUT_ALL_STEPS && T == 0) {
     // No step: the final state is the initial one.
     output_stage(p.hidden_q0_15_to_output, p.output_zero_point, B, H, hidden_q0_15, output, s.y_row);
   }
   // Reverse: step k processes time T-1-k, and its recurrent operand is the row it wrote at k-1.
   const bool reverse = p.time_direction == QLSTM_TIME_REVERSE;
-  for (int32_t k = 0; k < T; ++k) {
+  const int32_t steps = steps_run(p.output_steps, T);
+  for (int32_t k = 0; k < steps; ++k) {
     const int32_t t = reverse ? T - 1 - k : k;
     GateArgs args = {B, I, H, input + t * s.x_step, s.x_row, initial_h8, H};
     if (k > 0) {

@@ -149,7 +149,7 @@ struct Outputs {
 bool alloc_outputs(const Case& k, Outputs* o, void** scratch, uint32_t* scratch_bytes) {
   const qlstm_lstm_dims& d = k.params.dims;
   o->state_count = static_cast<uint32_t>(d.batch * d.hidden_size);
-  const int32_t steps = k.params.output_steps == QLSTM_OUTPUT_FINAL ? 1 : d.time_steps;
+  const int32_t steps = k.params.output_steps != QLSTM_OUTPUT_ALL_STEPS ? 1 : d.time_steps;
   o->output_bytes = static_cast<uint32_t>(d.batch * steps * d.hidden_size);
   *scratch_bytes = static_cast<uint32_t>(qlstm_lstm_s8_scratch_bytes(&d));
   *scratch = arena_take(*scratch_bytes);
@@ -793,9 +793,10 @@ int variant_test(int32_t cases) {
     // A quarter of the cases walk time backwards (ONNX direction "reverse").
     const bool reverse = n % 4 == 3;
     k.params.time_direction = reverse ? QLSTM_TIME_REVERSE : QLSTM_TIME_FORWARD;
-    // A fifth write only the final state (time stride 0 in the shared driver).
-    const bool final_only = n % 5 == 2;
-    k.params.output_steps = final_only ? QLSTM_OUTPUT_FINAL : QLSTM_OUTPUT_ALL_STEPS;
+    // A fifth write only the final state (time stride 0 in the shared driver), a fifth run the
+    // first step alone (QLSTM_OUTPUT_FIRST).
+    const bool final_only = n % 5 == 2, first_only = n % 5 == 4;
+    k.params.output_steps = final_only ? QLSTM_OUTPUT_FINAL : first_only ? QLSTM_OUTPUT_FIRST : QLSTM_OUTPUT_ALL_STEPS;
     const uint32_t mark = g_arena_used;
     Outputs want;
     void* scratch = nullptr;
@@ -841,7 +842,7 @@ int variant_test(int32_t cases) {
                  (long)n, (long)d.batch, (long)d.time_steps, (long)d.input_size, (long)d.hidden_size,
                  k.params.layout == QLSTM_LAYOUT_TIME_MAJOR ? "time-major" : "batch-major",
                  k.stateful ? "stateful" : "stateless", reverse ? "reverse" : "forward",
-                 final_only ? " final-state" : "", (long)(n % 3));
+                 final_only ? " final-state" : first_only ? " first-step" : "", (long)(n % 3));
         }
       }
     }
@@ -952,12 +953,12 @@ long gru_variant_test(int32_t cases) {
     GruCase k;
     if (!make_random_gru(r, d, static_cast<Regime>(n % 3), &k)) return -1;
     qlstm_gru_s8_params& p = k.params;
-    const bool reverse = n % 4 == 3, final_only = n % 5 == 2;
+    const bool reverse = n % 4 == 3, final_only = n % 5 == 2, first_only = n % 5 == 4;
     p.time_direction = reverse ? QLSTM_TIME_REVERSE : QLSTM_TIME_FORWARD;
-    p.output_steps = final_only ? QLSTM_OUTPUT_FINAL : QLSTM_OUTPUT_ALL_STEPS;
+    p.output_steps = final_only ? QLSTM_OUTPUT_FINAL : first_only ? QLSTM_OUTPUT_FIRST : QLSTM_OUTPUT_ALL_STEPS;
     p.output_width = n % 7 == 1 ? d.hidden_size + r.range(1, 7) : 0;
     const int32_t W = p.output_width > 0 ? p.output_width : d.hidden_size;
-    const uint32_t output_bytes = static_cast<uint32_t>(d.batch * (final_only ? 1 : d.time_steps) * W);
+    const uint32_t output_bytes = static_cast<uint32_t>(d.batch * (final_only || first_only ? 1 : d.time_steps) * W);
     const uint32_t state_bytes = static_cast<uint32_t>(d.batch * d.hidden_size) * 2u;
     GruRun want;
     if (!run_gru(ref, k, output_bytes, &want)) return -1;
@@ -994,7 +995,8 @@ long gru_variant_test(int32_t cases) {
                  var.name, form, (long)n, (long)d.batch, (long)d.time_steps, (long)d.input_size,
                  (long)d.hidden_size, (long)W, p.layout == QLSTM_LAYOUT_TIME_MAJOR ? "time-major" : "batch-major",
                  k.h0 != nullptr ? "stateful" : "stateless", reverse ? "reverse" : "forward",
-                 final_only ? " final-state" : "", (long)(n % 3), qlstm_status_string(got.status));
+                 final_only ? " final-state" : first_only ? " first-step" : "", (long)(n % 3),
+                 qlstm_status_string(got.status));
         }
       }
     }
@@ -1274,7 +1276,7 @@ bool make_random_lstm_s16(Rng& r, int32_t n, S16LstmCase* k) {
   p.layout = r.range(0, 1) ? QLSTM_LAYOUT_TIME_MAJOR : QLSTM_LAYOUT_BATCH_MAJOR;
   if (!random_lstm_s16_gates_and_cell(r, extreme, p)) return false;
   p.time_direction = n % 4 == 3 ? QLSTM_TIME_REVERSE : QLSTM_TIME_FORWARD;
-  p.output_steps = n % 5 == 2 ? QLSTM_OUTPUT_FINAL : QLSTM_OUTPUT_ALL_STEPS;
+  p.output_steps = n % 5 == 2 ? QLSTM_OUTPUT_FINAL : n % 5 == 4 ? QLSTM_OUTPUT_FIRST : QLSTM_OUTPUT_ALL_STEPS;
   p.output_width = n % 7 == 1 ? H + r.range(1, 5) : 0;
   if (!random_lstm_s16_data(r, extreme, k)) return false;
   k->stateful = r.range(0, 1) != 0;
@@ -1325,7 +1327,7 @@ long s16_variant_test() {
     const qlstm_lstm_dims& d = k.p.dims;
     const int32_t W = k.p.output_width > 0 ? k.p.output_width : d.hidden_size;
     const uint32_t out_count =
-        static_cast<uint32_t>(d.batch * (k.p.output_steps == QLSTM_OUTPUT_FINAL ? 1 : d.time_steps) * W);
+        static_cast<uint32_t>(d.batch * (k.p.output_steps != QLSTM_OUTPUT_ALL_STEPS ? 1 : d.time_steps) * W);
     const uint32_t state_bytes = static_cast<uint32_t>(d.batch * d.hidden_size) * 2u;
     S16LstmRun want;
     if (!run_lstm_s16_variant(qlstm::kLstmS16ReferenceVariant, k, out_count, &want)) return -1;

@@ -23,7 +23,11 @@ namespace compiler {
 // as the runtime's record of its kind (params_codec.h). Versions 1 (one LSTM), 2 (a program of
 // typed LSTM tables), 3 (LSTM records without output_steps), 4 (no GRU) and 5 are still read.
 // 8: version 7 with the pooling kind (QLSTM_OP_POOL_S8); written only for a model that has one.
-constexpr uint32_t kModelFormatVersion = 8;
+// 9: version 8 with a recurrent op's output_steps QLSTM_OUTPUT_FIRST (a reverse op that runs one
+// step); written only for a model that has one.
+constexpr uint32_t kModelFormatVersion = 9;
+// The version of a model with a recurrent op that runs its first step alone.
+constexpr uint32_t kModelFormatVersionFirstStep = 9;
 // What a model of int8 buffers and int8 kinds only is written as.
 constexpr uint32_t kModelFormatVersionS8 = 6;
 // What a model with int16 buffers or kinds (and none newer) is written as.

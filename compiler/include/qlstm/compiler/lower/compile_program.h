@@ -42,9 +42,12 @@ void validate_options(const CompileOptions& options, const FloatProgram& program
 // never observed.
 QuantizedProgram compile_program(const FloatProgram& program, const CalibrationSet& calibration,
                                  const CompileOptions& options, const CalibrationSet* validation = nullptr);
-// Whether the last LSTM op writes only its final hidden state (QLSTM_OUTPUT_FINAL): the head
-// reads h_n[-1], or y[:, -1] of a unidirectional forward last layer.
+// Whether the last layer's ops write one step only (QLSTM_OUTPUT_FINAL, and QLSTM_OUTPUT_FIRST for
+// a reverse op that runs one step): the head reads h_n[-1], or y[:, -1] of the last layer.
 bool writes_final_state_only(const FloatProgram& program);
+// y[:, -1] of a last layer with a reverse direction, in a model without a state interface: the
+// reverse op runs its first step alone (QLSTM_OUTPUT_FIRST), which is its value at the last step.
+bool runs_reverse_one_step(const FloatProgram& program);
 // The head as compiled: the program's, except that a Linear reading h_n[-1] of a bidirectional
 // stack gets zero weights for the forward half of the [B][2H] row both ops write. Throws
 // CompileError when something else reads that h_n[-1].
