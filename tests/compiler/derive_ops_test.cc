@@ -235,6 +235,48 @@ TEST(DeriveSoftmax, OutputQuantAndRefusals) {
   }
 }
 
+// TFLite's own preparation of every case of the project's log-softmax vectors (its parameters,
+// from the input scale), reproduced; and read back from a block.
+TEST(DeriveLogSoftmax, EveryCaseOfTheVectorsAsTFLitePreparesThem) {
+  std::ifstream f(std::string(QLSTM_TEST_VECTORS_DIR) + "/log_softmax_s8.json");
+  ASSERT_TRUE(f.good());
+  const nlohmann::json doc = nlohmann::json::parse(f);
+  ASSERT_EQ(doc.at("format"), "log-softmax-s8-vectors/1");
+  int cases = 0;
+  for (const nlohmann::json& c : doc.at("cases")) {
+    const AffineQuant in{c.at("input_scale").get<double>(), 0};
+    const DerivedLogSoftmax d = derive_log_softmax(c.at("row_size").get<int32_t>(), in);
+    EXPECT_EQ(d.input_multiplier, c.at("multiplier").get<int32_t>()) << c.at("name");
+    EXPECT_EQ(d.input_left_shift, c.at("shift").get<int32_t>()) << c.at("name");
+    EXPECT_EQ(d.reverse_multiplier, c.at("reverse_multiplier").get<int32_t>()) << c.at("name");
+    EXPECT_EQ(d.reverse_shift, c.at("reverse_shift").get<int32_t>()) << c.at("name");
+    EXPECT_EQ(d.diff_min, c.at("diff_min").get<int32_t>()) << c.at("name");
+    const qlstm_log_softmax_s8_params p = d.kernel_params(2);
+    EXPECT_EQ(qlstm_log_softmax_s8_validate(&p, nullptr), QLSTM_OK);
+    const DerivedLogSoftmax back = DerivedLogSoftmax::from_kernel_params(p, in);
+    EXPECT_EQ(back.kernel_params(2).reverse_multiplier, p.reverse_multiplier);
+    EXPECT_EQ(back.kernel_params(2).reverse_shift, p.reverse_shift);
+    EXPECT_EQ(back.kernel_params(2).diff_min, p.diff_min);
+    ++cases;
+  }
+  EXPECT_EQ(cases, 123);
+}
+
+TEST(DeriveLogSoftmax, OutputQuantAndRefusals) {
+  EXPECT_EQ(log_softmax_output_quant().scale, 1.0 / 16);
+  EXPECT_EQ(log_softmax_output_quant().zero_point, 127);
+  // A difference scaling of 1 or less (input scale 2^-26) has no reverse scaling below 1.
+  try {
+    derive_log_softmax(4, {std::ldexp(1.0, -26), 0});
+    ADD_FAILURE() << "an input scale of 2^-26 was accepted";
+  } catch (const CompileError& e) {
+    EXPECT_NE(std::string(e.what()).find("too small for the int8 log-softmax"), std::string::npos) << e.what();
+  }
+  EXPECT_NO_THROW(derive_log_softmax(4, {std::ldexp(1.0, -25), 0}));
+  EXPECT_THROW(derive_log_softmax(QLSTM_LOG_SOFTMAX_S8_ROW_SIZE_MAX + 1, {0.1, 0}), CompileError);
+  EXPECT_THROW(derive_log_softmax(0, {0.1, 0}), CompileError);
+}
+
 TEST(DeriveTable, EveryFunctionWithinHalfAnOutputStepForAll256Inputs) {
   const ActivationFn fns[] = {ActivationFn::kRelu,        ActivationFn::kClip, ActivationFn::kLeakyRelu,
                               ActivationFn::kSigmoid,     ActivationFn::kTanh, ActivationFn::kHardSigmoid,

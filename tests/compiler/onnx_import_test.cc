@@ -33,6 +33,7 @@ const char* layer_name(const FloatLayer& l) {
   switch (l.kind) {
     case FloatLayerKind::kLinear: return "Linear";
     case FloatLayerKind::kSoftmax: return "Softmax";
+    case FloatLayerKind::kLogSoftmax: return "LogSoftmax";
     case FloatLayerKind::kSelectStep: return "select";
     case FloatLayerKind::kPoolTime: return l.pool == PoolFn::kMean ? "mean" : "max";
     case FloatLayerKind::kFlattenTime: return "flatten";

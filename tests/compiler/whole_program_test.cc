@@ -451,6 +451,38 @@ TEST(WholeProgram, PoolingOverTime) {
   }
 }
 
+// A classifier trained with NLLLoss: LSTM -> y[:, -1] -> Linear -> LogSoftmax. The head ends in the
+// log-softmax op at its fixed 16/256, 127 (TFLite's), the argmax is kept, and the model file is
+// version 10 and reads back to the same bytes.
+TEST(WholeProgram, LogSoftmaxHead) {
+  std::mt19937_64 rng(44);
+  const int32_t I = 4, H = 12, C = 6, T = 15;
+  FloatProgram p = random_program(I, H, 1, 1, rng);
+  p.head = {select_step(-1, H), linear(H, C, 1.5f, rng, "/fc/Gemm"), elementwise(FloatLayerKind::kLogSoftmax, C, "/LogSoftmax")};
+  const Compiled c = compile_and_run(p, T, fast());
+  const CompiledModel& m = c.q.model;
+  EXPECT_EQ(kinds(m), (std::vector<int32_t>{QLSTM_OP_LSTM_S8, QLSTM_OP_FULLY_CONNECTED_S8, QLSTM_OP_LOG_SOFTMAX_S8}));
+  EXPECT_EQ(m.output_quant().scale, 1.0 / 16);
+  EXPECT_EQ(m.output_quant().zero_point, 127);
+  const double sqnr = sqnr_db(c.want, c.got), agree = argmax_agreement(c.want, c.got, C);
+  EXPECT_GE(sqnr, kMinSqnrDb);
+  // The output step 1/16 holds two close classes as one value: where the int8 argmax differs from
+  // the float one, the class it picks is within two steps of the float maximum.
+  constexpr float kStep = 1.0f / 16;
+  for (size_t r = 0; r < c.want.size() / C; ++r) {
+    const auto want = c.want.begin() + static_cast<ptrdiff_t>(r * C), got = c.got.begin() + static_cast<ptrdiff_t>(r * C);
+    const ptrdiff_t picked = std::max_element(got, got + C) - got;
+    EXPECT_LE(*std::max_element(want, want + C) - want[picked], 2 * kStep) << "row " << r;
+  }
+  for (float v : c.got) EXPECT_LE(v, 0.0f);  // log-probabilities
+  const std::vector<int8_t> x8 = quantized_input(c);
+  const std::string file = serialize_model(m);
+  EXPECT_EQ(model_format_version(m), 10u);
+  const CompiledModel back = parse_model(file, "mem");
+  EXPECT_EQ(run_program_s8(back, x8, c.shape), run_program_s8(m, x8, c.shape));
+  std::printf("log-softmax classifier: SQNR %.1f dB, argmax agreement %.1f%%\n", sqnr, 100 * agree);
+}
+
 // Every step flattened into one Linear (y.reshape(B, -1) then Linear(T x H)): the FC reads the
 // last layer's sequence buffer as one row of T x H per batch row, with no copy; the model runs on
 // exactly T steps (another T is refused, naming both), cannot be streamed, and reads back from its

@@ -460,9 +460,10 @@ def refused_whole():
             ["(Gather): a Gather of one batch row", advice_head])
     refused("refused_several_steps", Custom(lambda y, h: y[:, -3:], head=nn.Linear(4, 2)), 13,
             ["(Slice): a Slice of several time steps", advice_head])
-    refused("refused_log_softmax_and_layer_norm",
+    # The LogSoftmax head compiles since the log-softmax kind; the LayerNorm in front is refused alone.
+    refused("refused_layer_norm_before_log_softmax",
             Custom(lambda y, h: y[:, -1], front=nn.LayerNorm(3), head=nn.LogSoftmax(dim=-1)), 17,
-            ["(LayerNormalization): a LayerNorm", "(LogSoftmax): a LogSoftmax", advice_front, advice_head])
+            ["(LayerNormalization): a LayerNorm", advice_front])
     refused("refused_quantizable_lstm", Custom(lambda y, h: y, quantizable=True), 13,
             ["the graph has no LSTM node: it is a torch.ao.nn.quantizable.LSTM", "export torch.nn.LSTM instead"])
 
@@ -1085,6 +1086,20 @@ def cell_loops(x):
         errors=["graph: the layers' h_n must be concatenated along axis 0, in layer order, before the head reads h_n[-1]"])
 
 
+def log_softmax(x):
+    """Classifiers trained with NLLLoss end in log_softmax: over the classes after the last step's
+    Linear, and as opset 11 writes it (axis 1 of h_n[-1]'s [B, C]); over the time axis, refused."""
+    import_torch("import_log_softmax",
+                 Custom(lambda y, h: y[:, -1], head=nn.Sequential(nn.Linear(4, 3), nn.LogSoftmax(dim=-1))), 14, x,
+                 ["select", "Linear", "LogSoftmax"], dynamic=True)
+    import_torch("import_log_softmax_h_n_opset11",
+                 Custom(lambda y, h: h[-1], head=nn.Sequential(nn.Linear(4, 5), nn.ReLU(), nn.Linear(5, 3),
+                                                               nn.LogSoftmax(dim=1))), 11, x,
+                 ["Linear", "Relu", "Linear", "LogSoftmax"], lstm_output="final_state")
+    refused("import_refused_log_softmax_over_time", Custom(lambda y, h: torch.log_softmax(y, dim=1)), 14,
+            ["(LogSoftmax): a LogSoftmax over axis 1 (the time axis), not the last (feature) axis"])
+
+
 def import_models():
     """The graphs the import pre-pass and its fixes make compile, and the refusals they name."""
     torch.manual_seed(18)
@@ -1129,6 +1144,7 @@ def import_models():
     more_reads(x)
     flatten_steps(x)
     cell_loops(x)
+    log_softmax(x)
     # compile's calibration for the CLI tests: 8 sequences of 5 steps, batch-first [B, T, 3]
     np.save(os.path.join(OUT, "import_calibration.npy"),
             np.random.default_rng(23).standard_normal((8, 5, 3)).astype(np.float32))

@@ -79,6 +79,10 @@ TEST(DevicePrograms, EqualTheHostRunner) {
       c.time_steps = T;
       names.push_back("classifier_step" + std::to_string(step) + layout);
     }
+    HostCall& log_classifier = calls.emplace_back();
+    build_classifier(log_classifier.program, time_major, -1, rng, true);
+    log_classifier.time_steps = T;
+    names.push_back("log_softmax_classifier" + layout);
     for (const bool stateful : {false, true}) {
       for (const int32_t t : {T, 1, 0}) {
         HostCall& c = calls.emplace_back();

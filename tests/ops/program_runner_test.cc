@@ -49,6 +49,13 @@ std::vector<int8_t> softmax_alone(const qlstm_softmax_s8_params& params, const s
   EXPECT_EQ(qlstm_softmax_s8(&p, x.data(), y.data()), QLSTM_OK);
   return y;
 }
+std::vector<int8_t> log_softmax_alone(const qlstm_log_softmax_s8_params& params, const std::vector<int8_t>& x) {
+  qlstm_log_softmax_s8_params p = params;
+  p.rows = static_cast<int32_t>(x.size()) / p.row_size;
+  std::vector<int8_t> y(x.size());
+  EXPECT_EQ(qlstm_log_softmax_s8(&p, x.data(), y.data()), QLSTM_OK);
+  return y;
+}
 std::vector<int8_t> table_alone(const qlstm_table_s8_params& params, const std::vector<int8_t>& x) {
   qlstm_table_s8_params p = params;
   p.rows = static_cast<int32_t>(x.size()) / p.row_size;
@@ -83,6 +90,21 @@ TEST(ProgramRunner, ClassifierOnASelectedStepEqualsTheOpsOneByOne) {
       EXPECT_EQ(y, expected) << (time_major ? "time-major" : "batch-major") << " step " << step;
       EXPECT_EQ(y.size(), static_cast<size_t>(B * O));
     }
+  }
+}
+
+TEST(ProgramRunner, LogSoftmaxClassifierEqualsTheOpsOneByOne) {
+  for (const bool time_major : {false, true}) {
+    std::mt19937_64 rng(150 + static_cast<unsigned>(time_major));
+    Built b;
+    build_classifier(b, time_major, -1, rng, true);
+    const std::vector<int8_t> x = random_s8(static_cast<size_t>(B * T * I), rng);
+    std::vector<int8_t> y(b.output_size(), 0x5A);
+    ASSERT_EQ(qlstm_program_run(&b.program, &b.ctx, x.data(), y.data(), T, nullptr, nullptr), QLSTM_OK);
+    const std::vector<int8_t> seq = lstm_alone(b.lstms[0].params, T, x, nullptr, nullptr);
+    const std::vector<int8_t> expected = log_softmax_alone(block<qlstm_log_softmax_s8_params>(b.ops[3]),
+                                                           fc_alone(b.fcs[0].params, select_alone(seq, B, T, H, -1, time_major)));
+    EXPECT_EQ(y, expected) << (time_major ? "time-major" : "batch-major");
   }
 }
 

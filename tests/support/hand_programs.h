@@ -1,6 +1,6 @@
 // Hand-built mixed programs for tests of the program runner (host and device): their owned
 // parameters, a context sized for T steps, and three shapes of model: LSTM -> select step -> FC
-// -> softmax (a classifier on y[:, step]), LSTM final state -> FC (ReLU) -> table (a head on
+// -> softmax or log-softmax (a classifier on y[:, step]), LSTM final state -> FC (ReLU) -> table (a head on
 // h_n), and FC -> LSTM -> FC on every step (an input projection and a per-step head); and GRU
 // programs: a GRU -> FC head, a bidirectional GRU layer (two ops writing the halves of each row).
 #ifndef QLSTM_TESTS_HAND_PROGRAMS_H_
@@ -160,8 +160,8 @@ inline void begin_with_lstm(Built& b, bool time_major, std::mt19937_64& rng) {
   make_random_lstm(b.lstms.emplace_back(), rng, {B, T, I, H}, time_major, Regime::kTypical);
 }
 
-// LSTM (every step) -> select step -> FC -> softmax: a classifier on y[:, step].
-inline void build_classifier(Built& b, bool time_major, int32_t step, std::mt19937_64& rng) {
+// LSTM (every step) -> select step -> FC -> softmax (or log-softmax): a classifier on y[:, step].
+inline void build_classifier(Built& b, bool time_major, int32_t step, std::mt19937_64& rng, bool log_softmax = false) {
   begin_with_lstm(b, time_major, rng);
   make_fc(b.fcs.emplace_back(), H, O, true, false, rng);
   b.widths = {I, H, H, O, O};
@@ -173,9 +173,17 @@ inline void build_classifier(Built& b, bool time_major, int32_t step, std::mt199
   qlstm_op fc = program_op(QLSTM_OP_FULLY_CONNECTED_S8, 2, 3);
   set_block(fc, b.fcs[0].params);
   b.ops.push_back(fc);
-  qlstm_op softmax = program_op(QLSTM_OP_SOFTMAX_S8, 3, 4);
-  set_block(softmax, qlstm_softmax_s8_params{0, O, 1518500250, 22, -496});
-  b.ops.push_back(softmax);
+  if (log_softmax) {
+    // TFLite's preparation for an input scale of 2^-4.5 (the softmax's below): the reverse scaling
+    // 2^9 / 1518500250 is 1518500250 x 2^-21.
+    qlstm_op op = program_op(QLSTM_OP_LOG_SOFTMAX_S8, 3, 4);
+    set_block(op, qlstm_log_softmax_s8_params{0, O, 1518500250, 22, 1518500250, -21, -496});
+    b.ops.push_back(op);
+  } else {
+    qlstm_op softmax = program_op(QLSTM_OP_SOFTMAX_S8, 3, 4);
+    set_block(softmax, qlstm_softmax_s8_params{0, O, 1518500250, 22, -496});
+    b.ops.push_back(softmax);
+  }
   b.state_values = static_cast<size_t>(B * H);
   b.finish();
 }

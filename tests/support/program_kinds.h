@@ -20,11 +20,10 @@ namespace testing_support {
 
 // Every kind's handler, by qlstm_op_kind.
 inline const qlstm_op_handler* handler_of_kind(int32_t kind) {
-  static const qlstm_op_handler* const kAll[QLSTM_OP_KIND_COUNT] = {
-      &qlstm_op_handler_lstm_s8,  &qlstm_op_handler_fully_connected_s8,  &qlstm_op_handler_softmax_s8,
-      &qlstm_op_handler_table_s8, &qlstm_op_handler_select_step,         &qlstm_op_handler_gru_s8,
-      &qlstm_op_handler_lstm_s16, &qlstm_op_handler_fully_connected_s16, &qlstm_op_handler_requantize,
-      &qlstm_op_handler_softmax_s16};
+#define QLSTM_TEST_KIND_HANDLER(NAME, value, handler, member, block, visit) &qlstm_op_handler_##handler,
+  static const qlstm_op_handler* const kAll[] = {QLSTM_OP_KINDS(QLSTM_TEST_KIND_HANDLER)};
+#undef QLSTM_TEST_KIND_HANDLER
+  static_assert(sizeof(kAll) / sizeof(kAll[0]) == QLSTM_OP_KIND_COUNT, "a handler per kind");
   return kAll[kind];
 }
 

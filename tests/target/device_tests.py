@@ -102,6 +102,8 @@ MODELS = [
     ("tests/onnx/models/import_pool_max_gru.onnx", True, None, None),
     # y[:, -1] of a bidirectional GRU: the reverse op runs its first step alone (issue 30, item 7).
     ("tests/onnx/models/gru_torch_bidirectional_last_linear.onnx", True, None, None),
+    # A head ending in log_softmax (issue 30, item 6): Linear, ReLU, Linear, LogSoftmax on h_n[-1].
+    ("tests/onnx/models/import_log_softmax_h_n_opset11.onnx", True, None, None),
 ]
 
 
@@ -220,6 +222,7 @@ EMITTED = [
     ("digits_gru", "examples/digits/digits_gru.onnx", True, "examples/digits/calibration.npy", "stream"),
     ("gru_bi1", "tests/onnx/models/gru_torch_bidirectional.onnx", False, None, "whole"),
     ("pool_mean", "tests/onnx/models/import_pool_mean.onnx", True, None, "whole"),  # a pooling over time
+    ("log_softmax", "tests/onnx/models/import_log_softmax.onnx", True, None, "whole"),  # a log-softmax head
 ]
 EMITTED_STEPS = 40
 

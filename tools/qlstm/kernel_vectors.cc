@@ -303,24 +303,42 @@ FcS16Case read_fc_s16_case(const json& j, const std::string& where) {
   return c;
 }
 
-SoftmaxCase read_softmax_case(const json& j, const std::string& where) {
-  const Node n(j, where, "");
-  if (!j.is_object()) n.fail("a case must be an object");
-  SoftmaxCase c;
+// What a softmax and a log-softmax case share: name, rows, row_size, input_scale, the input
+// scaling (multiplier, shift), diff_min, the input and the expected output.
+template <class Case>
+void read_softmax_rows(const Node& n, Case& c) {
   c.name = n.at("name").string();
-  qlstm_softmax_s8_params& p = c.params;
+  auto& p = c.params;
   p.rows = static_cast<int32_t>(n.at("rows").integer(1, INT32_MAX));
   p.row_size = static_cast<int32_t>(n.at("row_size").integer(1, INT32_MAX));
   const int64_t count = static_cast<int64_t>(p.rows) * p.row_size;
   if (count > INT32_MAX) n.fail("rows/row_size: sizes too large");
   c.input_scale = n.at("input_scale").real();
-  c.beta = n.at("beta").real();
   p.input_multiplier = n.at("multiplier").int32();
   p.input_left_shift = n.at("shift").int32();
   p.diff_min = n.at("diff_min").int32();
   c.input = n.at("input").int_array<int8_t>(static_cast<size_t>(count));
   c.expected_output = n.at("expected").at("output").int_array<int8_t>(static_cast<size_t>(count));
-  check_case_params(qlstm_softmax_s8_validate, p, where);
+}
+
+SoftmaxCase read_softmax_case(const json& j, const std::string& where) {
+  const Node n(j, where, "");
+  if (!j.is_object()) n.fail("a case must be an object");
+  SoftmaxCase c;
+  read_softmax_rows(n, c);
+  c.beta = n.at("beta").real();
+  check_case_params(qlstm_softmax_s8_validate, c.params, where);
+  return c;
+}
+
+LogSoftmaxCase read_log_softmax_case(const json& j, const std::string& where) {
+  const Node n(j, where, "");
+  if (!j.is_object()) n.fail("a case must be an object");
+  LogSoftmaxCase c;
+  read_softmax_rows(n, c);
+  c.params.reverse_multiplier = n.at("reverse_multiplier").int32();
+  c.params.reverse_shift = n.at("reverse_shift").int32();
+  check_case_params(qlstm_log_softmax_s8_validate, c.params, where);
   return c;
 }
 
@@ -464,10 +482,10 @@ VectorFile load_vector_file(const std::string& path) {
   if (!doc.is_object()) root.fail("the file must hold a JSON object");
   const std::string format = root.at("format").string();
   if (format != kFormat && format != kFcFormat && format != kSoftmaxFormat && format != kFcS16Format &&
-      format != kLstmS16Format && format != kPoolFormat) {
+      format != kLstmS16Format && format != kPoolFormat && format != kLogSoftmaxFormat) {
     root.at("format").fail("unsupported format \"" + format + "\" (expected \"" + kFormat + "\", \"" + kFcFormat +
                            "\", \"" + kSoftmaxFormat + "\", \"" + kFcS16Format + "\", \"" + kLstmS16Format +
-                           "\" or \"" + kPoolFormat + "\")");
+                           "\", \"" + kPoolFormat + "\" or \"" + kLogSoftmaxFormat + "\")");
   }
   VectorFile file;
   file.path = path;
@@ -498,6 +516,9 @@ VectorFile load_vector_file(const std::string& path) {
     } else if (format == kSoftmaxFormat) {
       file.softmax_cases.push_back(read_softmax_case(cases[k], where));
       name = file.softmax_cases.back().name;
+    } else if (format == kLogSoftmaxFormat) {
+      file.log_softmax_cases.push_back(read_log_softmax_case(cases[k], where));
+      name = file.log_softmax_cases.back().name;
     } else {
       file.cases.push_back(read_lstm_case<KernelCase>(cases[k], where));
       name = file.cases.back().name;
@@ -628,6 +649,13 @@ std::string device_bundle(const std::vector<VectorFile>& files) {
       op.output_buffer = 1;
       row_case(c.name, op, c.params.rows, c.params.row_size, c.params.row_size, c.input, c.expected_output);
     }
+    for (const LogSoftmaxCase& c : f.log_softmax_cases) {
+      qlstm_op op{};
+      op.kind = QLSTM_OP_LOG_SOFTMAX_S8;
+      op.params = &c.params;
+      op.output_buffer = 1;
+      row_case(c.name, op, c.params.rows, c.params.row_size, c.params.row_size, c.input, c.expected_output);
+    }
   }
   return device::bundle(out);
 }
@@ -688,6 +716,10 @@ CaseResult run_pool_case(const PoolCase& c, const PoolS8Variant* variant) {
 
 CaseResult run_softmax_case(const SoftmaxCase& c) {
   return run_int8_rows_case(c, qlstm_softmax_s8, c.params.row_size, "row", "i");
+}
+
+CaseResult run_log_softmax_case(const LogSoftmaxCase& c) {
+  return run_int8_rows_case(c, qlstm_log_softmax_s8, c.params.row_size, "row", "i");
 }
 
 CaseResult run_lstm_s16_case(const LstmS16Case& c, const LstmS16Variant* variant) {

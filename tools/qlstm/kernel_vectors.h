@@ -1,7 +1,7 @@
 // Kernel conformance vectors: reading, checking, running. Host only. Formats:
 // "lstm-s8-kernel-vectors/1" (docs/kernel-vectors.md), and for the ops around the LSTM
 // "fc-s8-vectors/1", "softmax-s8-vectors/1" and the 16x8 "fc-s16-vectors/1"
-// (../shared/op-vectors/FORMAT.md).
+// (../shared/op-vectors/FORMAT.md); "log-softmax-s8-vectors/1" (docs/kernel-vectors.md).
 #ifndef QLSTM_TOOLS_KERNEL_VECTORS_H_
 #define QLSTM_TOOLS_KERNEL_VECTORS_H_
 
@@ -13,6 +13,7 @@
 #include "qlstm/fully_connected_s16.h"
 #include "qlstm/fully_connected_s8.h"
 #include "qlstm/kernels.h"
+#include "qlstm/log_softmax_s8.h"
 #include "qlstm/lstm_s16.h"
 #include "qlstm/lstm_s8.h"
 #include "qlstm/pool_s8.h"
@@ -27,6 +28,7 @@ inline constexpr const char* kSoftmaxFormat = "softmax-s8-vectors/1";
 inline constexpr const char* kFcS16Format = "fc-s16-vectors/1";
 inline constexpr const char* kLstmS16Format = "lstm-s16-kernel-vectors/1";
 inline constexpr const char* kPoolFormat = "pool-s8-vectors/1";
+inline constexpr const char* kLogSoftmaxFormat = "log-softmax-s8-vectors/1";
 
 // One gate's arrays (its scalars live in the case's block); Bias: int32_t, int64_t for 16x8.
 template <class Bias>
@@ -116,6 +118,15 @@ struct SoftmaxCase {
   std::vector<int8_t> expected_output;
 };
 
+// A log-softmax case: rows of row_size values.
+struct LogSoftmaxCase {
+  std::string name;
+  qlstm_log_softmax_s8_params params{};
+  double input_scale = 0;  // what the file says the parameters come from
+  std::vector<int8_t> input;
+  std::vector<int8_t> expected_output;
+};
+
 // A max or average pooling case: NHWC images, every field of the kernel's block.
 struct PoolCase {
   std::string name;
@@ -135,9 +146,10 @@ struct VectorFile {
   std::vector<FcS16Case> fc_s16_cases;     // fc-s16-vectors/1
   std::vector<LstmS16Case> lstm_s16_cases; // lstm-s16-kernel-vectors/1
   std::vector<PoolCase> pool_cases;        // pool-s8-vectors/1
+  std::vector<LogSoftmaxCase> log_softmax_cases;  // log-softmax-s8-vectors/1
   size_t case_count() const {
     return cases.size() + fc_cases.size() + softmax_cases.size() + fc_s16_cases.size() + lstm_s16_cases.size() +
-           pool_cases.size();
+           pool_cases.size() + log_softmax_cases.size();
   }
 };
 
@@ -166,7 +178,7 @@ struct CaseResult {
 
 // Every case of the files, with its expected values, as a bundle for the device firmware
 // (device::bundle): an LSTM case as a one-op program over its call, an FC case as a one-op
-// program over B positions of one step (T = 1), a softmax case likewise over its rows, a pooling
+// program over B positions of one step (T = 1), a (log-)softmax case likewise over its rows, a pooling
 // case over its images (one position each). The 16x8
 // cases (not program ops yet) make a bundle of their own, "QLSB" (device::s16_bundle): files of
 // both kinds together throw FormatError.
@@ -177,6 +189,7 @@ CaseResult run_case(const KernelCase& c, const LstmS8Variant& variant);
 // The FC case through `variant` (nullptr: qlstm_fc_s8's dispatch); the softmax case.
 CaseResult run_fc_case(const FcCase& c, const FcS8Variant* variant);
 CaseResult run_softmax_case(const SoftmaxCase& c);
+CaseResult run_log_softmax_case(const LogSoftmaxCase& c);
 // The pooling case through qlstm_pool_s8.
 // variant nullptr: qlstm_pool_s8's dispatch.
 CaseResult run_pool_case(const PoolCase& c, const PoolS8Variant* variant);

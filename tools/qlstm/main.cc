@@ -222,6 +222,10 @@ bool verify_file(const qlstm::vectors::VectorFile& file, const SelectedVariants&
     const std::string detail = "rows=" + std::to_string(c.params.rows) + " row_size=" + std::to_string(c.params.row_size);
     count(c.name, "reference", qlstm::vectors::run_softmax_case(c), detail);
   }
+  for (const auto& c : file.log_softmax_cases) {
+    const std::string detail = "rows=" + std::to_string(c.params.rows) + " row_size=" + std::to_string(c.params.row_size);
+    count(c.name, "reference", qlstm::vectors::run_log_softmax_case(c), detail);
+  }
   std::printf("%s: %zu cases, %ld of %zu runs bit-exact\n", path, file.case_count(), file_passed, runs);
   return true;
 }

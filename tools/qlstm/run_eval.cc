@@ -251,7 +251,9 @@ Saturation saturation_ranges(const CompiledModel& m) {
   s.input = range(m.buffers.front());
   s.output = range(m.buffers.back());
   const OpKind* last = find_op_kind(m.ops.back().kind);
-  s.output_fixed = last != nullptr && last->fixed_output != nullptr;
+  // A softmax's fixed output range [0, 1] holds every value; a log-softmax's [-255/16, 0] clips
+  // the values below it, which are counted as any output's.
+  s.output_fixed = last != nullptr && last->fixed_output != nullptr && last->kind != QLSTM_OP_LOG_SOFTMAX_S8;
   for (const ProgramOp* op : lstm_ops(m)) {
     const StateValue cell = state_value(*op, true);
     s.has_cell.push_back(cell.present());

@@ -24,6 +24,7 @@ std::string layer_label(const FloatLayer& l) {
     case FloatLayerKind::kLinear: kind = "Linear"; break;
     case FloatLayerKind::kActivation: kind = activation_fn_name(l.fn); break;
     case FloatLayerKind::kSoftmax: kind = "Softmax"; break;
+    case FloatLayerKind::kLogSoftmax: kind = "LogSoftmax"; break;
     case FloatLayerKind::kSelectStep: kind = "step selection"; break;
     case FloatLayerKind::kPoolTime: kind = l.pool == PoolFn::kMean ? "mean over time" : "max over time"; break;
     case FloatLayerKind::kFlattenTime: kind = "flatten of every step"; break;
@@ -115,6 +116,7 @@ void FloatLayer::validate() const {
     case FloatLayerKind::kSoftmax:
       if (!std::isfinite(softmax_beta) || !(softmax_beta > 0)) bad("softmax beta must be finite and positive");
       break;
+    case FloatLayerKind::kLogSoftmax:
     case FloatLayerKind::kSelectStep:
     case FloatLayerKind::kPoolTime:
       break;
@@ -170,6 +172,14 @@ std::vector<double> run_float_layer(const FloatLayer& layer, const std::vector<d
         double sum = 0.0;
         for (size_t i = 0; i < I; ++i) sum += out[i] = std::exp(layer.softmax_beta * (in[i] - top));
         for (size_t i = 0; i < I; ++i) out[i] /= sum;
+        break;
+      }
+      case FloatLayerKind::kLogSoftmax: {
+        const double top = *std::max_element(in, in + I);
+        double sum = 0.0;
+        for (size_t i = 0; i < I; ++i) sum += std::exp(in[i] - top);
+        const double log_sum = std::log(sum);
+        for (size_t i = 0; i < I; ++i) out[i] = in[i] - top - log_sum;
         break;
       }
       case FloatLayerKind::kSelectStep:

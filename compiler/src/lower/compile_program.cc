@@ -52,6 +52,7 @@ AffineQuant run_layer_op(const LayerOp& op, std::vector<std::vector<double>>& va
     }
   }
   if (op.layer->kind == FloatLayerKind::kSoftmax) return softmax_output_quant();
+  if (op.layer->kind == FloatLayerKind::kLogSoftmax) return log_softmax_output_quant();
   if (all.empty()) throw CompileError("calibration: every sequence has zero time steps");
   const Range r = choose_range(all, observer);
   return affine_from_range(r.lo, r.hi);
@@ -72,6 +73,13 @@ ProgramOp derive_layer_op(const LayerOp& lop, const AffineQuant& input, const Af
     case FloatLayerKind::kSoftmax:
       try {
         op.set(derive_softmax(l.input_size, input, l.softmax_beta));
+      } catch (const CompileError& e) {
+        throw CompileError(node_label(l) + ": " + e.what());
+      }
+      break;
+    case FloatLayerKind::kLogSoftmax:
+      try {
+        op.set(derive_log_softmax(l.input_size, input));
       } catch (const CompileError& e) {
         throw CompileError(node_label(l) + ": " + e.what());
       }

@@ -9,6 +9,7 @@
 
 #include "qlstm/compiler/float/float_lstm.h"
 #include "qlstm/fully_connected_s8.h"
+#include "qlstm/log_softmax_s8.h"
 #include "qlstm/softmax_s8.h"
 
 namespace qlstm {
@@ -246,6 +247,29 @@ AffineQuant softmax_output_quant() {
   return {std::ldexp(1.0, QLSTM_SOFTMAX_S8_OUTPUT_SCALE_LOG2), QLSTM_SOFTMAX_S8_OUTPUT_ZERO_POINT};
 }
 
+// TFLite's int8 softmax and log-softmax scaling: beta * s_in as a multiplier of the difference
+// held with 5 integer bits, capped at the largest int32 (PreprocessSoftmaxScaling), and the
+// largest difference the fixed-point exp sees, in input units: (2^5 - 1) * 2^(31 - 5) /
+// 2^left_shift, floored (CalculateInputRadius); smaller differences contribute 0.
+struct SoftmaxScaling {
+  int32_t multiplier = 0, left_shift = 0, diff_min = 0;
+};
+SoftmaxScaling softmax_scaling(const char* op, const AffineQuant& input, double beta) {
+  const double real = std::min(beta * input.scale * std::ldexp(1.0, kSoftmaxTotalSignedBits - kSoftmaxScaledDiffIntegerBits),
+                               static_cast<double>(kInt32Max));
+  const qlstm_requant q = quantize_multiplier(real, std::string(op) + ": input multiplier");
+  if (q.multiplier == 0 || q.shift < 0) {
+    std::ostringstream s;
+    s << op << ": beta x input scale = " << beta * input.scale << " is too small for the int8 " << op
+      << " (its multiplier needs a right shift)";
+    throw CompileError(s.str());
+  }
+  const double radius = std::floor(((1 << kSoftmaxScaledDiffIntegerBits) - 1) *
+                                   std::ldexp(1.0, kSoftmaxTotalSignedBits - kSoftmaxScaledDiffIntegerBits) /
+                                   std::ldexp(1.0, q.shift));
+  return {q.multiplier, q.shift, -static_cast<int32_t>(radius)};
+}
+
 DerivedSoftmax derive_softmax(int32_t row_size, const AffineQuant& input, double beta) {
   check_quant(input, "softmax: input");
   if (!(beta > 0) || !std::isfinite(beta)) throw CompileError("softmax: beta must be positive and finite");
@@ -258,25 +282,10 @@ DerivedSoftmax derive_softmax(int32_t row_size, const AffineQuant& input, double
   d.row_size = row_size;
   d.input = input;
   d.beta = beta;
-  // beta * s_in as a multiplier of the difference held with 5 integer bits, capped at the
-  // largest int32 (docs/compiler.md): TFLite Micro's PreprocessSoftmaxScaling.
-  const double real = std::min(beta * input.scale * std::ldexp(1.0, kSoftmaxTotalSignedBits - kSoftmaxScaledDiffIntegerBits),
-                               static_cast<double>(kInt32Max));
-  const qlstm_requant q = quantize_multiplier(real, "softmax: input multiplier");
-  if (q.multiplier == 0 || q.shift < 0) {
-    std::ostringstream s;
-    s << "softmax: beta x input scale = " << beta * input.scale
-      << " is too small for the int8 softmax (its multiplier needs a right shift)";
-    throw CompileError(s.str());
-  }
-  d.input_multiplier = q.multiplier;
-  d.input_left_shift = q.shift;
-  // The largest difference the fixed-point exp sees, in input units: (2^5 - 1) * 2^(31 - 5) /
-  // 2^left_shift, floored (CalculateInputRadius); smaller differences contribute 0.
-  const double radius = std::floor(((1 << kSoftmaxScaledDiffIntegerBits) - 1) *
-                                   std::ldexp(1.0, kSoftmaxTotalSignedBits - kSoftmaxScaledDiffIntegerBits) /
-                                   std::ldexp(1.0, d.input_left_shift));
-  d.diff_min = -static_cast<int32_t>(radius);
+  const SoftmaxScaling sc = softmax_scaling("softmax", input, beta);
+  d.input_multiplier = sc.multiplier;
+  d.input_left_shift = sc.left_shift;
+  d.diff_min = sc.diff_min;
   return d;
 }
 
@@ -296,6 +305,54 @@ DerivedSoftmax DerivedSoftmax::from_kernel_params(const qlstm_softmax_s8_params&
                       p.input_left_shift - kSoftmaxTotalSignedBits -
                           (kSoftmaxTotalSignedBits - kSoftmaxScaledDiffIntegerBits)) /
            input.scale;
+  return d;
+}
+
+AffineQuant log_softmax_output_quant() {
+  return {std::ldexp(1.0, QLSTM_LOG_SOFTMAX_S8_OUTPUT_SCALE_LOG2), QLSTM_LOG_SOFTMAX_S8_OUTPUT_ZERO_POINT};
+}
+
+DerivedLogSoftmax derive_log_softmax(int32_t row_size, const AffineQuant& input) {
+  check_quant(input, "log-softmax: input");
+  if (row_size < 1 || row_size > QLSTM_LOG_SOFTMAX_S8_ROW_SIZE_MAX) {
+    throw CompileError("log-softmax: over " + std::to_string(row_size) + " values; the int8 log-softmax takes 1 to " +
+                       std::to_string(QLSTM_LOG_SOFTMAX_S8_ROW_SIZE_MAX));
+  }
+  DerivedLogSoftmax d;
+  d.row_size = row_size;
+  d.input = input;
+  const SoftmaxScaling sc = softmax_scaling("log-softmax", input, 1.0);
+  d.input_multiplier = sc.multiplier;
+  d.input_left_shift = sc.left_shift;
+  d.diff_min = sc.diff_min;
+  // The inverse of the difference's scaling, 2^(31 - left_shift) / multiplier < 1
+  // (QuantizeMultiplierSmallerThanOneExp): the multiplier's shift is a right shift.
+  const double reverse = std::ldexp(1.0, kSoftmaxTotalSignedBits - d.input_left_shift) / d.input_multiplier;
+  const qlstm_requant q = quantize_multiplier(reverse, "log-softmax: reverse multiplier");
+  if (!(reverse < 1.0) || q.shift > 0) {
+    std::ostringstream s;
+    s << "log-softmax: input scale " << input.scale << " is too small for the int8 log-softmax (its difference scaling "
+      << "must exceed 1)";
+    throw CompileError(s.str());
+  }
+  d.reverse_multiplier = q.multiplier;
+  d.reverse_shift = q.shift;
+  return d;
+}
+
+qlstm_log_softmax_s8_params DerivedLogSoftmax::kernel_params(int32_t rows) const {
+  return {rows, row_size, input_multiplier, input_left_shift, reverse_multiplier, reverse_shift, diff_min};
+}
+
+DerivedLogSoftmax DerivedLogSoftmax::from_kernel_params(const qlstm_log_softmax_s8_params& p, const AffineQuant& input) {
+  DerivedLogSoftmax d;
+  d.row_size = p.row_size;
+  d.input = input;
+  d.input_multiplier = p.input_multiplier;
+  d.input_left_shift = p.input_left_shift;
+  d.reverse_multiplier = p.reverse_multiplier;
+  d.reverse_shift = p.reverse_shift;
+  d.diff_min = p.diff_min;
   return d;
 }
 

@@ -1,5 +1,5 @@
 // Activations on the feature axis: the single-node ones (Relu, Sigmoid, Tanh, LeakyRelu,
-// HardSigmoid, HardSwish, Clip, Gelu), Softmax over the features, and the activations torch
+// HardSigmoid, HardSwish, Clip, Gelu), Softmax and LogSoftmax over the features, and the activations torch
 // exports as several nodes (SiLU, HardSwish, both GELUs), recognized where the value branches.
 #include "recognize/path_walker.h"
 
@@ -63,20 +63,21 @@ bool PathWalker::clip_bounds(const onnx::NodeProto& n, FloatLayer* l) {
 }
 
 bool PathWalker::softmax(const onnx::NodeProto& n, PathState* s) {
+  const std::string& op = n.op_type();
   const int64_t rank = static_cast<int64_t>(s->view.labels.size());
   // Opset 13 made the default axis -1 (before: 1, over the flattened trailing axes).
   int64_t axis = int_attribute(n, "axis", c_.opset >= 13 ? -1 : 1);
   if (axis < 0) axis += rank;
-  if (axis != rank - 1 || s->view.labels.back() != 'F' || !features_last(n, *s, "a Softmax")) {
+  if (axis != rank - 1 || s->view.labels.back() != 'F' || !features_last(n, *s, ("a " + op).c_str())) {
     if (axis >= 0 && axis < rank && axis != rank - 1) {
-      problem(&n, std::string("a Softmax over axis ") + std::to_string(axis) + " (the " +
+      problem(&n, "a " + op + " over axis " + std::to_string(axis) + " (the " +
                       axis_name(s->view.labels[static_cast<size_t>(axis)]) +
                       " axis), not the last (feature) axis: not supported");
     }
     return false;
   }
   FloatLayer l;
-  l.kind = FloatLayerKind::kSoftmax;
+  l.kind = op == "LogSoftmax" ? FloatLayerKind::kLogSoftmax : FloatLayerKind::kSoftmax;
   l.node = n.name().empty() ? n.output(0) : n.name();
   add_layer(s, std::move(l), false);
   return true;

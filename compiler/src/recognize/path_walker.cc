@@ -38,10 +38,7 @@ std::string what_it_is(const Graph& g, const onnx::NodeProto& n, const char* cel
   if (op == "Gather" && n.input_size() >= 1 && is_const(g, n.input(0))) {
     return "an embedding lookup (a Gather from a constant table): not supported; feed the embedded vectors as the input";
   }
-  if (op == "Softmax" || op == "LogSoftmax") {
-    if (op == "LogSoftmax") return "a LogSoftmax: not supported (export a Softmax, or take the log on the host)";
-    return "a Softmax not on the last (feature) axis: not supported";
-  }
+  if (op == "Softmax" || op == "LogSoftmax") return "a " + op + " not on the last (feature) axis: not supported";
   if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") {
     return "an elementwise " + op + " that is neither a Linear's bias nor part of a recognized activation: not supported";
   }
@@ -53,7 +50,7 @@ std::string what_it_is(const Graph& g, const onnx::NodeProto& n, const char* cel
 // The ops a walk takes (some only in some forms); past a refusal they are not reported again.
 const std::set<std::string> kPathOps = {
     "Identity", "Dropout", "Transpose", "Squeeze", "Unsqueeze", "Flatten", "Reshape", "Gather", "Slice", "Gemm",
-    "MatMul", "Add", "Mul", "Div", "Erf", "Softmax", "Relu", "Sigmoid", "Tanh", "LeakyRelu", "HardSigmoid",
+    "MatMul", "Add", "Mul", "Div", "Erf", "Softmax", "LogSoftmax", "Relu", "Sigmoid", "Tanh", "LeakyRelu", "HardSigmoid",
     "HardSwish", "Clip", "Gelu", "BatchNormalization"};
 
 // Walks from s->value until the value `stop` (front: the first LSTM's X) or a graph output
@@ -229,7 +226,7 @@ bool PathWalker::take(const onnx::NodeProto& n, PathState* s) {
   if (op == "MatMul") return reads_at(n, *s, 0) && matmul(n, s);
   if (op == "Add") return add_bias(n, s);
   if (op == "BatchNormalization") return reads_at(n, *s, 0) && batch_norm(n, s);
-  if (op == "Softmax") return reads_at(n, *s, 0) && softmax(n, s);
+  if (op == "Softmax" || op == "LogSoftmax") return reads_at(n, *s, 0) && softmax(n, s);
   if (op.rfind("Reduce", 0) == 0 && reads_at(n, *s, 0)) return reduction(n, s);
   ActivationFn fn = ActivationFn::kRelu;
   if (unary_activation_fn(op, &fn)) return unary_activation(n, fn, s);

@@ -77,10 +77,11 @@ constexpr int8_t saturate_to_s8(int32_t v) {
   return static_cast<int8_t>(clamp(v, kInt8Min, kInt8Max));
 }
 
-// round_half_up(a * b / 2^31), saturated: gemmlowp's SaturatingRoundingDoublingHighMul for every
-// input except that exact halves round towards +inf for both signs (CMSIS-NN's
-// arm_nn_doubling_high_mult_no_sat; Arm's VQRDMULH). The only saturating input is
-// a = b = INT32_MIN, which the kernel never produces (multipliers are >= 0).
+// round_half_up(a * b / 2^31), saturated: gemmlowp's SaturatingRoundingDoublingHighMul (its nudge
+// and truncating division round exact halves upward for both signs too, so the two agree on every
+// input; TFLite's kernels use it), CMSIS-NN's arm_nn_doubling_high_mult_no_sat and Arm's VQRDMULH.
+// The only saturating input is a = b = INT32_MIN, which the kernel never produces (multipliers
+// are >= 0).
 constexpr int32_t saturating_rounding_doubling_high_mul(int32_t a, int32_t b) {
   constexpr int64_t kHalf = int64_t{1} << 30;
   constexpr int32_t kShift = 31;
@@ -230,6 +231,78 @@ constexpr int32_t one_over_one_plus_x_q0_31(int32_t x_q0_31) {
   }
   // x = 1/d in Q2.29 with d = (1 + x)/2; its double read as Q0.31 is 1/(2d).
   return saturating_shift_left(x_q2_29, 1);
+}
+
+// ---- The log-softmax's primitives (docs/arithmetic.md §18): gemmlowp's fixed-point natural
+// log as TFLite's int8 LOG_SOFTMAX computes it.
+
+// (a + b) / 2 rounded half away from zero (gemmlowp's RoundingHalfSum).
+constexpr int32_t rounding_half_sum(int32_t a, int32_t b) {
+  const int64_t sum = int64_t{a} + b;
+  return static_cast<int32_t>((sum + (sum >= 0 ? 1 : -1)) / 2);
+}
+
+// a + b and a - b saturated to int32.
+constexpr int32_t saturating_add(int32_t a, int32_t b) {
+  const int64_t sum = int64_t{a} + b;
+  return static_cast<int32_t>(sum > kInt32Max ? kInt32Max : (sum < kInt32Min ? kInt32Min : sum));
+}
+constexpr int32_t saturating_sub(int32_t a, int32_t b) {
+  const int64_t difference = int64_t{a} - b;
+  return static_cast<int32_t>(difference > kInt32Max ? kInt32Max : (difference < kInt32Min ? kInt32Min : difference));
+}
+
+// A fixed-point value with `from_integer_bits` integer bits held with `to_integer_bits` (gemmlowp's
+// Rescale): a saturating left shift when it gains fraction bits, an RDBPOT when it loses them.
+constexpr int32_t rescale(int32_t x, int32_t from_integer_bits, int32_t to_integer_bits) {
+  return from_integer_bits >= to_integer_bits ? saturating_shift_left(x, from_integer_bits - to_integer_bits)
+                                              : rounding_divide_by_pot(x, to_integer_bits - from_integer_bits);
+}
+
+// ln(x) for x >= 1 given with `input_integer_bits` integer bits, returned with
+// `output_integer_bits` (TFLite's log_x_for_x_greater_than_or_equal_to_1, gemmlowp's arithmetic):
+// x = 2^k r with r in [sqrt(1/2), sqrt(2)) (the power k adjusted by a quarter either way), then
+// ln x = (k +- 1/4) ln 2 + ln of r's remainder around 2^(+-1/4) by a rational approximation. Every
+// product is an SRDHM, every sum wraps as upstream's (its range keeps them exact).
+constexpr int32_t log_of_at_least_one(int32_t x, int32_t input_integer_bits, int32_t output_integer_bits) {
+  constexpr int32_t kLn2_q0_31 = 1488522236;
+  constexpr int32_t kSqrtSqrtHalf_q0_31 = 1805811301;  // 2^(-1/4)
+  constexpr int32_t kSqrtHalf_q0_31 = 1518500250;      // 2^(-1/2)
+  constexpr int32_t kOneQuarter_q0_31 = 536870912;
+  // The approximation's coefficients, Q0.31: 11/240 2^(1/4), 1/20 2^(1/4), 2 2^(-1/4) - 2^(1/4),
+  // 1/4 2^(1/4).
+  constexpr int32_t kAlphaN_q0_31 = 117049297, kAlphaD_q0_31 = 127690142;
+  constexpr int32_t kAlphaI_q0_31 = 1057819769, kAlphaF_q0_31 = 638450708;
+  // One more integer bit than the output while summing (the power's term may saturate).
+  const int32_t accum_bits = output_integer_bits + 1;
+  constexpr int32_t kFractionBits = 31;
+  const int32_t quarter = rescale(kOneQuarter_q0_31, 0, accum_bits);
+  // Two normalizations of x as Q0.31: a, and b from x / sqrt(2); the smaller mantissa wins.
+  const int32_t a_headroom_plus_1 = count_leading_zeros(static_cast<uint32_t>(x));
+  const int32_t a_tmp = saturating_shift_left(x, a_headroom_plus_1 - 1);
+  const int32_t r_a = saturating_shift_left(saturating_rounding_doubling_high_mul(a_tmp, kSqrtHalf_q0_31), 1);
+  const int32_t a_power = saturating_add(
+      saturating_shift_left(input_integer_bits - a_headroom_plus_1, kFractionBits - accum_bits), quarter);
+  const int32_t b_headroom = count_leading_zeros(static_cast<uint32_t>(saturating_rounding_doubling_high_mul(x, kSqrtHalf_q0_31))) - 1;
+  const int32_t r_b = saturating_shift_left(x, b_headroom);
+  const int32_t b_power =
+      saturating_sub(saturating_shift_left(input_integer_bits - b_headroom, kFractionBits - accum_bits), quarter);
+  const int32_t r = r_a < r_b ? r_a : r_b;
+  const int32_t power = a_power > b_power ? a_power : b_power;
+  // ln(r 2^(1/4)) ~ num / (1 + denom_minus_one) in q = 2 (r - 2^(-1/4)).
+  const int32_t p = rounding_half_sum(r, kSqrtSqrtHalf_q0_31);
+  const int32_t q = wrapping_shift_left(wrapping_add(r, -kSqrtSqrtHalf_q0_31), 1);
+  const int32_t q2 = saturating_rounding_doubling_high_mul(q, q);
+  const int32_t num = wrapping_add(saturating_rounding_doubling_high_mul(q, r),
+                                   saturating_rounding_doubling_high_mul(saturating_rounding_doubling_high_mul(q, q2), kAlphaN_q0_31));
+  const int32_t denom_minus_one = wrapping_add(
+      saturating_rounding_doubling_high_mul(
+          p, wrapping_add(wrapping_add(kAlphaI_q0_31, q), saturating_rounding_doubling_high_mul(kAlphaD_q0_31, q2))),
+      saturating_rounding_doubling_high_mul(kAlphaF_q0_31, q));
+  const int32_t reciprocal = one_over_one_plus_x_q0_31(denom_minus_one);
+  const int32_t sum = wrapping_add(saturating_rounding_doubling_high_mul(power, kLn2_q0_31),
+                                   saturating_rounding_doubling_high_mul(rescale(num, 0, accum_bits), reciprocal));
+  return rescale(sum, accum_bits, output_integer_bits);
 }
 
 }  // namespace fxp

@@ -18,6 +18,7 @@
 #include "qlstm/gru_s8.h"
 #include "qlstm/lstm_s16.h"
 #include "qlstm/lstm_s8.h"
+#include "qlstm/log_softmax_s8.h"
 #include "qlstm/pool_s8.h"
 #include "qlstm/program_s8.h"
 #include "qlstm/requantize.h"
@@ -228,9 +229,10 @@ qlstm_status run_fc_s16(const FcS16Variant& variant, const qlstm_fc_s16_params* 
 // Validated params and buffers (the program runner): per-call dispatch over fc_s16_variants().
 qlstm_status run_fc_s16_prechecked(const qlstm_fc_s16_params& params, const int16_t* input, int16_t* output);
 
-// The softmax and table ops on validated params (qlstm_softmax_s8_validate,
+// The softmax, log-softmax and table ops on validated params (qlstm_softmax_s8_validate,
 // qlstm_table_s8_validate), rows >= 0; the program runner calls them after its one validation.
 void softmax_s8_prechecked(const qlstm_softmax_s8_params& params, const int8_t* input, int8_t* output);
+void log_softmax_s8_prechecked(const qlstm_log_softmax_s8_params& params, const int8_t* input, int8_t* output);
 void softmax_s16_prechecked(const qlstm_softmax_s16_params& params, const int16_t* input, int16_t* output);
 void table_s8_prechecked(const qlstm_table_s8_params& params, const int8_t* input, int8_t* output);
 void requantize_prechecked(const qlstm_requantize_params& params, const void* input, void* output);

@@ -31,6 +31,8 @@
   /* qlstm_softmax_s16 on every position of its (int16) input buffer */                                  \
   X(SOFTMAX_S16, 9, softmax_s16, softmax_s16, qlstm_softmax_s16_params, visit_softmax_s16_fields)          \
   /* qlstm_pool_s8: a sequence over time into one step, or each position's image */                      \
-  X(POOL_S8, 10, pool_s8, pool, qlstm_pool_s8_params, visit_pool_s8_fields)
+  X(POOL_S8, 10, pool_s8, pool, qlstm_pool_s8_params, visit_pool_s8_fields)                             \
+  /* qlstm_log_softmax_s8 on every position */                                                           \
+  X(LOG_SOFTMAX_S8, 11, log_softmax_s8, log_softmax, qlstm_log_softmax_s8_params, visit_log_softmax_s8_fields)
 
 #endif /* QLSTM_OP_KINDS_H_ */

@@ -260,6 +260,16 @@ void visit_softmax_s8_fields(P& p, V& v) {
   v.close();
 }
 
+template <class P, class V>
+void visit_log_softmax_s8_fields(P& p, V& v) {
+  v.open("log_softmax");
+  codec_detail::softmax_scaling(p, v);
+  v.i32("reverse_multiplier", p.reverse_multiplier);
+  v.i32("reverse_shift", p.reverse_shift);
+  v.i32("diff_min", p.diff_min);
+  v.close();
+}
+
 // P is qlstm_softmax_s16_params or const qlstm_softmax_s16_params.
 template <class P, class V>
 void visit_softmax_s16_fields(P& p, V& v) {

@@ -16,6 +16,7 @@
 #include "qlstm/lstm_s16.h"
 #include "qlstm/lstm_s8.h"
 #include "qlstm/op_kinds.h"
+#include "qlstm/log_softmax_s8.h"
 #include "qlstm/pool_s8.h"
 #include "qlstm/requantize.h"
 #include "qlstm/softmax_s16.h"
@@ -54,7 +55,8 @@ typedef struct qlstm_op {
    * qlstm_select_step_params (SELECT_STEP), qlstm_gru_s8_params (GRU_S8), qlstm_lstm_s16_params
    * (LSTM_S16), qlstm_fc_s16_params (FULLY_CONNECTED_S16), qlstm_requantize_params (REQUANTIZE),
    * qlstm_softmax_s16_params (SOFTMAX_S16), qlstm_pool_s8_params (POOL_S8: input_height 0 pools a
-   * sequence over time into a one-step buffer, the runner setting its geometry per call).
+   * sequence over time into a one-step buffer, the runner setting its geometry per call),
+   * qlstm_log_softmax_s8_params (LOG_SOFTMAX_S8).
    * A recurrent op's: dims.batch and layout the program's, dims.input_size its input buffer's
    * width; the runner sets dims.time_steps (the call's) and output_width (its output buffer's
    * width) in its copy. A per-position op's: the runner sets rows (the input buffer's

@@ -25,7 +25,9 @@ namespace compiler {
 // 8: version 7 with the pooling kind (QLSTM_OP_POOL_S8); written only for a model that has one.
 // 9: version 8 with a recurrent op's output_steps QLSTM_OUTPUT_FIRST (a reverse op that runs one
 // step); written only for a model that has one.
-constexpr uint32_t kModelFormatVersion = 9;
+// 10: version 9 with the log-softmax kind (QLSTM_OP_LOG_SOFTMAX_S8); written only for a model that
+// has one.
+constexpr uint32_t kModelFormatVersion = 10;
 // The version of a model with a recurrent op that runs its first step alone.
 constexpr uint32_t kModelFormatVersionFirstStep = 9;
 // What a model of int8 buffers and int8 kinds only is written as.

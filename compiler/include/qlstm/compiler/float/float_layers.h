@@ -23,6 +23,7 @@ enum class FloatLayerKind {
   kLinear,      // y = W x + b on every position
   kActivation,  // y = f(x) elementwise
   kSoftmax,     // softmax over the last axis (each position's values), with beta
+  kLogSoftmax,  // log of the softmax over the last axis (beta 1)
   kSelectStep,  // y[:, step] of a sequence (one position per batch row)
   kPoolTime,    // the mean or the max over every step of a sequence (one position per batch row)
   kFlattenTime, // every step of a sequence side by side, one row per batch row (y.reshape(B, -1))

@@ -61,6 +61,20 @@ struct DerivedSoftmax {
 DerivedSoftmax derive_softmax(int32_t row_size, const AffineQuant& input, double beta);
 AffineQuant softmax_output_quant();  // scale 1/256, zero point -128
 
+struct DerivedLogSoftmax {
+  static constexpr int32_t kKind = QLSTM_OP_LOG_SOFTMAX_S8;  // its op kind (ProgramOp::set)
+  int32_t row_size = 0;
+  AffineQuant input;  // the output is 16/256, 127 (QLSTM_LOG_SOFTMAX_S8_*)
+  int32_t input_multiplier = 0, input_left_shift = 0, reverse_multiplier = 0, reverse_shift = 0, diff_min = 0;
+
+  qlstm_log_softmax_s8_params kernel_params(int32_t rows) const;
+  static DerivedLogSoftmax from_kernel_params(const qlstm_log_softmax_s8_params& p, const AffineQuant& input);
+};
+// TFLite's int8 LOG_SOFTMAX preparation (PreprocessLogSoftmaxScalingExp, beta 1): the softmax's
+// multiplier, left shift and diff_min, and the inverse scaling as a multiplier and right shift.
+DerivedLogSoftmax derive_log_softmax(int32_t row_size, const AffineQuant& input);
+AffineQuant log_softmax_output_quant();  // scale 16/256, zero point 127
+
 struct DerivedTable {
   static constexpr int32_t kKind = QLSTM_OP_TABLE_S8;  // its op kind (ProgramOp::set)
   int32_t row_size = 0;
