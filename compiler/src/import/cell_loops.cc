@@ -456,7 +456,8 @@ class Fuser {
       }
       if (!s.in().same_weights(first.in()) || !s.rec().same_weights(first.rec())) {
         return fail(node_label(*s.anchor) + ": step " + std::to_string(k) + " of " + l.label + " has weights other "
-                    "than step 0's: steps with weights of their own are not one recurrent layer");
+                    "than step 0's: steps with weights of their own are not one recurrent layer; step one cell module "
+                    "(one nn.LSTMCell / nn.GRUCell) over the sequence");
       }
       if (s.in().input == s.rec().input) return fail(node_label(*s.anchor) + ": its input is its own hidden state");
     }

@@ -369,11 +369,13 @@ void follow_chain(Import* im) {
                          std::to_string(ni.directions * ni.hidden) + " of " + ni.label);
       chain_ok = false;
     } else if (nn.directions != ni.directions) {
-      problems.push_back(nn.label + ": layers with different directions are not supported");
+      problems.push_back(nn.label + ": layers with different directions are not supported (a stack's layers are all "
+                         "bidirectional or all one direction); export the layers of each kind as a model of their own");
       chain_ok = false;
     } else if (nn.spec != ni.spec) {
       problems.push_back(nn.label + ": a " + nn.spec->op + " layer on " + ni.label + " is not supported (a stack's "
-                         "layers are all LSTM or all GRU: the state inputs and outputs are per stack)");
+                         "layers are all LSTM or all GRU: the state inputs and outputs are per stack); export the LSTM layers and the "
+                         "GRU layers as two models");
       chain_ok = false;
     }
     n = nx;
@@ -387,7 +389,7 @@ void follow_chain(Import* im) {
     }
     problems.push_back("graph: " + std::to_string(lstms.size()) + " LSTM/GRU nodes, of which " + std::to_string(chain.size()) +
                        " form a chain from the graph input to the output (only a chain of layers is supported); "
-                       "off the chain: " + off);
+                       "off the chain: " + off + "; export the chain and each layer off it as models of their own");
     chain_ok = false;
   }
   if (!chain_ok) refuse(origin, problems);

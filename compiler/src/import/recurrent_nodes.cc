@@ -70,7 +70,8 @@ bool read_cell_attribute(const onnx::AttributeProto& a, const NodeInfo& info, in
                          std::vector<std::string>* problems) {
   const std::string& an = a.name();
   if (info.spec->cell == CellKind::kLstm && an == "input_forget") {
-    if (a.i() != 0) problems->push_back(info.label + ": attribute 'input_forget' = " + std::to_string(a.i()) + " is not supported (the kernel has independent input and forget gates)");
+    if (a.i() != 0) problems->push_back(info.label + ": attribute 'input_forget' = " + std::to_string(a.i()) + " is not supported (the kernel has independent input and forget gates): export a layer with independent "
+                            "gates (torch's nn.LSTM)");
     return true;
   }
   if (info.spec->cell == CellKind::kGru && an == "linear_before_reset") {
@@ -103,7 +104,8 @@ bool read_attributes(const onnx::NodeProto& lstm, NodeInfo* info, std::vector<st
         problems->push_back(label + ": direction '" + a.s() + "' is invalid (forward, reverse or bidirectional)");
       }
     } else if (an == "clip") {
-      problems->push_back(label + ": attribute 'clip' is not supported (the kernel has no pre-activation clip)");
+      problems->push_back(label + ": attribute 'clip' is not supported (the kernel has no pre-activation clip): export "
+                          "the layer without it (torch's nn.LSTM and nn.GRU have none)");
     } else if (an == "activations") {
       std::vector<std::string> acts(a.strings().begin(), a.strings().end());
       const int32_t per_direction = static_cast<int32_t>(spec.activations.size());
@@ -115,10 +117,12 @@ bool read_attributes(const onnx::NodeProto& lstm, NodeInfo* info, std::vector<st
         std::string s, w;
         for (const auto& x : acts) s += (s.empty() ? "" : ", ") + x;
         for (const auto& x : spec.activations) w += (w.empty() ? "" : ", ") + x;
-        problems->push_back(label + ": activations " + s + " are not supported (only " + w + ": the kernel's tables)");
+        problems->push_back(label + ": activations " + s + " are not supported (only " + w + ": the kernel's tables); "
+                            "train the layer with those (torch's defaults; Keras: recurrent_activation='sigmoid')");
       }
     } else if (an == "activation_alpha" || an == "activation_beta") {
-      problems->push_back(label + ": attribute '" + an + "' is not supported (the kernel's activations have no parameters)");
+      problems->push_back(label + ": attribute '" + an + "' is not supported (the kernel's activations have no "
+                          "parameters); train the layer with the default sigmoid and tanh (torch's defaults)");
     } else if (!read_cell_attribute(a, *info, &linear_before_reset, problems)) {
       problems->push_back(label + ": unknown attribute '" + an + "'");
     }
@@ -142,8 +146,14 @@ void check_inputs_and_outputs(const onnx::NodeProto& lstm, const NodeInfo& info,
   for (int k = spec.outputs; k < lstm.output_size(); ++k) {
     if (!lstm.output(k).empty()) problems->push_back(label + ": output " + std::to_string(k) + " ('" + lstm.output(k) + "') is not one of the " + std::to_string(spec.outputs) + " outputs of " + spec.op);
   }
-  if (present(lstm, kSequenceLens)) problems->push_back(label + ": input sequence_lens is not supported (all sequences run to T)");
-  if (spec.cell == CellKind::kLstm && present(lstm, kP)) problems->push_back(label + ": peephole weights (input P) are not supported (the kernel has no peephole path)");
+  if (present(lstm, kSequenceLens)) {
+    problems->push_back(label + ": input sequence_lens is not supported (all sequences run to T): export without "
+                        "lengths (no pack_padded_sequence) and give each call the steps of one length");
+  }
+  if (spec.cell == CellKind::kLstm && present(lstm, kP)) {
+    problems->push_back(label + ": peephole weights (input P) are not supported (the kernel has no peephole path): "
+                        "export a layer without peepholes (torch's nn.LSTM has none)");
+  }
 }
 
 // hidden_size and the weights W, R (and B) with their shapes.

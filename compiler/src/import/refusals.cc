@@ -6,11 +6,13 @@ namespace import {
 std::string describe_foreign_node(const onnx::NodeProto& n) {
   if (!n.domain().empty() && n.domain() != "ai.onnx") {
     return "an op of domain '" + n.domain() + "' (a custom op, or one of another framework such as a TensorFlow op "
-           "left in the file, or ONNX-ML): not supported (only default-domain ONNX ops are)";
+           "left in the file, or ONNX-ML): not supported (only default-domain ONNX ops are); convert the model with "
+           "standard ONNX ops only (tf2onnx without --custom-ops)";
   }
   const std::string& op = n.op_type();
   if (op == "RNN") {
-    return "a plain tanh RNN layer (nn.RNN) is not supported (LSTM and GRU are)";
+    return "a plain tanh RNN layer (nn.RNN) is not supported (LSTM and GRU are): train an nn.GRU or nn.LSTM in its "
+           "place, or run this layer on the host";
   }
   if (op == "Loop" || op == "Scan") {
     return "a " + op + ": a recurrence written step by step (e.g. an LSTMCell or GRUCell stepped in Python, exported "
