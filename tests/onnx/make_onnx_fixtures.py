@@ -1100,6 +1100,17 @@ def log_softmax(x):
             ["(LogSoftmax): a LogSoftmax over axis 1 (the time axis), not the last (feature) axis"])
 
 
+def h_n_view(x):
+    """The last layer's final states as the PyTorch documentation separates the directions:
+    h_n.view(num_layers, 2, B, H)[-1], its two rows concatenated (a dynamic batch: the view's target
+    is computed from h_n's shape)."""
+    def last_layer(y, h):
+        rows = h.view(2, 2, h.size(1), 4)[-1]
+        return torch.cat((rows[0], rows[1]), dim=1)
+    import_torch("import_h_n_view_last_layer", Custom(last_layer, head=nn.Linear(8, 3), bidirectional=True, layers=2), 14,
+                 x, ["Linear"], dynamic=True, final_directions=[0, 1], lstm_output="final_state")
+
+
 def import_models():
     """The graphs the import pre-pass and its fixes make compile, and the refusals they name."""
     torch.manual_seed(18)
@@ -1145,6 +1156,7 @@ def import_models():
     flatten_steps(x)
     cell_loops(x)
     log_softmax(x)
+    h_n_view(x)
     # compile's calibration for the CLI tests: 8 sequences of 5 steps, batch-first [B, T, 3]
     np.save(os.path.join(OUT, "import_calibration.npy"),
             np.random.default_rng(23).standard_normal((8, 5, 3)).astype(np.float32))

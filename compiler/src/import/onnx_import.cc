@@ -452,9 +452,8 @@ struct GatheredRows {
   std::vector<const onnx::NodeProto*> gathers;
   std::vector<int32_t> directions;
 };
-GatheredRows gathered_rows(Import* im, const std::string& h_n) {
+GatheredRows gathered_rows(Import* im, const std::string& h_n, size_t layers) {
   const Graph& g = *im->g;
-  const size_t layers = im->chain.size();
   const int32_t D = im->chain.front().directions;
   const int64_t rows = static_cast<int64_t>(layers) * D;
   GatheredRows r;
@@ -517,8 +516,39 @@ const onnx::NodeProto* rows_concat(Import* im, const GatheredRows& r, size_t ran
   return concat;
 }
 
+// The last layer's rows of h_n as h_n.view(layers, directions, B, H)[-1] reads them (a Reshape to
+// [L, D, B, H] and a Gather of row L - 1 along axis 0: [D, B, H]), taken; or h_n itself.
+std::string last_layer_view(Import* im, const std::string& h_n, size_t* layers) {
+  const Graph& g = *im->g;
+  const int64_t L = static_cast<int64_t>(im->chain.size()), D = im->chain.front().directions;
+  const int64_t H = im->chain.back().hidden;
+  const onnx::NodeProto* view = g.is_graph_output(h_n) ? nullptr : only_consumer(g, h_n);
+  if (view == nullptr || view->op_type() != "Reshape" || view->output_size() < 1 || g.is_graph_output(view->output(0))) {
+    return h_n;
+  }
+  // The target as the shape pass left it: [L, D, B, H] with the batch as -1, or as its number.
+  const Shape* from = g.shape(h_n);
+  std::vector<int64_t> to;
+  if (from == nullptr || from->size() != 3 || !reshape_target(g, *view, &to) || to.size() != 4 || to[0] != L ||
+      to[1] != D || to[3] != H || !(to[2] == -1 || (to[2] > 0 && to[2] == (*from)[1].value))) {
+    return h_n;
+  }
+  const onnx::NodeProto* last = only_consumer(g, view->output(0));
+  double index = 0;
+  if (last == nullptr || last->op_type() != "Gather" || last->input_size() != 2 || int_attribute(*last, "axis", 0) != 0 ||
+      !constant_scalar(g, last->input(1), &index) || (index != -1 && index != static_cast<double>(L - 1)) ||
+      last->output_size() < 1) {
+    return h_n;
+  }
+  im->taken.insert(view);
+  im->taken.insert(last);
+  *layers = 1;
+  return last->output(0);
+}
+
 // The head's start when it reads the final states of the last layer (Y unused): one row h_n[k],
-// rows side by side, or (one layer) every direction through layout ops; refuses any other read.
+// rows side by side, or (one layer, or the last layer's rows h_n.view(L, D, B, H)[-1]) every
+// direction through layout ops; refuses any other read.
 // FloatProgram::final_directions records the directions read, left empty for h_n[-1].
 PathState head_from_final_state(Import* im) {
   const Graph& g = *im->g;
@@ -527,13 +557,14 @@ PathState head_from_final_state(Import* im) {
   FloatProgram& prog = im->r.program;
   prog.lstm_output = LstmOutput::kFinalState;
   PathState hs;
-  const std::string start = final_state_value(im, &hs);
+  size_t layers = im->chain.size();
+  const std::string start = last_layer_view(im, final_state_value(im, &hs), &layers);
   const Labels row_labels = im->ctx.unbatched || hs.view.batch_squeezed ? "F" : "BF";
   // Every direction of one layer as a tensor ([D, B, H]) through layout ops: the head's walk
   // merges the directions into the features (h_n.permute(1, 0, 2).reshape(B, -1), forward first).
   const auto cs = g.data_consumers(start);
   if (!g.is_graph_output(start) && cs.size() == 1 && kLayoutOps.count(cs[0]->op_type())) {
-    if (im->chain.size() > 1) {
+    if (layers > 1) {
       im->problems.push_back(node_label(*cs[0]) + ": reads the final states of every layer of the stack; only the "
                              "last layer's can feed the head: read h_n[-1], or torch.cat((h_n[-2], h_n[-1]), 1) of "
                              "a bidirectional stack");
@@ -545,7 +576,7 @@ PathState head_from_final_state(Import* im) {
     hs.view.width = H;
     return hs;
   }
-  const GatheredRows rows = gathered_rows(im, start);
+  const GatheredRows rows = gathered_rows(im, start, layers);
   std::vector<int32_t> order;
   if (const onnx::NodeProto* concat = rows_concat(im, rows, row_labels.size(), &order)) {
     for (const onnx::NodeProto* n : rows.gathers) im->taken.insert(n);

@@ -1,0 +1,113 @@
+"""The corpus of published recurrent models (issue 30, item 9): each entry is the architecture of a
+model class in a public repository (cited: repository, file, class), rebuilt here from its facts
+(sizes, layers, what forward returns, how it makes its state) by one module of this project's own,
+`Published`, trained briefly on synthetic data of its task and exported as that repository's code
+exports it. make_corpus.py writes the ONNX files and torch's outputs on held-out inputs;
+run_corpus.py compiles each with qlstm and compares the int8 outputs with torch's.
+
+The inputs are made here from a seed with numpy alone (sequences(), the same on every machine), so
+only the ONNX files, the labels and torch's outputs are committed.
+"""
+import numpy as np
+
+CALIBRATION_SEQUENCES = 200
+TEST_SEQUENCES = 100
+CALIBRATION_SEED, TEST_SEED, TRAIN_SEED = 1, 2, 3
+
+# One entry per repository. Keys:
+#   name                      the fixture's name (tests/corpus/models/NAME.onnx)
+#   repo, file, cls           where the architecture comes from
+#   task                      "classify" (outputs: class scores, labels kept) or "regress"
+#   cell                      "lstm", "gru"
+#   I, stack, bidirectional, batch_first, dropout, T, out
+#                             stack: [hidden, layers] of each recurrent module in turn
+#   state                     "none" (forward passes no state), "zeros" (torch.zeros in forward, per
+#                             module), "zeros_shared" (one torch.zeros state given to every module)
+#   read                      "last" (y[:, -1] / y[-1]), "h_n" (h_n[-1]), "h_n_squeeze" (h_n.squeeze(0)),
+#                             "cat_h_n" (cat(h_n[-2], h_n[-1])), "view_cat_h_n" (h_n.view(L, 2, B, H)[-1],
+#                             its two rows concatenated), "every" (every step: a regressor's per-step
+#                             outputs), "every_classify" (every step, a class per sequence: its label
+#                             on every step)
+#   mlp                       hidden widths of the head's Linear layers before the last (ReLU between)
+#   final                     "none", "sigmoid", "softmax", "log_softmax"
+#   opset, dynamic            the export: opset, and "none", "batch" or "batch_time" dynamic axes
+#   compile_args              what the user adds to qlstm compile (a stack on a dynamic time axis
+#                             needs --max-time-steps: qlstm says so)
+# No repository below exports to ONNX but MaxRondelli's (an earlier commit: dynamic batch and time
+# axes, torch's default opset); the others are exported with torch.onnx.export's defaults (opset 14
+# in torch 1.13) and a dynamic batch axis, as a user of that code would.
+def _entry(name, repo, file, cls, task, cell, I, stack, T, out, read, **kw):
+    """stack: (hidden, layers) per recurrent module, in order (a model of two nn.LSTM modules has two)."""
+    e = dict(name=name, repo=repo, file=file, cls=cls, task=task, cell=cell, I=I, stack=[list(m) for m in stack], T=T,
+             out=out, read=read, bidirectional=False, batch_first=True, dropout=0.0, state="none", mlp=[],
+             final="none", opset=14, dynamic="batch")
+    e.update(kw)
+    return e
+
+
+CORPUS = [
+    _entry("fall_detection_lstm", "Ren8394/Fall-Detection-Collection", "models/LSTM.py", "LSTM_01", "classify", "lstm",
+           3, [(32, 1), (64, 1)], 260, 2, "last"),
+    _entry("har_lstm_m5stack", "MaxRondelli/Human-Activity-Recognition-with-LSTM-on-M5Stack", "model.py", "LSTMModel",
+           "classify", "lstm", 9, [(32, 2), (32, 2)], 128, 6, "last", batch_first=False, dropout=0.5,
+           state="zeros_shared", final="log_softmax", dynamic="batch_time", compile_args=["--max-time-steps", "128"]),
+    _entry("kws_lstm_norse", "norse/norse", "norse/task/speech_commands/model.py", "LSTMModel", "classify", "lstm",
+           80, [(128, 1)], 81, 10, "h_n_squeeze", batch_first=False, final="log_softmax"),
+    _entry("ecg_gru", "rookie-wyh/ecg-classfication", "models/GRU.py", "GRU", "classify", "gru", 1, [(64, 1)], 300, 5,
+           "h_n"),
+    _entry("stock_lstm_3layer", "go-fireball/stock-predictions", "stock_predictions/stock_lstm.py", "StockLSTM",
+           "regress", "lstm", 18, [(100, 3)], 60, 1, "last", dropout=0.2, state="zeros"),
+    _entry("stock_lstm_4layer", "shortell/Stock-Predictor", "src/nn_models/lstm_model.py", "StockPredictionLSTM",
+           "regress", "lstm", 3, [(128, 4)], 30, 3, "last"),
+    _entry("load_forecast_lstm", "yangchen73/Load_Prediction", "model/LSTM.py", "LSTM", "regress", "lstm", 15, [(66, 2)],
+           24, 15, "last", dropout=0.2, state="zeros"),
+    _entry("air_passengers_lstm", "ywyy1218/model_learning", "LSTM/LSTM2/model.py", "AirModel", "regress", "lstm", 1,
+           [(50, 1)], 50, 1, "every"),
+    _entry("wind_anomaly_lstm", "faizanhakim/Time_Series---Wind_Anomaly", "ts/model.py", "LSTMAnomalyDetector",
+           "regress", "lstm", 4, [(64, 2)], 60, 4, "every", dropout=0.2),
+    _entry("network_flow_bilstm", "BigaGrayWolf/advancedNetworkAssignment", "model/models.py", "BiLSTM", "classify",
+           "lstm", 8, [(4, 1)], 10, 2, "every_classify", bidirectional=True),
+    _entry("track_bigru", "Ayesh17/Sliding_Window_Approach",
+           "MultiClass_Classification/MultiClass_classification_Models/Multiclass_Bidirectional_GRU_Model.py",
+           "BiGRUClassifier", "classify", "gru", 23, [(128, 2)], 20, 7, "view_cat_h_n", bidirectional=True),
+    _entry("phoneme_bigru", "lischilpp/bachelor-thesis-phoneme-recognition-alignment", "src/models/gru.py", "GRUModel",
+           "classify", "gru", 30, [(32, 2)], 50, 39, "every_classify", bidirectional=True, dropout=0.2),
+    _entry("connect4_lstm", "EverybodyHops/Connect-4", "lstm_model.py", "RNN", "classify", "lstm", 7, [(64, 1)], 6, 3,
+           "last"),
+    _entry("weather_gru", "mdgolammafuz/AeroCast", "model/gru_model.py", "GRUWeatherForecaster", "regress", "gru", 3,
+           [(16, 1)], 24, 1, "last"),
+]
+
+
+def sequences(entry, n, seed):
+    """n input sequences of the entry's task ([n, T, I] batch-first, [T, n, I] otherwise), and their
+    labels (classify: class per sequence) or targets (regress: the next step of feature 0 per step,
+    or of the last step when the model reads one step)."""
+    rng = np.random.default_rng(seed)
+    T, I = entry["T"], entry["I"]
+    t = np.arange(T, dtype=np.float64)[None, :, None]
+    feature = np.arange(I, dtype=np.float64)[None, None, :]
+    if entry["task"] == "classify":
+        classes = entry["out"]
+        labels = rng.integers(0, classes, n)
+        k = labels[:, None, None].astype(np.float64)
+        freq = (0.03 + 0.04 * (k + 1) / classes) * (1.0 + 0.15 * feature)
+        phase = rng.uniform(0, 2 * np.pi, (n, 1, I))
+        amp = 0.7 + 0.6 * rng.random((n, 1, 1))
+        level = (k / max(classes - 1, 1) - 0.5) * np.where(feature % 2 == 0, 1.0, -0.5)
+        x = amp * np.sin(2 * np.pi * freq * t + phase) + level
+        x = x + 0.3 * rng.standard_normal((n, T, I))
+        y = np.repeat(labels[:, None], T, axis=1) if entry["read"] == "every_classify" else labels
+    else:
+        w = rng.uniform(0.02, 0.12, (n, 1, I))
+        phase = rng.uniform(0, 2 * np.pi, (n, 1, I))
+        s = np.sin(2 * np.pi * w * np.arange(T + 1)[None, :, None] + phase)
+        s = s + 0.5 * np.sin(2 * np.pi * 2.3 * w * np.arange(T + 1)[None, :, None] + 2 * phase)
+        s = 1.5 * s + 0.1 * rng.standard_normal((n, T + 1, I))
+        x, y = s[:, :T], s[:, 1:, :entry["out"]]
+        if entry["read"] != "every":
+            y = y[:, -1]
+    x = x.astype(np.float32)
+    if not entry["batch_first"]:
+        x = np.ascontiguousarray(np.transpose(x, (1, 0, 2)))
+    return x, np.asarray(y, np.int64 if entry["task"] == "classify" else np.float32)

@@ -1,0 +1,159 @@
+#!/usr/bin/python3
+"""Makes tests/corpus/models/ from corpus.CORPUS with Debian's python3-torch: per entry its model
+(Published: this project's one module for the architectures the corpus cites), trained on its
+task's synthetic data for a few hundred steps, exported as its repository exports it, and
+torch's outputs on the held-out sequences (NAME.torch_out.npy; classify: NAME.labels.npy too).
+
+    /usr/bin/python3 tests/corpus/make_corpus.py [OUT] [--only NAME]
+"""
+import json
+import os
+import sys
+
+import numpy as np
+import torch
+import torch.nn as nn
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import corpus  # noqa: E402
+
+TRAIN_STEPS = 300
+TRAIN_BATCH = 32
+
+
+class Published(nn.Module):
+    """An entry's architecture: its recurrent modules in turn, what forward reads of the last, an
+    MLP head and its last activation, the state made as the repository makes it."""
+
+    def __init__(self, e):
+        super().__init__()
+        self.e = e
+        cell = {"lstm": nn.LSTM, "gru": nn.GRU}[e["cell"]]
+        d = 2 if e["bidirectional"] else 1
+        modules, width = [], e["I"]
+        for hidden, layers in e["stack"]:
+            modules.append(cell(width, hidden, num_layers=layers, bidirectional=e["bidirectional"],
+                                batch_first=e["batch_first"], dropout=e["dropout"] if layers > 1 else 0.0))
+            width = d * hidden
+        self.rnns = nn.ModuleList(modules)
+        hidden, layers = e["stack"][-1]
+        width = hidden * (1 if e["read"] in ("h_n", "h_n_squeeze") else d)
+        head = []
+        for w in e["mlp"]:
+            head += [nn.Linear(width, w), nn.ReLU()]
+            width = w
+        head.append(nn.Linear(width, e["out"]))
+        self.head = nn.Sequential(*head)
+
+    def state(self, x, hidden, layers):
+        rows = layers * (2 if self.e["bidirectional"] else 1)
+        h0 = torch.zeros(rows, x.size(0) if self.e["batch_first"] else x.size(1), hidden)
+        return h0 if self.e["cell"] == "gru" else (h0, torch.zeros_like(h0))
+
+    def forward(self, x):
+        e = self.e
+        shared = self.state(x, *e["stack"][0]) if e["state"] == "zeros_shared" else None
+        y = x
+        for rnn, (hidden, layers) in zip(self.rnns, e["stack"]):
+            if e["state"] == "zeros":
+                y, state = rnn(y, self.state(y, hidden, layers))
+            elif shared is not None:
+                y, state = rnn(y, shared)
+            else:
+                y, state = rnn(y)
+        h_n = state if e["cell"] == "gru" else state[0]
+        read = e["read"]
+        if read == "last":
+            z = y[:, -1, :] if e["batch_first"] else y[-1]
+        elif read == "h_n":
+            z = h_n[-1]
+        elif read == "h_n_squeeze":
+            z = h_n.squeeze(0)
+        elif read == "cat_h_n":
+            z = torch.cat((h_n[-2], h_n[-1]), dim=1)
+        elif read == "view_cat_h_n":
+            hidden, layers = e["stack"][-1]
+            last = h_n.view(layers, 2, h_n.size(1), hidden)[-1]
+            z = torch.cat((last[0], last[1]), dim=1)
+        else:
+            z = y
+        z = self.head(z)
+        if e["final"] == "sigmoid":
+            z = torch.sigmoid(z)
+        elif e["final"] == "softmax":
+            z = torch.softmax(z, dim=-1)
+        elif e["final"] == "log_softmax":
+            z = torch.log_softmax(z, dim=-1)
+        return z
+
+
+def train(model, e):
+    """A few hundred Adam steps on the task: cross-entropy on the logits (before the final
+    activation) for a classifier, mean squared error for a regressor."""
+    final = e.get("final", "none")
+    e_train = dict(e, final="none")
+    model.e = e_train
+    opt = torch.optim.Adam(model.parameters(), lr=0.005)
+    rng_seed = corpus.TRAIN_SEED
+    for step in range(TRAIN_STEPS):
+        x, y = corpus.sequences(e, TRAIN_BATCH, rng_seed * 100000 + step)
+        x, y = torch.from_numpy(x), torch.from_numpy(y)
+        out = model(x)
+        if e["read"] in ("every", "every_classify") and not e["batch_first"]:
+            out = out.transpose(0, 1)
+        if e["task"] == "classify":
+            loss = nn.functional.cross_entropy(out.reshape(-1, e["out"]), y.reshape(-1))
+        else:
+            loss = nn.functional.mse_loss(out, y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    model.e = dict(e, final=final)
+    return float(loss)
+
+
+def export(model, e, path):
+    x, _ = corpus.sequences(e, 2, 99)
+    axes = {"none": None,
+            "batch": {"x": {0 if e["batch_first"] else 1: "batch"}},
+            "batch_time": {"x": {0: "batch", 1: "time"} if e["batch_first"] else {0: "time", 1: "batch"}}}[e["dynamic"]]
+    torch.onnx.export(model, (torch.from_numpy(x),), path, opset_version=e["opset"], input_names=["x"],
+                      output_names=["y"], dynamic_axes=axes)
+
+
+def make(e, out):
+    torch.manual_seed(sum(map(ord, e["name"])))
+    model = Published(e)
+    loss = train(model, e)
+    model.eval()
+    export(model, e, os.path.join(out, e["name"] + ".onnx"))
+    x, y = corpus.sequences(e, corpus.TEST_SEQUENCES, corpus.TEST_SEED)
+    with torch.no_grad():
+        torch_out = model(torch.from_numpy(x)).numpy().astype(np.float32)
+    np.save(os.path.join(out, e["name"] + ".torch_out.npy"), torch_out)
+    metric = ""
+    if e["task"] == "classify":
+        np.save(os.path.join(out, e["name"] + ".labels.npy"), y)
+        metric = "accuracy %.3f" % float((torch_out.argmax(-1) == y).mean())
+    print("%s: trained (final loss %.4f), %s, exported at opset %d" % (e["name"], loss, metric, e["opset"]))
+
+
+def main():
+    args = sys.argv[1:]
+    only = None
+    if "--only" in args:
+        k = args.index("--only")
+        only = args[k + 1]
+        del args[k:k + 2]
+    out = args[0] if args else os.path.join(os.path.dirname(os.path.abspath(__file__)), "models")
+    os.makedirs(out, exist_ok=True)
+    for e in corpus.CORPUS:
+        if only is None or e["name"] == only:
+            make(e, out)
+    with open(os.path.join(out, "corpus.json"), "w") as f:
+        json.dump({"generator": "tests/corpus/make_corpus.py", "entries": corpus.CORPUS}, f, indent=1, sort_keys=True)
+        f.write("\n")
+
+
+if __name__ == "__main__":
+    main()

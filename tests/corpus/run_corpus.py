@@ -1,0 +1,123 @@
+#!/usr/bin/python3
+"""Compiles every model of the corpus (tests/corpus/models, corpus.CORPUS) with qlstm on its
+calibration sequences and compares its int8 outputs on the held-out sequences with torch's:
+SQNR against torch, and for a classifier the top-1 accuracy of both and their argmax agreement.
+An entry passes when its SQNR is at least 30 dB, or (a classifier) when int8 keeps torch's
+accuracy to within one sequence in a hundred.
+
+    run_corpus.py QLSTM WORK [--markdown FILE]
+
+Prints one line per model and last "N passed, M failed"; exit 1 when one failed. --markdown writes
+the table docs/accuracy.md carries.
+"""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import corpus  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+MODELS = os.path.join(HERE, "models")
+MIN_SQNR_DB = 30.0
+ACCURACY_SLACK = 0.01
+
+
+def sqnr_db(ref, got):
+    noise = float(np.sum((got.astype(np.float64) - ref) ** 2))
+    signal = float(np.sum(ref.astype(np.float64) ** 2))
+    return float("inf") if noise == 0 else 10 * np.log10(signal / noise)
+
+
+def run(cmd):
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return p.returncode, p.stdout
+
+
+def evaluate(qlstm, work, e):
+    name = e["name"]
+    cal, _ = corpus.sequences(e, corpus.CALIBRATION_SEQUENCES, corpus.CALIBRATION_SEED)
+    test, _ = corpus.sequences(e, corpus.TEST_SEQUENCES, corpus.TEST_SEED)
+    cal_path, test_path = os.path.join(work, name + ".cal.npy"), os.path.join(work, name + ".test.npy")
+    np.save(cal_path, cal)
+    np.save(test_path, test)
+    rc, out = run([qlstm, "compile", os.path.join(MODELS, name + ".onnx"), "--calibration", cal_path, "-o", work,
+                   "--name", name] + e.get("compile_args", []))
+    if rc != 0:
+        return {"name": name, "ok": False, "why": "compile exit %d: %s" % (rc, out.strip().splitlines()[-1])}
+    out_path = os.path.join(work, name + ".out.npy")
+    rc, out = run([qlstm, "run", os.path.join(work, name + ".qlstm"), "--input", test_path, "--output", out_path,
+                   "--float"])
+    if rc != 0:
+        return {"name": name, "ok": False, "why": "run exit %d: %s" % (rc, out.strip().splitlines()[-1])}
+    ref = np.load(os.path.join(MODELS, name + ".torch_out.npy"))
+    got = np.load(out_path).reshape(ref.shape)
+    r = {"name": name, "sqnr": sqnr_db(ref, got)}
+    if e["task"] == "classify":
+        labels = np.load(os.path.join(MODELS, name + ".labels.npy"))
+        r["acc_torch"] = float((ref.argmax(-1) == labels).mean())
+        r["acc_int8"] = float((got.argmax(-1) == labels).mean())
+        r["agree"] = float((ref.argmax(-1) == got.argmax(-1)).mean())
+    r["ok"] = r["sqnr"] >= MIN_SQNR_DB or (e["task"] == "classify" and r["acc_int8"] >= r["acc_torch"] - ACCURACY_SLACK)
+    return r
+
+
+READS = {"last": "y[:, -1]", "h_n": "h_n[-1]", "h_n_squeeze": "h_n.squeeze(0)", "cat_h_n": "cat(h_n[-2], h_n[-1])",
+         "view_cat_h_n": "h_n.view(L, 2, B, H)[-1], cat", "every": "every step", "every_classify": "every step"}
+
+
+def describe(e):
+    stack = " + ".join("%d x %d" % (layers, hidden) for hidden, layers in e["stack"])
+    return "%s%s %s (I %d)%s, T %d, %s -> %d%s" % (
+        "bi" if e["bidirectional"] else "", e["cell"].upper(), stack, e["I"], "" if e["batch_first"] else ", seq-first",
+        e["T"], READS[e["read"]], e["out"], "" if e["final"] == "none" else ", " + e["final"])
+
+
+def markdown(results):
+    lines = ["| model | from (repository, file, class) | architecture | SQNR vs torch | top-1 torch / int8 (agreement) |",
+             "|---|---|---|---|---|"]
+    for e, r in results:
+        acc = ("%.0f%% / %.0f%% (%.0f%%)" % (100 * r["acc_torch"], 100 * r["acc_int8"], 100 * r["agree"])
+               if "acc_torch" in r else "")
+        lines.append("| `%s` | %s, `%s`, `%s` | %s | %.1f dB | %s |" % (
+            e["name"], e["repo"], e["file"], e["cls"], describe(e), r["sqnr"], acc))
+    return "\n".join(lines) + "\n"
+
+
+def main():
+    args = sys.argv[1:]
+    md = None
+    if "--markdown" in args:
+        k = args.index("--markdown")
+        md = args[k + 1]
+        del args[k:k + 2]
+    qlstm, work = args
+    os.makedirs(work, exist_ok=True)
+    with open(os.path.join(MODELS, "corpus.json")) as f:
+        if json.load(f)["entries"] != corpus.CORPUS:
+            print("FAIL tests/corpus/models/corpus.json differs from corpus.CORPUS: run make_corpus.py")
+            return 1
+    results, failed = [], 0
+    for e in corpus.CORPUS:
+        r = evaluate(qlstm, work, e)
+        if "sqnr" in r:
+            acc = (", top-1 torch %.3f int8 %.3f, argmax agreement %.3f" % (r["acc_torch"], r["acc_int8"], r["agree"])
+                   if "acc_torch" in r else "")
+            print("%s %s (%s): SQNR %.2f dB vs torch%s" % ("ok  " if r["ok"] else "FAIL", e["name"], e["repo"],
+                                                         r["sqnr"], acc))
+        else:
+            print("FAIL %s (%s): %s" % (e["name"], e["repo"], r["why"]))
+        failed += 0 if r["ok"] else 1
+        results.append((e, r))
+    print("%d passed, %d failed" % (len(results) - failed, failed))
+    if md is not None and failed == 0:
+        with open(md, "w") as f:
+            f.write(markdown(results))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
