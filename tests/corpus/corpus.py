@@ -17,7 +17,8 @@ CALIBRATION_SEED, TEST_SEED, TRAIN_SEED = 1, 2, 3
 # One entry per repository. Keys:
 #   name                      the fixture's name (tests/corpus/models/NAME.onnx)
 #   repo, file, cls           where the architecture comes from
-#   task                      "classify" (outputs: class scores, labels kept) or "regress"
+#   task                      "classify" (outputs: class scores, labels kept) or "regress" (the next
+#                             step's features, or the next out values of every feature step by step)
 #   cell                      "lstm", "gru"
 #   I, stack, bidirectional, batch_first, dropout, T, out
 #                             stack: [hidden, layers] of each recurrent module in turn
@@ -60,7 +61,7 @@ CORPUS = [
     _entry("stock_lstm_4layer", "shortell/Stock-Predictor", "src/nn_models/lstm_model.py", "StockPredictionLSTM",
            "regress", "lstm", 3, [(128, 4)], 30, 3, "last"),
     _entry("load_forecast_lstm", "yangchen73/Load_Prediction", "model/LSTM.py", "LSTM", "regress", "lstm", 15, [(66, 2)],
-           24, 15, "last", dropout=0.2, state="zeros"),
+           24, 360, "last", dropout=0.2, state="zeros"),
     _entry("air_passengers_lstm", "ywyy1218/model_learning", "LSTM/LSTM2/model.py", "AirModel", "regress", "lstm", 1,
            [(50, 1)], 50, 1, "every"),
     _entry("wind_anomaly_lstm", "faizanhakim/Time_Series---Wind_Anomaly", "ts/model.py", "LSTMAnomalyDetector",
@@ -99,14 +100,17 @@ def sequences(entry, n, seed):
         x = x + 0.3 * rng.standard_normal((n, T, I))
         y = np.repeat(labels[:, None], T, axis=1) if entry["read"] == "every_classify" else labels
     else:
+        out = entry["out"]
+        horizon = 1 if entry["read"] == "every" else -(-out // I)  # the steps `out` values span
         w = rng.uniform(0.02, 0.12, (n, 1, I))
         phase = rng.uniform(0, 2 * np.pi, (n, 1, I))
-        s = np.sin(2 * np.pi * w * np.arange(T + 1)[None, :, None] + phase)
-        s = s + 0.5 * np.sin(2 * np.pi * 2.3 * w * np.arange(T + 1)[None, :, None] + 2 * phase)
-        s = 1.5 * s + 0.1 * rng.standard_normal((n, T + 1, I))
-        x, y = s[:, :T], s[:, 1:, :entry["out"]]
-        if entry["read"] != "every":
-            y = y[:, -1]
+        steps = np.arange(T + horizon)[None, :, None]
+        s = np.sin(2 * np.pi * w * steps + phase) + 0.5 * np.sin(2 * np.pi * 2.3 * w * steps + 2 * phase)
+        s = 1.5 * s + 0.1 * rng.standard_normal((n, T + horizon, I))
+        x = s[:, :T]
+        # every step: the next step's first `out` features; one output row: the next `out` values
+        # of every feature, step by step (a multi-step horizon when out > I)
+        y = s[:, 1:T + 1, :out] if entry["read"] == "every" else s[:, T:].reshape(n, -1)[:, :out]
     x = x.astype(np.float32)
     if not entry["batch_first"]:
         x = np.ascontiguousarray(np.transpose(x, (1, 0, 2)))

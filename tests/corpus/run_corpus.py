@@ -73,7 +73,7 @@ def describe(e):
     stack = " + ".join("%d x %d" % (layers, hidden) for hidden, layers in e["stack"])
     return "%s%s %s (I %d)%s, T %d, %s -> %d%s" % (
         "bi" if e["bidirectional"] else "", e["cell"].upper(), stack, e["I"], "" if e["batch_first"] else ", seq-first",
-        e["T"], READS[e["read"]], e["out"], "" if e["final"] == "none" else ", " + e["final"])
+        e["T"], "y[-1]" if e["read"] == "last" and not e["batch_first"] else READS[e["read"]], e["out"], "" if e["final"] == "none" else ", " + e["final"])
 
 
 def markdown(results):
