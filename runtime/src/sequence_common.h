@@ -8,6 +8,7 @@
 
 #include "qlstm/fixed_point.h"
 #include "qlstm/lstm_s8.h"
+#include "first_runnable.h"
 #include "row_op.h"
 
 namespace qlstm {
@@ -116,19 +117,6 @@ inline SequenceStrides sequence_strides(int32_t layout, int32_t output_steps, in
 // Steps a call runs: all T, or the first one alone (QLSTM_OUTPUT_FIRST).
 inline int32_t steps_run(int32_t output_steps, int32_t time_steps) {
   return output_steps == QLSTM_OUTPUT_FIRST && time_steps > 1 ? 1 : time_steps;
-}
-
-// Dispatch (LstmS8Variant, GruS8Variant): the first entry of list[0, count) that this CPU
-// supports and that can run the valid call, or null.
-template <class Variant, class Params>
-const Variant* first_runnable_variant(const Variant* const* list, size_t count, const Params& params) {
-  for (size_t k = 0; k < count; ++k) {
-    const Variant& v = *list[k];
-    if ((v.is_supported == nullptr || v.is_supported()) && (v.can_run == nullptr || v.can_run(params))) {
-      return list[k];
-    }
-  }
-  return nullptr;
 }
 
 }  // namespace qlstm

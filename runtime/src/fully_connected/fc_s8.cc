@@ -1,6 +1,7 @@
 // The fully connected op: validation, the effective bias, dispatch over its variants.
 #include "qlstm/fully_connected_s8.h"
 
+#include "first_runnable.h"
 #include "fully_connected/fc_checks.h"
 #include "qlstm/fixed_point.h"
 #include "qlstm/kernels.h"
@@ -55,11 +56,7 @@ void fc_s8_reference(const qlstm_fc_s8_params& p, const int8_t* input, int8_t* o
 const FcS8Variant kFcS8ReferenceVariant = {"reference", nullptr, nullptr, fc_s8_reference};
 
 const FcS8Variant* select_fc_s8_variant(const FcS8Variant* const* list, size_t count, const qlstm_fc_s8_params& p) {
-  for (size_t k = 0; k < count; ++k) {
-    const FcS8Variant& v = *list[k];
-    if ((v.is_supported == nullptr || v.is_supported()) && (v.can_run == nullptr || v.can_run(p))) return list[k];
-  }
-  return nullptr;
+  return first_runnable_variant(list, count, p);
 }
 
 qlstm_status run_fc_s8_prechecked(const FcS8Variant* variant, const qlstm_fc_s8_params& params, const int8_t* input,

@@ -3,6 +3,7 @@
 // variants (pool_s8_variants(): runtime/src/variants.cc).
 #include "qlstm/pool_s8.h"
 
+#include "first_runnable.h"
 #include "pool/pool_average.h"
 #include "qlstm/fixed_point.h"
 #include "qlstm/kernels.h"
@@ -93,11 +94,7 @@ const PoolS8Variant kPoolS8ReferenceVariant = {"reference", nullptr, nullptr, po
 
 const PoolS8Variant* select_pool_s8_variant(const PoolS8Variant* const* list, size_t count,
                                             const qlstm_pool_s8_params& p) {
-  for (size_t k = 0; k < count; ++k) {
-    const PoolS8Variant& v = *list[k];
-    if ((v.is_supported == nullptr || v.is_supported()) && (v.can_run == nullptr || v.can_run(p))) return list[k];
-  }
-  return nullptr;
+  return first_runnable_variant(list, count, p);
 }
 
 qlstm_status run_pool_s8_prechecked(const PoolS8Variant* variant, const qlstm_pool_s8_params& params,
