@@ -17,7 +17,8 @@ CALIBRATION_SEED, TEST_SEED, TRAIN_SEED = 1, 2, 3
 # One entry per repository. Keys:
 #   name                      the fixture's name (tests/corpus/models/NAME.onnx)
 #   repo, file, cls           where the architecture comes from
-#   task                      "classify" (outputs: class scores, labels kept) or "regress" (the next
+#   task                      "classify" (outputs: class scores, labels kept), "binary" (one logit or,
+#                             with final sigmoid, a probability; labels kept) or "regress" (the next
 #                             step's features, or the next out values of every feature step by step)
 #   cell                      "lstm", "gru"
 #   I, stack, bidirectional, batch_first, dropout, T, out
@@ -29,7 +30,8 @@ CALIBRATION_SEED, TEST_SEED, TRAIN_SEED = 1, 2, 3
 #                             its two rows concatenated), "every" (every step: a regressor's per-step
 #                             outputs), "every_classify" (every step, a class per sequence: its label
 #                             on every step)
-#   mlp                       hidden widths of the head's Linear layers before the last (ReLU between)
+#   head                      the head's layers before its last Linear (to out): "linear:N", "bn"
+#                             (BatchNorm1d), "relu", "dropout:P"
 #   final                     "none", "sigmoid", "softmax", "log_softmax"
 #   opset, dynamic            the export: opset, and "none", "batch" or "batch_time" dynamic axes
 #   compile_args              what the user adds to qlstm compile (a stack on a dynamic time axis
@@ -40,7 +42,7 @@ CALIBRATION_SEED, TEST_SEED, TRAIN_SEED = 1, 2, 3
 def _entry(name, repo, file, cls, task, cell, I, stack, T, out, read, **kw):
     """stack: (hidden, layers) per recurrent module, in order (a model of two nn.LSTM modules has two)."""
     e = dict(name=name, repo=repo, file=file, cls=cls, task=task, cell=cell, I=I, stack=[list(m) for m in stack], T=T,
-             out=out, read=read, bidirectional=False, batch_first=True, dropout=0.0, state="none", mlp=[],
+             out=out, read=read, bidirectional=False, batch_first=True, dropout=0.0, state="none", head=[],
              final="none", opset=14, dynamic="batch")
     e.update(kw)
     return e
@@ -77,6 +79,12 @@ CORPUS = [
            "last"),
     _entry("weather_gru", "mdgolammafuz/AeroCast", "model/gru_model.py", "GRUWeatherForecaster", "regress", "gru", 3,
            [(16, 1)], 24, 1, "last"),
+    _entry("asl_landmarks_lstm", "nhaatj2804/Real-time-ASL-Recognition", "lstm/lstm_architecture.py", "LSTMModel",
+           "classify", "lstm", 258, [(160, 1)], 80, 9, "max", head=["dropout:0.6", "linear:160", "bn", "relu"]),
+    _entry("stock_direction_gru", "pjolteus/fitintytrade", "oracle_ai_model/models/gru_model.py", "GRUTimeSeriesModel",
+           "binary", "gru", 5, [(64, 2)], 24, 1, "mean", dropout=0.2, head=["dropout:0.2"]),
+    _entry("wake_word_lstm", "Anderrrrr/AutoHousekeeper", "model.py", "LSTMWakeWord", "binary", "lstm", 13, [(64, 2)],
+           100, 1, "last", final="sigmoid"),
 ]
 
 
@@ -88,8 +96,8 @@ def sequences(entry, n, seed):
     T, I = entry["T"], entry["I"]
     t = np.arange(T, dtype=np.float64)[None, :, None]
     feature = np.arange(I, dtype=np.float64)[None, None, :]
-    if entry["task"] == "classify":
-        classes = entry["out"]
+    if entry["task"] in ("classify", "binary"):
+        classes = 2 if entry["task"] == "binary" else entry["out"]
         labels = rng.integers(0, classes, n)
         k = labels[:, None, None].astype(np.float64)
         freq = (0.03 + 0.04 * (k + 1) / classes) * (1.0 + 0.15 * feature)
@@ -114,4 +122,4 @@ def sequences(entry, n, seed):
     x = x.astype(np.float32)
     if not entry["batch_first"]:
         x = np.ascontiguousarray(np.transpose(x, (1, 0, 2)))
-    return x, np.asarray(y, np.int64 if entry["task"] == "classify" else np.float32)
+    return x, np.asarray(y, np.float32 if entry["task"] == "regress" else np.int64)

@@ -39,9 +39,17 @@ class Published(nn.Module):
         hidden, layers = e["stack"][-1]
         width = hidden * (1 if e["read"] in ("h_n", "h_n_squeeze") else d)
         head = []
-        for w in e["mlp"]:
-            head += [nn.Linear(width, w), nn.ReLU()]
-            width = w
+        for layer in e["head"]:
+            kind, _, arg = layer.partition(":")
+            if kind == "linear":
+                head.append(nn.Linear(width, int(arg)))
+                width = int(arg)
+            elif kind == "bn":
+                head.append(nn.BatchNorm1d(width))
+            elif kind == "relu":
+                head.append(nn.ReLU())
+            else:
+                head.append(nn.Dropout(float(arg)))
         head.append(nn.Linear(width, e["out"]))
         self.head = nn.Sequential(*head)
 
@@ -69,6 +77,10 @@ class Published(nn.Module):
             z = h_n[-1]
         elif read == "h_n_squeeze":
             z = h_n.squeeze(0)
+        elif read == "mean":
+            z = y.mean(dim=1 if e["batch_first"] else 0)
+        elif read == "max":
+            z = y.max(dim=1 if e["batch_first"] else 0).values
         elif read == "cat_h_n":
             z = torch.cat((h_n[-2], h_n[-1]), dim=1)
         elif read == "view_cat_h_n":
@@ -103,6 +115,8 @@ def train(model, e):
             out = out.transpose(0, 1)
         if e["task"] == "classify":
             loss = nn.functional.cross_entropy(out.reshape(-1, e["out"]), y.reshape(-1))
+        elif e["task"] == "binary":
+            loss = nn.functional.binary_cross_entropy_with_logits(out.reshape(-1), y.float())
         else:
             loss = nn.functional.mse_loss(out, y)
         opt.zero_grad()
@@ -121,6 +135,13 @@ def export(model, e, path):
                       output_names=["y"], dynamic_axes=axes)
 
 
+def predicted(e, out):
+    """A classifier's classes: the argmax, or (binary) the logit above 0 / the probability above 1/2."""
+    if e["task"] == "binary":
+        return (out.reshape(-1) > (0.5 if e["final"] == "sigmoid" else 0.0)).astype(np.int64)
+    return out.argmax(-1)
+
+
 def make(e, out):
     torch.manual_seed(sum(map(ord, e["name"])))
     model = Published(e)
@@ -132,9 +153,9 @@ def make(e, out):
         torch_out = model(torch.from_numpy(x)).numpy().astype(np.float32)
     np.save(os.path.join(out, e["name"] + ".torch_out.npy"), torch_out)
     metric = ""
-    if e["task"] == "classify":
+    if e["task"] != "regress":
         np.save(os.path.join(out, e["name"] + ".labels.npy"), y)
-        metric = "accuracy %.3f" % float((torch_out.argmax(-1) == y).mean())
+        metric = "accuracy %.3f" % float((predicted(e, torch_out) == y).mean())
     print("%s: trained (final loss %.4f), %s, exported at opset %d" % (e["name"], loss, metric, e["opset"]))
 
 
