@@ -123,3 +123,11 @@ def sequences(entry, n, seed):
     if not entry["batch_first"]:
         x = np.ascontiguousarray(np.transpose(x, (1, 0, 2)))
     return x, np.asarray(y, np.float32 if entry["task"] == "regress" else np.int64)
+
+
+def predicted(entry, out):
+    """A classifier's classes: the argmax, or (binary) the logit above 0 / the probability above 1/2."""
+    if entry["task"] == "binary":
+        threshold = 0.5 if entry["final"] == "sigmoid" else 0.0
+        return (out.reshape(out.shape[0], -1)[:, 0] > threshold).astype(np.int64)
+    return out.argmax(-1)

@@ -135,13 +135,6 @@ def export(model, e, path):
                       output_names=["y"], dynamic_axes=axes)
 
 
-def predicted(e, out):
-    """A classifier's classes: the argmax, or (binary) the logit above 0 / the probability above 1/2."""
-    if e["task"] == "binary":
-        return (out.reshape(-1) > (0.5 if e["final"] == "sigmoid" else 0.0)).astype(np.int64)
-    return out.argmax(-1)
-
-
 def make(e, out):
     torch.manual_seed(sum(map(ord, e["name"])))
     model = Published(e)
@@ -155,7 +148,7 @@ def make(e, out):
     metric = ""
     if e["task"] != "regress":
         np.save(os.path.join(out, e["name"] + ".labels.npy"), y)
-        metric = "accuracy %.3f" % float((predicted(e, torch_out) == y).mean())
+        metric = "accuracy %.3f" % float((corpus.predicted(e, torch_out) == y).mean())
     print("%s: trained (final loss %.4f), %s, exported at opset %d" % (e["name"], loss, metric, e["opset"]))
 
 

@@ -37,13 +37,6 @@ def run(cmd):
     return p.returncode, p.stdout
 
 
-def predicted(e, out):
-    """A classifier's classes: the argmax, or (binary) the logit above 0 / the probability above 1/2."""
-    if e["task"] == "binary":
-        return (out.reshape(out.shape[0], -1)[:, 0] > (0.5 if e["final"] == "sigmoid" else 0.0)).astype(np.int64)
-    return out.argmax(-1)
-
-
 def evaluate(qlstm, work, e):
     name = e["name"]
     cal, _ = corpus.sequences(e, corpus.CALIBRATION_SEQUENCES, corpus.CALIBRATION_SEED)
@@ -65,9 +58,9 @@ def evaluate(qlstm, work, e):
     r = {"name": name, "sqnr": sqnr_db(ref, got)}
     if e["task"] != "regress":
         labels = np.load(os.path.join(MODELS, name + ".labels.npy"))
-        r["acc_torch"] = float((predicted(e, ref) == labels).mean())
-        r["acc_int8"] = float((predicted(e, got) == labels).mean())
-        r["agree"] = float((predicted(e, ref) == predicted(e, got)).mean())
+        r["acc_torch"] = float((corpus.predicted(e, ref) == labels).mean())
+        r["acc_int8"] = float((corpus.predicted(e, got) == labels).mean())
+        r["agree"] = float((corpus.predicted(e, ref) == corpus.predicted(e, got)).mean())
     r["ok"] = r["sqnr"] >= MIN_SQNR_DB or (e["task"] != "regress" and r["acc_int8"] >= r["acc_torch"] - ACCURACY_SLACK)
     return r
 
