@@ -72,6 +72,7 @@ struct OpCall {
   int32_t time_steps;
   const qlstm_program_context& ctx;
   const void* in;
+  const void* in2;  // an elementwise op's operand 2 (its second input buffer); nullptr for another kind
   void* out;
   int8_t* hidden;
   int16_t* cell;
@@ -123,6 +124,9 @@ struct qlstm_op_handler {
   qlstm::program::Failure (*check)(const qlstm_program& program, int32_t k, int32_t time_steps);
   const qlstm::program::RecurrentKind* recurrent;  // nullptr: not a recurrent op
   qlstm::program::RunFn run;
+  // Reads its second_input_buffer too (an elementwise op), of its input's element type; the
+  // runner checks that buffer as it checks the input buffer.
+  bool reads_second_input = false;
 };
 
 namespace qlstm::program {

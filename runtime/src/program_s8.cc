@@ -61,18 +61,28 @@ Failure check_op(const qlstm_program& program, const Kinds& kinds, int32_t k, in
   const qlstm_op_handler* const handler = handler_of(kinds, op.kind);
   if (handler == nullptr) return {QLSTM_ERROR_UNSUPPORTED, "kind", k};  // a kind the caller's table lacks
   if (op.params == nullptr) return {QLSTM_ERROR_NULL_POINTER, "params", k};
+  const bool second = handler->reads_second_input;
   if (op.input_buffer < 0 || op.input_buffer >= last) return bad_op("input_buffer", k);
+  if (second ? op.second_input_buffer < 0 || op.second_input_buffer >= last : op.second_input_buffer != 0) {
+    return bad_op("second_input_buffer", k);
+  }
   if (op.output_buffer < 1 || op.output_buffer > last) return bad_op("output_buffer", k);
-  const bool reads_area = is_intermediate(program, op.input_buffer);
   const bool writes_area = is_intermediate(program, op.output_buffer);
-  if (reads_area && holds[area_of(op.input_buffer)] != op.input_buffer) {
-    return bad_op("input_buffer", k);  // not written yet, or its area since overwritten
-  }
-  if (reads_area && writes_area && area_of(op.input_buffer) == area_of(op.output_buffer)) {
-    return bad_op("output_buffer", k);  // would overwrite the area it reads
-  }
+  // Each buffer the op reads holds what it was written with and is not in the area it writes.
+  const auto check_read = [&](int32_t buffer, const char* field) {
+    if (!is_intermediate(program, buffer)) return kNoFailure;
+    if (holds[area_of(buffer)] != buffer) return bad_op(field, k);  // not written yet, or its area since overwritten
+    if (writes_area && area_of(buffer) == area_of(op.output_buffer)) return bad_op("output_buffer", k);
+    return kNoFailure;
+  };
+  Failure read = check_read(op.input_buffer, "input_buffer");
+  if (read.status == QLSTM_OK && second) read = check_read(op.second_input_buffer, "second_input_buffer");
+  if (read.status != QLSTM_OK) return read;
   const OpTypes types = handler->types(program, op);
   if (types.in != element_type(program, op.input_buffer)) return {QLSTM_ERROR_BAD_ELEMENT_TYPE, "input_buffer", k};
+  if (second && types.in != element_type(program, op.second_input_buffer)) {
+    return {QLSTM_ERROR_BAD_ELEMENT_TYPE, "second_input_buffer", k};
+  }
   if (types.out != element_type(program, op.output_buffer)) return {QLSTM_ERROR_BAD_ELEMENT_TYPE, "output_buffer", k};
   const Failure f = handler->check(program, k, time_steps);
   if (f.status != QLSTM_OK) return f;
@@ -179,11 +189,15 @@ qlstm_status run_program(const qlstm_program* program, const Kinds& kinds, qlstm
   if (misaligned(input, 0) || misaligned(output, last)) return QLSTM_ERROR_SCRATCH_MISALIGNED;
   for (int32_t k = 0; k < program->op_count; ++k) {
     const qlstm_op& op = program->ops[k];
-    const void* in = op.input_buffer == 0 ? input : ctx->activations[area_of(op.input_buffer)];
+    const qlstm_op_handler* const handler = handler_of(kinds, op.kind);
+    const auto source = [&](int32_t buffer) -> const void* {
+      return buffer == 0 ? input : ctx->activations[area_of(buffer)];
+    };
+    const void* in2 = handler->reads_second_input ? source(op.second_input_buffer) : nullptr;
     void* out = op.output_buffer == last ? output : ctx->activations[area_of(op.output_buffer)];
     if (options.before_op != nullptr) options.before_op(k);
     const qlstm_status st =
-        handler_of(kinds, op.kind)->run(OpCall{*program, op, time_steps, *ctx, in, out, hidden, cell, options});
+        handler->run(OpCall{*program, op, time_steps, *ctx, source(op.input_buffer), in2, out, hidden, cell, options});
     if (options.after_op != nullptr) options.after_op(k);
     if (st != QLSTM_OK) return st;
   }

@@ -580,10 +580,13 @@ TEST(ParamsCodec, TruncatedRecordNamesTheField) {
   qlstm::OpBlock block{};
   qlstm::visit_op_fields(op, block, whole);
   EXPECT_TRUE(whole.complete());
-  // The last field of a cut record: the state offset.
+  // The last fields of a cut record: the state offset, then the second input buffer.
   qlstm::RecordReader last(reinterpret_cast<const uint8_t*>(storage.data()), record.size() - 4);
   qlstm::visit_op_fields(op, block, last);
-  EXPECT_STREQ(last.failed(), "state_offset");
+  EXPECT_STREQ(last.failed(), "second_input_buffer");
+  qlstm::RecordReader before_last(reinterpret_cast<const uint8_t*>(storage.data()), record.size() - 8);
+  qlstm::visit_op_fields(op, block, before_last);
+  EXPECT_STREQ(before_last.failed(), "state_offset");
 }
 
 }  // namespace

@@ -108,6 +108,59 @@ TEST(ProgramRunner, LogSoftmaxClassifierEqualsTheOpsOneByOne) {
   }
 }
 
+// y1 + lstm(y1) (and y1 * lstm(y1)): the elementwise op reads the front FC's buffer and the LSTM's.
+TEST(ProgramRunner, ResidualAddAndMultiplyEqualTheOpsOneByOne) {
+  for (const bool time_major : {false, true}) {
+    for (const bool multiply : {false, true}) {
+      std::mt19937_64 rng(170 + 2 * static_cast<unsigned>(time_major) + static_cast<unsigned>(multiply));
+      Built b;
+      build_residual(b, time_major, multiply, rng);
+      const std::vector<int8_t> x = random_s8(static_cast<size_t>(B * T * I), rng);
+      std::vector<int8_t> y(b.output_size(), 0x5A);
+      ASSERT_EQ(qlstm_program_run(&b.program, &b.ctx, x.data(), y.data(), T, nullptr, nullptr), QLSTM_OK);
+      const std::vector<int8_t> y1 = fc_alone(b.fcs[0].params, x);
+      const std::vector<int8_t> y2 = lstm_alone(b.lstms[0].params, T, y1, nullptr, nullptr);
+      std::vector<int8_t> expected(y1.size());
+      if (multiply) {
+        qlstm_mul_s8_params p = block<qlstm_mul_s8_params>(b.ops[2]);
+        p.shape.rows = B * T;
+        ASSERT_EQ(qlstm_mul_s8(&p, y1.data(), y2.data(), expected.data()), QLSTM_OK);
+      } else {
+        qlstm_add_s8_params p = block<qlstm_add_s8_params>(b.ops[2]);
+        p.shape.rows = B * T;
+        ASSERT_EQ(qlstm_add_s8(&p, y1.data(), y2.data(), expected.data()), QLSTM_OK);
+      }
+      EXPECT_EQ(y, expected) << (time_major ? "time-major" : "batch-major") << (multiply ? " multiply" : " add");
+    }
+  }
+}
+
+// An elementwise op on slices of its buffers' rows: the program's input [x1 | x2] (each of width
+// H), the add of its second half and its first, as the kernel computes it on the halves.
+TEST(ProgramRunner, ElementwiseOpOnSlicesOfOneBuffer) {
+  std::mt19937_64 rng(180);
+  qlstm_add_s8_params add = random_add(H, rng);
+  add.shape.input1_offset = H;
+  qlstm_op op = program_op(QLSTM_OP_ADD_S8, 0, 1);
+  set_block(op, add);
+  const int32_t widths[] = {2 * H, H}, steps[] = {kEvery, kEvery};
+  const qlstm_program program = {&op, 1, 2, widths, 0, steps, B, QLSTM_LAYOUT_BATCH_MAJOR, nullptr};
+  qlstm_program_context ctx = {nullptr, 0, nullptr, {nullptr, nullptr}, 0};
+  const std::vector<int8_t> x = random_s8(static_cast<size_t>(B * T * 2 * H), rng);
+  std::vector<int8_t> y(static_cast<size_t>(B * T * H)), first, second;
+  for (size_t pos = 0; pos < static_cast<size_t>(B * T); ++pos) {
+    first.insert(first.end(), x.begin() + static_cast<ptrdiff_t>(pos * 2 * H), x.begin() + static_cast<ptrdiff_t>(pos * 2 * H + H));
+    second.insert(second.end(), x.begin() + static_cast<ptrdiff_t>(pos * 2 * H + H),
+                  x.begin() + static_cast<ptrdiff_t>((pos + 1) * 2 * H));
+  }
+  ASSERT_EQ(qlstm_program_run(&program, &ctx, x.data(), y.data(), T, nullptr, nullptr), QLSTM_OK);
+  qlstm_add_s8_params whole = add;
+  whole.shape.rows = B * T;
+  std::vector<int8_t> expected(y.size());
+  ASSERT_EQ(qlstm_add_s8(&whole, second.data(), first.data(), expected.data()), QLSTM_OK);
+  EXPECT_EQ(y, expected);
+}
+
 TEST(ProgramRunner, FinalStateHeadEqualsTheOpsOneByOneAndCarriesState) {
   for (const bool time_major : {false, true}) {
     std::mt19937_64 rng(200 + static_cast<unsigned>(time_major));
@@ -228,6 +281,8 @@ struct Case {
 };
 
 void classifier(Built& b, bool time_major, std::mt19937_64& rng) { build_classifier(b, time_major, -1, rng); }
+void residual_add(Built& b, bool time_major, std::mt19937_64& rng) { build_residual(b, time_major, false, rng); }
+void residual_mul(Built& b, bool time_major, std::mt19937_64& rng) { build_residual(b, time_major, true, rng); }
 
 TEST(ProgramValidate, NamesEachRuleOfTheNewKindsAndOneStepBuffers) {
   const Case cases[] = {
@@ -296,6 +351,28 @@ TEST(ProgramValidate, NamesEachRuleOfTheNewKindsAndOneStepBuffers) {
       {"LSTM batch", build_final_head, [](Built& b) { block<qlstm_lstm_s8_params>(b.ops[0]).dims.batch = B + 1; }, bad("dims.batch", 0)},
       {"LSTM layout", classifier,
        [](Built& b) { block<qlstm_lstm_s8_params>(b.ops[0]).layout = 1 - b.layout; }, bad("layout", 0)},
+      // An elementwise op's second input: only of a kind that reads one, written, not in the area
+      // the op writes, of the input's steps; each slice within its buffer's rows.
+      {"second input of an FC", classifier, [](Built& b) { b.ops[2].second_input_buffer = 1; }, bad("second_input_buffer", 2)},
+      {"second input past the buffers", residual_add, [](Built& b) { b.ops[2].second_input_buffer = 3; },
+       bad("second_input_buffer", 2)},
+      {"second input negative", residual_mul, [](Built& b) { b.ops[2].second_input_buffer = -1; },
+       bad("second_input_buffer", 2)},
+      {"second input not written", residual_add, [](Built& b) { b.ops[1].output_buffer = 3; },
+       bad("second_input_buffer", 2)},
+      {"second input in the area written", residual_add,
+       [](Built& b) { b.ops[2].input_buffer = 2; b.ops[2].second_input_buffer = 1; b.ops[2].output_buffer = 1; },
+       bad("output_buffer", 2)},
+      {"second input one step", residual_mul,
+       [](Built& b) { block<qlstm_lstm_s8_params>(b.ops[1]).output_steps = QLSTM_OUTPUT_FINAL; b.steps[2] = kOne; },
+       bad("second_input_buffer", 2)},
+      {"first slice", residual_add, [](Built& b) { block<qlstm_add_s8_params>(b.ops[2]).shape.input1_offset = 1; },
+       bad("shape.input1_offset", 2)},
+      {"second slice", residual_mul, [](Built& b) { block<qlstm_mul_s8_params>(b.ops[2]).shape.input2_offset = 1; },
+       bad("shape.input2_offset", 2)},
+      {"elementwise output width", residual_add, [](Built& b) { b.widths[3] = H + 1; }, bad("shape.row_size", 2)},
+      {"add left shift", residual_add, [](Built& b) { block<qlstm_add_s8_params>(b.ops[2]).left_shift = 24; },
+       refusal(QLSTM_ERROR_BAD_SHIFT, "left_shift", 2)},
       // The context: one-step buffers are B positions.
       {"one-step area", build_final_head, [](Built& b) { b.ctx.activation_bytes = B * H - 1; },
        refusal(QLSTM_ERROR_SCRATCH_TOO_SMALL, "activation_bytes", -1)},

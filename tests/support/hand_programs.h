@@ -311,6 +311,57 @@ inline void build_bidirectional_gru(Built& b, bool time_major, int32_t output_st
   b.finish();
 }
 
+// Random parameters of an elementwise add or multiply over rows of `row_size`, as TFLite's
+// preparation makes them (the add: operand 1 at the larger scale, x 0.5 exactly; left shift 20).
+// P: qlstm_add_s8_params or qlstm_mul_s8_params; the output shift's range [lo, hi].
+template <class P>
+inline P random_elementwise(int32_t row_size, int32_t lo, int32_t hi, std::mt19937_64& rng) {
+  std::uniform_int_distribution<int32_t> m(1 << 30, INT32_MAX), zp(-20, 20), out_s(lo, hi);
+  P p{};
+  p.shape = {0, row_size, 0, 0};
+  p.input1_zero_point = zp(rng);
+  p.input2_zero_point = zp(rng);
+  p.output_multiplier = m(rng);
+  p.output_shift = out_s(rng);
+  p.output_zero_point = zp(rng);
+  p.activation_min = -128;
+  p.activation_max = 127;
+  return p;
+}
+inline qlstm_add_s8_params random_add(int32_t row_size, std::mt19937_64& rng) {
+  qlstm_add_s8_params p = random_elementwise<qlstm_add_s8_params>(row_size, -20, -17, rng);
+  std::uniform_int_distribution<int32_t> m(1 << 30, INT32_MAX), s(-3, -1);
+  p.left_shift = 20;
+  p.input1_multiplier = 1 << 30;
+  p.input1_shift = 0;
+  p.input2_multiplier = m(rng);
+  p.input2_shift = s(rng);
+  return p;
+}
+inline qlstm_mul_s8_params random_mul(int32_t row_size, std::mt19937_64& rng) {
+  return random_elementwise<qlstm_mul_s8_params>(row_size, -10, -7, rng);
+}
+
+// Front FC -> LSTM, then the add (or multiply) of the two, every step: y1 + lstm(y1), a residual
+// connection around a layer (the elementwise op reads two intermediate buffers, one in each area).
+inline void build_residual(Built& b, bool time_major, bool multiply, std::mt19937_64& rng) {
+  start(b, time_major);
+  make_fc(b.fcs.emplace_back(), I, H, true, false, rng);
+  make_random_lstm(b.lstms.emplace_back(), rng, {B, T, H, H}, time_major, Regime::kTypical);
+  b.widths = {I, H, H, H};
+  b.steps = {kEvery, kEvery, kEvery, kEvery};
+  b.ops.push_back(fc_op(b.fcs[0].params, 0, 1));
+  b.ops.push_back(lstm_op(b.lstms[0].params, 1, 2, 0));
+  if (multiply) {
+    add_op(b, QLSTM_OP_MUL_S8, 1, 3, random_mul(H, rng));
+  } else {
+    add_op(b, QLSTM_OP_ADD_S8, 1, 3, random_add(H, rng));
+  }
+  b.ops.back().second_input_buffer = 2;
+  b.state_values = static_cast<size_t>(B * H);
+  b.finish();
+}
+
 }  // namespace hand
 }  // namespace testing_support
 

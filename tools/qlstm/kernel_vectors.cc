@@ -378,6 +378,49 @@ PoolCase read_pool_case(const json& j, const std::string& where) {
   return c;
 }
 
+ElementwiseCase read_elementwise_case(const json& j, const std::string& where, bool multiply) {
+  const Node n(j, where, "");
+  if (!j.is_object()) n.fail("a case must be an object");
+  ElementwiseCase c;
+  c.name = n.at("name").string();
+  c.multiply = multiply;
+  qlstm_elementwise_s8_shape shape{};
+  shape.rows = 1;
+  shape.row_size = static_cast<int32_t>(n.at("size").integer(1, INT32_MAX / 2));
+  const auto s8 = [&](const char* key) { return static_cast<int32_t>(n.at(key).integer(INT8_MIN, INT8_MAX)); };
+  // What both blocks hold past the add's input rescaling.
+  const auto read_common = [&](auto& p) {
+    p.shape = shape;
+    p.input1_zero_point = s8("input1_zero_point");
+    p.input2_zero_point = s8("input2_zero_point");
+    p.output_multiplier = n.at("output_multiplier").int32();
+    p.output_shift = n.at("output_shift").int32();
+    p.output_zero_point = s8("output_zero_point");
+    p.activation_min = s8("activation_min");
+    p.activation_max = s8("activation_max");
+  };
+  if (multiply) {
+    read_common(c.mul);
+    check_case_params(qlstm_mul_s8_validate, c.mul, where);
+  } else {
+    qlstm_add_s8_params& p = c.add;
+    read_common(p);
+    p.left_shift = n.at("left_shift").int32();
+    p.input1_multiplier = n.at("input1_multiplier").int32();
+    p.input1_shift = n.at("input1_shift").int32();
+    p.input2_multiplier = n.at("input2_multiplier").int32();
+    p.input2_shift = n.at("input2_shift").int32();
+    check_case_params(qlstm_add_s8_validate, p, where);
+  }
+  const size_t size = static_cast<size_t>(shape.row_size);
+  c.input1 = n.at("input1").int_array<int8_t>(size);
+  c.input2 = n.at("input2").int_array<int8_t>(size);
+  c.both_inputs = c.input1;
+  c.both_inputs.insert(c.both_inputs.end(), c.input2.begin(), c.input2.end());
+  c.expected_output = n.at("expected").at("output").int_array<int8_t>(size);
+  return c;
+}
+
 // The first differing value of a [rows][row_size] output, as "output[k] (row=r col=c): ...".
 template <typename Value>
 std::string first_row_mismatch(const std::vector<Value>& expected, const std::vector<Value>& got, int32_t row_size,
@@ -482,10 +525,12 @@ VectorFile load_vector_file(const std::string& path) {
   if (!doc.is_object()) root.fail("the file must hold a JSON object");
   const std::string format = root.at("format").string();
   if (format != kFormat && format != kFcFormat && format != kSoftmaxFormat && format != kFcS16Format &&
-      format != kLstmS16Format && format != kPoolFormat && format != kLogSoftmaxFormat) {
+      format != kLstmS16Format && format != kPoolFormat && format != kLogSoftmaxFormat && format != kAddFormat &&
+      format != kMulFormat) {
     root.at("format").fail("unsupported format \"" + format + "\" (expected \"" + kFormat + "\", \"" + kFcFormat +
                            "\", \"" + kSoftmaxFormat + "\", \"" + kFcS16Format + "\", \"" + kLstmS16Format +
-                           "\", \"" + kPoolFormat + "\" or \"" + kLogSoftmaxFormat + "\")");
+                           "\", \"" + kPoolFormat + "\", \"" + kLogSoftmaxFormat + "\", \"" + kAddFormat + "\" or \"" +
+                           kMulFormat + "\")");
   }
   VectorFile file;
   file.path = path;
@@ -516,6 +561,9 @@ VectorFile load_vector_file(const std::string& path) {
     } else if (format == kSoftmaxFormat) {
       file.softmax_cases.push_back(read_softmax_case(cases[k], where));
       name = file.softmax_cases.back().name;
+    } else if (format == kAddFormat || format == kMulFormat) {
+      file.elementwise_cases.push_back(read_elementwise_case(cases[k], where, format == kMulFormat));
+      name = file.elementwise_cases.back().name;
     } else if (format == kLogSoftmaxFormat) {
       file.log_softmax_cases.push_back(read_log_softmax_case(cases[k], where));
       name = file.log_softmax_cases.back().name;
@@ -649,6 +697,18 @@ std::string device_bundle(const std::vector<VectorFile>& files) {
       op.output_buffer = 1;
       row_case(c.name, op, c.params.rows, c.params.row_size, c.params.row_size, c.input, c.expected_output);
     }
+    for (const ElementwiseCase& c : f.elementwise_cases) {
+      // Both operands are slices of one input row: [input1 | input2].
+      qlstm_op op{};
+      qlstm_add_s8_params add = c.add;
+      qlstm_mul_s8_params mul = c.mul;
+      qlstm_elementwise_s8_shape& shape = c.multiply ? mul.shape : add.shape;
+      shape.input2_offset = c.size();
+      op.kind = c.multiply ? QLSTM_OP_MUL_S8 : QLSTM_OP_ADD_S8;
+      op.params = c.multiply ? static_cast<const void*>(&mul) : static_cast<const void*>(&add);
+      op.output_buffer = 1;
+      row_case(c.name, op, 1, 2 * c.size(), c.size(), c.both_inputs, c.expected_output);
+    }
     for (const LogSoftmaxCase& c : f.log_softmax_cases) {
       qlstm_op op{};
       op.kind = QLSTM_OP_LOG_SOFTMAX_S8;
@@ -720,6 +780,20 @@ CaseResult run_softmax_case(const SoftmaxCase& c) {
 
 CaseResult run_log_softmax_case(const LogSoftmaxCase& c) {
   return run_int8_rows_case(c, qlstm_log_softmax_s8, c.params.row_size, "row", "i");
+}
+
+CaseResult run_elementwise_case(const ElementwiseCase& c) {
+  CaseResult r;
+  r.output.assign(c.expected_output.size(), 0);
+  r.status = c.multiply ? qlstm_mul_s8(&c.mul, c.input1.data(), c.input2.data(), r.output.data())
+                        : qlstm_add_s8(&c.add, c.input1.data(), c.input2.data(), r.output.data());
+  if (r.status != QLSTM_OK) {
+    r.mismatch = std::string("kernel returned an error: ") + qlstm_status_string(r.status);
+    return r;
+  }
+  r.mismatch = first_row_mismatch(c.expected_output, r.output, c.size(), "row", "i");
+  r.passed = r.mismatch.empty();
+  return r;
 }
 
 CaseResult run_lstm_s16_case(const LstmS16Case& c, const LstmS16Variant* variant) {

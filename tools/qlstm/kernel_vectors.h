@@ -1,6 +1,7 @@
 // Kernel conformance vectors: reading, checking, running. Host only. Formats:
 // "lstm-s8-kernel-vectors/1" (docs/kernel-vectors.md), and for the ops around the LSTM
 // "fc-s8-vectors/1", "softmax-s8-vectors/1" and the 16x8 "fc-s16-vectors/1"
+// "pool-s8-vectors/1", "elementwise-add-s8-vectors/1", "elementwise-mul-s8-vectors/1"
 // (../shared/op-vectors/FORMAT.md); "log-softmax-s8-vectors/1" (docs/kernel-vectors.md).
 #ifndef QLSTM_TOOLS_KERNEL_VECTORS_H_
 #define QLSTM_TOOLS_KERNEL_VECTORS_H_
@@ -10,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "qlstm/elementwise_s8.h"
 #include "qlstm/fully_connected_s16.h"
 #include "qlstm/fully_connected_s8.h"
 #include "qlstm/kernels.h"
@@ -29,6 +31,8 @@ inline constexpr const char* kFcS16Format = "fc-s16-vectors/1";
 inline constexpr const char* kLstmS16Format = "lstm-s16-kernel-vectors/1";
 inline constexpr const char* kPoolFormat = "pool-s8-vectors/1";
 inline constexpr const char* kLogSoftmaxFormat = "log-softmax-s8-vectors/1";
+inline constexpr const char* kAddFormat = "elementwise-add-s8-vectors/1";
+inline constexpr const char* kMulFormat = "elementwise-mul-s8-vectors/1";
 
 // One gate's arrays (its scalars live in the case's block); Bias: int32_t, int64_t for 16x8.
 template <class Bias>
@@ -135,6 +139,18 @@ struct PoolCase {
   std::vector<int8_t> expected_output;  // [N][OH][OW][C]
 };
 
+// An elementwise add or multiply case: `size` values of each operand (shape.rows = 1).
+struct ElementwiseCase {
+  std::string name;
+  bool multiply = false;
+  qlstm_add_s8_params add{};  // the add's block (multiply false)
+  qlstm_mul_s8_params mul{};  // the multiply's block (multiply true)
+  std::vector<int8_t> input1, input2;
+  std::vector<int8_t> both_inputs;  // input1 then input2: a one-op program's input row
+  std::vector<int8_t> expected_output;
+  int32_t size() const { return static_cast<int32_t>(input1.size()); }
+};
+
 // One file: the cases of its format (the other lists are empty).
 struct VectorFile {
   std::string path;
@@ -147,9 +163,10 @@ struct VectorFile {
   std::vector<LstmS16Case> lstm_s16_cases; // lstm-s16-kernel-vectors/1
   std::vector<PoolCase> pool_cases;        // pool-s8-vectors/1
   std::vector<LogSoftmaxCase> log_softmax_cases;  // log-softmax-s8-vectors/1
+  std::vector<ElementwiseCase> elementwise_cases;  // elementwise-add-s8-vectors/1, elementwise-mul-s8-vectors/1
   size_t case_count() const {
     return cases.size() + fc_cases.size() + softmax_cases.size() + fc_s16_cases.size() + lstm_s16_cases.size() +
-           pool_cases.size() + log_softmax_cases.size();
+           pool_cases.size() + log_softmax_cases.size() + elementwise_cases.size();
   }
 };
 
@@ -179,7 +196,8 @@ struct CaseResult {
 // Every case of the files, with its expected values, as a bundle for the device firmware
 // (device::bundle): an LSTM case as a one-op program over its call, an FC case as a one-op
 // program over B positions of one step (T = 1), a (log-)softmax case likewise over its rows, a pooling
-// case over its images (one position each). The 16x8
+// case over its images (one position each), an elementwise case as one position of both operands
+// side by side (the op reading its two slices of the input buffer). The 16x8
 // cases (not program ops yet) make a bundle of their own, "QLSB" (device::s16_bundle): files of
 // both kinds together throw FormatError.
 std::string device_bundle(const std::vector<VectorFile>& files);
@@ -190,6 +208,8 @@ CaseResult run_case(const KernelCase& c, const LstmS8Variant& variant);
 CaseResult run_fc_case(const FcCase& c, const FcS8Variant* variant);
 CaseResult run_softmax_case(const SoftmaxCase& c);
 CaseResult run_log_softmax_case(const LogSoftmaxCase& c);
+// The elementwise case through qlstm_add_s8 / qlstm_mul_s8.
+CaseResult run_elementwise_case(const ElementwiseCase& c);
 // The pooling case through qlstm_pool_s8.
 // variant nullptr: qlstm_pool_s8's dispatch.
 CaseResult run_pool_case(const PoolCase& c, const PoolS8Variant* variant);

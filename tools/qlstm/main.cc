@@ -226,6 +226,10 @@ bool verify_file(const qlstm::vectors::VectorFile& file, const SelectedVariants&
     const std::string detail = "rows=" + std::to_string(c.params.rows) + " row_size=" + std::to_string(c.params.row_size);
     count(c.name, "reference", qlstm::vectors::run_log_softmax_case(c), detail);
   }
+  for (const auto& c : file.elementwise_cases) {
+    const std::string detail = std::string(c.multiply ? "mul" : "add") + " size=" + std::to_string(c.size());
+    count(c.name, "reference", qlstm::vectors::run_elementwise_case(c), detail);
+  }
   std::printf("%s: %zu cases, %ld of %zu runs bit-exact\n", path, file.case_count(), file_passed, runs);
   return true;
 }

@@ -470,7 +470,7 @@ void ProgramEmitter::source_table(std::ostringstream& s) const {
   for (int32_t k = 0; k < n_ops; ++k) {
     const qlstm_op& o = ops[static_cast<size_t>(k)];
     s << "  {" << kind_symbol(o.kind) << ", &kOp" << k << "_params, " << o.input_buffer << ", " << o.output_buffer << ", "
-      << o.output_offset << ", " << o.state_offset << "},\n";
+      << o.output_offset << ", " << o.state_offset << ", " << o.second_input_buffer << "},\n";
   }
   s << "};\nconst int32_t kBufferWidths[" << n_buffers << "] = {";
   for (int32_t b = 0; b < n_buffers; ++b) s << (b ? ", " : "") << rt.widths[static_cast<size_t>(b)];

@@ -19,6 +19,7 @@
 #include "qlstm/lstm_s16.h"
 #include "qlstm/lstm_s8.h"
 #include "qlstm/log_softmax_s8.h"
+#include "qlstm/elementwise_s8.h"
 #include "qlstm/pool_s8.h"
 #include "qlstm/program_s8.h"
 #include "qlstm/requantize.h"
@@ -236,6 +237,10 @@ void log_softmax_s8_prechecked(const qlstm_log_softmax_s8_params& params, const 
 void softmax_s16_prechecked(const qlstm_softmax_s16_params& params, const int16_t* input, int16_t* output);
 void table_s8_prechecked(const qlstm_table_s8_params& params, const int8_t* input, int8_t* output);
 void requantize_prechecked(const qlstm_requantize_params& params, const void* input, void* output);
+// The elementwise add and multiply on validated params (qlstm_add_s8_validate,
+// qlstm_mul_s8_validate): rows x row_size values of each operand, contiguous.
+void add_s8_prechecked(const qlstm_add_s8_params& params, const int8_t* input1, const int8_t* input2, int8_t* output);
+void mul_s8_prechecked(const qlstm_mul_s8_params& params, const int8_t* input1, const int8_t* input2, int8_t* output);
 // ---- The pooling op's variants (pool_s8.h, docs/arithmetic.md §17): one function for the whole
 // call, each equal to the reference bit for bit (tests/variants).
 using PoolS8Fn = void (*)(const qlstm_pool_s8_params& params, const int8_t* input, int8_t* output);

@@ -33,6 +33,10 @@
   /* qlstm_pool_s8: a sequence over time into one step, or each position's image */                      \
   X(POOL_S8, 10, pool_s8, pool, qlstm_pool_s8_params, visit_pool_s8_fields)                             \
   /* qlstm_log_softmax_s8 on every position */                                                           \
-  X(LOG_SOFTMAX_S8, 11, log_softmax_s8, log_softmax, qlstm_log_softmax_s8_params, visit_log_softmax_s8_fields)
+  X(LOG_SOFTMAX_S8, 11, log_softmax_s8, log_softmax, qlstm_log_softmax_s8_params, visit_log_softmax_s8_fields) \
+  /* qlstm_add_s8 of two buffers' positions (a residual connection) */                                  \
+  X(ADD_S8, 12, add_s8, add, qlstm_add_s8_params, visit_add_s8_fields)                                   \
+  /* qlstm_mul_s8 of two buffers' positions */                                                           \
+  X(MUL_S8, 13, mul_s8, mul, qlstm_mul_s8_params, visit_mul_s8_fields)
 
 #endif /* QLSTM_OP_KINDS_H_ */

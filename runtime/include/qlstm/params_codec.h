@@ -271,6 +271,53 @@ void visit_log_softmax_s8_fields(P& p, V& v) {
 }
 
 // P is qlstm_softmax_s16_params or const qlstm_softmax_s16_params.
+namespace codec_detail {
+// The operands' shape of an elementwise op (qlstm_elementwise_s8_shape, maybe const).
+template <class V, class S>
+void elementwise_shape(V& v, S& s) {
+  v.open("shape");
+  v.i32("shape.rows", s.rows);
+  v.i32("shape.row_size", s.row_size);
+  v.i32("shape.input1_offset", s.input1_offset);
+  v.i32("shape.input2_offset", s.input2_offset);
+  v.close();
+}
+// The zero points, the output requantization and the clamp: the last fields of both blocks.
+template <class V, class P>
+void elementwise_output(V& v, P& p) {
+  v.i32("output_multiplier", p.output_multiplier);
+  v.i32("output_shift", p.output_shift);
+  v.i32("output_zero_point", p.output_zero_point);
+  v.i32("activation_min", p.activation_min);
+  v.i32("activation_max", p.activation_max);
+}
+}  // namespace codec_detail
+
+template <class P, class V>
+void visit_add_s8_fields(P& p, V& v) {
+  v.open("add");
+  codec_detail::elementwise_shape(v, p.shape);
+  v.i32("input1_zero_point", p.input1_zero_point);
+  v.i32("input2_zero_point", p.input2_zero_point);
+  v.i32("left_shift", p.left_shift);
+  v.i32("input1_multiplier", p.input1_multiplier);
+  v.i32("input1_shift", p.input1_shift);
+  v.i32("input2_multiplier", p.input2_multiplier);
+  v.i32("input2_shift", p.input2_shift);
+  codec_detail::elementwise_output(v, p);
+  v.close();
+}
+
+template <class P, class V>
+void visit_mul_s8_fields(P& p, V& v) {
+  v.open("mul");
+  codec_detail::elementwise_shape(v, p.shape);
+  v.i32("input1_zero_point", p.input1_zero_point);
+  v.i32("input2_zero_point", p.input2_zero_point);
+  codec_detail::elementwise_output(v, p);
+  v.close();
+}
+
 template <class P, class V>
 void visit_softmax_s16_fields(P& p, V& v) {
   v.open("softmax_s16");
@@ -383,6 +430,7 @@ void visit_wiring(Op& op, V& v) {
   v.i32("output_buffer", op.output_buffer);
   v.i32("output_offset", op.output_offset);
   offset(v, "state_offset", op.state_offset);
+  v.i32("second_input_buffer", op.second_input_buffer);
 }
 }  // namespace codec_detail
 

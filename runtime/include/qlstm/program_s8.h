@@ -12,6 +12,7 @@
 
 #include "qlstm/fully_connected_s16.h"
 #include "qlstm/fully_connected_s8.h"
+#include "qlstm/elementwise_s8.h"
 #include "qlstm/gru_s8.h"
 #include "qlstm/lstm_s16.h"
 #include "qlstm/lstm_s8.h"
@@ -56,7 +57,8 @@ typedef struct qlstm_op {
    * (LSTM_S16), qlstm_fc_s16_params (FULLY_CONNECTED_S16), qlstm_requantize_params (REQUANTIZE),
    * qlstm_softmax_s16_params (SOFTMAX_S16), qlstm_pool_s8_params (POOL_S8: input_height 0 pools a
    * sequence over time into a one-step buffer, the runner setting its geometry per call),
-   * qlstm_log_softmax_s8_params (LOG_SOFTMAX_S8).
+   * qlstm_log_softmax_s8_params (LOG_SOFTMAX_S8), qlstm_add_s8_params (ADD_S8),
+   * qlstm_mul_s8_params (MUL_S8: both elementwise, of input_buffer and second_input_buffer).
    * A recurrent op's: dims.batch and layout the program's, dims.input_size its input buffer's
    * width; the runner sets dims.time_steps (the call's) and output_width (its output buffer's
    * width) in its copy. A per-position op's: the runner sets rows (the input buffer's
@@ -70,6 +72,9 @@ typedef struct qlstm_op {
   int32_t output_offset;       /* elements into each output position's row: offset + H <= width */
   size_t state_offset;         /* a recurrent op's elements into the caller's state: offset + B x
                                   qlstm_op_state_size <= state_values (0 for another kind) */
+  int32_t second_input_buffer; /* an elementwise op's operand 2 (ADD_S8, MUL_S8): 0 ... buffer_count
+                                  - 2, its positions those of the input buffer, not in the output
+                                  buffer's area; 0 for another kind */
 } qlstm_op;
 
 typedef struct qlstm_program {
@@ -101,9 +106,9 @@ typedef struct qlstm_program_context {
  * The program: ops, buffer_widths and buffer_steps not NULL, op_count >= 1, buffer_count >= 2,
  * batch >= 1, layout a qlstm_layout, buffer 0 every step and every buffer_steps a
  * qlstm_buffer_steps. Each op: its kind; its params set (QLSTM_ERROR_NULL_POINTER, "params"); its
- * buffer indices; that it does not read and write the
- * same activation area nor read an intermediate buffer its area does not hold (not yet written, or
- * since overwritten); the steps of its buffers (a recurrent op and a selection read a sequence; a
+ * buffer indices (an elementwise op's second_input_buffer too; another kind's 0); that it does
+ * not read and write the same activation area nor read an intermediate buffer its area does not
+ * hold (not yet written, or since overwritten); the steps of its buffers (a recurrent op and a selection read a sequence; a
  * recurrent op writes a sequence, or a one-step buffer exactly when its output_steps is
  * QLSTM_OUTPUT_FINAL or QLSTM_OUTPUT_FIRST; a selection writes a one-step buffer; a fully connected, softmax or table op
  * writes a buffer of the same steps as it reads); the widths (a recurrent op's dims.input_size is
@@ -125,7 +130,7 @@ typedef struct qlstm_program_context {
  * On failure, if not NULL: *field names the offending field (a static string: a field of the
  * program or of ctx such as "op_count", "buffer_steps" or "activation_bytes", or, when *op_index
  * >= 0, a field of op *op_index: "kind", "input_buffer", "output_buffer", "output_offset",
- * "state_offset", "output_steps", "step", "row_size", "input_size", ... or one of its kernel's
+ * "state_offset", "second_input_buffer", "output_steps", "step", "row_size", "input_size", ... or one of its kernel's
  * params as that kernel's validation names it: "dims.input_size", "cell_clip", "shifts",
  * "diff_min", "table", "gates[reset].input_to_q3_12.shift", ...) and *op_index the op (-1 for a
  * field that is not an op's).
