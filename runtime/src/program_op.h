@@ -127,6 +127,10 @@ struct qlstm_op_handler {
   // Reads its second_input_buffer too (an elementwise op), of its input's element type; the
   // runner checks that buffer as it checks the input buffer.
   bool reads_second_input = false;
+  // May write over an operand it reads whole (an elementwise op: each value is read before it is
+  // written): its output buffer may share that operand's area when the two have the same steps
+  // and width, so position p of one is position p of the other.
+  bool in_place = false;
 };
 
 namespace qlstm::program {

@@ -68,11 +68,16 @@ Failure check_op(const qlstm_program& program, const Kinds& kinds, int32_t k, in
   }
   if (op.output_buffer < 1 || op.output_buffer > last) return bad_op("output_buffer", k);
   const bool writes_area = is_intermediate(program, op.output_buffer);
-  // Each buffer the op reads holds what it was written with and is not in the area it writes.
+  // Each buffer the op reads holds what it was written with and is not in the area it writes
+  // (unless the op writes in place over it: the same positions and width).
   const auto check_read = [&](int32_t buffer, const char* field) {
     if (!is_intermediate(program, buffer)) return kNoFailure;
     if (holds[area_of(buffer)] != buffer) return bad_op(field, k);  // not written yet, or its area since overwritten
-    if (writes_area && area_of(buffer) == area_of(op.output_buffer)) return bad_op("output_buffer", k);
+    if (writes_area && area_of(buffer) == area_of(op.output_buffer)) {
+      const bool aliased = one_step(program, buffer) == one_step(program, op.output_buffer) &&
+                           program.buffer_widths[buffer] == program.buffer_widths[op.output_buffer];
+      if (!handler->in_place || !aliased) return bad_op("output_buffer", k);
+    }
     return kNoFailure;
   };
   Failure read = check_read(op.input_buffer, "input_buffer");

@@ -132,13 +132,18 @@ TEST(DevicePrograms, EqualTheHostRunner) {
     build_bidirectional_gru(last.program, time_major, QLSTM_OUTPUT_FINAL, rng, QLSTM_OUTPUT_FIRST);
     last.time_steps = T;
     names.push_back("gru_bidirectional_last_step" + layout);
-    // A residual add (and a multiply) of two intermediate buffers.
+    // A residual add (and a multiply) of two intermediate buffers; an add written in place over
+    // one of them, then a head.
     for (const bool multiply : {false, true}) {
       HostCall& r = calls.emplace_back();
       build_residual(r.program, time_major, multiply, rng);
       r.time_steps = T;
       names.push_back(std::string(multiply ? "mul" : "residual_add") + layout);
     }
+    HostCall& in_place = calls.emplace_back();
+    build_residual(in_place.program, time_major, false, rng, true);
+    in_place.time_steps = T;
+    names.push_back("residual_add_in_place_fc" + layout);
   }
   std::vector<qlstm::device::BundleCase> cases;
   for (size_t k = 0; k < calls.size(); ++k) {

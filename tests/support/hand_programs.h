@@ -344,7 +344,9 @@ inline qlstm_mul_s8_params random_mul(int32_t row_size, std::mt19937_64& rng) {
 
 // Front FC -> LSTM, then the add (or multiply) of the two, every step: y1 + lstm(y1), a residual
 // connection around a layer (the elementwise op reads two intermediate buffers, one in each area).
-inline void build_residual(Built& b, bool time_major, bool multiply, std::mt19937_64& rng) {
+// With a head, an FC on every step of the sum follows, which the add then writes in place over y1
+// (the program's two areas hold y1 and the LSTM's output).
+inline void build_residual(Built& b, bool time_major, bool multiply, std::mt19937_64& rng, bool with_head = false) {
   start(b, time_major);
   make_fc(b.fcs.emplace_back(), I, H, true, false, rng);
   make_random_lstm(b.lstms.emplace_back(), rng, {B, T, H, H}, time_major, Regime::kTypical);
@@ -358,6 +360,12 @@ inline void build_residual(Built& b, bool time_major, bool multiply, std::mt1993
     add_op(b, QLSTM_OP_ADD_S8, 1, 3, random_add(H, rng));
   }
   b.ops.back().second_input_buffer = 2;
+  if (with_head) {
+    make_fc(b.fcs.emplace_back(), H, O, false, false, rng);
+    b.widths.push_back(O);
+    b.steps.push_back(kEvery);
+    b.ops.push_back(fc_op(b.fcs[1].params, 3, 4));
+  }
   b.state_values = static_cast<size_t>(B * H);
   b.finish();
 }

@@ -2,7 +2,8 @@
  * (docs/model-format.md). Each buffer holds int8 or int16 elements (buffer_types).
  * Buffer 0 is the program input and buffer buffer_count - 1 its output (both the caller's);
  * the buffers between live in two caller-provided activation areas, buffer b in area
- * (b - 1) % 2; an op must not read and write the same area (qlstm_program_validate refuses it).
+ * (b - 1) % 2; an op must not read and write the same area (qlstm_program_validate refuses it),
+ * but for an elementwise op writing over an operand of its output's steps and width (in place).
  * Ops run in order. C-compatible. */
 #ifndef QLSTM_PROGRAM_S8_H_
 #define QLSTM_PROGRAM_S8_H_
@@ -73,8 +74,7 @@ typedef struct qlstm_op {
   size_t state_offset;         /* a recurrent op's elements into the caller's state: offset + B x
                                   qlstm_op_state_size <= state_values (0 for another kind) */
   int32_t second_input_buffer; /* an elementwise op's operand 2 (ADD_S8, MUL_S8): 0 ... buffer_count
-                                  - 2, its positions those of the input buffer, not in the output
-                                  buffer's area; 0 for another kind */
+                                  - 2, its positions those of the input buffer; 0 for another kind */
 } qlstm_op;
 
 typedef struct qlstm_program {
@@ -107,7 +107,8 @@ typedef struct qlstm_program_context {
  * batch >= 1, layout a qlstm_layout, buffer 0 every step and every buffer_steps a
  * qlstm_buffer_steps. Each op: its kind; its params set (QLSTM_ERROR_NULL_POINTER, "params"); its
  * buffer indices (an elementwise op's second_input_buffer too; another kind's 0); that it does
- * not read and write the same activation area nor read an intermediate buffer its area does not
+ * not read and write the same activation area (an elementwise op may, over an operand of its
+ * output buffer's steps and width: in place) nor read an intermediate buffer its area does not
  * hold (not yet written, or since overwritten); the steps of its buffers (a recurrent op and a selection read a sequence; a
  * recurrent op writes a sequence, or a one-step buffer exactly when its output_steps is
  * QLSTM_OUTPUT_FINAL or QLSTM_OUTPUT_FIRST; a selection writes a one-step buffer; a fully connected, softmax or table op

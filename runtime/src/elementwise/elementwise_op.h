@@ -59,7 +59,7 @@ qlstm_status run_elementwise(const OpCall& c) {
 
 template <class P, ValidateFn<P> Validate, void (*Kernel)(const P&, const int8_t*, const int8_t*, int8_t*)>
 constexpr qlstm_op_handler elementwise_handler(int32_t kind) {
-  return {kind, types_of<QLSTM_ELEMENT_S8>, check_elementwise<P, Validate>, nullptr, run_elementwise<P, Kernel>, true};
+  return {kind, types_of<QLSTM_ELEMENT_S8>, check_elementwise<P, Validate>, nullptr, run_elementwise<P, Kernel>, true, true};
 }
 
 }  // namespace qlstm::program
