@@ -179,7 +179,13 @@ RUNTIME_COMPONENTS = [
     ("softmax_s8", r"^softmax_s8"),
     ("table_s8", r"^table_s8"),
     ("runner", r"^(program_s8|program_op|variants|status)\."),  # the program runner, the variant lists, status names
+    # The kinds the bundled examples do not use: a table shows each only where a model links it.
+    ("pool_s8", r"^pool_s8"),
+    ("log_softmax_s8", r"^log_softmax_s8"),
+    ("elementwise_s8", r"^elementwise_s8"),
 ]
+# The components every table shows (the others only where a row has bytes of them).
+ALWAYS_SHOWN = ["gru", "s16", "lstm_s8", "dots_s8", "fc_s8", "softmax_s8", "table_s8", "runner"]
 
 # Each kind's handler (runtime/src/<kind>/<kind>_op.cc: its part of the program runner) counts with
 # the runner, as when program_s8.cc held them all, whichever kind's name its member starts with.
@@ -356,7 +362,8 @@ def markdown(rows, prov):
               "docs/targets.md). model code / model const: bytes the link kept from NAME_model.cc (.text*; .rodata* and .data*); "
               "runtime lib: from libqlstm_runtime.a; both from the linker map; rest: main.c, the board, newlib, "
               "libgcc and padding. JSON (--out json) splits the runtime by archive member."]
-    names = [n for n, _ in RUNTIME_COMPONENTS]
+    names = [n for n, _ in RUNTIME_COMPONENTS
+             if n in ALWAYS_SHOWN or any(r["runtime_components"][n] > 0 for r in rows)]
     lines += ["", "Runtime lib bytes by component (bench/emitted_firmware.py RUNTIME_COMPONENTS: s16 is every 16x8 "
               "kernel and the requantization, dots_s8 the Arm int8 dot products the LSTM, FC and GRU variants share, "
               "runner the program runner, the variant lists and the status names; each as all its bytes (its code: "
