@@ -1,7 +1,8 @@
-// The derivation of the ops around the LSTM: FC, softmax, table (compiler/src/lower/derive_ops.cc).
+// The derivation of the ops around the LSTM: FC, softmax, table, elementwise (compiler/src/lower/derive_ops.cc).
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -195,6 +196,64 @@ TEST(DeriveFc, FromKernelParamsIsTheInverse) {
   EXPECT_EQ(back.activation_max, d.activation_max);
   EXPECT_EQ(back.fused_activation, "relu");
   EXPECT_THROW(DerivedFc::from_kernel_params(d.kernel_params(3), d.input, {0.04, 0}, d.weight_scales), CompileError);
+}
+
+// TFLite's int8 ADD and MUL preparation reproduces every case's parameters of the shared vectors
+// from its scales and zero points, and each derived block passes the kernel's validation.
+TEST(DeriveElementwise, EveryCaseOfTheSharedVectors) {
+  for (const bool multiply : {false, true}) {
+    const std::string path =
+        std::string(QLSTM_SHARED_DIR) + "/op-vectors/elementwise_" + (multiply ? "mul" : "add") + "_s8.json";
+    if (!std::filesystem::exists(path)) GTEST_SKIP() << "skipped: " << path << " not found (no ../shared beside the project)";
+    std::ifstream f(path);
+    const nlohmann::json doc = nlohmann::json::parse(f);
+    int cases = 0;
+    for (const nlohmann::json& c : doc.at("cases")) {
+      const AffineQuant in1{c.at("input1_scale").get<double>(), c.at("input1_zero_point").get<int32_t>()};
+      const AffineQuant in2{c.at("input2_scale").get<double>(), c.at("input2_zero_point").get<int32_t>()};
+      const AffineQuant out{c.at("output_scale").get<double>(), c.at("output_zero_point").get<int32_t>()};
+      const int32_t size = c.at("size").get<int32_t>();
+      const auto name = c.at("name").get<std::string>();
+      if (multiply) {
+        const qlstm_mul_s8_params p = derive_mul(size, in1, in2, out, name).kernel_params(1);
+        EXPECT_EQ(p.output_multiplier, c.at("output_multiplier").get<int32_t>()) << name;
+        EXPECT_EQ(p.output_shift, c.at("output_shift").get<int32_t>()) << name;
+        EXPECT_EQ(p.input1_zero_point, in1.zero_point);
+        EXPECT_EQ(qlstm_mul_s8_validate(&p, nullptr), QLSTM_OK) << name;
+      } else {
+        const qlstm_add_s8_params p = derive_add(size, in1, in2, out, name).kernel_params(1);
+        EXPECT_EQ(p.left_shift, c.at("left_shift").get<int32_t>()) << name;
+        EXPECT_EQ(p.input1_multiplier, c.at("input1_multiplier").get<int32_t>()) << name;
+        EXPECT_EQ(p.input1_shift, c.at("input1_shift").get<int32_t>()) << name;
+        EXPECT_EQ(p.input2_multiplier, c.at("input2_multiplier").get<int32_t>()) << name;
+        EXPECT_EQ(p.input2_shift, c.at("input2_shift").get<int32_t>()) << name;
+        EXPECT_EQ(p.output_multiplier, c.at("output_multiplier").get<int32_t>()) << name;
+        EXPECT_EQ(p.output_shift, c.at("output_shift").get<int32_t>()) << name;
+        EXPECT_EQ(qlstm_add_s8_validate(&p, nullptr), QLSTM_OK) << name;
+      }
+      ++cases;
+    }
+    EXPECT_EQ(cases, 120) << path;
+  }
+}
+
+TEST(DeriveElementwise, RefusesBadQuantizationsNamingTheLayer) {
+  const AffineQuant q{0.05, 3};
+  EXPECT_NO_THROW(derive_add(4, q, q, q, "add"));
+  const auto refused = [](const std::function<void()>& f, const std::string& what) {
+    try {
+      f();
+      ADD_FAILURE() << "accepted: " << what;
+    } catch (const CompileError& e) {
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+    }
+  };
+  refused([&] { derive_add(0, q, q, q, "node_add"); }, "node_add: over 0 values");
+  refused([&] { derive_add(4, {0.0, 0}, q, q, "node_add"); }, "node_add: input 1");
+  refused([&] { derive_mul(4, q, {0.05, 300}, q, "node_mul"); }, "node_mul: input 2");
+  refused([&] { derive_mul(4, q, q, {-1.0, 0}, "node_mul"); }, "node_mul: output");
+  // A product far above the output's range needs a left shift past the kernel's 31.
+  refused([&] { derive_mul(4, {1e6, 0}, {1e6, 0}, {1e-6, 0}, "node_mul"); }, "node_mul: output multiplier");
 }
 
 TEST(DeriveSoftmax, EveryCaseOfTheSharedVectors) {

@@ -356,6 +356,82 @@ DerivedLogSoftmax DerivedLogSoftmax::from_kernel_params(const qlstm_log_softmax_
   return d;
 }
 
+namespace {
+// TFLite's int8 ADD: the operands are widened by 2^20 before their rescaling.
+constexpr int32_t kAddLeftShift = 20;
+
+// The operands' and the output's quantization and the row size of an elementwise op.
+void check_elementwise(int32_t row_size, const AffineQuant& input1, const AffineQuant& input2,
+                       const AffineQuant& output, const std::string& what) {
+  if (row_size < 1) throw CompileError(what + ": over " + std::to_string(row_size) + " values per position");
+  check_quant(input1, what + ": input 1");
+  check_quant(input2, what + ": input 2");
+  check_quant(output, what + ": output");
+}
+
+// The elementwise block's fields past the add's rescaling, as P (qlstm_add_s8_params or qlstm_mul_s8_params).
+template <class P>
+P elementwise_block(int32_t row_size, const AffineQuant& input1, const AffineQuant& input2, const AffineQuant& output,
+                    const qlstm_requant& out) {
+  P p{};
+  p.shape = {0, row_size, 0, 0};
+  p.input1_zero_point = input1.zero_point;
+  p.input2_zero_point = input2.zero_point;
+  p.output_multiplier = out.multiplier;
+  p.output_shift = out.shift;
+  p.output_zero_point = output.zero_point;
+  p.activation_min = -128;
+  p.activation_max = 127;
+  return p;
+}
+}  // namespace
+
+DerivedAdd derive_add(int32_t row_size, const AffineQuant& input1, const AffineQuant& input2, const AffineQuant& output,
+                      const std::string& what) {
+  check_elementwise(row_size, input1, input2, output, what);
+  const double twice_max = 2 * std::max(input1.scale, input2.scale);
+  const qlstm_requant q1 = quantize_multiplier(input1.scale / twice_max, what + ": input 1 multiplier");
+  const qlstm_requant q2 = quantize_multiplier(input2.scale / twice_max, what + ": input 2 multiplier");
+  const qlstm_requant qo =
+      quantize_multiplier(twice_max / (std::ldexp(1.0, kAddLeftShift) * output.scale), what + ": output multiplier");
+  DerivedAdd d;
+  d.block = elementwise_block<qlstm_add_s8_params>(row_size, input1, input2, output, qo);
+  d.block.left_shift = kAddLeftShift;
+  d.block.input1_multiplier = q1.multiplier;
+  d.block.input1_shift = q1.shift;
+  d.block.input2_multiplier = q2.multiplier;
+  d.block.input2_shift = q2.shift;
+  d.input1 = input1;
+  d.input2 = input2;
+  d.output = output;
+  return d;
+}
+
+DerivedMul derive_mul(int32_t row_size, const AffineQuant& input1, const AffineQuant& input2, const AffineQuant& output,
+                      const std::string& what) {
+  check_elementwise(row_size, input1, input2, output, what);
+  const qlstm_requant qo =
+      quantize_multiplier(input1.scale * input2.scale / output.scale, what + ": output multiplier");
+  DerivedMul d;
+  d.block = elementwise_block<qlstm_mul_s8_params>(row_size, input1, input2, output, qo);
+  d.input1 = input1;
+  d.input2 = input2;
+  d.output = output;
+  return d;
+}
+
+qlstm_add_s8_params DerivedAdd::kernel_params(int32_t rows) const {
+  qlstm_add_s8_params p = block;
+  p.shape.rows = rows;
+  return p;
+}
+
+qlstm_mul_s8_params DerivedMul::kernel_params(int32_t rows) const {
+  qlstm_mul_s8_params p = block;
+  p.shape.rows = rows;
+  return p;
+}
+
 DerivedTable derive_table(const FloatLayer& activation, int32_t row_size, const AffineQuant& input,
                           const AffineQuant& output) {
   if (activation.kind != FloatLayerKind::kActivation) {

@@ -1,7 +1,7 @@
 // The integer parameters of the ops around the LSTM (fully connected, softmax, table, step
-// selection), derived from their float layers and the quantization of the buffers they read and
-// write (docs/compiler.md). Each owns its arrays and hands the runtime a parameter block pointing
-// into it, and has the inverse for the model file. Host only.
+// selection, elementwise add and multiply), derived from their float layers and the quantization
+// of the buffers they read and write (docs/compiler.md). Each owns its arrays and hands the runtime
+// a parameter block pointing into it, and has the inverse for the model file. Host only.
 #ifndef QLSTM_COMPILER_DERIVE_OPS_H_
 #define QLSTM_COMPILER_DERIVE_OPS_H_
 
@@ -105,6 +105,30 @@ struct DerivedPool {
 // The mean or max over every time step of a sequence of `pool.input_size` values per step, at the
 // sequence's quantization (FloatLayerKind::kPoolTime).
 DerivedPool derive_pool_time(const FloatLayer& pool, const AffineQuant& quant);
+
+// An elementwise add or multiply of two int8 values per element (qlstm_add_s8, qlstm_mul_s8):
+// its block and the three quantizations it was derived for. The add of y1 + y2 (a residual
+// connection), the multiply of w * y (attention's weighting).
+struct DerivedAdd {
+  static constexpr int32_t kKind = QLSTM_OP_ADD_S8;
+  qlstm_add_s8_params block{};  // shape.rows 0 (the runner's)
+  AffineQuant input1, input2, output;
+  qlstm_add_s8_params kernel_params(int32_t rows) const;
+};
+struct DerivedMul {
+  static constexpr int32_t kKind = QLSTM_OP_MUL_S8;
+  qlstm_mul_s8_params block{};  // shape.rows 0 (the runner's)
+  AffineQuant input1, input2, output;
+  qlstm_mul_s8_params kernel_params(int32_t rows) const;
+};
+// TFLite's int8 ADD and MUL preparation (docs/arithmetic.md §19) over rows of row_size: the add's
+// left shift 20, both operands at twice the larger scale, the sum's multiplier; the multiply's
+// s1 s2 / s_out. `what` names the layer in messages; throws CompileError for a quantization or a
+// multiplier out of range.
+DerivedAdd derive_add(int32_t row_size, const AffineQuant& input1, const AffineQuant& input2, const AffineQuant& output,
+                      const std::string& what);
+DerivedMul derive_mul(int32_t row_size, const AffineQuant& input1, const AffineQuant& input2, const AffineQuant& output,
+                      const std::string& what);
 
 struct DerivedSelect {
   static constexpr int32_t kKind = QLSTM_OP_SELECT_STEP;  // its op kind (ProgramOp::set)
