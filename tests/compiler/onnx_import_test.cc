@@ -78,6 +78,7 @@ double check_whole_model(const OnnxLstm& m, const nlohmann::json& e, FloatProgra
   EXPECT_EQ(layer_names(p.head), e["head"].get<std::vector<std::string>>());
   EXPECT_EQ(p.lstm_output == LstmOutput::kFinalState ? "final_state" : "sequence", e["lstm_output"].get<std::string>());
   EXPECT_EQ(p.final_directions, e.value("final_directions", std::vector<int32_t>{}));
+  EXPECT_EQ(p.residual, e.value("residual", std::vector<bool>{}));
   EXPECT_EQ(m.batch_first, e["batch_first"].get<bool>());
   EXPECT_EQ(m.unbatched, e["unbatched"].get<bool>());
   EXPECT_EQ(m.opset, e["opset"].get<int64_t>());

@@ -1111,6 +1111,56 @@ def h_n_view(x):
                  x, ["Linear"], dynamic=True, final_directions=[0, 1], lstm_output="final_state")
 
 
+class Residual(nn.Module):
+    """Stacked recurrent modules with residual connections, y_l + x_l (torch's ResNet-style stacks):
+    `skips` names the layers that add their input; a Linear front end makes the first layer's input
+    as wide as its output."""
+    def __init__(self, skips, cell=nn.LSTM, layers=2, bidirectional=False, head=None, pick=lambda y: y,
+                 skip_first=False):
+        super().__init__()
+        width = 8 if bidirectional else 4
+        self.front = nn.Linear(3, width)
+        self.layers = nn.ModuleList(cell(width, 4, batch_first=True, bidirectional=bidirectional)
+                                    for _ in range(layers))
+        self.skips, self.skip_first = skips, skip_first
+        self.head, self.pick = head or nn.Identity(), pick
+
+    def forward(self, x):
+        x = self.front(x)
+        for k, layer in enumerate(self.layers):
+            y = layer(x)[0]
+            x = (x + y if self.skip_first else y + x) if k in self.skips else y
+        return self.head(self.pick(x))
+
+
+def residuals(x):
+    """Residual connections between recurrent layers: after the last layer (before the head), after
+    an inner one, after both, with a bidirectional stack and a GRU stack (x + y, either order); an
+    Add of the output and a value that is not the layer's input is refused."""
+    torch.manual_seed(31)
+    import_torch("import_residual_last_layer", Residual([1], head=nn.Linear(4, 3), pick=lambda y: y[:, -1]), 14, x,
+                 ["select", "Linear"], front=["Linear"], residual=[False, True], dynamic=True)
+    import_torch("import_residual_every_layer", Residual([0, 1, 2], layers=3, head=nn.Linear(4, 2),
+                                                         pick=lambda y: y.mean(dim=1)), 15, x,
+                 ["mean", "Linear"], front=["Linear"], residual=[True, True, True])
+    import_torch("import_residual_inner_bidirectional", Residual([0], bidirectional=True, head=nn.Linear(8, 1)), 13,
+                 x, ["Linear"], front=["Linear"], residual=[True, False], dynamic=True)
+    import_torch("import_residual_gru_skip_first", Residual([1], cell=nn.GRU, skip_first=True), 17, x, [],
+                 front=["Linear"], residual=[False, True], cell="GRU")
+
+    class OutputPlusModelInput(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lstm1, self.lstm2 = nn.LSTM(3, 3, batch_first=True), nn.LSTM(3, 3, batch_first=True)
+
+        def forward(self, x):
+            return self.lstm2(self.lstm1(x)[0])[0] + x
+
+    refused("import_refused_residual_not_the_input", OutputPlusModelInput(), 14,
+            ["node '/Add' (Add): an Add of two activations: only a residual connection is supported, a recurrent "
+             "layer's output plus that layer's own input"])
+
+
 def import_models():
     """The graphs the import pre-pass and its fixes make compile, and the refusals they name."""
     torch.manual_seed(18)
@@ -1157,6 +1207,7 @@ def import_models():
     cell_loops(x)
     log_softmax(x)
     h_n_view(x)
+    residuals(x)
     # compile's calibration for the CLI tests: 8 sequences of 5 steps, batch-first [B, T, 3]
     np.save(os.path.join(OUT, "import_calibration.npy"),
             np.random.default_rng(23).standard_normal((8, 5, 3)).astype(np.float32))

@@ -365,6 +365,8 @@ def test_emitted(a):
 WHOLE = [
     ("classifier", "tests/onnx/models/whole_classifier_opset17.onnx", True),  # LSTM -> y[:, -1] -> Linear -> Softmax
     ("step_head", "tests/onnx/models/whole_step_head_seq_first.onnx", False),  # LSTM -> Linear on every step
+    # Linear -> LSTM -> LSTM + its input (a residual add) -> y[:, -1] -> Linear
+    ("residual", "tests/onnx/models/import_residual_last_layer.onnx", True),
 ]
 
 

@@ -120,6 +120,7 @@ ProgramOp read_op(const fb::Op* o, uint32_t version, const std::string& origin, 
   OpFileRecord record;
   record.input = read_quant(o->input(), origin, where + ".input");
   record.output = read_quant(o->output(), origin, where + ".output");
+  if (o->second_input() != nullptr) record.second_input = read_quant(o->second_input(), origin, where + ".second_input");
   if (o->params() == nullptr) bad(origin, "field '" + where + ".params' missing");
   record.params.assign(o->params()->begin(), o->params()->end());
   record.weight_scales = doubles(o->weight_scales());
@@ -136,6 +137,7 @@ ProgramOp read_op(const fb::Op* o, uint32_t version, const std::string& origin, 
   op.input_buffer = o->input_buffer();
   op.output_buffer = o->output_buffer();
   op.output_offset = o->output_offset();
+  op.second_input_buffer = o->second_input_buffer();
   if (o->initial_hidden()) op.initial_hidden.assign(o->initial_hidden()->begin(), o->initial_hidden()->end());
   if (o->initial_cell()) op.initial_cell.assign(o->initial_cell()->begin(), o->initial_cell()->end());
   return op;
@@ -194,10 +196,13 @@ std::string serialize_model(const CompiledModel& m) {
       qi = qo = m.buffers[static_cast<size_t>(op.input_buffer)].quant;
     }
     const fb::AffineQuant in(qi.scale, qi.zero_point), out(qo.scale, qo.zero_point);
+    const fb::AffineQuant in2(ob.second_input.scale, ob.second_input.zero_point);
+    const bool two_operands = ob.second_input_width > 0;
     ops.push_back(fb::CreateOpDirect(b, kernel_ops[k].kind, &record, op.input_buffer, op.output_buffer,
                                      op.output_offset, op.initial_hidden.empty() ? nullptr : &op.initial_hidden,
                                      op.initial_cell.empty() ? nullptr : &op.initial_cell, &in, &out,
-                                     &weight_scales, label.empty() ? nullptr : label.c_str()));
+                                     &weight_scales, label.empty() ? nullptr : label.c_str(),
+                                     op.second_input_buffer, two_operands ? &in2 : nullptr));
   }
   const fb::AffineQuant in(m.input_quant().scale, m.input_quant().zero_point),
       out(m.output_quant().scale, m.output_quant().zero_point);

@@ -14,6 +14,7 @@
 #include "qlstm/compiler/import/upgrade_opset.h"
 #include "qlstm/compiler/io/file_io.h"
 #include "recognize/between_layers.h"
+#include "recognize/residual.h"
 #include "recognize/path_walker.h"
 
 #include <algorithm>
@@ -122,6 +123,8 @@ struct Import {
   std::vector<std::string> front_problems;           // the front's, when no layout fits
   std::vector<NodeInfo> chain;                       // the stack, first layer first
   bool final_state = false;                          // the head reads h_n (Y unused)
+  std::map<const onnx::NodeProto*, ResidualAdd> residuals;  // the graph's residual Adds
+  std::map<std::string, LayoutView> views;           // each value's view as the walks reached it
 };
 
 // Parses the model and reads its default-domain opset (at least 7); refuses a graph out of
@@ -264,6 +267,8 @@ void walk_front(Import* im) {
   std::vector<std::string>& front_problems = im->front_problems;
   std::set<const onnx::NodeProto*>& taken = im->taken;
   ctx.g = &g;
+  ctx.residuals = &im->residuals;
+  ctx.views = &im->views;
   ctx.opset = r.opset;
   ctx.cell = first.spec->op;
   ctx.directions = first.directions;
@@ -354,8 +359,13 @@ void follow_chain(Import* im) {
     LayoutView view = y_view(ni);
     std::string graph_out;
     std::vector<std::string> link_problems;
-    if (!follow_output(layer, n->output(kY), &view, &graph_out, &nx, &link_problems) || nx == nullptr) {
-      break;  // the head starts at this node's Y
+    bool residual = false;
+    if (!follow_output(layer, n->output(kY), &view, &graph_out, &nx, &residual, &link_problems) || nx == nullptr) {
+      break;  // the head starts at this node's Y (and walks its residual Add again)
+    }
+    if (residual) {
+      im->r.program.residual.resize(chain.size(), false);
+      im->r.program.residual.back() = true;
     }
     const Labels& l = view.labels;
     const NodeInfo& nn = info[nx];
@@ -647,6 +657,10 @@ void walk_head(Import* im, PathState* start) {
     prog.head.push_back(hs.select);
   }
   prog.head.insert(prog.head.end(), hs.layers.begin(), hs.layers.end());
+  if (hs.residual) {
+    prog.residual.resize(im->chain.size(), false);
+    prog.residual.back() = true;
+  }
 }
 
 // Anything else that computes is outside the scope: every node no walk took and that is not a
@@ -770,6 +784,7 @@ void build_ops(Import* im) {
     r.node_names.push_back(n.node->name());
     for (int32_t d = 0; d < n.directions; ++d) prog.ops.push_back(node_op(n, d));
   }
+  if (!prog.residual.empty()) prog.residual.resize(im->chain.size(), false);  // one per layer
   try {
     prog.validate();
   } catch (const CompileError& e) {
@@ -791,6 +806,7 @@ OnnxLstm import_onnx_bytes(const std::string& bytes, const std::string& origin) 
   find_recurrent_nodes(&im);
   find_chain_head(&im);
   find_model_input(&im);
+  im.residuals = find_residual_adds(g);
   walk_front(&im);
   follow_chain(&im);
   PathState hs = im.final_state ? head_from_final_state(&im) : head_from_y(im.chain.back());

@@ -152,7 +152,9 @@ std::vector<FloatLayer> compiled_head_layers(const FloatProgram& program) {
 }
 
 bool writes_final_state_only(const FloatProgram& p) {
-  const bool last_step = !p.head.empty() && p.head.front().kind == FloatLayerKind::kSelectStep && p.head.front().step == -1;
+  // A residual last layer's step is its output plus its input: the add reads the whole sequence.
+  const bool last_step = !p.head.empty() && p.head.front().kind == FloatLayerKind::kSelectStep &&
+                         p.head.front().step == -1 && !p.residual_after(p.layers() - 1);
   return p.lstm_output == LstmOutput::kFinalState || (last_step && p.directions == 1 && !p.ops.back().reverse) ||
          (last_step && runs_reverse_one_step(p));
 }
@@ -162,7 +164,8 @@ bool writes_final_state_only(const FloatProgram& p) {
 // final state beside it. Not where the model's state is an input or an output: the state left
 // after a call would then be the first step's.
 bool runs_reverse_one_step(const FloatProgram& p) {
-  const bool last_step = !p.head.empty() && p.head.front().kind == FloatLayerKind::kSelectStep && p.head.front().step == -1;
+  const bool last_step = !p.head.empty() && p.head.front().kind == FloatLayerKind::kSelectStep &&
+                         p.head.front().step == -1 && !p.residual_after(p.layers() - 1);
   return last_step && p.lstm_output != LstmOutput::kFinalState && p.ops.back().reverse &&
          p.initial_hidden == StateSource::kZero && p.initial_cell == StateSource::kZero && !p.hidden_output &&
          !p.cell_output;
@@ -207,8 +210,12 @@ class ProgramCompiler {
   std::vector<double> pooled_row(const std::vector<float>& stack_out, size_t e) const;
   std::vector<float> run_head(const AffineQuant& lstm_output, const std::vector<int8_t>& rows, int32_t n) const;
   void observe_layer(int32_t l, std::vector<OpObservation>* observed, std::vector<std::vector<float>>* outs);
-  OpBoundaries layer_boundaries(int32_t l, const std::vector<std::vector<float>>& outs);
+  // outs: the layer's own output; stack_out: what the layers above or the head read (the residual
+  // sum of a layer with one, else outs).
+  OpBoundaries layer_boundaries(int32_t l, const std::vector<std::vector<float>>& outs,
+                                const std::vector<std::vector<float>>& stack_out);
   void compile_layer(int32_t l, const std::vector<OpObservation>& observed, OpBoundaries fixed);
+  void lower_residual(int32_t l, const std::vector<std::vector<float>>& sums);
   QuantizedLayer compile_op(size_t k, const OpObservation& observed, const OpBoundaries& fixed) const;
   void assemble_stack();
 
@@ -234,6 +241,9 @@ class ProgramCompiler {
   std::vector<AffineQuant> head_quants_;
   std::vector<std::vector<double>> head_values_;
   std::vector<ProgramOp> lstm_ops_;
+  std::vector<ProgramOp> residual_adds_;  // per layer with a residual connection, in layer order
+  // The quantization of what the next layer reads: the last layer's output, or its residual sum.
+  std::optional<BoundaryQuant> next_input_;
   QuantizedProgram result_;
 };
 
@@ -264,6 +274,12 @@ void ProgramCompiler::check() {
                        "not supported yet; compile the layers int8 (without --s16-layers)");
   }
 
+  const bool any_s16 = std::find(options_.s16_layers.begin(), options_.s16_layers.end(), true) != options_.s16_layers.end();
+  const bool any_residual = std::find(program_.residual.begin(), program_.residual.end(), true) != program_.residual.end();
+  if (any_s16 && any_residual) {
+    throw CompileError("program: a residual connection between 16x8 layers is not supported yet; compile the layers "
+                       "int8 (without --s16-layers)");
+  }
   head_layers_ = compiled_head_layers(program_);
   if (program_.lstm_output == LstmOutput::kFinalState && has_select_) {
     throw CompileError(node_label(program_.head.front()) + ": selects a step of h_n, which has one");
@@ -438,17 +454,20 @@ void ProgramCompiler::observe_layer(int32_t l, std::vector<OpObservation>* obser
   }
 }
 
-// What the program fixes of layer l's boundaries: its input (the layer below's output, or the
-// front's), the last layer's scored steps and head, and a bidirectional layer's shared output.
-OpBoundaries ProgramCompiler::layer_boundaries(int32_t l, const std::vector<std::vector<float>>& outs) {
+// What the program fixes of layer l's boundaries: its input (the layer below's output or residual
+// sum, or the front's), the last layer's scored steps and head, and a bidirectional layer's shared
+// output.
+OpBoundaries ProgramCompiler::layer_boundaries(int32_t l, const std::vector<std::vector<float>>& outs,
+                                              const std::vector<std::vector<float>>& stack_out) {
   OpBoundaries fixed;
-  if (l > 0) fixed.input = BoundaryQuant{lstm_ops_.back().recurrent_output(), "the output of layer " + std::to_string(l - 1)};
+  if (l > 0) fixed.input = next_input_;
   if (l == 0 && lstm_input_) fixed.input = lstm_input_;
   if (l + 1 == program_.layers()) {
     fixed.scored_step = head_step_;
-    plan_head(outs);
-    // One op per layer: its candidates are scored by the model's output through the head.
-    if (D_ == 1 && !head_ops_.empty() && !pool_ && !flatten_) {
+    plan_head(stack_out);
+    // One op per layer: its candidates are scored by the model's output through the head (not
+    // through a residual add, whose other operand the score does not see).
+    if (D_ == 1 && !head_ops_.empty() && !pool_ && !flatten_ && !program_.residual_after(l)) {
       fixed.head = [this](const AffineQuant& q, const std::vector<int8_t>& rows, int32_t n) { return run_head(q, rows, n); };
       for (const std::vector<double>& v : head_values_) fixed.head_reference.emplace_back(v.begin(), v.end());
     }
@@ -508,16 +527,58 @@ void ProgramCompiler::assemble_stack() {
     }
   }
   CompiledModel& m = result_.model;
-  const int32_t first = m.buffers.empty() ? 0 : static_cast<int32_t>(m.buffers.size()) - 1;
-  CompiledModel stack = assemble_program(std::move(lstm_ops_), D_);
-  if (m.buffers.empty()) m.buffers.push_back(stack.buffers.front());
-  for (size_t b = 1; b < stack.buffers.size(); ++b) m.buffers.push_back(stack.buffers[b]);
-  if (final_state_) m.buffers.back().steps = QLSTM_BUFFER_ONE_STEP;
-  for (ProgramOp& op : stack.ops) {
-    op.input_buffer += first;
-    op.output_buffer += first;
-    m.ops.push_back(std::move(op));
+  // Buffer 0 is the first layer's input when there is no front.
+  if (m.buffers.empty()) {
+    const ProgramOp& first = lstm_ops_.front();
+    OpBoundary ob;
+    op_kind(first.kind, "program").boundary(first, &ob);
+    m.buffers.push_back({ob.input_width, first.recurrent_input(), QLSTM_BUFFER_EVERY_STEP});
   }
+  int32_t input = static_cast<int32_t>(m.buffers.size()) - 1;  // what the layer reads
+  auto add = residual_adds_.begin();
+  for (int32_t l = 0; l < program_.layers(); ++l) {
+    const int32_t output = static_cast<int32_t>(m.buffers.size()), layer_input = input;
+    const ProgramOp& layer = lstm_ops_[static_cast<size_t>(l * D_)];
+    const int32_t H = layer.hidden_size();
+    m.buffers.push_back({D_ * H, layer.recurrent_output(), QLSTM_BUFFER_EVERY_STEP});
+    for (int32_t d = 0; d < D_; ++d) {
+      ProgramOp& op = lstm_ops_[static_cast<size_t>(l * D_ + d)];
+      op.input_buffer = input;
+      op.output_buffer = output;
+      op.output_offset = d * H;
+      m.ops.push_back(std::move(op));
+    }
+    input = output;
+    if (!program_.residual_after(l)) continue;
+    // The sum goes into the next buffer: the area of the layer's input (written in place over it).
+    ProgramOp& sum = *add++;
+    sum.input_buffer = output;
+    sum.second_input_buffer = layer_input;
+    sum.output_buffer = output + 1;
+    m.buffers.push_back({D_ * H, sum.as<DerivedAdd>().output, QLSTM_BUFFER_EVERY_STEP});
+    m.ops.push_back(std::move(sum));
+    input = output + 1;
+  }
+  if (final_state_) m.buffers.back().steps = QLSTM_BUFFER_ONE_STEP;
+}
+
+// Layer l's residual add: its output (operand 1) plus its input (operand 2), at the quantization
+// the output observer picks from the sums' range; what the next layer or the head reads.
+void ProgramCompiler::lower_residual(int32_t l, const std::vector<std::vector<float>>& sums) {
+  const std::string what = "layer " + std::to_string(l) + "'s residual add";
+  std::vector<float> all;
+  for (size_t e = 0; e < observed_entries_; ++e) all.insert(all.end(), sums[e].begin(), sums[e].end());
+  for (float v : all) {
+    if (!std::isfinite(v)) throw CompileError("calibration: " + what + " produced a non-finite value");
+  }
+  if (all.empty()) throw CompileError("calibration: every sequence has zero time steps");
+  const Range r = choose_range(all, start_.output_observer);
+  const AffineQuant sum = affine_from_range(r.lo, r.hi);
+  const ProgramOp& first = lstm_ops_[static_cast<size_t>(l * D_)];
+  ProgramOp add;
+  add.set(derive_add(D_ * first.hidden_size(), first.recurrent_output(), first.recurrent_input(), sum, what));
+  residual_adds_.push_back(std::move(add));
+  next_input_ = BoundaryQuant{sum, "the " + std::string(observer_name(start_.output_observer.kind)) + " of " + what};
 }
 
 // The LSTM stack, layer by layer.
@@ -526,10 +587,20 @@ void ProgramCompiler::lower_stack() {
   if (has_select_ || pool_ || flatten_) head_ops_.erase(head_ops_.begin());
   for (int32_t l = 0; l < program_.layers(); ++l) {
     std::vector<OpObservation> observed;
-    std::vector<std::vector<float>> outs;
+    std::vector<std::vector<float>> outs, sums;
+    const bool residual = program_.residual_after(l);
+    if (residual) {
+      for (const Entry& en : entries_) sums.push_back(en.x);  // the layer's input, before the pass takes it
+    }
     observe_layer(l, &observed, &outs);
-    compile_layer(l, observed, layer_boundaries(l, outs));
-    for (size_t e = 0; e < entries_.size(); ++e) entries_[e].x = std::move(outs[e]);
+    for (size_t e = 0; residual && e < entries_.size(); ++e) {
+      // In float32, as torch adds them.
+      for (size_t i = 0; i < sums[e].size(); ++i) sums[e][i] = outs[e][i] + sums[e][i];
+    }
+    compile_layer(l, observed, layer_boundaries(l, outs, residual ? sums : outs));
+    next_input_ = BoundaryQuant{lstm_ops_.back().recurrent_output(), "the output of layer " + std::to_string(l)};
+    if (residual) lower_residual(l, sums);
+    for (size_t e = 0; e < entries_.size(); ++e) entries_[e].x = std::move(residual ? sums[e] : outs[e]);
   }
   assemble_stack();
 }

@@ -157,6 +157,22 @@ void FloatProgram::validate() const {
       throw CompileError(where + ": the constant initial_c needs " + row_text + std::to_string(H) + " values");
     }
   }
+  if (residual.size() > static_cast<size_t>(layers())) {
+    throw CompileError("program: residual names " + std::to_string(residual.size()) + " layers of " +
+                       std::to_string(layers()));
+  }
+  if (residual_after(layers() - 1) && lstm_output == LstmOutput::kFinalState) {
+    throw CompileError("program: the last layer has a residual connection but the head reads its final states, "
+                       "which it does not change");
+  }
+  for (int32_t l = 0; l < layers(); ++l) {
+    const FloatLstm& op = ops[static_cast<size_t>(l * directions)];
+    if (residual_after(l) && op.input_size != directions * op.hidden_size) {
+      throw CompileError("layer " + std::to_string(l) + ": a residual connection adds its input of " +
+                         std::to_string(op.input_size) + " features to its output of " +
+                         std::to_string(directions * op.hidden_size) + "; they must be as wide");
+    }
+  }
   for (const FloatLayer& l : front) {
     if (reads_whole_sequence(l.kind)) {
       throw CompileError("front layer '" + l.node + "': a step selection or a pooling over time before the LSTM");
@@ -273,6 +289,10 @@ FloatProgramResult run_float_program(const FloatProgram& p, const float* x, cons
       }
       std::copy(f.h_n.begin(), f.h_n.end(), r.h_n.begin() + static_cast<ptrdiff_t>(off));
       std::copy(f.c_n.begin(), f.c_n.end(), r.c_n.begin() + static_cast<ptrdiff_t>(off));
+    }
+    // A residual connection adds the layer's input, in float32 as torch does.
+    if (p.residual_after(l)) {
+      for (size_t i = 0; i < out.size(); ++i) out[i] += input[i];
     }
     r.layer_outputs.push_back(out);
     input = std::move(out);
@@ -439,6 +459,7 @@ class ModelChecker {
   void recurrent_state(const ProgramOp& op, const std::string& w) const;
   void per_position_op(const ProgramOp& op, const std::string& w, const ProgramBuffer& in,
                        const ProgramBuffer& out) const;
+  void second_operand(const ProgramOp& op, const OpBoundary& ob, const std::string& w, const ProgramBuffer& in) const;
 
   const CompiledModel& m_;
   const std::string& origin_;
@@ -522,8 +543,11 @@ void ModelChecker::ops() {
 void ModelChecker::recurrent_op(size_t k, const std::string& w, const ProgramBuffer& in, const ProgramBuffer& out) {
   const ProgramOp& op = m_.ops[k];
   const int32_t directions = m_.directions;
-  if (after_lstm_ && !m_.ops[k - 1].recurrent() &&
-      !(prev_kind_ == QLSTM_OP_REQUANTIZE && k >= 2 && m_.ops[k - 2].recurrent())) {
+  // Between two layers only a requantization (a 16x8 layer meets an int8 one) or a residual add
+  // (the layer's output plus its input) may come.
+  const bool between_layers = (prev_kind_ == QLSTM_OP_REQUANTIZE || prev_kind_ == QLSTM_OP_ADD_S8) && k >= 2 &&
+                              m_.ops[k - 2].recurrent();
+  if (after_lstm_ && !m_.ops[k - 1].recurrent() && !between_layers) {
     bad(w + "': a recurrent op after the head");
   }
   const int32_t dir = lstm_seen_ % directions;
@@ -575,6 +599,7 @@ void ModelChecker::per_position_op(const ProgramOp& op, const std::string& w, co
   }
   if (!same_quant(ob.input, in.quant)) bad(w + "': input quantization differs from its input buffer's");
   if (!same_quant(ob.output, out.quant)) bad(w + "': output quantization differs from its output buffer's");
+  second_operand(op, ob, w, in);
   const bool reads_sequence = kind->selected_step != nullptr || !pooled_over_time(op).empty() || flattened > 0;
   const int32_t want_steps = reads_sequence ? QLSTM_BUFFER_ONE_STEP : in.steps;
   if (reads_sequence && in.steps != QLSTM_BUFFER_EVERY_STEP) {
@@ -582,6 +607,24 @@ void ModelChecker::per_position_op(const ProgramOp& op, const std::string& w, co
   }
   if (out.steps != want_steps) bad(w + "': its output buffer's steps do not follow from its input's");
   if (!op.initial_hidden.empty() || !op.initial_cell.empty()) bad(w + "': only an LSTM op has an initial state");
+}
+
+// A two-operand op's second input: a buffer written before its output, of the operand's width,
+// quantization and steps (those of its first operand's buffer).
+void ModelChecker::second_operand(const ProgramOp& op, const OpBoundary& ob, const std::string& w,
+                                  const ProgramBuffer& in) const {
+  const std::string f = w + ".second_input_buffer'";
+  if (ob.second_input_width == 0) {
+    if (op.second_input_buffer != 0) bad(f + " must be 0 for a " + op_kind_name(op.kind) + " op");
+    return;
+  }
+  if (op.second_input_buffer < 0 || op.second_input_buffer >= op.output_buffer) {
+    bad(f + ": " + std::to_string(op.second_input_buffer) + " is not a buffer written before the op's output");
+  }
+  const ProgramBuffer& in2 = m_.buffers[static_cast<size_t>(op.second_input_buffer)];
+  if (in2.width != ob.second_input_width) bad(f + ": its width is not the op's operand size");
+  if (!same_quant(ob.second_input, in2.quant)) bad(f + ": its quantization differs from the op's second_input");
+  if (in2.steps != in.steps) bad(f + ": its steps differ from the first operand's");
 }
 
 }  // namespace
@@ -788,6 +831,7 @@ RuntimeProgram runtime_program(const CompiledModel& m, int32_t B, int32_t T, Lay
     o.input_buffer = op.input_buffer;
     o.output_buffer = op.output_buffer;
     o.output_offset = op.output_offset;
+    o.second_input_buffer = op.second_input_buffer;
     r.ops.push_back(o);
   }
   r.state_values = state_offset(hs, static_cast<int32_t>(hs.size()), B);

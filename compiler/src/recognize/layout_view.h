@@ -9,6 +9,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <cstdint>
+#include <map>
 #include <set>
 #include <string>
 
@@ -23,8 +24,15 @@ namespace import {
 using Labels = std::string;
 
 // What the walks know about the axes: their sizes where the graph input declares them.
+struct ResidualAdd;
+struct LayoutView;
+
 struct PathContext {
   const Graph* g = nullptr;
+  // The residual Adds of the graph (recognize/residual.h), and the view of each value the walks
+  // reached, for the Adds' operands; null: none.
+  const std::map<const onnx::NodeProto*, ResidualAdd>* residuals = nullptr;
+  std::map<std::string, LayoutView>* views = nullptr;
   const char* cell = "LSTM";  // the stack's op, for messages
   int64_t opset = 0;
   int32_t directions = 1;

@@ -93,7 +93,8 @@ bool PathWalker::add_bias(const onnx::NodeProto& n, PathState* s) {
   if (other.empty() || !is_const(g_, other)) {
     problem(&n, other.empty() || n.input(0) == n.input(1)
                     ? what_it_is(g_, n, c_.cell)
-                    : "an Add of two activations (a residual or skip connection): not supported");
+                    : "an Add of two activations: only a residual connection is supported, a recurrent layer's "
+                      "output plus that layer's own input (y2 + y1 with y2 = lstm2(y1)), right after the layer");
     return false;
   }
   if (!s->last_is_linear || s->layers.empty()) {

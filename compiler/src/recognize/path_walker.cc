@@ -1,5 +1,7 @@
 #include "recognize/path_walker.h"
 
+#include "recognize/residual.h"
+
 #include "qlstm/compiler/import/refusals.h"
 
 namespace qlstm {
@@ -66,7 +68,8 @@ bool PathWalker::walk(PathState* s, const std::string& stop) {
       }
       return !s->failed;
     }
-    const auto cs = g_.data_consumers(s->value);
+    record_view(c_, s->value, s->view);
+    const auto cs = path_consumers(c_, s->value);
     if (cs.empty()) {
       problem(nullptr, "'" + s->value + "' on the data path reaches no " + (stop.empty() ? "graph output" : c_.cell));
       return false;
@@ -224,7 +227,10 @@ bool PathWalker::take(const onnx::NodeProto& n, PathState* s) {
   if (op == "Slice") return reads_at(n, *s, 0) && slice(n, s);
   if (op == "Gemm") return reads_at(n, *s, 0) && gemm(n, s);
   if (op == "MatMul") return reads_at(n, *s, 0) && matmul(n, s);
-  if (op == "Add") return add_bias(n, s);
+  if (op == "Add") {
+    if (const ResidualAdd* r = residual_from(c_, n, s->value)) return residual(n, *r, s);
+    return add_bias(n, s);
+  }
   if (op == "BatchNormalization") return reads_at(n, *s, 0) && batch_norm(n, s);
   if (op == "Softmax" || op == "LogSoftmax") return reads_at(n, *s, 0) && softmax(n, s);
   if (op.rfind("Reduce", 0) == 0 && reads_at(n, *s, 0)) return reduction(n, s);
@@ -232,6 +238,23 @@ bool PathWalker::take(const onnx::NodeProto& n, PathState* s) {
   if (unary_activation_fn(op, &fn)) return unary_activation(n, fn, s);
   problem(&n, what_it_is(g_, n, c_.cell));
   return false;
+}
+
+// A residual Add right after the last layer (layout ops only between): its output plus its
+// input, the last layer's residual connection; same axes as before.
+bool PathWalker::residual(const onnx::NodeProto& n, const ResidualAdd& r, PathState* s) {
+  std::string why;
+  if (front_ || !s->layers.empty() || s->selected || s->residual) {
+    problem(&n, "a residual add of a recurrent layer's output and input is supported right after the layer only "
+                "(before any layer of the head)");
+    return false;
+  }
+  if (!same_axes_as_skip(c_, r, s->view, &why)) {
+    problem(&n, why);
+    return false;
+  }
+  s->residual = true;
+  return true;
 }
 
 // A reduction: over time (alone) a mean or a max is a pooling over time, the head's first layer;

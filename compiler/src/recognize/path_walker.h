@@ -46,6 +46,7 @@ struct PathState {
   // The last layer is a BatchNorm's per-feature affine as a diagonal Linear, which the next Linear
   // takes in (recognize/linear.cc).
   bool last_is_batch_norm = false;
+  bool residual = false;           // the head starts with the last layer's residual add (recognize/residual.h)
   std::string last_good;           // the last value reached without a problem
   bool failed = false;
 };
@@ -74,6 +75,7 @@ class PathWalker {
   FloatLayer activation(const onnx::NodeProto& n, ActivationFn fn);
   bool take(const onnx::NodeProto& n, PathState* s);
   bool reduction(const onnx::NodeProto& n, PathState* s);
+  bool residual(const onnx::NodeProto& n, const ResidualAdd& r, PathState* s);
   // step_selection.cc
   bool select_step(const onnx::NodeProto& n, PathState* s, int64_t step, size_t axis, bool keep_axis);
   bool gather(const onnx::NodeProto& n, PathState* s);

@@ -27,7 +27,9 @@ namespace compiler {
 // step); written only for a model that has one.
 // 10: version 9 with the log-softmax kind (QLSTM_OP_LOG_SOFTMAX_S8); written only for a model that
 // has one.
-constexpr uint32_t kModelFormatVersion = 10;
+// 11: version 10 with the elementwise kinds (QLSTM_OP_ADD_S8, QLSTM_OP_MUL_S8) and an op's
+// second_input_buffer and second_input; written only for a model that has one.
+constexpr uint32_t kModelFormatVersion = 11;
 // The version of a model with a recurrent op that runs its first step alone.
 constexpr uint32_t kModelFormatVersionFirstStep = 9;
 // What a model of int8 buffers and int8 kinds only is written as.

@@ -24,6 +24,9 @@ namespace compiler {
 struct OpBoundary {
   AffineQuant input, output;
   int32_t input_width = 0, output_width = 0;
+  // A two-operand kind's other operand (ProgramOp::second_input_buffer); width 0 for the others.
+  AffineQuant second_input{};
+  int32_t second_input_width = 0;
 };
 
 // One op as a model file stores it: the runtime's parameter record of its kind, the quantization it
@@ -31,6 +34,7 @@ struct OpBoundary {
 struct OpFileRecord {
   std::vector<uint8_t> params;
   AffineQuant input, output;
+  AffineQuant second_input;  // a two-operand kind's operand 2 (version 11)
   std::vector<double> weight_scales;
   std::string label;
 };

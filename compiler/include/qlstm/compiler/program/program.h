@@ -59,6 +59,14 @@ struct FloatProgram {
   // h0 and c0 have the same number of rows.
   std::vector<std::vector<float>> h0, c0;
   bool hidden_output = false, cell_output = false;  // h_n / c_n ([ops][B][H]) are model outputs
+  // Per layer (empty: none): a residual connection, the layer's output is its input plus the
+  // layers' own output, y_l + x_l (the input's width then D x H). What the layer above, the head
+  // and layer_outputs read; h_n and c_n stay the layer's own.
+  std::vector<bool> residual;
+
+  bool residual_after(int32_t layer) const {
+    return layer >= 0 && static_cast<size_t>(layer) < residual.size() && residual[static_cast<size_t>(layer)];
+  }
 
   int32_t layers() const { return static_cast<int32_t>(ops.size()) / directions; }
   int32_t input_size() const { return front.empty() ? ops.front().input_size : front.front().input_size; }
@@ -149,6 +157,9 @@ struct ProgramOp {
   }
   int32_t input_buffer = 0, output_buffer = 1;
   int32_t output_offset = 0;  // first element of the op's part of each output row
+  // A two-operand kind's (an add, a multiply) other operand: a buffer written before, read whole
+  // (its OpBoundary's second_input); 0 and unread for any other kind.
+  int32_t second_input_buffer = 0;
   // StateSource::kConstant: [H], the same for every batch row, or [B][H], one per row of the
   // batch the model then fixes (CompiledModel::constant_state_batch); empty otherwise.
   // An LSTM: h0 int8 at its output quantization, c0 int16 at 2^P. A GRU: its state is one int16
