@@ -265,4 +265,80 @@ const FcS16Variant* const* fc_s16_variants(size_t* count) {
   return kVariants;
 }
 
+#ifdef QLSTM_HAVE_CMSIS_NN
+extern const AddS8Variant kAddS8CmsisNnVariant;
+extern const MulS8Variant kMulS8CmsisNnVariant;
+#endif
+extern const AddS8Variant kAddS8ScalarVariant;
+extern const MulS8Variant kMulS8ScalarVariant;
+#if defined(__x86_64__) && defined(__GNUC__)
+extern const AddS8Variant kAddS8X86Avx2Variant;
+extern const MulS8Variant kMulS8X86Avx2Variant;
+#endif
+#if defined(QLSTM_HAVE_ARM_M)
+extern const AddS8Variant kAddS8ArmThumb2Variant;
+extern const MulS8Variant kMulS8ArmThumb2Variant;
+#if defined(__ARM_FEATURE_DSP)
+extern const AddS8Variant kAddS8ArmDspVariant;
+extern const MulS8Variant kMulS8ArmDspVariant;
+#endif
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+extern const AddS8Variant kAddS8ArmMveVariant;
+extern const MulS8Variant kMulS8ArmMveVariant;
+#endif
+#endif
+
+// The LSTM's order and names; the add's and the multiply's lists alike.
+const AddS8Variant* const* add_s8_variants(size_t* count) {
+  static const AddS8Variant* const kVariants[] = {
+#ifdef QLSTM_HAVE_CMSIS_NN
+      &kAddS8CmsisNnVariant,
+#endif
+#if defined(QLSTM_HAVE_ARM_M) && defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+      &kAddS8ArmMveVariant,
+#endif
+#if defined(QLSTM_HAVE_ARM_M) && defined(__ARM_FEATURE_DSP) && !defined(QLSTM_SKIP_DSP)
+      &kAddS8ArmDspVariant,
+#endif
+#if defined(QLSTM_HAVE_ARM_M) && !defined(QLSTM_SKIP_THUMB2)
+      &kAddS8ArmThumb2Variant,
+#endif
+#if defined(__x86_64__) && defined(__GNUC__)
+      &kAddS8X86Avx2Variant,
+#endif
+#if !defined(QLSTM_ONLY_BEST)
+      &kAddS8ScalarVariant,
+#endif
+      &kAddS8ReferenceVariant,
+  };
+  if (count != nullptr) *count = sizeof(kVariants) / sizeof(kVariants[0]);
+  return kVariants;
+}
+
+const MulS8Variant* const* mul_s8_variants(size_t* count) {
+  static const MulS8Variant* const kVariants[] = {
+#ifdef QLSTM_HAVE_CMSIS_NN
+      &kMulS8CmsisNnVariant,
+#endif
+#if defined(QLSTM_HAVE_ARM_M) && defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+      &kMulS8ArmMveVariant,
+#endif
+#if defined(QLSTM_HAVE_ARM_M) && defined(__ARM_FEATURE_DSP) && !defined(QLSTM_SKIP_DSP)
+      &kMulS8ArmDspVariant,
+#endif
+#if defined(QLSTM_HAVE_ARM_M) && !defined(QLSTM_SKIP_THUMB2)
+      &kMulS8ArmThumb2Variant,
+#endif
+#if defined(__x86_64__) && defined(__GNUC__)
+      &kMulS8X86Avx2Variant,
+#endif
+#if !defined(QLSTM_ONLY_BEST)
+      &kMulS8ScalarVariant,
+#endif
+      &kMulS8ReferenceVariant,
+  };
+  if (count != nullptr) *count = sizeof(kVariants) / sizeof(kVariants[0]);
+  return kVariants;
+}
+
 }  // namespace qlstm

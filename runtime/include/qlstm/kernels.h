@@ -237,10 +237,39 @@ void log_softmax_s8_prechecked(const qlstm_log_softmax_s8_params& params, const 
 void softmax_s16_prechecked(const qlstm_softmax_s16_params& params, const int16_t* input, int16_t* output);
 void table_s8_prechecked(const qlstm_table_s8_params& params, const int8_t* input, int8_t* output);
 void requantize_prechecked(const qlstm_requantize_params& params, const void* input, void* output);
-// The elementwise add and multiply on validated params (qlstm_add_s8_validate,
-// qlstm_mul_s8_validate): rows x row_size values of each operand, contiguous.
-void add_s8_prechecked(const qlstm_add_s8_params& params, const int8_t* input1, const int8_t* input2, int8_t* output);
-void mul_s8_prechecked(const qlstm_mul_s8_params& params, const int8_t* input1, const int8_t* input2, int8_t* output);
+// ---- The elementwise add and multiply (elementwise_s8.h, docs/arithmetic.md §19): rows x
+// row_size values of each operand, contiguous. Their references are the specification in code;
+// each variant is one function for the whole call, equal to its reference bit for bit
+// (tests/variants). P: qlstm_add_s8_params or qlstm_mul_s8_params.
+template <class P>
+struct ElementwiseS8Variant {
+  const char* name;
+  bool (*is_supported)();  // null: any CPU
+  bool (*can_run)(const P& p);  // null: every valid call
+  void (*run)(const P& p, const int8_t* input1, const int8_t* input2, int8_t* output);  // validated, rows >= 1
+};
+using AddS8Variant = ElementwiseS8Variant<qlstm_add_s8_params>;
+using MulS8Variant = ElementwiseS8Variant<qlstm_mul_s8_params>;
+// Best first, the reference last (runs every call); *count receives the number of entries.
+const AddS8Variant* const* add_s8_variants(size_t* count);
+const MulS8Variant* const* mul_s8_variants(size_t* count);
+extern const AddS8Variant kAddS8ReferenceVariant;
+extern const MulS8Variant kMulS8ReferenceVariant;
+// As qlstm_add_s8() / qlstm_mul_s8() with the given variant: QLSTM_ERROR_UNSUPPORTED /
+// QLSTM_ERROR_NO_VARIANT as run_lstm_s8.
+qlstm_status run_add_s8(const AddS8Variant& variant, const qlstm_add_s8_params* params, const int8_t* input1,
+                        const int8_t* input2, int8_t* output);
+qlstm_status run_mul_s8(const MulS8Variant& variant, const qlstm_mul_s8_params* params, const int8_t* input1,
+                        const int8_t* input2, int8_t* output);
+// On validated params (qlstm_add_s8_validate, qlstm_mul_s8_validate), rows >= 0: variant nullptr,
+// the per-call dispatch over add_s8_variants() / mul_s8_variants(); what the program runner calls.
+void add_s8_prechecked(const AddS8Variant* variant, const qlstm_add_s8_params& params, const int8_t* input1,
+                       const int8_t* input2, int8_t* output);
+void mul_s8_prechecked(const MulS8Variant* variant, const qlstm_mul_s8_params& params, const int8_t* input1,
+                       const int8_t* input2, int8_t* output);
+// The references alone.
+void add_s8_reference(const qlstm_add_s8_params& params, const int8_t* input1, const int8_t* input2, int8_t* output);
+void mul_s8_reference(const qlstm_mul_s8_params& params, const int8_t* input1, const int8_t* input2, int8_t* output);
 // ---- The pooling op's variants (pool_s8.h, docs/arithmetic.md §17): one function for the whole
 // call, each equal to the reference bit for bit (tests/variants).
 using PoolS8Fn = void (*)(const qlstm_pool_s8_params& params, const int8_t* input, int8_t* output);
@@ -271,6 +300,8 @@ struct ProgramRunOptions {
   const GruS8Variant* gru_variant = nullptr;  // nullptr: the per-call dispatch of qlstm_gru_s8
   const FcS8Variant* fc_variant = nullptr;  // nullptr: the per-call dispatch of qlstm_fc_s8
   const PoolS8Variant* pool_variant = nullptr;  // nullptr: the per-call dispatch of qlstm_pool_s8
+  const AddS8Variant* add_variant = nullptr;    // nullptr: the per-call dispatch of qlstm_add_s8
+  const MulS8Variant* mul_variant = nullptr;    // nullptr: the per-call dispatch of qlstm_mul_s8
   void (*before_op)(int32_t op) = nullptr;
   void (*after_op)(int32_t op) = nullptr;
 };

@@ -35,31 +35,37 @@ Failure check_elementwise(const qlstm_program& program, int32_t k, int32_t time_
   return validated(Validate, elementwise_call_params<P>(program, op, time_steps), k);
 }
 
-// Kernel: the kind's reference on validated params (add_s8_prechecked, mul_s8_prechecked). Whole
-// rows of both operands are one call; slices, a call per position.
-template <class P, void (*Kernel)(const P&, const int8_t*, const int8_t*, int8_t*)>
+// Kernel: the kind's dispatch on validated params, the variant the options fix or the per-call
+// choice (add_s8_prechecked, mul_s8_prechecked). Whole rows of both operands are one call;
+// slices, a call per position.
+template <class P, void (*Kernel)(const ElementwiseS8Variant<P>*, const P&, const int8_t*, const int8_t*, int8_t*),
+          const ElementwiseS8Variant<P>* ProgramRunOptions::*Forced>
 qlstm_status run_elementwise(const OpCall& c) {
+  const ElementwiseS8Variant<P>* variant = c.options.*Forced;
   P p = elementwise_call_params<P>(c.program, c.op, c.time_steps);
   const int32_t w1 = in_width(c.program, c.op), w2 = c.program.buffer_widths[c.op.second_input_buffer];
   const int8_t* in1 = in_as<int8_t>(c);
   const int8_t* in2 = static_cast<const int8_t*>(c.in2);
   int8_t* out = out_as<int8_t>(c);
   if (w1 == p.shape.row_size && w2 == p.shape.row_size) {
-    Kernel(p, in1, in2, out);
+    Kernel(variant, p, in1, in2, out);
     return QLSTM_OK;
   }
   const int32_t positions = p.shape.rows;
   p.shape.rows = 1;
   for (int32_t r = 0; r < positions; ++r) {
-    Kernel(p, in1 + static_cast<ptrdiff_t>(r) * w1 + p.shape.input1_offset,
+    Kernel(variant, p, in1 + static_cast<ptrdiff_t>(r) * w1 + p.shape.input1_offset,
            in2 + static_cast<ptrdiff_t>(r) * w2 + p.shape.input2_offset, out + static_cast<ptrdiff_t>(r) * p.shape.row_size);
   }
   return QLSTM_OK;
 }
 
-template <class P, ValidateFn<P> Validate, void (*Kernel)(const P&, const int8_t*, const int8_t*, int8_t*)>
+template <class P, ValidateFn<P> Validate,
+          void (*Kernel)(const ElementwiseS8Variant<P>*, const P&, const int8_t*, const int8_t*, int8_t*),
+          const ElementwiseS8Variant<P>* ProgramRunOptions::*Forced>
 constexpr qlstm_op_handler elementwise_handler(int32_t kind) {
-  return {kind, types_of<QLSTM_ELEMENT_S8>, check_elementwise<P, Validate>, nullptr, run_elementwise<P, Kernel>, true, true};
+  return {kind, types_of<QLSTM_ELEMENT_S8>, check_elementwise<P, Validate>, nullptr, run_elementwise<P, Kernel, Forced>,
+          true, true};
 }
 
 }  // namespace qlstm::program

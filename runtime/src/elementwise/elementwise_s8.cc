@@ -1,10 +1,12 @@
-// The int8 elementwise add and multiply: validation and the references, the specification in code
-// (docs/arithmetic.md §19; the arithmetic of arm_elementwise_add_s8 / arm_elementwise_mul_s8).
+// The int8 elementwise add and multiply: validation, the references (the specification in code:
+// docs/arithmetic.md §19, the arithmetic of arm_elementwise_add_s8 / arm_elementwise_mul_s8) and
+// the dispatch over the variants (add_s8_variants(), mul_s8_variants(): runtime/src/variants.cc).
 #include "qlstm/elementwise_s8.h"
 
 #include "qlstm/fixed_point.h"
 #include "qlstm/kernels.h"
 #include "qlstm/lstm_s8.h"
+#include "first_runnable.h"
 #include "row_op.h"
 
 namespace qlstm {
@@ -59,16 +61,15 @@ FieldFailure check_mul(const qlstm_mul_s8_params* p) {
   return check_common(*p);
 }
 
-// The kernels' entry: validate, then the operands (NULL only without rows), then run.
+// The kernels' entries: validate, then the operands (NULL only without rows).
 template <class P>
-qlstm_status checked_call(FieldFailure (*check)(const P*), void (*run)(const P&, const int8_t*, const int8_t*, int8_t*),
-                          const P* params, const int8_t* input1, const int8_t* input2, int8_t* output) {
+qlstm_status check_call(FieldFailure (*check)(const P*), const P* params, const int8_t* input1, const int8_t* input2,
+                        const int8_t* output) {
   const FieldFailure f = check(params);
   if (f.status != QLSTM_OK) return f.status;
   if (params->shape.rows > 0 && (input1 == nullptr || input2 == nullptr || output == nullptr)) {
     return QLSTM_ERROR_NULL_POINTER;
   }
-  run(*params, input1, input2, output);
   return QLSTM_OK;
 }
 
@@ -77,7 +78,7 @@ qlstm_status checked_call(FieldFailure (*check)(const P*), void (*run)(const P&,
 // Each operand is centred and widened by 2^left_shift, brought to the common scale, and the
 // sum requantized: int32 arithmetic modulo 2^32, as the Arm build computes it (validated params
 // keep every intermediate far from wrapping when the multipliers are TFLite's).
-void add_s8_prechecked(const qlstm_add_s8_params& p, const int8_t* input1, const int8_t* input2, int8_t* output) {
+void add_s8_reference(const qlstm_add_s8_params& p, const int8_t* input1, const int8_t* input2, int8_t* output) {
   const int32_t n = p.shape.rows * p.shape.row_size;
   for (int32_t i = 0; i < n; ++i) {
     const int32_t a1 = (input1[i] - p.input1_zero_point) * (int32_t{1} << p.left_shift);
@@ -91,7 +92,7 @@ void add_s8_prechecked(const qlstm_add_s8_params& p, const int8_t* input1, const
 }
 
 // The product of the centred operands is exact in int32 (|x - zp| <= 255).
-void mul_s8_prechecked(const qlstm_mul_s8_params& p, const int8_t* input1, const int8_t* input2, int8_t* output) {
+void mul_s8_reference(const qlstm_mul_s8_params& p, const int8_t* input1, const int8_t* input2, int8_t* output) {
   const int32_t n = p.shape.rows * p.shape.row_size;
   for (int32_t i = 0; i < n; ++i) {
     const int32_t product = (input1[i] - p.input1_zero_point) * (input2[i] - p.input2_zero_point);
@@ -99,6 +100,58 @@ void mul_s8_prechecked(const qlstm_mul_s8_params& p, const int8_t* input1, const
     output[i] = static_cast<int8_t>(
         fxp::clamp(fxp::wrapping_add(y, p.output_zero_point), p.activation_min, p.activation_max));
   }
+}
+
+extern const AddS8Variant kAddS8ReferenceVariant = {"reference", nullptr, nullptr, add_s8_reference};
+extern const MulS8Variant kMulS8ReferenceVariant = {"reference", nullptr, nullptr, mul_s8_reference};
+
+namespace {
+
+// The first variant of the list that runs the call (the reference runs every one).
+template <class P>
+void dispatch(const ElementwiseS8Variant<P>* variant, const ElementwiseS8Variant<P>* const* list, size_t count,
+              const P& p, const int8_t* input1, const int8_t* input2, int8_t* output) {
+  if (p.shape.rows == 0) return;
+  if (variant == nullptr) variant = first_runnable_variant(list, count, p);
+  variant->run(p, input1, input2, output);
+}
+
+// One variant's call with the kernel's own validation (run_add_s8, run_mul_s8).
+template <class P>
+qlstm_status run_variant(FieldFailure (*check)(const P*), const ElementwiseS8Variant<P>& v, const P* params,
+                         const int8_t* input1, const int8_t* input2, int8_t* output) {
+  const qlstm_status st = check_call(check, params, input1, input2, output);
+  if (st != QLSTM_OK) return st;
+  if (v.is_supported != nullptr && !v.is_supported()) return QLSTM_ERROR_UNSUPPORTED;
+  if (v.can_run != nullptr && !v.can_run(*params)) return QLSTM_ERROR_NO_VARIANT;
+  if (params->shape.rows > 0) v.run(*params, input1, input2, output);
+  return QLSTM_OK;
+}
+
+}  // namespace
+
+void add_s8_prechecked(const AddS8Variant* variant, const qlstm_add_s8_params& p, const int8_t* input1,
+                       const int8_t* input2, int8_t* output) {
+  size_t n = 0;
+  const AddS8Variant* const* list = add_s8_variants(&n);
+  dispatch(variant, list, n, p, input1, input2, output);
+}
+
+void mul_s8_prechecked(const MulS8Variant* variant, const qlstm_mul_s8_params& p, const int8_t* input1,
+                       const int8_t* input2, int8_t* output) {
+  size_t n = 0;
+  const MulS8Variant* const* list = mul_s8_variants(&n);
+  dispatch(variant, list, n, p, input1, input2, output);
+}
+
+qlstm_status run_add_s8(const AddS8Variant& variant, const qlstm_add_s8_params* params, const int8_t* input1,
+                        const int8_t* input2, int8_t* output) {
+  return run_variant(check_add, variant, params, input1, input2, output);
+}
+
+qlstm_status run_mul_s8(const MulS8Variant& variant, const qlstm_mul_s8_params* params, const int8_t* input1,
+                        const int8_t* input2, int8_t* output) {
+  return run_variant(check_mul, variant, params, input1, input2, output);
 }
 
 }  // namespace qlstm
@@ -113,10 +166,14 @@ extern "C" qlstm_status qlstm_mul_s8_validate(const qlstm_mul_s8_params* params,
 
 extern "C" qlstm_status qlstm_add_s8(const qlstm_add_s8_params* params, const int8_t* input1, const int8_t* input2,
                                      int8_t* output) {
-  return qlstm::checked_call(qlstm::check_add, qlstm::add_s8_prechecked, params, input1, input2, output);
+  const qlstm_status st = qlstm::check_call(qlstm::check_add, params, input1, input2, output);
+  if (st == QLSTM_OK) qlstm::add_s8_prechecked(nullptr, *params, input1, input2, output);
+  return st;
 }
 
 extern "C" qlstm_status qlstm_mul_s8(const qlstm_mul_s8_params* params, const int8_t* input1, const int8_t* input2,
                                      int8_t* output) {
-  return qlstm::checked_call(qlstm::check_mul, qlstm::mul_s8_prechecked, params, input1, input2, output);
+  const qlstm_status st = qlstm::check_call(qlstm::check_mul, params, input1, input2, output);
+  if (st == QLSTM_OK) qlstm::mul_s8_prechecked(nullptr, *params, input1, input2, output);
+  return st;
 }

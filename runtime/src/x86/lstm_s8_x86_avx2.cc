@@ -4,7 +4,8 @@
 // int32 lanes (lstm_s8_x86_lanes.inc): the requantization (64-bit products of VPMULDQ for the
 // SRDHM, shifts and masks for the rounding divide), the table activations (one 32-bit gather
 // fetches both neighbours), the cell and the hidden update. The fully connected op: the same
-// dot products and requantization (fc_s8_x86_lanes.inc). Pooling: pool_s8_x86_avx2.inc.
+// dot products and requantization (fc_s8_x86_lanes.inc). Pooling: pool_s8_x86_avx2.inc. The
+// elementwise add and multiply: elementwise_s8_x86_avx2.inc.
 //
 // Everything below the target pragma (GCC's, or clang's attribute push) is compiled for AVX2 and
 // has internal linkage, so no inline function of a shared header is emitted here with AVX2
@@ -16,6 +17,7 @@
 
 #include "qlstm/activation_s16.h"
 #include "qlstm/fixed_point.h"
+#include "blocked/elementwise_blocks.h"
 #include "blocked/pool_blocks.h"
 #include "qlstm/kernels.h"
 #include "reference/gru_s8_reference.h"
@@ -73,6 +75,7 @@ __m256i dot8(const int8_t* v, const int8_t* w, ptrdiff_t stride, int32_t n, cons
 #include "x86/fc_s8_x86_lanes.inc"
 #include "x86/gru_s8_x86_lanes.inc"
 #include "x86/pool_s8_x86_avx2.inc"
+#include "x86/elementwise_s8_x86_avx2.inc"
 
 #if defined(__clang__)
 #pragma clang attribute pop
@@ -93,6 +96,10 @@ extern const GruS8Variant kGruS8X86Avx2Variant = {"x86_avx2", x86::is_supported,
 
 extern const PoolS8Variant kPoolS8X86Avx2Variant = {"x86_avx2", x86::is_supported, nullptr,
                                                     blocked::pool_blocks<x86::Pool>};
+
+// can_run: the plan's forms (blocked/elementwise_blocks.h); the reference runs the others.
+extern const AddS8Variant kAddS8X86Avx2Variant = {"x86_avx2", x86::is_supported, blocked::add_can_run, x86::add_s8};
+extern const MulS8Variant kMulS8X86Avx2Variant = {"x86_avx2", x86::is_supported, blocked::mul_can_run, x86::mul_s8};
 
 }  // namespace qlstm
 
