@@ -616,6 +616,21 @@ def test_pool_bench(a):
     print("pool-bench: an invalid geometry is refused")
 
 
+def test_elementwise_bench(a):
+    """elementwise-bench, the add and multiply measurement behind docs/performance.md
+    (bench/elementwise_table.py): 1024 values each (a residual sum of 32 steps of 32 features);
+    then a length the arena cannot hold (status 2)."""
+    for kind in ("add", "mul"):
+        bench_best_against_reference(a, kind, "elementwise-bench", [kind, "1024"])
+    info = target_info(a.qlstm, a.cpu)
+    rc, out = qemu(info, os.path.join(info["dir"], "qlstm_device.elf"),
+                   ["elementwise-bench", "add", "0", "reference"], timeout=60)
+    print(out, end="")
+    if rc != 2 or "N must be positive" not in out:
+        fail("elementwise-bench with N = 0: status %d" % rc)
+    print("elementwise-bench: an empty call is refused")
+
+
 def main():
     global np
     if sys.argv[1:] == ["count-models"]:
@@ -624,7 +639,7 @@ def main():
     import numpy
     np = numpy
     p = argparse.ArgumentParser()
-    p.add_argument("mode", choices=["fault", "models", "emitted", "whole", "icount", "variants", "fc_bench",
+    p.add_argument("mode", choices=["fault", "models", "emitted", "whole", "icount", "variants", "fc_bench", "elementwise_bench",
                                      "lstm_s16_bench", "s16", "pool_bench"])
     p.add_argument("--qlstm", required=True)
     p.add_argument("--cpu", required=True)
@@ -633,7 +648,7 @@ def main():
     a = p.parse_args()
     {"fault": test_fault, "models": test_models, "emitted": test_emitted, "whole": test_whole, "icount": test_icount,
      "variants": test_variants, "fc_bench": test_fc_bench, "lstm_s16_bench": test_lstm_s16_bench,
-     "s16": test_s16, "pool_bench": test_pool_bench}[a.mode](a)
+     "s16": test_s16, "pool_bench": test_pool_bench, "elementwise_bench": test_elementwise_bench}[a.mode](a)
 
 
 if __name__ == "__main__":

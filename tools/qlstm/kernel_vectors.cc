@@ -782,11 +782,16 @@ CaseResult run_log_softmax_case(const LogSoftmaxCase& c) {
   return run_int8_rows_case(c, qlstm_log_softmax_s8, c.params.row_size, "row", "i");
 }
 
-CaseResult run_elementwise_case(const ElementwiseCase& c) {
+CaseResult run_elementwise_case(const ElementwiseCase& c, const AddS8Variant* add, const MulS8Variant* mul) {
   CaseResult r;
   r.output.assign(c.expected_output.size(), 0);
-  r.status = c.multiply ? qlstm_mul_s8(&c.mul, c.input1.data(), c.input2.data(), r.output.data())
-                        : qlstm_add_s8(&c.add, c.input1.data(), c.input2.data(), r.output.data());
+  const int8_t* x1 = c.input1.data();
+  const int8_t* x2 = c.input2.data();
+  if (c.multiply) {
+    r.status = mul != nullptr ? run_mul_s8(*mul, &c.mul, x1, x2, r.output.data()) : qlstm_mul_s8(&c.mul, x1, x2, r.output.data());
+  } else {
+    r.status = add != nullptr ? run_add_s8(*add, &c.add, x1, x2, r.output.data()) : qlstm_add_s8(&c.add, x1, x2, r.output.data());
+  }
   if (r.status != QLSTM_OK) {
     r.mismatch = std::string("kernel returned an error: ") + qlstm_status_string(r.status);
     return r;

@@ -208,8 +208,10 @@ CaseResult run_case(const KernelCase& c, const LstmS8Variant& variant);
 CaseResult run_fc_case(const FcCase& c, const FcS8Variant* variant);
 CaseResult run_softmax_case(const SoftmaxCase& c);
 CaseResult run_log_softmax_case(const LogSoftmaxCase& c);
-// The elementwise case through qlstm_add_s8 / qlstm_mul_s8.
-CaseResult run_elementwise_case(const ElementwiseCase& c);
+// The elementwise case through the given add or multiply variant (one that declines the case
+// fails it, QLSTM_ERROR_NO_VARIANT), or, null, qlstm_add_s8 / qlstm_mul_s8.
+CaseResult run_elementwise_case(const ElementwiseCase& c, const AddS8Variant* add = nullptr,
+                                const MulS8Variant* mul = nullptr);
 // The pooling case through qlstm_pool_s8.
 // variant nullptr: qlstm_pool_s8's dispatch.
 CaseResult run_pool_case(const PoolCase& c, const PoolS8Variant* variant);

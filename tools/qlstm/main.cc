@@ -97,6 +97,8 @@ struct SelectedVariants {
   std::vector<const qlstm::LstmS16Variant*> lstm_s16;  // nullptr: qlstm_lstm_s16's dispatch
   std::vector<const qlstm::FcS16Variant*> fc_s16;      // nullptr: qlstm_fc_s16's dispatch
   std::vector<const qlstm::PoolS8Variant*> pool;       // nullptr: qlstm_pool_s8's dispatch
+  std::vector<const qlstm::AddS8Variant*> add;         // nullptr: qlstm_add_s8's dispatch
+  std::vector<const qlstm::MulS8Variant*> mul;         // nullptr: qlstm_mul_s8's dispatch
 };
 SelectedVariants select_variants(const std::string& name, bool* ok) {
   SelectedVariants s;
@@ -107,6 +109,8 @@ SelectedVariants select_variants(const std::string& name, bool* ok) {
     s.lstm_s16.push_back(nullptr);
     s.fc_s16.push_back(nullptr);
     s.pool.push_back(nullptr);
+    s.add.push_back(nullptr);
+    s.mul.push_back(nullptr);
     return s;
   }
   bool unsupported = false;
@@ -121,7 +125,12 @@ SelectedVariants select_variants(const std::string& name, bool* ok) {
   s.fc_s16 = pick_variants(fc_s16, count, name, &unsupported);
   const qlstm::PoolS8Variant* const* pool = qlstm::pool_s8_variants(&count);
   s.pool = pick_variants(pool, count, name, &unsupported);
-  if (s.lstm.empty() && s.fc.empty() && s.lstm_s16.empty() && s.fc_s16.empty() && s.pool.empty()) {
+  const qlstm::AddS8Variant* const* add = qlstm::add_s8_variants(&count);
+  s.add = pick_variants(add, count, name, &unsupported);
+  const qlstm::MulS8Variant* const* mul = qlstm::mul_s8_variants(&count);
+  s.mul = pick_variants(mul, count, name, &unsupported);
+  if (s.lstm.empty() && s.fc.empty() && s.lstm_s16.empty() && s.fc_s16.empty() && s.pool.empty() && s.add.empty() &&
+      s.mul.empty()) {
     std::fprintf(stderr, "qlstm: unknown variant '%s' (see 'qlstm variants')\n", name.c_str());
     *ok = false;
   }
@@ -168,6 +177,13 @@ bool verify_file(const qlstm::vectors::VectorFile& file, const SelectedVariants&
     std::fprintf(stderr, "qlstm verify-vectors: error: %s: variant '%s' is not a pooling variant (see 'qlstm "
                  "variants')\n", path, variant_name.c_str());
     return false;
+  }
+  for (const auto& c : file.elementwise_cases) {
+    if (c.multiply ? variants.mul.empty() : variants.add.empty()) {
+      std::fprintf(stderr, "qlstm verify-vectors: error: %s: variant '%s' is not an elementwise %s variant (see 'qlstm "
+                   "variants')\n", path, variant_name.c_str(), c.multiply ? "multiply" : "add");
+      return false;
+    }
   }
   if ((!file.lstm_s16_cases.empty() && variants.lstm_s16.empty()) ||
       (!file.fc_s16_cases.empty() && variants.fc_s16.empty())) {
@@ -228,7 +244,15 @@ bool verify_file(const qlstm::vectors::VectorFile& file, const SelectedVariants&
   }
   for (const auto& c : file.elementwise_cases) {
     const std::string detail = std::string(c.multiply ? "mul" : "add") + " size=" + std::to_string(c.size());
-    count(c.name, "reference", qlstm::vectors::run_elementwise_case(c), detail);
+    if (c.multiply) {
+      for (const qlstm::MulS8Variant* v : variants.mul) {
+        count(c.name, v != nullptr ? v->name : "default", qlstm::vectors::run_elementwise_case(c, nullptr, v), detail);
+      }
+    } else {
+      for (const qlstm::AddS8Variant* v : variants.add) {
+        count(c.name, v != nullptr ? v->name : "default", qlstm::vectors::run_elementwise_case(c, v, nullptr), detail);
+      }
+    }
   }
   std::printf("%s: %zu cases, %ld of %zu runs bit-exact\n", path, file.case_count(), file_passed, runs);
   return true;
@@ -331,6 +355,12 @@ int list_variants() {
   std::printf("pooling op:\n");
   const qlstm::PoolS8Variant* const* pool = qlstm::pool_s8_variants(&count);
   print_variants(pool, count, ", declines some calls");
+  std::printf("elementwise add:\n");
+  const qlstm::AddS8Variant* const* add = qlstm::add_s8_variants(&count);
+  print_variants(add, count, ", declines some calls");
+  std::printf("elementwise multiply:\n");
+  const qlstm::MulS8Variant* const* mul = qlstm::mul_s8_variants(&count);
+  print_variants(mul, count, ", declines some calls");
   std::printf("default: per call, the first supported variant above that can run the call\n");
   return 0;
 }

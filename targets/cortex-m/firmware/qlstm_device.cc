@@ -5,9 +5,12 @@
 //   qlstm_device bench BUNDLE VARIANT          case 0 once, between the instruction-count markers
 //   qlstm_device variants                      the variants built for this CPU, one per line (the
 //                                             fully connected op's as "fc NAME", the 16x8 kernels' as
-//                                             "lstm_s16 NAME" and "fc_s16 NAME", pooling's as "pool NAME")
+//                                             "lstm_s16 NAME" and "fc_s16 NAME", pooling's as "pool NAME",
+//                                             the elementwise ones' as "add NAME" and "mul NAME")
 //   qlstm_device fc-bench I O per-tensor|per-channel VARIANT
 //                                             one FC call between the instruction-count markers
+//   qlstm_device elementwise-bench add|mul N VARIANT
+//                                             one elementwise call between the instruction-count markers
 //   qlstm_device pool-bench max|avg H W C KH KW STRIDE PAD VARIANT
 //                                             one pooling call between the instruction-count markers
 //   qlstm_device lstm-s16-bench B T I H VARIANT [time-major]
@@ -17,7 +20,7 @@
 //   qlstm_device variant-test [CASES]          every variant against the reference on random cases
 //                                             (LSTM), then every FC variant over its edge sizes, then
 //                                             every GRU variant on random cases, then every 16x8 LSTM
-//                                             and FC variant
+//                                             and FC variant, the pooling and the elementwise ones
 //   qlstm_device --fault                       writes to an unmapped address (a fault fails the run)
 // BUNDLE is written by the host (tools/qlstm/device.cc; layout in bundle_format.h and docs/targets.md):
 // every case is a program (a kernel vector is a one-op program), validated and run by the runtime's
@@ -1191,6 +1194,128 @@ long pool_variant_test() {
   return mismatches;
 }
 
+// ---- The elementwise add and multiply variants (add_s8_variants, mul_s8_variants) the same way:
+// parameters as TFLite prepares them (the add's larger-scale operand at multiplier 2^30, either
+// operand; both at times; the output's shift where a calibrated sum puts it), which every variant
+// must run, and raw random ones, which a variant may decline (counted); lengths at the vector
+// widths and their neighbours; narrow clamps; unaligned operands; guard bytes after the output.
+void random_add_params(Rng& r, bool tflite, qlstm_add_s8_params* p) {
+  *p = qlstm_add_s8_params{};
+  p->input1_zero_point = r.range(-128, 127);
+  p->input2_zero_point = r.range(-128, 127);
+  p->output_zero_point = r.range(-128, 127);
+  p->activation_min = r.range(0, 3) == 0 ? r.range(-128, 0) : -128;
+  p->activation_max = r.range(0, 3) == 0 ? r.range(p->activation_min, 127) : 127;
+  if (!tflite) {
+    p->left_shift = r.range(0, QLSTM_ADD_S8_LEFT_SHIFT_MAX);
+    const qlstm_requant a = random_requant(r, -31, 1), b = random_requant(r, -31, 1), o = random_requant(r, -31, 2);
+    p->input1_multiplier = r.range(0, 1) ? (1 << 30) : a.multiplier;
+    p->input1_shift = a.shift;
+    p->input2_multiplier = r.range(0, 1) ? (1 << 30) : b.multiplier;
+    p->input2_shift = b.shift;
+    p->output_multiplier = o.multiplier;
+    p->output_shift = o.shift;
+    return;
+  }
+  constexpr int32_t kTfliteLeftShift = 20;
+  p->left_shift = kTfliteLeftShift;
+  const bool same_scale = r.range(0, 3) == 0;
+  const qlstm_requant other = same_scale ? qlstm_requant{1 << 30, 0} : random_requant(r, -12, -1);
+  const bool first_larger = r.range(0, 1) == 0;
+  p->input1_multiplier = first_larger ? (1 << 30) : other.multiplier;
+  p->input1_shift = first_larger ? 0 : other.shift;
+  p->input2_multiplier = first_larger ? other.multiplier : (1 << 30);
+  p->input2_shift = first_larger ? other.shift : 0;
+  const qlstm_requant o = random_requant(r, -21, -17);
+  p->output_multiplier = o.multiplier;
+  p->output_shift = o.shift;
+}
+
+void random_mul_params(Rng& r, bool tflite, qlstm_mul_s8_params* p) {
+  *p = qlstm_mul_s8_params{};
+  p->input1_zero_point = r.range(-128, 127);
+  p->input2_zero_point = r.range(-128, 127);
+  p->output_zero_point = r.range(-128, 127);
+  p->activation_min = r.range(0, 3) == 0 ? r.range(-128, 0) : -128;
+  p->activation_max = r.range(0, 3) == 0 ? r.range(p->activation_min, 127) : 127;
+  const qlstm_requant o = tflite ? random_requant(r, -12, 4) : random_requant(r, -31, 16);
+  p->output_multiplier = o.multiplier;
+  p->output_shift = o.shift;
+}
+
+// One case: each variant but the reference against the reference (a decline counted, a failure
+// where TFLite's parameters are declined).
+template <class P, class Variant>
+bool elementwise_case(Rng& r, const char* kind, const P& p, const Variant* const* all, size_t nvar,
+                      const Variant& reference,
+                      qlstm_status (*run)(const Variant&, const P*, const int8_t*, const int8_t*, int8_t*),
+                      bool tflite, uint32_t* mismatches, long* runs, long* declined) {
+  constexpr uint32_t kGuardBytes = 8;
+  constexpr uint8_t kGuard = 0x5A;
+  g_arena_used = 0;
+  const uint32_t n = static_cast<uint32_t>(p.shape.rows * p.shape.row_size);
+  int8_t* a = static_cast<int8_t*>(arena_take(n + 1));
+  int8_t* b = static_cast<int8_t*>(arena_take(n + 1));
+  int8_t* want = static_cast<int8_t*>(arena_take(n + kGuardBytes));
+  int8_t* got = static_cast<int8_t*>(arena_take(n + kGuardBytes));
+  if (!a || !b || !want || !got) return false;
+  for (uint32_t k = 0; k <= n; ++k) {
+    a[k] = r.s8();
+    b[k] = r.s8();
+  }
+  memset(want, kGuard, n + kGuardBytes);
+  const qlstm_status want_st = run(reference, &p, a + 1, b + 1, want);  // unaligned operands
+  for (size_t v = 0; v < nvar; ++v) {
+    if (all[v] == &reference) continue;
+    memset(got, kGuard, n + kGuardBytes);
+    const qlstm_status st = run(*all[v], &p, a + 1, b + 1, got);
+    ++*runs;
+    if (st == QLSTM_ERROR_NO_VARIANT && !tflite) {
+      ++*declined;
+      continue;
+    }
+    if (st != QLSTM_OK || want_st != QLSTM_OK || memcmp(got, want, n + kGuardBytes) != 0) {
+      ++*mismatches;
+      printf("FAIL %s variant %s: %lu values (status %s)\n", kind, all[v]->name, (unsigned long)n,
+             qlstm_status_string(st));
+    }
+  }
+  return true;
+}
+
+long elementwise_variant_test() {
+  static const int32_t kLengths[] = {1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 64, 65, 127, 128, 1000};
+  Rng r{0xD1B54A32D192ED03ull};
+  long cases = 0, runs = 0, declined = 0;
+  uint32_t mismatches = 0;
+  size_t n_add = 0, n_mul = 0;
+  const qlstm::AddS8Variant* const* add = qlstm::add_s8_variants(&n_add);
+  const qlstm::MulS8Variant* const* mul = qlstm::mul_s8_variants(&n_mul);
+  for (int32_t n : kLengths) {
+    for (int32_t rep = 0; rep < 8; ++rep) {
+      const bool tflite = rep < 6;
+      const int32_t row_size = rep % 2 == 0 ? n : 1;
+      qlstm_add_s8_params pa;
+      random_add_params(r, tflite, &pa);
+      pa.shape = {n / row_size, row_size, 0, 0};
+      qlstm_mul_s8_params pm;
+      random_mul_params(r, tflite, &pm);
+      pm.shape = pa.shape;
+      if (!elementwise_case(r, "add", pa, add, n_add, qlstm::kAddS8ReferenceVariant, qlstm::run_add_s8, tflite,
+                            &mismatches, &runs, &declined) ||
+          !elementwise_case(r, "mul", pm, mul, n_mul, qlstm::kMulS8ReferenceVariant, qlstm::run_mul_s8, tflite,
+                            &mismatches, &runs, &declined)) {
+        return -1;
+      }
+      cases += 2;
+    }
+  }
+  if (declined > 0) printf("variant-test: elementwise: %ld raw-parameter calls declined by a variant (can_run)\n", declined);
+  printf("variant-test: elementwise: %ld cases, %ld variant runs against the reference, %ld mismatches\n", cases, runs,
+         (long)mismatches);
+  return mismatches;
+}
+
 // ---- The 16x8 variants (lstm_s16_variants, fc_s16_variants) the same way, each against the 16x8
 // reference: edge sizes past 256 columns too (where the DSP variant's 32-bit partial sums hand over
 // to int64 and its x operand is no longer expanded), typical and extreme values (int16 and int8
@@ -1559,6 +1684,53 @@ int pool_bench(int32_t kind, const int32_t (&g)[7], const char* variant_name) {
   return 0;
 }
 
+// elementwise-bench: one add or multiply call of the named variant between the instruction-count
+// markers (docs/performance.md, bench/elementwise_table.py): N random values per operand and
+// parameters as TFLite prepares them (random scales, the same for every variant), no clamp;
+// checked against the reference afterwards.
+template <class P, class Variant>
+int elementwise_bench(const char* kind, const Variant* const* all, size_t n, const Variant& reference,
+                      qlstm_status (*run)(const Variant&, const P*, const int8_t*, const int8_t*, int8_t*),
+                      void (*make)(Rng&, bool, P*), int32_t N, const char* variant_name) {
+  const Variant* variant = bench_variant(all, n, variant_name, kind);
+  if (variant == nullptr) return kExitBadInput;
+  Rng r{kBenchSeed};
+  g_arena_used = 0;
+  P p;
+  make(r, true, &p);
+  p.activation_min = -128;
+  p.activation_max = 127;
+  p.shape = {1, N, 0, 0};
+  const uint32_t bytes = N > 0 && static_cast<uint32_t>(N) <= kArenaBytes / 4 ? static_cast<uint32_t>(N) : 0;
+  int8_t* a = static_cast<int8_t*>(arena_take(bytes));
+  int8_t* b = static_cast<int8_t*>(arena_take(bytes));
+  int8_t* got = static_cast<int8_t*>(arena_take(bytes));
+  int8_t* want = static_cast<int8_t*>(arena_take(bytes));
+  if (bytes == 0 || !a || !b || !got || !want) {
+    printf("qlstm_device: elementwise-bench: N must be positive and fit this firmware's arena\n");
+    return kExitBadInput;
+  }
+  for (uint32_t k = 0; k < bytes; ++k) {
+    a[k] = r.s8();
+    b[k] = r.s8();
+  }
+  if (variant->can_run != nullptr && !variant->can_run(p)) {
+    printf("qlstm_device: elementwise-bench: variant %s declines this call\n", variant->name);
+    return kExitBadInput;
+  }
+  printf("variant: %s\n", variant->name);
+  qlstm_bench_begin();
+  variant->run(p, a, b, got);
+  qlstm_bench_end();
+  const qlstm_status st = run(reference, &p, a, b, want);
+  if (st != QLSTM_OK || memcmp(got, want, bytes) != 0) {
+    printf("FAIL elementwise-bench %s %s: differs from the reference\n", kind, variant->name);
+    return kExitMismatch;
+  }
+  printf("elementwise-bench: %s N=%ld: bit-exact with reference\n", kind, (long)N);
+  return 0;
+}
+
 // lstm-s16-bench: one 16x8 LSTM call of the named variant between the instruction-count markers
 // (docs/performance.md, bench/s16_table.py): a stateless forward call writing every step, with
 // random parameters and input of the variant-test's typical regime (the same for every variant),
@@ -1623,7 +1795,7 @@ int lstm_s16_bench(const qlstm_lstm_dims& d, bool time_major, const char* varian
 }
 
 int usage() {
-  printf("usage: qlstm_device verify BUNDLE [VARIANT|all] | run BUNDLE OUT [VARIANT|all] | bench BUNDLE VARIANT|all | variants | variant-test [CASES] | fc-bench I O per-tensor|per-channel VARIANT | pool-bench max|avg H W C KH KW STRIDE PAD VARIANT | lstm-s16-bench B T I H VARIANT [time-major] | icount-self-test | cycle-self-test | --fault\n");
+  printf("usage: qlstm_device verify BUNDLE [VARIANT|all] | run BUNDLE OUT [VARIANT|all] | bench BUNDLE VARIANT|all | variants | variant-test [CASES] | fc-bench I O per-tensor|per-channel VARIANT | pool-bench max|avg H W C KH KW STRIDE PAD VARIANT | elementwise-bench add|mul N VARIANT | lstm-s16-bench B T I H VARIANT [time-major] | icount-self-test | cycle-self-test | --fault\n");
   return kExitBadInput;
 }
 
@@ -1677,7 +1849,12 @@ int main(int argc, char** argv) {
       printf("FAIL pool case does not fit the arena\n");
       return kExitBadInput;
     }
-    return lstm == 0 && fc == 0 && gru == 0 && s16 == 0 && pool == 0 ? 0 : kExitMismatch;
+    const long elementwise = elementwise_variant_test();
+    if (elementwise < 0) {
+      printf("FAIL elementwise case does not fit the arena\n");
+      return kExitBadInput;
+    }
+    return lstm == 0 && fc == 0 && gru == 0 && s16 == 0 && pool == 0 && elementwise == 0 ? 0 : kExitMismatch;
   }
   if (strcmp(cmd, "fc-bench") == 0 && argc == 6) {
     return fc_bench(static_cast<int32_t>(strtol(argv[2], nullptr, 10)), static_cast<int32_t>(strtol(argv[3], nullptr, 10)),
@@ -1687,6 +1864,20 @@ int main(int argc, char** argv) {
     int32_t g[7];
     for (int k = 0; k < 7; ++k) g[k] = static_cast<int32_t>(strtol(argv[3 + k], nullptr, 10));
     return pool_bench(strcmp(argv[2], "max") == 0 ? QLSTM_POOL_MAX : QLSTM_POOL_AVERAGE, g, argv[10]);
+  }
+  if (strcmp(cmd, "elementwise-bench") == 0 && argc == 5 && strcmp(argv[2], "add") == 0) {
+    size_t n = 0;
+    const qlstm::AddS8Variant* const* all = qlstm::add_s8_variants(&n);
+    return elementwise_bench<qlstm_add_s8_params>("add", all, n, qlstm::kAddS8ReferenceVariant, qlstm::run_add_s8,
+                                                  random_add_params, static_cast<int32_t>(strtol(argv[3], nullptr, 10)),
+                                                  argv[4]);
+  }
+  if (strcmp(cmd, "elementwise-bench") == 0 && argc == 5 && strcmp(argv[2], "mul") == 0) {
+    size_t n = 0;
+    const qlstm::MulS8Variant* const* all = qlstm::mul_s8_variants(&n);
+    return elementwise_bench<qlstm_mul_s8_params>("mul", all, n, qlstm::kMulS8ReferenceVariant, qlstm::run_mul_s8,
+                                                  random_mul_params, static_cast<int32_t>(strtol(argv[3], nullptr, 10)),
+                                                  argv[4]);
   }
   if (strcmp(cmd, "lstm-s16-bench") == 0 && (argc == 7 || (argc == 8 && strcmp(argv[7], "time-major") == 0))) {
     const auto dim = [&argv](int i) { return static_cast<int32_t>(strtol(argv[i], nullptr, 10)); };
@@ -1704,6 +1895,10 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < n; ++i) printf("fc_s16 %s\n", fc_s16[i]->name);
     const qlstm::PoolS8Variant* const* pool = qlstm::pool_s8_variants(&n);
     for (size_t i = 0; i < n; ++i) printf("pool %s\n", pool[i]->name);
+    const qlstm::AddS8Variant* const* add = qlstm::add_s8_variants(&n);
+    for (size_t i = 0; i < n; ++i) printf("add %s\n", add[i]->name);
+    const qlstm::MulS8Variant* const* mul = qlstm::mul_s8_variants(&n);
+    for (size_t i = 0; i < n; ++i) printf("mul %s\n", mul[i]->name);
     return 0;
   }
   if (strcmp(cmd, "verify") == 0 && (argc == 3 || argc == 4)) {
