@@ -549,14 +549,17 @@ def main():
         page = TEMPLATE.format(commit=commit(root), date=datetime.date.today().isoformat(), table=t,
                                command=command, flash=flash, gru=gru, whole=whole, upstream=upstream, host=host,
                                cmsis_cycles=cmsis_cycles, cycle_summary=summary)
-        # The fully connected, 16x8 LSTM and pooling sections need a CMSIS-NN build:
-        # bench/fc_table.py, bench/s16_table.py and bench/pool_table.py write them, kept as they stand.
+        # The fully connected, 16x8 LSTM, pooling and elementwise sections need a CMSIS-NN build:
+        # bench/fc_table.py, bench/s16_table.py, bench/pool_table.py and bench/elementwise_table.py
+        # write them, kept as they stand.
+        import elementwise_table
         import fc_table
         import pool_table
         import s16_table
         page += fc_table.carried_section(a.write)
         page += s16_table.carried_section(a.write)
         page += pool_table.carried_section(a.write)
+        page += elementwise_table.carried_section(a.write)
         tmp = a.write + ".tmp"
         with open(tmp, "w") as f:
             f.write(page)

@@ -58,7 +58,8 @@ struct AddPlan {
   int32_t shift_k1 = 0;   // the shift operand's doubled term: x << k1, plus constant
   int32_t shift_k2 = 0;   // both shifts: the other's
   int32_t constant = 0;   // -zp * 2^k of the shift operand(s), doubled as the terms
-  int32_t zp2 = 0;        // the general operand's zero point
+  int32_t zp1 = 0;        // the zero point of the operand read first (the shift)
+  int32_t zp2 = 0;        // the other's (the general operand, or the second shift)
   int32_t widen = 0;      // its L + 1: SRDHM(v 2^L, m) = MulHiRound(v 2^(L + 1), m)
   int32_t multiplier2 = 0, exponent2 = 0, round2 = 0;  // its SRDHM multiplier, its RDBPOT (e >= 1)
   OutputStage out;
@@ -86,6 +87,8 @@ inline bool make_add_plan(const qlstm_add_s8_params& p, AddPlan* plan) {
   plan->swapped = !s1;
   plan->shift_k1 = s1 ? k1 : k2;
   plan->constant = -(s1 ? p.input1_zero_point : p.input2_zero_point) * (int32_t{1} << plan->shift_k1);
+  plan->zp1 = s1 ? p.input1_zero_point : p.input2_zero_point;
+  plan->zp2 = s1 ? p.input2_zero_point : p.input1_zero_point;
   if (plan->both_shifts) {
     plan->shift_k2 = k2;
     plan->constant -= p.input2_zero_point * (int32_t{1} << k2);
@@ -94,7 +97,6 @@ inline bool make_add_plan(const qlstm_add_s8_params& p, AddPlan* plan) {
   const int32_t m = s1 ? p.input2_multiplier : p.input1_multiplier;
   const int32_t shift = s1 ? p.input2_shift : p.input1_shift;
   if (shift > -1 || shift < QLSTM_SHIFT_MIN) return false;  // its RDBPOT needs e >= 1
-  plan->zp2 = s1 ? p.input2_zero_point : p.input1_zero_point;
   plan->widen = L + 1;
   plan->multiplier2 = m;
   plan->exponent2 = -shift;
@@ -135,34 +137,45 @@ inline bool mul_can_run(const qlstm_mul_s8_params& p) {
 // Ops: static int32_t mul_hi_round(int32_t a, int32_t b), the high word of a * b + 2^31 (SMMULR);
 // static int32_t clamp_s8(int32_t v), the saturation to [-128, 127] (SSAT #8).
 template <class Ops, bool kRound, bool kFullRange>
+inline int8_t finish(int32_t doubled, int32_t multiplier, int32_t bias, int32_t e, int32_t lo, int32_t hi) {
+  const int32_t w = Ops::mul_hi_round(doubled, multiplier);
+  const int32_t y = kRound ? round_shift(w, bias, e) : w + bias;
+  return static_cast<int8_t>(kFullRange ? Ops::clamp_s8(y) : fxp::clamp(y, lo, hi));
+}
+template <class Ops, bool kRound, bool kFullRange>
 inline int8_t finish(int32_t doubled, const OutputStage& o) {
-  const int32_t w = Ops::mul_hi_round(doubled, o.multiplier);
-  const int32_t y = kRound ? round_shift(w, o.bias, o.exponent) : w + o.bias;
-  return static_cast<int8_t>(kFullRange ? Ops::clamp_s8(y) : fxp::clamp(y, o.lo, o.hi));
+  return finish<Ops, kRound, kFullRange>(doubled, o.multiplier, o.bias, o.exponent, o.lo, o.hi);
 }
 
+// The loops copy the plan into locals first: the byte stores could alias it, which would make
+// the compiler load every field again for each value.
 template <class Ops, bool kRound, bool kFullRange, bool kBothShifts>
 void add_loop(const AddPlan& a, const int8_t* x1, const int8_t* x2, int8_t* y, int32_t n) {
+  const int32_t constant = a.constant, k1 = a.shift_k1, k2 = a.shift_k2, zp2 = a.zp2, widen = a.widen;
+  const int32_t m2 = a.multiplier2, round2 = a.round2, e2 = a.exponent2;
+  const int32_t m = a.out.multiplier, bias = a.out.bias, e = a.out.exponent, lo = a.out.lo, hi = a.out.hi;
 #pragma GCC unroll 4
   for (int32_t i = 0; i < n; ++i) {
-    int32_t doubled = a.constant + static_cast<int32_t>(static_cast<uint32_t>(x1[i]) << a.shift_k1);
+    int32_t doubled = constant + static_cast<int32_t>(static_cast<uint32_t>(x1[i]) << k1);
     if (kBothShifts) {
-      doubled += static_cast<int32_t>(static_cast<uint32_t>(x2[i]) << a.shift_k2);
+      doubled += static_cast<int32_t>(static_cast<uint32_t>(x2[i]) << k2);
     } else {
-      const int32_t v = static_cast<int32_t>(static_cast<uint32_t>(x2[i] - a.zp2) << a.widen);
-      const int32_t t = Ops::mul_hi_round(v, a.multiplier2);
-      doubled += static_cast<int32_t>(static_cast<uint32_t>(round_shift(t, a.round2, a.exponent2)) << 1);
+      const int32_t t = Ops::mul_hi_round(static_cast<int32_t>(static_cast<uint32_t>(x2[i] - zp2) << widen), m2);
+      doubled += static_cast<int32_t>(static_cast<uint32_t>(round_shift(t, round2, e2)) << 1);
     }
-    y[i] = finish<Ops, kRound, kFullRange>(doubled, a.out);
+    y[i] = finish<Ops, kRound, kFullRange>(doubled, m, bias, e, lo, hi);
   }
 }
 
 template <class Ops, bool kRound, bool kFullRange>
-void mul_loop(const MulPlan& m, const int8_t* x1, const int8_t* x2, int8_t* y, int32_t n) {
+void mul_loop(const MulPlan& p, const int8_t* x1, const int8_t* x2, int8_t* y, int32_t n) {
+  const int32_t zp1 = p.zp1, zp2 = p.zp2, widen = p.widen;
+  const int32_t m = p.out.multiplier, bias = p.out.bias, e = p.out.exponent, lo = p.out.lo, hi = p.out.hi;
 #pragma GCC unroll 4
   for (int32_t i = 0; i < n; ++i) {
-    const int32_t product = (x1[i] - m.zp1) * (x2[i] - m.zp2);
-    y[i] = finish<Ops, kRound, kFullRange>(static_cast<int32_t>(static_cast<uint32_t>(product) << m.widen), m.out);
+    const int32_t product = (x1[i] - zp1) * (x2[i] - zp2);
+    y[i] = finish<Ops, kRound, kFullRange>(static_cast<int32_t>(static_cast<uint32_t>(product) << widen), m, bias, e, lo,
+                                           hi);
   }
 }
 
