@@ -165,6 +165,8 @@ struct HostProgram {
     options.gru_variant = variants.gru_variant;
     options.fc_variant = variants.fc_variant;
     options.pool_variant = variants.pool_variant;
+    options.add_variant = variants.add_variant;
+    options.mul_variant = variants.mul_variant;
     if (timed) {
       g_op_started.resize(program.ops.size());
       g_op_us.assign(program.ops.size(), 0.0);
@@ -223,7 +225,7 @@ bool kind_matches_reference(HostProgram& p, const char* what, const Variant* con
   return ok;
 }
 
-// Every LSTM, GRU, fully connected and pooling variant built in and supported on this CPU against its
+// Every LSTM, GRU, fully connected, pooling and elementwise variant built in and supported on this CPU against its
 // reference, for each kind the program has, on the benchmark's input: one line each. Returns
 // whether all are bit-exact.
 bool variants_match_reference(HostProgram& p, const std::vector<int8_t>& x, size_t out_size, int32_t T) {
@@ -232,6 +234,8 @@ bool variants_match_reference(HostProgram& p, const std::vector<int8_t>& x, size
   ref.gru_variant = &kGruS8ReferenceVariant;
   ref.fc_variant = &kFcS8ReferenceVariant;
   ref.pool_variant = &kPoolS8ReferenceVariant;
+  ref.add_variant = &kAddS8ReferenceVariant;
+  ref.mul_variant = &kMulS8ReferenceVariant;
   std::vector<int8_t> want(out_size);
   const qlstm_status rs = p.run(ref, x, &want, T);
   if (rs != QLSTM_OK) throw CompileError(std::string("reference kernel error: ") + qlstm_status_string(rs));
@@ -252,6 +256,14 @@ bool variants_match_reference(HostProgram& p, const std::vector<int8_t>& x, size
   if (has_op(p.program, QLSTM_OP_POOL_S8)) {
     const PoolS8Variant* const* all = pool_s8_variants(&n);
     ok = kind_matches_reference(p, "pool variant", all, n, &ProgramRunOptions::pool_variant, ref, x, want, T) && ok;
+  }
+  if (has_op(p.program, QLSTM_OP_ADD_S8)) {
+    const AddS8Variant* const* all = add_s8_variants(&n);
+    ok = kind_matches_reference(p, "add variant", all, n, &ProgramRunOptions::add_variant, ref, x, want, T) && ok;
+  }
+  if (has_op(p.program, QLSTM_OP_MUL_S8)) {
+    const MulS8Variant* const* all = mul_s8_variants(&n);
+    ok = kind_matches_reference(p, "mul variant", all, n, &ProgramRunOptions::mul_variant, ref, x, want, T) && ok;
   }
   return ok;
 }
