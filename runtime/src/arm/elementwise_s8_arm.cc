@@ -1,6 +1,7 @@
 // "arm_thumb2" and "arm_dsp" elementwise add and multiply (blocked/elementwise_blocks.h): the
-// plan's rounded high product is SMULL and a 64-bit add on every Cortex-M (Thumb-2), one SMMULR
-// with the DSP extension; the clamp to [-128, 127] is SSAT #8 on both (ARMv7-M has it).
+// plan's rounded high product plus a constant is SMULL and a 64-bit add on every Cortex-M
+// (Thumb-2), one SMMLAR with the DSP extension; the clamp to [-128, 127] is SSAT #8 on both
+// (ARMv7-M has it).
 #if defined(__ARM_ARCH_PROFILE) && __ARM_ARCH_PROFILE == 'M'
 
 #include "blocked/elementwise_blocks.h"
@@ -18,16 +19,16 @@ inline int32_t ssat8(int32_t v) {
 }
 
 struct Thumb2Ops {
-  static int32_t mul_hi_round(int32_t a, int32_t b) { return blocked::PortableOps::mul_hi_round(a, b); }
+  static int32_t mul_hi_round_add(int32_t a, int32_t b, int32_t c) { return blocked::PortableOps::mul_hi_round_add(a, b, c); }
   static int32_t clamp_s8(int32_t v) { return ssat8(v); }
 };
 
 #if defined(__ARM_FEATURE_DSP)
 struct DspOps {
-  // SMMULR: the high word of a * b + 2^31 (ACLE has no intrinsic for it).
-  static int32_t mul_hi_round(int32_t a, int32_t b) {
+  // SMMLAR: c plus the high word of a * b + 2^31 (ACLE has no intrinsic for it).
+  static int32_t mul_hi_round_add(int32_t a, int32_t b, int32_t c) {
     int32_t r;
-    __asm__("smmulr %0, %1, %2" : "=r"(r) : "r"(a), "r"(b));
+    __asm__("smmlar %0, %1, %2, %3" : "=r"(r) : "r"(a), "r"(b), "r"(c));
     return r;
   }
   static int32_t clamp_s8(int32_t v) { return ssat8(v); }

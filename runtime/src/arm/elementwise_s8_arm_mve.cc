@@ -3,9 +3,9 @@
 // (VLDRB.S16), where the zero points are subtracted exactly (|x - zp| <= 255); the even and the
 // odd lanes then go on in two int32 vectors (VMOVLB/VMOVLT, or the multiply's VMULLB/VMULLT), and
 // a saturating narrow into the bottom and top halves (VQMOVNB/VQMOVNT) puts them back in order for
-// the clamp in 16-bit lanes and a narrowing byte store. VQRDMULH is the SRDHM itself, so the
-// values stay undoubled here (the shift operand's term (x - zp) << (k - 1)); the rounding shift is
-// a VSHR #31, two adds and a shift. The last pass is predicated (VCTP).
+// the clamp in 16-bit lanes and a narrowing byte store. VQRDMLAH is the SRDHM plus the rounding
+// constant, so the values stay undoubled here (the shift operand's term (x - zp) << (k - 1)); the
+// rounding shift is then a VSHR #31, an add and a shift. The last pass is predicated (VCTP).
 #if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
 
 #include <arm_mve.h>
@@ -19,24 +19,26 @@ namespace {
 
 constexpr int32_t kLanes = 8;  // int16 lanes per pass
 
-// RDBPOT(w, e) + c (c in the bias) for e >= 1: a floor after the sign fix.
-inline int32x4_t round_shift(int32x4_t w, int32_t bias, int32_t minus_e) {
-  return vshlq_r_s32(vaddq_n_s32(vaddq_s32(w, vshrq_n_s32(w, 31)), bias), minus_e);
+// RDBPOT(SRDHM(a, m), e) + c (c in the bias) for e >= 1: VQRDMLAH adds the bias to the SRDHM
+// (exact: no sum here comes near saturation), then the floor after the sign fix, the sign taken
+// from a (blocked/elementwise_blocks.h: round_shift_of_product).
+inline int32x4_t rounded_product(int32x4_t a, int32_t m, int32x4_t bias, int32_t minus_e) {
+  return vshlq_r_s32(vaddq_s32(vqrdmlahq_n_s32(bias, a, m), vshrq_n_s32(a, 31)), minus_e);
 }
 
 // The output stage held in registers for the loop (the plan's fields copied out once: the byte
 // stores could alias them).
 struct Output {
-  int32_t multiplier, bias, minus_e;
+  int32_t multiplier, minus_e;
+  int32x4_t bias;
   int16x8_t lo, hi;
   explicit Output(const blocked::OutputStage& o)
-      : multiplier(o.multiplier), bias(o.bias), minus_e(-o.exponent), lo(vdupq_n_s16(static_cast<int16_t>(o.lo))),
-        hi(vdupq_n_s16(static_cast<int16_t>(o.hi))) {}
+      : multiplier(o.multiplier), minus_e(-o.exponent), bias(vdupq_n_s32(o.bias)),
+        lo(vdupq_n_s16(static_cast<int16_t>(o.lo))), hi(vdupq_n_s16(static_cast<int16_t>(o.hi))) {}
 
   template <bool kRound>
   int32x4_t finish(int32x4_t sum) const {
-    const int32x4_t w = vqrdmulhq_n_s32(sum, multiplier);
-    return kRound ? round_shift(w, bias, minus_e) : vaddq_n_s32(w, bias);
+    return kRound ? rounded_product(sum, multiplier, bias, minus_e) : vqrdmlahq_n_s32(bias, sum, multiplier);
   }
   // The even and the odd lanes' sums, back in order, clamped.
   template <bool kRound>
@@ -49,19 +51,20 @@ struct Output {
 
 // The add's two terms of one half (even or odd lanes) of centred operands, summed.
 struct AddTerms {
-  int32_t k1, k2, L, m2, round2, minus_e2;
+  int32_t k1, k2, L, m2, minus_e2;
+  int32x4_t round2;
   template <bool kBothShifts>
   int32x4_t sum(int32x4_t v1, int32x4_t v2) const {
     const int32x4_t u1 = vshlq_r_s32(v1, k1);
     if (kBothShifts) return vaddq_s32(u1, vshlq_r_s32(v2, k2));
-    return vaddq_s32(u1, round_shift(vqrdmulhq_n_s32(vshlq_r_s32(v2, L), m2), round2, minus_e2));
+    return vaddq_s32(u1, rounded_product(vshlq_r_s32(v2, L), m2, round2, minus_e2));
   }
 };
 
 template <bool kRound, bool kBothShifts>
 void add_loop(const blocked::AddPlan& a, const int8_t* x1, const int8_t* x2, int8_t* y, int32_t n) {
   const Output o(a.out);
-  const AddTerms t{a.shift_k1 - 1, a.shift_k2 - 1, a.widen - 1, a.multiplier2, a.round2, -a.exponent2};
+  const AddTerms t{a.shift_k1 - 1, a.shift_k2 - 1, a.widen - 1, a.multiplier2, -a.exponent2, vdupq_n_s32(a.round2)};
   const int16_t z1 = static_cast<int16_t>(a.zp1), z2 = static_cast<int16_t>(a.zp2);
   const auto pass = [&](int16x8_t a16, int16x8_t b16) {
     const int16x8_t v1 = vsubq_n_s16(a16, z1), v2 = vsubq_n_s16(b16, z2);

@@ -7,7 +7,9 @@
 //   * an add operand whose multiplier is 2^30 (TFLite gives it to the operand of the larger scale)
 //     with a right shift e <= L - 1 is exact: RDBPOT(SRDHM(v * 2^L, 2^30), e) = v * 2^(L - 1 - e);
 //   * RDBPOT(w, e) + zp = (w + (w >> 31) + 2^(e - 1) + zp * 2^e) >> e for e >= 1 (half away from
-//     zero as a floor), the output zero point folded into the rounding constant;
+//     zero as a floor), the output zero point folded into the rounding constant, which the
+//     rounded high product adds for free (SMMLAR); w's sign may be taken from the product's
+//     operand a (w = 0 for a < 0 gives the same floor);
 //   * the clamp to [-128, 127] is one saturation.
 // A call outside these forms (an add whose operands both need a multiply, a shift out of range)
 // is declined (can_run) and runs on the reference. Internal to the runtime.
@@ -50,6 +52,9 @@ inline bool make_output_stage(int32_t multiplier, int32_t shift, int32_t zp, int
 
 // RDBPOT(w, e) + c for e >= 1 (c folded into the bias), as a floor: w - 1 when negative.
 inline int32_t round_shift(int32_t w, int32_t bias, int32_t e) { return (w + (w >> 31) + bias) >> e; }
+// The same of w = MulHiRound(a, m) (m >= 0) from w + bias and a's sign: a < 0 makes w <= 0, and
+// where w = 0 the floor of (2^(e - 1) - 1 + c 2^e) / 2^e is c all the same.
+inline int32_t round_shift_of_product(int32_t w_plus_bias, int32_t a, int32_t e) { return (w_plus_bias + (a >> 31)) >> e; }
 
 // The add: one operand a shift, the other (or both) as planned.
 struct AddPlan {
@@ -134,12 +139,12 @@ inline bool mul_can_run(const qlstm_mul_s8_params& p) {
   return make_mul_plan(p, &plan);
 }
 
-// Ops: static int32_t mul_hi_round(int32_t a, int32_t b), the high word of a * b + 2^31 (SMMULR);
-// static int32_t clamp_s8(int32_t v), the saturation to [-128, 127] (SSAT #8).
+// Ops: static int32_t mul_hi_round_add(int32_t a, int32_t b, int32_t c), c plus the high word of
+// a * b + 2^31 (SMMLAR); static int32_t clamp_s8(int32_t v), the saturation to [-128, 127] (SSAT #8).
 template <class Ops, bool kRound, bool kFullRange>
 inline int8_t finish(int32_t doubled, int32_t multiplier, int32_t bias, int32_t e, int32_t lo, int32_t hi) {
-  const int32_t w = Ops::mul_hi_round(doubled, multiplier);
-  const int32_t y = kRound ? round_shift(w, bias, e) : w + bias;
+  const int32_t w_plus_bias = Ops::mul_hi_round_add(doubled, multiplier, bias);
+  const int32_t y = kRound ? round_shift_of_product(w_plus_bias, doubled, e) : w_plus_bias;
   return static_cast<int8_t>(kFullRange ? Ops::clamp_s8(y) : fxp::clamp(y, lo, hi));
 }
 template <class Ops, bool kRound, bool kFullRange>
@@ -160,8 +165,9 @@ void add_loop(const AddPlan& a, const int8_t* x1, const int8_t* x2, int8_t* y, i
     if (kBothShifts) {
       doubled += static_cast<int32_t>(static_cast<uint32_t>(x2[i]) << k2);
     } else {
-      const int32_t t = Ops::mul_hi_round(static_cast<int32_t>(static_cast<uint32_t>(x2[i] - zp2) << widen), m2);
-      doubled += static_cast<int32_t>(static_cast<uint32_t>(round_shift(t, round2, e2)) << 1);
+      const int32_t v = static_cast<int32_t>(static_cast<uint32_t>(x2[i] - zp2) << widen);
+      const int32_t u = round_shift_of_product(Ops::mul_hi_round_add(v, m2, round2), v, e2);
+      doubled += static_cast<int32_t>(static_cast<uint32_t>(u) << 1);
     }
     y[i] = finish<Ops, kRound, kFullRange>(doubled, m, bias, e, lo, hi);
   }
@@ -187,8 +193,9 @@ int8_t add_value(const AddPlan& a, int8_t x1, int8_t x2) {
   if (a.both_shifts) {
     doubled += static_cast<int32_t>(static_cast<uint32_t>(x2) << a.shift_k2);
   } else {
-    const int32_t t = Ops::mul_hi_round(static_cast<int32_t>(static_cast<uint32_t>(x2 - a.zp2) << a.widen), a.multiplier2);
-    doubled += static_cast<int32_t>(static_cast<uint32_t>(round_shift(t, a.round2, a.exponent2)) << 1);
+    const int32_t v = static_cast<int32_t>(static_cast<uint32_t>(x2 - a.zp2) << a.widen);
+    const int32_t u = round_shift_of_product(Ops::mul_hi_round_add(v, a.multiplier2, a.round2), v, a.exponent2);
+    doubled += static_cast<int32_t>(static_cast<uint32_t>(u) << 1);
   }
   return round ? finish<Ops, true, false>(doubled, a.out) : finish<Ops, false, false>(doubled, a.out);
 }
@@ -234,6 +241,7 @@ struct PortableOps {
   static int32_t mul_hi_round(int32_t a, int32_t b) {
     return static_cast<int32_t>((static_cast<int64_t>(a) * b + (int64_t{1} << 31)) >> 32);
   }
+  static int32_t mul_hi_round_add(int32_t a, int32_t b, int32_t c) { return mul_hi_round(a, b) + c; }
   static int32_t clamp_s8(int32_t v) { return fxp::clamp(v, fxp::kInt8Min, fxp::kInt8Max); }
 };
 
