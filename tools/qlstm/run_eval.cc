@@ -238,9 +238,13 @@ struct Saturation {
   RangeCount output;
   std::vector<RangeCount> cell, hidden;  // per recurrent op, over every step (a GRU's cell: none, empty)
   std::vector<bool> has_cell;            // per recurrent op: an LSTM
+  // Per residual add, its layer and its sum's range (every step of the layer's output plus input).
+  std::vector<int32_t> residual_layer;
+  std::vector<RangeCount> residual;
   bool any() const {
     bool state = false;
     for (size_t k = 0; k < cell.size(); ++k) state = state || cell[k].outside > 0 || hidden[k].outside > 0;
+    for (const RangeCount& r : residual) state = state || r.outside > 0;
     return state || input.outside > 0 || output.outside > 0;
   }
 };
@@ -259,6 +263,14 @@ Saturation saturation_ranges(const CompiledModel& m) {
     s.has_cell.push_back(cell.present());
     s.cell.push_back(state_range(cell));
     s.hidden.push_back(range(m.buffers[static_cast<size_t>(op->output_buffer)]));
+  }
+  // A residual add follows its layer's ops: its layer is the last whose ops came before it.
+  int32_t recurrent_seen = 0;
+  for (const ProgramOp& op : m.ops) {
+    if (op.recurrent()) ++recurrent_seen;
+    if (op.kind != QLSTM_OP_ADD_S8 || recurrent_seen == 0) continue;
+    s.residual_layer.push_back(recurrent_seen / m.directions - 1);
+    s.residual.push_back(range(m.buffers[static_cast<size_t>(op.output_buffer)]));
   }
   return s;
 }
@@ -321,6 +333,9 @@ EvalRuns run_both(const OnnxLstm& onnx, const CompiledModel& m, const SequenceTe
                             });
   if (!sat.output_fixed) {
     for (float v : r.ref.output) sat.output.add(v);
+  }
+  for (size_t k = 0; k < sat.residual.size(); ++k) {  // the float layer's output is its residual sum
+    for (float v : r.ref.layer_outputs.at(static_cast<size_t>(sat.residual_layer[k]))) sat.residual[k].add(v);
   }
   if (m.all_s8()) {
     r.got = dequantize_output(m, run_program_s8(m, quantize_input(m, x, data_path), x.shape, &r.state));
@@ -419,6 +434,11 @@ void report_saturation(const CompiledModel& m, const Saturation& s, std::string*
     e["ops"].push_back({{"op", k}, {"label", lstm_op_label(m, k)},
                         {"cell", s.has_cell[k] ? range_json(s.cell[k]) : nlohmann::json(nullptr)},
                         {"hidden", range_json(s.hidden[k])}});
+  }
+  e["residual"] = nlohmann::json::array();
+  for (size_t k = 0; k < s.residual.size(); ++k) {
+    saturation_line("residual sum (layer " + std::to_string(s.residual_layer[k]) + ")", s.residual[k], false, text);
+    e["residual"].push_back({{"layer", s.residual_layer[k]}, {"sum", range_json(s.residual[k])}});
   }
   e["any"] = s.any();
   if (s.any()) {
