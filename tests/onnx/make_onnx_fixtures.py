@@ -304,6 +304,8 @@ def whole_models():
     rewrite_head_gemm("whole_gemm_transposed_alpha_beta", "whole_classifier_opset13", 2.0, 0.5, split_bias=False)
     rewrite_head_gemm("whole_gemm_bias_as_add", "whole_classifier_opset14", 1.0, 1.0, split_bias=True)
     downgrade_to_opset10("whole_mlp_relu6_opset10", "whole_mlp_relu6")
+    unroll_step_head("whole_step_head_unrolled", "whole_step_head_opset13")
+    unroll_step_head("whole_step_head_unrolled_keepdims", "whole_step_head_opset14", squeeze=False)
     whole("whole_h_n_mlp_unbatched", models.h_n_mlp(unbatched=True), 15, **fs)
     whole("whole_learned_state", models.forecaster(learned_state_batch=2), 14, front=[], head=["Linear"],
           state_batch=2, **seq)
@@ -338,6 +340,50 @@ def rewrite_head_gemm(name, source, alpha, beta, split_bias):
     at = list(g.node).index(gemm)
     for k, n in enumerate(nodes):
         g.node.insert(at + k if n.op_type == "Constant" else at + k + 1, n)
+    onnx.checker.check_model(m)
+    onnx.save(m, os.path.join(OUT, name + ".onnx"))
+    e = json.load(open(os.path.join(OUT, source + ".expect.json")))
+    e.pop("generator")
+    expect(name, **e)
+
+
+def unroll_step_head(name, source, squeeze=True):
+    """The exported per-step head of `source` (y = Linear(lstm(x)[0]), batch-first, a fixed T) as
+    Keras' TimeDistributed(Dense) exports through tf2onnx and a Python loop over the steps does:
+    the sequence sliced into its T steps, the same MatMul and Add on each (the step axis squeezed
+    away and put back, or kept), the T results concatenated along the time axis. torch's output
+    is unchanged."""
+    m = onnx.load(os.path.join(OUT, source + ".onnx"))
+    g = m.graph
+    matmul = next(n for n in g.node if n.op_type == "MatMul")
+    add = next(n for n in g.node if n.op_type == "Add" and matmul.output[0] in n.input)
+    seq, weight = matmul.input[0], matmul.input[1]
+    bias = next(i for i in add.input if i != matmul.output[0])
+    steps = g.input[0].type.tensor_type.shape.dim[1].dim_value
+    const = lambda n, v: g.initializer.append(numpy_helper.from_array(np.array(v, np.int64), n))
+    const("unroll_axis", [1])
+    nodes, parts = [], []
+    for t in range(steps):
+        const("unroll_start_%d" % t, [t])
+        const("unroll_end_%d" % t, [t + 1])
+        sl, out = "step_%d" % t, "step_%d_out" % t
+        nodes.append(helper.make_node("Slice", [seq, "unroll_start_%d" % t, "unroll_end_%d" % t, "unroll_axis"], [sl],
+                                      name="slice_%d" % t))
+        if squeeze:
+            nodes.append(helper.make_node("Squeeze", [sl, "unroll_axis"], [sl + "_2d"], name="squeeze_%d" % t))
+            sl += "_2d"
+        nodes.append(helper.make_node("MatMul", [sl, weight], [sl + "_mm"], name="dense_%d/MatMul" % t))
+        last = sl + "_mm"
+        nodes.append(helper.make_node("Add", [last, bias], [out if not squeeze else out + "_2d"], name="dense_%d/Add" % t))
+        if squeeze:
+            nodes.append(helper.make_node("Unsqueeze", [out + "_2d", "unroll_axis"], [out], name="unsqueeze_%d" % t))
+        parts.append(out)
+    nodes.append(helper.make_node("Concat", parts, [add.output[0]], name="concat_steps", axis=1))
+    at = list(g.node).index(matmul)
+    g.node.remove(matmul)
+    g.node.remove(add)
+    for k, n in enumerate(nodes):
+        g.node.insert(at + k, n)
     onnx.checker.check_model(m)
     onnx.save(m, os.path.join(OUT, name + ".onnx"))
     e = json.load(open(os.path.join(OUT, source + ".expect.json")))

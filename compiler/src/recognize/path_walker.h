@@ -7,7 +7,9 @@
 //                      Reshape): views, not layers (recognize/layout_view.h);
 //   step_selection.cc  one time step: Gather, Slice;
 //   linear.cc          Gemm, MatMul and the Add of a Linear's bias;
-//   activations.cc     the unary activations, Clip, Softmax and the multi-node activations.
+//   activations.cc     the unary activations, Clip, Softmax and the multi-node activations;
+//   residual.cc        a residual Add of a layer's output and input (recognize/residual.h);
+//   unrolled_steps.cc  per-step layers exported once per step, then concatenated.
 #ifndef QLSTM_COMPILER_SRC_RECOGNIZE_PATH_WALKER_H_
 #define QLSTM_COMPILER_SRC_RECOGNIZE_PATH_WALKER_H_
 
@@ -76,6 +78,8 @@ class PathWalker {
   bool take(const onnx::NodeProto& n, PathState* s);
   bool reduction(const onnx::NodeProto& n, PathState* s);
   bool residual(const onnx::NodeProto& n, const ResidualAdd& r, PathState* s);
+  // unrolled_steps.cc
+  bool match_unrolled_steps(PathState* s);
   // step_selection.cc
   bool select_step(const onnx::NodeProto& n, PathState* s, int64_t step, size_t axis, bool keep_axis);
   bool gather(const onnx::NodeProto& n, PathState* s);
