@@ -306,6 +306,7 @@ def whole_models():
     downgrade_to_opset10("whole_mlp_relu6_opset10", "whole_mlp_relu6")
     unroll_step_head("whole_step_head_unrolled", "whole_step_head_opset13")
     unroll_step_head("whole_step_head_unrolled_keepdims", "whole_step_head_opset14", squeeze=False)
+    unroll_step_head("refused_step_head_unrolled_own_weights", "whole_step_head_opset15", own_weights=True)
     whole("whole_h_n_mlp_unbatched", models.h_n_mlp(unbatched=True), 15, **fs)
     whole("whole_learned_state", models.forecaster(learned_state_batch=2), 14, front=[], head=["Linear"],
           state_batch=2, **seq)
@@ -347,7 +348,7 @@ def rewrite_head_gemm(name, source, alpha, beta, split_bias):
     expect(name, **e)
 
 
-def unroll_step_head(name, source, squeeze=True):
+def unroll_step_head(name, source, squeeze=True, own_weights=False):
     """The exported per-step head of `source` (y = Linear(lstm(x)[0]), batch-first, a fixed T) as
     Keras' TimeDistributed(Dense) exports through tf2onnx and a Python loop over the steps does:
     the sequence sliced into its T steps, the same MatMul and Add on each (the step axis squeezed
@@ -372,7 +373,12 @@ def unroll_step_head(name, source, squeeze=True):
         if squeeze:
             nodes.append(helper.make_node("Squeeze", [sl, "unroll_axis"], [sl + "_2d"], name="squeeze_%d" % t))
             sl += "_2d"
-        nodes.append(helper.make_node("MatMul", [sl, weight], [sl + "_mm"], name="dense_%d/MatMul" % t))
+        w_t = weight
+        if own_weights and t > 0:  # a layer per step: refused
+            w_t = "own_weight_%d" % t
+            w0 = numpy_helper.to_array(next(i for i in g.initializer if i.name == weight))
+            g.initializer.append(numpy_helper.from_array((w0 * np.float32(1 + t)).astype(np.float32), w_t))
+        nodes.append(helper.make_node("MatMul", [sl, w_t], [sl + "_mm"], name="dense_%d/MatMul" % t))
         last = sl + "_mm"
         nodes.append(helper.make_node("Add", [last, bias], [out if not squeeze else out + "_2d"], name="dense_%d/Add" % t))
         if squeeze:
@@ -386,6 +392,10 @@ def unroll_step_head(name, source, squeeze=True):
         g.node.insert(at + k, n)
     onnx.checker.check_model(m)
     onnx.save(m, os.path.join(OUT, name + ".onnx"))
+    if own_weights:
+        expect(name, errors=["node 'concat_steps' (Concat): joins the %d steps of '%s' each through its own layers "
+                             "(step 1's differ from step 0's): one layer per step is not supported" % (steps, seq)])
+        return
     e = json.load(open(os.path.join(OUT, source + ".expect.json")))
     e.pop("generator")
     expect(name, **e)

@@ -22,8 +22,8 @@ bool same_layer(const FloatLayer& a, const FloatLayer& b) {
 
 // At a value with the time axis read by one Slice per step: each branch walked quietly (its own
 // walker, its problems its own) up to the one Concat they all reach, which must join them in step
-// order along the axis the slice kept. False, with nothing reported, for anything else: the walk
-// then names the branch as it does any other.
+// order along the axis the slice kept. False for anything else, with nothing reported but for
+// branches whose layers differ (the walk then names the branch as it does any other).
 bool PathWalker::match_unrolled_steps(PathState* s) {
   if (front_ || s->selected || s->view.labels.find('T') == std::string::npos) return false;
   const auto cs = path_consumers(c_, s->value);
@@ -75,7 +75,12 @@ bool PathWalker::match_unrolled_steps(PathState* s) {
       return false;
     }
     for (size_t k = 0; k < b.layers.size(); ++k) {
-      if (!same_layer(b.layers[k], first.layers[k])) return false;
+      if (!same_layer(b.layers[k], first.layers[k])) {
+        problem(concat, "joins the " + std::to_string(T) + " steps of '" + s->value + "' each through its own layers (step " +
+                            std::to_string(t) + "'s differ from step 0's): one layer per step is not supported; apply "
+                            "the same layer to every step (nn.Linear on the sequence, Keras TimeDistributed)");
+        return false;
+      }
     }
   }
   if (first.layers.empty()) return false;  // slices concatenated back: not this pattern
