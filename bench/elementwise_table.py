@@ -17,7 +17,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fc_table import arguments, bench_count, listed_variants, measured, target_info, write_section  # noqa: E402
+from fc_table import arguments, bench_count, listed_variants, report_comparison, target_info  # noqa: E402
 from fc_table import carried_section as carried_section_of  # noqa: E402
 
 BEGIN = "<!-- section written by bench/elementwise_table.py -->"
@@ -58,7 +58,7 @@ def carried_section(page_path):
 
 def main():
     a = arguments(__doc__, CPUS).parse_args()
-    rows, worse = [], []
+    rows = []
     for cpu in a.cpus.split(","):
         info = target_info(a.targets, cpu)
         for kind in KINDS:
@@ -72,25 +72,7 @@ def main():
                 q, qc = bench_count(info, a.plugin, args + [ours])
                 c, cc = bench_count(info, a.plugin, args + ["cmsis_nn"])
                 rows.append((what, kind, cpu, ours, q, c, qc, cc))
-                if q > c or qc > cc:
-                    worse.append(rows[-1])
-    lines = ["| N | kind | CPU | qlstm variant | qlstm | CMSIS-NN | ratio | qlstm est. cycles "
-             "| CMSIS-NN est. cycles | cycle ratio |",
-             "|---|---|---|---|---:|---:|---:|---:|---:|---:|"]
-    for what, kind, cpu, ours, q, c, qc, cc in rows:
-        lines.append("| %s | %s | %s | %s | %s | %s | %.2f | %s | %s | %.2f |" % (
-            what, kind, cpu, ours, format(q, ","), format(c, ","), q / c, format(qc, ","), format(cc, ","), qc / cc))
-    table = "\n".join(lines)
-    print(table)
-    for what, kind, cpu, ours, q, c, qc, cc in worse:
-        print("FAIL %s %s on %s: %s takes %d instructions (%d cycles), CMSIS-NN %d (%d)" % (
-            what, kind, cpu, ours, q, qc, c, cc))
-    if a.write and not worse:
-        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        write_section(a.write, SECTION.format(begin=BEGIN, end=END, measured=measured(root, "elementwise_table.py"),
-                                              table=table), BEGIN, END)
-        print("wrote its section of " + a.write, file=sys.stderr)
-    sys.exit(1 if worse else 0)
+    sys.exit(report_comparison(a, rows, ('N', 'kind'), SECTION, BEGIN, END, "elementwise_table.py"))
 
 
 if __name__ == "__main__":

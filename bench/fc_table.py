@@ -164,6 +164,32 @@ def arguments(doc, cpus):
     return p
 
 
+def report_comparison(a, rows, columns, section, begin, end, script):
+    """The end of bench/pool_table.py and bench/elementwise_table.py: rows of (what, kind, CPU,
+    qlstm variant, qlstm count, CMSIS-NN count, qlstm cycles, CMSIS-NN cycles) as a Markdown table
+    (columns: the names of the first two), a FAIL line per row above CMSIS-NN in either, and with
+    --write, none above, the section (its {measured} and {table} filled) in the page. Returns the
+    exit status."""
+    worse = [r for r in rows if r[4] > r[5] or r[6] > r[7]]
+    lines = ["| %s | %s | CPU | qlstm variant | qlstm | CMSIS-NN | ratio | qlstm est. cycles "
+             "| CMSIS-NN est. cycles | cycle ratio |" % columns,
+             "|---|---|---|---|---:|---:|---:|---:|---:|---:|"]
+    for what, kind, cpu, ours, q, c, qc, cc in rows:
+        lines.append("| %s | %s | %s | %s | %s | %s | %.2f | %s | %s | %.2f |" % (
+            what, kind, cpu, ours, format(q, ","), format(c, ","), q / c, format(qc, ","), format(cc, ","), qc / cc))
+    table = "\n".join(lines)
+    print(table)
+    for what, kind, cpu, ours, q, c, qc, cc in worse:
+        print("FAIL %s %s on %s: %s takes %d instructions (%d cycles), CMSIS-NN %d (%d)" % (
+            what, kind, cpu, ours, q, qc, c, cc))
+    if a.write and not worse:
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        write_section(a.write, section.format(begin=begin, end=end, measured=measured(root, script), table=table),
+                      begin, end)
+        print("wrote its section of " + a.write, file=sys.stderr)
+    return 1 if worse else 0
+
+
 def main():
     a = arguments(__doc__, CPUS).parse_args()
     rows, worse = [], []

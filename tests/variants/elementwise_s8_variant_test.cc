@@ -73,12 +73,19 @@ void clamp_range(std::mt19937_64& rng, int32_t* lo, int32_t* hi) {
 }
 
 // TFLite's preparation (the compiler's derive_add / derive_mul), or raw random fields.
-qlstm_add_s8_params add_params(std::mt19937_64& rng, bool tflite) {
-  qlstm_add_s8_params p{};
+// The zero points and the clamp, as the add and the multiply both have them.
+template <class P>
+P with_zero_points_and_clamp(std::mt19937_64& rng) {
+  P p{};
   p.input1_zero_point = pick(rng, -128, 127);
   p.input2_zero_point = pick(rng, -128, 127);
   p.output_zero_point = pick(rng, -128, 127);
   clamp_range(rng, &p.activation_min, &p.activation_max);
+  return p;
+}
+
+qlstm_add_s8_params add_params(std::mt19937_64& rng, bool tflite) {
+  qlstm_add_s8_params p = with_zero_points_and_clamp<qlstm_add_s8_params>(rng);
   if (tflite) {
     // The sum's scale as a calibration gives it: from half the larger operand's to twice the two.
     const double s1 = scale(rng), s2 = rng() % 4 == 0 ? s1 : scale(rng);
@@ -90,8 +97,9 @@ qlstm_add_s8_params add_params(std::mt19937_64& rng, bool tflite) {
     quantize(twice_max / (std::ldexp(1.0, 20) * so), &p.output_multiplier, &p.output_shift);
   } else {
     p.left_shift = pick(rng, 0, QLSTM_ADD_S8_LEFT_SHIFT_MAX);
-    p.input1_multiplier = rng() % 2 ? (1 << 30) : pick(rng, 0, INT32_MAX);
-    p.input2_multiplier = rng() % 2 ? (1 << 30) : pick(rng, 0, INT32_MAX);
+    constexpr int32_t kOneHalfQ0_31 = 1 << 30;  // TFLite's multiplier of the larger-scale operand
+    p.input1_multiplier = rng() % 2 ? kOneHalfQ0_31 : pick(rng, 0, INT32_MAX);
+    p.input2_multiplier = rng() % 2 ? kOneHalfQ0_31 : pick(rng, 0, INT32_MAX);
     p.input1_shift = pick(rng, -31, 1);
     p.input2_shift = pick(rng, -31, 1);
     p.output_multiplier = pick(rng, 0, INT32_MAX);
@@ -101,11 +109,7 @@ qlstm_add_s8_params add_params(std::mt19937_64& rng, bool tflite) {
 }
 
 qlstm_mul_s8_params mul_params(std::mt19937_64& rng, bool tflite) {
-  qlstm_mul_s8_params p{};
-  p.input1_zero_point = pick(rng, -128, 127);
-  p.input2_zero_point = pick(rng, -128, 127);
-  p.output_zero_point = pick(rng, -128, 127);
-  clamp_range(rng, &p.activation_min, &p.activation_max);
+  qlstm_mul_s8_params p = with_zero_points_and_clamp<qlstm_mul_s8_params>(rng);
   if (tflite) {
     // s1 s2 / s_out, the product's scale from 2^-4 to 2^12 times the operands' (its range is theirs).
     const double real = 1.0 / std::ldexp(std::uniform_real_distribution<double>(1.0, 2.0)(rng), pick(rng, -4, 11));

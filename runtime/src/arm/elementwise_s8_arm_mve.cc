@@ -61,6 +61,17 @@ struct AddTerms {
   }
 };
 
+// pass(a, b) on eight values of each operand at a time, the last ones predicated, into y.
+template <class Pass>
+void passes(const int8_t* x1, const int8_t* x2, int8_t* y, int32_t n, const Pass& pass) {
+  int32_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) vstrbq_s16(y + i, pass(vldrbq_s16(x1 + i), vldrbq_s16(x2 + i)));
+  if (i < n) {
+    const mve_pred16_t p = vctp16q(static_cast<uint32_t>(n - i));
+    vstrbq_p_s16(y + i, pass(vldrbq_z_s16(x1 + i, p), vldrbq_z_s16(x2 + i, p)), p);
+  }
+}
+
 template <bool kRound, bool kBothShifts>
 void add_loop(const blocked::AddPlan& a, const int8_t* x1, const int8_t* x2, int8_t* y, int32_t n) {
   const Output o(a.out);
@@ -71,12 +82,7 @@ void add_loop(const blocked::AddPlan& a, const int8_t* x1, const int8_t* x2, int
     return o.eight<kRound>(t.sum<kBothShifts>(vmovlbq_s16(v1), vmovlbq_s16(v2)),
                            t.sum<kBothShifts>(vmovltq_s16(v1), vmovltq_s16(v2)));
   };
-  int32_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) vstrbq_s16(y + i, pass(vldrbq_s16(x1 + i), vldrbq_s16(x2 + i)));
-  if (i < n) {
-    const mve_pred16_t p = vctp16q(static_cast<uint32_t>(n - i));
-    vstrbq_p_s16(y + i, pass(vldrbq_z_s16(x1 + i, p), vldrbq_z_s16(x2 + i, p)), p);
-  }
+  passes(x1, x2, y, n, pass);
 }
 
 void add_s8(const qlstm_add_s8_params& p, const int8_t* input1, const int8_t* input2, int8_t* output) {
@@ -100,12 +106,7 @@ void mul_loop(const blocked::MulPlan& m, const int8_t* x1, const int8_t* x2, int
     const int16x8_t v1 = vsubq_n_s16(a16, zp1), v2 = vsubq_n_s16(b16, zp2);
     return o.eight<kRound>(vshlq_r_s32(vmullbq_int_s16(v1, v2), left), vshlq_r_s32(vmulltq_int_s16(v1, v2), left));
   };
-  int32_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) vstrbq_s16(y + i, pass(vldrbq_s16(x1 + i), vldrbq_s16(x2 + i)));
-  if (i < n) {
-    const mve_pred16_t p = vctp16q(static_cast<uint32_t>(n - i));
-    vstrbq_p_s16(y + i, pass(vldrbq_z_s16(x1 + i, p), vldrbq_z_s16(x2 + i, p)), p);
-  }
+  passes(x1, x2, y, n, pass);
 }
 
 void mul_s8(const qlstm_mul_s8_params& p, const int8_t* input1, const int8_t* input2, int8_t* output) {

@@ -1199,48 +1199,53 @@ long pool_variant_test() {
 // operand; both at times; the output's shift where a calibrated sum puts it), which every variant
 // must run, and raw random ones, which a variant may decline (counted); lengths at the vector
 // widths and their neighbours; narrow clamps; unaligned operands; guard bytes after the output.
-void random_add_params(Rng& r, bool tflite, qlstm_add_s8_params* p) {
-  *p = qlstm_add_s8_params{};
+constexpr int32_t kOneHalfQ0_31 = 1 << 30;  // TFLite's multiplier of the add's larger-scale operand
+
+// What the add's and the multiply's random parameters share: the zero points, at times a narrow
+// clamp, and the output's requantization with its shift in [lo, hi].
+template <class P>
+void random_elementwise_output(Rng& r, int32_t lo, int32_t hi, P* p) {
   p->input1_zero_point = r.range(-128, 127);
   p->input2_zero_point = r.range(-128, 127);
   p->output_zero_point = r.range(-128, 127);
   p->activation_min = r.range(0, 3) == 0 ? r.range(-128, 0) : -128;
   p->activation_max = r.range(0, 3) == 0 ? r.range(p->activation_min, 127) : 127;
-  if (!tflite) {
-    p->left_shift = r.range(0, QLSTM_ADD_S8_LEFT_SHIFT_MAX);
-    const qlstm_requant a = random_requant(r, -31, 1), b = random_requant(r, -31, 1), o = random_requant(r, -31, 2);
-    p->input1_multiplier = r.range(0, 1) ? (1 << 30) : a.multiplier;
-    p->input1_shift = a.shift;
-    p->input2_multiplier = r.range(0, 1) ? (1 << 30) : b.multiplier;
-    p->input2_shift = b.shift;
-    p->output_multiplier = o.multiplier;
-    p->output_shift = o.shift;
-    return;
-  }
-  constexpr int32_t kTfliteLeftShift = 20;
-  p->left_shift = kTfliteLeftShift;
-  const bool same_scale = r.range(0, 3) == 0;
-  const qlstm_requant other = same_scale ? qlstm_requant{1 << 30, 0} : random_requant(r, -12, -1);
-  const bool first_larger = r.range(0, 1) == 0;
-  p->input1_multiplier = first_larger ? (1 << 30) : other.multiplier;
-  p->input1_shift = first_larger ? 0 : other.shift;
-  p->input2_multiplier = first_larger ? other.multiplier : (1 << 30);
-  p->input2_shift = first_larger ? other.shift : 0;
-  const qlstm_requant o = random_requant(r, -21, -17);
+  const qlstm_requant o = random_requant(r, lo, hi);
   p->output_multiplier = o.multiplier;
   p->output_shift = o.shift;
 }
 
+void random_add_params(Rng& r, bool tflite, qlstm_add_s8_params* p) {
+  *p = qlstm_add_s8_params{};
+  if (!tflite) {
+    random_elementwise_output(r, -31, 2, p);
+    p->left_shift = r.range(0, QLSTM_ADD_S8_LEFT_SHIFT_MAX);
+    const qlstm_requant a = random_requant(r, -31, 1), b = random_requant(r, -31, 1);
+    p->input1_multiplier = r.range(0, 1) ? kOneHalfQ0_31 : a.multiplier;
+    p->input1_shift = a.shift;
+    p->input2_multiplier = r.range(0, 1) ? kOneHalfQ0_31 : b.multiplier;
+    p->input2_shift = b.shift;
+    return;
+  }
+  random_elementwise_output(r, -21, -17, p);
+  constexpr int32_t kTfliteLeftShift = 20;
+  p->left_shift = kTfliteLeftShift;
+  const bool same_scale = r.range(0, 3) == 0;
+  const qlstm_requant other = same_scale ? qlstm_requant{kOneHalfQ0_31, 0} : random_requant(r, -12, -1);
+  const bool first_larger = r.range(0, 1) == 0;
+  p->input1_multiplier = first_larger ? kOneHalfQ0_31 : other.multiplier;
+  p->input1_shift = first_larger ? 0 : other.shift;
+  p->input2_multiplier = first_larger ? other.multiplier : kOneHalfQ0_31;
+  p->input2_shift = first_larger ? other.shift : 0;
+}
+
 void random_mul_params(Rng& r, bool tflite, qlstm_mul_s8_params* p) {
   *p = qlstm_mul_s8_params{};
-  p->input1_zero_point = r.range(-128, 127);
-  p->input2_zero_point = r.range(-128, 127);
-  p->output_zero_point = r.range(-128, 127);
-  p->activation_min = r.range(0, 3) == 0 ? r.range(-128, 0) : -128;
-  p->activation_max = r.range(0, 3) == 0 ? r.range(p->activation_min, 127) : 127;
-  const qlstm_requant o = tflite ? random_requant(r, -12, 4) : random_requant(r, -31, 16);
-  p->output_multiplier = o.multiplier;
-  p->output_shift = o.shift;
+  if (tflite) {
+    random_elementwise_output(r, -12, 4, p);
+  } else {
+    random_elementwise_output(r, -31, 16, p);
+  }
 }
 
 // One case: each variant but the reference against the reference (a decline counted, a failure
