@@ -28,7 +28,7 @@ SHAPES = [("one step, H=64", 64),
           ("T=32 H=32", 1024),
           ("T=100 H=128", 12800),
           ("1000 values (odd tail)", 1000)]
-KINDS = ["add", "mul"]
+KINDS = ["add", "add_equal", "mul"]  # add_equal: both operands at one scale (each term a shift)
 CPUS = ["cortex-m55", "cortex-m33", "cortex-m4", "cortex-m3"]
 
 SECTION = """{begin}
@@ -36,7 +36,9 @@ SECTION = """{begin}
 
 Executed instructions and estimated cycles of one add or multiply call of N values (random int8
 operands, no clamp, parameters as TFLite prepares them from random scales: the add's left shift 20
-and its larger-scale operand at multiplier 2^30, the same for both), counted and estimated as above:
+and its larger-scale operand at multiplier 2^30; `add` with the operands at different scales, as a
+residual's layer output and input are, `add_equal` at one scale, where qlstm's terms are both
+shifts; the same for both), counted and estimated as above:
 qlstm's variant for the CPU (the first of its list after `cmsis_nn`) against CMSIS-NN's
 `arm_elementwise_add_s8` / `arm_elementwise_mul_s8` called through the optional backend (the
 `cmsis_nn` variants, `docs/targets.md`), both outputs checked bit for bit against the reference in
@@ -62,7 +64,7 @@ def main():
     for cpu in a.cpus.split(","):
         info = target_info(a.targets, cpu)
         for kind in KINDS:
-            names = listed_variants(info, a.plugin, kind)
+            names = listed_variants(info, a.plugin, kind.split("_")[0])
             if "cmsis_nn" not in names:
                 sys.exit("the %s firmware has no cmsis_nn %s variant: configure the build with the CMSIS-NN "
                          "backend" % (cpu, kind))

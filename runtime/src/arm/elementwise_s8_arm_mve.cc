@@ -61,9 +61,10 @@ struct AddTerms {
   }
 };
 
-// pass(a, b) on eight values of each operand at a time, the last ones predicated, into y.
+// pass(a, b) on eight values of each operand at a time, the last ones predicated, into y; inlined
+// into each loop, whose values the lambda holds in registers only then.
 template <class Pass>
-void passes(const int8_t* x1, const int8_t* x2, int8_t* y, int32_t n, const Pass& pass) {
+__attribute__((always_inline)) inline void passes(const int8_t* x1, const int8_t* x2, int8_t* y, int32_t n, const Pass& pass) {
   int32_t i = 0;
   for (; i + kLanes <= n; i += kLanes) vstrbq_s16(y + i, pass(vldrbq_s16(x1 + i), vldrbq_s16(x2 + i)));
   if (i < n) {

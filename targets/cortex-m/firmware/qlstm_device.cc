@@ -9,7 +9,7 @@
 //                                             the elementwise ones' as "add NAME" and "mul NAME")
 //   qlstm_device fc-bench I O per-tensor|per-channel VARIANT
 //                                             one FC call between the instruction-count markers
-//   qlstm_device elementwise-bench add|mul N VARIANT
+//   qlstm_device elementwise-bench add|add_equal|mul N VARIANT
 //                                             one elementwise call between the instruction-count markers
 //   qlstm_device pool-bench max|avg H W C KH KW STRIDE PAD VARIANT
 //                                             one pooling call between the instruction-count markers
@@ -1215,9 +1215,13 @@ void random_elementwise_output(Rng& r, int32_t lo, int32_t hi, P* p) {
   p->output_shift = o.shift;
 }
 
-void random_add_params(Rng& r, bool tflite, qlstm_add_s8_params* p) {
+// The add's forms: raw random fields, or TFLite's preparation with the operands' scales equal or
+// not (drawn at random, or fixed for elementwise-bench).
+enum class AddScales { kRaw, kTfliteEither, kTfliteDistinct, kTfliteEqual };
+
+void random_add_params(Rng& r, AddScales form, qlstm_add_s8_params* p) {
   *p = qlstm_add_s8_params{};
-  if (!tflite) {
+  if (form == AddScales::kRaw) {
     random_elementwise_output(r, -31, 2, p);
     p->left_shift = r.range(0, QLSTM_ADD_S8_LEFT_SHIFT_MAX);
     const qlstm_requant a = random_requant(r, -31, 1), b = random_requant(r, -31, 1);
@@ -1230,7 +1234,7 @@ void random_add_params(Rng& r, bool tflite, qlstm_add_s8_params* p) {
   random_elementwise_output(r, -21, -17, p);
   constexpr int32_t kTfliteLeftShift = 20;
   p->left_shift = kTfliteLeftShift;
-  const bool same_scale = r.range(0, 3) == 0;
+  const bool same_scale = form == AddScales::kTfliteEither ? r.range(0, 3) == 0 : form == AddScales::kTfliteEqual;
   const qlstm_requant other = same_scale ? qlstm_requant{kOneHalfQ0_31, 0} : random_requant(r, -12, -1);
   const bool first_larger = r.range(0, 1) == 0;
   p->input1_multiplier = first_larger ? kOneHalfQ0_31 : other.multiplier;
@@ -1301,7 +1305,7 @@ long elementwise_variant_test() {
       const bool tflite = rep < 6;
       const int32_t row_size = rep % 2 == 0 ? n : 1;
       qlstm_add_s8_params pa;
-      random_add_params(r, tflite, &pa);
+      random_add_params(r, tflite ? AddScales::kTfliteEither : AddScales::kRaw, &pa);
       pa.shape = {n / row_size, row_size, 0, 0};
       qlstm_mul_s8_params pm;
       random_mul_params(r, tflite, &pm);
@@ -1691,18 +1695,19 @@ int pool_bench(int32_t kind, const int32_t (&g)[7], const char* variant_name) {
 
 // elementwise-bench: one add or multiply call of the named variant between the instruction-count
 // markers (docs/performance.md, bench/elementwise_table.py): N random values per operand and
-// parameters as TFLite prepares them (random scales, the same for every variant), no clamp;
-// checked against the reference afterwards.
-template <class P, class Variant>
+// parameters as TFLite prepares them (random scales, the same for every variant; an add's operands
+// at different scales, or at equal ones for "add_equal"), no clamp; checked against the reference
+// afterwards.
+template <class P, class Variant, class Make>
 int elementwise_bench(const char* kind, const Variant* const* all, size_t n, const Variant& reference,
                       qlstm_status (*run)(const Variant&, const P*, const int8_t*, const int8_t*, int8_t*),
-                      void (*make)(Rng&, bool, P*), int32_t N, const char* variant_name) {
+                      const Make& make, int32_t N, const char* variant_name) {
   const Variant* variant = bench_variant(all, n, variant_name, kind);
   if (variant == nullptr) return kExitBadInput;
   Rng r{kBenchSeed};
   g_arena_used = 0;
   P p;
-  make(r, true, &p);
+  make(r, &p);
   p.activation_min = -128;
   p.activation_max = 127;
   p.shape = {1, N, 0, 0};
@@ -1800,7 +1805,7 @@ int lstm_s16_bench(const qlstm_lstm_dims& d, bool time_major, const char* varian
 }
 
 int usage() {
-  printf("usage: qlstm_device verify BUNDLE [VARIANT|all] | run BUNDLE OUT [VARIANT|all] | bench BUNDLE VARIANT|all | variants | variant-test [CASES] | fc-bench I O per-tensor|per-channel VARIANT | pool-bench max|avg H W C KH KW STRIDE PAD VARIANT | elementwise-bench add|mul N VARIANT | lstm-s16-bench B T I H VARIANT [time-major] | icount-self-test | cycle-self-test | --fault\n");
+  printf("usage: qlstm_device verify BUNDLE [VARIANT|all] | run BUNDLE OUT [VARIANT|all] | bench BUNDLE VARIANT|all | variants | variant-test [CASES] | fc-bench I O per-tensor|per-channel VARIANT | pool-bench max|avg H W C KH KW STRIDE PAD VARIANT | elementwise-bench add|add_equal|mul N VARIANT | lstm-s16-bench B T I H VARIANT [time-major] | icount-self-test | cycle-self-test | --fault\n");
   return kExitBadInput;
 }
 
@@ -1870,19 +1875,22 @@ int main(int argc, char** argv) {
     for (int k = 0; k < 7; ++k) g[k] = static_cast<int32_t>(strtol(argv[3 + k], nullptr, 10));
     return pool_bench(strcmp(argv[2], "max") == 0 ? QLSTM_POOL_MAX : QLSTM_POOL_AVERAGE, g, argv[10]);
   }
-  if (strcmp(cmd, "elementwise-bench") == 0 && argc == 5 && strcmp(argv[2], "add") == 0) {
+  if (strcmp(cmd, "elementwise-bench") == 0 && argc == 5 && (strcmp(argv[2], "add") == 0 || strcmp(argv[2], "add_equal") == 0)) {
     size_t n = 0;
     const qlstm::AddS8Variant* const* all = qlstm::add_s8_variants(&n);
-    return elementwise_bench<qlstm_add_s8_params>("add", all, n, qlstm::kAddS8ReferenceVariant, qlstm::run_add_s8,
-                                                  random_add_params, static_cast<int32_t>(strtol(argv[3], nullptr, 10)),
-                                                  argv[4]);
+    const AddScales form = strcmp(argv[2], "add") == 0 ? AddScales::kTfliteDistinct : AddScales::kTfliteEqual;
+    return elementwise_bench<qlstm_add_s8_params>(
+        argv[2], all, n, qlstm::kAddS8ReferenceVariant, qlstm::run_add_s8,
+        [form](Rng& r, qlstm_add_s8_params* p) { random_add_params(r, form, p); },
+        static_cast<int32_t>(strtol(argv[3], nullptr, 10)), argv[4]);
   }
   if (strcmp(cmd, "elementwise-bench") == 0 && argc == 5 && strcmp(argv[2], "mul") == 0) {
     size_t n = 0;
     const qlstm::MulS8Variant* const* all = qlstm::mul_s8_variants(&n);
-    return elementwise_bench<qlstm_mul_s8_params>("mul", all, n, qlstm::kMulS8ReferenceVariant, qlstm::run_mul_s8,
-                                                  random_mul_params, static_cast<int32_t>(strtol(argv[3], nullptr, 10)),
-                                                  argv[4]);
+    return elementwise_bench<qlstm_mul_s8_params>(
+        "mul", all, n, qlstm::kMulS8ReferenceVariant, qlstm::run_mul_s8,
+        [](Rng& r, qlstm_mul_s8_params* p) { random_mul_params(r, true, p); },
+        static_cast<int32_t>(strtol(argv[3], nullptr, 10)), argv[4]);
   }
   if (strcmp(cmd, "lstm-s16-bench") == 0 && (argc == 7 || (argc == 8 && strcmp(argv[7], "time-major") == 0))) {
     const auto dim = [&argv](int i) { return static_cast<int32_t>(strtol(argv[i], nullptr, 10)); };
