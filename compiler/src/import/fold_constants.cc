@@ -134,6 +134,10 @@ class Folder {
       }
       if (!evaluate(n, opset_, in, &out) || static_cast<int>(out.size()) != n.output_size()) return false;
     }
+    int64_t made = 0;
+    for (const ConstTensor& c : out) made += c.size();
+    if (created_elements_ + made > kMaxFoldTotal) return false;  // past the budget: left to the model
+    created_elements_ += made;
     for (int k = 0; k < n.output_size(); ++k) {
       if (n.output(k).empty()) continue;
       created_.push_back(n.output(k));
@@ -168,6 +172,7 @@ class Folder {
   std::map<std::string, ConstTensor> values_;
   std::map<std::string, Dims> shapes_;
   std::vector<std::string> created_;
+  int64_t created_elements_ = 0;  // of every folded output so far (kMaxFoldTotal)
   bool inferred_ = false;
 };
 
