@@ -90,12 +90,16 @@ json memory_json(const ProgramMemory& mem) {
 }
 
 // The shape an op reads and writes, per position ("[T, 8] -> [T, 16]", "[T, 16] -> [1, 16]").
-std::string op_shape(const CompiledModel& m, const ProgramOp& op) {
-  auto one = [&](int32_t b) {
+// [T, W] a sequence, [1, W] one step per batch row, [1, k x W] k selected steps per batch row.
+std::string op_shape(const CompiledModel& m, size_t k) {
+  const ProgramOp& op = m.ops[k];
+  auto one = [&](int32_t b, int32_t rows) {
     const ProgramBuffer& buf = m.buffers[static_cast<size_t>(b)];
-    return "[" + std::string(buf.steps == QLSTM_BUFFER_ONE_STEP ? "1" : "T") + ", " + std::to_string(buf.width) + "]";
+    const std::string width = rows > 1 ? std::to_string(rows) + " x " + std::to_string(buf.width / rows) : std::to_string(buf.width);
+    return "[" + std::string(buf.steps == QLSTM_BUFFER_ONE_STEP ? "1" : "T") + ", " + width + "]";
   };
-  return one(op.input_buffer) + " -> " + one(op.output_buffer);
+  const int32_t rows = m.op_rows(k);
+  return one(op.input_buffer, op.kind == QLSTM_OP_SELECT_STEP ? 1 : rows) + " -> " + one(op.output_buffer, rows);
 }
 
 // One row of the report's op table: every op's kind, shape, boundary quantizations, fused
@@ -104,7 +108,7 @@ json op_table_row(const CompiledModel& m, size_t k, const ProgramMemory::Op& mem
   const ProgramOp& op = m.ops[k];
   const ProgramBuffer& in = m.buffers[static_cast<size_t>(op.input_buffer)];
   const ProgramBuffer& out = m.buffers[static_cast<size_t>(op.output_buffer)];
-  json row = {{"op", k}, {"kind", op_kind_name(op.kind)}, {"shape", op_shape(m, op)},
+  json row = {{"op", k}, {"kind", op_kind_name(op.kind)}, {"shape", op_shape(m, k)},
               {"input", quant_json(in.quant)}, {"output", quant_json(out.quant)},
               {"flash_bytes", mem.flash_bytes}, {"ram_bytes", mem.output_bytes}};
   if (const OpKind* kind = find_op_kind(op.kind)) kind->report(op, &row);
@@ -264,10 +268,15 @@ ModelCompileResult compile_model(const OnnxLstm& onnx, const std::vector<Calibra
   const bool reads_sequence = !prog.head.empty() && reads_whole_sequence(prog.head.front().kind);
   const bool one_step_head = prog.lstm_output == LstmOutput::kFinalState || reads_sequence;
   const size_t head_layers = prog.head.size() - (reads_sequence ? 1 : 0);
-  if (one_step_head && head_layers > 0 && set.sequences.size() < kOneStepHeadCalibrationSequences) {
-    r.warnings.push_back("calibration: the layers after the LSTM read one step per sequence, so each of their "
-                         "ranges comes from only " + std::to_string(set.sequences.size()) +
-                         " values; give at least " + std::to_string(kOneStepHeadCalibrationSequences) +
+  // A selection of k steps: k values per sequence.
+  const size_t steps_read = reads_sequence && prog.head.front().kind == FloatLayerKind::kSelectStep
+                                ? static_cast<size_t>(prog.head.front().step_count) : 1;
+  if (one_step_head && head_layers > 0 && set.sequences.size() * steps_read < kOneStepHeadCalibrationSequences) {
+    r.warnings.push_back("calibration: the layers after the LSTM read " +
+                         (steps_read > 1 ? std::to_string(steps_read) + " steps" : std::string("one step")) +
+                         " per sequence, so each of their ranges comes from only " +
+                         std::to_string(set.sequences.size() * steps_read) + " values; give at least " +
+                         std::to_string((kOneStepHeadCalibrationSequences + steps_read - 1) / steps_read) +
                          " calibration sequences for ranges that hold on new data");
   }
   if (options.warn) {

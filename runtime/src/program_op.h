@@ -212,11 +212,23 @@ struct RecurrentOp {
 
 // ---- The other kinds: per position, stateless ----
 
-// Their params (P: the kind's block) with rows set to the input buffer's positions.
+// A per-position op's rows per position of its buffers: their widths over its own row widths, the
+// same whole number g >= 1 for both (a head on a selection of g steps runs on each step's row;
+// otherwise 1). 0: the widths are not such multiples.
+inline int32_t row_groups(const qlstm_program& program, const qlstm_op& op, int32_t in_row, int32_t out_row) {
+  const int32_t in = in_width(program, op), out = out_width(program, op);
+  if (in_row < 1 || out_row < 1 || in % in_row != 0) return 0;
+  const int32_t g = in / in_row;
+  return g >= 1 && static_cast<int64_t>(g) * out_row == out ? g : 0;
+}
+
+// Their params (P: the kind's block) with rows set to the input buffer's positions times the
+// op's rows per position (groups: row_groups, checked).
 template <class P>
-P row_call_params(const qlstm_program& program, const qlstm_op& op, const P& block, int32_t time_steps) {
+P row_call_params(const qlstm_program& program, const qlstm_op& op, const P& block, int32_t time_steps,
+                  int32_t groups) {
   P p = block;
-  p.rows = positions(program, op.input_buffer, time_steps);
+  p.rows = positions(program, op.input_buffer, time_steps) * groups;
   return p;
 }
 
@@ -224,20 +236,20 @@ P row_call_params(const qlstm_program& program, const qlstm_op& op, const P& blo
 // buffer, has no state. Its kind's checks of its widths and its kernel's own validation follow.
 Failure check_rows(const qlstm_program& program, int32_t k, int32_t time_steps, bool selection);
 
-// A fully connected op (int8 or 16x8): its input_size / output_size are its buffers' widths (and a
-// 16x8 one in a program has a bias).
+// A fully connected op (int8 or 16x8): its input_size / output_size are its buffers' widths, or
+// the same whole fraction of both (row_groups; and a 16x8 one in a program has a bias).
 template <class P, ValidateFn<P> Validate, bool kNeedsBias>
 Failure check_fully_connected(const qlstm_program& program, int32_t k, int32_t time_steps) {
   const Failure f = check_rows(program, k, time_steps, false);
   if (f.status != QLSTM_OK) return f;
   const qlstm_op& op = program.ops[k];
   const P& block = block_of<P>(op);
-  if (block.input_size != in_width(program, op)) return bad_op("input_size", k);
-  if (block.output_size != out_width(program, op)) return bad_op("output_size", k);
+  const int32_t groups = row_groups(program, op, block.input_size, block.output_size);
+  if (groups == 0) return bad_op(block.input_size >= 1 && in_width(program, op) % block.input_size == 0 ? "output_size" : "input_size", k);
   if constexpr (kNeedsBias) {
     if (block.bias == nullptr) return {QLSTM_ERROR_NULL_POINTER, "bias", k};
   }
-  return validated(Validate, row_call_params(program, op, block, time_steps), k);
+  return validated(Validate, row_call_params(program, op, block, time_steps, groups), k);
 }
 
 // A fully connected kind's handler (Run: its call of its kernel).
@@ -246,21 +258,25 @@ constexpr qlstm_op_handler fully_connected_handler(int32_t kind, TypesFn types, 
   return {kind, types, check_fully_connected<P, Validate, kNeedsBias>, nullptr, run};
 }
 
-// A softmax, table or requantization op: row_size is both its buffers' width.
+// A softmax, table or requantization op: row_size is both its buffers' width, or the same whole
+// fraction of both (row_groups).
 template <class P, ValidateFn<P> Validate>
 Failure check_same_width(const qlstm_program& program, int32_t k, int32_t time_steps) {
   const Failure f = check_rows(program, k, time_steps, false);
   if (f.status != QLSTM_OK) return f;
   const qlstm_op& op = program.ops[k];
   const P& block = block_of<P>(op);
-  if (block.row_size != in_width(program, op) || block.row_size != out_width(program, op)) return bad_op("row_size", k);
-  return validated(Validate, row_call_params(program, op, block, time_steps), k);
+  const int32_t groups = row_groups(program, op, block.row_size, block.row_size);
+  if (groups == 0) return bad_op("row_size", k);
+  return validated(Validate, row_call_params(program, op, block, time_steps, groups), k);
 }
 
 // The per-position kernels without a status of their own: softmax, table, requantization.
 template <class P, class In, class Out, void (*Kernel)(const P&, const In*, Out*)>
 qlstm_status run_rows(const OpCall& c) {
-  Kernel(row_call_params(c.program, c.op, block_of<P>(c.op), c.time_steps), in_as<In>(c), out_as<Out>(c));
+  const P& block = block_of<P>(c.op);
+  Kernel(row_call_params(c.program, c.op, block, c.time_steps, row_groups(c.program, c.op, block.row_size, block.row_size)),
+         in_as<In>(c), out_as<Out>(c));
   return QLSTM_OK;
 }
 

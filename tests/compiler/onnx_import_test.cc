@@ -29,12 +29,12 @@ std::vector<std::string> fixtures() {
   return names;
 }
 
-const char* layer_name(const FloatLayer& l) {
+std::string layer_name(const FloatLayer& l) {
   switch (l.kind) {
     case FloatLayerKind::kLinear: return "Linear";
     case FloatLayerKind::kSoftmax: return "Softmax";
     case FloatLayerKind::kLogSoftmax: return "LogSoftmax";
-    case FloatLayerKind::kSelectStep: return "select";
+    case FloatLayerKind::kSelectStep: return l.step_count > 1 ? "select:" + std::to_string(l.step_count) : "select";
     case FloatLayerKind::kPoolTime: return l.pool == PoolFn::kMean ? "mean" : "max";
     case FloatLayerKind::kFlattenTime: return "flatten";
     case FloatLayerKind::kActivation: return activation_fn_name(l.fn);

@@ -514,8 +514,9 @@ def refused_whole():
             ["(MatMul): a MatMul on a tensor whose last axis is the time axis, not the features", advice_head])
     refused("refused_batch_row", Custom(lambda y, h: y[0], head=nn.Linear(4, 2)), 13,
             ["(Gather): a Gather of one batch row", advice_head])
-    refused("refused_several_steps", Custom(lambda y, h: y[:, -3:], head=nn.Linear(4, 2)), 13,
-            ["(Slice): a Slice of several time steps", advice_head])
+    # Several consecutive steps compile (import_last_steps_*); every other step does not.
+    refused("refused_every_other_step", Custom(lambda y, h: y[:, ::2], head=nn.Linear(4, 2)), 13,
+            ["(Slice): a Slice that is not one constant range of one axis with step 1", advice_head])
     # The LogSoftmax head compiles since the log-softmax kind; the LayerNorm in front is refused alone.
     refused("refused_layer_norm_before_log_softmax",
             Custom(lambda y, h: y[:, -1], front=nn.LayerNorm(3), head=nn.LogSoftmax(dim=-1)), 17,
@@ -1015,6 +1016,27 @@ def flatten_steps(x):
              "flatten the recurrent layer's output directly"])
 
 
+def step_ranges(x):
+    """A head on several consecutive steps (y[:, -k:], y[:, a:b]): per-step layers on each of them
+    (the output keeps a time axis of k steps), or the steps flattened into one Linear. From a step
+    to the end of a dynamic time axis is refused, named (its length depends on each call)."""
+    import_torch("import_last_steps_linear", Custom(lambda y, h: y[:, -3:], head=nn.Linear(4, 2)), 14, x,
+                 ["select:3", "Linear"], dynamic=True)
+    import_torch("import_last_steps_flatten",
+                 Custom(lambda y, h: y[:, -2:].reshape(y.shape[0], -1), head=nn.Sequential(nn.Linear(8, 3), nn.Tanh())),
+                 15, x, ["select:2", "Linear", "Tanh"], dynamic=True)
+    import_torch("import_steps_from_first", Custom(lambda y, h: y[:, 1:4], head=nn.Sequential(nn.Linear(4, 6), nn.ReLU(),
+                                                                                               nn.Linear(6, 2))),
+                 13, x, ["select:3", "Linear", "Relu", "Linear"])
+    import_torch("import_last_steps_bidirectional",
+                 Custom(lambda y, h: torch.flatten(nn.functional.relu(y[:, -2:]), 1), head=nn.Linear(16, 2),
+                        bidirectional=True), 17, x, ["select:2", "Relu", "Linear"], dynamic=True)
+    refused("import_refused_steps_to_end_dynamic", Custom(lambda y, h: y[:, 2:], head=nn.Linear(4, 2)), 14,
+            ["(Slice): a Slice of the steps from 2 to the end of a time axis of dynamic size: how many it takes "
+             "depends on each call; slice the last k steps (y[:, -k:]) or export with a fixed sequence length"],
+            dynamic=True)
+
+
 class CellLoop(nn.Module):
     """nn.LSTMCell / nn.GRUCell stepped in Python (exported unrolled: a Gemm or MatMul pair, Split and
     the state update per step), `layers` cells chained per step, from a zero state; the head reads
@@ -1260,6 +1282,7 @@ def import_models():
     batch_norm(x)
     more_reads(x)
     flatten_steps(x)
+    step_ranges(x)
     cell_loops(x)
     log_softmax(x)
     h_n_view(x)

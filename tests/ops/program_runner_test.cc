@@ -347,7 +347,7 @@ TEST(ProgramValidate, NamesEachRuleOfTheNewKindsAndOneStepBuffers) {
       {"select from one step", build_final_head,
        [](Built& b) {
          b.ops[1] = program_op(QLSTM_OP_SELECT_STEP, 1, 2);
-         set_block(b.ops[1], qlstm_select_step_params{0, H});
+         set_block(b.ops[1], qlstm_select_step_params{0, H, 1});
          b.widths[2] = H;
        },
        bad("input_buffer", 1)},

@@ -168,7 +168,7 @@ inline void build_classifier(Built& b, bool time_major, int32_t step, std::mt199
   b.steps = {kEvery, kEvery, kOne, kOne, kOne};
   b.ops.push_back(lstm_op(b.lstms[0].params, 0, 1, 0));
   qlstm_op select = program_op(QLSTM_OP_SELECT_STEP, 1, 2);
-  set_block(select, qlstm_select_step_params{step, H});
+  set_block(select, qlstm_select_step_params{step, H, 1});
   b.ops.push_back(select);
   qlstm_op fc = program_op(QLSTM_OP_FULLY_CONNECTED_S8, 2, 3);
   set_block(fc, b.fcs[0].params);

@@ -159,7 +159,7 @@ int main(void) {
   for (int k = 0; k < B * O; ++k) {
     if (expected[k] != (int8_t)(-1 - probabilities[k])) return fail("table lookup");
   }
-  const qlstm_select_step_params last_step = {-1, H}; /* the selection's params are C too */
+  const qlstm_select_step_params last_step = {-1, H, 1}; /* the selection's params are C too */
   if (last_step.row_size != H) return fail("select params");
 
   const char* field = NULL;

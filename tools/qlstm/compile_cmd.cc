@@ -51,7 +51,10 @@ void print_op_table(const CompiledModel& m, const nlohmann::json& table) {
                 row["output"]["scale"].get<double>(), row["output"]["zero_point"].get<int>(),
                 row["flash_bytes"].get<size_t>(), row["ram_bytes"].get<size_t>(), more.c_str());
   }
-  std::printf("  model output %d %s, scale %.6g  zero point %d\n", m.output_size(),
+  const int32_t rows = m.output_rows();
+  const std::string size = rows > 1 ? std::to_string(rows) + " steps x " + std::to_string(m.output_size() / rows)
+                                    : std::to_string(m.output_size());
+  std::printf("  model output %s %s, scale %.6g  zero point %d\n", size.c_str(),
               m.output_is_one_step() ? "per sequence" : "per time step", m.output_quant().scale,
               m.output_quant().zero_point);
 }

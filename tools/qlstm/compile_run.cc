@@ -105,6 +105,12 @@ SequenceTensor read_sequences(const std::string& path, int32_t input_size, bool 
 std::vector<int64_t> output_shape(const CompiledModel& m, const SequenceTensor& x) {
   const int32_t W = m.output_size();
   if (m.output_is_one_step()) {
+    // Several selected steps per batch row keep their time axis, in the input's layout.
+    const int32_t rows = m.output_rows();
+    if (rows > 1) {
+      if (x.rank == 2) return {rows, W / rows};
+      return npy_shape({x.shape.batch, rows, x.shape.layout}, W / rows);
+    }
     if (x.rank == 2) return {W};
     return {x.shape.batch, W};
   }

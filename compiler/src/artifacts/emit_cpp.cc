@@ -281,7 +281,8 @@ void ProgramEmitter::prepare() {
   if (!lstm_ops.empty()) last_kind = recurrent_state(m.ops[static_cast<size_t>(lstm_ops.back())]).cell;
   // The head on a selected step or on the last recurrent op's final state.
   one_row = std::string("the ") + last_kind + "'s final hidden state";
-  for (const ProgramOp& op : m.ops) {
+  for (size_t k = 0; k < m.ops.size(); ++k) {
+    const ProgramOp& op = m.ops[k];
     int32_t step = 0;
     const std::string pooled = pooled_over_time(op);
     if (!pooled.empty()) one_row = pooled;
@@ -289,7 +290,13 @@ void ProgramEmitter::prepare() {
       one_row = "a Linear over all " + std::to_string(m.fixed_time_steps()) + " time steps (calls of exactly that many)";
     }
     if (!selected_step(op, &step)) continue;
-    one_row = step == -1 ? std::string("the last time step") : "time step " + std::to_string(step);
+    const int32_t count = m.op_rows(k);
+    if (count > 1) {
+      one_row = step == -count ? "the last " + std::to_string(count) + " time steps"
+                               : std::to_string(count) + " time steps from step " + std::to_string(step);
+    } else {
+      one_row = step == -1 ? std::string("the last time step") : "time step " + std::to_string(step);
+    }
   }
   typed = !m.all_s8();
   in_type = m.buffers.front().type, out_type = m.buffers.back().type;

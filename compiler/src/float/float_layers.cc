@@ -78,7 +78,9 @@ void FloatLayer::validate() const {
     bad("input_size and output_size must be >= 1 (got " + std::to_string(input_size) + " and " +
         std::to_string(output_size) + ")");
   }
-  if (kind != FloatLayerKind::kLinear && kind != FloatLayerKind::kFlattenTime && input_size != output_size) {
+  if (groups < 1 || (groups > 1 && reads_whole_sequence(kind))) bad("groups must be >= 1 (1 for a layer reading a sequence)");
+  if (kind != FloatLayerKind::kLinear && kind != FloatLayerKind::kFlattenTime && kind != FloatLayerKind::kSelectStep &&
+      input_size != output_size) {
     bad("input_size " + std::to_string(input_size) + " differs from output_size " + std::to_string(output_size));
   }
   auto finite = [&](const std::vector<float>& v, const char* what) {
@@ -117,8 +119,14 @@ void FloatLayer::validate() const {
       if (!std::isfinite(softmax_beta) || !(softmax_beta > 0)) bad("softmax beta must be finite and positive");
       break;
     case FloatLayerKind::kLogSoftmax:
-    case FloatLayerKind::kSelectStep:
     case FloatLayerKind::kPoolTime:
+      break;
+    case FloatLayerKind::kSelectStep:
+      if (step_count < 1 || static_cast<int64_t>(step_count) * input_size != output_size) {
+        bad("output_size must be step_count x input_size");
+      }
+      if (step_count > 1 && step >= 0 && static_cast<int64_t>(step) + step_count > (int64_t{1} << 30)) bad("step range too long");
+      if (step_count > 1 && step < 0 && -static_cast<int64_t>(step) < step_count) bad("the steps run past the last");
       break;
     case FloatLayerKind::kFlattenTime:
       if (flatten_steps < 1 || static_cast<int64_t>(flatten_steps) * input_size != output_size) {

@@ -625,7 +625,15 @@ void walk_head(Import* im, PathState* start) {
   bool head_ok = PathWalker(im->ctx, false, &head_problems, &im->taken).walk(&hs, "");
   if (head_ok && !im->front_problems.empty()) head_ok = false;  // the input's layout is unknown
   if (head_ok) {
-    Labels want = im->final_state || hs.selected ? Labels("BF") : im->in_labels;
+    // A selection of several steps keeps the time axis (of that size) until it is merged.
+    const bool range = hs.selected && hs.select.kind == FloatLayerKind::kSelectStep && hs.select.step_count > 1;
+    Labels want = im->final_state || (hs.selected && !(range && !hs.range_merged)) ? Labels("BF") : im->in_labels;
+    if (range && hs.range_merged && im->in_labels.find('B') != std::string::npos && im->in_labels.front() == 'T') {
+      head_problems.push_back("node '" + hs.select.node + "': a flatten of several selected steps of a time-major "
+                              "(sequence-first) " + std::string(im->ctx.cell) + ": not supported; export the model "
+                              "batch-first");
+      head_ok = false;
+    }
     if (unbatched) want.erase(std::remove(want.begin(), want.end(), 'B'), want.end());
     if (hs.view.features_squeezed) want.erase(std::remove(want.begin(), want.end(), 'F'), want.end());
     if (hs.view.batch_squeezed) want.erase(std::remove(want.begin(), want.end(), 'B'), want.end());
@@ -647,6 +655,7 @@ void walk_head(Import* im, PathState* start) {
   r.output_squeezes_batch = hs.view.batch_squeezed;
   if (hs.selected) {
     hs.select.input_size = hs.select.output_size = D * static_cast<int32_t>(last.hidden);
+    if (hs.select.kind == FloatLayerKind::kSelectStep) hs.select.output_size *= hs.select.step_count;
     if (hs.select.kind == FloatLayerKind::kFlattenTime) {
       if (hs.select.flatten_steps < 1) {
         problems.push_back("node '" + hs.select.node + "': a flatten of every step of a dynamic time axis that no "

@@ -154,7 +154,8 @@ std::vector<FloatLayer> compiled_head_layers(const FloatProgram& program) {
 bool writes_final_state_only(const FloatProgram& p) {
   // A residual last layer's step is its output plus its input: the add reads the whole sequence.
   const bool last_step = !p.head.empty() && p.head.front().kind == FloatLayerKind::kSelectStep &&
-                         p.head.front().step == -1 && !p.residual_after(p.layers() - 1);
+                         p.head.front().step == -1 && p.head.front().step_count == 1 &&
+                         !p.residual_after(p.layers() - 1);
   return p.lstm_output == LstmOutput::kFinalState || (last_step && p.directions == 1 && !p.ops.back().reverse) ||
          (last_step && runs_reverse_one_step(p));
 }
@@ -165,7 +166,8 @@ bool writes_final_state_only(const FloatProgram& p) {
 // after a call would then be the first step's.
 bool runs_reverse_one_step(const FloatProgram& p) {
   const bool last_step = !p.head.empty() && p.head.front().kind == FloatLayerKind::kSelectStep &&
-                         p.head.front().step == -1 && !p.residual_after(p.layers() - 1);
+                         p.head.front().step == -1 && p.head.front().step_count == 1 &&
+                         !p.residual_after(p.layers() - 1);
   return last_step && p.lstm_output != LstmOutput::kFinalState && p.ops.back().reverse &&
          p.initial_hidden == StateSource::kZero && p.initial_cell == StateSource::kZero && !p.hidden_output &&
          !p.cell_output;
@@ -268,9 +270,10 @@ void ProgramCompiler::check() {
   if (flatten_ && (program_.head.size() < 2 || program_.head[1].kind != FloatLayerKind::kLinear)) {
     throw CompileError(node_label(program_.head.front()) + ": a flatten of every step must feed a Linear directly");
   }
-  if ((pool_ || flatten_) &&
+  const bool range = has_select_ && program_.head.front().step_count > 1;
+  if ((pool_ || flatten_ || range) &&
       std::find(options_.s16_layers.begin(), options_.s16_layers.end(), true) != options_.s16_layers.end()) {
-    throw CompileError(node_label(program_.head.front()) + ": a pooling or a flatten over time after 16x8 layers is "
+    throw CompileError(node_label(program_.head.front()) + ": a pooling, a flatten or a range of steps after 16x8 layers is "
                        "not supported yet; compile the layers int8 (without --s16-layers)");
   }
 
@@ -343,10 +346,22 @@ void ProgramCompiler::lower_front() {
   lstm_input_ = BoundaryQuant{m.buffers.back().quant, "the output of the front end (" + program_.front.back().node + ")"};
 }
 
-// Entry e's row the head reads: each direction's part, its final state (h_n) or the selected step.
+// Entry e's row the head reads: each direction's part, its final state (h_n) or the selected step;
+// a selection of several steps: those steps side by side.
 std::vector<double> ProgramCompiler::head_row(const std::vector<float>& stack_out, size_t e) const {
   const int32_t T = entries_[e].time_steps, H = last_lstm_.hidden_size, W = D_ * H;
   std::vector<double> row;
+  const int32_t count = program_.head.empty() ? 1 : program_.head.front().step_count;
+  if (program_.lstm_output != LstmOutput::kFinalState && count > 1) {
+    const int32_t step = *head_step_, t0 = step < 0 ? T + step : step;
+    if (t0 < 0 || static_cast<int64_t>(t0) + count > T) {
+      throw CompileError("calibration: sequence " + std::to_string(e % calibration_.sequences.size()) + " has " +
+                         std::to_string(T) + " steps; the head reads " + std::to_string(count) + " steps from step " +
+                         std::to_string(step));
+    }
+    const auto at = stack_out.begin() + static_cast<ptrdiff_t>(t0) * W;
+    return std::vector<double>(at, at + static_cast<ptrdiff_t>(count) * W);
+  }
   for (int32_t d = 0; d < D_; ++d) {
     const size_t k = program_.ops.size() - static_cast<size_t>(D_ - d);
     const int32_t step = program_.lstm_output == LstmOutput::kFinalState ? final_step(k) : *head_step_;
@@ -399,7 +414,10 @@ void ProgramCompiler::plan_head(const std::vector<std::vector<float>>& stack_out
     }
   }
   for (const LayerOp& lop : head_ops_) {
-    head_quants_.push_back(run_layer_op(lop, head_values_, head_positions, start_.output_observer, observed_entries_));
+    // After a selection of several steps, each of them is a row.
+    std::vector<int32_t> rows = head_positions;
+    for (int32_t& r : rows) r *= lop.layer->groups;
+    head_quants_.push_back(run_layer_op(lop, head_values_, rows, start_.output_observer, observed_entries_));
   }
 }
 
@@ -409,7 +427,7 @@ std::vector<float> ProgramCompiler::run_head(const AffineQuant& lstm_output, con
   std::vector<int8_t> x = rows;
   AffineQuant q = lstm_output;
   for (size_t j = 0; j < head_ops_.size(); ++j) {
-    x = run_op_s8(derive_layer_op(head_ops_[j], q, head_quants_[j], start_), x, n);
+    x = run_op_s8(derive_layer_op(head_ops_[j], q, head_quants_[j], start_), x, n * head_ops_[j].layer->groups);
     q = head_quants_[j];
   }
   std::vector<float> y;
@@ -463,11 +481,13 @@ OpBoundaries ProgramCompiler::layer_boundaries(int32_t l, const std::vector<std:
   if (l > 0) fixed.input = next_input_;
   if (l == 0 && lstm_input_) fixed.input = lstm_input_;
   if (l + 1 == program_.layers()) {
-    fixed.scored_step = head_step_;
+    // A selection of several steps: the search scores every step (its head reads several rows).
+    const bool range = has_select_ && program_.head.front().step_count > 1;
+    if (!range) fixed.scored_step = head_step_;
     plan_head(stack_out);
     // One op per layer: its candidates are scored by the model's output through the head (not
     // through a residual add, whose other operand the score does not see).
-    if (D_ == 1 && !head_ops_.empty() && !pool_ && !flatten_ && !program_.residual_after(l)) {
+    if (D_ == 1 && !head_ops_.empty() && !pool_ && !flatten_ && !range && !program_.residual_after(l)) {
       fixed.head = [this](const AffineQuant& q, const std::vector<int8_t>& rows, int32_t n) { return run_head(q, rows, n); };
       for (const std::vector<double>& v : head_values_) fixed.head_reference.emplace_back(v.begin(), v.end());
     }
@@ -619,10 +639,11 @@ void ProgramCompiler::lower_head() {
   }
   if (select_op_) {
     ProgramOp op;
-    op.set(DerivedSelect{W, program_.head.front().step});
+    const FloatLayer& sel = program_.head.front();
+    op.set(DerivedSelect{W, sel.step, sel.step_count});
     op.input_buffer = static_cast<int32_t>(m.buffers.size()) - 1;
     op.output_buffer = op.input_buffer + 1;
-    m.buffers.push_back({W, m.buffers.back().quant, QLSTM_BUFFER_ONE_STEP});
+    m.buffers.push_back({W * sel.step_count, m.buffers.back().quant, QLSTM_BUFFER_ONE_STEP});
     m.ops.push_back(std::move(op));
   }
   for (size_t j = 0; j < head_ops_.size(); ++j) {
@@ -633,7 +654,7 @@ void ProgramCompiler::lower_head() {
     op.output_buffer = op.input_buffer + 1;
     // After a flatten the first Linear reads the sequence and writes one row per batch row.
     const int32_t steps = flatten_ && j == 0 ? QLSTM_BUFFER_ONE_STEP : m.buffers.back().steps;
-    m.buffers.push_back({lop.layer->output_size, out, steps});
+    m.buffers.push_back({lop.layer->output_size * lop.layer->groups, out, steps});
     m.ops.push_back(std::move(op));
   }
 }

@@ -1,5 +1,6 @@
-// The step selection (qlstm_select_step_params): one time step of a sequence buffer into a
-// one-step buffer, at its input buffer's quantization (it has none of its own).
+// The step selection (qlstm_select_step_params): one time step, or a range of consecutive steps,
+// of a sequence buffer into a one-step buffer, at its input buffer's quantization (it has none of
+// its own).
 #include <nlohmann/json.hpp>
 
 #include "qlstm/compiler/ops/op_helpers.h"
@@ -17,17 +18,26 @@ const void* to_kernel(const ProgramOp& op, int32_t, int32_t, Layout, int32_t, Op
 }
 
 bool boundary(const ProgramOp& op, OpBoundary* b) {
-  b->input_width = b->output_width = op.as<DerivedSelect>().row_size;
+  const DerivedSelect& d = op.as<DerivedSelect>();
+  b->input_width = d.row_size;
+  b->output_width = d.row_size * d.step_count;
   return false;
 }
 
 void memory(const ProgramOp&, int32_t, ProgramMemory*, ProgramMemory::Op*) {}  // two scalars in the op table
 
-void report(const ProgramOp& op, nlohmann::json* row) { (*row)["step"] = op.as<DerivedSelect>().step; }
+void report(const ProgramOp& op, nlohmann::json* row) {
+  (*row)["step"] = op.as<DerivedSelect>().step;
+  (*row)["step_count"] = op.as<DerivedSelect>().step_count;
+}
 
 std::string describe(const qlstm_op& o, const ProgramOp&) {
-  return "time step " + std::to_string(block_of(o).step) + " of each sequence, " + std::to_string(block_of(o).row_size) +
-         " wide";
+  const qlstm_select_step_params& p = block_of(o);
+  if (p.step_count > 1) {
+    return std::to_string(p.step_count) + " time steps from step " + std::to_string(p.step) + " of each sequence, " +
+           std::to_string(p.row_size) + " wide each";
+  }
+  return "time step " + std::to_string(p.step) + " of each sequence, " + std::to_string(p.row_size) + " wide";
 }
 
 std::vector<uint8_t> encode(const qlstm_op& o) {
@@ -40,11 +50,16 @@ void check_arrays(const ProgramOp&, size_t) {}
 
 void decode(const OpFileRecord& r, const OpFileOrigin& from, ProgramOp* op) {
   std::vector<uint32_t> aligned;
-  const auto p = decode_record<RecordReader, qlstm_select_step_params>(
-      r, from, aligned, visit_select_step_fields<qlstm_select_step_params, RecordReader>);
+  // A record before version 12 ends before step_count (one step).
+  const auto p = from.version < 12 ? decode_record<ShorterRecordReader, qlstm_select_step_params>(
+                                         r, from, aligned, visit_select_step_fields<qlstm_select_step_params, ShorterRecordReader>,
+                                         "step_count")
+                                   : decode_record<RecordReader, qlstm_select_step_params>(
+                                         r, from, aligned, visit_select_step_fields<qlstm_select_step_params, RecordReader>);
   DerivedSelect d;
   d.step = p.step;
   d.row_size = p.row_size;
+  d.step_count = from.version < 12 ? 1 : p.step_count;
   op->set(d);
 }
 
@@ -55,7 +70,7 @@ int32_t selected_step(const ProgramOp& op) { return op.as<DerivedSelect>().step;
 extern const OpKind kSelectStepKind = {
     QLSTM_OP_SELECT_STEP, "select_step", "QLSTM_OP_SELECT_STEP",
     "qlstm_op_handler_select_step",
-    /*state=*/nullptr, /*int16_data=*/false, /*file_version=*/4,
+    /*state=*/nullptr, /*int16_data=*/false, /*file_version=*/12,
     /*fixed_output=*/nullptr, selected_step,
     to_kernel, boundary, memory, report, describe, encode,
     file_extras, check_arrays, decode, no_macs, /*run_rows=*/nullptr};

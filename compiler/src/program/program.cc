@@ -102,11 +102,13 @@ int32_t validate_layers(const std::vector<FloatLayer>& layers, int32_t width, co
     } catch (const CompileError& e) {
       throw CompileError(at + ": " + e.what());
     }
-    if (l.input_size != width) {
+    // Per position: a layer after a selection of several steps runs on `groups` rows of each.
+    if (static_cast<int64_t>(l.input_size) * l.groups != width) {
       throw CompileError(at + " ('" + l.node + "'): input_size " + std::to_string(l.input_size) +
+                         (l.groups > 1 ? " x " + std::to_string(l.groups) + " rows" : std::string()) +
                          " is not the output size " + std::to_string(width) + " of what it reads");
     }
-    width = l.output_size;
+    width = l.output_size * l.groups;
   }
   return width;
 }
@@ -200,6 +202,20 @@ void FloatProgram::validate() const {
                          "LSTM's output sequence");
     }
   }
+  // Rows per position: a selection's step count until the steps are merged into the features.
+  int32_t groups = !head.empty() && head.front().kind == FloatLayerKind::kSelectStep ? head.front().step_count : 1;
+  for (size_t k = 0; k < head.size(); ++k) {
+    if (reads_whole_sequence(head[k].kind)) continue;
+    if (head[k].groups != groups && head[k].groups != 1) {
+      throw CompileError("head layer " + std::to_string(k) + " ('" + head[k].node + "'): runs on " +
+                         std::to_string(head[k].groups) + " rows per position, not the " + std::to_string(groups) +
+                         " selected steps");
+    }
+    groups = head[k].groups;
+  }
+  for (const FloatLayer& l : front) {
+    if (l.groups != 1) throw CompileError("front layer '" + l.node + "': groups must be 1");
+  }
   validate_layers(head, stack_output_size(), "head");
 }
 
@@ -226,7 +242,7 @@ void append_step(const std::vector<float>& x, const SequenceShape& shape, int32_
 std::vector<double> run_layers(const std::vector<FloatLayer>& layers, std::vector<double> x, size_t positions,
                                std::vector<std::vector<float>>* outputs) {
   for (const FloatLayer& l : layers) {
-    x = run_float_layer(l, x, positions);
+    x = run_float_layer(l, x, positions * static_cast<size_t>(l.groups));
     outputs->push_back(to_float(x));
   }
   return x;
@@ -315,11 +331,21 @@ FloatProgramResult run_float_program(const FloatProgram& p, const float* x, cons
   } else if (!p.head.empty() && p.head.front().kind == FloatLayerKind::kSelectStep) {
     const FloatLayer& sel = p.head.front();
     const int32_t t = sel.step >= 0 ? sel.step : T + sel.step;
-    if (t < 0 || t >= T) {
-      throw CompileError("input: layer '" + sel.node + "' selects step " + std::to_string(sel.step) + " of a " +
-                         std::to_string(T) + "-step sequence");
+    if (t < 0 || t >= T || static_cast<int64_t>(t) + sel.step_count > T) {
+      throw CompileError("input: layer '" + sel.node + "' selects " +
+                         (sel.step_count > 1 ? std::to_string(sel.step_count) + " steps from step " : "step ") +
+                         std::to_string(sel.step) + " of a " + std::to_string(T) + "-step sequence");
     }
-    for (int32_t b = 0; b < B; ++b) append_step(input, shape, b, t, static_cast<size_t>(sel.input_size), &y);
+    // The taken steps in the sequence's order (the runtime's selection: table_s8.h).
+    if (shape.layout == Layout::kTimeMajor) {
+      for (int32_t j = 0; j < sel.step_count; ++j) {
+        for (int32_t b = 0; b < B; ++b) append_step(input, shape, b, t + j, static_cast<size_t>(sel.input_size), &y);
+      }
+    } else {
+      for (int32_t b = 0; b < B; ++b) {
+        for (int32_t j = 0; j < sel.step_count; ++j) append_step(input, shape, b, t + j, static_cast<size_t>(sel.input_size), &y);
+      }
+    }
     rows = static_cast<size_t>(B);
     r.head_outputs.push_back(to_float(y));
     head_start = 1;
@@ -354,6 +380,17 @@ FloatProgramResult run_float_program(const FloatProgram& p, const float* x, cons
   y = run_layers(rest, std::move(y), rows, &r.head_outputs);
   r.output = to_float(y);
   return r;
+}
+
+int32_t CompiledModel::op_rows(size_t k) const {
+  const ProgramOp& op = ops.at(k);
+  if (op.kind == QLSTM_OP_SELECT_STEP) return op.as<DerivedSelect>().step_count;
+  const OpKind* kind = find_op_kind(op.kind);
+  OpBoundary b;
+  if (op.recurrent() || kind == nullptr) return 1;
+  kind->boundary(op, &b);
+  const int32_t width = buffers.at(static_cast<size_t>(op.output_buffer)).width;
+  return b.output_width > 0 && width % b.output_width == 0 ? width / b.output_width : 1;
 }
 
 int32_t CompiledModel::lstm_op_count() const {
@@ -435,8 +472,9 @@ std::string CompiledModel::streaming_refusal() const {
              "it, so the model cannot be streamed";
     }
     int32_t step = -1;
-    if (selected_step(ops[k], &step) && step != -1) {
-      return "op " + std::to_string(k) + " selects time step " + std::to_string(step) +
+    if (selected_step(ops[k], &step) && (step != -1 || op_rows(k) > 1)) {
+      const std::string what = op_rows(k) > 1 ? std::to_string(op_rows(k)) + " time steps from step " : "time step ";
+      return "op " + std::to_string(k) + " selects " + what + std::to_string(step) +
              " of the whole sequence; a chunk does not know which step that is, so the model cannot be streamed";
     }
   }
@@ -465,6 +503,7 @@ class ModelChecker {
   const std::string& origin_;
   int32_t lstm_seen_ = 0, prev_kind_ = -1;
   bool after_lstm_ = false;
+  int32_t selected_steps_ = 1;  // the steps a selection before the op took (rows per position after it)
 };
 
 // What the runtime checks on the device (indices, widths, areas, state, each op's params), on the
@@ -472,10 +511,13 @@ class ModelChecker {
 // needs k + 1 (or -k) of them.
 void ModelChecker::runtime_table() const {
   int32_t min_steps = 1;
-  for (const ProgramOp& op : m_.ops) {
+  for (size_t k = 0; k < m_.ops.size(); ++k) {
     int32_t step = 0;
-    if (!selected_step(op, &step)) continue;
-    if (step > -(1 << 20) && step < (1 << 20)) min_steps = std::max(min_steps, step >= 0 ? step + 1 : -step);
+    if (!selected_step(m_.ops[k], &step)) continue;
+    const int32_t count = m_.op_rows(k);  // consecutive steps from `step`
+    if (step > -(1 << 20) && step < (1 << 20) && count < (1 << 20)) {
+      min_steps = std::max(min_steps, step >= 0 ? step + count : -step);
+    }
   }
   // A model that reads every step at once runs on exactly that many.
   if (m_.fixed_time_steps() > 0) min_steps = m_.fixed_time_steps();
@@ -530,6 +572,7 @@ void ModelChecker::ops() {
     } else {
       per_position_op(op, w, in, out);
     }
+    if (op.kind == QLSTM_OP_SELECT_STEP) selected_steps_ = m_.op_rows(k);
     prev_kind_ = op.kind;
   }
   if (static_cast<size_t>(ops.back().output_buffer) + 1 != buffers.size()) {
@@ -594,7 +637,14 @@ void ModelChecker::per_position_op(const ProgramOp& op, const std::string& w, co
   OpBoundary ob;
   if (!kind->boundary(op, &ob)) ob.input = ob.output = in.quant;
   const int32_t flattened = flattened_steps(m_, op);  // its input: that many rows of its input buffer
-  if (ob.input_width != in.width * std::max(flattened, 1) || ob.output_width != out.width) {
+  // After a selection of several steps: a row per step of each position (the selection's count).
+  const int32_t rows = flattened == 0 && ob.output_width > 0 && out.width % ob.output_width == 0
+                           ? out.width / ob.output_width : 1;
+  if (rows > 1 && (in.steps != QLSTM_BUFFER_ONE_STEP || ob.second_input_width != 0 || rows != selected_steps_)) {
+    bad(w + "': runs on " + std::to_string(rows) + " rows per position, which only a per-position op after a "
+            "selection of as many steps does");
+  }
+  if (ob.input_width * rows != in.width * std::max(flattened, 1) || ob.output_width * rows != out.width) {
     bad(w + "': its sizes are not its buffers' widths");
   }
   if (!same_quant(ob.input, in.quant)) bad(w + "': input quantization differs from its input buffer's");

@@ -57,6 +57,10 @@ class LayoutRules {
   bool flatten(const onnx::NodeProto& n);
   bool reshape(const onnx::NodeProto& n);
   bool merge_time(const Labels& before);
+  // The axis's size: a selected range's step count for its time axis.
+  int64_t size_of(char label, int64_t width) const {
+    return label == 'T' && v_.range_steps > 0 ? v_.range_steps : axis_size(c_, label, width);
+  }
 
  private:
   bool fail(const std::string& why) {
@@ -118,7 +122,7 @@ bool LayoutRules::squeeze_all(const onnx::NodeProto& n, std::vector<bool>* drop)
   const Shape* shape = c_.g->shape(n.input(0));
   const bool shaped = shape != nullptr && shape->size() == v_.labels.size();
   for (size_t k = 0; k < v_.labels.size(); ++k) {
-    int64_t size = axis_size(c_, v_.labels[k], v_.width);
+    int64_t size = size_of(v_.labels[k], v_.width);
     if (size < 0 && shaped && (*shape)[k].known()) size = (*shape)[k].value;
     if (size < 0) {
       const bool named = shaped && !(*shape)[k].symbol.empty();
@@ -157,7 +161,7 @@ bool LayoutRules::squeeze(const onnx::NodeProto& n) {
     // code writes): the output keeps it, as one row per call, and says so.
     const bool one_row = one_row_batch(label);
     if (!unit_axis(c_, label) && !one_feature && !one_row) {
-      if ((label == 'T' || label == 'B') && axis_size(c_, label, v_.width) == 1) {  // static 1 here; any size when compiled
+      if ((label == 'T' || label == 'B') && size_of(label, v_.width) == 1) {  // static 1 here; any size when compiled
         const char* where = part_ == PathPart::kFront ? "in front of" : part_ == PathPart::kHead ? "after" : "between the layers of";
         return fail(std::string("a Squeeze of the ") + axis_name(label) + " axis " + where + " the " + c_.cell +
                     " (of size 1 in this export, any size in the compiled model): not supported; keep that axis");
@@ -219,7 +223,7 @@ bool LayoutRules::flatten(const onnx::NodeProto& n) {
 bool LayoutRules::merge_time(const Labels& before) {
   if (v_.flattened_steps != 0) return fail("a second merge of the time axis into the features: not supported");
   v_.step_width = v_.width;
-  v_.flattened_steps = c_.time_size > 0 ? static_cast<int32_t>(c_.time_size) : -1;
+  v_.flattened_steps = v_.range_steps > 0 ? v_.range_steps : c_.time_size > 0 ? static_cast<int32_t>(c_.time_size) : -1;
   v_.width = v_.flattened_steps > 0 ? v_.flattened_steps * v_.step_width : 0;
   v_.labels = before + "F";
   return true;
@@ -250,11 +254,11 @@ bool LayoutRules::reshape(const onnx::NodeProto& n) {
     const bool copy = t == 0 && !allowzero;  // the input's size at the same index
     if (r < real.size()) {
       const char cur = v_.labels[real[r]];
-      const int64_t size = axis_size(c_, cur, width);
+      const int64_t size = size_of(cur, width);
       // y.reshape(B, -1) of a batch-major [B, T, F] head: every step into one row (merge_time).
       const bool time_merge = part_ == PathPart::kHead && cur == 'T' && r + 2 == real.size() && out == "B" &&
                               v_.labels[real[r + 1]] == 'F' && j + 1 == target.size() &&
-                              (t == -1 || (c_.time_size > 0 && t == c_.time_size * width));
+                              (t == -1 || (size > 0 && t == size * width));
       if (time_merge) return merge_time(out);
       const bool merge = cur == 'D' && r + 1 < real.size() && v_.labels[real[r + 1]] == 'F' &&
                          ((t == -1 && j + 1 == target.size()) || t == c_.directions * width);

@@ -59,6 +59,9 @@ struct LayoutView {
   // Linear that reads it tells, and width is 0 until then).
   int32_t flattened_steps = 0;
   int32_t step_width = 0;
+  // The head only: the time axis holds a selected range of this many consecutive steps (y[:, -k:]);
+  // 0: the whole sequence, or no time axis.
+  int32_t range_steps = 0;
 };
 
 // Where on the data path a view is: the head alone may squeeze the model output's feature axis of

@@ -194,6 +194,7 @@ void PathWalker::add_layer(PathState* s, FloatLayer l, bool linear) {
     }
   }
   s->last_is_batch_norm = false;
+  if (s->selected && s->select.kind == FloatLayerKind::kSelectStep && !s->range_merged) l.groups = s->select.step_count;
   if (l.kind != FloatLayerKind::kLinear) l.output_size = s->view.width;
   s->view.width = l.output_size;
   s->layers.push_back(std::move(l));
@@ -218,7 +219,13 @@ bool PathWalker::take(const onnx::NodeProto& n, PathState* s) {
       problem(&n, why);
       return false;
     }
-    if (!flattened && s->view.flattened_steps != 0 && !flatten_time(n, s)) return false;
+    if (!flattened && s->view.flattened_steps != 0) {
+      if (s->selected && s->select.kind == FloatLayerKind::kSelectStep && s->select.step_count > 1) {
+        s->range_merged = true;  // the selected steps side by side: one row per batch row
+      } else if (!flatten_time(n, s)) {
+        return false;
+      }
+    }
     // A Linear's output through Identity or Dropout is still its output (an Add may be its bias).
     if (op != "Identity" && op != "Dropout") s->last_is_linear = false;
     return true;

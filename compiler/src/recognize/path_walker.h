@@ -44,6 +44,7 @@ struct PathState {
   std::vector<FloatLayer> layers;  // per-position layers, in order
   bool selected = false;           // a step selection was taken (kept apart: it commutes with them)
   FloatLayer select;
+  bool range_merged = false;       // a selection of several steps was merged into the features
   bool last_is_linear = false;     // the value is a Linear's output (an Add of a constant is its bias)
   // The last layer is a BatchNorm's per-feature affine as a diagonal Linear, which the next Linear
   // takes in (recognize/linear.cc).
@@ -81,7 +82,9 @@ class PathWalker {
   // unrolled_steps.cc
   bool match_unrolled_steps(PathState* s);
   // step_selection.cc
-  bool select_step(const onnx::NodeProto& n, PathState* s, int64_t step, size_t axis, bool keep_axis);
+  bool select_step(const onnx::NodeProto& n, PathState* s, int64_t step, size_t axis, bool keep_axis,
+                   int64_t count = 1);
+  bool step_range(const onnx::NodeProto& n, PathState* s, double b, double e, size_t axis);
   bool gather(const onnx::NodeProto& n, PathState* s);
   bool slice(const onnx::NodeProto& n, PathState* s);
   // linear.cc

@@ -6,8 +6,10 @@ namespace qlstm {
 namespace compiler {
 namespace import {
 
-// One step of the time axis as the selection; false (reported) otherwise.
-bool PathWalker::select_step(const onnx::NodeProto& n, PathState* s, int64_t step, size_t axis, bool keep_axis) {
+// One step of the time axis as the selection, or `count` consecutive steps from `step` (the axis
+// kept, of that size: the layers after it run on each selected step); false (reported) otherwise.
+bool PathWalker::select_step(const onnx::NodeProto& n, PathState* s, int64_t step, size_t axis, bool keep_axis,
+                             int64_t count) {
   if (front_) {
     problem(&n, std::string("a selection of one time step before the ") + c_.cell + ": not supported");
     return false;
@@ -21,10 +23,24 @@ bool PathWalker::select_step(const onnx::NodeProto& n, PathState* s, int64_t ste
     problem(&n, "selects step " + std::to_string(step) + " of a " + std::to_string(c_.time_size) + "-step input");
     return false;
   }
+  if (count > 1 && (count > kMaxStep || (c_.time_size > 0 && (step >= 0 ? step + count : -step) > c_.time_size))) {
+    problem(&n, "selects " + std::to_string(count) + " steps from step " + std::to_string(step) + " of a " +
+                    std::to_string(c_.time_size) + "-step input");
+    return false;
+  }
   s->selected = true;
   s->select.kind = FloatLayerKind::kSelectStep;
   s->select.node = n.name().empty() ? n.output(0) : n.name();
   s->select.step = static_cast<int32_t>(step);
+  if (count > 1) {
+    // The per-position layers taken so far run after the selection (they commute with it), on
+    // each selected step.
+    s->select.step_count = static_cast<int32_t>(count);
+    s->view.range_steps = static_cast<int32_t>(count);
+    for (FloatLayer& l : s->layers) l.groups = s->select.step_count;
+    s->last_is_linear = false;
+    return true;
+  }
   if (keep_axis) {
     s->view.labels[axis] = 't';
   } else {
@@ -64,6 +80,37 @@ bool PathWalker::gather(const onnx::NodeProto& n, PathState* s) {
   return false;
 }
 
+// A Slice [b, e) of several steps of the time axis (ends past it: to the last step), as a selection
+// of consecutive steps: the last k (y[:, -k:]), from a step counted from the first or the last
+// to another, or to the end of a time axis of a known size.
+bool PathWalker::step_range(const onnx::NodeProto& n, PathState* s, double b, double e, size_t axis) {
+  constexpr double kToTheEnd = 1u << 30;
+  const int64_t T = c_.time_size;
+  if (e >= kToTheEnd && T > 0) e = static_cast<double>(T);
+  if (T > 0 && e > static_cast<double>(T)) e = static_cast<double>(T);  // torch clamps the end
+  if (T > 0 && b < 0 && e >= 0) b += static_cast<double>(T);           // both from the first step
+  if (T > 0 && b >= 0 && e < 0) e += static_cast<double>(T);
+  if (b == 0 && T > 0 && e == static_cast<double>(T)) return true;  // every step
+  int64_t step = 0, count = 0;
+  if (b < 0 && e >= kToTheEnd) {
+    step = static_cast<int64_t>(b);
+    count = -step;
+  } else if ((b < 0 && e < 0) || (b >= 0 && e >= 0 && e < kToTheEnd)) {
+    step = static_cast<int64_t>(b);
+    count = static_cast<int64_t>(e) - step;
+  } else {
+    problem(&n, "a Slice of the steps from " + std::to_string(static_cast<int64_t>(b)) +
+                    " to the end of a time axis of dynamic size: how many it takes depends on each call; slice the "
+                    "last k steps (y[:, -k:]) or export with a fixed sequence length");
+    return false;
+  }
+  if (count < 1) {
+    problem(&n, "a Slice of no time steps");
+    return false;
+  }
+  return select_step(n, s, step, axis, true, count);
+}
+
 bool PathWalker::slice(const onnx::NodeProto& n, PathState* s) {
   std::vector<double> starts, ends, axes, steps;
   const bool ok = n.input_size() >= 3 && constant_values(g_, n.input(1), &starts) &&
@@ -92,8 +139,7 @@ bool PathWalker::slice(const onnx::NodeProto& n, PathState* s) {
     if (last || (b >= 0 && e == b + 1) || (b < -1 && e == b + 1)) {
       return select_step(n, s, b_int, static_cast<size_t>(axis), true);
     }
-    problem(&n, "a Slice of several time steps: not supported (a model reads every step, or one)");
-    return false;
+    return step_range(n, s, b, e, static_cast<size_t>(axis));
   }
   const int64_t size = axis_size(c_, label, s->view.width);
   if (b == 0 && (e >= kToTheEnd || (size >= 0 && e >= static_cast<double>(size)))) return true;  // all of it

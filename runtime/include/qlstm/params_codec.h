@@ -339,6 +339,7 @@ void visit_select_step_fields(P& p, V& v) {
   v.open("select");
   v.i32("step", p.step);
   v.i32("row_size", p.row_size);
+  v.i32("step_count", p.step_count);
   v.close();
 }
 

@@ -30,12 +30,15 @@ qlstm_status qlstm_table_s8_validate(const qlstm_table_s8_params* params, const 
 /* input, output: rows x row_size int8 values (may be NULL when rows == 0); may be equal. */
 qlstm_status qlstm_table_s8(const qlstm_table_s8_params* params, const int8_t* input, int8_t* output);
 
-/* One time step of a sequence buffer: step >= 0 counts from the first step, < 0 from the last
- * (-1: the last, PyTorch's y[:, -1]). The program runner does the copy; its buffer and layout come
- * from the program. */
+/* step_count consecutive time steps of a sequence buffer, from step: step >= 0 counts from the
+ * first step, < 0 from the last (-1: the last, PyTorch's y[:, -1]; step -k with step_count k:
+ * y[:, -k:]). The program runner does the copy into a one-step buffer of step_count x row_size
+ * values per batch row, in the program's layout: batch-major, each row's steps in order; time-major,
+ * step j of every batch row before step j + 1's (the selected sequence's own order). */
 typedef struct qlstm_select_step_params {
   int32_t step;
-  int32_t row_size; /* >= 1: elements per position, the input and output buffers' width */
+  int32_t row_size;   /* >= 1: elements per position of the input buffer (its width) */
+  int32_t step_count; /* >= 1: the steps taken; the output buffer's width is step_count x row_size */
 } qlstm_select_step_params;
 
 #ifdef __cplusplus

@@ -6,7 +6,9 @@ namespace {
 using namespace qlstm::program;
 
 qlstm_status run_fc_s16_op(const OpCall& c) {
-  return qlstm::run_fc_s16_prechecked(row_call_params(c.program, c.op, block_of<qlstm_fc_s16_params>(c.op), c.time_steps), in_as<int16_t>(c),
+  const qlstm_fc_s16_params& block = block_of<qlstm_fc_s16_params>(c.op);
+  const int32_t groups = row_groups(c.program, c.op, block.input_size, block.output_size);
+  return qlstm::run_fc_s16_prechecked(row_call_params(c.program, c.op, block, c.time_steps, groups), in_as<int16_t>(c),
                                       out_as<int16_t>(c));
 }
 

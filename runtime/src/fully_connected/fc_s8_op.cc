@@ -12,10 +12,12 @@ bool flattens_steps(const qlstm_program& program, const qlstm_op& op) {
   return !one_step(program, op.input_buffer) && one_step(program, op.output_buffer);
 }
 
-// Its rows: its output buffer's positions (B x T, B for one step, or B when it flattens the steps).
+// Its rows: its output buffer's positions (B x T, B for one step, or B when it flattens the steps)
+// times its rows per position (row_groups; 1 when it flattens the steps).
 qlstm_fc_s8_params call_params(const qlstm_program& program, const qlstm_op& op, int32_t time_steps) {
   qlstm_fc_s8_params p = block_of<qlstm_fc_s8_params>(op);
-  p.rows = positions(program, op.output_buffer, time_steps);
+  const int32_t groups = flattens_steps(program, op) ? 1 : row_groups(program, op, p.input_size, p.output_size);
+  p.rows = positions(program, op.output_buffer, time_steps) * groups;
   return p;
 }
 

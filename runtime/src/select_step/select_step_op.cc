@@ -1,4 +1,5 @@
-// Step selection: one step of every batch row of a sequence buffer copied into a one-step buffer.
+// Step selection: one step, or step_count consecutive steps, of every batch row of a sequence
+// buffer copied into a one-step buffer (in the program's layout: table_s8.h).
 // It has no kernel of its own; the copy is here, in its part of the program runner (program_op.h).
 #include "program_op.h"
 
@@ -12,7 +13,7 @@ OpTypes select_types(const qlstm_program& program, const qlstm_op& op) {
   return {t, t};
 }
 
-// The step a selection copies in a call of time_steps steps (-1: the last).
+// The first step a selection copies in a call of time_steps steps (-1: the last).
 int32_t selected_step(const qlstm_select_step_params& s, int32_t time_steps) {
   return s.step < 0 ? time_steps + s.step : s.step;
 }
@@ -22,25 +23,34 @@ Failure check_select(const qlstm_program& program, int32_t k, int32_t time_steps
   if (f.status != QLSTM_OK) return f;
   const qlstm_op& op = program.ops[k];
   const qlstm_select_step_params& select = block_of<qlstm_select_step_params>(op);
-  if (select.row_size < 1 || select.row_size != in_width(program, op) || select.row_size != out_width(program, op)) {
-    return bad_op("row_size", k);
+  if (select.row_size < 1 || select.row_size != in_width(program, op)) return bad_op("row_size", k);
+  if (select.step_count < 1 || static_cast<int64_t>(select.step_count) * select.row_size != out_width(program, op)) {
+    return bad_op("step_count", k);
   }
   if (select.step < -time_steps || select.step >= time_steps) return bad_op("step", k);
+  // The last step taken is within the call's.
+  if (static_cast<int64_t>(selected_step(select, time_steps)) + select.step_count > time_steps) return bad_op("step_count", k);
   return kNoFailure;
 }
 
-// Copies step t of every batch row (bytes: W elements of the buffers' type).
+// Copies steps t0 ... t0 + K - 1 of every batch row (bytes: W elements of the buffers' type). The
+// taken steps keep the sequence's order: position p of the output is the input's position
+// p + t0 x B (time-major), or batch row b's steps side by side (batch-major).
 void select_step(const qlstm_program& program, const qlstm_op& op, int32_t time_steps, const int8_t* in,
                  int8_t* out) {
   const qlstm_select_step_params& select = block_of<qlstm_select_step_params>(op);
-  const int32_t B = program.batch, t = selected_step(select, time_steps);
+  const int32_t B = program.batch, t0 = selected_step(select, time_steps), K = select.step_count;
   const ptrdiff_t W = static_cast<ptrdiff_t>(select.row_size) * static_cast<ptrdiff_t>(element_bytes(program, op.input_buffer));
   const bool time_major = program.layout == QLSTM_LAYOUT_TIME_MAJOR;
   for (int32_t b = 0; b < B; ++b) {
-    const ptrdiff_t position = time_major ? static_cast<ptrdiff_t>(t) * B + b : static_cast<ptrdiff_t>(b) * time_steps + t;
-    const int8_t* src = in + position * W;
-    int8_t* dst = out + static_cast<ptrdiff_t>(b) * W;
-    for (ptrdiff_t e = 0; e < W; ++e) dst[e] = src[e];
+    for (int32_t j = 0; j < K; ++j) {
+      const int32_t t = t0 + j;
+      const ptrdiff_t from = time_major ? static_cast<ptrdiff_t>(t) * B + b : static_cast<ptrdiff_t>(b) * time_steps + t;
+      const ptrdiff_t to = time_major ? static_cast<ptrdiff_t>(j) * B + b : static_cast<ptrdiff_t>(b) * K + j;
+      const int8_t* src = in + from * W;
+      int8_t* dst = out + to * W;
+      for (ptrdiff_t e = 0; e < W; ++e) dst[e] = src[e];
+    }
   }
 }
 

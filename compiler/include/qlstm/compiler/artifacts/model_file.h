@@ -29,7 +29,9 @@ namespace compiler {
 // has one.
 // 11: version 10 with the elementwise kinds (QLSTM_OP_ADD_S8, QLSTM_OP_MUL_S8) and an op's
 // second_input_buffer and second_input; written only for a model that has one.
-constexpr uint32_t kModelFormatVersion = 11;
+// 12: version 11 with a step selection's step_count (consecutive steps; earlier records end
+// before it: one step); written for a model with a step selection.
+constexpr uint32_t kModelFormatVersion = 12;
 // The version of a model with a recurrent op that runs its first step alone.
 constexpr uint32_t kModelFormatVersionFirstStep = 9;
 // What a model of int8 buffers and int8 kinds only is written as.

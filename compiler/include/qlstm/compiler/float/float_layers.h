@@ -24,7 +24,7 @@ enum class FloatLayerKind {
   kActivation,  // y = f(x) elementwise
   kSoftmax,     // softmax over the last axis (each position's values), with beta
   kLogSoftmax,  // log of the softmax over the last axis (beta 1)
-  kSelectStep,  // y[:, step] of a sequence (one position per batch row)
+  kSelectStep,  // y[:, step] of a sequence, or y[:, step:step + k] (one position per batch row)
   kPoolTime,    // the mean or the max over every step of a sequence (one position per batch row)
   kFlattenTime, // every step of a sequence side by side, one row per batch row (y.reshape(B, -1))
 };
@@ -51,8 +51,14 @@ struct FloatLayer {
   bool gelu_tanh = false;  // kGelu: torch's approximate='tanh' form (else the exact erf form)
   // kSoftmax
   double softmax_beta = 1.0;
-  // kSelectStep: >= 0 from the first step, < 0 from the last (-1: y[:, -1])
+  // kSelectStep: >= 0 from the first step, < 0 from the last (-1: y[:, -1]); step_count
+  // consecutive steps from it (y[:, -k:]: step -k, k steps), output_size = step_count x input_size
   int32_t step = -1;
+  int32_t step_count = 1;
+  // A per-position layer after a selection of several steps: the rows it runs on per position
+  // (each selected step's; 1 once the steps are merged into the features, or without one).
+  // input_size and output_size are one row's.
+  int32_t groups = 1;
   // kPoolTime
   PoolFn pool = PoolFn::kMean;
   // kFlattenTime: the steps it takes (the model then runs on sequences of exactly that many);

@@ -134,7 +134,8 @@ struct DerivedSelect {
   static constexpr int32_t kKind = QLSTM_OP_SELECT_STEP;  // its op kind (ProgramOp::set)
   int32_t row_size = 0;
   int32_t step = -1;
-  qlstm_select_step_params kernel_params() const { return {step, row_size}; }
+  int32_t step_count = 1;  // consecutive steps from `step` (y[:, -k:]: step -k, k steps)
+  qlstm_select_step_params kernel_params() const { return {step, row_size, step_count}; }
 };
 
 }  // namespace compiler

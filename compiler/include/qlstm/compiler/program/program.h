@@ -223,6 +223,13 @@ struct CompiledModel {
   bool all_forward() const;    // every recurrent op walks time forwards
   // The output holds one position per batch row (a last-step or h_n head): buffers.back().steps.
   bool output_is_one_step() const { return buffers.back().steps == QLSTM_BUFFER_ONE_STEP; }
+  // Rows per position op k writes: a selection's step count, and the same for the per-position
+  // ops after it until its steps are merged into the features (y[:, -k:] then a Linear on each
+  // step: k rows per batch row); 1 for the rest.
+  int32_t op_rows(size_t k) const;
+  // The output's rows per batch row (op_rows of the last op): a one-step output of output_rows x
+  // output_size / output_rows values per batch row, its [B, rows, W] (or [rows, B, W]) shape.
+  int32_t output_rows() const { return ops.empty() ? 1 : op_rows(ops.size() - 1); }
   // The steps every call must have when an op reads all of a sequence's steps at once (a Linear
   // on y.reshape(B, -1): a per-position op from a sequence buffer to a one-step buffer whose input
   // is a whole number of its input buffer's rows), else 0.
