@@ -93,6 +93,42 @@ TEST(ProgramRunner, ClassifierOnASelectedStepEqualsTheOpsOneByOne) {
   }
 }
 
+// A classifier on K consecutive steps (y[:, t0:t0 + K] then a Linear and a softmax on each): the
+// selection copies the steps in the sequence's order and the FC and the softmax run on each
+// selected step's row, as K selections of one step would.
+TEST(ProgramRunner, ClassifierOnSeveralStepsEqualsOneStepAtATime) {
+  for (const bool time_major : {false, true}) {
+    for (const auto& [step, K] : {std::pair{-3, 3}, std::pair{-T, T}, std::pair{1, 2}, std::pair{0, T}}) {
+      std::mt19937_64 rng(300 + static_cast<unsigned>(step + 10 * K + 100 * time_major));
+      Built b;
+      build_classifier(b, time_major, step, rng);
+      block<qlstm_select_step_params>(b.ops[1]).step_count = K;
+      b.widths = {I, H, K * H, K * O, K * O};
+      b.finish();
+      ASSERT_EQ(verdict(&b.program, &b.ctx, T), "ok");
+      const std::vector<int8_t> x = random_s8(static_cast<size_t>(B * T * I), rng);
+      std::vector<int8_t> y(static_cast<size_t>(B * K * O), 0x5A);
+      ASSERT_EQ(qlstm_program_run(&b.program, &b.ctx, x.data(), y.data(), T, nullptr, nullptr), QLSTM_OK);
+      const std::vector<int8_t> seq = lstm_alone(b.lstms[0].params, T, x, nullptr, nullptr);
+      const int32_t t0 = step < 0 ? T + step : step;
+      std::vector<std::vector<int8_t>> per_step;  // [j][B][O]
+      for (int32_t j = 0; j < K; ++j) {
+        per_step.push_back(softmax_alone(block<qlstm_softmax_s8_params>(b.ops[3]),
+                                         fc_alone(b.fcs[0].params, select_alone(seq, B, T, H, t0 + j, time_major))));
+      }
+      std::vector<int8_t> expected;  // batch-major [B][K][O], time-major [K][B][O]
+      for (int32_t outer = 0; outer < (time_major ? K : B); ++outer) {
+        for (int32_t inner = 0; inner < (time_major ? B : K); ++inner) {
+          const std::vector<int8_t>& rows = per_step[static_cast<size_t>(time_major ? outer : inner)];
+          const int32_t b_row = time_major ? inner : outer;
+          expected.insert(expected.end(), rows.begin() + b_row * O, rows.begin() + (b_row + 1) * O);
+        }
+      }
+      EXPECT_EQ(y, expected) << (time_major ? "time-major" : "batch-major") << " step " << step << " K " << K;
+    }
+  }
+}
+
 TEST(ProgramRunner, LogSoftmaxClassifierEqualsTheOpsOneByOne) {
   for (const bool time_major : {false, true}) {
     std::mt19937_64 rng(150 + static_cast<unsigned>(time_major));
@@ -361,7 +397,8 @@ TEST(ProgramValidate, NamesEachRuleOfTheNewKindsAndOneStepBuffers) {
       {"softmax output width", classifier, [](Built& b) { b.widths[4] = O + 2; }, bad("row_size", 3)},
       {"table row size", build_final_head, [](Built& b) { block<qlstm_table_s8_params>(b.ops[2]).row_size = O + 1; }, bad("row_size", 2)},
       {"select row size", classifier, [](Built& b) { block<qlstm_select_step_params>(b.ops[1]).row_size = H - 1; }, bad("row_size", 1)},
-      {"select output width", classifier, [](Built& b) { b.widths[2] = H + 1; }, bad("row_size", 1)},
+      {"select output width", classifier, [](Built& b) { b.widths[2] = H + 1; }, bad("step_count", 1)},
+      {"select step_count", classifier, [](Built& b) { block<qlstm_select_step_params>(b.ops[1]).step_count = 0; }, bad("step_count", 1)},
       {"FC output offset", classifier, [](Built& b) { b.ops[2].output_offset = 1; }, bad("output_offset", 2)},
       {"LSTM final width", build_final_head, [](Built& b) { b.widths[1] = H - 1; }, bad("output_offset", 0)},
       // The step.
@@ -448,6 +485,35 @@ TEST(ProgramValidate, SelectedStepIsCheckedForTheCall) {
   block<qlstm_select_step_params>(b.ops[1]).step = -1;
   EXPECT_EQ(verdict(&b.program, nullptr, 1), "ok");
   EXPECT_EQ(verdict(&b.program, nullptr, 0), bad("step", 1));
+}
+
+// The steps taken lie within the call's; the widths after them are whole multiples of the ops' rows.
+TEST(ProgramValidate, SeveralSelectedStepsAreCheckedForTheCallAndTheWidths) {
+  std::mt19937_64 rng(12);
+  Built b;
+  build_classifier(b, false, -3, rng);
+  block<qlstm_select_step_params>(b.ops[1]).step_count = 3;
+  b.widths = {I, H, 3 * H, 3 * O, 3 * O};
+  b.finish();
+  EXPECT_EQ(verdict(&b.program, nullptr, T), "ok");
+  EXPECT_EQ(verdict(&b.program, nullptr, 3), "ok");
+  EXPECT_EQ(verdict(&b.program, nullptr, 2), bad("step", 1));
+  block<qlstm_select_step_params>(b.ops[1]).step = 2;  // steps 2, 3, 4
+  EXPECT_EQ(verdict(&b.program, nullptr, 5), "ok");
+  EXPECT_EQ(verdict(&b.program, nullptr, 4), bad("step_count", 1));
+  block<qlstm_select_step_params>(b.ops[1]).step = -2;  // past the last step
+  EXPECT_EQ(verdict(&b.program, nullptr, T), bad("step_count", 1));
+  block<qlstm_select_step_params>(b.ops[1]).step = -3;
+  block<qlstm_select_step_params>(b.ops[1]).step_count = 0;
+  EXPECT_EQ(verdict(&b.program, nullptr, T), bad("step_count", 1));
+  block<qlstm_select_step_params>(b.ops[1]).step_count = 3;
+  b.widths[3] = 3 * O + 1;  // not 3 rows of the FC's outputs
+  EXPECT_EQ(verdict(&b.program, nullptr, T), bad("output_size", 2));
+  b.widths[3] = 2 * O;  // 3 rows in, 2 out
+  EXPECT_EQ(verdict(&b.program, nullptr, T), bad("output_size", 2));
+  b.widths[3] = 3 * O;
+  b.widths[4] = 2 * O;  // the softmax: 3 rows in, 2 out
+  EXPECT_EQ(verdict(&b.program, nullptr, T), bad("row_size", 3));
 }
 
 }  // namespace

@@ -104,6 +104,8 @@ MODELS = [
     ("tests/onnx/models/gru_torch_bidirectional_last_linear.onnx", True, None, None),
     # A head ending in log_softmax (issue 30, item 6): Linear, ReLU, Linear, LogSoftmax on h_n[-1].
     ("tests/onnx/models/import_log_softmax_h_n_opset11.onnx", True, None, None),
+    # A Linear, ReLU, Linear on each of steps 1 to 3 (y[:, 1:4]; issue 30, item 5).
+    ("tests/onnx/models/import_steps_from_first.onnx", True, None, None),
 ]
 
 
@@ -223,6 +225,7 @@ EMITTED = [
     ("gru_bi1", "tests/onnx/models/gru_torch_bidirectional.onnx", False, None, "whole"),
     ("pool_mean", "tests/onnx/models/import_pool_mean.onnx", True, None, "whole"),  # a pooling over time
     ("log_softmax", "tests/onnx/models/import_log_softmax.onnx", True, None, "whole"),  # a log-softmax head
+    ("last_steps", "tests/onnx/models/import_last_steps_linear.onnx", True, None, "whole"),  # y[:, -3:] -> Linear
 ]
 EMITTED_STEPS = 40
 

@@ -266,7 +266,9 @@ int run_command(const RunArgs& args) {
     for (int64_t d : out.shape) dims += (dims.empty() ? "" : ", ") + std::to_string(d);
     std::printf("qlstm run: wrote %s: %s [%s]%s\n", args.output.c_str(),
                 args.float_io ? "float32" : out.y_int.dtype == DType::kInt16 ? "int16" : "int8",
-                dims.c_str(), m.output_is_one_step() ? " (one row per sequence)" : "");
+                dims.c_str(), !m.output_is_one_step() ? ""
+                : m.output_rows() > 1 ? (" (" + std::to_string(m.output_rows()) + " steps per sequence)").c_str()
+                                      : " (one row per sequence)");
     return 0;
   } catch (const std::exception& e) {
     return error_exit("run", e);

@@ -608,9 +608,10 @@ void check_eval_pair(const OnnxLstm& onnx, const CompiledModel& m, const std::st
 void check_labels_usable(const CompiledModel& m, const std::string& model_name) {
   const int32_t W = m.output_size();
   const bool one_step = m.output_is_one_step();
-  if (!(one_step && W >= 2)) {
+  if (!(one_step && W >= 2 && m.output_rows() == 1)) {
     throw UsageError("--labels: " + model_name + " is not a classifier: its output is " +
-                     (one_step ? std::string("one value per sequence")
+                     (one_step && m.output_rows() > 1 ? std::to_string(m.output_rows()) + " steps per sequence"
+                      : one_step ? std::string("one value per sequence")
                                : W == 1 ? std::string("one value per time step")
                                         : std::to_string(W) + " values per time step") +
                      "; labels need one row of class scores per sequence (for a forecaster give --targets)");
@@ -628,7 +629,8 @@ Evaluation evaluate(const OnnxLstm& onnx, const CompiledModel& m, const EvalRequ
   const SequenceTensor& x = req.x;
   const int32_t W = m.output_size(), B = x.shape.batch, T = x.shape.time_steps;
   const bool one_step = m.output_is_one_step();
-  const bool classifier = one_step && W >= 2;
+  // A head on several selected steps writes a row per step: not one class per sequence.
+  const bool classifier = one_step && W >= 2 && m.output_rows() == 1;
   if (!req.labels.empty()) {
     check_labels_usable(m, req.model_name);
     if (req.labels.size() != static_cast<size_t>(B)) {
@@ -651,7 +653,11 @@ Evaluation evaluate(const OnnxLstm& onnx, const CompiledModel& m, const EvalRequ
   appendf(&text, "qlstm eval: %s vs %s on %s (%d sequences x %d steps)\n", req.model_name.c_str(),
           req.onnx_name.c_str(), req.data_name.c_str(), B, T);
   text += st.line;
-  appendf(&text, "  output: %d value%s %s\n", W, W == 1 ? "" : "s", one_step ? "per sequence" : "per time step");
+  if (m.output_rows() > 1) {
+    appendf(&text, "  output: %d steps x %d values per sequence\n", m.output_rows(), W / m.output_rows());
+  } else {
+    appendf(&text, "  output: %d value%s %s\n", W, W == 1 ? "" : "s", one_step ? "per sequence" : "per time step");
+  }
   std::vector<ComparedOutput> outs = {compare_output("y", "output y", -1, ref, r.got, m.output_quant().scale)};
   for (ComparedOutput& o : compare_state(m, B, r.ref, r.state)) outs.push_back(std::move(o));
   report_outputs(outs, &text, &j);

@@ -328,8 +328,12 @@ void ProgramEmitter::header_defines(std::ostringstream& h) const {
     << "#define " << upper << "_HIDDEN_SIZE " << last_h << " /* of the last " << last_kind << " */\n"
     << "#define " << upper << "_OUTPUT_SIZE " << m.output_size() << " /* " << out_word << " per output position */\n"
     << "#define " << upper << "_OUTPUT_PER_STEP " << (per_step ? 1 : 0)
-    << " /* 1: an output position per time step; 0: one per batch row */\n"
-    << "#define " << upper << "_INPUT_BYTES(time_steps) ((size_t)" << upper << "_BATCH * (size_t)(time_steps) * "
+    << " /* 1: an output position per time step; 0: one per batch row */\n";
+  if (m.output_rows() > 1) {
+    h << "#define " << upper << "_OUTPUT_ROWS " << m.output_rows() << " /* " << one_row << " per output position, "
+      << m.output_size() / m.output_rows() << " values each, in the input's layout */\n";
+  }
+  h << "#define " << upper << "_INPUT_BYTES(time_steps) ((size_t)" << upper << "_BATCH * (size_t)(time_steps) * "
     << upper << "_INPUT_SIZE" << bytes_of(in_type) << ")\n"
     << "#define " << upper << "_OUTPUT_BYTES(time_steps) ((size_t)" << upper << "_BATCH * "
     << (per_step ? "(size_t)(time_steps) * " : "") << upper << "_OUTPUT_SIZE" << bytes_of(out_type) << ")\n"

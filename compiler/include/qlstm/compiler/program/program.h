@@ -79,7 +79,10 @@ struct FloatProgram {
   std::vector<int32_t> read_directions() const {
     return final_directions.empty() ? std::vector<int32_t>{directions - 1} : final_directions;
   }
-  int32_t output_size() const { return head.empty() ? stack_output_size() : head.back().output_size; }
+  // Values per output position (a head on k selected steps: k rows of the last layer's).
+  int32_t output_size() const {
+    return head.empty() ? stack_output_size() : head.back().output_size * head.back().groups;
+  }
   // The model's output is a sequence (one row per step), not one row per batch row (after a step
   // selection or from h_n).
   bool sequence_output() const {
