@@ -437,15 +437,15 @@ def test_s16(a):
             fail("%s (16x8): the device's final state differs from the host's" % onnx_path)
         print("%s: 16x8 with state (initial h %s) qlstm run --float --target %s == qlstm run --float%s" % (
             name, report["state"]["initial_h"], a.cpu, ", h_n and c_n too" if state_out else ""))
-    # A bundle of the version before second input buffers is refused, naming both versions.
+    # A bundle of the version before a selection's step_count is refused, naming both versions.
     old = os.path.join(a.work, "old_version.bundle")
     with open(old, "wb") as f:
-        f.write(b"QLVB" + (6).to_bytes(4, "little") + (0).to_bytes(4, "little"))
+        f.write(b"QLVB" + (7).to_bytes(4, "little") + (0).to_bytes(4, "little"))
     info = target_info(a.qlstm, a.cpu)
     rc, out = qemu(info, os.path.join(info["dir"], "qlstm_device.elf"), ["verify", old])
-    if rc != 2 or "is a version-6 bundle, this firmware reads version 7" not in out:
-        fail("a version-6 bundle: exit status %d:\n%s" % (rc, out))
-    print("a version-6 bundle is refused: exit status 2")
+    if rc != 2 or "is a version-7 bundle, this firmware reads version 8" not in out:
+        fail("a version-7 bundle: exit status %d:\n%s" % (rc, out))
+    print("a version-7 bundle is refused: exit status 2")
     print("%d 16x8 models: device == host, qlstm run and qlstm bench" % (len(S16_MODELS) + len(S16_STATE_MODELS)))
 
 
