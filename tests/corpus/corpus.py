@@ -29,11 +29,14 @@ CALIBRATION_SEED, TEST_SEED, TRAIN_SEED = 1, 2, 3
 #                             "cat_h_n" (cat(h_n[-2], h_n[-1])), "view_cat_h_n" (h_n.view(L, 2, B, H)[-1],
 #                             its two rows concatenated), "every" (every step: a regressor's per-step
 #                             outputs), "every_classify" (every step, a class per sequence: its label
-#                             on every step)
+#                             on every step), "last_k" (y[:, -k:], the head on each of those steps:
+#                             a regressor's next k values of feature 0, one per step; k: the key "k")
 #   head                      the head's layers before its last Linear (to out): "linear:N", "bn"
 #                             (BatchNorm1d), "relu", "dropout:P"
 #   final                     "none", "sigmoid", "softmax", "log_softmax"
 #   opset, dynamic            the export: opset, and "none", "batch" or "batch_time" dynamic axes
+#   weights_bound             make_corpus.py also runs the model with int8 weights in float (the SQNR
+#                             bound of int8 weights; run_corpus.py then accepts the task's error kept)
 #   compile_args              what the user adds to qlstm compile (a stack on a dynamic time axis
 #                             needs --max-time-steps: qlstm says so)
 # No repository below exports to ONNX but MaxRondelli's (an earlier commit: dynamic batch and time
@@ -85,6 +88,8 @@ CORPUS = [
            "binary", "gru", 5, [(64, 2)], 24, 1, "mean", dropout=0.2, head=["dropout:0.2"]),
     _entry("wake_word_lstm", "Anderrrrr/AutoHousekeeper", "model.py", "LSTMWakeWord", "binary", "lstm", 13, [(64, 2)],
            100, 1, "last", final="sigmoid"),
+    _entry("stock_last30_lstm", "xiaojihh/stockPredict", "model.py", "LSTM", "regress", "lstm", 1, [(128, 1)], 180, 1,
+           "last_k", k=30, weights_bound=True),
 ]
 
 
@@ -109,7 +114,8 @@ def sequences(entry, n, seed):
         y = np.repeat(labels[:, None], T, axis=1) if entry["read"] == "every_classify" else labels
     else:
         out = entry["out"]
-        horizon = 1 if entry["read"] == "every" else -(-out // I)  # the steps `out` values span
+        horizon = (1 if entry["read"] == "every" else entry["k"] if entry["read"] == "last_k"
+                   else -(-out // I))  # the steps `out` values span
         w = rng.uniform(0.02, 0.12, (n, 1, I))
         phase = rng.uniform(0, 2 * np.pi, (n, 1, I))
         steps = np.arange(T + horizon)[None, :, None]
@@ -118,7 +124,9 @@ def sequences(entry, n, seed):
         x = s[:, :T]
         # every step: the next step's first `out` features; one output row: the next `out` values
         # of every feature, step by step (a multi-step horizon when out > I)
-        y = s[:, 1:T + 1, :out] if entry["read"] == "every" else s[:, T:].reshape(n, -1)[:, :out]
+        # the last k steps: the next k values of feature 0, one per step (as [n, k])
+        y = (s[:, 1:T + 1, :out] if entry["read"] == "every" else s[:, T:, 0] if entry["read"] == "last_k"
+             else s[:, T:].reshape(n, -1)[:, :out])
     x = x.astype(np.float32)
     if not entry["batch_first"]:
         x = np.ascontiguousarray(np.transpose(x, (1, 0, 2)))

@@ -6,6 +6,7 @@ torch's outputs on the held-out sequences (NAME.torch_out.npy; classify: NAME.la
 
     /usr/bin/python3 tests/corpus/make_corpus.py [OUT] [--only NAME]
 """
+import copy
 import json
 import os
 import sys
@@ -79,6 +80,8 @@ class Published(nn.Module):
             z = h_n.squeeze(0)
         elif read == "mean":
             z = y.mean(dim=1 if e["batch_first"] else 0)
+        elif read == "last_k":
+            z = y[:, -e["k"]:, :] if e["batch_first"] else y[-e["k"]:]
         elif read == "max":
             z = y.max(dim=1 if e["batch_first"] else 0).values
         elif read == "cat_h_n":
@@ -117,6 +120,8 @@ def train(model, e):
             loss = nn.functional.cross_entropy(out.reshape(-1, e["out"]), y.reshape(-1))
         elif e["task"] == "binary":
             loss = nn.functional.binary_cross_entropy_with_logits(out.reshape(-1), y.float())
+        elif e["read"] == "last_k":
+            loss = nn.functional.mse_loss(out.reshape(y.shape), y)  # [B, k, 1] against [B, k], as squeezed
         else:
             loss = nn.functional.mse_loss(out, y)
         opt.zero_grad()
@@ -124,6 +129,19 @@ def train(model, e):
         opt.step()
     model.e = dict(e, final=final)
     return float(loss)
+
+
+def int8_weights(model):
+    """A copy of the model whose weight matrices are rounded to int8 per output row (scale: the row's
+    largest magnitude over 127); biases and norms kept."""
+    q = copy.deepcopy(model)
+    with torch.no_grad():
+        for p in q.parameters():
+            if p.dim() == 2:
+                scale = p.abs().amax(1, keepdim=True) / 127
+                scale[scale == 0] = 1
+                p.copy_(torch.round(p / scale) * scale)
+    return q
 
 
 def export(model, e, path):
@@ -145,6 +163,12 @@ def make(e, out):
     with torch.no_grad():
         torch_out = model(torch.from_numpy(x)).numpy().astype(np.float32)
     np.save(os.path.join(out, e["name"] + ".torch_out.npy"), torch_out)
+    if e.get("weights_bound"):
+        # The same model with its weight matrices quantized to int8 (symmetric, per output row) and
+        # run in float: how close any int8-weight model can come to torch.
+        with torch.no_grad():
+            np.save(os.path.join(out, e["name"] + ".int8_weights_out.npy"),
+                    int8_weights(model)(torch.from_numpy(x)).numpy().astype(np.float32))
     metric = ""
     if e["task"] != "regress":
         np.save(os.path.join(out, e["name"] + ".labels.npy"), y)

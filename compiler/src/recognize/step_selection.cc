@@ -86,22 +86,26 @@ bool PathWalker::gather(const onnx::NodeProto& n, PathState* s) {
 bool PathWalker::step_range(const onnx::NodeProto& n, PathState* s, double b, double e, size_t axis) {
   constexpr double kToTheEnd = 1u << 30;
   const int64_t T = c_.time_size;
-  if (e >= kToTheEnd && T > 0) e = static_cast<double>(T);
-  if (T > 0 && e > static_cast<double>(T)) e = static_cast<double>(T);  // torch clamps the end
-  if (T > 0 && b < 0 && e >= 0) b += static_cast<double>(T);           // both from the first step
-  if (T > 0 && b >= 0 && e < 0) e += static_cast<double>(T);
-  if (b == 0 && T > 0 && e == static_cast<double>(T)) return true;  // every step
+  // Past the last step (torch writes INT64_MAX for "to the end"; a static axis ends at T).
+  const bool to_end = e >= kToTheEnd || (T > 0 && e >= static_cast<double>(T));
+  if (b == 0 && to_end) return true;  // every step
   int64_t step = 0, count = 0;
-  if (b < 0 && e >= kToTheEnd) {
+  if (b < 0 && to_end) {  // the last k: y[:, -k:], for any T
     step = static_cast<int64_t>(b);
     count = -step;
-  } else if ((b < 0 && e < 0) || (b >= 0 && e >= 0 && e < kToTheEnd)) {
+  } else if ((b < 0 && e < 0) || (b >= 0 && e >= 0 && !to_end)) {  // both from the last, or from the first
     step = static_cast<int64_t>(b);
     count = static_cast<int64_t>(e) - step;
+  } else if (T > 0) {  // one bound from each end, or from a step to the end, of a static time axis
+    const double first = b < 0 ? b + static_cast<double>(T) : b;
+    const double end = to_end ? static_cast<double>(T) : e < 0 ? e + static_cast<double>(T) : e;
+    step = static_cast<int64_t>(first);
+    count = static_cast<int64_t>(end) - step;
   } else {
-    problem(&n, "a Slice of the steps from " + std::to_string(static_cast<int64_t>(b)) +
-                    " to the end of a time axis of dynamic size: how many it takes depends on each call; slice the "
-                    "last k steps (y[:, -k:]) or export with a fixed sequence length");
+    problem(&n, "a Slice of the steps from " + std::to_string(static_cast<int64_t>(b)) + " to " +
+                    (to_end ? std::string("the end") : std::to_string(static_cast<int64_t>(e))) +
+                    " of a time axis of dynamic size: how many it takes depends on each call; slice the last k "
+                    "steps (y[:, -k:]) or export with a fixed sequence length");
     return false;
   }
   if (count < 1) {
