@@ -92,7 +92,7 @@ def describe(e):
 
 
 def markdown(results):
-    lines = ["| model | from (repository, file, class) | architecture | SQNR vs torch | top-1 torch / int8 (agreement) |",
+    lines = ["| model | from (repository, file, class) | architecture | SQNR vs torch | top-1 torch / int8 (agreement), or RMSE torch / int8 |",
              "|---|---|---|---|---|"]
     for e, r in results:
         acc = ("%.0f%% / %.0f%% (%.0f%%)" % (100 * r["acc_torch"], 100 * r["acc_int8"], 100 * r["agree"])
