@@ -1016,6 +1016,16 @@ def flatten_steps(x):
              "flatten the recurrent layer's output directly"])
 
 
+class SeqFirstRange(nn.Module):
+    """A sequence-first LSTM whose head reads `pick(y)` (a range of steps of [T, B, H])."""
+    def __init__(self, pick, head):
+        super().__init__()
+        self.lstm, self.pick, self.head = nn.LSTM(3, 4), pick, head
+
+    def forward(self, x):
+        return self.head(self.pick(self.lstm(x)[0]))
+
+
 def step_ranges(x):
     """A head on several consecutive steps (y[:, -k:], y[:, a:b]): per-step layers on each of them
     (the output keeps a time axis of k steps), or the steps flattened into one Linear. From a step
@@ -1035,6 +1045,15 @@ def step_ranges(x):
             ["(Slice): a Slice of the steps from 2 to the end of a time axis of dynamic size: how many it takes "
              "depends on each call; slice the last k steps (y[:, -k:]) or export with a fixed sequence length"],
             dynamic=True)
+    # Sequence-first: the selected steps keep the time-major order ([k, B, C] out); their flatten
+    # (a transpose to batch-first, then a reshape) is refused, named.
+    xs = torch.randn(5, 2, 3)
+    import_torch("import_last_steps_seq_first", SeqFirstRange(lambda y: y[-3:], nn.Linear(4, 2)), 14, xs,
+                 ["select:3", "Linear"], batch_first=False)
+    refused("import_refused_steps_flatten_seq_first",
+            SeqFirstRange(lambda y: y[-2:].transpose(0, 1).reshape(y.shape[1], -1), nn.Linear(8, 2)), 14,
+            ["node '/Slice': a flatten of several selected steps of a time-major (sequence-first) LSTM: not "
+             "supported; export the model batch-first"], x=xs)
 
 
 class CellLoop(nn.Module):

@@ -106,6 +106,8 @@ MODELS = [
     ("tests/onnx/models/import_log_softmax_h_n_opset11.onnx", True, None, None),
     # A Linear, ReLU, Linear on each of steps 1 to 3 (y[:, 1:4]; issue 30, item 5).
     ("tests/onnx/models/import_steps_from_first.onnx", True, None, None),
+    # y[-3:] of a sequence-first LSTM, a Linear on each: the output's rows time-major ([3, B, 2]).
+    ("tests/onnx/models/import_last_steps_seq_first.onnx", False, None, None),
 ]
 
 
