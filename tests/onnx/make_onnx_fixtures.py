@@ -348,6 +348,36 @@ def rewrite_head_gemm(name, source, alpha, beta, split_bias):
     expect(name, **e)
 
 
+def slice_every_axis(name, source):
+    """The exported model `source` with its one Slice of the time axis rewritten as tf2onnx writes a
+    strided slice: one Slice over every axis (the others whole, ends INT32_MAX, axes in another
+    order). torch's output is unchanged."""
+    m = onnx.load(os.path.join(OUT, source + ".onnx"))
+    g = m.graph
+    sl = next(n for n in g.node if n.op_type == "Slice")
+    values = {}
+    for n in g.node:
+        if n.op_type == "Constant" and n.output[0] in sl.input[1:4]:
+            values[n.output[0]] = numpy_helper.to_array(n.attribute[0].t)
+    for t in g.initializer:
+        if t.name in sl.input[1:4]:
+            values[t.name] = numpy_helper.to_array(t)
+    start, axis = int(values[sl.input[1]][0]), int(values[sl.input[3]][0])
+    others = [a for a in range(3) if a != axis]
+    axes = [others[0], axis, others[1]]
+    starts = [0, start, 0]
+    ends = [2 ** 31 - 1] * 3
+    for k, (tag, v) in enumerate((("starts", starts), ("ends", ends), ("axes", axes))):
+        g.initializer.append(numpy_helper.from_array(np.array(v, np.int64), "every_axis_" + tag))
+        sl.input[k + 1] = "every_axis_" + tag
+    del sl.input[4:]
+    onnx.checker.check_model(m)
+    onnx.save(m, os.path.join(OUT, name + ".onnx"))
+    e = json.load(open(os.path.join(OUT, source + ".expect.json")))
+    e.pop("generator")
+    expect(name, **e)
+
+
 def unroll_step_head(name, source, squeeze=True, own_weights=False):
     """The exported per-step head of `source` (y = Linear(lstm(x)[0]), batch-first, a fixed T) as
     Keras' TimeDistributed(Dense) exports through tf2onnx and a Python loop over the steps does:
@@ -1026,6 +1056,18 @@ class SeqFirstRange(nn.Module):
         return self.head(self.pick(self.lstm(x)[0]))
 
 
+class RangeThenLoop(nn.Module):
+    """The last 3 steps, then one Linear applied to each in a Python loop (exported unrolled: a Slice,
+    MatMul and Add per step, then a Concat), as Keras' Lambda then TimeDistributed(Dense) exports."""
+    def __init__(self):
+        super().__init__()
+        self.lstm, self.fc = nn.LSTM(3, 4, batch_first=True), nn.Linear(4, 2)
+
+    def forward(self, x):
+        y = self.lstm(x)[0][:, -3:]
+        return torch.cat([self.fc(y[:, t:t + 1]) for t in range(3)], 1)
+
+
 def step_ranges(x):
     """A head on several consecutive steps (y[:, -k:], y[:, a:b]): per-step layers on each of them
     (the output keeps a time axis of k steps), or the steps flattened into one Linear. From a step
@@ -1050,10 +1092,12 @@ def step_ranges(x):
     xs = torch.randn(5, 2, 3)
     import_torch("import_last_steps_seq_first", SeqFirstRange(lambda y: y[-3:], nn.Linear(4, 2)), 14, xs,
                  ["select:3", "Linear"], batch_first=False)
+    slice_every_axis("import_last_steps_slice_every_axis", "import_last_steps_seq_first")
     refused("import_refused_steps_flatten_seq_first",
             SeqFirstRange(lambda y: y[-2:].transpose(0, 1).reshape(y.shape[1], -1), nn.Linear(8, 2)), 14,
             ["node '/Slice': a flatten of several selected steps of a time-major (sequence-first) LSTM: not "
              "supported; export the model batch-first"], x=xs)
+    import_torch("import_last_steps_unrolled_linear", RangeThenLoop(), 14, x, ["select:3", "Linear"], dynamic=True)
 
 
 class CellLoop(nn.Module):

@@ -393,6 +393,8 @@ S16_MODELS = [
     ("digits_s16", "examples/digits/digits_lstm.onnx", True, "examples/digits/calibration.npy"),
     # A Linear + Relu in front of the stack: 16x8 from the model input on.
     ("front_s16", "tests/onnx/models/whole_front_end.onnx", True, None),
+    # Steps 1 to 3 (y[:, 1:4]): the 16x8 Linear on each selected step, then a requantization for the ReLU.
+    ("steps_s16", "tests/onnx/models/import_steps_from_first.onnx", True, None),
 ]
 
 

@@ -270,10 +270,9 @@ void ProgramCompiler::check() {
   if (flatten_ && (program_.head.size() < 2 || program_.head[1].kind != FloatLayerKind::kLinear)) {
     throw CompileError(node_label(program_.head.front()) + ": a flatten of every step must feed a Linear directly");
   }
-  const bool range = has_select_ && program_.head.front().step_count > 1;
-  if ((pool_ || flatten_ || range) &&
+  if ((pool_ || flatten_) &&
       std::find(options_.s16_layers.begin(), options_.s16_layers.end(), true) != options_.s16_layers.end()) {
-    throw CompileError(node_label(program_.head.front()) + ": a pooling, a flatten or a range of steps after 16x8 layers is "
+    throw CompileError(node_label(program_.head.front()) + ": a pooling or a flatten over time after 16x8 layers is "
                        "not supported yet; compile the layers int8 (without --s16-layers)");
   }
 

@@ -1,5 +1,7 @@
 // Step selection on the head: one time step of the output sequence (y[:, -1], a Gather or a
 // Slice of one step); a size-1 axis read whole passes.
+#include <algorithm>
+
 #include "recognize/path_walker.h"
 
 namespace qlstm {
@@ -121,23 +123,38 @@ bool PathWalker::slice(const onnx::NodeProto& n, PathState* s) {
                   constant_values(g_, n.input(2), &ends) &&
                   (n.input_size() < 4 || n.input(3).empty() || constant_values(g_, n.input(3), &axes)) &&
                   (n.input_size() < 5 || n.input(4).empty() || constant_values(g_, n.input(4), &steps));
-  if (!ok || starts.size() != 1 || ends.size() != 1 || axes.size() > 1 || steps.size() > 1 ||
-      (!steps.empty() && steps[0] != 1)) {
+  const size_t count = starts.size();
+  if (!ok || count < 1 || ends.size() != count || (!axes.empty() && axes.size() != count) ||
+      (!steps.empty() && steps.size() != count) ||
+      std::any_of(steps.begin(), steps.end(), [](double v) { return v != 1; })) {
     problem(&n, "a Slice that is not one constant range of one axis with step 1: not supported");
     return false;
   }
   const int64_t rank = static_cast<int64_t>(s->view.labels.size());
-  int64_t axis = 0, b_int = 0;
-  if ((!axes.empty() && !small_int(axes[0], &axis)) || !small_int(starts[0], &b_int)) axis = rank;  // refused below
-  if (axis < 0) axis += rank;
-  if (axis < 0 || axis >= rank) {
-    problem(&n, "a Slice of an axis out of range, or with a start that is not a small integer");
-    return false;
-  }
-  const char label = s->view.labels[static_cast<size_t>(axis)];
-  // Ends past the axis: torch writes INT64_MAX for "to the end".
+  // Ends past the axis: torch writes INT64_MAX for "to the end", tf2onnx INT32_MAX.
   constexpr double kToTheEnd = 1u << 30;
-  const double b = starts[0], e = ends[0];
+  // The ranges that take part of their axis (tf2onnx slices every axis at once, most of them whole).
+  int64_t axis = -1, b_int = 0;
+  double b = 0, e = 0;
+  for (size_t k = 0; k < count; ++k) {
+    int64_t a = static_cast<int64_t>(k), start = 0;
+    if ((!axes.empty() && !small_int(axes[k], &a)) || !small_int(starts[k], &start)) a = rank;  // refused below
+    if (a < 0) a += rank;
+    if (a < 0 || a >= rank) {
+      problem(&n, "a Slice of an axis out of range, or with a start that is not a small integer");
+      return false;
+    }
+    const char label = s->view.labels[static_cast<size_t>(a)];
+    const int64_t size = label == 'T' && s->view.range_steps > 0 ? s->view.range_steps : axis_size(c_, label, s->view.width);
+    if (starts[k] == 0 && (ends[k] >= kToTheEnd || (size >= 0 && ends[k] >= static_cast<double>(size)))) continue;
+    if (axis >= 0) {
+      problem(&n, "a Slice of part of two axes at once: not supported");
+      return false;
+    }
+    axis = a, b_int = start, b = starts[k], e = ends[k];
+  }
+  if (axis < 0) return true;  // all of every axis
+  const char label = s->view.labels[static_cast<size_t>(axis)];
   if (label == 'T') {
     const bool last = b == -1 && e >= kToTheEnd;
     if (last || (b >= 0 && e == b + 1) || (b < -1 && e == b + 1)) {
@@ -145,8 +162,6 @@ bool PathWalker::slice(const onnx::NodeProto& n, PathState* s) {
     }
     return step_range(n, s, b, e, static_cast<size_t>(axis));
   }
-  const int64_t size = axis_size(c_, label, s->view.width);
-  if (b == 0 && (e >= kToTheEnd || (size >= 0 && e >= static_cast<double>(size)))) return true;  // all of it
   problem(&n, std::string("a Slice of part of the ") + axis_name(label) + " axis: not supported");
   return false;
 }

@@ -25,9 +25,12 @@ bool same_layer(const FloatLayer& a, const FloatLayer& b) {
 // order along the axis the slice kept. False for anything else, with nothing reported but for
 // branches whose layers differ (the walk then names the branch as it does any other).
 bool PathWalker::match_unrolled_steps(PathState* s) {
-  if (front_ || s->selected || s->view.labels.find('T') == std::string::npos) return false;
+  // Also each of several selected steps (Keras: a Lambda of the last k steps, then TimeDistributed).
+  const bool range = s->selected && s->select.kind == FloatLayerKind::kSelectStep && s->select.step_count > 1 &&
+                     !s->range_merged;
+  if (front_ || (s->selected && !range) || s->view.labels.find('T') == std::string::npos) return false;
   const auto cs = path_consumers(c_, s->value);
-  const int64_t T = c_.time_size;
+  const int64_t T = range ? s->select.step_count : c_.time_size;
   if (cs.size() < 2 || T != static_cast<int64_t>(cs.size())) return false;  // one slice per step of a fixed length
   std::vector<std::string> quiet;
   std::set<const onnx::NodeProto*> used;
@@ -38,6 +41,10 @@ bool PathWalker::match_unrolled_steps(PathState* s) {
   for (const onnx::NodeProto* slice : cs) {
     PathState b = *s;
     b.layers.clear();
+    if (range) {  // a step of the selected ones: the branch selects it within them
+      b.selected = false;
+      b.select = FloatLayer{};
+    }
     if (slice->op_type() != "Slice" || slice->output_size() != 1 || !sub.take(*slice, &b) || !b.selected) return false;
     const int64_t step = b.select.step < 0 ? b.select.step + T : b.select.step;
     if (step < 0 || step >= T || seen[static_cast<size_t>(step)]) return false;
@@ -86,7 +93,10 @@ bool PathWalker::match_unrolled_steps(PathState* s) {
   if (first.layers.empty()) return false;  // slices concatenated back: not this pattern
   used.insert(concat);
   used_->insert(used.begin(), used.end());
-  for (const FloatLayer& l : first.layers) s->layers.push_back(l);
+  for (FloatLayer l : first.layers) {
+    l.groups = range ? s->select.step_count : 1;  // on each selected step
+    s->layers.push_back(std::move(l));
+  }
   s->last_is_linear = first.last_is_linear;
   s->last_is_batch_norm = first.last_is_batch_norm;
   s->view = first.view;
