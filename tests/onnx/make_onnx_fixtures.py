@@ -1274,6 +1274,46 @@ class Residual(nn.Module):
         return self.head(self.pick(x))
 
 
+class Affine(nn.Module):
+    """y = x * scale + shift per feature, the constants as buffers (tf2onnx's Mul and Add form of a
+    Keras BatchNormalization in inference)."""
+    def __init__(self, n):
+        super().__init__()
+        self.register_buffer("scale", torch.empty(n).uniform_(0.5, 2.0))
+        self.register_buffer("shift", torch.empty(n).normal_(0.0, 0.5))
+
+    def forward(self, x):
+        return x * self.scale + self.shift
+
+
+class AffineBetween(nn.Module):
+    """Two LSTM modules with a per-feature affine between them (a BatchNorm1d on [B, F, T], or a Mul
+    and an Add), and one (Mul and Add) on the last step before the Linear."""
+    def __init__(self, bn):
+        super().__init__()
+        self.rnn1, self.rnn2 = nn.LSTM(3, 4, batch_first=True), nn.LSTM(4, 5, batch_first=True)
+        self.bn, self.between, self.after, self.fc = bn, Affine(4), Affine(5), nn.Linear(5, 2)
+
+    def forward(self, x):
+        y = self.rnn1(x)[0]
+        y = self.bn(y.permute(0, 2, 1)).permute(0, 2, 1) if self.bn is not None else self.between(y)
+        # The second layer's zero state sized from x (torch's own reads the Transpose's shape).
+        zeros = torch.zeros(1, x.shape[0], 5)
+        return self.fc(self.after(self.rnn2(y, (zeros, zeros))[0][:, -1]))
+
+
+def feature_affines(x):
+    """A per-feature affine between two recurrent layers (Keras' BatchNormalization between LSTMs:
+    torch's BatchNormalization node, or tf2onnx's Mul and Add) taken into the next layer's input
+    weights and bias, and one in the head (a Mul and an Add) taken into the Linear after it."""
+    torch.manual_seed(41)
+    import_torch("import_batchnorm_between_layers", AffineBetween(trained_batch_norm(4)), 14, x, ["select", "Linear"],
+                 dynamic=True, program=dict(ops=2, directions=1, initial_h="zero", initial_c="zero", h_n=False,
+                                            c_n=False), lstm_output="sequence")
+    import_torch("import_mul_add_between_layers", AffineBetween(None), 13, x, ["select", "Linear"], dynamic=True,
+                 program=dict(ops=2, directions=1, initial_h="zero", initial_c="zero", h_n=False, c_n=False))
+
+
 def residuals(x):
     """Residual connections between recurrent layers: after the last layer (before the head), after
     an inner one, after both, with a bidirectional stack and a GRU stack (x + y, either order); an
@@ -1350,6 +1390,7 @@ def import_models():
     log_softmax(x)
     h_n_view(x)
     residuals(x)
+    feature_affines(x)
     # compile's calibration for the CLI tests: 8 sequences of 5 steps, batch-first [B, T, 3]
     np.save(os.path.join(OUT, "import_calibration.npy"),
             np.random.default_rng(23).standard_normal((8, 5, 3)).astype(np.float32))

@@ -332,6 +332,26 @@ LayoutView y_view(const NodeInfo& n) {
   return v;
 }
 
+// A per-feature affine before a node (x' = scale x + shift) taken into its input weights and the
+// input part of its bias: W' = W diag(scale), b' = b + W shift, for every gate and direction.
+void fold_affine(const FeatureAffine& a, NodeInfo* n) {
+  const size_t I = a.scale.size();
+  if (n->input_size != static_cast<int64_t>(I) || n->W.size() % I != 0) return;  // the chain check names it
+  const size_t rows = n->W.size() / I;  // D x G x H
+  const size_t per_direction = rows / static_cast<size_t>(n->directions);
+  if (n->B.empty()) n->B.assign(static_cast<size_t>(n->directions) * 2 * per_direction, 0.0f);
+  for (size_t r = 0; r < rows; ++r) {
+    const size_t d = r / per_direction, row = r % per_direction;
+    double b = n->B[d * 2 * per_direction + row];
+    for (size_t i = 0; i < I; ++i) {
+      float& w = n->W[r * I + i];
+      b += static_cast<double>(w) * a.shift[i];
+      w = static_cast<float>(static_cast<double>(w) * a.scale[i]);
+    }
+    n->B[d * 2 * per_direction + row] = static_cast<float>(b);
+  }
+}
+
 // The chain: each node's Y reaches the next node's X through layout ops only, with matching sizes,
 // directions and op; the last node's Y (or, Y unused, its h_n) feeds the head. Refuses a broken
 // chain or recurrent nodes off it.
@@ -345,6 +365,7 @@ void follow_chain(Import* im) {
   std::vector<NodeInfo>& chain = im->chain;
   bool& final_state = im->final_state;
   bool chain_ok = true;
+  std::string stop;  // why the path from the chain's last node to the next one broke, if known
   for (const onnx::NodeProto* n = head; n != nullptr;) {
     if (chain.size() > lstms.size()) break;
     const NodeInfo& ni = info[n];
@@ -360,9 +381,13 @@ void follow_chain(Import* im) {
     std::string graph_out;
     std::vector<std::string> link_problems;
     bool residual = false;
-    if (!follow_output(layer, n->output(kY), &view, &graph_out, &nx, &residual, &link_problems) || nx == nullptr) {
+    FeatureAffine affine;
+    if (!follow_output(layer, n->output(kY), &view, &graph_out, &nx, &residual, &affine, &link_problems) ||
+        nx == nullptr) {
+      stop = link_problems.empty() ? "" : link_problems.front();
       break;  // the head starts at this node's Y (and walks its residual Add again)
     }
+    if (!affine.scale.empty()) fold_affine(affine, &info[nx]);
     if (residual) {
       im->r.program.residual.resize(chain.size(), false);
       im->r.program.residual.back() = true;
@@ -399,7 +424,8 @@ void follow_chain(Import* im) {
     }
     problems.push_back("graph: " + std::to_string(lstms.size()) + " LSTM/GRU nodes, of which " + std::to_string(chain.size()) +
                        " form a chain from the graph input to the output (only a chain of layers is supported); "
-                       "off the chain: " + off + "; export the chain and each layer off it as models of their own");
+                       "off the chain: " + off + (stop.empty() ? "" : "; the path from " + chain.back().label +
+                       " stops at " + stop) + "; export the chain and each layer off it as models of their own");
     chain_ok = false;
   }
   if (!chain_ok) refuse(origin, problems);

@@ -1,17 +1,85 @@
 #include "recognize/between_layers.h"
 
+#include <cmath>
+
 #include "import/recurrent_nodes.h"
 #include "recognize/residual.h"
 
 namespace qlstm {
 namespace compiler {
 namespace import {
+namespace {
+
+// A constant of one value per feature (or one for all), broadcast along the feature axis `axis`
+// of a rank-`rank` value: its dims all 1 but at most the one that lines up with that axis.
+bool per_feature(const Graph& g, const std::string& name, int32_t width, size_t axis, size_t rank,
+                 std::vector<double>* values) {
+  std::vector<int64_t> dims;
+  if (!constant_values(g, name, values, &dims) || dims.size() > rank) return false;
+  for (size_t k = 0; k < dims.size(); ++k) {
+    const size_t at = rank - dims.size() + k;  // numpy broadcasting aligns the last axes
+    if (dims[k] != 1 && !(at == axis && dims[k] == width)) return false;
+  }
+  if (values->size() == 1) values->assign(static_cast<size_t>(width), values->front());
+  return values->size() == static_cast<size_t>(width);
+}
+
+// n (on `value`, whose features are on axis `axis`) as y = scale * x + shift folded into *a.
+bool take_affine(const Graph& g, const onnx::NodeProto& n, const std::string& value, const LayoutView& view,
+                 FeatureAffine* a) {
+  const size_t axis = view.labels.find('F'), rank = view.labels.size();
+  if (axis == std::string::npos || view.labels.find('D') != std::string::npos || n.input_size() < 2) return false;
+  const int32_t W = view.width;
+  std::vector<double> v;
+  if (n.op_type() == "Mul" || n.op_type() == "Add") {
+    const int other = n.input(0) == value ? 1 : n.input(1) == value ? 0 : -1;
+    if (other < 0 || !per_feature(g, n.input(other), W, axis, rank, &v)) return false;
+  } else if (n.op_type() == "BatchNormalization") {
+    // Its channel axis (1) must be the features; y = (x - mean) / sqrt(var + eps) * gamma + beta.
+    std::vector<double> gamma, beta, mean, var;
+    if (n.input_size() < 5 || n.input(0) != value || axis != 1 ||
+        !per_feature(g, n.input(1), W, 0, 1, &gamma) || !per_feature(g, n.input(2), W, 0, 1, &beta) ||
+        !per_feature(g, n.input(3), W, 0, 1, &mean) || !per_feature(g, n.input(4), W, 0, 1, &var)) {
+      return false;
+    }
+    double eps = 1e-5;
+    for (const auto& at : n.attribute()) {
+      if (at.name() == "epsilon") eps = at.f();
+    }
+    v.resize(static_cast<size_t>(W));
+    for (size_t i = 0; i < v.size(); ++i) v[i] = gamma[i] / std::sqrt(var[i] + eps);
+    if (a->scale.empty()) a->scale.assign(static_cast<size_t>(W), 1.0), a->shift.assign(static_cast<size_t>(W), 0.0);
+    for (size_t i = 0; i < v.size(); ++i) {
+      a->scale[i] *= v[i];
+      a->shift[i] = a->shift[i] * v[i] + beta[i] - mean[i] * v[i];
+    }
+    if (a->node.empty()) a->node = node_label(n);
+    return true;
+  } else {
+    return false;
+  }
+  if (a->scale.empty()) a->scale.assign(static_cast<size_t>(W), 1.0), a->shift.assign(static_cast<size_t>(W), 0.0);
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (n.op_type() == "Mul") {
+      a->scale[i] *= v[i];
+      a->shift[i] *= v[i];
+    } else {
+      a->shift[i] += v[i];
+    }
+  }
+  if (a->node.empty()) a->node = node_label(n);
+  return true;
+}
+
+}  // namespace
 
 bool follow_output(const PathContext& c, std::string value, LayoutView* view, std::string* graph_output,
-                   const onnx::NodeProto** next_lstm, bool* residual, std::vector<std::string>* problems) {
+                   const onnx::NodeProto** next_lstm, bool* residual, FeatureAffine* affine,
+                   std::vector<std::string>* problems) {
   const Graph& g = *c.g;
   *next_lstm = nullptr;
   *residual = false;
+  FeatureAffine crossed;
   for (int guard = 0; guard < 16; ++guard) {
     record_view(c, value, *view);
     const auto next = path_consumers(c, value);
@@ -34,6 +102,7 @@ bool follow_output(const PathContext& c, std::string value, LayoutView* view, st
         return false;
       }
       *next_lstm = next[0];
+      *affine = std::move(crossed);
       return true;
     }
     if (g.is_graph_output(value)) {
@@ -54,6 +123,10 @@ bool follow_output(const PathContext& c, std::string value, LayoutView* view, st
     if (n.output_size() < 1 || n.output(0).empty()) {
       problems->push_back(node_label(n) + ": has no output");
       return false;
+    }
+    if (!*residual && take_affine(g, n, value, *view, &crossed)) {  // the next layer takes it in
+      value = n.output(0);
+      continue;
     }
     if (!kLayoutOps.count(n.op_type())) return false;  // the head's: it names what the op is
     if (n.input_size() < 1 || n.input(0) != value) {

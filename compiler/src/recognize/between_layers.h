@@ -14,13 +14,23 @@ namespace qlstm {
 namespace compiler {
 namespace import {
 
+// A per-feature affine between two layers, y = scale * x + shift (a BatchNorm in inference, as
+// torch exports it or as tf2onnx writes Keras' as a Mul and an Add): the next layer takes it into
+// its input weights and bias. Empty: none.
+struct FeatureAffine {
+  std::vector<double> scale, shift;
+  std::string node;  // the first node of it, for messages
+};
+
 // Follows the single-consumer chain of layout ops from `value` (whose view is *view; c the axes of
 // the layer that writes it) to a graph output (*graph_output then set) or to the X of another
 // recurrent node (*next_lstm then set), leaving *view the view it reaches; *residual: it crossed
-// the layer's residual Add (recognize/residual.h). False, with problems, where the chain is not
-// layout ops (and one residual Add) only.
+// the layer's residual Add (recognize/residual.h); *affine: the per-feature affine it crossed on the
+// way to the next node (a Mul or an Add of a constant per feature, a BatchNormalization). False,
+// with problems, where the chain is not layout ops (and one residual Add) only.
 bool follow_output(const PathContext& c, std::string value, LayoutView* view, std::string* graph_output,
-                   const onnx::NodeProto** next_lstm, bool* residual, std::vector<std::string>* problems);
+                   const onnx::NodeProto** next_lstm, bool* residual, FeatureAffine* affine,
+                   std::vector<std::string>* problems);
 
 }  // namespace import
 }  // namespace compiler

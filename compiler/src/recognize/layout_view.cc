@@ -103,14 +103,8 @@ bool LayoutRules::transpose(const onnx::NodeProto& n) {
   if (!apply_transpose(n, &l)) {
     return fail("a Transpose whose perm does not fit the rank-" + std::to_string(v_.labels.size()) + " input");
   }
-  // In front of the layers and after them the feature axis may move (BatchNorm1d on [B, F, T]):
-  // each op after it checks the axis it works on, and the output must come back to the input's
-  // layout. Between two layers it may not.
-  const Labels d = data_axes(c_, l);
-  if (part_ == PathPart::kBetweenLayers && !d.empty() && d.find('F') != std::string::npos && d.back() != 'F') {
-    return fail("a Transpose that moves the feature axis (" + v_.labels + " -> " + l +
-                    ") between two layers: not supported");
-  }
+  // The feature axis may move (BatchNorm1d on [B, F, T]): each op after it checks the axis it works
+  // on, and the path must come back to the layout its end reads (the head's output, the next layer's X).
   v_.labels = l;
   return true;
 }

@@ -109,6 +109,53 @@ bool PathWalker::add_bias(const onnx::NodeProto& n, PathState* s) {
   return true;
 }
 
+// A Mul of the features by a constant, one value per feature or one for all (tf2onnx writes Keras'
+// inference BatchNormalization as this Mul and an Add): folded into the Linear before it, or a
+// diagonal Linear that the Linear after it takes in (as a BatchNormalization's); an Add after it
+// is its bias.
+bool PathWalker::scale_features(const onnx::NodeProto& n, PathState* s) {
+  const std::string other = other_input(n, s->value);
+  if (other.empty() || !is_const(g_, other)) {
+    problem(&n, what_it_is(g_, n, c_.cell));
+    return false;
+  }
+  if (!features_last(n, *s, "a Mul of the features by a constant")) return false;
+  const size_t F = static_cast<size_t>(s->view.width);
+  std::vector<double> v;
+  std::vector<int64_t> dims;
+  bool ok = constant_values(g_, other, &v, &dims) && dims.size() <= s->view.labels.size();
+  for (size_t k = 0; ok && k + 1 < dims.size(); ++k) ok = dims[k] == 1;
+  if (ok && v.size() == 1) v.assign(F, v.front());
+  if (!ok || v.size() != F) {
+    problem(&n, "a Mul by a constant that is not one value per feature (" + std::to_string(F) + ") or one for all");
+    return false;
+  }
+  for (double x : v) {
+    if (!std::isfinite(x)) {
+      problem(&n, "a Mul by a constant that is not finite");
+      return false;
+    }
+  }
+  if (s->last_is_linear && !s->layers.empty() && s->layers.back().kind == FloatLayerKind::kLinear) {
+    FloatLayer& lin = s->layers.back();  // each output row and its bias scaled
+    const size_t I = static_cast<size_t>(lin.input_size);
+    for (size_t o = 0; o < F; ++o) {
+      for (size_t i = 0; i < I; ++i) lin.weight[o * I + i] = static_cast<float>(lin.weight[o * I + i] * v[o]);
+      if (!lin.bias.empty()) lin.bias[o] = static_cast<float>(lin.bias[o] * v[o]);
+    }
+    return true;
+  }
+  FloatLayer d;
+  d.kind = FloatLayerKind::kLinear;
+  d.node = n.name().empty() ? n.output(0) : n.name();
+  d.output_size = static_cast<int32_t>(F);
+  d.weight.assign(F * F, 0.0f);
+  for (size_t i = 0; i < F; ++i) d.weight[i * F + i] = static_cast<float>(v[i]);
+  add_layer(s, std::move(d), true);
+  s->last_is_batch_norm = true;
+  return true;
+}
+
 // An inference BatchNormalization over the features (BatchNorm1d on [B, F] or [B, F, T]): the
 // per-feature affine y = scale (x - mean) / sqrt(var + eps) + bias, folded into the Linear before
 // it or, failing that, the Linear after it; alone, a diagonal Linear (exact).

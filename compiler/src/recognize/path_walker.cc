@@ -239,6 +239,7 @@ bool PathWalker::take(const onnx::NodeProto& n, PathState* s) {
     return add_bias(n, s);
   }
   if (op == "BatchNormalization") return reads_at(n, *s, 0) && batch_norm(n, s);
+  if (op == "Mul") return scale_features(n, s);
   if (op == "Softmax" || op == "LogSoftmax") return reads_at(n, *s, 0) && softmax(n, s);
   if (op.rfind("Reduce", 0) == 0 && reads_at(n, *s, 0)) return reduction(n, s);
   ActivationFn fn = ActivationFn::kRelu;

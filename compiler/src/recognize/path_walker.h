@@ -96,6 +96,7 @@ class PathWalker {
   bool matmul(const onnx::NodeProto& n, PathState* s);
   bool add_bias(const onnx::NodeProto& n, PathState* s);
   bool batch_norm(const onnx::NodeProto& n, PathState* s);
+  bool scale_features(const onnx::NodeProto& n, PathState* s);
   bool flatten_time(const onnx::NodeProto& n, PathState* s);
   bool read_whole_sequence(const onnx::NodeProto& n, PathState* s, FloatLayerKind kind, const std::string& what,
                            const std::string& verb);
