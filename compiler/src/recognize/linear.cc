@@ -136,24 +136,37 @@ bool PathWalker::scale_features(const onnx::NodeProto& n, PathState* s) {
       return false;
     }
   }
+  take_feature_affine(n, s, v, std::vector<double>(F, 0.0));
+  return true;
+}
+
+// y = scale x + shift per feature: into the Linear before it (each output row scaled, its bias
+// scaled and shifted), or a diagonal Linear that the Linear after it takes in (add_layer).
+void PathWalker::take_feature_affine(const onnx::NodeProto& n, PathState* s, const std::vector<double>& scale,
+                                     const std::vector<double>& shift) {
+  const size_t F = scale.size();
   if (s->last_is_linear && !s->layers.empty() && s->layers.back().kind == FloatLayerKind::kLinear) {
-    FloatLayer& lin = s->layers.back();  // each output row and its bias scaled
+    FloatLayer& lin = s->layers.back();
     const size_t I = static_cast<size_t>(lin.input_size);
+    if (lin.bias.empty()) lin.bias.assign(F, 0.0f);
     for (size_t o = 0; o < F; ++o) {
-      for (size_t i = 0; i < I; ++i) lin.weight[o * I + i] = static_cast<float>(lin.weight[o * I + i] * v[o]);
-      if (!lin.bias.empty()) lin.bias[o] = static_cast<float>(lin.bias[o] * v[o]);
+      for (size_t i = 0; i < I; ++i) lin.weight[o * I + i] = static_cast<float>(lin.weight[o * I + i] * scale[o]);
+      lin.bias[o] = static_cast<float>(lin.bias[o] * scale[o] + shift[o]);
     }
-    return true;
+    return;
   }
   FloatLayer d;
   d.kind = FloatLayerKind::kLinear;
   d.node = n.name().empty() ? n.output(0) : n.name();
   d.output_size = static_cast<int32_t>(F);
   d.weight.assign(F * F, 0.0f);
-  for (size_t i = 0; i < F; ++i) d.weight[i * F + i] = static_cast<float>(v[i]);
+  d.bias.resize(F);
+  for (size_t i = 0; i < F; ++i) {
+    d.weight[i * F + i] = static_cast<float>(scale[i]);
+    d.bias[i] = static_cast<float>(shift[i]);
+  }
   add_layer(s, std::move(d), true);
   s->last_is_batch_norm = true;
-  return true;
 }
 
 // An inference BatchNormalization over the features (BatchNorm1d on [B, F] or [B, F, T]): the
@@ -193,29 +206,7 @@ bool PathWalker::batch_norm(const onnx::NodeProto& n, PathState* s) {
     scale[i] = v[0][i] / std::sqrt(v[3][i] + eps);
     shift[i] = v[1][i] - v[2][i] * scale[i];
   }
-  if (s->last_is_linear && !s->layers.empty() && s->layers.back().kind == FloatLayerKind::kLinear) {
-    // After a Linear: each output row scaled, its bias scaled and shifted.
-    FloatLayer& lin = s->layers.back();
-    const size_t I = static_cast<size_t>(lin.input_size);
-    if (lin.bias.empty()) lin.bias.assign(F, 0.0f);
-    for (size_t o = 0; o < F; ++o) {
-      for (size_t i = 0; i < I; ++i) lin.weight[o * I + i] = static_cast<float>(lin.weight[o * I + i] * scale[o]);
-      lin.bias[o] = static_cast<float>(lin.bias[o] * scale[o] + shift[o]);
-    }
-    return true;
-  }
-  FloatLayer d;
-  d.kind = FloatLayerKind::kLinear;
-  d.node = n.name().empty() ? n.output(0) : n.name();
-  d.output_size = static_cast<int32_t>(F);
-  d.weight.assign(F * F, 0.0f);
-  d.bias.resize(F);
-  for (size_t i = 0; i < F; ++i) {
-    d.weight[i * F + i] = static_cast<float>(scale[i]);
-    d.bias[i] = static_cast<float>(shift[i]);
-  }
-  add_layer(s, std::move(d), true);
-  s->last_is_batch_norm = true;
+  take_feature_affine(n, s, scale, shift);
   return true;
 }
 

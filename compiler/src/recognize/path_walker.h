@@ -97,6 +97,8 @@ class PathWalker {
   bool add_bias(const onnx::NodeProto& n, PathState* s);
   bool batch_norm(const onnx::NodeProto& n, PathState* s);
   bool scale_features(const onnx::NodeProto& n, PathState* s);
+  void take_feature_affine(const onnx::NodeProto& n, PathState* s, const std::vector<double>& scale,
+                           const std::vector<double>& shift);
   bool flatten_time(const onnx::NodeProto& n, PathState* s);
   bool read_whole_sequence(const onnx::NodeProto& n, PathState* s, FloatLayerKind kind, const std::string& what,
                            const std::string& verb);
