@@ -47,7 +47,11 @@ bool take_affine(const Graph& g, const onnx::NodeProto& n, const std::string& va
       if (at.name() == "epsilon") eps = at.f();
     }
     v.resize(static_cast<size_t>(W));
-    for (size_t i = 0; i < v.size(); ++i) v[i] = gamma[i] / std::sqrt(var[i] + eps);
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (!(var[i] + eps > 0)) return false;  // not an affine: the walk names the node
+      v[i] = gamma[i] / std::sqrt(var[i] + eps);
+      if (!std::isfinite(v[i]) || !std::isfinite(beta[i] - mean[i] * v[i])) return false;
+    }
     if (a->scale.empty()) a->scale.assign(static_cast<size_t>(W), 1.0), a->shift.assign(static_cast<size_t>(W), 0.0);
     for (size_t i = 0; i < v.size(); ++i) {
       a->scale[i] *= v[i];
@@ -57,6 +61,9 @@ bool take_affine(const Graph& g, const onnx::NodeProto& n, const std::string& va
     return true;
   } else {
     return false;
+  }
+  for (double x : v) {
+    if (!std::isfinite(x)) return false;  // not an affine: the walk names the node
   }
   if (a->scale.empty()) a->scale.assign(static_cast<size_t>(W), 1.0), a->shift.assign(static_cast<size_t>(W), 0.0);
   for (size_t i = 0; i < v.size(); ++i) {
@@ -128,7 +135,11 @@ bool follow_output(const PathContext& c, std::string value, LayoutView* view, st
       value = n.output(0);
       continue;
     }
-    if (!kLayoutOps.count(n.op_type())) return false;  // the head's: it names what the op is
+    if (!kLayoutOps.count(n.op_type())) {
+      // The head's, which names what the op is; where a layer follows, the chain stops here.
+      problems->push_back(node_label(n) + ": neither a layout op nor a per-feature affine of constants");
+      return false;
+    }
     if (n.input_size() < 1 || n.input(0) != value) {
       problems->push_back(node_label(n) + ": reads the LSTM output as other than its data input");
       return false;
