@@ -818,12 +818,16 @@ def reshape_0_0_2h(name, H=64, I=3, T=4, N=2, from_shape=False):
     """Two bidirectional LSTM layers joined as the dynamo exporter writes them: Y [T, 2, B, H] ->
     Transpose [T, B, 2, H] -> Reshape to the constant [0, 0, 2H] (2H = 128: a size, not an axis),
     or (from_shape, dynamic time and batch axes) to a target computed from Shape of the Transpose:
-    Concat(Unsqueeze(Gather(shape, 0)), Unsqueeze(Gather(shape, 1)), [2H])."""
+    Concat(Unsqueeze(Gather(shape, 0)), Unsqueeze(Gather(shape, 1)), [2H]); from_shape="product",
+    as torch 2.x's dynamo exporter writes it: Concat(shape[0:1], shape[1:2], Reshape(shape[2:3] *
+    shape[3:4], [-1]))."""
     torch.manual_seed(19)
     lstm = nn.LSTM(I, H, num_layers=2, bidirectional=True).eval()
     inits, nodes, x = [], [], "x"
     const = lambda n, v: numpy_helper.from_array(np.array(v, np.int64), n)
-    if from_shape:
+    if from_shape == "product":
+        inits += [const("at%d" % k, [k]) for k in range(5)] + [const("flat", [-1])]
+    elif from_shape:
         inits += [const("axis0", 0), const("axis1", 1), const("unsq_axes", [0]), const("width", [2 * H])]
     else:
         inits.append(const("merged_shape", [0, 0, 2 * H]))
@@ -836,7 +840,17 @@ def reshape_0_0_2h(name, H=64, I=3, T=4, N=2, from_shape=False):
                                    direction="bidirectional"),
                   helper.make_node("Transpose", [y], [y + "_t"], name="transpose%d" % layer, perm=[0, 2, 1, 3])]
         target = "merged_shape"
-        if from_shape:
+        if from_shape == "product":
+            p = "l%d_" % layer
+            target = p + "target"
+            nodes.append(helper.make_node("Shape", [y + "_t"], [p + "shape"], name=p + "shape"))
+            nodes += [helper.make_node("Slice", [p + "shape", "at%d" % k, "at%d" % (k + 1)], [p + "s%d" % k],
+                                       name=p + "slice%d" % k) for k in range(4)]
+            nodes += [helper.make_node("Mul", [p + "s2", p + "s3"], [p + "dh"], name=p + "mul"),
+                      helper.make_node("Reshape", [p + "dh", "flat"], [p + "dh_flat"], name=p + "flat"),
+                      helper.make_node("Concat", [p + "s0", p + "s1", p + "dh_flat"], [target], name=p + "concat",
+                                       axis=0)]
+        elif from_shape:
             p = "l%d_" % layer
             target = p + "target"
             nodes += [helper.make_node("Shape", [y + "_t"], [p + "shape"], name=p + "shape"),
@@ -1391,6 +1405,7 @@ def import_models():
     h_n_view(x)
     residuals(x)
     feature_affines(x)
+    reshape_0_0_2h("import_reshape_target_from_shape_product", from_shape="product")
     # compile's calibration for the CLI tests: 8 sequences of 5 steps, batch-first [B, T, 3]
     np.save(os.path.join(OUT, "import_calibration.npy"),
             np.random.default_rng(23).standard_normal((8, 5, 3)).astype(np.float32))

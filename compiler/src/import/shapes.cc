@@ -28,7 +28,7 @@ namespace {
 
 // Ops that compute on shapes (the exporters' Shape -> Gather -> Unsqueeze -> Concat chains).
 const std::set<std::string> kShapeArithmetic = {"Gather", "Unsqueeze", "Squeeze", "Concat", "Slice",
-                                                 "Cast", "Identity", "Add", "Sub", "Mul"};
+                                                 "Cast", "Identity", "Add", "Sub", "Mul", "Reshape"};
 // Ops whose output elements are all copies of input 0's elements.
 const std::set<std::string> kElementPreserving = {"Expand", "Identity", "Cast", "Reshape", "Squeeze",
                                                    "Unsqueeze", "Transpose", "Tile", "Slice"};
@@ -180,6 +180,9 @@ class ShapePass {
       if (x.scalar || !slice(g, n, x, out)) return false;
     } else if (op == "Add" || op == "Sub" || op == "Mul") {
       if (in.size() != 2 || !elementwise(op, x, in[1], out)) return false;
+    } else if (op == "Reshape") {
+      // torch's dynamo exporter writes a product of sizes as a scalar, then Reshape(p, [-1]).
+      if (in.size() != 2 || !reshape_shape_value(x, in[1], out)) return false;
     } else {
       return false;
     }
@@ -220,6 +223,16 @@ class ShapePass {
     auto bound = [&](int64_t v) { return std::min(std::max(v < 0 ? v + size : v, int64_t{0}), size); };
     const int64_t b = bound(starts.dims[0].value), e = bound(ends.dims[0].value);
     out->dims.assign(x.dims.begin() + b, x.dims.begin() + std::max(b, e));
+    return true;
+  }
+
+  // A shape value of at most one element reshaped to a scalar ([]) or to one axis ([1] or [-1]).
+  static bool reshape_shape_value(const ShapeValue& x, const ShapeValue& target, ShapeValue* out) {
+    if (target.scalar || target.dims.size() > 1 || x.dims.size() != 1) return false;
+    if (target.dims.size() == 1 && !(is_number(target.dims[0]) && (target.dims[0].value == 1 || target.dims[0].value == -1))) {
+      return false;
+    }
+    *out = ShapeValue{x.dims, target.dims.empty()};
     return true;
   }
 
