@@ -1,0 +1,119 @@
+"""The foreign corpus (issue 30, item 9): ONNX files that other people's toolchains wrote (tf2onnx
+exports of Keras models, torch exports made by the repositories' own code) and their public
+repositories commit, kept here unchanged (tests/corpus/foreign/NAME.onnx; the sha256 below is
+checked). run_foreign.py compiles each with qlstm and compares its int8 outputs on held-out inputs
+with ONNX Runtime's float outputs on the same inputs, a reference independent of qlstm's importer.
+
+None of these repositories commits data we use: the inputs are made here from a seed with numpy
+(inputs()), in the range each repository's code scales its features to (the entry's `inputs`).
+"""
+import numpy as np
+
+CALIBRATION_SEQUENCES = 200
+TEST_SEQUENCES = 400
+CALIBRATION_SEED, TEST_SEED = 11, 12
+
+# Keys:
+#   name, repo, path, commit, sha256   the file: its name here, where it was committed, its digest
+#   producer                           who wrote it (the file's producer_name and version, opset)
+#   model                              what it is (layers, input, output)
+#   task                               "classify" (class scores: argmax agreement is reported) or
+#                                      "regress"
+#   shape                              the input as [B, T, I] or [T, B, I] ("B" where the batch
+#                                      goes; T the length used where the file leaves it symbolic)
+#   call_batch                         sequences per ONNX Runtime call (1 where the file fixes B to 1)
+#   inputs                             "unit": features scaled to [0, 1] (a MinMaxScaler's range);
+#                                      "zscore": standardized features (mean 0, deviation 1);
+#                                      "relu": a ReLU encoder's outputs (>= 0, a tenth or more 0)
+#   shared                             the part of each feature's series common to all features
+#                                      (sensors of one machine move together; default 0)
+#   constant                           {feature: value} for features the data holds constant
+#   evidence                           where the repository shows the inputs' scaling
+#   compile_args                       what the user adds to qlstm compile (qlstm says when)
+def _entry(name, repo, path, commit, sha256, producer, model, task, shape, inputs, evidence, **kw):
+    e = dict(name=name, repo=repo, path=path, commit=commit, sha256=sha256, producer=producer, model=model,
+             task=task, shape=shape, inputs=inputs, evidence=evidence, call_batch=None, compile_args=[], shared=0.0,
+             constant={})
+    e.update(kw)
+    return e
+
+
+FOREIGN = [
+    _entry("exercise_squats_lstm", "streamlineddesigns/Exercise-Classification", "Assets/Models/Squats/LSTMSquats.onnx",
+           "b5f9cc18f8cae9cd65e6d13f783f7fad571c45ae",
+           "f4110c8d585b836901f1c99ccd40a5a39477ba26b40f945970b96ebc4cb31458", "tf2onnx 1.16.1, opset 9",
+           "Keras LSTM(32) -> LSTM(32), Dense + ReLU, Dense(3) + softmax", "classify", ["B", 8, 392], "relu",
+           "LSTMInferenceController.cs: each step is a CNN encoder's 392 ReLU/max-pool outputs, unscaled "
+           "(its committed LSTM training CSV spans 0 to 2.2, mean 0.43)"),
+    _entry("water_forecast_lstm", "mcklrrn-corpuz/water-forecast-app", "lstm_model.onnx",
+           "90c2f3a94d3636ef86523fdfa6799ba8c248a8d3",
+           "28edbcc5a6d5ba6efd8d7940d5fddd6ce772e875e29f1c522c4b9505915f7d9f", "tf2onnx 1.17.0, opset 13",
+           "Keras LSTM(128) -> LSTM(64), last 30 steps, TimeDistributed(Dense(5)) unrolled", "regress",
+           ["B", 120, 5], "unit", "app.py: MinMaxScaler (scaler.pkl) on the five water-quality series",
+           shared=0.5),
+    _entry("digiflask_lstm", "curfewUnZipper/digi_flask", "lstm_model.onnx", "d4567fb53c87d335c2f5db353f05abbfae08a591",
+           "e383913472143e05711b1a2b13cc6c226608b167235e211734e5f9a2c93a7ddb", "tf2onnx 1.17.0, opset 17",
+           "Keras LSTM(64) -> LSTM(32), Dense + ReLU, Dense(1)", "regress", ["B", 50, 8], "unit",
+           "app.py: MinMaxScaler (scaler.pkl) on fan, temperature, load and power readings", shared=0.5),
+    _entry("aircraft_rul_lstm", "SubramaniMokkala/aircraft-predictive-maintenance", "models/lstm_model.onnx",
+           "f9296a9d7eab37b33b1c50493962bb9fcf8df0e4",
+           "6637c054417144ea0f82f08336ffd5f5ede413d69fcbb3e3b18ee6818a93af8e", "tf2onnx 1.17.0, opset 13",
+           "Keras LSTM(64) -> LSTM(32), Dense + ReLU, Dense(1)", "regress", ["B", 30, 17], "unit",
+           "notebooks/04_lstm_deep_learning.ipynb: MinMaxScaler on 14 C-MAPSS FD001 sensors and 3 settings "
+           "(setting_3 is constant: 0)", shared=0.5, constant={16: 0.0}),
+    _entry("earthpulse_lstm", "MatheeshaMihiranga/EarthPulse-AI", "models/lstm_model.onnx",
+           "ff3a89f8ada685e83017ff009c1ad4b3a218797d",
+           "d9390e309aada7e062a8fd1fb2d0deecd067cb2304408fb2a26204627c3807ef", "tf2onnx 1.16.1, opset 15",
+           "Keras LSTM(64), BatchNormalization, LSTM(32), Dense + ReLU, Dense(7) + softmax", "classify",
+           ["B", 18, 1], "zscore",
+           "models/lstm_classifier.py: StandardScaler on 18 features of a seismic window, fed as 18 steps"),
+    _entry("thesis_tsc_lstm", "BernhardRuhm/Bachelor-Thesis", "lstm.onnx", "ebfa699affd4938406d9f3d8330594e81ebaea3e",
+           "645383f0ce87687f7de60527cfd7fa7b893a7665b6b26d0a390757cf7ae0c957", "pytorch 2.0.1, opset 14",
+           "nn.LSTM(1, 32) sequence-first, batch fixed to 1, Linear(2) + softmax", "classify", [2709, "B", 1],
+           "zscore", "src_pytorch/utils.py: the UCR HandOutlines series as the archive gives them (z-normalized)",
+           call_batch=1),
+    _entry("pose_gru", "Yhc-777/pose-detection", "models/gru_model.onnx", "79440e182e41956cbfcedb6cdbd1c2293f4be1d7",
+           "aa4d43b24d1fc4d63f2afe34192de555973ab3f4dd98ec8538a6ab86a48c88e8", "pytorch 2.6.0, opset 11",
+           "nn.GRU(34, 64, 2 layers), BatchNorm1d, Linear + ReLU x2, Linear(3) + softmax", "classify",
+           ["B", 20, 34], "unit",
+           "extract_data.py: 17 keypoints' x, y divided by the dataset's largest coordinate, 20 frames",
+           shared=0.5, compile_args=["--max-time-steps", "20"]),
+    _entry("weather_jena_lstm", "tharun2431/weather-tcn-forecasting", "pwa/lstm_model.onnx",
+           "992a446761ab9275fa0fb2ba5464e045857d2f23",
+           "73bc59679d765224354c81f1fde9f4119c165b37d075e73c44a0de45cf8679f9", "pytorch 2.10.0 (dynamo), opset 18",
+           "nn.LSTM(14, 128, 2 layers), h_n[-1], Linear(64) + ReLU, Linear(1)", "regress", ["B", 168, 14], "zscore",
+           "pwa/scaler.json: StandardScaler on 14 Jena climate series, 168 hourly steps", shared=0.5),
+]
+
+
+def batch_axis(entry):
+    return entry["shape"].index("B")
+
+
+def inputs(entry, n, seed):
+    """n input sequences in the file's layout: per feature a stationary AR(1) series (coefficient
+    0.9, so neighbouring steps are close, as sensor series are) of unit deviation, a `shared` part
+    of it common to every feature, then mapped into [0, 1] ("unit": 0.5 + 0.2 z, clipped), kept
+    ("zscore") or rectified ("relu": max(0, 0.4 + 0.5 z))."""
+    rng = np.random.default_rng(seed)
+    shape = [n if d == "B" else d for d in entry["shape"]]
+    B, T, I = (shape[0], shape[1], shape[2]) if batch_axis(entry) == 0 else (shape[1], shape[0], shape[2])
+    phi = 0.9
+
+    def ar1(features):
+        z = np.empty((B, T, features))
+        z[:, 0] = rng.standard_normal((B, features))
+        noise = rng.standard_normal((B, T, features)) * np.sqrt(1 - phi * phi)
+        for t in range(1, T):
+            z[:, t] = phi * z[:, t - 1] + noise[:, t]
+        return z
+
+    a = entry["shared"]
+    z = np.sqrt(1 - a * a) * ar1(I) + a * ar1(1)
+    x = {"unit": lambda: np.clip(0.5 + 0.2 * z, 0.0, 1.0), "zscore": lambda: z,
+         "relu": lambda: np.maximum(0.0, 0.4 + 0.5 * z)}[entry["inputs"]]()
+    for feature, value in entry["constant"].items():
+        x[:, :, feature] = value
+    if batch_axis(entry) == 1:
+        x = np.transpose(x, (1, 0, 2))
+    return np.ascontiguousarray(x, dtype=np.float32)

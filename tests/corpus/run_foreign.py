@@ -1,0 +1,161 @@
+#!/usr/bin/python3
+"""Compiles every file of the foreign corpus (tests/corpus/foreign, foreign.FOREIGN) with qlstm on
+calibration inputs and compares its int8 outputs on held-out inputs with ONNX Runtime's float
+outputs (onnxruntime-node, installed by scripts/ort.sh): the reference is independent of qlstm's
+own importer and float model. An entry passes when its SQNR against ONNX Runtime is at least 30 dB,
+or (a classifier) when int8 and ONNX Runtime agree on the class of at least 99 sequences in 100.
+qlstm eval's SQNR against qlstm's own float model is printed beside it: the two agree when the
+importer reads the file as ONNX Runtime does.
+
+    run_foreign.py QLSTM WORK ORT_NODE_MODULES [--markdown FILE]
+
+Prints one line per file and last "N passed, M failed"; exit 1 when one failed, 77 (skipped, saying
+why) without node or onnxruntime-node. --markdown writes the table docs/accuracy.md carries.
+"""
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import foreign  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FILES = os.path.join(HERE, "foreign")
+ORT_RUN = os.path.join(FILES, "ort_run.js")
+MIN_SQNR_DB = 30.0
+MIN_AGREEMENT = 0.99
+
+
+def sqnr_db(ref, got):
+    noise = float(np.sum((got.astype(np.float64) - ref) ** 2))
+    signal = float(np.sum(ref.astype(np.float64) ** 2))
+    return float("inf") if noise == 0 else 10 * np.log10(signal / noise)
+
+
+def run(cmd, env=None):
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    return p.returncode, p.stdout
+
+
+def last_line(text):
+    lines = text.strip().splitlines()
+    return lines[-1] if lines else "(no output)"
+
+
+def onnx_runtime(entry, model, x, work, modules):
+    """ONNX Runtime's first output on x, joined over the calls along the output's batch axis (the
+    input's when the output keeps its layout, else 0)."""
+    raw, out = os.path.join(work, entry["name"] + ".test.f32"), os.path.join(work, entry["name"] + ".ort.f32")
+    x.tofile(raw)
+    axis = foreign.batch_axis(entry)
+    per_call = entry["call_batch"] or x.shape[axis]
+    rc, text = run(["node", ORT_RUN, model, raw, ",".join(map(str, x.shape)), str(axis), str(per_call), out],
+                   env=dict(os.environ, QLSTM_ORT_NODE_MODULES=modules))
+    if rc != 0:
+        raise RuntimeError("onnxruntime-node exit %d: %s" % (rc, last_line(text)))
+    shapes = json.loads(text.strip().splitlines()[-1])
+    flat, parts, k = np.fromfile(out, dtype=np.float32), [], 0
+    for s in shapes:
+        n = int(np.prod(s))
+        parts.append(flat[k:k + n].reshape(s))
+        k += n
+    out_axis = axis if len(shapes[0]) == 3 else 0
+    return np.concatenate(parts, axis=out_axis)
+
+
+def evaluate(qlstm, work, modules, e):
+    name = e["name"]
+    model = os.path.join(FILES, name + ".onnx")
+    with open(model, "rb") as f:
+        digest = hashlib.sha256(f.read()).hexdigest()
+    if digest != e["sha256"]:
+        return {"ok": False, "why": "%s is not the committed file (sha256 %s, expected %s)" % (model, digest, e["sha256"])}
+    cal = foreign.inputs(e, foreign.CALIBRATION_SEQUENCES, foreign.CALIBRATION_SEED)
+    test = foreign.inputs(e, foreign.TEST_SEQUENCES, foreign.TEST_SEED)
+    cal_path, test_path = os.path.join(work, name + ".cal.npy"), os.path.join(work, name + ".test.npy")
+    np.save(cal_path, cal)
+    np.save(test_path, test)
+    rc, out = run([qlstm, "compile", model, "--calibration", cal_path, "-o", work, "--name", name] + e["compile_args"])
+    if rc != 0:
+        return {"ok": False, "why": "compile exit %d: %s" % (rc, last_line(out))}
+    compiled, out_path = os.path.join(work, name + ".qlstm"), os.path.join(work, name + ".out.npy")
+    rc, out = run([qlstm, "run", compiled, "--input", test_path, "--output", out_path, "--float"])
+    if rc != 0:
+        return {"ok": False, "why": "run exit %d: %s" % (rc, last_line(out))}
+    eval_json = os.path.join(work, name + ".eval.json")
+    rc, out = run([qlstm, "eval", model, compiled, "--data", test_path, "--json", eval_json])
+    if rc != 0:
+        return {"ok": False, "why": "eval exit %d: %s" % (rc, last_line(out))}
+    try:
+        ref = onnx_runtime(e, model, test, work, modules)
+    except RuntimeError as err:
+        return {"ok": False, "why": str(err)}
+    got = np.load(out_path)
+    if got.size != ref.size:
+        return {"ok": False, "why": "qlstm run wrote %s, ONNX Runtime %s" % (got.shape, ref.shape)}
+    got = got.reshape(ref.shape)
+    with open(eval_json) as f:
+        ev = json.load(f)
+    r = {"ok": True, "sqnr": sqnr_db(ref, got), "sqnr_own_float": ev["outputs"][0]["sqnr_db"]}
+    if e["task"] == "classify":
+        r["agree"] = float((ref.argmax(-1) == got.argmax(-1)).mean())
+        # How ONNX Runtime spreads the inputs over the classes: agreement means little on one class.
+        r["classes"] = np.bincount(ref.argmax(-1).ravel(), minlength=ref.shape[-1]).tolist()
+    r["ok"] = r["sqnr"] >= MIN_SQNR_DB or r.get("agree", 0.0) >= MIN_AGREEMENT
+    return r
+
+
+def markdown(results):
+    lines = ["| file | from (repository, file @ commit) | written by | model | SQNR vs ONNX Runtime "
+             "(vs qlstm's float) | class agreement (ONNX Runtime's classes) |", "|---|---|---|---|---|---|"]
+    for e, r in results:
+        lines.append("| `%s` | %s, `%s` @ `%s` | %s | %s | %.1f dB (%.1f dB) | %s |" % (
+            e["name"], e["repo"], e["path"], e["commit"][:8], e["producer"], e["model"], r["sqnr"],
+            r["sqnr_own_float"], "%.1f%% (%s)" % (100 * r["agree"], "/".join(map(str, r["classes"])))
+            if "agree" in r else ""))
+    return "\n".join(lines) + "\n"
+
+
+def main():
+    args = sys.argv[1:]
+    md = None
+    if "--markdown" in args:
+        k = args.index("--markdown")
+        md = args[k + 1]
+        del args[k:k + 2]
+    qlstm, work, modules = args
+    if shutil.which("node") is None:
+        print("skipped: no node on PATH: ONNX Runtime (onnxruntime-node) is the reference (scripts/ort.sh installs it)")
+        return 77
+    if not os.path.isfile(os.path.join(modules, "onnxruntime-node", "package.json")):
+        print("skipped: %s has no onnxruntime-node: run scripts/ort.sh (npm install --ignore-scripts "
+              "onnxruntime-node)" % modules)
+        return 77
+    os.makedirs(work, exist_ok=True)
+    results, failed = [], 0
+    for e in foreign.FOREIGN:
+        r = evaluate(qlstm, work, modules, e)
+        if "sqnr" in r:
+            agree = (", class agreement %.4f (ONNX Runtime's classes %s)" % (r["agree"], "/".join(map(str, r["classes"])))
+                     if "agree" in r else "")
+            print("%s %s (%s, %s): SQNR %.2f dB vs ONNX Runtime, %.2f dB vs qlstm's float%s" % (
+                "ok  " if r["ok"] else "FAIL", e["name"], e["repo"], e["producer"], r["sqnr"], r["sqnr_own_float"],
+                agree))
+        else:
+            print("FAIL %s (%s): %s" % (e["name"], e["repo"], r["why"]))
+        failed += 0 if r["ok"] else 1
+        results.append((e, r))
+    print("%d passed, %d failed" % (len(results) - failed, failed))
+    if md is not None and failed == 0:
+        with open(md, "w") as f:
+            f.write(markdown(results))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
