@@ -814,6 +814,83 @@ def onnx_lstm_weights(lstm, suffix):
     return W.astype(np.float32), R.astype(np.float32), B.astype(np.float32)
 
 
+def tf2onnx_bidirectional(name, pick="slice", tensordot=False, H=8, I=3, T=5, N=2):
+    """A Keras Bidirectional(LSTM(H, return_sequences=True)) x 2 as tf2onnx writes it: the input
+    transposed to time-major, a zero state built from Shape (Expand of 0 to [B, H], Unsqueeze, and
+    a Concat of the two directions'), each layer's Y [T, 2, B, H] cut into its directions (pick:
+    "slice", Slice along axis 1 and Squeeze; "gather", Gather at axis 1) and concatenated along the
+    features, and back to batch-major; or (tensordot) a Dense on every step as tf2onnx's Tensordot: Reshape to [-1, 2H]
+    with a target computed by Shape, Gather and ReduceProd, MatMul, Reshape back to [B, T, C]
+    computed likewise, Add of the bias. The batch axis is dynamic."""
+    torch.manual_seed(24)
+    lstm = nn.LSTM(I, H, num_layers=2, bidirectional=True, batch_first=True).eval()
+    dense = nn.Linear(2 * H, 2).eval()
+    const = lambda n, v, dt=np.int64: numpy_helper.from_array(np.array(v, dt), n)
+    inits = [const("zero", 0.0, np.float32), const("at0", [0]), const("at1", [1]), const("at2", [2]),
+             const("hidden", [H]), const("unsq0", [0]), const("gather0", 0), const("gather1", 1)]
+    nodes = [helper.make_node("Transpose", ["x"], ["x_t"], name="input_transpose", perm=[1, 0, 2]),
+             helper.make_node("Shape", ["x"], ["x_shape"], name="x_shape"),
+             helper.make_node("Slice", ["x_shape", "at0", "at1", "at0"], ["batch"], name="batch"),
+             helper.make_node("Concat", ["batch", "hidden"], ["state_shape"], name="state_shape", axis=0),
+             helper.make_node("Expand", ["zero", "state_shape"], ["zeros"], name="zeros"),
+             helper.make_node("Unsqueeze", ["zeros", "unsq0"], ["zeros_1"], name="zeros_unsqueeze"),
+             helper.make_node("Concat", ["zeros_1", "zeros_1"], ["state"], name="state_both", axis=0)]
+    x = "x_t"
+    for layer in range(2):
+        W, R, B = onnx_lstm_weights(lstm, "_l%d" % layer)
+        names = ["W%d" % layer, "R%d" % layer, "B%d" % layer]
+        inits += [numpy_helper.from_array(a, n) for a, n in zip((W, R, B), names)]
+        y, p = "Y%d" % layer, "l%d_" % layer
+        nodes.append(helper.make_node("LSTM", [x] + names + ["", "state", "state"], [y], name="lstm%d" % layer,
+                                      hidden_size=H, direction="bidirectional"))
+        for d in range(2):
+            if pick == "gather":
+                nodes.append(helper.make_node("Gather", [y, "gather%d" % d], [p + "dir%d" % d], name=p + "gather%d" % d,
+                                              axis=1))
+            else:
+                nodes += [helper.make_node("Slice", [y, "at%d" % d, "at%d" % (d + 1), "at1"], [p + "slice%d" % d],
+                                           name=p + "slice%d" % d),
+                          helper.make_node("Squeeze", [p + "slice%d" % d, "at1"], [p + "dir%d" % d],
+                                           name=p + "squeeze%d" % d)]
+        x = p + "concat"
+        nodes.append(helper.make_node("Concat", [p + "dir0", p + "dir1"], [x], name=p + "concat", axis=2))
+    out_dims = ["batch", T, 2 * H]
+    if not tensordot:
+        nodes.append(helper.make_node("Transpose", [x], ["seq"], name="to_batch_major", perm=[1, 0, 2]))
+    else:
+        inits += [const("dense_w", dense.weight.detach().numpy().T, np.float32),
+                  const("dense_b", dense.bias.detach().numpy(), np.float32), const("free", [0, 1]),
+                  const("contracted", [2]), const("units", [2])]
+        nodes += [helper.make_node("Transpose", [x], ["bt"], name="to_batch_major", perm=[1, 0, 2]),
+                  helper.make_node("Shape", ["bt"], ["bt_shape"], name="bt_shape"),
+                  helper.make_node("Gather", ["bt_shape", "free"], ["free_sizes"], name="free_sizes", axis=0),
+                  helper.make_node("Gather", ["bt_shape", "contracted"], ["contracted_sizes"], name="contracted_sizes",
+                                   axis=0),
+                  helper.make_node("ReduceProd", ["free_sizes"], ["rows"], name="rows", axes=[0], keepdims=0),
+                  helper.make_node("ReduceProd", ["contracted_sizes"], ["cols"], name="cols", axes=[0], keepdims=0),
+                  helper.make_node("Unsqueeze", ["rows", "unsq0"], ["rows_1"], name="rows_unsqueeze"),
+                  helper.make_node("Unsqueeze", ["cols", "unsq0"], ["cols_1"], name="cols_unsqueeze"),
+                  helper.make_node("Concat", ["rows_1", "cols_1"], ["merge_shape"], name="merge_shape", axis=0),
+                  helper.make_node("Reshape", ["bt", "merge_shape"], ["merged"], name="tensordot_merge"),
+                  helper.make_node("MatMul", ["merged", "dense_w"], ["product"], name="tensordot_matmul"),
+                  helper.make_node("Concat", ["free_sizes", "units"], ["split_shape"], name="split_shape", axis=0),
+                  helper.make_node("Reshape", ["product", "split_shape"], ["split"], name="tensordot_split"),
+                  helper.make_node("Add", ["split", "dense_b"], ["seq"], name="bias")]
+        out_dims = ["batch", T, 2]
+    graph = helper.make_graph(nodes, name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", T, I])],
+                              [helper.make_tensor_value_info("seq", TensorProto.FLOAT, out_dims)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    onnx.checker.check_model(model)
+    onnx.save(model, os.path.join(OUT, name + ".onnx"))
+    xs = torch.randn(N, T, I, generator=torch.Generator().manual_seed(25))
+    with torch.no_grad():
+        ys = lstm(xs)[0]
+        ys = dense(ys) if tensordot else ys
+    expect(name, input=rounded(xs), input_shape=[N, T, I], output=rounded(ys), output_shape=list(ys.shape),
+           batch_first=True, unbatched=False, opset=13, lstm_output="sequence", front=[],
+           head=["Linear"] if tensordot else [])
+
+
 def reshape_0_0_2h(name, H=64, I=3, T=4, N=2, from_shape=False):
     """Two bidirectional LSTM layers joined as the dynamo exporter writes them: Y [T, 2, B, H] ->
     Transpose [T, B, 2, H] -> Reshape to the constant [0, 0, 2H] (2H = 128: a size, not an axis),
@@ -1406,6 +1483,9 @@ def import_models():
     residuals(x)
     feature_affines(x)
     reshape_0_0_2h("import_reshape_target_from_shape_product", from_shape="product")
+    tf2onnx_bidirectional("import_tf2onnx_bidirectional_slice")
+    tf2onnx_bidirectional("import_tf2onnx_bidirectional_gather", pick="gather")
+    tf2onnx_bidirectional("import_tf2onnx_bidirectional_tensordot", tensordot=True)
     # compile's calibration for the CLI tests: 8 sequences of 5 steps, batch-first [B, T, 3]
     np.save(os.path.join(OUT, "import_calibration.npy"),
             np.random.default_rng(23).standard_normal((8, 5, 3)).astype(np.float32))

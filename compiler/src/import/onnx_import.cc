@@ -6,9 +6,11 @@
 #include <onnx/onnx_pb.h>
 
 #include "import/cell_loops.h"
+#include "import/direction_concat.h"
 #include "import/graph.h"
 #include "import/onnx_model.h"
 #include "import/recurrent_nodes.h"
+#include "import/tensordot.h"
 #include "qlstm/compiler/import/fold_constants.h"
 #include "qlstm/compiler/import/refusals.h"
 #include "qlstm/compiler/import/upgrade_opset.h"
@@ -152,6 +154,8 @@ void read_model(const std::string& bytes, onnx::ModelProto* out, Import* im) {
   import::upgrade_attribute_forms(&model, r.opset);
   import::fold_constants(&model, r.opset, checked);
   im->facts = import::fold_shapes(&model, checked);
+  import::join_split_directions(&model, &im->facts, &r.notes);
+  import::fold_tensordots(&model, &im->facts, &r.notes);
   import::fuse_cell_loops(&model, r.opset, &im->facts, &r.notes, &problems);
   if (!problems.empty()) refuse(origin, problems);
 }

@@ -28,7 +28,8 @@ namespace {
 
 // Ops that compute on shapes (the exporters' Shape -> Gather -> Unsqueeze -> Concat chains).
 const std::set<std::string> kShapeArithmetic = {"Gather", "Unsqueeze", "Squeeze", "Concat", "Slice",
-                                                 "Cast", "Identity", "Add", "Sub", "Mul", "Reshape"};
+                                                 "Cast", "Identity", "Add", "Sub", "Mul", "Reshape",
+                                                 "ReduceProd"};
 // Ops whose output elements are all copies of input 0's elements.
 const std::set<std::string> kElementPreserving = {"Expand", "Identity", "Cast", "Reshape", "Squeeze",
                                                    "Unsqueeze", "Transpose", "Tile", "Slice"};
@@ -180,6 +181,9 @@ class ShapePass {
       if (x.scalar || !slice(g, n, x, out)) return false;
     } else if (op == "Add" || op == "Sub" || op == "Mul") {
       if (in.size() != 2 || !elementwise(op, x, in[1], out)) return false;
+    } else if (op == "ReduceProd") {
+      // tf2onnx's Tensordot (a Keras Dense on a sequence) multiplies the sizes it merges.
+      if (x.scalar || !reduce_prod(g, n, x, out)) return false;
     } else if (op == "Reshape") {
       // torch's dynamo exporter writes a product of sizes as a scalar, then Reshape(p, [-1]).
       if (in.size() != 2 || !reshape_shape_value(x, in[1], out)) return false;
@@ -223,6 +227,25 @@ class ShapePass {
     auto bound = [&](int64_t v) { return std::min(std::max(v < 0 ? v + size : v, int64_t{0}), size); };
     const int64_t b = bound(starts.dims[0].value), e = bound(ends.dims[0].value);
     out->dims.assign(x.dims.begin() + b, x.dims.begin() + std::max(b, e));
+    return true;
+  }
+
+  // The product of a 1-D shape value's elements (unknown unless all are numbers), over axis 0.
+  static bool reduce_prod(const Graph& g, const onnx::NodeProto& n, const ShapeValue& x, ShapeValue* out) {
+    std::vector<int64_t> axes;
+    if (!axes_of(g, n, &axes) || axes.size() > 1 || (axes.size() == 1 && axes[0] != 0 && axes[0] != -1)) return false;
+    if (int_attribute(n, "noop_with_empty_axes", 0) != 0 && axes.empty()) return false;
+    constexpr int64_t kLimit = int64_t{1} << 30;  // products stay far from overflow
+    Dim r{1, ""};
+    for (const Dim& d : x.dims) {
+      if (!is_number(d) || d.value < 0 || d.value >= kLimit || r.value >= kLimit) {
+        r = Dim{kUnknownElement, ""};
+        break;
+      }
+      r.value *= d.value;
+    }
+    const bool keep = int_attribute(n, "keepdims", 1) != 0;
+    *out = ShapeValue{{r}, !keep};
     return true;
   }
 
@@ -309,6 +332,8 @@ class ShapePass {
         u.shape = *in;
         have = true;
       }
+    } else if (op == "Concat" && !from_shape && uniform_concat(g, n, &u)) {
+      have = u.shape_known;
     } else {
       return;
     }
@@ -330,19 +355,60 @@ class ShapePass {
 
   // Input 0 is uniform: one found before, or a constant whose elements are all equal.
   bool uniform_input(const Graph& g, const onnx::NodeProto& n, UniformValue* u) const {
-    if (const UniformValue* before = facts_.uniform_value(n.input(0))) {
+    return uniform_of(g, n.input(0), n, u);
+  }
+  bool uniform_of(const Graph& g, const std::string& name, const onnx::NodeProto& reader, UniformValue* u) const {
+    if (const UniformValue* before = facts_.uniform_value(name)) {
       *u = *before;
       return true;
     }
-    const onnx::TensorProto* t = constant_tensor(g, n.input(0));
+    const onnx::TensorProto* t = name.empty() ? nullptr : constant_tensor(g, name);
     std::vector<double> v;
     if (t == nullptr || !tensor_values(*t, &v) || v.empty()) return false;
     for (double x : v) {
       if (x != v[0]) return false;
     }
     u->value = v[0];
-    u->origin = "the constant '" + n.input(0) + "' expanded by " + node_label(n);
+    u->origin = "the constant '" + name + "' expanded by " + node_label(reader);
+    u->shape.clear();
+    for (int64_t d : t->dims()) u->shape.push_back(Dim{d, ""});
+    u->shape_known = true;
     return true;
+  }
+
+  // Uniform values of one number joined by a Concat (tf2onnx's zero state of both directions):
+  // that number, over the joined shape where every input's is known.
+  bool uniform_concat(const Graph& g, const onnx::NodeProto& n, UniformValue* u) const {
+    Shape joined;
+    bool known = true;
+    const int64_t axis_attr = int_attribute(n, "axis", 0);
+    for (int k = 0; k < n.input_size(); ++k) {
+      UniformValue v;
+      if (!uniform_of(g, n.input(k), n, &v) || (k > 0 && v.value != u->value)) return false;
+      if (k == 0) *u = v;
+      const Shape* s = v.shape_known ? &v.shape : nullptr;
+      const int64_t rank = s == nullptr ? 0 : static_cast<int64_t>(s->size());
+      const int64_t axis = axis_attr < 0 ? axis_attr + rank : axis_attr;
+      if (s == nullptr || axis < 0 || axis >= rank || (k > 0 && s->size() != joined.size())) {
+        known = false;
+        continue;
+      }
+      if (k == 0) {
+        joined = *s;
+        continue;
+      }
+      for (int64_t j = 0; j < rank && known; ++j) {
+        const Dim& a = joined[static_cast<size_t>(j)];
+        const Dim& b = (*s)[static_cast<size_t>(j)];
+        if (j == axis) known = a.known() && b.known();
+        else known = same_dim(a, b);
+      }
+      if (known) joined[static_cast<size_t>(axis)].value += (*s)[static_cast<size_t>(axis)].value;
+    }
+    u->origin = "the values joined by " + node_label(n) + " (" + u->origin + ")";
+    u->shape = known ? joined : Shape();
+    u->shape_known = known;
+    return n.input_size() > 0;
   }
 
   // A Reshape reading a target computed from Shape gets a constant target: its numbers as they
