@@ -960,12 +960,8 @@ def refused_graph(name, nodes, inits=(), domains=(), errors=()):
     expect(name, errors=list(errors))
 
 
-def refused_recurrences():
-    rng = np.random.default_rng(21)
-    w = lambda n, *shape: numpy_helper.from_array(rng.standard_normal(shape).astype(np.float32), n)
-    refused_graph("import_refused_rnn", [helper.make_node("RNN", ["x", "W", "R"], ["y"], name="rnn0", hidden_size=4)],
-                  [w("W", 1, 4, 3), w("R", 1, 4, 4)],
-                  errors=["node 'rnn0' (RNN): a plain tanh RNN layer (nn.RNN) is not supported (LSTM and GRU are)"])
+def identity_loop():
+    """A Loop body carrying its value unchanged, and its trip count (5)."""
     body = helper.make_graph(
         [helper.make_node("Identity", ["carried"], ["carried_out"]), helper.make_node("Identity", ["cond"], ["cond_out"])],
         "step", [helper.make_tensor_value_info("i", TensorProto.INT64, []),
@@ -973,7 +969,16 @@ def refused_recurrences():
                  helper.make_tensor_value_info("carried", TensorProto.FLOAT, None)],
         [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
          helper.make_tensor_value_info("carried_out", TensorProto.FLOAT, None)])
-    trips = numpy_helper.from_array(np.array(5, np.int64), "trips")
+    return body, numpy_helper.from_array(np.array(5, np.int64), "trips")
+
+
+def refused_recurrences():
+    rng = np.random.default_rng(21)
+    w = lambda n, *shape: numpy_helper.from_array(rng.standard_normal(shape).astype(np.float32), n)
+    refused_graph("import_refused_rnn", [helper.make_node("RNN", ["x", "W", "R"], ["y"], name="rnn0", hidden_size=4)],
+                  [w("W", 1, 4, 3), w("R", 1, 4, 4)],
+                  errors=["node 'rnn0' (RNN): a plain tanh RNN layer (nn.RNN) is not supported (LSTM and GRU are)"])
+    body, trips = identity_loop()
     refused_graph("import_refused_loop", [helper.make_node("Loop", ["trips", "", "x"], ["y"], name="steps", body=body)],
                   [trips], errors=["node 'steps' (Loop): a Loop: a recurrence written step by step (e.g. an LSTMCell "
                                    "or GRUCell stepped in Python, exported as a Loop) is not supported"])
@@ -1486,6 +1491,11 @@ def import_models():
     tf2onnx_bidirectional("import_tf2onnx_bidirectional_slice")
     tf2onnx_bidirectional("import_tf2onnx_bidirectional_gather", pick="gather")
     tf2onnx_bidirectional("import_tf2onnx_bidirectional_tensordot", tensordot=True)
+    body, trips = identity_loop()  # named as tf2onnx names a Keras layer's while_loop
+    refused_graph("import_refused_tf_while_loop",
+                  [helper.make_node("Loop", ["trips", "", "x"], ["y"], name="functional_1/gru_1/while_loop", body=body)],
+                  [trips], errors=["node 'functional_1/gru_1/while_loop' (Loop): a Loop from TensorFlow's while_loop: "
+                                   "a Keras recurrent layer tf2onnx wrote step by step"])
     # compile's calibration for the CLI tests: 8 sequences of 5 steps, batch-first [B, T, 3]
     np.save(os.path.join(OUT, "import_calibration.npy"),
             np.random.default_rng(23).standard_normal((8, 5, 3)).astype(np.float32))

@@ -14,6 +14,14 @@ std::string describe_foreign_node(const onnx::NodeProto& n) {
     return "a plain tanh RNN layer (nn.RNN) is not supported (LSTM and GRU are): train an nn.GRU or nn.LSTM in its "
            "place, or run this layer on the host";
   }
+  if (op == "Loop" && n.name().find("while") != std::string::npos) {
+    // TensorFlow's while_loop, as tf2onnx writes a Keras layer its RNN rewriters did not match.
+    return "a Loop from TensorFlow's while_loop: a Keras recurrent layer tf2onnx wrote step by step (it does so "
+           "for a GRU, and for an LSTM whose activation is not tanh, when its rewriters do not match the layer) is "
+           "not supported; an LSTM with the default activations converts to one ONNX LSTM node, or rebuild the "
+           "layer as torch's nn.GRU/nn.LSTM with the same weights, or cut the model before it and run the layer on "
+           "the host";
+  }
   if (op == "Loop" || op == "Scan") {
     return "a " + op + ": a recurrence written step by step (e.g. an LSTMCell or GRUCell stepped in Python, exported "
            "as a " + op + ") is not supported; run nn.LSTM or nn.GRU over the whole sequence, which exports one LSTM "
