@@ -17,19 +17,23 @@ CALIBRATION_SEED, TEST_SEED = 11, 12
 #   name, repo, path, commit, sha256   the file: its name here, where it was committed, its digest
 #   producer                           who wrote it (the file's producer_name and version, opset)
 #   model                              what it is (layers, input, output)
-#   task                               "classify" (class scores: argmax agreement is reported) or
-#                                      "regress"
+#   task                               "classify" (class scores: argmax agreement is reported),
+#                                      "detect" (a probability per step, thresholded at `threshold`:
+#                                      the agreement of the detections is reported) or "regress"
 #   shape                              the input as [B, T, I] or [T, B, I] ("B" where the batch
 #                                      goes; T the length used where the file leaves it symbolic)
 #   call_batch                         sequences per ONNX Runtime call (1 where the file fixes B to 1)
 #   inputs                             "unit": features scaled to [0, 1] (a MinMaxScaler's range);
 #                                      "zscore": standardized features (mean 0, deviation 1);
-#                                      "relu": a ReLU encoder's outputs (>= 0, a tenth or more 0)
+#                                      "relu": a ReLU encoder's outputs (>= 0, a tenth or more 0);
+#                                      "ecg": an ECG lead's R peaks over a wandering baseline, each
+#                                      window standardized (one feature)
 #   shared                             the part of each feature's series common to all features
 #                                      (sensors of one machine move together; default 0)
 #   constant                           {feature: value} for features the data holds constant
 #   evidence                           where the repository shows the inputs' scaling
 #   compile_args                       what the user adds to qlstm compile (qlstm says when)
+#   note                               why, where compile_args change the arithmetic
 def _entry(name, repo, path, commit, sha256, producer, model, task, shape, inputs, evidence, **kw):
     e = dict(name=name, repo=repo, path=path, commit=commit, sha256=sha256, producer=producer, model=model,
              task=task, shape=shape, inputs=inputs, evidence=evidence, call_batch=None, compile_args=[], shared=0.0,
@@ -83,6 +87,14 @@ FOREIGN = [
            "73bc59679d765224354c81f1fde9f4119c165b37d075e73c44a0de45cf8679f9", "pytorch 2.10.0 (dynamo), opset 18",
            "nn.LSTM(14, 128, 2 layers), h_n[-1], Linear(64) + ReLU, Linear(1)", "regress", ["B", 168, 14], "zscore",
            "pwa/scaler.json: StandardScaler on 14 Jena climate series, 168 hourly steps", shared=0.5),
+    _entry("apple_ecg_rpeak_bilstm", "dieterich-lab/AppleDashboard", "models/lstm_model.onnx",
+           "b0cb3a283273163b7aa61d85b780f5a027cf5bbf",
+           "9a296b4d86842b02508e3dacc82c9c93b8a6e67be72f66c94522642a30d449a6", "tf2onnx 1.14.0, opset 13",
+           "Keras Bidirectional(LSTM(64)) x2 on every step, Dense(1) + sigmoid per step (an R-peak detector)",
+           "detect", ["B", 1000, 1], "ecg",
+           "modules/LSTM_predict.py: 1000-sample windows of an Apple Watch ECG, each standardized; a peak where "
+           "the output is at least 0.3", threshold=0.3, compile_args=["--activations", "int16"],
+           note="16x8: int8 activations reach 21.8 dB here, where the int8 weights alone allow 32.7 dB"),
 ]
 
 
@@ -94,7 +106,9 @@ def inputs(entry, n, seed):
     """n input sequences in the file's layout: per feature a stationary AR(1) series (coefficient
     0.9, so neighbouring steps are close, as sensor series are) of unit deviation, a `shared` part
     of it common to every feature, then mapped into [0, 1] ("unit": 0.5 + 0.2 z, clipped), kept
-    ("zscore") or rectified ("relu": max(0, 0.4 + 0.5 z))."""
+    ("zscore") or rectified ("relu": max(0, 0.4 + 0.5 z)); or ("ecg") R peaks every 0.6 to 1.2 s of
+    a 512 Hz lead (narrow Gaussian spikes with a smaller T wave after each) over that series as a
+    baseline wander, with noise, each window standardized as the repository does."""
     rng = np.random.default_rng(seed)
     shape = [n if d == "B" else d for d in entry["shape"]]
     B, T, I = (shape[0], shape[1], shape[2]) if batch_axis(entry) == 0 else (shape[1], shape[0], shape[2])
@@ -110,7 +124,16 @@ def inputs(entry, n, seed):
 
     a = entry["shared"]
     z = np.sqrt(1 - a * a) * ar1(I) + a * ar1(1)
-    x = {"unit": lambda: np.clip(0.5 + 0.2 * z, 0.0, 1.0), "zscore": lambda: z,
+    if entry["inputs"] == "ecg":
+        t = np.arange(T)[None, :, None]
+        period = rng.uniform(0.6, 1.2, (B, 1, 1)) * 512
+        phase = rng.uniform(0, 1, (B, 1, 1)) * period
+        since = np.mod(t - phase, period)  # samples since the last R peak
+        beat = np.exp(-0.5 * (since / 4.0) ** 2) + np.exp(-0.5 * ((period - since) / 4.0) ** 2)
+        beat = beat + 0.25 * np.exp(-0.5 * ((since - 0.3 * period) / 20.0) ** 2)
+        x = beat + 0.1 * z + 0.03 * rng.standard_normal((B, T, I))
+        z = (x - x.mean(axis=1, keepdims=True)) / x.std(axis=1, keepdims=True)
+    x = {"unit": lambda: np.clip(0.5 + 0.2 * z, 0.0, 1.0), "zscore": lambda: z, "ecg": lambda: z,
          "relu": lambda: np.maximum(0.0, 0.4 + 0.5 * z)}[entry["inputs"]]()
     for feature, value in entry["constant"].items():
         x[:, :, feature] = value

@@ -3,11 +3,13 @@
 calibration inputs and compares its int8 outputs on held-out inputs with ONNX Runtime's float
 outputs (onnxruntime-node, installed by scripts/ort.sh): the reference is independent of qlstm's
 own importer and float model. An entry passes when its SQNR against ONNX Runtime is at least 30 dB,
-or (a classifier) when int8 and ONNX Runtime agree on the class of at least 99 sequences in 100.
+or (a classifier) when int8 and ONNX Runtime agree on the class of at least 99 sequences in 100,
+or (a detector) on whether each step is a detection, at the repository's threshold, for at least
+99 steps in 100.
 qlstm eval's SQNR against qlstm's own float model is printed beside it: the two agree when the
 importer reads the file as ONNX Runtime does.
 
-    run_foreign.py QLSTM WORK ORT_NODE_MODULES [--markdown FILE]
+    run_foreign.py QLSTM WORK ORT_NODE_MODULES [--markdown FILE | --only NAME]
 
 Prints one line per file and last "N passed, M failed"; exit 1 when one failed, 77 (skipped, saying
 why) without node or onnxruntime-node. --markdown writes the table docs/accuracy.md carries.
@@ -106,16 +108,22 @@ def evaluate(qlstm, work, modules, e):
         r["agree"] = float((ref.argmax(-1) == got.argmax(-1)).mean())
         # How ONNX Runtime spreads the inputs over the classes: agreement means little on one class.
         r["classes"] = np.bincount(ref.argmax(-1).ravel(), minlength=ref.shape[-1]).tolist()
+    elif e["task"] == "detect":
+        found_ref, found_got = ref >= e["threshold"], got >= e["threshold"]
+        r["agree"] = float((found_ref == found_got).mean())
+        r["classes"] = [int((~found_ref).sum()), int(found_ref.sum())]  # steps without and with a detection
     r["ok"] = r["sqnr"] >= MIN_SQNR_DB or r.get("agree", 0.0) >= MIN_AGREEMENT
     return r
 
 
 def markdown(results):
     lines = ["| file | from (repository, file @ commit) | written by | model | SQNR vs ONNX Runtime "
-             "(vs qlstm's float) | class agreement (ONNX Runtime's classes) |", "|---|---|---|---|---|---|"]
+             "(vs qlstm's float) | agreement on the class, or on each step's detection (ONNX Runtime's count of each) |", "|---|---|---|---|---|---|"]
     for e, r in results:
         lines.append("| `%s` | %s, `%s` @ `%s` | %s | %s | %.1f dB (%.1f dB) | %s |" % (
-            e["name"], e["repo"], e["path"], e["commit"][:8], e["producer"], e["model"], r["sqnr"],
+            e["name"], e["repo"], e["path"], e["commit"][:8], e["producer"],
+            e["model"] + (" (compiled %s; %s)" % (" ".join(e["compile_args"]), e["note"]) if e.get("note") else ""),
+            r["sqnr"],
             r["sqnr_own_float"], "%.1f%% (%s)" % (100 * r["agree"], "/".join(map(str, r["classes"])))
             if "agree" in r else ""))
     return "\n".join(lines) + "\n"
@@ -123,11 +131,16 @@ def markdown(results):
 
 def main():
     args = sys.argv[1:]
-    md = None
+    md, only = None, None
     if "--markdown" in args:
         k = args.index("--markdown")
         md = args[k + 1]
         del args[k:k + 2]
+    if "--only" in args:  # one file, by name (a markdown table needs them all)
+        k = args.index("--only")
+        only = args[k + 1]
+        del args[k:k + 2]
+        md = None
     qlstm, work, modules = args
     if shutil.which("node") is None:
         print("skipped: no node on PATH: ONNX Runtime (onnxruntime-node) is the reference (scripts/ort.sh installs it)")
@@ -139,9 +152,12 @@ def main():
     os.makedirs(work, exist_ok=True)
     results, failed = [], 0
     for e in foreign.FOREIGN:
+        if only is not None and e["name"] != only:
+            continue
         r = evaluate(qlstm, work, modules, e)
         if "sqnr" in r:
-            agree = (", class agreement %.4f (ONNX Runtime's classes %s)" % (r["agree"], "/".join(map(str, r["classes"])))
+            what = "detection agreement per step" if e["task"] == "detect" else "class agreement"
+            agree = (", %s %.4f (ONNX Runtime's counts %s)" % (what, r["agree"], "/".join(map(str, r["classes"])))
                      if "agree" in r else "")
             print("%s %s (%s, %s): SQNR %.2f dB vs ONNX Runtime, %.2f dB vs qlstm's float%s" % (
                 "ok  " if r["ok"] else "FAIL", e["name"], e["repo"], e["producer"], r["sqnr"], r["sqnr_own_float"],
