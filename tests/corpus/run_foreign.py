@@ -10,6 +10,7 @@ qlstm eval's SQNR against qlstm's own float model is printed beside it: the two 
 importer reads the file as ONNX Runtime does.
 
     run_foreign.py QLSTM WORK ORT_NODE_MODULES [--markdown FILE | --only NAME]
+    run_foreign.py QLSTM WORK --smoke   (the sanitized build: each compiled and run, no figures)
 
 Prints one line per file and last "N passed, M failed"; exit 1 when one failed, 77 (skipped, saying
 why) without node or onnxruntime-node. --markdown writes the table docs/accuracy.md carries.
@@ -31,6 +32,7 @@ FILES = os.path.join(HERE, "foreign")
 ORT_RUN = os.path.join(FILES, "ort_run.js")
 MIN_SQNR_DB = 30.0
 MIN_AGREEMENT = 0.99
+SMOKE_SEQUENCES = 8
 
 
 def sqnr_db(ref, got):
@@ -116,6 +118,29 @@ def evaluate(qlstm, work, modules, e):
     return r
 
 
+def smoke(qlstm, work, e):
+    """The sanitized build's pass (accuracy is the optimized build's): each file compiled without
+    the search on a few sequences and run, its output finite and one row per sequence."""
+    name = e["name"]
+    model = os.path.join(FILES, name + ".onnx")
+    cal_path, test_path = os.path.join(work, name + ".cal.npy"), os.path.join(work, name + ".test.npy")
+    np.save(cal_path, foreign.inputs(e, SMOKE_SEQUENCES, foreign.CALIBRATION_SEED))
+    np.save(test_path, foreign.inputs(e, SMOKE_SEQUENCES, foreign.TEST_SEED))
+    rc, out = run([qlstm, "compile", model, "--calibration", cal_path, "-o", work, "--name", name, "--no-search"] +
+                  e["compile_args"])
+    if rc != 0:
+        return {"ok": False, "why": "compile exit %d: %s" % (rc, last_line(out))}
+    out_path = os.path.join(work, name + ".out.npy")
+    rc, out = run([qlstm, "run", os.path.join(work, name + ".qlstm"), "--input", test_path, "--output", out_path,
+                   "--float"])
+    if rc != 0:
+        return {"ok": False, "why": "run exit %d: %s" % (rc, last_line(out))}
+    got = np.load(out_path)
+    if not np.all(np.isfinite(got)) or got.size % SMOKE_SEQUENCES != 0:
+        return {"ok": False, "why": "run wrote %s, not finite rows of %d sequences" % (got.shape, SMOKE_SEQUENCES)}
+    return {"ok": True}
+
+
 def markdown(results):
     lines = ["| file | from (repository, file @ commit) | written by | model | SQNR vs ONNX Runtime "
              "(vs qlstm's float) | agreement on the class, or on each step's detection (ONNX Runtime's count of each) |", "|---|---|---|---|---|---|"]
@@ -141,6 +166,17 @@ def main():
         only = args[k + 1]
         del args[k:k + 2]
         md = None
+    if "--smoke" in args:
+        args.remove("--smoke")
+        qlstm, work = args
+        os.makedirs(work, exist_ok=True)
+        failed = 0
+        for e in foreign.FOREIGN:
+            r = smoke(qlstm, work, e)
+            print("%s %s: %s" % ("ok  " if r["ok"] else "FAIL", e["name"], "compiled and ran" if r["ok"] else r["why"]))
+            failed += 0 if r["ok"] else 1
+        print("%d passed, %d failed" % (len(foreign.FOREIGN) - failed, failed))
+        return 1 if failed else 0
     qlstm, work, modules = args
     if shutil.which("node") is None:
         print("skipped: no node on PATH: ONNX Runtime (onnxruntime-node) is the reference (scripts/ort.sh installs it)")
