@@ -14,12 +14,12 @@ the table docs/accuracy.md carries.
 """
 import json
 import os
-import subprocess
 import sys
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402
 import corpus  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -33,17 +33,6 @@ def rmse(out, targets):
     return float(np.sqrt(np.mean((out.reshape(targets.shape).astype(np.float64) - targets) ** 2)))
 
 
-def sqnr_db(ref, got):
-    noise = float(np.sum((got.astype(np.float64) - ref) ** 2))
-    signal = float(np.sum(ref.astype(np.float64) ** 2))
-    return float("inf") if noise == 0 else 10 * np.log10(signal / noise)
-
-
-def run(cmd):
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    return p.returncode, p.stdout
-
-
 def evaluate(qlstm, work, e):
     name = e["name"]
     cal, _ = corpus.sequences(e, corpus.CALIBRATION_SEQUENCES, corpus.CALIBRATION_SEED)
@@ -51,18 +40,18 @@ def evaluate(qlstm, work, e):
     cal_path, test_path = os.path.join(work, name + ".cal.npy"), os.path.join(work, name + ".test.npy")
     np.save(cal_path, cal)
     np.save(test_path, test)
-    rc, out = run([qlstm, "compile", os.path.join(MODELS, name + ".onnx"), "--calibration", cal_path, "-o", work,
-                   "--name", name] + e.get("compile_args", []))
+    rc, out = common.run([qlstm, "compile", os.path.join(MODELS, name + ".onnx"), "--calibration", cal_path, "-o",
+                          work, "--name", name] + e.get("compile_args", []))
     if rc != 0:
-        return {"name": name, "ok": False, "why": "compile exit %d: %s" % (rc, out.strip().splitlines()[-1])}
+        return {"name": name, "ok": False, "why": "compile exit %d: %s" % (rc, common.last_line(out))}
     out_path = os.path.join(work, name + ".out.npy")
-    rc, out = run([qlstm, "run", os.path.join(work, name + ".qlstm"), "--input", test_path, "--output", out_path,
-                   "--float"])
+    rc, out = common.run([qlstm, "run", os.path.join(work, name + ".qlstm"), "--input", test_path, "--output",
+                          out_path, "--float"])
     if rc != 0:
-        return {"name": name, "ok": False, "why": "run exit %d: %s" % (rc, out.strip().splitlines()[-1])}
+        return {"name": name, "ok": False, "why": "run exit %d: %s" % (rc, common.last_line(out))}
     ref = np.load(os.path.join(MODELS, name + ".torch_out.npy"))
     got = np.load(out_path).reshape(ref.shape)
-    r = {"name": name, "sqnr": sqnr_db(ref, got)}
+    r = {"name": name, "sqnr": common.sqnr_db(ref, got)}
     if e["task"] != "regress":
         labels = np.load(os.path.join(MODELS, name + ".labels.npy"))
         r["acc_torch"] = float((corpus.predicted(e, ref) == labels).mean())
@@ -72,7 +61,7 @@ def evaluate(qlstm, work, e):
     kept_task = e["task"] != "regress" and r["acc_int8"] >= r["acc_torch"] - ACCURACY_SLACK
     if e["task"] == "regress" and os.path.exists(bound_path):
         # What int8 weights alone allow (in float), and the task's own error of both.
-        r["weights_bound"] = sqnr_db(ref, np.load(bound_path).reshape(ref.shape))
+        r["weights_bound"] = common.sqnr_db(ref, np.load(bound_path).reshape(ref.shape))
         r["rmse_torch"], r["rmse_int8"] = rmse(ref, targets), rmse(got, targets)
         kept_task = r["weights_bound"] < MIN_SQNR_DB and r["rmse_int8"] <= r["rmse_torch"] * (1 + RMSE_SLACK)
     r["ok"] = r["sqnr"] >= MIN_SQNR_DB or kept_task
@@ -132,11 +121,7 @@ def main():
             print("FAIL %s (%s): %s" % (e["name"], e["repo"], r["why"]))
         failed += 0 if r["ok"] else 1
         results.append((e, r))
-    print("%d passed, %d failed" % (len(results) - failed, failed))
-    if md is not None and failed == 0:
-        with open(md, "w") as f:
-            f.write(markdown(results))
-    return 1 if failed else 0
+    return common.finish(results, failed, md, markdown)
 
 
 if __name__ == "__main__":

@@ -19,12 +19,12 @@ import hashlib
 import json
 import os
 import shutil
-import subprocess
 import sys
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402
 import foreign  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -35,22 +35,6 @@ MIN_AGREEMENT = 0.99
 SMOKE_SEQUENCES = 8
 
 
-def sqnr_db(ref, got):
-    noise = float(np.sum((got.astype(np.float64) - ref) ** 2))
-    signal = float(np.sum(ref.astype(np.float64) ** 2))
-    return float("inf") if noise == 0 else 10 * np.log10(signal / noise)
-
-
-def run(cmd, env=None):
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
-    return p.returncode, p.stdout
-
-
-def last_line(text):
-    lines = text.strip().splitlines()
-    return lines[-1] if lines else "(no output)"
-
-
 def onnx_runtime(entry, model, x, work, modules):
     """ONNX Runtime's first output on x, joined over the calls along the output's batch axis (the
     input's when the output keeps its layout, else 0)."""
@@ -58,10 +42,10 @@ def onnx_runtime(entry, model, x, work, modules):
     x.tofile(raw)
     axis = foreign.batch_axis(entry)
     per_call = entry["call_batch"] or x.shape[axis]
-    rc, text = run(["node", ORT_RUN, model, raw, ",".join(map(str, x.shape)), str(axis), str(per_call), out],
+    rc, text = common.run(["node", ORT_RUN, model, raw, ",".join(map(str, x.shape)), str(axis), str(per_call), out],
                    env=dict(os.environ, QLSTM_ORT_NODE_MODULES=modules))
     if rc != 0:
-        raise RuntimeError("onnxruntime-node exit %d: %s" % (rc, last_line(text)))
+        raise RuntimeError("onnxruntime-node exit %d: %s" % (rc, common.last_line(text)))
     shapes = json.loads(text.strip().splitlines()[-1])
     flat, parts, k = np.fromfile(out, dtype=np.float32), [], 0
     for s in shapes:
@@ -72,40 +56,83 @@ def onnx_runtime(entry, model, x, work, modules):
     return np.concatenate(parts, axis=out_axis)
 
 
+def int8_weights_copy(model, out):
+    """The file with each recurrent node's W and R, and each MatMul's or Gemm's weight stored as an initializer,
+    rounded to int8 per output row (symmetric, round to nearest): what int8 weights alone allow,
+    run in float by ONNX Runtime."""
+    import onnx
+    from onnx import numpy_helper
+
+    def per_row(a, rows_axis):
+        moved = np.moveaxis(a.astype(np.float64), rows_axis, -2)  # [..., rows, inputs]
+        amax = np.abs(moved).max(axis=-1, keepdims=True)
+        scale = np.where(amax > 0, amax / 127.0, 1.0)
+        q = np.clip(np.round(moved / scale), -127, 127) * scale
+        return np.moveaxis(q, -2, rows_axis).astype(np.float32)
+
+    m = onnx.load(model)
+    inits = {t.name: t for t in m.graph.initializer}
+    for n in m.graph.node:
+        if n.op_type in ("LSTM", "GRU", "RNN"):
+            targets = [(n.input[1], 1), (n.input[2], 1)]  # W, R: [directions, gates x H, inputs]
+        elif n.op_type in ("MatMul", "Gemm") and len(n.input) > 1:
+            trans_b = any(a.name == "transB" and a.i == 1 for a in n.attribute)
+            targets = [(n.input[1], 0 if trans_b else 1)]  # output rows: Gemm's transposed B, else columns
+        else:
+            continue
+        for name, rows_axis in targets:
+            t = inits.get(name)
+            if t is None or len(t.dims) < 2:
+                continue
+            a = numpy_helper.to_array(t)
+            q = per_row(a, rows_axis) if rows_axis < a.ndim - 1 else per_row(a.T, 0).T
+            t.CopyFrom(numpy_helper.from_array(q.astype(np.float32), name))
+    onnx.save(m, out)
+
+
 def evaluate(qlstm, work, modules, e):
     name = e["name"]
     model = os.path.join(FILES, name + ".onnx")
     with open(model, "rb") as f:
         digest = hashlib.sha256(f.read()).hexdigest()
     if digest != e["sha256"]:
-        return {"ok": False, "why": "%s is not the committed file (sha256 %s, expected %s)" % (model, digest, e["sha256"])}
+        return {"ok": False, "why": "%s is not the committed file (sha256 %s, expected %s)" % (model, digest,
+                                                                                              e["sha256"])}
     cal = foreign.inputs(e, foreign.CALIBRATION_SEQUENCES, foreign.CALIBRATION_SEED)
     test = foreign.inputs(e, foreign.TEST_SEQUENCES, foreign.TEST_SEED)
     cal_path, test_path = os.path.join(work, name + ".cal.npy"), os.path.join(work, name + ".test.npy")
     np.save(cal_path, cal)
     np.save(test_path, test)
-    rc, out = run([qlstm, "compile", model, "--calibration", cal_path, "-o", work, "--name", name] + e["compile_args"])
+    rc, out = common.run([qlstm, "compile", model, "--calibration", cal_path, "-o", work, "--name", name] +
+                         e["compile_args"])
     if rc != 0:
-        return {"ok": False, "why": "compile exit %d: %s" % (rc, last_line(out))}
+        return {"ok": False, "why": "compile exit %d: %s" % (rc, common.last_line(out))}
     compiled, out_path = os.path.join(work, name + ".qlstm"), os.path.join(work, name + ".out.npy")
-    rc, out = run([qlstm, "run", compiled, "--input", test_path, "--output", out_path, "--float"])
+    rc, out = common.run([qlstm, "run", compiled, "--input", test_path, "--output", out_path, "--float"])
     if rc != 0:
-        return {"ok": False, "why": "run exit %d: %s" % (rc, last_line(out))}
+        return {"ok": False, "why": "run exit %d: %s" % (rc, common.last_line(out))}
     eval_json = os.path.join(work, name + ".eval.json")
-    rc, out = run([qlstm, "eval", model, compiled, "--data", test_path, "--json", eval_json])
+    rc, out = common.run([qlstm, "eval", model, compiled, "--data", test_path, "--json", eval_json])
     if rc != 0:
-        return {"ok": False, "why": "eval exit %d: %s" % (rc, last_line(out))}
+        return {"ok": False, "why": "eval exit %d: %s" % (rc, common.last_line(out))}
     try:
         ref = onnx_runtime(e, model, test, work, modules)
     except RuntimeError as err:
         return {"ok": False, "why": str(err)}
+    bound_model = os.path.join(work, name + ".int8_weights.onnx")
+    int8_weights_copy(model, bound_model)
+    try:
+        bound = onnx_runtime(e, bound_model, test, work, modules)
+    except RuntimeError as err:
+        return {"ok": False, "why": "int8 weights alone: " + str(err)}
     got = np.load(out_path)
     if got.size != ref.size:
         return {"ok": False, "why": "qlstm run wrote %s, ONNX Runtime %s" % (got.shape, ref.shape)}
     got = got.reshape(ref.shape)
     with open(eval_json) as f:
         ev = json.load(f)
-    r = {"ok": True, "sqnr": sqnr_db(ref, got), "sqnr_own_float": ev["outputs"][0]["sqnr_db"]}
+    r = {"ok": True, "sqnr": common.sqnr_db(ref, got), "sqnr_own_float": ev["outputs"][0]["sqnr_db"],
+         "weights_bound": common.sqnr_db(ref, bound.reshape(ref.shape))}
     if e["task"] == "classify":
         r["agree"] = float((ref.argmax(-1) == got.argmax(-1)).mean())
         # How ONNX Runtime spreads the inputs over the classes: agreement means little on one class.
@@ -126,15 +153,15 @@ def smoke(qlstm, work, e):
     cal_path, test_path = os.path.join(work, name + ".cal.npy"), os.path.join(work, name + ".test.npy")
     np.save(cal_path, foreign.inputs(e, SMOKE_SEQUENCES, foreign.CALIBRATION_SEED))
     np.save(test_path, foreign.inputs(e, SMOKE_SEQUENCES, foreign.TEST_SEED))
-    rc, out = run([qlstm, "compile", model, "--calibration", cal_path, "-o", work, "--name", name, "--no-search"] +
-                  e["compile_args"])
+    rc, out = common.run([qlstm, "compile", model, "--calibration", cal_path, "-o", work, "--name", name,
+                          "--no-search"] + e["compile_args"])
     if rc != 0:
-        return {"ok": False, "why": "compile exit %d: %s" % (rc, last_line(out))}
+        return {"ok": False, "why": "compile exit %d: %s" % (rc, common.last_line(out))}
     out_path = os.path.join(work, name + ".out.npy")
-    rc, out = run([qlstm, "run", os.path.join(work, name + ".qlstm"), "--input", test_path, "--output", out_path,
-                   "--float"])
+    rc, out = common.run([qlstm, "run", os.path.join(work, name + ".qlstm"), "--input", test_path, "--output",
+                          out_path, "--float"])
     if rc != 0:
-        return {"ok": False, "why": "run exit %d: %s" % (rc, last_line(out))}
+        return {"ok": False, "why": "run exit %d: %s" % (rc, common.last_line(out))}
     got = np.load(out_path)
     if not np.all(np.isfinite(got)) or got.size % SMOKE_SEQUENCES != 0:
         return {"ok": False, "why": "run wrote %s, not finite rows of %d sequences" % (got.shape, SMOKE_SEQUENCES)}
@@ -143,13 +170,14 @@ def smoke(qlstm, work, e):
 
 def markdown(results):
     lines = ["| file | from (repository, file @ commit) | written by | model | SQNR vs ONNX Runtime "
-             "(vs qlstm's float) | agreement on the class, or on each step's detection (ONNX Runtime's count of each) |", "|---|---|---|---|---|---|"]
+             "(vs qlstm's float) | int8 weights alone | agreement on the class, or on each step's detection (ONNX "
+             "Runtime's count of each) |", "|---|---|---|---|---|---|---|"]
     for e, r in results:
-        lines.append("| `%s` | %s, `%s` @ `%s` | %s | %s | %.1f dB (%.1f dB) | %s |" % (
+        lines.append("| `%s` | %s, `%s` @ `%s` | %s | %s | %.1f dB (%.1f dB) | %.1f dB | %s |" % (
             e["name"], e["repo"], e["path"], e["commit"][:8], e["producer"],
             e["model"] + (" (compiled %s; %s)" % (" ".join(e["compile_args"]), e["note"]) if e.get("note") else ""),
             r["sqnr"],
-            r["sqnr_own_float"], "%.1f%% (%s)" % (100 * r["agree"], "/".join(map(str, r["classes"])))
+            r["sqnr_own_float"], r["weights_bound"], "%.1f%% (%s)" % (100 * r["agree"], "/".join(map(str, r["classes"])))
             if "agree" in r else ""))
     return "\n".join(lines) + "\n"
 
@@ -195,18 +223,14 @@ def main():
             what = "detection agreement per step" if e["task"] == "detect" else "class agreement"
             agree = (", %s %.4f (ONNX Runtime's counts %s)" % (what, r["agree"], "/".join(map(str, r["classes"])))
                      if "agree" in r else "")
-            print("%s %s (%s, %s): SQNR %.2f dB vs ONNX Runtime, %.2f dB vs qlstm's float%s" % (
-                "ok  " if r["ok"] else "FAIL", e["name"], e["repo"], e["producer"], r["sqnr"], r["sqnr_own_float"],
-                agree))
+            print("%s %s (%s, %s): SQNR %.2f dB vs ONNX Runtime, %.2f dB vs qlstm's float, %.2f dB with int8 "
+                  "weights alone%s" % ("ok  " if r["ok"] else "FAIL", e["name"], e["repo"], e["producer"], r["sqnr"],
+                                       r["sqnr_own_float"], r["weights_bound"], agree))
         else:
             print("FAIL %s (%s): %s" % (e["name"], e["repo"], r["why"]))
         failed += 0 if r["ok"] else 1
         results.append((e, r))
-    print("%d passed, %d failed" % (len(results) - failed, failed))
-    if md is not None and failed == 0:
-        with open(md, "w") as f:
-            f.write(markdown(results))
-    return 1 if failed else 0
+    return common.finish(results, failed, md, markdown)
 
 
 if __name__ == "__main__":
