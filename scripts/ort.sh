@@ -3,7 +3,7 @@
 # package) into .deps/ort: the float reference, independent of qlstm, that tests/corpus/run_foreign.py
 # compares the foreign corpus with. Optional: without Node.js, npm or the registry it says so and
 # exits 0, and that test skips, saying why.
-# Usage: scripts/ort.sh   (called by scripts/deps.sh)
+# Usage: scripts/ort.sh   (called by scripts/test.sh)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 dest=.deps/ort

@@ -4,6 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh
+bash scripts/ort.sh  # ONNX Runtime from npm: the foreign corpus's float reference (optional)
 
 sanitize=1
 [ "${1:-}" = "--no-sanitize" ] && sanitize=0
