@@ -30,11 +30,18 @@ inline constexpr const char* kLstmGateFieldNames[QLSTM_GATE_COUNT][kGateFieldCou
     QLSTM_GATE_FIELDS("output")};
 #undef QLSTM_GATE_FIELDS
 
+// A gate's activation: sigmoid or tanh, or (hard_sigmoid_ok: the int8 LSTM) HardSigmoid.
+inline bool activation_ok(int32_t activation, bool hard_sigmoid_ok) {
+  return activation == QLSTM_ACTIVATION_SIGMOID || activation == QLSTM_ACTIVATION_TANH ||
+         (hard_sigmoid_ok && activation == QLSTM_ACTIVATION_HARD_SIGMOID);
+}
+
 // The fields both LSTM parameter blocks have (the dims are checked by the caller): the sequence
 // options, each gate's pointers, requantizations and activation, the cell's requantizations,
-// scale and clip.
+// scale and clip. hard_sigmoid_ok: the block's gates may be HardSigmoid (the int8 LSTM's; the
+// caller checks their lines).
 template <class Params>
-FieldFailure check_lstm_fields(const Params& params) {
+FieldFailure check_lstm_fields(const Params& params, bool hard_sigmoid_ok) {
   const Params* p = &params;
   const FieldFailure options = check_sequence_options(p->layout, p->time_direction, p->output_steps,
                                                       p->output_width, p->dims.batch, p->dims.time_steps,
@@ -45,7 +52,7 @@ FieldFailure check_lstm_fields(const Params& params) {
     const char* const* names = kLstmGateFieldNames[g];
     const FieldFailure f = check_gate_matmuls(gate, names);
     if (f.status != QLSTM_OK) return f;
-    if (gate.activation != QLSTM_ACTIVATION_SIGMOID && gate.activation != QLSTM_ACTIVATION_TANH) {
+    if (!activation_ok(gate.activation, hard_sigmoid_ok)) {
       return {QLSTM_ERROR_BAD_ACTIVATION, names[kActivation]};
     }
   }

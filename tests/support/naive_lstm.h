@@ -76,6 +76,18 @@ inline i64 activation(i64 x, int left_shift, bool is_tanh, const uint16_t* table
                 : floor_div((i64{1} << 23) - r + 127, 256);
 }
 
+// HardSigmoid's line (docs/arithmetic.md §3.1) in wide integers: the requantized slope plus the
+// offset, clamped to [0, 32767].
+inline i64 hard_sigmoid(i64 pre, const qlstm_hard_sigmoid_params& line) {
+  return clamp(requantize(pre, line.slope.multiplier, line.slope.shift) + line.offset_q0_15, 0, 32767);
+}
+
+// A gate's activation of its Q3.12 pre-activation: HardSigmoid's line, or the sigmoid or tanh table.
+inline i64 gate_activation(i64 pre, const qlstm_gate_s8_params& gp, const uint16_t* table) {
+  if (gp.activation == QLSTM_ACTIVATION_HARD_SIGMOID) return hard_sigmoid(pre, gp.hard_sigmoid);
+  return activation(pre, 0, gp.activation == QLSTM_ACTIVATION_TANH, table);
+}
+
 struct State {
   std::vector<int8_t> hidden;   // [B][H]
   std::vector<int16_t> cell;    // [B][H]
@@ -125,7 +137,7 @@ inline std::vector<int8_t> run(const qlstm_lstm_s8_params& p, const int8_t* inpu
                                                 gp.hidden_to_q3_12.shift)),
                         -32768, 32767);
           }
-          gate_out[g][r] = activation(pre, 0, gp.activation == QLSTM_ACTIVATION_TANH, table);
+          gate_out[g][r] = gate_activation(pre, gp, table);
         }
       }
       for (int r = 0; r < H; ++r) {

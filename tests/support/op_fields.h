@@ -34,15 +34,18 @@ struct FieldList {
 };
 
 // A parameter block's record as the codec writes it; visit: e.g. qlstm::visit_gru_s8_fields.
+// absent: the fields whose names contain it are left out, as an earlier version wrote the record
+// (".hard_sigmoid": an int8 LSTM's before version 13).
 template <class P, class Visit>
-std::vector<uint8_t> record_of(const P& block, Visit visit) {
+std::vector<uint8_t> record_of(const P& block, Visit visit, const char* absent = nullptr) {
   std::vector<uint8_t> record;
   struct Sink {
     std::vector<uint8_t>* out;
     void put(const uint8_t* p, size_t n) { out->insert(out->end(), p, p + n); }
   } sink{&record};
   qlstm::RecordWriter<Sink> w(sink);
-  visit(block, w);
+  qlstm::RecordWriterWithout<qlstm::RecordWriter<Sink>> without(w, absent);
+  visit(block, without);
   return record;
 }
 

@@ -114,6 +114,36 @@ inline void make_random_lstm(RandomLstm& out, std::mt19937_64& rng, qlstm_lstm_d
   for (auto& x : out.input) x = static_cast<int8_t>(s8(rng));
 }
 
+// Makes every sigmoid gate of `out` a HardSigmoid gate with a random line (docs/arithmetic.md
+// §3.1): typical, Keras' alpha 0.2 / beta 0.5 (slope 1.6 in Q3.12 -> Q0.15) and lines near it;
+// wide, slopes 2^-12 ... 2^12 and offsets around [-2, 2] in Q0.15; extreme, any shift and any
+// int32 offset (the 64-bit sum). A tenth of the gates get slope 0 (alpha 0: the constant beta).
+inline void make_hard_sigmoid_gates(RandomLstm& out, std::mt19937_64& rng, Regime regime) {
+  std::uniform_int_distribution<int> coin(0, 9);
+  for (int g = 0; g < QLSTM_GATE_COUNT; ++g) {
+    qlstm_gate_s8_params& gp = out.params.gates[g];
+    if (gp.activation != QLSTM_ACTIVATION_SIGMOID) continue;
+    gp.activation = QLSTM_ACTIVATION_HARD_SIGMOID;
+    qlstm_hard_sigmoid_params& line = gp.hard_sigmoid;
+    if (regime == Regime::kTypical) {
+      constexpr qlstm_requant kKerasSlope = {1717986918, 1};  // 1.6 = 0.8 * 2^1
+      constexpr int32_t kKerasOffset = 16384;                  // 0.5 in Q0.15
+      line.slope = coin(rng) < 5 ? kKerasSlope : random_requant(rng, -1, 3);
+      std::uniform_int_distribution<int32_t> near(-2048, 2048);
+      line.offset_q0_15 = kKerasOffset + (coin(rng) < 5 ? 0 : near(rng));
+    } else if (regime == Regime::kWide) {
+      line.slope = random_requant(rng, -12, 12);
+      std::uniform_int_distribution<int32_t> offset(-65536, 65536);
+      line.offset_q0_15 = offset(rng);
+    } else {
+      line.slope = random_requant(rng, QLSTM_SHIFT_MIN, QLSTM_SHIFT_MAX);
+      std::uniform_int_distribution<int32_t> any(INT32_MIN, INT32_MAX);
+      line.offset_q0_15 = any(rng);
+    }
+    if (coin(rng) == 0) line.slope = {0, 0};
+  }
+}
+
 }  // namespace testing_support
 
 #endif  // QLSTM_TESTS_RANDOM_LSTM_H_

@@ -77,6 +77,8 @@ TEST(LstmS16Validate, NamesEachField) {
       {"gates[input].hidden_to_q3_12.shift", [](qlstm_lstm_s16_params& p) { p.gates[1].hidden_to_q3_12.shift = 15; }},
       {"gates[output].input_to_q3_12.shift", [](qlstm_lstm_s16_params& p) { p.gates[3].input_to_q3_12.shift = -32; }},
       {"gates[output].activation", [](qlstm_lstm_s16_params& p) { p.gates[3].activation = 7; }},
+      // HardSigmoid is the int8 LSTM's only (its line is in qlstm_gate_s8_params).
+      {"gates[input].activation", [](qlstm_lstm_s16_params& p) { p.gates[1].activation = QLSTM_ACTIVATION_HARD_SIGMOID; }},
       {"forget_times_cell_to_cell.shift", [](qlstm_lstm_s16_params& p) { p.forget_times_cell_to_cell.shift = 32; }},
       {"output_times_tanh_cell_to_hidden.multiplier",
        [](qlstm_lstm_s16_params& p) { p.output_times_tanh_cell_to_hidden.multiplier = -5; }},

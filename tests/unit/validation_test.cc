@@ -82,6 +82,30 @@ TEST_F(Validation, LayoutActivationZeroPointClipScale) {
                  QLSTM_ERROR_BAD_CELL_SCALE, "cell_scale_power");
 }
 
+// A HardSigmoid gate's line is checked (and only then: a sigmoid gate's is not read); any offset
+// is accepted (the line's sum is 64-bit); the 16x8 LSTM has no HardSigmoid (lstm_s16_test.cc).
+TEST_F(Validation, HardSigmoidLines) {
+  auto hard = [](qlstm_lstm_s8_params& p, int g) {
+    p.gates[g].activation = QLSTM_ACTIVATION_HARD_SIGMOID;
+    p.gates[g].hard_sigmoid = {{1717986918, 1}, 16384};
+  };
+  expect_invalid([&](auto& p) { hard(p, QLSTM_GATE_INPUT); p.gates[QLSTM_GATE_INPUT].hard_sigmoid.slope.shift = 32; },
+                 QLSTM_ERROR_BAD_SHIFT, "gates[input].hard_sigmoid.slope.shift");
+  expect_invalid([&](auto& p) { hard(p, QLSTM_GATE_OUTPUT); p.gates[QLSTM_GATE_OUTPUT].hard_sigmoid.slope.multiplier = -1; },
+                 QLSTM_ERROR_BAD_MULTIPLIER, "gates[output].hard_sigmoid.slope.multiplier");
+  expect_invalid([](auto& p) { p.gates[QLSTM_GATE_FORGET].activation = QLSTM_ACTIVATION_HARD_SIGMOID + 1; },
+                 QLSTM_ERROR_BAD_ACTIVATION, "gates[forget].activation");
+  qlstm_lstm_s8_params p = lstm_.params;
+  p.gates[QLSTM_GATE_FORGET].hard_sigmoid.slope.shift = 99;  // a sigmoid gate's line is not read
+  EXPECT_EQ(qlstm_lstm_s8_validate(&p, nullptr), QLSTM_OK);
+  for (int g = 0; g < QLSTM_GATE_COUNT; ++g) hard(p, g);
+  p.gates[QLSTM_GATE_FORGET].hard_sigmoid.slope.shift = 0;
+  p.gates[QLSTM_GATE_CELL].hard_sigmoid.offset_q0_15 = INT32_MIN;
+  p.gates[QLSTM_GATE_OUTPUT].hard_sigmoid.offset_q0_15 = INT32_MAX;
+  EXPECT_EQ(qlstm_lstm_s8_validate(&p, nullptr), QLSTM_OK);
+  EXPECT_EQ(qlstm_lstm_s8(&p, &ctx_, lstm_.input.data(), out_.data()), QLSTM_OK);
+}
+
 TEST_F(Validation, MultipliersAndShifts) {
   expect_invalid([](auto& p) { p.gates[QLSTM_GATE_FORGET].input_to_q3_12.shift = 32; },
                  QLSTM_ERROR_BAD_SHIFT, "gates[forget].input_to_q3_12.shift");

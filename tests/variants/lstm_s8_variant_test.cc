@@ -84,10 +84,12 @@ RunResult run_variant(const qlstm::LstmS8Variant& v, const qlstm_lstm_s8_params&
   return r;
 }
 
+// hard_sigmoid: the sigmoid gates are HardSigmoid gates with random lines.
 void check_case(const qlstm::LstmS8Variant& v, std::mt19937_64& rng, qlstm_lstm_dims dims,
-                bool time_major, Regime regime, bool stateful, Tally* tally) {
+                bool time_major, Regime regime, bool stateful, Tally* tally, bool hard_sigmoid = false) {
   RandomLstm l;
   make_random_lstm(l, rng, dims, time_major, regime);
+  if (hard_sigmoid) testing_support::make_hard_sigmoid_gates(l, rng, regime);
   naive::State start;
   const size_t BH = static_cast<size_t>(dims.batch) * static_cast<size_t>(dims.hidden_size);
   if (stateful) {
@@ -112,7 +114,7 @@ void check_case(const qlstm::LstmS8Variant& v, std::mt19937_64& rng, qlstm_lstm_
                            std::to_string(dims.input_size) + " H=" + std::to_string(dims.hidden_size) +
                            (time_major ? " time-major" : " batch-major") +
                            (stateful ? " stateful" : " stateless") + " regime " +
-                           std::to_string(static_cast<int>(regime));
+                           std::to_string(static_cast<int>(regime)) + (hard_sigmoid ? " HardSigmoid" : "");
   ASSERT_EQ(got.status, QLSTM_OK) << what;
   ASSERT_EQ(got.out, expected) << what;
   if (stateful) {
@@ -148,6 +150,20 @@ TEST_P(VariantTest, SequencesOverEdgeHiddenSizes) {
         const int T = 1 + static_cast<int>(rng() % 3);
         check_case(*GetParam(), rng, {B, T, I, H}, rng() % 2 == 0, regime, stateful, &tally_);
       }
+    }
+  }
+}
+
+// HardSigmoid gates (docs/arithmetic.md §3.1): every edge size of I and of H, the three regimes,
+// both layouts, stateless and stateful.
+TEST_P(VariantTest, HardSigmoidGatesOverEdgeSizes) {
+  std::mt19937_64 rng(2500);
+  for (int k = 0; k < kEdgeCount; ++k) {
+    for (Regime regime : {Regime::kTypical, Regime::kWide, Regime::kExtreme}) {
+      const int I = kEdgeSizes[k], H = kEdgeSizes[rng() % kEdgeCount];
+      const int B = 1 + static_cast<int>(rng() % 3), T = 1 + static_cast<int>(rng() % 4);
+      check_case(*GetParam(), rng, {B, T, I, H}, rng() % 2 == 0, regime, rng() % 2 == 0, &tally_, true);
+      check_case(*GetParam(), rng, {B, T, H, I}, rng() % 2 == 0, regime, rng() % 2 == 0, &tally_, true);
     }
   }
 }
@@ -275,6 +291,7 @@ TEST_P(VariantTest, GateStageWithStridesMatchesModel) {
     const int I = kEdgeSizes[k % kEdgeCount], H = kEdgeSizes[(k * 7) % kEdgeCount], B = 1 + k % 4;
     RandomLstm l;
     make_random_lstm(l, rng, {B, 1, I, H}, true, static_cast<Regime>(k % 3));
+    if (k % 2 == 1) testing_support::make_hard_sigmoid_gates(l, rng, static_cast<Regime>(k % 3));
     const ptrdiff_t xs = I + 3, hs = H + 5;  // strides wider than a row
     std::vector<int8_t> x(static_cast<size_t>(B * xs)), h(static_cast<size_t>(B * hs));
     for (auto& v : x) v = static_cast<int8_t>(rng());
@@ -295,8 +312,7 @@ TEST_P(VariantTest, GateStageWithStridesMatchesModel) {
               for (int j = 0; j < H; ++j) ah += h[b * hs + j] * gp.hidden_weights[r * H + j];
               pre = naive::clamp(naive::to_s32(pre + naive::requantize(naive::to_s32(ah), gp.hidden_to_q3_12.multiplier, gp.hidden_to_q3_12.shift)), -32768, 32767);
             }
-            const auto want = naive::activation(pre, 0, gp.activation == QLSTM_ACTIVATION_TANH,
-                                                qlstm::kSigmoidTableU16);
+            const auto want = naive::gate_activation(pre, gp, qlstm::kSigmoidTableU16);
             ASSERT_EQ(out[b * H + r], want) << "gate " << g << " b=" << b << " r=" << r;
           }
         }

@@ -134,8 +134,11 @@ class Initializer {
     if (n == "layout" && (v == QLSTM_LAYOUT_BATCH_MAJOR || v == QLSTM_LAYOUT_TIME_MAJOR)) {
       return v == QLSTM_LAYOUT_TIME_MAJOR ? "QLSTM_LAYOUT_TIME_MAJOR" : "QLSTM_LAYOUT_BATCH_MAJOR";
     }
-    if (ends(".activation") && (v == QLSTM_ACTIVATION_SIGMOID || v == QLSTM_ACTIVATION_TANH)) {
-      return v == QLSTM_ACTIVATION_TANH ? "QLSTM_ACTIVATION_TANH" : "QLSTM_ACTIVATION_SIGMOID";
+    if (ends(".activation") && (v == QLSTM_ACTIVATION_SIGMOID || v == QLSTM_ACTIVATION_TANH ||
+                                v == QLSTM_ACTIVATION_HARD_SIGMOID)) {
+      return v == QLSTM_ACTIVATION_TANH           ? "QLSTM_ACTIVATION_TANH"
+             : v == QLSTM_ACTIVATION_HARD_SIGMOID ? "QLSTM_ACTIVATION_HARD_SIGMOID"
+                                                  : "QLSTM_ACTIVATION_SIGMOID";
     }
     if (n == "time_direction" && (v == QLSTM_TIME_FORWARD || v == QLSTM_TIME_REVERSE)) {
       return v == QLSTM_TIME_REVERSE ? "QLSTM_TIME_REVERSE" : "QLSTM_TIME_FORWARD";

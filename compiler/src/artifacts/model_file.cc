@@ -161,6 +161,11 @@ uint32_t model_format_version(const CompiledModel& m) {
     if (op.recurrent() && op.output_steps() == QLSTM_OUTPUT_FIRST) {
       kinds_version = std::max(kinds_version, kModelFormatVersionFirstStep);
     }
+    if (op.kind == QLSTM_OP_LSTM_S8) {
+      for (const DerivedGate& g : op.as<DerivedLstm>().gates) {
+        if (g.activation == QLSTM_ACTIVATION_HARD_SIGMOID) kinds_version = std::max(kinds_version, kModelFormatVersionGateLines);
+      }
+    }
   }
   // The oldest version that reads the model: 6 for int8 kinds, 7 with int16 buffers or kinds, or
   // the newest kind's own.
@@ -178,11 +183,12 @@ std::string serialize_model(const CompiledModel& m) {
   const RuntimeProgram table = runtime_program(m, 1, 0, m.batch_first ? Layout::kBatchMajor : Layout::kTimeMajor);
   const std::vector<qlstm_op>& kernel_ops = table.ops;  // their params point into table
   std::vector<flatbuffers::Offset<fb::Op>> ops;
+  const uint32_t version = model_format_version(m);
   for (size_t k = 0; k < m.ops.size(); ++k) {
     const ProgramOp& op = m.ops[k];
     const OpKind& kind = op_kind(op.kind, "serialize_model: field 'ops[" + std::to_string(k) + "].kind'");
     kind.check_arrays(op, k);
-    const std::vector<uint8_t> record = kind.encode(kernel_ops[k]);
+    const std::vector<uint8_t> record = kind.encode(kernel_ops[k], version);
     std::vector<double> weight_scales;
     std::string label;
     kind.file_extras(op, &weight_scales, &label);
@@ -209,8 +215,7 @@ std::string serialize_model(const CompiledModel& m) {
   b.Finish(fb::CreateModelDirect(b, m.name.c_str(), m.batch_first, &in, &out, 0, m.report_json.c_str(),
                                  m.directions, &buffers, nullptr, to_fb(m.initial_hidden), to_fb(m.initial_cell),
                                  m.hidden_output, m.cell_output, &ops));
-  return seal_model(std::string(reinterpret_cast<const char*>(b.GetBufferPointer()), b.GetSize()),
-                    model_format_version(m));
+  return seal_model(std::string(reinterpret_cast<const char*>(b.GetBufferPointer()), b.GetSize()), version);
 }
 
 std::string seal_model(const std::string& model_bytes, uint32_t version) {

@@ -31,6 +31,11 @@ double sigmoid(double v) { return 1.0 / (1.0 + std::exp(-v)); }
 
 }  // namespace
 
+double GateSigmoid::operator()(double x) const {
+  if (!hard) return sigmoid(x);
+  return std::clamp(static_cast<double>(alpha) * x + static_cast<double>(beta), 0.0, 1.0);
+}
+
 int32_t torch_stack_index(int32_t kernel_gate) { return kTorchStackIndex[kernel_gate]; }
 
 std::vector<FloatGate> split_torch_gates(const char* what, const int32_t* stack_index, int32_t gates,
@@ -112,6 +117,19 @@ FloatLstm FloatLstm::from_torch(int32_t input_size, int32_t hidden_size,
 const char* cell_kind_name(CellKind k) { return k == CellKind::kGru ? "GRU" : "LSTM"; }
 
 void FloatLstm::validate() const {
+  if (gate_sigmoid.hard) {
+    const float alpha = gate_sigmoid.alpha, beta = gate_sigmoid.beta;
+    if (cell == CellKind::kGru) throw CompileError("GRU: HardSigmoid gates are not supported (the GRU kernel's r and z are the sigmoid)");
+    // |beta| <= 2^15: round(beta * 2^15) within int32; alpha <= 2^13: the slope 8 alpha shifts the
+    // int16 pre-activation left by at most 16, exactly (docs/arithmetic.md §3.1).
+    constexpr float kMaxBeta = 32768.0f, kMaxAlpha = 8192.0f;
+    if (!std::isfinite(alpha) || alpha < 0 || alpha > kMaxAlpha) {
+      throw CompileError("HardSigmoid gates: alpha " + std::to_string(alpha) + " is not supported (the kernel's line: 0 <= alpha <= 2^13)");
+    }
+    if (!std::isfinite(beta) || std::fabs(beta) > kMaxBeta) {
+      throw CompileError("HardSigmoid gates: beta " + std::to_string(beta) + " is outside [-2^15, 2^15]");
+    }
+  }
   if (cell == CellKind::kGru) return gru_of(*this).validate();
   const char* names[QLSTM_GATE_COUNT];
   for (int32_t g = 0; g < QLSTM_GATE_COUNT; ++g) names[g] = gate_name(g);
@@ -151,10 +169,11 @@ FloatResult run_float(const FloatLstm& lstm, const float* x, const SequenceShape
         }
       }
       for (int32_t u = 0; u < H; ++u) {
-        const double f = sigmoid(pre[QLSTM_GATE_FORGET * H + u]);
-        const double i = sigmoid(pre[QLSTM_GATE_INPUT * H + u]);
+        const GateSigmoid& sigma = lstm.gate_sigmoid;
+        const double f = sigma(pre[QLSTM_GATE_FORGET * H + u]);
+        const double i = sigma(pre[QLSTM_GATE_INPUT * H + u]);
         const double gg = std::tanh(pre[QLSTM_GATE_CELL * H + u]);
-        const double o = sigmoid(pre[QLSTM_GATE_OUTPUT * H + u]);
+        const double o = sigma(pre[QLSTM_GATE_OUTPUT * H + u]);
         c[u] = f * c[u] + i * gg;
         h[u] = o * std::tanh(c[u]);
       }

@@ -369,7 +369,11 @@ DerivedLstm derive_params(const FloatLstm& lstm, const AffineQuant& input,
   const bool adaptive = weights.weight_rounding == WeightRounding::kAdaptive;
   for (int32_t g = 0; g < QLSTM_GATE_COUNT; ++g) {
     DerivedGate& dg = d.gates[static_cast<size_t>(g)];
-    dg.activation = g == QLSTM_GATE_CELL ? QLSTM_ACTIVATION_TANH : QLSTM_ACTIVATION_SIGMOID;
+    const bool hard = g != QLSTM_GATE_CELL && lstm.gate_sigmoid.hard;
+    dg.activation = g == QLSTM_GATE_CELL ? QLSTM_ACTIVATION_TANH
+                    : hard               ? QLSTM_ACTIVATION_HARD_SIGMOID
+                                         : QLSTM_ACTIVATION_SIGMOID;
+    if (hard) dg.hard_sigmoid = hard_sigmoid_line(lstm.gate_sigmoid);
     derive_gate(lstm.gates[static_cast<size_t>(g)], I, H, input, output, weights, observed, g, RecurrentBias::kFolded,
                 adaptive ? &rounding_moment : nullptr, gate_label(g), &dg);
   }
@@ -386,6 +390,18 @@ DerivedLstm derive_params(const FloatLstm& lstm, const AffineQuant& input,
   }
   d.time_direction = lstm.reverse ? QLSTM_TIME_REVERSE : QLSTM_TIME_FORWARD;
   return d;
+}
+
+qlstm_hard_sigmoid_params hard_sigmoid_line(const GateSigmoid& sigmoid) {
+  qlstm_hard_sigmoid_params line{};
+  line.slope = quantize_multiplier(static_cast<double>(sigmoid.alpha) * kGateScale / kActivationScale,
+                                   "HardSigmoid slope (8 alpha)");
+  const double offset = std::nearbyint(static_cast<double>(sigmoid.beta) / kActivationScale);
+  if (!(std::fabs(offset) <= static_cast<double>(kInt32Max))) {
+    throw CompileError("HardSigmoid offset: beta " + std::to_string(sigmoid.beta) + " overflows int32 in Q0.15");
+  }
+  line.offset_q0_15 = static_cast<int32_t>(offset);
+  return line;
 }
 
 void copy_kernel_gate_arrays(const int8_t* input_weights, const int32_t* input_effective_bias,
@@ -415,7 +431,10 @@ qlstm_lstm_s8_params DerivedLstm::kernel_params(int32_t batch, int32_t time_step
                                                 Layout layout) const {
   qlstm_lstm_s8_params p{};
   common_kernel_params(*this, batch, time_steps, layout, &p);
-  for (size_t g = 0; g < gates.size(); ++g) p.gates[g].activation = gates[g].activation;
+  for (size_t g = 0; g < gates.size(); ++g) {
+    p.gates[g].activation = gates[g].activation;
+    p.gates[g].hard_sigmoid = gates[g].hard_sigmoid;
+  }
   p.forget_times_cell_to_cell = forget_times_cell_to_cell;
   p.input_times_cell_gate_to_cell = input_times_cell_gate_to_cell;
   p.output_times_tanh_cell_to_hidden = output_times_tanh_cell_to_hidden;
@@ -427,7 +446,10 @@ qlstm_lstm_s8_params DerivedLstm::kernel_params(int32_t batch, int32_t time_step
 DerivedLstm DerivedLstm::from_kernel_params(const qlstm_lstm_s8_params& p, const AffineQuant& input,
                                             const AffineQuant& output) {
   DerivedLstm d = common_from_kernel_params<DerivedLstm>(p, input, output);
-  for (size_t g = 0; g < d.gates.size(); ++g) d.gates[g].activation = p.gates[g].activation;
+  for (size_t g = 0; g < d.gates.size(); ++g) {
+    d.gates[g].activation = p.gates[g].activation;
+    d.gates[g].hard_sigmoid = p.gates[g].hard_sigmoid;
+  }
   d.forget_times_cell_to_cell = p.forget_times_cell_to_cell;
   d.input_times_cell_gate_to_cell = p.input_times_cell_gate_to_cell;
   d.output_times_tanh_cell_to_hidden = p.output_times_tanh_cell_to_hidden;

@@ -111,6 +111,7 @@ DerivedLstmS16 derive_lstm_s16_params(const FloatLstm& lstm, double input_scale,
   if (lstm.cell != CellKind::kLstm) {
     throw CompileError(std::string("a ") + cell_kind_name(lstm.cell) + " layer: no 16x8 kernel for it (16x8 is the LSTM's)");
   }
+  if (lstm.gate_sigmoid.hard) throw CompileError("an LSTM with HardSigmoid gates: no 16x8 kernel for it (int8 only)");
   lstm.validate();
   check_derive_inputs(AffineQuant{input_scale, 0}, AffineQuant{output_scale, 0}, weights, observed, lstm.input_size,
                       lstm.hidden_size);

@@ -277,6 +277,10 @@ void S16ProgramBuilder::check_scope() const {
       throw CompileError(std::string("16x8: the model has a ") + cell_kind_name(op.cell) +
                          " layer; 16x8 has an LSTM kernel only (as CMSIS-NN)" + retry);
     }
+    if (op.gate_sigmoid.hard) {
+      throw CompileError(std::string("16x8: the model has an LSTM with HardSigmoid gates; its line is in the int8 LSTM kernel "
+                         "only") + retry);
+    }
   }
   if (program_.constant_state_batch() > 0) {
     throw CompileError("16x8: the model's initial state is learned per batch row (" +

@@ -68,7 +68,7 @@ std::string describe(const qlstm_op& o, const ProgramOp&) {
 }
 
 template <class Derived>
-std::vector<uint8_t> encode(const qlstm_op& o) {
+std::vector<uint8_t> encode(const qlstm_op& o, uint32_t /*file_version*/) {
   using P = typename Elementwise<Derived>::Params;
   return encode_record(op_block<P>(o), [](P& p, auto& w) { Elementwise<Derived>::visit(p, w); });
 }

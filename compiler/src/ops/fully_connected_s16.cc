@@ -43,7 +43,7 @@ std::string describe(const qlstm_op& o, const ProgramOp& op) {
          (fc.fused_activation.empty() ? "" : ", fused " + fc.fused_activation);
 }
 
-std::vector<uint8_t> encode(const qlstm_op& o) {
+std::vector<uint8_t> encode(const qlstm_op& o, uint32_t /*file_version*/) {
   return encode_record(block_of(o), [](qlstm_fc_s16_params& p, auto& w) { visit_fc_s16_op_fields(p, w); });
 }
 

@@ -46,7 +46,7 @@ std::string describe(const qlstm_op& o, const ProgramOp& op) {
          (fc.fused_activation.empty() ? "" : ", fused " + fc.fused_activation);
 }
 
-std::vector<uint8_t> encode(const qlstm_op& o) {
+std::vector<uint8_t> encode(const qlstm_op& o, uint32_t /*file_version*/) {
   return encode_record(block_of(o), [](qlstm_fc_s8_params& p, auto& w) { visit_fc_s8_fields(p, w); });
 }
 

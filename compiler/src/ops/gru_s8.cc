@@ -38,7 +38,7 @@ void report(const ProgramOp& op, nlohmann::json* row) {
 
 std::string describe(const qlstm_op& o, const ProgramOp&) { return describe_recurrent("GRU", block_of(o)); }
 
-std::vector<uint8_t> encode(const qlstm_op& o) {
+std::vector<uint8_t> encode(const qlstm_op& o, uint32_t /*file_version*/) {
   return encode_record(block_of(o), [](qlstm_gru_s8_params& p, auto& w) { visit_gru_s8_fields(p, w); });
 }
 

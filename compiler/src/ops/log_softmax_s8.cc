@@ -34,7 +34,7 @@ std::string describe(const qlstm_op& o, const ProgramOp&) {
   return "log-softmax over " + std::to_string(block_of(o).row_size);
 }
 
-std::vector<uint8_t> encode(const qlstm_op& o) {
+std::vector<uint8_t> encode(const qlstm_op& o, uint32_t /*file_version*/) {
   return encode_record(block_of(o), [](qlstm_log_softmax_s8_params& p, auto& w) { visit_log_softmax_s8_fields(p, w); });
 }
 

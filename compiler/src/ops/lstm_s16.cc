@@ -60,7 +60,7 @@ void report(const ProgramOp& op, nlohmann::json* row) {
 
 std::string describe(const qlstm_op& o, const ProgramOp&) { return describe_recurrent("16x8 LSTM", block_of(o)); }
 
-std::vector<uint8_t> encode(const qlstm_op& o) {
+std::vector<uint8_t> encode(const qlstm_op& o, uint32_t /*file_version*/) {
   return encode_record(block_of(o), [](qlstm_lstm_s16_params& p, auto& w) { visit_lstm_s16_fields(p, w); });
 }
 

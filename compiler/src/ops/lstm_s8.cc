@@ -1,6 +1,10 @@
 // The int8 LSTM op (qlstm_lstm_s8: docs/arithmetic.md; parameters derive.h).
+#include <cmath>
+#include <cstdio>
+
 #include <nlohmann/json.hpp>
 
+#include "qlstm/compiler/artifacts/model_file.h"
 #include "qlstm/compiler/ops/op_helpers.h"
 #include "qlstm/kernels.h"
 
@@ -35,12 +39,26 @@ void memory(const ProgramOp& op, int32_t batch, ProgramMemory* mem, ProgramMemor
 void report(const ProgramOp& op, nlohmann::json* row) {
   const DerivedLstm& lstm = op.as<DerivedLstm>();
   report_recurrent(lstm.time_direction, lstm.output_steps, row);
+  // HardSigmoid gates: their line back in float terms, alpha = slope / 8, beta = offset / 2^15.
+  const DerivedGate& forget = lstm.gates[QLSTM_GATE_FORGET];
+  if (forget.activation == QLSTM_ACTIVATION_HARD_SIGMOID) {
+    const qlstm_hard_sigmoid_params& line = forget.hard_sigmoid;
+    constexpr int kQ3_12ToQ0_15 = 3, kQ0_15Bits = 15, kQ31Bits = 31;
+    const double alpha = std::ldexp(line.slope.multiplier, line.slope.shift - kQ31Bits - kQ3_12ToQ0_15);
+    const double beta = std::ldexp(line.offset_q0_15, -kQ0_15Bits);
+    char text[96];
+    std::snprintf(text, sizeof text, "HardSigmoid (alpha %.4g, beta %.4g)", alpha, beta);
+    (*row)["gate_activation"] = text;
+  }
 }
 
 std::string describe(const qlstm_op& o, const ProgramOp&) { return describe_recurrent("LSTM", block_of(o)); }
 
-std::vector<uint8_t> encode(const qlstm_op& o) {
-  return encode_record(block_of(o), [](qlstm_lstm_s8_params& p, auto& w) { visit_lstm_s8_fields(p, w); });
+// Gate lines from version 13 on (a model with a HardSigmoid gate: model_format_version).
+std::vector<uint8_t> encode(const qlstm_op& o, uint32_t file_version) {
+  auto visit = [](qlstm_lstm_s8_params& p, auto& w) { visit_lstm_s8_fields(p, w); };
+  if (file_version < kModelFormatVersionGateLines) return encode_record_without(block_of(o), visit, ".hard_sigmoid");
+  return encode_record(block_of(o), visit);
 }
 
 void file_extras(const ProgramOp& op, std::vector<double>* weight_scales, std::string*) {
@@ -55,10 +73,12 @@ void check_arrays(const ProgramOp& op, size_t k) {
 void decode(const OpFileRecord& r, const OpFileOrigin& from, ProgramOp* op) {
   std::vector<uint32_t> aligned;
   auto visit = [](qlstm_lstm_s8_params& p, auto& reader) { visit_lstm_s8_fields(p, reader); };
-  // Version 3's record ends before output_steps (every step).
+  // Version 3's record ends before output_steps (every step); before version 13 a gate has no
+  // HardSigmoid line (every gate sigmoid or tanh).
   const qlstm_lstm_s8_params p =
-      from.version == 3
-          ? decode_record<ShorterRecordReader, qlstm_lstm_s8_params>(r, from, aligned, visit, "output_steps")
+      from.version < kModelFormatVersionGateLines
+          ? decode_record<ShorterRecordReader, qlstm_lstm_s8_params>(
+                r, from, aligned, visit, from.version == 3 ? "output_steps" : nullptr, ".hard_sigmoid")
           : decode_record<RecordReader, qlstm_lstm_s8_params>(r, from, aligned, visit);
   no_call_dims(from, p.dims.batch, p.dims.time_steps);
   op->set(DerivedLstm::from_kernel_params(p, r.input, r.output));

@@ -44,7 +44,7 @@ std::string describe(const qlstm_op& o, const ProgramOp& op) {
          std::to_string(p.input_height) + "x" + std::to_string(p.input_width) + "x" + std::to_string(p.channels);
 }
 
-std::vector<uint8_t> encode(const qlstm_op& o) {
+std::vector<uint8_t> encode(const qlstm_op& o, uint32_t /*file_version*/) {
   return encode_record(op_block<qlstm_pool_s8_params>(o), [](qlstm_pool_s8_params& p, auto& w) { visit_pool_s8_fields(p, w); });
 }
 

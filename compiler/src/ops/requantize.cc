@@ -33,7 +33,7 @@ std::string describe(const qlstm_op& o, const ProgramOp&) {
          element_word(block_of(o).output_type) + " of " + std::to_string(block_of(o).row_size);
 }
 
-std::vector<uint8_t> encode(const qlstm_op& o) {
+std::vector<uint8_t> encode(const qlstm_op& o, uint32_t /*file_version*/) {
   return encode_record(block_of(o), [](qlstm_requantize_params& p, auto& w) { visit_requantize_fields(p, w); });
 }
 

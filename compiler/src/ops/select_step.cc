@@ -40,7 +40,7 @@ std::string describe(const qlstm_op& o, const ProgramOp&) {
   return "time step " + std::to_string(p.step) + " of each sequence, " + std::to_string(p.row_size) + " wide";
 }
 
-std::vector<uint8_t> encode(const qlstm_op& o) {
+std::vector<uint8_t> encode(const qlstm_op& o, uint32_t /*file_version*/) {
   return encode_record(block_of(o), [](qlstm_select_step_params& p, auto& w) { visit_select_step_fields(p, w); });
 }
 

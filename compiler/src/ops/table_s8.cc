@@ -40,7 +40,7 @@ std::string describe(const qlstm_op& o, const ProgramOp& op) {
          std::to_string(block_of(o).row_size);
 }
 
-std::vector<uint8_t> encode(const qlstm_op& o) {
+std::vector<uint8_t> encode(const qlstm_op& o, uint32_t /*file_version*/) {
   return encode_record(block_of(o), [](qlstm_table_s8_params& p, auto& w) { visit_table_s8_fields(p, w); });
 }
 

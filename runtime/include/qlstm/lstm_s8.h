@@ -62,7 +62,9 @@ typedef enum qlstm_output_steps {
 
 typedef enum qlstm_activation {
   QLSTM_ACTIVATION_SIGMOID = 0,
-  QLSTM_ACTIVATION_TANH = 1
+  QLSTM_ACTIVATION_TANH = 1,
+  QLSTM_ACTIVATION_HARD_SIGMOID = 2 /* clamp(alpha x + beta, 0, 1), by the gate's hard_sigmoid line (the
+                                       LSTMs of Keras <= 2.2, ONNX's HardSigmoid); int8 LSTM only */
 } qlstm_activation;
 
 /* Gate order in qlstm_lstm_s8_params.gates (the kernel's order; the compiler translates
@@ -88,6 +90,14 @@ typedef struct qlstm_lstm_dims {
   int32_t hidden_size; /* H >= 1 */
 } qlstm_lstm_dims;
 
+/* HardSigmoid's line on a Q3.12 pre-activation (docs/arithmetic.md §3.1):
+ *   y_q0_15 = clamp(RQ(pre_q3_12, slope) + offset_q0_15, 0, 32767)
+ * with RQ the gates' double-rounding requantization. */
+typedef struct qlstm_hard_sigmoid_params {
+  qlstm_requant slope;  /* real scale 8 * alpha (Q3.12 in, Q0.15 out) */
+  int32_t offset_q0_15; /* round(beta * 2^15) */
+} qlstm_hard_sigmoid_params;
+
 /* One gate: pre = sat16(RQ(acc_x)) + RQ(acc_h), saturated to int16 in Q3.12, then the activation
  * gives Q0.15. Weights are symmetric int8 with one scale per matrix. */
 typedef struct qlstm_gate_s8_params {
@@ -98,6 +108,7 @@ typedef struct qlstm_gate_s8_params {
   const int8_t* hidden_weights;        /* [H][H] */
   const int32_t* hidden_effective_bias; /* [H]: -zp_h * rowsum(hidden_weights) */
   int32_t activation;                  /* a qlstm_activation */
+  qlstm_hard_sigmoid_params hard_sigmoid; /* its line; read only when activation is HARD_SIGMOID */
 } qlstm_gate_s8_params;
 
 typedef struct qlstm_lstm_s8_params {

@@ -51,12 +51,33 @@ void requant(V& v, const char* name, const char* multiplier, const char* shift, 
     (v).array(N ".hidden_effective_bias", (g).hidden_effective_bias, (H));                              \
   } while (0)
 
-// An LSTM gate: its matmuls and its activation.
+// The names of an int8 LSTM gate's HardSigmoid line (qlstm_hard_sigmoid_params).
+struct HardSigmoidNames {
+  const char *line, *slope, *multiplier, *shift, *offset;
+};
+// An int8 LSTM gate's HardSigmoid line (G: qlstm_gate_s8_params, maybe const); a 16x8 gate has none.
+template <class V, class G>
+void hard_sigmoid_line(V& v, G& g, const HardSigmoidNames& n) {
+  v.open(n.line);
+  requant(v, n.slope, n.multiplier, n.shift, g.hard_sigmoid.slope);
+  v.i32(n.offset, g.hard_sigmoid.offset_q0_15);
+  v.close();
+}
+template <class V>
+void hard_sigmoid_line(V&, qlstm_gate_s16_params&, const HardSigmoidNames&) {}
+template <class V>
+void hard_sigmoid_line(V&, const qlstm_gate_s16_params&, const HardSigmoidNames&) {}
+
+// An LSTM gate: its matmuls, its activation and (the int8 LSTM's) its HardSigmoid line.
 #define QLSTM_VISIT_GATE(v, g, N, H, I)                                                                 \
   do {                                                                                                  \
     (v).open(N);                                                                                        \
     QLSTM_VISIT_GATE_MATMULS(v, g, N, H, I);                                                            \
     (v).i32(N ".activation", (g).activation);                                                           \
+    codec_detail::hard_sigmoid_line(v, g,                                                               \
+                                    {N ".hard_sigmoid", N ".hard_sigmoid.slope",                       \
+                                     N ".hard_sigmoid.slope.multiplier", N ".hard_sigmoid.slope.shift", \
+                                     N ".hard_sigmoid.offset_q0_15"});                                  \
     (v).close();                                                                                        \
   } while (0)
 
@@ -540,6 +561,28 @@ class RecordWriter {
   }
   Sink& sink_;
   size_t written_ = 0;  // bytes of this record so far
+};
+
+// Passes every field to Writer but those whose names contain `absent` (null: none): a record as
+// an earlier version wrote it, before those fields were added (the model file's versions).
+template <class Writer>
+class RecordWriterWithout {
+ public:
+  RecordWriterWithout(Writer& w, const char* absent) : w_(w), absent_(absent) {}
+  void open(const char* name) { w_.open(name); }
+  void close() { w_.close(); }
+  void i32(const char* name, int32_t v) {
+    if (!left_out(name)) w_.i32(name, v);
+  }
+  template <class T>
+  void array(const char* name, const T* data, int64_t count) {
+    if (!left_out(name)) w_.array(name, data, count);
+  }
+
+ private:
+  bool left_out(const char* name) const { return absent_ != nullptr && strstr(name, absent_) != nullptr; }
+  Writer& w_;
+  const char* absent_;
 };
 
 // Reads a record in place: arrays point into it (so it must be 8-byte aligned, for int64 arrays,

@@ -13,7 +13,8 @@ typedef enum qlstm_status {
   QLSTM_ERROR_BAD_LAYOUT = 3,        /* layout is not one of qlstm_layout */
   QLSTM_ERROR_BAD_MULTIPLIER = 4,    /* a requantization multiplier is negative */
   QLSTM_ERROR_BAD_SHIFT = 5,         /* a requantization shift is outside [-31, 31] */
-  QLSTM_ERROR_BAD_ACTIVATION = 6,    /* a gate activation is not sigmoid or tanh */
+  QLSTM_ERROR_BAD_ACTIVATION = 6,    /* a gate activation is not one of qlstm_activation
+                                        (HardSigmoid: the int8 LSTM only) */
   QLSTM_ERROR_BAD_CELL_SCALE = 7,    /* cell_scale_power outside the supported range */
   QLSTM_ERROR_BAD_CELL_CLIP = 8,     /* cell_clip above 32767 */
   QLSTM_ERROR_BAD_ZERO_POINT = 9,    /* output zero point outside int8 */

@@ -169,7 +169,15 @@ struct GateFinish {
   };
   void (*activate)(const int32_t*, int32_t, int16_t*, const qlstm_arm_gate_finish_t2_params*) = nullptr;
   void (*activate_fast)(int32_t*, int32_t, int16_t*, const qlstm_arm_gate_finish_fast_params*) = nullptr;
-  GateFinish(const blocked::GateRequant& rq, bool is_tanh) {
+  // A HardSigmoid gate: the C++ finish (blocked::finish_hard_sigmoid), with these.
+  const qlstm_hard_sigmoid_params* hard_sigmoid = nullptr;
+  blocked::GateRequant requant;
+  GateFinish(const blocked::GateRequant& rq, const qlstm_gate_s8_params& g) : requant(rq) {
+    if (g.activation == QLSTM_ACTIVATION_HARD_SIGMOID) {
+      hard_sigmoid = &g.hard_sigmoid;
+      return;
+    }
+    const bool is_tanh = g.activation == QLSTM_ACTIVATION_TANH;
     const fxp::RequantDoubleRounding &x = rq.input, &h = rq.hidden;
     if (x.right >= 1 && h.right >= 1) {
       fast = {x.left, x.multiplier, x.threshold + 1, x.right - 1, h.left, h.multiplier, h.threshold + 1, h.right - 1,
@@ -181,8 +189,10 @@ struct GateFinish {
     }
   }
   // The assembly reads ah at ax + kChunkRows (and the folded one overwrites ax).
-  void operator()(const int32_t* ax, const int32_t*, int32_t n, int16_t* out) const {
-    if (activate_fast != nullptr) {
+  void operator()(const int32_t* ax, const int32_t* ah, int32_t n, int16_t* out) const {
+    if (hard_sigmoid != nullptr) {
+      blocked::finish_hard_sigmoid(requant, *hard_sigmoid, ax, ah, n, out);
+    } else if (activate_fast != nullptr) {
       activate_fast(const_cast<int32_t*>(ax), n, out, &fast);
     } else {
       activate(ax, n, out, &p);

@@ -157,13 +157,24 @@ inline qlstm_arm_gate_finish_params gate_finish_params(const Requant& qx, const 
 // The gate finish (blocked::gate_chunked's Finish; the LSTM's gates, the GRU's r and z) in
 // assembly (dot4_s8_arm.S): with every constant in a register, the loop is 39 instructions per
 // four rows (sigmoid), where GCC 12 spills to about 70.
+// A HardSigmoid gate's finish is C++ (blocked::finish_hard_sigmoid).
 struct GateFinish {
   qlstm_arm_gate_finish_params p;
   void (*activate)(const int32_t*, const int32_t*, int32_t, int16_t*, const qlstm_arm_gate_finish_params*);
-  GateFinish(const blocked::GateRequant& rq, bool is_tanh)
+  const qlstm_hard_sigmoid_params* hard_sigmoid;
+  blocked::GateRequant requant;
+  GateFinish(const blocked::GateRequant& rq, const qlstm_gate_s8_params& g)
       : p(gate_finish_params(Requant(rq.input), Requant(rq.hidden))),
-        activate(is_tanh ? qlstm_arm_gate_finish_tanh_mve : qlstm_arm_gate_finish_sigmoid_mve) {}
-  void operator()(const int32_t* ax, const int32_t* ah, int32_t n, int16_t* out) const { activate(ax, ah, n, out, &p); }
+        activate(g.activation == QLSTM_ACTIVATION_TANH ? qlstm_arm_gate_finish_tanh_mve : qlstm_arm_gate_finish_sigmoid_mve),
+        hard_sigmoid(g.activation == QLSTM_ACTIVATION_HARD_SIGMOID ? &g.hard_sigmoid : nullptr),
+        requant(rq) {}
+  void operator()(const int32_t* ax, const int32_t* ah, int32_t n, int16_t* out) const {
+    if (hard_sigmoid != nullptr) {
+      blocked::finish_hard_sigmoid(requant, *hard_sigmoid, ax, ah, n, out);
+    } else {
+      activate(ax, ah, n, out, &p);
+    }
+  }
 };
 
 }  // namespace arm_mve

@@ -6,12 +6,13 @@
 //   static void dot4(const int8_t* v, const int8_t* w, ptrdiff_t w_row_stride, int32_t n, int32_t acc[4]);
 //     acc[k] += sum_j v[j] * w[k * w_row_stride + j]   (modulo 2^32), k < 4
 //   static int32_t dot1(const int8_t* v, const int8_t* w, int32_t n, int32_t acc);
-//   static void activate(int16_t* q3_12_to_q0_15, int32_t n, bool is_tanh);   in place
+//   static void activate(const qlstm_gate_s8_params& g, int16_t* q3_12_to_q0_15, int32_t n);   in place
 //   static void finish4(const GateRequant& rq, const int32_t ax[4], const int32_t ah[4], bool has_h,
 //                       int16_t* out);   four rows' Q3.12 pre-activations (ScalarFinish: one at a time)
 #ifndef QLSTM_SRC_BLOCKED_GATE_ROWS_H_
 #define QLSTM_SRC_BLOCKED_GATE_ROWS_H_
 
+#include "gate_activation.h"
 #include "qlstm/activation_s16.h"
 #include "qlstm/fixed_point.h"
 #include "qlstm/kernels.h"
@@ -41,16 +42,17 @@ struct ScalarFinish {
   }
 };
 
-// Scalar activation of a row, for kernels without a vector one.
-inline void activate_scalar(int16_t* v, int32_t n, bool is_tanh) {
-  constexpr int32_t kGateLeftShift = 0;  // gate pre-activations are Q3.12 already
-  for (int32_t k = 0; k < n; ++k) v[k] = activation_q0_15(v[k], kGateLeftShift, is_tanh ? 1 : 0);
+// A chunk's finish in C++ for a HardSigmoid gate, whose line no variant's assembly or vector
+// finish has: each row's pre-activation as the reference's, then the line (gate_activation.h).
+// Without h, ah is zero and adds exactly 0 (gate_chunked_body), so the recurrent term is taken.
+inline void finish_hard_sigmoid(const GateRequant& rq, const qlstm_hard_sigmoid_params& line, const int32_t* ax,
+                                const int32_t* ah, int32_t n, int16_t* out) {
+  for (int32_t k = 0; k < n; ++k) out[k] = hard_sigmoid_q0_15(rq.pre_activation_q3_12(ax[k], ah[k], true), line);
 }
 
 template <typename Kernel>
 void gate(const qlstm_gate_s8_params& g, const GateArgs& a, int16_t* out_q0_15) {
   const int32_t I = a.input_size, H = a.hidden_size;
-  const bool is_tanh = g.activation == QLSTM_ACTIVATION_TANH;
   const GateRequant rq(g);
   for (int32_t b = 0; b < a.rows; ++b) {
     const int8_t* x = a.x + b * a.x_row_stride;
@@ -74,7 +76,7 @@ void gate(const qlstm_gate_s8_params& g, const GateArgs& a, int16_t* out_q0_15) 
                                       : 0;
       out[r] = rq.pre_activation_q3_12(ax, ah, h != nullptr);
     }
-    Kernel::activate(out, H, is_tanh);
+    Kernel::activate(g, out, H);
   }
 }
 
@@ -83,7 +85,7 @@ void gate(const qlstm_gate_s8_params& g, const GateArgs& a, int16_t* out_q0_15) 
 //                     prepared once per batch row (PlainOperand: the int8 vector itself)
 //   static void rows4(const Operand& v, const int8_t* w, int32_t n, int32_t blocks, const int32_t* bias,
 //                     int32_t* acc);   acc[r] = bias[r] + sum_j v[j] * w[r * n + j], r < 4 * blocks
-//   struct Finish { Finish(const GateRequant& rq, bool is_tanh);
+//   struct Finish { Finish(const GateRequant& rq, const qlstm_gate_s8_params& g);   g: its activation
 //                   void operator()(const int32_t* ax, const int32_t* ah, int32_t n, int16_t* out_q0_15) const; };
 //                     n rows to Q0.15, activated; built once per gate call (its parameters set up once);
 //                     it may overwrite the chunk's accumulators (gate_chunked's own stack, all
@@ -200,7 +202,7 @@ void gate_chunked_with(const qlstm_gate_s8_params& g, const typename Kernel::Fin
 
 template <typename Kernel>
 void gate_chunked(const qlstm_gate_s8_params& g, const GateArgs& a, int16_t* out_q0_15) {
-  const typename Kernel::Finish finish(GateRequant(g), g.activation == QLSTM_ACTIVATION_TANH);
+  const typename Kernel::Finish finish(GateRequant(g), g);
   gate_chunked_with<Kernel>(g, finish, a, out_q0_15);
 }
 

@@ -21,7 +21,7 @@ struct PreparedGates {
 // One gate's finish, out of line: built four times per call, its code once.
 template <typename Kernel>
 __attribute__((noinline)) typename Kernel::Finish finish_of(const qlstm_gate_s8_params& g) {
-  return typename Kernel::Finish(GateRequant(g), g.activation == QLSTM_ACTIVATION_TANH);
+  return typename Kernel::Finish(GateRequant(g), g);
 }
 
 // The walk runs the forget gate first in every step, and all four gates of a step read the same

@@ -55,10 +55,14 @@ cmsis_nn_lstm_params lstm_params(const Params& p, int32_t output_offset) {
   return c;
 }
 
-// Upstream walks time forward and writes every step densely to a [..][H] output: a reverse call,
-// a wider output row (a bidirectional layer) or a final-state-only call goes to the next variant.
+// Upstream walks time forward and writes every step densely to a [..][H] output, and its gates are
+// sigmoid or tanh: a reverse call, a wider output row (a bidirectional layer), a final-state-only
+// call or a HardSigmoid gate goes to the next variant.
 template <class Params>
 bool can_run_lstm(const Params& p) {
+  for (const auto& g : p.gates) {
+    if (g.activation != QLSTM_ACTIVATION_SIGMOID && g.activation != QLSTM_ACTIVATION_TANH) return false;
+  }
   return p.time_direction == QLSTM_TIME_FORWARD && (p.output_width == 0 || p.output_width == p.dims.hidden_size) &&
          p.output_steps == QLSTM_OUTPUT_ALL_STEPS;
 }

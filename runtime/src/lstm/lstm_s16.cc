@@ -28,7 +28,7 @@ size_t scratch_bytes_for(const qlstm_lstm_dims& d) {
 FieldFailure check_params(const qlstm_lstm_s16_params* p) {
   if (p == nullptr) return {QLSTM_ERROR_NULL_POINTER, "params"};
   if (!dims_ok(p->dims)) return {QLSTM_ERROR_BAD_DIMS, "dims"};
-  const FieldFailure f = check_lstm_fields(*p);
+  const FieldFailure f = check_lstm_fields(*p, /*hard_sigmoid_ok=*/false);
   if (f.status != QLSTM_OK) return f;
   // The gates' 64-bit requantization takes shifts up to QLSTM_S16_SHIFT_MAX only.
   for (int32_t g = 0; g < QLSTM_GATE_COUNT; ++g) {

@@ -21,11 +21,24 @@ bool dims_ok(const qlstm_lstm_dims& d) {
                           kGateBuffers * static_cast<int64_t>(sizeof(int16_t)));
 }
 
+// The line of each HardSigmoid gate (any offset is summed in 64 bits: gate_activation.h).
+#define QLSTM_HARD_SIGMOID_FIELDS(g) {"gates[" g "].hard_sigmoid.slope.multiplier", "gates[" g "].hard_sigmoid.slope.shift"}
+constexpr const char* kHardSigmoidFieldNames[QLSTM_GATE_COUNT][2] = {
+    QLSTM_HARD_SIGMOID_FIELDS("forget"), QLSTM_HARD_SIGMOID_FIELDS("input"), QLSTM_HARD_SIGMOID_FIELDS("cell"),
+    QLSTM_HARD_SIGMOID_FIELDS("output")};
+#undef QLSTM_HARD_SIGMOID_FIELDS
+
 Failure check_params(const qlstm_lstm_s8_params* p) {
   if (p == nullptr) return {QLSTM_ERROR_NULL_POINTER, "params"};
   if (!dims_ok(p->dims)) return {QLSTM_ERROR_BAD_DIMS, "dims"};
-  const Failure f = check_lstm_fields(*p);
+  const Failure f = check_lstm_fields(*p, /*hard_sigmoid_ok=*/true);
   if (f.status != QLSTM_OK) return f;
+  for (int32_t g = 0; g < QLSTM_GATE_COUNT; ++g) {
+    if (p->gates[g].activation != QLSTM_ACTIVATION_HARD_SIGMOID) continue;
+    const Failure line = check_requant(p->gates[g].hard_sigmoid.slope, kHardSigmoidFieldNames[g][0],
+                                       kHardSigmoidFieldNames[g][1]);
+    if (line.status != QLSTM_OK) return line;
+  }
   return check_output_zero_point(p->output_zero_point);
 }
 

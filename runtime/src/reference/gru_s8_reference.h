@@ -71,7 +71,7 @@ int8_t hidden_to_output_s8(int16_t hidden_q0_15, const qlstm_requant& hidden_to_
 // the LSTM variant's gate (out[rows][H]).
 inline qlstm_gate_s8_params as_sigmoid_lstm_gate(const qlstm_gru_gate_s8_params& g) {
   return {g.input_to_q3_12,  g.input_weights,  g.input_effective_bias, g.hidden_to_q3_12,
-          g.hidden_weights, g.hidden_effective_bias, QLSTM_ACTIVATION_SIGMOID};
+          g.hidden_weights, g.hidden_effective_bias, QLSTM_ACTIVATION_SIGMOID, {{0, 0}, 0}};
 }
 template <const LstmS8Variant& kLstm>
 void sigmoid_gate_of(const qlstm_gate_s8_params& g, const GateArgs& args, int16_t* out_q0_15) {

@@ -1,5 +1,6 @@
 // The portable reference kernel: the specification (docs/arithmetic.md) in code. Optimized
 // variants are checked against these three stages bit for bit.
+#include "gate_activation.h"
 #include "qlstm/activation_s16.h"
 #include "qlstm/fixed_point.h"
 #include "qlstm/kernels.h"
@@ -21,8 +22,6 @@ int32_t dot_s8_plus_bias(const int8_t* v, const int8_t* w_row, int32_t n, int32_
 }
 
 void gate(const qlstm_gate_s8_params& g, const GateArgs& a, int16_t* out_q0_15) {
-  const int32_t is_tanh = g.activation == QLSTM_ACTIVATION_TANH;
-  constexpr int32_t kGateLeftShift = 0;  // the pre-activation is already Q3.12
   for (int32_t b = 0; b < a.rows; ++b) {
     const int8_t* x = a.x + b * a.x_row_stride;
     const int8_t* h = a.h != nullptr ? a.h + b * a.h_row_stride : nullptr;
@@ -41,7 +40,7 @@ void gate(const qlstm_gate_s8_params& g, const GateArgs& a, int16_t* out_q0_15) 
             pre_q3_12, requantize_double_rounding(acc_h, g.hidden_to_q3_12.multiplier,
                                                   g.hidden_to_q3_12.shift)));
       }
-      out[r] = activation_q0_15(static_cast<int16_t>(pre_q3_12), kGateLeftShift, is_tanh);
+      out[r] = gate_activation_q0_15(g, static_cast<int16_t>(pre_q3_12));
     }
   }
 }

@@ -9,7 +9,7 @@ namespace scalar {
 namespace {
 
 struct Kernel : blocked::ScalarFinish, Dot {
-  static void activate(int16_t* v, int32_t n, bool is_tanh) { blocked::activate_scalar(v, n, is_tanh); }
+  static void activate(const qlstm_gate_s8_params& g, int16_t* v, int32_t n) { activate_gate_row(g, v, n); }
 };
 
 bool is_supported() { return true; }

@@ -11,6 +11,7 @@
 #include <cpuid.h>
 #include <immintrin.h>
 
+#include "gate_activation.h"
 #include "qlstm/activation_s16.h"
 #include "qlstm/fixed_point.h"
 #include "qlstm/kernels.h"

@@ -15,7 +15,7 @@
 namespace qlstm {
 namespace bundle {
 
-constexpr uint32_t kBundleVersion = 8;  // 5: GRU ops; 6: buffer types (16x8 programs); 7: second input buffers; 8: a selection's step_count
+constexpr uint32_t kBundleVersion = 9;  // 5: GRU ops; 6: buffer types (16x8 programs); 7: second input buffers; 8: a selection's step_count; 9: an int8 LSTM gate's HardSigmoid line
 constexpr int32_t kFlagStateful = 1;  // the call starts from the case's state and returns the final one
 constexpr int32_t kFlagExpected = 2;  // the case carries the expected output (and final state)
 

@@ -769,6 +769,18 @@ bool make_random_case(Rng& r, const qlstm_lstm_dims& d, bool time_major, Regime 
   return true;
 }
 
+// The sigmoid gates as HardSigmoid gates with random lines (docs/arithmetic.md §3.1): typical,
+// near Keras' (slope 1.6, offset 0.5 in Q0.15); otherwise any shift and offset.
+void make_hard_sigmoid_gates(Rng& r, Regime regime, qlstm_lstm_s8_params* p) {
+  for (qlstm_gate_s8_params& gp : p->gates) {
+    if (gp.activation != QLSTM_ACTIVATION_SIGMOID) continue;
+    gp.activation = QLSTM_ACTIVATION_HARD_SIGMOID;
+    constexpr int32_t kKerasOffset = 16384;
+    gp.hard_sigmoid.slope = regime == kTypical ? random_requant(r, -1, 3) : random_requant(r, QLSTM_SHIFT_MIN, QLSTM_SHIFT_MAX);
+    gp.hard_sigmoid.offset_q0_15 = regime == kTypical ? kKerasOffset + r.range(-2048, 2048) : static_cast<int32_t>(r.next());
+  }
+}
+
 int variant_test(int32_t cases) {
   static const int32_t kEdge[] = {1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65};
   constexpr int32_t kLongRow = 257;
@@ -793,6 +805,9 @@ int variant_test(int32_t cases) {
     if (n % 200 == 99) d.hidden_size = kLongRow;
     Case k;
     if (!make_random_case(r, d, r.range(0, 1) != 0, static_cast<Regime>(n % 3), &k)) return kExitBadInput;
+    // A seventh have HardSigmoid gates.
+    const bool hard_sigmoid = n % 7 == 6;
+    if (hard_sigmoid) make_hard_sigmoid_gates(r, static_cast<Regime>(n % 3), &k.params);
     // A quarter of the cases walk time backwards (ONNX direction "reverse").
     const bool reverse = n % 4 == 3;
     k.params.time_direction = reverse ? QLSTM_TIME_REVERSE : QLSTM_TIME_FORWARD;
@@ -841,11 +856,12 @@ int variant_test(int32_t cases) {
                     (!k.stateful || memcmp(got.hidden, want.hidden, want.state_count) == 0);
         if (!same) {
           ++mismatches;
-          printf("FAIL variant %s%s, case %ld: B=%ld T=%ld I=%ld H=%ld %s %s %s%s regime %ld\n", var.name, form,
+          printf("FAIL variant %s%s, case %ld: B=%ld T=%ld I=%ld H=%ld %s %s %s%s%s regime %ld\n", var.name, form,
                  (long)n, (long)d.batch, (long)d.time_steps, (long)d.input_size, (long)d.hidden_size,
                  k.params.layout == QLSTM_LAYOUT_TIME_MAJOR ? "time-major" : "batch-major",
                  k.stateful ? "stateful" : "stateless", reverse ? "reverse" : "forward",
-                 final_only ? " final-state" : first_only ? " first-step" : "", (long)(n % 3));
+                 final_only ? " final-state" : first_only ? " first-step" : "", hard_sigmoid ? " HardSigmoid" : "",
+                 (long)(n % 3));
         }
       }
     }

@@ -31,7 +31,12 @@ namespace compiler {
 // second_input_buffer and second_input; written only for a model that has one.
 // 12: version 11 with a step selection's step_count (consecutive steps; earlier records end
 // before it: one step); written for a model with a step selection.
-constexpr uint32_t kModelFormatVersion = 12;
+// 13: version 12 with an int8 LSTM gate's HardSigmoid line (qlstm_hard_sigmoid_params, in every
+// gate's record of every int8 LSTM; earlier records have none: sigmoid and tanh gates); written
+// only for a model with a HardSigmoid gate.
+constexpr uint32_t kModelFormatVersion = 13;
+// The version of a model with a HardSigmoid gate.
+constexpr uint32_t kModelFormatVersionGateLines = 13;
 // The version of a model with a recurrent op that runs its first step alone.
 constexpr uint32_t kModelFormatVersionFirstStep = 9;
 // What a model of int8 buffers and int8 kinds only is written as.

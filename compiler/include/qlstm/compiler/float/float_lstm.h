@@ -29,6 +29,15 @@ struct FloatGate {
   std::vector<float> bias_h;  // [H] (PyTorch bias_hh block)
 };
 
+// The activation of an LSTM's sigmoid gates (forget, input, output: ONNX's first activation): the
+// logistic sigmoid, or HardSigmoid max(0, min(1, alpha x + beta)) (the LSTMs of Keras <= 2.2;
+// docs/arithmetic.md §3.1). The cell gate and tanh(c) stay tanh.
+struct GateSigmoid {
+  bool hard = false;
+  float alpha = 0.2f, beta = 0.5f;  // HardSigmoid's line (ONNX's defaults)
+  double operator()(double x) const;
+};
+
 // The recurrent cell of a layer.
 enum class CellKind {
   kLstm,  // four gates, by qlstm_gate_index
@@ -49,6 +58,7 @@ struct FloatLstm {
   std::array<FloatGate, QLSTM_GATE_COUNT> gates;
   bool reverse = false;  // ONNX direction "reverse": time runs from the last step to the first
   CellKind cell = CellKind::kLstm;
+  GateSigmoid gate_sigmoid;  // an LSTM's forget, input and output gates (a GRU's: the sigmoid)
   int32_t gate_count() const { return cell == CellKind::kGru ? 3 : QLSTM_GATE_COUNT; }
 
   // weight_ih [4H][I], weight_hh [4H][H], bias_ih [4H], bias_hh [4H] (either bias may be empty
@@ -59,7 +69,8 @@ struct FloatLstm {
                               const std::vector<float>& bias_ih,
                               const std::vector<float>& bias_hh);
 
-  // Throws CompileError for inconsistent shapes or non-finite values, naming gate and quantity.
+  // Throws CompileError for inconsistent shapes or non-finite values, naming gate and quantity,
+  // and for a HardSigmoid line the kernel cannot take (alpha < 0, a GRU's).
   void validate() const;
 };
 

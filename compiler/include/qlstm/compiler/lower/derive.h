@@ -105,7 +105,12 @@ struct DerivedGate {
   double w_x_scale = 0, w_h_scale = 0;
   qlstm_requant input_to_q3_12{}, hidden_to_q3_12{};
   int32_t activation = QLSTM_ACTIVATION_SIGMOID;
+  qlstm_hard_sigmoid_params hard_sigmoid{};  // its line when activation is QLSTM_ACTIVATION_HARD_SIGMOID
 };
+
+// A HardSigmoid gate's line in the kernel's terms (docs/arithmetic.md §3.1): the slope 8 alpha
+// (Q3.12 in, Q0.15 out) as a requantization, the offset round(beta * 2^15).
+qlstm_hard_sigmoid_params hard_sigmoid_line(const GateSigmoid& sigmoid);
 
 // Everything the kernel needs, owned, plus what it was derived from.
 struct DerivedLstm {

@@ -105,13 +105,28 @@ std::vector<uint8_t> encode_record(const P& p, Visit visit) {
   return bytes;
 }
 
+// The same without the fields whose names contain `absent`: the record as an earlier version
+// wrote it (read back by ShorterRecordReader with the same `absent`).
+template <class P, class Visit>
+std::vector<uint8_t> encode_record_without(const P& p, Visit visit, const char* absent) {
+  std::vector<uint8_t> bytes;
+  ByteSink sink{&bytes};
+  RecordWriter<ByteSink> w(sink);
+  RecordWriterWithout<RecordWriter<ByteSink>> without(w, absent);
+  P copy = p;
+  visit(copy, without);
+  return bytes;
+}
+
 // A record of an earlier version ends before the field `first_missing`, added later (version 4:
 // an LSTM's output_steps; version 6: a GRU's new_gate_zero_state_bias): that field and any after it
 // are left value-initialized (output_steps 0: every step; a null array the caller fills in).
+// Fields added inside the record are absent too where their names contain `absent` (version 13:
+// an int8 LSTM gate's ".hard_sigmoid" line). Either may be null.
 class ShorterRecordReader {
  public:
-  ShorterRecordReader(const uint8_t* data, size_t size, const char* first_missing)
-      : r_(data, size), first_missing_(first_missing) {}
+  ShorterRecordReader(const uint8_t* data, size_t size, const char* first_missing, const char* absent = nullptr)
+      : r_(data, size), first_missing_(first_missing), absent_(absent) {}
   void open(const char* name) { r_.open(name); }
   void close() { r_.close(); }
   void i32(const char* name, int32_t& v) {
@@ -126,11 +141,12 @@ class ShorterRecordReader {
 
  private:
   bool missing(const char* name) {
-    if (std::strcmp(name, first_missing_) == 0) ended_ = true;
-    return ended_;
+    if (first_missing_ != nullptr && std::strcmp(name, first_missing_) == 0) ended_ = true;
+    return ended_ || (absent_ != nullptr && std::strstr(name, absent_) != nullptr);
   }
   RecordReader r_;
   const char* first_missing_;
+  const char* absent_;
   bool ended_ = false;
 };
 

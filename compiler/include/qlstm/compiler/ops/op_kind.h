@@ -138,9 +138,10 @@ struct OpKind {
   void (*report)(const ProgramOp& op, nlohmann::json* row);
   // One line ("LSTM 4 -> 8, forward"): the emitted source's comments and qlstm bench.
   std::string (*describe)(const qlstm_op& o, const ProgramOp& op);
-  // Model file: the record of `o` (its kind's block) and op's float scales and label; its arrays'
-  // sizes checked against its dims (throws naming "ops[k].field"); and the way back.
-  std::vector<uint8_t> (*encode)(const qlstm_op& o);
+  // Model file: the record of `o` (its kind's block) as the file's format_version has it, and op's
+  // float scales and label; its arrays' sizes checked against its dims (throws naming
+  // "ops[k].field"); and the way back.
+  std::vector<uint8_t> (*encode)(const qlstm_op& o, uint32_t file_version);
   void (*file_extras)(const ProgramOp& op, std::vector<double>* weight_scales, std::string* label);
   void (*check_arrays)(const ProgramOp& op, size_t k);
   void (*decode)(const OpFileRecord& r, const OpFileOrigin& from, ProgramOp* op);
