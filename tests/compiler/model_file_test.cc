@@ -15,7 +15,13 @@ namespace {
 
 using namespace qlstm::compiler;
 
-CompiledModel small_model() {
+// small_model's LSTM with HardSigmoid gates (Keras' line; the float model's alpha and beta).
+FloatLstm hard_sigmoid_lstm(FloatLstm l) {
+  l.gate_sigmoid = {true, 0.2f, 0.5f};
+  return l;
+}
+
+CompiledModel small_model(bool hard_sigmoid = false) {
   std::mt19937_64 rng(21);
   std::normal_distribution<float> n(0.0f, 0.4f);
   const int32_t I = 3, H = 4;
@@ -23,7 +29,8 @@ CompiledModel small_model() {
   for (auto& v : wih) v = n(rng);
   for (auto& v : whh) v = n(rng);
   for (auto& v : b) v = n(rng);
-  const FloatLstm l = FloatLstm::from_torch(I, H, wih, whh, b, b);
+  FloatLstm l = FloatLstm::from_torch(I, H, wih, whh, b, b);
+  if (hard_sigmoid) l = hard_sigmoid_lstm(l);
   std::vector<float> x(8 * 10 * I);
   for (auto& v : x) v = n(rng) * 3;
   CalibrationSet set;
@@ -63,6 +70,47 @@ TEST(ModelFile, RoundTripIsExact) {
   for (auto& v : x) v = static_cast<int8_t>(rng());
   const SequenceShape shape{2, 7, Layout::kBatchMajor};
   EXPECT_EQ(run_kernel_s8(r.ops[0].as<DerivedLstm>(), x, shape), run_kernel_s8(m.ops[0].as<DerivedLstm>(), x, shape));
+}
+
+// A HardSigmoid gate's line (docs/arithmetic.md §3.1) makes the file version 13 and reads back
+// exactly; a model without one is still written as before (the int8 version), its records without
+// lines.
+TEST(ModelFile, HardSigmoidLinesRoundTripAsVersion13) {
+  const CompiledModel m = small_model(true);
+  const DerivedLstm& d = m.ops[0].as<DerivedLstm>();
+  ASSERT_EQ(d.gates[QLSTM_GATE_FORGET].activation, QLSTM_ACTIVATION_HARD_SIGMOID);
+  ASSERT_EQ(d.gates[QLSTM_GATE_CELL].activation, QLSTM_ACTIVATION_TANH);
+  EXPECT_EQ(d.gates[QLSTM_GATE_INPUT].hard_sigmoid.offset_q0_15, 16384);  // round(0.5 * 2^15)
+  EXPECT_EQ(d.gates[QLSTM_GATE_INPUT].hard_sigmoid.slope.shift, 1);       // 1.6 = 0.8 * 2^1
+  EXPECT_EQ(model_format_version(m), kModelFormatVersionGateLines);
+  EXPECT_EQ(model_format_version(small_model()), kModelFormatVersionS8);
+  const std::string file = serialize_model(m);
+  const CompiledModel r = parse_model(file, "mem");
+  for (int g = 0; g < QLSTM_GATE_COUNT; ++g) {
+    const DerivedGate &want = d.gates[g], &got = r.ops[0].as<DerivedLstm>().gates[g];
+    EXPECT_EQ(got.activation, want.activation) << g;
+    EXPECT_EQ(got.hard_sigmoid.slope.multiplier, want.hard_sigmoid.slope.multiplier) << g;
+    EXPECT_EQ(got.hard_sigmoid.slope.shift, want.hard_sigmoid.slope.shift) << g;
+    EXPECT_EQ(got.hard_sigmoid.offset_q0_15, want.hard_sigmoid.offset_q0_15) << g;
+  }
+  std::mt19937_64 rng(3);
+  std::vector<int8_t> x(2 * 7 * 3);
+  for (auto& v : x) v = static_cast<int8_t>(rng());
+  const SequenceShape shape{2, 7, Layout::kBatchMajor};
+  const std::vector<int8_t> hard = run_kernel_s8(d, x, shape);
+  EXPECT_EQ(run_kernel_s8(r.ops[0].as<DerivedLstm>(), x, shape), hard);
+  EXPECT_NE(run_kernel_s8(small_model().ops[0].as<DerivedLstm>(), x, shape), hard) << "the line is not the sigmoid";
+  // The same file labelled version 12 (the version is outside the checksum) is read without the
+  // lines, so its records are too long: refused, not misread.
+  bool relabelled = false;
+  for (size_t k = 0; k + 4 <= file.size() && !relabelled; ++k) {
+    const char v13[4] = {static_cast<char>(kModelFormatVersionGateLines), 0, 0, 0};
+    if (file.compare(k, 4, std::string(v13, 4)) != 0) continue;
+    std::string d12 = file;
+    d12[k] = static_cast<char>(kModelFormatVersionGateLines - 1);
+    relabelled = error_of(d12).find("bytes after the last field") != std::string::npos;
+  }
+  EXPECT_TRUE(relabelled);
 }
 
 TEST(ModelFile, DamageIsRefusedWithTheReason) {

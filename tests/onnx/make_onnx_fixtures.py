@@ -951,6 +951,60 @@ def reshape_0_0_2h(name, H=64, I=3, T=4, N=2, from_shape=False):
            batch_first=False, unbatched=False, opset=14, lstm_output="sequence", front=[], head=[])
 
 
+def onnx_lstm_numpy(x, W, R, B, f_activations):
+    """ONNX's LSTM (gates i, o, f, c; no peepholes, zero state) in float64 for x [T, N, I] over
+    W.shape[0] directions (the second reverse); f_activations[d]: direction d's f, a function on
+    arrays (g and h are tanh). Returns Y [T, D, N, H]."""
+    T, N, _ = x.shape
+    D, H = W.shape[0], R.shape[2]
+    y = np.zeros((T, D, N, H))
+    for d in range(D):
+        f = f_activations[d]
+        h, c = np.zeros((N, H)), np.zeros((N, H))
+        for t in (range(T) if d == 0 else reversed(range(T))):
+            g = x[t].astype(np.float64) @ W[d].T.astype(np.float64) + h @ R[d].T.astype(np.float64) + B[d, :4 * H] + B[d, 4 * H:]
+            i, o, fg, cc = f(g[:, :H]), f(g[:, H:2 * H]), f(g[:, 2 * H:3 * H]), np.tanh(g[:, 3 * H:])
+            c = fg * c + i * cc
+            h = o * np.tanh(c)
+            y[t, d] = h
+    return y
+
+
+def hard_sigmoid_lstm(name, H=6, I=3, T=7, N=2):
+    """A Keras Bidirectional(LSTM(H, return_sequences=True)) with HardSigmoid gates as keras2onnx
+    writes it: activations [HardSigmoid, Tanh, Tanh] per direction, one activation_alpha and one
+    activation_beta per direction's HardSigmoid, consumed in order (forward: Keras' 0.2, 0.5; reverse
+    0.25, 0.45, so that a reader that takes the wrong pair is seen); Y [T, 2, B, H] to [B, T, 2H].
+    The expected output is ONNX's LSTM in numpy, not torch (torch has no such gate)."""
+    rng = np.random.default_rng(31)
+    W = (rng.standard_normal((2, 4 * H, I)) * 0.8).astype(np.float32)
+    R = (rng.standard_normal((2, 4 * H, H)) * 0.5).astype(np.float32)
+    B = (rng.standard_normal((2, 8 * H)) * 0.3).astype(np.float32)
+    alphas, betas = [0.2, 0.25], [0.5, 0.45]
+    const = lambda n, v, dt=np.int64: numpy_helper.from_array(np.array(v, dt), n)
+    inits = [numpy_helper.from_array(W, "W"), numpy_helper.from_array(R, "R"), numpy_helper.from_array(B, "B"),
+             const("join", [0, 0, -1])]
+    nodes = [helper.make_node("Transpose", ["x"], ["x_t"], name="input_transpose", perm=[1, 0, 2]),
+             helper.make_node("LSTM", ["x_t", "W", "R", "B"], ["Y"], name="bidirectional_1", hidden_size=H,
+                              direction="bidirectional", activations=["HardSigmoid", "Tanh", "Tanh"] * 2,
+                              activation_alpha=alphas, activation_beta=betas),
+             helper.make_node("Transpose", ["Y"], ["Y_t"], name="directions_last", perm=[0, 2, 1, 3]),
+             helper.make_node("Reshape", ["Y_t", "join"], ["Y_j"], name="join_directions"),
+             helper.make_node("Transpose", ["Y_j"], ["seq"], name="to_batch_major", perm=[1, 0, 2])]
+    graph = helper.make_graph(nodes, name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "time", I])],
+                              [helper.make_tensor_value_info("seq", TensorProto.FLOAT, ["batch", "time", 2 * H])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    onnx.checker.check_model(model)
+    onnx.save(model, os.path.join(OUT, name + ".onnx"))
+    x = rng.standard_normal((N, T, I)).astype(np.float32)
+    hard = [lambda v, a=a, b=b: np.clip(np.float32(a) * v + np.float32(b), 0.0, 1.0) for a, b in zip(alphas, betas)]
+    y = onnx_lstm_numpy(np.transpose(x, (1, 0, 2)), W, R, B, hard)  # [T, 2, N, H]
+    y = np.transpose(y, (2, 0, 1, 3)).reshape(N, T, 2 * H)
+    expect(name, input=[float(v) for v in x.reshape(-1)], input_shape=[N, T, I],
+           output=[float(v) for v in y.astype(np.float32).reshape(-1)], output_shape=[N, T, 2 * H],
+           batch_first=True, unbatched=False, opset=13, lstm_output="sequence", front=[], head=[])
+
+
 def refused_graph(name, nodes, inits=(), domains=(), errors=()):
     """A plain ONNX graph from x [5, 2, 3] to y that the importer must refuse with `errors`."""
     graph = helper.make_graph(nodes, name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [5, 2, 3])],
@@ -1496,6 +1550,24 @@ def import_models():
                   [helper.make_node("Loop", ["trips", "", "x"], ["y"], name="functional_1/gru_1/while_loop", body=body)],
                   [trips], errors=["node 'functional_1/gru_1/while_loop' (Loop): a Loop from TensorFlow's while_loop: "
                                    "a Keras recurrent layer tf2onnx wrote step by step"])
+    hard_sigmoid_lstm("import_keras_hard_sigmoid_bidirectional")
+    lstm_w = [numpy_helper.from_array(np.zeros((1, 16, 3), np.float32), "W"),
+              numpy_helper.from_array(np.zeros((1, 16, 4), np.float32), "R")]
+    for refused_name, acts, alpha, why in [
+            ("import_refused_hard_sigmoid_negative_alpha", ["HardSigmoid", "Tanh", "Tanh"], [-0.2],
+             "HardSigmoid alpha -0.200000, beta 0.500000 is not supported (the kernel's line takes 0 <= alpha"),
+            ("import_refused_hard_sigmoid_cell_gate", ["Sigmoid", "HardSigmoid", "Tanh"], [0.2],
+             "activations Sigmoid, HardSigmoid, Tanh are not supported (only Sigmoid, Tanh, Tanh, or HardSigmoid "
+             "in Sigmoid's place")]:
+        refused_graph(refused_name, [helper.make_node("LSTM", ["x", "W", "R"], ["y"], name="lstm0", hidden_size=4,
+                                                      activations=acts, activation_alpha=alpha)],
+                      lstm_w, errors=["node 'lstm0' (LSTM): " + why])
+    refused_graph("import_refused_gru_hard_sigmoid",
+                  [helper.make_node("GRU", ["x", "W", "R"], ["y"], name="gru0", hidden_size=4, linear_before_reset=1,
+                                    activations=["HardSigmoid", "Tanh"], activation_alpha=[0.2])],
+                  [numpy_helper.from_array(np.zeros((1, 12, 3), np.float32), "W"),
+                   numpy_helper.from_array(np.zeros((1, 12, 4), np.float32), "R")],
+                  errors=["node 'gru0' (GRU): activations HardSigmoid, Tanh are not supported (only Sigmoid, Tanh: "])
     # compile's calibration for the CLI tests: 8 sequences of 5 steps, batch-first [B, T, 3]
     np.save(os.path.join(OUT, "import_calibration.npy"),
             np.random.default_rng(23).standard_normal((8, 5, 3)).astype(np.float32))

@@ -366,23 +366,26 @@ def test_emitted(a):
     print("emitted firmware: device == host, one call and streamed")
 
 
-# Whole models (the layers around the LSTM on the device too), from torch: (name, ONNX, batch_first).
+# Whole models (the layers around the LSTM on the device too): (name, ONNX, batch_first, emitted
+# kind: "stream" also in chunks, "whole" one call only).
 WHOLE = [
-    ("classifier", "tests/onnx/models/whole_classifier_opset17.onnx", True),  # LSTM -> y[:, -1] -> Linear -> Softmax
-    ("step_head", "tests/onnx/models/whole_step_head_seq_first.onnx", False),  # LSTM -> Linear on every step
+    ("classifier", "tests/onnx/models/whole_classifier_opset17.onnx", True, "stream"),  # LSTM -> y[:, -1] -> Linear -> Softmax
+    ("step_head", "tests/onnx/models/whole_step_head_seq_first.onnx", False, "stream"),  # LSTM -> Linear on every step
     # Linear -> LSTM -> LSTM + its input (a residual add) -> y[:, -1] -> Linear
-    ("residual", "tests/onnx/models/import_residual_last_layer.onnx", True),
+    ("residual", "tests/onnx/models/import_residual_last_layer.onnx", True, "stream"),
+    # Keras' Bidirectional(LSTM) with HardSigmoid gates (keras2onnx's form; a reverse direction: one call)
+    ("hard_sigmoid", "tests/onnx/models/import_keras_hard_sigmoid_bidirectional.onnx", True, "whole"),
 ]
 
 
 def test_whole(a):
     info = target_info(a.qlstm, a.cpu)
-    built = firmware_models(a, [w + (None,) for w in WHOLE], 23)
-    for (name, onnx_path, batch_first), (work, model, i, rng) in zip(WHOLE, built):
+    built = firmware_models(a, [w[:3] + (None,) for w in WHOLE], 23)
+    for (name, onnx_path, batch_first, kind), (work, model, i, rng) in zip(WHOLE, built):
         runs_agree(a, work, name, model, onnx_path, i, batch_first, rng)
         print("%s: qlstm run --target %s == qlstm run (float and int8 runs)" % (onnx_path, a.cpu))
         print("%s: emitted firmware (%s)" % (onnx_path, emitted_agrees(a, info, work, name, model, i, batch_first,
-                                                                      "stream", rng)))
+                                                                      kind, rng)))
         bench_counts_each_op(a, work, name, model)
     print("%d whole models: device == host, qlstm run and the emitted firmware" % len(WHOLE))
 
@@ -441,15 +444,15 @@ def test_s16(a):
             fail("%s (16x8): the device's final state differs from the host's" % onnx_path)
         print("%s: 16x8 with state (initial h %s) qlstm run --float --target %s == qlstm run --float%s" % (
             name, report["state"]["initial_h"], a.cpu, ", h_n and c_n too" if state_out else ""))
-    # A bundle of the version before a selection's step_count is refused, naming both versions.
+    # A bundle of the version before an LSTM gate's HardSigmoid line is refused, naming both versions.
     old = os.path.join(a.work, "old_version.bundle")
     with open(old, "wb") as f:
-        f.write(b"QLVB" + (7).to_bytes(4, "little") + (0).to_bytes(4, "little"))
+        f.write(b"QLVB" + (8).to_bytes(4, "little") + (0).to_bytes(4, "little"))
     info = target_info(a.qlstm, a.cpu)
     rc, out = qemu(info, os.path.join(info["dir"], "qlstm_device.elf"), ["verify", old])
-    if rc != 2 or "is a version-7 bundle, this firmware reads version 8" not in out:
-        fail("a version-7 bundle: exit status %d:\n%s" % (rc, out))
-    print("a version-7 bundle is refused: exit status 2")
+    if rc != 2 or "is a version-8 bundle, this firmware reads version 9" not in out:
+        fail("a version-8 bundle: exit status %d:\n%s" % (rc, out))
+    print("a version-8 bundle is refused: exit status 2")
     print("%d 16x8 models: device == host, qlstm run and qlstm bench" % (len(S16_MODELS) + len(S16_STATE_MODELS)))
 
 

@@ -40,6 +40,7 @@ void print_op_table(const CompiledModel& m, const nlohmann::json& table) {
     if (row.contains("output_steps") && row["output_steps"] == "final") more = ", the last step only";
     if (row.contains("output_steps") && row["output_steps"] == "first") more = ", one step (the last time step)";
     if (row.contains("direction") && row["direction"] == "reverse") more += ", reverse";
+    if (row.contains("gate_activation")) more += ", " + row["gate_activation"].get<std::string>() + " gates";
     if (row.contains("fused_activation") && row["fused_activation"] != "none") {
       more += ", " + row["fused_activation"].get<std::string>() + " folded in";
     }
@@ -118,6 +119,12 @@ void print_recurrent_ops(const ModelCompileResult& r, bool whole) {
                 op.recurrent_output().zero_point,
                 state.output_observer ? state.output_observer : r.stats[lstm].output_observer.c_str(), who.c_str());
     std::printf("  %s%s\n", state.summary_state(op).c_str(), who.c_str());
+    nlohmann::json row;  // the op table's columns (only some kinds print a table)
+    if (const OpKind* kind = find_op_kind(op.kind)) kind->report(op, &row);
+    if (row.contains("gate_activation")) {
+      std::printf("  gates  forget, input, output %s; cell tanh%s\n", row["gate_activation"].get<std::string>().c_str(),
+                  who.c_str());
+    }
     const CalibrationStats& st = r.stats[lstm];
     auto names = [](const std::vector<std::string>& v) {
       std::string s;

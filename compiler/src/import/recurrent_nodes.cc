@@ -81,6 +81,72 @@ bool read_cell_attribute(const onnx::AttributeProto& a, const NodeInfo& info, in
   return false;
 }
 
+// activations (per direction: an LSTM's f, g, h; a GRU's f, g), and activation_alpha and _beta,
+// which the activations that take parameters consume in order (ONNX's LSTM; HardSigmoid's
+// defaults 0.2 and 0.5 where the lists end). The kernel's: f Sigmoid or (an LSTM's) HardSigmoid,
+// the others Tanh.
+void read_activations(const onnx::NodeProto& node, NodeInfo* info, std::vector<std::string>* problems) {
+  const CellSpec& spec = *info->spec;
+  const std::string& label = info->label;
+  const onnx::AttributeProto* acts_attr = attribute(node, "activations");
+  const onnx::AttributeProto* alpha_attr = attribute(node, "activation_alpha");
+  const onnx::AttributeProto* beta_attr = attribute(node, "activation_beta");
+  if (acts_attr == nullptr) {
+    for (const char* name : {"activation_alpha", "activation_beta"}) {
+      if (attribute(node, name) != nullptr) {
+        problems->push_back(label + ": attribute '" + name + "' is not supported without activations that take it "
+                            "(the default Sigmoid and Tanh have no parameters)");
+      }
+    }
+    return;
+  }
+  const std::vector<std::string> acts(acts_attr->strings().begin(), acts_attr->strings().end());
+  const size_t per_direction = spec.activations.size();
+  if (acts.size() != per_direction * static_cast<size_t>(info->directions)) {
+    problems->push_back(label + ": " + std::to_string(acts.size()) + " activations for " +
+                        std::to_string(info->directions) + " direction(s); ONNX wants " +
+                        std::to_string(per_direction) + " per direction");
+    return;
+  }
+  const std::vector<float> alphas = alpha_attr ? std::vector<float>(alpha_attr->floats().begin(), alpha_attr->floats().end())
+                                               : std::vector<float>{};
+  const std::vector<float> betas = beta_attr ? std::vector<float>(beta_attr->floats().begin(), beta_attr->floats().end())
+                                             : std::vector<float>{};
+  size_t next_alpha = 0, next_beta = 0;
+  bool unsupported = false;
+  for (size_t k = 0; k < acts.size(); ++k) {
+    const size_t d = k / per_direction, role = k % per_direction;
+    const std::string& a = acts[k];
+    if (a == spec.activations[role]) continue;
+    if (role == 0 && a == "HardSigmoid" && spec.cell == CellKind::kLstm) {
+      GateSigmoid& s = info->gate_sigmoid[d];
+      s.hard = true;
+      if (next_alpha < alphas.size()) s.alpha = alphas[next_alpha++];
+      if (next_beta < betas.size()) s.beta = betas[next_beta++];
+      constexpr float kMaxAlpha = 8192.0f, kMaxBeta = 32768.0f;  // docs/arithmetic.md §3.1
+      if (!(s.alpha >= 0 && s.alpha <= kMaxAlpha) || !(std::fabs(s.beta) <= kMaxBeta)) {
+        problems->push_back(label + ": HardSigmoid alpha " + std::to_string(s.alpha) + ", beta " +
+                            std::to_string(s.beta) + " is not supported (the kernel's line takes 0 <= alpha <= 2^13 "
+                            "and |beta| <= 2^15)");
+      }
+      continue;
+    }
+    unsupported = true;
+  }
+  if (unsupported) {
+    std::string s, w;
+    for (const auto& x : acts) s += (s.empty() ? "" : ", ") + x;
+    for (const auto& x : spec.activations) w += (w.empty() ? "" : ", ") + x;
+    problems->push_back(label + ": activations " + s + " are not supported (only " + w +
+                        (spec.cell == CellKind::kLstm ? ", or HardSigmoid in Sigmoid's place" : "") +
+                        ": the kernel's); train the layer with those (torch's defaults; Keras: "
+                        "recurrent_activation='sigmoid' or 'hard_sigmoid')");
+  }
+  if (next_alpha < alphas.size() || next_beta < betas.size()) {
+    problems->push_back(label + ": activation_alpha or activation_beta has more values than its activations take");
+  }
+}
+
 // The attributes of one node; false when its weights cannot be read (an invalid direction).
 bool read_attributes(const onnx::NodeProto& lstm, NodeInfo* info, std::vector<std::string>* problems) {
   const CellSpec& spec = *info->spec;
@@ -106,27 +172,13 @@ bool read_attributes(const onnx::NodeProto& lstm, NodeInfo* info, std::vector<st
     } else if (an == "clip") {
       problems->push_back(label + ": attribute 'clip' is not supported (the kernel has no pre-activation clip): export "
                           "the layer without it (torch's nn.LSTM and nn.GRU have none)");
-    } else if (an == "activations") {
-      std::vector<std::string> acts(a.strings().begin(), a.strings().end());
-      const int32_t per_direction = static_cast<int32_t>(spec.activations.size());
-      std::vector<std::string> want;
-      for (int32_t d = 0; d < info->directions || d < static_cast<int32_t>(acts.size()) / per_direction; ++d) {
-        want.insert(want.end(), spec.activations.begin(), spec.activations.end());
-      }
-      if (acts != want) {
-        std::string s, w;
-        for (const auto& x : acts) s += (s.empty() ? "" : ", ") + x;
-        for (const auto& x : spec.activations) w += (w.empty() ? "" : ", ") + x;
-        problems->push_back(label + ": activations " + s + " are not supported (only " + w + ": the kernel's tables); "
-                            "train the layer with those (torch's defaults; Keras: recurrent_activation='sigmoid')");
-      }
-    } else if (an == "activation_alpha" || an == "activation_beta") {
-      problems->push_back(label + ": attribute '" + an + "' is not supported (the kernel's activations have no "
-                          "parameters); train the layer with the default sigmoid and tanh (torch's defaults)");
+    } else if (an == "activations" || an == "activation_alpha" || an == "activation_beta") {
+      // Read with the direction count, after this loop (read_activations).
     } else if (!read_cell_attribute(a, *info, &linear_before_reset, problems)) {
       problems->push_back(label + ": unknown attribute '" + an + "'");
     }
   }
+  read_activations(lstm, info, problems);
   if (spec.cell == CellKind::kGru && linear_before_reset != 1) {
     problems->push_back(label + ": linear_before_reset = " + std::to_string(linear_before_reset) +
                         (attribute(lstm, "linear_before_reset") ? "" : " (the default: attribute absent)") +
@@ -253,6 +305,7 @@ FloatLstm node_op(const NodeInfo& n, int32_t d) {
   f.hidden_size = H;
   f.reverse = reverse;
   f.gates = gates;
+  f.gate_sigmoid = n.gate_sigmoid[static_cast<size_t>(d)];
   return f;
 }
 

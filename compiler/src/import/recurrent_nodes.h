@@ -52,6 +52,7 @@ struct NodeInfo {
   int32_t directions = 1;
   bool reverse = false;  // one direction, walking time backwards (the kernel does so; no copy)
   std::vector<float> W, R, B;
+  std::array<GateSigmoid, 2> gate_sigmoid;  // per direction: an LSTM's f activation (Sigmoid or HardSigmoid)
 };
 
 // Input k of `n` is given; output k of `n` is read (by a node or as a graph output).
