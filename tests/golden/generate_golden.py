@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""Generates the project's golden kernel vectors (tests/golden/qlstm_golden_v1.json).
+"""Generates the project's golden kernel vectors (tests/golden/qlstm_golden_v1.json; with
+--hard-sigmoid, tests/vectors/lstm_hard_sigmoid_s8.json: every sigmoid gate a HardSigmoid gate).
 
 The expected values come from an independent model of docs/arithmetic.md written here in plain
 Python integers (unbounded, so every wrap and floor is explicit). It shares no code with the C++
@@ -7,7 +8,7 @@ runtime: the runtime is tested against it on every build, and it is tested again
 kernel's outputs in ../shared/conformance when that folder exists (--check PATH).
 
 Usage:
-  generate_golden.py [--output FILE]         write the golden file (default: stdout)
+  generate_golden.py [--hard-sigmoid] [--output FILE]   write the golden file (default: stdout)
   generate_golden.py --check FILE_OR_DIR...  run vector files through this model, print
                                              'N passed, N failed', exit 1 on any mismatch
 Deterministic: a self-contained splitmix64 generator, no dependence on Python's random module.
@@ -21,6 +22,7 @@ import sys
 GENERATOR = "tests/golden/generate_golden.py"
 FORMAT = "lstm-s8-kernel-vectors/1"
 SEED = 0x51_57_4D_2026
+HARD_SIGMOID_SEED = 0x48_53_2026
 GATES = ("forget", "input", "cell", "output")
 
 
@@ -82,6 +84,17 @@ def activation(x, left_shift, is_tanh):
     return (r + 512) >> 10 if v >= 0 else ((1 << 25) - r + 511) >> 10
 
 
+def hard_sigmoid(pre, line):
+    """docs/arithmetic.md §3.1: the requantized slope plus the offset, clamped to [0, 32767]."""
+    return clamp(requantize(pre, line["multiplier"], line["shift"]) + line["offset_q0_15"], 0, 32767)
+
+
+def gate_activation(pre, gd):
+    if gd["activation"] == "hard_sigmoid":
+        return hard_sigmoid(pre, gd["hard_sigmoid"])
+    return activation(pre, 0, gd["activation"] == "tanh")
+
+
 def run_case(c):
     """Returns (output, final_hidden, final_cell) for a case dict in the vector format."""
     B, T, I, H = c["batch"], c["time_steps"], c["input_size"], c["hidden_size"]
@@ -118,7 +131,7 @@ def run_case(c):
                         acc = wrap32(gh["effective_bias"][r] + sum(p * q for p, q in zip(h, w)))
                         pre = clamp(wrap32(pre + requantize(acc, gh["multiplier"], gh["shift"])),
                                     -32768, 32767)
-                    vals.append(activation(pre, 0, gd["activation"] == "tanh"))
+                    vals.append(gate_activation(pre, gd))
                 act[g] = vals
             new_h = []
             for r in range(H):
@@ -178,7 +191,23 @@ def random_gate(rng, I, H, zp_x, zp_h, extreme, hidden_bias=lambda rng: 0):
     return {"input": dict(qi, weights=wx, effective_bias=bx), "hidden": dict(qh, weights=wh, effective_bias=bh)}
 
 
-def make_case(rng, index, regime, dims=None):
+def hard_sigmoid_line(rng, regime):
+    """A HardSigmoid gate's line: typical, Keras' (alpha 0.2, beta 0.5: slope 1.6, offset 16384)
+    or near it; wide, slopes 2^-12 ... 2^12 and offsets in [-2, 2]; extreme, any shift and any
+    int32 offset. A tenth have slope 0 (alpha 0)."""
+    if regime == "typical":
+        line = ({"multiplier": 1717986918, "shift": 1} if rng.int(0, 1) == 0 else requant(rng, -1, 3))
+        line["offset_q0_15"] = 16384 + (0 if rng.int(0, 1) == 0 else rng.int(-2048, 2048))
+    elif regime == "wide":
+        line = dict(requant(rng, -12, 12), offset_q0_15=rng.int(-65536, 65536))
+    else:
+        line = dict(requant(rng, -31, 31), offset_q0_15=rng.int(-(1 << 31), (1 << 31) - 1))
+    if rng.int(0, 9) == 0:
+        line["multiplier"], line["shift"] = 0, 0
+    return line
+
+
+def make_case(rng, index, regime, dims=None, hard=False):
     B, T, I, H = dims or (rng.int(1, 3), rng.pick([0, 1, 1, 2, 3, 4, 5, 6, 12]),
                           rng.pick([1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17]),
                           rng.pick([1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17]))
@@ -207,7 +236,10 @@ def make_case(rng, index, regime, dims=None):
         act = "tanh" if g == "cell" else "sigmoid"
         if g == "cell" and rng.int(0, 9) == 0:
             act = "sigmoid"
-        gates[g] = dict({"activation": act}, **gates[g])
+        line = {}
+        if hard and act == "sigmoid":
+            act, line = "hard_sigmoid", {"hard_sigmoid": hard_sigmoid_line(rng, regime)}
+        gates[g] = dict({"activation": act}, **line, **gates[g])
     c["gates"] = gates
     c["input"] = [rng.int(-128, 127) for _ in range(B * T * I)]
     if stateful:
@@ -215,8 +247,8 @@ def make_case(rng, index, regime, dims=None):
                               "cell": [rng.int(-32768, 32767) for _ in range(B * H)]}
     else:
         c["initial_state"] = None
-    c["name"] = "golden_%04d_%s_%s_%s" % (index, regime, "tm" if tm else "bm",
-                                         "stateful" if stateful else "stateless")
+    c["name"] = "%s_%04d_%s_%s_%s" % ("hard_sigmoid" if hard else "golden", index, regime, "tm" if tm else "bm",
+                                     "stateful" if stateful else "stateless")
     out, fh, fcell = run_case(c)
     c["expected"] = {"output": out}
     if stateful:
@@ -242,6 +274,25 @@ def generate():
                             "wide, extreme; both layouts; stateless and stateful. Do not edit: "
                             "the ctest 'golden_vectors_generated' regenerates and compares."
                             % (GENERATOR, SEED, len(cases))),
+            "cases": cases}
+
+
+def generate_hard_sigmoid():
+    rng = SplitMix64(HARD_SIGMOID_SEED)
+    cases = []
+    for regime, count in [("typical", 20), ("wide", 15), ("extreme", 15)]:
+        for _ in range(count):
+            cases.append(make_case(rng, len(cases), regime, hard=True))
+    for dims in ((1, 8, 1, 1), (1, 3, 64, 2), (2, 24, 3, 5), (4, 2, 5, 3)):
+        for regime in ("typical", "extreme"):
+            cases.append(make_case(rng, len(cases), regime, dims, hard=True))
+    return {"format": FORMAT,
+            "description": ("GENERATED by %s --hard-sigmoid (seed 0x%X): %d cases whose sigmoid gates are "
+                            "HardSigmoid gates (docs/arithmetic.md 3.1, docs/kernel-vectors.md), from the "
+                            "project's own independent Python model; regimes typical, wide, extreme; both "
+                            "layouts; stateless and stateful. Do not edit: the ctest "
+                            "'lstm_hard_sigmoid_vectors_generated' regenerates and compares."
+                            % (GENERATOR, HARD_SIGMOID_SEED, len(cases))),
             "cases": cases}
 
 
@@ -299,6 +350,9 @@ def run_cli(doc, generate_fn, check_fn):
 
 
 def main():
+    if "--hard-sigmoid" in sys.argv:
+        sys.argv.remove("--hard-sigmoid")
+        return run_cli(__doc__, generate_hard_sigmoid, check)
     return run_cli(__doc__, generate, check)
 
 

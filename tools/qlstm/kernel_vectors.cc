@@ -116,7 +116,7 @@ std::string file_key_for_kernel_field(std::string field) {
   const std::pair<const char*, const char*> renames[] = {
       {"gates[forget]", "gates.forget"}, {"gates[input]", "gates.input"},
       {"gates[cell]", "gates.cell"}, {"gates[output]", "gates.output"},
-      {"input_to_q3_12", "input"}, {"hidden_to_q3_12", "hidden"},
+      {"input_to_q3_12", "input"}, {"hidden_to_q3_12", "hidden"}, {"hard_sigmoid.slope", "hard_sigmoid"},
       {"forget_times_cell_to_cell", "forget_to_cell"},
       {"input_times_cell_gate_to_cell", "input_to_cell"},
       {"output_times_tanh_cell_to_hidden", "output"}, {"dims", "batch/time_steps/input_size/hidden_size"}};
@@ -172,8 +172,17 @@ Case read_lstm_case(const json& j, const std::string& where) {
       gp.activation = QLSTM_ACTIVATION_SIGMOID;
     } else if (a == "tanh") {
       gp.activation = QLSTM_ACTIVATION_TANH;
+    } else if (a == "hard_sigmoid" && !kS16) {
+      // The project's extension (docs/kernel-vectors.md): the gate's line, docs/arithmetic.md §3.1.
+      if constexpr (!kS16) {
+        gp.activation = QLSTM_ACTIVATION_HARD_SIGMOID;
+        const Node line = gn.at("hard_sigmoid");
+        gp.hard_sigmoid.slope = read_requant(line);
+        gp.hard_sigmoid.offset_q0_15 = line.at("offset_q0_15").int32();
+      }
     } else {
-      act.fail("expected \"sigmoid\" or \"tanh\", got \"" + a + "\"");
+      act.fail(std::string(kS16 ? "expected \"sigmoid\" or \"tanh\"" : "expected \"sigmoid\", \"tanh\" or \"hard_sigmoid\"") +
+               ", got \"" + a + "\"");
     }
     const Node in = gn.at("input");
     gp.input_to_q3_12 = read_requant(in);
