@@ -23,10 +23,13 @@ def last_line(text):
     return lines[-1] if lines else "(no output)"
 
 
-def finish(results, failed, md, markdown):
-    """Prints "N passed, M failed"; writes the markdown table (markdown(results)) to md when all
-    passed; returns the exit status."""
-    print("%d passed, %d failed" % (len(results) - failed, failed))
+def finish(results, failed, md, markdown, reported=()):
+    """Prints "N passed, M failed" (and the entries measured and reported below the pass rule,
+    not counted as passed); writes the markdown table (markdown(results)) to md when none failed;
+    returns the exit status."""
+    print("%d passed, %d failed%s" % (len(results) - failed - len(reported), failed,
+                                      "; %d reported below the pass rule: %s" % (len(reported), ", ".join(reported))
+                                      if reported else ""))
     if md is not None and failed == 0:
         with open(md, "w") as f:
             f.write(markdown(results))

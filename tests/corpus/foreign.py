@@ -27,17 +27,24 @@ CALIBRATION_SEED, TEST_SEED = 11, 12
 #                                      "zscore": standardized features (mean 0, deviation 1);
 #                                      "relu": a ReLU encoder's outputs (>= 0, a tenth or more 0);
 #                                      "ecg": an ECG lead's R peaks over a wandering baseline, each
-#                                      window standardized (one feature)
+#                                      window standardized (one feature);
+#                                      "text": words one-hot over an alphabet, right-aligned in T
+#                                      steps, the steps before them zero (`alphabet`, `vowels`)
 #   shared                             the part of each feature's series common to all features
 #                                      (sensors of one machine move together; default 0)
 #   constant                           {feature: value} for features the data holds constant
 #   evidence                           where the repository shows the inputs' scaling
 #   compile_args                       what the user adds to qlstm compile (qlstm says when)
-#   note                               why, where compile_args change the arithmetic
+#   note                               why, where compile_args change the arithmetic, or (rule
+#                                      "report") why the entry is below the pass rule
+#   rule                               "pass" (the default): the pass rule of run_foreign.py; "report":
+#                                      measured and tabled, not counted as passing, where its int8
+#                                      weights alone already fall short of the rule (its check: it
+#                                      compiles and runs, and qlstm reads it as ONNX Runtime does)
 def _entry(name, repo, path, commit, sha256, producer, model, task, shape, inputs, evidence, **kw):
     e = dict(name=name, repo=repo, path=path, commit=commit, sha256=sha256, producer=producer, model=model,
              task=task, shape=shape, inputs=inputs, evidence=evidence, call_batch=None, compile_args=[], shared=0.0,
-             constant={})
+             constant={}, rule="pass")
     e.update(kw)
     return e
 
@@ -95,6 +102,17 @@ FOREIGN = [
            "modules/LSTM_predict.py: 1000-sample windows of an Apple Watch ECG, each standardized; a peak where "
            "the output is at least 0.3", threshold=0.3, compile_args=["--activations", "int16"],
            note="16x8: int8 activations reach 21.8 dB here, where the int8 weights alone allow 32.7 dB"),
+    _entry("russtress_bilstm", "mikhail-barg/RusstressNet", "RusstressNet/Data/russtress/model.onnx",
+           "a6f8cc494cbf471c5369dc694165c7621fcfda60",
+           "e0b3935213f1b66c75ec0b327f7023c395ac49f3a2e212fab8a15b1887ed600c", "keras2onnx 1.5.0, opset 9",
+           "Keras Bidirectional(LSTM(64)) with HardSigmoid gates (alpha 0.2, beta 0.5), both final states "
+           "flattened, Dense(40) + softmax: the stressed letter of a Russian word", "classify", ["B", 40, 36],
+           "text",
+           "RusstressNet/AccentModel.cs (PredictInternal): the word, after the last three letters of the word "
+           "before it and '_', one-hot over \"'-_\" + a-ya + yo, right-aligned in 40 steps",
+           call_batch=1, alphabet="'-_абвгдежзийклмнопрстуфхцчшщъыьэюяё", vowels="аеиоуыэюяё", rule="report",
+           note="below the pass rule: its weights rounded to int8 alone fall short of it already (the int8 "
+                "weights columns)"),
 ]
 
 
@@ -122,6 +140,8 @@ def inputs(entry, n, seed):
             z[:, t] = phi * z[:, t - 1] + noise[:, t]
         return z
 
+    if entry["inputs"] == "text":
+        return text_inputs(entry, B, T, I, rng)
     a = entry["shared"]
     z = np.sqrt(1 - a * a) * ar1(I) + a * ar1(1)
     if entry["inputs"] == "ecg":
@@ -140,3 +160,21 @@ def inputs(entry, n, seed):
     if batch_axis(entry) == 1:
         x = np.transpose(x, (1, 0, 2))
     return np.ascontiguousarray(x, dtype=np.float32)
+
+
+def text_inputs(entry, B, T, I, rng):
+    """B words of 2 to 6 consonant-vowel syllables (the repository skips words of one vowel), seven
+    in ten after the last three letters of a word before them and '_', the rest after '_' alone (a
+    clause's first word), one-hot over the entry's alphabet and right-aligned in T steps."""
+    alphabet, vowels = entry["alphabet"], entry["vowels"]
+    consonants = [c for c in alphabet[3:] if c not in vowels]
+    assert len(alphabet) == I
+
+    def syllables(n):
+        return "".join(rng.choice(consonants) + rng.choice(list(vowels)) for _ in range(n))
+
+    x = np.zeros((B, T, I), dtype=np.float32)
+    for b in range(B):
+        word = ("" if rng.random() < 0.3 else syllables(2)[-3:]) + "_" + syllables(int(rng.integers(2, 7)))
+        x[b, np.arange(T - len(word), T), [alphabet.index(c) for c in word]] = 1.0
+    return x
