@@ -124,49 +124,45 @@ int join_split_directions(onnx::ModelProto* model, ShapeFacts* facts, std::vecto
     at_concat[j.concat] = &j;
   }
   std::set<std::string> names = value_names(gp);
-  onnx::GraphProto kept;
-  for (const auto& n : gp.node()) {
+  rewrite_nodes(gp, removed, [&](const onnx::NodeProto& n, onnx::GraphProto* kept) {
     const auto it = at_concat.find(&n);
-    if (it != at_concat.end()) {
-      const Join& j = *it->second;
-      const std::string base = n.name().empty() ? j.y : n.name();
-      const std::string transposed = fresh_name(names, base + "_directions_to_features");
-      names.insert(transposed);
-      const std::string target = fresh_name(names, base + "_features_target");
-      names.insert(target);
-      onnx::TensorProto* t = gp.add_initializer();
-      t->set_name(target);
-      t->set_data_type(onnx::TensorProto::INT64);
-      t->add_dims(3);
-      for (int64_t v : {int64_t{0}, int64_t{0}, 2 * j.hidden}) t->add_int64_data(v);
-      facts->shapes[target] = Shape{Dim{3, ""}};
-      onnx::NodeProto* tr = kept.add_node();
-      tr->set_op_type("Transpose");
-      tr->set_name(fresh_name(names, base + "_transpose"));
-      names.insert(tr->name());
-      tr->add_input(j.y);
-      tr->add_output(transposed);
-      onnx::AttributeProto* perm = tr->add_attribute();
-      perm->set_name("perm");
-      perm->set_type(onnx::AttributeProto::INTS);
-      for (int64_t p : {0, 2, 1, 3}) perm->add_ints(p);
-      if (const Shape* y = facts->shape(j.y); y != nullptr && y->size() == 4) {
-        facts->shapes[transposed] = Shape{(*y)[0], (*y)[2], (*y)[1], (*y)[3]};
-      }
-      onnx::NodeProto* rs = kept.add_node();
-      rs->set_op_type("Reshape");
-      rs->set_name(n.name());
-      rs->add_input(transposed);
-      rs->add_input(target);
-      rs->add_output(n.output(0));
-      notes->push_back(node_label(n) + ": the two directions of '" + j.y +
-                       "' cut apart and concatenated along the features, read as one [T, B, 2H] (" +
-                       std::to_string(2 * j.hidden) + " features)");
-      continue;
+    if (it == at_concat.end()) return false;
+    const Join& j = *it->second;
+    const std::string base = n.name().empty() ? j.y : n.name();
+    const std::string transposed = fresh_name(names, base + "_directions_to_features");
+    names.insert(transposed);
+    const std::string target = fresh_name(names, base + "_features_target");
+    names.insert(target);
+    onnx::TensorProto* t = gp.add_initializer();
+    t->set_name(target);
+    t->set_data_type(onnx::TensorProto::INT64);
+    t->add_dims(3);
+    for (int64_t v : {int64_t{0}, int64_t{0}, 2 * j.hidden}) t->add_int64_data(v);
+    facts->shapes[target] = Shape{Dim{3, ""}};
+    onnx::NodeProto* tr = kept->add_node();
+    tr->set_op_type("Transpose");
+    tr->set_name(fresh_name(names, base + "_transpose"));
+    names.insert(tr->name());
+    tr->add_input(j.y);
+    tr->add_output(transposed);
+    onnx::AttributeProto* perm = tr->add_attribute();
+    perm->set_name("perm");
+    perm->set_type(onnx::AttributeProto::INTS);
+    for (int64_t p : {0, 2, 1, 3}) perm->add_ints(p);
+    if (const Shape* y = facts->shape(j.y); y != nullptr && y->size() == 4) {
+      facts->shapes[transposed] = Shape{(*y)[0], (*y)[2], (*y)[1], (*y)[3]};
     }
-    if (!removed.count(&n)) *kept.add_node() = n;
-  }
-  gp.mutable_node()->Swap(kept.mutable_node());
+    onnx::NodeProto* rs = kept->add_node();
+    rs->set_op_type("Reshape");
+    rs->set_name(n.name());
+    rs->add_input(transposed);
+    rs->add_input(target);
+    rs->add_output(n.output(0));
+    notes->push_back(node_label(n) + ": the two directions of '" + j.y +
+                     "' cut apart and concatenated along the features, read as one [T, B, 2H] (" +
+                     std::to_string(2 * j.hidden) + " features)");
+    return true;
+  });
   return static_cast<int>(joins.size());
 }
 

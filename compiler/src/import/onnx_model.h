@@ -18,6 +18,20 @@ std::set<std::string> value_names(const onnx::GraphProto& g);
 // A name not in `taken`, built from `base` ("base", then "base_1", "base_2", ...).
 std::string fresh_name(const std::set<std::string>& taken, const std::string& base);
 
+// The node list of `g` rebuilt in its order, a pass's one rewrite: at each node,
+// `replace(node, &kept)` may append what takes its place to `kept` and return true; otherwise the
+// node is kept unless it is in `removed`. (The nodes' addresses stay valid until the list is
+// swapped in at the end.)
+template <class Replace>
+void rewrite_nodes(onnx::GraphProto& g, const std::set<const onnx::NodeProto*>& removed, Replace replace) {
+  onnx::GraphProto kept;
+  for (const auto& n : g.node()) {
+    if (replace(n, &kept)) continue;
+    if (!removed.count(&n)) *kept.add_node() = n;
+  }
+  g.mutable_node()->Swap(kept.mutable_node());
+}
+
 // Whether ONNX's checker passes the model, but for graph outputs declared without a shape (which
 // it refuses; exporters and hand-built graphs write them): those are set aside while it runs, and
 // the model is left as it was. ONNX's inference functions assume a checked model (damaged

@@ -341,6 +341,8 @@ class ShapePass {
       if (const Shape* s = facts_.shape(n.output(0))) {
         u.shape = *s;
         have = true;
+      } else {
+        u.shape.clear();  // not the input's (uniform_of's), which this node may change
       }
     }
     u.shape_known = have && fully_known(u.shape);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "import/graph.h"
+#include "import/onnx_model.h"
 
 namespace qlstm {
 namespace compiler {
@@ -88,22 +89,18 @@ int fold_tensordots(onnx::ModelProto* model, ShapeFacts* facts, std::vector<std:
     removed.insert(t.matmul);
     at_split[t.split] = &t;
   }
-  onnx::GraphProto kept;
-  for (const auto& n : gp.node()) {
+  rewrite_nodes(gp, removed, [&](const onnx::NodeProto& n, onnx::GraphProto* kept) {
     const auto it = at_split.find(&n);
-    if (it != at_split.end()) {
-      const Tensordot& t = *it->second;
-      onnx::NodeProto* m = kept.add_node();
-      *m = *t.matmul;
-      m->set_input(0, t.merge->input(0));
-      m->set_output(0, n.output(0));
-      notes->push_back(node_label(*t.matmul) + ": a Tensordot (" + node_label(*t.merge) + " to rows, then " +
-                       node_label(n) + " back) read as one MatMul on each step of '" + t.merge->input(0) + "'");
-      continue;
-    }
-    if (!removed.count(&n)) *kept.add_node() = n;
-  }
-  gp.mutable_node()->Swap(kept.mutable_node());
+    if (it == at_split.end()) return false;
+    const Tensordot& t = *it->second;
+    onnx::NodeProto* m = kept->add_node();
+    *m = *t.matmul;
+    m->set_input(0, t.merge->input(0));
+    m->set_output(0, n.output(0));
+    notes->push_back(node_label(*t.matmul) + ": a Tensordot (" + node_label(*t.merge) + " to rows, then " +
+                     node_label(n) + " back) read as one MatMul on each step of '" + t.merge->input(0) + "'");
+    return true;
+  });
   return static_cast<int>(found.size());
 }
 
