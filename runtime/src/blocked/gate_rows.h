@@ -42,12 +42,28 @@ struct ScalarFinish {
   }
 };
 
-// A chunk's finish in C++ for a HardSigmoid gate, whose line no variant's assembly or vector
-// finish has: each row's pre-activation as the reference's, then the line (gate_activation.h).
-// Without h, ah is zero and adds exactly 0 (gate_chunked_body), so the recurrent term is taken.
-inline void finish_hard_sigmoid(const GateRequant& rq, const qlstm_hard_sigmoid_params& line, const int32_t* ax,
-                                const int32_t* ah, int32_t n, int16_t* out) {
-  for (int32_t k = 0; k < n; ++k) out[k] = hard_sigmoid_q0_15(rq.pre_activation_q3_12(ax[k], ah[k], true), line);
+// HardSigmoid's line with its requantization's shifts and masks computed once (equal to
+// hard_sigmoid_q0_15 for every pre-activation: RequantDoubleRounding equals the reference's
+// requantization for the multipliers the validation accepts).
+struct HardSigmoidLine {
+  fxp::RequantDoubleRounding slope;
+  int32_t offset_q0_15;
+  explicit HardSigmoidLine(const qlstm_hard_sigmoid_params& p)
+      : slope(fxp::RequantDoubleRounding::make(p.slope.multiplier, p.slope.shift)), offset_q0_15(p.offset_q0_15) {}
+  int16_t operator()(int16_t pre_q3_12) const {
+    const int64_t line = static_cast<int64_t>(slope(pre_q3_12)) + offset_q0_15;
+    constexpr int64_t kOne = fxp::kInt16Max;
+    return static_cast<int16_t>(line < 0 ? 0 : line > kOne ? kOne : line);
+  }
+};
+
+// A chunk's finish in C++ for a HardSigmoid gate, where a variant's assembly finish has no line:
+// each row's pre-activation as the reference's, then the line (gate_activation.h). Without h, ah
+// is zero and adds exactly 0 (gate_chunked_body), so the recurrent term is taken.
+// Out of line: the sigmoid and tanh gates' chunk loop stays as it was.
+__attribute__((noinline)) inline void finish_hard_sigmoid(const GateRequant& rq, const HardSigmoidLine& line,
+                                                         const int32_t* ax, const int32_t* ah, int32_t n, int16_t* out) {
+  for (int32_t k = 0; k < n; ++k) out[k] = line(rq.pre_activation_q3_12(ax[k], ah[k], true));
 }
 
 template <typename Kernel>
