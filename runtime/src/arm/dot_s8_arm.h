@@ -169,13 +169,11 @@ struct GateFinish {
   };
   void (*activate)(const int32_t*, int32_t, int16_t*, const qlstm_arm_gate_finish_t2_params*) = nullptr;
   void (*activate_fast)(int32_t*, int32_t, int16_t*, const qlstm_arm_gate_finish_fast_params*) = nullptr;
-  // A HardSigmoid gate: the C++ finish (blocked::finish_hard_sigmoid), with these.
-  bool hard_sigmoid = false;
-  blocked::GateRequant requant;
-  blocked::HardSigmoidLine line;
-  GateFinish(const blocked::GateRequant& rq, const qlstm_gate_s8_params& g) : requant(rq), line(g.hard_sigmoid) {
+  // A HardSigmoid gate: the C++ finish (blocked::finish_hard_sigmoid) of it.
+  const qlstm_gate_s8_params* hard_sigmoid = nullptr;
+  GateFinish(const blocked::GateRequant& rq, const qlstm_gate_s8_params& g) {
     if (g.activation == QLSTM_ACTIVATION_HARD_SIGMOID) {
-      hard_sigmoid = true;
+      hard_sigmoid = &g;
       return;
     }
     const bool is_tanh = g.activation == QLSTM_ACTIVATION_TANH;
@@ -191,8 +189,8 @@ struct GateFinish {
   }
   // The assembly reads ah at ax + kChunkRows (and the folded one overwrites ax).
   void operator()(const int32_t* ax, const int32_t* ah, int32_t n, int16_t* out) const {
-    if (hard_sigmoid) {
-      blocked::finish_hard_sigmoid(requant, line, ax, ah, n, out);
+    if (hard_sigmoid != nullptr) {
+      blocked::finish_hard_sigmoid(*hard_sigmoid, ax, ah, n, out);
     } else if (activate_fast != nullptr) {
       activate_fast(const_cast<int32_t*>(ax), n, out, &fast);
     } else {

@@ -101,6 +101,25 @@ void hidden_update(const HiddenUpdateParams& p, int32_t rows, int32_t hidden_siz
 bool is_supported() { return true; }  // chosen at compile time on the MCU
 
 }  // namespace
+
+// Four rows per pass: the pre-activation as the assembly finish's, then the line. The sum
+// saturates to int32 (VQADD) where the reference's is 64-bit: a sum beyond int32 is beyond
+// [0, 32767] either way, so the clamp gives the same. The rows after the last four: the scalar one.
+void finish_hard_sigmoid(const qlstm_gate_s8_params& g, const int32_t* ax, const int32_t* ah, int32_t n,
+                         int16_t* out) {
+  const blocked::GateRequant rq(g);
+  const Requant x(rq.input), h(rq.hidden);
+  const Requant slope(fxp::RequantDoubleRounding::make(g.hard_sigmoid.slope.multiplier, g.hard_sigmoid.slope.shift));
+  const int32x4_t offset = vdupq_n_s32(g.hard_sigmoid.offset_q0_15);
+  int32_t k = 0;
+  for (; k + kLanes <= n; k += kLanes) {
+    int32x4_t pre = saturate(x(vld1q_s32(ax + k)), fxp::kInt16Min, fxp::kInt16Max);
+    pre = saturate(vaddq_s32(pre, h(vld1q_s32(ah + k))), fxp::kInt16Min, fxp::kInt16Max);
+    vstrhq_s32(out + k, saturate(vqaddq_s32(slope(pre), offset), 0, fxp::kInt16Max));
+  }
+  if (k < n) blocked::finish_hard_sigmoid(g, ax + k, ah + k, n - k, out + k);
+}
+
 }  // namespace arm_mve
 
 // The stages, and the whole call with the gates' finishes built once (blocked/lstm_chunked.h).

@@ -157,44 +157,23 @@ inline qlstm_arm_gate_finish_params gate_finish_params(const Requant& qx, const 
 // The gate finish (blocked::gate_chunked's Finish; the LSTM's gates, the GRU's r and z) in
 // assembly (dot4_s8_arm.S): with every constant in a register, the loop is 39 instructions per
 // four rows (sigmoid), where GCC 12 spills to about 70.
-// A HardSigmoid gate's finish (docs/arithmetic.md §3.1) in four lanes: the pre-activation as
-// the assembly's, then the line. Its sum saturates to int32 (VQADD) where the reference's is
-// 64-bit: a sum beyond int32 is beyond [0, 32767] either way, so the clamp gives the same.
-struct HardSigmoidFinish {
-  Requant x, h, slope;
-  int32_t offset_q0_15;
-  blocked::GateRequant scalar_rq;  // the rows after the last whole four
-  blocked::HardSigmoidLine scalar_line;
-  HardSigmoidFinish(const blocked::GateRequant& rq, const qlstm_hard_sigmoid_params& line)
-      : x(rq.input), h(rq.hidden),
-        slope(fxp::RequantDoubleRounding::make(line.slope.multiplier, line.slope.shift)),
-        offset_q0_15(line.offset_q0_15), scalar_rq(rq), scalar_line(line) {}
-  // Out of line: the sigmoid and tanh gates' chunk loop stays as it was.
-  __attribute__((noinline)) void operator()(const int32_t* ax, const int32_t* ah, int32_t n, int16_t* out) const {
-    int32_t k = 0;
-    for (; k + kLanes <= n; k += kLanes) {
-      int32x4_t pre = saturate(x(vld1q_s32(ax + k)), fxp::kInt16Min, fxp::kInt16Max);
-      pre = saturate(vaddq_s32(pre, h(vld1q_s32(ah + k))), fxp::kInt16Min, fxp::kInt16Max);
-      const int32x4_t y = vqaddq_s32(slope(pre), vdupq_n_s32(offset_q0_15));
-      vstrhq_s32(out + k, saturate(y, 0, fxp::kInt16Max));
-    }
-    blocked::finish_hard_sigmoid(scalar_rq, scalar_line, ax + k, ah + k, n - k, out + k);
-  }
-};
+// A HardSigmoid gate's finish of a chunk (docs/arithmetic.md §3.1) in four lanes
+// (lstm_s8_arm_mve.cc). Out of line, its constants made per chunk: a sigmoid or tanh gate's
+// finish only keeps a pointer.
+void finish_hard_sigmoid(const qlstm_gate_s8_params& g, const int32_t* ax, const int32_t* ah, int32_t n, int16_t* out);
 
-// The gate finish: the assembly's sigmoid or tanh, or HardSigmoidFinish.
+// The gate finish: the assembly's sigmoid or tanh, or finish_hard_sigmoid.
 struct GateFinish {
   qlstm_arm_gate_finish_params p;
   void (*activate)(const int32_t*, const int32_t*, int32_t, int16_t*, const qlstm_arm_gate_finish_params*);
-  bool hard_sigmoid;
-  HardSigmoidFinish line;
+  const qlstm_gate_s8_params* hard_sigmoid;
   GateFinish(const blocked::GateRequant& rq, const qlstm_gate_s8_params& g)
       : p(gate_finish_params(Requant(rq.input), Requant(rq.hidden))),
         activate(g.activation == QLSTM_ACTIVATION_TANH ? qlstm_arm_gate_finish_tanh_mve : qlstm_arm_gate_finish_sigmoid_mve),
-        hard_sigmoid(g.activation == QLSTM_ACTIVATION_HARD_SIGMOID), line(rq, g.hard_sigmoid) {}
+        hard_sigmoid(g.activation == QLSTM_ACTIVATION_HARD_SIGMOID ? &g : nullptr) {}
   void operator()(const int32_t* ax, const int32_t* ah, int32_t n, int16_t* out) const {
-    if (hard_sigmoid) {
-      line(ax, ah, n, out);
+    if (hard_sigmoid != nullptr) {
+      finish_hard_sigmoid(*hard_sigmoid, ax, ah, n, out);
     } else {
       activate(ax, ah, n, out, &p);
     }

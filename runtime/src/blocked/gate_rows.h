@@ -57,12 +57,14 @@ struct HardSigmoidLine {
   }
 };
 
-// A chunk's finish in C++ for a HardSigmoid gate, where a variant's assembly finish has no line:
-// each row's pre-activation as the reference's, then the line (gate_activation.h). Without h, ah
-// is zero and adds exactly 0 (gate_chunked_body), so the recurrent term is taken.
-// Out of line: the sigmoid and tanh gates' chunk loop stays as it was.
-__attribute__((noinline)) inline void finish_hard_sigmoid(const GateRequant& rq, const HardSigmoidLine& line,
-                                                         const int32_t* ax, const int32_t* ah, int32_t n, int16_t* out) {
+// A chunk's finish in C++ for a HardSigmoid gate `g`, where a variant's assembly finish has no
+// line: each row's pre-activation as the reference's, then the line (gate_activation.h). Without
+// h, ah is zero and adds exactly 0 (gate_chunked_body), so the recurrent term is taken. Out of
+// line, its constants made per chunk: a sigmoid or tanh gate's finish only keeps a pointer.
+__attribute__((noinline)) inline void finish_hard_sigmoid(const qlstm_gate_s8_params& g, const int32_t* ax,
+                                                         const int32_t* ah, int32_t n, int16_t* out) {
+  const GateRequant rq(g);
+  const HardSigmoidLine line(g.hard_sigmoid);
   for (int32_t k = 0; k < n; ++k) out[k] = line(rq.pre_activation_q3_12(ax[k], ah[k], true));
 }
 
