@@ -36,6 +36,13 @@ double GateSigmoid::operator()(double x) const {
   return std::clamp(static_cast<double>(alpha) * x + static_cast<double>(beta), 0.0, 1.0);
 }
 
+std::string GateSigmoid::line_problem() const {
+  constexpr float kMaxAlpha = 8192.0f, kMaxBeta = 32768.0f;  // docs/arithmetic.md §3.1
+  if (!hard || ((alpha >= 0 && alpha <= kMaxAlpha) && std::fabs(beta) <= kMaxBeta)) return "";
+  return "HardSigmoid alpha " + std::to_string(alpha) + ", beta " + std::to_string(beta) +
+         " is not supported (the kernel's line takes 0 <= alpha <= 2^13 and |beta| <= 2^15)";
+}
+
 int32_t torch_stack_index(int32_t kernel_gate) { return kTorchStackIndex[kernel_gate]; }
 
 std::vector<FloatGate> split_torch_gates(const char* what, const int32_t* stack_index, int32_t gates,
@@ -117,19 +124,10 @@ FloatLstm FloatLstm::from_torch(int32_t input_size, int32_t hidden_size,
 const char* cell_kind_name(CellKind k) { return k == CellKind::kGru ? "GRU" : "LSTM"; }
 
 void FloatLstm::validate() const {
-  if (gate_sigmoid.hard) {
-    const float alpha = gate_sigmoid.alpha, beta = gate_sigmoid.beta;
-    if (cell == CellKind::kGru) throw CompileError("GRU: HardSigmoid gates are not supported (the GRU kernel's r and z are the sigmoid)");
-    // |beta| <= 2^15: round(beta * 2^15) within int32; alpha <= 2^13: the slope 8 alpha shifts the
-    // int16 pre-activation left by at most 16, exactly (docs/arithmetic.md §3.1).
-    constexpr float kMaxBeta = 32768.0f, kMaxAlpha = 8192.0f;
-    if (!std::isfinite(alpha) || alpha < 0 || alpha > kMaxAlpha) {
-      throw CompileError("HardSigmoid gates: alpha " + std::to_string(alpha) + " is not supported (the kernel's line: 0 <= alpha <= 2^13)");
-    }
-    if (!std::isfinite(beta) || std::fabs(beta) > kMaxBeta) {
-      throw CompileError("HardSigmoid gates: beta " + std::to_string(beta) + " is outside [-2^15, 2^15]");
-    }
+  if (gate_sigmoid.hard && cell == CellKind::kGru) {
+    throw CompileError("GRU: HardSigmoid gates are not supported (the GRU kernel's r and z are the sigmoid)");
   }
+  if (const std::string line = gate_sigmoid.line_problem(); !line.empty()) throw CompileError(line);
   if (cell == CellKind::kGru) return gru_of(*this).validate();
   const char* names[QLSTM_GATE_COUNT];
   for (int32_t g = 0; g < QLSTM_GATE_COUNT; ++g) names[g] = gate_name(g);

@@ -123,12 +123,7 @@ void read_activations(const onnx::NodeProto& node, NodeInfo* info, std::vector<s
       s.hard = true;
       if (next_alpha < alphas.size()) s.alpha = alphas[next_alpha++];
       if (next_beta < betas.size()) s.beta = betas[next_beta++];
-      constexpr float kMaxAlpha = 8192.0f, kMaxBeta = 32768.0f;  // docs/arithmetic.md §3.1
-      if (!(s.alpha >= 0 && s.alpha <= kMaxAlpha) || !(std::fabs(s.beta) <= kMaxBeta)) {
-        problems->push_back(label + ": HardSigmoid alpha " + std::to_string(s.alpha) + ", beta " +
-                            std::to_string(s.beta) + " is not supported (the kernel's line takes 0 <= alpha <= 2^13 "
-                            "and |beta| <= 2^15)");
-      }
+      if (const std::string line = s.line_problem(); !line.empty()) problems->push_back(label + ": " + line);
       continue;
     }
     unsupported = true;

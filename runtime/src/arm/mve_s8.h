@@ -154,15 +154,14 @@ inline qlstm_arm_gate_finish_params gate_finish_params(const Requant& qx, const 
           qx.negative_fix, qh.negative_fix, kSigmoidTableU16};
 }
 
-// The gate finish (blocked::gate_chunked's Finish; the LSTM's gates, the GRU's r and z) in
-// assembly (dot4_s8_arm.S): with every constant in a register, the loop is 39 instructions per
-// four rows (sigmoid), where GCC 12 spills to about 70.
 // A HardSigmoid gate's finish of a chunk (docs/arithmetic.md §3.1) in four lanes
 // (lstm_s8_arm_mve.cc). Out of line, its constants made per chunk: a sigmoid or tanh gate's
 // finish only keeps a pointer.
 void finish_hard_sigmoid(const qlstm_gate_s8_params& g, const int32_t* ax, const int32_t* ah, int32_t n, int16_t* out);
 
-// The gate finish: the assembly's sigmoid or tanh, or finish_hard_sigmoid.
+// The gate finish (blocked::gate_chunked's Finish; the LSTM's gates, the GRU's r and z): the
+// sigmoid and tanh in assembly (dot4_s8_arm.S): with every constant in a register, the loop is 39
+// instructions per four rows (sigmoid), where GCC 12 spills to about 70; or finish_hard_sigmoid.
 struct GateFinish {
   qlstm_arm_gate_finish_params p;
   void (*activate)(const int32_t*, const int32_t*, int32_t, int16_t*, const qlstm_arm_gate_finish_params*);

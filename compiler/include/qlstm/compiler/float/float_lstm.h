@@ -36,6 +36,10 @@ struct GateSigmoid {
   bool hard = false;
   float alpha = 0.2f, beta = 0.5f;  // HardSigmoid's line (ONNX's defaults)
   double operator()(double x) const;
+  // "" or why the kernel cannot take this line: it needs 0 <= alpha <= 2^13 (the slope 8 alpha
+  // shifts the int16 pre-activation left by at most 16, exactly) and |beta| <= 2^15 (its offset
+  // within int32).
+  std::string line_problem() const;
 };
 
 // The recurrent cell of a layer.
