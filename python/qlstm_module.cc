@@ -107,10 +107,12 @@ NpyArray npy_array(const py::array& a, const std::string& origin) {
 // A calibration or validation entry: a path (a .npy/.npz file, read as the CLI reads it) or an array.
 SequenceTensor sequences(const py::handle& item, const std::string& origin, const OnnxLstm& onnx) {
   if (py::isinstance<py::str>(item)) {
-    return qlstm::cli::read_sequences(item.cast<std::string>(), onnx.program.input_size(), onnx.batch_first, false);
+    return qlstm::cli::read_sequences(item.cast<std::string>(), onnx.program.input_size(), onnx.batch_first, false,
+                                      qlstm::cli::model_input_type(onnx));
   }
   return qlstm::cli::sequences_from_array(npy_array(item.cast<py::array>(), origin), origin,
-                                          onnx.program.input_size(), onnx.batch_first, false);
+                                          onnx.program.input_size(), onnx.batch_first, false,
+                                          qlstm::cli::model_input_type(onnx));
 }
 
 // A compiled model with what its files need: the report, the firmware's batch and longest call,
@@ -234,7 +236,8 @@ struct Model {
     qlstm::cli::check_eval_pair(*ref, model, req.model_name, req.onnx_name);
     const NpyArray xa = npy_array(x, "x");
     req.data_name = "<" + py::str(x.dtype()).cast<std::string>() + " array " + shape_text(xa.shape) + ">";
-    req.x = qlstm::cli::sequences_from_array(xa, "x", model.input_size(), ref->batch_first, false);
+    req.x = qlstm::cli::sequences_from_array(xa, "x", model.input_size(), ref->batch_first, false,
+                                             model.buffers.front().type);
     if (!labels.is_none()) {
       qlstm::cli::check_labels_usable(model, model.name);
       req.labels = qlstm::cli::labels_from_array(npy_array(labels.cast<py::array>(), "labels"), "labels",

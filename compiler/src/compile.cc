@@ -120,6 +120,15 @@ json op_table_row(const CompiledModel& m, size_t k, const ProgramMemory::Op& mem
 json input_json(const CompiledModel& m, const CalibrationStats& first, const ModelCompileOptions& options) {
   const bool s16 = m.buffers.front().type == QLSTM_ELEMENT_S16;
   const double s16_range = m.input_quant().scale * std::numeric_limits<int16_t>::max();
+  if (m.token_ids()) {
+    const int32_t rows = m.ops.front().as<DerivedEmbedding>().table_rows;
+    return {{"scale", 1.0},
+            {"zero_point", 0},
+            {"type", "int32 token ids"},
+            {"observer", "token ids: int32 as they are, an embedding's rows"},
+            {"observed", {first.input_observed.lo, first.input_observed.hi}},
+            {"range", {0, rows - 1}}};
+  }
   return {{"scale", m.input_quant().scale},
           {"zero_point", m.input_quant().zero_point},
           {"observer", s16 ? "16x8: symmetric int16 over 2^" + std::to_string(options.quantization.s16_headroom_bits) +
@@ -173,7 +182,7 @@ json build_report(const OnnxLstm& onnx, const ModelCompileOptions& options, cons
       {"firmware_batch", options.batch},
       // "int16": 16x8 (int16 activations and state, int8 weights) up to the first op without a
       // 16x8 kernel, int8 from there.
-      {"activations", m.all_s8() ? "int8" : "int16"},
+      {"activations", m.has_s16() ? "int16" : "int8"},
       {"input", input_json(m, first, options)},
       {"output", output_json(m, last, options)},
       {"calibration", {{"files", options.calibration_files}, {"sequences", r.calibration_sequences},
@@ -228,7 +237,7 @@ json build_report(const OnnxLstm& onnx, const ModelCompileOptions& options, cons
                      {"initial_h_input", onnx.initial_h_name}, {"initial_c_input", onnx.initial_c_name},
                      {"h_n_output", onnx.h_n_name}, {"c_n_output", onnx.c_n_name},
                      {"layout", std::string("[ops, B, H]: h int8 in each op's hidden quantization, c int16 at each op's 2^P (a GRU op: its q0_15 hidden in c, h unused") +
-                                    (m.all_s8() ? ")" : "; a 16x8 LSTM op: its B x H cells, then its B x H int16 hiddens at its output scale, in c, h unused)")},
+                                    (!m.has_s16() ? ")" : "; a 16x8 LSTM op: its B x H cells, then its B x H int16 hiddens at its output scale, in c, h unused)")},
                      {"rows", rows}};
   if (m.ops.size() == 1) {  // one recurrent op alone: its details at the top, as before
     op_kind(m.ops[0].kind, "report").state->report_details(m.ops[0], &report);

@@ -21,7 +21,8 @@ extern "C" const char* qlstm_status_string(qlstm_status status) {
     case QLSTM_ERROR_NO_VARIANT: return "no kernel variant to choose from can run this call (e.g. its time direction or output width)";
     case QLSTM_ERROR_BAD_OUTPUT_STEPS: return "output_steps is neither every step nor the final state";
     case QLSTM_ERROR_BAD_DIFF_MIN: return "softmax diff_min above 0, or diff_min x 2^input_left_shift below int32";
-    case QLSTM_ERROR_BAD_ELEMENT_TYPE: return "element type not int8 or int16, or not the one the op reads or writes";
+    case QLSTM_ERROR_BAD_ELEMENT_TYPE: return "element type not int8, int16 or int32, or not the one the op reads or writes";
+    case QLSTM_ERROR_BAD_INDEX: return "a token id outside [0, table_rows) of its embedding table";
   }
   return "unknown status";
 }

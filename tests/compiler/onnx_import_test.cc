@@ -37,6 +37,7 @@ std::string layer_name(const FloatLayer& l) {
     case FloatLayerKind::kSelectStep: return l.step_count > 1 ? "select:" + std::to_string(l.step_count) : "select";
     case FloatLayerKind::kPoolTime: return l.pool == PoolFn::kMean ? "mean" : "max";
     case FloatLayerKind::kFlattenTime: return "flatten";
+    case FloatLayerKind::kEmbedding: return "embedding";
     case FloatLayerKind::kActivation: return activation_fn_name(l.fn);
   }
   return "?";

@@ -535,9 +535,9 @@ def refused_whole():
     refused("refused_attention", Attention(), 14,
             ["a branch of the data path", "(MatMul): a product of two activations (as in attention)", advice_head])
     refused("refused_conv_front", ConvFront(), 13, ["(Conv): a convolution", advice_front])
-    refused("refused_embedding", Embedded(), 13,
-            ["(Gather): an embedding lookup (a Gather from a constant table)", advice_front],
-            x=torch.randint(0, 10, (2, 5)))
+    # Refused until the embedding op; made where its refusal was, the later fixtures unchanged.
+    import_torch("whole_embedding_opset13", Embedded(), 13, torch.randint(0, 10, (2, 5)), ["select", "Linear"],
+                 front=["embedding"])
     refused("refused_softmax_over_time", Custom(lambda y, h: y, head=nn.Softmax(dim=1)), 13,
             ["(Softmax): a Softmax over axis 1 (the time axis), not the last (feature) axis", advice_head])
     refused("refused_transpose_mixes", OverTime(), 13,
@@ -1568,9 +1568,35 @@ def import_models():
                   [numpy_helper.from_array(np.zeros((1, 12, 3), np.float32), "W"),
                    numpy_helper.from_array(np.zeros((1, 12, 4), np.float32), "R")],
                   errors=["node 'gru0' (GRU): activations HardSigmoid, Tanh are not supported (only Sigmoid, Tanh: "])
+    embeddings()
     # compile's calibration for the CLI tests: 8 sequences of 5 steps, batch-first [B, T, 3]
     np.save(os.path.join(OUT, "import_calibration.npy"),
             np.random.default_rng(23).standard_normal((8, 5, 3)).astype(np.float32))
+
+
+def embeddings():
+    """nn.Embedding on token ids (an int64 input) in front of the recurrent layers, as text models
+    write it: a Gather from the table, batch-first or sequence-first, with a padding row; ids that
+    reach anything but an embedding are refused, named."""
+    ids = torch.randint(0, 20, (2, 5), generator=torch.Generator().manual_seed(31))
+    import_torch("import_embedding_lstm_last_step", Custom(lambda y, h: y[:, -1], front=nn.Embedding(20, 3),
+                                                           head=nn.Linear(4, 2)),
+                 14, ids, ["select", "Linear"], front=["embedding"], dynamic=True)
+    gru = Custom(lambda y, h: y.mean(dim=1), front=nn.Embedding(20, 3, padding_idx=0), head=nn.Linear(8, 3),
+                 bidirectional=True, cell=nn.GRU)
+    import_torch("import_embedding_bigru_mean", gru, 17, ids, ["mean", "Linear"], front=["embedding"], cell="GRU",
+                 program=dict(ops=2, directions=2, initial_h="zero", initial_c="zero", h_n=False, c_n=False))
+    refused("import_refused_ids_not_embedded",
+            Custom(lambda y, h: y, front=Lambda(lambda t: t.float().unsqueeze(-1).expand(-1, -1, 3))), 14,
+            ["node '/front/Cast' (Cast): reads the token ids (the model's integer input): only an embedding may"],
+            x=ids)
+    # compile's calibration and held-out data for the embedding CLI tests: int64 ids [B, T]
+    rng = np.random.default_rng(37)
+    np.save(os.path.join(OUT, "import_embedding_calibration.npy"), rng.integers(0, 20, (16, 6)))
+    held_out = rng.integers(0, 20, (8, 7))
+    np.save(os.path.join(OUT, "import_embedding_held_out.npy"), held_out)
+    held_out[1, 3] = 20  # one past the table's last row
+    np.save(os.path.join(OUT, "import_embedding_id_outside_table.npy"), held_out)
 
 
 GROUPS = {"lstm": [accepted_torch, refused_torch, accepted_plain, refused_plain, programs_torch, whole_models,

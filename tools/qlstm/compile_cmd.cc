@@ -98,13 +98,18 @@ void print_model_summary(const OnnxLstm& onnx, const ModelCompileResult& r, cons
     std::printf("  output keeps the batch axis the ONNX model (exported with a batch of 1) squeezes away: one row "
                 "per batch row, for any batch\n");
   }
-  if (!m.all_s8()) {
+  if (m.has_s16()) {
     std::printf("  activations int16 (16x8: int16 activations and state, int8 weights; int16 ranges %d bits "
                 "above max |v|, an LSTM's output at most 1)\n",
                 mo.quantization.s16_headroom_bits);
   }
-  std::printf("  input  scale %.6g  zero point %d  (%s)\n", m.input_quant().scale, m.input_quant().zero_point,
-              m.all_s8() ? r.stats.front().input_observer.c_str() : "16x8: max |x| and headroom");
+  if (m.token_ids()) {
+    std::printf("  input  token ids, int32, [0, %d) (the embedding's rows; an id outside them is refused at run time)\n",
+                m.ops.front().as<DerivedEmbedding>().table_rows);
+  } else {
+    std::printf("  input  scale %.6g  zero point %d  (%s)\n", m.input_quant().scale, m.input_quant().zero_point,
+                !m.has_s16() ? r.stats.front().input_observer.c_str() : "16x8: max |x| and headroom");
+  }
 }
 
 // Each recurrent op's output quantization, state format and what the search did.
@@ -154,7 +159,7 @@ void print_program_summary(const ModelCompileResult& r, const ModelCompileOption
       m.cell_output) {
     std::printf("  state  initial h %s, c %s; final state %s (h_n %s at each op's output quantization, c_n "
                 "int16 at 2^P)\n", state_source_name(m.initial_hidden), state_source_name(m.initial_cell),
-                m.hidden_output || m.cell_output ? "an output" : "not an output", m.all_s8() ? "int8" : "int16");
+                m.hidden_output || m.cell_output ? "an output" : "not an output", !m.has_s16() ? "int8" : "int16");
   }
   const ProgramMemory& mem = r.memory;
   std::printf("  flash  %zu bytes (weights %zu, biases %zu%s)\n", mem.flash_bytes(), mem.weight_bytes, mem.bias_bytes,
@@ -164,7 +169,7 @@ void print_program_summary(const ModelCompileResult& r, const ModelCompileOption
               mo.batch, mem.scratch_bytes, mem.state_bytes(), 2 * mem.activation_bytes);
   // The figure to expect on new data first; the calibration set's own is optimistic.
   const HeldOutEstimate& h = r.held_out;
-  const char* mode = m.all_s8() ? "int8" : "16x8";
+  const char* mode = !m.has_s16() ? "int8" : "16x8";
   if (h.available()) {
     std::printf("  SQNR   %.2f dB +- %.2f %s vs float held out (%s: %d folds, %lld sequences; the folds "
                 "spread %.2f dB)\n", h.sqnr_db, h.standard_error_db, mode,
@@ -204,7 +209,7 @@ int compile_command(const CompileArgs& args) {
     const OnnxLstm onnx = import_onnx(args.model);
     std::vector<CalibrationTensor> calibration;
     for (const std::string& path : args.calibration) {
-      SequenceTensor t = read_sequences(path, onnx.program.input_size(), onnx.batch_first, false);
+      SequenceTensor t = read_sequences(path, onnx.program.input_size(), onnx.batch_first, false, model_input_type(onnx));
       calibration.push_back({std::move(t.values), t.shape});
     }
     ModelCompileOptions mo = model_compile_options(args, onnx);
@@ -366,7 +371,7 @@ int eval_command(const EvalArgs& args) {
     const OnnxLstm onnx = import_onnx(args.onnx);
     const CompiledModel m = load_model_file(args.model);
     check_eval_pair(onnx, m, args.model, args.onnx);
-    req.x = read_sequences(args.data, m.input_size(), onnx.batch_first, false);
+    req.x = read_sequences(args.data, m.input_size(), onnx.batch_first, false, m.buffers.front().type);
     if (!args.labels.empty()) check_labels_usable(m, args.model);
     // Every input file is read and checked before anything runs.
     const int32_t B = req.x.shape.batch;

@@ -27,7 +27,7 @@ std::vector<int64_t> npy_shape(const SequenceShape& s, int32_t features) {
 ModelCompileOptions model_compile_options(const CompileArgs& args, const OnnxLstm& onnx) {
   ModelCompileOptions mo;
   for (const std::string& path : args.validation) {
-    SequenceTensor t = read_sequences(path, onnx.program.input_size(), onnx.batch_first, false);
+    SequenceTensor t = read_sequences(path, onnx.program.input_size(), onnx.batch_first, false, model_input_type(onnx));
     mo.validation.push_back({std::move(t.values), t.shape});
   }
   mo.validation_files = args.validation;
@@ -56,8 +56,50 @@ ModelCompileOptions model_compile_options(const CompileArgs& args, const OnnxLst
   return mo;
 }
 
+int32_t model_input_type(const OnnxLstm& onnx) {
+  const auto& front = onnx.program.front;
+  return !front.empty() && front.front().kind == FloatLayerKind::kEmbedding ? QLSTM_ELEMENT_S32 : QLSTM_ELEMENT_S8;
+}
+
+namespace {
+
+// Token ids: [B, T] (batch-first) or [T, B], or [T] for one sequence, of any integer dtype; kept
+// as floats (exact: every id a table may hold is below 2^24) and read as one feature per step.
+SequenceTensor token_ids_from_array(const NpyArray& a, const std::string& path, bool batch_first) {
+  SequenceTensor t;
+  t.rank = a.shape.size() + 1;  // as a sequence tensor with its one feature
+  if (a.shape.size() == 1) {
+    t.shape = {1, static_cast<int32_t>(a.shape[0]), Layout::kBatchMajor};
+  } else if (a.shape.size() == 2) {
+    t.shape = {static_cast<int32_t>(batch_first ? a.shape[0] : a.shape[1]),
+               static_cast<int32_t>(batch_first ? a.shape[1] : a.shape[0]),
+               batch_first ? Layout::kBatchMajor : Layout::kTimeMajor};
+  } else {
+    throw CompileError(path + ": rank " + std::to_string(a.shape.size()) + ", expected token ids of rank 2 (" +
+                       (batch_first ? "[B, T]" : "[T, B]") + ") or 1 ([T]): the model's input is an embedding's ids");
+  }
+  if (t.shape.batch < 1) throw CompileError(path + ": the batch dimension is 0");
+  if (a.dtype == DType::kFloat32 || a.dtype == DType::kFloat64) {
+    throw CompileError(path + ": dtype " + std::string(dtype_name(a.dtype)) +
+                       ", expected integer token ids (int64, numpy's default, or int32, int16, int8)");
+  }
+  const std::vector<int64_t> ids = a.as_integers(path);
+  t.values.resize(ids.size());
+  for (size_t k = 0; k < ids.size(); ++k) {
+    if (ids[k] < 0 || ids[k] >= kMaxEmbeddingRows) {
+      throw CompileError(path + ": token id " + std::to_string(ids[k]) + " at index " + std::to_string(k) +
+                         " is outside [0, " + std::to_string(kMaxEmbeddingRows) + ")");
+    }
+    t.values[k] = static_cast<float>(ids[k]);
+  }
+  return t;
+}
+
+}  // namespace
+
 SequenceTensor sequences_from_array(const NpyArray& a, const std::string& path, int32_t input_size, bool batch_first,
                                     bool integer, int32_t element_type) {
+  if (element_type == QLSTM_ELEMENT_S32) return token_ids_from_array(a, path, batch_first);
   SequenceTensor t;
   t.rank = a.shape.size();
   if (a.shape.size() == 2) {

@@ -61,7 +61,11 @@ struct SequenceTensor {
   compiler::SequenceShape shape;
   size_t rank = 3;
 };
+// The element type of the model's input: QLSTM_ELEMENT_S32 (token ids) when an embedding reads it.
+int32_t model_input_type(const compiler::OnnxLstm& onnx);
 // From an array (a .npy file's, or an in-memory one); errors name `origin`.
+// element_type QLSTM_ELEMENT_S32: token ids of any integer dtype, [B, T] / [T, B] or [T] ([T] is
+// one sequence; rank is then 2, as for [T, I]), in `values`, whether integer or not.
 // integer: int8 (element_type QLSTM_ELEMENT_S8) or int16 (QLSTM_ELEMENT_S16) values, else floats.
 SequenceTensor sequences_from_array(const compiler::NpyArray& a, const std::string& origin, int32_t input_size,
                                     bool batch_first, bool integer, int32_t element_type = QLSTM_ELEMENT_S8);

@@ -253,6 +253,10 @@ Saturation saturation_ranges(const CompiledModel& m) {
   Saturation s;
   auto range = [](const ProgramBuffer& b) { return b.type == QLSTM_ELEMENT_S16 ? int16_range(b.quant) : int8_range(b.quant); };
   s.input = range(m.buffers.front());
+  if (m.token_ids()) {  // the embedding's rows: any other id is refused before the run
+    s.input = RangeCount{};
+    s.input.hi = m.ops.front().as<DerivedEmbedding>().table_rows - 1;
+  }
   s.output = range(m.buffers.back());
   const OpKind* last = find_op_kind(m.ops.back().kind);
   // A softmax's fixed output range [0, 1] holds every value; a log-softmax's [-255/16, 0] clips
@@ -415,7 +419,7 @@ void saturation_line(const std::string& what, const RangeCount& r, bool cell, st
 
 void report_saturation(const CompiledModel& m, const Saturation& s, std::string* text, nlohmann::json* j) {
   appendf(text, "  saturation (float values outside the calibrated ranges, clipped by the %s model):\n",
-          m.all_s8() ? "int8" : "16x8");
+          !m.has_s16() ? "int8" : "16x8");
   nlohmann::json& e = (*j)["saturation"];
   saturation_line("input", s.input, false, text);
   e["input"] = range_json(s.input);
@@ -478,8 +482,13 @@ void check_run_request(const CompiledModel& m, const RunRequest& r) {
 RunOutput run_model(const CompiledModel& m, const RunRequest& r) {
   check_run_request(m, r);
   if (!m.all_s8()) {
-    // A 16x8 model: its own int16 (and int8) buffers, or float in and out; its state as floats.
+    // A 16x8 model or one on token ids: its own int16, int32 (and int8) buffers, or float in and
+    // out; its state as floats.
     if (!r.float_io && (r.h0 != nullptr || r.c0 != nullptr || r.want_h_n || r.want_c_n)) {
+      if (m.buffers.front().type == QLSTM_ELEMENT_S32) {
+        throw UsageError(r.model_name + ": the state of a model on token ids is given and returned as float32: " +
+                         r.names.float_io);
+      }
       throw UsageError(r.model_name + ": a 16x8 model's state is given and returned as float32 (its ops' int states "
                        "differ: int16 for 16x8 layers, int8 for int8 ones): " + r.names.float_io);
     }
@@ -496,7 +505,9 @@ RunOutput run_model(const CompiledModel& m, const RunRequest& r) {
     if (!hf.empty()) warn_clipped_state(m, B, hf, r.h0_name, false, r);
     if (!cf.empty()) warn_clipped_state(m, B, cf, r.c0_name, true, r);
     RunOutput out;
-    const std::vector<uint8_t> raw = r.float_io ? quantize_raw_input(m, r.x.values)
+    // Token ids are the same integers either way.
+    const std::vector<uint8_t> raw = r.float_io || m.buffers.front().type == QLSTM_ELEMENT_S32
+                                         ? quantize_raw_input(m, r.x.values)
                                      : m.buffers.front().type == QLSTM_ELEMENT_S16
                                          ? r.x.values_s16
                                          : std::vector<uint8_t>(r.x.values_s8.begin(), r.x.values_s8.end());
@@ -648,8 +659,8 @@ Evaluation evaluate(const OnnxLstm& onnx, const CompiledModel& m, const EvalRequ
   j = {{"model", req.model_name}, {"onnx", req.onnx_name}, {"data", req.data_name},
        {"sequences", B},          {"time_steps", T},       {"initial_state", st.json},
        {"output_values", W},      {"output_per", one_step ? "sequence" : "time step"},
-       {"activations", m.all_s8() ? "int8" : "int16"}};
-  const char* mode = m.all_s8() ? "int8" : "16x8";
+       {"activations", !m.has_s16() ? "int8" : "int16"}};
+  const char* mode = !m.has_s16() ? "int8" : "16x8";
   appendf(&text, "qlstm eval: %s vs %s on %s (%d sequences x %d steps)\n", req.model_name.c_str(),
           req.onnx_name.c_str(), req.data_name.c_str(), B, T);
   text += st.line;

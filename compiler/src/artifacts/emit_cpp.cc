@@ -60,13 +60,18 @@ const char* element_symbol(int32_t type) {
   switch (type) {
     case QLSTM_ELEMENT_S8: return "QLSTM_ELEMENT_S8";
     case QLSTM_ELEMENT_S16: return "QLSTM_ELEMENT_S16";
+    case QLSTM_ELEMENT_S32: return "QLSTM_ELEMENT_S32";
     default: return nullptr;
   }
 }
 
 // A buffer's elements in C, and in words (the comments).
-const char* element_c_type(int32_t type) { return type == QLSTM_ELEMENT_S16 ? "int16_t" : "int8_t"; }
-const char* element_word(int32_t type) { return type == QLSTM_ELEMENT_S16 ? "int16" : "int8"; }
+const char* element_c_type(int32_t type) {
+  return type == QLSTM_ELEMENT_S32 ? "int32_t" : type == QLSTM_ELEMENT_S16 ? "int16_t" : "int8_t";
+}
+const char* element_word(int32_t type) {
+  return type == QLSTM_ELEMENT_S32 ? "int32 token ids" : type == QLSTM_ELEMENT_S16 ? "int16" : "int8";
+}
 
 // Visitors of qlstm::visit_op_fields / visit_block_fields (runtime/include/qlstm/params_codec.h):
 // the arrays of a parameter block as static const arrays, then the block as a nested initializer
@@ -184,7 +189,9 @@ std::vector<int16_t> cell_constant(const ProgramOp& op, int32_t batch) {
 
 // In bytes: an int16 buffer's elements times two.
 std::string bytes_of(int32_t type) {
-  return type == QLSTM_ELEMENT_S16 ? std::string(" * sizeof(int16_t)") : std::string();
+  return type == QLSTM_ELEMENT_S32   ? std::string(" * sizeof(int32_t)")
+         : type == QLSTM_ELEMENT_S16 ? std::string(" * sizeof(int16_t)")
+                                     : std::string();
 }
 
 // NAME_model.h and NAME_model.cc of a program, part by part: what every part needs is decided once
@@ -378,7 +385,11 @@ void ProgramEmitter::header_edges(std::ostringstream& h) const {
   // Beyond this bound every zero point saturates: bounding v keeps the conversion defined.
   const std::string bound = in_s16 ? "65536.0f" : "256.0f";
   const std::string lo = in_s16 ? "-32768" : "-128", hi = in_s16 ? "32767" : "127";
-  h << "/* A float input value to the model's " << in_word << ": x / INPUT_SCALE rounded to nearest (ties to even)\n"
+  if (in_type == QLSTM_ELEMENT_S32) {
+    h << "/* The input is token ids, int32 as they are (INPUT_SCALE 1, INPUT_ZERO_POINT 0): an id outside the\n"
+      << "   embedding's table makes " << name << "_run return QLSTM_ERROR_BAD_INDEX before any op writes. */\n";
+  } else {
+    h << "/* A float input value to the model's " << in_word << ": x / INPUT_SCALE rounded to nearest (ties to even)\n"
     << "   plus INPUT_ZERO_POINT, saturated to " << in_word << "; NaN gives the zero point. */\n"
     << "static inline " << in_t << " " << name << "_quantize_input(float x) {\n"
     << "  float v = x / " << upper << "_INPUT_SCALE;\n"
@@ -391,8 +402,9 @@ void ProgramEmitter::header_edges(std::ostringstream& h) const {
     << "  if (v - (float)q > 0.5f || (v - (float)q == 0.5f && (q & 1) != 0)) ++q;\n"
     << "  if (v - (float)q < -0.5f || (v - (float)q == -0.5f && (q & 1) != 0)) --q;\n"
     << "  q += " << upper << "_INPUT_ZERO_POINT;\n"
-    << "  return (" << in_t << ")(q < " << lo << " ? " << lo << " : q > " << hi << " ? " << hi << " : q);\n}\n"
-    << "/* An " << out_word << " output value in float: OUTPUT_SCALE x (q - OUTPUT_ZERO_POINT). */\n"
+    << "  return (" << in_t << ")(q < " << lo << " ? " << lo << " : q > " << hi << " ? " << hi << " : q);\n}\n";
+  }
+  h << "/* An " << out_word << " output value in float: OUTPUT_SCALE x (q - OUTPUT_ZERO_POINT). */\n"
     << "static inline float " << name << "_dequantize_output(" << out_t << " q) {\n"
     << "  return " << upper << "_OUTPUT_SCALE * (float)((int32_t)q - " << upper << "_OUTPUT_ZERO_POINT);\n}\n\n";
 }

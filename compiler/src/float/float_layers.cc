@@ -28,6 +28,7 @@ std::string layer_label(const FloatLayer& l) {
     case FloatLayerKind::kSelectStep: kind = "step selection"; break;
     case FloatLayerKind::kPoolTime: kind = l.pool == PoolFn::kMean ? "mean over time" : "max over time"; break;
     case FloatLayerKind::kFlattenTime: kind = "flatten of every step"; break;
+    case FloatLayerKind::kEmbedding: kind = "Embedding"; break;
   }
   return "layer '" + l.node + "' (" + kind + ")";
 }
@@ -80,7 +81,7 @@ void FloatLayer::validate() const {
   }
   if (groups < 1 || (groups > 1 && reads_whole_sequence(kind))) bad("groups must be >= 1 (1 for a layer reading a sequence)");
   if (kind != FloatLayerKind::kLinear && kind != FloatLayerKind::kFlattenTime && kind != FloatLayerKind::kSelectStep &&
-      input_size != output_size) {
+      kind != FloatLayerKind::kEmbedding && input_size != output_size) {
     bad("input_size " + std::to_string(input_size) + " differs from output_size " + std::to_string(output_size));
   }
   auto finite = [&](const std::vector<float>& v, const char* what) {
@@ -127,6 +128,15 @@ void FloatLayer::validate() const {
       }
       if (step_count > 1 && step >= 0 && static_cast<int64_t>(step) + step_count > (int64_t{1} << 30)) bad("step range too long");
       if (step_count > 1 && step < 0 && -static_cast<int64_t>(step) < step_count) bad("the steps run past the last");
+      break;
+    case FloatLayerKind::kEmbedding:
+      if (input_size != 1) bad("reads one token id per position (input_size 1), got " + std::to_string(input_size));
+      if (weight.empty() || weight.size() % static_cast<size_t>(output_size) != 0 ||
+          weight.size() / static_cast<size_t>(output_size) > static_cast<size_t>(kMaxEmbeddingRows)) {
+        bad("the table has " + std::to_string(weight.size()) + " values: not 1 to " + std::to_string(kMaxEmbeddingRows) +
+            " rows of " + std::to_string(output_size));
+      }
+      finite(weight, "table");
       break;
     case FloatLayerKind::kFlattenTime:
       if (flatten_steps < 1 || static_cast<int64_t>(flatten_steps) * input_size != output_size) {
@@ -188,6 +198,17 @@ std::vector<double> run_float_layer(const FloatLayer& layer, const std::vector<d
         for (size_t i = 0; i < I; ++i) sum += std::exp(in[i] - top);
         const double log_sum = std::log(sum);
         for (size_t i = 0; i < I; ++i) out[i] = in[i] - top - log_sum;
+        break;
+      }
+      case FloatLayerKind::kEmbedding: {
+        // Token ids are integers in [0, rows): anything else is the caller's error, named.
+        const double id = in[0];
+        const int32_t rows = layer.embedding_rows();
+        if (!(id >= 0 && id < rows) || id != std::floor(id)) {
+          throw CompileError(layer_label(layer) + ": token id " + std::to_string(id) + " at position " +
+                             std::to_string(p) + " is not an integer in [0, " + std::to_string(rows) + ")");
+        }
+        std::copy_n(layer.weight.begin() + static_cast<ptrdiff_t>(static_cast<size_t>(id) * O), O, out);
         break;
       }
       case FloatLayerKind::kSelectStep:

@@ -277,12 +277,21 @@ void walk_front(Import* im) {
   ctx.cell = first.spec->op;
   ctx.directions = first.directions;
   const Labels want_x = first.layout == 0 ? "TBF" : "BTF";
-  std::vector<Labels> candidates = r.input_shape.size() == 2 ? std::vector<Labels>{"TF"} : std::vector<Labels>{"BTF", "TBF"};
+  // An integer input holds token ids: no feature axis ([B, T], [T, B], or [T] unbatched), and only
+  // an embedding may read it.
+  bool ids = false;
+  for (const auto& i : g.proto().input()) {
+    const int32_t t = i.type().tensor_type().elem_type();
+    if (i.name() == r.input_name) ids = t == onnx::TensorProto::INT64 || t == onnx::TensorProto::INT32;
+  }
+  std::vector<Labels> candidates = ids ? (r.input_shape.size() == 1 ? std::vector<Labels>{"T"} : std::vector<Labels>{"BT", "TB"})
+                                   : r.input_shape.size() == 2 ? std::vector<Labels>{"TF"}
+                                                               : std::vector<Labels>{"BTF", "TBF"};
   PathState front;
   for (size_t c = 0; c < candidates.size(); ++c) {
     PathContext cc = ctx;
     const Labels& cand = candidates[c];
-    cc.unbatched = cand == "TF";
+    cc.unbatched = cand == "TF" || cand == "T";
     for (size_t k = 0; k < cand.size() && k < r.input_shape.size(); ++k) {
       if (cand[k] == 'T') cc.time_size = r.input_shape[k];
       if (cand[k] == 'B') cc.batch_size = r.input_shape[k];
@@ -290,8 +299,10 @@ void walk_front(Import* im) {
     PathState s;
     s.value = r.input_name;
     s.view.labels = cand;
-    s.view.width = !r.input_shape.empty() && r.input_shape.back() > 0 ? static_cast<int32_t>(r.input_shape.back())
-                                                                   : static_cast<int32_t>(first.input_size);
+    s.view.width = ids ? 1
+                   : !r.input_shape.empty() && r.input_shape.back() > 0 ? static_cast<int32_t>(r.input_shape.back())
+                                                                       : static_cast<int32_t>(first.input_size);
+    s.ids = ids;
     std::vector<std::string> p;
     std::set<const onnx::NodeProto*> u;
     const bool walked = PathWalker(cc, true, &p, &u).walk(&s, head->input(kX));

@@ -89,6 +89,8 @@ ProgramOp derive_layer_op(const LayerOp& lop, const AffineQuant& input, const Af
     case FloatLayerKind::kFlattenTime:
       throw CompileError(node_label(l) + ": a step selection, a pooling or a flatten over time must come first in the head, "
                          "right after the LSTM");
+    case FloatLayerKind::kEmbedding:
+      throw CompileError(node_label(l) + ": an embedding must be the model's first layer, on its token ids");
   }
   return op;
 }
@@ -292,10 +294,17 @@ void ProgramCompiler::check() {
   select_op_ = has_select_ && !final_state_;
   if (program_.lstm_output == LstmOutput::kFinalState) head_step_ = last_lstm_.reverse ? 0 : -1;
   if (has_select_) head_step_ = program_.head.front().step;
-  for (const FloatLayer& l : program_.front) {
+  for (size_t k = 0; k < program_.front.size(); ++k) {
+    const FloatLayer& l = program_.front[k];
     if (reads_whole_sequence(l.kind)) {
       throw CompileError(node_label(l) + ": a step selection or a pooling over time before the LSTM");
     }
+    if (l.kind == FloatLayerKind::kEmbedding && k != 0) {
+      throw CompileError(node_label(l) + ": an embedding must be the model's first layer, on its token ids");
+    }
+  }
+  for (const FloatLayer& l : program_.head) {
+    if (l.kind == FloatLayerKind::kEmbedding) throw CompileError(node_label(l) + ": an embedding after the LSTM");
   }
 }
 
@@ -329,11 +338,28 @@ void ProgramCompiler::lower_front() {
   std::vector<float> inputs;
   for (const CalibrationSequence& s : calibration_.sequences) inputs.insert(inputs.end(), s.values.begin(), s.values.end());
   if (inputs.empty()) throw CompileError("calibration: every sequence has zero time steps");
-  const Range r = choose_range(inputs, start_.input_observer);
-  m.buffers.push_back({I_, affine_from_range(r.lo, r.hi), QLSTM_BUFFER_EVERY_STEP});
+  const bool ids = program_.front.front().kind == FloatLayerKind::kEmbedding;
+  if (ids) {
+    // Token ids in, as they are (an int32 buffer).
+    m.buffers.push_back({I_, token_id_quant(), QLSTM_BUFFER_EVERY_STEP, QLSTM_ELEMENT_S32});
+  } else {
+    const Range r = choose_range(inputs, start_.input_observer);
+    m.buffers.push_back({I_, affine_from_range(r.lo, r.hi), QLSTM_BUFFER_EVERY_STEP});
+  }
   std::vector<std::vector<double>> values;
   for (Entry& en : entries_) values.push_back(to_double(en.x));
   for (const LayerOp& lop : layer_ops(program_.front)) {
+    if (lop.layer->kind == FloatLayerKind::kEmbedding) {
+      // Its quantization is the whole table's, not what calibration happened to look up.
+      for (size_t e = 0; e < values.size(); ++e) values[e] = run_float_layer(*lop.layer, values[e], static_cast<size_t>(positions_[e]));
+      ProgramOp op;
+      op.set(derive_embedding(*lop.layer));
+      op.input_buffer = static_cast<int32_t>(m.buffers.size()) - 1;
+      op.output_buffer = op.input_buffer + 1;
+      m.buffers.push_back({lop.layer->output_size, op.as<DerivedEmbedding>().output, QLSTM_BUFFER_EVERY_STEP});
+      m.ops.push_back(std::move(op));
+      continue;
+    }
     const AffineQuant out = run_layer_op(lop, values, positions_, start_.output_observer, observed_entries_);
     ProgramOp op = derive_layer_op(lop, m.buffers.back().quant, out, start_);
     op.input_buffer = static_cast<int32_t>(m.buffers.size()) - 1;

@@ -469,5 +469,33 @@ DerivedTable DerivedTable::from_kernel_params(const qlstm_table_s8_params& p, co
   return d;
 }
 
+DerivedEmbedding derive_embedding(const FloatLayer& embedding) {
+  if (embedding.kind != FloatLayerKind::kEmbedding) throw CompileError(layer_label(embedding) + ": not an embedding");
+  embedding.validate();
+  const auto [lo, hi] = std::minmax_element(embedding.weight.begin(), embedding.weight.end());
+  DerivedEmbedding d;
+  d.table_rows = embedding.embedding_rows();
+  d.row_size = embedding.output_size;
+  d.output = affine_from_range(*lo, *hi);
+  d.table.resize(embedding.weight.size());
+  for (size_t k = 0; k < embedding.weight.size(); ++k) d.table[k] = d.output.quantize(embedding.weight[k]);
+  return d;
+}
+
+AffineQuant token_id_quant() { return AffineQuant{1.0, 0}; }
+
+qlstm_embedding_s8_params DerivedEmbedding::kernel_params(int32_t rows) const {
+  return {rows, table_rows, row_size, table.data()};
+}
+
+DerivedEmbedding DerivedEmbedding::from_kernel_params(const qlstm_embedding_s8_params& p, const AffineQuant& output) {
+  DerivedEmbedding d;
+  d.table_rows = p.table_rows;
+  d.row_size = p.row_size;
+  d.output = output;
+  d.table = copy_array(p.table, static_cast<size_t>(p.table_rows) * static_cast<size_t>(p.row_size));
+  return d;
+}
+
 }  // namespace compiler
 }  // namespace qlstm

@@ -415,6 +415,10 @@ bool CompiledModel::all_s8() const {
   return std::all_of(buffers.begin(), buffers.end(), [](const ProgramBuffer& b) { return b.type == QLSTM_ELEMENT_S8; });
 }
 
+bool CompiledModel::has_s16() const {
+  return std::any_of(buffers.begin(), buffers.end(), [](const ProgramBuffer& b) { return b.type == QLSTM_ELEMENT_S16; });
+}
+
 bool CompiledModel::all_forward() const {
   for (const ProgramOp& op : ops) {
     if (op.recurrent() && op.time_direction() != QLSTM_TIME_FORWARD) return false;
@@ -540,7 +544,14 @@ void ModelChecker::buffers() const {
     const std::string w = "field 'buffers[" + std::to_string(b) + "]";
     if (buf.width < 1 || buf.width > (1 << 16)) bad(w + ".width' out of range");
     if (!(buf.quant.scale > 0) || !std::isfinite(buf.quant.scale)) bad(w + ".scale' is not positive");
-    if (buf.type != QLSTM_ELEMENT_S8 && buf.type != QLSTM_ELEMENT_S16) bad(w + ".type' is not an element type");
+    if (buf.type != QLSTM_ELEMENT_S8 && buf.type != QLSTM_ELEMENT_S16 && buf.type != QLSTM_ELEMENT_S32) {
+      bad(w + ".type' is not an element type");
+    }
+    // Token ids: only the input, as they are.
+    if (buf.type == QLSTM_ELEMENT_S32 && (b != 0 || buf.width != 1 || buf.quant.scale != token_id_quant().scale ||
+                                          buf.quant.zero_point != token_id_quant().zero_point)) {
+      bad(w + ".type' int32 (token ids) is only the input's, of width 1, scale 1 and zero point 0");
+    }
     if (buf.type == QLSTM_ELEMENT_S16 && buf.quant.zero_point != 0) bad(w + ".zero_point' must be 0 for int16");
     if (buf.quant.zero_point < -128 || buf.quant.zero_point > 127) bad(w + ".zero_point' out of int8 range");
     if (buf.steps != QLSTM_BUFFER_EVERY_STEP && buf.steps != QLSTM_BUFFER_ONE_STEP) bad(w + ".steps' is not a buffer_steps");
@@ -944,8 +955,21 @@ std::vector<float> run_program_float(const CompiledModel& m, const std::vector<f
 std::vector<uint8_t> quantize_raw_input(const CompiledModel& m, const std::vector<float>& x) {
   const ProgramBuffer& in = m.buffers.front();
   std::vector<uint8_t> raw(x.size() * qlstm_element_bytes(in.type));
+  // Token ids: the embedding's rows (the runtime refuses any other id too, naming none).
+  const int32_t rows = m.token_ids() && !m.ops.empty() && m.ops.front().holds<DerivedEmbedding>()
+                           ? m.ops.front().as<DerivedEmbedding>().table_rows
+                           : 0;
   for (size_t k = 0; k < x.size(); ++k) {
-    if (in.type == QLSTM_ELEMENT_S16) {
+    if (in.type == QLSTM_ELEMENT_S32) {
+      if (!(x[k] >= 0 && x[k] < static_cast<float>(rows)) || x[k] != std::floor(x[k])) {
+        const bool integral = std::isfinite(x[k]) && x[k] == std::floor(x[k]) && std::fabs(x[k]) < 1e15f;
+        const std::string value = integral ? std::to_string(static_cast<int64_t>(x[k])) : std::to_string(x[k]);
+        throw CompileError("input: value " + value + " at index " + std::to_string(k) +
+                           " is not a token id of the embedding's table (an integer in [0, " + std::to_string(rows) + "))");
+      }
+      const int32_t id = static_cast<int32_t>(x[k]);
+      std::memcpy(&raw[4 * k], &id, sizeof id);
+    } else if (in.type == QLSTM_ELEMENT_S16) {
       const double q = std::nearbyint(x[k] / in.quant.scale) + in.quant.zero_point;
       const int16_t v = static_cast<int16_t>(std::clamp(std::isnan(q) ? 0.0 : q, -32768.0, 32767.0));
       std::memcpy(&raw[2 * k], &v, sizeof v);

@@ -1,5 +1,7 @@
 #include "recognize/path_walker.h"
 
+#include <cmath>
+
 #include "recognize/residual.h"
 
 #include "qlstm/compiler/import/refusals.h"
@@ -211,6 +213,7 @@ FloatLayer PathWalker::activation(const onnx::NodeProto& n, ActivationFn fn) {
 
 bool PathWalker::take(const onnx::NodeProto& n, PathState* s) {
   const std::string& op = n.op_type();
+  if (s->ids) return embedding(n, s);
   if (kLayoutOps.count(op)) {
     if (!reads_at(n, *s, 0)) return false;
     std::string why;
@@ -246,6 +249,46 @@ bool PathWalker::take(const onnx::NodeProto& n, PathState* s) {
   if (unary_activation_fn(op, &fn)) return unary_activation(n, fn, s);
   problem(&n, what_it_is(g_, n, c_.cell));
   return false;
+}
+
+// The token ids read by a Gather of a constant [V, E] float table along its rows (nn.Embedding):
+// the front's first layer, a row of E features per id.
+bool PathWalker::embedding(const onnx::NodeProto& n, PathState* s) {
+  std::vector<double> table;
+  std::vector<int64_t> dims;
+  const bool gather = n.op_type() == "Gather" && n.input_size() == 2 && n.input(1) == s->value;
+  const onnx::TensorProto* t = gather ? constant_tensor(g_, n.input(0)) : nullptr;
+  const bool is_float = t != nullptr && (t->data_type() == onnx::TensorProto::FLOAT || t->data_type() == onnx::TensorProto::DOUBLE);
+  if (!gather || !is_float || !constant_values(g_, n.input(0), &table, &dims) || dims.size() != 2 ||
+      int_attribute(n, "axis", 0) != 0) {
+    problem(&n, "reads the token ids (the model's integer input): only an embedding may, a Gather of the ids' rows from "
+                "a constant float [V, E] table (nn.Embedding); what to do: feed the embedded vectors as the input, or "
+                "look the ids up as torch's nn.Embedding does");
+    return false;
+  }
+  if (dims[0] < 1 || dims[1] < 1 || dims[0] > kMaxEmbeddingRows || dims[1] > (int64_t{1} << 16)) {
+    problem(&n, "an embedding table of " + std::to_string(dims[0]) + " x " + std::to_string(dims[1]) + ": not supported (1 to " +
+                    std::to_string(kMaxEmbeddingRows) + " rows of 1 to 65536 values)");
+    return false;
+  }
+  FloatLayer l;
+  l.kind = FloatLayerKind::kEmbedding;
+  l.node = n.name().empty() ? n.output(0) : n.name();
+  l.output_size = static_cast<int32_t>(dims[1]);
+  l.weight.assign(table.begin(), table.end());
+  for (size_t k = 0; k < table.size(); ++k) {
+    if (!std::isfinite(l.weight[k])) {
+      problem(&n, "the embedding table's value " + std::to_string(k) + " is not finite in float32");
+      return false;
+    }
+  }
+  l.input_size = 1;
+  s->ids = false;
+  s->view.labels.push_back('F');
+  s->view.width = l.output_size;
+  s->layers.push_back(std::move(l));
+  s->last_is_linear = false;
+  return true;
 }
 
 // A residual Add right after the last layer (layout ops only between): its output plus its

@@ -50,6 +50,7 @@ struct PathState {
   // takes in (recognize/linear.cc).
   bool last_is_batch_norm = false;
   bool residual = false;           // the head starts with the last layer's residual add (recognize/residual.h)
+  bool ids = false;                // the value is the model's token ids (an integer input): an embedding reads them
   std::string last_good;           // the last value reached without a problem
   bool failed = false;
 };
@@ -77,6 +78,7 @@ class PathWalker {
   void add_layer(PathState* s, FloatLayer l, bool linear);
   FloatLayer activation(const onnx::NodeProto& n, ActivationFn fn);
   bool take(const onnx::NodeProto& n, PathState* s);
+  bool embedding(const onnx::NodeProto& n, PathState* s);
   bool reduction(const onnx::NodeProto& n, PathState* s);
   bool residual(const onnx::NodeProto& n, const ResidualAdd& r, PathState* s);
   // unrolled_steps.cc

@@ -20,6 +20,7 @@
 #include "qlstm/lstm_s8.h"
 #include "qlstm/log_softmax_s8.h"
 #include "qlstm/elementwise_s8.h"
+#include "qlstm/embedding_s8.h"
 #include "qlstm/pool_s8.h"
 #include "qlstm/program_s8.h"
 #include "qlstm/requantize.h"
@@ -237,6 +238,8 @@ void log_softmax_s8_prechecked(const qlstm_log_softmax_s8_params& params, const 
 void softmax_s16_prechecked(const qlstm_softmax_s16_params& params, const int16_t* input, int16_t* output);
 void table_s8_prechecked(const qlstm_table_s8_params& params, const int8_t* input, int8_t* output);
 void requantize_prechecked(const qlstm_requantize_params& params, const void* input, void* output);
+// The embedding (embedding_s8.h): every id checked against table_rows before any row is written.
+qlstm_status embedding_s8_prechecked(const qlstm_embedding_s8_params& params, const int32_t* ids, int8_t* output);
 // ---- The elementwise add and multiply (elementwise_s8.h, docs/arithmetic.md §19): rows x
 // row_size values of each operand, contiguous. Their references are the specification in code;
 // each variant is one function for the whole call, equal to its reference bit for bit

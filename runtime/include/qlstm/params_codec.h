@@ -356,6 +356,17 @@ void visit_table_s8_fields(P& p, V& v) {
 }
 
 template <class P, class V>
+void visit_embedding_s8_fields(P& p, V& v) {
+  v.open("embedding");
+  v.i32("rows", p.rows);
+  v.i32("table_rows", p.table_rows);
+  v.i32("row_size", p.row_size);
+  const int64_t V_rows = codec_detail::extent(p.table_rows), E = codec_detail::extent(p.row_size);
+  v.array("table", p.table, V_rows < 0 || E < 0 ? -1 : V_rows * E);
+  v.close();
+}
+
+template <class P, class V>
 void visit_select_step_fields(P& p, V& v) {
   v.open("select");
   v.i32("step", p.step);

@@ -14,6 +14,7 @@
 #include "qlstm/fully_connected_s16.h"
 #include "qlstm/fully_connected_s8.h"
 #include "qlstm/elementwise_s8.h"
+#include "qlstm/embedding_s8.h"
 #include "qlstm/gru_s8.h"
 #include "qlstm/lstm_s16.h"
 #include "qlstm/lstm_s8.h"

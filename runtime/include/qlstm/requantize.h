@@ -22,7 +22,8 @@ extern "C" {
 /* The element type of a buffer or an operand. */
 typedef enum qlstm_element_type {
   QLSTM_ELEMENT_S8 = 0,
-  QLSTM_ELEMENT_S16 = 1
+  QLSTM_ELEMENT_S16 = 1,
+  QLSTM_ELEMENT_S32 = 2 /* token ids: an embedding's input (embedding_s8.h), never requantized */
 } qlstm_element_type;
 
 typedef struct qlstm_requantize_params {

@@ -29,8 +29,9 @@ typedef enum qlstm_status {
   QLSTM_ERROR_BAD_OUTPUT_STEPS = 17, /* output_steps is not one of qlstm_output_steps */
   QLSTM_ERROR_BAD_DIFF_MIN = 18,     /* a softmax's diff_min is above 0, or diff_min x
                                         2^input_left_shift is below the int32 range */
-  QLSTM_ERROR_BAD_ELEMENT_TYPE = 19  /* an element type is not one of qlstm_element_type, or a
+  QLSTM_ERROR_BAD_ELEMENT_TYPE = 19, /* an element type is not one of qlstm_element_type, or a
                                         buffer's is not the one its op reads or writes */
+  QLSTM_ERROR_BAD_INDEX = 20         /* a token id outside its embedding table's rows */
 } qlstm_status;
 
 /* A short, static, human-readable description of a status. Never NULL. */

@@ -60,7 +60,10 @@ void requantize_prechecked(const qlstm_requantize_params& p, const void* input, 
 }  // namespace qlstm
 
 extern "C" size_t qlstm_element_bytes(int32_t type) {
-  return type == QLSTM_ELEMENT_S8 ? sizeof(int8_t) : type == QLSTM_ELEMENT_S16 ? sizeof(int16_t) : 0;
+  return type == QLSTM_ELEMENT_S8    ? sizeof(int8_t)
+         : type == QLSTM_ELEMENT_S16 ? sizeof(int16_t)
+         : type == QLSTM_ELEMENT_S32 ? sizeof(int32_t)
+                                     : 0;
 }
 
 extern "C" qlstm_status qlstm_requantize_validate(const qlstm_requantize_params* params, const char** field) {

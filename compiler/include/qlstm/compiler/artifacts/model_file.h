@@ -34,7 +34,9 @@ namespace compiler {
 // 13: version 12 with an int8 LSTM gate's HardSigmoid line (qlstm_hard_sigmoid_params, in every
 // gate's record of every int8 LSTM; earlier records have none: sigmoid and tanh gates); written
 // only for a model with a HardSigmoid gate.
-constexpr uint32_t kModelFormatVersion = 13;
+// 14: version 13 with the embedding kind (QLSTM_OP_EMBEDDING_S8) and an int32 input buffer of
+// token ids (QLSTM_ELEMENT_S32); written only for a model with an embedding.
+constexpr uint32_t kModelFormatVersion = 14;
 // The version of a model with a HardSigmoid gate.
 constexpr uint32_t kModelFormatVersionGateLines = 13;
 // The version of a model with a recurrent op that runs its first step alone.

@@ -27,7 +27,13 @@ enum class FloatLayerKind {
   kSelectStep,  // y[:, step] of a sequence, or y[:, step:step + k] (one position per batch row)
   kPoolTime,    // the mean or the max over every step of a sequence (one position per batch row)
   kFlattenTime, // every step of a sequence side by side, one row per batch row (y.reshape(B, -1))
+  kEmbedding,   // a row of a constant table per token id (nn.Embedding): the front's first layer,
+                // input_size 1 (the id), output_size the row's width
 };
+
+// The most rows an embedding table may have: every id is exact in float32 (the calibration and run
+// tensors carry ids as floats), 2^24.
+constexpr int32_t kMaxEmbeddingRows = 1 << 24;
 
 // kPoolTime's reduction: y.mean(dim=1) (ONNX ReduceMean), y.max(dim=1).values (ReduceMax).
 enum class PoolFn { kMean, kMax };
@@ -40,7 +46,7 @@ struct FloatLayer {
   FloatLayerKind kind = FloatLayerKind::kLinear;
   std::string node;  // the ONNX node it came from (the first, when several made it), for messages
   int32_t input_size = 0, output_size = 0;  // elements per position (equal but for kLinear)
-  // kLinear
+  // kLinear; kEmbedding: the table, [rows][output_size] (embedding_rows())
   std::vector<float> weight;  // [output_size][input_size]
   std::vector<float> bias;    // [output_size], empty: none
   // kActivation
@@ -64,6 +70,9 @@ struct FloatLayer {
   // kFlattenTime: the steps it takes (the model then runs on sequences of exactly that many);
   // output_size = flatten_steps x input_size
   int32_t flatten_steps = 0;
+
+  // kEmbedding: the table's rows (its vocabulary).
+  int32_t embedding_rows() const { return output_size < 1 ? 0 : static_cast<int32_t>(weight.size() / static_cast<size_t>(output_size)); }
 
   // Throws CompileError naming the node for inconsistent sizes or non-finite values.
   void validate() const;

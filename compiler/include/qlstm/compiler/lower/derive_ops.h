@@ -75,6 +75,22 @@ struct DerivedLogSoftmax {
 DerivedLogSoftmax derive_log_softmax(int32_t row_size, const AffineQuant& input);
 AffineQuant log_softmax_output_quant();  // scale 16/256, zero point 127
 
+// The embedding op (qlstm_embedding_s8): the table quantized at its output's quantization, the
+// int8 affine map of the whole table's range (with 0), so that every row, seen in calibration or
+// not, is rounded once and never clipped.
+struct DerivedEmbedding {
+  static constexpr int32_t kKind = QLSTM_OP_EMBEDDING_S8;  // its op kind (ProgramOp::set)
+  int32_t table_rows = 0, row_size = 0;
+  AffineQuant output;
+  std::vector<int8_t> table;  // [table_rows][row_size]
+
+  qlstm_embedding_s8_params kernel_params(int32_t rows) const;
+  static DerivedEmbedding from_kernel_params(const qlstm_embedding_s8_params& p, const AffineQuant& output);
+};
+DerivedEmbedding derive_embedding(const FloatLayer& embedding);
+// The quantization of a program input of token ids (an int32 buffer): the ids as they are.
+AffineQuant token_id_quant();
+
 struct DerivedTable {
   static constexpr int32_t kKind = QLSTM_OP_TABLE_S8;  // its op kind (ProgramOp::set)
   int32_t row_size = 0;

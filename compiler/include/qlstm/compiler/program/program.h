@@ -221,6 +221,8 @@ struct CompiledModel {
   // Sum of the recurrent ops' state sizes (ProgramOp::state_size: H, 2H for a 16x8 LSTM).
   int32_t state_size() const;
   bool all_s8() const;  // every buffer int8 (the model file's versions before 7, run_program_s8)
+  bool has_s16() const;  // an int16 buffer: a 16x8 model (int16 activations and state from some layer on)
+  bool token_ids() const { return !buffers.empty() && buffers.front().type == QLSTM_ELEMENT_S32; }  // an embedding's input
   // The batch a per-row constant initial state fixes; 0 when there is none (any batch).
   int32_t constant_state_batch() const;
   bool all_forward() const;    // every recurrent op walks time forwards
