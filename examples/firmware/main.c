@@ -1,6 +1,7 @@
 /* Runs a compiled model's emitted source on the device:
  *   model_firmware IN.bin OUT.bin [CHUNK [STATE_IN.bin STATE_OUT.bin]]
- * IN.bin: int8 input, BATCH x T x INPUT_SIZE in the model's layout (T follows from the size);
+ * IN.bin: the input, BATCH x T x INPUT_SIZE in the model's layout (T follows from the size), of its
+ * element type: int8, or int32 little-endian token ids for a model that starts with an embedding;
  * OUT.bin: int8 output, BATCH x T x OUTPUT_SIZE, or BATCH x OUTPUT_SIZE for a model whose output is
  * one row per batch row (a last-step head; NAME_OUTPUT_PER_STEP 0). Files come and go through
  * semihosting.
@@ -21,7 +22,9 @@
 #define MAX_INPUT_BYTES (256u * 1024u)
 #define MAX_OUTPUT_BYTES (1024u * 1024u)
 
-static int8_t g_input[MAX_INPUT_BYTES];
+/* Word-aligned: the input may be int32 token ids. */
+static int32_t g_input_words[MAX_INPUT_BYTES / sizeof(int32_t)];
+static int8_t* const g_input = (int8_t*)g_input_words;
 static int8_t g_output[MAX_OUTPUT_BYTES];
 
 #if QLSTM_MODEL_HAS_STATE_IO
@@ -56,10 +59,10 @@ int main(int argc, char** argv) {
     printf("model_firmware: cannot open %s\n", argv[1]);
     return 2;
   }
-  const size_t n = fread(g_input, 1, sizeof g_input, in);
+  const size_t n = fread(g_input, 1, MAX_INPUT_BYTES, in);
   const int more = fgetc(in) != EOF;
   fclose(in);
-  const size_t row = (size_t)QLSTM_MODEL_BATCH * QLSTM_MODEL_INPUT_SIZE;
+  const size_t row = QLSTM_MODEL_INPUT_BYTES(1); /* bytes of one step of every batch row */
   const size_t out_row = (size_t)QLSTM_MODEL_BATCH * QLSTM_MODEL_OUTPUT_SIZE;
   const size_t time_steps = n / row;
   /* Where the output of the steps from t0 goes: every chunk's after the last, or one row per batch
@@ -92,7 +95,7 @@ int main(int argc, char** argv) {
     }
     for (size_t t0 = 0; st == QLSTM_OK && t0 < time_steps; t0 += step) {
       const size_t steps = time_steps - t0 < step ? time_steps - t0 : step;
-      st = QLSTM_MODEL_RUN_STATE(g_input + t0 * row, g_output + t0 * out_step, (int32_t)steps, g_hidden, g_cell);
+      st = QLSTM_MODEL_RUN_STATE((const void*)(g_input + t0 * row), g_output + t0 * out_step, (int32_t)steps, g_hidden, g_cell);
     }
     if (st == QLSTM_OK && !state_file(argv[5], 1)) {
       printf("model_firmware: cannot write %s\n", argv[5]);
@@ -104,14 +107,14 @@ int main(int argc, char** argv) {
 #endif
   } else if (chunk == 0) {
     qlstm_bench_begin();
-    st = QLSTM_MODEL_RUN(g_input, g_output, (int32_t)time_steps);
+    st = QLSTM_MODEL_RUN((const void*)g_input, g_output, (int32_t)time_steps);
     qlstm_bench_end();
   } else {
 #if QLSTM_MODEL_CAN_STREAM
     st = QLSTM_MODEL_RESET();
     for (size_t t0 = 0; st == QLSTM_OK && t0 < time_steps; t0 += step) {
       const size_t steps = time_steps - t0 < step ? time_steps - t0 : step;
-      st = QLSTM_MODEL_STREAM(g_input + t0 * row, g_output + t0 * out_step, (int32_t)steps);
+      st = QLSTM_MODEL_STREAM((const void*)(g_input + t0 * row), g_output + t0 * out_step, (int32_t)steps);
     }
 #else
     printf("model_firmware: this model cannot be streamed (it walks time backwards)\n");

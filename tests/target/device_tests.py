@@ -116,6 +116,18 @@ def sequences(rng, batch_first, batch, steps, features, scale=1.0):
     return (rng.standard_normal(shape) * scale).astype(np.float32)
 
 
+def token_rows(work, name):
+    """A model on token ids (an embedding first): its table's rows; None for a model on values."""
+    with open(os.path.join(work, name + "_report.json")) as f:
+        given = json.load(f).get("input", {})
+    return given["range"][1] + 1 if given.get("type") == "int32 token ids" else None
+
+
+def token_ids(rng, batch_first, batch, steps, rows):
+    """Token ids over a table's rows, int64 as numpy makes them, [B, T] or [T, B]."""
+    return rng.integers(0, rows, size=(batch, steps) if batch_first else (steps, batch))
+
+
 def input_size_of(source, onnx_path, cal_path):
     expect = os.path.splitext(os.path.join(source, onnx_path))[0] + ".expect.json"
     if os.path.exists(expect):
@@ -169,6 +181,9 @@ def runs_agree(a, work, name, model, onnx_path, i, batch_first, rng):
     (batch 1): the same bytes, and the same final state for a model that takes one."""
     x = sequences(rng, batch_first, 3, 9, i, 1.5)
     x8 = rng.integers(-128, 128, size=(1, 17, i) if batch_first else (17, 1, i), dtype=np.int8)
+    rows = token_rows(work, name)
+    if rows is not None:  # token ids either way
+        x, x8 = token_ids(rng, batch_first, 3, 9, rows), token_ids(rng, batch_first, 1, 17, rows)
     with open(os.path.join(work, name + "_report.json")) as f:
         report = json.load(f)
     stateful = report["state"]["initial_h"] == "input"
@@ -264,10 +279,13 @@ def emitted_agrees(a, info, work, name, model, i, batch_first, kind, rng):
     elf = os.path.join(build, "model_firmware.elf")
     shape = (1, EMITTED_STEPS, i) if batch_first else (EMITTED_STEPS, 1, i)
     x8 = rng.integers(-128, 128, size=shape, dtype=np.int8)
+    rows = token_rows(work, name)
+    if rows is not None:  # token ids: int64 for qlstm run, int32 little-endian for the firmware
+        x8 = token_ids(rng, batch_first, 1, EMITTED_STEPS, rows)
     xin, yhost = os.path.join(work, "x.npy"), os.path.join(work, "y_host.npy")
     np.save(xin, x8)
     raw_in, raw_out = os.path.join(work, "x.bin"), os.path.join(work, "y_device.bin")
-    x8.tofile(raw_in)
+    (x8 if rows is None else x8.astype("<i4")).tofile(raw_in)
     host_cmd = [a.qlstm, "run", model, "--input", xin, "--output", yhost]
     state_args, want_state = [], b""
     if kind.endswith("state"):
@@ -375,13 +393,16 @@ WHOLE = [
     ("residual", "tests/onnx/models/import_residual_last_layer.onnx", True, "stream"),
     # Keras' Bidirectional(LSTM) with HardSigmoid gates (keras2onnx's form; a reverse direction: one call)
     ("hard_sigmoid", "tests/onnx/models/import_keras_hard_sigmoid_bidirectional.onnx", True, "whole"),
+    # nn.Embedding on int64 token ids -> LSTM -> y[:, -1] -> Linear: int32 ids into the firmware
+    ("embedding", "tests/onnx/models/import_embedding_lstm_last_step.onnx", True, "stream",
+     "tests/onnx/models/import_embedding_calibration.npy"),
 ]
 
 
 def test_whole(a):
     info = target_info(a.qlstm, a.cpu)
-    built = firmware_models(a, [w[:3] + (None,) for w in WHOLE], 23)
-    for (name, onnx_path, batch_first, kind), (work, model, i, rng) in zip(WHOLE, built):
+    built = firmware_models(a, [w[:3] + (w[4] if len(w) > 4 else None,) for w in WHOLE], 23)
+    for (name, onnx_path, batch_first, kind), (work, model, i, rng) in zip((w[:4] for w in WHOLE), built):
         runs_agree(a, work, name, model, onnx_path, i, batch_first, rng)
         print("%s: qlstm run --target %s == qlstm run (float and int8 runs)" % (onnx_path, a.cpu))
         print("%s: emitted firmware (%s)" % (onnx_path, emitted_agrees(a, info, work, name, model, i, batch_first,

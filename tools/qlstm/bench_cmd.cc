@@ -513,9 +513,15 @@ std::vector<int8_t> bench_input(const CompiledModel& m, const SequenceShape& sha
   std::vector<int8_t> x(static_cast<size_t>(shape.batch) * static_cast<size_t>(shape.time_steps) *
                         static_cast<size_t>(m.input_size()));
   if (m.buffers.front().type != QLSTM_ELEMENT_S8) {
-    // A 16x8 input: the values quantized to its type, as raw bytes.
+    // A 16x8 input: the values quantized to its type, as raw bytes; token ids: uniform over the
+    // embedding's rows, as int32 bytes.
     std::vector<float> f(x.size());
-    for (float& v : f) v = n01(rng);
+    if (m.token_ids()) {
+      std::uniform_int_distribution<int32_t> id(0, m.ops.front().as<DerivedEmbedding>().table_rows - 1);
+      for (float& v : f) v = static_cast<float>(id(rng));
+    } else {
+      for (float& v : f) v = n01(rng);
+    }
     const std::vector<uint8_t> raw = quantize_raw_input(m, f);
     return std::vector<int8_t>(raw.begin(), raw.end());
   }
