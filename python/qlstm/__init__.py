@@ -133,9 +133,12 @@ def _export_module(module: Any, example_input: Any, calibration: List[Any], batc
         first = arrays[0]
         example_input = first[:1] if first.ndim == 2 or batch_first else first[:, :1]
     if not isinstance(example_input, torch.Tensor):
-        example_input = torch.from_numpy(np.ascontiguousarray(np.asarray(example_input, dtype=np.float32)))
-    example_input = example_input.float()
-    dynamic = {"x": {batch_axis: "batch"}} if example_input.dim() == 3 else None
+        example_input = torch.from_numpy(np.ascontiguousarray(np.asarray(example_input)))
+    # Integers are token ids (an nn.Embedding reads them, as int64); anything else is values.
+    ids = not (example_input.is_floating_point() or example_input.is_complex())
+    example_input = example_input.long() if ids else example_input.float()
+    batched = example_input.dim() == (2 if ids else 3)
+    dynamic = {"x": {batch_axis: "batch"}} if batched else None
     buf = io.BytesIO()
     training = module.training
     module.eval()
@@ -342,7 +345,9 @@ class CompiledModel:
         """Float in, float out through the int8 program, as `qlstm run --float` (bit for bit).
 
         x: [B, T, I] (batch-first models), [T, B, I] (sequence-first) or one sequence [T, I];
-        float32 or float64 (numpy or torch). Returns float32: [B, W] for a model with one output
+        float32 or float64 (numpy or torch). A model that starts with an embedding takes integer
+        token ids instead, [B, T], [T, B] or [T], of any integer dtype (run_int8 too); an id
+        outside the table raises CompileError naming it. Returns float32: [B, W] for a model with one output
         row per sequence ([W] for one sequence), else the sequence in the input's layout.
 
         h0, c0: the initial state, float [ops, B, H] (ops: the recurrent ops, layer-major, forward
@@ -481,7 +486,8 @@ def compile(model: Any, calibration: Any, *, name: Optional[str] = None, validat
     in the layout of its nn.LSTM / nn.GRU unless batch_first= says; the example input is
     example_input= or the first sequence of the calibration data), an onnx.ModelProto, ONNX bytes
     or the path of an .onnx file.
-    calibration: float sequences in the model's layout, a numpy array or torch tensor, a .npy
+    calibration: float sequences in the model's layout (or, for a model that starts with an
+    nn.Embedding, integer token ids [B, T]), a numpy array or torch tensor, a .npy
     path, or an iterable of these (a list, or a DataLoader's batches: of an (inputs, targets)
     batch the inputs); validation: the same, the search's held-out data (never observed).
     name: the model's C identifier (default: the file's stem for a path, else the module's class

@@ -743,3 +743,61 @@ def test_evaluate_forecast_in_units_equals_cli_eval(tmp_path):
         compiled.evaluate(x, units=units)
     with pytest.raises(qlstm.CompileError, match="expected a positive number"):
         compiled.evaluate(x, targets=np.load(targets), units=dict(units, scale=-1))
+
+
+# --- token ids: a model that starts with an embedding --------------------------------------------
+
+IMPORT_MODELS = os.path.normpath(os.path.join(HERE, "..", "..", "tests", "onnx", "models"))
+
+
+def test_embedding_on_token_ids_as_the_cli(tmp_path):
+    onnx_path = os.path.join(IMPORT_MODELS, "import_embedding_lstm_last_step.onnx")
+    calibration = os.path.join(IMPORT_MODELS, "import_embedding_calibration.npy")
+    held_out = os.path.join(IMPORT_MODELS, "import_embedding_held_out.npy")
+    status, _, err = cli("compile", onnx_path, "--calibration", calibration, "-o", tmp_path / "cli", "--no-search",
+                         "--max-time-steps", "8")
+    assert status == 0, err
+    compiled = qlstm.compile(onnx_path, calibration, search=False, max_time_steps=8)
+    compiled.save(tmp_path / "py")
+    assert files_of(tmp_path / "py") == files_of(tmp_path / "cli")
+    for flag, method in (("--float", compiled.run), (None, compiled.run_int8)):
+        y = tmp_path / ("y%s.npy" % (flag or ""))
+        status, _, err = cli("run", tmp_path / "cli" / "import_embedding_lstm_last_step.qlstm", "--input", held_out,
+                             "--output", y, *([flag] if flag else []))
+        assert status == 0, err
+        ids = np.load(held_out)
+        assert method(ids).tobytes() == np.load(y).tobytes()
+        assert method(ids.astype(np.int32)).tobytes() == np.load(y).tobytes()  # any integer dtype
+    bad = np.load(held_out)
+    bad[1, 3] = 20
+    with pytest.raises(qlstm.CompileError, match=r"value 20 at index 10 is not a token id of the embedding's table"):
+        compiled.run(bad)
+    with pytest.raises(qlstm.CompileError, match="expected integer token ids"):
+        compiled.run(np.load(held_out).astype(np.float32))
+
+
+def test_embedding_torch_module_compiles_on_its_ids():
+    import torch
+
+    class TextClassifier(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = torch.nn.Embedding(50, 8, padding_idx=0)
+            self.lstm = torch.nn.LSTM(8, 16, batch_first=True, bidirectional=True)
+            self.fc = torch.nn.Linear(32, 4)
+
+        def forward(self, ids):
+            y, (h, _) = self.lstm(self.emb(ids))
+            return self.fc(torch.cat((h[-2], h[-1]), dim=1))
+
+    torch.manual_seed(0)
+    module = TextClassifier().eval()
+    rng = np.random.default_rng(3)
+    ids, held_out = rng.integers(0, 50, (64, 12)), rng.integers(0, 50, (32, 12))
+    compiled = qlstm.compile(module, ids, search=False)
+    assert compiled.ops[0]["kind"] == "embedding"
+    with torch.no_grad():
+        want = module(torch.from_numpy(held_out)).numpy()
+    got = compiled.run(held_out)
+    assert got.shape == want.shape
+    assert (got.argmax(1) == want.argmax(1)).mean() >= 0.9

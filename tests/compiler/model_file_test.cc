@@ -113,6 +113,74 @@ TEST(ModelFile, HardSigmoidLinesRoundTripAsVersion13) {
   EXPECT_TRUE(relabelled);
 }
 
+// An embedding (7 rows of 3) on token ids in front of small_model's kind of LSTM.
+CompiledModel embedding_model() {
+  std::mt19937_64 rng(22);
+  std::normal_distribution<float> n(0.0f, 0.4f);
+  const int32_t V = 7, E = 3, H = 4;
+  FloatProgram p;
+  FloatLayer emb;
+  emb.kind = FloatLayerKind::kEmbedding;
+  emb.node = "emb";
+  emb.input_size = 1;
+  emb.output_size = E;
+  emb.weight.resize(static_cast<size_t>(V) * E);
+  for (auto& v : emb.weight) v = n(rng) * 2;
+  p.front = {emb};
+  std::vector<float> wih(4 * H * E), whh(4 * H * H), b(4 * H);
+  for (auto* w : {&wih, &whh, &b}) {
+    for (auto& v : *w) v = n(rng);
+  }
+  p.ops = {FloatLstm::from_torch(E, H, wih, whh, b, b)};
+  std::vector<float> ids(8 * 10);
+  for (auto& v : ids) v = static_cast<float>(rng() % V);
+  CalibrationSet set;
+  set.add_batch(ids, {8, 10, Layout::kBatchMajor}, 1);
+  CompileOptions o;
+  o.tuning = Tuning::kNone;
+  CompiledModel m = compile_program(p, set, o).model;
+  m.name = "embedding";
+  m.batch_first = true;
+  return m;
+}
+
+// Version 14: the embedding's table and the int32 input buffer round-trip, the same output bits;
+// relabelled version 13, its kind is unknown: refused naming the field.
+TEST(ModelFile, EmbeddingRoundTripsAsVersion14) {
+  const CompiledModel m = embedding_model();
+  ASSERT_EQ(m.ops.front().kind, QLSTM_OP_EMBEDDING_S8);
+  ASSERT_TRUE(m.token_ids());
+  EXPECT_EQ(model_format_version(m), 14u);
+  const std::string file = serialize_model(m);
+  const CompiledModel r = parse_model(file, "mem");
+  EXPECT_EQ(r.buffers.front().type, QLSTM_ELEMENT_S32);
+  EXPECT_EQ(r.ops.front().as<DerivedEmbedding>().table, m.ops.front().as<DerivedEmbedding>().table);
+  EXPECT_EQ(r.ops.front().as<DerivedEmbedding>().table_rows, 7);
+  std::vector<float> ids(2 * 9);
+  for (size_t k = 0; k < ids.size(); ++k) ids[k] = static_cast<float>((k * 5) % 7);
+  const SequenceShape shape{2, 9, Layout::kBatchMajor};
+  EXPECT_EQ(run_program_float(r, ids, shape), run_program_float(m, ids, shape));
+  bool relabelled = false;
+  for (size_t k = 0; k + 4 <= file.size() && !relabelled; ++k) {
+    const char v14[4] = {14, 0, 0, 0};
+    if (file.compare(k, 4, std::string(v14, 4)) != 0) continue;
+    std::string v13 = file;
+    v13[k] = 13;
+    relabelled = error_of(v13).find("program[0].kind': 14 is not an op kind this qlstm knows") != std::string::npos;
+  }
+  EXPECT_TRUE(relabelled);
+  // Token ids only as the input: an int32 buffer elsewhere is refused, naming the op that writes it.
+  CompiledModel moved = m;
+  moved.buffers[1].type = QLSTM_ELEMENT_S32;
+  EXPECT_THROW(moved.validate("moved"), CompileError);
+  try {
+    moved.validate("moved");
+  } catch (const CompileError& e) {
+    EXPECT_NE(std::string(e.what()).find("ops[0].output_buffer: element type not int8, int16 or int32"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(ModelFile, DamageIsRefusedWithTheReason) {
   const std::string good = serialize_model(small_model());
   EXPECT_NE(error_of(good.substr(0, good.size() / 2)).find("truncated or corrupted"), std::string::npos);
