@@ -1586,6 +1586,12 @@ def embeddings():
                  bidirectional=True, cell=nn.GRU)
     import_torch("import_embedding_bigru_mean", gru, 17, ids, ["mean", "Linear"], front=["embedding"], cell="GRU",
                  program=dict(ops=2, directions=2, initial_h="zero", initial_c="zero", h_n=False, c_n=False))
+    seq_first = models.LstmModel(3, 4, front=[nn.Embedding(20, 3)], batch_first=False, head=[nn.Linear(4, 2)])
+    import_torch("import_embedding_seq_first", seq_first, 14, ids.t().contiguous(),
+                 ["Linear"], front=["embedding"], batch_first=False, dynamic=True)
+    import_torch("import_embedding_unbatched", Custom(lambda y, h: y[-1], front=nn.Embedding(20, 3),
+                                                      head=nn.Linear(4, 2)),
+                 14, ids[0], ["select", "Linear"], front=["embedding"], unbatched=True)
     refused("import_refused_ids_not_embedded",
             Custom(lambda y, h: y, front=Lambda(lambda t: t.float().unsqueeze(-1).expand(-1, -1, 3))), 14,
             ["node '/front/Cast' (Cast): reads the token ids (the model's integer input): only an embedding may"],

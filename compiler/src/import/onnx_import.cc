@@ -121,7 +121,7 @@ struct Import {
   const onnx::NodeProto* head = nullptr;             // the chain's first node
   std::set<const onnx::NodeProto*> taken;            // the nodes a walk or a pattern took
   PathContext ctx;                                   // the axes as the front found them
-  Labels in_labels;                                  // the input's layout ("BTF", "TBF", "TF")
+  Labels in_labels;                                  // the input's layout ("BTF", "TBF", "TF"; token ids: as embedded)
   std::vector<std::string> front_problems;           // the front's, when no layout fits
   std::vector<NodeInfo> chain;                       // the stack, first layer first
   bool final_state = false;                          // the head reads h_n (Y unused)
@@ -316,7 +316,7 @@ void walk_front(Import* im) {
                   std::to_string(s.view.width));
     }
     if (p.empty()) {
-      in_labels = cand;
+      in_labels = ids ? cand + "F" : cand;  // token ids: the layout of their embedded rows
       front = std::move(s);
       ctx = cc;
       taken.insert(u.begin(), u.end());
@@ -332,7 +332,7 @@ void walk_front(Import* im) {
     problems.insert(problems.end(), front_problems.begin(), front_problems.end());
     problems.push_back("what to do: from " + first.label + "'s input '" + head->input(kX) + "' on, the model may "
                        "compile alone: export it with that as the input and run the layers before it on the host");
-    in_labels = candidates.back();
+    in_labels = ids ? candidates.back() + "F" : candidates.back();
   }
   r.unbatched = ctx.unbatched;
   r.batch_first = in_labels != "TBF";
