@@ -37,6 +37,9 @@ CALIBRATION_SEED, TEST_SEED, TRAIN_SEED = 1, 2, 3
 #   opset, dynamic            the export: opset, and "none", "batch" or "batch_time" dynamic axes
 #   weights_bound             make_corpus.py also runs the model with int8 weights in float (the SQNR
 #                             bound of int8 weights; run_corpus.py then accepts the task's error kept)
+#   vocab                     the model reads token ids: an nn.Embedding of `vocab` rows (row 0 the
+#                             padding) to I features first; the sequences are ids pre-padded with 0
+#                             (Keras' pad_sequences, the default the repositories use)
 #   compile_args              what the user adds to qlstm compile (a stack on a dynamic time axis
 #                             needs --max-time-steps: qlstm says so)
 # No repository below exports to ONNX but MaxRondelli's (an earlier commit: dynamic batch and time
@@ -90,7 +93,35 @@ CORPUS = [
            100, 1, "last", final="sigmoid"),
     _entry("stock_last30_lstm", "xiaojihh/stockPredict", "model.py", "LSTM", "regress", "lstm", 1, [(128, 1)], 180, 1,
            "last_k", k=30, weights_bound=True),
+    # usernames of a game's players against generated ones: 68 characters (+ padding) of at most 12,
+    # Keras-padded in front; args.json's sizes (hidden 128, 2 layers, 256 linear features)
+    _entry("username_lstm", "ChimeraLC/Learned-Time-Limited-Bloom-Filters", "models/lstm.py", "UsernameClassifierLSTM",
+           "binary", "lstm", 128, [(128, 2)], 12, 1, "last", state="zeros", vocab=69,
+           head=["dropout:0.5", "linear:256", "relu", "dropout:0.5"], final="sigmoid"),
 ]
+
+
+def token_sequences(entry, n, rng, labels):
+    """Token ids [n, T]: per class its own first-order chain over the tokens 1 ... vocab - 1 (the same
+    chains on every call, from the entry's name; class k's transitions sharper as k grows), each
+    sequence 2 to T tokens long, pre-padded with 0."""
+    V, T = entry["vocab"], entry["T"]
+    classes = int(labels.max()) + 1 if len(labels) else 1
+    lang = np.random.default_rng(sum(map(ord, entry["name"])))
+    cumulative = []
+    for c in range(max(classes, 2)):
+        p = np.exp(lang.standard_normal((V - 1, V - 1)) * (0.5 + 2.0 * c))
+        cumulative.append(np.cumsum(p / p.sum(1, keepdims=True), axis=1))
+    lengths = rng.integers(2, T + 1, n)
+    tok = rng.integers(0, V - 1, n)
+    x = np.zeros((n, T), np.int64)
+    for t in range(T):
+        x[:, t] = tok + 1
+        u = rng.random(n)
+        rows = np.stack([cumulative[labels[i]][tok[i]] for i in range(n)])
+        tok = np.minimum((rows < u[:, None]).sum(1), V - 2)
+    keep = np.arange(T)[None, :] >= (T - lengths)[:, None]  # the last `length` steps hold tokens
+    return np.where(keep, x, 0)
 
 
 def sequences(entry, n, seed):
@@ -99,6 +130,10 @@ def sequences(entry, n, seed):
     or of the last step when the model reads one step)."""
     rng = np.random.default_rng(seed)
     T, I = entry["T"], entry["I"]
+    if "vocab" in entry:
+        labels = rng.integers(0, 2 if entry["task"] == "binary" else entry["out"], n)
+        x = token_sequences(entry, n, rng, labels)
+        return (x if entry["batch_first"] else np.ascontiguousarray(x.T)), labels.astype(np.int64)
     t = np.arange(T, dtype=np.float64)[None, :, None]
     feature = np.arange(I, dtype=np.float64)[None, None, :]
     if entry["task"] in ("classify", "binary"):

@@ -30,6 +30,7 @@ class Published(nn.Module):
         super().__init__()
         self.e = e
         cell = {"lstm": nn.LSTM, "gru": nn.GRU}[e["cell"]]
+        self.embed = nn.Embedding(e["vocab"], e["I"], padding_idx=0) if "vocab" in e else nn.Identity()
         d = 2 if e["bidirectional"] else 1
         modules, width = [], e["I"]
         for hidden, layers in e["stack"]:
@@ -61,6 +62,7 @@ class Published(nn.Module):
 
     def forward(self, x):
         e = self.e
+        x = self.embed(x)
         shared = self.state(x, *e["stack"][0]) if e["state"] == "zeros_shared" else None
         y = x
         for rnn, (hidden, layers) in zip(self.rnns, e["stack"]):

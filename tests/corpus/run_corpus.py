@@ -74,7 +74,8 @@ READS = {"mean": "y.mean(1)", "max": "y.max(1).values", "last": "y[:, -1]", "h_n
 
 def describe(e):
     stack = " + ".join("%d x %d" % (layers, hidden) for hidden, layers in e["stack"])
-    return "%s%s %s (I %d)%s, T %d, %s -> %d%s" % (
+    return "%s%s%s %s (I %d)%s, T %d, %s -> %d%s" % (
+        "Embedding %d -> " % e["vocab"] if "vocab" in e else "",
         "bi" if e["bidirectional"] else "", e["cell"].upper(), stack, e["I"], "" if e["batch_first"] else ", seq-first",
         e["T"], "y[-1]" if e["read"] == "last" and not e["batch_first"] else
         READS[e["read"]].replace("k", str(e.get("k"))) if e["read"] == "last_k" else READS[e["read"]], e["out"], "" if e["final"] == "none" else ", " + e["final"])
