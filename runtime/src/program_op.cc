@@ -3,7 +3,7 @@
 
 namespace qlstm::program {
 
-Failure check_rows(const qlstm_program& program, int32_t k, int32_t time_steps, bool selection) {
+Failure check_rows(const qlstm_program& program, int32_t k, int32_t time_steps, bool selection, int32_t part_width) {
   const qlstm_op& op = program.ops[k];
   if (selection) {
     if (one_step(program, op.input_buffer)) return bad_op("input_buffer", k);
@@ -11,7 +11,11 @@ Failure check_rows(const qlstm_program& program, int32_t k, int32_t time_steps, 
   } else if (one_step(program, op.input_buffer) != one_step(program, op.output_buffer)) {
     return bad_op("output_buffer", k);
   }
-  if (op.output_offset != 0) return bad_op("output_offset", k);
+  if (part_width > 0 ? op.output_offset < 0 ||
+                           static_cast<int64_t>(op.output_offset) + part_width > program.buffer_widths[op.output_buffer]
+                     : op.output_offset != 0) {
+    return bad_op("output_offset", k);
+  }
   if (op.state_offset != 0) return bad_op("state_offset", k);
   // Every element of both buffers must be addressable in int32 (a recurrent op checks its own).
   const int32_t in = in_width(program, op), out = out_width(program, op);

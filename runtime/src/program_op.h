@@ -234,7 +234,10 @@ P row_call_params(const qlstm_program& program, const qlstm_op& op, const P& blo
 
 // Keeps the positions (a selection: one step of a sequence), writes a whole row of its output
 // buffer, has no state. Its kind's checks of its widths and its kernel's own validation follow.
-Failure check_rows(const qlstm_program& program, int32_t k, int32_t time_steps, bool selection);
+// part_width > 0: the op writes part_width elements of each output row from its output_offset
+// (a part of a concatenation along the features), within the row; else the whole row, offset 0.
+Failure check_rows(const qlstm_program& program, int32_t k, int32_t time_steps, bool selection,
+                   int32_t part_width = 0);
 
 // A fully connected op (int8 or 16x8): its input_size / output_size are its buffers' widths, or
 // the same whole fraction of both (row_groups; and a 16x8 one in a program has a bias).

@@ -35,7 +35,11 @@ std::string layer_name(const FloatLayer& l) {
     case FloatLayerKind::kSoftmax: return "Softmax";
     case FloatLayerKind::kLogSoftmax: return "LogSoftmax";
     case FloatLayerKind::kSelectStep: return l.step_count > 1 ? "select:" + std::to_string(l.step_count) : "select";
-    case FloatLayerKind::kPoolTime: return l.pool == PoolFn::kMean ? "mean" : "max";
+    case FloatLayerKind::kPoolTime: {
+      std::string names;
+      for (const PoolFn fn : l.pool_fns()) names += (names.empty() ? "" : "+") + std::string(fn == PoolFn::kMean ? "mean" : "max");
+      return names;
+    }
     case FloatLayerKind::kFlattenTime: return "flatten";
     case FloatLayerKind::kEmbedding: return "embedding";
     case FloatLayerKind::kActivation: return activation_fn_name(l.fn);

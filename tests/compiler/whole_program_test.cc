@@ -451,6 +451,56 @@ TEST(WholeProgram, PoolingOverTime) {
   }
 }
 
+// torch.cat((y.mean(1), y.max(1).values), 1) -> Linear, a bidirectional layer: one pooling op per
+// reduction, each writing its part of one [B][2 x 2H] row at its output offset; the held-out SQNR
+// reaches the bound; the model file reads back to the same bytes; an offset out of its place, or a
+// part left unwritten, is refused naming the op.
+TEST(WholeProgram, PoolingsConcatenated) {
+  std::mt19937_64 rng(45);
+  const int32_t I = 3, H = 8, T = 12;
+  FloatProgram p = random_program(I, H, 1, 2, rng);
+  const int32_t W = p.directions * H;
+  FloatLayer pools = elementwise(FloatLayerKind::kPoolTime, W, "/Concat");
+  pools.pools = {PoolFn::kMean, PoolFn::kMax};
+  pools.output_size = 2 * W;
+  p.head = {pools, linear(2 * W, 4, 0.4f, rng, "/fc/Gemm")};
+  const Compiled c = compile_and_run(p, T, fast());
+  const CompiledModel& m = c.q.model;
+  ASSERT_EQ(m.ops.size(), 5u);
+  for (size_t k = 2; k < 4; ++k) {
+    EXPECT_EQ(m.ops[k].kind, QLSTM_OP_POOL_S8);
+    EXPECT_EQ(m.ops[k].output_offset, static_cast<int32_t>(k - 2) * W);
+    EXPECT_EQ(m.ops[k].output_buffer, m.ops[2].output_buffer);
+    EXPECT_EQ(m.op_rows(k), 1);
+  }
+  EXPECT_EQ(m.ops[2].as<DerivedPool>().block.kind, QLSTM_POOL_AVERAGE);
+  EXPECT_EQ(m.ops[3].as<DerivedPool>().block.kind, QLSTM_POOL_MAX);
+  EXPECT_EQ(m.buffers[static_cast<size_t>(m.ops[2].output_buffer)].width, 2 * W);
+  const double sqnr = sqnr_db(c.want, c.got);
+  EXPECT_GE(sqnr, kMinSqnrDb);
+  std::printf("cat(mean, max over time) -> Linear: SQNR %.1f dB\n", sqnr);
+  std::vector<int8_t> x8(c.x.size());
+  for (size_t k = 0; k < x8.size(); ++k) x8[k] = m.input_quant().quantize(c.x[k]);
+  const CompiledModel back = parse_model(serialize_model(m), "mem");
+  EXPECT_EQ(run_program_s8(back, x8, c.shape), run_program_s8(m, x8, c.shape));
+  auto refusal = [](const CompiledModel& bad) {
+    try {
+      bad.validate("bad");
+    } catch (const CompileError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  CompiledModel swapped = m;
+  std::swap(swapped.ops[2].output_offset, swapped.ops[3].output_offset);
+  EXPECT_NE(refusal(swapped).find("ops[2].output_offset' must be its part's place in the row"), std::string::npos)
+      << refusal(swapped);
+  CompiledModel half = m;
+  half.ops.erase(half.ops.begin() + 3);
+  EXPECT_NE(refusal(half).find("the poolings over time write 1 of the 2 parts of their row"), std::string::npos)
+      << refusal(half);
+}
+
 // A classifier trained with NLLLoss: LSTM -> y[:, -1] -> Linear -> LogSoftmax. The head ends in the
 // log-softmax op at its fixed 16/256, 127 (TFLite's), the argmax is kept, and the model file is
 // version 10 and reads back to the same bytes.

@@ -1569,9 +1569,46 @@ def import_models():
                    numpy_helper.from_array(np.zeros((1, 12, 4), np.float32), "R")],
                   errors=["node 'gru0' (GRU): activations HardSigmoid, Tanh are not supported (only Sigmoid, Tanh: "])
     embeddings()
+    pooled_concats()
     # compile's calibration for the CLI tests: 8 sequences of 5 steps, batch-first [B, T, 3]
     np.save(os.path.join(OUT, "import_calibration.npy"),
             np.random.default_rng(23).standard_normal((8, 5, 3)).astype(np.float32))
+
+
+class SeqFirstPoolConcat(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lstm, self.fc = nn.LSTM(3, 4), nn.Linear(8, 2)
+
+    def forward(self, x):
+        y = self.lstm(x)[0]
+        return self.fc(torch.cat((y.mean(0), y.max(0).values), 1))
+
+
+def pooled_concats():
+    """Poolings over time concatenated along the features, as text classifiers pool a recurrent
+    layer's output: torch.cat((y.mean(1), y.max(1).values), 1), either order, keepdim or not, with or
+    without a head; a concatenation with another read of the sequence is refused, named."""
+    torch.manual_seed(41)
+    x = torch.randn(2, 5, 3, generator=torch.Generator().manual_seed(43))
+    import_torch("import_pool_concat_mean_max_bigru",
+                 Custom(lambda y, h: torch.cat((y.mean(dim=1), y.max(dim=1).values), dim=1), head=nn.Linear(16, 3),
+                        bidirectional=True, cell=nn.GRU),
+                 17, x, ["mean+max", "Linear"], cell="GRU", dynamic=True,
+                 program=dict(ops=2, directions=2, initial_h="zero", initial_c="zero", h_n=False, c_n=False))
+    import_torch("import_pool_concat_max_mean_keepdim",
+                 Custom(lambda y, h: torch.cat((torch.amax(y, 1, keepdim=True), y.mean(1, keepdim=True)), 2).squeeze(1),
+                        head=nn.Linear(8, 2)),
+                 14, x, ["max+mean", "Linear"])
+    import_torch("import_pool_concat_output", Custom(lambda y, h: torch.cat((y.mean(1), y.max(1).values, y.mean(1)), 1)),
+                 13, x, ["mean+max+mean"], dynamic=True)
+    refused("import_refused_pool_concat_seq_first", SeqFirstPoolConcat(), 14,
+            ["node '/Concat': a concatenation of poolings over time of a time-major (sequence-first) LSTM: not "
+             "supported; export the model batch-first", "what to do: the model up to '/lstm/LSTM_output_0'"],
+            x=x.transpose(0, 1).contiguous())
+    refused("import_refused_pool_concat_last_step",
+            Custom(lambda y, h: torch.cat((y.mean(1), y[:, -1]), 1), head=nn.Linear(8, 2)), 14,
+            ["is read by 2 nodes"])
 
 
 def embeddings():

@@ -326,6 +326,64 @@ TEST(ProgramRunner, PooledOverTimeWithEveryPoolVariant) {
   }
 }
 
+// LSTM (every step) -> the poolings of `kinds` over time side by side, [B][parts x H]: one pooling op
+// per part, each at its output offset in one buffer (torch.cat((y.mean(1), y.max(1).values), 1)).
+void build_pool_parts(Built& b, bool time_major, const std::vector<int32_t>& kinds, std::mt19937_64& rng) {
+  begin_with_lstm(b, time_major, rng);
+  const int32_t parts = static_cast<int32_t>(kinds.size());
+  b.widths = {I, H, H * parts};
+  b.steps = {kEvery, kEvery, kOne};
+  b.ops.push_back(lstm_op(b.lstms[0].params, 0, 1, 0));
+  for (int32_t k = 0; k < parts; ++k) {
+    qlstm_pool_s8_params pool{};
+    pool.kind = kinds[static_cast<size_t>(k)];
+    pool.channels = H;
+    pool.activation_min = -128;
+    pool.activation_max = 127;
+    add_op(b, QLSTM_OP_POOL_S8, 1, 2, pool);
+    b.ops.back().output_offset = k * H;
+  }
+  b.state_values = static_cast<size_t>(B * H);
+  b.finish();
+}
+
+// The mean and the max side by side in one row are each alone, byte for byte, with every pooling
+// variant; time-major (a row's steps not one block) and an offset past the row are refused.
+TEST(ProgramRunner, PoolingsWriteTheirPartsOfOneRow) {
+  size_t n = 0;
+  const qlstm::PoolS8Variant* const* variants = qlstm::pool_s8_variants(&n);
+  const std::vector<int32_t> both = {QLSTM_POOL_AVERAGE, QLSTM_POOL_MAX};
+  auto run = [&](const std::vector<int32_t>& kinds, const qlstm::PoolS8Variant* v) {
+    std::mt19937_64 rng(610);  // the same LSTM every time
+    Built b;
+    build_pool_parts(b, false, kinds, rng);
+    const std::vector<int8_t> x = random_s8(static_cast<size_t>(B * T * I), rng);
+    qlstm::ProgramRunOptions options;
+    options.pool_variant = v;
+    std::vector<int8_t> y(static_cast<size_t>(B * H) * kinds.size(), 0x5A);
+    EXPECT_EQ(qlstm::run_program_s8(&b.program, &b.ctx, x.data(), y.data(), T, nullptr, nullptr, options), QLSTM_OK);
+    return y;
+  };
+  for (size_t k = 0; k < n; ++k) {
+    const qlstm::PoolS8Variant* v = variants[k];
+    if (v->is_supported != nullptr && !v->is_supported()) continue;
+    const std::vector<int8_t> mean = run({QLSTM_POOL_AVERAGE}, v), max = run({QLSTM_POOL_MAX}, v), cat = run(both, v);
+    for (int32_t b = 0; b < B; ++b) {
+      const auto row = cat.begin() + static_cast<ptrdiff_t>(b) * 2 * H;
+      EXPECT_TRUE(std::equal(row, row + H, mean.begin() + static_cast<ptrdiff_t>(b) * H)) << v->name << " row " << b;
+      EXPECT_TRUE(std::equal(row + H, row + 2 * H, max.begin() + static_cast<ptrdiff_t>(b) * H)) << v->name << " row " << b;
+    }
+  }
+  std::mt19937_64 rng(611);
+  Built tm;
+  build_pool_parts(tm, true, both, rng);
+  EXPECT_EQ(verdict(&tm.program, &tm.ctx, T), refusal(QLSTM_ERROR_BAD_PROGRAM, "output_width", 1));
+  Built past;
+  build_pool_parts(past, false, both, rng);
+  past.ops[2].output_offset = H + 1;
+  EXPECT_EQ(verdict(&past.program, &past.ctx, T), refusal(QLSTM_ERROR_BAD_PROGRAM, "output_offset", 2));
+}
+
 // A program without an LSTM needs no scratch and no cell.
 TEST(ProgramRunner, FcOnlyProgramNeedsNoScratch) {
   std::mt19937_64 rng(400);

@@ -26,7 +26,11 @@ std::string layer_label(const FloatLayer& l) {
     case FloatLayerKind::kSoftmax: kind = "Softmax"; break;
     case FloatLayerKind::kLogSoftmax: kind = "LogSoftmax"; break;
     case FloatLayerKind::kSelectStep: kind = "step selection"; break;
-    case FloatLayerKind::kPoolTime: kind = l.pool == PoolFn::kMean ? "mean over time" : "max over time"; break;
+    case FloatLayerKind::kPoolTime:
+      kind = l.pools.size() > 1                ? "reductions over time, concatenated"
+             : l.pool_fns()[0] == PoolFn::kMean ? "mean over time"
+                                                 : "max over time";
+      break;
     case FloatLayerKind::kFlattenTime: kind = "flatten of every step"; break;
     case FloatLayerKind::kEmbedding: kind = "Embedding"; break;
   }
@@ -41,15 +45,19 @@ std::vector<double> pool_over_time(const FloatLayer& layer, const std::vector<do
     throw CompileError(layer_label(layer) + ": pools " + std::to_string(x.size()) + " values as " + std::to_string(T) +
                        " steps of " + std::to_string(W));
   }
-  const bool mean = layer.pool == PoolFn::kMean;
-  std::vector<double> y(x.begin(), x.begin() + static_cast<ptrdiff_t>(W));
-  for (size_t t = 1; t < static_cast<size_t>(T); ++t) {
-    for (size_t i = 0; i < W; ++i) y[i] = mean ? y[i] + x[t * W + i] : std::max(y[i], x[t * W + i]);
+  std::vector<double> out;
+  for (const PoolFn fn : layer.pool_fns()) {
+    const bool mean = fn == PoolFn::kMean;
+    std::vector<double> y(x.begin(), x.begin() + static_cast<ptrdiff_t>(W));
+    for (size_t t = 1; t < static_cast<size_t>(T); ++t) {
+      for (size_t i = 0; i < W; ++i) y[i] = mean ? y[i] + x[t * W + i] : std::max(y[i], x[t * W + i]);
+    }
+    if (mean) {
+      for (double& v : y) v /= T;
+    }
+    out.insert(out.end(), y.begin(), y.end());
   }
-  if (mean) {
-    for (double& v : y) v /= T;
-  }
-  return y;
+  return out;
 }
 
 bool reads_whole_sequence(FloatLayerKind kind) {
@@ -80,8 +88,12 @@ void FloatLayer::validate() const {
         std::to_string(output_size) + ")");
   }
   if (groups < 1 || (groups > 1 && reads_whole_sequence(kind))) bad("groups must be >= 1 (1 for a layer reading a sequence)");
+  if (kind == FloatLayerKind::kPoolTime && static_cast<int64_t>(pool_fns().size()) * input_size != output_size) {
+    bad("output_size " + std::to_string(output_size) + " is not its " + std::to_string(pool_fns().size()) +
+        " reductions x input_size " + std::to_string(input_size));
+  }
   if (kind != FloatLayerKind::kLinear && kind != FloatLayerKind::kFlattenTime && kind != FloatLayerKind::kSelectStep &&
-      kind != FloatLayerKind::kEmbedding && input_size != output_size) {
+      kind != FloatLayerKind::kEmbedding && kind != FloatLayerKind::kPoolTime && input_size != output_size) {
     bad("input_size " + std::to_string(input_size) + " differs from output_size " + std::to_string(output_size));
   }
   auto finite = [&](const std::vector<float>& v, const char* what) {

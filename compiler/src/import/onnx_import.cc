@@ -663,6 +663,7 @@ void walk_head(Import* im, PathState* start) {
   const bool unbatched = im->ctx.unbatched;
   FloatProgram& prog = r.program;
   std::vector<std::string> head_problems;
+  const std::string head_start = hs.value;  // the last layer's output
   bool head_ok = PathWalker(im->ctx, false, &head_problems, &im->taken).walk(&hs, "");
   if (head_ok && !im->front_problems.empty()) head_ok = false;  // the input's layout is unknown
   if (head_ok) {
@@ -674,6 +675,15 @@ void walk_head(Import* im, PathState* start) {
                               "(sequence-first) " + std::string(im->ctx.cell) + ": not supported; export the model "
                               "batch-first");
       head_ok = false;
+    }
+    if (hs.selected && hs.select.pools.size() > 1 && im->in_labels.find('B') != std::string::npos &&
+        im->in_labels.front() == 'T') {
+      // Each pooling writes its part of a batch row's row: time-major, a row's steps are not one block.
+      head_problems.push_back("node '" + hs.select.node + "': a concatenation of poolings over time of a time-major "
+                              "(sequence-first) " + std::string(im->ctx.cell) + ": not supported; export the model "
+                              "batch-first");
+      head_ok = false;
+      hs.last_good = head_start;
     }
     if (unbatched) want.erase(std::remove(want.begin(), want.end(), 'B'), want.end());
     if (hs.view.features_squeezed) want.erase(std::remove(want.begin(), want.end(), 'F'), want.end());
@@ -697,6 +707,9 @@ void walk_head(Import* im, PathState* start) {
   if (hs.selected) {
     hs.select.input_size = hs.select.output_size = D * static_cast<int32_t>(last.hidden);
     if (hs.select.kind == FloatLayerKind::kSelectStep) hs.select.output_size *= hs.select.step_count;
+    if (hs.select.kind == FloatLayerKind::kPoolTime) {
+      hs.select.output_size *= static_cast<int32_t>(hs.select.pool_fns().size());  // concatenated reductions
+    }
     if (hs.select.kind == FloatLayerKind::kFlattenTime) {
       if (hs.select.flatten_steps < 1) {
         problems.push_back("node '" + hs.select.node + "': a flatten of every step of a dynamic time axis that no "

@@ -655,12 +655,20 @@ void ProgramCompiler::lower_head() {
   CompiledModel& m = result_.model;
   const int32_t W = D_ * last_lstm_.hidden_size;
   if (pool_) {
-    ProgramOp op;
-    op.set(derive_pool_time(program_.head.front(), m.buffers.back().quant));
-    op.input_buffer = static_cast<int32_t>(m.buffers.size()) - 1;
-    op.output_buffer = op.input_buffer + 1;
-    m.buffers.push_back({W, m.buffers.back().quant, QLSTM_BUFFER_ONE_STEP});
-    m.ops.push_back(std::move(op));
+    // One op per reduction, each writing its part of one row (a concatenation by output offsets).
+    const FloatLayer& pool = program_.head.front();
+    const size_t parts = pool.pool_fns().size();
+    const AffineQuant quant = m.buffers.back().quant;
+    const int32_t sequence = static_cast<int32_t>(m.buffers.size()) - 1;
+    m.buffers.push_back({W * static_cast<int32_t>(parts), quant, QLSTM_BUFFER_ONE_STEP});
+    for (size_t part = 0; part < parts; ++part) {
+      ProgramOp op;
+      op.set(derive_pool_time(pool, quant, part));
+      op.input_buffer = sequence;
+      op.output_buffer = sequence + 1;
+      op.output_offset = W * static_cast<int32_t>(part);
+      m.ops.push_back(std::move(op));
+    }
   }
   if (select_op_) {
     ProgramOp op;

@@ -176,12 +176,14 @@ int32_t DerivedPool::output_width() const {
   return over_time() ? block.channels : block.output_height * block.output_width * block.channels;
 }
 
-DerivedPool derive_pool_time(const FloatLayer& pool, const AffineQuant& quant) {
+DerivedPool derive_pool_time(const FloatLayer& pool, const AffineQuant& quant, size_t part) {
   if (pool.kind != FloatLayerKind::kPoolTime) throw CompileError(layer_label(pool) + ": not a pooling over time");
   if (pool.input_size < 1) throw CompileError(layer_label(pool) + ": input_size must be >= 1");
+  const std::vector<PoolFn> fns = pool.pool_fns();
+  if (part >= fns.size()) throw CompileError(layer_label(pool) + ": has no reduction " + std::to_string(part));
   check_quant(quant, layer_label(pool) + ": input");
   DerivedPool d;
-  d.block.kind = pool.pool == PoolFn::kMax ? QLSTM_POOL_MAX : QLSTM_POOL_AVERAGE;
+  d.block.kind = fns[part] == PoolFn::kMax ? QLSTM_POOL_MAX : QLSTM_POOL_AVERAGE;
   d.block.channels = pool.input_size;
   d.block.activation_min = kInt8Min;
   d.block.activation_max = kInt8Max;

@@ -387,7 +387,8 @@ int32_t CompiledModel::op_rows(size_t k) const {
   if (op.kind == QLSTM_OP_SELECT_STEP) return op.as<DerivedSelect>().step_count;
   const OpKind* kind = find_op_kind(op.kind);
   OpBoundary b;
-  if (op.recurrent() || kind == nullptr) return 1;
+  // A pooling over time writes one row (a part of it, among other poolings of the same sequence).
+  if (op.recurrent() || kind == nullptr || !pooled_over_time(op).empty()) return 1;
   kind->boundary(op, &b);
   const int32_t width = buffers.at(static_cast<size_t>(op.output_buffer)).width;
   return b.output_width > 0 && width % b.output_width == 0 ? width / b.output_width : 1;
@@ -507,6 +508,8 @@ class ModelChecker {
   const std::string& origin_;
   int32_t lstm_seen_ = 0, prev_kind_ = -1;
   bool after_lstm_ = false;
+  int32_t part_ = 0;      // a pooling over time: its part of the row (the poolings of one sequence before it)
+  int32_t op_index_ = 0;  // the op being checked
   int32_t selected_steps_ = 1;  // the steps a selection before the op took (rows per position after it)
 };
 
@@ -574,7 +577,13 @@ void ModelChecker::ops() {
     const ProgramBuffer& in = buffers[static_cast<size_t>(op.input_buffer)];
     const ProgramBuffer& out = buffers[static_cast<size_t>(op.output_buffer)];
     const bool second_direction = op.recurrent() && lstm_seen_ % m_.directions == 1;
-    const int32_t want_out = second_direction ? ops[k - 1].output_buffer : (k == 0 ? 1 : ops[k - 1].output_buffer + 1);
+    // A pooling over time after one of the same sequence writes the next part of its row.
+    const bool next_part = k > 0 && !pooled_over_time(op).empty() && !pooled_over_time(ops[k - 1]).empty() &&
+                           op.input_buffer == ops[k - 1].input_buffer;
+    part_ = next_part ? part_ + 1 : 0;
+    op_index_ = static_cast<int32_t>(k);
+    const int32_t want_out = second_direction || next_part ? ops[k - 1].output_buffer
+                                                           : (k == 0 ? 1 : ops[k - 1].output_buffer + 1);
     if (op.output_buffer != want_out || op.input_buffer != op.output_buffer - 1) {
       bad(w + "': buffers out of program order");
     }
@@ -642,20 +651,38 @@ void ModelChecker::recurrent_state(const ProgramOp& op, const std::string& w) co
 // its steps, and no state.
 void ModelChecker::per_position_op(const ProgramOp& op, const std::string& w, const ProgramBuffer& in,
                                    const ProgramBuffer& out) const {
-  if (op.output_offset != 0) bad(w + ".output_offset' must be 0 for a " + op_kind_name(op.kind) + " op");
   const OpKind* kind = find_op_kind(op.kind);
   if (kind == nullptr) bad(w + ".kind' is not an op kind this qlstm knows");
   OpBoundary ob;
   if (!kind->boundary(op, &ob)) ob.input = ob.output = in.quant;
+  // The poolings over time of one sequence write its row's parts in turn, side by side
+  // (torch.cat((y.mean(1), y.max(1).values), 1)); every other op writes its whole row.
+  const bool pools = !pooled_over_time(op).empty();
+  const int32_t parts = pools && ob.output_width > 0 ? out.width / ob.output_width : 1;
+  if (op.output_offset != (pools ? part_ * ob.output_width : 0)) {
+    bad(w + ".output_offset' must be " + (pools ? "its part's place in the row" : std::string("0")) + " for a " +
+        op_kind_name(op.kind) + " op");
+  }
+  if (pools && (part_ >= parts || out.width != parts * ob.output_width)) {
+    bad(w + "': a pooling over time writes one part of its row (its output buffer is not a whole number of them)");
+  }
+  // Its row whole once its last part is written: no part left unwritten.
+  const bool last_part = pools && (static_cast<size_t>(op_index_) + 1 == m_.ops.size() ||
+                                   pooled_over_time(m_.ops[static_cast<size_t>(op_index_) + 1]).empty() ||
+                                   m_.ops[static_cast<size_t>(op_index_) + 1].input_buffer != op.input_buffer);
+  if (last_part && part_ + 1 != parts) {
+    bad(w + "': the poolings over time write " + std::to_string(part_ + 1) + " of the " + std::to_string(parts) +
+            " parts of their row");
+  }
   const int32_t flattened = flattened_steps(m_, op);  // its input: that many rows of its input buffer
   // After a selection of several steps: a row per step of each position (the selection's count).
-  const int32_t rows = flattened == 0 && ob.output_width > 0 && out.width % ob.output_width == 0
+  const int32_t rows = !pools && flattened == 0 && ob.output_width > 0 && out.width % ob.output_width == 0
                            ? out.width / ob.output_width : 1;
   if (rows > 1 && (in.steps != QLSTM_BUFFER_ONE_STEP || ob.second_input_width != 0 || rows != selected_steps_)) {
     bad(w + "': runs on " + std::to_string(rows) + " rows per position, which only a per-position op after a "
             "selection of as many steps does");
   }
-  if (ob.input_width * rows != in.width * std::max(flattened, 1) || ob.output_width * rows != out.width) {
+  if (ob.input_width * rows != in.width * std::max(flattened, 1) || ob.output_width * rows * (pools ? parts : 1) != out.width) {
     bad(w + "': its sizes are not its buffers' widths");
   }
   if (!same_quant(ob.input, in.quant)) bad(w + "': input quantization differs from its input buffer's");

@@ -9,7 +9,8 @@
 //   linear.cc          Gemm, MatMul and the Add of a Linear's bias;
 //   activations.cc     the unary activations, Clip, Softmax and the multi-node activations;
 //   residual.cc        a residual Add of a layer's output and input (recognize/residual.h);
-//   unrolled_steps.cc  per-step layers exported once per step, then concatenated.
+//   unrolled_steps.cc  per-step layers exported once per step, then concatenated;
+//   pooled_concat.cc   poolings over time concatenated along the features.
 #ifndef QLSTM_COMPILER_SRC_RECOGNIZE_PATH_WALKER_H_
 #define QLSTM_COMPILER_SRC_RECOGNIZE_PATH_WALKER_H_
 
@@ -83,6 +84,8 @@ class PathWalker {
   bool residual(const onnx::NodeProto& n, const ResidualAdd& r, PathState* s);
   // unrolled_steps.cc
   bool match_unrolled_steps(PathState* s);
+  // pooled_concat.cc
+  bool match_pooled_concat(PathState* s);
   // step_selection.cc
   bool select_step(const onnx::NodeProto& n, PathState* s, int64_t step, size_t axis, bool keep_axis,
                    int64_t count = 1);

@@ -28,17 +28,25 @@ qlstm_pool_s8_params call_params(const qlstm_program& program, const qlstm_op& o
   return p;
 }
 
+// A batch-major pooling over time may write a part of each output row (from output_offset, as
+// wide as its channels): torch.cat((y.mean(1), y.max(1).values), 1) is two such ops on one buffer.
+bool writes_part(const qlstm_program& program, const qlstm_op& op, const qlstm_pool_s8_params& block) {
+  return block.input_height == 0 && program.layout == QLSTM_LAYOUT_BATCH_MAJOR &&
+         (op.output_offset != 0 || block.channels != out_width(program, op));
+}
+
 Failure check_pool(const qlstm_program& program, int32_t k, int32_t time_steps) {
   const qlstm_op& op = program.ops[k];
   const qlstm_pool_s8_params& block = block_of<qlstm_pool_s8_params>(op);
   const bool over_time = block.input_height == 0;
-  const Failure f = check_rows(program, k, time_steps, over_time);
+  const bool part = writes_part(program, op, block);
+  const Failure f = check_rows(program, k, time_steps, over_time, part && block.channels > 0 ? block.channels : 0);
   if (f.status != QLSTM_OK) return f;
   const int64_t in = over_time ? block.channels : static_cast<int64_t>(block.input_height) * block.input_width * block.channels;
   const int64_t out = over_time ? block.channels
                                 : static_cast<int64_t>(block.output_height) * block.output_width * block.channels;
   if (in != in_width(program, op)) return bad_op("channels", k);
-  if (out != out_width(program, op)) return bad_op("output_width", k);
+  if (!part && out != out_width(program, op)) return bad_op("output_width", k);
   if (over_time && time_steps < 1) return bad_op("time_steps", k);  // no step to pool
   if (program.batch == 0) return kNoFailure;
   return validated(qlstm_pool_s8_validate, call_params(program, op, time_steps), k);
@@ -46,8 +54,21 @@ Failure check_pool(const qlstm_program& program, int32_t k, int32_t time_steps) 
 
 qlstm_status run_pool(const OpCall& c) {
   if (c.program.batch == 0) return QLSTM_OK;
-  return qlstm::run_pool_s8_prechecked(c.options.pool_variant, call_params(c.program, c.op, c.time_steps),
-                                       in_as<int8_t>(c), out_as<int8_t>(c));
+  qlstm_pool_s8_params p = call_params(c.program, c.op, c.time_steps);
+  if (!writes_part(c.program, c.op, block_of<qlstm_pool_s8_params>(c.op))) {
+    return qlstm::run_pool_s8_prechecked(c.options.pool_variant, p, in_as<int8_t>(c), out_as<int8_t>(c));
+  }
+  // A part of each row: one batch row's sequence at a time, into its row at the offset.
+  const int32_t B = p.batch;
+  const ptrdiff_t in_row = static_cast<ptrdiff_t>(c.time_steps) * p.channels;
+  const ptrdiff_t out_row = out_width(c.program, c.op);
+  p.batch = 1;
+  for (int32_t b = 0; b < B; ++b) {
+    const qlstm_status st = qlstm::run_pool_s8_prechecked(c.options.pool_variant, p, in_as<int8_t>(c) + b * in_row,
+                                                          out_as<int8_t>(c) + b * out_row + c.op.output_offset);
+    if (st != QLSTM_OK) return st;
+  }
+  return QLSTM_OK;
 }
 
 }  // namespace

@@ -65,12 +65,17 @@ struct FloatLayer {
   // (each selected step's; 1 once the steps are merged into the features, or without one).
   // input_size and output_size are one row's.
   int32_t groups = 1;
-  // kPoolTime
+  // kPoolTime: `pool`, or several reductions side by side along the features, in this order
+  // (torch.cat((y.mean(1), y.max(1).values), 1): {kMean, kMax}; output_size = their count x
+  // input_size); empty: `pool` alone. pool_fns() gives either.
   PoolFn pool = PoolFn::kMean;
+  std::vector<PoolFn> pools;
   // kFlattenTime: the steps it takes (the model then runs on sequences of exactly that many);
   // output_size = flatten_steps x input_size
   int32_t flatten_steps = 0;
 
+  // kPoolTime: the reductions it writes side by side (`pools`, or `pool` alone).
+  std::vector<PoolFn> pool_fns() const { return pools.empty() ? std::vector<PoolFn>{pool} : pools; }
   // kEmbedding: the table's rows (its vocabulary).
   int32_t embedding_rows() const { return output_size < 1 ? 0 : static_cast<int32_t>(weight.size() / static_cast<size_t>(output_size)); }
 
@@ -82,7 +87,7 @@ struct FloatLayer {
 double apply_activation(const FloatLayer& layer, double x);
 
 // A kPoolTime layer on one sequence x of T steps ([T][input_size]): the mean or the max of each
-// feature over the steps (T >= 1).
+// feature over the steps (T >= 1), each of its reductions in turn, side by side.
 std::vector<double> pool_over_time(const FloatLayer& layer, const std::vector<double>& x, int32_t T);
 
 // Applies one per-position layer (not kSelectStep or kPoolTime) to `positions` rows of input_size values.

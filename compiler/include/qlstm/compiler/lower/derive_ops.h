@@ -119,8 +119,9 @@ struct DerivedPool {
   const char* name() const { return block.kind == QLSTM_POOL_MAX ? "max" : "mean"; }
 };
 // The mean or max over every time step of a sequence of `pool.input_size` values per step, at the
-// sequence's quantization (FloatLayerKind::kPoolTime).
-DerivedPool derive_pool_time(const FloatLayer& pool, const AffineQuant& quant);
+// sequence's quantization (FloatLayerKind::kPoolTime): its reduction number `part` (pool_fns()),
+// one op of a concatenation of several.
+DerivedPool derive_pool_time(const FloatLayer& pool, const AffineQuant& quant, size_t part = 0);
 
 // An elementwise add or multiply of two int8 values per element (qlstm_add_s8, qlstm_mul_s8):
 // its block and the three quantizations it was derived for. The add of y1 + y2 (a residual
