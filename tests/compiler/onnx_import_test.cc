@@ -37,7 +37,10 @@ std::string layer_name(const FloatLayer& l) {
     case FloatLayerKind::kSelectStep: return l.step_count > 1 ? "select:" + std::to_string(l.step_count) : "select";
     case FloatLayerKind::kPoolTime: {
       std::string names;
-      for (const PoolFn fn : l.pool_fns()) names += (names.empty() ? "" : "+") + std::string(fn == PoolFn::kMean ? "mean" : "max");
+      for (const PoolFn fn : l.pool_fns()) {
+        names += (names.empty() ? "" : "+") + std::string(fn == PoolFn::kMean ? "mean" : fn == PoolFn::kMax ? "max"
+                                                            : fn == PoolFn::kFirstStep ? "first" : "last");
+      }
       return names;
     }
     case FloatLayerKind::kFlattenTime: return "flatten";

@@ -456,6 +456,29 @@ TEST(WholeProgram, PoolingOverTime) {
 // reaches the bound; the model file reads back to the same bytes; an offset out of its place, or a
 // part left unwritten, is refused naming the op.
 TEST(WholeProgram, PoolingsConcatenated) {
+  // The first and the last step as parts too: one-step selections writing their parts.
+  {
+    std::mt19937_64 rng(46);
+    const int32_t H = 8, T = 10;
+    FloatProgram p = random_program(3, H, 1, 1, rng);
+    FloatLayer parts = elementwise(FloatLayerKind::kPoolTime, H, "/Concat");
+    parts.pools = {PoolFn::kLastStep, PoolFn::kMean, PoolFn::kFirstStep};
+    parts.output_size = 3 * H;
+    p.head = {parts, linear(3 * H, 4, 0.4f, rng, "/fc/Gemm")};
+    const Compiled c = compile_and_run(p, T, fast());
+    const CompiledModel& m = c.q.model;
+    ASSERT_EQ(m.ops.size(), 5u);
+    EXPECT_EQ(m.ops[1].kind, QLSTM_OP_SELECT_STEP);
+    EXPECT_EQ(m.ops[1].as<DerivedSelect>().step, -1);
+    EXPECT_EQ(m.ops[2].kind, QLSTM_OP_POOL_S8);
+    EXPECT_EQ(m.ops[3].as<DerivedSelect>().step, 0);
+    EXPECT_EQ(m.ops[3].output_offset, 2 * H);
+    EXPECT_TRUE(m.continues_row(2) && m.continues_row(3) && !m.continues_row(4));
+    EXPECT_EQ(m.ops[0].output_steps(), QLSTM_OUTPUT_ALL_STEPS);  // the mean reads every step
+    const double sqnr = sqnr_db(c.want, c.got);
+    EXPECT_GE(sqnr, kMinSqnrDb);
+    std::printf("cat(y[:, -1], mean over time, y[:, 0]) -> Linear: SQNR %.1f dB\n", sqnr);
+  }
   std::mt19937_64 rng(45);
   const int32_t I = 3, H = 8, T = 12;
   FloatProgram p = random_program(I, H, 1, 2, rng);
@@ -497,7 +520,7 @@ TEST(WholeProgram, PoolingsConcatenated) {
       << refusal(swapped);
   CompiledModel half = m;
   half.ops.erase(half.ops.begin() + 3);
-  EXPECT_NE(refusal(half).find("the poolings over time write 1 of the 2 parts of their row"), std::string::npos)
+  EXPECT_NE(refusal(half).find("the reads of one sequence write 1 of the 2 parts of their row"), std::string::npos)
       << refusal(half);
 }
 

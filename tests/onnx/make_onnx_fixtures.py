@@ -1606,8 +1606,15 @@ def pooled_concats():
             ["node '/Concat': a concatenation of poolings over time of a time-major (sequence-first) LSTM: not "
              "supported; export the model batch-first", "what to do: the model up to '/lstm/LSTM_output_0'"],
             x=x.transpose(0, 1).contiguous())
-    refused("import_refused_pool_concat_last_step",
-            Custom(lambda y, h: torch.cat((y.mean(1), y[:, -1]), 1), head=nn.Linear(8, 2)), 14,
+    import_torch("import_pool_concat_mean_last_step",
+                 Custom(lambda y, h: torch.cat((y.mean(1), y[:, -1]), 1), head=nn.Linear(8, 2)), 14, x,
+                 ["mean+last", "Linear"])
+    import_torch("import_pool_concat_first_max_last_bidirectional",
+                 Custom(lambda y, h: torch.cat((y[:, 0], y.max(1).values, y[:, -1]), 1),
+                        head=nn.Linear(24, 2), bidirectional=True),
+                 17, x, ["first+max+last", "Linear"], dynamic=True)
+    refused("import_refused_pool_concat_middle_step",
+            Custom(lambda y, h: torch.cat((y.mean(1), y[:, 2]), 1), head=nn.Linear(8, 2)), 14,
             ["is read by 2 nodes"])
 
 

@@ -384,6 +384,47 @@ TEST(ProgramRunner, PoolingsWriteTheirPartsOfOneRow) {
   EXPECT_EQ(verdict(&past.program, &past.ctx, T), refusal(QLSTM_ERROR_BAD_PROGRAM, "output_offset", 2));
 }
 
+// LSTM (every step) -> its first and its last step side by side, [B][2H]: two one-step
+// selections writing their parts of one row (as torch.cat((y[:, 0], y.mean(1), y[:, -1]), 1) has them).
+void build_step_parts(Built& b, bool time_major, std::mt19937_64& rng) {
+  begin_with_lstm(b, time_major, rng);
+  b.widths = {I, H, 2 * H};
+  b.steps = {kEvery, kEvery, kOne};
+  b.ops.push_back(lstm_op(b.lstms[0].params, 0, 1, 0));
+  add_op(b, QLSTM_OP_SELECT_STEP, 1, 2, qlstm_select_step_params{0, H, 1});
+  add_op(b, QLSTM_OP_SELECT_STEP, 1, 2, qlstm_select_step_params{-1, H, 1});
+  b.ops.back().output_offset = H;
+  b.state_values = static_cast<size_t>(B * H);
+  b.finish();
+}
+
+// Each selected step lands in its part of its batch row's row, in both layouts: the LSTM's own
+// sequence (run alone) at steps 0 and T - 1.
+TEST(ProgramRunner, StepSelectionsWriteTheirPartsOfOneRow) {
+  for (const bool time_major : {false, true}) {
+    std::mt19937_64 rng(620);
+    Built parts;
+    build_step_parts(parts, time_major, rng);
+    const std::vector<int8_t> x = random_s8(static_cast<size_t>(B * T * I), rng);
+    std::vector<int8_t> y(static_cast<size_t>(B * 2 * H), 0x5A);
+    ASSERT_EQ(qlstm_program_run(&parts.program, &parts.ctx, x.data(), y.data(), T, nullptr, nullptr), QLSTM_OK);
+    // The sequence itself: the same LSTM alone, every step.
+    qlstm_lstm_s8_params p = parts.lstms[0].params;
+    p.dims.time_steps = T;
+    std::vector<int8_t> seq(static_cast<size_t>(B * T * H));
+    qlstm_lstm_s8_context ctx = {parts.ctx.scratch, parts.ctx.scratch_bytes, parts.cell.data(), nullptr};
+    ASSERT_EQ(qlstm_lstm_s8(&p, &ctx, x.data(), seq.data()), QLSTM_OK);
+    for (int32_t b = 0; b < B; ++b) {
+      for (const int32_t t : {0, T - 1}) {
+        const ptrdiff_t at = (time_major ? static_cast<ptrdiff_t>(t) * B + b : static_cast<ptrdiff_t>(b) * T + t) * H;
+        const auto row = y.begin() + static_cast<ptrdiff_t>(b) * 2 * H + (t == 0 ? 0 : H);
+        EXPECT_TRUE(std::equal(row, row + H, seq.begin() + at)) << (time_major ? "time-major" : "batch-major") << " b " << b
+                                                                 << " t " << t;
+      }
+    }
+  }
+}
+
 // A program without an LSTM needs no scratch and no cell.
 TEST(ProgramRunner, FcOnlyProgramNeedsNoScratch) {
   std::mt19937_64 rng(400);
@@ -455,7 +496,16 @@ TEST(ProgramValidate, NamesEachRuleOfTheNewKindsAndOneStepBuffers) {
       {"softmax output width", classifier, [](Built& b) { b.widths[4] = O + 2; }, bad("row_size", 3)},
       {"table row size", build_final_head, [](Built& b) { block<qlstm_table_s8_params>(b.ops[2]).row_size = O + 1; }, bad("row_size", 2)},
       {"select row size", classifier, [](Built& b) { block<qlstm_select_step_params>(b.ops[1]).row_size = H - 1; }, bad("row_size", 1)},
-      {"select output width", classifier, [](Built& b) { b.widths[2] = H + 1; }, bad("step_count", 1)},
+      // A one-step selection may write a part of a wider row (a concatenation's); the FC after it
+      // then reads a row of another width.
+      {"select output width", classifier, [](Built& b) { b.widths[2] = H + 1; }, bad("input_size", 2)},
+      {"select of two steps into a part", classifier,
+       [](Built& b) {
+         block<qlstm_select_step_params>(b.ops[1]).step_count = 2;
+         b.widths[2] = 3 * H;
+       },
+       bad("step_count", 1)},
+      {"select part past its row", classifier, [](Built& b) { b.ops[1].output_offset = 1; }, bad("output_offset", 1)},
       {"select step_count", classifier, [](Built& b) { block<qlstm_select_step_params>(b.ops[1]).step_count = 0; }, bad("step_count", 1)},
       {"FC output offset", classifier, [](Built& b) { b.ops[2].output_offset = 1; }, bad("output_offset", 2)},
       {"LSTM final width", build_final_head, [](Built& b) { b.widths[1] = H - 1; }, bad("output_offset", 0)},

@@ -393,8 +393,9 @@ WHOLE = [
     ("residual", "tests/onnx/models/import_residual_last_layer.onnx", True, "stream"),
     # Keras' Bidirectional(LSTM) with HardSigmoid gates (keras2onnx's form; a reverse direction: one call)
     ("hard_sigmoid", "tests/onnx/models/import_keras_hard_sigmoid_bidirectional.onnx", True, "whole"),
-    # biGRU -> torch.cat((y.mean(1), y.max(1).values), 1) -> Linear: two poolings into one row
-    ("pool_concat", "tests/onnx/models/import_pool_concat_mean_max_bigru.onnx", True, "whole"),
+    # biLSTM -> torch.cat((y[:, 0], y.max(1).values, y[:, -1]), 1) -> Linear: two step selections
+    # and a pooling into one row
+    ("pool_concat", "tests/onnx/models/import_pool_concat_first_max_last_bidirectional.onnx", True, "whole"),
     # nn.Embedding on int64 token ids -> LSTM -> y[:, -1] -> Linear: int32 ids into the firmware
     ("embedding", "tests/onnx/models/import_embedding_lstm_last_step.onnx", True, "stream",
      "tests/onnx/models/import_embedding_calibration.npy"),

@@ -294,18 +294,20 @@ void ProgramEmitter::prepare() {
   for (size_t k = 0; k < m.ops.size(); ++k) {
     const ProgramOp& op = m.ops[k];
     int32_t step = 0;
-    const std::string pooled = pooled_over_time(op);
-    if (!pooled.empty()) one_row = pooled;
+    std::string read = pooled_over_time(op);
+    if (selected_step(op, &step)) {
+      const int32_t count = m.op_rows(k);
+      if (count > 1) {
+        read = step == -count ? "the last " + std::to_string(count) + " time steps"
+                              : std::to_string(count) + " time steps from step " + std::to_string(step);
+      } else {
+        read = step == -1 ? std::string("the last time step") : "time step " + std::to_string(step);
+      }
+    }
+    // Reads of one sequence side by side (torch.cat((y.mean(1), y.max(1).values), 1)): each part named.
+    if (!read.empty()) one_row = m.continues_row(k) ? one_row + ", then " + read : read;
     if (m.fixed_time_steps() > 0) {
       one_row = "a Linear over all " + std::to_string(m.fixed_time_steps()) + " time steps (calls of exactly that many)";
-    }
-    if (!selected_step(op, &step)) continue;
-    const int32_t count = m.op_rows(k);
-    if (count > 1) {
-      one_row = step == -count ? "the last " + std::to_string(count) + " time steps"
-                               : std::to_string(count) + " time steps from step " + std::to_string(step);
-    } else {
-      one_row = step == -1 ? std::string("the last time step") : "time step " + std::to_string(step);
     }
   }
   typed = !m.all_s8();

@@ -47,6 +47,11 @@ std::vector<double> pool_over_time(const FloatLayer& layer, const std::vector<do
   }
   std::vector<double> out;
   for (const PoolFn fn : layer.pool_fns()) {
+    if (fn == PoolFn::kFirstStep || fn == PoolFn::kLastStep) {
+      const size_t t = fn == PoolFn::kFirstStep ? 0 : static_cast<size_t>(T) - 1;
+      out.insert(out.end(), x.begin() + static_cast<ptrdiff_t>(t * W), x.begin() + static_cast<ptrdiff_t>((t + 1) * W));
+      continue;
+    }
     const bool mean = fn == PoolFn::kMean;
     std::vector<double> y(x.begin(), x.begin() + static_cast<ptrdiff_t>(W));
     for (size_t t = 1; t < static_cast<size_t>(T); ++t) {
@@ -132,7 +137,10 @@ void FloatLayer::validate() const {
       if (!std::isfinite(softmax_beta) || !(softmax_beta > 0)) bad("softmax beta must be finite and positive");
       break;
     case FloatLayerKind::kLogSoftmax:
+      break;
     case FloatLayerKind::kPoolTime:
+      // A step is a part of a concatenation, never a pooling alone (that is a kSelectStep).
+      if (pools.empty() && (pool == PoolFn::kFirstStep || pool == PoolFn::kLastStep)) bad("a step alone is a step selection");
       break;
     case FloatLayerKind::kSelectStep:
       if (step_count < 1 || static_cast<int64_t>(step_count) * input_size != output_size) {

@@ -663,7 +663,12 @@ void ProgramCompiler::lower_head() {
     m.buffers.push_back({W * static_cast<int32_t>(parts), quant, QLSTM_BUFFER_ONE_STEP});
     for (size_t part = 0; part < parts; ++part) {
       ProgramOp op;
-      op.set(derive_pool_time(pool, quant, part));
+      const PoolFn fn = pool.pool_fns()[part];
+      if (fn == PoolFn::kFirstStep || fn == PoolFn::kLastStep) {
+        op.set(DerivedSelect{W, fn == PoolFn::kFirstStep ? 0 : -1, 1});  // y[:, 0] or y[:, -1], copied into its part
+      } else {
+        op.set(derive_pool_time(pool, quant, part));
+      }
       op.input_buffer = sequence;
       op.output_buffer = sequence + 1;
       op.output_offset = W * static_cast<int32_t>(part);

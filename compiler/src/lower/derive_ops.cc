@@ -180,7 +180,9 @@ DerivedPool derive_pool_time(const FloatLayer& pool, const AffineQuant& quant, s
   if (pool.kind != FloatLayerKind::kPoolTime) throw CompileError(layer_label(pool) + ": not a pooling over time");
   if (pool.input_size < 1) throw CompileError(layer_label(pool) + ": input_size must be >= 1");
   const std::vector<PoolFn> fns = pool.pool_fns();
-  if (part >= fns.size()) throw CompileError(layer_label(pool) + ": has no reduction " + std::to_string(part));
+  if (part >= fns.size() || fns[part] == PoolFn::kFirstStep || fns[part] == PoolFn::kLastStep) {
+    throw CompileError(layer_label(pool) + ": part " + std::to_string(part) + " is not a mean or a max over time");
+  }
   check_quant(quant, layer_label(pool) + ": input");
   DerivedPool d;
   d.block.kind = fns[part] == PoolFn::kMax ? QLSTM_POOL_MAX : QLSTM_POOL_AVERAGE;

@@ -394,6 +394,18 @@ int32_t CompiledModel::op_rows(size_t k) const {
   return b.output_width > 0 && width % b.output_width == 0 ? width / b.output_width : 1;
 }
 
+namespace {
+// A pooling over time, or a selection of one step: what a row of concatenated reads is made of.
+bool reads_row_part(const ProgramOp& op) {
+  return !pooled_over_time(op).empty() || (op.kind == QLSTM_OP_SELECT_STEP && op.as<DerivedSelect>().step_count == 1);
+}
+}  // namespace
+
+bool CompiledModel::continues_row(size_t k) const {
+  return k > 0 && k < ops.size() && reads_row_part(ops[k]) && reads_row_part(ops[k - 1]) &&
+         ops[k].input_buffer == ops[k - 1].input_buffer && ops[k].output_buffer == ops[k - 1].output_buffer;
+}
+
 int32_t CompiledModel::lstm_op_count() const {
   return static_cast<int32_t>(std::count_if(ops.begin(), ops.end(), [](const ProgramOp& op) { return op.recurrent(); }));
 }
@@ -577,8 +589,9 @@ void ModelChecker::ops() {
     const ProgramBuffer& in = buffers[static_cast<size_t>(op.input_buffer)];
     const ProgramBuffer& out = buffers[static_cast<size_t>(op.output_buffer)];
     const bool second_direction = op.recurrent() && lstm_seen_ % m_.directions == 1;
-    // A pooling over time after one of the same sequence writes the next part of its row.
-    const bool next_part = k > 0 && !pooled_over_time(op).empty() && !pooled_over_time(ops[k - 1]).empty() &&
+    // A pooling over time or a one-step selection after one of the same sequence writes the next
+    // part of its row (its output buffer is checked below: the one before's).
+    const bool next_part = k > 0 && reads_row_part(op) && reads_row_part(ops[k - 1]) &&
                            op.input_buffer == ops[k - 1].input_buffer;
     part_ = next_part ? part_ + 1 : 0;
     op_index_ = static_cast<int32_t>(k);
@@ -655,23 +668,22 @@ void ModelChecker::per_position_op(const ProgramOp& op, const std::string& w, co
   if (kind == nullptr) bad(w + ".kind' is not an op kind this qlstm knows");
   OpBoundary ob;
   if (!kind->boundary(op, &ob)) ob.input = ob.output = in.quant;
-  // The poolings over time of one sequence write its row's parts in turn, side by side
-  // (torch.cat((y.mean(1), y.max(1).values), 1)); every other op writes its whole row.
-  const bool pools = !pooled_over_time(op).empty();
+  // The poolings over time and one-step selections of one sequence write its row's parts in turn,
+  // side by side (torch.cat((y.mean(1), y.max(1).values), 1)); every other op writes its whole row.
+  const bool pools = reads_row_part(op);
   const int32_t parts = pools && ob.output_width > 0 ? out.width / ob.output_width : 1;
   if (op.output_offset != (pools ? part_ * ob.output_width : 0)) {
     bad(w + ".output_offset' must be " + (pools ? "its part's place in the row" : std::string("0")) + " for a " +
         op_kind_name(op.kind) + " op");
   }
   if (pools && (part_ >= parts || out.width != parts * ob.output_width)) {
-    bad(w + "': a pooling over time writes one part of its row (its output buffer is not a whole number of them)");
+    bad(w + "': a pooling over time or a step selection writes one part of its row (its output buffer is not a "
+            "whole number of them)");
   }
   // Its row whole once its last part is written: no part left unwritten.
-  const bool last_part = pools && (static_cast<size_t>(op_index_) + 1 == m_.ops.size() ||
-                                   pooled_over_time(m_.ops[static_cast<size_t>(op_index_) + 1]).empty() ||
-                                   m_.ops[static_cast<size_t>(op_index_) + 1].input_buffer != op.input_buffer);
+  const bool last_part = pools && !m_.continues_row(static_cast<size_t>(op_index_) + 1);
   if (last_part && part_ + 1 != parts) {
-    bad(w + "': the poolings over time write " + std::to_string(part_ + 1) + " of the " + std::to_string(parts) +
+    bad(w + "': the reads of one sequence write " + std::to_string(part_ + 1) + " of the " + std::to_string(parts) +
             " parts of their row");
   }
   const int32_t flattened = flattened_steps(m_, op);  // its input: that many rows of its input buffer

@@ -1,6 +1,6 @@
 // Poolings over time concatenated along the features (internal to compiler/src/import/ and
 // compiler/src/recognize/): torch.cat((y.mean(1), y.max(1).values), 1), as text classifiers pool a
-// recurrent layer's output. One head layer that writes each reduction side by side; the program
+// recurrent layer's output, with the first or the last step too (torch.cat((y[:, -1], y.mean(1)), 1)). One head layer that writes each reduction side by side; the program
 // runs one pooling op per reduction, each writing its part of one row (an output offset, no copy).
 #include <algorithm>
 
@@ -11,8 +11,9 @@ namespace qlstm {
 namespace compiler {
 namespace import {
 
-// At a value read by several nodes: each a mean or a max over the time axis alone (then layout
-// ops only), all joined by one Concat along the features. False for anything else, with nothing
+// At a value read by several nodes: each a mean or a max over the time axis alone, or its first or
+// last step (then layout ops only), at least one a mean or a max, all joined by one Concat along
+// the features. False for anything else, with nothing
 // reported (the walk then names the branch as it does any other).
 bool PathWalker::match_pooled_concat(PathState* s) {
   if (front_ || s->selected || !s->layers.empty() || s->view.labels.find('T') == std::string::npos) return false;
@@ -24,10 +25,15 @@ bool PathWalker::match_pooled_concat(PathState* s) {
   const onnx::NodeProto* concat = nullptr;
   std::vector<PathState> branches;
   for (const onnx::NodeProto* reduce : cs) {
-    if (reduce->op_type() != "ReduceMean" && reduce->op_type() != "ReduceMax") return false;
+    const std::string& op = reduce->op_type();
+    if (op != "ReduceMean" && op != "ReduceMax" && op != "Gather" && op != "Slice") return false;
     PathState b = *s;
-    if (reduce->output_size() != 1 || !sub.take(*reduce, &b) || !b.selected ||
-        b.select.kind != FloatLayerKind::kPoolTime) {
+    if (reduce->output_size() != 1 || !sub.take(*reduce, &b) || !b.selected) return false;
+    if (b.select.kind == FloatLayerKind::kSelectStep) {
+      // The first or the last step alone: a part as a pooling's is.
+      if (b.select.step_count != 1 || (b.select.step != 0 && b.select.step != -1)) return false;
+      b.select.pool = b.select.step == 0 ? PoolFn::kFirstStep : PoolFn::kLastStep;
+    } else if (b.select.kind != FloatLayerKind::kPoolTime) {
       return false;
     }
     used.insert(reduce);
@@ -61,6 +67,7 @@ bool PathWalker::match_pooled_concat(PathState* s) {
   if (axis < 0) axis += rank;
   if (axis < 0 || axis >= rank || first.view.labels[static_cast<size_t>(axis)] != 'F') return false;
   std::vector<PoolFn> pools;
+  bool reduces = false;  // at least one mean or max: steps alone side by side are a selection's
   std::vector<bool> taken(branches.size(), false);
   for (int k = 0; k < concat->input_size(); ++k) {
     size_t j = 0;
@@ -70,12 +77,17 @@ bool PathWalker::match_pooled_concat(PathState* s) {
     const PathState& b = branches[j];
     if (b.view.labels != first.view.labels || b.view.width != first.view.width) return false;
     pools.push_back(b.select.pool);
+    reduces = reduces || b.select.kind == FloatLayerKind::kPoolTime;
   }
+  if (!reduces) return false;
   if (std::find(taken.begin(), taken.end(), false) != taken.end()) return false;
   used.insert(concat);
   used_->insert(used.begin(), used.end());
   s->selected = true;
   s->select = first.select;
+  s->select.kind = FloatLayerKind::kPoolTime;
+  s->select.step = -1;
+  s->select.step_count = 1;
   s->select.node = concat->name().empty() ? concat->output(0) : concat->name();
   s->select.pools = pools;
   s->view = first.view;

@@ -18,13 +18,21 @@ int32_t selected_step(const qlstm_select_step_params& s, int32_t time_steps) {
   return s.step < 0 ? time_steps + s.step : s.step;
 }
 
+// One step written as a part of each output row (from output_offset): torch.cat((y[:, -1],
+// y.mean(1)), 1) is a selection and a pooling writing one buffer side by side.
+bool writes_part(const qlstm_program& program, const qlstm_op& op, const qlstm_select_step_params& select) {
+  return select.step_count == 1 && (op.output_offset != 0 || select.row_size != out_width(program, op));
+}
+
 Failure check_select(const qlstm_program& program, int32_t k, int32_t time_steps) {
-  const Failure f = check_rows(program, k, time_steps, true);
-  if (f.status != QLSTM_OK) return f;
   const qlstm_op& op = program.ops[k];
   const qlstm_select_step_params& select = block_of<qlstm_select_step_params>(op);
+  const bool part = writes_part(program, op, select);
+  const Failure f = check_rows(program, k, time_steps, true, part && select.row_size > 0 ? select.row_size : 0);
+  if (f.status != QLSTM_OK) return f;
   if (select.row_size < 1 || select.row_size != in_width(program, op)) return bad_op("row_size", k);
-  if (select.step_count < 1 || static_cast<int64_t>(select.step_count) * select.row_size != out_width(program, op)) {
+  if (!part &&
+      (select.step_count < 1 || static_cast<int64_t>(select.step_count) * select.row_size != out_width(program, op))) {
     return bad_op("step_count", k);
   }
   if (select.step < -time_steps || select.step >= time_steps) return bad_op("step", k);
@@ -40,7 +48,12 @@ void select_step(const qlstm_program& program, const qlstm_op& op, int32_t time_
                  int8_t* out) {
   const qlstm_select_step_params& select = block_of<qlstm_select_step_params>(op);
   const int32_t B = program.batch, t0 = selected_step(select, time_steps), K = select.step_count;
-  const ptrdiff_t W = static_cast<ptrdiff_t>(select.row_size) * static_cast<ptrdiff_t>(element_bytes(program, op.input_buffer));
+  const ptrdiff_t bytes = static_cast<ptrdiff_t>(element_bytes(program, op.input_buffer));
+  const ptrdiff_t W = static_cast<ptrdiff_t>(select.row_size) * bytes;
+  // A part of each row: one step into its place in a wider row (K is 1: position p is batch row p).
+  const bool part = writes_part(program, op, select);
+  const ptrdiff_t out_stride = part ? static_cast<ptrdiff_t>(out_width(program, op)) * bytes : W;
+  out += part ? static_cast<ptrdiff_t>(op.output_offset) * bytes : 0;
   const bool time_major = program.layout == QLSTM_LAYOUT_TIME_MAJOR;
   for (int32_t b = 0; b < B; ++b) {
     for (int32_t j = 0; j < K; ++j) {
@@ -48,7 +61,7 @@ void select_step(const qlstm_program& program, const qlstm_op& op, int32_t time_
       const ptrdiff_t from = time_major ? static_cast<ptrdiff_t>(t) * B + b : static_cast<ptrdiff_t>(b) * time_steps + t;
       const ptrdiff_t to = time_major ? static_cast<ptrdiff_t>(j) * B + b : static_cast<ptrdiff_t>(b) * K + j;
       const int8_t* src = in + from * W;
-      int8_t* dst = out + to * W;
+      int8_t* dst = out + to * out_stride;
       for (ptrdiff_t e = 0; e < W; ++e) dst[e] = src[e];
     }
   }

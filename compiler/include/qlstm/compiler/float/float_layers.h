@@ -35,8 +35,10 @@ enum class FloatLayerKind {
 // tensors carry ids as floats), 2^24.
 constexpr int32_t kMaxEmbeddingRows = 1 << 24;
 
-// kPoolTime's reduction: y.mean(dim=1) (ONNX ReduceMean), y.max(dim=1).values (ReduceMax).
-enum class PoolFn { kMean, kMax };
+// kPoolTime's reduction: y.mean(dim=1) (ONNX ReduceMean), y.max(dim=1).values (ReduceMax); and,
+// as a part of a concatenation only (FloatLayer::pools), the first or the last step (y[:, 0],
+// y[:, -1]).
+enum class PoolFn { kMean, kMax, kFirstStep, kLastStep };
 
 // A head layer that reads a whole sequence and writes one position per batch row: a step
 // selection or a pooling over time (the head's first layer, if any).
@@ -66,8 +68,9 @@ struct FloatLayer {
   // input_size and output_size are one row's.
   int32_t groups = 1;
   // kPoolTime: `pool`, or several reductions side by side along the features, in this order
-  // (torch.cat((y.mean(1), y.max(1).values), 1): {kMean, kMax}; output_size = their count x
-  // input_size); empty: `pool` alone. pool_fns() gives either.
+  // (torch.cat((y.mean(1), y.max(1).values), 1): {kMean, kMax}; torch.cat((y[:, -1], y.mean(1)), 1):
+  // {kLastStep, kMean}; output_size = their count x input_size); empty: `pool` alone. pool_fns()
+  // gives either.
   PoolFn pool = PoolFn::kMean;
   std::vector<PoolFn> pools;
   // kFlattenTime: the steps it takes (the model then runs on sequences of exactly that many);

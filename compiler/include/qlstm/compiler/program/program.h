@@ -232,6 +232,10 @@ struct CompiledModel {
   // ops after it until its steps are merged into the features (y[:, -k:] then a Linear on each
   // step: k rows per batch row); 1 for the rest.
   int32_t op_rows(size_t k) const;
+  // Op k writes the next part of the row op k - 1 writes: poolings over time and one-step
+  // selections of one sequence side by side (torch.cat((y[:, -1], y.mean(1), y.max(1).values), 1)),
+  // each at its output offset.
+  bool continues_row(size_t k) const;
   // The output's rows per batch row (op_rows of the last op): a one-step output of output_rows x
   // output_size / output_rows values per batch row, its [B, rows, W] (or [rows, B, W]) shape.
   int32_t output_rows() const { return ops.empty() ? 1 : op_rows(ops.size() - 1); }
