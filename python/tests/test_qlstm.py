@@ -219,14 +219,14 @@ def compile_fails_as_the_cli(tmp_path, onnx_path, calibration, error):
     return e.value
 
 
-def test_layernorm_is_unsupported_naming_the_node_with_the_cli_message(tmp_path):
+def test_layernorm_over_time_is_unsupported_naming_the_node_with_the_cli_message(tmp_path):
     torch = pytest.importorskip("torch")
 
     class WithLayerNorm(torch.nn.Module):
         def __init__(self):
             super().__init__()
             self.lstm = torch.nn.LSTM(4, 8, batch_first=True)
-            self.norm = torch.nn.LayerNorm(8)
+            self.norm = torch.nn.LayerNorm((6, 8))  # over the steps and the features: not per position
 
         def forward(self, x):
             return self.norm(self.lstm(x)[0])
@@ -236,11 +236,39 @@ def test_layernorm_is_unsupported_naming_the_node_with_the_cli_message(tmp_path)
     torch.onnx.export(net, (torch.randn(1, 6, 4),), path, opset_version=17, input_names=["x"], output_names=["y"])
     calibration = np.random.default_rng(0).normal(size=(32, 6, 4)).astype(np.float32)
     error = compile_fails_as_the_cli(tmp_path, path, calibration, qlstm.UnsupportedModelError)
-    assert any("LayerNormalization" in p for p in error.problems)
+    assert any("LayerNormalization" in p and "more than the last (feature) axis" in p for p in error.problems)
     assert isinstance(error, qlstm.Error)
     with pytest.raises(qlstm.UnsupportedModelError) as e:  # the module itself, exported in memory
         qlstm.compile(net, calibration, opset=17)
     assert any("LayerNormalization" in p for p in e.value.problems)
+
+
+def test_layernorm_over_the_features_compiles_in_either_export_form():
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(3)
+
+    class Norm(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lstm, self.norm, self.fc = torch.nn.LSTM(4, 8, batch_first=True), torch.nn.LayerNorm(8), torch.nn.Linear(8, 3)
+            with torch.no_grad():
+                self.norm.weight.uniform_(0.5, 1.5)
+                self.norm.bias.uniform_(-0.3, 0.3)
+
+        def forward(self, x):
+            return self.fc(self.norm(self.lstm(x)[0][:, -1]))
+
+    net = Norm().eval()
+    rng = np.random.default_rng(0)
+    calibration = rng.normal(size=(256, 6, 4)).astype(np.float32)
+    x = rng.normal(size=(64, 6, 4)).astype(np.float32)  # held out
+    for opset in (13, 17):  # decomposed, and LayerNormalization
+        compiled = qlstm.compile(net, calibration, opset=opset)
+        assert [op["kind"] for op in compiled.ops] == ["lstm", "layer_norm", "fully_connected"]
+        y = compiled.run(x)
+        with torch.no_grad():
+            ref = net(torch.from_numpy(x)).numpy()
+        assert sqnr_db(ref, y) > 25
 
 
 def test_compile_error_with_the_cli_message(tmp_path):

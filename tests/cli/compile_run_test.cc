@@ -143,7 +143,7 @@ TEST_F(CompileRun, BatchFirstAndSequenceFirstEndToEnd) {
 TEST_F(CompileRun, OutOfScopeModelsAreRefusedAndNothingIsWritten) {
   const std::string calib = write_calibration("calib.npy", 4, 5, 3, false, 1);
   for (const auto& [name, message] : {std::pair<const char*, const char*>{"plain_peephole", "peephole weights (input P) are not supported"},
-                                      {"refused_layer_norm_opset17", "(LayerNormalization): a LayerNorm"},
+                                      {"refused_attention", "(MatMul): a product of two activations"},
                                       {"plain_clip", "attribute 'clip' is not supported"},
                                       {"plain_sequence_lens", "input sequence_lens is not supported"}}) {
     const std::string out = path(std::string("refused_") + name);
@@ -587,7 +587,7 @@ TEST_F(CompileRun, ExitStatusConvention) {
       {"compile " + onnx + " --calibration " + calib + " --name a-b", "is not a C identifier", 2},
       {"compile " + path("missing.onnx") + " --calibration " + calib, "cannot open file", 2},
       {"compile " + path("garbage.onnx") + " --calibration " + calib, "not a valid ONNX model", 2},
-      {"compile " + model("refused_layer_norm_opset17") + " --calibration " + calib, "a LayerNorm", 1},
+      {"compile " + model("refused_attention") + " --calibration " + calib, "a product of two activations", 1},
       {"run " + path("garbage.qlstm") + " --input " + path("x8.npy") + " --output " + path("y.npy"),
        "qlstm run: error: ", 2},
       {"run " + path("missing.qlstm") + " --input " + path("x8.npy") + " --output " + path("y.npy"),

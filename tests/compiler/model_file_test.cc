@@ -2,13 +2,16 @@
 // truncated, foreign and future-version files are refused with the reason.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <functional>
 #include <random>
+#include <tuple>
 
 #include "qlstm/compiler/artifacts/model_file.h"
 #include "qlstm/compiler/lower/compile_program.h"
 #include "qlstm_model_generated.h"
+#include "random_program.h"
 #include "s16_model.h"
 
 namespace {
@@ -179,6 +182,78 @@ TEST(ModelFile, EmbeddingRoundTripsAsVersion14) {
     EXPECT_NE(std::string(e.what()).find("ops[0].output_buffer: element type not int8, int16 or int32"), std::string::npos)
         << e.what();
   }
+}
+
+// Two LSTM layers with a LayerNorm between them and one on the last step (gamma, beta, epsilon).
+CompiledModel layer_norm_model() {
+  std::mt19937_64 rng(23);
+  std::normal_distribution<float> n(0.0f, 0.4f);
+  const int32_t I = 3, H = 4;
+  FloatProgram p;
+  for (int32_t in : {I, H}) {
+    std::vector<float> wih(4 * H * in), whh(4 * H * H), b(4 * H);
+    for (auto* w : {&wih, &whh, &b}) {
+      for (auto& v : *w) v = n(rng);
+    }
+    p.ops.push_back(FloatLstm::from_torch(in, H, wih, whh, b, b));
+  }
+  p.between = {{random_layer_norm(H, rng, "between")}, {}};
+  FloatLayer select;
+  select.kind = FloatLayerKind::kSelectStep;
+  select.node = "last";
+  select.input_size = select.output_size = H;
+  p.head = {select, random_layer_norm(H, rng, "head")};
+  std::vector<float> x(8 * 10 * I);
+  for (auto& v : x) v = n(rng) * 2;
+  CalibrationSet set;
+  set.add_batch(x, {8, 10, Layout::kBatchMajor}, I);
+  CompileOptions o;
+  o.tuning = Tuning::kNone;
+  CompiledModel m = compile_program(p, set, o).model;
+  m.name = "layer_norm";
+  return m;
+}
+
+TEST(ModelFile, LayerNormRoundTripsAsVersion15) {
+  const CompiledModel m = layer_norm_model();
+  std::vector<int32_t> kinds;
+  for (const ProgramOp& op : m.ops) kinds.push_back(op.kind);
+  ASSERT_EQ(kinds, (std::vector<int32_t>{QLSTM_OP_LSTM_S8, QLSTM_OP_LAYER_NORM_S8, QLSTM_OP_LSTM_S8,
+                                         QLSTM_OP_LAYER_NORM_S8}));
+  EXPECT_EQ(model_format_version(m), 15u);
+  const std::string file = serialize_model(m);
+  const CompiledModel r = parse_model(file, "mem");
+  for (size_t k : {size_t{1}, size_t{3}}) {
+    const DerivedLayerNorm& a = m.ops[k].as<DerivedLayerNorm>();
+    const DerivedLayerNorm& b = r.ops[k].as<DerivedLayerNorm>();
+    EXPECT_EQ(b.weights, a.weights);
+    EXPECT_EQ(b.biases, a.biases);
+    EXPECT_EQ(std::make_tuple(b.epsilon_term, b.epsilon_shift, b.output_shift),
+              std::make_tuple(a.epsilon_term, a.epsilon_shift, a.output_shift));
+    EXPECT_EQ(b.epsilon(), a.epsilon());
+    // FloatLayer's default 1e-5, to the block's unit: a squared input step over F^2, rounded.
+    const double unit = a.input.scale * a.input.scale / (a.row_size * a.row_size) * std::ldexp(1.0, a.epsilon_shift);
+    EXPECT_NEAR(a.epsilon(), 1e-5, unit / 2);
+  }
+  std::mt19937_64 rng(5);
+  std::vector<float> x(2 * 9 * 3);
+  for (auto& v : x) v = static_cast<float>(static_cast<int>(rng() % 200) - 100) / 50.0f;
+  const SequenceShape shape{2, 9, Layout::kBatchMajor};
+  EXPECT_EQ(run_program_float(r, x, shape), run_program_float(m, x, shape));
+  // The same file labelled 14 does not know the kind.
+  bool relabelled = false;
+  for (size_t k = 0; k + 4 <= file.size() && !relabelled; ++k) {
+    const char v15[4] = {15, 0, 0, 0};
+    if (file.compare(k, 4, std::string(v15, 4)) != 0) continue;
+    std::string v14 = file;
+    v14[k] = 14;
+    relabelled = error_of(v14).find("kind': 15 is not an op kind this qlstm knows") != std::string::npos;
+  }
+  EXPECT_TRUE(relabelled);
+  // A record whose zero point disagrees with its output buffer's is refused, naming the field.
+  CompiledModel moved = m;
+  moved.buffers[2].quant.zero_point += 1;
+  EXPECT_THROW(parse_model(serialize_model(moved), "moved"), CompileError);
 }
 
 TEST(ModelFile, DamageIsRefusedWithTheReason) {

@@ -45,6 +45,7 @@ std::string layer_name(const FloatLayer& l) {
     }
     case FloatLayerKind::kFlattenTime: return "flatten";
     case FloatLayerKind::kEmbedding: return "embedding";
+    case FloatLayerKind::kLayerNorm: return "LayerNorm";
     case FloatLayerKind::kActivation: return activation_fn_name(l.fn);
   }
   return "?";
@@ -87,6 +88,9 @@ double check_whole_model(const OnnxLstm& m, const nlohmann::json& e, FloatProgra
   EXPECT_EQ(p.lstm_output == LstmOutput::kFinalState ? "final_state" : "sequence", e["lstm_output"].get<std::string>());
   EXPECT_EQ(p.final_directions, e.value("final_directions", std::vector<int32_t>{}));
   EXPECT_EQ(p.residual, e.value("residual", std::vector<bool>{}));
+  std::vector<std::vector<std::string>> between;
+  for (const auto& layers : p.between) between.push_back(layer_names(layers));
+  EXPECT_EQ(between, e.value("between", std::vector<std::vector<std::string>>{}));
   EXPECT_EQ(m.batch_first, e["batch_first"].get<bool>());
   EXPECT_EQ(m.unbatched, e["unbatched"].get<bool>());
   EXPECT_EQ(m.opset, e["opset"].get<int64_t>());

@@ -759,6 +759,61 @@ TEST(WholeProgram, ResidualConnectionsBetweenLayers) {
   }
 }
 
+// LayerNorms (docs/arithmetic.md §21) between two stacked layers (the second with a residual
+// connection, whose sum reads the LayerNorm's output as the layer's input) and in the head:
+// each an op of its own between the buffers, what the layer above reads at its own calibrated
+// quantization; held out, the 30 dB bound; the model file and the checker keep them in place.
+TEST(WholeProgram, LayerNormsBetweenLayersAndInTheHead) {
+  struct Case {
+    int32_t directions;
+    CellKind cell;
+    bool residual;
+  };
+  for (const Case& k : {Case{1, CellKind::kLstm, false}, Case{2, CellKind::kLstm, true}, Case{1, CellKind::kGru, true}}) {
+    std::mt19937_64 rng(71 + k.directions + (k.cell == CellKind::kGru ? 10 : 0));
+    const int32_t H = 8, W = k.directions * H, T = 12;
+    FloatProgram p = random_program(W, H, 2, k.directions, rng, k.cell);
+    if (k.residual) p.residual = {false, true};
+    p.between = {{random_layer_norm(W, rng, "/ln0")}, {}};
+    p.head = {select_step(-1, W), random_layer_norm(W, rng, "/ln_head"), linear(W, 3, 0.4f, rng, "/fc/Gemm")};
+    const Compiled c = compile_and_run(p, T, fast());
+    const CompiledModel& m = c.q.model;
+    const size_t D = static_cast<size_t>(k.directions);
+    std::vector<int32_t> want;
+    for (int32_t layer = 0; layer < 2; ++layer) {
+      want.insert(want.end(), D, k.cell == CellKind::kGru ? QLSTM_OP_GRU_S8 : QLSTM_OP_LSTM_S8);
+      if (layer == 1 && k.residual) want.push_back(QLSTM_OP_ADD_S8);
+      if (layer == 0) want.push_back(QLSTM_OP_LAYER_NORM_S8);
+    }
+    // Without a residual sum the last layer's ops write the last step alone; the sum needs every step.
+    if (k.residual) want.push_back(QLSTM_OP_SELECT_STEP);
+    want.insert(want.end(), {QLSTM_OP_LAYER_NORM_S8, QLSTM_OP_FULLY_CONNECTED_S8});
+    ASSERT_EQ(kinds(m), want);
+    // The layer above reads each LayerNorm's output at its quantization.
+    for (size_t j = 0; j + 1 < m.ops.size(); ++j) {
+      if (m.ops[j].kind != QLSTM_OP_LAYER_NORM_S8 || !m.ops[j + 1].recurrent()) continue;
+      const AffineQuant& out = m.ops[j].as<DerivedLayerNorm>().output;
+      EXPECT_EQ(m.ops[j + 1].recurrent_input().scale, out.scale);
+      EXPECT_EQ(m.ops[j + 1].recurrent_input().zero_point, out.zero_point);
+      EXPECT_EQ(m.ops[j + 1].input_buffer, m.ops[j].output_buffer);
+    }
+    const double sqnr = sqnr_db(c.want, c.got);
+    EXPECT_GE(sqnr, kMinSqnrDb);
+    std::printf("LayerNorms in a %s stack, %d direction(s)%s: SQNR %.1f dB\n", k.cell == CellKind::kGru ? "GRU" : "LSTM",
+                k.directions, k.residual ? ", a residual sum" : "", sqnr);
+    const std::vector<int8_t> x8 = quantized_input(c);
+    EXPECT_EQ(model_format_version(m), 15u);
+    const CompiledModel back = parse_model(serialize_model(m), "mem");
+    EXPECT_EQ(run_program_s8(back, x8, c.shape), run_program_s8(m, x8, c.shape));
+    // A LayerNorm reading another buffer than the one before it is out of program order.
+    CompiledModel wrong = m;
+    const size_t ln = D;
+    wrong.ops[ln].input_buffer -= 1;
+    EXPECT_NE(load_error(wrong).find("ops[" + std::to_string(ln) + "]': buffers out of program order"), std::string::npos)
+        << load_error(wrong);
+  }
+}
+
 // A residual connection needs its input as wide as its output, and the head to read the sum (not
 // h_n); the 16x8 layers do not take one yet. Each is refused naming the layer.
 TEST(WholeProgram, ResidualConnectionRefusals) {

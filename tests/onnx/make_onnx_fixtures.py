@@ -515,6 +515,18 @@ class Custom(nn.Module):
         return self.head(self.pick(y, state[0] if isinstance(state, tuple) else state))
 
 
+def trained_layer_norm(F, seed, affine=True):
+    """nn.LayerNorm(F) with gamma and beta as training leaves them (not 1 and 0), drawn from a
+    generator of their own so that the global draws stay those of an untrained LayerNorm."""
+    ln = nn.LayerNorm(F, elementwise_affine=affine)
+    if affine:
+        g = torch.Generator().manual_seed(seed)
+        with torch.no_grad():
+            ln.weight.copy_(0.5 + torch.rand(F, generator=g))
+            ln.bias.copy_(0.4 * torch.randn(F, generator=g))
+    return ln
+
+
 def refused(name, model, opset, errors, x=None, dynamic=False):
     x = torch.randn(2, 5, 3) if x is None else x
     with torch.no_grad():
@@ -528,10 +540,12 @@ def refused_whole():
     torch.manual_seed(15)
     advice_head = "what to do: the model up to '"
     advice_front = "what to do: from node '/lstm/LSTM' (LSTM)'s input"
-    refused("refused_layer_norm_opset17", Custom(lambda y, h: y, head=nn.LayerNorm(4)), 17,
-            ["(LayerNormalization): a LayerNorm", advice_head])
-    refused("refused_layer_norm_opset13", Custom(lambda y, h: y, head=nn.LayerNorm(4)), 13,
-            ["(ReduceMean): a LayerNorm", advice_head])
+    # Refused until the layer normalization op; made where their refusals were (the same draws), the
+    # later fixtures unchanged. gamma and beta from a generator of their own.
+    import_torch("whole_layer_norm_opset17", Custom(lambda y, h: y, head=trained_layer_norm(4, 51)), 17,
+                 torch.randn(2, 5, 3), ["LayerNorm"])
+    import_torch("whole_layer_norm_opset13", Custom(lambda y, h: y, head=trained_layer_norm(4, 52)), 13,
+                 torch.randn(2, 5, 3), ["LayerNorm"])
     refused("refused_attention", Attention(), 14,
             ["a branch of the data path", "(MatMul): a product of two activations (as in attention)", advice_head])
     refused("refused_conv_front", ConvFront(), 13, ["(Conv): a convolution", advice_front])
@@ -547,10 +561,11 @@ def refused_whole():
     # Several consecutive steps compile (import_last_steps_*); every other step does not.
     refused("refused_every_other_step", Custom(lambda y, h: y[:, ::2], head=nn.Linear(4, 2)), 13,
             ["(Slice): a Slice that is not one constant range of one axis with step 1", advice_head])
-    # The LogSoftmax head compiles since the log-softmax kind; the LayerNorm in front is refused alone.
-    refused("refused_layer_norm_before_log_softmax",
-            Custom(lambda y, h: y[:, -1], front=nn.LayerNorm(3), head=nn.LogSoftmax(dim=-1)), 17,
-            ["(LayerNormalization): a LayerNorm", advice_front])
+    # The LogSoftmax head compiles since the log-softmax kind, the LayerNorm in front since the layer
+    # normalization op.
+    import_torch("whole_layer_norm_front_log_softmax",
+                 Custom(lambda y, h: y[:, -1], front=trained_layer_norm(3, 53), head=nn.LogSoftmax(dim=-1)), 17,
+                 torch.randn(2, 5, 3), ["select", "LogSoftmax"], front=["LayerNorm"])
     refused("refused_quantizable_lstm", Custom(lambda y, h: y, quantizable=True), 13,
             ["the graph has no LSTM node: it is a torch.ao.nn.quantizable.LSTM", "export torch.nn.LSTM instead"])
 
@@ -1570,6 +1585,7 @@ def import_models():
                   errors=["node 'gru0' (GRU): activations HardSigmoid, Tanh are not supported (only Sigmoid, Tanh: "])
     embeddings()
     pooled_concats()
+    layer_norms()
     # compile's calibration for the CLI tests: 8 sequences of 5 steps, batch-first [B, T, 3]
     np.save(os.path.join(OUT, "import_calibration.npy"),
             np.random.default_rng(23).standard_normal((8, 5, 3)).astype(np.float32))
@@ -1616,6 +1632,63 @@ def pooled_concats():
     refused("import_refused_pool_concat_middle_step",
             Custom(lambda y, h: torch.cat((y.mean(1), y[:, 2]), 1), head=nn.Linear(8, 2)), 14,
             ["is read by 2 nodes"])
+
+
+class LayerNormBetween(nn.Module):
+    def __init__(self, affine=True):
+        super().__init__()
+        self.a, self.b = nn.LSTM(3, 4, batch_first=True), nn.LSTM(4, 4, batch_first=True)
+        self.ln, self.fc = trained_layer_norm(4, 61, affine), nn.Linear(4, 2)
+
+    def forward(self, x):
+        return self.fc(self.b(self.ln(self.a(x)[0]))[0][:, -1])
+
+
+class LayerNormResidual(nn.Module):
+    """Three bidirectional layers: a LayerNorm after the first, the second with a residual
+    connection and a LayerNorm after its sum (the post-norm residual block), then the third."""
+    def __init__(self):
+        super().__init__()
+        self.a = nn.LSTM(3, 4, batch_first=True, bidirectional=True)
+        self.b = nn.LSTM(8, 4, batch_first=True, bidirectional=True)
+        self.c = nn.LSTM(8, 4, batch_first=True, bidirectional=True)
+        self.ln1, self.ln2, self.fc = trained_layer_norm(8, 66), trained_layer_norm(8, 67), nn.Linear(8, 2)
+
+    def forward(self, x):
+        y = self.ln1(self.a(x)[0])
+        y = self.ln2(self.b(y)[0] + y)
+        return self.fc(self.c(y)[0][:, -1])
+
+
+def layer_norms():
+    """nn.LayerNorm over the features, in the head (on the last step, on every step of a
+    bidirectional layer, after a Linear) and in front of the first layer, as opset 17 writes it
+    (LayerNormalization) and as earlier opsets write it (ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt,
+    Div, then Mul and Add when it has gamma and beta); over more than the features, refused."""
+    torch.manual_seed(57)
+    x = torch.randn(2, 5, 3, generator=torch.Generator().manual_seed(59))
+    import_torch("import_layer_norm_last_step_opset13",
+                 Custom(lambda y, h: y[:, -1], head=nn.Sequential(trained_layer_norm(4, 62), nn.Linear(4, 3))),
+                 13, x, ["select", "LayerNorm", "Linear"], dynamic=True)
+    import_torch("import_layer_norm_bidirectional_per_step",
+                 Custom(lambda y, h: y, head=nn.Sequential(trained_layer_norm(8, 63), nn.Linear(8, 2)),
+                        bidirectional=True),
+                 17, x, ["LayerNorm", "Linear"], dynamic=True,
+                 program=dict(ops=2, directions=2, initial_h="zero", initial_c="zero", h_n=False, c_n=False))
+    import_torch("import_layer_norm_no_affine_front",
+                 models.LstmModel(3, 4, front=[nn.Linear(3, 6), trained_layer_norm(6, 64, False), nn.Tanh()],
+                                  head=[nn.Linear(4, 2)], pick="last"),
+                 14, x, ["select", "Linear"], front=["Linear", "LayerNorm", "Tanh"])
+    import_torch("import_layer_norm_after_linear_opset11",
+                 Custom(lambda y, h: h[-1], head=nn.Sequential(nn.Linear(4, 6), trained_layer_norm(6, 65), nn.ReLU(),
+                                                               nn.Linear(6, 2))),
+                 11, x, ["Linear", "LayerNorm", "Relu", "Linear"], lstm_output="final_state")
+    refused("import_refused_layer_norm_over_time", Custom(lambda y, h: y, head=nn.LayerNorm((5, 4))), 17,
+            ["(LayerNormalization): a LayerNormalization over more than the last (feature) axis"], x=x)
+    import_torch("import_layer_norm_between_layers", LayerNormBetween(), 13, x, ["select", "Linear"], dynamic=True,
+                 between=[["LayerNorm"], []])
+    import_torch("import_layer_norm_after_residual_bidirectional", LayerNormResidual(), 17, x, ["select", "Linear"],
+                 dynamic=True, residual=[False, True, False], between=[["LayerNorm"], ["LayerNorm"], []])
 
 
 def embeddings():

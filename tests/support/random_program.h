@@ -5,6 +5,7 @@
 #define QLSTM_TESTS_RANDOM_PROGRAM_H_
 
 #include <random>
+#include <string>
 #include <vector>
 
 #include "qlstm/compiler/float/float_gru.h"
@@ -48,6 +49,20 @@ inline FloatProgram random_program(int32_t I, int32_t H, int32_t layers, int32_t
     }
   }
   return p;
+}
+
+// nn.LayerNorm(F) as training leaves it: gamma about 1, beta about 0, each drawn (sigma 0.3).
+inline FloatLayer random_layer_norm(int32_t F, std::mt19937_64& rng, const std::string& node) {
+  std::normal_distribution<float> n(0.0f, 0.3f);
+  FloatLayer l;
+  l.kind = FloatLayerKind::kLayerNorm;
+  l.node = node;
+  l.input_size = l.output_size = F;
+  for (int32_t i = 0; i < F; ++i) {
+    l.weight.push_back(1.0f + n(rng));
+    l.bias.push_back(n(rng));
+  }
+  return l;
 }
 
 inline CalibrationSet calibration(int32_t I, std::mt19937_64& rng) {

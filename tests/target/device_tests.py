@@ -399,6 +399,10 @@ WHOLE = [
     # nn.Embedding on int64 token ids -> LSTM -> y[:, -1] -> Linear: int32 ids into the firmware
     ("embedding", "tests/onnx/models/import_embedding_lstm_last_step.onnx", True, "stream",
      "tests/onnx/models/import_embedding_calibration.npy"),
+    # LSTM -> LayerNorm (opset 13's form, gamma and beta) -> LSTM -> y[:, -1] -> Linear, streamed
+    ("layer_norm", "tests/onnx/models/import_layer_norm_between_layers.onnx", True, "stream"),
+    # biLSTM -> LayerNorm -> biLSTM + its input -> LayerNorm -> biLSTM -> y[:, -1] -> Linear
+    ("layer_norm_residual", "tests/onnx/models/import_layer_norm_after_residual_bidirectional.onnx", True, "whole"),
 ]
 
 

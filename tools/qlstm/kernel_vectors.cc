@@ -351,6 +351,29 @@ LogSoftmaxCase read_log_softmax_case(const json& j, const std::string& where) {
   return c;
 }
 
+LayerNormCase read_layer_norm_case(const json& j, const std::string& where) {
+  const Node n(j, where, "");
+  if (!j.is_object()) n.fail("a case must be an object");
+  LayerNormCase c;
+  c.name = n.at("name").string();
+  qlstm_layer_norm_s8_params& p = c.params;
+  p.rows = static_cast<int32_t>(n.at("rows").integer(1, INT32_MAX));
+  p.row_size = static_cast<int32_t>(n.at("row_size").integer(1, QLSTM_LAYER_NORM_S8_ROW_SIZE_MAX));
+  const int64_t count = static_cast<int64_t>(p.rows) * p.row_size;
+  if (count > INT32_MAX) n.fail("rows/row_size: sizes too large");
+  p.epsilon_term = n.at("epsilon_term").int32();
+  p.epsilon_shift = n.at("epsilon_shift").int32();
+  p.output_shift = n.at("output_shift").int32();
+  p.output_zero_point = n.at("output_zero_point").int32();
+  c.weights = n.at("weights").int_array<int32_t>(static_cast<size_t>(p.row_size));
+  c.biases = n.at("biases").int_array<int32_t>(static_cast<size_t>(p.row_size));
+  c.input = n.at("input").int_array<int8_t>(static_cast<size_t>(count));
+  c.expected_output = n.at("expected").at("output").int_array<int8_t>(static_cast<size_t>(count));
+  const qlstm_layer_norm_s8_params checked = c.kernel_params();
+  check_case_params(qlstm_layer_norm_s8_validate, checked, where);
+  return c;
+}
+
 PoolCase read_pool_case(const json& j, const std::string& where) {
   const Node n(j, where, "");
   if (!j.is_object()) n.fail("a case must be an object");
@@ -535,11 +558,11 @@ VectorFile load_vector_file(const std::string& path) {
   const std::string format = root.at("format").string();
   if (format != kFormat && format != kFcFormat && format != kSoftmaxFormat && format != kFcS16Format &&
       format != kLstmS16Format && format != kPoolFormat && format != kLogSoftmaxFormat && format != kAddFormat &&
-      format != kMulFormat) {
+      format != kMulFormat && format != kLayerNormFormat) {
     root.at("format").fail("unsupported format \"" + format + "\" (expected \"" + kFormat + "\", \"" + kFcFormat +
                            "\", \"" + kSoftmaxFormat + "\", \"" + kFcS16Format + "\", \"" + kLstmS16Format +
-                           "\", \"" + kPoolFormat + "\", \"" + kLogSoftmaxFormat + "\", \"" + kAddFormat + "\" or \"" +
-                           kMulFormat + "\")");
+                           "\", \"" + kPoolFormat + "\", \"" + kLogSoftmaxFormat + "\", \"" + kAddFormat + "\", \"" + kMulFormat +
+                           "\" or \"" + kLayerNormFormat + "\")");
   }
   VectorFile file;
   file.path = path;
@@ -576,6 +599,9 @@ VectorFile load_vector_file(const std::string& path) {
     } else if (format == kLogSoftmaxFormat) {
       file.log_softmax_cases.push_back(read_log_softmax_case(cases[k], where));
       name = file.log_softmax_cases.back().name;
+    } else if (format == kLayerNormFormat) {
+      file.layer_norm_cases.push_back(read_layer_norm_case(cases[k], where));
+      name = file.layer_norm_cases.back().name;
     } else {
       file.cases.push_back(read_lstm_case<KernelCase>(cases[k], where));
       name = file.cases.back().name;
@@ -725,6 +751,14 @@ std::string device_bundle(const std::vector<VectorFile>& files) {
       op.output_buffer = 1;
       row_case(c.name, op, c.params.rows, c.params.row_size, c.params.row_size, c.input, c.expected_output);
     }
+    for (const LayerNormCase& c : f.layer_norm_cases) {
+      const qlstm_layer_norm_s8_params block = c.kernel_params();  // its arrays stay the case's
+      qlstm_op op{};
+      op.kind = QLSTM_OP_LAYER_NORM_S8;
+      op.params = &block;
+      op.output_buffer = 1;
+      row_case(c.name, op, c.params.rows, c.params.row_size, c.params.row_size, c.input, c.expected_output);
+    }
   }
   return device::bundle(out);
 }
@@ -789,6 +823,16 @@ CaseResult run_softmax_case(const SoftmaxCase& c) {
 
 CaseResult run_log_softmax_case(const LogSoftmaxCase& c) {
   return run_int8_rows_case(c, qlstm_log_softmax_s8, c.params.row_size, "row", "i");
+}
+
+CaseResult run_layer_norm_case(const LayerNormCase& c) {
+  struct Rows {
+    std::string name;
+    qlstm_layer_norm_s8_params params;
+    const std::vector<int8_t>& input;
+    const std::vector<int8_t>& expected_output;
+  } rows{c.name, c.kernel_params(), c.input, c.expected_output};
+  return run_int8_rows_case(rows, qlstm_layer_norm_s8, c.params.row_size, "row", "i");
 }
 
 CaseResult run_elementwise_case(const ElementwiseCase& c, const AddS8Variant* add, const MulS8Variant* mul) {

@@ -15,6 +15,7 @@
 #include "qlstm/fully_connected_s16.h"
 #include "qlstm/fully_connected_s8.h"
 #include "qlstm/kernels.h"
+#include "qlstm/layer_norm_s8.h"
 #include "qlstm/log_softmax_s8.h"
 #include "qlstm/lstm_s16.h"
 #include "qlstm/lstm_s8.h"
@@ -31,6 +32,7 @@ inline constexpr const char* kFcS16Format = "fc-s16-vectors/1";
 inline constexpr const char* kLstmS16Format = "lstm-s16-kernel-vectors/1";
 inline constexpr const char* kPoolFormat = "pool-s8-vectors/1";
 inline constexpr const char* kLogSoftmaxFormat = "log-softmax-s8-vectors/1";
+inline constexpr const char* kLayerNormFormat = "layer-norm-s8-vectors/1";
 inline constexpr const char* kAddFormat = "elementwise-add-s8-vectors/1";
 inline constexpr const char* kMulFormat = "elementwise-mul-s8-vectors/1";
 
@@ -131,6 +133,22 @@ struct LogSoftmaxCase {
   std::vector<int8_t> expected_output;
 };
 
+// A layer normalization case: rows of row_size values, gamma and beta as the block's int32 arrays.
+struct LayerNormCase {
+  std::string name;
+  qlstm_layer_norm_s8_params params{};
+  std::vector<int32_t> weights, biases;  // params point into them (set by the reader and on copy)
+  std::vector<int8_t> input;
+  std::vector<int8_t> expected_output;
+
+  qlstm_layer_norm_s8_params kernel_params() const {
+    qlstm_layer_norm_s8_params p = params;
+    p.weights = weights.data();
+    p.biases = biases.data();
+    return p;
+  }
+};
+
 // A max or average pooling case: NHWC images, every field of the kernel's block.
 struct PoolCase {
   std::string name;
@@ -163,10 +181,11 @@ struct VectorFile {
   std::vector<LstmS16Case> lstm_s16_cases; // lstm-s16-kernel-vectors/1
   std::vector<PoolCase> pool_cases;        // pool-s8-vectors/1
   std::vector<LogSoftmaxCase> log_softmax_cases;  // log-softmax-s8-vectors/1
+  std::vector<LayerNormCase> layer_norm_cases;    // layer-norm-s8-vectors/1
   std::vector<ElementwiseCase> elementwise_cases;  // elementwise-add-s8-vectors/1, elementwise-mul-s8-vectors/1
   size_t case_count() const {
     return cases.size() + fc_cases.size() + softmax_cases.size() + fc_s16_cases.size() + lstm_s16_cases.size() +
-           pool_cases.size() + log_softmax_cases.size() + elementwise_cases.size();
+           pool_cases.size() + log_softmax_cases.size() + elementwise_cases.size() + layer_norm_cases.size();
   }
 };
 
@@ -208,6 +227,7 @@ CaseResult run_case(const KernelCase& c, const LstmS8Variant& variant);
 CaseResult run_fc_case(const FcCase& c, const FcS8Variant* variant);
 CaseResult run_softmax_case(const SoftmaxCase& c);
 CaseResult run_log_softmax_case(const LogSoftmaxCase& c);
+CaseResult run_layer_norm_case(const LayerNormCase& c);
 // The elementwise case through the given add or multiply variant (one that declines the case
 // fails it, QLSTM_ERROR_NO_VARIANT), or, null, qlstm_add_s8 / qlstm_mul_s8.
 CaseResult run_elementwise_case(const ElementwiseCase& c, const AddS8Variant* add = nullptr,

@@ -238,6 +238,10 @@ bool verify_file(const qlstm::vectors::VectorFile& file, const SelectedVariants&
     const std::string detail = "rows=" + std::to_string(c.params.rows) + " row_size=" + std::to_string(c.params.row_size);
     count(c.name, "reference", qlstm::vectors::run_softmax_case(c), detail);
   }
+  for (const auto& c : file.layer_norm_cases) {
+    const std::string detail = "rows=" + std::to_string(c.params.rows) + " row_size=" + std::to_string(c.params.row_size);
+    count(c.name, "reference", qlstm::vectors::run_layer_norm_case(c), detail);
+  }
   for (const auto& c : file.log_softmax_cases) {
     const std::string detail = "rows=" + std::to_string(c.params.rows) + " row_size=" + std::to_string(c.params.row_size);
     count(c.name, "reference", qlstm::vectors::run_log_softmax_case(c), detail);

@@ -33,6 +33,7 @@ std::string layer_label(const FloatLayer& l) {
       break;
     case FloatLayerKind::kFlattenTime: kind = "flatten of every step"; break;
     case FloatLayerKind::kEmbedding: kind = "Embedding"; break;
+    case FloatLayerKind::kLayerNorm: kind = "LayerNorm"; break;
   }
   return "layer '" + l.node + "' (" + kind + ")";
 }
@@ -158,6 +159,15 @@ void FloatLayer::validate() const {
       }
       finite(weight, "table");
       break;
+    case FloatLayerKind::kLayerNorm:
+      if (weight.size() != static_cast<size_t>(input_size) || bias.size() != static_cast<size_t>(input_size)) {
+        bad("gamma and beta need input_size = " + std::to_string(input_size) + " values each, got " +
+            std::to_string(weight.size()) + " and " + std::to_string(bias.size()));
+      }
+      if (!std::isfinite(epsilon) || epsilon < 0) bad("epsilon " + std::to_string(epsilon) + " is not finite and >= 0");
+      finite(weight, "gamma");
+      finite(bias, "beta");
+      break;
     case FloatLayerKind::kFlattenTime:
       if (flatten_steps < 1 || static_cast<int64_t>(flatten_steps) * input_size != output_size) {
         bad("output_size must be flatten_steps x input_size");
@@ -229,6 +239,21 @@ std::vector<double> run_float_layer(const FloatLayer& layer, const std::vector<d
                              std::to_string(p) + " is not an integer in [0, " + std::to_string(rows) + ")");
         }
         std::copy_n(layer.weight.begin() + static_cast<ptrdiff_t>(static_cast<size_t>(id) * O), O, out);
+        break;
+      }
+      case FloatLayerKind::kLayerNorm: {
+        double mean = 0.0;
+        for (size_t i = 0; i < I; ++i) mean += in[i];
+        mean /= static_cast<double>(I);
+        double variance = 0.0;
+        for (size_t i = 0; i < I; ++i) variance += (in[i] - mean) * (in[i] - mean);
+        variance /= static_cast<double>(I);
+        const double inv = 1.0 / std::sqrt(variance + layer.epsilon);
+        // With epsilon 0 a constant row has no variance: its values are the mean, normalized to 0.
+        for (size_t i = 0; i < I; ++i) {
+          const double centred = in[i] - mean;
+          out[i] = (centred == 0.0 ? 0.0 : centred * inv) * layer.weight[i] + layer.bias[i];
+        }
         break;
       }
       case FloatLayerKind::kSelectStep:

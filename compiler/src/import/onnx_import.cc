@@ -397,7 +397,10 @@ void follow_chain(Import* im) {
     std::vector<std::string> link_problems;
     bool residual = false;
     FeatureAffine affine;
-    if (!follow_output(layer, n->output(kY), &view, &graph_out, &nx, &residual, &affine, &link_problems) ||
+    std::vector<FloatLayer> norms;
+    std::vector<const onnx::NodeProto*> norm_nodes;
+    if (!follow_output(layer, n->output(kY), &view, &graph_out, &nx, &residual, &norms, &norm_nodes, &affine,
+                       &link_problems) ||
         nx == nullptr) {
       stop = link_problems.empty() ? "" : link_problems.front();
       break;  // the head starts at this node's Y (and walks its residual Add again)
@@ -406,6 +409,11 @@ void follow_chain(Import* im) {
     if (residual) {
       im->r.program.residual.resize(chain.size(), false);
       im->r.program.residual.back() = true;
+    }
+    if (!norms.empty()) {
+      im->r.program.between.resize(chain.size());
+      im->r.program.between.back() = std::move(norms);
+      im->taken.insert(norm_nodes.begin(), norm_nodes.end());
     }
     const Labels& l = view.labels;
     const NodeInfo& nn = info[nx];
@@ -848,6 +856,7 @@ void build_ops(Import* im) {
     for (int32_t d = 0; d < n.directions; ++d) prog.ops.push_back(node_op(n, d));
   }
   if (!prog.residual.empty()) prog.residual.resize(im->chain.size(), false);  // one per layer
+  if (!prog.between.empty()) prog.between.resize(im->chain.size());
   try {
     prog.validate();
   } catch (const CompileError& e) {

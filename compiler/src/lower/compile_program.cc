@@ -84,6 +84,13 @@ ProgramOp derive_layer_op(const LayerOp& lop, const AffineQuant& input, const Af
         throw CompileError(node_label(l) + ": " + e.what());
       }
       break;
+    case FloatLayerKind::kLayerNorm:
+      try {
+        op.set(derive_layer_norm(l, input, output));
+      } catch (const CompileError& e) {
+        throw CompileError(node_label(l) + ": " + e.what());
+      }
+      break;
     case FloatLayerKind::kSelectStep:
     case FloatLayerKind::kPoolTime:
     case FloatLayerKind::kFlattenTime:
@@ -220,6 +227,7 @@ class ProgramCompiler {
                                 const std::vector<std::vector<float>>& stack_out);
   void compile_layer(int32_t l, const std::vector<OpObservation>& observed, OpBoundaries fixed);
   void lower_residual(int32_t l, const std::vector<std::vector<float>>& sums);
+  void lower_between(int32_t l);
   QuantizedLayer compile_op(size_t k, const OpObservation& observed, const OpBoundaries& fixed) const;
   void assemble_stack();
 
@@ -246,6 +254,7 @@ class ProgramCompiler {
   std::vector<std::vector<double>> head_values_;
   std::vector<ProgramOp> lstm_ops_;
   std::vector<ProgramOp> residual_adds_;  // per layer with a residual connection, in layer order
+  std::vector<std::vector<ProgramOp>> between_ops_;  // per layer: the ops between it and the next
   // The quantization of what the next layer reads: the last layer's output, or its residual sum.
   std::optional<BoundaryQuant> next_input_;
   QuantizedProgram result_;
@@ -283,6 +292,12 @@ void ProgramCompiler::check() {
   if (any_s16 && any_residual) {
     throw CompileError("program: a residual connection between 16x8 layers is not supported yet; compile the layers "
                        "int8 (without --s16-layers)");
+  }
+  for (int32_t l = 0; any_s16 && l < program_.layers(); ++l) {
+    if (!program_.between_after(l).empty()) {
+      throw CompileError(node_label(program_.between_after(l).front()) + ": a layer between 16x8 recurrent layers is "
+                         "not supported yet; compile the layers int8 (without --s16-layers)");
+    }
   }
   head_layers_ = compiled_head_layers(program_);
   if (program_.lstm_output == LstmOutput::kFinalState && has_select_) {
@@ -594,15 +609,25 @@ void ProgramCompiler::assemble_stack() {
       m.ops.push_back(std::move(op));
     }
     input = output;
-    if (!program_.residual_after(l)) continue;
-    // The sum goes into the next buffer: the area of the layer's input (written in place over it).
-    ProgramOp& sum = *add++;
-    sum.input_buffer = output;
-    sum.second_input_buffer = layer_input;
-    sum.output_buffer = output + 1;
-    m.buffers.push_back({D_ * H, sum.as<DerivedAdd>().output, QLSTM_BUFFER_EVERY_STEP});
-    m.ops.push_back(std::move(sum));
-    input = output + 1;
+    if (program_.residual_after(l)) {
+      // The sum goes into the next buffer: the area of the layer's input (written in place over it).
+      ProgramOp& sum = *add++;
+      sum.input_buffer = output;
+      sum.second_input_buffer = layer_input;
+      sum.output_buffer = output + 1;
+      m.buffers.push_back({D_ * H, sum.as<DerivedAdd>().output, QLSTM_BUFFER_EVERY_STEP});
+      m.ops.push_back(std::move(sum));
+      input = output + 1;
+    }
+    // Each op between it and the next layer reads the buffer before it and writes one of its own.
+    for (ProgramOp& op : between_ops_[static_cast<size_t>(l)]) {
+      OpBoundary ob;
+      op_kind(op.kind, "program").boundary(op, &ob);
+      op.input_buffer = input;
+      input = op.output_buffer = static_cast<int32_t>(m.buffers.size());
+      m.buffers.push_back({ob.output_width, ob.output, QLSTM_BUFFER_EVERY_STEP});
+      m.ops.push_back(std::move(op));
+    }
   }
   if (final_state_) m.buffers.back().steps = QLSTM_BUFFER_ONE_STEP;
 }
@@ -626,6 +651,24 @@ void ProgramCompiler::lower_residual(int32_t l, const std::vector<std::vector<fl
   next_input_ = BoundaryQuant{sum, "the " + std::string(observer_name(start_.output_observer.kind)) + " of " + what};
 }
 
+// The per-position ops between layer l and the next (a LayerNorm), each between the quantization
+// before it and the one its output observer picks; what the next layer reads.
+void ProgramCompiler::lower_between(int32_t l) {
+  between_ops_.emplace_back();
+  const std::vector<FloatLayer>& layers = program_.between_after(l);
+  if (layers.empty()) return;
+  std::vector<std::vector<double>> values;
+  for (const Entry& en : entries_) values.push_back(to_double(en.x));
+  for (const LayerOp& lop : layer_ops(layers)) {
+    const AffineQuant out = run_layer_op(lop, values, positions_, start_.output_observer, observed_entries_);
+    between_ops_.back().push_back(derive_layer_op(lop, next_input_->quant, out, start_));
+    next_input_ = BoundaryQuant{out, "the " + std::string(observer_name(start_.output_observer.kind)) + " of " +
+                                         node_label(*lop.layer) + " between layers " + std::to_string(l) + " and " +
+                                         std::to_string(l + 1)};
+  }
+  for (size_t e = 0; e < entries_.size(); ++e) entries_[e].x.assign(values[e].begin(), values[e].end());
+}
+
 // The LSTM stack, layer by layer.
 void ProgramCompiler::lower_stack() {
   head_ops_ = layer_ops(head_layers_);
@@ -646,6 +689,7 @@ void ProgramCompiler::lower_stack() {
     next_input_ = BoundaryQuant{lstm_ops_.back().recurrent_output(), "the output of layer " + std::to_string(l)};
     if (residual) lower_residual(l, sums);
     for (size_t e = 0; e < entries_.size(); ++e) entries_[e].x = std::move(residual ? sums[e] : outs[e]);
+    lower_between(l);
   }
   assemble_stack();
 }

@@ -501,5 +501,84 @@ DerivedEmbedding DerivedEmbedding::from_kernel_params(const qlstm_embedding_s8_p
   return d;
 }
 
+DerivedLayerNorm derive_layer_norm(const FloatLayer& l, const AffineQuant& input, const AffineQuant& output) {
+  if (l.kind != FloatLayerKind::kLayerNorm) throw CompileError(layer_label(l) + ": not a LayerNorm");
+  l.validate();
+  check_quant(input, "LayerNorm: input");
+  check_quant(output, "LayerNorm: output");
+  const int32_t F = l.input_size;
+  if (F > QLSTM_LAYER_NORM_S8_ROW_SIZE_MAX) {
+    throw CompileError("LayerNorm: over " + std::to_string(F) + " features; the int8 LayerNorm takes 1 to " +
+                       std::to_string(QLSTM_LAYER_NORM_S8_ROW_SIZE_MAX));
+  }
+  DerivedLayerNorm d;
+  d.row_size = F;
+  d.input = input;
+  d.output = output;
+  // epsilon / input_scale^2 x F^2: the variance's F^2 x steps^2 units.
+  constexpr double kTermMax = 2147483647.0;
+  const double eps_units = l.epsilon / (input.scale * input.scale) * static_cast<double>(F) * static_cast<double>(F);
+  int32_t shift = 0;
+  while (shift <= QLSTM_LAYER_NORM_S8_EPSILON_SHIFT_MAX && std::nearbyint(std::ldexp(eps_units, -shift)) > kTermMax) ++shift;
+  if (!std::isfinite(eps_units) || shift > QLSTM_LAYER_NORM_S8_EPSILON_SHIFT_MAX) {
+    std::ostringstream s;
+    s << "LayerNorm: epsilon " << l.epsilon << " is " << eps_units / (static_cast<double>(F) * F)
+      << " squared input steps (input scale " << input.scale << "), beyond the int8 LayerNorm's 2^"
+      << 31 + QLSTM_LAYER_NORM_S8_EPSILON_SHIFT_MAX << " / F^2";
+    throw CompileError(s.str());
+  }
+  d.epsilon_shift = shift;
+  d.epsilon_term = static_cast<int32_t>(std::nearbyint(std::ldexp(eps_units, -shift)));
+  // The largest output shift at which every gamma x 2^(S - 12) and beta x 2^S fits int32.
+  constexpr int32_t kQ = QLSTM_LAYER_NORM_S8_NORMALIZED_FRACTION_BITS;
+  double gmax = 0.0, bmax = 0.0;
+  for (int32_t i = 0; i < F; ++i) {
+    gmax = std::max(gmax, std::fabs(static_cast<double>(l.weight[static_cast<size_t>(i)])) / output.scale);
+    bmax = std::max(bmax, std::fabs(static_cast<double>(l.bias[static_cast<size_t>(i)])) / output.scale);
+  }
+  int32_t S = QLSTM_LAYER_NORM_S8_OUTPUT_SHIFT_MAX;
+  auto fits = [&](int32_t s) {
+    return std::nearbyint(std::ldexp(gmax, s - kQ)) <= kTermMax && std::nearbyint(std::ldexp(bmax, s)) <= kTermMax;
+  };
+  while (S >= kQ && !fits(S)) --S;
+  if (S < kQ) {
+    std::ostringstream s;
+    s << "LayerNorm: gamma up to " << gmax << " and beta up to " << bmax << " output steps (output scale " << output.scale
+      << ") do not fit the int8 LayerNorm's int32 factors";
+    throw CompileError(s.str());
+  }
+  d.output_shift = S;
+  d.weights.resize(static_cast<size_t>(F));
+  d.biases.resize(static_cast<size_t>(F));
+  for (size_t i = 0; i < static_cast<size_t>(F); ++i) {
+    d.weights[i] = static_cast<int32_t>(std::nearbyint(std::ldexp(static_cast<double>(l.weight[i]) / output.scale, S - kQ)));
+    d.biases[i] = static_cast<int32_t>(std::nearbyint(std::ldexp(static_cast<double>(l.bias[i]) / output.scale, S)));
+  }
+  return d;
+}
+
+double DerivedLayerNorm::epsilon() const {
+  const double F = static_cast<double>(row_size);
+  return std::ldexp(static_cast<double>(epsilon_term), epsilon_shift) * input.scale * input.scale / (F * F);
+}
+
+qlstm_layer_norm_s8_params DerivedLayerNorm::kernel_params(int32_t rows) const {
+  return {rows, row_size, epsilon_term, epsilon_shift, weights.data(), biases.data(), output_shift, output.zero_point};
+}
+
+DerivedLayerNorm DerivedLayerNorm::from_kernel_params(const qlstm_layer_norm_s8_params& p, const AffineQuant& input,
+                                                      const AffineQuant& output) {
+  DerivedLayerNorm d;
+  d.row_size = p.row_size;
+  d.input = input;
+  d.output = output;
+  d.epsilon_term = p.epsilon_term;
+  d.epsilon_shift = p.epsilon_shift;
+  d.output_shift = p.output_shift;
+  d.weights = copy_array(p.weights, static_cast<size_t>(p.row_size));
+  d.biases = copy_array(p.biases, static_cast<size_t>(p.row_size));
+  return d;
+}
+
 }  // namespace compiler
 }  // namespace qlstm

@@ -167,8 +167,26 @@ void FloatProgram::validate() const {
     throw CompileError("program: the last layer has a residual connection but the head reads its final states, "
                        "which it does not change");
   }
+  if (between.size() > static_cast<size_t>(layers()) || !between_after(layers() - 1).empty()) {
+    throw CompileError("program: between names " + std::to_string(between.size()) + " layers of " +
+                       std::to_string(layers()) + " (and none after the last: those are the head's)");
+  }
   for (int32_t l = 0; l < layers(); ++l) {
     const FloatLstm& op = ops[static_cast<size_t>(l * directions)];
+    int32_t width = directions * op.hidden_size;
+    for (const FloatLayer& b : between_after(l)) {
+      b.validate();
+      if (reads_whole_sequence(b.kind) || b.kind == FloatLayerKind::kEmbedding || b.groups != 1 || b.input_size != width) {
+        throw CompileError("layer " + std::to_string(l) + ": layer '" + b.node + "' between it and the next is not a "
+                           "per-position layer on its " + std::to_string(width) + " features");
+      }
+      width = b.output_size;
+    }
+    if (l + 1 < layers() && ops[static_cast<size_t>((l + 1) * directions)].input_size != width) {
+      throw CompileError("layer " + std::to_string(l + 1) + ": input_size " +
+                         std::to_string(ops[static_cast<size_t>((l + 1) * directions)].input_size) +
+                         " is not the width " + std::to_string(width) + " of what the layer below writes");
+    }
     if (residual_after(l) && op.input_size != directions * op.hidden_size) {
       throw CompileError("layer " + std::to_string(l) + ": a residual connection adds its input of " +
                          std::to_string(op.input_size) + " features to its output of " +
@@ -312,6 +330,8 @@ FloatProgramResult run_float_program(const FloatProgram& p, const float* x, cons
     }
     r.layer_outputs.push_back(out);
     input = std::move(out);
+    // The layers between it and the next (a LayerNorm), on every position, in double as the head's.
+    for (const FloatLayer& b : p.between_after(l)) input = to_float(run_float_layer(b, std::vector<double>(input.begin(), input.end()), positions));
   }
   // What the head reads: the last layer's sequence, one step of it, or the last op's h_n.
   std::vector<double> y;
@@ -619,10 +639,14 @@ void ModelChecker::ops() {
 void ModelChecker::recurrent_op(size_t k, const std::string& w, const ProgramBuffer& in, const ProgramBuffer& out) {
   const ProgramOp& op = m_.ops[k];
   const int32_t directions = m_.directions;
-  // Between two layers only a requantization (a 16x8 layer meets an int8 one) or a residual add
-  // (the layer's output plus its input) may come.
-  const bool between_layers = (prev_kind_ == QLSTM_OP_REQUANTIZE || prev_kind_ == QLSTM_OP_ADD_S8) && k >= 2 &&
-                              m_.ops[k - 2].recurrent();
+  // Between two layers only a requantization (a 16x8 layer meets an int8 one), a residual add (the
+  // layer's output plus its input) and layer normalizations may come.
+  size_t below = k;
+  while (below > 0 && (m_.ops[below - 1].kind == QLSTM_OP_REQUANTIZE || m_.ops[below - 1].kind == QLSTM_OP_ADD_S8 ||
+                       m_.ops[below - 1].kind == QLSTM_OP_LAYER_NORM_S8)) {
+    --below;
+  }
+  const bool between_layers = below < k && below > 0 && m_.ops[below - 1].recurrent();
   if (after_lstm_ && !m_.ops[k - 1].recurrent() && !between_layers) {
     bad(w + "': a recurrent op after the head");
   }

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "import/recurrent_nodes.h"
+#include "recognize/layer_norm.h"
 #include "recognize/residual.h"
 
 namespace qlstm {
@@ -81,15 +82,40 @@ bool take_affine(const Graph& g, const onnx::NodeProto& n, const std::string& va
 }  // namespace
 
 bool follow_output(const PathContext& c, std::string value, LayoutView* view, std::string* graph_output,
-                   const onnx::NodeProto** next_lstm, bool* residual, FeatureAffine* affine,
+                   const onnx::NodeProto** next_lstm, bool* residual, std::vector<FloatLayer>* norms,
+                   std::vector<const onnx::NodeProto*>* norm_nodes, FeatureAffine* affine,
                    std::vector<std::string>* problems) {
   const Graph& g = *c.g;
   *next_lstm = nullptr;
   *residual = false;
+  norms->clear();
+  norm_nodes->clear();
   FeatureAffine crossed;
-  for (int guard = 0; guard < 16; ++guard) {
+  for (int guard = 0; guard < 32; ++guard) {
     record_view(c, value, *view);
     const auto next = path_consumers(c, value);
+    // A LayerNorm over the features (its opset < 17 form reads the value twice).
+    const bool features_last = !view->labels.empty() && view->labels.back() == 'F' &&
+                               view->labels.find('D') == std::string::npos;
+    LayerNormMatch ln;
+    const size_t rank = view->labels.size();
+    if (features_last && !g.is_graph_output(value) &&
+        ((next.size() == 1 && match_layer_normalization(g, *next[0], value, rank, view->width, &ln)) ||
+         match_decomposed_layer_norm(g, value, rank, view->width, &ln))) {
+      if (ln.refused != nullptr) {
+        problems->push_back(node_label(*ln.refused) + ": " + ln.why);
+        return false;
+      }
+      if (!crossed.scale.empty()) {
+        problems->push_back(node_label(*ln.nodes.front()) + ": a LayerNorm after a per-feature affine (" + crossed.node +
+                            ") between two layers: not supported");
+        return false;
+      }
+      norms->push_back(std::move(ln.layer));
+      norm_nodes->insert(norm_nodes->end(), ln.nodes.begin(), ln.nodes.end());
+      value = ln.out;
+      continue;
+    }
     if (next.size() == 1 && !g.is_graph_output(value)) {
       if (const ResidualAdd* r = residual_from(c, *next[0], value)) {
         std::string why = *residual ? "a second residual add after one layer" : "";

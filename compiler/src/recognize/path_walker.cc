@@ -24,7 +24,9 @@ std::string what_it_is(const Graph& g, const onnx::NodeProto& n, const char* cel
   const bool last_axis = op == "ReduceMean" && axes_of(g, n, &axes) && axes == std::vector<int64_t>{-1};
   if (op == "LayerNormalization" || last_axis) {
     return "a LayerNorm (each vector normalized by its own mean and variance; torch exports it as "
-           "LayerNormalization, or ReduceMean/Sub/Pow/Sqrt/Div before opset 17): not supported";
+           "LayerNormalization, or ReduceMean/Sub/Pow/Sqrt/Div before opset 17) that is not over the features in "
+           "front of the first recurrent layer or in the head: not supported here (between recurrent layers, over "
+           "other axes, or in another form)";
   }
   if (op.rfind("Reduce", 0) == 0) {
     return "a reduction (" + op + ") off the data path's chain, or of axes other than time alone: not supported "
@@ -55,7 +57,7 @@ std::string what_it_is(const Graph& g, const onnx::NodeProto& n, const char* cel
 const std::set<std::string> kPathOps = {
     "Identity", "Dropout", "Transpose", "Squeeze", "Unsqueeze", "Flatten", "Reshape", "Gather", "Slice", "Gemm",
     "MatMul", "Add", "Mul", "Div", "Erf", "Softmax", "LogSoftmax", "Relu", "Sigmoid", "Tanh", "LeakyRelu", "HardSigmoid",
-    "HardSwish", "Clip", "Gelu", "BatchNormalization"};
+    "HardSwish", "Clip", "Gelu", "BatchNormalization", "LayerNormalization"};
 
 // Walks from s->value until the value `stop` (front: the first LSTM's X) or a graph output
 // (head: stop empty). False when a node was refused (every problem found is reported).
@@ -78,7 +80,7 @@ bool PathWalker::walk(PathState* s, const std::string& stop) {
     }
     if (cs.size() > 1 || g_.is_graph_output(s->value)) {
       if (s->failed) return false;  // reported already
-      if (match_activation_pattern(s) || match_unrolled_steps(s) || match_pooled_concat(s)) continue;
+      if (match_activation_pattern(s) || match_layer_norm(s) || match_unrolled_steps(s) || match_pooled_concat(s)) continue;
       std::string names;
       for (const auto* n : cs) names += (names.empty() ? "" : ", ") + node_label(*n);
       problem(nullptr, "'" + s->value + "' is read by " + std::to_string(cs.size()) + " nodes (" + names +
@@ -244,6 +246,7 @@ bool PathWalker::take(const onnx::NodeProto& n, PathState* s) {
   if (op == "BatchNormalization") return reads_at(n, *s, 0) && batch_norm(n, s);
   if (op == "Mul") return scale_features(n, s);
   if (op == "Softmax" || op == "LogSoftmax") return reads_at(n, *s, 0) && softmax(n, s);
+  if (op == "LayerNormalization") return reads_at(n, *s, 0) && layer_normalization(n, s);
   if (op.rfind("Reduce", 0) == 0 && reads_at(n, *s, 0)) return reduction(n, s);
   ActivationFn fn = ActivationFn::kRelu;
   if (unary_activation_fn(op, &fn)) return unary_activation(n, fn, s);

@@ -10,7 +10,8 @@
 //   activations.cc     the unary activations, Clip, Softmax and the multi-node activations;
 //   residual.cc        a residual Add of a layer's output and input (recognize/residual.h);
 //   unrolled_steps.cc  per-step layers exported once per step, then concatenated;
-//   pooled_concat.cc   poolings over time concatenated along the features.
+//   pooled_concat.cc   poolings over time concatenated along the features;
+//   layer_norm.cc      a LayerNorm over the features (LayerNormalization, or its opset < 17 form).
 #ifndef QLSTM_COMPILER_SRC_RECOGNIZE_PATH_WALKER_H_
 #define QLSTM_COMPILER_SRC_RECOGNIZE_PATH_WALKER_H_
 
@@ -86,6 +87,9 @@ class PathWalker {
   bool match_unrolled_steps(PathState* s);
   // pooled_concat.cc
   bool match_pooled_concat(PathState* s);
+  // layer_norm.cc
+  bool layer_normalization(const onnx::NodeProto& n, PathState* s);
+  bool match_layer_norm(PathState* s);
   // step_selection.cc
   bool select_step(const onnx::NodeProto& n, PathState* s, int64_t step, size_t axis, bool keep_axis,
                    int64_t count = 1);

@@ -99,6 +99,15 @@ constexpr int32_t rounding_divide_by_pot(int32_t x, int32_t exponent) {
   return shift_right_floor(x, exponent) + (remainder > threshold ? 1 : 0);
 }
 
+// x / 2^exponent rounded to nearest, ties away from zero, 0 <= exponent <= 62: the int64 form of
+// rounding_divide_by_pot.
+constexpr int64_t rounding_divide_by_pot_s64(int64_t x, int32_t exponent) {
+  const int64_t mask = static_cast<int64_t>((uint64_t{1} << exponent) - 1u);
+  const int64_t remainder = static_cast<int64_t>(static_cast<uint64_t>(x) & static_cast<uint64_t>(mask));
+  const int64_t threshold = (mask >> 1) + (x < 0 ? 1 : 0);
+  return shift_right_floor(x, exponent) + (remainder > threshold ? 1 : 0);
+}
+
 // Double-rounding requantization (TFLite's MultiplyByQuantizedMultiplier, CMSIS-NN's
 // arm_nn_requantize without CMSIS_NN_USE_SINGLE_ROUNDING):
 //   RDBPOT(SRDHM(x * 2^max(shift, 0) mod 2^32, multiplier), max(-shift, 0))

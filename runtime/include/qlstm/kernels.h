@@ -21,6 +21,7 @@
 #include "qlstm/log_softmax_s8.h"
 #include "qlstm/elementwise_s8.h"
 #include "qlstm/embedding_s8.h"
+#include "qlstm/layer_norm_s8.h"
 #include "qlstm/pool_s8.h"
 #include "qlstm/program_s8.h"
 #include "qlstm/requantize.h"
@@ -240,6 +241,14 @@ void table_s8_prechecked(const qlstm_table_s8_params& params, const int8_t* inpu
 void requantize_prechecked(const qlstm_requantize_params& params, const void* input, void* output);
 // The embedding (embedding_s8.h): every id checked against table_rows before any row is written.
 qlstm_status embedding_s8_prechecked(const qlstm_embedding_s8_params& params, const int32_t* ids, int8_t* output);
+// The layer normalization (layer_norm_s8.h, docs/arithmetic.md §21), and its one reciprocal square
+// root per row: 1 / sqrt(w) ~ reciprocal / 2^(shift + 12) for w >= 1 (w < 2^62).
+struct LayerNormScale {
+  int64_t reciprocal;  // (2^31, 2^32]
+  int32_t shift;       // [20, 50]
+};
+LayerNormScale layer_norm_inverse_root(uint64_t w);
+void layer_norm_s8_prechecked(const qlstm_layer_norm_s8_params& params, const int8_t* input, int8_t* output);
 // ---- The elementwise add and multiply (elementwise_s8.h, docs/arithmetic.md §19): rows x
 // row_size values of each operand, contiguous. Their references are the specification in code;
 // each variant is one function for the whole call, equal to its reference bit for bit

@@ -39,6 +39,8 @@
   /* qlstm_mul_s8 of two buffers' positions */                                                           \
   X(MUL_S8, 13, mul_s8, mul, qlstm_mul_s8_params, visit_mul_s8_fields)                                   \
   /* qlstm_embedding_s8: each position's int32 token id to its int8 table row */                         \
-  X(EMBEDDING_S8, 14, embedding_s8, embedding, qlstm_embedding_s8_params, visit_embedding_s8_fields)
+  X(EMBEDDING_S8, 14, embedding_s8, embedding, qlstm_embedding_s8_params, visit_embedding_s8_fields)    \
+  /* qlstm_layer_norm_s8 on every position */                                                            \
+  X(LAYER_NORM_S8, 15, layer_norm_s8, layer_norm, qlstm_layer_norm_s8_params, visit_layer_norm_s8_fields)
 
 #endif /* QLSTM_OP_KINDS_H_ */

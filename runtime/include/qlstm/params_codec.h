@@ -367,6 +367,21 @@ void visit_embedding_s8_fields(P& p, V& v) {
 }
 
 template <class P, class V>
+void visit_layer_norm_s8_fields(P& p, V& v) {
+  v.open("layer_norm");
+  v.i32("rows", p.rows);
+  v.i32("row_size", p.row_size);
+  v.i32("epsilon_term", p.epsilon_term);
+  v.i32("epsilon_shift", p.epsilon_shift);
+  const int64_t F = codec_detail::extent(p.row_size);
+  v.array("weights", p.weights, F);
+  v.array("biases", p.biases, F);
+  v.i32("output_shift", p.output_shift);
+  v.i32("output_zero_point", p.output_zero_point);
+  v.close();
+}
+
+template <class P, class V>
 void visit_select_step_fields(P& p, V& v) {
   v.open("select");
   v.i32("step", p.step);

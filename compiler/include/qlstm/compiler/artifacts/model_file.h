@@ -36,7 +36,9 @@ namespace compiler {
 // only for a model with a HardSigmoid gate.
 // 14: version 13 with the embedding kind (QLSTM_OP_EMBEDDING_S8) and an int32 input buffer of
 // token ids (QLSTM_ELEMENT_S32); written only for a model with an embedding.
-constexpr uint32_t kModelFormatVersion = 14;
+// 15: version 14 with the layer normalization kind (QLSTM_OP_LAYER_NORM_S8); written only for a
+// model with one.
+constexpr uint32_t kModelFormatVersion = 15;
 // The version of a model with a HardSigmoid gate.
 constexpr uint32_t kModelFormatVersionGateLines = 13;
 // The version of a model with a recurrent op that runs its first step alone.

@@ -29,6 +29,8 @@ enum class FloatLayerKind {
   kFlattenTime, // every step of a sequence side by side, one row per batch row (y.reshape(B, -1))
   kEmbedding,   // a row of a constant table per token id (nn.Embedding): the front's first layer,
                 // input_size 1 (the id), output_size the row's width
+  kLayerNorm,   // each position's features normalized by their own mean and variance, then
+                // times gamma (weight) plus beta (bias) per feature (nn.LayerNorm on the last axis)
 };
 
 // The most rows an embedding table may have: every id is exact in float32 (the calibration and run
@@ -48,7 +50,7 @@ struct FloatLayer {
   FloatLayerKind kind = FloatLayerKind::kLinear;
   std::string node;  // the ONNX node it came from (the first, when several made it), for messages
   int32_t input_size = 0, output_size = 0;  // elements per position (equal but for kLinear)
-  // kLinear; kEmbedding: the table, [rows][output_size] (embedding_rows())
+  // kLinear; kEmbedding: the table, [rows][output_size] (embedding_rows()); kLayerNorm: gamma [F]
   std::vector<float> weight;  // [output_size][input_size]
   std::vector<float> bias;    // [output_size], empty: none
   // kActivation
@@ -59,6 +61,8 @@ struct FloatLayer {
   bool gelu_tanh = false;  // kGelu: torch's approximate='tanh' form (else the exact erf form)
   // kSoftmax
   double softmax_beta = 1.0;
+  // kLayerNorm: added to the variance under the square root (weight: gamma [F]; bias: beta [F])
+  double epsilon = 1e-5;
   // kSelectStep: >= 0 from the first step, < 0 from the last (-1: y[:, -1]); step_count
   // consecutive steps from it (y[:, -k:]: step -k, k steps), output_size = step_count x input_size
   int32_t step = -1;

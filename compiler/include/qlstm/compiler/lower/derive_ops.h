@@ -75,6 +75,26 @@ struct DerivedLogSoftmax {
 DerivedLogSoftmax derive_log_softmax(int32_t row_size, const AffineQuant& input);
 AffineQuant log_softmax_output_quant();  // scale 16/256, zero point 127
 
+// The layer normalization op (qlstm_layer_norm_s8, docs/arithmetic.md §21).
+struct DerivedLayerNorm {
+  static constexpr int32_t kKind = QLSTM_OP_LAYER_NORM_S8;  // its op kind (ProgramOp::set)
+  int32_t row_size = 0;
+  AffineQuant input, output;
+  int32_t epsilon_term = 0, epsilon_shift = 0, output_shift = 0;
+  std::vector<int32_t> weights, biases;  // [row_size]: gamma and beta in the output's steps
+
+  // The epsilon the block stands for: epsilon_term x 2^epsilon_shift x input_scale^2 / F^2.
+  double epsilon() const;
+  qlstm_layer_norm_s8_params kernel_params(int32_t rows) const;
+  static DerivedLayerNorm from_kernel_params(const qlstm_layer_norm_s8_params& p, const AffineQuant& input,
+                                             const AffineQuant& output);
+};
+// epsilon in the input's steps times F^2 as a 31-bit term and a shift; gamma x 2^(S - 12) and
+// beta x 2^S in the output's steps, S the largest shift (at most 62) at which both fit int32.
+// Throws CompileError when epsilon is too large for the input scale or gamma or beta too large
+// for the output's.
+DerivedLayerNorm derive_layer_norm(const FloatLayer& layer_norm, const AffineQuant& input, const AffineQuant& output);
+
 // The embedding op (qlstm_embedding_s8): the table quantized at its output's quantization, the
 // int8 affine map of the whole table's range (with 0), so that every row, seen in calibration or
 // not, is rounded once and never clipped.

@@ -63,9 +63,19 @@ struct FloatProgram {
   // layers' own output, y_l + x_l (the input's width then D x H). What the layer above, the head
   // and layer_outputs read; h_n and c_n stay the layer's own.
   std::vector<bool> residual;
+  // Per layer (empty: none): per-position layers between it and the layer above (a LayerNorm over
+  // the features), on its output or its residual sum; what the layer above reads. Never after the
+  // last layer (those are the head's).
+  std::vector<std::vector<FloatLayer>> between;
 
   bool residual_after(int32_t layer) const {
     return layer >= 0 && static_cast<size_t>(layer) < residual.size() && residual[static_cast<size_t>(layer)];
+  }
+
+  // The layers between layer `layer` and the one above (empty when there are none).
+  const std::vector<FloatLayer>& between_after(int32_t layer) const {
+    static const std::vector<FloatLayer> kNone;
+    return layer >= 0 && static_cast<size_t>(layer) < between.size() ? between[static_cast<size_t>(layer)] : kNone;
   }
 
   int32_t layers() const { return static_cast<int32_t>(ops.size()) / directions; }
