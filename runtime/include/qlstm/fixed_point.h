@@ -99,13 +99,13 @@ constexpr int32_t rounding_divide_by_pot(int32_t x, int32_t exponent) {
   return shift_right_floor(x, exponent) + (remainder > threshold ? 1 : 0);
 }
 
-// x / 2^exponent rounded to nearest, ties away from zero, 0 <= exponent <= 62: the int64 form of
-// rounding_divide_by_pot.
+// x / 2^exponent rounded to nearest, ties away from zero, 0 <= exponent <= 62, |x| < 2^62: the
+// int64 form of rounding_divide_by_pot, as floor((x + 2^(exponent-1) - [x < 0]) / 2^exponent)
+// (for x < 0 that is -floor((-x + 2^(exponent-1)) / 2^exponent)).
 constexpr int64_t rounding_divide_by_pot_s64(int64_t x, int32_t exponent) {
-  const int64_t mask = static_cast<int64_t>((uint64_t{1} << exponent) - 1u);
-  const int64_t remainder = static_cast<int64_t>(static_cast<uint64_t>(x) & static_cast<uint64_t>(mask));
-  const int64_t threshold = (mask >> 1) + (x < 0 ? 1 : 0);
-  return shift_right_floor(x, exponent) + (remainder > threshold ? 1 : 0);
+  if (exponent == 0) return x;
+  const int64_t half = int64_t{1} << (exponent - 1);
+  return shift_right_floor(x + half - (x < 0 ? 1 : 0), exponent);
 }
 
 // Double-rounding requantization (TFLite's MultiplyByQuantizedMultiplier, CMSIS-NN's

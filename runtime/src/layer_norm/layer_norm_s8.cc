@@ -33,21 +33,14 @@ FieldFailure check_params(const qlstm_layer_norm_s8_params* p) {
   return kNoFieldFailure;
 }
 
-// Bits needed to write x (0 for 0).
-constexpr int32_t bit_length_u64(uint64_t x) {
-  int32_t n = 0;
-  while (x != 0) {
-    x >>= 1;
-    ++n;
-  }
-  return n;
-}
+// Bits needed to write x >= 1 (CLZ on every Cortex-M but the M0).
+inline int32_t bit_length_u64(uint64_t x) { return 64 - __builtin_clzll(x); }
 
-// floor(sqrt(x)), exact: the digit-by-digit method, one result bit per step.
+// floor(sqrt(x)) for x in [2^60, 2^62), exact: the digit-by-digit method, one result bit per step
+// from the root's top bit (2^30).
 constexpr uint64_t floor_sqrt_u64(uint64_t x) {
   uint64_t root = 0;
-  uint64_t bit = uint64_t{1} << 62;
-  while (bit > x) bit >>= 2;
+  uint64_t bit = uint64_t{1} << 60;
   while (bit != 0) {
     if (x >= root + bit) {
       x -= root + bit;
@@ -92,8 +85,10 @@ void layer_norm_s8_prechecked(const qlstm_layer_norm_s8_params& p, const int8_t*
     for (int32_t i = 0; i < F; ++i) {
       // F x (x - mean), exact.
       const int32_t centred_f = F * x[i] - sum;
-      const int64_t normalized_q12 = fxp::rounding_divide_by_pot_s64(static_cast<int64_t>(centred_f) * inv.reciprocal, inv.shift);
-      const int64_t acc = normalized_q12 * p.weights[i] + p.biases[i];
+      // |normalized| <= sqrt(F - 1) x 2^12 < 2^19: int32, so gamma's product is one 32 x 32 -> 64.
+      const int32_t normalized_q12 = static_cast<int32_t>(
+          fxp::rounding_divide_by_pot_s64(static_cast<int64_t>(centred_f) * inv.reciprocal, inv.shift));
+      const int64_t acc = static_cast<int64_t>(normalized_q12) * p.weights[i] + p.biases[i];
       const int64_t v = fxp::rounding_divide_by_pot_s64(acc, p.output_shift) + p.output_zero_point;
       y[i] = static_cast<int8_t>(v < fxp::kInt8Min ? fxp::kInt8Min : (v > fxp::kInt8Max ? fxp::kInt8Max : v));
     }
