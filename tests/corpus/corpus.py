@@ -32,7 +32,7 @@ CALIBRATION_SEED, TEST_SEED, TRAIN_SEED = 1, 2, 3
 #                             on every step), "last_k" (y[:, -k:], the head on each of those steps:
 #                             a regressor's next k values of feature 0, one per step; k: the key "k")
 #   head                      the head's layers before its last Linear (to out): "linear:N", "bn"
-#                             (BatchNorm1d), "relu", "dropout:P"
+#                             (BatchNorm1d), "ln" (LayerNorm), "relu", "dropout:P"
 #   final                     "none", "sigmoid", "softmax", "log_softmax"
 #   opset, dynamic            the export: opset, and "none", "batch" or "batch_time" dynamic axes
 #   weights_bound             make_corpus.py also runs the model with int8 weights in float (the SQNR
@@ -98,6 +98,12 @@ CORPUS = [
     _entry("username_lstm", "ChimeraLC/Learned-Time-Limited-Bloom-Filters", "models/lstm.py", "UsernameClassifierLSTM",
            "binary", "lstm", 128, [(128, 2)], 12, 1, "last", state="zeros", vocab=69,
            head=["dropout:0.5", "linear:256", "relu", "dropout:0.5"], final="sigmoid"),
+    # the same repository's unidirectional classifier (another file, a later commit): the mean over
+    # the window, then a LayerNorm; Multiclass_model_train.py's sizes (hidden 128, 2 layers, dropout
+    # 0.2, windows of 20) and the track data's 23 features and 7 behaviours, as track_bigru
+    _entry("track_lstm_layer_norm", "Ayesh17/Sliding_Window_Approach",
+           "Multi_Class_Classification/Multi_Class_classification_Models/Multiclass_LSTM_model.py", "LSTMClassifier",
+           "classify", "lstm", 23, [(128, 2)], 20, 7, "mean", dropout=0.2, head=["ln", "dropout:0.2"]),
 ]
 
 

@@ -48,6 +48,8 @@ class Published(nn.Module):
                 width = int(arg)
             elif kind == "bn":
                 head.append(nn.BatchNorm1d(width))
+            elif kind == "ln":
+                head.append(nn.LayerNorm(width))
             elif kind == "relu":
                 head.append(nn.ReLU())
             else:

@@ -78,7 +78,8 @@ def describe(e):
         "Embedding %d -> " % e["vocab"] if "vocab" in e else "",
         "bi" if e["bidirectional"] else "", e["cell"].upper(), stack, e["I"], "" if e["batch_first"] else ", seq-first",
         e["T"], "y[-1]" if e["read"] == "last" and not e["batch_first"] else
-        READS[e["read"]].replace("k", str(e.get("k"))) if e["read"] == "last_k" else READS[e["read"]], e["out"], "" if e["final"] == "none" else ", " + e["final"])
+        READS[e["read"]].replace("k", str(e.get("k"))) if e["read"] == "last_k" else READS[e["read"]] + (", LayerNorm" if "ln" in e["head"] else ""),
+        e["out"], "" if e["final"] == "none" else ", " + e["final"])
 
 
 def markdown(results):
