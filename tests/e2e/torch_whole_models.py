@@ -204,14 +204,15 @@ check("gru_front_linear", forget_biased(models.LstmModel(6, 12, front=[nn.Linear
 
 # Outside the scope: refused, naming the node and what to do, with no model written.
 class LayerNormHead(nn.Module):
+    """A LayerNorm over the steps and the features together: not per position."""
     def __init__(self):
         super().__init__()
         self.lstm = nn.LSTM(4, 8, batch_first=True)
-        self.norm = nn.LayerNorm(8)
+        self.norm = nn.LayerNorm((10, 8))
         self.out = nn.Linear(8, 2)
 
     def forward(self, x):
-        return self.out(self.norm(self.lstm(x)[0][:, -1]))
+        return self.out(self.norm(self.lstm(x)[0])[:, -1])
 
 
 class Attention(nn.Module):
