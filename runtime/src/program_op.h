@@ -131,6 +131,10 @@ struct qlstm_op_handler {
   // written): its output buffer may share that operand's area when the two have the same steps
   // and width, so position p of one is position p of the other.
   bool in_place = false;
+  // May write its one-step output over the every-step second input it pools, of the output's
+  // width (the attention pooling: each output row is written after every position it covers was
+  // read).
+  bool pools_in_place = false;
 };
 
 namespace qlstm::program {

@@ -74,9 +74,11 @@ Failure check_op(const qlstm_program& program, const Kinds& kinds, int32_t k, in
     if (!is_intermediate(program, buffer)) return kNoFailure;
     if (holds[area_of(buffer)] != buffer) return bad_op(field, k);  // not written yet, or its area since overwritten
     if (writes_area && area_of(buffer) == area_of(op.output_buffer)) {
-      const bool aliased = one_step(program, buffer) == one_step(program, op.output_buffer) &&
-                           program.buffer_widths[buffer] == program.buffer_widths[op.output_buffer];
-      if (!handler->in_place || !aliased) return bad_op("output_buffer", k);
+      const bool same_width = program.buffer_widths[buffer] == program.buffer_widths[op.output_buffer];
+      const bool aliased = one_step(program, buffer) == one_step(program, op.output_buffer) && same_width;
+      const bool pooled = second && buffer == op.second_input_buffer && !one_step(program, buffer) &&
+                          one_step(program, op.output_buffer) && same_width;
+      if (!(handler->in_place && aliased) && !(handler->pools_in_place && pooled)) return bad_op("output_buffer", k);
     }
     return kNoFailure;
   };

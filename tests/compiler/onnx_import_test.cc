@@ -39,7 +39,8 @@ std::string layer_name(const FloatLayer& l) {
       std::string names;
       for (const PoolFn fn : l.pool_fns()) {
         names += (names.empty() ? "" : "+") + std::string(fn == PoolFn::kMean ? "mean" : fn == PoolFn::kMax ? "max"
-                                                            : fn == PoolFn::kFirstStep ? "first" : "last");
+                                                            : fn == PoolFn::kFirstStep ? "first"
+                                                            : fn == PoolFn::kAttention ? "attention" : "last");
       }
       return names;
     }

@@ -814,6 +814,51 @@ TEST(WholeProgram, LayerNormsBetweenLayersAndInTheHead) {
   }
 }
 
+// Attention pooling (docs/arithmetic.md §22) on a stack's sequence, batch-first and
+// sequence-first: the score Linear on every step into a one-value sequence, the pooling reading it
+// and, as its second input, the stack's sequence, at the sequence's quantization; held out, the
+// 30 dB bound; its output may share the sequence's area.
+TEST(WholeProgram, AttentionPooling) {
+  for (const int32_t directions : {1, 2}) {
+    std::mt19937_64 rng(81 + directions);
+    const int32_t H = 8, W = directions * H, T = 12;
+    FloatProgram p = random_program(4, H, 1, directions, rng);
+    std::normal_distribution<float> n(0.0f, 0.5f);
+    FloatLayer attention;
+    attention.kind = FloatLayerKind::kPoolTime;
+    attention.pool = PoolFn::kAttention;
+    attention.node = "/Softmax";
+    attention.input_size = attention.output_size = W;
+    for (int32_t i = 0; i < W; ++i) attention.weight.push_back(n(rng) * 3);
+    attention.bias = {0.1f};
+    p.head = {attention, linear(W, 3, 0.4f, rng, "/fc/Gemm")};
+    const Compiled c = compile_and_run(p, T, fast());
+    const CompiledModel& m = c.q.model;
+    const size_t D = static_cast<size_t>(directions);
+    std::vector<int32_t> want(D, QLSTM_OP_LSTM_S8);
+    want.insert(want.end(), {QLSTM_OP_FULLY_CONNECTED_S8, QLSTM_OP_ATTENTION_POOL_S8, QLSTM_OP_FULLY_CONNECTED_S8});
+    ASSERT_EQ(kinds(m), want);
+    const ProgramOp& pool = m.ops[D + 1];
+    EXPECT_EQ(pool.input_buffer, m.ops[D].output_buffer);          // the scores
+    EXPECT_EQ(pool.second_input_buffer, m.ops[D].input_buffer);    // the sequence
+    EXPECT_EQ(m.buffers[static_cast<size_t>(m.ops[D].output_buffer)].width, 1);
+    const DerivedAttentionPool& d = pool.as<DerivedAttentionPool>();
+    EXPECT_EQ(d.sequence.scale, m.ops[0].recurrent_output().scale);
+    EXPECT_EQ(d.sequence.zero_point, m.ops[0].recurrent_output().zero_point);
+    const double sqnr = sqnr_db(c.want, c.got);
+    EXPECT_GE(sqnr, kMinSqnrDb);
+    std::printf("attention pooling of %d direction(s) -> Linear: SQNR %.1f dB\n", directions, sqnr);
+    EXPECT_EQ(model_format_version(m), 16u);
+    const std::vector<int8_t> x8 = quantized_input(c);
+    const CompiledModel back = parse_model(serialize_model(m), "mem");
+    EXPECT_EQ(run_program_s8(back, x8, c.shape), run_program_s8(m, x8, c.shape));
+    // The scores' buffer read as the sequence is refused, named.
+    CompiledModel wrong = m;
+    wrong.ops[D + 1].second_input_buffer = wrong.ops[D + 1].input_buffer;
+    EXPECT_NE(load_error(wrong).find("second_input_buffer"), std::string::npos) << load_error(wrong);
+  }
+}
+
 // A residual connection needs its input as wide as its output, and the head to read the sum (not
 // h_n); the 16x8 layers do not take one yet. Each is refused naming the layer.
 TEST(WholeProgram, ResidualConnectionRefusals) {

@@ -202,6 +202,26 @@ check("gru_front_linear", forget_biased(models.LstmModel(6, 12, front=[nn.Linear
                                                          lstm_class=nn.GRU)), 6, 20, True, 15, stream=True)
 
 
+
+
+# Attention pooling over time, a LayerNorm on the pooled row, a Linear (issue 30, items 1 and 6).
+class LayerNormAttention(nn.Module):
+    def __init__(self, I, H, C, batch_first):
+        super().__init__()
+        self.lstm = nn.LSTM(I, H, batch_first=batch_first)
+        self.norm, self.score, self.out = nn.LayerNorm(H), nn.Linear(H, 1), nn.Linear(H, C)
+        self.time = 1 if batch_first else 0
+
+    def forward(self, x):
+        y = self.lstm(x)[0]
+        w = torch.softmax(self.score(y), dim=self.time)
+        return self.out(self.norm(torch.sum(w * y, dim=self.time)))
+
+
+check("layer_norm_attention", forget_biased(LayerNormAttention(4, 12, 3, True)), 4, 20, True, 14)
+check("layer_norm_attention_seqfirst", forget_biased(LayerNormAttention(4, 12, 3, False)), 4, 20, False, 17)
+
+
 # Outside the scope: refused, naming the node and what to do, with no model written.
 class LayerNormHead(nn.Module):
     """A LayerNorm over the steps and the features together: not per position."""

@@ -1586,6 +1586,7 @@ def import_models():
     embeddings()
     pooled_concats()
     layer_norms()
+    attention_pools()
     # compile's calibration for the CLI tests: 8 sequences of 5 steps, batch-first [B, T, 3]
     np.save(os.path.join(OUT, "import_calibration.npy"),
             np.random.default_rng(23).standard_normal((8, 5, 3)).astype(np.float32))
@@ -1689,6 +1690,46 @@ def layer_norms():
                  between=[["LayerNorm"], []])
     import_torch("import_layer_norm_after_residual_bidirectional", LayerNormResidual(), 17, x, ["select", "Linear"],
                  dynamic=True, residual=[False, True, False], between=[["LayerNorm"], ["LayerNorm"], []])
+
+
+class AttentionPooled(nn.Module):
+    """w = softmax(Linear(y), dim over time); context = sum over time of w * y; then a Linear:
+    form "sum" torch.sum(w * y, 1), "squeeze" the score squeezed for the softmax and unsqueezed
+    after it, "keepdim" the sum kept and squeezed; "mlp" a tanh Linear before the score."""
+    def __init__(self, form="sum", cell=nn.LSTM, bidirectional=False, batch_first=True):
+        super().__init__()
+        d = 2 if bidirectional else 1
+        self.rnn = cell(3, 4, batch_first=batch_first, bidirectional=bidirectional)
+        self.form, self.time = form, 1 if batch_first else 0
+        self.hidden = nn.Linear(4 * d, 4) if form == "mlp" else None
+        self.score, self.fc = nn.Linear(4 if form == "mlp" else 4 * d, 1), nn.Linear(4 * d, 2)
+
+    def forward(self, x):
+        y = self.rnn(x)[0]
+        t = self.time
+        s = self.score(torch.tanh(self.hidden(y)) if self.hidden is not None else y)
+        if self.form == "squeeze":
+            c = (torch.softmax(s.squeeze(-1), dim=t).unsqueeze(-1) * y).sum(dim=t)
+        elif self.form == "keepdim":
+            c = torch.sum(torch.softmax(s, dim=t) * y, dim=t, keepdim=True).squeeze(t)
+        else:
+            c = torch.sum(torch.softmax(s, dim=t) * y, dim=t)
+        return self.fc(c)
+
+
+def attention_pools():
+    """Attention pooling over time, as recurrent classifiers write it: a score per step from a
+    Linear(W, 1), its softmax over the time axis, the sum over time of the weighted steps; batch-
+    first and sequence-first, squeezed or not, kept or not; a score MLP refused, named."""
+    torch.manual_seed(71)
+    x = torch.randn(2, 5, 3, generator=torch.Generator().manual_seed(73))
+    import_torch("import_attention_pool_sum", AttentionPooled(), 13, x, ["attention", "Linear"], dynamic=True)
+    import_torch("import_attention_pool_squeezed_bigru", AttentionPooled("squeeze", nn.GRU, True), 14, x,
+                 ["attention", "Linear"], cell="GRU", dynamic=True,
+                 program=dict(ops=2, directions=2, initial_h="zero", initial_c="zero", h_n=False, c_n=False))
+    import_torch("import_attention_pool_keepdim_seq_first", AttentionPooled("keepdim", batch_first=False), 17,
+                 x.transpose(0, 1).contiguous(), ["attention", "Linear"], batch_first=False, dynamic=True)
+    refused("import_refused_attention_mlp_score", AttentionPooled("mlp"), 14, ["is read by 2 nodes"], x=x)
 
 
 def embeddings():

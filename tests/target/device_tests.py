@@ -403,6 +403,10 @@ WHOLE = [
     ("layer_norm", "tests/onnx/models/import_layer_norm_between_layers.onnx", True, "stream"),
     # biLSTM -> LayerNorm -> biLSTM + its input -> LayerNorm -> biLSTM -> y[:, -1] -> Linear
     ("layer_norm_residual", "tests/onnx/models/import_layer_norm_after_residual_bidirectional.onnx", True, "whole"),
+    # biGRU -> softmax(Linear(y), dim=1) * y summed over time -> Linear: the attention pooling
+    ("attention", "tests/onnx/models/import_attention_pool_squeezed_bigru.onnx", True, "whole"),
+    # the same on a sequence-first LSTM (time-major sequences on the device)
+    ("attention_seq_first", "tests/onnx/models/import_attention_pool_keepdim_seq_first.onnx", False, "whole"),
 ]
 
 

@@ -27,9 +27,10 @@ std::string layer_label(const FloatLayer& l) {
     case FloatLayerKind::kLogSoftmax: kind = "LogSoftmax"; break;
     case FloatLayerKind::kSelectStep: kind = "step selection"; break;
     case FloatLayerKind::kPoolTime:
-      kind = l.pools.size() > 1                ? "reductions over time, concatenated"
-             : l.pool_fns()[0] == PoolFn::kMean ? "mean over time"
-                                                 : "max over time";
+      kind = l.pools.size() > 1                     ? "reductions over time, concatenated"
+             : l.pool_fns()[0] == PoolFn::kMean      ? "mean over time"
+             : l.pool_fns()[0] == PoolFn::kAttention ? "attention pooling over time"
+                                                      : "max over time";
       break;
     case FloatLayerKind::kFlattenTime: kind = "flatten of every step"; break;
     case FloatLayerKind::kEmbedding: kind = "Embedding"; break;
@@ -48,6 +49,24 @@ std::vector<double> pool_over_time(const FloatLayer& layer, const std::vector<do
   }
   std::vector<double> out;
   for (const PoolFn fn : layer.pool_fns()) {
+    if (fn == PoolFn::kAttention) {
+      // Each step's score, their softmax over the steps, the steps' sum weighted by it.
+      std::vector<double> score(static_cast<size_t>(T));
+      for (size_t t = 0; t < static_cast<size_t>(T); ++t) {
+        double s = layer.bias.empty() ? 0.0 : layer.bias[0];
+        for (size_t i = 0; i < W; ++i) s += static_cast<double>(layer.weight[i]) * x[t * W + i];
+        score[t] = s;
+      }
+      const double top = *std::max_element(score.begin(), score.end());
+      double sum = 0.0;
+      for (double& s : score) sum += s = std::exp(s - top);
+      std::vector<double> y(W, 0.0);
+      for (size_t t = 0; t < static_cast<size_t>(T); ++t) {
+        for (size_t i = 0; i < W; ++i) y[i] += score[t] / sum * x[t * W + i];
+      }
+      out.insert(out.end(), y.begin(), y.end());
+      continue;
+    }
     if (fn == PoolFn::kFirstStep || fn == PoolFn::kLastStep) {
       const size_t t = fn == PoolFn::kFirstStep ? 0 : static_cast<size_t>(T) - 1;
       out.insert(out.end(), x.begin() + static_cast<ptrdiff_t>(t * W), x.begin() + static_cast<ptrdiff_t>((t + 1) * W));
@@ -142,6 +161,16 @@ void FloatLayer::validate() const {
     case FloatLayerKind::kPoolTime:
       // A step is a part of a concatenation, never a pooling alone (that is a kSelectStep).
       if (pools.empty() && (pool == PoolFn::kFirstStep || pool == PoolFn::kLastStep)) bad("a step alone is a step selection");
+      if (std::find(pools.begin(), pools.end(), PoolFn::kAttention) != pools.end()) {
+        bad("attention pooling in a concatenation is not supported");
+      }
+      if (pool_fns()[0] == PoolFn::kAttention) {
+        if (weight.size() != static_cast<size_t>(input_size) || bias.size() > 1) {
+          bad("the attention's score needs input_size = " + std::to_string(input_size) + " weights and one bias or none");
+        }
+        finite(weight, "weight");
+        finite(bias, "bias");
+      }
       break;
     case FloatLayerKind::kSelectStep:
       if (step_count < 1 || static_cast<int64_t>(step_count) * input_size != output_size) {

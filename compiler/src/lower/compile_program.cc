@@ -242,6 +242,8 @@ class ProgramCompiler {
   const FloatLstm& last_lstm_;
   bool has_select_ = false, final_state_ = false, select_op_ = false;
   bool pool_ = false;  // the head pools the last layer's sequence over time first
+  bool attention_ = false;  // that pooling is attention's: a score per step first
+  AffineQuant attention_scores_;  // the scores' quantization (the output observer over them)
   bool flatten_ = false;  // the head's first Linear reads every step of each sequence at once
   std::vector<FloatLayer> head_layers_;
   std::optional<int32_t> head_step_;  // the step of the last layer's output the head reads
@@ -277,6 +279,7 @@ void ProgramCompiler::check() {
   if (calibration_.sequences.empty()) throw CompileError("calibration: the calibration set is empty");
   has_select_ = !program_.head.empty() && program_.head.front().kind == FloatLayerKind::kSelectStep;
   pool_ = !program_.head.empty() && program_.head.front().kind == FloatLayerKind::kPoolTime;
+  attention_ = pool_ && program_.head.front().pool_fns().front() == PoolFn::kAttention;
   flatten_ = !program_.head.empty() && program_.head.front().kind == FloatLayerKind::kFlattenTime;
   if (flatten_ && (program_.head.size() < 2 || program_.head[1].kind != FloatLayerKind::kLinear)) {
     throw CompileError(node_label(program_.head.front()) + ": a flatten of every step must feed a Linear directly");
@@ -452,6 +455,17 @@ void ProgramCompiler::plan_head(const std::vector<std::vector<float>>& stack_out
       head_values_.push_back(head_row(stack_out[e], e));
       head_positions.push_back(1);
     }
+  }
+  if (attention_) {
+    // The scores of every step, observed as a per-position layer's output.
+    const FloatLayer score = attention_score_layer(program_.head.front());
+    std::vector<std::vector<double>> scores;
+    std::vector<int32_t> steps;
+    for (size_t e = 0; e < entries_.size(); ++e) {
+      scores.push_back(to_double(stack_out[e]));
+      steps.push_back(entries_[e].time_steps);
+    }
+    attention_scores_ = run_layer_op(LayerOp{&score, nullptr}, scores, steps, start_.output_observer, observed_entries_);
   }
   for (const LayerOp& lop : head_ops_) {
     // After a selection of several steps, each of them is a row.
@@ -698,7 +712,29 @@ void ProgramCompiler::lower_stack() {
 void ProgramCompiler::lower_head() {
   CompiledModel& m = result_.model;
   const int32_t W = D_ * last_lstm_.hidden_size;
-  if (pool_) {
+  if (attention_) {
+    // The score Linear on every step (a sequence of one value per step), then the pooling that
+    // reads the scores and, as its second input, the sequence: one row at the sequence's quantization.
+    const FloatLayer score = attention_score_layer(program_.head.front());
+    const AffineQuant quant = m.buffers.back().quant;
+    const int32_t sequence = static_cast<int32_t>(m.buffers.size()) - 1;
+    ProgramOp fc = derive_layer_op(LayerOp{&score, nullptr}, quant, attention_scores_, start_);
+    fc.input_buffer = sequence;
+    fc.output_buffer = sequence + 1;
+    m.buffers.push_back({1, attention_scores_, QLSTM_BUFFER_EVERY_STEP});
+    m.ops.push_back(std::move(fc));
+    ProgramOp pool;
+    try {
+      pool.set(derive_attention_pool(W, attention_scores_, quant));
+    } catch (const CompileError& e) {
+      throw CompileError(node_label(program_.head.front()) + ": " + e.what());
+    }
+    pool.input_buffer = sequence + 1;
+    pool.second_input_buffer = sequence;
+    pool.output_buffer = sequence + 2;
+    m.buffers.push_back({W, quant, QLSTM_BUFFER_ONE_STEP});
+    m.ops.push_back(std::move(pool));
+  } else if (pool_) {
     // One op per reduction, each writing its part of one row (a concatenation by output offsets).
     const FloatLayer& pool = program_.head.front();
     const size_t parts = pool.pool_fns().size();

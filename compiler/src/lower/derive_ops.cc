@@ -180,7 +180,8 @@ DerivedPool derive_pool_time(const FloatLayer& pool, const AffineQuant& quant, s
   if (pool.kind != FloatLayerKind::kPoolTime) throw CompileError(layer_label(pool) + ": not a pooling over time");
   if (pool.input_size < 1) throw CompileError(layer_label(pool) + ": input_size must be >= 1");
   const std::vector<PoolFn> fns = pool.pool_fns();
-  if (part >= fns.size() || fns[part] == PoolFn::kFirstStep || fns[part] == PoolFn::kLastStep) {
+  if (part >= fns.size() || fns[part] == PoolFn::kFirstStep || fns[part] == PoolFn::kLastStep ||
+      fns[part] == PoolFn::kAttention) {
     throw CompileError(layer_label(pool) + ": part " + std::to_string(part) + " is not a mean or a max over time");
   }
   check_quant(quant, layer_label(pool) + ": input");
@@ -577,6 +578,48 @@ DerivedLayerNorm DerivedLayerNorm::from_kernel_params(const qlstm_layer_norm_s8_
   d.output_shift = p.output_shift;
   d.weights = copy_array(p.weights, static_cast<size_t>(p.row_size));
   d.biases = copy_array(p.biases, static_cast<size_t>(p.row_size));
+  return d;
+}
+
+DerivedAttentionPool derive_attention_pool(int32_t row_size, const AffineQuant& scores, const AffineQuant& sequence) {
+  check_quant(scores, "attention pooling: scores");
+  check_quant(sequence, "attention pooling: sequence");
+  if (row_size < 1) throw CompileError("attention pooling: row_size must be >= 1");
+  DerivedAttentionPool d;
+  d.row_size = row_size;
+  d.scores = scores;
+  d.sequence = sequence;
+  const SoftmaxScaling sc = softmax_scaling("attention pooling", scores, 1.0);
+  d.input_multiplier = sc.multiplier;
+  d.input_left_shift = sc.left_shift;
+  d.diff_min = sc.diff_min;
+  return d;
+}
+
+FloatLayer attention_score_layer(const FloatLayer& attention) {
+  FloatLayer l;
+  l.kind = FloatLayerKind::kLinear;
+  l.node = attention.node;
+  l.input_size = attention.input_size;
+  l.output_size = 1;
+  l.weight = attention.weight;
+  l.bias = attention.bias;
+  return l;
+}
+
+qlstm_attention_pool_s8_params DerivedAttentionPool::kernel_params(int32_t batch, int32_t time_steps, int32_t layout) const {
+  return {batch, time_steps, layout, row_size, input_multiplier, input_left_shift, diff_min, sequence.zero_point};
+}
+
+DerivedAttentionPool DerivedAttentionPool::from_kernel_params(const qlstm_attention_pool_s8_params& p,
+                                                              const AffineQuant& scores, const AffineQuant& sequence) {
+  DerivedAttentionPool d;
+  d.row_size = p.row_size;
+  d.scores = scores;
+  d.sequence = sequence;
+  d.input_multiplier = p.input_multiplier;
+  d.input_left_shift = p.input_left_shift;
+  d.diff_min = p.diff_min;
   return d;
 }
 

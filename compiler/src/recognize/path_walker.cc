@@ -80,7 +80,10 @@ bool PathWalker::walk(PathState* s, const std::string& stop) {
     }
     if (cs.size() > 1 || g_.is_graph_output(s->value)) {
       if (s->failed) return false;  // reported already
-      if (match_activation_pattern(s) || match_layer_norm(s) || match_unrolled_steps(s) || match_pooled_concat(s)) continue;
+      if (match_activation_pattern(s) || match_layer_norm(s) || match_attention_pool(s) || match_unrolled_steps(s) ||
+          match_pooled_concat(s)) {
+        continue;
+      }
       std::string names;
       for (const auto* n : cs) names += (names.empty() ? "" : ", ") + node_label(*n);
       problem(nullptr, "'" + s->value + "' is read by " + std::to_string(cs.size()) + " nodes (" + names +

@@ -11,7 +11,8 @@
 //   residual.cc        a residual Add of a layer's output and input (recognize/residual.h);
 //   unrolled_steps.cc  per-step layers exported once per step, then concatenated;
 //   pooled_concat.cc   poolings over time concatenated along the features;
-//   layer_norm.cc      a LayerNorm over the features (LayerNormalization, or its opset < 17 form).
+//   layer_norm.cc      a LayerNorm over the features (LayerNormalization, or its opset < 17 form);
+//   attention_pool.cc  attention pooling over time: softmax(Linear(y), dim=1) * y, summed over time.
 #ifndef QLSTM_COMPILER_SRC_RECOGNIZE_PATH_WALKER_H_
 #define QLSTM_COMPILER_SRC_RECOGNIZE_PATH_WALKER_H_
 
@@ -87,6 +88,8 @@ class PathWalker {
   bool match_unrolled_steps(PathState* s);
   // pooled_concat.cc
   bool match_pooled_concat(PathState* s);
+  // attention_pool.cc
+  bool match_attention_pool(PathState* s);
   // layer_norm.cc
   bool layer_normalization(const onnx::NodeProto& n, PathState* s);
   bool match_layer_norm(PathState* s);

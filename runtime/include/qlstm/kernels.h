@@ -21,6 +21,7 @@
 #include "qlstm/log_softmax_s8.h"
 #include "qlstm/elementwise_s8.h"
 #include "qlstm/embedding_s8.h"
+#include "qlstm/attention_pool_s8.h"
 #include "qlstm/layer_norm_s8.h"
 #include "qlstm/pool_s8.h"
 #include "qlstm/program_s8.h"
@@ -249,6 +250,9 @@ struct LayerNormScale {
 };
 LayerNormScale layer_norm_inverse_root(uint64_t w);
 void layer_norm_s8_prechecked(const qlstm_layer_norm_s8_params& params, const int8_t* input, int8_t* output);
+// The attention pooling (attention_pool_s8.h, docs/arithmetic.md §22) on validated params.
+void attention_pool_s8_prechecked(const qlstm_attention_pool_s8_params& params, const int8_t* scores,
+                                  const int8_t* sequence, int8_t* output);
 // ---- The elementwise add and multiply (elementwise_s8.h, docs/arithmetic.md §19): rows x
 // row_size values of each operand, contiguous. Their references are the specification in code;
 // each variant is one function for the whole call, equal to its reference bit for bit

@@ -41,6 +41,9 @@
   /* qlstm_embedding_s8: each position's int32 token id to its int8 table row */                         \
   X(EMBEDDING_S8, 14, embedding_s8, embedding, qlstm_embedding_s8_params, visit_embedding_s8_fields)    \
   /* qlstm_layer_norm_s8 on every position */                                                            \
-  X(LAYER_NORM_S8, 15, layer_norm_s8, layer_norm, qlstm_layer_norm_s8_params, visit_layer_norm_s8_fields)
+  X(LAYER_NORM_S8, 15, layer_norm_s8, layer_norm, qlstm_layer_norm_s8_params, visit_layer_norm_s8_fields)    \
+  /* qlstm_attention_pool_s8: scores (input) and the sequence (second input) into one row per batch row */ \
+  X(ATTENTION_POOL_S8, 16, attention_pool_s8, attention, qlstm_attention_pool_s8_params,                   \
+    visit_attention_pool_s8_fields)
 
 #endif /* QLSTM_OP_KINDS_H_ */

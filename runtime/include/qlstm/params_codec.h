@@ -382,6 +382,20 @@ void visit_layer_norm_s8_fields(P& p, V& v) {
 }
 
 template <class P, class V>
+void visit_attention_pool_s8_fields(P& p, V& v) {
+  v.open("attention");
+  v.i32("batch", p.batch);
+  v.i32("time_steps", p.time_steps);
+  v.i32("layout", p.layout);
+  v.i32("row_size", p.row_size);
+  v.i32("input_multiplier", p.input_multiplier);
+  v.i32("input_left_shift", p.input_left_shift);
+  v.i32("diff_min", p.diff_min);
+  v.i32("zero_point", p.zero_point);
+  v.close();
+}
+
+template <class P, class V>
 void visit_select_step_fields(P& p, V& v) {
   v.open("select");
   v.i32("step", p.step);

@@ -15,6 +15,7 @@
 #include "qlstm/fully_connected_s8.h"
 #include "qlstm/elementwise_s8.h"
 #include "qlstm/embedding_s8.h"
+#include "qlstm/attention_pool_s8.h"
 #include "qlstm/layer_norm_s8.h"
 #include "qlstm/gru_s8.h"
 #include "qlstm/lstm_s16.h"
@@ -62,7 +63,9 @@ typedef struct qlstm_op {
    * sequence over time into a one-step buffer, the runner setting its geometry per call),
    * qlstm_log_softmax_s8_params (LOG_SOFTMAX_S8), qlstm_add_s8_params (ADD_S8),
    * qlstm_mul_s8_params (MUL_S8: both elementwise, of input_buffer and second_input_buffer),
-   * qlstm_embedding_s8_params (EMBEDDING_S8), qlstm_layer_norm_s8_params (LAYER_NORM_S8).
+   * qlstm_embedding_s8_params (EMBEDDING_S8), qlstm_layer_norm_s8_params (LAYER_NORM_S8),
+   * qlstm_attention_pool_s8_params (ATTENTION_POOL_S8: the scores its input buffer, the sequence
+   * its second input buffer; the runner sets batch, time_steps and layout).
    * A recurrent op's: dims.batch and layout the program's, dims.input_size its input buffer's
    * width; the runner sets dims.time_steps (the call's) and output_width (its output buffer's
    * width) in its copy. A per-position op's: the runner sets rows (the input buffer's

@@ -38,7 +38,9 @@ namespace compiler {
 // token ids (QLSTM_ELEMENT_S32); written only for a model with an embedding.
 // 15: version 14 with the layer normalization kind (QLSTM_OP_LAYER_NORM_S8); written only for a
 // model with one.
-constexpr uint32_t kModelFormatVersion = 15;
+// 16: version 15 with the attention pooling kind (QLSTM_OP_ATTENTION_POOL_S8); written only for a
+// model with one.
+constexpr uint32_t kModelFormatVersion = 16;
 // The version of a model with a HardSigmoid gate.
 constexpr uint32_t kModelFormatVersionGateLines = 13;
 // The version of a model with a recurrent op that runs its first step alone.

@@ -37,10 +37,11 @@ enum class FloatLayerKind {
 // tensors carry ids as floats), 2^24.
 constexpr int32_t kMaxEmbeddingRows = 1 << 24;
 
-// kPoolTime's reduction: y.mean(dim=1) (ONNX ReduceMean), y.max(dim=1).values (ReduceMax); and,
-// as a part of a concatenation only (FloatLayer::pools), the first or the last step (y[:, 0],
-// y[:, -1]).
-enum class PoolFn { kMean, kMax, kFirstStep, kLastStep };
+// kPoolTime's reduction: y.mean(dim=1) (ONNX ReduceMean), y.max(dim=1).values (ReduceMax); as a
+// part of a concatenation only (FloatLayer::pools), the first or the last step (y[:, 0],
+// y[:, -1]); and, alone, attention pooling: (softmax(Linear(y), dim=1) * y).sum(dim=1), the score
+// Linear's weights [input_size] in `weight`, its bias (one value, or none) in `bias`.
+enum class PoolFn { kMean, kMax, kFirstStep, kLastStep, kAttention };
 
 // A head layer that reads a whole sequence and writes one position per batch row: a step
 // selection or a pooling over time (the head's first layer, if any).

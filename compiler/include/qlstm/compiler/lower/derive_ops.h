@@ -75,6 +75,23 @@ struct DerivedLogSoftmax {
 DerivedLogSoftmax derive_log_softmax(int32_t row_size, const AffineQuant& input);
 AffineQuant log_softmax_output_quant();  // scale 16/256, zero point 127
 
+// The attention pooling op (qlstm_attention_pool_s8, docs/arithmetic.md §22): the scores' softmax
+// over time (the int8 softmax's scaling of the scores' scale, beta 1), the weighted sum at the
+// sequence's quantization.
+struct DerivedAttentionPool {
+  static constexpr int32_t kKind = QLSTM_OP_ATTENTION_POOL_S8;  // its op kind (ProgramOp::set)
+  int32_t row_size = 0;
+  AffineQuant scores, sequence;  // the output is at the sequence's quantization
+  int32_t input_multiplier = 0, input_left_shift = 0, diff_min = 0;
+
+  qlstm_attention_pool_s8_params kernel_params(int32_t batch, int32_t time_steps, int32_t layout) const;
+  static DerivedAttentionPool from_kernel_params(const qlstm_attention_pool_s8_params& p, const AffineQuant& scores,
+                                                 const AffineQuant& sequence);
+};
+DerivedAttentionPool derive_attention_pool(int32_t row_size, const AffineQuant& scores, const AffineQuant& sequence);
+// The attention's score Linear (W -> 1) as a layer of its own: the first op of the pooling.
+FloatLayer attention_score_layer(const FloatLayer& attention);
+
 // The layer normalization op (qlstm_layer_norm_s8, docs/arithmetic.md §21).
 struct DerivedLayerNorm {
   static constexpr int32_t kKind = QLSTM_OP_LAYER_NORM_S8;  // its op kind (ProgramOp::set)
