@@ -115,6 +115,49 @@ int32_t validate_layers(const std::vector<FloatLayer>& layers, int32_t width, co
 
 }  // namespace
 
+namespace {
+
+// What stands between the recurrent layers: each layer's residual connection, and the per-position
+// layers between it and the next (FloatProgram::residual, ::between).
+void validate_between_layers(const FloatProgram& p) {
+  if (p.residual.size() > static_cast<size_t>(p.layers())) {
+    throw CompileError("program: residual names " + std::to_string(p.residual.size()) + " layers of " +
+                       std::to_string(p.layers()));
+  }
+  if (p.residual_after(p.layers() - 1) && p.lstm_output == LstmOutput::kFinalState) {
+    throw CompileError("program: the last layer has a residual connection but the head reads its final states, "
+                       "which it does not change");
+  }
+  if (p.between.size() > static_cast<size_t>(p.layers()) || !p.between_after(p.layers() - 1).empty()) {
+    throw CompileError("program: between names " + std::to_string(p.between.size()) + " layers of " +
+                       std::to_string(p.layers()) + " (and none after the last: those are the head's)");
+  }
+  for (int32_t l = 0; l < p.layers(); ++l) {
+    const FloatLstm& op = p.ops[static_cast<size_t>(l * p.directions)];
+    int32_t width = p.directions * op.hidden_size;
+    for (const FloatLayer& b : p.between_after(l)) {
+      b.validate();
+      if (reads_whole_sequence(b.kind) || b.kind == FloatLayerKind::kEmbedding || b.groups != 1 || b.input_size != width) {
+        throw CompileError("layer " + std::to_string(l) + ": layer '" + b.node + "' between it and the next is not a "
+                           "per-position layer on its " + std::to_string(width) + " features");
+      }
+      width = b.output_size;
+    }
+    if (l + 1 < p.layers() && p.ops[static_cast<size_t>((l + 1) * p.directions)].input_size != width) {
+      throw CompileError("layer " + std::to_string(l + 1) + ": input_size " +
+                         std::to_string(p.ops[static_cast<size_t>((l + 1) * p.directions)].input_size) +
+                         " is not the width " + std::to_string(width) + " of what the layer below writes");
+    }
+    if (p.residual_after(l) && op.input_size != p.directions * op.hidden_size) {
+      throw CompileError("layer " + std::to_string(l) + ": a residual connection adds its input of " +
+                         std::to_string(op.input_size) + " features to its output of " +
+                         std::to_string(p.directions * op.hidden_size) + "; they must be as wide");
+    }
+  }
+}
+
+}  // namespace
+
 void FloatProgram::validate() const {
   if (ops.empty()) throw CompileError("program: no LSTM op");
   if (directions != 1 && directions != 2) throw CompileError("program: directions must be 1 or 2");
@@ -159,40 +202,7 @@ void FloatProgram::validate() const {
       throw CompileError(where + ": the constant initial_c needs " + row_text + std::to_string(H) + " values");
     }
   }
-  if (residual.size() > static_cast<size_t>(layers())) {
-    throw CompileError("program: residual names " + std::to_string(residual.size()) + " layers of " +
-                       std::to_string(layers()));
-  }
-  if (residual_after(layers() - 1) && lstm_output == LstmOutput::kFinalState) {
-    throw CompileError("program: the last layer has a residual connection but the head reads its final states, "
-                       "which it does not change");
-  }
-  if (between.size() > static_cast<size_t>(layers()) || !between_after(layers() - 1).empty()) {
-    throw CompileError("program: between names " + std::to_string(between.size()) + " layers of " +
-                       std::to_string(layers()) + " (and none after the last: those are the head's)");
-  }
-  for (int32_t l = 0; l < layers(); ++l) {
-    const FloatLstm& op = ops[static_cast<size_t>(l * directions)];
-    int32_t width = directions * op.hidden_size;
-    for (const FloatLayer& b : between_after(l)) {
-      b.validate();
-      if (reads_whole_sequence(b.kind) || b.kind == FloatLayerKind::kEmbedding || b.groups != 1 || b.input_size != width) {
-        throw CompileError("layer " + std::to_string(l) + ": layer '" + b.node + "' between it and the next is not a "
-                           "per-position layer on its " + std::to_string(width) + " features");
-      }
-      width = b.output_size;
-    }
-    if (l + 1 < layers() && ops[static_cast<size_t>((l + 1) * directions)].input_size != width) {
-      throw CompileError("layer " + std::to_string(l + 1) + ": input_size " +
-                         std::to_string(ops[static_cast<size_t>((l + 1) * directions)].input_size) +
-                         " is not the width " + std::to_string(width) + " of what the layer below writes");
-    }
-    if (residual_after(l) && op.input_size != directions * op.hidden_size) {
-      throw CompileError("layer " + std::to_string(l) + ": a residual connection adds its input of " +
-                         std::to_string(op.input_size) + " features to its output of " +
-                         std::to_string(directions * op.hidden_size) + "; they must be as wide");
-    }
-  }
+  validate_between_layers(*this);
   for (const FloatLayer& l : front) {
     if (reads_whole_sequence(l.kind)) {
       throw CompileError("front layer '" + l.node + "': a step selection or a pooling over time before the LSTM");
