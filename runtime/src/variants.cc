@@ -202,6 +202,46 @@ const GruS8Variant* const* gru_s8_variants(size_t* count) {
   return kVariants;
 }
 
+extern const RnnS8Variant kRnnS8ScalarVariant;
+#if defined(__x86_64__) && defined(__GNUC__)
+extern const RnnS8Variant kRnnS8X86Avx512VnniVariant;
+extern const RnnS8Variant kRnnS8X86Avx2Variant;
+#endif
+#if defined(QLSTM_HAVE_ARM_M)
+extern const RnnS8Variant kRnnS8ArmThumb2Variant;
+#if defined(__ARM_FEATURE_DSP)
+extern const RnnS8Variant kRnnS8ArmDspVariant;
+#endif
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+extern const RnnS8Variant kRnnS8ArmMveVariant;
+#endif
+#endif
+
+// The GRU's order and names: each RNN variant is its ISA's LSTM gate and GRU output stage.
+const RnnS8Variant* const* rnn_s8_variants(size_t* count) {
+  static const RnnS8Variant* const kVariants[] = {
+#if defined(QLSTM_HAVE_ARM_M) && defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+      &kRnnS8ArmMveVariant,
+#endif
+#if defined(QLSTM_HAVE_ARM_M) && defined(__ARM_FEATURE_DSP) && !defined(QLSTM_SKIP_DSP)
+      &kRnnS8ArmDspVariant,
+#endif
+#if defined(QLSTM_HAVE_ARM_M) && !defined(QLSTM_SKIP_THUMB2)
+      &kRnnS8ArmThumb2Variant,
+#endif
+#if defined(__x86_64__) && defined(__GNUC__)
+      &kRnnS8X86Avx512VnniVariant,
+      &kRnnS8X86Avx2Variant,
+#endif
+#if !defined(QLSTM_ONLY_BEST)
+      &kRnnS8ScalarVariant,
+#endif
+      &kRnnS8ReferenceVariant,
+  };
+  if (count != nullptr) *count = sizeof(kVariants) / sizeof(kVariants[0]);
+  return kVariants;
+}
+
 #ifdef QLSTM_HAVE_CMSIS_NN
 extern const LstmS16Variant kLstmS16CmsisNnVariant;
 #endif

@@ -120,7 +120,8 @@ void check_gru_model(const OnnxLstm& m, const nlohmann::json& e) {
   ASSERT_EQ(p.ops.size(), want["ops"].get<size_t>());
   EXPECT_EQ(p.directions, want["directions"].get<int>());
   for (size_t k = 0; k < p.ops.size(); ++k) {
-    EXPECT_EQ(p.ops[k].cell, CellKind::kGru) << "op " << k;
+    EXPECT_EQ(p.ops[k].cell, e["cell"] == "RNN" ? CellKind::kRnn : CellKind::kGru) << "op " << k;
+    EXPECT_EQ(p.ops[k].relu, e.value("relu", false)) << "op " << k;
     EXPECT_EQ(p.ops[k].reverse, p.directions == 2 ? k % 2 == 1 : e.value("reverse", false)) << "op " << k;
   }
   EXPECT_EQ(state_source_name(p.initial_hidden), want["initial_h"].get<std::string>());

@@ -32,7 +32,7 @@ Linears (import_batchnorm_*), every step flattened into a Linear (import_flatten
 units (import_dead_output_units), and the refusals that must name their node (sum over time, encoder-decoder, RNN,
 Loop, another domain's op, an initial state of the wrong constant shape); import_calibration.npy
 for the CLI tests.
-Usage: make_onnx_fixtures.py [OUTDIR] [--only lstm|gru|import ...]
+Usage: make_onnx_fixtures.py [OUTDIR] [--only lstm|gru|rnn|import ...]
 """
 import json
 import os
@@ -49,7 +49,7 @@ import models  # noqa: E402  (tests/e2e/models.py: the whole-model classes)
 
 GENERATOR = "tests/onnx/make_onnx_fixtures.py"
 torch.set_num_threads(1)
-# --only GROUP (lstm, gru; repeatable) makes one group's fixtures and leaves the others' files alone.
+# --only GROUP (lstm, gru, rnn, import; repeatable) makes one group's fixtures and leaves the others' files alone.
 ARGS = sys.argv[1:]
 ONLY = [ARGS[k + 1] for k in range(len(ARGS) - 1) if ARGS[k] == "--only"]
 POSITIONAL = [a for k, a in enumerate(ARGS) if a != "--only" and (k == 0 or ARGS[k - 1] != "--only")]
@@ -599,7 +599,7 @@ class GruModel(nn.Module):
         return (out, h) if self.with_h_n else out
 
 
-def gru_torch(name, model, opset, batch=2, steps=5):
+def gru_torch(name, model, opset, batch=2, steps=5, cell="GRU"):
     """Exports `model` and writes torch's output (and h_n) on a fixed input (and h0)."""
     model.eval()
     g = torch.Generator().manual_seed(16)
@@ -619,13 +619,40 @@ def gru_torch(name, model, opset, batch=2, steps=5):
     extra = {"h0": rounded(args[1])} if model.state == "input" else {}
     if h is not None:
         extra["h_n"] = rounded(h)
-    expect(name, cell="GRU", input=rounded(x), input_shape=list(x.shape), output=rounded(y), output_shape=list(y.shape),
+    if cell == "RNN":
+        extra["relu"] = model.gru.nonlinearity == "relu"
+    expect(name, cell=cell, input=rounded(x), input_shape=list(x.shape), output=rounded(y), output_shape=list(y.shape),
            batch_first=bool(model.batch_first or model.unbatched), unbatched=bool(model.unbatched), opset=opset,
            lstm_output="final_state" if model.pick == "h_n" else "sequence", front=[], head=head,
            state_batch=model.state_batch,
            program=dict(ops=model.rows, directions=2 if model.gru.bidirectional else 1,
                         initial_h={None: "zero", "input": "input", "learned": "constant"}[model.state],
                         initial_c="zero", h_n=h is not None, c_n=False), **extra)
+
+
+class RnnModel(GruModel):
+    """GruModel with an nn.RNN (tanh or relu) in the GRU's place."""
+
+    def __init__(self, input_size, hidden, nonlinearity="tanh", num_layers=1, bidirectional=False, batch_first=True,
+                 bias=True, **kw):
+        super().__init__(input_size, hidden, num_layers=num_layers, bidirectional=bidirectional,
+                         batch_first=batch_first, bias=bias, **kw)
+        self.gru = nn.RNN(input_size, hidden, num_layers=num_layers, nonlinearity=nonlinearity,
+                          bidirectional=bidirectional, batch_first=batch_first, bias=bias)
+
+
+def rnn_models():
+    """nn.RNN (tanh and relu) exported by torch as ONNX RNN nodes, and an activation the kernel lacks."""
+    torch.manual_seed(23)
+    gru_torch("rnn_torch_tanh", RnnModel(3, 6), 14, cell="RNN")
+    gru_torch("rnn_torch_relu_last_linear", RnnModel(4, 6, "relu", pick="last", head=3), 17, cell="RNN")
+    gru_torch("rnn_torch_no_bias_seq_first", RnnModel(3, 5, bias=False, batch_first=False), 13, cell="RNN")
+    gru_torch("rnn_torch_relu_bi2_seq_first", RnnModel(3, 5, "relu", num_layers=2, bidirectional=True,
+                                                       batch_first=False), 15, cell="RNN")
+    gru_torch("rnn_torch_tanh_stack2_state", RnnModel(3, 4, num_layers=2, state="input", with_h_n=True), 14,
+              cell="RNN")
+    gru_torch("rnn_torch_h_n_linear_bidirectional", RnnModel(3, 5, bidirectional=True, pick="h_n", head=2), 16,
+              cell="RNN")
 
 
 def onnx_gru_weights(gru):
@@ -1044,9 +1071,10 @@ def identity_loop():
 def refused_recurrences():
     rng = np.random.default_rng(21)
     w = lambda n, *shape: numpy_helper.from_array(rng.standard_normal(shape).astype(np.float32), n)
-    refused_graph("import_refused_rnn", [helper.make_node("RNN", ["x", "W", "R"], ["y"], name="rnn0", hidden_size=4)],
+    refused_graph("import_refused_rnn", [helper.make_node("RNN", ["x", "W", "R"], ["y"], name="rnn0", hidden_size=4,
+                                                          activations=["Sigmoid"])],
                   [w("W", 1, 4, 3), w("R", 1, 4, 4)],
-                  errors=["node 'rnn0' (RNN): a plain tanh RNN layer (nn.RNN) is not supported (LSTM and GRU are)"])
+                  errors=["node 'rnn0' (RNN): activations Sigmoid are not supported (only Tanh, or Relu"])
     body, trips = identity_loop()
     refused_graph("import_refused_loop", [helper.make_node("Loop", ["trips", "", "x"], ["y"], name="steps", body=body)],
                   [trips], errors=["node 'steps' (Loop): a Loop: a recurrence written step by step (e.g. an LSTMCell "
@@ -1765,7 +1793,7 @@ def embeddings():
 
 GROUPS = {"lstm": [accepted_torch, refused_torch, accepted_plain, refused_plain, programs_torch, whole_models,
                    refused_whole],
-          "gru": [gru_models], "import": [import_models]}
+          "gru": [gru_models], "rnn": [rnn_models], "import": [import_models]}
 
 
 def main():

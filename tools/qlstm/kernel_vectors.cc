@@ -374,6 +374,60 @@ LayerNormCase read_layer_norm_case(const json& j, const std::string& where) {
   return c;
 }
 
+// The index of `value` among `names` (the file's words for an enum), or a format error.
+int32_t read_choice(const Node& n, std::initializer_list<const char*> names) {
+  const std::string v = n.string();
+  int32_t k = 0;
+  std::string expected;
+  for (const char* name : names) {
+    if (v == name) return k;
+    expected += (expected.empty() ? "\"" : ", \"") + std::string(name) + "\"";
+    ++k;
+  }
+  n.fail("expected " + expected + ", got \"" + v + "\"");
+}
+
+RnnCase read_rnn_case(const json& j, const std::string& where) {
+  const Node n(j, where, "");
+  if (!j.is_object()) n.fail("a case must be an object");
+  RnnCase c;
+  c.name = n.at("name").string();
+  qlstm_rnn_s8_params& p = c.block;
+  p.layout = n.at("time_major").boolean() ? QLSTM_LAYOUT_TIME_MAJOR : QLSTM_LAYOUT_BATCH_MAJOR;
+  p.dims.batch = static_cast<int32_t>(n.at("batch").integer(1, INT32_MAX));
+  p.dims.time_steps = static_cast<int32_t>(n.at("time_steps").integer(0, INT32_MAX));
+  p.dims.input_size = static_cast<int32_t>(n.at("input_size").integer(1, INT32_MAX));
+  p.dims.hidden_size = static_cast<int32_t>(n.at("hidden_size").integer(1, INT32_MAX));
+  if (qlstm_rnn_s8_scratch_bytes(&p.dims) == 0) n.fail("batch/time_steps/input_size/hidden_size: sizes too large");
+  p.activation = read_choice(n.at("activation"), {"tanh", "relu"});  // QLSTM_RNN_TANH, QLSTM_RNN_RELU
+  p.time_direction = read_choice(n.at("time_direction"), {"forward", "reverse"});
+  p.output_steps = read_choice(n.at("output_steps"), {"all", "final", "first"});  // qlstm_output_steps order
+  c.input_zero_point = static_cast<int32_t>(n.at("input_zero_point").integer(INT8_MIN, INT8_MAX));
+  p.output_zero_point = static_cast<int32_t>(n.at("output_zero_point").integer(INT8_MIN, INT8_MAX));
+  p.gate.input_to_q3_12 = read_requant(n.at("input_to_q3_12"));
+  p.gate.hidden_to_q3_12 = read_requant(n.at("hidden_to_q3_12"));
+  p.hidden_to_output = read_requant(n.at("hidden_to_output"));
+  const size_t B = static_cast<size_t>(p.dims.batch), T = static_cast<size_t>(p.dims.time_steps);
+  const size_t I = static_cast<size_t>(p.dims.input_size), H = static_cast<size_t>(p.dims.hidden_size);
+  c.gate.input_weights = n.at("input_weights").int_array<int8_t>(H * I);
+  c.gate.input_effective_bias = n.at("input_effective_bias").int_array<int32_t>(H);
+  c.gate.hidden_weights = n.at("hidden_weights").int_array<int8_t>(H * H);
+  c.gate.hidden_effective_bias = n.at("hidden_effective_bias").int_array<int32_t>(H);
+  c.input = n.at("input").int_array<int8_t>(B * T * I);
+  const Node state = n.at("initial_hidden");
+  c.stateful = !state.is_null();
+  if (c.stateful) {
+    c.initial_hidden = state.int_array<int16_t>(B * H);
+    c.unused_hidden.assign(B * H, 0);
+  }
+  c.expected_output = n.at("expected_output").int_array<int8_t>(c.output_count());
+  const Node final_state = n.at("expected_final_hidden");
+  if (c.stateful) c.expected_final_hidden = final_state.int_array<int16_t>(B * H);
+  check_case_params(qlstm_rnn_s8_validate, c.params(), where);
+  return c;
+}
+
+
 PoolCase read_pool_case(const json& j, const std::string& where) {
   const Node n(j, where, "");
   if (!j.is_object()) n.fail("a case must be an object");
@@ -524,6 +578,21 @@ std::string lstm_mismatch(const Case& c, const std::vector<Elem>& output, const 
 }
 }  // namespace
 
+size_t RnnCase::output_count() const {
+  const qlstm_rnn_dims& d = block.dims;
+  const size_t steps = block.output_steps == QLSTM_OUTPUT_ALL_STEPS ? static_cast<size_t>(d.time_steps) : 1;
+  return static_cast<size_t>(d.batch) * steps * static_cast<size_t>(d.hidden_size);
+}
+
+qlstm_rnn_s8_params RnnCase::params() const {
+  qlstm_rnn_s8_params p = block;
+  p.gate.input_weights = gate.input_weights.data();
+  p.gate.input_effective_bias = gate.input_effective_bias.data();
+  p.gate.hidden_weights = gate.hidden_weights.data();
+  p.gate.hidden_effective_bias = gate.hidden_effective_bias.data();
+  return p;
+}
+
 qlstm_lstm_s8_params KernelCase::params() const { return with_gate_arrays(block, gates); }
 
 qlstm_lstm_s16_params LstmS16Case::params() const { return with_gate_arrays(block, gates); }
@@ -558,11 +627,11 @@ VectorFile load_vector_file(const std::string& path) {
   const std::string format = root.at("format").string();
   if (format != kFormat && format != kFcFormat && format != kSoftmaxFormat && format != kFcS16Format &&
       format != kLstmS16Format && format != kPoolFormat && format != kLogSoftmaxFormat && format != kAddFormat &&
-      format != kMulFormat && format != kLayerNormFormat) {
+      format != kMulFormat && format != kLayerNormFormat && format != kRnnFormat) {
     root.at("format").fail("unsupported format \"" + format + "\" (expected \"" + kFormat + "\", \"" + kFcFormat +
                            "\", \"" + kSoftmaxFormat + "\", \"" + kFcS16Format + "\", \"" + kLstmS16Format +
                            "\", \"" + kPoolFormat + "\", \"" + kLogSoftmaxFormat + "\", \"" + kAddFormat + "\", \"" + kMulFormat +
-                           "\" or \"" + kLayerNormFormat + "\")");
+                           "\", \"" + kLayerNormFormat + "\" or \"" + kRnnFormat + "\")");
   }
   VectorFile file;
   file.path = path;
@@ -599,6 +668,9 @@ VectorFile load_vector_file(const std::string& path) {
     } else if (format == kLogSoftmaxFormat) {
       file.log_softmax_cases.push_back(read_log_softmax_case(cases[k], where));
       name = file.log_softmax_cases.back().name;
+    } else if (format == kRnnFormat) {
+      file.rnn_cases.push_back(read_rnn_case(cases[k], where));
+      name = file.rnn_cases.back().name;
     } else if (format == kLayerNormFormat) {
       file.layer_norm_cases.push_back(read_layer_norm_case(cases[k], where));
       name = file.layer_norm_cases.back().name;
@@ -648,6 +720,36 @@ void set_lstm_data(const Case& c, Bundled& b) {
     b.final_h = c.expected_final_hidden.data();
     b.final_c = c.expected_final_cell.data();
   }
+}
+
+// An RNN case as a one-op program over its call; its int16 state in the cell rows (its hidden rows
+// unused: zeros in, zeros expected back).
+device::BundleCase rnn_bundle_case(const RnnCase& c) {
+  const qlstm_rnn_s8_params params = c.params();  // its arrays stay the case's
+  qlstm_op op{};
+  op.kind = QLSTM_OP_RNN_S8;
+  op.params = &params;
+  op.output_buffer = 1;
+  device::BundleCase b;
+  b.name = c.name;
+  b.ops = {OwnedOp(op)};  // a copy of the block
+  b.buffer_widths = {params.dims.input_size, params.dims.hidden_size};
+  const bool one_step = params.output_steps != QLSTM_OUTPUT_ALL_STEPS;
+  b.buffer_steps = {QLSTM_BUFFER_EVERY_STEP, one_step ? QLSTM_BUFFER_ONE_STEP : QLSTM_BUFFER_EVERY_STEP};
+  b.batch = params.dims.batch;
+  b.time_steps = params.dims.time_steps;
+  b.layout = params.layout;
+  b.check = true;
+  b.stateful = c.stateful;
+  b.input = c.input.data();
+  b.expected = c.expected_output.data();
+  if (c.stateful) {
+    b.h0 = c.unused_hidden.data();
+    b.final_h = c.unused_hidden.data();
+    b.c0 = c.initial_hidden.data();
+    b.final_c = c.expected_final_hidden.data();
+  }
+  return b;
 }
 
 // The 16x8 cases of the files as a "QLSB" bundle (device::s16_bundle).
@@ -751,6 +853,7 @@ std::string device_bundle(const std::vector<VectorFile>& files) {
       op.output_buffer = 1;
       row_case(c.name, op, c.params.rows, c.params.row_size, c.params.row_size, c.input, c.expected_output);
     }
+    for (const RnnCase& c : f.rnn_cases) out.push_back(rnn_bundle_case(c));
     for (const LayerNormCase& c : f.layer_norm_cases) {
       const qlstm_layer_norm_s8_params block = c.kernel_params();  // its arrays stay the case's
       qlstm_op op{};
@@ -823,6 +926,29 @@ CaseResult run_softmax_case(const SoftmaxCase& c) {
 
 CaseResult run_log_softmax_case(const LogSoftmaxCase& c) {
   return run_int8_rows_case(c, qlstm_log_softmax_s8, c.params.row_size, "row", "i");
+}
+
+CaseResult run_rnn_case(const RnnCase& c, const RnnS8Variant* variant) {
+  CaseResult r;
+  const qlstm_rnn_s8_params params = c.params();
+  std::vector<int16_t> state = c.initial_hidden;
+  const size_t bytes = qlstm_rnn_s8_scratch_bytes(&params.dims);
+  std::vector<uint64_t> scratch(bytes / sizeof(uint64_t) + 1);  // 8-byte aligned
+  qlstm_rnn_s8_context ctx = {scratch.data(), bytes, c.stateful ? state.data() : nullptr};
+  r.output.assign(c.expected_output.size(), 0);
+  r.status = variant != nullptr ? run_rnn_s8(*variant, &params, &ctx, c.input.data(), r.output.data())
+                                : qlstm_rnn_s8(&params, &ctx, c.input.data(), r.output.data());
+  if (r.status != QLSTM_OK) {
+    r.mismatch = std::string("kernel returned an error: ") + qlstm_status_string(r.status);
+    return r;
+  }
+  r.mismatch = first_row_mismatch(c.expected_output, r.output, params.dims.hidden_size, "position", "h");
+  if (r.mismatch.empty() && c.stateful) {
+    r.final_hidden_s16 = state;
+    r.mismatch = first_row_mismatch(c.expected_final_hidden, state, params.dims.hidden_size, "b", "final h");
+  }
+  r.passed = r.mismatch.empty();
+  return r;
 }
 
 CaseResult run_layer_norm_case(const LayerNormCase& c) {

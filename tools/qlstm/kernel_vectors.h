@@ -20,6 +20,7 @@
 #include "qlstm/lstm_s16.h"
 #include "qlstm/lstm_s8.h"
 #include "qlstm/pool_s8.h"
+#include "qlstm/rnn_s8.h"
 #include "qlstm/softmax_s8.h"
 
 namespace qlstm {
@@ -35,6 +36,7 @@ inline constexpr const char* kLogSoftmaxFormat = "log-softmax-s8-vectors/1";
 inline constexpr const char* kLayerNormFormat = "layer-norm-s8-vectors/1";
 inline constexpr const char* kAddFormat = "elementwise-add-s8-vectors/1";
 inline constexpr const char* kMulFormat = "elementwise-mul-s8-vectors/1";
+inline constexpr const char* kRnnFormat = "rnn-s8-kernel-vectors/1";
 
 // One gate's arrays (its scalars live in the case's block); Bias: int32_t, int64_t for 16x8.
 template <class Bias>
@@ -169,6 +171,23 @@ struct ElementwiseCase {
   int32_t size() const { return static_cast<int32_t>(input1.size()); }
 };
 
+// A vanilla RNN case (rnn-s8-kernel-vectors/1, docs/kernel-vectors.md): every field of the
+// kernel's block, its one gate's arrays, int16 state.
+struct RnnCase {
+  std::string name;
+  qlstm_rnn_s8_params block{};  // the scalars; params() sets the arrays
+  int32_t input_zero_point = 0;
+  GateData gate;
+  std::vector<int8_t> input;
+  bool stateful = false;
+  std::vector<int16_t> initial_hidden;
+  std::vector<int8_t> expected_output;
+  std::vector<int16_t> expected_final_hidden;  // stateful cases only
+  std::vector<int8_t> unused_hidden;           // a program's int8 state rows, which an RNN leaves alone: zeros
+  size_t output_count() const;                 // B x (T, or 1 for one step) x H
+  qlstm_rnn_s8_params params() const;
+};
+
 // One file: the cases of its format (the other lists are empty).
 struct VectorFile {
   std::string path;
@@ -183,9 +202,11 @@ struct VectorFile {
   std::vector<LogSoftmaxCase> log_softmax_cases;  // log-softmax-s8-vectors/1
   std::vector<LayerNormCase> layer_norm_cases;    // layer-norm-s8-vectors/1
   std::vector<ElementwiseCase> elementwise_cases;  // elementwise-add-s8-vectors/1, elementwise-mul-s8-vectors/1
+  std::vector<RnnCase> rnn_cases;                  // rnn-s8-kernel-vectors/1
   size_t case_count() const {
     return cases.size() + fc_cases.size() + softmax_cases.size() + fc_s16_cases.size() + lstm_s16_cases.size() +
-           pool_cases.size() + log_softmax_cases.size() + elementwise_cases.size() + layer_norm_cases.size();
+           pool_cases.size() + log_softmax_cases.size() + elementwise_cases.size() + layer_norm_cases.size() +
+           rnn_cases.size();
   }
 };
 
@@ -228,6 +249,8 @@ CaseResult run_fc_case(const FcCase& c, const FcS8Variant* variant);
 CaseResult run_softmax_case(const SoftmaxCase& c);
 CaseResult run_log_softmax_case(const LogSoftmaxCase& c);
 CaseResult run_layer_norm_case(const LayerNormCase& c);
+// The RNN case through `variant` (nullptr: qlstm_rnn_s8's dispatch); a final state in final_hidden_s16.
+CaseResult run_rnn_case(const RnnCase& c, const RnnS8Variant* variant);
 // The elementwise case through the given add or multiply variant (one that declines the case
 // fails it, QLSTM_ERROR_NO_VARIANT), or, null, qlstm_add_s8 / qlstm_mul_s8.
 CaseResult run_elementwise_case(const ElementwiseCase& c, const AddS8Variant* add = nullptr,

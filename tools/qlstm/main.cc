@@ -99,6 +99,7 @@ struct SelectedVariants {
   std::vector<const qlstm::PoolS8Variant*> pool;       // nullptr: qlstm_pool_s8's dispatch
   std::vector<const qlstm::AddS8Variant*> add;         // nullptr: qlstm_add_s8's dispatch
   std::vector<const qlstm::MulS8Variant*> mul;         // nullptr: qlstm_mul_s8's dispatch
+  std::vector<const qlstm::RnnS8Variant*> rnn;         // nullptr: qlstm_rnn_s8's dispatch
 };
 SelectedVariants select_variants(const std::string& name, bool* ok) {
   SelectedVariants s;
@@ -111,6 +112,7 @@ SelectedVariants select_variants(const std::string& name, bool* ok) {
     s.pool.push_back(nullptr);
     s.add.push_back(nullptr);
     s.mul.push_back(nullptr);
+    s.rnn.push_back(nullptr);
     return s;
   }
   bool unsupported = false;
@@ -129,8 +131,10 @@ SelectedVariants select_variants(const std::string& name, bool* ok) {
   s.add = pick_variants(add, count, name, &unsupported);
   const qlstm::MulS8Variant* const* mul = qlstm::mul_s8_variants(&count);
   s.mul = pick_variants(mul, count, name, &unsupported);
+  const qlstm::RnnS8Variant* const* rnn = qlstm::rnn_s8_variants(&count);
+  s.rnn = pick_variants(rnn, count, name, &unsupported);
   if (s.lstm.empty() && s.fc.empty() && s.lstm_s16.empty() && s.fc_s16.empty() && s.pool.empty() && s.add.empty() &&
-      s.mul.empty()) {
+      s.mul.empty() && s.rnn.empty()) {
     std::fprintf(stderr, "qlstm: unknown variant '%s' (see 'qlstm variants')\n", name.c_str());
     *ok = false;
   }
@@ -170,6 +174,11 @@ bool verify_file(const qlstm::vectors::VectorFile& file, const SelectedVariants&
   }
   if (!file.cases.empty() && variants.lstm.empty()) {
     std::fprintf(stderr, "qlstm verify-vectors: error: %s: variant '%s' is not an LSTM variant (see 'qlstm variants')\n",
+                 path, variant_name.c_str());
+    return false;
+  }
+  if (!file.rnn_cases.empty() && variants.rnn.empty()) {
+    std::fprintf(stderr, "qlstm verify-vectors: error: %s: variant '%s' is not an RNN variant (see 'qlstm variants')\n",
                  path, variant_name.c_str());
     return false;
   }
@@ -237,6 +246,16 @@ bool verify_file(const qlstm::vectors::VectorFile& file, const SelectedVariants&
   for (const auto& c : file.softmax_cases) {
     const std::string detail = "rows=" + std::to_string(c.params.rows) + " row_size=" + std::to_string(c.params.row_size);
     count(c.name, "reference", qlstm::vectors::run_softmax_case(c), detail);
+  }
+  for (const auto& c : file.rnn_cases) {
+    const qlstm_rnn_dims& d = c.block.dims;
+    const std::string detail = "B=" + std::to_string(d.batch) + " T=" + std::to_string(d.time_steps) +
+                               " I=" + std::to_string(d.input_size) + " H=" + std::to_string(d.hidden_size) +
+                               (c.block.activation == QLSTM_RNN_RELU ? " relu" : " tanh") +
+                               (c.stateful ? " stateful" : " stateless");
+    for (const qlstm::RnnS8Variant* v : variants.rnn) {
+      count(c.name, v != nullptr ? v->name : "default", qlstm::vectors::run_rnn_case(c, v), detail);
+    }
   }
   for (const auto& c : file.layer_norm_cases) {
     const std::string detail = "rows=" + std::to_string(c.params.rows) + " row_size=" + std::to_string(c.params.row_size);
@@ -350,6 +369,9 @@ int list_variants() {
   std::printf("GRU op:\n");
   const qlstm::GruS8Variant* const* gru = qlstm::gru_s8_variants(&count);
   print_variants(gru, count, ", declines some calls");
+  std::printf("RNN op:\n");
+  const qlstm::RnnS8Variant* const* rnn = qlstm::rnn_s8_variants(&count);
+  print_variants(rnn, count, ", declines some calls");
   std::printf("16x8 LSTM:\n");
   const qlstm::LstmS16Variant* const* lstm_s16 = qlstm::lstm_s16_variants(&count);
   print_variants(lstm_s16, count, ", declines some calls");

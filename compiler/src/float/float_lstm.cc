@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "qlstm/compiler/float/float_gru.h"
+#include "qlstm/compiler/float/float_rnn.h"
 #include "qlstm/kernels.h"
 
 namespace qlstm {
@@ -121,12 +122,17 @@ FloatLstm FloatLstm::from_torch(int32_t input_size, int32_t hidden_size,
   return l;
 }
 
-const char* cell_kind_name(CellKind k) { return k == CellKind::kGru ? "GRU" : "LSTM"; }
+const char* cell_kind_name(CellKind k) {
+  return k == CellKind::kGru ? "GRU" : k == CellKind::kRnn ? "RNN" : "LSTM";
+}
 
 void FloatLstm::validate() const {
-  if (gate_sigmoid.hard && cell == CellKind::kGru) {
-    throw CompileError("GRU: HardSigmoid gates are not supported (the GRU kernel's r and z are the sigmoid)");
+  if (gate_sigmoid.hard && cell != CellKind::kLstm) {
+    throw CompileError(std::string(cell_kind_name(cell)) +
+                       ": HardSigmoid gates are not supported (only an LSTM's sigmoid gates can be HardSigmoid)");
   }
+  if (relu && cell != CellKind::kRnn) throw CompileError(std::string(cell_kind_name(cell)) + ": ReLU is an RNN's activation");
+  if (cell == CellKind::kRnn) return validate_rnn(*this);
   if (const std::string line = gate_sigmoid.line_problem(); !line.empty()) throw CompileError(line);
   if (cell == CellKind::kGru) return gru_of(*this).validate();
   const char* names[QLSTM_GATE_COUNT];
@@ -140,6 +146,7 @@ FloatResult run_float(const FloatLstm& lstm, const float* x, const SequenceShape
     FloatGruResult g = run_float_gru(gru_of(lstm), x, shape, h0, visit);
     return {std::move(g.output), std::move(g.h_n), std::vector<float>(g.h_n.size(), 0.0f)};
   }
+  if (lstm.cell == CellKind::kRnn) return run_float_rnn(lstm, x, shape, h0, visit);
   const int32_t B = shape.batch, T = shape.time_steps, I = lstm.input_size, H = lstm.hidden_size;
   const bool tm = shape.layout == Layout::kTimeMajor;
   FloatResult r;

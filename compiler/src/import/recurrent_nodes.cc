@@ -22,11 +22,15 @@ const CellSpec kLstmSpec{CellKind::kLstm, "LSTM", QLSTM_GATE_COUNT, kOnnxStackIn
                          {"Sigmoid", "Tanh", "Tanh"}};
 const CellSpec kGruSpec{CellKind::kGru, "GRU", kGruGateCount, kOnnxGruStackIndex, kInitialH + 1, kYH + 1,
                         {"Sigmoid", "Tanh"}};
+// ONNX's RNN: one block; its activation Tanh or Relu.
+constexpr int32_t kOnnxRnnStackIndex[1] = {0};
+const CellSpec kRnnSpec{CellKind::kRnn, "RNN", 1, kOnnxRnnStackIndex, kInitialH + 1, kYH + 1, {"Tanh"}};
 
-// The spec of an LSTM or GRU node; null for any other op.
+// The spec of an LSTM, GRU or RNN node; null for any other op.
 const CellSpec* cell_spec(const onnx::NodeProto& n) {
   if (n.op_type() == "LSTM") return &kLstmSpec;
   if (n.op_type() == "GRU") return &kGruSpec;
+  if (n.op_type() == "RNN") return &kRnnSpec;
   return nullptr;
 }
 bool recurrent(const onnx::NodeProto& n) { return cell_spec(n) != nullptr; }
@@ -118,6 +122,10 @@ void read_activations(const onnx::NodeProto& node, NodeInfo* info, std::vector<s
     const size_t d = k / per_direction, role = k % per_direction;
     const std::string& a = acts[k];
     if (a == spec.activations[role]) continue;
+    if (spec.cell == CellKind::kRnn && a == "Relu") {
+      info->relu[d] = true;
+      continue;
+    }
     if (role == 0 && a == "HardSigmoid" && spec.cell == CellKind::kLstm) {
       GateSigmoid& s = info->gate_sigmoid[d];
       s.hard = true;
@@ -133,7 +141,9 @@ void read_activations(const onnx::NodeProto& node, NodeInfo* info, std::vector<s
     for (const auto& x : acts) s += (s.empty() ? "" : ", ") + x;
     for (const auto& x : spec.activations) w += (w.empty() ? "" : ", ") + x;
     problems->push_back(label + ": activations " + s + " are not supported (only " + w +
-                        (spec.cell == CellKind::kLstm ? ", or HardSigmoid in Sigmoid's place" : "") +
+                        (spec.cell == CellKind::kLstm  ? ", or HardSigmoid in Sigmoid's place"
+                         : spec.cell == CellKind::kRnn ? ", or Relu"
+                                                       : "") +
                         ": the kernel's); train the layer with those (torch's defaults; Keras: "
                         "recurrent_activation='sigmoid' or 'hard_sigmoid')");
   }
@@ -287,6 +297,16 @@ FloatLstm node_op(const NodeInfo& n, int32_t d) {
     }
   }
   const bool reverse = n.directions == 2 ? d == 1 : n.reverse;
+  if (n.spec->cell == CellKind::kRnn) {
+    FloatLstm rnn;
+    rnn.cell = CellKind::kRnn;
+    rnn.relu = n.relu[static_cast<size_t>(d)];
+    rnn.input_size = I;
+    rnn.hidden_size = H;
+    rnn.reverse = reverse;
+    rnn.gates[0] = gates[0];
+    return rnn;
+  }
   if (n.spec->cell == CellKind::kGru) {
     FloatGru gru;
     gru.input_size = I;

@@ -32,7 +32,7 @@ struct CellSpec {
   std::vector<std::string> activations;  // the default per direction: the kernel's only ones
 };
 
-extern const CellSpec kLstmSpec, kGruSpec;
+extern const CellSpec kLstmSpec, kGruSpec, kRnnSpec;
 
 // The spec of an LSTM or GRU node; null for any other op.
 const CellSpec* cell_spec(const onnx::NodeProto& n);
@@ -53,6 +53,7 @@ struct NodeInfo {
   bool reverse = false;  // one direction, walking time backwards (the kernel does so; no copy)
   std::vector<float> W, R, B;
   std::array<GateSigmoid, 2> gate_sigmoid;  // per direction: an LSTM's f activation (Sigmoid or HardSigmoid)
+  std::array<bool, 2> relu{};                // per direction: an RNN's activation is Relu (else Tanh)
 };
 
 // Input k of `n` is given; output k of `n` is read (by a node or as a graph output).

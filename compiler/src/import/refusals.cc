@@ -10,10 +10,6 @@ std::string describe_foreign_node(const onnx::NodeProto& n) {
            "standard ONNX ops only (tf2onnx without --custom-ops)";
   }
   const std::string& op = n.op_type();
-  if (op == "RNN") {
-    return "a plain tanh RNN layer (nn.RNN) is not supported (LSTM and GRU are): train an nn.GRU or nn.LSTM in its "
-           "place, or run this layer on the host";
-  }
   if (op == "Loop" && n.name().find("while") != std::string::npos) {
     // TensorFlow's while_loop, as tf2onnx writes a Keras layer its RNN rewriters did not match.
     return "a Loop from TensorFlow's while_loop: a Keras recurrent layer tf2onnx wrote step by step (it does so "

@@ -797,8 +797,10 @@ QuantizedProgram ProgramCompiler::finish() {
 }  // namespace
 
 void validate_options(const CompileOptions& options, const FloatProgram& program) {
-  const bool gru = std::any_of(program.ops.begin(), program.ops.end(), [](const FloatLstm& op) { return op.cell == CellKind::kGru; });
-  validate_options(options, static_cast<int32_t>(program.ops.size()), program.layers(), gru);
+  const auto cellless = std::find_if(program.ops.begin(), program.ops.end(),
+                                     [](const FloatLstm& op) { return op.cell != CellKind::kLstm; });
+  validate_options(options, static_cast<int32_t>(program.ops.size()), program.layers(),
+                   cellless == program.ops.end() ? CellKind::kLstm : cellless->cell);
 }
 
 QuantizedProgram compile_program(const FloatProgram& program, const CalibrationSet& calibration,

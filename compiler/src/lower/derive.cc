@@ -284,7 +284,8 @@ void check_derive_inputs(const AffineQuant& input, const AffineQuant& output, co
 void derive_gate(const FloatGate& fg, int32_t I, int32_t H, const AffineQuant& input, const AffineQuant& output,
                  const WeightDecision& weights, const OperandStats& observed, int32_t block_gate,
                  RecurrentBias recurrent_bias,
-                 const std::vector<double>* rounding_moment, const std::string& label, DerivedGate* dg) {
+                 const std::vector<double>* rounding_moment, const std::string& label, DerivedGate* dg,
+                 double pre_activation_scale) {
   dg->w_x_scale = quantize_weights(fg.w_x, weights.weight_method,
                                    weights.weight_clip_ratio[weight_block(block_gate, false)], &dg->w_x);
   dg->w_h_scale = quantize_weights(fg.w_h, weights.weight_method,
@@ -317,9 +318,9 @@ void derive_gate(const FloatGate& fg, int32_t I, int32_t H, const AffineQuant& i
     dg->hidden_effective_bias[r] =
         effective_bias(recurrent_q, output.zero_point, &dg->w_h[row_h], H, label, "recurrent", "output", r);
   }
-  dg->input_to_q3_12 = quantize_multiplier(input.scale * dg->w_x_scale / kGateScale,
+  dg->input_to_q3_12 = quantize_multiplier(input.scale * dg->w_x_scale / pre_activation_scale,
                                            label + ": input-to-Q3.12 multiplier");
-  dg->hidden_to_q3_12 = quantize_multiplier(output.scale * dg->w_h_scale / kGateScale,
+  dg->hidden_to_q3_12 = quantize_multiplier(output.scale * dg->w_h_scale / pre_activation_scale,
                                             label + ": recurrent-to-Q3.12 multiplier");
   check_accumulators(label, "input", dg->input_effective_bias, dg->w_x, I, dg->input_to_q3_12);
   check_accumulators(label, "recurrent", dg->hidden_effective_bias, dg->w_h, H, dg->hidden_to_q3_12);

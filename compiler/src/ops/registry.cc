@@ -9,7 +9,7 @@ namespace ops {
 
 extern const OpKind kLstmS8Kind, kFullyConnectedS8Kind, kSoftmaxS8Kind, kTableS8Kind, kSelectStepKind, kGruS8Kind,
     kLstmS16Kind, kFullyConnectedS16Kind, kRequantizeKind, kSoftmaxS16Kind, kPoolS8Kind, kLogSoftmaxS8Kind,
-    kAddS8Kind, kMulS8Kind, kEmbeddingS8Kind, kLayerNormS8Kind, kAttentionPoolS8Kind;
+    kAddS8Kind, kMulS8Kind, kEmbeddingS8Kind, kLayerNormS8Kind, kAttentionPoolS8Kind, kRnnS8Kind;
 
 void bad_record(const OpFileOrigin& from, const std::string& why) { throw CompileError(from.origin + ": " + why); }
 
@@ -62,7 +62,7 @@ const std::vector<const OpKind*>& op_kinds() {
       &ops::kSelectStepKind, &ops::kGruS8Kind,        &ops::kLstmS16Kind,    &ops::kFullyConnectedS16Kind,
       &ops::kRequantizeKind, &ops::kSoftmaxS16Kind, &ops::kPoolS8Kind, &ops::kLogSoftmaxS8Kind,
       &ops::kAddS8Kind, &ops::kMulS8Kind, &ops::kEmbeddingS8Kind, &ops::kLayerNormS8Kind,
-      &ops::kAttentionPoolS8Kind};
+      &ops::kAttentionPoolS8Kind, &ops::kRnnS8Kind};
   return kinds;
 }
 

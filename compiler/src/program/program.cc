@@ -821,6 +821,12 @@ CompiledModel single_op_model(const DerivedGru& d, const std::string& name, bool
   return single_op_model(std::move(op), name, batch_first);
 }
 
+CompiledModel single_op_model(const DerivedRnn& d, const std::string& name, bool batch_first) {
+  ProgramOp op;
+  op.set(d);
+  return single_op_model(std::move(op), name, batch_first);
+}
+
 int32_t CompiledModel::constant_state_batch() const {
   for (const ProgramOp& op : ops) {
     if (!op.recurrent()) continue;

@@ -57,12 +57,15 @@ void validate_weights(const WeightDecision& w, const std::string& what) {
   }
 }
 
-// What a GRU cannot take (derive_gru_params refuses the same, as a guard).
-void validate_for_gru(const WeightDecision& w, const std::string& what) {
-  if (w.cell_clip != 0) throw CompileError(what + ".cell_clip " + std::to_string(w.cell_clip) + ": a GRU has no cell to clip");
+// What a GRU or an RNN cannot take (derive_gru_params and derive_rnn_params refuse the same, as a guard).
+void validate_for_cellless(const WeightDecision& w, const std::string& what, CellKind cell) {
+  const std::string a_cell = cell == CellKind::kRnn ? "an RNN" : "a GRU";
+  if (w.cell_clip != 0) throw CompileError(what + ".cell_clip " + std::to_string(w.cell_clip) + ": " + a_cell + " has no cell to clip");
   if (w.weight_rounding == WeightRounding::kAdaptive) {
-    throw CompileError("weight_rounding adaptive: not supported for a GRU (the new gate's recurrent operand r * h "
-                       "differs per row; one operand moment does not describe it); use nearest");
+    throw CompileError(cell == CellKind::kRnn
+                           ? std::string("weight_rounding adaptive: not supported for an RNN yet; use nearest")
+                           : std::string("weight_rounding adaptive: not supported for a GRU (the new gate's recurrent "
+                                         "operand r * h differs per row; one operand moment does not describe it); use nearest"));
   }
 }
 
@@ -80,7 +83,8 @@ void validate_decision(const OpDecision& d, const std::string& what) {
   }
 }
 
-void validate_options(const CompileOptions& options, int32_t recurrent_ops, int32_t layers, bool has_gru) {
+void validate_options(const CompileOptions& options, int32_t recurrent_ops, int32_t layers, CellKind cellless) {
+  const bool has_gru = cellless != CellKind::kLstm;
   validate_decision(starting_decision(options), "");
   if (options.search_folds < 2) {
     throw CompileError("search_folds: " + std::to_string(options.search_folds) + ", expected at least 2");
@@ -98,9 +102,9 @@ void validate_options(const CompileOptions& options, int32_t recurrent_ops, int3
   }
   for (size_t k = 0; k < options.op_choices.size(); ++k) {
     validate_decision(options.op_choices[k], "op_choices[" + std::to_string(k) + "]");
-    if (has_gru) validate_for_gru(options.op_choices[k].weights, "op_choices[" + std::to_string(k) + "].weights");
+    if (has_gru) validate_for_cellless(options.op_choices[k].weights, "op_choices[" + std::to_string(k) + "].weights", cellless);
   }
-  if (has_gru) validate_for_gru(options.weights, "weights");
+  if (has_gru) validate_for_cellless(options.weights, "weights", cellless);
 }
 
 OpDecision starting_decision(const CompileOptions& options) {

@@ -15,28 +15,40 @@ namespace compiler {
 
 QuantizedLayer::QuantizedLayer(FloatLstm source, DerivedLstm derived, CalibrationStats stats)
     : source_(std::move(source)), derived_(std::move(derived)), stats_(stats) {
-  if (is_gru()) throw CompileError("a GRU layer given LSTM parameters");
+  if (source_.cell != CellKind::kLstm) throw CompileError(std::string("a ") + cell_kind_name(source_.cell) + " layer given LSTM parameters");
+}
+
+QuantizedLayer::QuantizedLayer(FloatLstm source, DerivedRnn derived, CalibrationStats stats)
+    : source_(std::move(source)), rnn_(std::move(derived)), stats_(stats) {
+  if (!is_rnn()) throw CompileError(std::string("a ") + cell_kind_name(source_.cell) + " layer given RNN parameters");
 }
 
 QuantizedLayer::QuantizedLayer(FloatLstm source, DerivedGru derived, CalibrationStats stats)
     : source_(std::move(source)), gru_(std::move(derived)), stats_(stats) {
-  if (!is_gru()) throw CompileError("an LSTM layer given GRU parameters");
+  if (!is_gru()) throw CompileError(std::string("a ") + cell_kind_name(source_.cell) + " layer given GRU parameters");
 }
 
 const DerivedLstm& QuantizedLayer::derived() const {
-  if (is_gru()) throw CompileError("a GRU layer has no LSTM parameters");
+  if (source_.cell != CellKind::kLstm) throw CompileError(std::string("a ") + cell_kind_name(source_.cell) + " layer has no LSTM parameters");
   return derived_;
 }
 
 const DerivedGru& QuantizedLayer::derived_gru() const {
-  if (!is_gru()) throw CompileError("an LSTM layer has no GRU parameters");
+  if (!is_gru()) throw CompileError(std::string("a ") + cell_kind_name(source_.cell) + " layer has no GRU parameters");
   return gru_;
+}
+
+const DerivedRnn& QuantizedLayer::derived_rnn() const {
+  if (!is_rnn()) throw CompileError(std::string("a ") + cell_kind_name(source_.cell) + " layer has no RNN parameters");
+  return rnn_;
 }
 
 ProgramOp QuantizedLayer::program_op() const {
   ProgramOp op;
   if (is_gru()) {
     op.set(gru_);
+  } else if (is_rnn()) {
+    op.set(rnn_);
   } else {
     op.set(derived_);
   }
@@ -53,6 +65,10 @@ QuantizedLayer::State QuantizedLayer::quantize_state(const std::vector<float>& h
   State s = initial_state(batch);
   if (is_gru()) {  // its Q0.15 hidden in the int16 row, as the program keeps it
     for (size_t k = 0; k < h.size() && k < s.cell.size(); ++k) s.cell[k] = quantize_cell(h[k], kGruHiddenPower);
+    return s;
+  }
+  if (is_rnn()) {  // its int16 hidden in the int16 row
+    for (size_t k = 0; k < h.size() && k < s.cell.size(); ++k) s.cell[k] = quantize_cell(h[k], rnn_.hidden_power);
     return s;
   }
   for (size_t k = 0; k < h.size() && k < s.hidden.size(); ++k) s.hidden[k] = derived_.output.quantize(h[k]);
@@ -91,6 +107,11 @@ std::vector<int8_t> run_kernel_s8(const DerivedGru& d, const std::vector<int8_t>
   return run_single_op(single_op_model(d), x, shape, state);
 }
 
+std::vector<int8_t> run_kernel_s8(const DerivedRnn& d, const std::vector<int8_t>& x,
+                                  const SequenceShape& shape, QuantizedLayer::State* state) {
+  return run_single_op(single_op_model(d), x, shape, state);
+}
+
 std::vector<int8_t> run_kernel_s8_streamed(const DerivedLstm& d, const std::vector<int8_t>& x,
                                            const SequenceShape& shape, int32_t chunk) {
   return run_program_s8_streamed(single_op_model(d), x, shape, chunk);
@@ -98,7 +119,9 @@ std::vector<int8_t> run_kernel_s8_streamed(const DerivedLstm& d, const std::vect
 
 std::vector<int8_t> QuantizedLayer::run_s8(const std::vector<int8_t>& x, const SequenceShape& shape,
                                           State* state) const {
-  return is_gru() ? run_kernel_s8(gru_, x, shape, state) : run_kernel_s8(derived_, x, shape, state);
+  if (is_gru()) return run_kernel_s8(gru_, x, shape, state);
+  if (is_rnn()) return run_kernel_s8(rnn_, x, shape, state);
+  return run_kernel_s8(derived_, x, shape, state);
 }
 
 std::vector<int8_t> QuantizedLayer::quantize_input(const std::vector<float>& x) const {

@@ -166,7 +166,7 @@ GainSpread gain_spread(const std::vector<double>& from, const std::vector<double
 QuantizedLayer QuantizedLayer::compile(const FloatLstm& source, const CalibrationSet& calibration,
                                      const CompileOptions& options) {
   source.validate();
-  validate_options(options, 1, 1, source.cell == CellKind::kGru);
+  validate_options(options, 1, 1, source.cell);
   if (calibration.sequences.empty()) {
     throw CompileError("calibration: the calibration set is empty");
   }
@@ -199,7 +199,7 @@ class LayerSearch {
   LayerSearch(const FloatLstm& source, const OpObservation& observed, const OpDecision& start, const SearchPlan& plan,
               const OpBoundaries& fixed)
       : source_(source), observed_(observed), sequences_(observed.inputs.sequences), start_(start), plan_(plan),
-        fixed_(fixed), H_(source.hidden_size), gru_(source.cell == CellKind::kGru) {}
+        fixed_(fixed), H_(source.hidden_size), gru_(source.cell != CellKind::kLstm) {}
 
   void check_observation();
   void observe();
@@ -228,7 +228,7 @@ class LayerSearch {
   const SearchPlan& plan_;
   const OpBoundaries& fixed_;
   const int32_t H_;
-  const bool gru_;  // no cell to scale, no adaptive rounding (derive_gru.h)
+  const bool gru_;  // a GRU or an RNN: no cell to scale, no adaptive rounding (derive_gru.h, derive_rnn.h)
   size_t calibration_count_ = 0;
   std::vector<size_t> calibration_;
   CalibrationStats stats_;
@@ -431,7 +431,10 @@ QuantizedLayer LayerSearch::build(const Candidate& c, size_t set) const {
   const Range& orr = out_ranges_[set][c.output_range];
   const AffineQuant in = fixed_.input ? fixed_.input->quant : affine_from_range(ir.lo, ir.hi);
   const AffineQuant out = fixed_.output ? fixed_.output->quant : affine_from_range(orr.lo, orr.hi);
-  if (gru_) return QuantizedLayer(source_, derive_gru_params(gru_of(source_), in, out, d.weights, observed), stats_);
+  if (source_.cell == CellKind::kGru) {
+    return QuantizedLayer(source_, derive_gru_params(gru_of(source_), in, out, d.weights, observed), stats_);
+  }
+  if (source_.cell == CellKind::kRnn) return QuantizedLayer(source_, derive_rnn_params(source_, in, out, d.weights, observed), stats_);
   return QuantizedLayer(source_, derive_params(source_, in, out, choose_cell_scale(d.cell_scale, data.cell_max), d.weights,
                                                observed),
                         stats_);
@@ -592,7 +595,7 @@ QuantizedLayer LayerSearch::result(CalibrationStats* stats) {
 
 QuantizedLayer QuantizedLayer::compile(const FloatLstm& source, const OpObservation& observed,
                                        const CompileOptions& options, const OpBoundaries& fixed) {
-  validate_options(options, 1, 1, source.cell == CellKind::kGru);
+  validate_options(options, 1, 1, source.cell);
   return compile(source, observed, starting_decision(options), search_plan(options), fixed);
 }
 

@@ -26,6 +26,7 @@
 #include "qlstm/pool_s8.h"
 #include "qlstm/program_s8.h"
 #include "qlstm/requantize.h"
+#include "qlstm/rnn_s8.h"
 
 namespace qlstm {
 
@@ -162,6 +163,30 @@ qlstm_status run_gru_s8(const GruS8Variant& variant, const qlstm_gru_s8_params* 
 // Validated params and context (qlstm_program_validate); variant nullptr: per-call dispatch.
 qlstm_status run_gru_s8_prechecked(const GruS8Variant* variant, const qlstm_gru_s8_params& params,
                                    qlstm_gru_s8_context& ctx, const int8_t* input, int8_t* output);
+
+// ---- The vanilla RNN's variants (include/qlstm/rnn_s8.h, docs/arithmetic.md §23). A step is two
+// stages, ordered by the RNN's walk as the GRU's are; GateArgs as above (args.h null at a
+// stateless first step only: no recurrent term).
+//   gate:   x, h -> the new hidden, int16 [rows][H]: the LSTM's gate (§3) with the call's block,
+//           tanh (Q3.12 -> Q0.15) or ReLU as HardSigmoid's clamp on the unit line (§23)
+//   output: hidden -> int8 rows y, the GRU's output stage
+// Each ISA's RNN variant is these two stages of its LSTM and GRU variants.
+struct RnnS8Variant {
+  const char* name;        // the LSTM variant's name for the same ISA
+  bool (*is_supported)();  // null: any CPU
+  bool (*can_run)(const qlstm_rnn_s8_params& params);  // null: every valid call
+  GateFn gate;
+  GruOutputFn output;
+};
+// Best first, the reference last (runs every call); *count receives the number of entries.
+const RnnS8Variant* const* rnn_s8_variants(size_t* count);
+extern const RnnS8Variant kRnnS8ReferenceVariant;
+// As qlstm_rnn_s8() with the given variant: QLSTM_ERROR_UNSUPPORTED when this CPU lacks it.
+qlstm_status run_rnn_s8(const RnnS8Variant& variant, const qlstm_rnn_s8_params* params, qlstm_rnn_s8_context* ctx,
+                        const int8_t* input, int8_t* output);
+// Validated params and context (qlstm_program_validate); variant nullptr: per-call dispatch.
+qlstm_status run_rnn_s8_prechecked(const RnnS8Variant* variant, const qlstm_rnn_s8_params& params,
+                                   qlstm_rnn_s8_context& ctx, const int8_t* input, int8_t* output);
 
 // ---- The fully connected op's variants (include/qlstm/fully_connected_s8.h): one function for
 // the whole call, each equal to the reference bit for bit (tests/variants).
@@ -314,6 +339,7 @@ qlstm_status run_pool_s8_prechecked(const PoolS8Variant* variant, const qlstm_po
 struct ProgramRunOptions {
   const LstmS8Variant* variant = nullptr;
   const GruS8Variant* gru_variant = nullptr;  // nullptr: the per-call dispatch of qlstm_gru_s8
+  const RnnS8Variant* rnn_variant = nullptr;  // nullptr: the per-call dispatch of qlstm_rnn_s8
   const FcS8Variant* fc_variant = nullptr;  // nullptr: the per-call dispatch of qlstm_fc_s8
   const PoolS8Variant* pool_variant = nullptr;  // nullptr: the per-call dispatch of qlstm_pool_s8
   const AddS8Variant* add_variant = nullptr;    // nullptr: the per-call dispatch of qlstm_add_s8

@@ -44,6 +44,8 @@
   X(LAYER_NORM_S8, 15, layer_norm_s8, layer_norm, qlstm_layer_norm_s8_params, visit_layer_norm_s8_fields)    \
   /* qlstm_attention_pool_s8: scores (input) and the sequence (second input) into one row per batch row */ \
   X(ATTENTION_POOL_S8, 16, attention_pool_s8, attention, qlstm_attention_pool_s8_params,                   \
-    visit_attention_pool_s8_fields)
+    visit_attention_pool_s8_fields)                                                                      \
+  /* qlstm_rnn_s8 (the vanilla RNN, tanh or ReLU) over the whole input buffer */                          \
+  X(RNN_S8, 17, rnn_s8, rnn, qlstm_rnn_s8_params, visit_rnn_s8_fields)
 
 #endif /* QLSTM_OP_KINDS_H_ */

@@ -21,6 +21,7 @@
 
 #include "qlstm/fully_connected_s16.h"
 #include "qlstm/gru_s8.h"
+#include "qlstm/rnn_s8.h"
 #include "qlstm/lstm_s16.h"
 #include "qlstm/lstm_s8.h"
 #include "qlstm/program_s8.h"
@@ -239,6 +240,19 @@ void visit_gru_s8_fields(P& p, V& v) {
                         "hidden_q0_15_to_output.shift", p.hidden_q0_15_to_output);
   codec_detail::sequence_tail(v, p);
   v.array("new_gate_zero_state_bias", p.new_gate_zero_state_bias, H);  // model format 6 on
+  v.close();
+}
+
+// P is qlstm_rnn_s8_params or const qlstm_rnn_s8_params.
+template <class P, class V>
+void visit_rnn_s8_fields(P& p, V& v) {
+  codec_detail::recurrent_head(v, "rnn", p);
+  const int64_t H = codec_detail::extent(p.dims.hidden_size), I = codec_detail::extent(p.dims.input_size);
+  QLSTM_VISIT_GRU_GATE(v, p.gate, "gate", H, I);
+  v.i32("activation", p.activation);
+  codec_detail::requant(v, "hidden_to_output", "hidden_to_output.multiplier", "hidden_to_output.shift",
+                        p.hidden_to_output);
+  codec_detail::sequence_tail(v, p);
   v.close();
 }
 

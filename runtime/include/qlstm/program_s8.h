@@ -18,6 +18,7 @@
 #include "qlstm/attention_pool_s8.h"
 #include "qlstm/layer_norm_s8.h"
 #include "qlstm/gru_s8.h"
+#include "qlstm/rnn_s8.h"
 #include "qlstm/lstm_s16.h"
 #include "qlstm/lstm_s8.h"
 #include "qlstm/op_kinds.h"
@@ -65,7 +66,7 @@ typedef struct qlstm_op {
    * qlstm_mul_s8_params (MUL_S8: both elementwise, of input_buffer and second_input_buffer),
    * qlstm_embedding_s8_params (EMBEDDING_S8), qlstm_layer_norm_s8_params (LAYER_NORM_S8),
    * qlstm_attention_pool_s8_params (ATTENTION_POOL_S8: the scores its input buffer, the sequence
-   * its second input buffer; the runner sets batch, time_steps and layout).
+   * its second input buffer; the runner sets batch, time_steps and layout), qlstm_rnn_s8_params (RNN_S8).
    * A recurrent op's: dims.batch and layout the program's, dims.input_size its input buffer's
    * width; the runner sets dims.time_steps (the call's) and output_width (its output buffer's
    * width) in its copy. A per-position op's: the runner sets rows (the input buffer's
@@ -100,8 +101,8 @@ typedef struct qlstm_program_context {
                            NULL for a program without a recurrent op) */
   size_t scratch_bytes;
   int16_t* cell;        /* B x the largest LSTM H: the cell of an LSTM op run statelessly (may be
-                           NULL for a program without an LSTM op; a GRU op run statelessly keeps
-                           its hidden in the scratch) */
+                           NULL for a program without an LSTM op; a GRU or RNN op run statelessly
+                           keeps its hidden in the scratch) */
   int8_t* activations[2]; /* the buffers between the input and the output (NULL if none); 2-byte
                              aligned when a buffer is int16 */
   size_t activation_bytes; /* bytes of each area: the largest buffer in it, B x T (or B for a
@@ -148,14 +149,14 @@ qlstm_status qlstm_program_validate(const qlstm_program* program, const qlstm_pr
 
 /* Runs every op over time_steps steps. hidden / cell NULL: every recurrent op starts from a zero
  * state (stateless). Otherwise every LSTM op starts from hidden + state_offset / cell +
- * state_offset, and every GRU op from its int16 Q0.15 hidden at cell + state_offset (its rows of
- * hidden are unused, left as they are); each writes its final state back there, so calls on the
+ * state_offset, and every GRU (RNN) op from its int16 Q0.15 (int16) hidden at cell + state_offset
+ * (its rows of hidden are unused, left as they are); each writes its final state back there, so calls on the
  * same state continue one sequence. input may be NULL when time_steps is 0, and so may output
  * unless the last buffer is one step (a recurrent op's final state at T = 0 is its initial
  * state). A 16x8 LSTM op keeps its cell at cell + state_offset and its int16 hidden right after
  * it (B x H further; its rows of hidden unused). Fully connected ops run with the per-call
  * dispatch of qlstm_fc_s8 (qlstm_fc_s16), the LSTM ops with that of qlstm_lstm_s8
- * (qlstm_lstm_s16), the GRU ops as qlstm_gru_s8. input and output hold their buffers' element
+ * (qlstm_lstm_s16), the GRU ops as qlstm_gru_s8, the RNN ops as qlstm_rnn_s8. input and output hold their buffers' element
  * types (int16 arrays 2-byte aligned, else QLSTM_ERROR_SCRATCH_MISALIGNED).
  * Validates first (qlstm_program_validate with ctx at time_steps), so a refused program runs no op
  * and leaves the output and the state untouched. */
@@ -193,12 +194,12 @@ qlstm_status qlstm_program_run_kinds(const qlstm_program* program, const qlstm_o
                                      void* output, int32_t time_steps, int8_t* hidden, int16_t* cell);
 
 /* A recurrent op's state elements per batch row in each state array (its state holds B x this
- * many at state_offset): H of an int8 LSTM and of a GRU, 2H of a 16x8 LSTM (its cell, then its
+ * many at state_offset): H of an int8 LSTM, a GRU and an RNN, 2H of a 16x8 LSTM (its cell, then its
  * int16 hidden, both in the cell array); 0 for another kind or NULL. */
 int32_t qlstm_op_state_size(const qlstm_op* op);  /* 0 too when op->params is NULL */
 
 /* The scratch bytes op's kernel needs with its block's dims (time_steps as set): that of
- * qlstm_lstm_s8_scratch_bytes or qlstm_gru_s8_scratch_bytes, 0 for another kind, for NULL (op or its params) or for
+ * qlstm_lstm_s8_scratch_bytes, qlstm_gru_s8_scratch_bytes or qlstm_rnn_s8_scratch_bytes, 0 for another kind, for NULL (op or its params) or for
  * invalid dims. */
 size_t qlstm_op_scratch_bytes(const qlstm_op* op);
 

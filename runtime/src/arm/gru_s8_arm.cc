@@ -12,6 +12,7 @@
 #include "arm/dot_s8_arm.h"
 #include "blocked/gate_rows.h"
 #include "blocked/gru_chunked.h"
+#include "reference/rnn_s8_reference.h"
 
 // The output's requantization and zero point, in the assembly's load order.
 struct qlstm_arm_gru_output_params {
@@ -158,11 +159,16 @@ constexpr GruS8Variant gru_variant(const char* name) {
 extern const LstmS8Variant kLstmS8ArmThumb2Variant;
 extern const GruS8Variant kGruS8ArmThumb2Variant =
     arm::gru_variant<kLstmS8ArmThumb2Variant, arm::Thumb2Dot>("arm_thumb2");
+// The RNN's of each ISA: its LSTM's gate, the GRU's output stage above (kernels.h).
+extern const RnnS8Variant kRnnS8ArmThumb2Variant = {
+    "arm_thumb2", nullptr, nullptr, rnn_reference::lstm_gate_of<kLstmS8ArmThumb2Variant>, arm::output};
 
 #if defined(__ARM_FEATURE_DSP)
 extern const LstmS8Variant kLstmS8ArmDspVariant;
 extern const GruS8Variant kGruS8ArmDspVariant =
     arm::gru_variant<kLstmS8ArmDspVariant, arm::DspDot>("arm_dsp");
+extern const RnnS8Variant kRnnS8ArmDspVariant = {"arm_dsp", nullptr, nullptr,
+                                                 rnn_reference::lstm_gate_of<kLstmS8ArmDspVariant>, arm::output};
 #endif
 
 }  // namespace qlstm

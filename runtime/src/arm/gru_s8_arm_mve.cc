@@ -15,6 +15,7 @@
 #include "arm/mve_s8.h"
 #include "blocked/gate_rows.h"
 #include "blocked/gru_chunked.h"
+#include "reference/rnn_s8_reference.h"
 #include "reference/gru_s8_reference.h"
 
 // The new gate's finish: the tanh gate finish's parameters (x's requantization and the reset
@@ -131,6 +132,10 @@ extern const GruS8Variant kGruS8ArmMveVariant = {"arm_mve",
                                                  arm_mve::gru_update,
                                                  arm_mve::gru_output,
                                                  blocked::gru_chunked<arm_mve::GruKernel, arm_mve::gru_output>};
+
+// The RNN's: the MVE LSTM's gate, the GRU's output stage above (kernels.h).
+extern const RnnS8Variant kRnnS8ArmMveVariant = {"arm_mve", nullptr, nullptr,
+                                                 rnn_reference::lstm_gate_of<kLstmS8ArmMveVariant>, arm_mve::gru_output};
 
 }  // namespace qlstm
 

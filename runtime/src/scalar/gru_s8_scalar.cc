@@ -4,6 +4,7 @@
 // reference's.
 #include "blocked/fc_rows.h"
 #include "blocked/gate_rows.h"
+#include "reference/rnn_s8_reference.h"
 #include "scalar/dot_s8_scalar.h"
 
 namespace qlstm {
@@ -13,5 +14,9 @@ extern const LstmS8Variant kLstmS8ScalarVariant;
 extern const GruS8Variant kGruS8ScalarVariant =
     blocked::gru_variant<kLstmS8ScalarVariant, blocked::WithScalarNewGateFinish<blocked::Rows4OfDot4<scalar::Dot>>>(
         "scalar");
+
+// The RNN's: the scalar LSTM's gate, the GRU's output stage (kernels.h).
+extern const RnnS8Variant kRnnS8ScalarVariant = {"scalar", nullptr, nullptr,
+                                                 rnn_reference::lstm_gate_of<kLstmS8ScalarVariant>, blocked::gru_output};
 
 }  // namespace qlstm

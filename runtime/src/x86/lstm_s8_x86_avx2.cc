@@ -95,6 +95,8 @@ extern const FcS8Variant kFcS8X86Avx2Variant = {"x86_avx2", x86::is_supported, n
 extern const GruS8Variant kGruS8X86Avx2Variant = {"x86_avx2", x86::is_supported, nullptr, x86::gate,
     x86::gru_new_gate, x86::gru_update, x86::gru_output, nullptr};
 
+extern const RnnS8Variant kRnnS8X86Avx2Variant = {"x86_avx2", x86::is_supported, nullptr, x86::gate, x86::gru_output};
+
 extern const PoolS8Variant kPoolS8X86Avx2Variant = {"x86_avx2", x86::is_supported, nullptr,
                                                     blocked::pool_blocks<x86::Pool>};
 

@@ -91,6 +91,9 @@ extern const FcS8Variant kFcS8X86Avx512VnniVariant = {"x86_avx512vnni", x86_vnni
 extern const GruS8Variant kGruS8X86Avx512VnniVariant = {"x86_avx512vnni", x86_vnni::is_supported, nullptr, x86_vnni::gate,
     x86_vnni::gru_new_gate, x86_vnni::gru_update, x86_vnni::gru_output, nullptr};
 
+extern const RnnS8Variant kRnnS8X86Avx512VnniVariant = {"x86_avx512vnni", x86_vnni::is_supported, nullptr,
+                                                        x86_vnni::gate, x86_vnni::gru_output};
+
 }  // namespace qlstm
 
 #endif  // x86-64

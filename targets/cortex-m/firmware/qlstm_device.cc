@@ -206,22 +206,30 @@ const qlstm::GruS8Variant* find_gru_variant(const char* name) {
   return find_named(all, n, name);
 }
 
-// One run of a case: the LSTM, GRU and FC variants (nullptr: the runner's per-call dispatch), and
-// the name it is reported (and, by bench, sized) as.
+// The RNN variant of that name (the LSTM variant's name for the same ISA), or null.
+const qlstm::RnnS8Variant* find_rnn_variant(const char* name) {
+  size_t n = 0;
+  const qlstm::RnnS8Variant* const* all = qlstm::rnn_s8_variants(&n);
+  return find_named(all, n, name);
+}
+
+// One run of a case: the LSTM, GRU, FC and RNN variants (nullptr: the runner's per-call dispatch),
+// and the name it is reported (and, by bench, sized) as.
 struct Run {
   const qlstm::LstmS8Variant* lstm;
   const qlstm::GruS8Variant* gru;
   const qlstm::FcS8Variant* fc;
   const char* name;
+  const qlstm::RnnS8Variant* rnn;
 };
 constexpr size_t kMaxRuns = 16;
 // The name of a run of ops that have one implementation each (as `qlstm verify-vectors` says).
 constexpr const char* kOnlyImplementation = "reference";
 
 // The runs of a case for `variant_name`: a program with an LSTM op runs the LSTM variants asked
-// for (its GRU ops the GRU variant of the same name, its FC ops the FC one, else by dispatch), one
-// with GRU ops and no LSTM the GRU variants, one with FC ops and no recurrent op the FC variants,
-// any other once (whatever the name).
+// for (its GRU, RNN and FC ops the variants of the same name, else by dispatch), one with GRU ops
+// and no LSTM the GRU variants, one with RNN ops only the RNN variants, one with FC ops and no
+// recurrent op the FC variants, any other once (whatever the name).
 // "default" is one run by dispatch, named as what it picks for the first LSTM (or GRU, or FC) op.
 // 0: the name is not a variant of the case's ops.
 size_t case_runs(const ProgramCase& k, const char* variant_name, Run runs[kMaxRuns]) {
@@ -229,7 +237,9 @@ size_t case_runs(const ProgramCase& k, const char* variant_name, Run runs[kMaxRu
   const qlstm_op* gru_op = nullptr;
   const qlstm_op* fc_op = nullptr;
   const qlstm_op* lstm_s16_op = nullptr;
+  const qlstm_op* rnn_op = nullptr;
   for (int32_t o = k.view.op_count - 1; o >= 0; --o) {
+    if (k.ops[o].kind == QLSTM_OP_RNN_S8) rnn_op = &k.ops[o];
     if (k.ops[o].kind == QLSTM_OP_LSTM_S16) lstm_s16_op = &k.ops[o];
     if (k.ops[o].kind == QLSTM_OP_LSTM_S8) lstm_op = &k.ops[o];
     if (k.ops[o].kind == QLSTM_OP_GRU_S8) gru_op = &k.ops[o];
@@ -241,7 +251,7 @@ size_t case_runs(const ProgramCase& k, const char* variant_name, Run runs[kMaxRu
   const qlstm::FcS8Variant* const* fc = qlstm::fc_s8_variants(&nfc);
   size_t n = 0;
   if (strcmp(variant_name, "default") == 0) {
-    runs[0] = {nullptr, nullptr, nullptr, kOnlyImplementation};
+    runs[0] = {nullptr, nullptr, nullptr, kOnlyImplementation, nullptr};
     const char* picked = nullptr;
     if (lstm_op != nullptr) {
       const qlstm::LstmS8Variant* v = qlstm::select_lstm_s8_variant(lstm, nlstm, qlstm::op_block<qlstm_lstm_s8_params>(*lstm_op));
@@ -249,6 +259,10 @@ size_t case_runs(const ProgramCase& k, const char* variant_name, Run runs[kMaxRu
     } else if (gru_op != nullptr) {
       const qlstm::GruS8Variant* v = qlstm::select_gru_s8_variant(gru, ngru, qlstm::op_block<qlstm_gru_s8_params>(*gru_op));
       picked = v != nullptr ? v->name : nullptr;
+    } else if (rnn_op != nullptr) {
+      size_t nrnn = 0;
+      const qlstm::RnnS8Variant* const* rnn = qlstm::rnn_s8_variants(&nrnn);
+      picked = nrnn > 0 ? rnn[0]->name : nullptr;  // its list's first: every RNN variant runs every call
     } else if (fc_op != nullptr) {
       const qlstm::FcS8Variant* v = qlstm::select_fc_s8_variant(fc, nfc, qlstm::op_block<qlstm_fc_s8_params>(*fc_op));
       picked = v != nullptr ? v->name : nullptr;
@@ -265,21 +279,30 @@ size_t case_runs(const ProgramCase& k, const char* variant_name, Run runs[kMaxRu
   if (lstm_op != nullptr) {
     for (size_t i = 0; i < nlstm && n < kMaxRuns; ++i) {
       if (all || strcmp(lstm[i]->name, variant_name) == 0) {
-        runs[n++] = {lstm[i], find_gru_variant(lstm[i]->name), find_fc_variant(lstm[i]->name), lstm[i]->name};
+        runs[n++] = {lstm[i], find_gru_variant(lstm[i]->name), find_fc_variant(lstm[i]->name), lstm[i]->name,
+                     find_rnn_variant(lstm[i]->name)};
       }
     }
   } else if (gru_op != nullptr) {
     for (size_t i = 0; i < ngru && n < kMaxRuns; ++i) {
       if (all || strcmp(gru[i]->name, variant_name) == 0) {
-        runs[n++] = {nullptr, gru[i], find_fc_variant(gru[i]->name), gru[i]->name};
+        runs[n++] = {nullptr, gru[i], find_fc_variant(gru[i]->name), gru[i]->name, find_rnn_variant(gru[i]->name)};
+      }
+    }
+  } else if (rnn_op != nullptr) {
+    size_t nrnn = 0;
+    const qlstm::RnnS8Variant* const* rnn = qlstm::rnn_s8_variants(&nrnn);
+    for (size_t i = 0; i < nrnn && n < kMaxRuns; ++i) {
+      if (all || strcmp(rnn[i]->name, variant_name) == 0) {
+        runs[n++] = {nullptr, nullptr, find_fc_variant(rnn[i]->name), rnn[i]->name, rnn[i]};
       }
     }
   } else if (fc_op != nullptr) {
     for (size_t i = 0; i < nfc && n < kMaxRuns; ++i) {
-      if (all || strcmp(fc[i]->name, variant_name) == 0) runs[n++] = {nullptr, nullptr, fc[i], fc[i]->name};
+      if (all || strcmp(fc[i]->name, variant_name) == 0) runs[n++] = {nullptr, nullptr, fc[i], fc[i]->name, nullptr};
     }
   } else {
-    runs[n++] = {nullptr, nullptr, nullptr, kOnlyImplementation};  // softmax, table, selection
+    runs[n++] = {nullptr, nullptr, nullptr, kOnlyImplementation, nullptr};  // softmax, table, selection
   }
   return n;
 }
@@ -575,7 +598,8 @@ int run_bundle(Mode mode, const char* path, const char* out_path, const char* va
   // The variants to run: one by name (an LSTM, GRU or fully connected one), or every one built for
   // this CPU; case_runs picks them for each case.
   if (strcmp(variant_name, "all") != 0 && find_variant(variant_name) == nullptr &&
-      find_gru_variant(variant_name) == nullptr && find_fc_variant(variant_name) == nullptr) {
+      find_gru_variant(variant_name) == nullptr && find_fc_variant(variant_name) == nullptr &&
+      find_rnn_variant(variant_name) == nullptr) {
     printf("qlstm_device: no variant '%s' in this firmware\n", variant_name);
     fclose(f);
     return kExitBadInput;
@@ -638,6 +662,7 @@ int run_bundle(Mode mode, const char* path, const char* out_path, const char* va
       options.variant = run.lstm;
       options.gru_variant = run.gru;
       options.fc_variant = run.fc;
+      options.rnn_variant = run.rnn;
       if (mode == Mode::kBench) {
         printf("variant: %s\n", run.name);
         options.before_op = bench_before_op;

@@ -40,7 +40,8 @@ namespace compiler {
 // model with one.
 // 16: version 15 with the attention pooling kind (QLSTM_OP_ATTENTION_POOL_S8); written only for a
 // model with one.
-constexpr uint32_t kModelFormatVersion = 16;
+// 17: version 16 with the vanilla RNN kind (QLSTM_OP_RNN_S8); written only for a model with one.
+constexpr uint32_t kModelFormatVersion = 17;
 // The version of a model with a HardSigmoid gate.
 constexpr uint32_t kModelFormatVersionGateLines = 13;
 // The version of a model with a recurrent op that runs its first step alone.

@@ -46,8 +46,9 @@ struct GateSigmoid {
 enum class CellKind {
   kLstm,  // four gates, by qlstm_gate_index
   kGru,   // three gates, by GruGate (reset, update, new) in gates[0..2]; gates[3] unused (float_gru.h)
+  kRnn,   // the vanilla RNN: one gate in gates[0], h' = tanh or ReLU of it (float_rnn.h)
 };
-const char* cell_kind_name(CellKind k);  // "LSTM", "GRU"
+const char* cell_kind_name(CellKind k);  // "LSTM", "GRU", "RNN"
 
 // One recurrent layer of a program (one direction). Its cell is an LSTM unless `cell` says GRU:
 // the program, its importer and its compiler handle stacking, directions and state once for
@@ -63,7 +64,8 @@ struct FloatLstm {
   bool reverse = false;  // ONNX direction "reverse": time runs from the last step to the first
   CellKind cell = CellKind::kLstm;
   GateSigmoid gate_sigmoid;  // an LSTM's forget, input and output gates (a GRU's: the sigmoid)
-  int32_t gate_count() const { return cell == CellKind::kGru ? 3 : QLSTM_GATE_COUNT; }
+  bool relu = false;         // an RNN's activation: ReLU (else tanh)
+  int32_t gate_count() const { return cell == CellKind::kGru ? 3 : cell == CellKind::kRnn ? 1 : QLSTM_GATE_COUNT; }
 
   // weight_ih [4H][I], weight_hh [4H][H], bias_ih [4H], bias_hh [4H] (either bias may be empty
   // for "no bias"), stacked in PyTorch's order i, f, g, o.

@@ -149,6 +149,9 @@ double quantize_weights(const std::vector<float>& w, WeightScaleMethod method, d
 
 // ---- Shared by derive_params and derive_gru_params (derive_gru.h).
 
+// A gate pre-activation's scale in Q3.12.
+constexpr double kQ3_12Scale = 1.0 / 4096;
+
 // Where a gate's float recurrent bias b_h goes: folded into the input side's bias (the LSTM's
 // gates, the GRU's r and z), or kept on the recurrent side at scale s_h * s_Wh (the GRU's n, whose
 // b_hn is multiplied by r: docs/arithmetic.md §13).
@@ -163,10 +166,11 @@ void check_derive_inputs(const AffineQuant& input, const AffineQuant& output, co
 // then, when rounding_moment is set, adaptive rounding of each row against it; the effective
 // biases (bias-corrected, with observed's means, if weights say so), the Q3.12 multipliers, the accumulator checks.
 // `label` ("gate 'forget'") starts every error message. dg->activation is left to the caller.
+// pre_activation_scale: the int16 pre-activation's scale, Q3.12 but for a ReLU RNN's (§23).
 void derive_gate(const FloatGate& fg, int32_t input_size, int32_t hidden_size, const AffineQuant& input,
                  const AffineQuant& output, const WeightDecision& weights, const OperandStats& observed, int32_t block_gate,
                  RecurrentBias recurrent_bias, const std::vector<double>* rounding_moment,
-                 const std::string& label, DerivedGate* dg);
+                 const std::string& label, DerivedGate* dg, double pre_activation_scale = kQ3_12Scale);
 
 // A derived layer (DerivedLstm, DerivedGru) with its sizes and boundary quantizations set.
 template <class Derived>
@@ -187,18 +191,27 @@ void copy_kernel_gate_arrays(const int8_t* input_weights, const int32_t* input_e
 // The fields the LSTM's and the GRU's parameter blocks share (dims, layout, the gates' matmuls,
 // output zero point, direction, output steps), from a derived layer and back; each layer's
 // kernel_params / from_kernel_params adds its own.
+// Gate g of a kernel block: its gates[g], an RNN's one gate.
+template <class Params>
+auto& kernel_gate(Params& p, size_t g) {
+  return p.gates[g];
+}
+inline qlstm_gru_gate_s8_params& kernel_gate(qlstm_rnn_s8_params& p, size_t) { return p.gate; }
+inline const qlstm_gru_gate_s8_params& kernel_gate(const qlstm_rnn_s8_params& p, size_t) { return p.gate; }
+
 template <class Derived, class Params>
 void common_kernel_params(const Derived& d, int32_t batch, int32_t time_steps, Layout layout, Params* p) {
   p->dims = {batch, time_steps, d.input_size, d.hidden_size};
   p->layout = layout == Layout::kTimeMajor ? QLSTM_LAYOUT_TIME_MAJOR : QLSTM_LAYOUT_BATCH_MAJOR;
   for (size_t g = 0; g < d.gates.size(); ++g) {
     const DerivedGate& dg = d.gates[g];
-    p->gates[g].input_to_q3_12 = dg.input_to_q3_12;
-    p->gates[g].input_weights = dg.w_x.data();
-    p->gates[g].input_effective_bias = dg.input_effective_bias.data();
-    p->gates[g].hidden_to_q3_12 = dg.hidden_to_q3_12;
-    p->gates[g].hidden_weights = dg.w_h.data();
-    p->gates[g].hidden_effective_bias = dg.hidden_effective_bias.data();
+    auto& kg = kernel_gate(*p, g);
+    kg.input_to_q3_12 = dg.input_to_q3_12;
+    kg.input_weights = dg.w_x.data();
+    kg.input_effective_bias = dg.input_effective_bias.data();
+    kg.hidden_to_q3_12 = dg.hidden_to_q3_12;
+    kg.hidden_weights = dg.w_h.data();
+    kg.hidden_effective_bias = dg.hidden_effective_bias.data();
   }
   p->output_zero_point = d.output.zero_point;
   p->time_direction = d.time_direction;
@@ -212,10 +225,11 @@ Derived common_from_kernel_params(const Params& p, const AffineQuant& input, con
   Derived d = derived_layer<Derived>(p.dims.input_size, p.dims.hidden_size, input, output);
   for (size_t g = 0; g < d.gates.size(); ++g) {
     DerivedGate& dg = d.gates[g];
-    dg.input_to_q3_12 = p.gates[g].input_to_q3_12;
-    dg.hidden_to_q3_12 = p.gates[g].hidden_to_q3_12;
-    copy_kernel_gate_arrays(p.gates[g].input_weights, p.gates[g].input_effective_bias, p.gates[g].hidden_weights,
-                            p.gates[g].hidden_effective_bias, p.dims.input_size, p.dims.hidden_size, &dg);
+    const auto& kg = kernel_gate(p, g);
+    dg.input_to_q3_12 = kg.input_to_q3_12;
+    dg.hidden_to_q3_12 = kg.hidden_to_q3_12;
+    copy_kernel_gate_arrays(kg.input_weights, kg.input_effective_bias, kg.hidden_weights, kg.hidden_effective_bias,
+                            p.dims.input_size, p.dims.hidden_size, &dg);
   }
   d.time_direction = p.time_direction;
   d.output_steps = p.output_steps;

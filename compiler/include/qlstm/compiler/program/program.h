@@ -15,6 +15,7 @@
 
 #include "qlstm/compiler/lower/derive.h"
 #include "qlstm/compiler/lower/derive_gru.h"
+#include "qlstm/compiler/lower/derive_rnn.h"
 #include "qlstm/compiler/lower/derive_ops.h"
 #include "qlstm/compiler/lower/derive_s16.h"
 #include "qlstm/compiler/float/float_layers.h"
@@ -269,6 +270,7 @@ CompiledModel assemble_program(std::vector<ProgramOp> ops, int32_t directions);
 // A program of one LSTM, or one GRU, from a zero state.
 CompiledModel single_op_model(const DerivedLstm& d, const std::string& name = "", bool batch_first = false);
 CompiledModel single_op_model(const DerivedGru& d, const std::string& name = "", bool batch_first = false);
+CompiledModel single_op_model(const DerivedRnn& d, const std::string& name = "", bool batch_first = false);
 
 // What a program needs on the device for `batch` rows and calls of at most `max_time_steps`
 // steps: the one place that sizes it (the report, the emitted source, the host run, bench).

@@ -72,8 +72,9 @@ struct CompileOptions {
 
 // Throws CompileError naming the option for a value outside its range (validate_decision's, the
 // folds, the search budget, op_choices and s16_layers against the program's ops and layers,
-// adaptive rounding or a cell clip on a GRU). Called once at the entry, before any work.
-void validate_options(const CompileOptions& options, int32_t recurrent_ops, int32_t layers, bool has_gru);
+// adaptive rounding or a cell clip on a layer without a cell). Called once at the entry, before any
+// work. cellless: the cell kind of the program's first GRU or RNN layer, kLstm when it has none.
+void validate_options(const CompileOptions& options, int32_t recurrent_ops, int32_t layers, CellKind cellless);
 
 // The decision every op starts from: the options' observers, cell scale, weights, FC scales and
 // 16x8 headroom, int8.

@@ -11,6 +11,7 @@
 #include "qlstm/compiler/float/float_lstm.h"
 #include "qlstm/compiler/lower/derive.h"
 #include "qlstm/compiler/lower/derive_gru.h"
+#include "qlstm/compiler/lower/derive_rnn.h"
 #include "qlstm/compiler/program/program.h"
 #include "qlstm/compiler/search/options.h"
 
@@ -34,19 +35,23 @@ class QuantizedLayer {
   QuantizedLayer(FloatLstm source, DerivedLstm derived, CalibrationStats stats = {});
   // A GRU layer (source.cell == CellKind::kGru) from its derived parameters.
   QuantizedLayer(FloatLstm source, DerivedGru derived, CalibrationStats stats = {});
+  // An RNN layer (source.cell == CellKind::kRnn) from its derived parameters.
+  QuantizedLayer(FloatLstm source, DerivedRnn derived, CalibrationStats stats = {});
 
   const FloatLstm& source() const { return source_; }
   bool is_gru() const { return source_.cell == CellKind::kGru; }
+  bool is_rnn() const { return source_.cell == CellKind::kRnn; }
   // The derived parameters of an LSTM layer, or of a GRU layer; each throws CompileError for the
   // other cell.
   const DerivedLstm& derived() const;
   const DerivedGru& derived_gru() const;
+  const DerivedRnn& derived_rnn() const;
   // The op of a program this layer runs as (its kind and parameter block); the buffers and the
   // initial state are the program's to set.
   ProgramOp program_op() const;
   const CalibrationStats& calibration() const { return stats_; }
-  const AffineQuant& input_quant() const { return is_gru() ? gru_.input : derived_.input; }
-  const AffineQuant& output_quant() const { return is_gru() ? gru_.output : derived_.output; }
+  const AffineQuant& input_quant() const { return is_gru() ? gru_.input : is_rnn() ? rnn_.input : derived_.input; }
+  const AffineQuant& output_quant() const { return is_gru() ? gru_.output : is_rnn() ? rnn_.output : derived_.output; }
 
   qlstm_lstm_s8_params kernel_params(const SequenceShape& shape) const {
     return derived().kernel_params(shape.batch, shape.time_steps, shape.layout);
@@ -76,6 +81,7 @@ class QuantizedLayer {
   FloatLstm source_;
   DerivedLstm derived_;  // an LSTM's
   DerivedGru gru_;       // a GRU's
+  DerivedRnn rnn_;       // an RNN's
   CalibrationStats stats_;
 };
 
@@ -84,6 +90,8 @@ class QuantizedLayer {
 std::vector<int8_t> run_kernel_s8(const DerivedLstm& d, const std::vector<int8_t>& x,
                                   const SequenceShape& shape, QuantizedLayer::State* state = nullptr);
 std::vector<int8_t> run_kernel_s8(const DerivedGru& d, const std::vector<int8_t>& x,
+                                  const SequenceShape& shape, QuantizedLayer::State* state = nullptr);
+std::vector<int8_t> run_kernel_s8(const DerivedRnn& d, const std::vector<int8_t>& x,
                                   const SequenceShape& shape, QuantizedLayer::State* state = nullptr);
 
 // The same sequence streamed: reset state, then stateful calls of `chunk` steps (the last one
