@@ -859,6 +859,53 @@ TEST(WholeProgram, AttentionPooling) {
   }
 }
 
+// Recurrent weights halved: random normal(0, 0.4) weights over H = 8 units have a spectral radius
+// above 1, under which a ReLU RNN's state grows without bound over the steps (a trained one is
+// stable; tanh saturates instead).
+void damp_recurrence(FloatProgram* p) {
+  for (FloatLstm& op : p->ops) {
+    for (float& w : op.gates[0].w_h) w *= 0.5f;
+  }
+}
+
+// nn.RNN, tanh and ReLU: two bidirectional layers, a Linear on every step; one RNN op per layer and
+// direction, the held-out SQNR, the model file (version 17) and a stream of stateful calls equal
+// to one call.
+TEST(WholeProgram, VanillaRnnStacks) {
+  for (const bool relu : {false, true}) {
+    std::mt19937_64 rng(91 + relu);
+    const int32_t H = 8, T = 12;
+    FloatProgram p = random_program(4, H, 2, 2, rng, CellKind::kRnn, relu);
+    damp_recurrence(&p);
+    p.head = {linear(2 * H, 3, 0.4f, rng, "/fc/MatMul")};
+    const Compiled c = compile_and_run(p, T, fast());
+    const CompiledModel& m = c.q.model;
+    ASSERT_EQ(kinds(m), (std::vector<int32_t>{QLSTM_OP_RNN_S8, QLSTM_OP_RNN_S8, QLSTM_OP_RNN_S8, QLSTM_OP_RNN_S8,
+                                              QLSTM_OP_FULLY_CONNECTED_S8}));
+    const DerivedRnn& first = m.ops[0].as<DerivedRnn>();
+    EXPECT_EQ(first.activation, relu ? QLSTM_RNN_RELU : QLSTM_RNN_TANH);
+    EXPECT_EQ(first.hidden_power, relu ? first.hidden_power : kRnnTanhHiddenPower);
+    EXPECT_EQ(m.ops[1].as<DerivedRnn>().time_direction, QLSTM_TIME_REVERSE);
+    const double sqnr = sqnr_db(c.want, c.got);
+    EXPECT_GE(sqnr, kMinSqnrDb);
+    std::printf("nn.RNN (%s) 2 x bidirectional -> Linear per step: SQNR %.1f dB held out, hidden format 2^%d\n",
+                relu ? "relu" : "tanh", sqnr, first.hidden_power);
+    EXPECT_EQ(model_format_version(m), 17u);
+    const std::vector<int8_t> x8 = quantized_input(c);
+    const std::vector<int8_t> whole = run_program_s8(m, x8, c.shape);
+    const CompiledModel back = parse_model(serialize_model(m), "mem");
+    EXPECT_EQ(back.ops[0].as<DerivedRnn>().hidden_power, first.hidden_power);
+    EXPECT_EQ(run_program_s8(back, x8, c.shape), whole);
+    // The forward-only stack streams: calls of 5 steps continue one sequence.
+    FloatProgram forward = random_program(4, H, 2, 1, rng, CellKind::kRnn, relu);
+    damp_recurrence(&forward);
+    forward.head = {linear(H, 3, 0.4f, rng, "/fc/MatMul")};
+    const Compiled f = compile_and_run(forward, T, fast());
+    const std::vector<int8_t> fx8 = quantized_input(f);
+    EXPECT_EQ(run_program_s8_streamed(f.q.model, fx8, f.shape, 5), run_program_s8(f.q.model, fx8, f.shape));
+  }
+}
+
 // A residual connection needs its input as wide as its output, and the head to read the sum (not
 // h_n); the 16x8 layers do not take one yet. Each is refused naming the layer.
 TEST(WholeProgram, ResidualConnectionRefusals) {

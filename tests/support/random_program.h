@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "qlstm/compiler/float/float_gru.h"
+#include "qlstm/compiler/float/float_rnn.h"
 #include "qlstm/compiler/program/program.h"
 #include "qlstm/compiler/lower/compile_program.h"
 
@@ -38,14 +39,24 @@ inline FloatLstm random_gru_layer(int32_t I, int32_t H, bool reverse, std::mt199
   return as_layer(g);
 }
 
+// A vanilla RNN layer (tanh or ReLU) drawn the same way.
+inline FloatLstm random_rnn_layer(int32_t I, int32_t H, bool reverse, bool relu, std::mt19937_64& rng) {
+  auto v = [&](size_t count) { return random_weights(count, rng); };
+  FloatLstm l = rnn_layer_from_torch(I, H, v(1u * H * I), v(1u * H * H), v(1u * H), v(1u * H), relu);
+  l.reverse = reverse;
+  return l;
+}
+
 inline FloatProgram random_program(int32_t I, int32_t H, int32_t layers, int32_t directions, std::mt19937_64& rng,
-                                   CellKind cell = CellKind::kLstm) {
+                                   CellKind cell = CellKind::kLstm, bool relu = false) {
   FloatProgram p;
   p.directions = directions;
   for (int32_t l = 0; l < layers; ++l) {
     for (int32_t d = 0; d < directions; ++d) {
       const int32_t in = l ? directions * H : I;
-      p.ops.push_back(cell == CellKind::kGru ? random_gru_layer(in, H, d == 1, rng) : random_lstm(in, H, d == 1, rng));
+      p.ops.push_back(cell == CellKind::kGru   ? random_gru_layer(in, H, d == 1, rng)
+                      : cell == CellKind::kRnn ? random_rnn_layer(in, H, d == 1, relu, rng)
+                                               : random_lstm(in, H, d == 1, rng));
     }
   }
   return p;
