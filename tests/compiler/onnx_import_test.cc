@@ -237,6 +237,36 @@ TEST(OnnxImport, FuzzFindingsAreRefusedCleanly) {
   EXPECT_GE(files, 1u);
 }
 
+// torch 2.x writes IR version 9, which this ONNX library's checker refuses outright: a model whose
+// tensors use no newer element type is read as the library's IR, and says so; one with a float8
+// tensor (an IR 9 type) is not, and compiles or is refused as it would be otherwise.
+TEST(OnnxImport, NewerIrVersionIsReadAsTheLibrarys) {
+  onnx::ModelProto m;
+  {
+    std::ifstream f(std::string(QLSTM_ONNX_FIXTURES) + "/rnn_torch_tanh_stack2_state.onnx", std::ios::binary);
+    ASSERT_TRUE(m.ParseFromIstream(&f));
+  }
+  m.set_ir_version(onnx::IR_VERSION + 1);
+  const OnnxLstm r = import_onnx_bytes(m.SerializeAsString(), "ir9");
+  ASSERT_EQ(r.notes.size(), 1u);
+  EXPECT_EQ(r.notes[0], "IR version " + std::to_string(onnx::IR_VERSION + 1) + " read as " +
+                            std::to_string(onnx::IR_VERSION) +
+                            ", this ONNX library's (no tensor has an element type it lacks)");
+  EXPECT_EQ(r.program.ops.size(), 2u);
+  constexpr int32_t kFloat8E4M3 = 17;  // IR 9's first new element type
+  onnx::TensorProto* t = m.mutable_graph()->add_initializer();
+  t->set_name("unused_float8");
+  t->set_data_type(kFloat8E4M3);
+  t->add_dims(1);
+  t->set_raw_data(std::string(1, '\0'));
+  try {
+    const OnnxLstm kept = import_onnx_bytes(m.SerializeAsString(), "ir9_float8");
+    EXPECT_TRUE(kept.notes.empty());
+  } catch (const CompileError& e) {
+    EXPECT_EQ(std::string(e.what()).find("read as"), std::string::npos) << e.what();
+  }
+}
+
 // A cycle or a value produced twice would send the importer's walks round forever (a fuzz
 // finding): such graphs are refused, naming the node, before any walk starts.
 TEST(OnnxImport, GraphsOutOfTopologicalOrderAreRefused) {

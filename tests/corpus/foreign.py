@@ -26,6 +26,7 @@ CALIBRATION_SEED, TEST_SEED = 11, 12
 #   inputs                             "unit": features scaled to [0, 1] (a MinMaxScaler's range);
 #                                      "zscore": standardized features (mean 0, deviation 1);
 #                                      "relu": a ReLU encoder's outputs (>= 0, a tenth or more 0);
+#                                      "bounded": features within [-1, 1];
 #                                      "ecg": an ECG lead's R peaks over a wandering baseline, each
 #                                      window standardized (one feature);
 #                                      "text": words one-hot over an alphabet, right-aligned in T
@@ -89,6 +90,12 @@ FOREIGN = [
            ["B", 20, 34], "unit",
            "extract_data.py: 17 keypoints' x, y divided by the dataset's largest coordinate, 20 frames",
            shared=0.5, compile_args=["--max-time-steps", "20"]),
+    _entry("optrnn_rnn", "AlirezaMiraliakbar/OptRNN.jl", "test/models/rnn_model.onnx",
+           "d23a737d25476b162bbd891a79b1b08d61ed95d1",
+           "ec1a648ab318440ec2918ec4aac0879a0dc1ffd49b4fe864df3a664af31812bb", "pytorch 2.9.1, opset 20, IR 9",
+           "nn.RNN(3, 8, 2 layers, tanh), batch fixed to 1, the last step, Linear(2)", "regress", ["B", 10, 3],
+           "bounded", "test/fs_registeration.jl: the inputs the repository optimizes the model over lie in [-1, 1]",
+           call_batch=1),
     _entry("weather_jena_lstm", "tharun2431/weather-tcn-forecasting", "pwa/lstm_model.onnx",
            "992a446761ab9275fa0fb2ba5464e045857d2f23",
            "73bc59679d765224354c81f1fde9f4119c165b37d075e73c44a0de45cf8679f9", "pytorch 2.10.0 (dynamo), opset 18",
@@ -124,7 +131,8 @@ def inputs(entry, n, seed):
     """n input sequences in the file's layout: per feature a stationary AR(1) series (coefficient
     0.9, so neighbouring steps are close, as sensor series are) of unit deviation, a `shared` part
     of it common to every feature, then mapped into [0, 1] ("unit": 0.5 + 0.2 z, clipped), kept
-    ("zscore") or rectified ("relu": max(0, 0.4 + 0.5 z)); or ("ecg") R peaks every 0.6 to 1.2 s of
+    ("zscore"), rectified ("relu": max(0, 0.4 + 0.5 z)) or bounded ("bounded": 0.5 z, clipped to
+    [-1, 1]); or ("ecg") R peaks every 0.6 to 1.2 s of
     a 512 Hz lead (narrow Gaussian spikes with a smaller T wave after each) over that series as a
     baseline wander, with noise, each window standardized as the repository does."""
     rng = np.random.default_rng(seed)
@@ -154,7 +162,8 @@ def inputs(entry, n, seed):
         x = beat + 0.1 * z + 0.03 * rng.standard_normal((B, T, I))
         z = (x - x.mean(axis=1, keepdims=True)) / x.std(axis=1, keepdims=True)
     x = {"unit": lambda: np.clip(0.5 + 0.2 * z, 0.0, 1.0), "zscore": lambda: z, "ecg": lambda: z,
-         "relu": lambda: np.maximum(0.0, 0.4 + 0.5 * z)}[entry["inputs"]]()
+         "relu": lambda: np.maximum(0.0, 0.4 + 0.5 * z),
+         "bounded": lambda: np.clip(0.5 * z, -1.0, 1.0)}[entry["inputs"]]()
     for feature, value in entry["constant"].items():
         x[:, :, feature] = value
     if batch_axis(entry) == 1:

@@ -407,6 +407,11 @@ WHOLE = [
     ("attention", "tests/onnx/models/import_attention_pool_squeezed_bigru.onnx", True, "whole"),
     # the same on a sequence-first LSTM (time-major sequences on the device)
     ("attention_seq_first", "tests/onnx/models/import_attention_pool_keepdim_seq_first.onnx", False, "whole"),
+    # nn.RNN: a bidirectional tanh layer's h_n[-1] -> Linear; ReLU -> y[:, -1] -> Linear, streamed;
+    # two bidirectional ReLU layers, sequence-first
+    ("rnn_tanh_h_n", "tests/onnx/models/rnn_torch_h_n_linear_bidirectional.onnx", True, "whole"),
+    ("rnn_relu_last", "tests/onnx/models/rnn_torch_relu_last_linear.onnx", True, "stream"),
+    ("rnn_relu_bi2", "tests/onnx/models/rnn_torch_relu_bi2_seq_first.onnx", False, "whole"),
 ]
 
 

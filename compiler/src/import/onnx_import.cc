@@ -150,6 +150,10 @@ void read_model(const std::string& bytes, onnx::ModelProto* out, Import* im) {
   if (!check_topological(model.graph(), &problems)) refuse(origin, problems);
   // The graph as the walks below read it: opset-9 Slices in their input form, constant
   // subgraphs (weights computed from initializers, static shapes) evaluated into initializers.
+  if (const int64_t ir = import::read_as_known_ir(&model)) {
+    r.notes.push_back("IR version " + std::to_string(ir) + " read as " + std::to_string(model.ir_version()) +
+                      ", this ONNX library's (no tensor has an element type it lacks)");
+  }
   const bool checked = import::passes_checker(&model);
   import::upgrade_attribute_forms(&model, r.opset);
   import::fold_constants(&model, r.opset, checked);

@@ -59,6 +59,43 @@ bool passes_checker(onnx::ModelProto* model) {
   return true;
 }
 
+namespace {
+
+bool known_element_type(int32_t t) { return t >= 0 && t <= onnx::TensorProto_DataType_DataType_MAX; }
+
+bool known_value_types(const google::protobuf::RepeatedPtrField<onnx::ValueInfoProto>& values) {
+  for (const auto& v : values) {
+    if (v.type().has_tensor_type() && !known_element_type(v.type().tensor_type().elem_type())) return false;
+  }
+  return true;
+}
+
+// Every element type in the graph (its tensors, values and Constant nodes) is one the library knows.
+bool known_element_types(const onnx::GraphProto& g) {
+  for (const auto& t : g.initializer()) {
+    if (!known_element_type(t.data_type())) return false;
+  }
+  if (!known_value_types(g.input()) || !known_value_types(g.output()) || !known_value_types(g.value_info())) {
+    return false;
+  }
+  for (const auto& n : g.node()) {
+    for (const auto& a : n.attribute()) {
+      if (a.has_t() && !known_element_type(a.t().data_type())) return false;
+      if (a.has_g() && !known_element_types(a.g())) return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+int64_t read_as_known_ir(onnx::ModelProto* model) {
+  const int64_t declared = model->ir_version();
+  if (declared <= onnx::IR_VERSION || !known_element_types(model->graph())) return 0;
+  model->set_ir_version(onnx::IR_VERSION);
+  return declared;
+}
+
 bool with_inferred_shapes(onnx::ModelProto* model, bool checked,
                           const std::function<void(const onnx::GraphProto&)>& read) {
   if (!checked) return false;

@@ -39,6 +39,13 @@ void rewrite_nodes(onnx::GraphProto& g, const std::set<const onnx::NodeProto*>& 
 // it: the opset-9 Slices they put in input form would no longer pass.
 bool passes_checker(onnx::ModelProto* model);
 
+// A model of an IR version newer than this ONNX library's (IR 9 added the float8 element types,
+// IR 10 the 4-bit ones; torch 2.x writes IR 9) is read as the library's IR when none of its tensors
+// has an element type the library lacks: its operators are its opset's, whatever the IR, and the
+// library's checker and inference refuse a newer IR outright. Returns the IR version the file
+// declared when it lowered it, else 0.
+int64_t read_as_known_ir(onnx::ModelProto* model);
+
 // Runs ONNX's shape inference and calls `read` with the graph whose value_info and inputs then
 // carry the inferred types (a graph output declared without a shape among the value_info, not
 // the outputs); then restores the value_info, inputs and outputs, so the model is not copied,
