@@ -160,7 +160,7 @@ struct Model {
 
   // x (float, or int8 when `int8`) through the int8 program, as `qlstm run [--float]`: from h0 / c0
   // (None: the model's own initial state), on the host (chunk > 0: streamed) or on the emulated
-  // `target`. Returns y, or with return_state (y, h_n) for a model with GRU ops, else (y, (h_n, c_n)).
+  // `target`. Returns y, or with return_state (y, h_n) for a model with GRU or RNN ops, else (y, (h_n, c_n)).
   py::object run(const py::array& x, bool int8, const py::object& h0, const py::object& c0, bool return_state,
                  int32_t chunk, const std::string& target) const {
     qlstm::cli::RunRequest req;

@@ -352,10 +352,10 @@ class CompiledModel:
 
         h0, c0: the initial state, float [ops, B, H] (ops: the recurrent ops, layer-major, forward
         first), as --h0 / --c0; None: the model's own (required for a model that takes its state
-        as an input). A GRU has no cell: c0 is refused. Values beyond the int8 hidden or int16
+        as an input). A GRU or an RNN has no cell: c0 is refused. Values beyond the int8 hidden or int16
         cell range are clipped, with a warning.
         return_state: also return the final state, float [ops, B, H], as --h-n / --c-n:
-        (y, (h_n, c_n)) for an LSTM model, (y, h_n) for one with GRU ops. Passing it back as
+        (y, (h_n, c_n)) for an LSTM model, (y, h_n) for one with GRU or RNN ops. Passing it back as
         h0 / c0 continues the sequence exactly (the state's int form survives the round trip).
         chunk: stream x in stateful calls of this many steps, as --chunk (the same output).
         """
@@ -367,7 +367,8 @@ class CompiledModel:
         where a 16x8 model's input or output buffer is int16; x quantized by input_quant.
 
         h0, c0 and the returned state are in the kernel's int forms, as the CLI's files: h int8
-        at each op's output quantization (a GRU model's: int16 Q0.15), c int16 at 2^P. A 16x8
+        at each op's output quantization (a GRU model's: int16 Q0.15; an RNN model's: int16 at each
+        op's 2^P, Q0.15 for tanh), c int16 at 2^P. A 16x8
         model's state is float only (run).
         """
         return self._run(x, True, h0, c0, return_state, chunk, "")

@@ -417,7 +417,7 @@ def cli_run_state(tmp_path, compiled, x, h0=None, c0=None, float_io=True, extra=
         if state is not None:
             np.save(tmp_path / (flag[2:] + ".npy"), state)
             args += [flag, tmp_path / (flag[2:] + ".npy")]
-    gru = compiled.ops[0]["kind"] == "gru"
+    gru = compiled.ops[0]["kind"] in ("gru", "rnn")  # no cell
     if not gru:
         args += ["--c-n", tmp_path / "c_n.npy"]
     status, _, err = cli(*(args + (["--float"] if float_io else []) + list(extra)))
@@ -498,6 +498,32 @@ def test_stateful_run_equals_cli_run_gru(tmp_path, digits_gru):
     assert_same(y, y_cli)
     assert_same(h_n, h_cli)
     assert h_n.dtype == np.int16  # Q0.15
+
+
+def test_stateful_run_equals_cli_run_relu_rnn(tmp_path):
+    """A ReLU nn.RNN's state: int16 at each op's own 2^P; float and int forms equal the CLI's, and
+    two chunks from the returned state equal one call."""
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(13)
+    net = torch.nn.RNN(3, 10, num_layers=2, nonlinearity="relu", batch_first=True)
+    with torch.no_grad():
+        for name, p in net.named_parameters():
+            if "weight_hh" in name:
+                p.mul_(0.5)  # a stable recurrence, as training leaves one
+    compiled = qlstm.compile(net, torch.randn(64, 12, 3), search=False)
+    assert [op["kind"] for op in compiled.ops] == ["rnn", "rnn"]
+    x = np.random.default_rng(7).normal(size=(3, 12, 3)).astype(np.float32)
+    h0 = np.random.default_rng(8).uniform(0, 0.5, size=(2, 3, 10)).astype(np.float32)
+    y_cli, h_cli, _ = cli_run_state(tmp_path, compiled, x, h0)
+    y, h_n = compiled.run(x, h0, return_state=True)
+    assert_same(y, y_cli)
+    assert_same(h_n, h_cli)
+    y1, h1 = compiled.run(x[:, :5], h0, return_state=True)
+    y2, h2 = compiled.run(x[:, 5:], h1, return_state=True)
+    assert_same(np.concatenate([y1, y2], axis=1), y)
+    assert_same(h2, h_n)
+    with pytest.raises(qlstm.CompileError, match="the model.s recurrent ops are RNNs, which have no cell state"):
+        compiled.run(x, h0, h0)
 
 
 def test_gru_refuses_c0_with_the_cli_message(tmp_path, digits_gru):
@@ -689,6 +715,9 @@ RECURRENT_KINDS = {
     "gru_bidirectional": lambda torch, bf: torch.nn.GRU(4, 16, bidirectional=True, batch_first=bf),
     "lstm_stacked_bidirectional": lambda torch, bf: torch.nn.LSTM(4, 12, num_layers=2, bidirectional=True,
                                                                   batch_first=bf),
+    "rnn": lambda torch, bf: torch.nn.RNN(4, 16, batch_first=bf),
+    "rnn_relu_stacked_bidirectional": lambda torch, bf: torch.nn.RNN(4, 12, num_layers=2, nonlinearity="relu",
+                                                                     bidirectional=True, batch_first=bf),
 }
 
 
@@ -701,7 +730,7 @@ def test_torch_module_kinds(kind, batch_first):
     shape = (lambda b: (b, 10, 4)) if batch_first else (lambda b: (10, b, 4))
     compiled = qlstm.compile(net, torch.randn(*shape(96)), search=False)
     assert compiled.name == type(net).__name__.lower() and compiled.batch_first == batch_first
-    recurrent = [op["kind"] for op in compiled.ops if op["kind"] in ("lstm", "gru")]
+    recurrent = [op["kind"] for op in compiled.ops if op["kind"] in ("lstm", "gru", "rnn")]
     assert recurrent == [kind.split("_")[0]] * (net.num_layers * (2 if net.bidirectional else 1))
     x = torch.randn(*shape(16))
     with torch.no_grad():

@@ -12,6 +12,7 @@ models outside the scope are refused naming the node.
 
 Usage: torch_whole_models.py QLSTM_BINARY WORKDIR   (exit 77 = skipped: torch, onnx or numpy missing)
 """
+import functools
 import json
 import os
 import sys
@@ -172,6 +173,10 @@ for name, I, H, T, C, bf, opset, kw in [
     ("gru_cls_relu_mlp", 3, 12, 16, 3, True, 15, {"hidden": 16, "act": nn.ReLU(), "cell": nn.GRU}),
     ("gru_cls_stacked", 4, 12, 16, 4, True, 16, {"layers": 2, "cell": nn.GRU}),
     ("gru_cls_bidirectional", 4, 10, 16, 4, True, 17, {"bidirectional": True, "cell": nn.GRU}),
+    # And with an nn.RNN, tanh and ReLU (issue 30, item 5).
+    ("rnn_cls_last", 4, 16, 20, 4, True, 14, {"cell": nn.RNN}),
+    ("rnn_relu_cls_stacked_bidirectional", 4, 12, 16, 4, False, 17,
+     {"layers": 2, "bidirectional": True, "cell": functools.partial(nn.RNN, nonlinearity="relu")}),
 ]:
     torch.manual_seed(len(name))
     model = classifier(I, H, C, bf, **kw)

@@ -15,9 +15,11 @@
 #include "device.h"
 #include "exit_status.h"
 #include "qlstm/compiler/lower/derive_gru.h"
+#include "qlstm/compiler/lower/derive_rnn.h"
 #include "qlstm/compiler/artifacts/emit_cpp.h"
 #include "qlstm/compiler/io/file_io.h"
 #include "qlstm/compiler/float/float_gru.h"
+#include "qlstm/compiler/float/float_rnn.h"
 #include "qlstm/compiler/artifacts/model_file.h"
 #include "qlstm/compiler/ops/op_kind.h"
 #include "qlstm/compiler/lower/compile_program.h"
@@ -68,12 +70,14 @@ ShapeSpec parse_shape(const std::string& text) {
   return s;
 }
 
-// A float LSTM (or GRU) with PyTorch's default initialization (uniform in +-1/sqrt(H)),
+// A float LSTM (GRU, RNN) with PyTorch's default initialization (uniform in +-1/sqrt(H)),
 // calibrated on standard-normal inputs: typical scales, as a trained model would have them. The
-// GRU's boundary ranges come from the same observers as the LSTM's compile, without its search.
-CompiledModel synthetic_model(const ShapeSpec& s, bool gru, std::mt19937_64& rng) {
+// GRU's and the RNN's boundary ranges come from the same observers as the LSTM's compile, without
+// its search. cell: "lstm", "gru", "rnn" (tanh) or "rnn_relu".
+CompiledModel synthetic_model(const ShapeSpec& s, const std::string& cell, std::mt19937_64& rng) {
+  const bool gru = cell == "gru", rnn = cell.rfind("rnn", 0) == 0;
   const size_t I = static_cast<size_t>(s.input_size), H = static_cast<size_t>(s.hidden_size);
-  const size_t G = gru ? size_t{QLSTM_GRU_GATE_COUNT} : size_t{QLSTM_GATE_COUNT};
+  const size_t G = gru ? size_t{QLSTM_GRU_GATE_COUNT} : rnn ? size_t{1} : size_t{QLSTM_GATE_COUNT};
   const float k = 1.0f / std::sqrt(static_cast<float>(H));
   std::uniform_real_distribution<float> u(-k, k);
   auto fill = [&](size_t n) {
@@ -97,6 +101,14 @@ CompiledModel synthetic_model(const ShapeSpec& s, bool gru, std::mt19937_64& rng
                                            options.weights);
     return single_op_model(d, name, !s.time_major);
   }
+  if (rnn) {
+    const FloatLstm f = rnn_layer_from_torch(s.input_size, s.hidden_size, w_ih, w_hh, b_ih, b_hh, cell == "rnn_relu");
+    const std::vector<float> y = run_float(f, x.data(), cal_shape).output;
+    const Range in = choose_range(x, options.input_observer), out = choose_range(y, options.output_observer);
+    const DerivedRnn d = derive_rnn_params(f, affine_from_range(in.lo, in.hi), affine_from_range(out.lo, out.hi),
+                                           options.weights);
+    return single_op_model(d, name, !s.time_major);
+  }
   const FloatLstm f = FloatLstm::from_torch(s.input_size, s.hidden_size, w_ih, w_hh, b_ih, b_hh);
   CalibrationSet cal;
   cal.add_batch(x, cal_shape, s.input_size);
@@ -117,8 +129,8 @@ const Variant* named_variant(const Variant* const* all, size_t n, const std::str
   return nullptr;
 }
 
-// What `--variant NAME` runs on the host: the LSTM ops through that LSTM variant, the GRU ops
-// through the GRU variant of the same name (both nullptr for "default": the per-call dispatch).
+// What `--variant NAME` runs on the host: the LSTM ops through that LSTM variant, the GRU and RNN
+// ops through the variants of the same name (nullptr for "default": the per-call dispatch).
 ProgramRunOptions host_variants(const std::string& name) {
   ProgramRunOptions o;
   if (name == "default") return o;
@@ -127,7 +139,9 @@ ProgramRunOptions host_variants(const std::string& name) {
   o.variant = named_variant(lstm, n, name);
   const GruS8Variant* const* gru = gru_s8_variants(&n);
   o.gru_variant = named_variant(gru, n, name);
-  if (o.variant == nullptr && o.gru_variant == nullptr) {
+  const RnnS8Variant* const* rnn = rnn_s8_variants(&n);
+  o.rnn_variant = named_variant(rnn, n, name);
+  if (o.variant == nullptr && o.gru_variant == nullptr && o.rnn_variant == nullptr) {
     throw UsageError("unknown variant '" + name + "' (see 'qlstm variants')");
   }
   return o;
@@ -163,6 +177,7 @@ struct HostProgram {
     ProgramRunOptions options;
     options.variant = variants.variant;
     options.gru_variant = variants.gru_variant;
+    options.rnn_variant = variants.rnn_variant;
     options.fc_variant = variants.fc_variant;
     options.pool_variant = variants.pool_variant;
     options.add_variant = variants.add_variant;
@@ -225,13 +240,14 @@ bool kind_matches_reference(HostProgram& p, const char* what, const Variant* con
   return ok;
 }
 
-// Every LSTM, GRU, fully connected, pooling and elementwise variant built in and supported on this CPU against its
+// Every LSTM, GRU, RNN, fully connected, pooling and elementwise variant built in and supported on this CPU against its
 // reference, for each kind the program has, on the benchmark's input: one line each. Returns
 // whether all are bit-exact.
 bool variants_match_reference(HostProgram& p, const std::vector<int8_t>& x, size_t out_size, int32_t T) {
   ProgramRunOptions ref;
   ref.variant = &lstm_s8_reference_variant();
   ref.gru_variant = &kGruS8ReferenceVariant;
+  ref.rnn_variant = &kRnnS8ReferenceVariant;
   ref.fc_variant = &kFcS8ReferenceVariant;
   ref.pool_variant = &kPoolS8ReferenceVariant;
   ref.add_variant = &kAddS8ReferenceVariant;
@@ -248,6 +264,10 @@ bool variants_match_reference(HostProgram& p, const std::vector<int8_t>& x, size
   if (has_op(p.program, QLSTM_OP_GRU_S8)) {
     const GruS8Variant* const* all = gru_s8_variants(&n);
     ok = kind_matches_reference(p, "gru variant", all, n, &ProgramRunOptions::gru_variant, ref, x, want, T) && ok;
+  }
+  if (has_op(p.program, QLSTM_OP_RNN_S8)) {
+    const RnnS8Variant* const* all = rnn_s8_variants(&n);
+    ok = kind_matches_reference(p, "rnn variant", all, n, &ProgramRunOptions::rnn_variant, ref, x, want, T) && ok;
   }
   if (has_op(p.program, QLSTM_OP_FULLY_CONNECTED_S8)) {
     const FcS8Variant* const* all = fc_s8_variants(&n);
@@ -346,7 +366,7 @@ void print_call_figures(const BenchCall& c, const std::string& what) {
               mem.scratch_bytes, mem.cell_values * sizeof(int16_t), 2 * mem.activation_bytes);
 }
 
-// The variant dispatch picks for the first recurrent op (LSTM or GRU), or null.
+// The variant dispatch picks for the first recurrent op (LSTM, GRU or RNN), or null.
 const char* dispatched_variant(const RuntimeProgram& program) {
   for (const qlstm_op& o : program.ops) {
     size_t n = 0;
@@ -359,6 +379,13 @@ const char* dispatched_variant(const RuntimeProgram& program) {
       const GruS8Variant* const* all = gru_s8_variants(&n);
       const GruS8Variant* c = select_gru_s8_variant(all, n, op_block<qlstm_gru_s8_params>(o));
       return c != nullptr ? c->name : nullptr;
+    }
+    if (o.kind == QLSTM_OP_RNN_S8) {
+      const RnnS8Variant* const* all = rnn_s8_variants(&n);
+      for (size_t k = 0; k < n; ++k) {
+        if (all[k]->is_supported == nullptr || all[k]->is_supported()) return all[k]->name;
+      }
+      return nullptr;
     }
   }
   return nullptr;
@@ -582,7 +609,9 @@ int bench_command(const BenchArgs& args) {
   if (args.model.empty() && args.shape.empty()) {
     throw UsageError("give a compiled model or --shape B=..,T=..,I=..,H=..[,time_major]");
   }
-  if (args.cell != "lstm" && args.cell != "gru") throw UsageError("--cell: '" + args.cell + "' is not lstm or gru");
+  if (args.cell != "lstm" && args.cell != "gru" && args.cell != "rnn" && args.cell != "rnn_relu") {
+    throw UsageError("--cell: '" + args.cell + "' is not lstm, gru, rnn or rnn_relu");
+  }
   if (!args.model.empty() && args.cell != "lstm") throw UsageError("--cell is for --shape without a model");
   ShapeSpec s = args.shape.empty() ? ShapeSpec{} : parse_shape(args.shape);
   std::mt19937_64 rng(kBenchSeed);
@@ -610,9 +639,9 @@ int bench_command(const BenchArgs& args) {
   if (s.time_steps == 0 || s.input_size == 0 || s.hidden_size == 0) {
     throw UsageError("--shape needs T=, I= and H= (B= defaults to 1)");
   }
-  const bool gru = args.cell == "gru";
-  const CompiledModel m = synthetic_model(s, gru, rng);
-  return bench_program(m, s, std::string("synthetic ") + (gru ? "GRU" : "LSTM") +
+  const CompiledModel m = synthetic_model(s, args.cell, rng);
+  const std::string what = args.cell == "gru" ? "GRU" : args.cell == "rnn" ? "RNN (tanh)" : args.cell == "rnn_relu" ? "RNN (ReLU)" : "LSTM";
+  return bench_program(m, s, "synthetic " + what +
                                  " (PyTorch-initialized weights, calibrated on N(0,1))", args, rng);
 }
 

@@ -52,6 +52,20 @@ StateCells state_cells(const CompiledModel& m) {
 
 namespace {
 
+// The model's recurrent ops without a cell, for messages: "GRUs", "RNNs" or "GRUs and RNNs".
+std::string cellless_ops(const CompiledModel& m) {
+  bool gru = false, rnn = false;
+  for (const ProgramOp& op : m.ops) {
+    gru = gru || op.kind == QLSTM_OP_GRU_S8;
+    rnn = rnn || op.kind == QLSTM_OP_RNN_S8;
+  }
+  return gru && rnn ? "GRUs and RNNs" : rnn ? "RNNs" : "GRUs";
+}
+
+}  // namespace
+
+namespace {
+
 // run_program_raw on the emulated CPU: the whole program in one bundle case (its buffer types
 // with it), run there by the runtime's program runner from *state, which receives the final state.
 // x: the input buffer's raw bytes (int8, or int16 for a 16x8 input); the result the output's.
@@ -471,11 +485,11 @@ void check_run_request(const CompiledModel& m, const RunRequest& r) {
   const StateCells cells = state_cells(m);
   if (cells != StateCells::kLstm && (r.c0 != nullptr || r.want_c_n)) {
     throw UsageError(r.model_name + ": " + (r.c0 == nullptr ? n.c_n : n.c0) +
-                     ": the model's recurrent ops are GRUs, which have no cell state");
+                     ": the model's recurrent ops are " + cellless_ops(m) + ", which have no cell state");
   }
   if (cells == StateCells::kMixed && !r.float_io && (r.h0 != nullptr || r.want_h_n)) {
-    throw UsageError(r.model_name + ": " + n.h0 + "/" + n.h_n + ": the model mixes LSTM and GRU ops, whose int "
-                     "states differ (int8, Q0.15 int16): " + n.float_io);
+    throw UsageError(r.model_name + ": " + n.h0 + "/" + n.h_n + ": the model mixes LSTM ops and " + cellless_ops(m) +
+                     ", whose int states differ (int8, int16): " + n.float_io);
   }
 }
 
@@ -539,7 +553,7 @@ RunOutput run_model(const CompiledModel& m, const RunRequest& r) {
     if (r.h0 != nullptr) {
       if (r.float_io) {
         hf = float_state(*r.h0, r.h0_name, m, B, false, r.names);
-      } else if (gru_state) {  // Q0.15 int16, the GRU ops' state rows
+      } else if (gru_state) {  // int16 in the GRU and RNN ops' state rows (Q0.15, or an RNN's 2^P)
         const NpyArray& a = check_state(*r.h0, r.h0_name, m, B, true, false, r.names);
         std::memcpy(state.cell.data(), a.bytes.data(), a.bytes.size());
       } else {
@@ -556,7 +570,7 @@ RunOutput run_model(const CompiledModel& m, const RunRequest& r) {
       }
     }
     if (r.float_io) {
-      // The given values over the model's own initial state (a GRU op's h is in the cell rows).
+      // The given values over the model's own initial state (a GRU or RNN op's h is in the cell rows).
       state = quantize_program_state(m, B, hf.empty() ? nullptr : &hf, cf.empty() ? nullptr : &cf,
                                      r.names.h0 + "/" + r.names.c0);
       if (!hf.empty()) warn_clipped_state(m, B, hf, r.h0_name, false, r);
@@ -610,7 +624,7 @@ void check_eval_pair(const OnnxLstm& onnx, const CompiledModel& m, const std::st
     const RecurrentState& state = recurrent_state(op);
     if (std::string(state.cell) != cell_kind_name(cell)) {
       throw CompileError(model_name + ": recurrent op " + std::to_string(k) + " is " + state.a_cell + ", in " +
-                         onnx_name + " it is " + (cell == CellKind::kGru ? "a GRU" : "an LSTM"));
+                         onnx_name + " it is " + (cell == CellKind::kGru ? "a GRU" : cell == CellKind::kRnn ? "an RNN" : "an LSTM"));
     }
     ++k;
   }
@@ -631,7 +645,8 @@ void check_labels_usable(const CompiledModel& m, const std::string& model_name) 
 
 void check_c0_usable(const CompiledModel& m, const std::string& c0_name, const StateNames& names) {
   if (state_cells(m) != StateCells::kLstm) {
-    throw UsageError(c0_name + ": " + names.c0 + ": the model's recurrent ops are GRUs, which have no cell state");
+    throw UsageError(c0_name + ": " + names.c0 + ": the model's recurrent ops are " + cellless_ops(m) +
+                     ", which have no cell state");
   }
 }
 

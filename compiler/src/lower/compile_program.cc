@@ -553,9 +553,18 @@ OpBoundaries ProgramCompiler::layer_boundaries(int32_t l, const std::vector<std:
       if (!std::isfinite(v)) throw CompileError("calibration: layer " + std::to_string(l) + " produced a non-finite output");
     }
     if (all.empty()) throw CompileError("calibration: every sequence has zero time steps");
-    const Range r = choose_range(all, start_.output_observer);
+    // The search cannot tune a range both directions share. A ReLU RNN's outputs are unbounded and
+    // heavy-tailed: min/max would spend the int8 steps on rare peaks, so with the search on and no
+    // observer asked for, the shared range is the one of least int8 error (the MSE observer).
+    const FloatLstm& op = program_.ops[static_cast<size_t>(l * D_)];
+    const bool unbounded = op.cell == CellKind::kRnn && op.relu;
+    const ObserverConfig observer = unbounded && plan_.tuning == Tuning::kSearch && !plan_.user_fixed.output_observer
+                                        ? parse_observer("mse")
+                                        : start_.output_observer;
+    const Range r = choose_range(all, observer);
     fixed.output = BoundaryQuant{affine_from_range(r.lo, r.hi),
-                                 std::string(observer_name(start_.output_observer.kind)) + " over both directions"};
+                                 std::string(observer_name(observer.kind)) + " over both directions" +
+                                     (observer.kind != start_.output_observer.kind ? " (a ReLU RNN's unbounded outputs)" : "")};
   }
   return fixed;
 }
