@@ -101,7 +101,7 @@ def measure(qlstm, cpus, variants, cell="lstm"):
                 if r["variant"] in seen:
                     continue  # "default" is one of the named variants
                 seen.add(r["variant"])
-                r.update(shape=name, cpu=cpu)
+                r.update(shape=name, cpu=cpu, cell=cell)
                 rows.append(r)
                 print("%-4s %-7s %-17s %-12s %12d %12d" % (cell, name, cpu, r["variant"], r["instructions"],
                                                           r["cycles"]), file=sys.stderr)
@@ -398,11 +398,12 @@ def cycles_by_shape(rows):
     return out
 
 
-def gru_table(lstm_rows, gru_rows):
-    """GRU against LSTM at the same shape, CPU and variant: instructions and instructions per MAC."""
+def gru_table(lstm_rows, gru_rows, cell="GRU"):
+    """A GRU (or RNN: `cell`) against the LSTM at the same shape, CPU and variant: instructions and
+    instructions per MAC."""
     lstm = {(r["shape"], r["cpu"], r["variant"]): r for r in lstm_rows}
-    lines = ["| shape | CPU | variant | LSTM instructions | LSTM instr/MAC | GRU instructions | GRU instr/MAC "
-             "| GRU / LSTM per MAC | LSTM cycles/MAC | GRU cycles/MAC | GRU / LSTM cycles per MAC |",
+    lines = [("| shape | CPU | variant | LSTM instructions | LSTM instr/MAC | GRU instructions | GRU instr/MAC "
+              "| GRU / LSTM per MAC | LSTM cycles/MAC | GRU cycles/MAC | GRU / LSTM cycles per MAC |").replace("GRU", cell),
              "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for g in gru_rows:
         r = lstm.get((g["shape"], g["cpu"], g["variant"]))
@@ -503,6 +504,10 @@ def main():
     verdict = gru_verdict(rows, gru_rows)
     print(verdict)
     gru = GRU.format(table=g, flash=gru_flash_table(rows, gru_rows), analysis=GRU_ANALYSIS.format(verdict=verdict))
+    rnn_rows = [r for cell in ("rnn", "rnn_relu")
+                for r in measure(a.qlstm, a.cpus.split(","), a.variants.split(","), cell)]
+    gru += RNN.format(tanh=gru_table(rows, [r for r in rnn_rows if r["cell"] == "rnn"], "RNN"),
+                      relu=gru_table(rows, [r for r in rnn_rows if r["cell"] == "rnn_relu"], "RNN"))
     with tempfile.TemporaryDirectory(prefix="qlstm-whole-") as work:
         models = compile_whole_models(a.qlstm, root, work)
         whole_rows = measure_whole(a.qlstm, models, a.cpus.split(","), "default")
@@ -669,6 +674,25 @@ LSTM:
 {flash}
 
 {analysis}
+"""
+
+RNN = """## The vanilla RNN against the LSTM at the same shapes
+
+The same shapes, CPUs and variants, each as an `nn.RNN` (`qlstm bench --cell rnn`, `--cell rnn_relu`):
+PyTorch's default initialization, min/max boundaries over the same calibration inputs, no search
+(docs/arithmetic.md §23). MACs per step and batch row: LSTM 4H(I + H), RNN H(I + H). A step is one
+LSTM gate stage and the GRU's output stage of the same variant, so per MAC it runs at the LSTM's
+speed; ReLU's gate finish is the HardSigmoid line's, which no variant has in assembly (the portable
+C++ finish after the variant's dot products), hence its higher figure per MAC.
+
+tanh:
+
+{tanh}
+
+ReLU:
+
+{relu}
+
 """
 
 GRU_ANALYSIS = """Where the GRU's instructions per MAC differ from the LSTM's (profiles by `qlstm bench --profile`):

@@ -374,6 +374,42 @@ LayerNormCase read_layer_norm_case(const json& j, const std::string& where) {
   return c;
 }
 
+AttentionPoolCase read_attention_pool_case(const json& j, const std::string& where) {
+  const Node n(j, where, "");
+  if (!j.is_object()) n.fail("a case must be an object");
+  AttentionPoolCase c;
+  c.name = n.at("name").string();
+  qlstm_attention_pool_s8_params& p = c.params;
+  p.layout = n.at("time_major").boolean() ? QLSTM_LAYOUT_TIME_MAJOR : QLSTM_LAYOUT_BATCH_MAJOR;
+  p.batch = static_cast<int32_t>(n.at("batch").integer(1, INT32_MAX));
+  p.time_steps = static_cast<int32_t>(n.at("time_steps").integer(1, QLSTM_ATTENTION_POOL_S8_TIME_STEPS_MAX));
+  p.row_size = static_cast<int32_t>(n.at("row_size").integer(1, INT32_MAX));
+  const int64_t steps = static_cast<int64_t>(p.batch) * p.time_steps;
+  if (steps * p.row_size > INT32_MAX) n.fail("batch/time_steps/row_size: sizes too large");
+  p.input_multiplier = n.at("input_multiplier").int32();
+  p.input_left_shift = n.at("input_left_shift").int32();
+  p.diff_min = n.at("diff_min").int32();
+  p.zero_point = n.at("zero_point").int32();
+  c.score_scale = n.at("score_scale").real();
+  c.scores = n.at("scores").int_array<int8_t>(static_cast<size_t>(steps));
+  c.sequence = n.at("sequence").int_array<int8_t>(static_cast<size_t>(steps * p.row_size));
+  c.expected_output =
+      n.at("expected_output").int_array<int8_t>(static_cast<size_t>(p.batch) * static_cast<size_t>(p.row_size));
+  check_case_params(qlstm_attention_pool_s8_validate, c.params, where);
+  const size_t W = static_cast<size_t>(p.row_size), positions = static_cast<size_t>(steps);
+  for (size_t k = 0; k < positions; ++k) {  // both in the layout: position k is the same (b, t)
+    c.device_input.insert(c.device_input.end(), c.sequence.begin() + static_cast<ptrdiff_t>(k * W),
+                          c.sequence.begin() + static_cast<ptrdiff_t>((k + 1) * W));
+    c.device_input.push_back(c.scores[k]);
+  }
+  c.copy_weights.assign(W * (W + 1), 0);
+  for (size_t o = 0; o < W; ++o) c.copy_weights[o * (W + 1) + o] = 1;
+  c.score_weights.assign(W + 1, 0);
+  c.score_weights[W] = 1;
+  c.zero_biases.assign(W, 0);
+  return c;
+}
+
 // The index of `value` among `names` (the file's words for an enum), or a format error.
 int32_t read_choice(const Node& n, std::initializer_list<const char*> names) {
   const std::string v = n.string();
@@ -627,11 +663,12 @@ VectorFile load_vector_file(const std::string& path) {
   const std::string format = root.at("format").string();
   if (format != kFormat && format != kFcFormat && format != kSoftmaxFormat && format != kFcS16Format &&
       format != kLstmS16Format && format != kPoolFormat && format != kLogSoftmaxFormat && format != kAddFormat &&
-      format != kMulFormat && format != kLayerNormFormat && format != kRnnFormat) {
+      format != kMulFormat && format != kLayerNormFormat && format != kRnnFormat && format != kAttentionPoolFormat) {
     root.at("format").fail("unsupported format \"" + format + "\" (expected \"" + kFormat + "\", \"" + kFcFormat +
                            "\", \"" + kSoftmaxFormat + "\", \"" + kFcS16Format + "\", \"" + kLstmS16Format +
                            "\", \"" + kPoolFormat + "\", \"" + kLogSoftmaxFormat + "\", \"" + kAddFormat + "\", \"" + kMulFormat +
-                           "\", \"" + kLayerNormFormat + "\" or \"" + kRnnFormat + "\")");
+                           "\", \"" + kLayerNormFormat + "\", \"" + kRnnFormat + "\" or \"" +
+                           kAttentionPoolFormat + "\")");
   }
   VectorFile file;
   file.path = path;
@@ -668,6 +705,9 @@ VectorFile load_vector_file(const std::string& path) {
     } else if (format == kLogSoftmaxFormat) {
       file.log_softmax_cases.push_back(read_log_softmax_case(cases[k], where));
       name = file.log_softmax_cases.back().name;
+    } else if (format == kAttentionPoolFormat) {
+      file.attention_cases.push_back(read_attention_pool_case(cases[k], where));
+      name = file.attention_cases.back().name;
     } else if (format == kRnnFormat) {
       file.rnn_cases.push_back(read_rnn_case(cases[k], where));
       name = file.rnn_cases.back().name;
@@ -749,6 +789,43 @@ device::BundleCase rnn_bundle_case(const RnnCase& c) {
     b.c0 = c.initial_hidden.data();
     b.final_c = c.expected_final_hidden.data();
   }
+  return b;
+}
+
+// An attention pooling case as a program of three ops: the input rows [sequence | score] copied
+// apart by two fully connected ops (identity weights and requantization: exact), then the pooling
+// of the scores (width 1) over the sequence (width W) into one row per batch row.
+device::BundleCase attention_bundle_case(const AttentionPoolCase& c) {
+  const int32_t W = c.params.row_size;
+  qlstm_fc_s8_params copy = {0, W + 1, W, 0, &c.unit_multiplier, &c.unit_shift, c.copy_weights.data(),
+                             c.zero_biases.data(), 0, INT8_MIN, INT8_MAX};
+  qlstm_fc_s8_params score = copy;
+  score.output_size = 1;
+  score.weights = c.score_weights.data();
+  qlstm_attention_pool_s8_params pool = c.params;
+  pool.batch = pool.time_steps = pool.layout = 0;  // the runner's
+  qlstm_op ops[3] = {};
+  ops[0].kind = ops[1].kind = QLSTM_OP_FULLY_CONNECTED_S8;
+  ops[0].params = &copy;
+  ops[0].output_buffer = 1;
+  ops[1].params = &score;
+  ops[1].output_buffer = 2;
+  ops[2].kind = QLSTM_OP_ATTENTION_POOL_S8;
+  ops[2].params = &pool;
+  ops[2].input_buffer = 2;
+  ops[2].second_input_buffer = 1;
+  ops[2].output_buffer = 3;
+  device::BundleCase b;
+  b.name = c.name;
+  for (const qlstm_op& op : ops) b.ops.emplace_back(op);  // each with a copy of its block
+  b.buffer_widths = {W + 1, W, 1, W};
+  b.buffer_steps = {QLSTM_BUFFER_EVERY_STEP, QLSTM_BUFFER_EVERY_STEP, QLSTM_BUFFER_EVERY_STEP, QLSTM_BUFFER_ONE_STEP};
+  b.batch = c.params.batch;
+  b.time_steps = c.params.time_steps;
+  b.layout = c.params.layout;
+  b.check = true;
+  b.input = c.device_input.data();
+  b.expected = c.expected_output.data();
   return b;
 }
 
@@ -854,6 +931,7 @@ std::string device_bundle(const std::vector<VectorFile>& files) {
       row_case(c.name, op, c.params.rows, c.params.row_size, c.params.row_size, c.input, c.expected_output);
     }
     for (const RnnCase& c : f.rnn_cases) out.push_back(rnn_bundle_case(c));
+    for (const AttentionPoolCase& c : f.attention_cases) out.push_back(attention_bundle_case(c));
     for (const LayerNormCase& c : f.layer_norm_cases) {
       const qlstm_layer_norm_s8_params block = c.kernel_params();  // its arrays stay the case's
       qlstm_op op{};
@@ -947,6 +1025,19 @@ CaseResult run_rnn_case(const RnnCase& c, const RnnS8Variant* variant) {
     r.final_hidden_s16 = state;
     r.mismatch = first_row_mismatch(c.expected_final_hidden, state, params.dims.hidden_size, "b", "final h");
   }
+  r.passed = r.mismatch.empty();
+  return r;
+}
+
+CaseResult run_attention_pool_case(const AttentionPoolCase& c) {
+  CaseResult r;
+  r.output.assign(c.expected_output.size(), 0);
+  r.status = qlstm_attention_pool_s8(&c.params, c.scores.data(), c.sequence.data(), r.output.data());
+  if (r.status != QLSTM_OK) {
+    r.mismatch = std::string("kernel returned an error: ") + qlstm_status_string(r.status);
+    return r;
+  }
+  r.mismatch = first_row_mismatch(c.expected_output, r.output, c.params.row_size, "b", "f");
   r.passed = r.mismatch.empty();
   return r;
 }

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "qlstm/attention_pool_s8.h"
 #include "qlstm/elementwise_s8.h"
 #include "qlstm/fully_connected_s16.h"
 #include "qlstm/fully_connected_s8.h"
@@ -37,6 +38,7 @@ inline constexpr const char* kLayerNormFormat = "layer-norm-s8-vectors/1";
 inline constexpr const char* kAddFormat = "elementwise-add-s8-vectors/1";
 inline constexpr const char* kMulFormat = "elementwise-mul-s8-vectors/1";
 inline constexpr const char* kRnnFormat = "rnn-s8-kernel-vectors/1";
+inline constexpr const char* kAttentionPoolFormat = "attention-pool-s8-vectors/1";
 
 // One gate's arrays (its scalars live in the case's block); Bias: int32_t, int64_t for 16x8.
 template <class Bias>
@@ -188,6 +190,21 @@ struct RnnCase {
   qlstm_rnn_s8_params params() const;
 };
 
+// An attention pooling case (attention-pool-s8-vectors/1): every field of the kernel's block, B x T
+// scores and B x T x W sequence values in the layout, B x W expected.
+struct AttentionPoolCase {
+  std::string name;
+  qlstm_attention_pool_s8_params params{};
+  double score_scale = 0;  // what the file says the softmax's scaling comes from
+  std::vector<int8_t> scores, sequence;
+  std::vector<int8_t> expected_output;
+  // Its device program's (device_bundle): the input rows [sequence | score] per position, and the
+  // two fully connected ops that copy them apart (identity weights, identity requantization).
+  std::vector<int8_t> device_input, copy_weights, score_weights;
+  std::vector<int32_t> zero_biases;
+  int32_t unit_multiplier = int32_t{1} << 30, unit_shift = 1;  // RQ(x, 2^30, 1) = x
+};
+
 // One file: the cases of its format (the other lists are empty).
 struct VectorFile {
   std::string path;
@@ -203,10 +220,11 @@ struct VectorFile {
   std::vector<LayerNormCase> layer_norm_cases;    // layer-norm-s8-vectors/1
   std::vector<ElementwiseCase> elementwise_cases;  // elementwise-add-s8-vectors/1, elementwise-mul-s8-vectors/1
   std::vector<RnnCase> rnn_cases;                  // rnn-s8-kernel-vectors/1
+  std::vector<AttentionPoolCase> attention_cases;  // attention-pool-s8-vectors/1
   size_t case_count() const {
     return cases.size() + fc_cases.size() + softmax_cases.size() + fc_s16_cases.size() + lstm_s16_cases.size() +
            pool_cases.size() + log_softmax_cases.size() + elementwise_cases.size() + layer_norm_cases.size() +
-           rnn_cases.size();
+           rnn_cases.size() + attention_cases.size();
   }
 };
 
@@ -251,6 +269,8 @@ CaseResult run_log_softmax_case(const LogSoftmaxCase& c);
 CaseResult run_layer_norm_case(const LayerNormCase& c);
 // The RNN case through `variant` (nullptr: qlstm_rnn_s8's dispatch); a final state in final_hidden_s16.
 CaseResult run_rnn_case(const RnnCase& c, const RnnS8Variant* variant);
+// The attention pooling case through qlstm_attention_pool_s8 (one implementation).
+CaseResult run_attention_pool_case(const AttentionPoolCase& c);
 // The elementwise case through the given add or multiply variant (one that declines the case
 // fails it, QLSTM_ERROR_NO_VARIANT), or, null, qlstm_add_s8 / qlstm_mul_s8.
 CaseResult run_elementwise_case(const ElementwiseCase& c, const AddS8Variant* add = nullptr,

@@ -148,25 +148,10 @@ std::string cpu_list() {
   return s;
 }
 
-// Runs every case of one file through the selected variants; counts into passed / failed. false:
-// the variant named cannot run this file's op.
-bool verify_file(const qlstm::vectors::VectorFile& file, const SelectedVariants& variants, const std::string& variant_name,
-                 bool verbose, long* passed, long* failed) {
-  using qlstm::vectors::CaseResult;
-  long file_passed = 0;
-  size_t runs = 0;
+// Whether the variants selected can run every case of the file; if not, says which kind they lack.
+bool variants_cover(const qlstm::vectors::VectorFile& file, const SelectedVariants& variants,
+                    const std::string& variant_name) {
   const char* path = file.path.c_str();
-  auto count = [&](const std::string& name, const char* variant, const CaseResult& r, const std::string& detail) {
-    ++runs;
-    if (r.passed) {
-      ++*passed;
-      ++file_passed;
-      if (verbose) std::printf("PASS %s: %s [%s] %s\n", path, name.c_str(), variant, detail.c_str());
-    } else {
-      ++*failed;
-      std::printf("FAIL %s: %s [%s]: %s\n", path, name.c_str(), variant, r.mismatch.c_str());
-    }
-  };
   if (!file.fc_cases.empty() && variants.fc.empty()) {
     std::fprintf(stderr, "qlstm verify-vectors: error: %s: variant '%s' is not a fully connected variant (see "
                  "'qlstm variants')\n", path, variant_name.c_str());
@@ -200,6 +185,49 @@ bool verify_file(const qlstm::vectors::VectorFile& file, const SelectedVariants&
                  path, variant_name.c_str());
     return false;
   }
+  return true;
+}
+
+// The cases of the kinds with one implementation (the reference), each run once.
+template <class Count>
+void verify_single_implementation(const qlstm::vectors::VectorFile& file, Count& count) {
+  for (const auto& c : file.softmax_cases) {
+    const std::string detail = "rows=" + std::to_string(c.params.rows) + " row_size=" + std::to_string(c.params.row_size);
+    count(c.name, "reference", qlstm::vectors::run_softmax_case(c), detail);
+  }  for (const auto& c : file.attention_cases) {
+    const qlstm_attention_pool_s8_params& p = c.params;
+    const std::string detail = "B=" + std::to_string(p.batch) + " T=" + std::to_string(p.time_steps) +
+                               " W=" + std::to_string(p.row_size) +
+                               (p.layout == QLSTM_LAYOUT_TIME_MAJOR ? " time-major" : " batch-major");
+    count(c.name, "reference", qlstm::vectors::run_attention_pool_case(c), detail);
+  }  for (const auto& c : file.layer_norm_cases) {
+    const std::string detail = "rows=" + std::to_string(c.params.rows) + " row_size=" + std::to_string(c.params.row_size);
+    count(c.name, "reference", qlstm::vectors::run_layer_norm_case(c), detail);
+  }  for (const auto& c : file.log_softmax_cases) {
+    const std::string detail = "rows=" + std::to_string(c.params.rows) + " row_size=" + std::to_string(c.params.row_size);
+    count(c.name, "reference", qlstm::vectors::run_log_softmax_case(c), detail);
+  }}
+
+// Runs every case of one file through the selected variants; counts into passed / failed. false:
+// the variant named cannot run this file's op.
+bool verify_file(const qlstm::vectors::VectorFile& file, const SelectedVariants& variants, const std::string& variant_name,
+                 bool verbose, long* passed, long* failed) {
+  using qlstm::vectors::CaseResult;
+  long file_passed = 0;
+  size_t runs = 0;
+  const char* path = file.path.c_str();
+  auto count = [&](const std::string& name, const char* variant, const CaseResult& r, const std::string& detail) {
+    ++runs;
+    if (r.passed) {
+      ++*passed;
+      ++file_passed;
+      if (verbose) std::printf("PASS %s: %s [%s] %s\n", path, name.c_str(), variant, detail.c_str());
+    } else {
+      ++*failed;
+      std::printf("FAIL %s: %s [%s]: %s\n", path, name.c_str(), variant, r.mismatch.c_str());
+    }
+  };
+  if (!variants_cover(file, variants, variant_name)) return false;
   for (const auto& c : file.cases) {
     for (const qlstm::LstmS8Variant* v : variants.lstm) {
       char detail[160];
@@ -243,10 +271,8 @@ bool verify_file(const qlstm::vectors::VectorFile& file, const SelectedVariants&
       count(c.name, v != nullptr ? v->name : "default", qlstm::vectors::run_pool_case(c, v), detail);
     }
   }
-  for (const auto& c : file.softmax_cases) {
-    const std::string detail = "rows=" + std::to_string(c.params.rows) + " row_size=" + std::to_string(c.params.row_size);
-    count(c.name, "reference", qlstm::vectors::run_softmax_case(c), detail);
-  }
+
+
   for (const auto& c : file.rnn_cases) {
     const qlstm_rnn_dims& d = c.block.dims;
     const std::string detail = "B=" + std::to_string(d.batch) + " T=" + std::to_string(d.time_steps) +
@@ -257,14 +283,8 @@ bool verify_file(const qlstm::vectors::VectorFile& file, const SelectedVariants&
       count(c.name, v != nullptr ? v->name : "default", qlstm::vectors::run_rnn_case(c, v), detail);
     }
   }
-  for (const auto& c : file.layer_norm_cases) {
-    const std::string detail = "rows=" + std::to_string(c.params.rows) + " row_size=" + std::to_string(c.params.row_size);
-    count(c.name, "reference", qlstm::vectors::run_layer_norm_case(c), detail);
-  }
-  for (const auto& c : file.log_softmax_cases) {
-    const std::string detail = "rows=" + std::to_string(c.params.rows) + " row_size=" + std::to_string(c.params.row_size);
-    count(c.name, "reference", qlstm::vectors::run_log_softmax_case(c), detail);
-  }
+
+
   for (const auto& c : file.elementwise_cases) {
     const std::string detail = std::string(c.multiply ? "mul" : "add") + " size=" + std::to_string(c.size());
     if (c.multiply) {
@@ -277,6 +297,7 @@ bool verify_file(const qlstm::vectors::VectorFile& file, const SelectedVariants&
       }
     }
   }
+  verify_single_implementation(file, count);
   std::printf("%s: %zu cases, %ld of %zu runs bit-exact\n", path, file.case_count(), file_passed, runs);
   return true;
 }
