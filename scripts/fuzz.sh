@@ -39,6 +39,11 @@ PY
   -o "$corpus/model" --no-search >/dev/null
 "$dir/tools/qlstm/qlstm" compile tests/onnx/models/gru_torch_bi2_state.onnx --calibration "$corpus/model/state_cal.npy" \
   -o "$corpus/model" --name gru_bi2_state --no-search >/dev/null
+# RNN ops (version 17): two bidirectional ReLU layers; a tanh stack with a state input.
+"$dir/tools/qlstm/qlstm" compile tests/onnx/models/rnn_torch_relu_bi2_seq_first.onnx \
+  --calibration "$corpus/model/state_cal.npy" -o "$corpus/model" --name rnn_relu_bi2 --no-search >/dev/null
+"$dir/tools/qlstm/qlstm" compile tests/onnx/models/rnn_torch_tanh_stack2_state.onnx \
+  --calibration "$corpus/model/state_cal.npy" -o "$corpus/model" --name rnn_state --no-search >/dev/null
 # A 16x8 program (version 7: typed buffers, the 16x8 kinds, a requantization before the softmax).
 "$dir/tools/qlstm/qlstm" compile examples/digits/digits_lstm.onnx --calibration examples/digits/calibration.npy \
   -o "$corpus/model" --name digits_s16 --activations int16 --no-search >/dev/null
