@@ -20,7 +20,8 @@ CALIBRATION_SEED, TEST_SEED, TRAIN_SEED = 1, 2, 3
 #   task                      "classify" (outputs: class scores, labels kept), "binary" (one logit or,
 #                             with final sigmoid, a probability; labels kept) or "regress" (the next
 #                             step's features, or the next out values of every feature step by step)
-#   cell                      "lstm", "gru"
+#   cell                      "lstm", "gru", "rnn" (nn.RNN: no cell state, as the GRU)
+#   nonlinearity              cell "rnn": nn.RNN's activation, "tanh" (the default) or "relu"
 #   I, stack, bidirectional, batch_first, dropout, T, out
 #                             stack: [hidden, layers] of each recurrent module in turn
 #   state                     "none" (forward passes no state), "zeros" (torch.zeros in forward, per
@@ -104,6 +105,12 @@ CORPUS = [
     _entry("track_lstm_layer_norm", "Ayesh17/Sliding_Window_Approach",
            "Multi_Class_Classification/Multi_Class_classification_Models/Multiclass_LSTM_model.py", "LSTMClassifier",
            "classify", "lstm", 23, [(128, 2)], 20, 7, "mean", dropout=0.2, head=["ln", "dropout:0.2"]),
+    # an nn.RNN (tanh) recognising activities of daily living from a home's binary sensors, one row
+    # per second: playground/rnn_playground.ipynb's sizes (hidden 128, 1 layer, activation "tanh",
+    # windows of 60 s, no last-layer activation) and the Ordonez data's 7 sensors and 7 activities
+    _entry("adl_sensors_rnn", "R3c5/Multi-Modal-Edge-AI",
+           "multi_modal_edge_ai/models/adl_inference/torch_models/torch_rnn.py", "TorchRNN", "classify", "rnn", 7,
+           [(128, 1)], 60, 7, "last", state="zeros"),
 ]
 
 

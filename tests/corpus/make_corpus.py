@@ -29,13 +29,15 @@ class Published(nn.Module):
     def __init__(self, e):
         super().__init__()
         self.e = e
-        cell = {"lstm": nn.LSTM, "gru": nn.GRU}[e["cell"]]
+        cell = {"lstm": nn.LSTM, "gru": nn.GRU, "rnn": nn.RNN}[e["cell"]]
+        # nn.RNN's activation: tanh unless the entry says "relu" (the other cells take no such argument)
+        extra = {"nonlinearity": e.get("nonlinearity", "tanh")} if e["cell"] == "rnn" else {}
         self.embed = nn.Embedding(e["vocab"], e["I"], padding_idx=0) if "vocab" in e else nn.Identity()
         d = 2 if e["bidirectional"] else 1
         modules, width = [], e["I"]
         for hidden, layers in e["stack"]:
             modules.append(cell(width, hidden, num_layers=layers, bidirectional=e["bidirectional"],
-                                batch_first=e["batch_first"], dropout=e["dropout"] if layers > 1 else 0.0))
+                                batch_first=e["batch_first"], dropout=e["dropout"] if layers > 1 else 0.0, **extra))
             width = d * hidden
         self.rnns = nn.ModuleList(modules)
         hidden, layers = e["stack"][-1]
@@ -60,7 +62,7 @@ class Published(nn.Module):
     def state(self, x, hidden, layers):
         rows = layers * (2 if self.e["bidirectional"] else 1)
         h0 = torch.zeros(rows, x.size(0) if self.e["batch_first"] else x.size(1), hidden)
-        return h0 if self.e["cell"] == "gru" else (h0, torch.zeros_like(h0))
+        return (h0, torch.zeros_like(h0)) if self.e["cell"] == "lstm" else h0  # GRU, RNN: no cell state
 
     def forward(self, x):
         e = self.e
@@ -74,7 +76,7 @@ class Published(nn.Module):
                 y, state = rnn(y, shared)
             else:
                 y, state = rnn(y)
-        h_n = state if e["cell"] == "gru" else state[0]
+        h_n = state[0] if e["cell"] == "lstm" else state
         read = e["read"]
         if read == "last":
             z = y[:, -1, :] if e["batch_first"] else y[-1]
