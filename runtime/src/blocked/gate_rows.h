@@ -64,18 +64,7 @@ struct HardSigmoidLine {
 __attribute__((noinline)) inline void finish_hard_sigmoid(const qlstm_gate_s8_params& g, const int32_t* ax,
                                                          const int32_t* ah, int32_t n, int16_t* out) {
   const GateRequant rq(g);
-  const qlstm_hard_sigmoid_params& p = g.hard_sigmoid;
-  constexpr int32_t kUnitMultiplier = int32_t{1} << 30, kUnitShift = 1;
-  if (p.slope.multiplier == kUnitMultiplier && p.slope.shift == kUnitShift && p.offset_q0_15 == 0) {
-    // The unit line (a ReLU RNN's, docs/arithmetic.md §23): RQ(pre, (2^30, 1)) = pre exactly and
-    // pre <= 32767, so the line is max(pre, 0).
-    for (int32_t k = 0; k < n; ++k) {
-      const int16_t pre = rq.pre_activation_q3_12(ax[k], ah[k], true);
-      out[k] = pre < 0 ? int16_t{0} : pre;
-    }
-    return;
-  }
-  const HardSigmoidLine line(p);
+  const HardSigmoidLine line(g.hard_sigmoid);
   for (int32_t k = 0; k < n; ++k) out[k] = line(rq.pre_activation_q3_12(ax[k], ah[k], true));
 }
 
