@@ -682,8 +682,9 @@ The same shapes, CPUs and variants, each as an `nn.RNN` (`qlstm bench --cell rnn
 PyTorch's default initialization, min/max boundaries over the same calibration inputs, no search
 (docs/arithmetic.md §23). MACs per step and batch row: LSTM 4H(I + H), RNN H(I + H). A step is one
 LSTM gate stage and the GRU's output stage of the same variant, so per MAC it runs at the LSTM's
-speed; ReLU's gate finish is the HardSigmoid line's, which no variant has in assembly (the portable
-C++ finish after the variant's dot products), hence its higher figure per MAC.
+speed. ReLU's gate finish is the HardSigmoid line's (the unit line, docs/arithmetic.md §23): Helium
+runs it in vector code, the other variants in the portable C++ finish after their dot products,
+hence ReLU's higher figure per MAC there.
 
 tanh:
 
