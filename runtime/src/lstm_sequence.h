@@ -78,10 +78,18 @@ struct LstmSequence {
   qlstm_lstm_dims dims;
   int32_t layout, time_direction, output_steps, output_width;
   int32_t cell_clip;
+  bool input_repeated;  // one [B][I] input step read at every step (the int8 LSTM's input_repeated)
 };
+// Whether the block's input is one step read at every step: the int8 LSTM's field (the 16x8 LSTM
+// reads a sequence).
+inline bool input_repeated_of(const qlstm_lstm_s8_params& p) { return p.input_repeated != 0; }
+template <class Params>
+bool input_repeated_of(const Params&) {
+  return false;
+}
 template <class Params>
 LstmSequence lstm_sequence_of(const Params& p) {
-  return {p.dims, p.layout, p.time_direction, p.output_steps, p.output_width, p.cell_clip};
+  return {p.dims, p.layout, p.time_direction, p.output_steps, p.output_width, p.cell_clip, input_repeated_of(p)};
 }
 
 // The cell update's clip bounds: [-clip, clip] for clip > 0, the int16 range otherwise.
@@ -111,7 +119,7 @@ void run_lstm_sequence(const LstmSequence& q, const Stages& stages, Elem no_stat
   // stride 0). A step reads its recurrent input, the previous h, in every gate stage before the
   // hidden stage writes the new one, so the in-place update is the same computation.
   const bool final_only = q.output_steps != QLSTM_OUTPUT_ALL_STEPS;  // FINAL, or FIRST: one [B][W] output
-  const SequenceStrides strides = sequence_strides(q.layout, q.output_steps, q.output_width, B, T, I, H);
+  const SequenceStrides strides = sequence_strides(q.layout, q.output_steps, q.output_width, B, T, I, H, q.input_repeated);
   const ptrdiff_t x_step = strides.x_step, x_row = strides.x_row;
   const ptrdiff_t y_step = strides.y_step, y_row = strides.y_row;
   if (final_only && T == 0) {

@@ -158,14 +158,22 @@ int32_t recurrent_state_size(const qlstm_op& op) {
   return kStateRows * block_of<P>(op).dims.hidden_size;
 }
 
-// Reads a sequence, writes a sequence or (FINAL) a one-step buffer; its width, batch, layout,
-// params and state rows.
+// Whether a recurrent block reads one input step at every step (the int8 LSTM's input_repeated):
+// its input buffer is then a one-step buffer.
+inline bool reads_one_step(const qlstm_lstm_s8_params& p) { return p.input_repeated != 0; }
+template <class P>
+bool reads_one_step(const P&) {
+  return false;
+}
+
+// Reads a sequence (or, input_repeated, a one-step buffer), writes a sequence or (FINAL, FIRST) a
+// one-step buffer; its width, batch, layout, params and state rows.
 template <class P, ValidateFn<P> Validate, int32_t kStateRows>
 Failure check_recurrent(const qlstm_program& program, int32_t k, int32_t time_steps) {
   const qlstm_op& op = program.ops[k];
   const P& block = block_of<P>(op);
   const auto& d = block.dims;
-  if (one_step(program, op.input_buffer)) return bad_op("input_buffer", k);
+  if (one_step(program, op.input_buffer) != reads_one_step(block)) return bad_op("input_buffer", k);
   const bool final_only = block.output_steps != QLSTM_OUTPUT_ALL_STEPS;  // one step written
   if (one_step(program, op.output_buffer) != final_only) return bad_op("output_steps", k);
   if (d.batch != program.batch) return bad_op("dims.batch", k);

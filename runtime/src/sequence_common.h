@@ -97,18 +97,19 @@ inline qlstm_status check_sequence_buffers(int32_t time_steps, int32_t output_st
 
 // Element strides of the sequence walk: between consecutive time steps and between batch rows of
 // the input and the output (W elements per output position). Only the final state: one [B][W]
-// output that every step overwrites (time stride 0).
+// output that every step overwrites (time stride 0). A repeated input (an int8 LSTM's
+// input_repeated): one [B][I] step that every step reads (time stride 0).
 struct SequenceStrides {
   ptrdiff_t x_step, x_row, y_step, y_row;
 };
 inline SequenceStrides sequence_strides(int32_t layout, int32_t output_steps, int32_t output_width, int32_t B,
-                                        int32_t T, int32_t I, int32_t H) {
+                                        int32_t T, int32_t I, int32_t H, bool input_repeated = false) {
   const bool time_major = layout == QLSTM_LAYOUT_TIME_MAJOR;
   const bool final_only = output_steps != QLSTM_OUTPUT_ALL_STEPS;  // one [B][W] output
   const ptrdiff_t W = output_width > 0 ? output_width : H;
   SequenceStrides s;
-  s.x_step = time_major ? static_cast<ptrdiff_t>(B) * I : I;
-  s.x_row = time_major ? I : static_cast<ptrdiff_t>(T) * I;
+  s.x_step = input_repeated ? 0 : time_major ? static_cast<ptrdiff_t>(B) * I : I;
+  s.x_row = input_repeated || time_major ? I : static_cast<ptrdiff_t>(T) * I;
   s.y_step = final_only ? 0 : (time_major ? B * W : W);
   s.y_row = final_only || time_major ? W : static_cast<ptrdiff_t>(T) * W;
   return s;

@@ -23,6 +23,7 @@ extern "C" const char* qlstm_status_string(qlstm_status status) {
     case QLSTM_ERROR_BAD_DIFF_MIN: return "softmax diff_min above 0, or diff_min x 2^input_left_shift below int32";
     case QLSTM_ERROR_BAD_ELEMENT_TYPE: return "element type not int8, int16 or int32, or not the one the op reads or writes";
     case QLSTM_ERROR_BAD_INDEX: return "a token id outside [0, table_rows) of its embedding table";
+    case QLSTM_ERROR_BAD_INPUT_STEPS: return "input_repeated is neither 0 (a sequence) nor 1 (one step, repeated)";
   }
   return "unknown status";
 }

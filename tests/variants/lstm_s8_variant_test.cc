@@ -283,6 +283,93 @@ TEST_P(VariantTest, FirstStepAloneEqualsThatStepOfTheWholeCall) {
   }
 }
 
+bool p_steps_all(const qlstm_lstm_s8_params& p) { return p.output_steps == QLSTM_OUTPUT_ALL_STEPS; }
+
+// input_repeated (an autoencoder's decoder): one [B][I] step read at every step computes, for
+// every variant, exactly what the independent model computes on the sequence of its T copies, in
+// both layouts and directions, every step / final / first, strided outputs, stateless and
+// stateful; the scratch is the call's (qlstm_lstm_s8_call_scratch_bytes), one byte less refused.
+TEST_P(VariantTest, RepeatedInputEqualsTheSequenceOfItsCopies) {
+  const qlstm::LstmS8Variant& v = *GetParam();
+  std::mt19937_64 rng(6200);
+  for (int k = 0; k < 60; ++k) {
+    const int B = 1 + static_cast<int>(rng() % 3), T = static_cast<int>(rng() % 8);
+    const int I = kEdgeSizes[rng() % kEdgeCount], H = kEdgeSizes[rng() % kEdgeCount];
+    const bool time_major = k % 2 == 0, stateful = k % 3 == 0;
+    RandomLstm l;
+    make_random_lstm(l, rng, {B, T, I, H}, time_major, static_cast<Regime>(k % 3));
+    if (k % 7 == 3) testing_support::make_hard_sigmoid_gates(l, rng, static_cast<Regime>(k % 3));
+    l.params.time_direction = k % 4 < 2 ? QLSTM_TIME_REVERSE : QLSTM_TIME_FORWARD;
+    const int32_t steps[] = {QLSTM_OUTPUT_ALL_STEPS, QLSTM_OUTPUT_FINAL, QLSTM_OUTPUT_FIRST};
+    l.params.output_steps = steps[(k / 2) % 3];
+    const int W = k % 5 == 1 ? H + 1 + static_cast<int>(rng() % 7) : H;
+    l.params.output_width = W == H ? 0 : W;
+    // The one step, and the sequence of its T copies in the call's layout.
+    std::vector<int8_t> step(static_cast<size_t>(B) * static_cast<size_t>(I));
+    for (auto& x : step) x = static_cast<int8_t>(rng());
+    std::vector<int8_t> copies(static_cast<size_t>(B) * static_cast<size_t>(T) * static_cast<size_t>(I));
+    for (int t = 0; t < T; ++t) {
+      for (int b = 0; b < B; ++b) {
+        const size_t at = time_major ? (static_cast<size_t>(t) * B + b) * I : (static_cast<size_t>(b) * T + t) * I;
+        std::copy_n(step.begin() + static_cast<ptrdiff_t>(b) * I, I, copies.begin() + static_cast<ptrdiff_t>(at));
+      }
+    }
+    const size_t BH = static_cast<size_t>(B * H);
+    naive::State start;
+    for (size_t j = 0; stateful && j < BH; ++j) {
+      start.hidden.push_back(static_cast<int8_t>(rng()));
+      start.cell.push_back(static_cast<int16_t>(rng()));
+    }
+    // The expectation: the reference on the copies (the independent model's too where it runs the
+    // call: forward, dense, every step).
+    naive::State expected_state = start;
+    const size_t positions = static_cast<size_t>(B) * static_cast<size_t>(p_steps_all(l.params) ? T : 1);
+    std::vector<int8_t> expected(positions * static_cast<size_t>(W), 0x5a);
+    {
+      testing_support::ScratchBuffer scratch(l.params.dims);
+      std::vector<int16_t> cell = stateful ? start.cell : std::vector<int16_t>(BH, 99);
+      qlstm_lstm_s8_context ctx = scratch.context(cell.data(), stateful ? expected_state.hidden.data() : nullptr);
+      ASSERT_EQ(qlstm::run_lstm_s8(qlstm::lstm_s8_reference_variant(), &l.params, &ctx, copies.data(), expected.data()),
+                QLSTM_OK);
+      expected_state.cell = cell;
+    }
+    if (l.params.time_direction == QLSTM_TIME_FORWARD && W == H && p_steps_all(l.params)) {
+      naive::State naive_state = start;
+      ASSERT_EQ(naive::run(l.params, copies.data(), stateful ? &naive_state : nullptr, qlstm::kSigmoidTableU16), expected);
+    }
+
+    qlstm_lstm_s8_params p = l.params;
+    p.input_repeated = 1;
+    const size_t bytes = qlstm_lstm_s8_call_scratch_bytes(&p);
+    ASSERT_GT(bytes, qlstm_lstm_s8_scratch_bytes(&p.dims));
+    testing_support::ScratchBuffer scratch(bytes);
+    std::vector<int16_t> cell = stateful ? start.cell : std::vector<int16_t>(BH, 777);
+    std::vector<int8_t> hidden = start.hidden;
+    std::vector<int8_t> out(expected.size(), 0x5a);
+    qlstm_lstm_s8_context ctx = {scratch.data(), bytes - 1, cell.data(), stateful ? hidden.data() : nullptr};
+    ASSERT_EQ(qlstm::run_lstm_s8(v, &p, &ctx, step.data(), out.data()), QLSTM_ERROR_SCRATCH_TOO_SMALL);
+    ctx.scratch_bytes = bytes;
+    const qlstm_status st = qlstm::run_lstm_s8(v, &p, &ctx, step.data(), out.data());
+    const std::string what = std::string(v.name) + " case " + std::to_string(k) + " B=" + std::to_string(B) +
+                             " T=" + std::to_string(T) + " I=" + std::to_string(I) + " H=" + std::to_string(H) +
+                             " W=" + std::to_string(W) + " output_steps " + std::to_string(p.output_steps) +
+                             (p.time_direction == QLSTM_TIME_REVERSE ? " reverse" : " forward") +
+                             (time_major ? " time-major" : " batch-major") + (stateful ? " stateful" : "");
+    if (declines(v, p)) {
+      ASSERT_EQ(st, QLSTM_ERROR_NO_VARIANT) << what;
+      ++tally_.declined;
+      continue;
+    }
+    ++tally_.run;
+    ASSERT_EQ(st, QLSTM_OK) << what;
+    ASSERT_EQ(out, expected) << what;
+    if (stateful) {
+      ASSERT_EQ(hidden, expected_state.hidden) << what;
+      ASSERT_EQ(cell, expected_state.cell) << what;
+    }
+  }
+}
+
 // Stage contract: the gate reads strided rows and an optional recurrent input.
 TEST_P(VariantTest, GateStageWithStridesMatchesModel) {
   if (GetParam()->gate == nullptr) GTEST_SKIP() << "a whole-sequence variant has no gate stage";

@@ -165,6 +165,7 @@ uint32_t model_format_version(const CompiledModel& m) {
       for (const DerivedGate& g : op.as<DerivedLstm>().gates) {
         if (g.activation == QLSTM_ACTIVATION_HARD_SIGMOID) kinds_version = std::max(kinds_version, kModelFormatVersionGateLines);
       }
+      if (op.as<DerivedLstm>().input_repeated != 0) kinds_version = std::max(kinds_version, kModelFormatVersionRepeatedInput);
     }
   }
   // The oldest version that reads the model: 6 for int8 kinds, 7 with int16 buffers or kinds, or

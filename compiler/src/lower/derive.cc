@@ -441,6 +441,7 @@ qlstm_lstm_s8_params DerivedLstm::kernel_params(int32_t batch, int32_t time_step
   p.output_times_tanh_cell_to_hidden = output_times_tanh_cell_to_hidden;
   p.cell_scale_power = cell.power;
   p.cell_clip = cell_clip;
+  p.input_repeated = input_repeated;
   return p;
 }
 
@@ -456,6 +457,7 @@ DerivedLstm DerivedLstm::from_kernel_params(const qlstm_lstm_s8_params& p, const
   d.output_times_tanh_cell_to_hidden = p.output_times_tanh_cell_to_hidden;
   d.cell.power = p.cell_scale_power;
   d.cell_clip = p.cell_clip;
+  d.input_repeated = p.input_repeated;
   return d;
 }
 

@@ -30,8 +30,10 @@ bool boundary(const ProgramOp& op, OpBoundary* b) {
 void memory(const ProgramOp& op, int32_t batch, ProgramMemory* mem, ProgramMemory::Op* om) {
   const DerivedLstm& lstm = op.as<DerivedLstm>();
   const int32_t I = lstm.input_size, H = lstm.hidden_size;
-  const qlstm_lstm_dims dims = {std::max(batch, 1), 1, I, H};
-  add_recurrent_memory(mem, om, batch, QLSTM_GATE_COUNT, I, H, qlstm_lstm_s8_scratch_bytes(&dims));
+  qlstm_lstm_s8_params p{};
+  p.dims = {std::max(batch, 1), 1, I, H};
+  p.input_repeated = lstm.input_repeated;
+  add_recurrent_memory(mem, om, batch, QLSTM_GATE_COUNT, I, H, qlstm_lstm_s8_call_scratch_bytes(&p));
   // A stateless LSTM's cell.
   mem->cell_values = std::max(mem->cell_values, static_cast<size_t>(std::max(batch, 0)) * static_cast<size_t>(H));
 }
@@ -39,6 +41,7 @@ void memory(const ProgramOp& op, int32_t batch, ProgramMemory* mem, ProgramMemor
 void report(const ProgramOp& op, nlohmann::json* row) {
   const DerivedLstm& lstm = op.as<DerivedLstm>();
   report_recurrent(lstm.time_direction, lstm.output_steps, row);
+  if (lstm.input_repeated) (*row)["input_repeated"] = true;
   // HardSigmoid gates: their line back in float terms, alpha = slope / 8, beta = offset / 2^15.
   const DerivedGate& forget = lstm.gates[QLSTM_GATE_FORGET];
   if (forget.activation == QLSTM_ACTIVATION_HARD_SIGMOID) {
@@ -52,13 +55,16 @@ void report(const ProgramOp& op, nlohmann::json* row) {
   }
 }
 
-std::string describe(const qlstm_op& o, const ProgramOp&) { return describe_recurrent("LSTM", block_of(o)); }
+std::string describe(const qlstm_op& o, const ProgramOp&) {
+  return describe_recurrent("LSTM", block_of(o)) + (block_of(o).input_repeated ? ", one input step repeated over time" : "");
+}
 
-// Gate lines from version 13 on (a model with a HardSigmoid gate: model_format_version).
+// Gate lines from version 13 on (a model with a HardSigmoid gate: model_format_version), the
+// record's last field input_repeated from version 18 on.
 std::vector<uint8_t> encode(const qlstm_op& o, uint32_t file_version) {
   auto visit = [](qlstm_lstm_s8_params& p, auto& w) { visit_lstm_s8_fields(p, w); };
-  if (file_version < kModelFormatVersionGateLines) return encode_record_without(block_of(o), visit, ".hard_sigmoid");
-  return encode_record(block_of(o), visit);
+  return encode_record_without(block_of(o), visit, file_version < kModelFormatVersionGateLines ? ".hard_sigmoid" : nullptr,
+                               file_version < kModelFormatVersionRepeatedInput ? "input_repeated" : nullptr);
 }
 
 void file_extras(const ProgramOp& op, std::vector<double>* weight_scales, std::string*) {
@@ -73,20 +79,26 @@ void check_arrays(const ProgramOp& op, size_t k) {
 void decode(const OpFileRecord& r, const OpFileOrigin& from, ProgramOp* op) {
   std::vector<uint32_t> aligned;
   auto visit = [](qlstm_lstm_s8_params& p, auto& reader) { visit_lstm_s8_fields(p, reader); };
-  // Version 3's record ends before output_steps (every step); before version 13 a gate has no
-  // HardSigmoid line (every gate sigmoid or tanh).
+  // Version 3's record ends before output_steps (every step), one before version 18 before
+  // input_repeated (a sequence); before version 13 a gate has no HardSigmoid line (every gate
+  // sigmoid or tanh).
   const qlstm_lstm_s8_params p =
-      from.version < kModelFormatVersionGateLines
+      from.version < kModelFormatVersionRepeatedInput
           ? decode_record<ShorterRecordReader, qlstm_lstm_s8_params>(
-                r, from, aligned, visit, from.version == 3 ? "output_steps" : nullptr, ".hard_sigmoid")
+                r, from, aligned, visit, from.version == 3 ? "output_steps" : "input_repeated",
+                from.version < kModelFormatVersionGateLines ? ".hard_sigmoid" : nullptr)
           : decode_record<RecordReader, qlstm_lstm_s8_params>(r, from, aligned, visit);
   no_call_dims(from, p.dims.batch, p.dims.time_steps);
   op->set(DerivedLstm::from_kernel_params(p, r.input, r.output));
   set_weight_scales(op->as<DerivedLstm>().gates, r.weight_scales);
 }
 
+// A repeated input's projection runs once per call, then one multiply-accumulate per unit and step.
 int64_t macs(const qlstm_op& o, int64_t, int64_t B, int64_t T) {
-  return B * T * QLSTM_GATE_COUNT * block_of(o).dims.hidden_size * (block_of(o).dims.input_size + block_of(o).dims.hidden_size);
+  const qlstm_lstm_s8_params& p = block_of(o);
+  const int64_t G = QLSTM_GATE_COUNT, I = p.dims.input_size, H = p.dims.hidden_size;
+  if (p.input_repeated) return B * G * H * I + B * T * G * H * (1 + H);
+  return B * T * G * H * (I + H);
 }
 
 // Its state: h int8 at its output quantization in the hidden array, c at 2^P in the cell array.

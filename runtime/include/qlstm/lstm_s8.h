@@ -127,6 +127,11 @@ typedef struct qlstm_lstm_s8_params {
    * halves of a [..][2H] output in place (the reverse one at output + H). */
   int32_t output_width;
   int32_t output_steps; /* a qlstm_output_steps; 0 = every step */
+  /* 1: the input is one step per batch row, [B][I] in either layout, read at every step: a vector
+   * repeated over time (an autoencoder's decoder). Its input projection is computed once per call
+   * instead of once per step, with the same result as a sequence of T copies (docs/arithmetic.md
+   * §24); the scratch is then qlstm_lstm_s8_call_scratch_bytes(). 0: the input is a sequence. */
+  int32_t input_repeated;
 } qlstm_lstm_s8_params;
 
 /* Caller-owned memory for one call. If hidden_state is NULL the call is stateless: the cell
@@ -141,9 +146,14 @@ typedef struct qlstm_lstm_s8_context {
   int8_t* hidden_state; /* [B][H], output scale and zero point; NULL = stateless */
 } qlstm_lstm_s8_context;
 
-/* Scratch bytes a call with these dims needs (for every kernel variant built in).
- * Returns 0 when dims is NULL or invalid. */
+/* Scratch bytes a call with these dims needs (for every kernel variant built in), a call whose
+ * input is a sequence. Returns 0 when dims is NULL or invalid. */
 size_t qlstm_lstm_s8_scratch_bytes(const qlstm_lstm_dims* dims);
+
+/* Scratch bytes the call with these params needs: qlstm_lstm_s8_scratch_bytes(&params->dims), and
+ * with input_repeated the input projection's int32 [4][B][H] too. Returns 0 when params is NULL or
+ * its dims or input_repeated invalid. */
+size_t qlstm_lstm_s8_call_scratch_bytes(const qlstm_lstm_s8_params* params);
 
 /* Checks every field of params. On failure and if field is not NULL, *field names the first
  * offending field (a static string such as "gates[forget].hidden_to_q3_12.shift"). */
@@ -156,8 +166,8 @@ qlstm_status qlstm_lstm_s8_reset_state(const qlstm_lstm_s8_params* params,
 
 /* Runs the LSTM over the whole input with the best kernel variant built in that this CPU
  * supports and that can run this call (chosen per call; the portable reference runs every call).
- * input: B*T*I int8 values, output: B*T*W int8 values (W = output_width, or H), in
- * params->layout; with output_steps QLSTM_OUTPUT_FINAL or QLSTM_OUTPUT_FIRST, output: B*W values
+ * input: B*T*I int8 values (B*I with input_repeated), output: B*T*W int8 values (W = output_width,
+ * or H), in params->layout; with output_steps QLSTM_OUTPUT_FINAL or QLSTM_OUTPUT_FIRST, output: B*W values
  * [B][W]. The input may be NULL when T == 0, and so may the output with QLSTM_OUTPUT_ALL_STEPS. */
 qlstm_status qlstm_lstm_s8(const qlstm_lstm_s8_params* params, qlstm_lstm_s8_context* ctx,
                            const int8_t* input, int8_t* output);

@@ -156,6 +156,7 @@ void visit_lstm_s8_fields(P& p, V& v) {
   codec_detail::recurrent_head(v, "lstm", p);
   codec_detail::lstm_gates_and_cell(p, v);
   codec_detail::sequence_tail(v, p);
+  v.i32("input_repeated", p.input_repeated);
   v.close();
 }
 

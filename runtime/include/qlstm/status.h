@@ -31,7 +31,8 @@ typedef enum qlstm_status {
                                         2^input_left_shift is below the int32 range */
   QLSTM_ERROR_BAD_ELEMENT_TYPE = 19, /* an element type is not one of qlstm_element_type, or a
                                         buffer's is not the one its op reads or writes */
-  QLSTM_ERROR_BAD_INDEX = 20         /* a token id outside its embedding table's rows */
+  QLSTM_ERROR_BAD_INDEX = 20,        /* a token id outside its embedding table's rows */
+  QLSTM_ERROR_BAD_INPUT_STEPS = 21   /* an LSTM's input_repeated is neither 0 nor 1 */
 } qlstm_status;
 
 /* A short, static, human-readable description of a status. Never NULL. */

@@ -17,7 +17,8 @@ qlstm_status run_cmsis_nn(const qlstm_lstm_s8_params& p, qlstm_lstm_s8_context& 
                                                                                          : QLSTM_ERROR_UNSUPPORTED;
 }
 
-bool can_run_cmsis_nn(const qlstm_lstm_s8_params& p) { return cmsis_nn::can_run_lstm(p); }
+// Upstream reads a sequence: a repeated input is ours alone.
+bool can_run_cmsis_nn(const qlstm_lstm_s8_params& p) { return p.input_repeated == 0 && cmsis_nn::can_run_lstm(p); }
 
 }  // namespace
 

@@ -6,19 +6,23 @@
 #include "qlstm/kernels.h"
 #include "lstm_s8_walk.h"
 #include "lstm_sequence.h"
+#include "reference/lstm_s8_reference.h"
 #include "sequence_common.h"
 
 namespace qlstm {
 namespace {
 
-// Scratch: three int16 [B][H] gate buffers (forget, later reused for output; input; cell gate).
+// Scratch: three int16 [B][H] gate buffers (forget, later reused for output; input; cell gate);
+// with a repeated input, then (aligned) the input projection, int32 [4][B][H].
 constexpr int64_t kGateBuffers = 3;
+constexpr int64_t kGateBufferBytesPerUnit = kGateBuffers * static_cast<int64_t>(sizeof(int16_t));
+constexpr int64_t kProjectionBytesPerUnit = QLSTM_GATE_COUNT * static_cast<int64_t>(sizeof(int32_t));
 
 using Failure = FieldFailure;
 
-bool dims_ok(const qlstm_lstm_dims& d) {
+bool dims_ok(const qlstm_lstm_dims& d, bool input_repeated = false) {
   return sequence_dims_ok(d.batch, d.time_steps, d.input_size, d.hidden_size,
-                          kGateBuffers * static_cast<int64_t>(sizeof(int16_t)));
+                          kGateBufferBytesPerUnit + (input_repeated ? kProjectionBytesPerUnit + 1 : 0));
 }
 
 // The line of each HardSigmoid gate (any offset is summed in 64 bits: gate_activation.h).
@@ -30,7 +34,8 @@ constexpr const char* kHardSigmoidFieldNames[QLSTM_GATE_COUNT][2] = {
 
 Failure check_params(const qlstm_lstm_s8_params* p) {
   if (p == nullptr) return {QLSTM_ERROR_NULL_POINTER, "params"};
-  if (!dims_ok(p->dims)) return {QLSTM_ERROR_BAD_DIMS, "dims"};
+  if (p->input_repeated != 0 && p->input_repeated != 1) return {QLSTM_ERROR_BAD_INPUT_STEPS, "input_repeated"};
+  if (!dims_ok(p->dims, p->input_repeated != 0)) return {QLSTM_ERROR_BAD_DIMS, "dims"};
   const Failure f = check_lstm_fields(*p, /*hard_sigmoid_ok=*/true);
   if (f.status != QLSTM_OK) return f;
   for (int32_t g = 0; g < QLSTM_GATE_COUNT; ++g) {
@@ -46,6 +51,19 @@ size_t scratch_bytes_for(const qlstm_lstm_dims& d) {
   return static_cast<size_t>(kGateBuffers * d.batch * d.hidden_size) * sizeof(int16_t);
 }
 
+// Where a repeated input's projection starts in the scratch: after the gate buffers, aligned.
+size_t projection_offset(const qlstm_lstm_dims& d) {
+  const size_t a = QLSTM_SCRATCH_ALIGNMENT;
+  return (scratch_bytes_for(d) + a - 1) / a * a;
+}
+
+size_t call_scratch_bytes_for(const qlstm_lstm_s8_params& p) {
+  if (p.input_repeated == 0) return scratch_bytes_for(p.dims);
+  return projection_offset(p.dims) +
+         static_cast<size_t>(QLSTM_GATE_COUNT) * static_cast<size_t>(p.dims.batch) * static_cast<size_t>(p.dims.hidden_size) *
+             sizeof(int32_t);
+}
+
 // The parameters, the context, the buffers: everything but the choice of variant.
 qlstm_status check_call(const qlstm_lstm_s8_params* params, const qlstm_lstm_s8_context* ctx,
                         const int8_t* input, const int8_t* output) {
@@ -53,7 +71,7 @@ qlstm_status check_call(const qlstm_lstm_s8_params* params, const qlstm_lstm_s8_
   if (f.status != QLSTM_OK) return f.status;
   if (ctx == nullptr || ctx->cell_state == nullptr) return QLSTM_ERROR_NULL_POINTER;
   return check_sequence_buffers(params->dims.time_steps, params->output_steps, input, output, ctx->scratch,
-                                ctx->scratch_bytes, scratch_bytes_for(params->dims));
+                                ctx->scratch_bytes, call_scratch_bytes_for(*params));
 }
 
 // The generic gate stage: the variant's, on the call's gates.
@@ -68,12 +86,63 @@ void variant_gate(const void* prepared, int32_t g, const GateArgs& args, int16_t
 
 // A checked call with a variant that supports it: its whole sequence, or its stages in the shared
 // sequence loop.
-qlstm_status run_checked(const LstmS8Variant& variant, const qlstm_lstm_s8_params* params,
-                         qlstm_lstm_s8_context* ctx, const int8_t* input, int8_t* output) {
+qlstm_status run_sequence(const LstmS8Variant& variant, const qlstm_lstm_s8_params* params,
+                          qlstm_lstm_s8_context* ctx, const int8_t* input, int8_t* output) {
   if (variant.sequence != nullptr) return variant.sequence(*params, *ctx, input, output);
   const VariantGates gates = {&variant, params->gates};
   return run_lstm_s8_walk(*params, *ctx, input, output, variant_gate, &gates, variant.cell_update,
                           variant.hidden_update);
+}
+
+// The zero input of a repeated-input row call: its one column contributes nothing.
+constexpr int8_t kNoInput[1] = {0};
+
+// A checked call whose input is one step read at every step (docs/arithmetic.md §24): each gate's
+// input accumulator, bias + W x, is the same at every step, so it is computed once, into the
+// scratch. Then each batch row runs as a one-row call of the variant on a zero one-column input
+// whose effective bias is that row's accumulator: the gates compute exactly what they compute on
+// the input itself, with one multiply-accumulate per unit instead of I.
+qlstm_status run_repeated(const LstmS8Variant& variant, const qlstm_lstm_s8_params& params,
+                          qlstm_lstm_s8_context& ctx, const int8_t* input, int8_t* output) {
+  const int32_t B = params.dims.batch, T = params.dims.time_steps, I = params.dims.input_size, H = params.dims.hidden_size;
+  const ptrdiff_t BH = static_cast<ptrdiff_t>(B) * H;
+  // The offset is a multiple of QLSTM_SCRATCH_ALIGNMENT, the scratch aligned to it.
+  int32_t* const projection =
+      static_cast<int32_t*>(static_cast<void*>(static_cast<uint8_t*>(ctx.scratch) + projection_offset(params.dims)));
+  for (int32_t g = 0; g < QLSTM_GATE_COUNT && T > 0; ++g) {
+    const qlstm_gate_s8_params& gate = params.gates[g];
+    for (int32_t b = 0; b < B; ++b) {
+      for (int32_t r = 0; r < H; ++r) {
+        projection[g * BH + b * H + r] = reference::dot_s8_plus_bias(
+            input + static_cast<ptrdiff_t>(b) * I, gate.input_weights + static_cast<ptrdiff_t>(r) * I, I,
+            gate.input_effective_bias[r]);
+      }
+    }
+  }
+  // Row b's outputs: a one-row call's, at b's place in the [B][T][W], [T][B][W] or [B][W] output.
+  const bool time_major = params.layout == QLSTM_LAYOUT_TIME_MAJOR;
+  const bool every_step = params.output_steps == QLSTM_OUTPUT_ALL_STEPS;
+  const int32_t W = params.output_width > 0 ? params.output_width : H;
+  qlstm_lstm_s8_params row = params;
+  row.dims.batch = 1;
+  row.dims.input_size = 1;
+  row.output_width = every_step && time_major ? B * W : W;  // a time step of the output spans B rows
+  const ptrdiff_t out_row = every_step && !time_major ? static_cast<ptrdiff_t>(T) * W : W;
+  for (int32_t b = 0; b < B; ++b) {
+    for (int32_t g = 0; g < QLSTM_GATE_COUNT; ++g) row.gates[g].input_effective_bias = projection + g * BH + b * H;
+    qlstm_lstm_s8_context row_ctx = {ctx.scratch, ctx.scratch_bytes, ctx.cell_state + b * H,
+                                     ctx.hidden_state != nullptr ? ctx.hidden_state + b * H : nullptr};
+    const qlstm_status st =
+        run_sequence(variant, &row, &row_ctx, kNoInput, output != nullptr ? output + b * out_row : nullptr);
+    if (st != QLSTM_OK) return st;
+  }
+  return QLSTM_OK;
+}
+
+qlstm_status run_checked(const LstmS8Variant& variant, const qlstm_lstm_s8_params* params,
+                         qlstm_lstm_s8_context* ctx, const int8_t* input, int8_t* output) {
+  if (params->input_repeated != 0) return run_repeated(variant, *params, *ctx, input, output);
+  return run_sequence(variant, params, ctx, input, output);
 }
 
 // A checked call, run by the first entry of `list` that accepts it.
@@ -179,6 +248,14 @@ extern "C" {
 size_t qlstm_lstm_s8_scratch_bytes(const qlstm_lstm_dims* dims) {
   if (dims == nullptr || !qlstm::dims_ok(*dims)) return 0;
   return qlstm::scratch_bytes_for(*dims);
+}
+
+size_t qlstm_lstm_s8_call_scratch_bytes(const qlstm_lstm_s8_params* params) {
+  if (params == nullptr || (params->input_repeated != 0 && params->input_repeated != 1) ||
+      !qlstm::dims_ok(params->dims, params->input_repeated != 0)) {
+    return 0;
+  }
+  return qlstm::call_scratch_bytes_for(*params);
 }
 
 qlstm_status qlstm_lstm_s8_validate(const qlstm_lstm_s8_params* params, const char** field) {

@@ -121,6 +121,7 @@ struct DerivedLstm {
   int32_t cell_clip = 0;
   int32_t time_direction = QLSTM_TIME_FORWARD;  // QLSTM_TIME_REVERSE for an ONNX "reverse" LSTM
   int32_t output_steps = QLSTM_OUTPUT_ALL_STEPS;  // QLSTM_OUTPUT_FINAL: only h_n (a head reads nothing else)
+  int32_t input_repeated = 0;  // 1: it reads one step at every step (the decoder of a repeated vector)
   WeightDecision weights;  // as derived
   std::array<DerivedGate, QLSTM_GATE_COUNT> gates;
   qlstm_requant forget_times_cell_to_cell{}, input_times_cell_gate_to_cell{},

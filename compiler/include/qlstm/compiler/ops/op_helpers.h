@@ -107,14 +107,16 @@ std::vector<uint8_t> encode_record(const P& p, Visit visit) {
 
 // The same without the fields whose names contain `absent`: the record as an earlier version
 // wrote it (read back by ShorterRecordReader with the same `absent`).
+// A second name, `also_absent`, leaves out those fields too.
 template <class P, class Visit>
-std::vector<uint8_t> encode_record_without(const P& p, Visit visit, const char* absent) {
+std::vector<uint8_t> encode_record_without(const P& p, Visit visit, const char* absent, const char* also_absent = nullptr) {
   std::vector<uint8_t> bytes;
   ByteSink sink{&bytes};
   RecordWriter<ByteSink> w(sink);
   RecordWriterWithout<RecordWriter<ByteSink>> without(w, absent);
+  RecordWriterWithout<RecordWriterWithout<RecordWriter<ByteSink>>> without_both(without, also_absent);
   P copy = p;
-  visit(copy, without);
+  visit(copy, without_both);
   return bytes;
 }
 
