@@ -154,7 +154,7 @@ bool alloc_outputs(const Case& k, Outputs* o, void** scratch, uint32_t* scratch_
   o->state_count = static_cast<uint32_t>(d.batch * d.hidden_size);
   const int32_t steps = k.params.output_steps != QLSTM_OUTPUT_ALL_STEPS ? 1 : d.time_steps;
   o->output_bytes = static_cast<uint32_t>(d.batch * steps * d.hidden_size);
-  *scratch_bytes = static_cast<uint32_t>(qlstm_lstm_s8_scratch_bytes(&d));
+  *scratch_bytes = static_cast<uint32_t>(qlstm_lstm_s8_call_scratch_bytes(&k.params));
   *scratch = arena_take(*scratch_bytes);
   o->output = static_cast<int8_t*>(arena_take(o->output_bytes));
   o->cell = static_cast<int16_t*>(arena_take(o->state_count * 2u));
@@ -704,7 +704,7 @@ int run_bundle(Mode mode, const char* path, const char* out_path, const char* va
 // ---- variant-test: every variant built for this CPU against the reference, on random
 // parameters generated here (the same three regimes as tests/support/random_lstm.h), over the
 // edge sizes, both layouts, both time directions, stateless and stateful, every step or only the
-// final state; equal means equal.
+// final state, a sequence or one step repeated; equal means equal.
 struct Rng {
   uint64_t s;
   uint32_t next() {  // xorshift64*
@@ -806,6 +806,26 @@ void make_hard_sigmoid_gates(Rng& r, Regime regime, qlstm_lstm_s8_params* p) {
   }
 }
 
+// The case's input as T copies of its first step (the sequence a repeated input stands for), and
+// that step of each batch row, [B][I], in *one_step. false: it does not fit.
+bool repeat_first_step(Case* k, const int8_t** one_step) {
+  const qlstm_lstm_dims& d = k->params.dims;
+  const int32_t B = d.batch, T = d.time_steps, I = d.input_size;
+  const bool time_major = k->params.layout == QLSTM_LAYOUT_TIME_MAJOR;
+  int8_t* one = static_cast<int8_t*>(arena_take(static_cast<uint32_t>(B * I)));
+  int8_t* copies = static_cast<int8_t*>(arena_take(static_cast<uint32_t>(B * T * I)));
+  if (!one || (T > 0 && !copies)) return false;
+  for (int32_t b = 0; b < B; ++b) memcpy(one + b * I, k->input + (time_major ? b * I : b * T * I), static_cast<size_t>(I));
+  for (int32_t t = 0; t < T; ++t) {
+    for (int32_t b = 0; b < B; ++b) {
+      memcpy(copies + (time_major ? (t * B + b) * I : (b * T + t) * I), one + b * I, static_cast<size_t>(I));
+    }
+  }
+  k->input = copies;
+  *one_step = one;
+  return true;
+}
+
 int variant_test(int32_t cases) {
   static const int32_t kEdge[] = {1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65};
   constexpr int32_t kLongRow = 257;
@@ -841,6 +861,12 @@ int variant_test(int32_t cases) {
     const bool final_only = n % 5 == 2, first_only = n % 5 == 4;
     k.params.output_steps = final_only ? QLSTM_OUTPUT_FINAL : first_only ? QLSTM_OUTPUT_FIRST : QLSTM_OUTPUT_ALL_STEPS;
     const uint32_t mark = g_arena_used;
+    // Every sixth reads its first step repeated (input_repeated): the reference's run on the
+    // sequence of T copies of it is the expectation; every variant, the reference too, then runs
+    // on the one step.
+    const bool repeated = n % 6 == 1;
+    const int8_t* one_step = nullptr;
+    if (repeated && !repeat_first_step(&k, &one_step)) return kExitBadInput;
     Outputs want;
     void* scratch = nullptr;
     uint32_t scratch_bytes = 0;
@@ -848,9 +874,13 @@ int variant_test(int32_t cases) {
     if (!k.stateful) memset(want.cell, 0x5A, want.state_count * 2u);  // a stateless call must clear it
     qlstm_lstm_s8_context ctx{scratch, scratch_bytes, want.cell, want.hidden};
     const qlstm_status want_st = qlstm::run_lstm_s8(ref, &k.params, &ctx, k.input, want.output);
+    if (repeated) {
+      k.input = one_step;
+      k.params.input_repeated = 1;
+    }
     const uint32_t after_ref = g_arena_used;
     for (size_t v = 0; v < nvar; ++v) {
-      if (all[v] == &ref) continue;
+      if (all[v] == &ref && !repeated) continue;
       // A variant with both a whole call of its own and stages runs twice: that call, then its
       // stages by the shared walk.
       qlstm::LstmS8Variant staged = *all[v];
@@ -881,12 +911,12 @@ int variant_test(int32_t cases) {
                     (!k.stateful || memcmp(got.hidden, want.hidden, want.state_count) == 0);
         if (!same) {
           ++mismatches;
-          printf("FAIL variant %s%s, case %ld: B=%ld T=%ld I=%ld H=%ld %s %s %s%s%s regime %ld\n", var.name, form,
+          printf("FAIL variant %s%s, case %ld: B=%ld T=%ld I=%ld H=%ld %s %s %s%s%s%s regime %ld\n", var.name, form,
                  (long)n, (long)d.batch, (long)d.time_steps, (long)d.input_size, (long)d.hidden_size,
                  k.params.layout == QLSTM_LAYOUT_TIME_MAJOR ? "time-major" : "batch-major",
                  k.stateful ? "stateful" : "stateless", reverse ? "reverse" : "forward",
                  final_only ? " final-state" : first_only ? " first-step" : "", hard_sigmoid ? " HardSigmoid" : "",
-                 (long)(n % 3));
+                 repeated ? " repeated-input" : "", (long)(n % 3));
         }
       }
     }
