@@ -166,7 +166,7 @@ TEST(Program, ModelFileKeepsTheProgram) {
   const EmittedSource e = emit_cpp(back, "prog", B, T, "test");
   EXPECT_NE(e.header.find("prog_run_state("), std::string::npos);
   EXPECT_EQ(e.header.find("prog_stream("), std::string::npos);
-  EXPECT_NE(e.source.find("QLSTM_TIME_REVERSE, 10, QLSTM_OUTPUT_ALL_STEPS};"), std::string::npos);  // the reverse half: width 2H
+  EXPECT_NE(e.source.find("QLSTM_TIME_REVERSE, 10, QLSTM_OUTPUT_ALL_STEPS, 0};"), std::string::npos);  // the reverse half: width 2H
   EXPECT_THROW(emit_cpp(back, "prog", B, 0, "test"), CompileError);  // stacked: needs max time steps
   EXPECT_THROW(run_program_s8_streamed(back, x, s, 2, &a), CompileError);
 }
@@ -288,7 +288,8 @@ TEST(Program, VersionThreeFileWithoutOutputStepsStillLoads) {
         testing_support::record_of(testing_support::block<qlstm_lstm_s8_params>(r.ops[k]), [](const auto& p, auto& w) { qlstm::visit_lstm_s8_fields(p, w); },
                                    ".hard_sigmoid");  // no gate lines before version 13
     ASSERT_EQ(testing_support::block<qlstm_lstm_s8_params>(r.ops[k]).output_steps, QLSTM_OUTPUT_ALL_STEPS);
-    record.resize(record.size() - sizeof(int32_t));  // version 3's record ends before output_steps
+    // Version 3's record ends before output_steps (and input_repeated, version 18's last field).
+    record.resize(record.size() - 2 * sizeof(int32_t));
     const ProgramOp& op = m.ops[k];
     const fb::AffineQuant in(op.as<DerivedLstm>().input.scale, op.as<DerivedLstm>().input.zero_point),
         out(op.as<DerivedLstm>().output.scale, op.as<DerivedLstm>().output.zero_point);

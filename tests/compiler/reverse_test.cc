@@ -88,7 +88,7 @@ TEST(Reverse, ImportedReverseModelCompilesRunsAndRoundTrips) {
   EXPECT_EQ(back.ops[0].as<DerivedLstm>().time_direction, QLSTM_TIME_REVERSE);
   EXPECT_EQ(run_kernel_s8(back.ops[0].as<DerivedLstm>(), x8, s), q.run_s8(x8, s));
   const EmittedSource e = emit_cpp(m, "rev", 1, 0, "test");
-  EXPECT_NE(e.source.find("QLSTM_TIME_REVERSE, 0, QLSTM_OUTPUT_ALL_STEPS}"), std::string::npos);
+  EXPECT_NE(e.source.find("QLSTM_TIME_REVERSE, 0, QLSTM_OUTPUT_ALL_STEPS, 0}"), std::string::npos);
   EXPECT_EQ(e.header.find("rev_stream("), std::string::npos);  // a reverse LSTM needs the whole sequence
   EXPECT_EQ(e.source.find("rev_stream("), std::string::npos);
   try {

@@ -18,6 +18,7 @@
 #include "recognize/between_layers.h"
 #include "recognize/residual.h"
 #include "recognize/path_walker.h"
+#include "recognize/repeated_state.h"
 
 #include <algorithm>
 #include <cmath>
@@ -127,6 +128,7 @@ struct Import {
   bool final_state = false;                          // the head reads h_n (Y unused)
   std::map<const onnx::NodeProto*, ResidualAdd> residuals;  // the graph's residual Adds
   std::map<std::string, LayoutView> views;           // each value's view as the walks reached it
+  std::set<const onnx::NodeProto*> repeated_from_state;  // the layers whose Y_h is repeated into the next
 };
 
 // Parses the model and reads its default-domain opset (at least 7); refuses a graph out of
@@ -371,6 +373,56 @@ void fold_affine(const FeatureAffine& a, NodeInfo* n) {
   }
 }
 
+// The link from layer ni to the layer nn above it, reached as `labels` (from the repeated final
+// state: as nn reads it): the layout, sizes, directions and op must match; false with a problem.
+bool check_link(const NodeInfo& ni, const NodeInfo& nn, const Labels& l, std::vector<std::string>& problems) {
+  const Labels want = nn.layout == 0 ? "TBF" : "BTF";
+  if (l != want) {
+    problems.push_back("graph: " + ni.label + "'s output reaches " + nn.label + " as " + l + ", expected " + want +
+                       " (T time, B batch, F features; D directions must be merged into F)");
+  } else if (nn.input_size != ni.directions * ni.hidden) {
+    problems.push_back(nn.label + ": input_size " + std::to_string(nn.input_size) + " is not the output size " +
+                       std::to_string(ni.directions * ni.hidden) + " of " + ni.label);
+  } else if (nn.directions != ni.directions) {
+    problems.push_back(nn.label + ": layers with different directions are not supported (a stack's layers are all "
+                       "bidirectional or all one direction); export the layers of each kind as a model of their own");
+  } else if (nn.spec != ni.spec) {
+    problems.push_back(nn.label + ": a " + nn.spec->op + " layer on " + ni.label + " is not supported (a stack's "
+                       "layers are all LSTM or all GRU: the state inputs and outputs are per stack); export the LSTM layers and the "
+                       "GRU layers as two models");
+  } else {
+    return true;
+  }
+  return false;
+}
+
+// The model input's time axis, as the shape pass has it (unknown where it has none).
+Dim input_time_dim(const Import* im) {
+  const Shape* s = im->g->shape(im->r.input_name);
+  const size_t t = im->in_labels.find('T');
+  if (s == nullptr || t == Labels::npos || t >= s->size()) return Dim{};
+  return (*s)[t];
+}
+
+// The node that reads layer ni's final hidden state repeated over time (recognize/repeated_state.h),
+// or null: marks the layer repeated in the program and takes the nodes on the way. *stop: why a
+// recognized walk broke, where one did.
+const onnx::NodeProto* repeated_next(Import* im, const NodeInfo& ni, std::string* stop) {
+  RepeatedState rs;
+  for (const bool from_y : {false, true}) {
+    if (follow_repeated_state(*im->g, ni, from_y, input_time_dim(im), &rs)) {
+      im->taken.insert(rs.nodes.begin(), rs.nodes.end());
+      if (!from_y) im->repeated_from_state.insert(ni.node);
+      std::vector<bool>& repeated = im->r.program.repeated;
+      repeated.resize(im->chain.size(), false);
+      repeated.back() = true;
+      return rs.next;
+    }
+    if (!rs.problem.empty()) *stop = rs.problem;
+  }
+  return nullptr;
+}
+
 // The chain: each node's Y reaches the next node's X through layout ops only, with matching sizes,
 // directions and op; the last node's Y (or, Y unused, its h_n) feeds the head. Refuses a broken
 // chain or recurrent nodes off it.
@@ -389,6 +441,12 @@ void follow_chain(Import* im) {
     if (chain.size() > lstms.size()) break;
     const NodeInfo& ni = info[n];
     chain.push_back(ni);
+    if (const onnx::NodeProto* decoder = repeated_next(im, ni, &stop)) {
+      // The walk checked the axes as the decoder reads them.
+      if (!check_link(ni, info[decoder], info[decoder].layout == 0 ? "TBF" : "BTF", problems)) chain_ok = false;
+      n = decoder;
+      continue;
+    }
     if (n->output_size() == 0 || n->output(kY).empty() || !used(g, *n, kY)) {
       final_state = true;  // Y unused: the head reads h_n
       break;
@@ -406,7 +464,7 @@ void follow_chain(Import* im) {
     if (!follow_output(layer, n->output(kY), &view, &graph_out, &nx, &residual, &norms, &norm_nodes, &affine,
                        &link_problems) ||
         nx == nullptr) {
-      stop = link_problems.empty() ? "" : link_problems.front();
+      if (stop.empty() && !link_problems.empty()) stop = link_problems.front();  // a repeated state's walk names its own
       break;  // the head starts at this node's Y (and walks its residual Add again)
     }
     if (!affine.scale.empty()) fold_affine(affine, &info[nx]);
@@ -419,27 +477,8 @@ void follow_chain(Import* im) {
       im->r.program.between.back() = std::move(norms);
       im->taken.insert(norm_nodes.begin(), norm_nodes.end());
     }
-    const Labels& l = view.labels;
     const NodeInfo& nn = info[nx];
-    const Labels want = nn.layout == 0 ? "TBF" : "BTF";
-    if (l != want) {
-      problems.push_back("graph: " + ni.label + "'s output reaches " + nn.label + " as " + l + ", expected " + want +
-                         " (T time, B batch, F features; D directions must be merged into F)");
-      chain_ok = false;
-    } else if (nn.input_size != ni.directions * ni.hidden) {
-      problems.push_back(nn.label + ": input_size " + std::to_string(nn.input_size) + " is not the output size " +
-                         std::to_string(ni.directions * ni.hidden) + " of " + ni.label);
-      chain_ok = false;
-    } else if (nn.directions != ni.directions) {
-      problems.push_back(nn.label + ": layers with different directions are not supported (a stack's layers are all "
-                         "bidirectional or all one direction); export the layers of each kind as a model of their own");
-      chain_ok = false;
-    } else if (nn.spec != ni.spec) {
-      problems.push_back(nn.label + ": a " + nn.spec->op + " layer on " + ni.label + " is not supported (a stack's "
-                         "layers are all LSTM or all GRU: the state inputs and outputs are per stack); export the LSTM layers and the "
-                         "GRU layers as two models");
-      chain_ok = false;
-    }
+    if (!check_link(ni, nn, view.labels, problems)) chain_ok = false;
     n = nx;
   }
   if (chain_ok && chain.size() != lstms.size()) {
@@ -840,6 +879,16 @@ void read_states(Import* im) {
   share_state_rows(&prog, hidden_sizes, im->ctx.batch_size, &problems);
   for (int k : {kYH, kYC}) {
     if (k == kYH && im->final_state) continue;  // the head's, checked above
+    if (k == kYH && !im->repeated_from_state.empty()) {
+      // An encoder's Y_h is its decoder's input: no other layer's may be a model output.
+      for (const NodeInfo& n : chain) {
+        if (!im->repeated_from_state.count(n.node) && used(g, *n.node, kYH)) {
+          problems.push_back(n.label + ": its final state h_n as a model output, in a model whose encoder's h_n is "
+                             "repeated into its decoder, is not supported yet; output the decoder's sequence only");
+        }
+      }
+      continue;
+    }
     std::string out;
     if (!trace_final_state(g, chain, k, &out, &problems)) continue;
     if (!out.empty() && (chain[0].layout != 0 || unbatched)) {
@@ -861,6 +910,7 @@ void build_ops(Import* im) {
   }
   if (!prog.residual.empty()) prog.residual.resize(im->chain.size(), false);  // one per layer
   if (!prog.between.empty()) prog.between.resize(im->chain.size());
+  if (!prog.repeated.empty()) prog.repeated.resize(im->chain.size(), false);
   try {
     prog.validate();
   } catch (const CompileError& e) {

@@ -228,6 +228,7 @@ class ProgramCompiler {
   void compile_layer(int32_t l, const std::vector<OpObservation>& observed, OpBoundaries fixed);
   void lower_residual(int32_t l, const std::vector<std::vector<float>>& sums);
   void lower_between(int32_t l);
+  void repeat_final_states(int32_t l);
   QuantizedLayer compile_op(size_t k, const OpObservation& observed, const OpBoundaries& fixed) const;
   void assemble_stack();
 
@@ -297,6 +298,10 @@ void ProgramCompiler::check() {
                        "int8 (without --s16-layers)");
   }
   for (int32_t l = 0; any_s16 && l < program_.layers(); ++l) {
+    if (program_.repeated_after(l)) {
+      throw CompileError("layer " + std::to_string(l + 1) + ": a decoder that reads a final state repeated over time "
+                         "runs int8 only; compile the layers int8 (without --s16-layers)");
+    }
     if (!program_.between_after(l).empty()) {
       throw CompileError(node_label(program_.between_after(l).front()) + ": a layer between 16x8 recurrent layers is "
                          "not supported yet; compile the layers int8 (without --s16-layers)");
@@ -579,7 +584,7 @@ void ProgramCompiler::compile_layer(int32_t l, const std::vector<OpObservation>&
     } else if (d == 1) {
       fixed.input->quant = lstm_ops_.back().recurrent_input();
     }
-    if (l + 1 == program_.layers() && program_.lstm_output == LstmOutput::kFinalState) {
+    if ((l + 1 == program_.layers() && program_.lstm_output == LstmOutput::kFinalState) || program_.repeated_after(l)) {
       fixed.scored_step = final_step(k);  // what the op writes
     }
     QuantizedLayer q = [&] {
@@ -632,6 +637,14 @@ void ProgramCompiler::assemble_stack() {
       m.ops.push_back(std::move(op));
     }
     input = output;
+    if (program_.repeated_after(l)) {
+      // It writes its final state alone; the layer above reads that one step at every step.
+      m.ops.back().set_output_steps(QLSTM_OUTPUT_FINAL);
+      m.buffers.back().steps = QLSTM_BUFFER_ONE_STEP;
+      DerivedLstm above = lstm_ops_[static_cast<size_t>(l + 1)].as<DerivedLstm>();
+      above.input_repeated = 1;
+      lstm_ops_[static_cast<size_t>(l + 1)].set(std::move(above));
+    }
     if (program_.residual_after(l)) {
       // The sum goes into the next buffer: the area of the layer's input (written in place over it).
       ProgramOp& sum = *add++;
@@ -692,6 +705,17 @@ void ProgramCompiler::lower_between(int32_t l) {
   for (size_t e = 0; e < entries_.size(); ++e) entries_[e].x.assign(values[e].begin(), values[e].end());
 }
 
+// What the layer above a repeated layer l reads: each entry's last step of l's output at every step.
+void ProgramCompiler::repeat_final_states(int32_t l) {
+  const size_t W = static_cast<size_t>(program_.ops[static_cast<size_t>(l)].hidden_size);
+  for (Entry& en : entries_) {
+    const size_t T = static_cast<size_t>(en.time_steps);
+    for (size_t t = 0; t + 1 < T; ++t) {
+      std::copy_n(en.x.begin() + static_cast<ptrdiff_t>((T - 1) * W), W, en.x.begin() + static_cast<ptrdiff_t>(t * W));
+    }
+  }
+}
+
 // The LSTM stack, layer by layer.
 void ProgramCompiler::lower_stack() {
   head_ops_ = layer_ops(head_layers_);
@@ -712,6 +736,7 @@ void ProgramCompiler::lower_stack() {
     next_input_ = BoundaryQuant{lstm_ops_.back().recurrent_output(), "the output of layer " + std::to_string(l)};
     if (residual) lower_residual(l, sums);
     for (size_t e = 0; e < entries_.size(); ++e) entries_[e].x = std::move(residual ? sums[e] : outs[e]);
+    if (program_.repeated_after(l)) repeat_final_states(l);
     lower_between(l);
   }
   assemble_stack();

@@ -117,6 +117,33 @@ int32_t validate_layers(const std::vector<FloatLayer>& layers, int32_t width, co
 
 namespace {
 
+// The layers whose final state the next reads repeated (FloatProgram::repeated): not the last,
+// one direction, nothing else between the two, both int8 LSTMs (the kernel's input_repeated).
+void validate_repeated(const FloatProgram& p) {
+  if (p.repeated.size() > static_cast<size_t>(p.layers()) || p.repeated_after(p.layers() - 1)) {
+    throw CompileError("program: repeated names " + std::to_string(p.repeated.size()) + " layers of " +
+                       std::to_string(p.layers()) + " (and not the last: a layer above reads it)");
+  }
+  for (int32_t l = 0; l + 1 < p.layers(); ++l) {
+    if (!p.repeated_after(l)) continue;
+    const std::string at = "layer " + std::to_string(l);
+    if (p.directions != 1) {
+      throw CompileError(at + ": the final state of a bidirectional layer repeated over time is not supported yet; "
+                         "make the encoder one direction");
+    }
+    if (p.residual_after(l) || !p.between_after(l).empty()) {
+      throw CompileError(at + ": a residual connection or a layer between an encoder and the decoder that reads its "
+                         "final state repeated is not supported yet");
+    }
+    for (int32_t k : {l, l + 1}) {
+      if (p.ops[static_cast<size_t>(k)].cell != CellKind::kLstm) {
+        throw CompileError("layer " + std::to_string(k) + ": a GRU or RNN encoder or decoder of a repeated final state "
+                           "is not supported yet (the LSTM's are); export LSTM layers");
+      }
+    }
+  }
+}
+
 // What stands between the recurrent layers: each layer's residual connection, and the per-position
 // layers between it and the next (FloatProgram::residual, ::between).
 void validate_between_layers(const FloatProgram& p) {
@@ -132,6 +159,7 @@ void validate_between_layers(const FloatProgram& p) {
     throw CompileError("program: between names " + std::to_string(p.between.size()) + " layers of " +
                        std::to_string(p.layers()) + " (and none after the last: those are the head's)");
   }
+  validate_repeated(p);
   for (int32_t l = 0; l < p.layers(); ++l) {
     const FloatLstm& op = p.ops[static_cast<size_t>(l * p.directions)];
     int32_t width = p.directions * op.hidden_size;
@@ -291,6 +319,22 @@ std::vector<float> constant_state_rows(const std::vector<float>& s, int32_t H, i
   return s;
 }
 
+// Each batch row's last step of a sequence ([B][T][W] or [T][B][W]) at every one of its steps.
+std::vector<float> repeat_last_step(const std::vector<float>& seq, const SequenceShape& shape, size_t W) {
+  const int32_t B = shape.batch, T = shape.time_steps;
+  const bool time_major = shape.layout == Layout::kTimeMajor;
+  auto at = [&](int32_t b, int32_t t) {
+    return (time_major ? static_cast<size_t>(t) * B + b : static_cast<size_t>(b) * T + t) * W;
+  };
+  std::vector<float> out(seq.size());
+  for (int32_t b = 0; b < B; ++b) {
+    for (int32_t t = 0; t < T; ++t) {
+      std::copy_n(seq.begin() + static_cast<ptrdiff_t>(at(b, T - 1)), W, out.begin() + static_cast<ptrdiff_t>(at(b, t)));
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 FloatProgramResult run_float_program(const FloatProgram& p, const float* x, const SequenceShape& shape,
@@ -339,7 +383,7 @@ FloatProgramResult run_float_program(const FloatProgram& p, const float* x, cons
       for (size_t i = 0; i < out.size(); ++i) out[i] += input[i];
     }
     r.layer_outputs.push_back(out);
-    input = std::move(out);
+    input = p.repeated_after(l) ? repeat_last_step(out, shape, static_cast<size_t>(W)) : std::move(out);
     // The layers between it and the next (a LayerNorm), on every position, in double as the head's.
     for (const FloatLayer& b : p.between_after(l)) input = to_float(run_float_layer(b, std::vector<double>(input.begin(), input.end()), positions));
   }
@@ -644,6 +688,11 @@ void ModelChecker::ops() {
   }
 }
 
+// An int8 LSTM that reads one step at every step (DerivedLstm::input_repeated).
+bool reads_repeated(const ProgramOp& op) {
+  return op.kind == QLSTM_OP_LSTM_S8 && op.holds<DerivedLstm>() && op.as<DerivedLstm>().input_repeated != 0;
+}
+
 // "LSTM" here and below: any recurrent op (a layer of GRUs is a layer as well). (A requantization
 // between two layers, where a 16x8 layer meets an int8 one, is not the head.)
 void ModelChecker::recurrent_op(size_t k, const std::string& w, const ProgramBuffer& in, const ProgramBuffer& out) {
@@ -668,14 +717,19 @@ void ModelChecker::recurrent_op(size_t k, const std::string& w, const ProgramBuf
   if (directions * hidden != out.width) bad(w + "': hidden_size does not fill its output buffer");
   if (!same_quant(op.recurrent_input(), in.quant)) bad(w + "': input quantization differs from its input buffer's");
   if (!same_quant(op.recurrent_output(), out.quant)) bad(w + "': output quantization differs from its output buffer's");
-  if (in.steps != QLSTM_BUFFER_EVERY_STEP) {
-    bad(w + "': " + compiler::recurrent_state(op).a_cell + " reads a sequence, not a one-step buffer");
+  if (in.steps != (reads_repeated(op) ? QLSTM_BUFFER_ONE_STEP : QLSTM_BUFFER_EVERY_STEP)) {
+    bad(w + "': " + compiler::recurrent_state(op).a_cell +
+        (reads_repeated(op) ? " reads one step repeated, not a sequence" : " reads a sequence, not a one-step buffer"));
   }
   const bool one_step = steps != QLSTM_OUTPUT_ALL_STEPS;  // FINAL, or FIRST (a reverse op's y[:, -1])
   const int32_t want_steps = one_step ? QLSTM_BUFFER_ONE_STEP : QLSTM_BUFFER_EVERY_STEP;
   if (out.steps != want_steps) bad(w + ".output_steps' does not match its output buffer's steps");
-  if (one_step && lstm_seen_ <= m_.lstm_op_count() - directions) {
-    bad(w + ".output_steps': only the last layer's ops may write one step alone");
+  // A layer's final state alone: the last layer's, or one the next op reads repeated over time.
+  const bool read_repeated = k + 1 < m_.ops.size() && reads_repeated(m_.ops[k + 1]) &&
+                             m_.ops[k + 1].input_buffer == op.output_buffer && steps == QLSTM_OUTPUT_FINAL;
+  if (one_step && lstm_seen_ <= m_.lstm_op_count() - directions && !read_repeated) {
+    bad(w + ".output_steps': only the last layer's ops may write one step alone (or a layer's final state the next "
+            "reads repeated)");
   }
   if (steps == QLSTM_OUTPUT_FIRST && (m_.hidden_output || m_.cell_output || m_.initial_hidden != StateSource::kZero ||
                                       m_.initial_cell != StateSource::kZero)) {

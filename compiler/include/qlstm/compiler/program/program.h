@@ -68,9 +68,17 @@ struct FloatProgram {
   // the features), on its output or its residual sum; what the layer above reads. Never after the
   // last layer (those are the head's).
   std::vector<std::vector<FloatLayer>> between;
+  // Per layer (empty: none): the layer above reads this one's final hidden state (its last step),
+  // repeated over the steps: an autoencoder's decoder on its encoder's h_n (docs/compiler.md).
+  // The layer then writes its final state only, and the one above reads it at every step
+  // (the LSTM's input_repeated). Unidirectional int8 LSTM layers only.
+  std::vector<bool> repeated;
 
   bool residual_after(int32_t layer) const {
     return layer >= 0 && static_cast<size_t>(layer) < residual.size() && residual[static_cast<size_t>(layer)];
+  }
+  bool repeated_after(int32_t layer) const {
+    return layer >= 0 && static_cast<size_t>(layer) < repeated.size() && repeated[static_cast<size_t>(layer)];
   }
 
   // The layers between layer `layer` and the one above (empty when there are none).
