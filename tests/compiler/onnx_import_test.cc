@@ -89,6 +89,7 @@ double check_whole_model(const OnnxLstm& m, const nlohmann::json& e, FloatProgra
   EXPECT_EQ(p.lstm_output == LstmOutput::kFinalState ? "final_state" : "sequence", e["lstm_output"].get<std::string>());
   EXPECT_EQ(p.final_directions, e.value("final_directions", std::vector<int32_t>{}));
   EXPECT_EQ(p.residual, e.value("residual", std::vector<bool>{}));
+  EXPECT_EQ(p.repeated, e.value("repeated", std::vector<bool>{}));
   std::vector<std::vector<std::string>> between;
   for (const auto& layers : p.between) between.push_back(layer_names(layers));
   EXPECT_EQ(between, e.value("between", std::vector<std::vector<std::string>>{}));

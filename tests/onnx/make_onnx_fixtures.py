@@ -32,7 +32,7 @@ Linears (import_batchnorm_*), every step flattened into a Linear (import_flatten
 units (import_dead_output_units), and the refusals that must name their node (sum over time, encoder-decoder, RNN,
 Loop, another domain's op, an initial state of the wrong constant shape); import_calibration.npy
 for the CLI tests.
-Usage: make_onnx_fixtures.py [OUTDIR] [--only lstm|gru|rnn|import ...]
+Usage: make_onnx_fixtures.py [OUTDIR] [--only lstm|gru|rnn|import|seq2seq ...]
 """
 import json
 import os
@@ -49,7 +49,7 @@ import models  # noqa: E402  (tests/e2e/models.py: the whole-model classes)
 
 GENERATOR = "tests/onnx/make_onnx_fixtures.py"
 torch.set_num_threads(1)
-# --only GROUP (lstm, gru, rnn, import; repeatable) makes one group's fixtures and leaves the others' files alone.
+# --only GROUP (lstm, gru, rnn, import, seq2seq; repeatable) makes one group's fixtures and leaves the others' files alone.
 ARGS = sys.argv[1:]
 ONLY = [ARGS[k + 1] for k in range(len(ARGS) - 1) if ARGS[k] == "--only"]
 POSITIONAL = [a for k, a in enumerate(ARGS) if a != "--only" and (k == 0 or ARGS[k - 1] != "--only")]
@@ -1791,9 +1791,60 @@ def embeddings():
     np.save(os.path.join(OUT, "import_embedding_id_outside_table.npy"), held_out)
 
 
+class Autoencoder(nn.Module):
+    """An LSTM autoencoder as published ones write it: the encoder's final hidden state (h_n[-1], or
+    its last step y[:, -1:]) repeated over the input's steps (repeat, expand, or a fixed count) as
+    the decoder's input, then a Linear per step."""
+    def __init__(self, read="h_n", how="repeat", count=None, features=3, hidden=6, latent=5, cell=nn.LSTM,
+                 bidirectional=False, pass_state=False):
+        super().__init__()
+        self.read, self.how, self.count, self.pass_state = read, how, count, pass_state
+        self.enc = cell(features, latent, batch_first=True, bidirectional=bidirectional)
+        self.dec = cell(latent * (2 if bidirectional else 1), hidden, batch_first=True)
+        self.out = nn.Linear(hidden, features)
+
+    def forward(self, x):
+        y, state = self.enc(x)
+        h = state[0] if isinstance(state, tuple) else state
+        T = x.shape[1] if self.count is None else self.count
+        z = h[-1].unsqueeze(1) if self.read == "h_n" else y[:, -1:]
+        z = z.repeat(1, T, 1) if self.how == "repeat" else z.expand(-1, T, -1)
+        return self.out(self.dec(z, state)[0] if self.pass_state else self.dec(z)[0])
+
+
+def seq2seq_models():
+    """Sequence to sequence: an encoder's final state repeated over time into a decoder (item 3 of
+    issue 30), compiled with the decoder's input projection once per call; and the forms refused."""
+    torch.manual_seed(57)
+    x = torch.randn(2, 6, 3)
+    program = dict(lstm_output="sequence", front=[], repeated=[True, False])
+    import_torch("seq2seq_repeat_h_n", Autoencoder(), 14, x, ["Linear"], dynamic=True, **program)
+    import_torch("seq2seq_expand_h_n", Autoencoder(how="expand"), 16, x, ["Linear"], dynamic=True, **program)
+    import_torch("seq2seq_last_step_static", Autoencoder(read="y"), 13, x, ["Linear"], **program)
+    import_torch("seq2seq_last_step_opset17", Autoencoder(read="y", how="expand", hidden=4), 17, x, ["Linear"],
+                 dynamic=True, **program)
+    refused = [
+        ("seq2seq_refused_count", Autoencoder(count=4), False,
+         ["node '/Tile' (Tile): repeats the state 4 times, the model input has 6 steps"]),
+        ("seq2seq_refused_gru", Autoencoder(cell=nn.GRU), True,
+         ["a GRU or RNN encoder or decoder of a repeated final state is not supported yet"]),
+        ("seq2seq_refused_bidirectional_encoder", Autoencoder(read="y", bidirectional=True), True,
+         ["node '/enc/LSTM' (LSTM): the final state of a bidirectional layer repeated over time is not supported yet"]),
+        ("seq2seq_refused_state_passed", Autoencoder(pass_state=True, hidden=5), True,
+         ["node '/dec/LSTM' (LSTM): its initial state being node '/enc/LSTM' (LSTM)'s final state (a decoder that "
+          "continues the encoder's state) is not supported yet"]),
+    ]
+    for name, model, dynamic, errors in refused:
+        model.eval()
+        with torch.no_grad():
+            torch.onnx.export(model, (x,), os.path.join(OUT, name + ".onnx"), opset_version=14, input_names=["x"],
+                              output_names=["y"], dynamic_axes={"x": {0: "batch", 1: "time"}} if dynamic else None)
+        expect(name, errors=errors)
+
+
 GROUPS = {"lstm": [accepted_torch, refused_torch, accepted_plain, refused_plain, programs_torch, whole_models,
                    refused_whole],
-          "gru": [gru_models], "rnn": [rnn_models], "import": [import_models]}
+          "gru": [gru_models], "rnn": [rnn_models], "import": [import_models], "seq2seq": [seq2seq_models]}
 
 
 def main():

@@ -412,6 +412,10 @@ WHOLE = [
     ("rnn_tanh_h_n", "tests/onnx/models/rnn_torch_h_n_linear_bidirectional.onnx", True, "whole"),
     ("rnn_relu_last", "tests/onnx/models/rnn_torch_relu_last_linear.onnx", True, "stream"),
     ("rnn_relu_bi2", "tests/onnx/models/rnn_torch_relu_bi2_seq_first.onnx", False, "whole"),
+    # LSTM autoencoders: the encoder's h_n[-1] repeated over the input's steps (dynamic length) or its
+    # y[:, -1:] (a static export) as the decoder's input (input_repeated), then a Linear per step
+    ("seq2seq", "tests/onnx/models/seq2seq_repeat_h_n.onnx", True, "whole"),
+    ("seq2seq_last_step", "tests/onnx/models/seq2seq_last_step_static.onnx", True, "whole"),
 ]
 
 

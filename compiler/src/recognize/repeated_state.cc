@@ -342,13 +342,44 @@ class Walk {
 
 }  // namespace
 
+// Does `value` reach a repetition (Expand, Tile) within a few single-reader nodes? For the refusals
+// of the forms not supported yet.
+bool reaches_repetition(const Graph& g, std::string value) {
+  for (int guard = 0; guard < 16; ++guard) {
+    const std::vector<const onnx::NodeProto*> readers = g.data_consumers(value);
+    if (readers.size() != 1 || readers.front()->output_size() < 1) return false;
+    const std::string& op = readers.front()->op_type();
+    if (op == "Expand" || op == "Tile") return true;
+    value = readers.front()->output(0);
+  }
+  return false;
+}
+
 bool follow_repeated_state(const Graph& g, const NodeInfo& n, bool from_y, const Dim& time, RepeatedState* out) {
   *out = RepeatedState{};
   const onnx::NodeProto& node = *n.node;
   const int k = from_y ? kY : kYH;
-  // One direction's final state: Y_h, or Y's last step of a forward layer.
-  if (n.directions != 1 || (from_y && n.reverse)) return false;
   if (node.output_size() <= k || node.output(k).empty() || !used(g, node, k)) return false;
+  // The final state as another layer's initial state (a seq2seq that passes the state on).
+  for (int s : {kYH, kYC}) {
+    if (from_y || node.output_size() <= s || node.output(s).empty()) continue;
+    for (const onnx::NodeProto* c : g.data_consumers(node.output(s))) {
+      if (recurrent(*c) && ((c->input_size() > kInitialH && c->input(kInitialH) == node.output(s)) ||
+                            (c->input_size() > kInitialC && c->input(kInitialC) == node.output(s)))) {
+        out->problem = node_label(*c) + ": its initial state being " + n.label + "'s final state (a decoder that "
+                       "continues the encoder's state) is not supported yet; start the decoder from zero";
+        return false;
+      }
+    }
+  }
+  // One direction's final state: Y_h, or Y's last step of a forward layer.
+  if (n.directions != 1 || (from_y && n.reverse)) {
+    if (reaches_repetition(g, node.output(k))) {
+      out->problem = n.label + ": the final state of a " + (n.directions != 1 ? "bidirectional" : "reverse") +
+                     " layer repeated over time is not supported yet; make the encoder one forward direction";
+    }
+    return false;
+  }
   std::string value = node.output(k);
   Axes axes = from_y ? (n.layout == 0 ? "TDBF" : "BTDF") : "DBF";
   Walk walk(g, time, !from_y, out);
