@@ -73,7 +73,8 @@ ShapeSpec parse_shape(const std::string& text) {
 // A float LSTM (GRU, RNN) with PyTorch's default initialization (uniform in +-1/sqrt(H)),
 // calibrated on standard-normal inputs: typical scales, as a trained model would have them. The
 // GRU's and the RNN's boundary ranges come from the same observers as the LSTM's compile, without
-// its search. cell: "lstm", "gru", "rnn" (tanh) or "rnn_relu".
+// its search. cell: "lstm", "lstm_repeated" (its input one step read at every step: a decoder's),
+// "gru", "rnn" (tanh) or "rnn_relu".
 CompiledModel synthetic_model(const ShapeSpec& s, const std::string& cell, std::mt19937_64& rng) {
   const bool gru = cell == "gru", rnn = cell.rfind("rnn", 0) == 0;
   const size_t I = static_cast<size_t>(s.input_size), H = static_cast<size_t>(s.hidden_size);
@@ -112,7 +113,21 @@ CompiledModel synthetic_model(const ShapeSpec& s, const std::string& cell, std::
   const FloatLstm f = FloatLstm::from_torch(s.input_size, s.hidden_size, w_ih, w_hh, b_ih, b_hh);
   CalibrationSet cal;
   cal.add_batch(x, cal_shape, s.input_size);
-  return single_op_model(QuantizedLayer::compile(f, cal, options).derived(), name, !s.time_major);
+  DerivedLstm d = QuantizedLayer::compile(f, cal, options).derived();
+  if (cell != "lstm_repeated") return single_op_model(d, name, !s.time_major);
+  // A decoder: one input step per batch row read at every step (input_repeated), after a selection
+  // of the input's last step (a program reads a sequence); each op is counted on its own.
+  d.input_repeated = 1;
+  CompiledModel m = single_op_model(d, name, !s.time_major);
+  ProgramOp select;
+  select.set(DerivedSelect{s.input_size, -1, 1});
+  select.input_buffer = 0;
+  select.output_buffer = 1;
+  m.buffers.insert(m.buffers.begin() + 1, {s.input_size, d.input, QLSTM_BUFFER_ONE_STEP});
+  m.ops.front().input_buffer = 1;
+  m.ops.front().output_buffer = 2;
+  m.ops.insert(m.ops.begin(), std::move(select));
+  return m;
 }
 
 // The entry of a variant list named `name`, or null; throws UsageError when this CPU lacks it.
@@ -609,8 +624,9 @@ int bench_command(const BenchArgs& args) {
   if (args.model.empty() && args.shape.empty()) {
     throw UsageError("give a compiled model or --shape B=..,T=..,I=..,H=..[,time_major]");
   }
-  if (args.cell != "lstm" && args.cell != "gru" && args.cell != "rnn" && args.cell != "rnn_relu") {
-    throw UsageError("--cell: '" + args.cell + "' is not lstm, gru, rnn or rnn_relu");
+  if (args.cell != "lstm" && args.cell != "lstm_repeated" && args.cell != "gru" && args.cell != "rnn" &&
+      args.cell != "rnn_relu") {
+    throw UsageError("--cell: '" + args.cell + "' is not lstm, lstm_repeated, gru, rnn or rnn_relu");
   }
   if (!args.model.empty() && args.cell != "lstm") throw UsageError("--cell is for --shape without a model");
   ShapeSpec s = args.shape.empty() ? ShapeSpec{} : parse_shape(args.shape);
@@ -640,7 +656,11 @@ int bench_command(const BenchArgs& args) {
     throw UsageError("--shape needs T=, I= and H= (B= defaults to 1)");
   }
   const CompiledModel m = synthetic_model(s, args.cell, rng);
-  const std::string what = args.cell == "gru" ? "GRU" : args.cell == "rnn" ? "RNN (tanh)" : args.cell == "rnn_relu" ? "RNN (ReLU)" : "LSTM";
+  const std::string what = args.cell == "gru"             ? "GRU"
+                           : args.cell == "rnn"           ? "RNN (tanh)"
+                           : args.cell == "rnn_relu"      ? "RNN (ReLU)"
+                           : args.cell == "lstm_repeated" ? "LSTM (its input one step, repeated)"
+                                                          : "LSTM";
   return bench_program(m, s, "synthetic " + what +
                                  " (PyTorch-initialized weights, calibrated on N(0,1))", args, rng);
 }
