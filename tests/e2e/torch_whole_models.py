@@ -227,6 +227,57 @@ check("layer_norm_attention", forget_biased(LayerNormAttention(4, 12, 3, True)),
 check("layer_norm_attention_seqfirst", forget_biased(LayerNormAttention(4, 12, 3, False)), 4, 20, False, 17)
 
 
+# LSTM autoencoders (issue 30, item 3): the encoder's final state repeated over the input's steps
+# as the decoder's input, a Linear per step; trained for a few seconds to reconstruct noisy
+# sinusoids, then compared with torch on held-out ones.
+class Autoencoder(nn.Module):
+    def __init__(self, I, latent, H, batch_first, read="h_n", how="repeat"):
+        super().__init__()
+        self.enc = nn.LSTM(I, latent, batch_first=batch_first)
+        self.dec = nn.LSTM(latent, H, batch_first=batch_first)
+        self.out = nn.Linear(H, I)
+        self.read, self.how, self.time = read, how, 1 if batch_first else 0
+
+    def forward(self, x):
+        y, (h, _) = self.enc(x)
+        T = x.shape[self.time]
+        if self.read == "h_n":
+            z = h[-1].unsqueeze(self.time)
+        else:
+            z = y[:, -1:] if self.time == 1 else y[-1:]
+        reps = [1, 1, 1]
+        reps[self.time] = T
+        z = z.repeat(*reps) if self.how == "repeat" else z.expand(*[r if r > 1 else -1 for r in reps])
+        return self.out(self.dec(z)[0])
+
+
+def train_autoencoder(model, I, T, batch_first, steps=200):
+    def batch(n, g):
+        t = np.arange(T, dtype=np.float32)[None, :, None]
+        freq = g.uniform(0.1, 0.5, (n, 1, I)).astype(np.float32)
+        phase = g.uniform(0, 6.28, (n, 1, I)).astype(np.float32)
+        x = (np.sin(freq * t + phase) + 0.1 * g.standard_normal((n, T, I))).astype(np.float32)
+        return (x if batch_first else np.ascontiguousarray(x.transpose(1, 0, 2))), None
+    opt = torch.optim.Adam(model.parameters(), lr=0.01)
+    g = np.random.default_rng(7)
+    for _ in range(steps):
+        x = torch.from_numpy(batch(32, g)[0])
+        loss = torch.mean((model(x) - x) ** 2)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    return batch
+
+
+torch.manual_seed(9)
+for name, I, latent, H, T, bf, opset, kw in [
+    ("seq2seq_repeat_h_n", 3, 8, 12, 24, True, 14, {}),
+    ("seq2seq_expand_last_step_seqfirst", 2, 6, 10, 20, False, 17, {"read": "y", "how": "expand"}),
+]:
+    model = Autoencoder(I, latent, H, bf, **kw)
+    check(name, model, I, T, bf, opset, data=train_autoencoder(model, I, T, bf))
+
+
 # Outside the scope: refused, naming the node and what to do, with no model written.
 class LayerNormHead(nn.Module):
     """A LayerNorm over the steps and the features together: not per position."""
