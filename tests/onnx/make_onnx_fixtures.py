@@ -1796,11 +1796,11 @@ class Autoencoder(nn.Module):
     its last step y[:, -1:]) repeated over the input's steps (repeat, expand, or a fixed count) as
     the decoder's input, then a Linear per step."""
     def __init__(self, read="h_n", how="repeat", count=None, features=3, hidden=6, latent=5, cell=nn.LSTM,
-                 bidirectional=False, pass_state=False):
+                 bidirectional=False, pass_state=False, layers=1):
         super().__init__()
         self.read, self.how, self.count, self.pass_state = read, how, count, pass_state
-        self.enc = cell(features, latent, batch_first=True, bidirectional=bidirectional)
-        self.dec = cell(latent * (2 if bidirectional else 1), hidden, batch_first=True)
+        self.enc = cell(features, latent, batch_first=True, bidirectional=bidirectional, num_layers=layers)
+        self.dec = cell(latent * (2 if bidirectional else 1), hidden, batch_first=True, num_layers=layers)
         self.out = nn.Linear(hidden, features)
 
     def forward(self, x):
@@ -1823,6 +1823,9 @@ def seq2seq_models():
     import_torch("seq2seq_last_step_static", Autoencoder(read="y"), 13, x, ["Linear"], **program)
     import_torch("seq2seq_last_step_opset17", Autoencoder(read="y", how="expand", hidden=4), 17, x, ["Linear"],
                  dynamic=True, **program)
+    # Two layers each: h_n[-1] of the encoder's stack (torch concatenates every layer's Y_h first).
+    import_torch("seq2seq_stacked_h_n", Autoencoder(layers=2), 15, x, ["Linear"], dynamic=True,
+                 **dict(program, repeated=[False, True, False, False]))
     refused = [
         ("seq2seq_refused_count", Autoencoder(count=4), False,
          ["node '/Tile' (Tile): repeats the state 4 times, the model input has 6 steps"]),

@@ -413,6 +413,7 @@ const onnx::NodeProto* repeated_next(Import* im, const NodeInfo& ni, std::string
     if (follow_repeated_state(*im->g, ni, from_y, input_time_dim(im), &rs)) {
       im->taken.insert(rs.nodes.begin(), rs.nodes.end());
       if (!from_y) im->repeated_from_state.insert(ni.node);
+      im->repeated_from_state.insert(rs.stacked.begin(), rs.stacked.end());
       std::vector<bool>& repeated = im->r.program.repeated;
       repeated.resize(im->chain.size(), false);
       repeated.back() = true;

@@ -166,12 +166,15 @@ class Walk {
     if (op == "Squeeze") return squeeze(c, axes);
     if (op == "Unsqueeze") return unsqueeze(c, axes);
     if (op == "Gather") return gather(c, axes);
+    if (op == "Concat") return concat(c, axes);
     if (op == "Slice") return slice(c, axes);
     if (op == "Expand" || op == "Tile") return repeat(c, axes);
     return fail(c, "neither a layout op nor the repetition over time");
   }
 
   bool selected() const { return selected_; }
+  // The values stacked with the final state by a Concat (torch's h_n of a stack: every layer's).
+  const std::vector<std::string>& stacked() const { return stacked_; }
   bool repeated() const { return repeated_; }
 
  private:
@@ -231,6 +234,20 @@ class Walk {
     return true;
   }
 
+  // torch's h_n of a stack of layers: every layer's Y_h concatenated along the layers' axis, this
+  // one's last; only h_n[-1] (the Gather below) selects it again.
+  bool concat(const onnx::NodeProto& c, Axes* axes) {
+    size_t k = 0;
+    const std::string& value = c.input(c.input_size() - 1);
+    if (!axis_index(int_attribute(c, "axis", 0), axes->size(), &k) || (*axes)[k] != 'D' || !stacked_.empty() ||
+        c.input_size() < 2 || g_.producer(value) == nullptr || stacked_layers_ > 0) {
+      return fail(c, "a concatenation other than the layers' final states");
+    }
+    for (int j = 0; j + 1 < c.input_size(); ++j) stacked_.push_back(c.input(j));
+    stacked_layers_ = c.input_size();
+    return true;
+  }
+
   // An index read as a constant scalar (a Gather's), -1 when it is the last of the time axis.
   bool gather(const onnx::NodeProto& c, Axes* axes) {
     size_t k = 0;
@@ -241,7 +258,10 @@ class Walk {
       return fail(c, "its index is not one constant");
     }
     const char a = (*axes)[k];
-    const bool last = v[0] == -1.0 || (a != 'T' && v[0] == 0.0);
+    // The last step of the time axis, the one row of a layer's directions, or the last layer's of
+    // a stack's.
+    const bool last = v[0] == -1.0 || (a == 'D' && stacked_layers_ > 0 ? v[0] == stacked_layers_ - 1.0
+                                                                        : a != 'T' && v[0] == 0.0);
     if ((a != 'T' && a != 'D' && a != '1') || !last) return fail(c, "selects other than the final state");
     if (a == 'T') selected_ = true;
     if (dims.empty()) {
@@ -338,6 +358,8 @@ class Walk {
   const Dim& time_;
   RepeatedState* out_;
   bool selected_, repeated_ = false;
+  std::vector<std::string> stacked_;
+  int stacked_layers_ = 0;  // the stack's layers, once a Concat stacked this one's last
 };
 
 }  // namespace
@@ -398,8 +420,17 @@ bool follow_repeated_state(const Graph& g, const NodeInfo& n, bool from_y, const
         return false;
       }
       out->next = &c;
+      for (const std::string& v : walk.stacked()) {
+        const onnx::NodeProto* p = g.producer(v);
+        if (p == nullptr || !recurrent(*p) || p->output_size() <= kYH || p->output(kYH) != v) {
+          out->problem = node_label(c) + ": h_n[-1] of a stack whose h_n holds other values than its layers' final states";
+          return false;
+        }
+        out->stacked.push_back(p);
+      }
       return true;
     }
+    if (c.op_type() == "Concat" && c.input(c.input_size() - 1) != value) return false;  // not its last input
     if (c.output_size() < 1 || !walk.take(c, &axes)) return false;
     out->nodes.push_back(&c);
     value = c.output(0);

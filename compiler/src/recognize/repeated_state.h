@@ -21,6 +21,8 @@ namespace import {
 struct RepeatedState {
   const onnx::NodeProto* next = nullptr;       // the node that reads it repeated (set on success)
   std::vector<const onnx::NodeProto*> nodes;   // the nodes on the way
+  // The layers below whose Y_h torch stacked with this one's into h_n (only h_n[-1] is read).
+  std::vector<const onnx::NodeProto*> stacked;
   std::string problem;                         // why it is not one, when the walk recognized its start
 };
 
