@@ -536,6 +536,15 @@ int32_t flattened_steps(const CompiledModel& m, const ProgramOp& op) {
 
 }  // namespace
 
+namespace {
+
+// An int8 LSTM that reads one step at every step (DerivedLstm::input_repeated).
+bool reads_repeated(const ProgramOp& op) {
+  return op.kind == QLSTM_OP_LSTM_S8 && op.holds<DerivedLstm>() && op.as<DerivedLstm>().input_repeated != 0;
+}
+
+}  // namespace
+
 int32_t CompiledModel::fixed_time_steps() const {
   for (const ProgramOp& op : ops) {
     const int32_t steps = flattened_steps(*this, op);
@@ -552,6 +561,10 @@ std::string CompiledModel::streaming_refusal() const {
     }
   }
   for (size_t k = 0; k < ops.size(); ++k) {
+    if (reads_repeated(ops[k])) {
+      return "op " + std::to_string(k) + " reads the layer below's final state repeated over the whole sequence (an "
+             "autoencoder's decoder); a chunk's final state is not the sequence's, so the model cannot be streamed";
+    }
     const int32_t flattened = flattened_steps(*this, ops[k]);
     if (flattened > 0) {
       return "op " + std::to_string(k) + " reads all " + std::to_string(flattened) + " steps of a sequence at once "
@@ -686,11 +699,6 @@ void ModelChecker::ops() {
     bad("field 'buffers': " + std::to_string(buffers.size()) + " buffers, the last op writes buffer " +
         std::to_string(ops.back().output_buffer));
   }
-}
-
-// An int8 LSTM that reads one step at every step (DerivedLstm::input_repeated).
-bool reads_repeated(const ProgramOp& op) {
-  return op.kind == QLSTM_OP_LSTM_S8 && op.holds<DerivedLstm>() && op.as<DerivedLstm>().input_repeated != 0;
 }
 
 // "LSTM" here and below: any recurrent op (a layer of GRUs is a layer as well). (A requantization
