@@ -781,6 +781,39 @@ def test_torch_whole_model_projection_gru_head_softmax(batch_first):
     assert ev.int8_top1 == ev.argmax_agreement
 
 
+@pytest.mark.parametrize("batch_first", [True, False])
+def test_torch_autoencoder_decoder_reads_the_repeated_state(batch_first):
+    """An LSTM autoencoder: h_n[-1] repeated over the steps into the decoder (input_repeated)."""
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(13)
+    time = 1 if batch_first else 0
+
+    class Autoencoder(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.enc = torch.nn.LSTM(4, 8, batch_first=batch_first)
+            self.dec = torch.nn.LSTM(8, 12, batch_first=batch_first)
+            self.out = torch.nn.Linear(12, 4)
+
+        def forward(self, x):
+            h = self.enc(x)[1][0][-1].unsqueeze(time)
+            reps = [1, 1, 1]
+            reps[time] = x.shape[time]
+            return self.out(self.dec(h.repeat(*reps))[0])
+
+    net = Autoencoder()
+    shape = (lambda b: (b, 10, 4)) if batch_first else (lambda b: (10, b, 4))
+    compiled = qlstm.compile(net, torch.randn(*shape(96)), search=False)
+    assert [op["kind"] for op in compiled.ops] == ["lstm", "lstm", "fully_connected"]
+    assert compiled.ops[0]["output_steps"] == "final" and compiled.ops[1].get("input_repeated") is True
+    x = torch.randn(*shape(16))
+    with torch.no_grad():
+        ref = net(x).numpy()
+    got = compiled.run(x)
+    assert got.shape == ref.shape
+    assert sqnr_db(ref, got) > 30
+
+
 def test_evaluate_forecast_in_units_equals_cli_eval(tmp_path):
     sunspots = os.path.join(EXAMPLES, "sunspots")
     onnx_path = os.path.join(sunspots, "sunspots_lstm.onnx")
