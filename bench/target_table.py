@@ -88,6 +88,9 @@ def run_bench(cmd):
         "flash": number(r"kernel flash: (\d+) bytes"),
         "static_ram": number(r"static RAM: (\d+) bytes"),
         "ram": number(r"RAM per call: (\d+) bytes"),
+        # A decoder's program (--cell lstm_repeated): its LSTM op alone, after the selection op.
+        "lstm_op_instructions": number(r"^op 1 \(LSTM .*\): (\d+) instructions$"),
+        "lstm_op_cycles": number(r"^op 1 \(LSTM .*\): (\d+) estimated cycles$"),
     }
 
 
@@ -417,6 +420,23 @@ def gru_table(lstm_rows, gru_rows, cell="GRU"):
     return "\n".join(lines)
 
 
+def repeated_table(lstm_rows, repeated_rows):
+    """The LSTM on a sequence against the same LSTM reading one step repeated (a decoder's
+    input_repeated), same shape, CPU and variant: the LSTM op's instructions and cycles."""
+    lstm = {(r["shape"], r["cpu"], r["variant"]): r for r in lstm_rows}
+    lines = ["| shape | CPU | variant | on a sequence: instructions | est. cycles | repeated: instructions "
+             "| est. cycles | instructions saved | cycles saved |", "|---|---|---|---:|---:|---:|---:|---:|---:|"]
+    for d in repeated_rows:
+        r = lstm.get((d["shape"], d["cpu"], d["variant"]))
+        if r is None:
+            continue
+        i, c = d["lstm_op_instructions"], d["lstm_op_cycles"]
+        lines.append("| %s | %s | %s | %s | %s | %s | %s | %.1f%% | %.1f%% |" % (
+            d["shape"], d["cpu"], d["variant"], format(r["instructions"], ","), format(r["cycles"], ","),
+            format(i, ","), format(c, ","), 100.0 * (1 - i / r["instructions"]), 100.0 * (1 - c / r["cycles"])))
+    return "\n".join(lines)
+
+
 def gru_flash_table(lstm_rows, gru_rows):
     """Kernel flash per CPU and variant (it does not depend on shape): LSTM and GRU."""
     lstm = {(r["cpu"], r["variant"]): r["flash"] for r in lstm_rows}
@@ -508,6 +528,8 @@ def main():
                 for r in measure(a.qlstm, a.cpus.split(","), a.variants.split(","), cell)]
     gru += RNN.format(tanh=gru_table(rows, [r for r in rnn_rows if r["cell"] == "rnn"], "RNN"),
                       relu=gru_table(rows, [r for r in rnn_rows if r["cell"] == "rnn_relu"], "RNN"))
+    repeated = [r for r in measure(a.qlstm, a.cpus.split(","), ["default"], "lstm_repeated")]
+    gru += REPEATED.format(table=repeated_table(rows, repeated))
     with tempfile.TemporaryDirectory(prefix="qlstm-whole-") as work:
         models = compile_whole_models(a.qlstm, root, work)
         whole_rows = measure_whole(a.qlstm, models, a.cpus.split(","), "default")
@@ -693,6 +715,20 @@ tanh:
 ReLU:
 
 {relu}
+
+"""
+
+REPEATED = """## A decoder's repeated input against a sequence
+
+The same LSTM at the same shapes, CPUs and default variants, reading one input step at every step
+(`qlstm bench --cell lstm_repeated`: an autoencoder's decoder, `input_repeated`, docs/arithmetic.md
+§24) instead of a sequence: its input projection runs once per call (4H·I multiply-accumulates per
+batch row, portable C) and each step's gates then multiply one zero column instead of I. The
+figures are the LSTM op's alone (the bench's program selects the step first: a copy of B·I bytes,
+counted apart). The saving grows with I / (I + H) and with T; the outputs are bit-exact with the
+LSTM on the T copies (the variant tester).
+
+{table}
 
 """
 
