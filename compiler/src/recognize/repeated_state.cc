@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 
 namespace qlstm {
 namespace compiler {
@@ -29,6 +30,44 @@ struct Elem {
   static Elem of(int64_t v) { return {true, v, Dim{}}; }
   Dim as_dim() const { return number ? (value >= 0 ? Dim{value, ""} : Dim{}) : dim; }
 };
+
+// Mul, Equal or Where of shape vectors, element by element (torch's expand writes
+// Where(Equal(s, -1), 1, s)).
+bool elementwise(const std::string& op, std::vector<std::vector<Elem>> ins, std::vector<Elem>* out) {
+  // A single element stands for all (broadcast).
+  size_t n = 0;
+  for (const std::vector<Elem>& in : ins) n = std::max(n, in.size());
+  for (std::vector<Elem>& in : ins) {
+    if (in.size() == 1) in.assign(n, in.front());
+    if (in.size() != n) return false;
+  }
+  if (ins.size() != (op == "Where" ? 3u : 2u)) return false;
+  for (size_t k = 0; k < n; ++k) {
+    const Elem& x = ins[0][k];
+    const Elem& y = ins[1][k];
+    if (op == "Mul") {
+      constexpr int64_t kShapeLimit = int64_t{1} << 24;  // a size or a -1, never more: no overflow
+      if (x.number && y.number && std::abs(x.value) < kShapeLimit && std::abs(y.value) < kShapeLimit) {
+        out->push_back(Elem::of(x.value * y.value));
+      } else if (x.number && x.value == 1) {
+        out->push_back(y);
+      } else if (y.number && y.value == 1) {
+        out->push_back(x);
+      } else {
+        return false;
+      }
+    } else if (op == "Equal") {
+      // An axis's size is never negative: it differs from any negative number.
+      if (x.number && y.number) out->push_back(Elem::of(x.value == y.value ? 1 : 0));
+      else if ((y.number && y.value < 0) || (x.number && x.value < 0)) out->push_back(Elem::of(0));
+      else return false;
+    } else {
+      if (!x.number) return false;
+      out->push_back(x.value != 0 ? y : ins[2][k]);
+    }
+  }
+  return true;
+}
 
 // The elements of a shape vector computed from Shape reads (a repeat count, an expand target):
 // numbers, or an input axis's size where the export is dynamic. Only the arithmetic torch and
@@ -115,39 +154,12 @@ bool shape_vector(const Graph& g, const std::string& v, std::vector<Elem>* out,
     return true;
   }
   if (op == "Mul" || op == "Equal" || op == "Where") {
-    // Elementwise, of equal lengths: torch's expand writes Where(Equal(s, -1), 1, s).
     std::vector<std::vector<Elem>> ins;
     for (const std::string& in : p->input()) {
       if (!shape_vector(g, in, &a, nodes, depth + 1)) return false;
       ins.push_back(a);
     }
-    // A single element stands for all (broadcast).
-    size_t n = 0;
-    for (const std::vector<Elem>& in : ins) n = std::max(n, in.size());
-    for (std::vector<Elem>& in : ins) {
-      if (in.size() == 1) in.assign(n, in.front());
-      if (in.size() != n) return false;
-    }
-    if (ins.size() != (op == "Where" ? 3u : 2u)) return false;
-    for (size_t k = 0; k < n; ++k) {
-      const Elem& x = ins[0][k];
-      const Elem& y = ins[1][k];
-      if (op == "Mul") {
-        if (x.number && y.number) out->push_back(Elem::of(x.value * y.value));
-        else if (x.number && x.value == 1) out->push_back(y);
-        else if (y.number && y.value == 1) out->push_back(x);
-        else return false;
-      } else if (op == "Equal") {
-        // An axis's size is never negative: it differs from any negative number.
-        if (x.number && y.number) out->push_back(Elem::of(x.value == y.value ? 1 : 0));
-        else if ((y.number && y.value < 0) || (x.number && x.value < 0)) out->push_back(Elem::of(0));
-        else return false;
-      } else {
-        if (!x.number) return false;
-        out->push_back(x.value != 0 ? y : ins[2][k]);
-      }
-    }
-    return true;
+    return elementwise(op, std::move(ins), out);
   }
   return false;
 }
