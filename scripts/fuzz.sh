@@ -44,6 +44,9 @@ PY
   --calibration "$corpus/model/state_cal.npy" -o "$corpus/model" --name rnn_relu_bi2 --no-search >/dev/null
 "$dir/tools/qlstm/qlstm" compile tests/onnx/models/rnn_torch_tanh_stack2_state.onnx \
   --calibration "$corpus/model/state_cal.npy" -o "$corpus/model" --name rnn_state --no-search >/dev/null
+# An LSTM autoencoder (version 18): the encoder's final state, the decoder reading it repeated.
+"$dir/tools/qlstm/qlstm" compile tests/onnx/models/seq2seq_repeat_h_n.onnx \
+  --calibration "$corpus/model/state_cal.npy" -o "$corpus/model" --name seq2seq --max-time-steps 8 --no-search >/dev/null
 # A 16x8 program (version 7: typed buffers, the 16x8 kinds, a requantization before the softmax).
 "$dir/tools/qlstm/qlstm" compile examples/digits/digits_lstm.onnx --calibration examples/digits/calibration.npy \
   -o "$corpus/model" --name digits_s16 --activations int16 --no-search >/dev/null
