@@ -1812,6 +1812,51 @@ class Autoencoder(nn.Module):
         return self.out(self.dec(z, state)[0] if self.pass_state else self.dec(z)[0])
 
 
+def keras_repeat_vector(name):
+    """A Keras LSTM autoencoder as tf2onnx writes it: LSTM(return_sequences=False) -> RepeatVector(T)
+    (an Unsqueeze and a Tile of constant multiples) -> LSTM(return_sequences=True) ->
+    TimeDistributed(Dense) (a MatMul and an Add on [B, T, H]), node by node, with torch's weights
+    (ONNX's gate order i, o, f, c) so that torch's output is the reference; batch dynamic, T fixed."""
+    torch.manual_seed(58)
+    B, T, I, L, H, O = 2, 6, 3, 5, 6, 3
+    enc, dec, out = nn.LSTM(I, L, batch_first=True), nn.LSTM(L, H, batch_first=True), nn.Linear(H, O)
+    x = torch.randn(B, T, I)
+    with torch.no_grad():
+        h = enc(x)[1][0][-1].unsqueeze(1).repeat(1, T, 1)
+        y = out(dec(h)[0])
+    order = lambda a: np.concatenate([np.split(a, 4)[k] for k in (0, 3, 1, 2)])
+    get = lambda m, n: getattr(m, n).detach().numpy()
+    inits = [numpy_helper.from_array(np.ascontiguousarray(v), n) for n, v in [
+        ("W_enc", order(get(enc, "weight_ih_l0"))[None]), ("R_enc", order(get(enc, "weight_hh_l0"))[None]),
+        ("B_enc", np.concatenate([order(get(enc, "bias_ih_l0")), order(get(enc, "bias_hh_l0"))])[None]),
+        ("W_dec", order(get(dec, "weight_ih_l0"))[None]), ("R_dec", order(get(dec, "weight_hh_l0"))[None]),
+        ("B_dec", np.concatenate([order(get(dec, "bias_ih_l0")), order(get(dec, "bias_hh_l0"))])[None]),
+        ("dense_w", get(out, "weight").T), ("dense_b", get(out, "bias")),
+        ("axis0", np.array([0], np.int64)), ("axis1", np.array([1], np.int64)),
+        ("multiples", np.array([1, T, 1], np.int64))]]
+    nodes = [
+        helper.make_node("Transpose", ["x"], ["x_tbf"], perm=[1, 0, 2]),
+        helper.make_node("LSTM", ["x_tbf", "W_enc", "R_enc", "B_enc"], ["enc_y", "enc_h"], name="lstm/LSTM",
+                         hidden_size=L),
+        helper.make_node("Squeeze", ["enc_h", "axis0"], ["encoded"], name="lstm/Squeeze"),
+        helper.make_node("Unsqueeze", ["encoded", "axis1"], ["expanded"], name="repeat_vector/ExpandDims"),
+        helper.make_node("Tile", ["expanded", "multiples"], ["repeated"], name="repeat_vector/Tile"),
+        helper.make_node("Transpose", ["repeated"], ["repeated_tbf"], perm=[1, 0, 2]),
+        helper.make_node("LSTM", ["repeated_tbf", "W_dec", "R_dec", "B_dec"], ["dec_y"], name="lstm_1/LSTM",
+                         hidden_size=H),
+        helper.make_node("Squeeze", ["dec_y", "axis1"], ["dec_tbf"]),
+        helper.make_node("Transpose", ["dec_tbf"], ["dec_btf"], perm=[1, 0, 2]),
+        helper.make_node("MatMul", ["dec_btf", "dense_w"], ["dense"], name="time_distributed/dense/MatMul"),
+        helper.make_node("Add", ["dense", "dense_b"], ["y"], name="time_distributed/dense/BiasAdd"),
+    ]
+    graph = helper.make_graph(nodes, name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", T, I])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", T, O])], inits)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), os.path.join(OUT, name + ".onnx"))
+    expect(name, input=rounded(x), input_shape=list(x.shape), output=rounded(y), output_shape=list(y.shape),
+           batch_first=True, unbatched=False, opset=13, lstm_output="sequence", front=[], head=["Linear"],
+           repeated=[True, False])
+
+
 def seq2seq_models():
     """Sequence to sequence: an encoder's final state repeated over time into a decoder (item 3 of
     issue 30), compiled with the decoder's input projection once per call; and the forms refused."""
@@ -1826,6 +1871,7 @@ def seq2seq_models():
     # Two layers each: h_n[-1] of the encoder's stack (torch concatenates every layer's Y_h first).
     import_torch("seq2seq_stacked_h_n", Autoencoder(layers=2), 15, x, ["Linear"], dynamic=True,
                  **dict(program, repeated=[False, True, False, False]))
+    keras_repeat_vector("seq2seq_keras_repeat_vector")
     refused = [
         ("seq2seq_refused_count", Autoencoder(count=4), False,
          ["node '/Tile' (Tile): repeats the state 4 times, the model input has 6 steps"]),
