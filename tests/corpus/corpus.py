@@ -13,13 +13,22 @@ import numpy as np
 CALIBRATION_SEQUENCES = 200
 TEST_SEQUENCES = 100
 CALIBRATION_SEED, TEST_SEED, TRAIN_SEED = 1, 2, 3
+# A "reconstruct" window's two oscillations, in periods per window, and the Adam steps an
+# autoencoder is trained for. Trained 300 steps on the forecasters' noisy sines (random
+# frequencies), the two autoencoders below output little but the mean (nearly constant); on these
+# windows, in 1000 steps, they reconstruct most of it (held-out MSE 0.31 and 0.05 against a mean
+# square of 1.09 and 0.98; 0.60 and 0.89 in 300 steps)
+RECONSTRUCT_PERIODS = (1, 2)
+RECONSTRUCT_AMPLITUDE = 1.5  # the oscillations' spread: a window's mean square near 1
+AUTOENCODER_TRAIN_STEPS = 1000
 
 # One entry per repository. Keys:
 #   name                      the fixture's name (tests/corpus/models/NAME.onnx)
 #   repo, file, cls           where the architecture comes from
 #   task                      "classify" (outputs: class scores, labels kept), "binary" (one logit or,
-#                             with final sigmoid, a probability; labels kept) or "regress" (the next
+#                             with final sigmoid, a probability; labels kept), "regress" (the next
 #                             step's features, or the next out values of every feature step by step)
+#                             or "reconstruct" (an autoencoder's: the input sequence itself, [B, T, I])
 #   cell                      "lstm", "gru", "rnn" (nn.RNN: no cell state, as the GRU)
 #   nonlinearity              cell "rnn": nn.RNN's activation, "tanh" (the default) or "relu"
 #   I, stack, bidirectional, batch_first, dropout, T, out
@@ -32,6 +41,14 @@ CALIBRATION_SEED, TEST_SEED, TRAIN_SEED = 1, 2, 3
 #                             outputs), "every_classify" (every step, a class per sequence: its label
 #                             on every step), "last_k" (y[:, -k:], the head on each of those steps:
 #                             a regressor's next k values of feature 0, one per step; k: the key "k")
+#   decoder, repeat           sequence to sequence (an LSTM autoencoder, batch-first): after the stack
+#                             (the encoder), what `read` takes of its last module ("h_n": h_n[-1], or
+#                             "last": y[:, -1:]) over the input's steps by "repeat" (.repeat(1, T, 1))
+#                             or "expand" (.expand(-1, T, -1)), T = x.shape[1], is the input of the
+#                             decoder: [hidden, layers] of each of its modules, from a zero state; the
+#                             head then runs on every step of its output
+#   train_steps               make_corpus.py's Adam steps, when not its TRAIN_STEPS (an autoencoder
+#                             learns to reconstruct its window in more)
 #   head                      the head's layers before its last Linear (to out): "linear:N", "bn"
 #                             (BatchNorm1d), "ln" (LayerNorm), "relu", "dropout:P"
 #   final                     "none", "sigmoid", "softmax", "log_softmax"
@@ -52,6 +69,8 @@ def _entry(name, repo, file, cls, task, cell, I, stack, T, out, read, **kw):
              out=out, read=read, bidirectional=False, batch_first=True, dropout=0.0, state="none", head=[],
              final="none", opset=14, dynamic="batch")
     e.update(kw)
+    if "decoder" in e:
+        e["decoder"] = [list(m) for m in e["decoder"]]  # as JSON reads it back (corpus.json)
     return e
 
 
@@ -111,6 +130,18 @@ CORPUS = [
     _entry("adl_sensors_rnn", "R3c5/Multi-Modal-Edge-AI",
            "multi_modal_edge_ai/models/adl_inference/torch_models/torch_rnn.py", "TorchRNN", "classify", "rnn", 7,
            [(128, 1)], 60, 7, "last", state="zeros"),
+    # LSTM autoencoders (anomaly detection by reconstruction error), h_n[-1] repeated over the
+    # window into the decoder, a Linear per step. A vehicle's telemetry (wheel rpm, speed, GPS
+    # distance, one row a second): config.yaml's sizes at model.py's commit (hidden 8, 1 layer,
+    # windows of 120 s)
+    _entry("telemetry_lstm_autoencoder", "nicolascortegoso/telemetry_service", "src/core/models/model.py",
+           "LSTMAutoencoder", "reconstruct", "lstm", 3, [(8, 1)], 120, 3, "h_n", decoder=[(8, 1)], repeat="repeat",
+           train_steps=AUTOENCODER_TRAIN_STEPS),
+    # a bearing's vibration (NASA IMS, one channel): src/config.py's sizes (hidden 64, 1 layer, no
+    # dropout, windows of 100 samples)
+    _entry("bearing_vibration_lstm_autoencoder", "cale20/nasa-vibration-lstm", "src/models/lstm_autoencoder.py",
+           "LSTMAutoencoder", "reconstruct", "lstm", 1, [(64, 1)], 100, 1, "h_n", decoder=[(64, 1)], repeat="repeat",
+           train_steps=AUTOENCODER_TRAIN_STEPS),
 ]
 
 
@@ -137,10 +168,15 @@ def token_sequences(entry, n, rng, labels):
     return np.where(keep, x, 0)
 
 
+def is_classifier(entry):
+    """Its outputs are scored against labels (kept in NAME.labels.npy), not float targets."""
+    return entry["task"] in ("classify", "binary")
+
+
 def sequences(entry, n, seed):
     """n input sequences of the entry's task ([n, T, I] batch-first, [T, n, I] otherwise), and their
     labels (classify: class per sequence) or targets (regress: the next step of feature 0 per step,
-    or of the last step when the model reads one step)."""
+    or of the last step when the model reads one step; reconstruct: the sequence itself)."""
     rng = np.random.default_rng(seed)
     T, I = entry["T"], entry["I"]
     if "vocab" in entry:
@@ -149,7 +185,19 @@ def sequences(entry, n, seed):
         return (x if entry["batch_first"] else np.ascontiguousarray(x.T)), labels.astype(np.int64)
     t = np.arange(T, dtype=np.float64)[None, :, None]
     feature = np.arange(I, dtype=np.float64)[None, None, :]
-    if entry["task"] in ("classify", "binary"):
+    if entry["task"] == "reconstruct":
+        # correlated sensors: two oscillations per window (of RECONSTRUCT_PERIODS periods, random
+        # amplitude and phase per sequence) mixed into the I features by the entry's own fixed
+        # weights, with noise; the target is the window itself
+        periods = np.array(RECONSTRUCT_PERIODS, np.float64)[None, None, :]
+        amp = rng.standard_normal((n, 1, len(RECONSTRUCT_PERIODS)))
+        phase = rng.uniform(0, 2 * np.pi, (n, 1, len(RECONSTRUCT_PERIODS)))
+        mix = np.random.default_rng(sum(map(ord, entry["name"]))).standard_normal((len(RECONSTRUCT_PERIODS), I))
+        mix /= np.linalg.norm(mix, axis=0)  # every feature of the same spread
+        x = RECONSTRUCT_AMPLITUDE * (amp * np.sin(2 * np.pi * periods * t / T + phase)) @ mix
+        x = x + 0.1 * rng.standard_normal((n, T, I))
+        y = x
+    elif entry["task"] in ("classify", "binary"):
         classes = 2 if entry["task"] == "binary" else entry["out"]
         labels = rng.integers(0, classes, n)
         k = labels[:, None, None].astype(np.float64)
@@ -178,7 +226,7 @@ def sequences(entry, n, seed):
     x = x.astype(np.float32)
     if not entry["batch_first"]:
         x = np.ascontiguousarray(np.transpose(x, (1, 0, 2)))
-    return x, np.asarray(y, np.float32 if entry["task"] == "regress" else np.int64)
+    return x, np.asarray(y, np.int64 if is_classifier(entry) else np.float32)
 
 
 def predicted(entry, out):

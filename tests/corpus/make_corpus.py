@@ -42,6 +42,12 @@ class Published(nn.Module):
         self.rnns = nn.ModuleList(modules)
         hidden, layers = e["stack"][-1]
         width = hidden * (1 if e["read"] in ("h_n", "h_n_squeeze") else d)
+        decoders = []
+        for hidden, layers in e.get("decoder", []):
+            decoders.append(cell(width, hidden, num_layers=layers, batch_first=True,
+                                 dropout=e["dropout"] if layers > 1 else 0.0))
+            width = hidden
+        self.decoders = nn.ModuleList(decoders)
         head = []
         for layer in e["head"]:
             kind, _, arg = layer.partition(":")
@@ -78,7 +84,14 @@ class Published(nn.Module):
                 y, state = rnn(y)
         h_n = state[0] if e["cell"] == "lstm" else state
         read = e["read"]
-        if read == "last":
+        if "decoder" in e:
+            # the encoder's final state, repeated over the input's steps, is the decoder's input
+            z = h_n[-1].unsqueeze(1) if read == "h_n" else y[:, -1:]
+            steps = x.shape[1]
+            z = z.repeat(1, steps, 1) if e["repeat"] == "repeat" else z.expand(-1, steps, -1)
+            for rnn in self.decoders:
+                z, _ = rnn(z)
+        elif read == "last":
             z = y[:, -1, :] if e["batch_first"] else y[-1]
         elif read == "h_n":
             z = h_n[-1]
@@ -110,13 +123,13 @@ class Published(nn.Module):
 
 def train(model, e):
     """A few hundred Adam steps on the task: cross-entropy on the logits (before the final
-    activation) for a classifier, mean squared error for a regressor."""
+    activation) for a classifier, mean squared error for a regressor or an autoencoder."""
     final = e.get("final", "none")
     e_train = dict(e, final="none")
     model.e = e_train
     opt = torch.optim.Adam(model.parameters(), lr=0.005)
     rng_seed = corpus.TRAIN_SEED
-    for step in range(TRAIN_STEPS):
+    for step in range(e.get("train_steps", TRAIN_STEPS)):
         x, y = corpus.sequences(e, TRAIN_BATCH, rng_seed * 100000 + step)
         x, y = torch.from_numpy(x), torch.from_numpy(y)
         out = model(x)
@@ -176,7 +189,7 @@ def make(e, out):
             np.save(os.path.join(out, e["name"] + ".int8_weights_out.npy"),
                     int8_weights(model)(torch.from_numpy(x)).numpy().astype(np.float32))
     metric = ""
-    if e["task"] != "regress":
+    if corpus.is_classifier(e):
         np.save(os.path.join(out, e["name"] + ".labels.npy"), y)
         metric = "accuracy %.3f" % float((corpus.predicted(e, torch_out) == y).mean())
     print("%s: trained (final loss %.4f), %s, exported at opset %d" % (e["name"], loss, metric, e["opset"]))

@@ -52,13 +52,13 @@ def evaluate(qlstm, work, e):
     ref = np.load(os.path.join(MODELS, name + ".torch_out.npy"))
     got = np.load(out_path).reshape(ref.shape)
     r = {"name": name, "sqnr": common.sqnr_db(ref, got)}
-    if e["task"] != "regress":
+    if corpus.is_classifier(e):
         labels = np.load(os.path.join(MODELS, name + ".labels.npy"))
         r["acc_torch"] = float((corpus.predicted(e, ref) == labels).mean())
         r["acc_int8"] = float((corpus.predicted(e, got) == labels).mean())
         r["agree"] = float((corpus.predicted(e, ref) == corpus.predicted(e, got)).mean())
     bound_path = os.path.join(MODELS, name + ".int8_weights_out.npy")
-    kept_task = e["task"] != "regress" and r["acc_int8"] >= r["acc_torch"] - ACCURACY_SLACK
+    kept_task = corpus.is_classifier(e) and r["acc_int8"] >= r["acc_torch"] - ACCURACY_SLACK
     if e["task"] == "regress" and os.path.exists(bound_path):
         # What int8 weights alone allow (in float), and the task's own error of both.
         r["weights_bound"] = common.sqnr_db(ref, np.load(bound_path).reshape(ref.shape))
@@ -72,14 +72,23 @@ READS = {"mean": "y.mean(1)", "max": "y.max(1).values", "last": "y[:, -1]", "h_n
          "view_cat_h_n": "h_n.view(L, 2, B, H)[-1], cat", "every": "every step", "every_classify": "every step", "last_k": "y[:, -k:]"}
 
 
+def stack_text(stack):
+    return " + ".join("%d x %d" % (layers, hidden) for hidden, layers in stack)
+
+
 def describe(e):
-    stack = " + ".join("%d x %d" % (layers, hidden) for hidden, layers in e["stack"])
+    read = ("y[-1]" if e["read"] == "last" and not e["batch_first"] else
+            READS[e["read"]].replace("k", str(e.get("k"))) if e["read"] == "last_k" else READS[e["read"]] + (", LayerNorm" if "ln" in e["head"] else ""))
+    if "decoder" in e:
+        # sequence to sequence: what is repeated over the input's steps, then the decoder the head reads every step of
+        read = "%s %s over T -> %s %s, every step" % ("h_n[-1]" if e["read"] == "h_n" else "y[:, -1:]",
+                                                     "repeated" if e["repeat"] == "repeat" else "expanded",
+                                                     e["cell"].upper(), stack_text(e["decoder"]))
     return "%s%s%s %s (I %d)%s, T %d, %s -> %d%s" % (
         "Embedding %d -> " % e["vocab"] if "vocab" in e else "",
-        "bi" if e["bidirectional"] else "", e["cell"].upper(), stack, e["I"], "" if e["batch_first"] else ", seq-first",
-        e["T"], "y[-1]" if e["read"] == "last" and not e["batch_first"] else
-        READS[e["read"]].replace("k", str(e.get("k"))) if e["read"] == "last_k" else READS[e["read"]] + (", LayerNorm" if "ln" in e["head"] else ""),
-        e["out"], "" if e["final"] == "none" else ", " + e["final"])
+        "bi" if e["bidirectional"] else "", e["cell"].upper(), stack_text(e["stack"]), e["I"],
+        "" if e["batch_first"] else ", seq-first", e["T"], read, e["out"],
+        "" if e["final"] == "none" else ", " + e["final"])
 
 
 def markdown(results):
