@@ -723,10 +723,12 @@ REPEATED = """## A decoder's repeated input against a sequence
 The same LSTM at the same shapes, CPUs and default variants, reading one input step at every step
 (`qlstm bench --cell lstm_repeated`: an autoencoder's decoder, `input_repeated`, docs/arithmetic.md
 §24) instead of a sequence: its input projection runs once per call (4H·I multiply-accumulates per
-batch row, portable C) and each step's gates then multiply one zero column instead of I. The
-figures are the LSTM op's alone (the bench's program selects the step first: a copy of B·I bytes,
-counted apart). The saving grows with I / (I + H) and with T; the outputs are bit-exact with the
-LSTM on the T copies (the variant tester).
+batch row, in portable C) and each step's gates read those accumulators instead of multiplying the
+input. The figures are the LSTM op's alone (the bench's program selects the step first: a copy of
+B·I bytes, counted apart). The saving grows with I / (I + H) and with T; on Helium the input
+matmul it saves is already vector code, so a short batched call (`batch4`) spends more on the
+portable projection than it saves. The outputs are bit-exact with the LSTM on the T copies (the
+variant tester).
 
 {table}
 

@@ -102,10 +102,11 @@ inline CellUpdateParams cell_update_params(const qlstm_requant& forget_times_cel
 // Runs the steps. scratch: three int16 [B][H] gate buffers. stages.gate(gate_index, args, out),
 // stages.cell_update(count, f, i, g, cell) and stages.hidden_update(rows, o, cell, h_out,
 // h_row_stride) compute one step's stages; `no_state` is the hidden value of a stateless call's
-// final state when T == 0 (the output zero point).
+// final state when T == 0 (the output zero point). projection (a repeated input, int8 only):
+// the gates' input accumulators [4][B][H], which every step's gates read (GateArgs::x_acc).
 template <class Elem, class Stages>
 void run_lstm_sequence(const LstmSequence& q, const Stages& stages, Elem no_state, int16_t* scratch, int16_t* cell,
-                       Elem* hidden_state, const Elem* input, Elem* output) {
+                       Elem* hidden_state, const Elem* input, Elem* output, const int32_t* projection = nullptr) {
   const qlstm_lstm_dims& d = q.dims;
   const int32_t B = d.batch, T = d.time_steps, I = d.input_size, H = d.hidden_size;
   const ptrdiff_t BH = static_cast<ptrdiff_t>(B) * H;
@@ -146,11 +147,16 @@ void run_lstm_sequence(const LstmSequence& q, const Stages& stages, Elem no_stat
     } else if (stateful) {
       args.h = hidden_state;
     }
-    stages.gate(QLSTM_GATE_FORGET, args, forget_q0_15);
-    stages.gate(QLSTM_GATE_INPUT, args, input_q0_15);
-    stages.gate(QLSTM_GATE_CELL, args, cell_gate_q0_15);
+    // Gate g's input accumulators, when they were computed once for the call.
+    auto with_projection = [&](int32_t g) {
+      args.x_acc = projection != nullptr ? projection + g * BH : nullptr;
+      return args;
+    };
+    stages.gate(QLSTM_GATE_FORGET, with_projection(QLSTM_GATE_FORGET), forget_q0_15);
+    stages.gate(QLSTM_GATE_INPUT, with_projection(QLSTM_GATE_INPUT), input_q0_15);
+    stages.gate(QLSTM_GATE_CELL, with_projection(QLSTM_GATE_CELL), cell_gate_q0_15);
     stages.cell_update(static_cast<int32_t>(BH), forget_q0_15, input_q0_15, cell_gate_q0_15, cell);
-    stages.gate(QLSTM_GATE_OUTPUT, args, output_q0_15);
+    stages.gate(QLSTM_GATE_OUTPUT, with_projection(QLSTM_GATE_OUTPUT), output_q0_15);
     stages.hidden_update(B, output_q0_15, cell, output + t * y_step, y_row);
   }
 

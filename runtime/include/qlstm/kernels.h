@@ -31,8 +31,11 @@
 namespace qlstm {
 
 // `rows` batch rows; row b of x is at x + b * x_row_stride (likewise h). h == nullptr means "no
-// recurrent term" (first step of a stateless call). Output: out_q0_15[rows][hidden_size].
-// (GateArgsOf<int16_t>: the same for the 16x8 LSTM's int16 input and hidden state.)
+// recurrent term" (first step of a stateless call). x_acc != nullptr (an int8 LSTM's repeated
+// input, docs/arithmetic.md §24): the input accumulators, bias + W x, computed once per call,
+// [rows][hidden_size]; the gate reads them instead of x and its input matmul. Output:
+// out_q0_15[rows][hidden_size].
+// (GateArgsOf<int16_t>: the same for the 16x8 LSTM's int16 input and hidden state; no x_acc.)
 template <class Elem>
 struct GateArgsOf {
   int32_t rows;
@@ -42,6 +45,7 @@ struct GateArgsOf {
   ptrdiff_t x_row_stride;
   const Elem* h;
   ptrdiff_t h_row_stride;
+  const int32_t* x_acc = nullptr;
 };
 using GateArgs = GateArgsOf<int8_t>;
 using GateFn = void (*)(const qlstm_gate_s8_params& gate, const GateArgs& args,

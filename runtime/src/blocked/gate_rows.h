@@ -76,11 +76,12 @@ void gate(const qlstm_gate_s8_params& g, const GateArgs& a, int16_t* out_q0_15) 
     const int8_t* x = a.x + b * a.x_row_stride;
     const int8_t* h = a.h != nullptr ? a.h + b * a.h_row_stride : nullptr;
     int16_t* out = out_q0_15 + static_cast<ptrdiff_t>(b) * H;
+    const int32_t* x_acc = a.x_acc != nullptr ? a.x_acc + static_cast<ptrdiff_t>(b) * H : nullptr;
     int32_t r = 0;
     for (; r + kRowsPerPass <= H; r += kRowsPerPass) {
       int32_t ax[kRowsPerPass], ah[kRowsPerPass] = {0, 0, 0, 0};
-      for (int32_t k = 0; k < kRowsPerPass; ++k) ax[k] = g.input_effective_bias[r + k];
-      Kernel::dot4(x, g.input_weights + static_cast<ptrdiff_t>(r) * I, I, I, ax);
+      for (int32_t k = 0; k < kRowsPerPass; ++k) ax[k] = x_acc != nullptr ? x_acc[r + k] : g.input_effective_bias[r + k];
+      if (x_acc == nullptr) Kernel::dot4(x, g.input_weights + static_cast<ptrdiff_t>(r) * I, I, I, ax);
       if (h != nullptr) {
         for (int32_t k = 0; k < kRowsPerPass; ++k) ah[k] = g.hidden_effective_bias[r + k];
         Kernel::dot4(h, g.hidden_weights + static_cast<ptrdiff_t>(r) * H, H, H, ah);
@@ -88,7 +89,9 @@ void gate(const qlstm_gate_s8_params& g, const GateArgs& a, int16_t* out_q0_15) 
       Kernel::finish4(rq, ax, ah, h != nullptr, out + r);
     }
     for (; r < H; ++r) {
-      const int32_t ax = Kernel::dot1(x, g.input_weights + static_cast<ptrdiff_t>(r) * I, I, g.input_effective_bias[r]);
+      const int32_t ax = x_acc != nullptr ? x_acc[r]
+                                          : Kernel::dot1(x, g.input_weights + static_cast<ptrdiff_t>(r) * I, I,
+                                                         g.input_effective_bias[r]);
       const int32_t ah = h != nullptr ? Kernel::dot1(h, g.hidden_weights + static_cast<ptrdiff_t>(r) * H, H,
                                                      g.hidden_effective_bias[r])
                                       : 0;
@@ -185,14 +188,20 @@ __attribute__((always_inline)) inline void gate_chunked_body(const qlstm_gate_s8
   for (int32_t b = 0; b < a.rows; ++b) {
     const int8_t* x = a.x + b * a.x_row_stride;
     const int8_t* h = a.h != nullptr ? a.h + b * a.h_row_stride : nullptr;
+    const int32_t* x_acc = a.x_acc != nullptr ? a.x_acc + static_cast<ptrdiff_t>(b) * H : nullptr;
     int16_t* out = out_q0_15 + static_cast<ptrdiff_t>(b) * H;
     if (!prepared) {
-      xo.prepare(x, I);
+      if (x_acc == nullptr) xo.prepare(x, I);
       if (h != nullptr) ho.prepare(h, H);
     }
     for (int32_t c0 = 0; c0 < H; c0 += kRows) {
       const int32_t n = H - c0 < kRows ? H - c0 : kRows;
-      gate_chunk_dots<Kernel>(xo, x, g.input_weights, I, c0, n, g.input_effective_bias, ax);
+      if (x_acc != nullptr) {
+        // The input part computed once per call (a repeated input): its accumulators as they are.
+        __builtin_memcpy(ax, x_acc + c0, sizeof(int32_t) * static_cast<size_t>(n));
+      } else {
+        gate_chunk_dots<Kernel>(xo, x, g.input_weights, I, c0, n, g.input_effective_bias, ax);
+      }
       if (h != nullptr) gate_chunk_dots<Kernel>(ho, h, g.hidden_weights, H, c0, n, g.hidden_effective_bias, ah);
       finish(ax, ah, n, out + c0);
     }

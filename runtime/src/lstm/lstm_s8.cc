@@ -57,6 +57,29 @@ size_t projection_offset(const qlstm_lstm_dims& d) {
   return (scratch_bytes_for(d) + a - 1) / a * a;
 }
 
+// A repeated input's projection (docs/arithmetic.md §24): each gate's input accumulator
+// bias + W x of every batch row, the same at every step, computed once per call into the scratch
+// after the gate buffers; the gates then read it (GateArgs::x_acc) instead of multiplying x.
+const int32_t* project_repeated_input(const qlstm_lstm_s8_params& params, void* scratch, const int8_t* input) {
+  const int32_t B = params.dims.batch, T = params.dims.time_steps, I = params.dims.input_size, H = params.dims.hidden_size;
+  if (params.input_repeated == 0 || T == 0) return nullptr;  // T == 0: no step reads it (input may be NULL)
+  const ptrdiff_t BH = static_cast<ptrdiff_t>(B) * H;
+  // The offset is a multiple of QLSTM_SCRATCH_ALIGNMENT, the scratch aligned to it.
+  int32_t* const projection =
+      static_cast<int32_t*>(static_cast<void*>(static_cast<uint8_t*>(scratch) + projection_offset(params.dims)));
+  for (int32_t g = 0; g < QLSTM_GATE_COUNT; ++g) {
+    const qlstm_gate_s8_params& gate = params.gates[g];
+    for (int32_t b = 0; b < B; ++b) {
+      for (int32_t r = 0; r < H; ++r) {
+        projection[g * BH + b * H + r] = reference::dot_s8_plus_bias(
+            input + static_cast<ptrdiff_t>(b) * I, gate.input_weights + static_cast<ptrdiff_t>(r) * I, I,
+            gate.input_effective_bias[r]);
+      }
+    }
+  }
+  return projection;
+}
+
 size_t call_scratch_bytes_for(const qlstm_lstm_s8_params& p) {
   if (p.input_repeated == 0) return scratch_bytes_for(p.dims);
   return projection_offset(p.dims) +
@@ -86,7 +109,7 @@ void variant_gate(const void* prepared, int32_t g, const GateArgs& args, int16_t
 
 // A checked call with a variant that supports it: its whole sequence, or its stages in the shared
 // sequence loop.
-qlstm_status run_sequence(const LstmS8Variant& variant, const qlstm_lstm_s8_params* params,
+qlstm_status run_checked(const LstmS8Variant& variant, const qlstm_lstm_s8_params* params,
                           qlstm_lstm_s8_context* ctx, const int8_t* input, int8_t* output) {
   if (variant.sequence != nullptr) return variant.sequence(*params, *ctx, input, output);
   const VariantGates gates = {&variant, params->gates};
@@ -94,56 +117,6 @@ qlstm_status run_sequence(const LstmS8Variant& variant, const qlstm_lstm_s8_para
                           variant.hidden_update);
 }
 
-// The zero input of a repeated-input row call: its one column contributes nothing.
-constexpr int8_t kNoInput[1] = {0};
-
-// A checked call whose input is one step read at every step (docs/arithmetic.md §24): each gate's
-// input accumulator, bias + W x, is the same at every step, so it is computed once, into the
-// scratch. Then each batch row runs as a one-row call of the variant on a zero one-column input
-// whose effective bias is that row's accumulator: the gates compute exactly what they compute on
-// the input itself, with one multiply-accumulate per unit instead of I.
-qlstm_status run_repeated(const LstmS8Variant& variant, const qlstm_lstm_s8_params& params,
-                          qlstm_lstm_s8_context& ctx, const int8_t* input, int8_t* output) {
-  const int32_t B = params.dims.batch, T = params.dims.time_steps, I = params.dims.input_size, H = params.dims.hidden_size;
-  const ptrdiff_t BH = static_cast<ptrdiff_t>(B) * H;
-  // The offset is a multiple of QLSTM_SCRATCH_ALIGNMENT, the scratch aligned to it.
-  int32_t* const projection =
-      static_cast<int32_t*>(static_cast<void*>(static_cast<uint8_t*>(ctx.scratch) + projection_offset(params.dims)));
-  for (int32_t g = 0; g < QLSTM_GATE_COUNT && T > 0; ++g) {
-    const qlstm_gate_s8_params& gate = params.gates[g];
-    for (int32_t b = 0; b < B; ++b) {
-      for (int32_t r = 0; r < H; ++r) {
-        projection[g * BH + b * H + r] = reference::dot_s8_plus_bias(
-            input + static_cast<ptrdiff_t>(b) * I, gate.input_weights + static_cast<ptrdiff_t>(r) * I, I,
-            gate.input_effective_bias[r]);
-      }
-    }
-  }
-  // Row b's outputs: a one-row call's, at b's place in the [B][T][W], [T][B][W] or [B][W] output.
-  const bool time_major = params.layout == QLSTM_LAYOUT_TIME_MAJOR;
-  const bool every_step = params.output_steps == QLSTM_OUTPUT_ALL_STEPS;
-  const int32_t W = params.output_width > 0 ? params.output_width : H;
-  qlstm_lstm_s8_params row = params;
-  row.dims.batch = 1;
-  row.dims.input_size = 1;
-  row.output_width = every_step && time_major ? B * W : W;  // a time step of the output spans B rows
-  const ptrdiff_t out_row = every_step && !time_major ? static_cast<ptrdiff_t>(T) * W : W;
-  for (int32_t b = 0; b < B; ++b) {
-    for (int32_t g = 0; g < QLSTM_GATE_COUNT; ++g) row.gates[g].input_effective_bias = projection + g * BH + b * H;
-    qlstm_lstm_s8_context row_ctx = {ctx.scratch, ctx.scratch_bytes, ctx.cell_state + b * H,
-                                     ctx.hidden_state != nullptr ? ctx.hidden_state + b * H : nullptr};
-    const qlstm_status st =
-        run_sequence(variant, &row, &row_ctx, kNoInput, output != nullptr ? output + b * out_row : nullptr);
-    if (st != QLSTM_OK) return st;
-  }
-  return QLSTM_OK;
-}
-
-qlstm_status run_checked(const LstmS8Variant& variant, const qlstm_lstm_s8_params* params,
-                         qlstm_lstm_s8_context* ctx, const int8_t* input, int8_t* output) {
-  if (params->input_repeated != 0) return run_repeated(variant, *params, *ctx, input, output);
-  return run_sequence(variant, params, ctx, input, output);
-}
 
 // A checked call, run by the first entry of `list` that accepts it.
 qlstm_status dispatch_checked(const LstmS8Variant* const* list, size_t count,
@@ -194,8 +167,9 @@ qlstm_status run_lstm_s8_walk(const qlstm_lstm_s8_params& params, qlstm_lstm_s8_
       {params.output_times_tanh_cell_to_hidden, params.output_zero_point,
        params.cell_scale_power + kQ3_12FractionalBits},
       params.dims.hidden_size};
+  const int32_t* const projection = project_repeated_input(params, ctx.scratch, input);
   run_lstm_sequence(lstm_sequence_of(params), stages, static_cast<int8_t>(params.output_zero_point),
-                    static_cast<int16_t*>(ctx.scratch), ctx.cell_state, ctx.hidden_state, input, output);
+                    static_cast<int16_t*>(ctx.scratch), ctx.cell_state, ctx.hidden_state, input, output, projection);
   return QLSTM_OK;
 }
 

@@ -26,9 +26,11 @@ void gate(const qlstm_gate_s8_params& g, const GateArgs& a, int16_t* out_q0_15) 
     const int8_t* x = a.x + b * a.x_row_stride;
     const int8_t* h = a.h != nullptr ? a.h + b * a.h_row_stride : nullptr;
     int16_t* out = out_q0_15 + static_cast<ptrdiff_t>(b) * a.hidden_size;
+    const int32_t* x_acc = a.x_acc != nullptr ? a.x_acc + static_cast<ptrdiff_t>(b) * a.hidden_size : nullptr;
     for (int32_t r = 0; r < a.hidden_size; ++r) {
-      const int32_t acc_x = dot_s8_plus_bias(x, g.input_weights + static_cast<ptrdiff_t>(r) * a.input_size,
-                                             a.input_size, g.input_effective_bias[r]);
+      const int32_t acc_x = x_acc != nullptr ? x_acc[r]
+                                             : dot_s8_plus_bias(x, g.input_weights + static_cast<ptrdiff_t>(r) * a.input_size,
+                                                                a.input_size, g.input_effective_bias[r]);
       // The input part is saturated on its own; the recurrent part only after the add.
       int32_t pre_q3_12 = saturate_to_s16(requantize_double_rounding(
           acc_x, g.input_to_q3_12.multiplier, g.input_to_q3_12.shift));
