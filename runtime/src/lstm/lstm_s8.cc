@@ -110,13 +110,12 @@ void variant_gate(const void* prepared, int32_t g, const GateArgs& args, int16_t
 // A checked call with a variant that supports it: its whole sequence, or its stages in the shared
 // sequence loop.
 qlstm_status run_checked(const LstmS8Variant& variant, const qlstm_lstm_s8_params* params,
-                          qlstm_lstm_s8_context* ctx, const int8_t* input, int8_t* output) {
+                         qlstm_lstm_s8_context* ctx, const int8_t* input, int8_t* output) {
   if (variant.sequence != nullptr) return variant.sequence(*params, *ctx, input, output);
   const VariantGates gates = {&variant, params->gates};
   return run_lstm_s8_walk(*params, *ctx, input, output, variant_gate, &gates, variant.cell_update,
                           variant.hidden_update);
 }
-
 
 // A checked call, run by the first entry of `list` that accepts it.
 qlstm_status dispatch_checked(const LstmS8Variant* const* list, size_t count,
