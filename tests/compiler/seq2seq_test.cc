@@ -42,6 +42,34 @@ Compiled compile_fixture(const std::string& name, std::mt19937_64& rng) {
   return c;
 }
 
+// The program's output is the decoder (op `dec`, then the head) run on T copies of what the ops
+// before it write: the encoder's final state and the layers on it, one step per batch row.
+void expect_decoder_on_copies(const CompiledModel& m, size_t dec, const std::vector<int8_t>& x, const SequenceShape& s) {
+  CompiledModel front = m;  // the ops up to the decoder: a model whose output is that one step
+  front.ops.resize(dec);
+  front.buffers.resize(dec + 1);
+  const std::vector<int8_t> state = run_program_s8(front, x, s);  // [B][W]
+  const size_t W = static_cast<size_t>(m.buffers[dec].width);
+  ASSERT_EQ(state.size(), static_cast<size_t>(s.batch) * W);
+  std::vector<int8_t> copies;
+  for (int32_t b = 0; b < s.batch; ++b) {
+    const auto row = state.begin() + static_cast<ptrdiff_t>(b * W);
+    for (int32_t t = 0; t < s.time_steps; ++t) copies.insert(copies.end(), row, row + static_cast<ptrdiff_t>(W));
+  }
+  DerivedLstm on_sequence = m.ops[dec].as<DerivedLstm>();
+  on_sequence.input_repeated = 0;
+  CompiledModel tail = m;  // the decoder and the head, on the copies
+  tail.ops.erase(tail.ops.begin(), tail.ops.begin() + static_cast<ptrdiff_t>(dec));
+  tail.ops[0].set(on_sequence);
+  tail.buffers.erase(tail.buffers.begin(), tail.buffers.begin() + static_cast<ptrdiff_t>(dec));
+  tail.buffers[0].steps = QLSTM_BUFFER_EVERY_STEP;
+  for (ProgramOp& op : tail.ops) {
+    op.input_buffer -= static_cast<int32_t>(dec);
+    op.output_buffer -= static_cast<int32_t>(dec);
+  }
+  EXPECT_EQ(run_program_s8(m, x, s), run_program_s8(tail, copies, s));
+}
+
 TEST(Seq2Seq, EncoderWritesItsFinalStateTheDecoderReadsItRepeated) {
   std::mt19937_64 rng(301);
   const Compiled c = compile_fixture("seq2seq_repeat_h_n", rng);
@@ -57,31 +85,11 @@ TEST(Seq2Seq, EncoderWritesItsFinalStateTheDecoderReadsItRepeated) {
   EXPECT_EQ(m.buffers[static_cast<size_t>(m.ops[1].input_buffer)].steps, QLSTM_BUFFER_ONE_STEP);
   EXPECT_EQ(model_format_version(m), kModelFormatVersionRepeatedInput);
 
-  // The program's output is the decoder (then the Linear) on T copies of the encoder's final state.
   const SequenceShape s{3, 6, Layout::kBatchMajor};
-  const int32_t I = enc.input_size, L = enc.hidden_size;
+  const int32_t I = enc.input_size;
   std::vector<int8_t> x(static_cast<size_t>(3 * 6 * I));
   for (int8_t& v : x) v = static_cast<int8_t>(rng());
-  DerivedLstm enc_all = enc;  // every step: row b's last one is its final state
-  enc_all.output_steps = QLSTM_OUTPUT_ALL_STEPS;
-  const std::vector<int8_t> y_enc = run_kernel_s8(enc_all, x, s);  // [B][T][L]
-  std::vector<int8_t> copies;
-  for (int32_t b = 0; b < 3; ++b) {
-    const auto last = y_enc.begin() + (b * 6 + 5) * L;
-    for (int32_t t = 0; t < 6; ++t) copies.insert(copies.end(), last, last + L);
-  }
-  DerivedLstm dec_sequence = dec;
-  dec_sequence.input_repeated = 0;
-  CompiledModel tail = m;  // the decoder and the head, on the copies
-  tail.ops.erase(tail.ops.begin());
-  tail.ops[0].set(dec_sequence);
-  tail.buffers.erase(tail.buffers.begin());
-  tail.buffers[0].steps = QLSTM_BUFFER_EVERY_STEP;
-  for (ProgramOp& op : tail.ops) {
-    op.input_buffer -= 1;
-    op.output_buffer -= 1;
-  }
-  EXPECT_EQ(run_program_s8(m, x, s), run_program_s8(tail, copies, s));
+  expect_decoder_on_copies(m, 1, x, s);
 
   // The model file keeps both, and the program runs the same.
   const CompiledModel back = parse_model(serialize_model(m), "memory");
@@ -92,6 +100,37 @@ TEST(Seq2Seq, EncoderWritesItsFinalStateTheDecoderReadsItRepeated) {
   EXPECT_NE(m.streaming_refusal().find("cannot be streamed"), std::string::npos) << m.streaming_refusal();
   const EmittedSource e = emit_cpp(m, "ae", 1, 6, "test");
   EXPECT_EQ(e.header.find("ae_stream("), std::string::npos);
+}
+
+// A bottleneck between the encoder's state and the repetition (Linear, ReLU, Linear), or a layer
+// after the repetition (Linear, Tanh): each runs once per call, on the one-step state.
+TEST(Seq2Seq, LayersOnTheRepeatedStateRunOnItsOneStep) {
+  for (const char* name : {"seq2seq_bottleneck_h_n", "seq2seq_linear_after_repeat"}) {
+    SCOPED_TRACE(name);
+    std::mt19937_64 rng(304);
+    const Compiled c = compile_fixture(name, rng);
+    const CompiledModel& m = c.q.model;
+    // Encoder, two per-position ops (a ReLU folds into its Linear's clamp, a Tanh is a table),
+    // decoder, the Linear per step.
+    ASSERT_EQ(m.ops.size(), 5u);
+    EXPECT_EQ(m.ops[0].as<DerivedLstm>().output_steps, QLSTM_OUTPUT_FINAL);
+    for (size_t k : {1u, 2u}) {
+      EXPECT_FALSE(m.ops[k].recurrent());
+      EXPECT_EQ(m.buffers[static_cast<size_t>(m.ops[k].output_buffer)].steps, QLSTM_BUFFER_ONE_STEP);
+    }
+    EXPECT_EQ(m.ops[3].as<DerivedLstm>().input_repeated, 1);
+    EXPECT_EQ(m.ops[3].as<DerivedLstm>().input_size, c.onnx.program.ops[1].input_size);
+    const SequenceShape s{3, 6, Layout::kBatchMajor};
+    std::vector<int8_t> x(static_cast<size_t>(3 * 6 * c.onnx.program.input_size()));
+    for (int8_t& v : x) v = static_cast<int8_t>(rng());
+    expect_decoder_on_copies(m, 3, x, s);
+    const CompiledModel back = parse_model(serialize_model(m), "memory");
+    EXPECT_EQ(run_program_s8(back, x, s), run_program_s8(m, x, s));
+    // A layer on the state that writes a sequence is refused by the model check.
+    CompiledModel every_step = m;
+    every_step.buffers[static_cast<size_t>(m.ops[1].output_buffer)].steps = QLSTM_BUFFER_EVERY_STEP;
+    EXPECT_THROW(every_step.validate("memory"), CompileError);
+  }
 }
 
 // The runtime refuses the pair broken either way: a decoder that reads a sequence buffer repeated,
@@ -128,7 +167,7 @@ TEST(Seq2Seq, InconsistentRepeatedInputsAreRefused) {
 // Held out: the int8 autoencoder against the float program on sequences the compiler never saw.
 TEST(Seq2Seq, HeldOutAgainstTheFloatProgram) {
   for (const char* name : {"seq2seq_repeat_h_n", "seq2seq_expand_h_n", "seq2seq_last_step_opset17",
-                           "seq2seq_stacked_h_n"}) {
+                           "seq2seq_stacked_h_n", "seq2seq_bottleneck_h_n", "seq2seq_linear_after_repeat"}) {
     std::mt19937_64 rng(303);
     const Compiled c = compile_fixture(name, rng);
     const int32_t I = c.onnx.program.input_size();

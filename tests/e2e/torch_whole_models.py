@@ -231,10 +231,12 @@ check("layer_norm_attention_seqfirst", forget_biased(LayerNormAttention(4, 12, 3
 # as the decoder's input, a Linear per step; trained for a few seconds to reconstruct noisy
 # sinusoids, then compared with torch on held-out ones.
 class Autoencoder(nn.Module):
-    def __init__(self, I, latent, H, batch_first, read="h_n", how="repeat"):
+    def __init__(self, I, latent, H, batch_first, read="h_n", how="repeat", bottleneck=None):
         super().__init__()
         self.enc = nn.LSTM(I, latent, batch_first=batch_first)
-        self.dec = nn.LSTM(latent, H, batch_first=batch_first)
+        # A Linear and Tanh on the encoder's state before the repetition (a latent bottleneck).
+        self.mid = nn.Sequential(nn.Linear(latent, bottleneck), nn.Tanh()) if bottleneck else nn.Identity()
+        self.dec = nn.LSTM(bottleneck or latent, H, batch_first=batch_first)
         self.out = nn.Linear(H, I)
         self.read, self.how, self.time = read, how, 1 if batch_first else 0
 
@@ -242,9 +244,9 @@ class Autoencoder(nn.Module):
         y, (h, _) = self.enc(x)
         T = x.shape[self.time]
         if self.read == "h_n":
-            z = h[-1].unsqueeze(self.time)
+            z = self.mid(h[-1]).unsqueeze(self.time)
         else:
-            z = y[:, -1:] if self.time == 1 else y[-1:]
+            z = self.mid(y[:, -1:] if self.time == 1 else y[-1:])
         reps = [1, 1, 1]
         reps[self.time] = T
         z = z.repeat(*reps) if self.how == "repeat" else z.expand(*[r if r > 1 else -1 for r in reps])
@@ -273,6 +275,7 @@ torch.manual_seed(9)
 for name, I, latent, H, T, bf, opset, kw in [
     ("seq2seq_repeat_h_n", 3, 8, 12, 24, True, 14, {}),
     ("seq2seq_expand_last_step_seqfirst", 2, 6, 10, 20, False, 17, {"read": "y", "how": "expand"}),
+    ("seq2seq_bottleneck_h_n", 4, 12, 12, 20, True, 15, {"bottleneck": 5}),
 ]:
     model = Autoencoder(I, latent, H, bf, **kw)
     check(name, model, I, T, bf, opset, data=train_autoencoder(model, I, T, bf))

@@ -1796,19 +1796,22 @@ class Autoencoder(nn.Module):
     its last step y[:, -1:]) repeated over the input's steps (repeat, expand, or a fixed count) as
     the decoder's input, then a Linear per step."""
     def __init__(self, read="h_n", how="repeat", count=None, features=3, hidden=6, latent=5, cell=nn.LSTM,
-                 bidirectional=False, pass_state=False, layers=1):
+                 bidirectional=False, pass_state=False, layers=1, before=None, after=None, decoder_input=None):
         super().__init__()
         self.read, self.how, self.count, self.pass_state = read, how, count, pass_state
+        # Layers on the final state before the repetition (a bottleneck) and after it, per step.
+        self.before, self.after = before or nn.Identity(), after or nn.Identity()
         self.enc = cell(features, latent, batch_first=True, bidirectional=bidirectional, num_layers=layers)
-        self.dec = cell(latent * (2 if bidirectional else 1), hidden, batch_first=True, num_layers=layers)
+        self.dec = cell(decoder_input or latent * (2 if bidirectional else 1), hidden, batch_first=True,
+                        num_layers=layers)
         self.out = nn.Linear(hidden, features)
 
     def forward(self, x):
         y, state = self.enc(x)
         h = state[0] if isinstance(state, tuple) else state
         T = x.shape[1] if self.count is None else self.count
-        z = h[-1].unsqueeze(1) if self.read == "h_n" else y[:, -1:]
-        z = z.repeat(1, T, 1) if self.how == "repeat" else z.expand(-1, T, -1)
+        z = self.before(h[-1]).unsqueeze(1) if self.read == "h_n" else self.before(y[:, -1:])
+        z = self.after(z.repeat(1, T, 1) if self.how == "repeat" else z.expand(-1, T, -1))
         return self.out(self.dec(z, state)[0] if self.pass_state else self.dec(z)[0])
 
 
@@ -1882,6 +1885,8 @@ def seq2seq_models():
         ("seq2seq_refused_state_passed", Autoencoder(pass_state=True, hidden=5), True,
          ["node '/dec/LSTM' (LSTM): its initial state being node '/enc/LSTM' (LSTM)'s final state (a decoder that "
           "continues the encoder's state) is not supported yet"]),
+        ("seq2seq_refused_softmax_over_time", Autoencoder(after=nn.Softmax(dim=1)), True,
+         ["node '/after/Softmax' (Softmax)"]),
     ]
     for name, model, dynamic, errors in refused:
         model.eval()
@@ -1889,6 +1894,14 @@ def seq2seq_models():
             torch.onnx.export(model, (x,), os.path.join(OUT, name + ".onnx"), opset_version=14, input_names=["x"],
                               output_names=["y"], dynamic_axes={"x": {0: "batch", 1: "time"}} if dynamic else None)
         expect(name, errors=errors)
+    # A bottleneck between the encoder's state and the repetition (Linear, activation, Linear), and a
+    # layer after the repetition: each runs once, on the one-step state.
+    bottleneck = nn.Sequential(nn.Linear(5, 3), nn.ReLU(), nn.Linear(3, 4))
+    import_torch("seq2seq_bottleneck_h_n", Autoencoder(before=bottleneck, decoder_input=4), 14, x, ["Linear"],
+                 dynamic=True, **dict(program, between=[["Linear", "Relu", "Linear"], []]))
+    import_torch("seq2seq_linear_after_repeat",
+                 Autoencoder(read="y", how="expand", after=nn.Sequential(nn.Linear(5, 7), nn.Tanh()), decoder_input=7),
+                 17, x, ["Linear"], dynamic=True, **dict(program, between=[["Linear", "Tanh"], []]))
 
 
 GROUPS = {"lstm": [accepted_torch, refused_torch, accepted_plain, refused_plain, programs_torch, whole_models,

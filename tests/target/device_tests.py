@@ -416,6 +416,9 @@ WHOLE = [
     # y[:, -1:] (a static export) as the decoder's input (input_repeated), then a Linear per step
     ("seq2seq", "tests/onnx/models/seq2seq_repeat_h_n.onnx", True, "whole"),
     ("seq2seq_last_step", "tests/onnx/models/seq2seq_last_step_static.onnx", True, "whole"),
+    # the encoder's h_n[-1] -> Linear, ReLU, Linear (a bottleneck, run once on the one-step state)
+    # -> repeated -> decoder -> Linear per step
+    ("seq2seq_bottleneck", "tests/onnx/models/seq2seq_bottleneck_h_n.onnx", True, "whole"),
 ]
 
 

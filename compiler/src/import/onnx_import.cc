@@ -215,7 +215,13 @@ void find_chain_head(Import* im) {
         from_lstm = true;
         break;
       }
-      p = p->input_size() > 0 && !p->input(0).empty() ? g.producer(p->input(0)) : nullptr;
+      // Up the data input: the first one a node computes (a Linear's Add may read its bias first).
+      const onnx::NodeProto* up = nullptr;
+      for (int k = 0; k < p->input_size() && up == nullptr; ++k) {
+        const onnx::NodeProto* q = p->input(k).empty() ? nullptr : g.producer(p->input(k));
+        if (q != nullptr && q->op_type() != "Constant") up = q;
+      }
+      p = up;
     }
     if (!from_lstm) {
       if (head != nullptr) {
@@ -375,14 +381,17 @@ void fold_affine(const FeatureAffine& a, NodeInfo* n) {
 
 // The link from layer ni to the layer nn above it, reached as `labels` (from the repeated final
 // state: as nn reads it): the layout, sizes, directions and op must match; false with a problem.
-bool check_link(const NodeInfo& ni, const NodeInfo& nn, const Labels& l, std::vector<std::string>& problems) {
+// width: what nn reads per step (0: ni's output, D x H; else the width of layers between them).
+bool check_link(const NodeInfo& ni, const NodeInfo& nn, const Labels& l, std::vector<std::string>& problems,
+                int32_t width = 0) {
   const Labels want = nn.layout == 0 ? "TBF" : "BTF";
+  const int32_t reads = width > 0 ? width : ni.directions * ni.hidden;
   if (l != want) {
     problems.push_back("graph: " + ni.label + "'s output reaches " + nn.label + " as " + l + ", expected " + want +
                        " (T time, B batch, F features; D directions must be merged into F)");
-  } else if (nn.input_size != ni.directions * ni.hidden) {
+  } else if (nn.input_size != reads) {
     problems.push_back(nn.label + ": input_size " + std::to_string(nn.input_size) + " is not the output size " +
-                       std::to_string(ni.directions * ni.hidden) + " of " + ni.label);
+                       std::to_string(reads) + " of " + (width > 0 ? "the layers after " : "") + ni.label);
   } else if (nn.directions != ni.directions) {
     problems.push_back(nn.label + ": layers with different directions are not supported (a stack's layers are all "
                        "bidirectional or all one direction); export the layers of each kind as a model of their own");
@@ -405,18 +414,24 @@ Dim input_time_dim(const Import* im) {
 }
 
 // The node that reads layer ni's final hidden state repeated over time (recognize/repeated_state.h),
-// or null: marks the layer repeated in the program and takes the nodes on the way. *stop: why a
+// or null: marks the layer repeated in the program, with the layers on the way between it and the
+// next, and takes the nodes on the way. *width: what the next reads per step. *stop: why a
 // recognized walk broke, where one did.
-const onnx::NodeProto* repeated_next(Import* im, const NodeInfo& ni, std::string* stop) {
+const onnx::NodeProto* repeated_next(Import* im, const NodeInfo& ni, int32_t* width, std::string* stop) {
   RepeatedState rs;
   for (const bool from_y : {false, true}) {
-    if (follow_repeated_state(*im->g, ni, from_y, input_time_dim(im), &rs)) {
+    if (follow_repeated_state(im->ctx, ni, from_y, input_time_dim(im), &rs)) {
       im->taken.insert(rs.nodes.begin(), rs.nodes.end());
       if (!from_y) im->repeated_from_state.insert(ni.node);
       im->repeated_from_state.insert(rs.stacked.begin(), rs.stacked.end());
       std::vector<bool>& repeated = im->r.program.repeated;
       repeated.resize(im->chain.size(), false);
       repeated.back() = true;
+      if (!rs.layers.empty()) {
+        im->r.program.between.resize(im->chain.size());
+        im->r.program.between.back() = std::move(rs.layers);
+      }
+      *width = rs.width;
       return rs.next;
     }
     if (!rs.problem.empty()) *stop = rs.problem;
@@ -442,9 +457,10 @@ void follow_chain(Import* im) {
     if (chain.size() > lstms.size()) break;
     const NodeInfo& ni = info[n];
     chain.push_back(ni);
-    if (const onnx::NodeProto* decoder = repeated_next(im, ni, &stop)) {
+    int32_t width = 0;
+    if (const onnx::NodeProto* decoder = repeated_next(im, ni, &width, &stop)) {
       // The walk checked the axes as the decoder reads them.
-      if (!check_link(ni, info[decoder], info[decoder].layout == 0 ? "TBF" : "BTF", problems)) chain_ok = false;
+      if (!check_link(ni, info[decoder], info[decoder].layout == 0 ? "TBF" : "BTF", problems, width)) chain_ok = false;
       n = decoder;
       continue;
     }

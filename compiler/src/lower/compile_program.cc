@@ -661,7 +661,9 @@ void ProgramCompiler::assemble_stack() {
       op_kind(op.kind, "program").boundary(op, &ob);
       op.input_buffer = input;
       input = op.output_buffer = static_cast<int32_t>(m.buffers.size());
-      m.buffers.push_back({ob.output_width, ob.output, QLSTM_BUFFER_EVERY_STEP});
+      // On a repeated final state they run once, on its one step.
+      m.buffers.push_back({ob.output_width, ob.output,
+                           program_.repeated_after(l) ? QLSTM_BUFFER_ONE_STEP : QLSTM_BUFFER_EVERY_STEP});
       m.ops.push_back(std::move(op));
     }
   }

@@ -131,9 +131,9 @@ void validate_repeated(const FloatProgram& p) {
       throw CompileError(at + ": the final state of a bidirectional layer repeated over time is not supported yet; "
                          "make the encoder one direction");
     }
-    if (p.residual_after(l) || !p.between_after(l).empty()) {
-      throw CompileError(at + ": a residual connection or a layer between an encoder and the decoder that reads its "
-                         "final state repeated is not supported yet");
+    if (p.residual_after(l)) {
+      throw CompileError(at + ": a residual connection between an encoder and the decoder that reads its final state "
+                         "repeated is not supported");
     }
     for (int32_t k : {l, l + 1}) {
       if (p.ops[static_cast<size_t>(k)].cell != CellKind::kLstm) {
@@ -207,11 +207,15 @@ void FloatProgram::validate() const {
       throw CompileError(where + ": the direction does not match its position in the layer");
     }
     const size_t layer = k / static_cast<size_t>(directions);
+    // Layers between (FloatProgram::between) change the width: validate_between_layers checks those.
     if (layer > 0) {
       const int32_t below = directions * ops[(layer - 1) * directions].hidden_size;
-      if (op.input_size != below) {
+      if (op.input_size != below && between_after(static_cast<int32_t>(layer) - 1).empty()) {
         throw CompileError(where + ": input_size " + std::to_string(op.input_size) +
                            " is not the layer below's output size " + std::to_string(below));
+      }
+      if (op.input_size != ops[layer * directions].input_size) {
+        throw CompileError(where + ": input_size differs from the other direction's");
       }
     } else if (op.input_size != ops[0].input_size) {
       throw CompileError(where + ": input_size differs from the other direction's");
@@ -708,9 +712,11 @@ void ModelChecker::recurrent_op(size_t k, const std::string& w, const ProgramBuf
   const int32_t directions = m_.directions;
   // Between two layers only a requantization (a 16x8 layer meets an int8 one), a residual add (the
   // layer's output plus its input) and layer normalizations may come.
+  // Before a decoder that reads the state repeated: any per-position op on that one step.
   size_t below = k;
   while (below > 0 && (m_.ops[below - 1].kind == QLSTM_OP_REQUANTIZE || m_.ops[below - 1].kind == QLSTM_OP_ADD_S8 ||
-                       m_.ops[below - 1].kind == QLSTM_OP_LAYER_NORM_S8)) {
+                       m_.ops[below - 1].kind == QLSTM_OP_LAYER_NORM_S8 ||
+                       (reads_repeated(op) && !m_.ops[below - 1].recurrent()))) {
     --below;
   }
   const bool between_layers = below < k && below > 0 && m_.ops[below - 1].recurrent();
@@ -733,8 +739,12 @@ void ModelChecker::recurrent_op(size_t k, const std::string& w, const ProgramBuf
   const int32_t want_steps = one_step ? QLSTM_BUFFER_ONE_STEP : QLSTM_BUFFER_EVERY_STEP;
   if (out.steps != want_steps) bad(w + ".output_steps' does not match its output buffer's steps");
   // A layer's final state alone: the last layer's, or one the next op reads repeated over time.
-  const bool read_repeated = k + 1 < m_.ops.size() && reads_repeated(m_.ops[k + 1]) &&
-                             m_.ops[k + 1].input_buffer == op.output_buffer && steps == QLSTM_OUTPUT_FINAL;
+  size_t next = k + 1;  // the next recurrent op, past the per-position ops on the state
+  while (next < m_.ops.size() && !m_.ops[next].recurrent() && m_.ops[next].input_buffer == m_.ops[next - 1].output_buffer) {
+    ++next;
+  }
+  const bool read_repeated = next < m_.ops.size() && reads_repeated(m_.ops[next]) &&
+                             m_.ops[next].input_buffer == m_.ops[next - 1].output_buffer && steps == QLSTM_OUTPUT_FINAL;
   if (one_step && lstm_seen_ <= m_.lstm_op_count() - directions && !read_repeated) {
     bad(w + ".output_steps': only the last layer's ops may write one step alone (or a layer's final state the next "
             "reads repeated)");

@@ -4,6 +4,9 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <set>
+
+#include "recognize/path_walker.h"
 
 namespace qlstm {
 namespace compiler {
@@ -374,6 +377,62 @@ class Walk {
   int stacked_layers_ = 0;  // the stack's layers, once a Concat stacked this one's last
 };
 
+// The ops the walk itself takes; past the selection of the final state any other is a layer's.
+bool walk_op(const std::string& op) {
+  static const std::set<std::string> kOps = {"Identity", "Dropout", "Transpose", "Squeeze", "Unsqueeze",
+                                             "Gather",   "Concat",  "Slice",     "Expand",  "Tile"};
+  return kOps.count(op) != 0;
+}
+
+// The value where per-position layers from `value` end: the input of the next repetition or
+// recurrent node along a path of single readers; empty when there is none.
+std::string layers_end(const Graph& g, std::string value) {
+  for (int guard = 0; guard < 64; ++guard) {
+    const std::vector<const onnx::NodeProto*> readers = g.data_consumers(value);
+    if (readers.size() != 1 || readers.front()->output_size() < 1 || g.is_graph_output(value)) return "";
+    const onnx::NodeProto& r = *readers.front();
+    if (r.op_type() == "Expand" || r.op_type() == "Tile" || recurrent(r)) return value;
+    value = r.output(0);
+  }
+  return "";
+}
+
+// Per-position layers on the selected state (a Linear bottleneck, its activation), before or after
+// the repetition, taken by a walk of the head's (recognize/path_walker.h) from *value to `stop`.
+// They commute with the repetition: the program runs them once, on the one-step state.
+bool take_layers(const PathContext& c, const std::string& stop, std::string* value, Axes* axes, RepeatedState* out) {
+  PathContext one = c;
+  one.directions = 1;
+  PathState s;
+  s.value = *value;
+  s.view.width = out->width;
+  for (char a : *axes) s.view.labels += a == 'R' ? 'T' : a;  // the walker's names: R is the new time axis
+  std::vector<std::string> problems;
+  std::set<const onnx::NodeProto*> used;
+  PathWalker walker(one, false, &problems, &used);
+  if (!walker.walk(&s, stop)) {
+    out->problem = problems.empty() ? "graph: a layer on the repeated final state could not be read" : problems.front();
+    return false;
+  }
+  if (s.selected || s.residual) {
+    out->problem = "graph: " + s.select.node + ": a step selection, pooling or residual add of the repeated final state";
+    return false;
+  }
+  for (const FloatLayer& l : s.layers) {
+    if (reads_whole_sequence(l.kind) || l.kind == FloatLayerKind::kEmbedding || l.groups != 1) {
+      out->problem = l.node + ": not a per-position layer on the features of the repeated final state";
+      return false;
+    }
+  }
+  *axes = Axes{};
+  for (char a : s.view.labels) *axes += a == 'T' ? 'R' : a == 't' ? '1' : a;
+  out->width = s.view.width;
+  out->layers.insert(out->layers.end(), s.layers.begin(), s.layers.end());
+  out->nodes.insert(out->nodes.end(), used.begin(), used.end());
+  *value = stop;
+  return true;
+}
+
 }  // namespace
 
 // Does `value` reach a repetition (Expand, Tile) within a few single-reader nodes? For the refusals
@@ -389,8 +448,11 @@ bool reaches_repetition(const Graph& g, std::string value) {
   return false;
 }
 
-bool follow_repeated_state(const Graph& g, const NodeInfo& n, bool from_y, const Dim& time, RepeatedState* out) {
+bool follow_repeated_state(const PathContext& ctx, const NodeInfo& n, bool from_y, const Dim& time,
+                           RepeatedState* out) {
+  const Graph& g = *ctx.g;
   *out = RepeatedState{};
+  out->width = n.hidden;
   const onnx::NodeProto& node = *n.node;
   const int k = from_y ? kY : kYH;
   if (node.output_size() <= k || node.output(k).empty() || !used(g, node, k)) return false;
@@ -443,6 +505,13 @@ bool follow_repeated_state(const Graph& g, const NodeInfo& n, bool from_y, const
       return true;
     }
     if (c.op_type() == "Concat" && c.input(c.input_size() - 1) != value) return false;  // not its last input
+    if (walk.selected() && !walk_op(c.op_type())) {
+      const std::string stop = layers_end(g, value);
+      if (!stop.empty()) {
+        if (!take_layers(ctx, stop, &value, &axes, out)) return false;
+        continue;
+      }
+    }
     if (c.output_size() < 1 || !walk.take(c, &axes)) return false;
     out->nodes.push_back(&c);
     value = c.output(0);

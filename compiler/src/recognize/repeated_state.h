@@ -12,6 +12,8 @@
 #include "import/graph.h"
 #include "import/recurrent_nodes.h"
 #include "import/shapes.h"
+#include "qlstm/compiler/float/float_layers.h"
+#include "recognize/layout_view.h"
 
 namespace qlstm {
 namespace compiler {
@@ -23,15 +25,20 @@ struct RepeatedState {
   std::vector<const onnx::NodeProto*> nodes;   // the nodes on the way
   // The layers below whose Y_h torch stacked with this one's into h_n (only h_n[-1] is read).
   std::vector<const onnx::NodeProto*> stacked;
+  // Per-position layers on the state, before or after the repetition (a Linear bottleneck and its
+  // activation): the program runs them once, on the one-step state. `width`: what the next reads.
+  std::vector<FloatLayer> layers;
+  int32_t width = 0;
   std::string problem;                         // why it is not one, when the walk recognized its start
 };
 
-// Follows, through layout ops only, `n`'s Y_h (or, from_y, the last step of its Y) to a single
-// repetition over a new time axis (Expand or Tile; torch's repeat and expand, Keras'
-// RepeatVector) and on to another recurrent node's X, read as a sequence of `time` steps (the
-// model input's time axis). False when the path is not such a walk: with `problem` set when it
-// started as one (a selection of the final state) but could not be followed, naming the node.
-bool follow_repeated_state(const Graph& g, const NodeInfo& n, bool from_y, const Dim& time, RepeatedState* out);
+// Follows `n`'s Y_h (or, from_y, the last step of its Y), through layout ops and per-position
+// layers on the features, to a single repetition over a new time axis (Expand or Tile; torch's
+// repeat and expand, Keras' RepeatVector) and on to another recurrent node's X, read as a
+// sequence of `time` steps (the model input's time axis). False when the path is not such a walk:
+// with `problem` set when it started as one (a selection of the final state) but could not be
+// followed, naming the node.
+bool follow_repeated_state(const PathContext& c, const NodeInfo& n, bool from_y, const Dim& time, RepeatedState* out);
 
 }  // namespace import
 }  // namespace compiler
