@@ -167,7 +167,8 @@ TEST(Seq2Seq, InconsistentRepeatedInputsAreRefused) {
 // Held out: the int8 autoencoder against the float program on sequences the compiler never saw.
 TEST(Seq2Seq, HeldOutAgainstTheFloatProgram) {
   for (const char* name : {"seq2seq_repeat_h_n", "seq2seq_expand_h_n", "seq2seq_last_step_opset17",
-                           "seq2seq_stacked_h_n", "seq2seq_bottleneck_h_n", "seq2seq_linear_after_repeat"}) {
+                           "seq2seq_stacked_h_n", "seq2seq_bottleneck_h_n", "seq2seq_linear_after_repeat",
+                           "seq2seq_batch_of_one_unbatched"}) {
     std::mt19937_64 rng(303);
     const Compiled c = compile_fixture(name, rng);
     const int32_t I = c.onnx.program.input_size();

@@ -1815,6 +1815,24 @@ class Autoencoder(nn.Module):
         return self.out(self.dec(z, state)[0] if self.pass_state else self.dec(z)[0])
 
 
+class BatchOfOneAutoencoder(nn.Module):
+    """The LSTM autoencoder of a widely copied tutorial (the form of Charlie-Bell/lstm-autoencoder):
+    one unbatched [T, F] sequence reshaped to a batch of one, two encoder LSTMs, h_n reshaped to
+    [F, E] and repeated T times with x.repeat(T, F), reshaped to [F, T, E], two decoder LSTMs, the
+    output reshaped to [T, 2E] and a Linear per step; F = 1."""
+    def __init__(self, T, E):
+        super().__init__()
+        self.T, self.E = T, E
+        self.enc1, self.enc2 = nn.LSTM(1, 2 * E, batch_first=True), nn.LSTM(2 * E, E, batch_first=True)
+        self.dec1, self.dec2 = nn.LSTM(E, E, batch_first=True), nn.LSTM(E, 2 * E, batch_first=True)
+        self.out = nn.Linear(2 * E, 1)
+
+    def forward(self, x):
+        y = self.enc1(x.reshape((1, self.T, 1)))[0]
+        z = self.enc2(y)[1][0].reshape((1, self.E)).repeat(self.T, 1).reshape((1, self.T, self.E))
+        return self.out(self.dec2(self.dec1(z)[0])[0].reshape((self.T, 2 * self.E)))
+
+
 def keras_repeat_vector(name):
     """A Keras LSTM autoencoder as tf2onnx writes it: LSTM(return_sequences=False) -> RepeatVector(T)
     (an Unsqueeze and a Tile of constant multiples) -> LSTM(return_sequences=True) ->
@@ -1902,6 +1920,8 @@ def seq2seq_models():
     import_torch("seq2seq_linear_after_repeat",
                  Autoencoder(read="y", how="expand", after=nn.Sequential(nn.Linear(5, 7), nn.Tanh()), decoder_input=7),
                  17, x, ["Linear"], dynamic=True, **dict(program, between=[["Linear", "Tanh"], []]))
+    import_torch("seq2seq_batch_of_one_unbatched", BatchOfOneAutoencoder(6, 4), 13, torch.randn(6, 1), ["Linear"],
+                 unbatched=True, **dict(program, repeated=[False, True, False, False]))
 
 
 GROUPS = {"lstm": [accepted_torch, refused_torch, accepted_plain, refused_plain, programs_torch, whole_models,

@@ -488,6 +488,9 @@ bool follow_repeated_state(const PathContext& ctx, const NodeInfo& n, bool from_
       // The next node reads [T, B, F] (layout 0) or [B, T, F].
       std::replace(axes.begin(), axes.end(), 'R', 'T');
       const Axes want = int_attribute(c, "layout", 0) == 0 ? "TBF" : "BTF";
+      // An unbatched model's reshapes to a batch of one may drop its batch axis for an axis of one.
+      const size_t unit = axes.find('1');
+      if (ctx.unbatched && axes.find('B') == Axes::npos && unit != Axes::npos) axes[unit] = 'B';
       if (axes != want) {
         out->problem = node_label(c) + ": reads the repeated state as " + axes + ", expected " + want +
                        " (T time, B batch, F features)";
