@@ -35,8 +35,17 @@ struct GruStepBuffers {
   int16_t* new_q0_15;
 };
 
+// Gate g's arguments: args, with a repeated input's projection [3][B][H] (args.x_acc, when set)
+// moved to that gate's accumulators.
+inline GateArgs gate_args(const GateArgs& args, int32_t g) {
+  GateArgs a = args;
+  if (a.x_acc != nullptr) a.x_acc += static_cast<ptrdiff_t>(g) * a.rows * a.hidden_size;
+  return a;
+}
+
 // One time step (§13), from what the caller prepared: r, z, n from x and the recurrent operand
-// args.h (null: a stateless first step, kernels.h), then hidden_q0_15[rows][H] in place, then its
+// args.h (null: a stateless first step, kernels.h; args.x_acc: a repeated input's projection of
+// all three, gate_args), then hidden_q0_15[rows][H] in place, then its
 // int8 rows y. All three gates read args.h before y is written, so y may be args.h (the
 // final-state-only walk).
 using GruStepFn = void (*)(const void* prepared, const GateArgs& args, const GruStepBuffers& buffers,

@@ -158,9 +158,11 @@ int32_t recurrent_state_size(const qlstm_op& op) {
   return kStateRows * block_of<P>(op).dims.hidden_size;
 }
 
-// Whether a recurrent block reads one input step at every step (the int8 LSTM's input_repeated):
+// Whether a recurrent block reads one input step at every step (the int8 LSTM's and GRU's
+// input_repeated):
 // its input buffer is then a one-step buffer.
 inline bool reads_one_step(const qlstm_lstm_s8_params& p) { return p.input_repeated != 0; }
+inline bool reads_one_step(const qlstm_gru_s8_params& p) { return p.input_repeated != 0; }
 template <class P>
 bool reads_one_step(const P&) {
   return false;

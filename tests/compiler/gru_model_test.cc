@@ -203,7 +203,8 @@ TEST(GruModel, CraftedFilesAreRefusedNamingTheField) {
   const auto unchanged = [](size_t, std::vector<uint8_t>&) {};
   ASSERT_EQ(error_of(crafted_file(m, kModelFormatVersion, unchanged)), "accepted");
   // The GRU record cut after dims and layout (5 fields), after the reset gate's first requant (7),
-  // and before its last field; op 1's record with a field too many.
+  // before its last field (input_repeated) and inside the one before; op 1's record with a field
+  // too many.
   const struct {
     size_t op, keep_bytes;
     bool extra;
@@ -212,14 +213,15 @@ TEST(GruModel, CraftedFilesAreRefusedNamingTheField) {
       {0, 5 * 4, false, "field 'program[0].params.gates[reset].input_to_q3_12.multiplier': the record ends early"},
       {0, 7 * 4, false, "field 'program[0].params.gates[reset].input_weights': the record ends early"},
       {1, 0, false, "field 'program[1].params.dims.batch': the record ends early"},
-      {0, SIZE_MAX, false, "field 'program[0].params.new_gate_zero_state_bias': the record ends early"},
+      {0, SIZE_MAX, false, "field 'program[0].params.input_repeated': the record ends early"},
+      {0, SIZE_MAX - 1, false, "field 'program[0].params.new_gate_zero_state_bias': the record ends early"},
       {1, 0, true, "field 'program[1].params': bytes after the last field"},
   };
   for (const auto& c : cuts) {
     const std::string e = error_of(crafted_file(m, kModelFormatVersion, [&](size_t k, std::vector<uint8_t>& r) {
       if (k != c.op) return;
       if (c.extra) r.insert(r.end(), 4, 0);
-      else r.resize(c.keep_bytes == SIZE_MAX ? r.size() - 4 : c.keep_bytes);
+      else r.resize(c.keep_bytes == SIZE_MAX ? r.size() - 4 : c.keep_bytes == SIZE_MAX - 1 ? r.size() - 8 : c.keep_bytes);
     }));
     EXPECT_NE(e.find(c.want), std::string::npos) << e;
   }
@@ -250,8 +252,9 @@ TEST(GruModel, CraftedFilesAreRefusedNamingTheField) {
 TEST(GruModel, Version5FileGetsTheZeroStateBiasFromItsWeights) {
   std::mt19937_64 rng(606);
   const CompiledModel m = gru_model(rng, {});
+  // Version 5's record ends before new_gate_zero_state_bias (and version 19's input_repeated after it).
   const std::string v5 = crafted_file(m, 5, [&](size_t k, std::vector<uint8_t>& r) {
-    if (m.ops[k].kind == QLSTM_OP_GRU_S8) r.resize(r.size() - 4 * static_cast<size_t>(m.ops[k].as<DerivedGru>().hidden_size));
+    if (m.ops[k].kind == QLSTM_OP_GRU_S8) r.resize(r.size() - 4 - 4 * static_cast<size_t>(m.ops[k].as<DerivedGru>().hidden_size));
   });
   const CompiledModel back = parse_model(v5, "v5.qlstm");
   ASSERT_EQ(back.ops.size(), m.ops.size());
@@ -262,6 +265,25 @@ TEST(GruModel, Version5FileGetsTheZeroStateBiasFromItsWeights) {
     EXPECT_EQ(back.ops[k].as<DerivedGru>().new_gate_zero_state_bias, m.ops[k].as<DerivedGru>().new_gate_zero_state_bias) << k;
   }
   EXPECT_GT(grus, 0u);
+}
+
+// A version-18 GRU record ends before input_repeated: it reads as 0 (a sequence).
+TEST(GruModel, Version18RecordsReadAsASequence) {
+  std::mt19937_64 rng(607);
+  const CompiledModel m = gru_model(rng, {});
+  const std::string v18 = crafted_file(m, 18, [&](size_t k, std::vector<uint8_t>& r) {
+    if (m.ops[k].kind == QLSTM_OP_GRU_S8) r.resize(r.size() - 4);
+  });
+  const CompiledModel back = parse_model(v18, "v18.qlstm");
+  for (size_t k = 0; k < m.ops.size(); ++k) {
+    if (m.ops[k].kind == QLSTM_OP_GRU_S8) {
+      EXPECT_EQ(back.ops[k].as<DerivedGru>().input_repeated, 0) << k;
+    }
+  }
+  const SequenceShape s{2, 5, Layout::kBatchMajor};
+  std::vector<int8_t> x(static_cast<size_t>(2 * 5 * m.input_size()));
+  for (int8_t& v : x) v = static_cast<int8_t>(rng());
+  EXPECT_EQ(run_program_s8(back, x, s), run_program_s8(m, x, s));
 }
 
 TEST(GruModel, InconsistentGruOpIsRefusedNamingTheField) {

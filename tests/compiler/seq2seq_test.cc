@@ -56,11 +56,17 @@ void expect_decoder_on_copies(const CompiledModel& m, size_t dec, const std::vec
     const auto row = state.begin() + static_cast<ptrdiff_t>(b * W);
     for (int32_t t = 0; t < s.time_steps; ++t) copies.insert(copies.end(), row, row + static_cast<ptrdiff_t>(W));
   }
-  DerivedLstm on_sequence = m.ops[dec].as<DerivedLstm>();
-  on_sequence.input_repeated = 0;
   CompiledModel tail = m;  // the decoder and the head, on the copies
   tail.ops.erase(tail.ops.begin(), tail.ops.begin() + static_cast<ptrdiff_t>(dec));
-  tail.ops[0].set(on_sequence);
+  if (m.ops[dec].holds<DerivedGru>()) {
+    DerivedGru on_sequence = m.ops[dec].as<DerivedGru>();
+    on_sequence.input_repeated = 0;
+    tail.ops[0].set(on_sequence);
+  } else {
+    DerivedLstm on_sequence = m.ops[dec].as<DerivedLstm>();
+    on_sequence.input_repeated = 0;
+    tail.ops[0].set(on_sequence);
+  }
   tail.buffers.erase(tail.buffers.begin(), tail.buffers.begin() + static_cast<ptrdiff_t>(dec));
   tail.buffers[0].steps = QLSTM_BUFFER_EVERY_STEP;
   for (ProgramOp& op : tail.ops) {
@@ -133,6 +139,30 @@ TEST(Seq2Seq, LayersOnTheRepeatedStateRunOnItsOneStep) {
   }
 }
 
+// A GRU autoencoder: the GRU decoder reads the encoder's final state repeated (its three gates'
+// input projection once per call), survives the model file (version 19) and equals the decoder on
+// the copies.
+TEST(Seq2Seq, GruDecoderReadsTheStateRepeated) {
+  std::mt19937_64 rng(305);
+  const Compiled c = compile_fixture("seq2seq_gru_h_n", rng);
+  const CompiledModel& m = c.q.model;
+  ASSERT_EQ(m.ops.size(), 3u);
+  EXPECT_EQ(m.ops[0].as<DerivedGru>().output_steps, QLSTM_OUTPUT_FINAL);
+  EXPECT_EQ(m.ops[1].as<DerivedGru>().input_repeated, 1);
+  EXPECT_EQ(model_format_version(m), kModelFormatVersionRepeatedGru);
+  const SequenceShape s{3, 6, Layout::kBatchMajor};
+  std::vector<int8_t> x(static_cast<size_t>(3 * 6 * c.onnx.program.input_size()));
+  for (int8_t& v : x) v = static_cast<int8_t>(rng());
+  expect_decoder_on_copies(m, 1, x, s);
+  const CompiledModel back = parse_model(serialize_model(m), "memory");
+  EXPECT_EQ(back.ops[1].as<DerivedGru>().input_repeated, 1);
+  EXPECT_EQ(run_program_s8(back, x, s), run_program_s8(m, x, s));
+  // Labelled version 18, its GRU record is one field too long.
+  const std::string bytes = serialize_model(m);
+  const flatbuffers::Vector<uint8_t>* inner = qlstm::fb::GetModelFile(bytes.data())->model();
+  EXPECT_THROW(parse_model(seal_model(std::string(inner->begin(), inner->end()), 18), "v18.qlstm"), CompileError);
+}
+
 // The runtime refuses the pair broken either way: a decoder that reads a sequence buffer repeated,
 // or a one-step buffer as a sequence; and a model file of version 17 cannot hold the field.
 TEST(Seq2Seq, InconsistentRepeatedInputsAreRefused) {
@@ -168,7 +198,7 @@ TEST(Seq2Seq, InconsistentRepeatedInputsAreRefused) {
 TEST(Seq2Seq, HeldOutAgainstTheFloatProgram) {
   for (const char* name : {"seq2seq_repeat_h_n", "seq2seq_expand_h_n", "seq2seq_last_step_opset17",
                            "seq2seq_stacked_h_n", "seq2seq_bottleneck_h_n", "seq2seq_linear_after_repeat",
-                           "seq2seq_batch_of_one_unbatched"}) {
+                           "seq2seq_batch_of_one_unbatched", "seq2seq_gru_h_n"}) {
     std::mt19937_64 rng(303);
     const Compiled c = compile_fixture(name, rng);
     const int32_t I = c.onnx.program.input_size();

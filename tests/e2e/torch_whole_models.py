@@ -231,17 +231,18 @@ check("layer_norm_attention_seqfirst", forget_biased(LayerNormAttention(4, 12, 3
 # as the decoder's input, a Linear per step; trained for a few seconds to reconstruct noisy
 # sinusoids, then compared with torch on held-out ones.
 class Autoencoder(nn.Module):
-    def __init__(self, I, latent, H, batch_first, read="h_n", how="repeat", bottleneck=None):
+    def __init__(self, I, latent, H, batch_first, read="h_n", how="repeat", bottleneck=None, cell=nn.LSTM):
         super().__init__()
-        self.enc = nn.LSTM(I, latent, batch_first=batch_first)
+        self.enc = cell(I, latent, batch_first=batch_first)
         # A Linear and Tanh on the encoder's state before the repetition (a latent bottleneck).
         self.mid = nn.Sequential(nn.Linear(latent, bottleneck), nn.Tanh()) if bottleneck else nn.Identity()
-        self.dec = nn.LSTM(bottleneck or latent, H, batch_first=batch_first)
+        self.dec = cell(bottleneck or latent, H, batch_first=batch_first)
         self.out = nn.Linear(H, I)
         self.read, self.how, self.time = read, how, 1 if batch_first else 0
 
     def forward(self, x):
-        y, (h, _) = self.enc(x)
+        y, state = self.enc(x)
+        h = state[0] if isinstance(state, tuple) else state
         T = x.shape[self.time]
         if self.read == "h_n":
             z = self.mid(h[-1]).unsqueeze(self.time)
@@ -276,6 +277,7 @@ for name, I, latent, H, T, bf, opset, kw in [
     ("seq2seq_repeat_h_n", 3, 8, 12, 24, True, 14, {}),
     ("seq2seq_expand_last_step_seqfirst", 2, 6, 10, 20, False, 17, {"read": "y", "how": "expand"}),
     ("seq2seq_bottleneck_h_n", 4, 12, 12, 20, True, 15, {"bottleneck": 5}),
+    ("seq2seq_gru_h_n", 3, 10, 12, 20, True, 14, {"cell": nn.GRU}),
 ]:
     model = Autoencoder(I, latent, H, bf, **kw)
     check(name, model, I, T, bf, opset, data=train_autoencoder(model, I, T, bf))

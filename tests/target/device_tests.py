@@ -419,6 +419,8 @@ WHOLE = [
     # the encoder's h_n[-1] -> Linear, ReLU, Linear (a bottleneck, run once on the one-step state)
     # -> repeated -> decoder -> Linear per step
     ("seq2seq_bottleneck", "tests/onnx/models/seq2seq_bottleneck_h_n.onnx", True, "whole"),
+    # a GRU autoencoder: the GRU decoder reads the encoder's h_n[-1] repeated (input_repeated)
+    ("seq2seq_gru", "tests/onnx/models/seq2seq_gru_h_n.onnx", True, "whole"),
 ]
 
 

@@ -202,6 +202,75 @@ TEST_P(GruVariantTest, LongerSequencesAndEveryOption) {
   }
 }
 
+// A repeated input (input_repeated: one [B][I] step read at every step, its three gates' input
+// projection computed once per call) equals the reference and the independent model on the
+// sequence of its T copies, over every option; a scratch one byte short of
+// qlstm_gru_s8_call_scratch_bytes() is refused.
+TEST_P(GruVariantTest, RepeatedInputEqualsTheSequenceOfItsCopies) {
+  const qlstm::GruS8Variant& v = *GetParam();
+  std::mt19937_64 rng(6300);
+  for (int k = 0; k < 64; ++k) {
+    const Options o = options(k);
+    const qlstm_gru_dims dims = {1 + static_cast<int>(rng() % 3), static_cast<int>(rng() % 8), random_size(rng),
+                                 random_size(rng)};
+    const Regime regime = static_cast<Regime>(k % 3);
+    RandomGru gru;
+    make_random_gru(gru, rng, dims, o.time_major, regime);
+    qlstm_gru_s8_params p = gru.params;
+    p.time_direction = o.reverse ? QLSTM_TIME_REVERSE : QLSTM_TIME_FORWARD;
+    p.output_steps = !o.final_only ? QLSTM_OUTPUT_ALL_STEPS : rng() % 2 ? QLSTM_OUTPUT_FIRST : QLSTM_OUTPUT_FINAL;
+    p.output_width = o.wide_output ? dims.hidden_size + 1 + static_cast<int32_t>(rng() % 7) : 0;
+    const int B = dims.batch, T = dims.time_steps, I = dims.input_size;
+    std::vector<int8_t> step(static_cast<size_t>(B) * static_cast<size_t>(I));
+    for (auto& x : step) x = static_cast<int8_t>(rng());
+    std::vector<int8_t> copies(static_cast<size_t>(B) * static_cast<size_t>(T) * static_cast<size_t>(I));
+    for (int t = 0; t < T; ++t) {
+      for (int b = 0; b < B; ++b) {
+        const size_t at = o.time_major ? (static_cast<size_t>(t) * B + b) * I : (static_cast<size_t>(b) * T + t) * I;
+        std::copy_n(step.begin() + static_cast<ptrdiff_t>(b) * I, I, copies.begin() + static_cast<ptrdiff_t>(at));
+      }
+    }
+    const std::vector<int16_t> start = random_gru_state(rng, dims);
+    const std::vector<int16_t>* from = o.stateful ? &start : nullptr;
+    const std::string what = describe(v, p, o, regime) + " repeated input";
+    const Call want = run(qlstm::kGruS8ReferenceVariant, p, copies.data(), from);
+    ASSERT_EQ(want.status, QLSTM_OK) << what;
+    std::vector<int16_t> model_state = start;
+    ASSERT_EQ(naive_gru::run(p, copies.data(), o.stateful ? &model_state : nullptr, qlstm::kSigmoidTableU16, kUntouched),
+              want.output)
+        << what << ": the reference against the model";
+
+    p.input_repeated = 1;
+    const size_t bytes = qlstm_gru_s8_call_scratch_bytes(&p);
+    ASSERT_GT(bytes, qlstm_gru_s8_scratch_bytes(&p.dims)) << what;
+    testing_support::ScratchBuffer scratch(bytes);
+    Call got;
+    if (o.stateful) got.state = start;
+    got.output.assign(gru_output_size(p), kUntouched);
+    qlstm_gru_s8_context ctx = {scratch.data(), bytes - 1, o.stateful ? got.state.data() : nullptr};
+    ASSERT_EQ(qlstm::run_gru_s8(v, &p, &ctx, step.data(), got.output.data()), QLSTM_ERROR_SCRATCH_TOO_SMALL) << what;
+    ctx.scratch_bytes = bytes;
+    got.status = qlstm::run_gru_s8(v, &p, &ctx, step.data(), got.output.data());
+    if (v.can_run != nullptr && !v.can_run(p)) {
+      ASSERT_EQ(got.status, QLSTM_ERROR_NO_VARIANT) << what;
+      ++declined_;
+      continue;
+    }
+    ++compared_;
+    ASSERT_EQ(got.status, QLSTM_OK) << what;
+    ASSERT_EQ(got.output, want.output) << what;
+    ASSERT_EQ(got.state, want.state) << what;
+  }
+  // input_repeated is 0 or 1.
+  RandomGru gru;
+  make_random_gru(gru, rng, {1, 2, 3, 4}, false, Regime::kTypical);
+  gru.params.input_repeated = 2;
+  const char* field = nullptr;
+  EXPECT_EQ(qlstm_gru_s8_validate(&gru.params, &field), QLSTM_ERROR_BAD_INPUT_STEPS);
+  EXPECT_STREQ(field, "input_repeated");
+  EXPECT_EQ(qlstm_gru_s8_call_scratch_bytes(&gru.params), 0u);
+}
+
 // Stage contract: the gates read strided rows of x and h (or no h: a stateless first step, the
 // recurrent accumulator of n its bias alone); r, z and n equal the reference's.
 TEST_P(GruVariantTest, GateStagesWithStridesMatchReference) {

@@ -70,13 +70,28 @@ ShapeSpec parse_shape(const std::string& text) {
   return s;
 }
 
+// A decoder: m's one recurrent op reads one input step per batch row at every step (input_repeated),
+// after a selection of the input's last step (a program reads a sequence); each op is counted on
+// its own.
+CompiledModel after_last_step_selection(CompiledModel m, int32_t input_size, const AffineQuant& input) {
+  ProgramOp select;
+  select.set(DerivedSelect{input_size, -1, 1});
+  select.input_buffer = 0;
+  select.output_buffer = 1;
+  m.buffers.insert(m.buffers.begin() + 1, {input_size, input, QLSTM_BUFFER_ONE_STEP});
+  m.ops.front().input_buffer = 1;
+  m.ops.front().output_buffer = 2;
+  m.ops.insert(m.ops.begin(), std::move(select));
+  return m;
+}
+
 // A float LSTM (GRU, RNN) with PyTorch's default initialization (uniform in +-1/sqrt(H)),
 // calibrated on standard-normal inputs: typical scales, as a trained model would have them. The
 // GRU's and the RNN's boundary ranges come from the same observers as the LSTM's compile, without
 // its search. cell: "lstm", "lstm_repeated" (its input one step read at every step: a decoder's),
-// "gru", "rnn" (tanh) or "rnn_relu".
+// "gru", "gru_repeated", "rnn" (tanh) or "rnn_relu".
 CompiledModel synthetic_model(const ShapeSpec& s, const std::string& cell, std::mt19937_64& rng) {
-  const bool gru = cell == "gru", rnn = cell.rfind("rnn", 0) == 0;
+  const bool gru = cell.rfind("gru", 0) == 0, rnn = cell.rfind("rnn", 0) == 0;
   const size_t I = static_cast<size_t>(s.input_size), H = static_cast<size_t>(s.hidden_size);
   const size_t G = gru ? size_t{QLSTM_GRU_GATE_COUNT} : rnn ? size_t{1} : size_t{QLSTM_GATE_COUNT};
   const float k = 1.0f / std::sqrt(static_cast<float>(H));
@@ -98,9 +113,11 @@ CompiledModel synthetic_model(const ShapeSpec& s, const std::string& cell, std::
     const FloatGru f = FloatGru::from_torch(s.input_size, s.hidden_size, w_ih, w_hh, b_ih, b_hh);
     const std::vector<float> y = run_float_gru(f, x.data(), cal_shape).output;
     const Range in = choose_range(x, options.input_observer), out = choose_range(y, options.output_observer);
-    const DerivedGru d = derive_gru_params(f, affine_from_range(in.lo, in.hi), affine_from_range(out.lo, out.hi),
-                                           options.weights);
-    return single_op_model(d, name, !s.time_major);
+    DerivedGru d = derive_gru_params(f, affine_from_range(in.lo, in.hi), affine_from_range(out.lo, out.hi),
+                                     options.weights);
+    if (cell != "gru_repeated") return single_op_model(d, name, !s.time_major);
+    d.input_repeated = 1;
+    return after_last_step_selection(single_op_model(d, name, !s.time_major), s.input_size, d.input);
   }
   if (rnn) {
     const FloatLstm f = rnn_layer_from_torch(s.input_size, s.hidden_size, w_ih, w_hh, b_ih, b_hh, cell == "rnn_relu");
@@ -115,19 +132,8 @@ CompiledModel synthetic_model(const ShapeSpec& s, const std::string& cell, std::
   cal.add_batch(x, cal_shape, s.input_size);
   DerivedLstm d = QuantizedLayer::compile(f, cal, options).derived();
   if (cell != "lstm_repeated") return single_op_model(d, name, !s.time_major);
-  // A decoder: one input step per batch row read at every step (input_repeated), after a selection
-  // of the input's last step (a program reads a sequence); each op is counted on its own.
   d.input_repeated = 1;
-  CompiledModel m = single_op_model(d, name, !s.time_major);
-  ProgramOp select;
-  select.set(DerivedSelect{s.input_size, -1, 1});
-  select.input_buffer = 0;
-  select.output_buffer = 1;
-  m.buffers.insert(m.buffers.begin() + 1, {s.input_size, d.input, QLSTM_BUFFER_ONE_STEP});
-  m.ops.front().input_buffer = 1;
-  m.ops.front().output_buffer = 2;
-  m.ops.insert(m.ops.begin(), std::move(select));
-  return m;
+  return after_last_step_selection(single_op_model(d, name, !s.time_major), s.input_size, d.input);
 }
 
 // The entry of a variant list named `name`, or null; throws UsageError when this CPU lacks it.
@@ -624,9 +630,9 @@ int bench_command(const BenchArgs& args) {
   if (args.model.empty() && args.shape.empty()) {
     throw UsageError("give a compiled model or --shape B=..,T=..,I=..,H=..[,time_major]");
   }
-  if (args.cell != "lstm" && args.cell != "lstm_repeated" && args.cell != "gru" && args.cell != "rnn" &&
-      args.cell != "rnn_relu") {
-    throw UsageError("--cell: '" + args.cell + "' is not lstm, lstm_repeated, gru, rnn or rnn_relu");
+  if (args.cell != "lstm" && args.cell != "lstm_repeated" && args.cell != "gru" && args.cell != "gru_repeated" &&
+      args.cell != "rnn" && args.cell != "rnn_relu") {
+    throw UsageError("--cell: '" + args.cell + "' is not lstm, lstm_repeated, gru, gru_repeated, rnn or rnn_relu");
   }
   if (!args.model.empty() && args.cell != "lstm") throw UsageError("--cell is for --shape without a model");
   ShapeSpec s = args.shape.empty() ? ShapeSpec{} : parse_shape(args.shape);
@@ -657,6 +663,7 @@ int bench_command(const BenchArgs& args) {
   }
   const CompiledModel m = synthetic_model(s, args.cell, rng);
   const std::string what = args.cell == "gru"             ? "GRU"
+                           : args.cell == "gru_repeated"  ? "GRU (its input one step, repeated)"
                            : args.cell == "rnn"           ? "RNN (tanh)"
                            : args.cell == "rnn_relu"      ? "RNN (ReLU)"
                            : args.cell == "lstm_repeated" ? "LSTM (its input one step, repeated)"

@@ -552,7 +552,7 @@ CLI::App* add_bench(CLI::App* app, qlstm::cli::BenchArgs* ba) {
   bench->add_option("--shape", ba->shape, "B=1,T=49,I=10,H=64[,time_major] (with a model: B and T; T defaults to the model's own)");
   bench->add_option("--cell", ba->cell,
                     "with --shape: the synthetic layer, lstm, lstm_repeated (a decoder: one input step read at every "
-                    "step), gru, rnn (tanh) or rnn_relu")
+                    "step), gru, gru_repeated, rnn (tanh) or rnn_relu")
       ->capture_default_str();
   bench->add_option("--target", ba->target, "the emulated CPU: " + cpu_list());
   bench->add_option("--variant", ba->variant, "kernel variant (see 'qlstm variants')")->capture_default_str();

@@ -167,6 +167,9 @@ uint32_t model_format_version(const CompiledModel& m) {
       }
       if (op.as<DerivedLstm>().input_repeated != 0) kinds_version = std::max(kinds_version, kModelFormatVersionRepeatedInput);
     }
+    if (op.kind == QLSTM_OP_GRU_S8 && op.as<DerivedGru>().input_repeated != 0) {
+      kinds_version = std::max(kinds_version, kModelFormatVersionRepeatedGru);
+    }
   }
   // The oldest version that reads the model: 6 for int8 kinds, 7 with int16 buffers or kinds, or
   // the newest kind's own.

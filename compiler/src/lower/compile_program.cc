@@ -160,6 +160,19 @@ std::vector<FloatLayer> compiled_head_layers(const FloatProgram& program) {
   return head_layers;
 }
 
+// A decoder op reads one input step at every step (the kernels' input_repeated).
+void set_input_repeated(ProgramOp* op) {
+  if (op->holds<DerivedGru>()) {
+    DerivedGru gru = op->as<DerivedGru>();
+    gru.input_repeated = 1;
+    op->set(std::move(gru));
+    return;
+  }
+  DerivedLstm lstm = op->as<DerivedLstm>();
+  lstm.input_repeated = 1;
+  op->set(std::move(lstm));
+}
+
 bool writes_final_state_only(const FloatProgram& p) {
   // A residual last layer's step is its output plus its input: the add reads the whole sequence.
   const bool last_step = !p.head.empty() && p.head.front().kind == FloatLayerKind::kSelectStep &&
@@ -641,9 +654,7 @@ void ProgramCompiler::assemble_stack() {
       // It writes its final state alone; the layer above reads that one step at every step.
       m.ops.back().set_output_steps(QLSTM_OUTPUT_FINAL);
       m.buffers.back().steps = QLSTM_BUFFER_ONE_STEP;
-      DerivedLstm above = lstm_ops_[static_cast<size_t>(l + 1)].as<DerivedLstm>();
-      above.input_repeated = 1;
-      lstm_ops_[static_cast<size_t>(l + 1)].set(std::move(above));
+      set_input_repeated(&lstm_ops_[static_cast<size_t>(l + 1)]);
     }
     if (program_.residual_after(l)) {
       // The sum goes into the next buffer: the area of the layer's input (written in place over it).
@@ -710,12 +721,7 @@ void ProgramCompiler::lower_between(int32_t l) {
 // What the layer above a repeated layer l reads: each entry's last step of l's output at every step.
 void ProgramCompiler::repeat_final_states(int32_t l) {
   const size_t W = static_cast<size_t>(program_.ops[static_cast<size_t>(l)].hidden_size);
-  for (Entry& en : entries_) {
-    const size_t T = static_cast<size_t>(en.time_steps);
-    for (size_t t = 0; t + 1 < T; ++t) {
-      std::copy_n(en.x.begin() + static_cast<ptrdiff_t>((T - 1) * W), W, en.x.begin() + static_cast<ptrdiff_t>(t * W));
-    }
-  }
+  for (Entry& en : entries_) en.x = repeat_last_step(en.x, {1, en.time_steps, Layout::kBatchMajor}, W);
 }
 
 // The LSTM stack, layer by layer.

@@ -11,6 +11,7 @@ qlstm_gru_s8_params DerivedGru::kernel_params(int32_t batch, int32_t time_steps,
   p.update_times_difference_to_q0_15 = update_times_difference_to_q0_15;
   p.hidden_q0_15_to_output = hidden_q0_15_to_output;
   p.new_gate_zero_state_bias = new_gate_zero_state_bias.data();
+  p.input_repeated = input_repeated;
   return p;
 }
 
@@ -20,6 +21,7 @@ DerivedGru DerivedGru::from_kernel_params(const qlstm_gru_s8_params& p, const Af
   d.reset_times_hidden_to_q3_12 = p.reset_times_hidden_to_q3_12;
   d.update_times_difference_to_q0_15 = p.update_times_difference_to_q0_15;
   d.hidden_q0_15_to_output = p.hidden_q0_15_to_output;
+  d.input_repeated = p.input_repeated;
   if (p.new_gate_zero_state_bias != nullptr) {
     d.new_gate_zero_state_bias.assign(p.new_gate_zero_state_bias, p.new_gate_zero_state_bias + p.dims.hidden_size);
   }

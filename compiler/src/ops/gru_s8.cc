@@ -2,6 +2,7 @@
 // Q0.15 hidden, kept in the int16 state array.
 #include <nlohmann/json.hpp>
 
+#include "qlstm/compiler/artifacts/model_file.h"
 #include "qlstm/compiler/ops/op_helpers.h"
 #include "qlstm/gru_s8.h"
 
@@ -27,19 +28,26 @@ bool boundary(const ProgramOp& op, OpBoundary* b) {
 void memory(const ProgramOp& op, int32_t batch, ProgramMemory* mem, ProgramMemory::Op* om) {
   const DerivedGru& gru = op.as<DerivedGru>();
   const int32_t I = gru.input_size, H = gru.hidden_size;
-  const qlstm_gru_dims dims = {std::max(batch, 1), 1, I, H};
-  add_recurrent_memory(mem, om, batch, QLSTM_GRU_GATE_COUNT, I, H, qlstm_gru_s8_scratch_bytes(&dims));
+  qlstm_gru_s8_params p{};
+  p.dims = {std::max(batch, 1), 1, I, H};
+  p.input_repeated = gru.input_repeated;
+  add_recurrent_memory(mem, om, batch, QLSTM_GRU_GATE_COUNT, I, H, qlstm_gru_s8_call_scratch_bytes(&p));
 }
 
 void report(const ProgramOp& op, nlohmann::json* row) {
   const DerivedGru& gru = op.as<DerivedGru>();
   report_recurrent(gru.time_direction, gru.output_steps, row);
+  if (gru.input_repeated) (*row)["input_repeated"] = true;
 }
 
-std::string describe(const qlstm_op& o, const ProgramOp&) { return describe_recurrent("GRU", block_of(o)); }
+std::string describe(const qlstm_op& o, const ProgramOp&) {
+  return describe_recurrent("GRU", block_of(o)) + (block_of(o).input_repeated ? ", one input step repeated over time" : "");
+}
 
-std::vector<uint8_t> encode(const qlstm_op& o, uint32_t /*file_version*/) {
-  return encode_record(block_of(o), [](qlstm_gru_s8_params& p, auto& w) { visit_gru_s8_fields(p, w); });
+// The record's last field input_repeated from version 19 on.
+std::vector<uint8_t> encode(const qlstm_op& o, uint32_t file_version) {
+  auto visit = [](qlstm_gru_s8_params& p, auto& w) { visit_gru_s8_fields(p, w); };
+  return encode_record_without(block_of(o), visit, file_version < kModelFormatVersionRepeatedGru ? "input_repeated" : nullptr);
 }
 
 void file_extras(const ProgramOp& op, std::vector<double>* weight_scales, std::string*) {
@@ -56,10 +64,12 @@ void check_arrays(const ProgramOp& op, size_t k) {
 void decode(const OpFileRecord& r, const OpFileOrigin& from, ProgramOp* op) {
   std::vector<uint32_t> aligned;
   auto visit = [](qlstm_gru_s8_params& q, auto& reader) { visit_gru_s8_fields(q, reader); };
-  // Version 5's record ends before new_gate_zero_state_bias.
+  // Version 5's record ends before new_gate_zero_state_bias, one before version 19 before
+  // input_repeated (a sequence).
   const qlstm_gru_s8_params p =
-      from.version == 5
-          ? decode_record<ShorterRecordReader, qlstm_gru_s8_params>(r, from, aligned, visit, "new_gate_zero_state_bias")
+      from.version < kModelFormatVersionRepeatedGru
+          ? decode_record<ShorterRecordReader, qlstm_gru_s8_params>(
+                r, from, aligned, visit, from.version == 5 ? "new_gate_zero_state_bias" : "input_repeated")
           : decode_record<RecordReader, qlstm_gru_s8_params>(r, from, aligned, visit);
   no_call_dims(from, p.dims.batch, p.dims.time_steps);
   op->set(DerivedGru::from_kernel_params(p, r.input, r.output));
@@ -70,8 +80,12 @@ void decode(const OpFileRecord& r, const OpFileOrigin& from, ProgramOp* op) {
   set_weight_scales(op->as<DerivedGru>().gates, r.weight_scales);
 }
 
+// A repeated input's projection runs once per call.
 int64_t macs(const qlstm_op& o, int64_t, int64_t B, int64_t T) {
-  return B * T * QLSTM_GRU_GATE_COUNT * block_of(o).dims.hidden_size * (block_of(o).dims.input_size + block_of(o).dims.hidden_size);
+  const qlstm_gru_s8_params& p = block_of(o);
+  const int64_t G = QLSTM_GRU_GATE_COUNT, I = p.dims.input_size, H = p.dims.hidden_size;
+  if (p.input_repeated) return B * G * H * I + B * T * G * H * (1 + H);
+  return B * T * G * H * (I + H);
 }
 
 // Its state: one Q0.15 h in the cell array (its hidden rows unused), no c.

@@ -118,7 +118,8 @@ int32_t validate_layers(const std::vector<FloatLayer>& layers, int32_t width, co
 namespace {
 
 // The layers whose final state the next reads repeated (FloatProgram::repeated): not the last,
-// one direction, nothing else between the two, both int8 LSTMs (the kernel's input_repeated).
+// one direction, no residual connection between the two, LSTMs or GRUs (the kernels'
+// input_repeated).
 void validate_repeated(const FloatProgram& p) {
   if (p.repeated.size() > static_cast<size_t>(p.layers()) || p.repeated_after(p.layers() - 1)) {
     throw CompileError("program: repeated names " + std::to_string(p.repeated.size()) + " layers of " +
@@ -136,9 +137,9 @@ void validate_repeated(const FloatProgram& p) {
                          "repeated is not supported");
     }
     for (int32_t k : {l, l + 1}) {
-      if (p.ops[static_cast<size_t>(k)].cell != CellKind::kLstm) {
-        throw CompileError("layer " + std::to_string(k) + ": a GRU or RNN encoder or decoder of a repeated final state "
-                           "is not supported yet (the LSTM's are); export LSTM layers");
+      if (p.ops[static_cast<size_t>(k)].cell == CellKind::kRnn) {
+        throw CompileError("layer " + std::to_string(k) + ": an RNN encoder or decoder of a repeated final state "
+                           "is not supported yet (the LSTM's and GRU's are); export LSTM or GRU layers");
       }
     }
   }
@@ -323,7 +324,8 @@ std::vector<float> constant_state_rows(const std::vector<float>& s, int32_t H, i
   return s;
 }
 
-// Each batch row's last step of a sequence ([B][T][W] or [T][B][W]) at every one of its steps.
+}  // namespace
+
 std::vector<float> repeat_last_step(const std::vector<float>& seq, const SequenceShape& shape, size_t W) {
   const int32_t B = shape.batch, T = shape.time_steps;
   const bool time_major = shape.layout == Layout::kTimeMajor;
@@ -338,8 +340,6 @@ std::vector<float> repeat_last_step(const std::vector<float>& seq, const Sequenc
   }
   return out;
 }
-
-}  // namespace
 
 FloatProgramResult run_float_program(const FloatProgram& p, const float* x, const SequenceShape& shape,
                                      const float* h0, const float* c0, const ProgramStepVisitor& visit) {
@@ -542,9 +542,11 @@ int32_t flattened_steps(const CompiledModel& m, const ProgramOp& op) {
 
 namespace {
 
-// An int8 LSTM that reads one step at every step (DerivedLstm::input_repeated).
+// An int8 LSTM or GRU that reads one step at every step (DerivedLstm::input_repeated,
+// DerivedGru::input_repeated).
 bool reads_repeated(const ProgramOp& op) {
-  return op.kind == QLSTM_OP_LSTM_S8 && op.holds<DerivedLstm>() && op.as<DerivedLstm>().input_repeated != 0;
+  if (op.kind == QLSTM_OP_LSTM_S8 && op.holds<DerivedLstm>()) return op.as<DerivedLstm>().input_repeated != 0;
+  return op.kind == QLSTM_OP_GRU_S8 && op.holds<DerivedGru>() && op.as<DerivedGru>().input_repeated != 0;
 }
 
 }  // namespace

@@ -63,6 +63,10 @@ typedef struct qlstm_gru_s8_params {
    * The first step of a stateless call uses it instead of the recurrent matmul, and gives r and z
    * no recurrent term, as the LSTM's first step (docs/arithmetic.md §13). */
   const int32_t* new_gate_zero_state_bias;
+  /* 1: the input is one step per batch row, [B][I], read at every step (a decoder's repeated
+   * vector), as qlstm_lstm_s8_params.input_repeated: the three gates' input accumulators are
+   * computed once per call; the scratch is then qlstm_gru_s8_call_scratch_bytes(). 0: a sequence. */
+  int32_t input_repeated;
 } qlstm_gru_s8_params;
 
 /* Caller-owned memory for one call. If hidden_q0_15 is NULL the call is stateless: it starts
@@ -75,8 +79,14 @@ typedef struct qlstm_gru_s8_context {
   int16_t* hidden_q0_15; /* [B][H], Q0.15; NULL = stateless */
 } qlstm_gru_s8_context;
 
-/* Scratch bytes a call with these dims needs. Returns 0 when dims is NULL or invalid. */
+/* Scratch bytes a call with these dims needs (an input that is a sequence). Returns 0 when dims
+ * is NULL or invalid. */
 size_t qlstm_gru_s8_scratch_bytes(const qlstm_gru_dims* dims);
+
+/* Scratch bytes the call with these params needs: qlstm_gru_s8_scratch_bytes(&params->dims), and
+ * with input_repeated the input projection's int32 [3][B][H] too. Returns 0 when params is NULL or
+ * its dims or input_repeated invalid. */
+size_t qlstm_gru_s8_call_scratch_bytes(const qlstm_gru_s8_params* params);
 
 /* Checks every field of params. On failure and if field is not NULL, *field names the first
  * offending field (a static string such as "gates[new].hidden_to_q3_12.shift"). */
@@ -91,7 +101,7 @@ qlstm_status qlstm_gru_s8_reset_state(const qlstm_gru_s8_params* params, qlstm_g
 
 /* Runs the GRU over the whole input, by the best variant this CPU has (qlstm/kernels.h; each
  * equal to the portable reference bit for bit).
- * input: B*T*I int8 values, output: B*T*W int8 values (W = output_width, or H), in
+ * input: B*T*I int8 values (B*I with input_repeated), output: B*T*W int8 values (W = output_width, or H), in
  * params->layout; with output_steps QLSTM_OUTPUT_FINAL or QLSTM_OUTPUT_FIRST, output: B*W values
  * [B][W]. The input may be NULL when T == 0, and so may the output with QLSTM_OUTPUT_ALL_STEPS. */
 qlstm_status qlstm_gru_s8(const qlstm_gru_s8_params* params, qlstm_gru_s8_context* ctx,

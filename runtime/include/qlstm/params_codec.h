@@ -241,6 +241,7 @@ void visit_gru_s8_fields(P& p, V& v) {
                         "hidden_q0_15_to_output.shift", p.hidden_q0_15_to_output);
   codec_detail::sequence_tail(v, p);
   v.array("new_gate_zero_state_bias", p.new_gate_zero_state_bias, H);  // model format 6 on
+  v.i32("input_repeated", p.input_repeated);                           // model format 19 on
   v.close();
 }
 

@@ -260,13 +260,18 @@ __attribute__((noinline)) void gru_new_gate_chunked_over(const qlstm_gru_gate_s8
     const int8_t* x = a.x + b * a.x_row_stride;
     const int8_t* h = a.h != nullptr ? a.h + b * a.h_row_stride : nullptr;
     const ptrdiff_t base = static_cast<ptrdiff_t>(b) * H;
+    const int32_t* x_acc = a.x_acc != nullptr ? a.x_acc + base : nullptr;
     if (!prepared) {
-      xo.prepare(x, I);
+      if (x_acc == nullptr) xo.prepare(x, I);
       if (h != nullptr) ho.prepare(h, H);
     }
     for (int32_t c0 = 0; c0 < H; c0 += kRows) {
       const int32_t n = H - c0 < kRows ? H - c0 : kRows;
-      gate_chunk_dots<Kernel>(xo, x, g.input_weights, I, c0, n, g.input_effective_bias, ax);
+      if (x_acc != nullptr) {
+        __builtin_memcpy(ax, x_acc + c0, sizeof(int32_t) * static_cast<size_t>(n));  // the finish may overwrite ax
+      } else {
+        gate_chunk_dots<Kernel>(xo, x, g.input_weights, I, c0, n, g.input_effective_bias, ax);
+      }
       if (h != nullptr) {
         gate_chunk_dots<Kernel>(ho, h, g.hidden_weights, H, c0, n, g.hidden_effective_bias, ah);
       } else {

@@ -36,15 +36,18 @@ void prepared_gru_step(const void* prepared, const GateArgs& args, const GruStep
   PreparedGru<Kernel>& p = *static_cast<PreparedGru<Kernel>*>(const_cast<void*>(prepared));
   if constexpr (Kernel::kPrepareOncePerStep) {
     const bool one_row = args.rows == 1;
-    gate_chunked_over<Kernel>(p.gates.reset, p.reset_finish, args, buffers.reset_q0_15, p.x, p.h, false);
-    gate_chunked_over<Kernel>(p.gates.update, p.update_finish, args, buffers.update_q0_15, p.x, p.h, one_row);
-    gru_new_gate_chunked_over<Kernel>(p.gates.new_gate_for(args), p.new_finish, args, buffers.reset_q0_15,
-                                      buffers.new_q0_15, p.x, p.h, one_row);
+    gate_chunked_over<Kernel>(p.gates.reset, p.reset_finish, gate_args(args, QLSTM_GRU_GATE_RESET), buffers.reset_q0_15,
+                              p.x, p.h, false);
+    gate_chunked_over<Kernel>(p.gates.update, p.update_finish, gate_args(args, QLSTM_GRU_GATE_UPDATE),
+                              buffers.update_q0_15, p.x, p.h, one_row);
+    gru_new_gate_chunked_over<Kernel>(p.gates.new_gate_for(args), p.new_finish, gate_args(args, QLSTM_GRU_GATE_NEW),
+                                      buffers.reset_q0_15, buffers.new_q0_15, p.x, p.h, one_row);
   } else {
-    gate_chunked_with<Kernel>(p.gates.reset, p.reset_finish, args, buffers.reset_q0_15);
-    gate_chunked_with<Kernel>(p.gates.update, p.update_finish, args, buffers.update_q0_15);
-    gru_new_gate_chunked_with<Kernel>(p.gates.new_gate_for(args), p.new_finish, args, buffers.reset_q0_15,
-                                      buffers.new_q0_15);
+    gate_chunked_with<Kernel>(p.gates.reset, p.reset_finish, gate_args(args, QLSTM_GRU_GATE_RESET), buffers.reset_q0_15);
+    gate_chunked_with<Kernel>(p.gates.update, p.update_finish, gate_args(args, QLSTM_GRU_GATE_UPDATE),
+                              buffers.update_q0_15);
+    gru_new_gate_chunked_with<Kernel>(p.gates.new_gate_for(args), p.new_finish, gate_args(args, QLSTM_GRU_GATE_NEW),
+                                      buffers.reset_q0_15, buffers.new_q0_15);
   }
   p.update_output(args.rows, args.hidden_size, buffers.update_q0_15, buffers.new_q0_15, hidden_q0_15, y,
                   y_row_stride);

@@ -4,6 +4,7 @@
 #include "qlstm/gru_s8.h"
 
 #include "gru_s8_walk.h"
+#include "input_projection.h"
 #include "qlstm/fixed_point.h"
 #include "qlstm/kernels.h"
 #include "reference/gru_s8_reference.h"
@@ -24,6 +25,12 @@ bool dims_ok(const qlstm_gru_dims& d) {
 
 size_t scratch_bytes_for(const qlstm_gru_dims& d) {
   return static_cast<size_t>(kScratchBytesPerUnit * d.batch * d.hidden_size);
+}
+
+// With a repeated input, its projection's [3][B][H] after the buffers (input_projection.h).
+size_t call_scratch_bytes_for(const qlstm_gru_s8_params& p) {
+  if (p.input_repeated == 0) return scratch_bytes_for(p.dims);
+  return scratch_with_projection(scratch_bytes_for(p.dims), QLSTM_GRU_GATE_COUNT, p.dims.batch, p.dims.hidden_size);
 }
 
 #define QLSTM_GRU_GATE_FIELDS(g)                                                                   \
@@ -56,6 +63,7 @@ FieldFailure check_params(const qlstm_gru_s8_params* p) {
   if (f.status != QLSTM_OK) return f;
   f = check_requant(p->hidden_q0_15_to_output, "hidden_q0_15_to_output.multiplier", "hidden_q0_15_to_output.shift");
   if (f.status != QLSTM_OK) return f;
+  if (p->input_repeated != 0 && p->input_repeated != 1) return {QLSTM_ERROR_BAD_INPUT_STEPS, "input_repeated"};
   return check_output_zero_point(p->output_zero_point);
 }
 
@@ -65,7 +73,7 @@ qlstm_status check_call(const qlstm_gru_s8_params* params, const qlstm_gru_s8_co
   if (f.status != QLSTM_OK) return f.status;
   if (ctx == nullptr) return QLSTM_ERROR_NULL_POINTER;
   return check_sequence_buffers(params->dims.time_steps, params->output_steps, input, output, ctx->scratch,
-                                ctx->scratch_bytes, scratch_bytes_for(params->dims));
+                                ctx->scratch_bytes, call_scratch_bytes_for(*params));
 }
 
 // The stages of a variant, and the call's gates for them.
@@ -80,9 +88,10 @@ void stage_step(const void* prepared, const GateArgs& args, const GruStepBuffers
   const StagePrepared& s = *static_cast<const StagePrepared*>(prepared);
   const GruS8Variant& v = s.v;
   const qlstm_gru_s8_params& p = s.p;
-  v.sigmoid_gate(s.gates.reset, args, buffers.reset_q0_15);
-  v.sigmoid_gate(s.gates.update, args, buffers.update_q0_15);
-  v.new_gate(s.gates.new_gate_for(args), p.reset_times_hidden_to_q3_12, args, buffers.reset_q0_15, buffers.new_q0_15);
+  v.sigmoid_gate(s.gates.reset, gate_args(args, QLSTM_GRU_GATE_RESET), buffers.reset_q0_15);
+  v.sigmoid_gate(s.gates.update, gate_args(args, QLSTM_GRU_GATE_UPDATE), buffers.update_q0_15);
+  v.new_gate(s.gates.new_gate_for(args), p.reset_times_hidden_to_q3_12, gate_args(args, QLSTM_GRU_GATE_NEW),
+             buffers.reset_q0_15, buffers.new_q0_15);
   v.update(p.update_times_difference_to_q0_15, args.rows * args.hidden_size, buffers.update_q0_15, buffers.new_q0_15,
            hidden_q0_15);
   v.output(p.hidden_q0_15_to_output, p.output_zero_point, args.rows, args.hidden_size, hidden_q0_15, y, y_row_stride);
@@ -137,7 +146,12 @@ qlstm_status run_gru_s8_walk(const qlstm_gru_s8_params& p, qlstm_gru_s8_context&
     initial_h8 = h8;
   }
 
-  const SequenceStrides s = sequence_strides(p.layout, p.output_steps, p.output_width, B, T, I, H);
+  const SequenceStrides s = sequence_strides(p.layout, p.output_steps, p.output_width, B, T, I, H, p.input_repeated != 0);
+  // A repeated input's projection, once per call (T == 0: no step reads it, the input may be NULL).
+  const int32_t* const projection =
+      p.input_repeated != 0 && T > 0
+          ? project_repeated_input(p.gates, QLSTM_GRU_GATE_COUNT, B, I, H, input, ctx.scratch, scratch_bytes_for(d))
+          : nullptr;
   if (p.output_steps != QLSTM_OUTPUT_ALL_STEPS && T == 0) {
     // No step: the final state is the initial one.
     output_stage(p.hidden_q0_15_to_output, p.output_zero_point, B, H, hidden_q0_15, output, s.y_row);
@@ -148,6 +162,7 @@ qlstm_status run_gru_s8_walk(const qlstm_gru_s8_params& p, qlstm_gru_s8_context&
   for (int32_t k = 0; k < steps; ++k) {
     const int32_t t = reverse ? T - 1 - k : k;
     GateArgs args = {B, I, H, input + t * s.x_step, s.x_row, initial_h8, H};
+    args.x_acc = projection;  // the step gives each gate its part (gate_args)
     if (k > 0) {
       args.h = output + (reverse ? t + 1 : t - 1) * s.y_step;
       args.h_row_stride = s.y_row;
@@ -182,6 +197,13 @@ extern "C" {
 size_t qlstm_gru_s8_scratch_bytes(const qlstm_gru_dims* dims) {
   if (dims == nullptr || !qlstm::dims_ok(*dims)) return 0;
   return qlstm::scratch_bytes_for(*dims);
+}
+
+size_t qlstm_gru_s8_call_scratch_bytes(const qlstm_gru_s8_params* params) {
+  if (params == nullptr || !qlstm::dims_ok(params->dims) || (params->input_repeated != 0 && params->input_repeated != 1)) {
+    return 0;
+  }
+  return qlstm::call_scratch_bytes_for(*params);
 }
 
 qlstm_status qlstm_gru_s8_validate(const qlstm_gru_s8_params* params, const char** field) {

@@ -8,10 +8,16 @@ using namespace qlstm::program;
 
 constexpr int32_t kStateRows = 1;  // its hidden, in the cell array (its rows of hidden unused)
 
-// Its checks, scratch and state size.
+// Its checks, scratch and state size; the scratch of its params (a repeated input's projection).
 using Op =
     RecurrentOp<qlstm_gru_s8_params, qlstm_gru_s8_validate, qlstm_gru_s8_scratch_bytes, kStateRows>;
-constexpr RecurrentKind kRecurrent = Op::recurrent(false);
+size_t call_scratch_bytes(const qlstm_op& op, int32_t time_steps) {
+  qlstm_gru_s8_params p = block_of<qlstm_gru_s8_params>(op);
+  if (time_steps != kBlockTimeSteps) p.dims.time_steps = time_steps;
+  return qlstm_gru_s8_call_scratch_bytes(&p);
+}
+constexpr RecurrentKind kRecurrent = {call_scratch_bytes, recurrent_state_size<qlstm_gru_s8_params, kStateRows>,
+                                      /*needs_context_cell=*/false};
 
 // Stateless: NULL, the kernel's own zero state in its scratch.
 qlstm_status run_gru_s8_op(const OpCall& c) {

@@ -4,6 +4,7 @@
 #include "qlstm/activation_s16.h"
 #include "qlstm/fixed_point.h"
 #include "qlstm/kernels.h"
+#include "input_projection.h"
 #include "lstm_s8_walk.h"
 #include "lstm_sequence.h"
 #include "reference/lstm_s8_reference.h"
@@ -51,40 +52,17 @@ size_t scratch_bytes_for(const qlstm_lstm_dims& d) {
   return static_cast<size_t>(kGateBuffers * d.batch * d.hidden_size) * sizeof(int16_t);
 }
 
-// Where a repeated input's projection starts in the scratch: after the gate buffers, aligned.
-size_t projection_offset(const qlstm_lstm_dims& d) {
-  const size_t a = QLSTM_SCRATCH_ALIGNMENT;
-  return (scratch_bytes_for(d) + a - 1) / a * a;
-}
-
-// A repeated input's projection (docs/arithmetic.md §24): each gate's input accumulator
-// bias + W x of every batch row, the same at every step, computed once per call into the scratch
-// after the gate buffers; the gates then read it (GateArgs::x_acc) instead of multiplying x.
-const int32_t* project_repeated_input(const qlstm_lstm_s8_params& params, void* scratch, const int8_t* input) {
-  const int32_t B = params.dims.batch, T = params.dims.time_steps, I = params.dims.input_size, H = params.dims.hidden_size;
-  if (params.input_repeated == 0 || T == 0) return nullptr;  // T == 0: no step reads it (input may be NULL)
-  const ptrdiff_t BH = static_cast<ptrdiff_t>(B) * H;
-  // The offset is a multiple of QLSTM_SCRATCH_ALIGNMENT, the scratch aligned to it.
-  int32_t* const projection =
-      static_cast<int32_t*>(static_cast<void*>(static_cast<uint8_t*>(scratch) + projection_offset(params.dims)));
-  for (int32_t g = 0; g < QLSTM_GATE_COUNT; ++g) {
-    const qlstm_gate_s8_params& gate = params.gates[g];
-    for (int32_t b = 0; b < B; ++b) {
-      for (int32_t r = 0; r < H; ++r) {
-        projection[g * BH + b * H + r] = reference::dot_s8_plus_bias(
-            input + static_cast<ptrdiff_t>(b) * I, gate.input_weights + static_cast<ptrdiff_t>(r) * I, I,
-            gate.input_effective_bias[r]);
-      }
-    }
-  }
-  return projection;
+// A repeated input's projection (input_projection.h), after the gate buffers.
+const int32_t* repeated_input_projection(const qlstm_lstm_s8_params& params, void* scratch, const int8_t* input) {
+  const qlstm_lstm_dims& d = params.dims;
+  if (params.input_repeated == 0 || d.time_steps == 0) return nullptr;  // T == 0: no step reads it (input may be NULL)
+  return project_repeated_input(params.gates, QLSTM_GATE_COUNT, d.batch, d.input_size, d.hidden_size, input, scratch,
+                                scratch_bytes_for(d));
 }
 
 size_t call_scratch_bytes_for(const qlstm_lstm_s8_params& p) {
   if (p.input_repeated == 0) return scratch_bytes_for(p.dims);
-  return projection_offset(p.dims) +
-         static_cast<size_t>(QLSTM_GATE_COUNT) * static_cast<size_t>(p.dims.batch) * static_cast<size_t>(p.dims.hidden_size) *
-             sizeof(int32_t);
+  return scratch_with_projection(scratch_bytes_for(p.dims), QLSTM_GATE_COUNT, p.dims.batch, p.dims.hidden_size);
 }
 
 // The parameters, the context, the buffers: everything but the choice of variant.
@@ -166,7 +144,7 @@ qlstm_status run_lstm_s8_walk(const qlstm_lstm_s8_params& params, qlstm_lstm_s8_
       {params.output_times_tanh_cell_to_hidden, params.output_zero_point,
        params.cell_scale_power + kQ3_12FractionalBits},
       params.dims.hidden_size};
-  const int32_t* const projection = project_repeated_input(params, ctx.scratch, input);
+  const int32_t* const projection = repeated_input_projection(params, ctx.scratch, input);
   run_lstm_sequence(lstm_sequence_of(params), stages, static_cast<int8_t>(params.output_zero_point),
                     static_cast<int16_t*>(ctx.scratch), ctx.cell_state, ctx.hidden_state, input, output, projection);
   return QLSTM_OK;

@@ -56,10 +56,14 @@ void new_gate(const qlstm_gru_gate_s8_params& g, const qlstm_requant& reset_time
     const int8_t* h = args.h != nullptr ? args.h + b * args.h_row_stride : nullptr;
     const int32_t h_columns = h != nullptr ? args.hidden_size : 0;
     const ptrdiff_t base = static_cast<ptrdiff_t>(b) * args.hidden_size;
+    // A repeated input's accumulators (args.x_acc) stand for the input matmul and its bias.
+    const int32_t* x_acc = args.x_acc != nullptr ? args.x_acc + base : nullptr;
     for (int32_t r = 0; r < args.hidden_size; ++r) {
       const int16_t x_part_q3_12 =
-          matmul_part_q3_12(x, g.input_weights + static_cast<ptrdiff_t>(r) * args.input_size, args.input_size,
-                            g.input_effective_bias[r], g.input_to_q3_12);
+          x_acc != nullptr
+              ? matmul_part_q3_12(nullptr, nullptr, 0, x_acc[r], g.input_to_q3_12)
+              : matmul_part_q3_12(x, g.input_weights + static_cast<ptrdiff_t>(r) * args.input_size, args.input_size,
+                                  g.input_effective_bias[r], g.input_to_q3_12);
       const int16_t h_part_q3_12 =
           matmul_part_q3_12(h, g.hidden_weights + static_cast<ptrdiff_t>(r) * args.hidden_size, h_columns,
                             g.hidden_effective_bias[r], g.hidden_to_q3_12);

@@ -806,24 +806,28 @@ void make_hard_sigmoid_gates(Rng& r, Regime regime, qlstm_lstm_s8_params* p) {
   }
 }
 
-// The case's input as T copies of its first step (the sequence a repeated input stands for), and
-// that step of each batch row, [B][I], in *one_step. false: it does not fit.
-bool repeat_first_step(Case* k, const int8_t** one_step) {
-  const qlstm_lstm_dims& d = k->params.dims;
-  const int32_t B = d.batch, T = d.time_steps, I = d.input_size;
-  const bool time_major = k->params.layout == QLSTM_LAYOUT_TIME_MAJOR;
+// A [B][T][I] (or [T][B][I]) input as T copies of its first step (the sequence a repeated input
+// stands for), in *input, and that step of each batch row, [B][I], in *one_step. false: it does
+// not fit.
+bool repeat_first_step(int32_t B, int32_t T, int32_t I, bool time_major, const int8_t** input,
+                       const int8_t** one_step) {
   int8_t* one = static_cast<int8_t*>(arena_take(static_cast<uint32_t>(B * I)));
   int8_t* copies = static_cast<int8_t*>(arena_take(static_cast<uint32_t>(B * T * I)));
   if (!one || (T > 0 && !copies)) return false;
-  for (int32_t b = 0; b < B; ++b) memcpy(one + b * I, k->input + (time_major ? b * I : b * T * I), static_cast<size_t>(I));
+  for (int32_t b = 0; b < B; ++b) memcpy(one + b * I, *input + (time_major ? b * I : b * T * I), static_cast<size_t>(I));
   for (int32_t t = 0; t < T; ++t) {
     for (int32_t b = 0; b < B; ++b) {
       memcpy(copies + (time_major ? (t * B + b) * I : (b * T + t) * I), one + b * I, static_cast<size_t>(I));
     }
   }
-  k->input = copies;
+  *input = copies;
   *one_step = one;
   return true;
+}
+bool repeat_first_step(Case* k, const int8_t** one_step) {
+  const qlstm_lstm_dims& d = k->params.dims;
+  return repeat_first_step(d.batch, d.time_steps, d.input_size, k->params.layout == QLSTM_LAYOUT_TIME_MAJOR, &k->input,
+                           one_step);
 }
 
 int variant_test(int32_t cases) {
@@ -995,7 +999,7 @@ struct GruRun {
 bool run_gru(const qlstm::GruS8Variant& v, const GruCase& k, uint32_t output_bytes, GruRun* run) {
   const qlstm_gru_dims& d = k.params.dims;
   const uint32_t state_bytes = static_cast<uint32_t>(d.batch * d.hidden_size) * 2u;
-  const uint32_t scratch_bytes = static_cast<uint32_t>(qlstm_gru_s8_scratch_bytes(&d));
+  const uint32_t scratch_bytes = static_cast<uint32_t>(qlstm_gru_s8_call_scratch_bytes(&k.params));
   void* scratch = arena_take(scratch_bytes);
   run->output = static_cast<int8_t*>(arena_take(output_bytes));
   run->state = static_cast<int16_t*>(arena_take(state_bytes));
@@ -1034,11 +1038,23 @@ long gru_variant_test(int32_t cases) {
     const int32_t W = p.output_width > 0 ? p.output_width : d.hidden_size;
     const uint32_t output_bytes = static_cast<uint32_t>(d.batch * (final_only || first_only ? 1 : d.time_steps) * W);
     const uint32_t state_bytes = static_cast<uint32_t>(d.batch * d.hidden_size) * 2u;
+    // Every sixth reads its first step repeated (input_repeated): the reference's run on T copies
+    // of it is the expectation, every variant (the reference too) then runs on the one step.
+    const bool repeated = n % 6 == 1;
+    const int8_t* one_step = nullptr;
+    if (repeated && !repeat_first_step(d.batch, d.time_steps, d.input_size, p.layout == QLSTM_LAYOUT_TIME_MAJOR,
+                                       &k.input, &one_step)) {
+      return -1;
+    }
     GruRun want;
     if (!run_gru(ref, k, output_bytes, &want)) return -1;
+    if (repeated) {
+      k.input = one_step;
+      p.input_repeated = 1;
+    }
     const uint32_t after_ref = g_arena_used;
     for (size_t v = 0; v < nvar; ++v) {
-      if (all[v] == &ref) continue;
+      if (all[v] == &ref && !repeated) continue;
       // A variant with a whole call of its own runs twice: that call, then its stages by the
       // shared walk (which run on their own nowhere else on the device).
       qlstm::GruS8Variant staged = *all[v];
@@ -1065,12 +1081,12 @@ long gru_variant_test(int32_t cases) {
                           (k.h0 == nullptr || memcmp(got.state, want.state, state_bytes) == 0);
         if (!same) {
           ++mismatches;
-          printf("FAIL GRU variant %s%s, case %ld: B=%ld T=%ld I=%ld H=%ld W=%ld %s %s %s%s regime %ld (status %s)\n",
+          printf("FAIL GRU variant %s%s, case %ld: B=%ld T=%ld I=%ld H=%ld W=%ld %s %s %s%s%s regime %ld (status %s)\n",
                  var.name, form, (long)n, (long)d.batch, (long)d.time_steps, (long)d.input_size,
                  (long)d.hidden_size, (long)W, p.layout == QLSTM_LAYOUT_TIME_MAJOR ? "time-major" : "batch-major",
                  k.h0 != nullptr ? "stateful" : "stateless", reverse ? "reverse" : "forward",
-                 final_only ? " final-state" : first_only ? " first-step" : "", (long)(n % 3),
-                 qlstm_status_string(got.status));
+                 final_only ? " final-state" : first_only ? " first-step" : "", repeated ? " repeated-input" : "",
+                 (long)(n % 3), qlstm_status_string(got.status));
         }
       }
     }

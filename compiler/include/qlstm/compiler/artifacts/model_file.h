@@ -43,9 +43,13 @@ namespace compiler {
 // 17: version 16 with the vanilla RNN kind (QLSTM_OP_RNN_S8); written only for a model with one.
 // 18: an int8 LSTM's record ends with input_repeated (older records read as 0: a sequence);
 //     written only for a model with an LSTM that reads a repeated input.
-constexpr uint32_t kModelFormatVersion = 18;
+// 19: an int8 GRU's record ends with input_repeated (older records read as 0); written only for a
+//     model with a GRU that reads a repeated input.
+constexpr uint32_t kModelFormatVersion = 19;
 // The version of a model with an LSTM that reads one step repeated (input_repeated).
 constexpr uint32_t kModelFormatVersionRepeatedInput = 18;
+// The version of a model with a GRU that reads one step repeated.
+constexpr uint32_t kModelFormatVersionRepeatedGru = 19;
 // The version of a model with a HardSigmoid gate.
 constexpr uint32_t kModelFormatVersionGateLines = 13;
 // The version of a model with a recurrent op that runs its first step alone.

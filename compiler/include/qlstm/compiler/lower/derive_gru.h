@@ -33,6 +33,7 @@ struct DerivedGru {
   qlstm_requant reset_times_hidden_to_q3_12{}, update_times_difference_to_q0_15{}, hidden_q0_15_to_output{};
   // [H]: the new gate's recurrent accumulator at a zero state (b_hn alone; zero_state_bias below).
   std::vector<int32_t> new_gate_zero_state_bias;
+  int32_t input_repeated = 0;  // 1: reads one input step at every step (qlstm_gru_s8_params)
 
   // A kernel parameter block pointing into this object (valid while it lives).
   qlstm_gru_s8_params kernel_params(int32_t batch, int32_t time_steps, Layout layout) const;

@@ -121,6 +121,10 @@ int16_t quantize_cell(double c, int32_t power);
 // A GRU's hidden state is Q0.15: kept in the int16 state row as a cell at 2^kGruHiddenPower.
 constexpr int32_t kGruHiddenPower = -15;
 
+// Each batch row's last step of a sequence ([B][T][W] or [T][B][W], W values per position) at every
+// one of its steps: what the layer above a repeated layer reads (FloatProgram::repeated).
+std::vector<float> repeat_last_step(const std::vector<float>& seq, const SequenceShape& shape, size_t W);
+
 // Offset of op k's rows in a [ops][B][H] state of `batch` rows per op.
 size_t state_offset(const std::vector<int32_t>& hidden_sizes, int32_t op, int32_t batch);
 
