@@ -47,8 +47,21 @@ AUTOENCODER_TRAIN_STEPS = 1000
 #                             or "expand" (.expand(-1, T, -1)), T = x.shape[1], is the input of the
 #                             decoder: [hidden, layers] of each of its modules, from a zero state; the
 #                             head then runs on every step of its output
+#   bottleneck                an autoencoder's layers between what `read` takes and the repetition (a
+#                             latent layer: "linear:N", "relu", "tanh"), in order
+#   repeat_steps              "fixed": the repetition's count is the model's own constant (its seq_len,
+#                             T), not x.shape[1]
+#   unbatched                 forward takes one [T, I] sequence (no batch axis) and makes it a batch of
+#                             one itself, the tutorial autoencoder's form: x.reshape((1, T, I)), the
+#                             encoder's h_n reshaped to [1, H], .repeat(T, 1), reshaped to [1, T, H]
+#                             into the decoder, its output reshaped to [T, H'], the head per step,
+#                             .squeeze(-1) (the reshapes hold for I = 1 only); exported with a [T, I]
+#                             example, no dynamic axis ("dynamic": "none"); torch runs each held-out
+#                             sequence alone, qlstm gets the sequences as [N, T, I] (one per call)
 #   train_steps               make_corpus.py's Adam steps, when not its TRAIN_STEPS (an autoencoder
 #                             learns to reconstruct its window in more)
+#   lr                        make_corpus.py's Adam learning rate, when not 0.005 (the repository's own,
+#                             for a model that does not learn at 0.005)
 #   head                      the head's layers before its last Linear (to out): "linear:N", "bn"
 #                             (BatchNorm1d), "ln" (LayerNorm), "relu", "dropout:P"
 #   final                     "none", "sigmoid", "softmax", "log_softmax"
@@ -62,7 +75,8 @@ AUTOENCODER_TRAIN_STEPS = 1000
 #                             needs --max-time-steps: qlstm says so)
 # No repository below exports to ONNX but MaxRondelli's (an earlier commit: dynamic batch and time
 # axes, torch's default opset); the others are exported with torch.onnx.export's defaults (opset 14
-# in torch 1.13) and a dynamic batch axis, as a user of that code would.
+# in torch 1.13) and a dynamic batch axis (an unbatched one: no dynamic axis), as a user of that
+# code would.
 def _entry(name, repo, file, cls, task, cell, I, stack, T, out, read, **kw):
     """stack: (hidden, layers) per recurrent module, in order (a model of two nn.LSTM modules has two)."""
     e = dict(name=name, repo=repo, file=file, cls=cls, task=task, cell=cell, I=I, stack=[list(m) for m in stack], T=T,
@@ -142,6 +156,37 @@ CORPUS = [
     _entry("bearing_vibration_lstm_autoencoder", "cale20/nasa-vibration-lstm", "src/models/lstm_autoencoder.py",
            "LSTMAutoencoder", "reconstruct", "lstm", 1, [(64, 1)], 100, 1, "h_n", decoder=[(64, 1)], repeat="repeat",
            train_steps=AUTOENCODER_TRAIN_STEPS),
+    # LSTM autoencoders with a latent layer: h_n[-1] through Linears (the bottleneck) before the
+    # repetition. A water pipeline's sensors (pressure, flow, temperature, vibration): main.py's
+    # sizes (hidden 64, 2 layers, dropout 0.2, latent 16, windows of 50); encoder_fc (64 -> 16) then
+    # decoder_fc (16 -> 64), no activation, repeated self.seq_len (50) times. Trained at main.py's
+    # learning rate (1e-3): at 0.005 it outputs the window's mean (held-out MSE 1.02 against a mean
+    # square of 1.02, in 1000 to 3000 steps; 0.34 at 1e-3 in 1000)
+    _entry("water_leak_lstm_autoencoder", "shradhanjalipradhan/LSTM-Autoencoder-multivariate-sensor-anomaly-detector",
+           "models/lstm_autoencoder.py", "LSTMAutoencoder", "reconstruct", "lstm", 4, [(64, 2)], 50, 4, "h_n",
+           dropout=0.2, bottleneck=["linear:16", "linear:64"], decoder=[(64, 2)], repeat="repeat",
+           repeat_steps="fixed", train_steps=AUTOENCODER_TRAIN_STEPS, lr=1e-3),
+    # NYC taxi demand (NAB, one value every 30 min): config.yaml's sizes (encoder LSTMs of 64 then
+    # 32, one nn.LSTM each; latent 16; decoder LSTMs of 32 then 64; windows of 24); the encoder's
+    # fc_latent (32 -> 16) on the last module's h_n[-1], repeated x.size(1) times. Its Dropout(0.1)
+    # between modules is not reproduced (the exported eval-mode graph has none)
+    _entry("taxi_demand_lstm_autoencoder", "amgainprabesh/lstm-autoencoder-anomaly-detection",
+           "models/lstm_autoencoder.py", "LSTMAutoencoder", "reconstruct", "lstm", 1, [(64, 1), (32, 1)], 24, 1,
+           "h_n", bottleneck=["linear:16"], decoder=[(32, 1), (64, 1)], repeat="repeat",
+           train_steps=AUTOENCODER_TRAIN_STEPS),
+    # The widely copied tutorial autoencoder, unbatched: one window of a stock's daily close
+    # (Goldman Sachs, standardised) per call, [seq_len, 1], made a batch of one in the encoder
+    # (x.reshape((1, seq_len, input_size))); h_n reshaped to [1, 128], .repeat(seq_len, 1) and
+    # reshaped to [1, seq_len, 128] into the decoder, whose output is reshaped to [seq_len, 128]
+    # before output_layer, then squeezed to [seq_len]. main.py's sizes (seq_len 15, input_size 1,
+    # embedding_size 64: LSTMs of 2 * 64 = 128; models/model.pth's shapes agree) and forward as
+    # committed: one LSTM on each side (the encoder's LSTM1, 1 -> 128; the decoder's LSTM2, 128 ->
+    # 128; the other two are built but their calls are commented out, as the README's "1-layer
+    # LSTM for Encoder and also Decoder" says). The repository runs it in float64 (.double());
+    # exported here in float32, with a [15, 1] example (its predict() passes x.squeeze(), [15]).
+    _entry("stock_close_lstm_autoencoder", "Charlie-Bell/lstm-autoencoder", "src/autoencoder.py", "LSTMAutoencoder",
+           "reconstruct", "lstm", 1, [(128, 1)], 15, 1, "h_n", decoder=[(128, 1)], repeat="repeat",
+           repeat_steps="fixed", unbatched=True, dynamic="none", train_steps=AUTOENCODER_TRAIN_STEPS),
 ]
 
 

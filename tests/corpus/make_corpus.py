@@ -22,6 +22,28 @@ TRAIN_STEPS = 300
 TRAIN_BATCH = 32
 
 
+def layer_modules(spec, width):
+    """The modules of a list of layers ("linear:N", "bn", "ln", "relu", "tanh", "dropout:P") on `width`
+    features, and the width they end with."""
+    out = []
+    for layer in spec:
+        kind, _, arg = layer.partition(":")
+        if kind == "linear":
+            out.append(nn.Linear(width, int(arg)))
+            width = int(arg)
+        elif kind == "bn":
+            out.append(nn.BatchNorm1d(width))
+        elif kind == "ln":
+            out.append(nn.LayerNorm(width))
+        elif kind == "relu":
+            out.append(nn.ReLU())
+        elif kind == "tanh":
+            out.append(nn.Tanh())
+        else:
+            out.append(nn.Dropout(float(arg)))
+    return out, width
+
+
 class Published(nn.Module):
     """An entry's architecture: its recurrent modules in turn, what forward reads of the last, an
     MLP head and its last activation, the state made as the repository makes it."""
@@ -42,26 +64,16 @@ class Published(nn.Module):
         self.rnns = nn.ModuleList(modules)
         hidden, layers = e["stack"][-1]
         width = hidden * (1 if e["read"] in ("h_n", "h_n_squeeze") else d)
+        # an autoencoder's latent layers, between the encoder's final state and the repetition
+        bottleneck, width = layer_modules(e.get("bottleneck", []), width)
+        self.bottleneck = nn.Sequential(*bottleneck)
         decoders = []
         for hidden, layers in e.get("decoder", []):
             decoders.append(cell(width, hidden, num_layers=layers, batch_first=True,
                                  dropout=e["dropout"] if layers > 1 else 0.0))
             width = hidden
         self.decoders = nn.ModuleList(decoders)
-        head = []
-        for layer in e["head"]:
-            kind, _, arg = layer.partition(":")
-            if kind == "linear":
-                head.append(nn.Linear(width, int(arg)))
-                width = int(arg)
-            elif kind == "bn":
-                head.append(nn.BatchNorm1d(width))
-            elif kind == "ln":
-                head.append(nn.LayerNorm(width))
-            elif kind == "relu":
-                head.append(nn.ReLU())
-            else:
-                head.append(nn.Dropout(float(arg)))
+        head, width = layer_modules(e["head"], width)
         head.append(nn.Linear(width, e["out"]))
         self.head = nn.Sequential(*head)
 
@@ -72,6 +84,8 @@ class Published(nn.Module):
 
     def forward(self, x):
         e = self.e
+        if e.get("unbatched") and x.dim() == 2:
+            return self.forward_unbatched(x)
         x = self.embed(x)
         shared = self.state(x, *e["stack"][0]) if e["state"] == "zeros_shared" else None
         y = x
@@ -85,9 +99,13 @@ class Published(nn.Module):
         h_n = state[0] if e["cell"] == "lstm" else state
         read = e["read"]
         if "decoder" in e:
-            # the encoder's final state, repeated over the input's steps, is the decoder's input
-            z = h_n[-1].unsqueeze(1) if read == "h_n" else y[:, -1:]
-            steps = x.shape[1]
+            # the encoder's final state (through the bottleneck's layers, if any), repeated over the
+            # input's steps (or the model's own constant seq_len), is the decoder's input
+            if read == "h_n":
+                z = self.bottleneck(h_n[-1]).unsqueeze(1)
+            else:
+                z = self.bottleneck(y[:, -1]).unsqueeze(1) if e.get("bottleneck") else y[:, -1:]
+            steps = e["T"] if e.get("repeat_steps") == "fixed" else x.shape[1]
             z = z.repeat(1, steps, 1) if e["repeat"] == "repeat" else z.expand(-1, steps, -1)
             for rnn in self.decoders:
                 z, _ = rnn(z)
@@ -120,6 +138,28 @@ class Published(nn.Module):
             z = torch.log_softmax(z, dim=-1)
         return z
 
+    def forward_unbatched(self, x):
+        """One [T, I] sequence, as the tutorial autoencoder (corpus.py, "unbatched") runs it: a batch
+        of one made by reshapes, the encoder's h_n reshaped and repeated T times, the decoder's
+        output reshaped to [T, H] for the head, its one feature squeezed with .squeeze() as the
+        repository writes it. The same per sequence as forward() on a
+        [B, T, I] batch (h_n[-1] repeated over T), which trains it."""
+        e = self.e
+        T, I = e["T"], e["I"]
+        y = x.reshape((1, T, I))
+        for rnn in self.rnns:
+            y, (h_n, _) = rnn(y)
+        hidden = e["stack"][-1][0]
+        z = h_n.reshape((I, hidden)).repeat(T, 1).reshape((1, T, hidden))
+        for rnn in self.decoders:
+            z, _ = rnn(z)
+        return self.head(z.reshape((T, e["decoder"][-1][0]))).squeeze()
+
+
+def unbatched_outputs(model, x):
+    """torch's outputs of an unbatched model on [N, T, I]: each sequence run alone, stacked."""
+    return torch.stack([model(torch.from_numpy(s)) for s in x])
+
 
 def train(model, e):
     """A few hundred Adam steps on the task: cross-entropy on the logits (before the final
@@ -127,7 +167,7 @@ def train(model, e):
     final = e.get("final", "none")
     e_train = dict(e, final="none")
     model.e = e_train
-    opt = torch.optim.Adam(model.parameters(), lr=0.005)
+    opt = torch.optim.Adam(model.parameters(), lr=e.get("lr", 0.005))
     rng_seed = corpus.TRAIN_SEED
     for step in range(e.get("train_steps", TRAIN_STEPS)):
         x, y = corpus.sequences(e, TRAIN_BATCH, rng_seed * 100000 + step)
@@ -165,6 +205,8 @@ def int8_weights(model):
 
 def export(model, e, path):
     x, _ = corpus.sequences(e, 2, 99)
+    if e.get("unbatched"):
+        x = x[0]  # one [T, I] sequence, as the model is called
     axes = {"none": None,
             "batch": {"x": {0 if e["batch_first"] else 1: "batch"}},
             "batch_time": {"x": {0: "batch", 1: "time"} if e["batch_first"] else {0: "time", 1: "batch"}}}[e["dynamic"]]
@@ -180,7 +222,13 @@ def make(e, out):
     export(model, e, os.path.join(out, e["name"] + ".onnx"))
     x, y = corpus.sequences(e, corpus.TEST_SEQUENCES, corpus.TEST_SEED)
     with torch.no_grad():
-        torch_out = model(torch.from_numpy(x)).numpy().astype(np.float32)
+        if e.get("unbatched"):
+            torch_out = unbatched_outputs(model, x).numpy().astype(np.float32)
+            # the reshaped form computes what the batched one trained
+            batched = model(torch.from_numpy(x)).numpy().reshape(torch_out.shape)
+            assert np.allclose(torch_out, batched, atol=1e-5), float(np.abs(torch_out - batched).max())
+        else:
+            torch_out = model(torch.from_numpy(x)).numpy().astype(np.float32)
     np.save(os.path.join(out, e["name"] + ".torch_out.npy"), torch_out)
     if e.get("weights_bound"):
         # The same model with its weight matrices quantized to int8 (symmetric, per output row) and

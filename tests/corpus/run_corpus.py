@@ -76,19 +76,41 @@ def stack_text(stack):
     return " + ".join("%d x %d" % (layers, hidden) for hidden, layers in stack)
 
 
+def bottleneck_text(e, width):
+    """An autoencoder's layers between the encoder's state and the repetition: " -> Linear 64->16 -> ReLU"."""
+    text = ""
+    for layer in e.get("bottleneck", []):
+        kind, _, arg = layer.partition(":")
+        if kind == "linear":
+            text += " -> Linear %d->%s" % (width, arg)
+            width = int(arg)
+        else:
+            text += " -> " + {"relu": "ReLU", "tanh": "Tanh"}[kind]
+    return text
+
+
 def describe(e):
     read = ("y[-1]" if e["read"] == "last" and not e["batch_first"] else
             READS[e["read"]].replace("k", str(e.get("k"))) if e["read"] == "last_k" else READS[e["read"]] + (", LayerNorm" if "ln" in e["head"] else ""))
     if "decoder" in e:
-        # sequence to sequence: what is repeated over the input's steps, then the decoder the head reads every step of
-        read = "%s %s over T -> %s %s, every step" % ("h_n[-1]" if e["read"] == "h_n" else "y[:, -1:]",
-                                                     "repeated" if e["repeat"] == "repeat" else "expanded",
-                                                     e["cell"].upper(), stack_text(e["decoder"]))
+        # sequence to sequence: what is repeated over the input's steps (through the bottleneck's
+        # layers, if any), then the decoder the head reads every step of
+        hidden = e["stack"][-1][0]
+        width = hidden * (2 if e["bidirectional"] and e["read"] != "h_n" else 1)
+        if e.get("unbatched"):
+            # the tutorial's reshapes: h_n to [1, H], .repeat(T, 1), to [1, T, H]
+            state = "h_n reshaped to [1, %d], .repeat(T, 1) to [1, T, %d]" % (hidden, hidden)
+        else:
+            state = "%s%s %s over T" % ("h_n[-1]" if e["read"] == "h_n" else
+                                        "y[:, -1]" if e.get("bottleneck") else "y[:, -1:]",
+                                        bottleneck_text(e, width) + ("," if e.get("bottleneck") else ""),
+                                        "repeated" if e["repeat"] == "repeat" else "expanded")
+        read = "%s -> %s %s, every step" % (state, e["cell"].upper(), stack_text(e["decoder"]))
     return "%s%s%s %s (I %d)%s, T %d, %s -> %d%s" % (
         "Embedding %d -> " % e["vocab"] if "vocab" in e else "",
         "bi" if e["bidirectional"] else "", e["cell"].upper(), stack_text(e["stack"]), e["I"],
-        "" if e["batch_first"] else ", seq-first", e["T"], read, e["out"],
-        "" if e["final"] == "none" else ", " + e["final"])
+        ", unbatched [T, I] reshaped to [1, T, I]" if e.get("unbatched") else "" if e["batch_first"] else ", seq-first",
+        e["T"], read, e["out"], "" if e["final"] == "none" else ", " + e["final"])
 
 
 def markdown(results):

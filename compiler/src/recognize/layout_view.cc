@@ -127,6 +127,8 @@ bool LayoutRules::squeeze_all(const onnx::NodeProto& n, std::vector<bool>* drop)
     if (size != 1) continue;
     if (one_row_batch(v_.labels[k])) {
       v_.batch_squeezed = true;
+    } else if (v_.labels[k] == 'F' && part_ == PathPart::kHead) {
+      v_.features_squeezed = true;  // a head's one value per position, as squeeze(-1) (below)
     } else if (!unit_axis(c_, v_.labels[k])) {
       return fail(std::string("a Squeeze without axes drops the ") + axis_name(v_.labels[k]) +
                   " axis (its size is 1 here): name the axes to squeeze");
