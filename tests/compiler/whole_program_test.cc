@@ -814,6 +814,48 @@ TEST(WholeProgram, LayerNormsBetweenLayersAndInTheHead) {
   }
 }
 
+// A Linear and its activation between two stacked layers (FloatProgram::between; Keras'
+// TimeDistributed(Dense) between two LSTMs): an FC op and a table op between the recurrent ops,
+// the layer above reading the last one's output at its quantization; held out, the 30 dB bound; a
+// forward stack with a per-step head streams as one call; the model file keeps them.
+TEST(WholeProgram, LinearLayersBetweenRecurrentLayers) {
+  struct Case {
+    int32_t directions;
+    CellKind cell;
+  };
+  for (const Case& k : {Case{1, CellKind::kLstm}, Case{2, CellKind::kLstm}, Case{1, CellKind::kGru}}) {
+    std::mt19937_64 rng(91 + k.directions + (k.cell == CellKind::kGru ? 10 : 0));
+    const int32_t H = 8, W = k.directions * H, T = 12;
+    FloatProgram p = random_program(W, H, 2, k.directions, rng, k.cell);
+    p.between = {{linear(W, W, 0.3f, rng, "/between/fc"),
+                  elementwise(FloatLayerKind::kActivation, W, "/between/tanh", ActivationFn::kTanh)},
+                 {}};
+    p.head = {linear(W, 3, 0.4f, rng, "/fc/MatMul")};  // on every step
+    const Compiled c = compile_and_run(p, T, fast());
+    const CompiledModel& m = c.q.model;
+    const size_t D = static_cast<size_t>(k.directions);
+    const int32_t rec = k.cell == CellKind::kGru ? QLSTM_OP_GRU_S8 : QLSTM_OP_LSTM_S8;
+    std::vector<int32_t> want(D, rec);
+    want.insert(want.end(), {QLSTM_OP_FULLY_CONNECTED_S8, QLSTM_OP_TABLE_S8});
+    want.insert(want.end(), D, rec);
+    want.push_back(QLSTM_OP_FULLY_CONNECTED_S8);
+    ASSERT_EQ(kinds(m), want);
+    EXPECT_EQ(m.ops[D + 2].recurrent_input().scale, m.buffers[static_cast<size_t>(m.ops[D + 1].output_buffer)].quant.scale);
+    EXPECT_EQ(m.ops[D + 2].input_buffer, m.ops[D + 1].output_buffer);
+    const double sqnr = sqnr_db(c.want, c.got);
+    EXPECT_GE(sqnr, kMinSqnrDb);
+    std::printf("A Linear and Tanh between two %s layers, %d direction(s): SQNR %.1f dB\n",
+                k.cell == CellKind::kGru ? "GRU" : "LSTM", k.directions, sqnr);
+    const std::vector<int8_t> x8 = quantized_input(c);
+    const std::vector<int8_t> whole = run_program_s8(m, x8, c.shape);
+    const CompiledModel back = parse_model(serialize_model(m), "mem");
+    EXPECT_EQ(run_program_s8(back, x8, c.shape), whole);
+    if (k.directions == 1) {
+      for (const int32_t chunk : {1, 5}) EXPECT_EQ(run_program_s8_streamed(m, x8, c.shape, chunk), whole) << chunk;
+    }
+  }
+}
+
 // Attention pooling (docs/arithmetic.md §22) on a stack's sequence, batch-first and
 // sequence-first: the score Linear on every step into a one-value sequence, the pooling reading it
 // and, as its second input, the stack's sequence, at the sequence's quantization; held out, the

@@ -1615,9 +1615,48 @@ def import_models():
     pooled_concats()
     layer_norms()
     attention_pools()
+    layers_between()
     # compile's calibration for the CLI tests: 8 sequences of 5 steps, batch-first [B, T, 3]
     np.save(os.path.join(OUT, "import_calibration.npy"),
             np.random.default_rng(23).standard_normal((8, 5, 3)).astype(np.float32))
+
+
+class LayersBetween(nn.Module):
+    """Two recurrent modules with per-position layers between them (a Linear and its activation:
+    Keras' TimeDistributed(Dense) between two LSTMs, or a torch projection), then a head on the
+    last step or every step."""
+    def __init__(self, between, width, cell=nn.LSTM, bidirectional=False, last_step=True, scale=None):
+        super().__init__()
+        d = 2 if bidirectional else 1
+        self.rnn1 = cell(3, 6, batch_first=True, bidirectional=bidirectional)
+        self.between, self.scale = between, scale
+        self.rnn2 = cell(width, 5, batch_first=True, bidirectional=bidirectional)
+        self.head, self.last_step = nn.Linear(5 * d, 2), last_step
+
+    def forward(self, x):
+        y = self.rnn1(x)[0]
+        if self.scale is not None:
+            y = y * self.scale  # a per-feature affine before the layers
+        y = self.rnn2(self.between(y))[0]
+        return self.head(y[:, -1] if self.last_step else y)
+
+
+def layers_between():
+    """Per-position layers between two recurrent layers (FloatProgram::between): a Linear with its
+    activation, on LSTMs, GRUs and bidirectional layers; refused after a per-feature affine."""
+    torch.manual_seed(63)
+    x = torch.randn(2, 5, 3)
+    import_torch("import_linear_relu_between_lstms", LayersBetween(nn.Sequential(nn.Linear(6, 4), nn.ReLU()), 4),
+                 14, x, ["select", "Linear"], dynamic=True, between=[["Linear", "Relu"], []])
+    import_torch("import_linear_tanh_between_grus",
+                 LayersBetween(nn.Sequential(nn.Linear(6, 7), nn.Tanh()), 7, cell=nn.GRU, last_step=False), 17, x,
+                 ["Linear"], cell="GRU", dynamic=True, between=[["Linear", "Tanh"], []])
+    import_torch("import_linear_between_bidirectional",
+                 LayersBetween(nn.Linear(12, 6), 6, bidirectional=True), 13, x, ["select", "Linear"],
+                 between=[["Linear"], []])
+    refused("import_refused_layer_after_affine_between",
+            LayersBetween(nn.Linear(6, 4), 4, scale=torch.linspace(0.5, 2.0, 6)), 14,
+            ["a layer after a per-feature affine (node '/Mul' (Mul)) between two recurrent layers: not supported"])
 
 
 class SeqFirstPoolConcat(nn.Module):

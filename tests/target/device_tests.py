@@ -421,6 +421,8 @@ WHOLE = [
     ("seq2seq_bottleneck", "tests/onnx/models/seq2seq_bottleneck_h_n.onnx", True, "whole"),
     # a GRU autoencoder: the GRU decoder reads the encoder's h_n[-1] repeated (input_repeated)
     ("seq2seq_gru", "tests/onnx/models/seq2seq_gru_h_n.onnx", True, "whole"),
+    # LSTM -> Linear, ReLU (one FC op) -> LSTM -> y[:, -1] -> Linear, streamed
+    ("layers_between", "tests/onnx/models/import_linear_relu_between_lstms.onnx", True, "stream"),
 ]
 
 

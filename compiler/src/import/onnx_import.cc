@@ -495,7 +495,8 @@ void follow_chain(Import* im) {
       im->taken.insert(norm_nodes.begin(), norm_nodes.end());
     }
     const NodeInfo& nn = info[nx];
-    if (!check_link(ni, nn, view.labels, problems)) chain_ok = false;
+    const int32_t between_width = im->r.program.between_after(static_cast<int32_t>(chain.size()) - 1).empty() ? 0 : view.width;
+    if (!check_link(ni, nn, view.labels, problems, between_width)) chain_ok = false;
     n = nx;
   }
   if (chain_ok && chain.size() != lstms.size()) {

@@ -712,15 +712,16 @@ void ModelChecker::ops() {
 void ModelChecker::recurrent_op(size_t k, const std::string& w, const ProgramBuffer& in, const ProgramBuffer& out) {
   const ProgramOp& op = m_.ops[k];
   const int32_t directions = m_.directions;
-  // Between two layers only a requantization (a 16x8 layer meets an int8 one), a residual add (the
-  // layer's output plus its input) and layer normalizations may come.
-  // Before a decoder that reads the state repeated: any per-position op on that one step.
+  // Between two layers only ops that keep the steps may come: a requantization (a 16x8 layer meets
+  // an int8 one), a residual add (the layer's output plus its input), per-position layers (a
+  // LayerNorm, a Linear, an activation); no step selection, pooling or flatten.
+  const auto per_position = [&](const ProgramOp& o) {
+    const OpKind* kind = find_op_kind(o.kind);
+    return !o.recurrent() && kind != nullptr && kind->selected_step == nullptr && pooled_over_time(o).empty() &&
+           flattened_steps(m_, o) == 0;
+  };
   size_t below = k;
-  while (below > 0 && (m_.ops[below - 1].kind == QLSTM_OP_REQUANTIZE || m_.ops[below - 1].kind == QLSTM_OP_ADD_S8 ||
-                       m_.ops[below - 1].kind == QLSTM_OP_LAYER_NORM_S8 ||
-                       (reads_repeated(op) && !m_.ops[below - 1].recurrent()))) {
-    --below;
-  }
+  while (below > 0 && per_position(m_.ops[below - 1])) --below;
   const bool between_layers = below < k && below > 0 && m_.ops[below - 1].recurrent();
   if (after_lstm_ && !m_.ops[k - 1].recurrent() && !between_layers) {
     bad(w + "': a recurrent op after the head");

@@ -4,6 +4,7 @@
 
 #include "import/recurrent_nodes.h"
 #include "recognize/layer_norm.h"
+#include "recognize/path_walker.h"
 #include "recognize/residual.h"
 
 namespace qlstm {
@@ -77,6 +78,26 @@ bool take_affine(const Graph& g, const onnx::NodeProto& n, const std::string& va
   }
   if (a->node.empty()) a->node = node_label(n);
   return true;
+}
+
+// The ops that start a per-position layer between two recurrent layers (a Linear, an activation);
+// the walk of the head's kind takes it with what follows up to the next layer.
+bool starts_layer(const std::string& op) {
+  static const std::set<std::string> kOps = {"Gemm", "MatMul", "Relu", "Sigmoid", "Tanh", "LeakyRelu",
+                                             "HardSigmoid", "HardSwish", "Clip", "Gelu"};
+  return kOps.count(op) != 0;
+}
+
+// The input of the next recurrent node along a path of single readers from `value`; empty when the
+// path reaches a graph output or a branch first (the head's, then).
+std::string next_recurrent_input(const Graph& g, std::string value) {
+  for (int guard = 0; guard < 64; ++guard) {
+    const std::vector<const onnx::NodeProto*> readers = g.data_consumers(value);
+    if (readers.size() != 1 || readers.front()->output_size() < 1 || g.is_graph_output(value)) return "";
+    if (recurrent(*readers.front())) return value;
+    value = readers.front()->output(0);
+  }
+  return "";
 }
 
 }  // namespace
@@ -159,6 +180,27 @@ bool follow_output(const PathContext& c, std::string value, LayoutView* view, st
     }
     if (!*residual && take_affine(g, n, value, *view, &crossed)) {  // the next layer takes it in
       value = n.output(0);
+      continue;
+    }
+    const std::string stop = starts_layer(n.op_type()) ? next_recurrent_input(g, value) : std::string();
+    if (!stop.empty()) {
+      // Per-position layers up to the next layer (a Linear and its activation between two LSTMs).
+      if (!crossed.scale.empty()) {
+        problems->push_back(node_label(n) + ": a layer after a per-feature affine (" + crossed.node +
+                            ") between two recurrent layers: not supported");
+        return false;
+      }
+      PathState s;
+      s.value = value;
+      s.view = *view;
+      std::string why;
+      if (!walk_position_layers(c, stop, &s, norm_nodes, &why)) {
+        problems->push_back(why);
+        return false;
+      }
+      norms->insert(norms->end(), s.layers.begin(), s.layers.end());
+      *view = s.view;
+      value = stop;
       continue;
     }
     if (!kLayoutOps.count(n.op_type())) {

@@ -109,6 +109,29 @@ bool PathWalker::walk(PathState* s, const std::string& stop) {
   return false;
 }
 
+bool walk_position_layers(const PathContext& c, const std::string& stop, PathState* s,
+                          std::vector<const onnx::NodeProto*>* nodes, std::string* problem) {
+  std::vector<std::string> problems;
+  std::set<const onnx::NodeProto*> used;
+  PathWalker walker(c, false, &problems, &used);
+  if (!walker.walk(s, stop)) {
+    *problem = problems.empty() ? "graph: a layer on the way to '" + stop + "' could not be read" : problems.front();
+    return false;
+  }
+  if (s->selected || s->residual) {
+    *problem = s->select.node + ": a step selection, pooling or residual add where only per-position layers may be";
+    return false;
+  }
+  for (const FloatLayer& l : s->layers) {
+    if (reads_whole_sequence(l.kind) || l.kind == FloatLayerKind::kEmbedding || l.groups != 1) {
+      *problem = l.node + ": not a per-position layer on the features";
+      return false;
+    }
+  }
+  nodes->insert(nodes->end(), used.begin(), used.end());
+  return true;
+}
+
 void PathWalker::problem(const onnx::NodeProto* n, const std::string& why) {
   problems_->push_back((n ? node_label(*n) : std::string("graph")) + ": " + why);
 }

@@ -58,6 +58,13 @@ struct PathState {
   bool failed = false;
 };
 
+// Per-position layers on the features (a Linear, its activation, a LayerNorm) from s->value to the
+// value `stop`, by a walk of the head's kind: for the paths between two recurrent layers and on a
+// repeated final state. *nodes gains the nodes taken. False, with *problem naming the node, where
+// a node on the way is not such a layer (a step selection, a pooling, a residual add among them).
+bool walk_position_layers(const PathContext& c, const std::string& stop, PathState* s,
+                          std::vector<const onnx::NodeProto*>* nodes, std::string* problem);
+
 // What an op is, for a refusal of a node the walk cannot take (or that is not on its path).
 std::string what_it_is(const Graph& g, const onnx::NodeProto& n, const char* cell);
 

@@ -398,8 +398,8 @@ std::string layers_end(const Graph& g, std::string value) {
 }
 
 // Per-position layers on the selected state (a Linear bottleneck, its activation), before or after
-// the repetition, taken by a walk of the head's (recognize/path_walker.h) from *value to `stop`.
-// They commute with the repetition: the program runs them once, on the one-step state.
+// the repetition, from *value to `stop` (walk_position_layers). They commute with the repetition:
+// the program runs them once, on the one-step state.
 bool take_layers(const PathContext& c, const std::string& stop, std::string* value, Axes* axes, RepeatedState* out) {
   PathContext one = c;
   one.directions = 1;
@@ -407,28 +407,11 @@ bool take_layers(const PathContext& c, const std::string& stop, std::string* val
   s.value = *value;
   s.view.width = out->width;
   for (char a : *axes) s.view.labels += a == 'R' ? 'T' : a;  // the walker's names: R is the new time axis
-  std::vector<std::string> problems;
-  std::set<const onnx::NodeProto*> used;
-  PathWalker walker(one, false, &problems, &used);
-  if (!walker.walk(&s, stop)) {
-    out->problem = problems.empty() ? "graph: a layer on the repeated final state could not be read" : problems.front();
-    return false;
-  }
-  if (s.selected || s.residual) {
-    out->problem = "graph: " + s.select.node + ": a step selection, pooling or residual add of the repeated final state";
-    return false;
-  }
-  for (const FloatLayer& l : s.layers) {
-    if (reads_whole_sequence(l.kind) || l.kind == FloatLayerKind::kEmbedding || l.groups != 1) {
-      out->problem = l.node + ": not a per-position layer on the features of the repeated final state";
-      return false;
-    }
-  }
+  if (!walk_position_layers(one, stop, &s, &out->nodes, &out->problem)) return false;
   *axes = Axes{};
   for (char a : s.view.labels) *axes += a == 'T' ? 'R' : a == 't' ? '1' : a;
   out->width = s.view.width;
   out->layers.insert(out->layers.end(), s.layers.begin(), s.layers.end());
-  out->nodes.insert(out->nodes.end(), used.begin(), used.end());
   *value = stop;
   return true;
 }
