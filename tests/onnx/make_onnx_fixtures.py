@@ -1164,7 +1164,7 @@ def dead_units(x):
 def pooling(x):
     """Pooling over time instead of the last step, as published classifiers write it: the mean or the
     max over the time axis (keepdims either way), after an LSTM, a bidirectional LSTM or a GRU, with
-    and without a head; a sum over time and a pooling after per-step layers are refused, named."""
+    and without a head; a sum over time is refused, named (a pooling after per-step layers: pools_after_layers)."""
     import_torch("import_pool_max_bidirectional",
                  Custom(lambda y, h: y.max(dim=1).values, head=nn.Linear(8, 2), bidirectional=True), 17, x,
                  ["max", "Linear"], dynamic=True)
@@ -1177,11 +1177,12 @@ def pooling(x):
     refused("import_refused_sum_over_time", Custom(lambda y, h: y.sum(dim=1), head=nn.Linear(4, 2)), 14,
             ["node '/ReduceSum' (ReduceSum): a sum over time (ReduceSum over the time axis): not supported (a mean "
              "or a max over the time axis alone is: y.mean(dim=1), y.max(dim=1).values)"])
-    refused("import_refused_pool_after_linear",
-            Custom(lambda y, h: y, head=nn.Sequential(nn.Linear(4, 4), Lambda(lambda z: z.mean(dim=1)))), 14,
-            ["node '/head/head.1/ReduceMean' (ReduceMean): a pooling over time after per-step layers "
-             "(/head/head.0/MatMul): not supported yet; pool the recurrent layer's output directly, then apply the "
-             "layers"])
+    # A mean after a Linear on every step commutes with it: the program pools first (the same draws
+    # as the refusal this was).
+    x_pool = torch.randn(2, 5, 3)
+    import_torch("import_pool_mean_after_linear",
+                 Custom(lambda y, h: y, head=nn.Sequential(nn.Linear(4, 4), Lambda(lambda z: z.mean(dim=1)))), 14,
+                 x_pool, ["mean", "Linear"])
 
 
 def trained_batch_norm(n):
@@ -1616,6 +1617,7 @@ def import_models():
     layer_norms()
     attention_pools()
     layers_between()
+    pools_after_layers()
     # compile's calibration for the CLI tests: 8 sequences of 5 steps, batch-first [B, T, 3]
     np.save(os.path.join(OUT, "import_calibration.npy"),
             np.random.default_rng(23).standard_normal((8, 5, 3)).astype(np.float32))
@@ -1639,6 +1641,26 @@ class LayersBetween(nn.Module):
             y = y * self.scale  # a per-feature affine before the layers
         y = self.rnn2(self.between(y))[0]
         return self.head(y[:, -1] if self.last_step else y)
+
+
+def pools_after_layers():
+    """A pooling over time after per-step layers that commute with it (the program pools first): a
+    max after a ReLU, a mean after two Linears; refused where they do not (a mean after a ReLU)."""
+    torch.manual_seed(64)
+    x = torch.randn(2, 5, 3)
+    import_torch("import_pool_max_after_relu",
+                 Custom(lambda y, h: y, head=nn.Sequential(nn.ReLU(), Lambda(lambda z: z.max(dim=1).values),
+                                                           nn.Linear(4, 2))), 17, x, ["max", "Relu", "Linear"],
+                 dynamic=True)
+    import_torch("import_pool_mean_after_linears_gru",
+                 Custom(lambda y, h: y, head=nn.Sequential(nn.Linear(4, 6), nn.Linear(6, 3), Lambda(lambda z: z.mean(1))),
+                        cell=nn.GRU), 14, x, ["mean", "Linear", "Linear"], cell="GRU",
+                 program=dict(ops=1, directions=1, initial_h="zero", initial_c="zero", h_n=False, c_n=False))
+    refused("import_refused_pool_mean_after_relu",
+            Custom(lambda y, h: y, head=nn.Sequential(nn.Linear(4, 4), nn.ReLU(), Lambda(lambda z: z.mean(dim=1)))), 14,
+            ["node '/head/head.2/ReduceMean' (ReduceMean): a pooling over time after per-step layers "
+             "(/head/head.0/MatMul): not supported yet (a mean after Linears alone, a max after non-decreasing "
+             "activations alone are)"])
 
 
 def layers_between():

@@ -158,15 +158,17 @@ bool PathWalker::features_last(const onnx::NodeProto& n, const PathState& s, con
 }
 
 // The head's first layer reading the whole sequence (a pooling, a flatten): after nothing else
-// that reads it, and before any per-step layer (the program runs it first).
+// that reads it, and before any per-step layer (the program runs it first), but per-step layers
+// that commute with it (`commutes`: they run after it, with the same result).
 bool PathWalker::read_whole_sequence(const onnx::NodeProto& n, PathState* s, FloatLayerKind kind, const std::string& what,
-                                     const std::string& verb) {
+                                     const std::string& verb, bool commutes, const std::string& commuting) {
   if (s->selected) {
     problem(&n, what + " after a step selection, a pooling or a flatten over time: not supported");
     return false;
   }
-  if (!s->layers.empty()) {
-    problem(&n, what + " after per-step layers (" + s->layers.front().node + "): not supported yet; " + verb +
+  if (!s->layers.empty() && !commutes) {
+    problem(&n, what + " after per-step layers (" + s->layers.front().node + "): not supported yet" +
+                    (commuting.empty() ? "" : " (" + commuting + ")") + "; " + verb +
                     " the recurrent layer's output directly, then apply the layers");
     return false;
   }
@@ -337,6 +339,30 @@ bool PathWalker::residual(const onnx::NodeProto& n, const ResidualAdd& r, PathSt
   return true;
 }
 
+namespace {
+
+// Whether a per-step layer commutes with a pooling over time, pool(layer(y)) = layer(pool(y)): a
+// Linear (an affine map) with the mean; a non-decreasing elementwise activation with the max.
+bool commutes_with_pool(const FloatLayer& l, PoolFn fn) {
+  if (l.groups != 1) return false;
+  if (fn == PoolFn::kMean) return l.kind == FloatLayerKind::kLinear;
+  if (fn != PoolFn::kMax || l.kind != FloatLayerKind::kActivation) return false;
+  switch (l.fn) {
+    case ActivationFn::kRelu:
+    case ActivationFn::kClip:
+    case ActivationFn::kSigmoid:
+    case ActivationFn::kTanh:
+      return true;
+    case ActivationFn::kLeakyRelu:
+    case ActivationFn::kHardSigmoid:
+      return l.alpha >= 0.0;  // slope
+    default:
+      return false;  // GELU, SiLU, HardSwish dip below zero: not monotone
+  }
+}
+
+}  // namespace
+
 // A reduction: over time (alone) a mean or a max is a pooling over time, the head's first layer;
 // over the features, a LayerNorm's mean (what_it_is).
 bool PathWalker::reduction(const onnx::NodeProto& n, PathState* s) {
@@ -354,7 +380,13 @@ bool PathWalker::reduction(const onnx::NodeProto& n, PathState* s) {
   }
   const std::string& op = n.op_type();
   if (reduced == "T" && (op == "ReduceMean" || op == "ReduceMax") && !front_) {
-    if (!read_whole_sequence(n, s, FloatLayerKind::kPoolTime, "a pooling over time", "pool")) return false;
+    const PoolFn fn = op == "ReduceMax" ? PoolFn::kMax : PoolFn::kMean;
+    bool commutes = true;
+    for (const FloatLayer& l : s->layers) commutes = commutes && commutes_with_pool(l, fn);
+    if (!read_whole_sequence(n, s, FloatLayerKind::kPoolTime, "a pooling over time", "pool", commutes,
+                             "a mean after Linears alone, a max after non-decreasing activations alone are")) {
+      return false;
+    }
     s->select.pool = op == "ReduceMax" ? PoolFn::kMax : PoolFn::kMean;
     if (int_attribute(n, "keepdims", 1) != 0) {
       s->view.labels[time_axis] = 't';

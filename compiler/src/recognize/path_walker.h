@@ -119,8 +119,10 @@ class PathWalker {
   void take_feature_affine(const onnx::NodeProto& n, PathState* s, const std::vector<double>& scale,
                            const std::vector<double>& shift);
   bool flatten_time(const onnx::NodeProto& n, PathState* s);
+  // commutes: the per-step layers taken so far commute with it (they then run after it); which
+  // ones would (`commuting`), for the refusal.
   bool read_whole_sequence(const onnx::NodeProto& n, PathState* s, FloatLayerKind kind, const std::string& what,
-                           const std::string& verb);
+                           const std::string& verb, bool commutes = false, const std::string& commuting = "");
   bool resolve_flattened_steps(const onnx::NodeProto& n, const std::string& w_name, bool transposed, PathState* s);
   // activations.cc
   static bool unary_activation_fn(const std::string& op, ActivationFn* fn);
